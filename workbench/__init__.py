@@ -1,0 +1,3 @@
+"""Workbench for investigating speculative decoding in SGLang."""
+
+__version__ = "0.1.0"

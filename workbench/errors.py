@@ -1,0 +1,76 @@
+"""The workbench's exception tree.
+
+Every error the library raises on purpose derives from :class:`WorkbenchError`,
+and its message says what failed, where (host, command, file), and what to do::
+
+    WorkbenchError
+    ├── ConfigError            bad parameters, variant or profile files, CLI input
+    ├── HostError              a host could not be reached or used
+    │   └── CommandError       a command ran and failed (exit status, stderr tail)
+    │       └── CommandTimeout the command outlived its timeout
+    ├── ServerError            a server variant failed to start, answer or stop
+    │   └── ServerStartError   it never became ready (log tail attached)
+    ├── BenchmarkError         the load generator could not measure a level
+    ├── SourceError            source inspection failed (download, parse)
+    └── ReportError            a notebook failed while regenerating a report
+
+Third-party exceptions are translated at the boundary (``raise X(...) from exc``).
+"""
+
+from __future__ import annotations
+
+
+class WorkbenchError(Exception):
+    """Root of every error the workbench raises on purpose."""
+
+
+class ConfigError(WorkbenchError, ValueError):
+    """Invalid user input: parameters, variant/profile files, command-line values."""
+
+
+class HostError(WorkbenchError):
+    """A host could not be reached or used."""
+
+
+class CommandError(HostError):
+    """A command ran on a host and failed.
+
+    Attributes:
+        result: the :class:`workbench.hosts.CommandResult` of the failed command.
+    """
+
+    def __init__(self, message: str, result: object | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class CommandTimeout(CommandError):
+    """A command on a host ran past its timeout and was killed."""
+
+
+class ServerError(WorkbenchError):
+    """A server variant failed to start, answer, or stop."""
+
+
+class ServerStartError(ServerError):
+    """A server never became ready.
+
+    Attributes:
+        log_tail: the last lines of the server log (str), for the user to read.
+    """
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class BenchmarkError(WorkbenchError):
+    """The load generator could not measure a level (server unreachable, all requests failed)."""
+
+
+class SourceError(WorkbenchError):
+    """Source inspection failed: a release could not be downloaded or a tree not read."""
+
+
+class ReportError(WorkbenchError):
+    """A notebook failed while regenerating a report; the partial output notebook is kept."""
