@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Find definitions of (and references to) Python names in a source tree, answer JSON.
+
+Runs ON the host that holds the tree (a GPU host over SSH, or this machine), with
+the host's ``python3`` (3.8 or newer) and nothing but the standard library. One JSON
+request on stdin, one JSON answer on stdout: a batch of queries is one walk of the
+tree and one round trip.
+
+Request::
+
+    {"root": "/path/to/sglang",            # directory to walk (required)
+     "queries": [                          # required, at least one
+        {"name": "get_alloc_len_per_decode"},                  # bare name
+        {"name": "EAGLEWorkerV2.forward_batch_generation"},    # qualified (Class.method)
+        {"name": "get_alloc_len_per_decode", "type": "references",
+         "path_glob": "srt/*"}],           # optional fnmatch filter on the relative path
+     "include_source": true,               # default true; false omits "source"
+     "max_matches": 500}                   # per query, default 500
+
+A query ``a.b.c`` matches a definition whose dotted qualname ends with ``a.b.c``.
+Qualnames join enclosing classes and functions with dots (Python's ``<locals>``
+marker is left out, so ``outer.inner`` names a function nested in ``outer``).
+
+Answer: ``{"ok": true, "results": [{"query": ..., "matches": [...], "truncated": bool}],
+"files_scanned", "files_parsed", "files_unparsable", "unparsable", "elapsed_s",
+"python_version", "root"}``. A definition match has ``path`` (relative to root,
+posix), ``qualname``, ``name``, ``kind`` (function/method/class), ``is_async``,
+``start_line`` (first decorator line, 1-based), ``def_line``, ``end_line``
+(inclusive), ``enclosing_class``, ``decorators`` (source text), ``signature``
+(parameter list and return annotation as one line of source text, comments
+dropped; for classes the base list), ``docstring`` (first line or null),
+``source`` (whole lines start_line..end_line, newlines normalised to ``\\n``) and
+``sha256`` (hex digest of ``source`` encoded as UTF-8). A reference match has
+``path``, ``line``, ``col`` (0-based, in characters), ``kind`` (call / attribute /
+name / import), ``enclosing`` (qualname of the innermost def or class, null at
+module level) and ``text`` (the stripped source line). References are matched by
+the last name segment only: ``x.forward(...)`` is a reference to any ``forward``.
+
+Directories whose names start with a dot, ``__pycache__`` and ``node_modules``
+are not entered, and symlinked directories are not followed. Only files whose bytes contain a query's last name segment are parsed (a name
+cannot be defined or referenced without being spelled), so ``files_parsed`` and
+``unparsable`` count those candidate files only. Files the host's Python cannot
+parse (syntax newer than the interpreter, encoding errors) are skipped and listed.
+
+Errors are answered as ``{"ok": false, "error": "...", "kind": "..."}`` with exit
+status 2 for a bad request or missing root, and 1 for an unexpected failure.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import time
+import tokenize
+
+PROTOCOL = 1
+SKIP_DIRS = {"__pycache__", "node_modules"}
+MAX_UNPARSABLE_LISTED = 100
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+_OPENERS = "([{"
+_CLOSERS = ")]}"
+
+
+class RequestError(Exception):
+    """The request cannot be answered (bad JSON, missing root, bad query)."""
+
+
+# -- request ------------------------------------------------------------------------
+
+
+def parse_request(raw: bytes) -> dict:
+    """Validate the JSON request and fill in defaults; raise RequestError when invalid."""
+    try:
+        request = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RequestError("request is not valid UTF-8 JSON: %s" % exc)
+    if not isinstance(request, dict):
+        raise RequestError("request must be a JSON object")
+    root = request.get("root")
+    if not isinstance(root, str) or not root:
+        raise RequestError("request needs 'root': the directory to search")
+    root = os.path.abspath(os.path.expanduser(root))
+    if not os.path.isdir(root):
+        raise RequestError("root %r does not exist or is not a directory" % root)
+    queries = request.get("queries")
+    if not isinstance(queries, list) or not queries:
+        raise RequestError("request needs 'queries': a non-empty list of {'name': ...}")
+    checked = []
+    for query in queries:
+        if not isinstance(query, dict) or not isinstance(query.get("name"), str):
+            raise RequestError("each query must be an object with a string 'name': %r" % (query,))
+        parts = query["name"].split(".")
+        if not all(part.isidentifier() for part in parts):
+            raise RequestError("query name %r is not a dotted Python name" % query["name"])
+        qtype = query.get("type", "definition")
+        if qtype not in ("definition", "references"):
+            raise RequestError("query type %r is not 'definition' or 'references'" % qtype)
+        glob = query.get("path_glob")
+        if glob is not None and not isinstance(glob, str):
+            raise RequestError("query path_glob must be a string: %r" % (glob,))
+        checked.append({"name": query["name"], "type": qtype, "path_glob": glob, "parts": parts})
+    max_matches = request.get("max_matches", 500)
+    if not isinstance(max_matches, int) or max_matches < 1:
+        raise RequestError("max_matches must be a positive integer")
+    return {
+        "root": root,
+        "queries": checked,
+        "include_source": bool(request.get("include_source", True)),
+        "max_matches": max_matches,
+    }
+
+
+# -- walking and parsing ------------------------------------------------------------
+
+
+def iter_python_files(root: str):
+    """Yield (absolute path, posix path relative to root) of *.py files, sorted, no symlinked dirs."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        for filename in sorted(filenames):
+            if filename.endswith(".py"):
+                full = os.path.join(dirpath, filename)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                yield full, rel
+
+
+def decode_source(data: bytes) -> str:
+    """Decode Python source bytes using its coding cookie or BOM (default UTF-8)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def split_lines(text: str) -> list:
+    """Lines as the parser numbers them: split on \\r\\n, \\r and \\n only (not form feeds)."""
+    return _NEWLINES.split(text)
+
+
+# -- definitions ----------------------------------------------------------------------
+
+
+def walk_scopes(tree: ast.AST):
+    """Yield (node, scope) for every node; scope is a tuple of enclosing def/class nodes.
+
+    Decorators, defaults, annotations and bases belong to the outer scope; a
+    definition's body to the inner one. Iterative, so deep nesting cannot overflow.
+    """
+    stack = [(tree, ())]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = scope + (node,)
+            body = set(id(child) for child in node.body)
+            children = [(c, inner if id(c) in body else scope) for c in ast.iter_child_nodes(node)]
+        else:
+            children = [(c, scope) for c in ast.iter_child_nodes(node)]
+        stack.extend(reversed(children))
+
+
+def qualname_of(scope: tuple, name: str) -> str:
+    """Dotted qualname from the enclosing definitions and the name."""
+    return ".".join([s.name for s in scope] + [name])
+
+
+def header_signature(lines: list, node: ast.AST) -> str:
+    """The parameter list (and ``-> annotation``) or class base list, as one line of source.
+
+    Tokenizes the definition's header from its ``def``/``class`` line, keeps the
+    bracketed list after the name (and a return annotation), drops comments and
+    joins line breaks with single spaces (dropping the trailing comma of a
+    multi-line list). Falls back to ``ast.unparse`` (3.9+) when
+    the header cannot be tokenized.
+    """
+    text = "\n".join(lines[node.lineno - 1 : node.end_lineno]) + "\n"
+    pieces = []
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        state, depth, prev_end = "find_name", 0, None
+        for tok in tokens:
+            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT):
+                continue
+            if state == "find_name":
+                if tok.type == tokenize.NAME and tok.string == node.name:
+                    state = "after_name"
+                continue
+            if state == "after_name" and tok.string not in ("(", "->", ":"):
+                break
+            if depth == 0 and tok.string == ":":
+                break
+            if pieces and tok.string in _CLOSERS and pieces[-1] == "," and tok.start[0] != prev_end[0]:
+                pieces.pop()  # the trailing comma of a multi-line list
+            elif prev_end is not None and tok.start != prev_end and pieces:
+                if pieces[-1] not in _OPENERS and tok.string not in _CLOSERS + ",":
+                    pieces.append(" ")
+            pieces.append(tok.string)
+            prev_end = tok.end
+            if tok.string in _OPENERS:
+                depth += 1
+            elif tok.string in _CLOSERS:
+                depth -= 1
+            state = "in_header"
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return unparse_signature(node)
+    signature = "".join(pieces)
+    if isinstance(node, ast.ClassDef) or signature.startswith("("):
+        return signature
+    return unparse_signature(node)
+
+
+def unparse_signature(node: ast.AST) -> str:
+    """Signature via ``ast.unparse`` (Python 3.9+), or '' on older interpreters."""
+    unparse = getattr(ast, "unparse", None)
+    if unparse is None:
+        return ""
+    if isinstance(node, ast.ClassDef):
+        items = [unparse(b) for b in node.bases] + [unparse(k) for k in node.keywords]
+        return "(%s)" % ", ".join(items) if items else ""
+    text = "(%s)" % unparse(node.args)
+    if node.returns is not None:
+        text += " -> " + unparse(node.returns)
+    return text
+
+
+def definition_match(node: ast.AST, scope: tuple, rel: str, text: str, lines: list, include_source: bool) -> dict:
+    """The answer record for one definition node."""
+    if isinstance(node, ast.ClassDef):
+        kind = "class"
+    elif scope and isinstance(scope[-1], ast.ClassDef):
+        kind = "method"
+    else:
+        kind = "function"
+    classes = [i for i, s in enumerate(scope) if isinstance(s, ast.ClassDef)]
+    enclosing_class = qualname_of(scope[: classes[-1]], scope[classes[-1]].name) if classes else None
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    source = "\n".join(lines[start - 1 : node.end_lineno]) + "\n"
+    docstring = ast.get_docstring(node, clean=True)
+    doc_first = docstring.strip().splitlines()[0] if docstring and docstring.strip() else None
+    match = {
+        "path": rel,
+        "qualname": qualname_of(scope, node.name),
+        "name": node.name,
+        "kind": kind,
+        "is_async": isinstance(node, ast.AsyncFunctionDef),
+        "start_line": start,
+        "def_line": node.lineno,
+        "end_line": node.end_lineno,
+        "enclosing_class": enclosing_class,
+        "decorators": [ast.get_source_segment(text, d) or "" for d in node.decorator_list],
+        "signature": header_signature(lines, node),
+        "docstring": doc_first,
+        "sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
+    }
+    if include_source:
+        match["source"] = source
+    return match
+
+
+def name_matches(scope: tuple, name: str, parts: list) -> bool:
+    """True when the dotted qualname (scope names + name) ends with ``parts``."""
+    if name != parts[-1]:
+        return False
+    chain = [s.name for s in scope] + [name]
+    return len(chain) >= len(parts) and chain[-len(parts) :] == parts
+
+
+# -- references -----------------------------------------------------------------------
+
+
+def reference_kind(node: ast.AST, parent_call_funcs: set) -> str:
+    """call when the node is the callee of a Call, else attribute or name."""
+    if id(node) in parent_call_funcs:
+        return "call"
+    return "attribute" if isinstance(node, ast.Attribute) else "name"
+
+
+# -- one file ---------------------------------------------------------------------------
+
+
+def reference_position(node: ast.AST, lines: list) -> tuple:
+    """(line, col) of the referenced name itself; col in characters, 0-based.
+
+    For ``a.b.name`` that is where ``name`` is spelled (possibly on a later line
+    than ``a``). The AST counts columns in UTF-8 bytes; they are converted here.
+    """
+    if isinstance(node, ast.Attribute):
+        line, col_bytes = node.end_lineno, node.end_col_offset - len(node.attr.encode("utf-8"))
+    else:
+        line, col_bytes = node.lineno, node.col_offset
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return line, len(text.encode("utf-8")[:col_bytes].decode("utf-8", errors="replace")), text
+
+
+def reference_match(node: ast.AST, target: str, call_funcs: set):
+    """The reference kind of ``node`` to ``target`` (call/attribute/name/import), or None."""
+    if isinstance(node, ast.Name) and node.id == target or isinstance(node, ast.Attribute) and node.attr == target:
+        return reference_kind(node, call_funcs)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if any(a.name == target or a.name.split(".")[-1] == target for a in node.names):
+            return "import"
+    return None
+
+
+# -- one file ---------------------------------------------------------------------------
+
+
+def scan_file(tree: ast.AST, rel: str, text: str, queries: list, results: list, request: dict) -> None:
+    """Append this file's matches for every query to ``results`` (parallel to ``queries``)."""
+    lines = split_lines(text)
+    active = [
+        (i, q) for i, q in enumerate(queries) if q["path_glob"] is None or fnmatch.fnmatchcase(rel, q["path_glob"])
+    ]
+    if not active:
+        return
+    call_funcs = set(id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call))
+    is_def = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for node, scope in walk_scopes(tree):
+        for i, query in active:
+            match = None
+            if query["type"] == "definition":
+                if isinstance(node, is_def) and name_matches(scope, node.name, query["parts"]):
+                    match = definition_match(node, scope, rel, text, lines, request["include_source"])
+            else:
+                kind = reference_match(node, query["parts"][-1], call_funcs)
+                if kind is not None:
+                    line, col, line_text = reference_position(node, lines)
+                    match = {
+                        "path": rel,
+                        "line": line,
+                        "col": col,
+                        "kind": kind,
+                        "enclosing": ".".join(s.name for s in scope) or None,
+                        "text": line_text.strip(),
+                    }
+            if match is None:
+                continue
+            if len(results[i]["matches"]) >= request["max_matches"]:
+                results[i]["truncated"] = True
+            else:
+                results[i]["matches"].append(match)
+
+
+def answer(request: dict) -> dict:
+    """Walk the tree once and answer every query."""
+    started = time.monotonic()
+    queries = request["queries"]
+    needles = set(q["parts"][-1].encode("utf-8") for q in queries)
+    results = [{"query": {k: q[k] for k in ("name", "type", "path_glob")}, "matches": [], "truncated": False}
+               for q in queries]
+    scanned = parsed = 0
+    unparsable = []
+    for full, rel in iter_python_files(request["root"]):
+        scanned += 1
+        try:
+            with open(full, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            unparsable.append({"path": rel, "error": "unreadable: %s" % exc.strerror})
+            continue
+        if not any(needle in data for needle in needles):
+            continue
+        parsed += 1
+        try:
+            text = decode_source(data)
+            tree = ast.parse(text, filename=rel)
+        except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as exc:
+            unparsable.append({"path": rel, "error": "%s: %s" % (type(exc).__name__, exc)})
+            continue
+        scan_file(tree, rel, text, queries, results, request)
+    return {
+        "ok": True,
+        "protocol": PROTOCOL,
+        "root": request["root"],
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "results": results,
+        "files_scanned": scanned,
+        "files_parsed": parsed,
+        "files_unparsable": len(unparsable),
+        "unparsable": unparsable[:MAX_UNPARSABLE_LISTED],
+        "elapsed_s": round(time.monotonic() - started, 4),
+    }
+
+
+def main() -> int:
+    """Read the request from stdin, write the answer to stdout; return the exit status."""
+    try:
+        reply, status = answer(parse_request(sys.stdin.buffer.read())), 0
+    except RequestError as exc:
+        reply, status = {"ok": False, "error": str(exc), "kind": "request"}, 2
+    except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
+        import traceback
+
+        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
+                 "traceback": traceback.format_exc()[-4000:]}
+        status = 1
+    sys.stdout.write(json.dumps(reply, ensure_ascii=True))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
