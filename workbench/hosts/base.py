@@ -1,18 +1,21 @@
 """The :class:`Host` interface: where commands run and files live.
 
 One interface for this machine and remote GPU hosts. Hosts implement a few
-primitives (``_execute``, ``_spawn``, ``read_bytes``, ``write_bytes``); this module
-owns argument quoting, timeouts and result/error shaping once for all of them.
+primitives (``_execute``, ``read_bytes``, ``write_bytes``; SSH hosts also ``put``,
+``get`` and ``forward``); this module owns argument quoting, timeouts and
+result/error shaping once for all of them.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import os
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from workbench.errors import CommandError, CommandTimeout
+from workbench.errors import CommandError, CommandTimeout, HostError
 
 #: How many characters of stderr an error message quotes.
 TAIL_CHARS = 2000
@@ -104,6 +107,47 @@ class SpawnedProcess:
     log_path: str
 
 
+class Forward:
+    """A local TCP port that reaches ``remote_host:remote_port`` as seen from a host.
+
+    For this machine it is the port itself (no tunnel); for an SSH host it is a
+    local listening socket whose connections travel over the host's SSH connection
+    (see :class:`workbench.hosts.sshforward.SSHForward`). Use it as a context manager
+    or call :meth:`close`.
+
+    Attributes:
+        local_host: address to connect to on this machine (``"127.0.0.1"`` for tunnels).
+        local_port: port to connect to on this machine.
+        remote_host: address the host connects to (``"127.0.0.1"``: the host itself).
+        remote_port: port the host connects to.
+    """
+
+    def __init__(self, *, local_host: str, local_port: int, remote_host: str, remote_port: int) -> None:
+        self.local_host = local_host
+        self.local_port = local_port
+        self.remote_host = remote_host
+        self.remote_port = remote_port
+
+    def url(self, path: str = "/", *, scheme: str = "http") -> str:
+        """``scheme://local_host:local_port/path``, the address a client on this machine uses."""
+        return f"{scheme}://{self.local_host}:{self.local_port}/{path.lstrip('/')}"
+
+    def close(self) -> None:
+        """Stop forwarding; safe to call twice (a no-op without a tunnel)."""
+
+    def __enter__(self) -> "Forward":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.local_host}:{self.local_port} -> "
+            f"{self.remote_host}:{self.remote_port})"
+        )
+
+
 class Host(abc.ABC):
     """Where commands run and files live: this machine or a GPU host over SSH.
 
@@ -166,6 +210,60 @@ class Host(abc.ABC):
         if check and not result.ok:
             raise CommandError(f"Command failed {result.describe()}", result)
         return result
+
+    def put(self, local_path: str | os.PathLike[str], remote_path: str, *, mode: int | None = None) -> None:
+        """Copy a file from this machine to ``remote_path`` on the host (atomic replace).
+
+        Args:
+            local_path: file on this machine.
+            remote_path: destination on the host (parent directories are created).
+            mode: permission bits for the copy (default: those of ``local_path``).
+
+        Raises:
+            HostError: the local file cannot be read or the host cannot write it.
+        """
+        src = Path(local_path).expanduser()
+        try:
+            data = src.read_bytes()
+            bits = mode if mode is not None else src.stat().st_mode & 0o7777
+        except OSError as exc:
+            raise HostError(f"Cannot read local file {src} to copy to host {self.name!r}: {exc.strerror}") from exc
+        self.write_bytes(remote_path, data, mode=bits)
+
+    def get(self, remote_path: str, local_path: str | os.PathLike[str]) -> None:
+        """Copy ``remote_path`` on the host to a file on this machine (atomic replace).
+
+        Raises:
+            HostError: the host file cannot be read or the local file not written.
+        """
+        data = self.read_bytes(remote_path)
+        dst = Path(local_path).expanduser()
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        try:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            os.replace(tmp, dst)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise HostError(
+                f"Cannot write local file {dst} (copy of {remote_path} on host {self.name!r}): {exc.strerror}"
+            ) from exc
+
+    def forward(self, remote_port: int, *, remote_host: str = "127.0.0.1", local_port: int = 0) -> Forward:
+        """A local port that reaches ``remote_host:remote_port`` as the host sees it.
+
+        This default (this machine) opens no tunnel: it returns ``remote_port`` itself
+        and ignores ``local_port``. SSH hosts override it with a real local forward.
+
+        Args:
+            remote_port: port on the host side.
+            remote_host: address the host connects to (default its loopback).
+            local_port: local port to listen on (0: any free port); tunnels only.
+
+        Returns:
+            A :class:`Forward` (a context manager).
+        """
+        return Forward(local_host=remote_host, local_port=remote_port, remote_host=remote_host, remote_port=remote_port)
 
     def read_text(self, path: str) -> str:
         """Contents of a text file on the host (UTF-8)."""
