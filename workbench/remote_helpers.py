@@ -1,0 +1,153 @@
+"""Run the stdlib-only scripts in ``remote/`` on a host: one JSON request in, one JSON answer out.
+
+Work that must happen next to the files (an AST search of a source tree, GPU
+inventory, checkout state) is done by small scripts in the repository's
+``remote/`` directory, run with the host's ``python3`` in one round trip. The
+protocol every script follows:
+
+- the request is one JSON object on stdin;
+- the answer is one JSON object on stdout;
+- a refused request is answered ``{"ok": false, "error": "...", "kind": "request"}``
+  with exit status 2, an unexpected failure with ``"kind": "internal"`` and exit 1.
+
+Where the script lives on the host is decided by :func:`helper_path` alone. On
+:class:`~workbench.hosts.LocalHost` it is the file in this checkout's ``remote/``;
+hosts that do not share this file system need the script uploaded first, which is
+the one place that grows when SSH hosts arrive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import CommandError, CommandTimeout, ConfigError, HostError, SourceError
+from workbench.hosts import Host, LocalHost
+
+#: The repository's ``remote/`` directory (scripts are found here, not installed as package data).
+REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
+
+#: Default limit for one helper run, in seconds.
+DEFAULT_TIMEOUT_S = 120.0
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def local_script(name: str) -> Path:
+    """The script ``remote/<name>.py`` in this checkout.
+
+    Raises:
+        ConfigError: ``name`` is not a plain lowercase identifier, or no such script exists.
+    """
+    if not _NAME.match(name):
+        raise ConfigError(f"Remote helper name {name!r} must be a lowercase identifier such as 'find_definitions'.")
+    path = REMOTE_DIR / f"{name}.py"
+    if not path.is_file():
+        known = sorted(p.stem for p in REMOTE_DIR.glob("*.py")) if REMOTE_DIR.is_dir() else []
+        raise ConfigError(
+            f"No remote helper {name!r}: {path} does not exist (known helpers: {', '.join(known) or 'none'}). "
+            "Remote helpers ship with the repository checkout; install the workbench with `pip install -e .`."
+        )
+    return path
+
+
+def helper_path(host: Host, name: str) -> str:
+    """Path of the helper script ``name`` as ``host``'s python3 can open it.
+
+    Args:
+        host: where the script will run.
+        name: script name without ``.py`` (a file in ``remote/``).
+
+    Returns:
+        A path on ``host``.
+
+    Raises:
+        ConfigError: unknown helper name.
+        HostError: ``host`` does not share this machine's files; uploading helpers to
+            such hosts (by content hash) is not implemented yet.
+    """
+    script = local_script(name)
+    if isinstance(host, LocalHost):
+        return str(script)
+    raise HostError(
+        f"Cannot run remote helper {name!r} on host {host.name!r}: helpers run only on the local host so far "
+        "(uploading them to SSH hosts is not implemented yet). Search a local copy of the tree instead."
+    )
+
+
+def call_helper(
+    host: Host,
+    name: str,
+    request: dict[str, Any],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    python: str = "python3",
+) -> dict[str, Any]:
+    """Run ``remote/<name>.py`` on ``host`` with ``request`` as JSON on stdin; return its JSON answer.
+
+    Args:
+        host: where to run (``LocalHost`` runs the script straight from the checkout).
+        name: helper name, e.g. ``"find_definitions"``.
+        request: JSON-serialisable request object.
+        timeout_s: kill the helper after this many seconds (default 120).
+        python: interpreter on the host (default ``python3``; helpers need 3.8+).
+
+    Returns:
+        The decoded answer (a dict with ``"ok": True``).
+
+    Raises:
+        ConfigError: unknown helper, or ``request`` is not JSON-serialisable.
+        HostError: the helper cannot be placed on ``host``.
+        CommandTimeout: the helper ran past ``timeout_s``.
+        SourceError: the helper ran and refused the request (e.g. the root directory
+            does not exist); the message quotes its error. All current helpers inspect
+            source trees, hence this error class.
+        CommandError: the helper could not run or crashed (no answer, malformed answer,
+            or an internal error); message has host, script, exit status and stderr tail.
+    """
+    path = helper_path(host, name)
+    try:
+        payload = json.dumps(request).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"Request for remote helper {name!r} is not JSON-serialisable: {exc}") from exc
+    try:
+        result = host.run([python, path], stdin=payload, timeout_s=timeout_s, check=False)
+    except CommandTimeout as exc:
+        raise CommandTimeout(
+            f"Remote helper {name!r} on host {host.name!r} ran past {timeout_s} s; "
+            f"pass a larger timeout_s or a smaller tree. {exc}",
+            exc.result,
+        ) from exc
+    where = f"remote helper {name!r} ({path}) on host {host.name!r}"
+    answer = _decode(result.stdout)
+    if answer is None:
+        raise CommandError(
+            f"The {where} gave no JSON answer; is `{python}` (3.8+) installed there? {result.describe()}",
+            result,
+        )
+    if answer.get("ok") is True and result.ok:
+        return answer
+    message = answer.get("error") or f"exit status {result.exit_status} without an error message"
+    if answer.get("kind") == "request":
+        tail = result.tail().strip()
+        raise SourceError(f"The {where} refused the request: {message}" + (f"\n--- stderr ---\n{tail}" if tail else ""))
+    trace = str(answer.get("traceback", "")).strip()
+    raise CommandError(
+        f"The {where} failed: {message}\n{result.describe()}" + (f"\n--- helper traceback ---\n{trace}" if trace else ""),
+        result,
+    )
+
+
+def _decode(stdout: str) -> dict[str, Any] | None:
+    """The JSON object in ``stdout`` (whole, else its last non-empty line), or None when there is none."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    for candidate in (stdout, lines[-1] if lines else ""):
+        try:
+            answer = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(answer, dict):
+            return answer
+    return None
