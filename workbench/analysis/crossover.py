@@ -1,0 +1,153 @@
+"""Where speculation stops paying: spec/baseline ratios and the crossover concurrency.
+
+Pure functions on per-level tables (one row per variant and concurrency level);
+no I/O. The crossover is where the spec/baseline ratio of a metric crosses 1,
+interpolated linearly in log2(concurrency) between the two measured levels that
+bracket it, since levels are swept on a doubling grid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Literal
+
+import pandas as pd
+
+from workbench.errors import ConfigError
+
+CrossoverKind = Literal["interpolated", "at_level", "below_range", "none_in_range"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossover:
+    """The concurrency at which a speculative variant stops beating the baseline.
+
+    Attributes:
+        metric: the level column compared (e.g. ``output_tok_s``).
+        kind: ``interpolated`` (between two levels), ``at_level`` (ratio exactly 1
+            at a level), ``below_range`` (spec behind at every level: the crossover
+            lies below the smallest level), ``none_in_range`` (spec ahead or even at
+            every level).
+        concurrency: the crossover concurrency, or None when not in range.
+        lower, upper: the bracketing levels (None when not in range).
+        description: one sentence for people.
+        crossings: every sign change as (lower level, upper level, concurrency),
+            in case the ratio crosses 1 more than once.
+    """
+
+    metric: str
+    kind: CrossoverKind
+    concurrency: float | None
+    lower: int | None
+    upper: int | None
+    description: str
+    crossings: tuple[tuple[int, int, float], ...] = ()
+
+
+def ratio_table(levels: pd.DataFrame, *, baseline: str, spec: str, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Spec/baseline ratio of each metric at each concurrency both variants measured.
+
+    Args:
+        levels: per-level rows with columns ``variant``, ``concurrency`` and ``metrics``.
+        baseline: baseline variant name.
+        spec: speculative variant name.
+        metrics: level columns to divide.
+
+    Returns:
+        One row per shared concurrency level: ``concurrency``, ``<m>_baseline``,
+        ``<m>_spec`` and ``<m>_ratio`` for each metric, sorted by concurrency.
+
+    Raises:
+        ConfigError: a variant or metric is missing, or the variants share no level.
+    """
+    for name in (baseline, spec):
+        if name not in set(levels["variant"]):
+            raise ConfigError(f"variant {name!r} not in the level table; have {sorted(set(levels['variant']))}")
+    missing = [m for m in metrics if m not in levels.columns]
+    if missing:
+        raise ConfigError(f"level table lacks columns {missing}")
+    b = levels[levels["variant"] == baseline].set_index("concurrency")[list(metrics)]
+    s = levels[levels["variant"] == spec].set_index("concurrency")[list(metrics)]
+    joined = b.join(s, lsuffix="_baseline", rsuffix="_spec", how="inner").sort_index()
+    if joined.empty:
+        raise ConfigError(f"{baseline!r} and {spec!r} share no concurrency level")
+    for m in metrics:
+        joined[f"{m}_ratio"] = joined[f"{m}_spec"] / joined[f"{m}_baseline"]
+    return joined.reset_index()
+
+
+def find_crossover(concurrency: list[int] | pd.Series, ratio: list[float] | pd.Series, *, metric: str) -> Crossover:
+    """Crossover of a spec/baseline ratio series (see :class:`Crossover`).
+
+    Args:
+        concurrency: increasing concurrency levels (positive).
+        ratio: spec/baseline ratio at each level (NaN levels are skipped).
+        metric: name of the compared metric, for the description.
+
+    Raises:
+        ConfigError: fewer than one valid level, or non-positive concurrency.
+    """
+    pairs = [(int(c), float(r)) for c, r in zip(concurrency, ratio) if r == r]
+    pairs.sort()
+    if not pairs:
+        raise ConfigError("no level with a valid ratio to locate a crossover")
+    if pairs[0][0] <= 0:
+        raise ConfigError("concurrency levels must be positive")
+    crossings: list[tuple[int, int, float]] = []
+    for (c0, r0), (c1, r1) in zip(pairs, pairs[1:]):
+        if (r0 - 1.0) * (r1 - 1.0) < 0:
+            frac = (1.0 - r0) / (r1 - r0)
+            x = math.log2(c0) + frac * (math.log2(c1) - math.log2(c0))
+            crossings.append((c0, c1, 2.0**x))
+    exact = [c for c, r in pairs if r == 1.0]
+    ahead = [r > 1.0 for _, r in pairs]
+    if crossings:
+        c0, c1, cx = crossings[0]
+        more = f" (it crosses {len(crossings)} times)" if len(crossings) > 1 else ""
+        direction = "stops beating" if pairs[0][1] > 1.0 else "starts beating"
+        return Crossover(
+            metric, "interpolated", cx, c0, c1,
+            f"Speculation {direction} the baseline on {metric} near concurrency {cx:.1f} "
+            f"(between {c0} and {c1}, interpolated on log concurrency){more}.",
+            tuple(crossings),
+        )
+    if exact:
+        c = exact[0]
+        return Crossover(metric, "at_level", float(c), c, c, f"Speculation ties the baseline on {metric} at concurrency {c}.")
+    lo, hi = pairs[0][0], pairs[-1][0]
+    if not any(ahead):
+        return Crossover(
+            metric, "below_range", None, None, None,
+            f"Speculation is behind the baseline on {metric} at every level from {lo} to {hi}: "
+            f"the crossover is below the smallest level ({lo}).",
+        )
+    return Crossover(
+        metric, "none_in_range", None, None, None,
+        f"Speculation is ahead of the baseline on {metric} at every level from {lo} to {hi}: "
+        "no crossover in range.",
+    )
+
+
+def best_policy(levels: pd.DataFrame, *, metric: str, higher_is_better: bool = True) -> pd.DataFrame:
+    """The best variant at each concurrency on one metric (the envelope across variants).
+
+    Returns:
+        One row per concurrency: ``concurrency``, ``best_variant``, ``best_<metric>``,
+        ``runner_up``, and ``margin`` (best / runner-up - 1; NaN with one variant).
+    """
+    rows = []
+    for c, group in levels.groupby("concurrency"):
+        ordered = group.sort_values(metric, ascending=not higher_is_better)
+        best = ordered.iloc[0]
+        second = ordered.iloc[1] if len(ordered) > 1 else None
+        rows.append(
+            {
+                "concurrency": int(c),
+                "best_variant": best["variant"],
+                f"best_{metric}": best[metric],
+                "runner_up": None if second is None else second["variant"],
+                "margin": float("nan") if second is None else best[metric] / second[metric] - 1.0,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,136 @@
+"""Speculative-decoding settings as a server resolves them from its flags.
+
+Defaulting rules follow SGLang 0.5.9 (``srt/server_args.py``,
+``_handle_speculative_decoding`` / ``auto_choose_speculative_params``; summarised in
+sglang-facts.md section 4): topk or draft tokens given without num_steps is an
+error; with topk 1 the draft-token count is forced to num_steps + 1; the EAGLE
+family caps max running requests at 48 unless set; spec v2 (overlap scheduler) is
+switched on by ``SGLANG_ENABLE_SPEC_V2`` and, in 0.5.9, refuses an explicit topk > 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from workbench.errors import ConfigError
+
+Algorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+
+#: Algorithms each emulated SGLang version accepts for --speculative-algorithm.
+ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
+    "0.5.9": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
+}
+
+#: max_running_requests default for the EAGLE family (sglang-facts.md section 4).
+EAGLE_MAX_RUNNING_REQUESTS = 48
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecConfig:
+    """Resolved speculative settings of one server.
+
+    Attributes:
+        algorithm: upper-cased algorithm name, or None for plain decoding.
+        num_steps: draft steps per verify (``--speculative-num-steps``).
+        topk: branching factor per draft step (``--speculative-eagle-topk``).
+        num_draft_tokens: tokens verified per request per step, root included
+            (``--speculative-num-draft-tokens``).
+        spec_v2: True when the overlap (v2) worker runs.
+    """
+
+    algorithm: str | None = None
+    num_steps: int = 0
+    topk: int = 1
+    num_draft_tokens: int = 1
+    spec_v2: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        """True when speculative decoding is on."""
+        return self.algorithm is not None
+
+    def tree_depth(self) -> int:
+        """Deepest draft position a verify can accept: min(num_steps, num_draft_tokens - 1)."""
+        if not self.enabled:
+            return 0
+        return max(0, min(self.num_steps, self.num_draft_tokens - 1))
+
+    def tree_width(self) -> float:
+        """Effective candidates per depth: topk, limited by the draft-token budget per depth."""
+        depth = self.tree_depth()
+        if depth == 0:
+            return 1.0
+        return max(1.0, min(float(self.topk), (self.num_draft_tokens - 1) / depth))
+
+    def label(self) -> str:
+        """Short human label, e.g. ``EAGLE3 topk4 steps2 draft16 v1``."""
+        if not self.enabled:
+            return "baseline"
+        v = "v2" if self.spec_v2 else "v1"
+        return f"{self.algorithm} topk{self.topk} steps{self.num_steps} draft{self.num_draft_tokens} {v}"
+
+
+def resolve_spec(
+    *,
+    algorithm: str | None,
+    num_steps: int | None,
+    topk: int | None,
+    num_draft_tokens: int | None,
+    enable_spec_v2: bool,
+    sglang_version: str = "0.5.9",
+) -> SpecConfig:
+    """Resolve speculative flags the way the emulated SGLang version does.
+
+    Args:
+        algorithm: ``--speculative-algorithm`` (any case) or None.
+        num_steps, topk, num_draft_tokens: the flags as given (None when omitted).
+        enable_spec_v2: value of ``SGLANG_ENABLE_SPEC_V2``.
+        sglang_version: emulated version (only ``"0.5.9"`` so far).
+
+    Returns:
+        The resolved :class:`SpecConfig`.
+
+    Raises:
+        ConfigError: the same combinations the real server rejects, with its message.
+    """
+    if sglang_version not in ALGORITHMS_BY_VERSION:
+        raise ConfigError(
+            f"SGLang {sglang_version} is not emulated; emulated versions: {sorted(ALGORITHMS_BY_VERSION)}"
+        )
+    if algorithm is None:
+        return SpecConfig()
+    algo = algorithm.upper()
+    allowed = ALGORITHMS_BY_VERSION[sglang_version]
+    if algo not in allowed:
+        raise ConfigError(
+            f"--speculative-algorithm {algorithm!r} is not a choice in SGLang {sglang_version}; "
+            f"choose from {', '.join(allowed)}"
+        )
+    if algo == "NEXTN":
+        algo = "EAGLE"
+    if num_steps is None and (topk is not None or num_draft_tokens is not None):
+        raise ConfigError(
+            "--speculative-eagle-topk or --speculative-num-draft-tokens given without "
+            "--speculative-num-steps: SGLang asserts here; pass all three explicitly"
+        )
+    if enable_spec_v2 and topk is not None and topk > 1:
+        raise ConfigError(
+            "Spec v2 currently only supports topk = 1 (SGLang 0.5.9 with SGLANG_ENABLE_SPEC_V2=1); "
+            "use --speculative-eagle-topk 1 or unset SGLANG_ENABLE_SPEC_V2"
+        )
+    if num_steps is None:
+        # 0.5.9 auto_choose_speculative_params for architectures other than Llama/Grok;
+        # the Llama-family default (5, 4, 8) applies to the profiles shipped here.
+        num_steps, topk, num_draft_tokens = 5, 4, 8
+    topk = 1 if topk is None else topk
+    if topk == 1:
+        num_draft_tokens = num_steps + 1
+    elif num_draft_tokens is None:
+        num_draft_tokens = num_steps * topk + 1
+    if num_steps < 1 or topk < 1 or num_draft_tokens < 2:
+        raise ConfigError(
+            f"speculative settings must be positive: num_steps={num_steps}, topk={topk}, "
+            f"num_draft_tokens={num_draft_tokens}"
+        )
+    return SpecConfig(algo, num_steps, topk, num_draft_tokens, spec_v2=enable_spec_v2)
