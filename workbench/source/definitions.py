@@ -1,0 +1,230 @@
+"""Find where a function, class or method is defined (and who references it) across SGLang versions.
+
+Each SGLang release is fetched as a wheel (:mod:`workbench.source.releases`) and
+searched on this machine; a checkout on any host is searched where it lives. The
+search itself is ``remote/find_definitions.py`` run through
+:func:`workbench.remote_helpers.call_helper`: one walk of the tree answers all of
+its queries in one round trip.
+
+Results are tidy DataFrames, one row per (version, match). A version that lacks
+the name gets one row with ``found=False``: that is an answer, not an error.
+
+Facts used in examples and tests (from the wheels on PyPI): ``get_alloc_len_per_decode``
+is in ``srt/managers/utils.py`` (line 182) in 0.5.9, in
+``srt/mem_cache/allocation_sizing.py`` in 0.5.23, and absent from 0.5.2.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pandas as pd
+
+from workbench.hosts import Host, LocalHost, get_host
+from workbench.remote_helpers import call_helper
+from workbench.source.releases import DOWNLOAD_TIMEOUT_S, sglang_release
+
+#: Versions compared when none are given: the investigated release and a recent one.
+DEFAULT_VERSIONS: tuple[str, ...] = ("0.5.9", "0.5.23")
+#: Limit for one search of one tree, in seconds.
+SEARCH_TIMEOUT_S = 300.0
+
+#: Columns of :func:`find_definition`'s frame, in order.
+DEFINITION_COLUMNS = [
+    "version", "found", "path", "start_line", "def_line", "end_line", "qualname", "kind",
+    "signature", "docstring", "decorators", "enclosing_class", "sha256", "source", "host", "root",
+]  # fmt: skip
+#: Columns of :func:`find_references`'s frame, in order.
+REFERENCE_COLUMNS = ["version", "found", "path", "line", "col", "kind", "enclosing", "text", "host", "root"]
+_LINE_COLUMNS = ("start_line", "def_line", "end_line", "line", "col")
+
+
+def find_definition(
+    name: str,
+    *,
+    versions: Sequence[str] = DEFAULT_VERSIONS,
+    host: str | Host = "local",
+    tree: str | None = None,
+    tree_label: str | None = None,
+    include_source: bool = True,
+    timeout_s: float = SEARCH_TIMEOUT_S,
+) -> pd.DataFrame:
+    """Where ``name`` is defined in each SGLang release (and optionally a checkout).
+
+    Args:
+        name: bare (``get_alloc_len_per_decode``) or qualified
+            (``EAGLEWorkerV2.forward_batch_generation``) name; a qualified name
+            matches definitions whose dotted qualname ends with it.
+        versions: SGLang releases to search (wheels from the package index, cached,
+            searched on this machine). Default ``("0.5.9", "0.5.23")``; ``()`` for none.
+        host: where ``tree`` lives (``"local"`` or a Host).
+        tree: a directory on ``host`` to search as well, e.g. a checkout's
+            ``python/sglang``; paths are reported relative to it.
+        tree_label: the ``version`` value for the tree's rows (default ``"<host>:<tree>"``).
+        include_source: include the ``source`` column (default True).
+        timeout_s: limit for each tree's search in seconds (default 300).
+
+    Returns:
+        One row per (version, match) with :data:`DEFINITION_COLUMNS`: ``path`` is
+        relative to the ``sglang`` package (``srt/managers/utils.py``); line numbers
+        are 1-based and inclusive, ``start_line`` is the first decorator's line and
+        ``def_line`` the ``def``/``class`` line; ``sha256`` hashes ``source``. A
+        version without the name has a single row with ``found=False``.
+        ``df.attrs["searches"]`` records, per version, the root searched, file
+        counts and files that could not be parsed.
+
+    Raises:
+        ConfigError: a bad version string or name.
+        SourceError: a release could not be fetched or a tree not searched.
+        CommandError: the search helper could not run on ``host``.
+    """
+    return _search(
+        name, "definition", DEFINITION_COLUMNS, versions=versions, host=host, tree=tree,
+        tree_label=tree_label, include_source=include_source, timeout_s=timeout_s,
+    )  # fmt: skip
+
+
+def find_references(
+    name: str,
+    *,
+    versions: Sequence[str] = DEFAULT_VERSIONS,
+    host: str | Host = "local",
+    tree: str | None = None,
+    tree_label: str | None = None,
+    timeout_s: float = SEARCH_TIMEOUT_S,
+) -> pd.DataFrame:
+    """Where ``name`` is referenced (called, imported, read as a name or attribute) in each version.
+
+    Matching is by the last segment of ``name`` only: without type inference,
+    ``x.forward()`` counts as a reference to every ``forward``. Mentions in strings
+    and comments are not references.
+
+    Args:
+        name: the (possibly qualified) name; see :func:`find_definition`.
+        versions, host, tree, tree_label, timeout_s: as for :func:`find_definition`.
+
+    Returns:
+        One row per (version, reference) with :data:`REFERENCE_COLUMNS`: ``line`` is
+        1-based, ``col`` 0-based in characters, ``kind`` one of call / attribute /
+        name / import, ``enclosing`` the qualname of the innermost def or class
+        (None at module level). A version without references has one ``found=False`` row.
+
+    Raises:
+        ConfigError, SourceError, CommandError: as for :func:`find_definition`.
+    """
+    return _search(
+        name, "references", REFERENCE_COLUMNS, versions=versions, host=host, tree=tree,
+        tree_label=tree_label, include_source=False, timeout_s=timeout_s,
+    )  # fmt: skip
+
+
+def search_tree(
+    host: Host,
+    root: str,
+    queries: Sequence[dict[str, Any]],
+    *,
+    include_source: bool = True,
+    timeout_s: float = SEARCH_TIMEOUT_S,
+) -> dict[str, Any]:
+    """Run one batch of queries against one tree on ``host``; return the helper's raw answer.
+
+    Args:
+        host: where the tree is.
+        root: the directory to walk.
+        queries: ``[{"name": ..., "type": "definition" | "references", "path_glob": ...}]``.
+        include_source: ask for each definition's source text.
+        timeout_s: limit in seconds.
+
+    Returns:
+        The answer of ``remote/find_definitions.py`` (see that script's docstring).
+
+    Raises:
+        SourceError: the root does not exist or a query is invalid.
+        CommandError: the helper could not run.
+    """
+    request = {"root": root, "queries": list(queries), "include_source": include_source}
+    return call_helper(host, "find_definitions", request, timeout_s=timeout_s)
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame without its long text columns, with a ``lines`` column (``"182-206"``), for display.
+
+    Args:
+        df: a frame from :func:`find_definition`.
+    """
+    table = df.drop(columns=[c for c in ("source", "decorators", "docstring", "root") if c in df.columns])
+    if {"start_line", "end_line"} <= set(df.columns):
+        lines = [
+            f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else ""
+            for s, e in zip(df["start_line"], df["end_line"], strict=True)
+        ]
+        table.insert(table.columns.get_loc("start_line"), "lines", lines)
+        table = table.drop(columns=["start_line", "end_line", "def_line"])
+    if "sha256" in table.columns:
+        table["sha256"] = table["sha256"].map(lambda h: h[:12] if isinstance(h, str) else h)
+    return table
+
+
+def _search(
+    name: str,
+    qtype: Literal["definition", "references"],
+    columns: list[str],
+    *,
+    versions: Sequence[str],
+    host: str | Host,
+    tree: str | None,
+    tree_label: str | None,
+    include_source: bool,
+    timeout_s: float,
+) -> pd.DataFrame:
+    """Search every release in ``versions`` and ``tree``; build the tidy frame."""
+    if isinstance(versions, str):
+        versions = [versions]
+    targets: list[tuple[str, Host, str]] = []
+    local = LocalHost()
+    for version in versions:
+        release = sglang_release(version, timeout_s=DOWNLOAD_TIMEOUT_S)
+        targets.append((version, local, str(release.package_dir)))
+    if tree is not None:
+        tree_host = get_host(host)
+        targets.append((tree_label or f"{tree_host.name}:{tree}", tree_host, tree))
+    rows: list[dict[str, Any]] = []
+    searches: dict[str, dict[str, Any]] = {}
+    for label, where, root in targets:
+        answer = search_tree(where, root, [{"name": name, "type": qtype}], include_source=include_source,
+                             timeout_s=timeout_s)
+        result = answer["results"][0]
+        searches[label] = {
+            key: answer.get(key)
+            for key in ("root", "files_scanned", "files_parsed", "files_unparsable", "unparsable", "python_version")
+        }
+        searches[label]["truncated"] = result["truncated"]
+        if answer.get("files_unparsable"):
+            listed = ", ".join(u["path"] for u in answer["unparsable"][:5])
+            warnings.warn(
+                f"{label}: {answer['files_unparsable']} file(s) mentioning {name!r} could not be parsed by "
+                f"Python {answer.get('python_version')} on host {where.name!r} ({listed}); matches in them "
+                "are missing. A newer python3 on the host may parse them.",
+                stacklevel=3,
+            )
+        base = {"version": label, "host": where.name, "root": answer["root"]}
+        if not result["matches"]:
+            rows.append({**base, "found": False})
+        for match in result["matches"]:
+            rows.append({**base, "found": True, **{k: v for k, v in match.items() if k in columns}})
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in _LINE_COLUMNS:
+        if column in frame.columns:
+            frame[column] = frame[column].astype("Int64")
+    frame["found"] = frame["found"].astype(bool)
+    for column in frame.columns:
+        if column not in _LINE_COLUMNS and column != "found":
+            frame[column] = frame[column].astype(object)  # text stays text when every row lacks it
+    if not include_source and "source" in frame.columns:
+        frame = frame.drop(columns=["source"])
+    frame.attrs["name"] = name
+    frame.attrs["query"] = qtype
+    frame.attrs["searches"] = searches
+    return frame

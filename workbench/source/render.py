@@ -1,0 +1,187 @@
+"""Render found definitions as HTML panes, one column per version, for notebooks and reports.
+
+Every pane is headed by the version, the file path and the line range; its code is
+highlighted with Pygments and numbered with the real file's line numbers. All
+styling is inline (no stylesheet, no scripts, no fonts fetched), so the HTML
+works in JupyterLab, in nbconvert's exported report and offline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+#: Pygments style used for highlighting (a light theme that reads well on white).
+DEFAULT_STYLE = "default"
+
+_FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace;"
+_SANS = "font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;"
+_PANE = "border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff; margin-bottom: 10px;"
+_HEAD = f"{_SANS} background: #f6f8fa; border-bottom: 1px solid #d0d7de; padding: 6px 10px; font-size: 13px; color: #1f2328;"
+_SUB = "color: #57606a; font-size: 12px; margin-top: 2px; overflow-wrap: anywhere;"
+_PRE = (
+    f"{_FONT} font-size: 12px; line-height: 1.45; margin: 0; padding: 8px 0; background: #ffffff;"
+    " color: #1f2328; border: none; border-radius: 0;"
+)
+_LINENO = (
+    "display: inline-block; position: sticky; left: 0; box-sizing: border-box; padding: 0 10px 0 6px; margin-right: 8px; text-align: right;"
+    " color: #8c959f; background: #f6f8fa; border-right: 1px solid #d0d7de; font-style: normal;"
+    " font-weight: normal; user-select: none; -webkit-user-select: none;"
+)
+_MISSING = f"{_SANS} padding: 14px 10px; color: #57606a; font-size: 13px; background: #fff8c5;"
+
+
+@dataclasses.dataclass(frozen=True)
+class HTMLFragment:
+    """A piece of self-contained HTML that notebooks display and reports embed.
+
+    Attributes:
+        html: the markup (inline styles only).
+    """
+
+    html: str
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __str__(self) -> str:
+        return self.html
+
+    def save(self, path: str | Path, *, title: str = "Source") -> Path:
+        """Write a standalone UTF-8 HTML page holding the fragment; return its path."""
+        target = Path(path)
+        page = (
+            f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title></head>\n'
+            f'<body style="margin: 16px;">\n{self.html}\n</body></html>\n'
+        )
+        target.write_text(page, encoding="utf-8")
+        return target
+
+
+def highlight_lines(source: str, *, first_line: int = 1, style: str = DEFAULT_STYLE) -> str:
+    """Pygments-highlighted ``source`` with line numbers starting at ``first_line``, inline styles only.
+
+    Args:
+        source: Python source text (whole lines).
+        first_line: number shown for the first line (the line in the real file).
+        style: Pygments style name.
+
+    Returns:
+        HTML for a ``<pre>`` element; numbers are unselectable, so copied code is clean.
+    """
+    formatter = HtmlFormatter(nowrap=True, noclasses=True, style=style)
+    body = highlight(source, PythonLexer(stripnl=False, ensurenl=True), formatter)
+    lines = body.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    width = len(str(first_line + max(len(lines) - 1, 0)))
+    # A highlighted token (a docstring) may span lines; the number span sets its own
+    # colour and font, so it reads the same inside such a token. It is sticky, so the
+    # numbers stay in view while long lines scroll sideways.
+    numbered = [
+        f'<span style="{_LINENO} min-width: {width + 2.2:.1f}ch;">{first_line + i}</span>{line}'
+        for i, line in enumerate(lines)
+    ]
+    return f'<pre style="{_PRE}">' + "\n".join(numbered) + "</pre>"
+
+
+def source_panes(
+    df: pd.DataFrame,
+    *,
+    layout: Literal["side-by-side", "stacked"] = "side-by-side",
+    max_lines: int | None = 400,
+    wrap: bool = False,
+    style: str = DEFAULT_STYLE,
+) -> HTMLFragment:
+    """HTML panes of the definitions in ``df``: one column per version, matches stacked in it.
+
+    Args:
+        df: a frame from :func:`workbench.source.find_definition` (needs ``source``).
+        layout: ``"side-by-side"`` (columns, default) or ``"stacked"`` (one under another).
+        max_lines: show at most this many lines per match, with a note on what was
+            cut (default 400; None shows everything).
+        wrap: wrap long lines instead of scrolling them sideways (default False).
+        style: Pygments style name.
+
+    Returns:
+        An :class:`HTMLFragment` (displays itself in Jupyter).
+
+    Raises:
+        KeyError: ``df`` lacks the ``source`` column (searched with include_source=False).
+    """
+    if "source" not in df.columns:
+        raise KeyError("source_panes needs the 'source' column; search with include_source=True")
+    name = str(df.attrs.get("name", ""))
+    searches = df.attrs.get("searches", {})
+    first_seen: dict[str, str] = {}
+    columns = []
+    for version in dict.fromkeys(df["version"]):
+        scanned = searches.get(version, {}).get("files_scanned")
+        panes = [
+            _pane(row, first_seen, name=name, scanned=scanned, max_lines=max_lines, wrap=wrap, style=style)
+            for _, row in df[df["version"] == version].iterrows()
+        ]
+        columns.append("".join(panes))
+    if layout == "side-by-side":
+        cells = "".join(f'<div style="flex: 1 1 0; min-width: 0;">{c}</div>' for c in columns)
+        body = f'<div style="display: flex; gap: 12px; align-items: flex-start; width: 100%;">{cells}</div>'
+    elif layout == "stacked":
+        body = "".join(f"<div>{c}</div>" for c in columns)
+    else:
+        raise ValueError(f"layout must be 'side-by-side' or 'stacked', not {layout!r}")
+    title = ""
+    if name:
+        versions = ", ".join(str(v) for v in dict.fromkeys(df["version"]))
+        title = (
+            f'<div style="{_SANS} font-size: 15px; font-weight: 600; margin: 4px 0 8px;">'
+            f"<code>{html.escape(name)}</code> in {html.escape(versions)}</div>"
+        )
+    return HTMLFragment(f'<div style="{_SANS}">{title}{body}</div>')
+
+
+def _pane(
+    row: pd.Series, first_seen: dict[str, str], *, name: str, scanned: object, max_lines: int | None, wrap: bool,
+    style: str,
+) -> str:
+    """One version's pane for one match, or the 'not defined' pane."""
+    version = html.escape(str(row["version"]))
+    if not row["found"]:
+        what = f"<code>{html.escape(name)}</code>" if name else "The name"
+        searched = f" (searched {scanned} Python files)" if isinstance(scanned, int) else ""
+        return (
+            f'<div style="{_PANE}"><div style="{_HEAD}"><b>{version}</b></div>'
+            f'<div style="{_MISSING}">{what} is not defined in {version}{searched}.</div></div>'
+        )
+    lines = str(row["source"]).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    start, end = int(row["start_line"]), int(row["end_line"])
+    note = ""
+    if max_lines is not None and len(lines) > max_lines:
+        note = (
+            f'<div style="{_SUB} padding: 4px 10px 8px;">... {len(lines) - max_lines} more lines '
+            f"({start + max_lines}-{end}) not shown; pass max_lines=None to see them.</div>"
+        )
+        lines = lines[:max_lines]
+    code = highlight_lines("\n".join(lines) + "\n", first_line=start, style=style)
+    overflow = "white-space: pre-wrap; overflow-wrap: anywhere; " if wrap else "overflow-x: auto; "
+    code = code.replace('<pre style="', '<pre style="' + overflow, 1)
+    sha = str(row["sha256"])
+    same = first_seen.setdefault(sha, str(row["version"]))
+    same_note = f" &middot; identical to {html.escape(same)}" if same != str(row["version"]) else ""
+    sub = f"{html.escape(str(row['kind']))} <code>{html.escape(str(row['qualname']))}</code>"
+    if isinstance(row.get("signature"), str) and row["signature"]:
+        sub += f"<code>{html.escape(row['signature'])}</code>"
+    head = (
+        f'<div style="{_HEAD}"><b>{version}</b> &middot; <code>{html.escape(str(row["path"]))}</code>'
+        f" &middot; lines {start}-{end}"
+        f'<div style="{_SUB}">{sub} &middot; sha256 {html.escape(sha[:12])}{same_note}</div></div>'
+    )
+    return f'<div style="{_PANE}">{head}{code}{note}</div>'
