@@ -21,6 +21,7 @@ import json
 import logging
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -73,7 +74,8 @@ class SimServer:
             rng=random.Random(config.args["sim_seed"]),
             spec_policy=policy,
         )
-        self.text = text or TextModel()
+        tok_dir = config.args.get("tokenizer_path")
+        self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
         self.pending: dict[str, _Pending] = {}
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
