@@ -1,0 +1,96 @@
+"""Provenance of a report: which code, parameters and times produced it.
+
+Stored in the executed notebook under ``metadata["workbench"]`` (papermill keeps
+its own record under ``metadata["papermill"]``), shown as the header of the HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import workbench
+from workbench.errors import HostError
+
+__all__ = ["git_state", "jsonable", "provenance"]
+
+
+def git_state(directory: str | Path, *, timeout_s: float = 10.0) -> dict[str, Any] | None:
+    """The git commit checked out at ``directory`` and whether the tree has changes.
+
+    Args:
+        directory: any folder inside the working tree.
+        timeout_s: limit for each git command (seconds, default 10).
+
+    Returns:
+        ``{"commit": "<40 hex>", "dirty": bool}``, or None when ``directory`` is not
+        in a git working tree or git is not installed.
+    """
+    from workbench.hosts import LocalHost
+
+    host = LocalHost()
+    try:
+        head = host.run(["git", "rev-parse", "HEAD"], cwd=str(directory), check=False, timeout_s=timeout_s)
+        if not head.ok:
+            return None
+        status = host.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=str(directory),
+            check=False,
+            timeout_s=timeout_s,
+        )
+    except HostError:
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.ok else None}
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` made JSON-serialisable (paths and other objects become strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def provenance(
+    *,
+    notebook: Path,
+    parameters: Mapping[str, Any],
+    kernel_name: str,
+    started_at: datetime,
+    finished_at: datetime,
+    status: Literal["ok", "failed"],
+    git: dict[str, Any] | None,
+    error: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``metadata["workbench"]`` record of one notebook run.
+
+    Args:
+        notebook: the input notebook.
+        parameters: the parameters injected (``report_dir`` included).
+        kernel_name: the Jupyter kernel that ran it.
+        started_at: when execution began (timezone-aware).
+        finished_at: when it ended.
+        status: ``"ok"`` or ``"failed"``.
+        git: :func:`git_state` of the notebook's folder.
+        error: for a failed run, ``{"cell", "ename", "evalue"}``.
+
+    Returns:
+        A JSON-serialisable dict.
+    """
+    record: dict[str, Any] = {
+        "workbench_version": workbench.__version__,
+        "git": git,
+        "notebook": str(notebook),
+        "parameters": jsonable(dict(parameters)),
+        "kernel_name": kernel_name,
+        "python": platform.python_version(),
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "finished_at": finished_at.isoformat(timespec="seconds"),
+        "duration_s": round((finished_at - started_at).total_seconds(), 3),
+        "status": status,
+    }
+    if error is not None:
+        record["error"] = jsonable(dict(error))
+    return record
