@@ -124,7 +124,8 @@ def call_helper(
     answer = _decode(result.stdout)
     if answer is None:
         raise CommandError(
-            f"The {where} gave no JSON answer; is `{python}` (3.8+) installed there? {result.describe()}",
+            f"The {where} gave no JSON answer; does `{python}` exist there and is it Python 3.8 or newer? "
+            f"{result.describe()}",
             result,
         )
     if answer.get("ok") is True and result.ok:

@@ -1,0 +1,104 @@
+"""call_helper: real helper scripts run with real interpreters on LocalHost; every error path."""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import CommandError, CommandTimeout, ConfigError, HostError, SourceError
+from workbench.hosts import CommandResult, Host, LocalHost
+from workbench.remote_helpers import REMOTE_DIR, call_helper, helper_path
+
+
+class ElsewhereHost(Host):
+    """A host that does not share this machine's files (commands still run here)."""
+
+    def __init__(self) -> None:
+        self.name = "gpu-elsewhere"
+        self._local = LocalHost()
+
+    def _execute(self, command: str, *, timeout_s: float | None, stdin: bytes | None) -> CommandResult:
+        return self._local._execute(command, timeout_s=timeout_s, stdin=stdin)
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._local.read_bytes(path)
+
+    def write_bytes(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        self._local.write_bytes(path, data, mode=mode)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "a tree 'with' quotes"
+    root.mkdir()
+    (root / "m.py").write_text("class K:\n    def hello(self):\n        return 1\n", encoding="utf-8")
+    return root
+
+
+def test_local_helper_path_is_the_checkout_script() -> None:
+    path = helper_path(LocalHost(), "find_definitions")
+    assert Path(path) == REMOTE_DIR / "find_definitions.py" and Path(path).is_file()
+
+
+def test_call_helper_round_trip(tree: Path) -> None:
+    answer = call_helper(LocalHost(), "find_definitions", {"root": str(tree), "queries": [{"name": "K.hello"}]})
+    assert answer["ok"] is True
+    [match] = answer["results"][0]["matches"]
+    assert (match["path"], match["qualname"], match["kind"], match["start_line"]) == ("m.py", "K.hello", "method", 2)
+
+
+@pytest.mark.parametrize("name", ["no_such_helper", "../find_definitions", "Find-Definitions"])
+def test_unknown_or_malformed_helper_names(name: str) -> None:
+    with pytest.raises(ConfigError, match="remote helper|Remote helper"):
+        call_helper(LocalHost(), name, {})
+
+
+def test_refused_request_is_a_source_error_naming_host_script_and_reason(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    with pytest.raises(SourceError) as info:
+        call_helper(LocalHost(), "find_definitions", {"root": str(missing), "queries": [{"name": "x"}]})
+    message = str(info.value)
+    assert "'find_definitions'" in message and "host 'local'" in message
+    assert str(missing) in message and "does not exist" in message
+
+
+def test_request_that_is_not_json_is_a_config_error(tree: Path) -> None:
+    with pytest.raises(ConfigError, match="not JSON-serialisable"):
+        call_helper(LocalHost(), "find_definitions", {"root": str(tree), "queries": [{"name": object()}]})
+
+
+def test_interpreter_without_an_answer_is_a_command_error(tree: Path) -> None:
+    with pytest.raises(CommandError) as info:
+        call_helper(LocalHost(), "find_definitions", {"root": str(tree), "queries": []}, python="false")
+    assert "gave no JSON answer" in str(info.value) and "exited 1" in str(info.value)
+    assert info.value.result is not None and info.value.result.exit_status == 1
+
+
+def test_missing_interpreter_is_a_command_error(tree: Path) -> None:
+    with pytest.raises(CommandError, match="no-such-python3"):
+        call_helper(LocalHost(), "find_definitions", {"root": str(tree), "queries": []}, python="no-such-python3")
+
+
+PYTHON2 = next(iter(sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/2.7*/bin/python2")))), None)
+
+
+@pytest.mark.skipif(PYTHON2 is None, reason="no Python 2 interpreter here")
+def test_too_old_interpreter_shows_its_stderr_tail(tree: Path) -> None:
+    with pytest.raises(CommandError) as info:
+        call_helper(LocalHost(), "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]}, python=PYTHON2)
+    assert "SyntaxError" in str(info.value) and "stderr" in str(info.value)
+
+
+def test_timeout_names_the_helper(tree: Path) -> None:
+    with pytest.raises(CommandTimeout, match="'find_definitions'.*timeout_s") as info:
+        call_helper(LocalHost(), "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]}, timeout_s=0.001)
+    assert info.value.result is not None and info.value.result.timed_out
+
+
+def test_hosts_without_this_checkout_are_refused_clearly(tree: Path) -> None:
+    with pytest.raises(HostError, match="gpu-elsewhere") as info:
+        call_helper(ElsewhereHost(), "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]})
+    assert not isinstance(info.value, CommandError)  # refused before anything ran
