@@ -16,10 +16,13 @@ import random
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from workbench.sim.cost_model import CostModel
 from workbench.sim.engine import EngineCore
-from workbench.sim.offline import prompt_sequence, run_closed_loop
+from workbench.bench.loadgen import prompt_schedule
+from workbench.bench.metrics import summarize_level
+from workbench.sim.offline import run_closed_loop
 from workbench.sim.profiles import SimProfile
 from workbench.sim.spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig
 
@@ -73,16 +76,14 @@ def offline_level(
         max_running_requests=mrr,
         rng=random.Random(seed * 1_000_003 + concurrency),
     )
-    order = prompt_sequence(prompt_lengths, num_requests, seed=seed)
+    order = prompt_schedule(list(prompt_lengths), num_requests, rng=random.Random(seed))
     return run_closed_loop(engine, prompt_tokens=order, concurrency=concurrency, max_new_tokens=max_new_tokens)
 
 
 def level_stats(rows: list[dict]) -> tuple[float, float]:
-    """(output tok/s over the level's span, mean per-request tok/s) of request rows."""
-    span = max(r["end_s"] for r in rows) - min(r["start_s"] for r in rows)
-    output_tok_s = sum(r["output_tokens"] for r in rows) / span
-    per_request = float(np.mean([r["output_tokens"] / (r["e2e_ms"] / 1000.0) for r in rows]))
-    return output_tok_s, per_request
+    """(output tok/s, mean per-request tok/s) of request rows, as the benchmark summarizes them."""
+    summary = summarize_level(pd.DataFrame(rows))
+    return summary["output_throughput_tok_s"], summary["mean_per_request_tok_s"]
 
 
 def sweep_stats(

@@ -12,7 +12,6 @@ that instant, until ``len(prompt_tokens)`` requests have been sent.
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Sequence
 
 from workbench.sim.engine import EngineCore, SimRequest
@@ -91,28 +90,19 @@ def _row(req: SimRequest, track: _Track, *, end_s: float) -> dict:
     out = req.output_tokens
     verify = req.verify_ct
     return {
-        "request_id": req.rid,
+        "request_index": int(req.rid[1:]),
         "prompt_tokens": req.prompt_tokens,
         "output_tokens": out,
         "ttft_ms": ttft_ms,
         "e2e_ms": e2e_ms,
         "tpot_ms": (e2e_ms - ttft_ms) / (out - 1) if out > 1 else float("nan"),
         "itl_ms": itl_ms,
-        "chunk_tokens": list(track.chunk_tokens[1:]),
+        "tokens_per_chunk": list(track.chunk_tokens),
         "spec_verify_ct": verify if verify else None,
         "accept_length": out / verify if verify else float("nan"),
         "start_s": track.start_s,
         "end_s": end_s,
         "error": None,
+        "error_type": None,
     }
 
-
-def prompt_sequence(prompt_lengths: Sequence[int], num_requests: int, *, seed: int) -> list[int]:
-    """A deterministic send order of ``num_requests`` prompt lengths (seeded shuffle, cycled)."""
-    rng = random.Random(seed)
-    order: list[int] = []
-    while len(order) < num_requests:
-        block = list(prompt_lengths)
-        rng.shuffle(block)
-        order.extend(block)
-    return order[:num_requests]

@@ -1,0 +1,129 @@
+"""Spec-versus-baseline charts: pure functions from tidy level tables to altair charts.
+
+Every function takes the per-level table (one row per variant and concurrency, as
+:func:`workbench.bench.metrics.summarize_levels` builds it) and returns a chart;
+nothing is saved here (see :func:`workbench.charts.save_chart`). Concurrency is
+drawn on a log2 axis, since sweeps double it. When any row is simulated, the
+subtitle says so: figures from the simulated engine are never unlabelled.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from workbench.analysis.crossover import Crossover
+
+WIDTH, HEIGHT = 520, 300
+
+
+def provenance_subtitle(levels: pd.DataFrame, *, profile: str | None = None, time_scale: float | None = None) -> str:
+    """Subtitle naming where the figures come from, starting with SIMULATED when they are."""
+    simulated = bool(levels.get("simulated", pd.Series([False])).fillna(False).astype(bool).any())
+    if simulated:
+        parts = ["SIMULATED: workbench sim engine (SGLang HTTP API), not a GPU measurement"]
+        if profile:
+            parts.append(f"profile {profile}")
+        if time_scale and time_scale != 1.0:
+            parts.append(f"time scale {time_scale:g}x (times in simulated seconds)")
+        return "; ".join(parts)
+    engines = sorted(set(levels.get("engine", pd.Series(["sglang"])).dropna()))
+    return "Measured on " + ", ".join(engines or ["sglang"])
+
+
+def _x() -> alt.X:
+    return alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128, 256]), title="Concurrency (requests in flight)")
+
+
+def _title(text: str, subtitle: str) -> alt.TitleParams:
+    return alt.TitleParams(text=text, subtitle=subtitle, anchor="start")
+
+
+def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: str) -> alt.Chart:
+    if column not in levels.columns:
+        raise KeyError(f"level table has no column {column!r}")
+    data = levels[["variant", "concurrency", column]].dropna()
+    return (
+        alt.Chart(data, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
+        .mark_line(point=True)
+        .encode(
+            x=_x(),
+            y=alt.Y(f"{column}:Q", title=y_title),
+            color=alt.Color("variant:N", title="Variant"),
+            tooltip=["variant", "concurrency", alt.Tooltip(f"{column}:Q", format=".1f")],
+        )
+    )
+
+
+def throughput_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
+    """Total output throughput (tok/s, all requests) against concurrency, one line per variant."""
+    return _lines(levels, "output_throughput_tok_s", "Total output throughput", "Output tok/s (all requests)", subtitle)
+
+
+def per_request_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
+    """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency."""
+    return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle)
+
+
+def accept_length_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
+    """Accept length (tokens per verify, bonus included) against concurrency, speculative variants.
+
+    Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
+    and the server's ``avg_spec_accept_length`` as hollow points where present.
+    """
+    cols = [c for c in ("accept_length", "server_accept_length") if c in levels.columns]
+    long = levels.melt(id_vars=["variant", "concurrency"], value_vars=cols, var_name="source", value_name="accept_len").dropna()
+    long["source"] = long["source"].map({"accept_length": "client (meta_info)", "server_accept_length": "server (/server_info)"})
+    base = alt.Chart(long, title=_title("Accept length", subtitle), width=WIDTH, height=HEIGHT).encode(
+        x=_x(),
+        y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)", scale=alt.Scale(zero=False)),
+        color=alt.Color("variant:N", title="Variant"),
+        tooltip=["variant", "concurrency", "source", alt.Tooltip("accept_len:Q", format=".2f")],
+    )
+    client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
+    server = base.transform_filter(alt.datum.source == "server (/server_info)").mark_point(filled=False, size=90, shape="diamond")
+    return alt.layer(client, server)
+
+
+def ratio_chart(ratios: pd.DataFrame, crossovers: dict[str, Crossover], *, spec: str, subtitle: str) -> alt.LayerChart:
+    """Spec/baseline ratio per metric against concurrency, a rule at 1, crossovers marked.
+
+    Args:
+        ratios: :func:`workbench.analysis.ratio_table` output (``<metric>_ratio`` columns).
+        crossovers: metric -> :class:`Crossover`; interpolated ones get a dashed
+            vertical rule and a label, others a note in the legend title.
+        spec: the speculative variant's name (for the title).
+        subtitle: provenance subtitle.
+    """
+    names = {"output_throughput_tok_s": "total output tok/s", "mean_per_request_tok_s": "per-request tok/s"}
+    metrics = [m for m in crossovers if f"{m}_ratio" in ratios.columns]
+    long = ratios.melt(id_vars=["concurrency"], value_vars=[f"{m}_ratio" for m in metrics], var_name="metric", value_name="ratio")
+    long["metric"] = long["metric"].str.removesuffix("_ratio").map(lambda m: names.get(m, m))
+    lines = (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=_x(),
+            y=alt.Y("ratio:Q", title=f"{spec} / baseline", scale=alt.Scale(zero=False)),
+            color=alt.Color("metric:N", title="Ratio of"),
+            tooltip=["concurrency", "metric", alt.Tooltip("ratio:Q", format=".3f")],
+        )
+    )
+    one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(y="ratio:Q")
+    marks = [
+        {"concurrency": c.concurrency, "label": f"crossover ({names.get(m, m)}) ≈ {c.concurrency:.2f}"}
+        for m, c in crossovers.items()
+        if c.concurrency is not None
+    ]
+    notes = "; ".join(f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None)
+    layers = [lines, one]
+    if marks:
+        mark_df = pd.DataFrame(marks)
+        layers.append(alt.Chart(mark_df).mark_rule(color="firebrick", strokeDash=[6, 3]).encode(x="concurrency:Q"))
+        layers.append(
+            alt.Chart(mark_df)
+            .mark_text(align="left", dx=4, dy=-6, color="firebrick")
+            .encode(x="concurrency:Q", y=alt.value(12 + 0), text="label:N")
+        )
+    full_subtitle = [subtitle] + ([notes] if notes else [])
+    return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)

@@ -1,0 +1,156 @@
+"""A spec-versus-baseline study over measured runs: tables, crossovers, policy, charts.
+
+:class:`Study` gathers the per-level tables of several runs (one run per variant)
+and answers the investigation's questions with the pure functions of
+:mod:`workbench.analysis` and :mod:`workbench.charts.tradeoff`: where each
+speculative variant stops beating the baseline (the crossover concurrency), which
+variant is best at each concurrency (the policy), and the charts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from workbench.analysis.crossover import Crossover, best_policy, find_crossover, ratio_table
+from workbench.charts import save_chart
+from workbench.charts import tradeoff
+from workbench.errors import ConfigError
+
+#: Level metrics compared between variants (higher is better for both).
+COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
+
+#: Columns of the compact per-level table shown in reports.
+SUMMARY_COLUMNS = (
+    "variant", "concurrency", "completed", "failed", "output_throughput_tok_s", "request_throughput_req_s",
+    "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "mean_tpot_ms", "p50_itl_ms", "p99_itl_ms",
+    "mean_e2e_ms", "accept_length", "server_accept_length",
+)
+
+
+@dataclasses.dataclass
+class Study:
+    """Runs of several variants on one workload, compared against a baseline.
+
+    Attributes:
+        levels: per-level rows of every run (``variant``, ``concurrency``, metrics).
+        requests: per-request rows of every run.
+        manifests: the runs' manifests (dicts), in run order.
+        baseline: the baseline variant's name.
+    """
+
+    levels: pd.DataFrame
+    requests: pd.DataFrame
+    manifests: list[dict[str, Any]]
+    baseline: str
+
+    def __post_init__(self) -> None:
+        names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
+        if self.baseline not in names:
+            raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
+        dupes = self.levels.groupby(["variant", "concurrency"]).size()
+        if (dupes > 1).any():
+            raise ConfigError(
+                "several runs measure the same variant and concurrency: "
+                f"{list(dupes[dupes > 1].index)}; pass one run per variant"
+            )
+
+    @property
+    def variants(self) -> list[str]:
+        """Variant names in run order."""
+        return list(dict.fromkeys(self.levels["variant"]))
+
+    @property
+    def spec_variants(self) -> list[str]:
+        """Every variant but the baseline."""
+        return [v for v in self.variants if v != self.baseline]
+
+    @property
+    def simulated(self) -> bool:
+        """True when any figure comes from the simulated engine."""
+        return bool(self.levels.get("simulated", pd.Series([False])).fillna(False).astype(bool).any())
+
+    @property
+    def subtitle(self) -> str:
+        """Provenance subtitle for every chart (SIMULATED when any run is)."""
+        sims = [m.get("simulation") or {} for m in self.manifests]
+        profile = next((s.get("profile") for s in sims if s.get("profile")), None)
+        scale = next((s.get("time_scale") for s in sims if s.get("time_scale")), None)
+        return tradeoff.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
+
+    # -- tables -------------------------------------------------------------
+    def summary(self) -> pd.DataFrame:
+        """Compact per-level table (variant, concurrency, throughput, latencies, accept length)."""
+        cols = [c for c in SUMMARY_COLUMNS if c in self.levels.columns]
+        return self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
+
+    def ratios(self, spec: str) -> pd.DataFrame:
+        """Spec/baseline ratios of :data:`COMPARED` at each shared level."""
+        return ratio_table(self.levels, baseline=self.baseline, spec=spec, metrics=COMPARED)
+
+    def crossovers(self, spec: str) -> dict[str, Crossover]:
+        """Crossover concurrency of ``spec`` against the baseline, per compared metric."""
+        table = self.ratios(spec)
+        return {m: find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m) for m in COMPARED}
+
+    def crossover_table(self) -> pd.DataFrame:
+        """One row per (speculative variant, metric): crossover kind, concurrency, description."""
+        rows = []
+        for spec in self.spec_variants:
+            for metric, c in self.crossovers(spec).items():
+                rows.append({"variant": spec, "metric": metric, "kind": c.kind,
+                             "crossover_concurrency": c.concurrency, "description": c.description})
+        return pd.DataFrame(rows)
+
+    def policy(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
+        """Best variant per concurrency on ``metric`` (what to run at each load)."""
+        return best_policy(self.levels, metric=metric)
+
+    # -- charts -------------------------------------------------------------
+    def charts(self) -> dict[str, alt.TopLevelMixin]:
+        """Every chart of the study, by file stem."""
+        out: dict[str, alt.TopLevelMixin] = {
+            "throughput": tradeoff.throughput_chart(self.levels, subtitle=self.subtitle),
+            "per_request": tradeoff.per_request_chart(self.levels, subtitle=self.subtitle),
+        }
+        for spec in self.spec_variants:
+            out[f"ratio_{spec}"] = tradeoff.ratio_chart(self.ratios(spec), self.crossovers(spec), spec=spec, subtitle=self.subtitle)
+        if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
+            out["accept_length"] = tradeoff.accept_length_chart(self.levels, subtitle=self.subtitle)
+        return out
+
+    def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:
+        """Write every chart as PNG and SVG into ``out_dir``; returns stem -> {format: path}."""
+        return {stem: save_chart(chart, out_dir, stem) for stem, chart in self.charts().items()}
+
+    # -- words --------------------------------------------------------------
+    def findings(self) -> str:
+        """A short markdown summary: crossovers, best policy, accept length vs model."""
+        lines = []
+        if self.simulated:
+            lines.append(f"**{self.subtitle}.**\n")
+        for spec in self.spec_variants:
+            for metric, c in self.crossovers(spec).items():
+                lines.append(f"- **{spec}**, {metric}: {c.description}")
+        pol = self.policy()
+        runs = []
+        for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
+            levels = list(group["concurrency"])
+            runs.append(f"{group['best_variant'].iloc[0]} at concurrency {levels[0]}–{levels[-1]}")
+        lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
+        for m in self.manifests:
+            sim = m.get("simulation") or {}
+            expected = sim.get("expected_accept_length")
+            name = m.get("variant")
+            got = self.levels.loc[self.levels["variant"] == name, "accept_length"].dropna()
+            if expected and len(got):
+                lines.append(
+                    f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels; "
+                    f"the simulator's acceptance model expects {expected:.2f} per verify step (before the "
+                    "prefill token and output-length truncation)."
+                )
+        return "\n".join(lines)
