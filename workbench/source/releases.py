@@ -191,7 +191,11 @@ def _pip_failure_message(version: str, output: str, wheels: Path) -> str:
             near = [v for v in listed if v.split(".")[:2] == version.split(".")[:2]] or listed[-8:]
             hint = f"Versions the index offers near it: {', '.join(near)}."
         else:
-            hint = "The index offers no wheels of sglang at all; check PIP_INDEX_URL / pip.conf."
+            return (
+                f"SGLang {version}: the package index offered no sglang wheels at all (it is unreachable "
+                "or does not carry sglang). Check the network and pip's index settings (PIP_INDEX_URL, "
+                f"pip.conf), or put the wheel in {wheels} by hand.\n--- pip ---\n{tail}"
+            )
         return (
             f"SGLang {version} has no wheel on the package index for this interpreter "
             f"(Python {sys.version_info.major}.{sys.version_info.minor}, binary wheels only). {hint} "
