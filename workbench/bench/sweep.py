@@ -57,11 +57,13 @@ class LevelResult:
         requests: request rows of this level (level columns first).
         info: one-row table of server observations (flush outcome, server accept length).
         server_info: the ``/server_info`` body read after the level (None if it failed).
+        parameters: the sweep's parameters (JSON-ready), for the run manifest.
     """
 
     requests: pd.DataFrame
     info: pd.DataFrame
     server_info: dict[str, Any] | None
+    parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,7 +228,7 @@ async def run_sweep_async(
                 level_frames.append(frame)
                 info_frames.append(info)
                 if on_level is not None:
-                    on_level(LevelResult(requests=frame, info=info, server_info=fetched.info))
+                    on_level(LevelResult(requests=frame, info=info, server_info=fetched.info, parameters=parameters))
     finally:
         bar.close()
     requests = pd.concat(level_frames, ignore_index=True)
