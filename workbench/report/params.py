@@ -61,6 +61,8 @@ class NotebookParameter:
 
     def describe(self) -> str:
         """``name (type, default X)`` for error messages and listings."""
+        if self.type_name in ("", "None"):
+            return f"{self.name} (default {self.default})"
         return f"{self.name} ({self.type_name}, default {self.default})"
 
 

@@ -1,0 +1,77 @@
+# Workbench tasks. The two that matter:
+#   make report   run the notebooks, write reports/ (HTML, executed notebooks, charts)
+#   make test     run the test suite
+# Both create .venv (python3.11) and install the project into it when needed.
+#
+# Parameters for `make report`:
+#   make report ARGS='-p host myalias -p concurrency_levels "[1,2,4]"'
+#   make report P='requests_per_level=8 concurrency_levels=[1,2,4]'   (NAME=VALUE, no spaces in VALUE)
+#   make report ARGS='notebooks/spec_vs_baseline.ipynb --params-file my.yaml'
+# Extra pytest arguments: make test ARGS='-k report'
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.make-installed
+ARGS   ?=
+P      ?=
+# Debian packages the tests use: chromium (rendered-report check), openssh-server (SSH tests).
+DEB_PACKAGES := chromium fonts-liberation openssh-server
+
+PIP_QUIET := $(if $(CI),--progress-bar off -q,-q)
+# P='a=1 b=[2,3]'  ->  -p a '1' -p b '[2,3]'
+P_ARGS := $(foreach kv,$(P),-p $(firstword $(subst =, ,$(kv))) '$(patsubst $(firstword $(subst =, ,$(kv)))=%,%,$(kv))')
+
+.PHONY: help report test venv system-deps clean distclean
+
+help:
+	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
+	@echo "make test     run the tests (installs chromium/openssh-server when root and missing)"
+	@echo "make venv     create .venv and install the project (pip install -e '.[test]')"
+	@echo "make clean    remove reports/ and caches; make distclean also removes .venv"
+
+report: $(STAMP)
+	$(BIN)/workbench report $(ARGS) $(P_ARGS)
+
+test: $(STAMP) system-deps
+	$(BIN)/python -m pytest -q $(ARGS)
+
+venv: $(STAMP)
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Re-install whenever pyproject.toml changes; register the venv's own IPython kernel
+# as "python3" inside the venv, so papermill runs notebooks with the venv's interpreter.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	$(BIN)/python -m pip install $(PIP_QUIET) -e '.[test]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench .venv)"
+	@touch $@
+
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	[ -d /usr/share/fonts/truetype/liberation ] || missing="$$missing fonts-liberation"; \
+	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	  else \
+	    echo "error: the tests need Debian packages:$$missing" >&2; \
+	    echo "install them with: sudo apt-get update && sudo apt-get install -y$$missing" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+clean:
+	rm -rf reports .pytest_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info build

@@ -1,0 +1,66 @@
+"""The ``workbench`` command.
+
+Each subcommand lives next to the code it drives and is registered here in one
+line, so teammates add theirs without touching the others::
+
+    app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_METAVAR)(report_command)
+    app.add_typer(sim_app, name="sim")          # a Typer sub-app from workbench/sim
+    app.command("bench")(bench_command)         # a plain function from workbench/bench
+
+Errors: a :class:`~workbench.errors.WorkbenchError` raised by any subcommand is
+printed as one message on stderr, without a traceback; the exit status is 2 for
+:class:`~workbench.errors.ConfigError` (bad input) and 1 for the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+import workbench
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
+
+__all__ = ["app"]
+
+
+class _WorkbenchGroup(TyperGroup):
+    """Root command group: turns WorkbenchError into a message and an exit status."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WorkbenchError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(code=2 if isinstance(exc, ConfigError) else 1) from None
+
+
+app = typer.Typer(
+    cls=_WorkbenchGroup,
+    name="workbench",
+    help="Workbench for finding when speculative decoding beats plain decoding in SGLang.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"workbench {workbench.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", help="Show the version and exit.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Workbench for finding when speculative decoding beats plain decoding in SGLang."""
+
+
+# --- subcommands: one line each -------------------------------------------------------------
+app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_METAVAR)(report_command)

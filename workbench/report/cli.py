@@ -1,0 +1,122 @@
+"""``workbench report``: regenerate reports from the parameterized notebooks.
+
+Command-line layer only: parses arguments, calls :func:`run_notebook` per notebook,
+prints where each report went. Registered on the root app in :mod:`workbench.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from workbench.errors import ConfigError, ReportError
+from workbench.report.discovery import default_notebooks, find_notebooks_dir
+from workbench.report.params import (
+    distribute_parameters,
+    load_params_file,
+    notebook_parameters,
+    parse_param_pairs,
+)
+from workbench.report.runner import DEFAULT_OUT_DIR, run_notebook
+
+__all__ = ["REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
+
+#: Click context settings the command needs: NOTEBOOK and ``-p NAME VALUE`` are
+#: parsed by :func:`split_report_args` (typer has no repeatable two-value option).
+REPORT_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+#: Usage-line placeholder for the words :func:`split_report_args` parses.
+REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [OPTIONS]"
+
+_PARAM_FLAGS = ("-p", "--param")
+
+
+def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Split leftover command-line words into notebook paths and ``-p NAME VALUE`` pairs.
+
+    Raises:
+        ConfigError: ``-p`` without both NAME and VALUE, or an unknown option.
+    """
+    notebooks: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in _PARAM_FLAGS:
+            if i + 2 >= len(args):
+                raise ConfigError(f"{word} needs a NAME and a VALUE, e.g. {word} requests_per_level 8")
+            pairs.append((args[i + 1], args[i + 2]))
+            i += 3
+        elif word.startswith("-") and word != "-":
+            raise ConfigError(f"unknown option {word!r} for `workbench report`; see `workbench report --help`")
+        else:
+            notebooks.append(word)
+            i += 1
+    return notebooks, pairs
+
+
+def report_command(
+    ctx: typer.Context,
+    params_file: Annotated[
+        Optional[Path],
+        typer.Option("--params-file", help="YAML file of parameters (name: value); -p overrides it."),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the reports.")] = DEFAULT_OUT_DIR,
+    kernel: Annotated[
+        Optional[str],
+        typer.Option("--kernel", help="Jupyter kernel to run with (default: python3 of this environment)."),
+    ] = None,
+    cell_timeout: Annotated[
+        Optional[float],
+        typer.Option("--cell-timeout", help="Fail a cell that runs longer than this many seconds."),
+    ] = None,
+) -> None:
+    """Run notebooks with papermill and write offline HTML reports.
+
+    With no NOTEBOOK, runs every notebook in notebooks/: inspect_source.ipynb,
+    spec_vs_baseline.ipynb, then the others alphabetically. Each -p NAME VALUE
+    (repeatable; VALUE is YAML, e.g. -p concurrency_levels "[1,2,4]") goes to the
+    notebooks whose parameters cell declares NAME; a NAME no notebook declares is
+    an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/.
+    """
+    names, pairs = split_report_args(ctx.args)
+    given: dict[str, Any] = load_params_file(params_file) if params_file is not None else {}
+    given.update(parse_param_pairs(pairs))
+
+    if names:
+        notebooks = [Path(n) for n in names]
+        missing = [str(n) for n in notebooks if not n.is_file()]
+        if missing:
+            raise ConfigError(f"notebook(s) not found: {', '.join(missing)}")
+    else:
+        notebooks = default_notebooks(find_notebooks_dir())
+    declared = {nb: notebook_parameters(nb) for nb in notebooks}
+    plan = distribute_parameters(declared, given)
+
+    failures: list[str] = []
+    for nb, params in plan.items():
+        shown = " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
+        typer.echo(f"running {nb} with {shown}")
+        try:
+            result = run_notebook(
+                nb,
+                out_dir=out,
+                parameters=params,
+                kernel_name=kernel,
+                cell_timeout_s=cell_timeout,
+                progress=sys.stderr.isatty(),
+            )
+        except ReportError as exc:
+            failures.append(str(nb))
+            typer.echo(f"FAILED {nb}: {exc}", err=True)
+            continue
+        typer.echo(f"  report:   {result.html}")
+        typer.echo(f"  notebook: {result.executed}")
+        typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)  [{result.duration_s:.1f} s]")
+    if failures:
+        typer.echo(f"{len(failures)} of {len(plan)} notebook(s) failed: {', '.join(failures)}", err=True)
+        raise typer.Exit(code=1)
