@@ -1,23 +1,63 @@
 """Hosts: where commands run and files live (this machine, or a GPU host over SSH)."""
 
-from workbench.hosts.base import CommandResult, Host, SpawnedProcess, quote_command
+from __future__ import annotations
+
+import os
+import threading
+
+from workbench.hosts.base import CommandResult, Forward, Host, SpawnedProcess, quote_command
 from workbench.hosts.local import LocalHost
+from workbench.hosts.ssh import SSHHost
+from workbench.hosts.sshconnect import ConnectionLost, HostAuthError, HostKeyError, HostUnreachable
+from workbench.hosts.upload import ensure_file, require_python
 
-__all__ = ["CommandResult", "Host", "LocalHost", "SpawnedProcess", "quote_command", "get_host"]
+__all__ = [
+    "CommandResult",
+    "ConnectionLost",
+    "Forward",
+    "Host",
+    "HostAuthError",
+    "HostKeyError",
+    "HostUnreachable",
+    "LocalHost",
+    "SSHHost",
+    "SpawnedProcess",
+    "ensure_file",
+    "get_host",
+    "quote_command",
+    "require_python",
+]
+
+_ssh_hosts: dict[tuple[str, str | None], SSHHost] = {}
+_ssh_hosts_lock = threading.Lock()
 
 
-def get_host(host: "str | Host" = "local") -> Host:
-    """Resolve the ``host`` parameter: ``"local"`` (default) or an existing Host.
+def get_host(host: str | Host = "local", *, config_file: str | os.PathLike[str] | None = None) -> Host:
+    """Resolve the ``host`` parameter: ``"local"`` (default), an ssh config alias, or a Host.
+
+    SSH hosts are shared per (alias, config file), so every part of the workbench
+    that asks for the same host uses one connection. Closing it only drops the
+    connection; the next use reconnects.
+
+    Args:
+        host: ``"local"`` (this machine), an alias from the ssh config (or a plain
+            hostname, as ``ssh`` accepts), or a :class:`Host` (returned as is).
+        config_file: ssh config to resolve aliases in (like ``ssh -F``; default
+            ``~/.ssh/config``).
+
+    Returns:
+        The :class:`Host`; connecting happens on first use.
 
     Raises:
-        ConfigError: an ssh alias was given (SSH hosts are not built yet).
+        ConfigError: the alias is malformed or its config entry is unusable.
     """
-    from workbench.errors import ConfigError
-
     if isinstance(host, Host):
         return host
     if host in ("local", "localhost", ""):
         return LocalHost()
-    raise ConfigError(
-        f"host={host!r}: only 'local' is supported so far; SSH hosts are coming (see README, 'GPU hosts')."
-    )
+    key = (host, None if config_file is None else os.path.abspath(os.path.expanduser(config_file)))
+    with _ssh_hosts_lock:
+        found = _ssh_hosts.get(key)
+        if found is None:
+            found = _ssh_hosts[key] = SSHHost(host, config_file=key[1])
+        return found
