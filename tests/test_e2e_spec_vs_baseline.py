@@ -1,0 +1,95 @@
+"""End to end: the spec_vs_baseline notebook through papermill against real sim server processes.
+
+Small sweep (concurrency 1 and 8), the simulated clock at 4x. Checks real values:
+accept length against the acceptance model within sampling error, and throughputs
+against the calibration targets and the offline prediction of the same engine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workbench.paths import PACKAGE_ROOT
+from workbench.report import run_notebook
+from workbench.sim.calibrate import figures, seed_eagle3_spec
+from workbench.sim.profiles import load_profile
+from workbench.store import load_run
+
+pytestmark = pytest.mark.e2e
+
+NOTEBOOK = PACKAGE_ROOT / "notebooks" / "spec_vs_baseline.ipynb"
+LEVELS = [1, 8]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    runs = tmp_path_factory.mktemp("runs")
+    result = run_notebook(
+        NOTEBOOK, out_dir=out,
+        parameters={"concurrency_levels": LEVELS, "time_scale": 4.0, "runs_dir": str(runs)},
+    )
+    run_dirs = sorted(p for p in runs.iterdir() if p.is_dir())
+    return result, {load_run(p).manifest["variant"]: load_run(p) for p in run_dirs}
+
+
+def test_report_files_and_manifests(report) -> None:
+    result, runs = report
+    assert set(runs) == {"baseline", "eagle3-topk4"}
+    html = result.html.read_text()
+    assert "<svg" in html and "SIMULATED" in html and "crossover" in html.lower()
+    stems = {p.stem for p in result.charts}
+    assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length"} <= stems
+    for run in runs.values():
+        assert (run.path / "requests.parquet").is_file() and (run.path / "levels.parquet").is_file()
+        m = run.manifest
+        assert m["status"] == "complete" and m["engine"] == "sim" and m["simulated"] is True
+        assert m["sglang_version"] == "0.5.9" and m["time_scale"] == 4.0
+        assert "workbench.sim" in " ".join(m["launch_command"]) and m["server_info"]["simulated"] is True
+        assert m["parameters"]["concurrency_levels"] == LEVELS
+        assert list(run.levels["concurrency"]) == LEVELS and run.levels["simulated"].all()
+        assert (run.levels["failed"] == 0).all()
+
+
+def test_accept_length_matches_acceptance_model(report) -> None:
+    _, runs = report
+    run = runs["eagle3-topk4"]
+    expected = run.manifest["simulation"]["expected_accept_length"]
+    req = run.requests
+    # Tokens from verify steps per verify: drop the prefill token of each request.
+    per_request = (req["output_tokens"] - 1) / req["spec_verify_ct"]
+    se = per_request.std(ddof=1) / math.sqrt(len(per_request))
+    # The last verify of a request is cut at max_new_tokens: at most num_steps tokens lost
+    # over ~90 verifies, a bias below 0.03 tokens.
+    assert abs(per_request.mean() - expected) < 3 * se + 0.03, (per_request.mean(), expected, se)
+    assert runs["baseline"].requests["spec_verify_ct"].isna().all()
+
+
+def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
+    _, runs = report
+    profile = load_profile("seed-pcie-8gpu")
+    tol = profile.calibration["tolerance"]
+    base = runs["baseline"].levels.set_index("concurrency")
+    eagle = runs["eagle3-topk4"].levels.set_index("concurrency")
+    # Concurrency 1: the measured figures the profile is calibrated to.
+    assert base.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["baseline_c1_per_request_tok_s"], rel=tol)
+    assert eagle.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["eagle3_c1_per_request_tok_s"], rel=tol)
+    # Signs of the seed investigation: EAGLE-3 ahead at 1, baseline ahead above.
+    assert eagle.loc[1, "mean_per_request_tok_s"] > base.loc[1, "mean_per_request_tok_s"]
+    assert base.loc[8, "output_throughput_tok_s"] > eagle.loc[8, "output_throughput_tok_s"]
+    # Real-time HTTP measurement vs the same engine on a virtual clock.
+    from workbench.bench.prompts import load_prompts
+    from workbench.sim.text import TextModel
+
+    text = TextModel()
+    lengths = [text.count_tokens(p.text) for p in load_prompts()]
+    predicted = figures(profile, prompt_lengths=lengths, max_new_tokens=256, levels=LEVELS)
+    for name, table in (("baseline", base), ("eagle3", eagle)):
+        for c in LEVELS:
+            want = predicted[name][c][0]
+            assert table.loc[c, "output_throughput_tok_s"] == pytest.approx(want, rel=tol), (name, c)

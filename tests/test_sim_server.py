@@ -1,0 +1,124 @@
+"""The simulated server as a real process on 127.0.0.1, spoken to over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from workbench.errors import ServerStartError
+from workbench.hosts import LocalHost
+from workbench.hosts import processes
+from workbench.servers import ServerHandle, Variant, load_variant
+
+FAST = {"profile": "seed-pcie-8gpu", "time-scale": 20, "seed": 3}
+
+
+def _post(url: str, body: dict) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _events(raw: bytes) -> list:
+    out = []
+    for block in raw.decode().split("\n\n"):
+        if block.startswith("data: "):
+            payload = block[len("data: "):]
+            out.append(payload if payload == "[DONE]" else json.loads(payload))
+    return out
+
+
+@pytest.fixture(scope="module")
+def eagle_server():
+    with ServerHandle.start(load_variant("eagle3-topk4"), host="local", engine="sim", sim_options=FAST) as server:
+        yield server
+    assert not processes.group_members(LocalHost(), server.process.pgid)
+
+
+def test_streaming_generate_shapes(eagle_server) -> None:
+    status, raw = _post(eagle_server.url + "/generate", {
+        "text": "Write a Python function that parses a CSV file.",
+        "sampling_params": {"max_new_tokens": 64, "temperature": 0.0, "ignore_eos": True}, "stream": True,
+    })
+    assert status == 200
+    events = _events(raw)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    tokens = [c["meta_info"]["completion_tokens"] for c in chunks]
+    assert tokens[0] == 1 and tokens[-1] == 64 and tokens == sorted(tokens)
+    assert max(b - a for a, b in zip(tokens, tokens[1:])) > 1  # speculation: several tokens per chunk
+    for prev, cur in zip(chunks, chunks[1:]):  # text and output_ids are cumulative (0.5.9)
+        assert cur["text"].startswith(prev["text"]) and cur["output_ids"][: len(prev["output_ids"])] == prev["output_ids"]
+    assert all(c["meta_info"]["finish_reason"] is None for c in chunks[:-1])
+    final = chunks[-1]["meta_info"]
+    assert final["finish_reason"] == {"type": "length", "length": 64}
+    assert final["spec_accept_length"] == pytest.approx(64 / final["spec_verify_ct"])
+    assert sum(final["spec_accept_histogram"]) == final["spec_verify_ct"]
+    assert final["spec_draft_token_num"] == final["spec_verify_ct"] * 15
+    assert "response_sent_to_client_ts" in chunks[0]["meta_info"] and final["e2e_latency"] > 0
+    assert list(chunks[0]["meta_info"])[:7] == ["id", "finish_reason", "prompt_tokens", "weight_version",
+                                                "total_retractions", "completion_tokens", "cached_tokens"]
+
+
+def test_non_streaming_batch_and_errors(eagle_server) -> None:
+    status, raw = _post(eagle_server.url + "/generate", {"text": "hello", "sampling_params": {"max_new_tokens": 5}})
+    body = json.loads(raw)
+    assert status == 200 and len(body["output_ids"]) == 5 and body["meta_info"]["completion_tokens"] == 5
+    status, raw = _post(eagle_server.url + "/generate", {"text": ["a", "b"], "sampling_params": {"max_new_tokens": 3}})
+    assert status == 200 and [b["meta_info"]["completion_tokens"] for b in json.loads(raw)] == [3, 3]
+    status, raw = _post(eagle_server.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 16.0}})
+    assert status == 400 and "max_new_tokens" in json.loads(raw)["error"]["message"]
+    status, raw = _post(eagle_server.url + "/generate", {"sampling_params": {}})
+    assert status == 400
+
+
+def test_management_endpoints(eagle_server) -> None:
+    status, raw = _get(eagle_server.url + "/v1/models")
+    assert status == 200 and json.loads(raw)["data"][0]["owned_by"] == "sglang"
+    info = json.loads(_get(eagle_server.url + "/model_info")[1])
+    assert info["simulated"] is True
+    from tokenizers import Tokenizer
+
+    assert Tokenizer.from_file(info["tokenizer_path"] + "/tokenizer.json").get_vocab_size() > 1000
+    assert _get(eagle_server.url + "/health")[0] == 200 and _get(eagle_server.url + "/health_generate")[0] == 200
+    # Counters move only at decode log ticks (every 40 decode steps), and flush resets them.
+    _post(eagle_server.url + "/generate", {"text": "go", "sampling_params": {"max_new_tokens": 200}})
+    server_info = json.loads(_get(eagle_server.url + "/server_info")[1])
+    assert server_info["version"] == "0.5.9" and server_info["simulated"] is True
+    assert server_info["speculative_eagle_topk"] == 4 and server_info["max_running_requests"] == 48
+    assert 1.0 < server_info["internal_states"][0]["avg_spec_accept_length"] <= 3.0
+    assert json.loads(_get(eagle_server.url + "/get_server_info")[1])["version"] == "0.5.9"
+    status, raw = _post(eagle_server.url + "/flush_cache", {})
+    assert status == 200 and raw.startswith(b"Cache flushed.")
+    assert "avg_spec_accept_length" not in json.loads(_get(eagle_server.url + "/server_info")[1])["internal_states"][0]
+    assert "accept len:" in eagle_server.logs_tail(200)
+
+
+def test_bad_flag_fails_start_with_log_tail() -> None:
+    bad = Variant(name="bad", model_path="m", flags={"no-such-flag": 1})
+    with pytest.raises(ServerStartError) as err:
+        ServerHandle.start(bad, host="local", engine="sim", ready_timeout_s=30)
+    assert "unrecognized arguments: --no-such-flag" in err.value.log_tail
+
+
+def test_spec_v2_with_topk4_is_refused_like_sglang() -> None:
+    v = load_variant("eagle3-topk4")
+    bad = Variant(name="v2bad", model_path=v.model_path, draft_model_path=v.draft_model_path, flags=v.flags,
+                  env={"SGLANG_ENABLE_SPEC_V2": "1"})
+    with pytest.raises(ServerStartError) as err:
+        ServerHandle.start(bad, host="local", engine="sim", ready_timeout_s=30)
+    assert "only supports topk = 1" in err.value.log_tail

@@ -1,0 +1,165 @@
+"""Entry points for the investigation notebooks: one call per notebook cell.
+
+Plain keyword arguments, no global state. ``benchmark_variants`` runs the whole
+launch -> ready -> sweep -> stop cycle per variant (servers are context-managed, so
+a failing or interrupted cell stops what it started; measured levels are already
+on disk); ``load_study`` turns run directories into a :class:`~workbench.study.Study`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench import paths
+from workbench.bench.sweep import run_sweep
+from workbench.errors import ConfigError
+from workbench.servers import ServerHandle, Variant, load_variant
+from workbench.servers.variants import Engine
+from workbench.sim.calibrate import requests_for_level
+from workbench.store import load_run, load_runs, new_run
+from workbench.study import Study
+
+
+def setup_notebook() -> None:
+    """Render altair charts offline (SVG for exported HTML, vega-lite JSON for JupyterLab)."""
+    from workbench.charts import enable_offline_renderer
+
+    enable_offline_renderer()
+
+
+def benchmark_variant(
+    variant: str | Path | Variant,
+    *,
+    host: str = "local",
+    engine: Engine | None = None,
+    concurrency_levels: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
+    requests_per_level: int | None = None,
+    max_new_tokens: int = 256,
+    prompt_set: str | Path = "default",
+    seed: int = 0,
+    sim_profile: str = "seed-pcie-8gpu",
+    time_scale: float = 1.0,
+    warmup_requests: int = 1,
+    runs_dir: str | Path = "data/runs",
+    progress: bool = True,
+) -> Path:
+    """Launch one variant, sweep the concurrency levels against it, stop it.
+
+    Args:
+        variant: a variant name in ``data/variants/``, a variant file, or a :class:`Variant`.
+        host: ``"local"`` or an ssh config alias.
+        engine: ``"sim"`` or ``"sglang"``; default: sim on local, sglang elsewhere.
+        concurrency_levels: closed-loop levels (requests in flight).
+        requests_per_level: requests per level; None: ``max(8, 2 * concurrency)``.
+        max_new_tokens: output tokens per request (ignore_eos on).
+        prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
+        seed: seeds the prompt order and the simulator's acceptance sampling.
+        sim_profile: simulator profile (sim engine only).
+        time_scale: simulated seconds per wall second (sim engine only; 1 = real time).
+        warmup_requests: requests before the first level, not measured.
+        runs_dir: runs root (relative paths are under the project root).
+        progress: show a progress bar.
+
+    Returns:
+        The run directory (``<runs_dir>/<run_id>``), complete or marked failed.
+
+    Raises:
+        ConfigError: bad parameters. ServerStartError: the server never became ready.
+        BenchmarkError: the sweep could not measure. The run directory keeps every
+        level measured before an error.
+    """
+    v = variant if isinstance(variant, Variant) else load_variant(variant)
+    levels = [int(c) for c in concurrency_levels]
+    if not levels or min(levels) < 1:
+        raise ConfigError(f"concurrency_levels must be positive integers, got {list(concurrency_levels)}")
+    if time_scale <= 0:
+        raise ConfigError(f"time_scale must be > 0, got {time_scale}")
+    engine = engine or ("sim" if host == "local" else "sglang")
+    if engine != "sim" and time_scale != 1.0:
+        raise ConfigError("time_scale applies only to the simulated engine; a real server runs in real time")
+    sim_options = {"profile": sim_profile, "time-scale": time_scale, "seed": seed} if engine == "sim" else None
+    per_level = requests_per_level if requests_per_level is not None else requests_for_level
+    parameters: dict[str, Any] = {
+        "concurrency_levels": levels,
+        "requests_per_level": requests_per_level if requests_per_level is not None else "max(8, 2*concurrency)",
+        "max_new_tokens": max_new_tokens,
+        "prompt_set": str(prompt_set),
+        "seed": seed,
+        "warmup_requests": warmup_requests,
+        "sim_profile": sim_profile if engine == "sim" else None,
+    }
+    with ServerHandle.start(v, host=host, engine=engine, sim_options=sim_options) as server:
+        info = server.server_info()
+        run = new_run(
+            v.name,
+            engine=engine,
+            launch_command=server.command,
+            host=host,
+            client_location="local",
+            server_info=info,
+            parameters=parameters,
+            time_scale=time_scale if engine == "sim" else 1.0,
+            extra={
+                "variant_definition": {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env,
+                                       "model_path": v.model_path, "draft_model_path": v.draft_model_path},
+                "simulation": info.get("simulation"),
+                "server_log": server.process.log_path,
+            },
+            root=paths.resolve(runs_dir),
+        )
+        with run:
+            run_sweep(
+                server.url,
+                concurrency_levels=levels,
+                requests_per_level=per_level,
+                max_new_tokens=max_new_tokens,
+                prompts=prompt_set,
+                seed=seed,
+                time_scale=time_scale if engine == "sim" else 1.0,
+                warmup_requests=warmup_requests,
+                progress=progress,
+                on_level=run.save_level,
+            )
+            run.finish(server_info=server.server_info())
+    return run.path
+
+
+def benchmark_variants(variants: Sequence[str | Path | Variant], **kwargs: Any) -> list[Path]:
+    """:func:`benchmark_variant` for each variant in turn (same keyword arguments).
+
+    Returns:
+        The run directories, in the order of ``variants``.
+    """
+    if not variants:
+        raise ConfigError("variants is empty; name at least a baseline and one speculative variant")
+    return [benchmark_variant(v, **kwargs) for v in variants]
+
+
+def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Study:
+    """A :class:`Study` over run directories (or run ids under the default runs root)."""
+    requests, levels = load_runs(runs)
+    manifests = [load_run(r).manifest for r in runs]
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
+
+
+def show_ratio_charts(study: Study) -> None:
+    """Display the spec/baseline ratio chart of every speculative variant."""
+    from IPython.display import display
+
+    for stem, chart in study.charts().items():
+        if stem.startswith("ratio_"):
+            display(chart)
+
+
+def show_markdown(text: str) -> None:
+    """Display markdown text in the notebook."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(text))
+
+
+def save_study_charts(study: Study, report_dir: str | Path) -> dict[str, dict[str, Path]]:
+    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root)."""
+    return study.save_charts(paths.resolve(report_dir))
