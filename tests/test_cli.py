@@ -1,0 +1,101 @@
+"""The ``workbench`` command line, through typer's CliRunner (real notebooks, real kernels)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from typer.testing import CliRunner
+
+import workbench
+from workbench.cli import app
+from workbench.report.cli import split_report_args
+from workbench.errors import ConfigError
+
+runner = CliRunner()
+
+
+def test_help_lists_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "report" in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and workbench.__version__ in result.output
+
+
+def test_report_help() -> None:
+    result = runner.invoke(app, ["report", "--help"])
+    assert result.exit_code == 0
+    for text in ("NOTEBOOK", "-p NAME VALUE", "--params-file", "--out", "inspect_source.ipynb"):
+        assert text in result.output, text
+
+
+def test_unknown_parameter_is_a_clear_error_without_traceback(tmp_path: Path, write_notebook) -> None:
+    nb = write_notebook(tmp_path / "nb.ipynb", parameters="requests_per_level = 4\nhost = 'local'")
+    result = runner.invoke(app, ["report", str(nb), "-p", "requests_per_levl", "8", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "requests_per_levl" in result.output and "requests_per_level" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", "x"], "needs a NAME and a VALUE"),
+        (["-p", "x", "[1, 2"], "not valid YAML"),
+        (["--bogus"], "unknown option"),
+        (["missing.ipynb"], "not found"),
+    ],
+)
+def test_bad_arguments(args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["report", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_split_report_args() -> None:
+    notebooks, pairs = split_report_args(["a.ipynb", "-p", "n", "-1", "b.ipynb", "--param", "m", "[1,2]"])
+    assert notebooks == ["a.ipynb", "b.ipynb"]
+    assert pairs == [("n", "-1"), ("m", "[1,2]")]
+    with pytest.raises(ConfigError):
+        split_report_args(["-p", "n"])
+
+
+def test_report_runs_notebooks_dir_in_order_with_per_notebook_parameters(
+    tmp_path: Path, write_notebook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notebook(tmp_path / "notebooks" / "zz_other.ipynb", parameters="seed = 0", cells=["assert seed == 5"])
+    write_notebook(
+        tmp_path / "notebooks" / "spec_vs_baseline.ipynb",
+        parameters="seed = 0\nrequests_per_level = 4\nlevels = [1]",
+        cells=["assert (seed, requests_per_level, levels) == (5, 8, [1, 2, 4]), (seed, requests_per_level, levels)"],
+    )
+    (tmp_path / "params.yaml").write_text("seed: 5\nrequests_per_level: 2\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(
+        app,
+        ["report", "--params-file", "params.yaml", "-p", "requests_per_level", "8", "-p", "levels", "[1,2,4]"],
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.index("spec_vs_baseline.ipynb") < out.index("zz_other.ipynb")
+    for stem in ("spec_vs_baseline", "zz_other"):
+        html = tmp_path / "reports" / f"{stem}.html"
+        assert html.is_file() and str(html) in out
+        assert (tmp_path / "reports" / f"{stem}.ipynb").is_file()
+    other = nbformat.read(str(tmp_path / "reports" / "zz_other.ipynb"), as_version=4)
+    assert set(other.metadata["workbench"]["parameters"]) == {"seed", "report_dir"}
+
+
+def test_failing_notebook_exits_nonzero_and_names_the_partial_output(tmp_path: Path, write_notebook) -> None:
+    nb = write_notebook(tmp_path / "bad.ipynb", parameters="x = 1", cells=["1 / 0"])
+    result = runner.invoke(app, ["report", str(nb), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert "ZeroDivisionError" in result.output and str(tmp_path / "r" / "bad.ipynb") in result.output
+    assert "Traceback" not in result.output
