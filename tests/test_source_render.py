@@ -34,12 +34,23 @@ def test_panes_are_headed_by_version_path_and_lines(alloc: pd.DataFrame) -> None
 
 def test_line_numbers_are_the_real_file_lines(alloc: pd.DataFrame) -> None:
     pre = highlight_lines(alloc.iloc[1]["source"], first_line=182)
-    rows = visible_text(pre).split("\n")
+    rows = visible_text(pre).split("\n")[1:-1]
     real = (sglang_release("0.5.9").package_dir / "srt/managers/utils.py").read_text(encoding="utf-8").split("\n")
     assert len(rows) == 206 - 182 + 1
     for row in rows:
         number = re.match(r"\d+", row).group(0)
         assert row[len(number) :] == real[int(number) - 1]
+
+
+def test_rows_never_split_a_tag_even_inside_docstrings(alloc: pd.DataFrame) -> None:
+    v23 = alloc.iloc[2]
+    assert '"""' in v23["source"]  # 0.5.23's function has a multi-line docstring
+    for wrap in (True, False):
+        block = highlight_lines(v23["source"], first_line=int(v23["start_line"]), wrap=wrap)
+        rows = block.split("\n")[1:-1]  # the first and last lines open and close the block
+        assert len(rows) == v23["end_line"] - v23["start_line"] + 1
+        for row in rows:
+            assert row.count("<span") == row.count("</span>") and row.count("<div") == row.count("</div>") == 1
 
 
 def test_html_is_self_contained(alloc: pd.DataFrame, tmp_path: Path) -> None:

@@ -26,14 +26,18 @@ _SANS = "font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans
 _PANE = "border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff; margin-bottom: 10px;"
 _HEAD = f"{_SANS} background: #f6f8fa; border-bottom: 1px solid #d0d7de; padding: 6px 10px; font-size: 13px; color: #1f2328;"
 _SUB = "color: #57606a; font-size: 12px; margin-top: 2px; overflow-wrap: anywhere;"
-_PRE = (
-    f"{_FONT} font-size: 12px; line-height: 1.45; margin: 0; padding: 8px 0; background: #ffffff;"
-    " color: #1f2328; border: none; border-radius: 0;"
+_CODE = (
+    f"{_FONT} font-size: 12px; line-height: 1.45; margin: 0; padding: 0 0 6px 0; background: #ffffff;"
+    " color: #1f2328; overflow-x: auto; text-align: left;"
+)
+_ROW_CODE = (
+    "margin: 0; padding: 0; border: 0; border-radius: 0; background: transparent; color: inherit;"
+    " font: inherit; line-height: inherit; overflow: visible;"
 )
 _LINENO = (
-    "display: inline-block; position: sticky; left: 0; box-sizing: border-box; padding: 0 10px 0 6px; margin-right: 8px; text-align: right;"
-    " color: #8c959f; background: #f6f8fa; border-right: 1px solid #d0d7de; font-style: normal;"
-    " font-weight: normal; user-select: none; -webkit-user-select: none;"
+    "position: sticky; left: 0; box-sizing: border-box; padding: 0 8px 0 4px; margin-right: 8px;"
+    " text-align: right; color: #8c959f; background: #f6f8fa; border-right: 1px solid #d0d7de;"
+    " white-space: pre; user-select: none; -webkit-user-select: none;"
 )
 _MISSING = f"{_SANS} padding: 14px 10px; color: #57606a; font-size: 13px; background: #fff8c5;"
 
@@ -65,31 +69,42 @@ class HTMLFragment:
         return target
 
 
-def highlight_lines(source: str, *, first_line: int = 1, style: str = DEFAULT_STYLE) -> str:
+def highlight_lines(source: str, *, first_line: int = 1, style: str = DEFAULT_STYLE, wrap: bool = True) -> str:
     """Pygments-highlighted ``source`` with line numbers starting at ``first_line``, inline styles only.
+
+    Each source line is one row: an unselectable number (so copied code is clean)
+    and the highlighted code. Pygments' HTML formatter closes its spans at every
+    line end, so rows never split a tag.
 
     Args:
         source: Python source text (whole lines).
         first_line: number shown for the first line (the line in the real file).
         style: Pygments style name.
+        wrap: wrap long lines under the code column (default True), or keep them on
+            one line and let the block scroll sideways with the numbers pinned.
 
     Returns:
-        HTML for a ``<pre>`` element; numbers are unselectable, so copied code is clean.
+        HTML for one ``<div>`` block.
     """
     formatter = HtmlFormatter(nowrap=True, noclasses=True, style=style)
     body = highlight(source, PythonLexer(stripnl=False, ensurenl=True), formatter)
     lines = body.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    width = len(str(first_line + max(len(lines) - 1, 0)))
-    # A highlighted token (a docstring) may span lines; the number span sets its own
-    # colour and font, so it reads the same inside such a token. It is sticky, so the
-    # numbers stay in view while long lines scroll sideways.
-    numbered = [
-        f'<span style="{_LINENO} min-width: {width + 2.2:.1f}ch;">{first_line + i}</span>{line}'
+    width = len(str(first_line + max(len(lines) - 1, 0))) + 2.5
+    number = f'<span style="{_LINENO} flex: none; width: {width:.1f}ch;">'
+    if wrap:
+        row, code = "display: flex;", f"{_ROW_CODE} white-space: pre-wrap; overflow-wrap: anywhere; flex: 1 1 auto; min-width: 0;"
+    else:
+        row, code = "display: flex; width: max-content; min-width: 100%;", f"{_ROW_CODE} white-space: pre; flex: none;"
+    # The code is a <pre> per row: HTML rewriters (nbconvert's HTML export parses and
+    # re-serialises outputs with BeautifulSoup) collapse whitespace-only text between
+    # tags, i.e. indentation, everywhere except inside <pre>.
+    rows = [
+        f'<div style="{row}">{number}{first_line + i}</span><pre style="{code}">{line}</pre></div>'
         for i, line in enumerate(lines)
     ]
-    return f'<pre style="{_PRE}">' + "\n".join(numbered) + "</pre>"
+    return f'<div style="{_CODE}">\n' + "\n".join(rows) + "\n</div>"
 
 
 def source_panes(
@@ -97,7 +112,7 @@ def source_panes(
     *,
     layout: Literal["side-by-side", "stacked"] = "side-by-side",
     max_lines: int | None = 400,
-    wrap: bool = False,
+    wrap: bool = True,
     style: str = DEFAULT_STYLE,
 ) -> HTMLFragment:
     """HTML panes of the definitions in ``df``: one column per version, matches stacked in it.
@@ -107,7 +122,8 @@ def source_panes(
         layout: ``"side-by-side"`` (columns, default) or ``"stacked"`` (one under another).
         max_lines: show at most this many lines per match, with a note on what was
             cut (default 400; None shows everything).
-        wrap: wrap long lines instead of scrolling them sideways (default False).
+        wrap: wrap long lines under the code column (default True), or scroll them
+            sideways with the line numbers pinned.
         style: Pygments style name.
 
     Returns:
@@ -170,9 +186,7 @@ def _pane(
             f"({start + max_lines}-{end}) not shown; pass max_lines=None to see them.</div>"
         )
         lines = lines[:max_lines]
-    code = highlight_lines("\n".join(lines) + "\n", first_line=start, style=style)
-    overflow = "white-space: pre-wrap; overflow-wrap: anywhere; " if wrap else "overflow-x: auto; "
-    code = code.replace('<pre style="', '<pre style="' + overflow, 1)
+    code = highlight_lines("\n".join(lines) + "\n", first_line=start, style=style, wrap=wrap)
     sha = str(row["sha256"])
     same = first_seen.setdefault(sha, str(row["version"]))
     same_note = f" &middot; identical to {html.escape(same)}" if same != str(row["version"]) else ""
