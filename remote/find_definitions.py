@@ -37,9 +37,10 @@ module level) and ``text`` (the stripped source line). References are matched by
 the last name segment only: ``x.forward(...)`` is a reference to any ``forward``.
 
 Directories whose names start with a dot, ``__pycache__`` and ``node_modules``
-are not entered, and symlinked directories are not followed. Only files whose bytes contain a query's last name segment are parsed (a name
-cannot be defined or referenced without being spelled), so ``files_parsed`` and
-``unparsable`` count those candidate files only. Files the host's Python cannot
+are not entered, and symlinked directories are not followed. Only files whose
+bytes contain a query's last name segment are parsed (a name cannot be defined
+or referenced without being spelled), so ``files_parsed`` and ``unparsable``
+count those candidate files only. Files the host's Python cannot
 parse (syntax newer than the interpreter, encoding errors) are skipped and listed.
 
 Errors are answered as ``{"ok": false, "error": "...", "kind": "..."}`` with exit

@@ -107,3 +107,12 @@ def test_package_exports() -> None:
     modules = {"definitions", "releases", "render"}
     public = {name for name in dir(workbench.source) if not name.startswith("_")} - modules
     assert sorted(workbench.source.__all__) == sorted(public)
+
+
+def test_unparsable_candidate_files_are_warned_about(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("def wanted():\n    pass\n", encoding="utf-8")
+    (tmp_path / "new_syntax.py").write_text("def wanted(:\n", encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"1 file\(s\) mentioning 'wanted' could not be parsed.*new_syntax\.py"):
+        df = find_definition("wanted", versions=(), tree=str(tmp_path), tree_label="t")
+    assert list(df["path"]) == ["ok.py"]
+    assert df.attrs["searches"]["t"]["unparsable"][0]["path"] == "new_syntax.py"

@@ -115,7 +115,8 @@ def test_bare_name_finds_every_definition_with_lines_matching_the_file(tree: Pat
     lines = MAIN_SOURCE.split("\n")
     for match in found.values():
         text = (tree / match["path"]).read_bytes()
-        file_lines = text.decode("latin-1" if match["path"] == "latin.py" else "utf-8").replace("\r\n", "\n").split("\n")
+        encoding = "latin-1" if match["path"] == "latin.py" else "utf-8"
+        file_lines = text.decode(encoding).replace("\r\n", "\n").split("\n")
         expected = "\n".join(file_lines[match["start_line"] - 1 : match["end_line"]]) + "\n"
         assert match["source"] == expected
         assert match["sha256"] == hashlib.sha256(expected.encode("utf-8")).hexdigest()
@@ -197,13 +198,16 @@ def test_bad_requests_answer_json_errors_with_exit_2(request_: dict, needle: str
 
 
 def test_invalid_json_is_answered_as_json() -> None:
-    proc = subprocess.run([sys.executable, str(SCRIPT)], input=b"{not json", capture_output=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT)], input=b"{not json", capture_output=True, timeout=60, check=False
+    )
     assert proc.returncode == 2 and "not valid UTF-8 JSON" in json.loads(proc.stdout)["error"]
 
 
 def _find_python38() -> str | None:
     """A working Python 3.8 (the oldest the script supports), or None."""
-    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3"))) + [shutil.which("python3.8")]
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3")))
+    candidates.append(shutil.which("python3.8"))
     for candidate in filter(None, candidates):
         probe = subprocess.run(
             [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"], capture_output=True, check=False
@@ -219,7 +223,8 @@ PYTHON38 = _find_python38()
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter on this machine")
 def test_python38_gives_the_same_answer(tree: Path) -> None:
     """The script promises Python 3.8+: the oldest interpreter must answer identically."""
-    request = {"root": str(tree), "queries": [{"name": "target"}, {"name": "multi"}, {"name": "target", "type": "references"}]}
+    queries = [{"name": "target"}, {"name": "multi"}, {"name": "target", "type": "references"}]
+    request = {"root": str(tree), "queries": queries}
     _, new = run_script(request)
     status, old = run_script(request, python=PYTHON38)
     assert status == 0 and old["python_version"].startswith("3.8")

@@ -19,7 +19,11 @@ from workbench.source.releases import CACHE_ENV
 
 @pytest.mark.parametrize(
     "version, wheel_tag",
-    [("0.5.9", "-py3-none-any.whl"), ("0.5.23", "-cp311-cp311-manylinux_2_34_x86_64.whl"), ("0.5.2", "-py3-none-any.whl")],
+    [
+        ("0.5.9", "-py3-none-any.whl"),
+        ("0.5.23", "-cp311-cp311-manylinux_2_34_x86_64.whl"),
+        ("0.5.2", "-py3-none-any.whl"),
+    ],
 )
 def test_release_is_downloaded_unpacked_and_then_free(version: str, wheel_tag: str) -> None:
     release = sglang_release(version)

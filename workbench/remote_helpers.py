@@ -135,10 +135,8 @@ def call_helper(
         tail = result.tail().strip()
         raise SourceError(f"The {where} refused the request: {message}" + (f"\n--- stderr ---\n{tail}" if tail else ""))
     trace = str(answer.get("traceback", "")).strip()
-    raise CommandError(
-        f"The {where} failed: {message}\n{result.describe()}" + (f"\n--- helper traceback ---\n{trace}" if trace else ""),
-        result,
-    )
+    message = f"The {where} failed: {message}\n{result.describe()}"
+    raise CommandError(message + (f"\n--- helper traceback ---\n{trace}" if trace else ""), result)
 
 
 def _decode(stdout: str) -> dict[str, Any] | None:

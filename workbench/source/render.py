@@ -24,7 +24,10 @@ DEFAULT_STYLE = "default"
 _FONT = "font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace;"
 _SANS = "font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;"
 _PANE = "border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff; margin-bottom: 10px;"
-_HEAD = f"{_SANS} background: #f6f8fa; border-bottom: 1px solid #d0d7de; padding: 6px 10px; font-size: 13px; color: #1f2328;"
+_HEAD = (
+    f"{_SANS} background: #f6f8fa; border-bottom: 1px solid #d0d7de; padding: 6px 10px; font-size: 13px;"
+    " color: #1f2328;"
+)
 _SUB = "color: #57606a; font-size: 12px; margin-top: 2px; overflow-wrap: anywhere;"
 _CODE = (
     f"{_FONT} font-size: 12px; line-height: 1.45; margin: 0; padding: 0 0 6px 0; background: #ffffff;"
@@ -42,7 +45,7 @@ _LINENO = (
 _MISSING = f"{_SANS} padding: 14px 10px; color: #57606a; font-size: 13px; background: #fff8c5;"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class HTMLFragment:
     """A piece of self-contained HTML that notebooks display and reports embed.
 
@@ -57,6 +60,9 @@ class HTMLFragment:
 
     def __str__(self) -> str:
         return self.html
+
+    def __repr__(self) -> str:  # short, so a notebook's text/plain copy stays small
+        return f"<HTMLFragment: {len(self.html)} characters of HTML>"
 
     def save(self, path: str | Path, *, title: str = "Source") -> Path:
         """Write a standalone UTF-8 HTML page holding the fragment; return its path."""
@@ -94,7 +100,8 @@ def highlight_lines(source: str, *, first_line: int = 1, style: str = DEFAULT_ST
     width = len(str(first_line + max(len(lines) - 1, 0))) + 2.5
     number = f'<span style="{_LINENO} flex: none; width: {width:.1f}ch;">'
     if wrap:
-        row, code = "display: flex;", f"{_ROW_CODE} white-space: pre-wrap; overflow-wrap: anywhere; flex: 1 1 auto; min-width: 0;"
+        row = "display: flex;"
+        code = f"{_ROW_CODE} white-space: pre-wrap; overflow-wrap: anywhere; flex: 1 1 auto; min-width: 0;"
     else:
         row, code = "display: flex; width: max-content; min-width: 100%;", f"{_ROW_CODE} white-space: pre; flex: none;"
     # The code is a <pre> per row: HTML rewriters (nbconvert's HTML export parses and
