@@ -336,3 +336,25 @@ def test_save_chart_bad_spec_is_a_report_error(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="vl-convert"):
         save_chart(spec, tmp_path, "bad")
 
+
+
+def test_unknown_kernel_is_a_report_error(tmp_path: Path, write_notebook) -> None:
+    nb = write_notebook(tmp_path / "k.ipynb", parameters="x = 1")
+    with pytest.raises(ReportError, match="no Jupyter kernel named 'no-such-kernel'"):
+        run_notebook(nb, out_dir=tmp_path / "out", kernel_name="no-such-kernel")
+
+
+def test_cell_timeout_is_a_report_error(tmp_path: Path, write_notebook) -> None:
+    nb = write_notebook(tmp_path / "slow.ipynb", parameters="x = 1", cells=["import time; time.sleep(60)"])
+    with pytest.raises(ReportError, match="cell timeout") as info:
+        run_notebook(nb, out_dir=tmp_path / "out", cell_timeout_s=1)
+    assert str(tmp_path / "out" / "slow.html") in str(info.value)
+
+
+def test_report_dir_injected_but_not_created_when_undeclared(tmp_path: Path, write_notebook) -> None:
+    nb = write_notebook(
+        tmp_path / "nb" / "plain.ipynb", parameters="x = 1", cells=["assert report_dir.endswith('plain')"]
+    )
+    result = run_notebook(nb, out_dir=tmp_path / "out")
+    assert result.parameters["report_dir"] == str(tmp_path / "out" / "plain")
+    assert not result.report_dir.exists() and result.charts == ()

@@ -14,6 +14,7 @@ in a notebook mean the same in both.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -63,6 +64,13 @@ class ReportResult:
     def duration_s(self) -> float:
         """Wall-clock time of the run, in seconds."""
         return (self.finished_at - self.started_at).total_seconds()
+
+
+class _QuietReportDir(logging.Filter):
+    """Drops papermill's warning about ``report_dir`` in notebooks that do not declare it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Passed unknown parameter: report_dir"
 
 
 def _now() -> datetime:
@@ -121,7 +129,7 @@ def run_notebook(
 
     Parameters are checked against the notebook's ``parameters`` cell before
     anything runs. ``report_dir`` is injected unless given (default
-    ``<out_dir>/<stem>``, absolute). On a cell error the executed notebook is kept
+    ``<out_dir>/<stem>``, absolute; created when the notebook declares it). On a cell error the executed notebook is kept
     as papermill saved it, its HTML is still exported, and :class:`ReportError`
     is raised.
 
@@ -154,7 +162,8 @@ def run_notebook(
     if source.suffix != ".ipynb":
         raise ConfigError(f"{source} is not a notebook (.ipynb)")
     given = dict(parameters or {})
-    check_parameters(source, given, notebook_parameters(source))
+    declared = notebook_parameters(source)
+    check_parameters(source, given, declared)
 
     out = Path(out_dir).expanduser().resolve()
     executed = out / f"{source.stem}.ipynb"
@@ -170,7 +179,8 @@ def run_notebook(
         given["report_dir"] = str(out / source.stem)
     report_dir = Path(given["report_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    report_dir.mkdir(parents=True, exist_ok=True)
+    if "report_dir" in declared or "report_dir" in (parameters or {}):
+        report_dir.mkdir(parents=True, exist_ok=True)
 
     kernel = kernel_name or DEFAULT_KERNEL
     language = None if nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language") else "python"
@@ -178,6 +188,8 @@ def run_notebook(
     started = _now()
     failure: BaseException | None = None
     error_info: dict[str, Any] = {}
+    quiet = _QuietReportDir()
+    logging.getLogger("papermill").addFilter(quiet)
     try:
         papermill.execute_notebook(
             str(source),
@@ -206,10 +218,17 @@ def run_notebook(
         }
     except CellTimeoutError as exc:
         failure = exc
-        error_info = {"cell": "?", "source": "", "ename": "CellTimeoutError", "evalue": f"a cell ran over {cell_timeout_s} s"}
+        error_info = {
+            "cell": None,
+            "source": "",
+            "ename": "CellTimeoutError",
+            "evalue": f"a cell ran over the {cell_timeout_s} s cell timeout ({exc})",
+        }
     except RuntimeError as exc:  # nbclient's DeadKernelError and kernel start-up failures
         failure = exc
-        error_info = {"cell": "?", "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
+        error_info = {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
+    finally:
+        logging.getLogger("papermill").removeFilter(quiet)
 
     finished = _now()
     record = provenance(
@@ -228,9 +247,11 @@ def run_notebook(
             _finish(executed, html, record)
         else:
             kept = "No output notebook was written"
-        where = f"cell {error_info['cell']}" + (f" (`{error_info['source']}`)" if error_info["source"] else "")
+        where = ""
+        if error_info["cell"]:
+            where = f" in cell {error_info['cell']}" + (f" (`{error_info['source']}`)" if error_info["source"] else "")
         raise ReportError(
-            f"notebook {source} failed in {where}: {error_info['ename']}: {error_info['evalue']}. "
+            f"notebook {source} failed{where}: {error_info['ename']}: {error_info['evalue']}. "
             f"{kept}; open it to read the traceback, then fix the notebook or its parameters and re-run."
         ) from failure
 
