@@ -1,0 +1,201 @@
+"""Tests for workbench.bench.loadgen and sweep: concurrency control, schedules, management calls."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import socket
+
+import aiohttp
+import pytest
+
+from workbench.bench.loadgen import closed_loop, open_loop, poisson_arrivals, prompt_schedule
+from workbench.bench.prompts import Prompt
+from workbench.bench.scripted_server import ScriptedServer, StreamScript
+from workbench.bench.server_api import fetch_server_info, flush_cache, server_accept_length
+from workbench.bench.sweep import run_sweep, run_sweep_async
+from workbench.bench.timing import Timebase
+from workbench.errors import BenchmarkError, ConfigError
+
+PROMPTS = [Prompt(f"p{i}", "coding" if i % 2 else "agentic", f"prompt number {i}") for i in range(5)]
+
+
+def steady_fraction(log: list[tuple[float, int]], target: int) -> float:
+    """Fraction of time, from the first moment ``target`` were in flight to the last, spent at ``target``."""
+    times = [t for t, n in log if n == target]
+    start, end = times[0], times[-1]
+    at_target = 0.0
+    for (t0, n), (t1, _) in zip(log, log[1:]):
+        lo, hi = max(t0, start), min(t1, end)
+        if hi > lo and n == target:
+            at_target += hi - lo
+    return at_target / (end - start)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_closed_loop_keeps_exactly_concurrency_in_flight(concurrency):
+    script = StreamScript(first_delay_s=0.02, chunk_tokens=(1, 1, 1), gap_s=0.02)
+    with ScriptedServer(script) as srv:
+        async def go():
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+                schedule = prompt_schedule(PROMPTS, 6 * concurrency, rng=random.Random(1))
+                return await closed_loop(session, srv.url, schedule, concurrency=concurrency,
+                                         max_new_tokens=3, timebase=Timebase.start())
+        records = asyncio.run(go())
+        log = list(srv.in_flight_log)
+    assert len(records) == 6 * concurrency and all(r.ok for r in records)
+    assert [r.request_index for r in records] == list(range(6 * concurrency))
+    assert srv.max_in_flight == concurrency
+    assert max(n for _, n in log) == concurrency
+    assert steady_fraction(log, concurrency) > 0.85
+
+
+def test_closed_loop_fewer_requests_than_concurrency():
+    with ScriptedServer(StreamScript(first_delay_s=0.05)) as srv:
+        async def go():
+            async with aiohttp.ClientSession() as session:
+                return await closed_loop(session, srv.url, PROMPTS[:2], concurrency=8, max_new_tokens=1,
+                                         timebase=Timebase.start())
+        records = asyncio.run(go())
+    assert len(records) == 2 and srv.max_in_flight == 2
+
+
+def test_closed_loop_rejects_bad_concurrency():
+    with pytest.raises(ConfigError):
+        asyncio.run(closed_loop(None, "http://x", PROMPTS, concurrency=0, max_new_tokens=1,  # type: ignore[arg-type]
+                                timebase=Timebase.start()))
+
+
+def test_prompt_schedule_is_seeded_and_uses_every_prompt_before_repeating():
+    a = prompt_schedule(PROMPTS, 12, rng=random.Random(7))
+    b = prompt_schedule(PROMPTS, 12, rng=random.Random(7))
+    assert a == b
+    assert sorted(p.id for p in a[:5]) == sorted(p.id for p in PROMPTS)
+    assert a[5:10] == a[:5]
+    assert prompt_schedule(PROMPTS, 12, rng=random.Random(8)) != a
+    with pytest.raises(ConfigError):
+        prompt_schedule([], 3, rng=random.Random(0))
+
+
+def test_poisson_arrivals():
+    offsets = poisson_arrivals(2000, 10.0, rng=random.Random(3))
+    assert offsets[0] == 0.0 and offsets == sorted(offsets)
+    assert offsets == poisson_arrivals(2000, 10.0, rng=random.Random(3))
+    assert offsets[-1] / 1999 == pytest.approx(0.1, rel=0.1)  # mean gap 1/rate
+    assert poisson_arrivals(3, math.inf, rng=random.Random(0)) == [0.0, 0.0, 0.0]
+    with pytest.raises(ConfigError):
+        poisson_arrivals(3, 0.0, rng=random.Random(0))
+
+
+def test_open_loop_follows_the_arrival_schedule():
+    rate = 40.0
+    with ScriptedServer(StreamScript(first_delay_s=0.01)) as srv:
+        async def go():
+            async with aiohttp.ClientSession() as session:
+                tb = Timebase.start()
+                recs = await open_loop(session, srv.url, PROMPTS * 2, request_rate=rate, rng=random.Random(5),
+                                       max_new_tokens=1, timebase=tb)
+                return recs
+        records = asyncio.run(go())
+    expected = poisson_arrivals(10, rate, rng=random.Random(5))
+    starts = [r.start_s - records[0].start_s for r in records]
+    assert all(r.ok for r in records)
+    assert all(abs(s - e) < 0.03 for s, e in zip(starts, expected))
+
+
+def test_flush_cache_retries_while_busy_and_server_info_fallback():
+    with ScriptedServer(flush_busy_answers=2, legacy_server_info=True) as srv:
+        async def go():
+            async with aiohttp.ClientSession() as session:
+                return (await flush_cache(session, srv.url, retry_interval_s=0.01),
+                        await fetch_server_info(session, srv.url))
+        flushed, info = asyncio.run(go())
+    assert flushed.ok and flushed.attempts == 3 and flushed.error is None
+    assert info.route == "/get_server_info" and server_accept_length(info.info) == 2.5
+
+
+def test_flush_cache_gives_up_and_reports():
+    with ScriptedServer(flush_busy_answers=100) as srv:
+        async def go():
+            async with aiohttp.ClientSession() as session:
+                return await flush_cache(session, srv.url, retry_for_s=0.1, retry_interval_s=0.02)
+        flushed = asyncio.run(go())
+    assert not flushed.ok and flushed.status == 400 and "400" in flushed.error
+
+
+def test_server_accept_length_absent_is_nan():
+    assert math.isnan(server_accept_length({"internal_states": [{"last_gen_throughput": 3.0}]}))
+    assert math.isnan(server_accept_length(None))
+    assert server_accept_length({"avg_spec_accept_length": 3.0}) == 3.0
+
+
+def test_sweep_end_to_end():
+    script = StreamScript(first_delay_s=0.01, chunk_tokens=(1, 2, 2), gap_s=0.01, spec_verify_ct=3)
+    seen = []
+    with ScriptedServer(script) as srv:
+        result = run_sweep(srv.url, concurrency_levels=[1, 2, 4], requests_per_level=lambda c: 2 * c + 1,
+                           max_new_tokens=5, prompts=PROMPTS, seed=3, time_scale=2.0, warmup_requests=2,
+                           progress=False, on_level=seen.append)
+        bodies = list(srv.bodies)
+        flushes = srv.flush_calls
+        max_in_flight = srv.max_in_flight
+    assert flushes == 3 and max_in_flight == 4
+    assert len(bodies) == 2 + 3 + 5 + 9 and len(result.warmup) == 2
+    req, lev = result.requests, result.levels
+    assert list(req.groupby("level_index").size()) == [3, 5, 9]
+    assert set(req["time_scale"]) == {2.0} and result.parameters["time_scale"] == 2.0
+    assert list(lev["concurrency"]) == [1, 2, 4] and list(lev["completed"]) == [3, 5, 9]
+    assert list(lev["accept_length"]) == pytest.approx([5 / 3] * 3)
+    assert list(lev["server_accept_length"]) == [2.5] * 3
+    assert (req["ttft_ms"] >= 2 * 10.0 - 1).all()  # 10 ms scripted, x2 engine time
+    # the same seeded prompt sequence at every level
+    per_level = [list(g.sort_values("request_index")["prompt_id"]) for _, g in req.groupby("level_index")]
+    assert per_level[1] == per_level[2][:5] and per_level[0] == per_level[1][:3]
+    assert [len(lvl.requests) for lvl in seen] == [3, 5, 9]
+    assert seen[-1].parameters["levels"] == [1, 2, 4]
+
+
+def test_sweep_open_loop_levels():
+    with ScriptedServer(StreamScript()) as srv:
+        result = run_sweep(srv.url, request_rates=[50.0, math.inf], requests_per_level=4, max_new_tokens=1,
+                           prompts=["a", "b"], warmup_requests=0, progress=False, flush=False)
+    lev = result.levels
+    assert list(lev["mode"]) == ["open", "open"] and list(lev["request_rate_req_s"]) == [50.0, math.inf]
+    assert lev["concurrency"].isna().all() and list(lev["completed"]) == [4, 4]
+    assert lev["flush_ok"].isna().all()
+
+
+def test_sweep_failed_requests_do_not_stop_the_level():
+    script = lambda body, i: StreamScript(status=500) if i % 2 else StreamScript()  # noqa: E731
+    with ScriptedServer(script) as srv:
+        result = run_sweep(srv.url, concurrency_levels=[2], requests_per_level=6, max_new_tokens=1,
+                           prompts=PROMPTS, warmup_requests=1, progress=False)
+    assert result.levels.loc[0, "completed"] + result.levels.loc[0, "failed"] == 6
+    assert result.levels.loc[0, "failed"] >= 2
+    assert "HTTPStatusError" in result.levels.loc[0, "error_counts"]
+
+
+def test_sweep_raises_when_the_server_is_down():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(BenchmarkError, match="warmup"):
+        run_sweep(f"http://127.0.0.1:{port}", concurrency_levels=[1], requests_per_level=1, max_new_tokens=1,
+                  prompts=PROMPTS, progress=False)
+
+
+def test_run_sweep_works_inside_a_running_event_loop():
+    with ScriptedServer(StreamScript()) as srv:
+        async def notebook_cell():
+            return run_sweep(srv.url, concurrency_levels=[1], requests_per_level=2, max_new_tokens=1,
+                             prompts=PROMPTS, progress=False)
+        result = asyncio.run(notebook_cell())
+    assert list(result.levels["completed"]) == [2]
+
+
+def test_sweep_validates_parameters():
+    for kwargs in (dict(concurrency_levels=[0]), dict(concurrency_levels=[1.5]), dict(concurrency_levels=[]),
+                   dict(requests_per_level=0), dict(max_new_tokens=0), dict(time_scale=0.0), dict(prompts=[])):
+        with pytest.raises(ConfigError):
+            asyncio.run(run_sweep_async("http://127.0.0.1:9", **{"prompts": PROMPTS, "progress": False, **kwargs}))
