@@ -1,0 +1,140 @@
+"""Tests for workbench.store: run directories written level by level and read back."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+
+from workbench.bench.record import RequestRecord, records_to_frame
+from workbench.bench.sweep import LevelResult
+from workbench.errors import ConfigError
+from workbench.store import finish_run, list_runs, load_run, load_runs, new_run, save_level
+
+T0 = datetime(2026, 5, 29, 10, 15, 0, tzinfo=timezone.utc)
+
+
+def fixed_clock(start: datetime = T0):
+    ticks = iter(start + timedelta(seconds=i) for i in range(1000))
+    return lambda: next(ticks)
+
+
+def level(index: int, concurrency: int, n: int, *, spec: bool = True) -> LevelResult:
+    records = [RequestRecord(request_index=i, prompt_id=f"p{i}", output_tokens=8, prompt_tokens=20,
+                             ttft_ms=10.0 + i, e2e_ms=100.0, tpot_ms=90 / 7, itl_ms=[30.0, 60.0],
+                             tokens_per_chunk=[1, 3, 4], spec_verify_ct=4 if spec else None,
+                             accept_length=2.0 if spec else float("nan"), start_s=index + 0.01 * i,
+                             end_s=index + 0.01 * i + 0.1, time_scale=1.0)
+               for i in range(n)]
+    records.append(RequestRecord(request_index=n, error_type="TimeoutError", error="slow", start_s=index,
+                                 end_s=index + 0.5))
+    requests = records_to_frame(records, dict(level_index=index, mode="closed", concurrency=concurrency,
+                                              request_rate_req_s=float("inf")))
+    info = pd.DataFrame([dict(level_index=index, flush_ok=True, flush_attempts=1, flush_error=None,
+                              server_accept_length=2.1 if spec else float("nan"),
+                              server_gen_throughput_tok_s=float("nan"), server_info_error=None)])
+    server_info = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2.1}], "x": float("inf")}
+    return LevelResult(requests=requests, info=info, server_info=server_info,
+                       parameters={"seed": 3, "levels": [1, 4]})
+
+
+def test_round_trip(tmp_path):
+    run = new_run("eagle3 topk4/steps2", engine="sim", root=tmp_path, now=fixed_clock(), rng=random.Random(0),
+                  launch_command=["python", "-m", "sglang.launch_server", "--tp", "8"], host="gpu1",
+                  client_location="host", parameters={"max_new_tokens": 8})
+    assert run.run_id.startswith("20260529T101500Z-eagle3-topk4-steps2-") and len(run.run_id.split("-")[-1]) == 6
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    assert manifest["status"] == "running" and manifest["simulated"] is True and manifest["engine"] == "sim"
+    assert manifest["started_at"] == "2026-05-29T10:15:00.000Z"
+    assert set(manifest["workbench"]) == {"version", "commit", "dirty"}
+
+    run.save_level(level(0, 1, 3))
+    # measured rows reach disk after each level
+    first = load_run(run.path)
+    assert len(first.requests) == 4 and len(first.levels) == 1 and first.manifest["levels_completed"] == 1
+
+    save_level(run, level(1, 4, 5))
+    path = finish_run(run)
+    assert path == run.path
+    stored = load_run(run.run_id, root=tmp_path)
+    m = stored.manifest
+    assert m["status"] == "complete" and m["finished_at"] == "2026-05-29T10:15:01.000Z"
+    assert m["sglang_version"] == "0.5.9" and m["server_info"]["x"] == float("inf")
+    assert m["launch_command"][-1] == "8" and m["host"] == "gpu1" and m["client_location"] == "host"
+    assert m["parameters"] == {"max_new_tokens": 8, "seed": 3, "levels": [1, 4]}
+    assert m["levels_completed"] == 2 and m["num_requests"] == 10 and m["time_scale"] == 1.0
+
+    req = stored.requests
+    assert len(req) == 10
+    assert set(req["run_id"]) == {run.run_id} and set(req["variant"]) == {"eagle3 topk4/steps2"}
+    assert req["simulated"].dtype == bool and req["simulated"].all() and set(req["engine"]) == {"sim"}
+    assert req["itl_ms"].iloc[0] == [30.0, 60.0] and req["tokens_per_chunk"].iloc[0] == [1, 3, 4]
+    assert req["itl_ms"].iloc[3] == []
+    assert str(req["output_tokens"].dtype) == "Int64" and req["output_tokens"].isna().sum() == 2
+    assert req["error"].notna().sum() == 2
+    pd.testing.assert_frame_equal(req.drop(columns=["itl_ms", "tokens_per_chunk"]),
+                                  run.requests.drop(columns=["itl_ms", "tokens_per_chunk"]), check_dtype=False)
+
+    lev = stored.levels
+    assert list(lev["concurrency"]) == [1, 4] and list(lev["completed"]) == [3, 5]
+    assert list(lev["failed"]) == [1, 1] and list(lev["accept_length"]) == [2.0, 2.0]
+    assert list(lev["server_accept_length"]) == [2.1, 2.1]
+    assert set(lev["engine"]) == {"sim"} and lev["simulated"].all()
+    assert not list(tmp_path.glob("**/*.tmp"))
+
+
+def test_context_manager_marks_failed_runs(tmp_path):
+    with pytest.raises(RuntimeError):
+        with new_run("baseline", engine="sglang", root=tmp_path) as run:
+            run.save_level(level(0, 1, 2, spec=False))
+            raise RuntimeError("server died")
+    stored = load_run(run.path)
+    assert stored.manifest["status"] == "failed" and stored.manifest["error"] == "RuntimeError: server died"
+    assert stored.manifest["simulated"] is False and len(stored.requests) == 3
+    with pytest.raises(ConfigError):
+        run.save_level(level(1, 2, 2))
+
+
+def test_list_and_load_runs(tmp_path):
+    a = new_run("baseline", engine="sglang", root=tmp_path, now=fixed_clock(T0), rng=random.Random(1))
+    a.save_level(level(0, 1, 2, spec=False))
+    a.finish()
+    b = new_run("eagle3", engine="sim", root=tmp_path, now=fixed_clock(T0 + timedelta(hours=1)),
+                rng=random.Random(2))
+    b.save_level(level(0, 1, 3))
+    empty = new_run("never-measured", engine="sim", root=tmp_path, now=fixed_clock(T0 + timedelta(hours=2)))
+    (tmp_path / "junk").mkdir()
+    listing = list_runs(tmp_path)
+    assert list(listing["run_id"]) == [a.run_id, b.run_id, empty.run_id]
+    assert list(listing["status"]) == ["complete", "running", "running"]
+    assert list(listing["num_requests"]) == [3, 4, 0]
+
+    requests, levels = load_runs([a.run_id, b.path, empty.run_id], root=tmp_path)
+    assert len(requests) == 7 and list(levels["variant"]) == ["baseline", "eagle3"]
+    assert requests.groupby("run_id").size().to_dict() == {a.run_id: 3, b.run_id: 4}
+    assert list(levels["simulated"]) == [False, True] and list(levels["engine"]) == ["sglang", "sim"]
+    assert pd.isna(levels.loc[0, "accept_length"]) and levels.loc[1, "accept_length"] == 2.0
+
+
+def test_errors(tmp_path):
+    assert list_runs(tmp_path / "missing").empty
+    with pytest.raises(ConfigError, match="No run"):
+        load_run("nope", root=tmp_path)
+    with pytest.raises(ConfigError):
+        load_runs([], root=tmp_path)
+    with pytest.raises(ConfigError):
+        new_run("x", engine="vllm", root=tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        new_run("///", engine="sim", root=tmp_path)
+    with pytest.raises(ConfigError):
+        new_run("x", engine="sim", root=tmp_path, extra={"variant": "y"})
+
+
+def test_root_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_RUNS_DIR", str(tmp_path))
+    run = new_run("baseline", engine="sim")
+    assert run.path.parent == tmp_path
+    assert list(list_runs()["run_id"]) == [run.run_id]
