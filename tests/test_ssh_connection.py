@@ -30,6 +30,7 @@ class IdleDropProxy:
         self.upstream_port = upstream_port
         self.idle_s = idle_s
         self.drops = 0
+        self._frozen_at = float("inf")
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(0.1)
         self.port = self._server.getsockname()[1]
@@ -48,10 +49,17 @@ class IdleDropProxy:
             self._threads.append(thread)
             thread.start()
 
+    def freeze(self) -> None:
+        """Stop passing bytes on the connections open now, without closing them (a black hole)."""
+        self._frozen_at = time.monotonic()
+
     def _pump(self, a: socket.socket, b: socket.socket) -> None:
-        last = time.monotonic()
+        last = started = time.monotonic()
         try:
             while not self._stop.is_set():
+                if started < self._frozen_at < time.monotonic():
+                    time.sleep(0.05)
+                    continue
                 ready, _, _ = select.select([a, b], [], [], 0.05)
                 for sock in ready:
                     data = sock.recv(65536)
@@ -163,7 +171,9 @@ def test_reconnects_after_the_server_drops_the_connection(ssh_host: SSHHost) -> 
 def test_drop_while_a_command_runs_is_a_clear_error_then_reconnects(ssh_host: SSHHost) -> None:
     with pytest.raises(ConnectionLost) as info:
         ssh_host.run("kill -9 $PPID; sleep 2", timeout_s=20)
+    assert str(info.value).startswith("Connection to host wbtest (")
     assert "dropped" in str(info.value) and "may still be running" in str(info.value)
+    assert info.value.result.exit_status == -1 and "kill -9" in info.value.result.command
     assert ssh_host.run(["echo", "again"]).stdout == "again\n"
 
 
@@ -194,6 +204,25 @@ def test_without_keepalive_the_proxy_drops_a_silent_command(sshd: SSHD, tmp_path
                 host.run(["sleep", "3"], timeout_s=30)
             assert proxy.drops == 1
             assert host.run(["echo", "reconnected"]).stdout == "reconnected\n"
+    finally:
+        proxy.close()
+
+
+def test_a_host_that_stops_answering_is_detected_by_keepalive(sshd: SSHD, tmp_path: Path) -> None:
+    proxy = IdleDropProxy(sshd.port, idle_s=60.0)
+    try:
+        host = _host(
+            sshd, tmp_path, "wbhole", Port=str(proxy.port), HostKeyAlias=f"[127.0.0.1]:{sshd.port}", keepalive_s=0.5
+        )
+        with host:
+            host.connect()
+            threading.Timer(0.5, proxy.freeze).start()
+            start = time.monotonic()
+            with pytest.raises(ConnectionLost) as info:
+                host.run(["sleep", "8"], timeout_s=30)
+            assert time.monotonic() - start < 4.5
+            assert "stopped answering keepalives" in str(info.value)
+            assert host.run(["echo", "fresh"]).stdout == "fresh\n"  # a new connection
     finally:
         proxy.close()
 

@@ -59,8 +59,9 @@ class SSHHost(Host):
             changed key is always refused.
         connect_timeout_s: seconds allowed per hop for TCP connect, handshake and
             authentication (default: ``ConnectTimeout``, else 15).
-        keepalive_s: seconds of silence after which a keepalive is sent (default:
-            ``ServerAliveInterval``, else 30; 0 disables).
+        keepalive_s: seconds between keepalive probes (default: ``ServerAliveInterval``,
+            else 30; 0 disables). A connection whose probes go unanswered for three
+            intervals is closed as dead (OpenSSH's ``ServerAliveCountMax`` 3).
 
     Raises:
         ConfigError: the config cannot be read or the alias's entry is unusable.
@@ -157,20 +158,25 @@ class SSHHost(Host):
         raise AssertionError("unreachable")
 
     # -- commands -----------------------------------------------------------
-    def _open_session(self, command: str) -> paramiko.Channel:
+    def _open_session(self, command: str) -> tuple[Connection, paramiko.Channel]:
         try:
             return self._retrying(
-                f"start `{command}`", lambda conn: conn.transport.open_session(timeout=self.connect_timeout_s)
+                f"start `{command}`", lambda conn: (conn, conn.transport.open_session(timeout=self.connect_timeout_s))
             )
         except paramiko.ChannelException as exc:
             raise HostError(
                 f"Host {self.target.describe()} refused a new session for `{command}`: {describe_exc(exc)}. "
                 "Too many commands at once? sshd allows MaxSessions (default 10) per connection."
             ) from exc
+        except _CONNECTION_ERRORS as exc:
+            raise HostError(
+                f"Cannot open a session on host {self.target.describe()} for `{command}`: {describe_exc(exc)}. "
+                f"The connection is up but the host did not answer within {self.connect_timeout_s:g} s."
+            ) from exc
 
     def _execute(self, command: str, *, timeout_s: float | None, stdin: bytes | None) -> CommandResult:
         start = time.monotonic()
-        chan = self._open_session(command)
+        conn, chan = self._open_session(command)
         try:
             chan.exec_command(sshexec.wrap(command))
         except _CONNECTION_ERRORS as exc:
@@ -192,11 +198,17 @@ class SSHHost(Host):
             timed_out=outcome.timed_out,
         )
         if outcome.lost:
+            if any(probe.declared_dead for probe in conn.probes):
+                why = (f"the host stopped answering keepalives for {3 * self.keepalive_s:g} s (network "
+                       "outage, or the host is down)")
+            else:
+                why = (f"closed by the host or the network; if this happens during long silent waits, lower "
+                       f"keepalive_s (now {self.keepalive_s:g} s) or set ServerAliveInterval")
             raise ConnectionLost(
                 f"Connection to host {self.target.describe()} dropped after {duration:.1f} s while "
-                f"`{command}` was running; it may still be running there. The next call reconnects. "
-                f"If this happens during long silent waits, lower keepalive_s (now {self.keepalive_s:g} s) "
-                f"or set ServerAliveInterval.\n{result.describe()}",
+                f"`{command}` was running ({why}). It may still be running there; the next call "
+                f"reconnects.\n{result.describe()}",
+                result,
             )
         return result
 
@@ -318,7 +330,11 @@ class SSHHost(Host):
         except paramiko.ChannelException as exc:
             raise HostError(
                 f"Host {self.name!r} could not connect to {dest[0]}:{dest[1]}: {describe_exc(exc)}. "
-                "Is a server listening there (on the host)?"
+                "Is a server listening there (on the host)? Does sshd allow it (AllowTcpForwarding)?"
+            ) from exc
+        except _CONNECTION_ERRORS as exc:
+            raise HostError(
+                f"Cannot open a tunnel to {dest[0]}:{dest[1]} on host {self.name!r}: {describe_exc(exc)}"
             ) from exc
 
 

@@ -11,14 +11,21 @@ message names the alias and says what to do::
     └── ConnectionLost    an open connection dropped (raised by SSHHost)
 
 Host keys are checked against OpenSSH known_hosts files; an unknown key is
-refused unless trust-on-first-use was asked for (``trust_on_first_use=True`` or
-``StrictHostKeyChecking accept-new``), which appends it to the first user file.
-A changed key is always refused.
+refused unless trust-on-first-use was asked for (``trust_on_first_use=True``, or
+``StrictHostKeyChecking accept-new``/``no`` in the config), which appends it to the
+first user file. A changed key is always refused.
+
+Keepalives work like OpenSSH's ``ServerAliveInterval``/``ServerAliveCountMax``: a
+request that needs a reply is sent every interval, which keeps idle-dropping
+middleboxes seeing traffic both ways, and a connection whose probe stays
+unanswered for :data:`ALIVE_COUNT_MAX` intervals is closed, so a host that vanished
+without a word is noticed in seconds instead of at TCP's retransmission timeout.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 import threading
@@ -28,6 +35,12 @@ import paramiko
 
 from workbench.errors import HostError
 from workbench.hosts.sshconfig import SSHTarget
+
+log = logging.getLogger(__name__)
+
+#: Keepalive intervals without an answer after which a connection is declared dead
+#: (OpenSSH's ``ServerAliveCountMax`` default).
+ALIVE_COUNT_MAX = 3
 
 
 class HostUnreachable(HostError):
@@ -43,7 +56,16 @@ class HostAuthError(HostError):
 
 
 class ConnectionLost(HostError):
-    """An established SSH connection dropped while it was being used."""
+    """An established SSH connection dropped while it was being used.
+
+    Attributes:
+        result: the partial :class:`workbench.hosts.CommandResult` when a command
+            was running (output so far; exit status -1), else None.
+    """
+
+    def __init__(self, message: str, result: object | None = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclasses.dataclass
@@ -57,6 +79,7 @@ class Connection:
 
     clients: list[paramiko.SSHClient]
     target: SSHTarget
+    probes: list[AliveProbe] = dataclasses.field(default_factory=list)
     _sftp: paramiko.SFTPClient | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -89,8 +112,56 @@ class Connection:
                 sftp.close()
             except (OSError, EOFError, paramiko.SSHException):
                 pass
+        for probe in self.probes:
+            probe.stop()
         for client in reversed(self.clients):
             client.close()
+
+
+class AliveProbe(threading.Thread):
+    """Keepalive that needs an answer: closes ``transport`` when the peer stops replying.
+
+    Every ``interval_s`` seconds it sends ``keepalive@openssh.com`` with want-reply
+    (any reply, even a refusal, proves the peer alive). When a probe is unanswered
+    for ``interval_s * count_max`` seconds the transport is closed, which ends every
+    channel on it (the user sees :class:`ConnectionLost`; the next call reconnects).
+
+    Args:
+        transport: the transport to watch.
+        interval_s: seconds between probes.
+        count_max: unanswered intervals tolerated.
+        name: for the thread name and the log.
+    """
+
+    def __init__(self, transport: paramiko.Transport, *, interval_s: float, count_max: int, name: str) -> None:
+        super().__init__(name=f"ssh-alive-{name}", daemon=True)
+        self.transport = transport
+        self.interval_s = interval_s
+        self.count_max = count_max
+        self.declared_dead = False
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """End the probing (the thread exits within one interval)."""
+        self._stopped.set()
+
+    def run(self) -> None:
+        while self.transport.is_active() and not self._stopped.wait(self.interval_s):
+            probe = threading.Thread(target=self._probe, name=f"{self.name}-request", daemon=True)
+            probe.start()
+            probe.join(self.interval_s * self.count_max)
+            if probe.is_alive() and not self._stopped.is_set():
+                log.warning("%s: no answer to keepalive for %.1f s; closing the connection",
+                            self.name, self.interval_s * self.count_max)
+                self.declared_dead = True
+                self.transport.close()
+                return
+
+    def _probe(self) -> None:
+        try:
+            self.transport.global_request("keepalive@openssh.com", wait=True)
+        except (paramiko.SSHException, OSError, EOFError):
+            pass  # the transport is closing; the loop notices
 
 
 def open_connection(
@@ -109,7 +180,8 @@ def open_connection(
             ``UserKnownHostsFile`` and ``GlobalKnownHostsFile``).
         trust_on_first_use: record an unknown host key instead of refusing it.
         connect_timeout_s: limit for TCP connect, handshake and authentication, per hop (seconds).
-        keepalive_s: seconds of silence before a keepalive packet is sent (0: none).
+        keepalive_s: seconds between keepalive probes (0: none); a connection is
+            closed after :data:`ALIVE_COUNT_MAX` unanswered intervals.
 
     Returns:
         The open :class:`Connection`.
@@ -125,13 +197,18 @@ def open_connection(
             else:
                 sock = _channel_to(clients[-1], chain[index - 1], target, connect_timeout_s)
             clients.append(_handshake(sock, target, known_hosts, trust_on_first_use, connect_timeout_s))
-            if keepalive_s > 0:
-                clients[-1].get_transport().set_keepalive(keepalive_s)
     except BaseException:
         for client in reversed(clients):
             client.close()
         raise
-    return Connection(clients=clients, target=chain[-1])
+    probes = []
+    if keepalive_s > 0:
+        for client, target in zip(clients, chain):
+            probe = AliveProbe(client.get_transport(), interval_s=keepalive_s, count_max=ALIVE_COUNT_MAX,
+                               name=target.alias)
+            probe.start()
+            probes.append(probe)
+    return Connection(clients=clients, target=chain[-1], probes=probes)
 
 
 def _tcp_connect(target: SSHTarget, timeout_s: float) -> socket.socket:

@@ -165,7 +165,10 @@ def drain(
     out.start()
     err.start()
     if stdin is None:
-        chan.shutdown_write()
+        try:
+            chan.shutdown_write()
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            log.debug("could not close stdin: %s", exc)  # the drains see the same failure
     else:
         threading.Thread(target=_feed_stdin, args=(chan, stdin), name="ssh-stdin", daemon=True).start()
     finished = _join(out, deadline) and _join(err, deadline)
