@@ -61,7 +61,7 @@ system-deps:
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
-	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	  else \
 	    echo "error: the tests need Debian packages:$$missing" >&2; \
 	    echo "install them with: sudo apt-get update && sudo apt-get install -y$$missing" >&2; \
