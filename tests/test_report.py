@@ -282,11 +282,12 @@ def test_external_resources_finds_remote_fetches_but_not_links() -> None:
     <a href="https://github.com/sgl-project/sglang">SGLang</a>
     <img src="data:image/png;base64,AAAA"><img src="local.png">
     <script>import("https://esm.example/mermaid.mjs")</script>
+    <script type="application/json">{"$schema": "https://vega.github.io/schema/vega/v6.json"}</script>
     <svg xmlns="http://www.w3.org/2000/svg"><image href="https://x.example/c.png"/></svg>
     </body></html>"""
     found = external_resources(page)
     assert len(found) == 6, found
-    assert not any("github.com" in f for f in found)
+    assert not any("github.com" in f or "schema" in f for f in found)
 
 
 def test_inline_svg_scopes_ids() -> None:
@@ -358,3 +359,15 @@ def test_report_dir_injected_but_not_created_when_undeclared(tmp_path: Path, wri
     result = run_notebook(nb, out_dir=tmp_path / "out")
     assert result.parameters["report_dir"] == str(tmp_path / "out" / "plain")
     assert not result.report_dir.exists() and result.charts == ()
+
+
+def test_chart_without_offline_renderer_is_refused(tmp_path: Path, write_notebook) -> None:
+    nb = write_notebook(
+        tmp_path / "cdn.ipynb",
+        parameters="x = 1",
+        cells=["import altair as alt, pandas as pd\nalt.Chart(pd.DataFrame({'a': [1, 2]})).mark_bar().encode(x='a')"],
+    )
+    with pytest.raises(ReportError, match="enable_offline_renderer") as info:
+        run_notebook(nb, out_dir=tmp_path / "out")
+    assert "cdn.jsdelivr.net" in str(info.value)
+    assert (tmp_path / "out" / "cdn.html").is_file()  # kept for inspection

@@ -172,7 +172,8 @@ _RESOURCE_ATTRS = {
 }
 _REMOTE = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 _CSS_URL = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)""", re.IGNORECASE)
-_JS_IMPORT = re.compile(r"""\bimport\s*\(\s*['"]((?:https?:)?//[^'"]+)""", re.IGNORECASE)
+_JS_URL = re.compile(r"""['"`]((?:https?:)?//[^'"`\s]+)""", re.IGNORECASE)
+_JS_TYPES = ("", "text/javascript", "application/javascript", "module")
 
 
 class _ResourceFinder(html.parser.HTMLParser):
@@ -192,7 +193,11 @@ class _ResourceFinder(html.parser.HTMLParser):
                 self.found.append(f"<link href={value}>")
             elif attr == "style":
                 self.found.extend(f"style url {u}" for u in _CSS_URL.findall(value))
-        self._in = tag if tag in ("style", "script") else None
+        self._in = None
+        if tag == "style":
+            self._in = "style"
+        elif tag == "script" and (dict(attrs).get("type") or "").strip().lower() in _JS_TYPES:
+            self._in = "script"
 
     def handle_endtag(self, tag: str) -> None:
         self._in = None
@@ -201,7 +206,7 @@ class _ResourceFinder(html.parser.HTMLParser):
         if self._in == "style":
             self.found.extend(f"css {u}" for u in _CSS_URL.findall(data))
         elif self._in == "script":
-            self.found.extend(f"script import {u}" for u in _JS_IMPORT.findall(data))
+            self.found.extend(f"script string {u}" for u in _JS_URL.findall(data))
 
 
 def external_resources(page: str) -> list[str]:
@@ -209,8 +214,11 @@ def external_resources(page: str) -> list[str]:
 
     Finds remote (``http:``, ``https:`` or protocol-relative) URLs in resource
     attributes (``<script src>``, ``<link href>``, ``<img src>``, ``<iframe src>``,
-    SVG ``<image href>``...), in CSS ``url(...)``/``@import`` and in JavaScript
-    ``import(...)``. Ordinary links (``<a href>``) are not fetched and not listed.
+    SVG ``<image href>``...), in CSS ``url(...)``/``@import``, and any quoted
+    remote URL inside inline JavaScript (how altair's default renderer and
+    ``import()`` load code; a URL merely mentioned in a script is listed too).
+    Data scripts (``type="application/json"`` and the like) and ordinary links
+    (``<a href>``) are not fetched and not listed.
 
     Args:
         page: the HTML text.

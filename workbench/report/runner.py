@@ -103,17 +103,74 @@ def _new_charts(report_dir: Path, since: datetime) -> tuple[Path, ...]:
     )
 
 
-def _finish(
-    executed: Path,
-    html: Path,
-    record: dict[str, Any],
-) -> list[str]:
+def _finish(executed: Path, html: Path, record: dict[str, Any]) -> list[str]:
     """Stamp provenance into the executed notebook, export HTML; return remote references found."""
     nb = nbformat.read(str(executed), as_version=4)
     nb.metadata["workbench"] = record
     nbformat.write(nb, str(executed))
     export_html(nb, html)
     return external_resources(html.read_text(encoding="utf-8"))
+
+
+def _execute(
+    source: Path,
+    executed: Path,
+    *,
+    parameters: dict[str, Any],
+    kernel: str,
+    cell_timeout_s: float | None,
+    progress: bool,
+) -> tuple[BaseException | None, dict[str, Any]]:
+    """Run papermill; return (the failure or None, what to record about it).
+
+    Raises:
+        ReportError: the kernel does not exist (nothing ran).
+    """
+    import papermill
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellTimeoutError
+    from papermill.exceptions import PapermillExecutionError
+
+    has_language = nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language")
+    quiet = _QuietReportDir()
+    logging.getLogger("papermill").addFilter(quiet)
+    try:
+        papermill.execute_notebook(
+            str(source),
+            str(executed),
+            parameters=parameters,
+            kernel_name=kernel,
+            language=None if has_language else "python",
+            cwd=str(source.parent),
+            progress_bar=progress,
+            log_output=False,
+            execution_timeout=cell_timeout_s,
+        )
+    except NoSuchKernel as exc:
+        raise ReportError(
+            f"cannot run {source}: no Jupyter kernel named {kernel!r} in this environment. "
+            "Register it with `python -m ipykernel install --sys-prefix --name python3` "
+            "(`make report` does), or pass kernel_name."
+        ) from exc
+    except PapermillExecutionError as exc:
+        return exc, {
+            "cell": f"In [{exc.exec_count}]",
+            "source": _first_line(exc.source),
+            "ename": exc.ename,
+            "evalue": exc.evalue,
+        }
+    except CellTimeoutError as exc:
+        return exc, {
+            "cell": None,
+            "source": "",
+            "ename": "CellTimeoutError",
+            "evalue": f"a cell ran over the {cell_timeout_s} s cell timeout ({exc})",
+        }
+    except RuntimeError as exc:  # nbclient's DeadKernelError and kernel start-up failures
+        return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
+    finally:
+        logging.getLogger("papermill").removeFilter(quiet)
+    return None, {}
 
 
 def run_notebook(
@@ -129,9 +186,10 @@ def run_notebook(
 
     Parameters are checked against the notebook's ``parameters`` cell before
     anything runs. ``report_dir`` is injected unless given (default
-    ``<out_dir>/<stem>``, absolute; created when the notebook declares it). On a cell error the executed notebook is kept
-    as papermill saved it, its HTML is still exported, and :class:`ReportError`
-    is raised.
+    ``<out_dir>/<stem>``, made absolute; the folder is created when the notebook
+    declares ``report_dir``). On a cell error the executed notebook is kept as
+    papermill saved it, its HTML is still exported, and :class:`ReportError` is
+    raised.
 
     Args:
         notebook_path: the ``.ipynb`` to run; it is not modified.
@@ -153,11 +211,6 @@ def run_notebook(
             HTML would fetch something from the network (the partial or complete
             output notebook and HTML are kept; the message names them).
     """
-    import papermill
-    from jupyter_client.kernelspec import NoSuchKernel
-    from nbclient.exceptions import CellTimeoutError
-    from papermill.exceptions import PapermillExecutionError
-
     source = Path(notebook_path).expanduser().resolve()
     if source.suffix != ".ipynb":
         raise ConfigError(f"{source} is not a notebook (.ipynb)")
@@ -183,60 +236,17 @@ def run_notebook(
         report_dir.mkdir(parents=True, exist_ok=True)
 
     kernel = kernel_name or DEFAULT_KERNEL
-    language = None if nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language") else "python"
     git = git_state(source.parent)
     started = _now()
-    failure: BaseException | None = None
-    error_info: dict[str, Any] = {}
-    quiet = _QuietReportDir()
-    logging.getLogger("papermill").addFilter(quiet)
-    try:
-        papermill.execute_notebook(
-            str(source),
-            str(executed),
-            parameters=given,
-            kernel_name=kernel,
-            language=language,
-            cwd=str(source.parent),
-            progress_bar=progress,
-            log_output=False,
-            execution_timeout=cell_timeout_s,
-        )
-    except NoSuchKernel as exc:
-        raise ReportError(
-            f"cannot run {source}: no Jupyter kernel named {kernel!r} in this environment. "
-            "Register it with `python -m ipykernel install --sys-prefix --name python3` "
-            "(`make report` does), or pass kernel_name."
-        ) from exc
-    except PapermillExecutionError as exc:
-        failure = exc
-        error_info = {
-            "cell": f"In [{exc.exec_count}]",
-            "source": _first_line(exc.source),
-            "ename": exc.ename,
-            "evalue": exc.evalue,
-        }
-    except CellTimeoutError as exc:
-        failure = exc
-        error_info = {
-            "cell": None,
-            "source": "",
-            "ename": "CellTimeoutError",
-            "evalue": f"a cell ran over the {cell_timeout_s} s cell timeout ({exc})",
-        }
-    except RuntimeError as exc:  # nbclient's DeadKernelError and kernel start-up failures
-        failure = exc
-        error_info = {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
-    finally:
-        logging.getLogger("papermill").removeFilter(quiet)
-
-    finished = _now()
+    failure, error_info = _execute(
+        source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress
+    )
     record = provenance(
         notebook=source,
         parameters=given,
         kernel_name=kernel,
         started_at=started,
-        finished_at=finished,
+        finished_at=_now(),
         status="failed" if failure else "ok",
         git=git,
         error=error_info or None,
