@@ -9,11 +9,13 @@ tree and one round trip.
 Request::
 
     {"root": "/path/to/sglang",            # directory to walk (required)
-     "queries": [                          # required, at least one
+     "queries": [                          # a list; at least one query or one read
         {"name": "get_alloc_len_per_decode"},                  # bare name
         {"name": "EAGLEWorkerV2.forward_batch_generation"},    # qualified (Class.method)
         {"name": "get_alloc_len_per_decode", "type": "references",
          "path_glob": "srt/*"}],           # optional fnmatch filter on the relative path
+     "reads": [                            # optional: line ranges of files, no walk needed
+        {"path": "srt/managers/utils.py", "start": 180, "end": 210}],   # end null: to the end
      "include_source": true,               # default true; false omits "source"
      "max_matches": 500}                   # per query, default 500
 
@@ -23,7 +25,7 @@ marker is left out, so ``outer.inner`` names a function nested in ``outer``).
 
 Answer: ``{"ok": true, "results": [{"query": ..., "matches": [...], "truncated": bool}],
 "files_scanned", "files_parsed", "files_unparsable", "unparsable", "elapsed_s",
-"python_version", "root"}``. A definition match has ``path`` (relative to root,
+"python_version", "root", "reads"}``. A definition match has ``path`` (relative to root,
 posix), ``qualname``, ``name``, ``kind`` (function/method/class), ``is_async``,
 ``start_line`` (first decorator line, 1-based), ``def_line``, ``end_line``
 (inclusive), ``enclosing_class``, ``decorators`` (source text), ``signature``
@@ -35,6 +37,12 @@ dropped; for classes the base list), ``docstring`` (first line or null),
 name / import), ``enclosing`` (qualname of the innermost def or class, null at
 module level) and ``text`` (the stripped source line). References are matched by
 the last name segment only: ``x.forward(...)`` is a reference to any ``forward``.
+
+A read's ``path`` is relative to root (or absolute). Its answer has ``path``,
+``start``, ``end`` (clamped to the file), ``total_lines``, ``text`` (those whole
+lines, each ending in ``\n``, numbered as the parser numbers them) and ``error``
+(null, or why the file could not be read: one unreadable file does not fail the
+batch). Without queries the tree is not walked.
 
 Directories whose names start with a dot, ``__pycache__`` and ``node_modules``
 are not entered, and symlinked directories are not followed. Only files whose
@@ -89,9 +97,11 @@ def parse_request(raw: bytes) -> dict:
     root = os.path.abspath(os.path.expanduser(root))
     if not os.path.isdir(root):
         raise RequestError("root %r does not exist or is not a directory" % root)
-    queries = request.get("queries")
-    if not isinstance(queries, list) or not queries:
-        raise RequestError("request needs 'queries': a non-empty list of {'name': ...}")
+    queries = request.get("queries", [])
+    reads = request.get("reads", [])
+    if not isinstance(queries, list) or not isinstance(reads, list) or not (queries or reads):
+        raise RequestError("request needs 'queries' (a list of {'name': ...}) or 'reads' (a list of "
+                           "{'path': ..., 'start': ..., 'end': ...}), at least one of them non-empty")
     checked = []
     for query in queries:
         if not isinstance(query, dict) or not isinstance(query.get("name"), str):
@@ -106,12 +116,23 @@ def parse_request(raw: bytes) -> dict:
         if glob is not None and not isinstance(glob, str):
             raise RequestError("query path_glob must be a string: %r" % (glob,))
         checked.append({"name": query["name"], "type": qtype, "path_glob": glob, "parts": parts})
+    checked_reads = []
+    for read in reads:
+        if not isinstance(read, dict) or not isinstance(read.get("path"), str) or not read["path"]:
+            raise RequestError("each read must be an object with a string 'path': %r" % (read,))
+        start, end = read.get("start", 1), read.get("end")
+        if not isinstance(start, int) or isinstance(start, bool) or start < 1:
+            raise RequestError("read 'start' must be a line number >= 1: %r" % (read,))
+        if end is not None and (not isinstance(end, int) or isinstance(end, bool) or end < start):
+            raise RequestError("read 'end' must be null or a line number >= start: %r" % (read,))
+        checked_reads.append({"path": read["path"], "start": start, "end": end})
     max_matches = request.get("max_matches", 500)
     if not isinstance(max_matches, int) or max_matches < 1:
         raise RequestError("max_matches must be a positive integer")
     return {
         "root": root,
         "queries": checked,
+        "reads": checked_reads,
         "include_source": bool(request.get("include_source", True)),
         "max_matches": max_matches,
     }
@@ -349,6 +370,30 @@ def scan_file(tree: ast.AST, rel: str, text: str, queries: list, results: list, 
                 results[i]["matches"].append(match)
 
 
+def read_range(root: str, read: dict) -> dict:
+    """Answer one read: whole lines start..end of a file (decoded as Python source when it is one)."""
+    full = read["path"] if os.path.isabs(read["path"]) else os.path.join(root, read["path"])
+    reply = {"path": read["path"], "start": read["start"], "end": read["end"], "total_lines": None,
+             "text": None, "error": None}
+    try:
+        with open(full, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        reply["error"] = "%s: %s" % (exc.strerror or type(exc).__name__, full)
+        return reply
+    try:
+        text = decode_source(data) if full.endswith(".py") else data.decode("utf-8")
+    except (UnicodeDecodeError, LookupError, SyntaxError):
+        text = data.decode("utf-8", errors="replace")
+    lines = split_lines(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    end = len(lines) if read["end"] is None else min(read["end"], len(lines))
+    reply.update(total_lines=len(lines), end=end)
+    reply["text"] = "".join(line + "\n" for line in lines[read["start"] - 1 : end])
+    return reply
+
+
 def answer(request: dict) -> dict:
     """Walk the tree once and answer every query."""
     started = time.monotonic()
@@ -358,7 +403,7 @@ def answer(request: dict) -> dict:
                for q in queries]
     scanned = parsed = 0
     unparsable = []
-    for full, rel in iter_python_files(request["root"]):
+    for full, rel in iter_python_files(request["root"]) if queries else ():
         scanned += 1
         try:
             with open(full, "rb") as handle:
@@ -386,6 +431,7 @@ def answer(request: dict) -> dict:
         "files_parsed": parsed,
         "files_unparsable": len(unparsable),
         "unparsable": unparsable[:MAX_UNPARSABLE_LISTED],
+        "reads": [read_range(request["root"], read) for read in request["reads"]],
         "elapsed_s": round(time.monotonic() - started, 4),
     }
 

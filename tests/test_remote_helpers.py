@@ -8,25 +8,29 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import CommandError, CommandTimeout, ConfigError, HostError, SourceError
+from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
 from workbench.hosts import CommandResult, Host, LocalHost
-from workbench.remote_helpers import REMOTE_DIR, call_helper, helper_path
+from workbench.remote_helpers import REMOTE_DIR, call_helper, helper_path, remote_location
 
 
 class ElsewhereHost(Host):
-    """A host that does not share this machine's files (commands still run here)."""
+    """A host treated as not sharing this machine's files (commands still run here); logs what it is asked."""
 
     def __init__(self) -> None:
         self.name = "gpu-elsewhere"
         self._local = LocalHost()
+        self.commands: list[str] = []
+        self.writes: list[str] = []
 
     def _execute(self, command: str, *, timeout_s: float | None, stdin: bytes | None) -> CommandResult:
+        self.commands.append(command)
         return self._local._execute(command, timeout_s=timeout_s, stdin=stdin)
 
     def read_bytes(self, path: str) -> bytes:
         return self._local.read_bytes(path)
 
     def write_bytes(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        self.writes.append(path)
         self._local.write_bytes(path, data, mode=mode)
 
 
@@ -98,7 +102,32 @@ def test_timeout_names_the_helper(tree: Path) -> None:
     assert info.value.result is not None and info.value.result.timed_out
 
 
-def test_hosts_without_this_checkout_are_refused_clearly(tree: Path) -> None:
-    with pytest.raises(HostError, match="gpu-elsewhere") as info:
-        call_helper(ElsewhereHost(), "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]})
-    assert not isinstance(info.value, CommandError)  # refused before anything ran
+def test_other_hosts_get_the_helper_uploaded_once_then_one_command_per_call(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home dir"
+    monkeypatch.setenv("HOME", str(home))  # the upload cache is ~/.cache/... on the host
+    host = ElsewhereHost()
+    request = {"root": str(tree), "queries": [{"name": "K.hello"}]}
+    first = call_helper(host, "find_definitions", request)
+    assert first["results"][0]["matches"][0]["qualname"] == "K.hello"
+    copy = home / ".cache" / "specbench-workbench" / "remote" / remote_location("find_definitions")[len(
+        "~/.cache/specbench-workbench/remote/"):]  # fmt: skip
+    assert copy.read_bytes() == (REMOTE_DIR / "find_definitions.py").read_bytes()
+    assert host.writes == [str(copy)] and len(host.commands) == 3  # try, check (ensure_file), run
+    host.commands.clear()
+    second = call_helper(host, "find_definitions", request)
+    assert second["results"] == first["results"]
+    assert len(host.commands) == 1 and host.writes == [str(copy)]  # warm: one round trip, no upload
+    assert helper_path(host, "find_definitions") == str(copy)
+
+
+def test_a_missing_interpreter_on_another_host_is_not_mistaken_for_a_missing_upload(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    host = ElsewhereHost()
+    with pytest.raises(CommandError, match="no-such-python3") as info:
+        call_helper(host, "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]}, python="no-such-python3")
+    assert "gpu-elsewhere" in str(info.value)
+    assert len(host.writes) == 1  # uploaded once, then the run failed for its own reason

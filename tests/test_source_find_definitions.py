@@ -190,11 +190,34 @@ def test_max_matches_truncates(tree: Path) -> None:
         ({"root": ".", "queries": [{"name": "not a name"}]}, "dotted Python name"),
         ({"root": ".", "queries": [{"name": "x", "type": "callers"}]}, "query type"),
         ({"queries": [{"name": "x"}]}, "root"),
+        ({"root": ".", "reads": [{"path": "x.py", "start": 0}]}, "'start' must be a line number"),
+        ({"root": ".", "reads": [{"path": "x.py", "start": 5, "end": 4}]}, "'end' must be null"),
+        ({"root": ".", "reads": [{"start": 1}]}, "string 'path'"),
     ],
 )
 def test_bad_requests_answer_json_errors_with_exit_2(request_: dict, needle: str) -> None:
     status, answer = run_script(request_)
     assert status == 2 and answer["ok"] is False and answer["kind"] == "request" and needle in answer["error"]
+
+
+def test_reads_return_the_lines_the_search_numbers_without_walking(tree: Path) -> None:
+    _, found = run_script({"root": str(tree), "queries": [{"name": "target"}]})
+    latin = by_qualname(found)["target@latin.py"]
+    rel = f"{HOSTILE_DIR}/{HOSTILE_FILE}"
+    reads = [
+        {"path": "latin.py", "start": latin["start_line"], "end": latin["end_line"]},
+        {"path": str(tree / rel), "start": 40},  # absolute path, to the end of the file
+        {"path": "missing 'x'.py"},
+        {"path": "latin.py", "start": 2, "end": 999},
+    ]
+    status, answer = run_script({"root": str(tree), "reads": reads})
+    assert status == 0 and answer["files_scanned"] == 0 and answer["results"] == []
+    exact, tail, missing, clamped = answer["reads"]
+    assert exact["text"] == latin["source"] and exact["error"] is None and exact["total_lines"] == 5
+    assert tail["text"] == "".join(line + "\n" for line in MAIN_SOURCE.split("\n")[39:-1])
+    assert (tail["end"], tail["total_lines"]) == (len(MAIN_SOURCE.split("\n")) - 1,) * 2
+    assert missing["text"] is None and "No such file" in missing["error"]
+    assert clamped["end"] == 5 and clamped["text"].startswith("# caf\u00e9 \x0c page break\n")
 
 
 def test_invalid_json_is_answered_as_json() -> None:

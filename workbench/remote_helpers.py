@@ -10,21 +10,26 @@ protocol every script follows:
 - a refused request is answered ``{"ok": false, "error": "...", "kind": "request"}``
   with exit status 2, an unexpected failure with ``"kind": "internal"`` and exit 1.
 
-Where the script lives on the host is decided by :func:`helper_path` alone. On
-:class:`~workbench.hosts.LocalHost` it is the file in this checkout's ``remote/``;
-hosts that do not share this file system need the script uploaded first, which is
-the one place that grows when SSH hosts arrive.
+Where the script lives on the host: on :class:`~workbench.hosts.LocalHost` it is
+the file in this checkout's ``remote/``; on any other host it is uploaded once, keyed
+by its content, with :func:`workbench.hosts.ensure_file`
+(``~/.cache/specbench-workbench/remote/<sha12>/<name>.py``). :func:`call_helper`
+runs an already-uploaded script in ONE command (it tests for the file and runs it
+in the same shell line), so a batch of lookups costs one round trip; only the first
+call after the script changed pays for the upload.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import CommandError, CommandTimeout, ConfigError, HostError, SourceError
-from workbench.hosts import Host, LocalHost
+from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
+from workbench.hosts import CommandResult, Host, LocalHost, ensure_file
+from workbench.hosts.upload import DEFAULT_CACHE_DIR, content_key
 
 #: The repository's ``remote/`` directory (scripts are found here, not installed as package data).
 REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
@@ -33,6 +38,9 @@ REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
 DEFAULT_TIMEOUT_S = 120.0
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+#: Exit status (with :data:`_MISSING_MARK` on stderr) of the run line when the uploaded script is absent.
+_MISSING_STATUS = 97
+_MISSING_MARK = "__workbench_helper_missing__"
 
 
 def local_script(name: str) -> Path:
@@ -54,27 +62,35 @@ def local_script(name: str) -> Path:
 
 
 def helper_path(host: Host, name: str) -> str:
-    """Path of the helper script ``name`` as ``host``'s python3 can open it.
+    """Path of the helper script ``name`` as ``host``'s python3 can open it (uploading it if needed).
 
     Args:
         host: where the script will run.
         name: script name without ``.py`` (a file in ``remote/``).
 
     Returns:
-        A path on ``host``.
+        A path on ``host``: this checkout's file on :class:`LocalHost`, else the
+        content-keyed copy made by :func:`workbench.hosts.ensure_file` (one command
+        to check for it, and an SFTP upload only when it is missing).
 
     Raises:
         ConfigError: unknown helper name.
-        HostError: ``host`` does not share this machine's files; uploading helpers to
-            such hosts (by content hash) is not implemented yet.
+        HostError: the host cannot be reached or written.
     """
     script = local_script(name)
     if isinstance(host, LocalHost):
         return str(script)
-    raise HostError(
-        f"Cannot run remote helper {name!r} on host {host.name!r}: helpers run only on the local host so far "
-        "(uploading them to SSH hosts is not implemented yet). Search a local copy of the tree instead."
-    )
+    return ensure_file(host, script)
+
+
+def remote_location(name: str) -> str:
+    """Where :func:`helper_path` puts ``remote/<name>.py`` on a non-local host (``~/...``), without asking it.
+
+    Raises:
+        ConfigError: unknown helper name.
+    """
+    script = local_script(name)
+    return f"{DEFAULT_CACHE_DIR.rstrip('/')}/{content_key(script.read_bytes())}/{script.name}"
 
 
 def call_helper(
@@ -88,7 +104,9 @@ def call_helper(
     """Run ``remote/<name>.py`` on ``host`` with ``request`` as JSON on stdin; return its JSON answer.
 
     Args:
-        host: where to run (``LocalHost`` runs the script straight from the checkout).
+        host: where to run. ``LocalHost`` runs the script straight from the checkout;
+            any other host runs its uploaded copy in one command (uploading it first
+            when that copy is missing, see :func:`helper_path`).
         name: helper name, e.g. ``"find_definitions"``.
         request: JSON-serialisable request object.
         timeout_s: kill the helper after this many seconds (default 120).
@@ -99,7 +117,7 @@ def call_helper(
 
     Raises:
         ConfigError: unknown helper, or ``request`` is not JSON-serialisable.
-        HostError: the helper cannot be placed on ``host``.
+        HostError: the helper cannot be uploaded to ``host`` or the host not reached.
         CommandTimeout: the helper ran past ``timeout_s``.
         SourceError: the helper ran and refused the request (e.g. the root directory
             does not exist); the message quotes its error. All current helpers inspect
@@ -107,13 +125,17 @@ def call_helper(
         CommandError: the helper could not run or crashed (no answer, malformed answer,
             or an internal error); message has host, script, exit status and stderr tail.
     """
-    path = helper_path(host, name)
+    local_script(name)
     try:
         payload = json.dumps(request).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"Request for remote helper {name!r} is not JSON-serialisable: {exc}") from exc
     try:
-        result = host.run([python, path], stdin=payload, timeout_s=timeout_s, check=False)
+        if isinstance(host, LocalHost):
+            path = helper_path(host, name)
+            result = host.run([python, path], stdin=payload, timeout_s=timeout_s, check=False)
+        else:
+            path, result = _run_uploaded(host, name, payload, timeout_s=timeout_s, python=python)
     except CommandTimeout as exc:
         raise CommandTimeout(
             f"Remote helper {name!r} on host {host.name!r} ran past {timeout_s} s; "
@@ -137,6 +159,29 @@ def call_helper(
     trace = str(answer.get("traceback", "")).strip()
     message = f"The {where} failed: {message}\n{result.describe()}"
     raise CommandError(message + (f"\n--- helper traceback ---\n{trace}" if trace else ""), result)
+
+
+def _run_uploaded(host: Host, name: str, payload: bytes, *, timeout_s: float, python: str) -> tuple[str, CommandResult]:
+    """Run the uploaded copy of ``name`` on ``host`` in one command; upload it first only when it is absent.
+
+    The shell line tests for the content-keyed file and ``exec``s the interpreter on
+    it, or exits :data:`_MISSING_STATUS` with a marker on stderr; then the script is
+    uploaded (:func:`helper_path`) and run once more.
+
+    Returns:
+        (path on the host, the command's result).
+    """
+    location = remote_location(name)
+    quoted = '"$HOME"/' + shlex.quote(location[2:]) if location.startswith("~/") else shlex.quote(location)
+    line = (
+        f"p={quoted}; if [ -f \"$p\" ]; then exec {shlex.quote(python)} \"$p\"; fi; "
+        f"echo {_MISSING_MARK} >&2; exit {_MISSING_STATUS}"
+    )
+    result = host.run(line, stdin=payload, timeout_s=timeout_s, check=False)
+    if result.exit_status != _MISSING_STATUS or _MISSING_MARK not in result.stderr:
+        return location, result
+    path = helper_path(host, name)
+    return path, host.run([python, path], stdin=payload, timeout_s=timeout_s, check=False)
 
 
 def _decode(stdout: str) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from workbench.errors import ConfigError
 from workbench.hosts import Host, LocalHost, get_host
 from workbench.remote_helpers import call_helper
 from workbench.source.releases import DOWNLOAD_TIMEOUT_S, sglang_release
@@ -33,16 +34,18 @@ SEARCH_TIMEOUT_S = 300.0
 
 #: Columns of :func:`find_definition`'s frame, in order.
 DEFINITION_COLUMNS = [
-    "version", "found", "path", "start_line", "def_line", "end_line", "qualname", "kind",
+    "version", "query", "found", "path", "start_line", "def_line", "end_line", "qualname", "kind",
     "signature", "docstring", "decorators", "enclosing_class", "sha256", "source", "host", "root",
 ]  # fmt: skip
 #: Columns of :func:`find_references`'s frame, in order.
-REFERENCE_COLUMNS = ["version", "found", "path", "line", "col", "kind", "enclosing", "text", "host", "root"]
+REFERENCE_COLUMNS = [
+    "version", "query", "found", "path", "line", "col", "kind", "enclosing", "text", "host", "root",
+]  # fmt: skip
 _LINE_COLUMNS = ("start_line", "def_line", "end_line", "line", "col")
 
 
 def find_definition(
-    name: str,
+    name: str | Sequence[str],
     *,
     versions: Sequence[str] = DEFAULT_VERSIONS,
     host: str | Host = "local",
@@ -56,7 +59,8 @@ def find_definition(
     Args:
         name: bare (``get_alloc_len_per_decode``) or qualified
             (``EAGLEWorkerV2.forward_batch_generation``) name; a qualified name
-            matches definitions whose dotted qualname ends with it.
+            matches definitions whose dotted qualname ends with it. A list of
+            names is looked up together: one search (one round trip) per tree.
         versions: SGLang releases to search (wheels from the package index, cached,
             searched on this machine). Default ``("0.5.9", "0.5.23")``; ``()`` for none.
         host: where ``tree`` lives (``"local"`` or a Host).
@@ -67,17 +71,20 @@ def find_definition(
         timeout_s: limit for each tree's search in seconds (default 300).
 
     Returns:
-        One row per (version, match) with :data:`DEFINITION_COLUMNS`: ``path`` is
+        One row per (version, name, match) with :data:`DEFINITION_COLUMNS`
+        (``query`` is the name asked for): ``path`` is
         relative to the ``sglang`` package (``srt/managers/utils.py``); line numbers
         are 1-based and inclusive, ``start_line`` is the first decorator's line and
         ``def_line`` the ``def``/``class`` line; ``sha256`` hashes ``source``. A
-        version without the name has a single row with ``found=False``.
+        version without the name has a single row for it with ``found=False``.
         ``df.attrs["searches"]`` records, per version, the root searched, file
         counts and files that could not be parsed.
 
     Raises:
-        ConfigError: a bad version string or name.
+        ConfigError: a bad version string, or a name that is not a dotted Python
+            name (checked before anything runs).
         SourceError: a release could not be fetched or a tree not searched.
+        HostError: ``host`` could not be reached.
         CommandError: the search helper could not run on ``host``.
     """
     return _search(
@@ -87,7 +94,7 @@ def find_definition(
 
 
 def find_references(
-    name: str,
+    name: str | Sequence[str],
     *,
     versions: Sequence[str] = DEFAULT_VERSIONS,
     host: str | Host = "local",
@@ -102,17 +109,18 @@ def find_references(
     and comments are not references.
 
     Args:
-        name: the (possibly qualified) name; see :func:`find_definition`.
+        name: the (possibly qualified) name, or a list of them; see :func:`find_definition`.
         versions, host, tree, tree_label, timeout_s: as for :func:`find_definition`.
 
     Returns:
-        One row per (version, reference) with :data:`REFERENCE_COLUMNS`: ``line`` is
+        One row per (version, name, reference) with :data:`REFERENCE_COLUMNS`: ``line`` is
         1-based, ``col`` 0-based in characters, ``kind`` one of call / attribute /
         name / import, ``enclosing`` the qualname of the innermost def or class
-        (None at module level). A version without references has one ``found=False`` row.
+        (None at module level). A version without references to a name has one
+        ``found=False`` row for it.
 
     Raises:
-        ConfigError, SourceError, CommandError: as for :func:`find_definition`.
+        ConfigError, SourceError, HostError, CommandError: as for :func:`find_definition`.
     """
     return _search(
         name, "references", REFERENCE_COLUMNS, versions=versions, host=host, tree=tree,
@@ -125,15 +133,19 @@ def search_tree(
     root: str,
     queries: Sequence[dict[str, Any]],
     *,
+    reads: Sequence[dict[str, Any]] = (),
     include_source: bool = True,
     timeout_s: float = SEARCH_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Run one batch of queries against one tree on ``host``; return the helper's raw answer.
+    """Run one batch of queries and line reads against one tree on ``host`` (one round trip).
 
     Args:
         host: where the tree is.
         root: the directory to walk.
         queries: ``[{"name": ..., "type": "definition" | "references", "path_glob": ...}]``.
+        reads: ``[{"path": ..., "start": 1, "end": None}]``: line ranges of files
+            (paths relative to ``root`` or absolute); answered without a walk when
+            ``queries`` is empty.
         include_source: ask for each definition's source text.
         timeout_s: limit in seconds.
 
@@ -142,10 +154,21 @@ def search_tree(
 
     Raises:
         SourceError: the root does not exist or a query is invalid.
+        HostError: the host could not be reached.
         CommandError: the helper could not run.
     """
-    request = {"root": root, "queries": list(queries), "include_source": include_source}
+    request = {"root": root, "queries": list(queries), "reads": list(reads), "include_source": include_source}
     return call_helper(host, "find_definitions", request, timeout_s=timeout_s)
+
+
+def check_name(name: str) -> str:
+    """Return ``name`` when it is a dotted Python name (``Class.method``), else raise ConfigError."""
+    if not isinstance(name, str) or not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(
+            f"{name!r} is not a Python name to look up; give a function, class or method name such as "
+            "'get_alloc_len_per_decode' or 'EAGLEWorkerV2.forward_batch_generation'."
+        )
+    return name
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -168,7 +191,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _search(
-    name: str,
+    name: str | Sequence[str],
     qtype: Literal["definition", "references"],
     columns: list[str],
     *,
@@ -179,7 +202,12 @@ def _search(
     include_source: bool,
     timeout_s: float,
 ) -> pd.DataFrame:
-    """Search every release in ``versions`` and ``tree``; build the tidy frame."""
+    """Search every release in ``versions`` and ``tree`` for every name (one helper run per tree)."""
+    names = [name] if isinstance(name, str) else list(name)
+    if not names:
+        raise ConfigError("No name to look up: pass a name or a non-empty list of names.")
+    for each in names:
+        check_name(each)
     if isinstance(versions, str):
         versions = [versions]
     targets: list[tuple[str, Host, str]] = []
@@ -192,28 +220,30 @@ def _search(
         targets.append((tree_label or f"{tree_host.name}:{tree}", tree_host, tree))
     rows: list[dict[str, Any]] = []
     searches: dict[str, dict[str, Any]] = {}
+    queries = [{"name": each, "type": qtype} for each in names]
     for label, where, root in targets:
-        answer = search_tree(where, root, [{"name": name, "type": qtype}], include_source=include_source,
-                             timeout_s=timeout_s)
-        result = answer["results"][0]
+        answer = search_tree(where, root, queries, include_source=include_source, timeout_s=timeout_s)
         searches[label] = {
             key: answer.get(key)
             for key in ("root", "files_scanned", "files_parsed", "files_unparsable", "unparsable", "python_version")
         }
-        searches[label]["truncated"] = result["truncated"]
+        searches[label]["truncated"] = any(result["truncated"] for result in answer["results"])
         if answer.get("files_unparsable"):
             listed = ", ".join(u["path"] for u in answer["unparsable"][:5])
+            asked = ", ".join(repr(n) for n in names)
             warnings.warn(
-                f"{label}: {answer['files_unparsable']} file(s) mentioning {name!r} could not be parsed by "
+                f"{label}: {answer['files_unparsable']} file(s) mentioning {asked} could not be parsed by "
                 f"Python {answer.get('python_version')} on host {where.name!r} ({listed}); matches in them "
                 "are missing. A newer python3 on the host may parse them.",
                 stacklevel=3,
             )
         base = {"version": label, "host": where.name, "root": answer["root"]}
-        if not result["matches"]:
-            rows.append({**base, "found": False})
-        for match in result["matches"]:
-            rows.append({**base, "found": True, **{k: v for k, v in match.items() if k in columns}})
+        for each, result in zip(names, answer["results"], strict=True):
+            if not result["matches"]:
+                rows.append({**base, "query": each, "found": False})
+            for match in result["matches"]:
+                rows.append({**base, "query": each, "found": True,
+                             **{k: v for k, v in match.items() if k in columns}})
     frame = pd.DataFrame(rows, columns=columns)
     for column in _LINE_COLUMNS:
         if column in frame.columns:
@@ -224,7 +254,8 @@ def _search(
             frame[column] = frame[column].astype(object)  # text stays text when every row lacks it
     if not include_source and "source" in frame.columns:
         frame = frame.drop(columns=["source"])
-    frame.attrs["name"] = name
+    frame.attrs["name"] = names[0] if isinstance(name, str) else ", ".join(names)
+    frame.attrs["names"] = names
     frame.attrs["query"] = qtype
     frame.attrs["searches"] = searches
     return frame
