@@ -126,3 +126,13 @@ def test_get_host_resolves_an_alias_to_one_shared_ssh_host(sshd: SSHD) -> None:
     finally:
         host.close()
     assert get_host("local").name == "local"
+
+
+def test_workbench_ssh_config_names_the_default_config(sshd: SSHD, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(sshd.config_file))
+    host = get_host(sshd.alias)
+    try:
+        assert host is get_host(sshd.alias, config_file=sshd.config_file)
+        assert host.run(["echo", "env config"]).stdout == "env config\n"
+    finally:
+        host.close()

@@ -121,6 +121,7 @@ def test_config_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ConfigError, match="Port 'abc' is not a number"):
         resolve("x", config=load_config(_config(tmp_path, "Host x\n    Port abc\n")))
     monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    monkeypatch.delenv("WORKBENCH_SSH_CONFIG", raising=False)
     assert resolve("anywhere", config=load_config()).hostname == "anywhere"  # no ~/.ssh/config: defaults
 
 

@@ -201,7 +201,7 @@ def test_without_keepalive_the_proxy_drops_a_silent_command(sshd: SSHD, tmp_path
         )
         with host:
             with pytest.raises(ConnectionLost):
-                host.run(["sleep", "3"], timeout_s=30)
+                host.run(["sleep", "6"], timeout_s=30)
             assert proxy.drops == 1
             assert host.run(["echo", "reconnected"]).stdout == "reconnected\n"
     finally:

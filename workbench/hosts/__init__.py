@@ -8,6 +8,7 @@ import threading
 from workbench.hosts.base import CommandResult, Forward, Host, SpawnedProcess, quote_command
 from workbench.hosts.local import LocalHost
 from workbench.hosts.ssh import SSHHost
+from workbench.hosts.sshconfig import config_path
 from workbench.hosts.sshconnect import ConnectionLost, HostAuthError, HostKeyError, HostUnreachable
 from workbench.hosts.upload import ensure_file, require_python
 
@@ -43,7 +44,7 @@ def get_host(host: str | Host = "local", *, config_file: str | os.PathLike[str] 
         host: ``"local"`` (this machine), an alias from the ssh config (or a plain
             hostname, as ``ssh`` accepts), or a :class:`Host` (returned as is).
         config_file: ssh config to resolve aliases in (like ``ssh -F``; default
-            ``~/.ssh/config``).
+            ``$WORKBENCH_SSH_CONFIG`` when set, else ``~/.ssh/config``).
 
     Returns:
         The :class:`Host`; connecting happens on first use.
@@ -55,7 +56,8 @@ def get_host(host: str | Host = "local", *, config_file: str | os.PathLike[str] 
         return host
     if host in ("local", "localhost", ""):
         return LocalHost()
-    key = (host, None if config_file is None else os.path.abspath(os.path.expanduser(config_file)))
+    path, explicit = config_path(config_file)
+    key = (host, str(path) if explicit else None)
     with _ssh_hosts_lock:
         found = _ssh_hosts.get(key)
         if found is None:

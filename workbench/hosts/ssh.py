@@ -51,7 +51,8 @@ class SSHHost(Host):
 
     Args:
         alias: a ``Host`` entry of the ssh config (or a plain hostname).
-        config_file: the ssh config to read (like ``ssh -F``; default ``~/.ssh/config``).
+        config_file: the ssh config to read (like ``ssh -F``; default
+            ``$WORKBENCH_SSH_CONFIG`` when set, else ``~/.ssh/config``).
         known_hosts: the only known_hosts file to check and record keys in (default:
             the config's ``UserKnownHostsFile``, else ``~/.ssh/known_hosts``, plus the
             global files).

@@ -25,6 +25,9 @@ from workbench.errors import ConfigError
 
 #: The user's OpenSSH client config, read when no ``config_file`` is given.
 DEFAULT_CONFIG = "~/.ssh/config"
+#: Environment variable naming the config to read instead of :data:`DEFAULT_CONFIG`
+#: (like ``ssh -F`` for a whole process: CLI runs, papermill kernels, tests).
+CONFIG_ENV = "WORKBENCH_SSH_CONFIG"
 #: OpenSSH's default ``UserKnownHostsFile`` (the first one receives recorded keys).
 DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 #: OpenSSH's default ``GlobalKnownHostsFile`` (read only).
@@ -82,11 +85,25 @@ class SSHTarget:
         return where if self.alias == self.hostname else f"{self.alias} ({where})"
 
 
+def config_path(config_file: str | os.PathLike[str] | None = None) -> tuple[Path, bool]:
+    """The config file to read and whether it was asked for explicitly.
+
+    ``config_file`` wins, then ``$WORKBENCH_SSH_CONFIG``, then ``~/.ssh/config``
+    (which may be missing: not explicit).
+    """
+    if config_file is not None:
+        return Path(config_file).expanduser().absolute(), True
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV]).expanduser().absolute(), True
+    return Path(DEFAULT_CONFIG).expanduser().absolute(), False
+
+
 def load_config(config_file: str | os.PathLike[str] | None = None) -> paramiko.SSHConfig:
     """Parse an OpenSSH client config (``Include`` lines inlined).
 
     Args:
-        config_file: the file (like ``ssh -F``); None reads ``~/.ssh/config`` if it exists.
+        config_file: the file (like ``ssh -F``); None reads ``$WORKBENCH_SSH_CONFIG``
+            when set, else ``~/.ssh/config`` if it exists.
 
     Returns:
         The parsed config (empty when the default file does not exist).
@@ -94,8 +111,8 @@ def load_config(config_file: str | os.PathLike[str] | None = None) -> paramiko.S
     Raises:
         ConfigError: an explicitly given file cannot be read or parsed.
     """
-    path = Path(config_file if config_file is not None else DEFAULT_CONFIG).expanduser()
-    if config_file is None and not path.exists():
+    path, explicit = config_path(config_file)
+    if not explicit and not path.exists():
         return paramiko.SSHConfig()
     try:
         text = "\n".join(_inline_includes(path, depth=0))
