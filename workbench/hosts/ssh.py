@@ -34,7 +34,7 @@ from workbench.errors import HostError
 from workbench.hosts import sshexec
 from workbench.hosts.base import CommandResult, Host
 from workbench.hosts.sshconfig import connection_chain, load_config
-from workbench.hosts.sshconnect import Connection, ConnectionLost, describe_exc, open_connection
+from workbench.hosts.sshconnect import ALIVE_COUNT_MAX, Connection, ConnectionLost, describe_exc, open_connection
 from workbench.hosts.sshforward import SSHForward
 
 #: Connect timeout (seconds) when neither the caller nor ``ConnectTimeout`` sets one.
@@ -200,8 +200,8 @@ class SSHHost(Host):
         )
         if outcome.lost:
             if any(probe.declared_dead for probe in conn.probes):
-                why = (f"the host stopped answering keepalives for {3 * self.keepalive_s:g} s (network "
-                       "outage, or the host is down)")
+                silent = ALIVE_COUNT_MAX * self.keepalive_s
+                why = f"the host stopped answering keepalives for {silent:g} s (network outage, or the host is down)"
             else:
                 why = (f"closed by the host or the network; if this happens during long silent waits, lower "
                        f"keepalive_s (now {self.keepalive_s:g} s) or set ServerAliveInterval")
