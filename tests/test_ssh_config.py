@@ -6,6 +6,7 @@ import getpass
 import os
 from pathlib import Path
 
+import paramiko.config
 import pytest
 
 from workbench.errors import ConfigError
@@ -133,3 +134,13 @@ def test_ssh_host_is_lazy_and_takes_its_defaults_from_the_config(tmp_path: Path)
     assert (tuned.keepalive_s, tuned.connect_timeout_s) == (0, 3)
     assert SSHHost("plain", config_file=_config(tmp_path)).keepalive_s == 30.0
     host.close()
+
+
+
+def test_match_exec_without_invoke_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # paramiko evaluates `Match exec` with the optional `invoke` package; simulate it missing.
+    monkeypatch.setattr(paramiko.config, "invoke", None)
+    monkeypatch.setattr(paramiko.config, "invoke_import_error", ImportError("No module named 'invoke'"))
+    config = load_config(_config(tmp_path, 'Match exec "true"\n    Port 2200\n'))
+    with pytest.raises(ConfigError, match="Match exec.*invoke"):
+        resolve("x", config=config)

@@ -152,8 +152,11 @@ def resolve(alias: str, *, config: paramiko.SSHConfig) -> SSHTarget:
     """
     if not alias or alias.startswith("-") or any(c.isspace() for c in alias):
         raise ConfigError(f"host {alias!r} is not a valid ssh alias or hostname")
-    opts = config.lookup(alias)
     where = f"ssh config entry for {alias!r}"
+    try:
+        opts = config.lookup(alias)
+    except ImportError as exc:  # paramiko evaluates `Match exec` with the optional `invoke` package
+        raise ConfigError(f"{where}: `Match exec` needs the Python package 'invoke' ({exc})") from exc
     command = opts.get("proxycommand", "none")
     jump = opts.get("proxyjump", "none")
     if command.lower() != "none" and jump.lower() == "none":
