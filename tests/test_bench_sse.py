@@ -163,3 +163,16 @@ def test_cr_at_end_of_chunk_followed_by_lf():
     events = dec.feed(b"\n\r")
     assert [e.data for e in events] == [{"a": 1}]
     assert dec.feed(b"\n") == []  # pairs with the '\r' before it, no extra blank line
+
+
+def test_bench_package_exports():
+    import workbench.bench as bench
+    import workbench.store as store
+
+    assert sorted(bench.__all__) == sorted(set(bench.__all__))
+    for module in (bench, store):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
+    assert {"run_sweep", "run_sweep_async", "SweepResult", "load_prompts", "summarize_levels",
+            "count_tokens", "load_tokenizer"} <= set(bench.__all__)
+    assert {"new_run", "save_level", "finish_run", "load_run", "list_runs", "load_runs"} <= set(store.__all__)

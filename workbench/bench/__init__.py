@@ -9,6 +9,7 @@ from workbench.bench.sse import SSEDecoder, StreamEvent
 from workbench.bench.sweep import (DEFAULT_CONCURRENCY_LEVELS, LevelResult, SweepResult,
                                    default_requests_per_level, run_sweep, run_sweep_async)
 from workbench.bench.timing import Timebase
+from workbench.bench.tokenizer import TOKENIZER_DIR, count_tokens, decode_incremental, load_tokenizer
 
 __all__ = [
     "DEFAULT_CONCURRENCY_LEVELS",
@@ -19,12 +20,16 @@ __all__ = [
     "StreamAccumulator",
     "StreamEvent",
     "SweepResult",
+    "TOKENIZER_DIR",
     "Timebase",
     "add_request_columns",
     "build_generate_body",
     "closed_loop",
+    "count_tokens",
+    "decode_incremental",
     "default_requests_per_level",
     "load_prompts",
+    "load_tokenizer",
     "open_loop",
     "poisson_arrivals",
     "prompt_schedule",
