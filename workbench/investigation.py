@@ -17,7 +17,7 @@ from workbench.bench.sweep import run_sweep
 from workbench.errors import ConfigError
 from workbench.servers import ServerHandle, Variant, load_variant
 from workbench.servers.variants import Engine
-from workbench.sim.calibrate import requests_for_level
+from workbench.sim.calibrate import REQUESTS_RULE, requests_for_level
 from workbench.store import load_run, load_runs, new_run
 from workbench.study import Study
 
@@ -52,7 +52,7 @@ def benchmark_variant(
         host: ``"local"`` or an ssh config alias.
         engine: ``"sim"`` or ``"sglang"``; default: sim on local, sglang elsewhere.
         concurrency_levels: closed-loop levels (requests in flight).
-        requests_per_level: requests per level; None: ``max(8, 2 * concurrency)``.
+        requests_per_level: requests per level; None: ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).
         prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
         seed: seeds the prompt order and the simulator's acceptance sampling.
@@ -83,7 +83,7 @@ def benchmark_variant(
     per_level = requests_per_level if requests_per_level is not None else requests_for_level
     parameters: dict[str, Any] = {
         "concurrency_levels": levels,
-        "requests_per_level": requests_per_level if requests_per_level is not None else "max(8, 2*concurrency)",
+        "requests_per_level": requests_per_level if requests_per_level is not None else REQUESTS_RULE,
         "max_new_tokens": max_new_tokens,
         "prompt_set": str(prompt_set),
         "seed": seed,

@@ -37,15 +37,20 @@ FIGURES = (
     "eagle3_saturation_output_tok_s",
 )
 
+#: The rule of :func:`requests_for_level`, as recorded in run manifests.
+REQUESTS_RULE = "max(16, 2 * concurrency)"
+
 #: Cost parameters :func:`fit_cost` solves for by default.
 FIT_PARAMS = ("base_ms", "per_token_ms", "spec_overhead_ms", "spec_per_seq_ms")
 
 
-def requests_for_level(concurrency: int, *, minimum: int = 8, per_concurrency: int = 2) -> int:
+def requests_for_level(concurrency: int, *, minimum: int = 16, per_concurrency: int = 2) -> int:
     """Requests sent at one level by default: ``max(minimum, per_concurrency * concurrency)``.
 
     Two requests per slot let the closed loop pass its start-up burst of prefills
-    and reach a steady mix of prefill and decode.
+    and reach a steady mix of prefill and decode; at least 16 keep the sampling
+    error of a low-concurrency level near 1% (per-request speed varies with the
+    prompt and its acceptance).
     """
     return max(minimum, per_concurrency * concurrency)
 
