@@ -199,3 +199,29 @@ def test_sweep_validates_parameters():
                    dict(requests_per_level=0), dict(max_new_tokens=0), dict(time_scale=0.0), dict(prompts=[])):
         with pytest.raises(ConfigError):
             asyncio.run(run_sweep_async("http://127.0.0.1:9", **{"prompts": PROMPTS, "progress": False, **kwargs}))
+
+
+SIM_INFO = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2.0}],
+            "simulation": {"engine": "sim", "time_scale": 4.0}}
+
+
+def test_time_scale_auto_and_mismatch_with_a_simulated_server():
+    with ScriptedServer(StreamScript(first_delay_s=0.02), server_info=SIM_INFO) as srv:
+        result = run_sweep(srv.url, concurrency_levels=[1], requests_per_level=2, max_new_tokens=1,
+                           prompts=PROMPTS, time_scale="auto", progress=False)
+        with pytest.raises(ConfigError, match="time_scale=4.0"):
+            run_sweep(srv.url, concurrency_levels=[1], requests_per_level=1, max_new_tokens=1, prompts=PROMPTS,
+                      time_scale=1.0, progress=False)
+    req = result.requests
+    assert set(req["time_scale"]) == {4.0} and result.parameters["time_scale"] == 4.0
+    assert (req["ttft_ms"] >= 4 * 20.0 - 4).all()
+    assert set(req["engine"]) == {"sim"} and req["simulated"].all()
+    assert set(result.levels["engine"]) == {"sim"}
+
+
+def test_rows_from_a_real_server_are_not_simulated():
+    with ScriptedServer(StreamScript()) as srv:
+        result = run_sweep(srv.url, concurrency_levels=[1], requests_per_level=1, max_new_tokens=1,
+                           prompts=PROMPTS, time_scale="auto", progress=False)
+    assert list(result.requests["engine"]) == ["sglang"] and not result.requests["simulated"].any()
+    assert result.parameters["time_scale"] == 1.0

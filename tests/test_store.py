@@ -138,3 +138,15 @@ def test_root_from_environment(tmp_path, monkeypatch):
     run = new_run("baseline", engine="sim")
     assert run.path.parent == tmp_path
     assert list(list_runs()["run_id"]) == [run.run_id]
+
+
+def test_engine_reported_by_server_must_match_the_run(tmp_path):
+    lvl = level(0, 1, 2)
+    lvl.requests.insert(0, "engine", "sim")
+    lvl.requests.insert(1, "simulated", True)
+    real = new_run("baseline", engine="sglang", root=tmp_path)
+    with pytest.raises(ConfigError, match="simulated"):
+        real.save_level(lvl)
+    sim = new_run("baseline", engine="sim", root=tmp_path)
+    sim.save_level(lvl)
+    assert load_run(sim.path).requests["simulated"].all()

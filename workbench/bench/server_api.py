@@ -23,7 +23,8 @@ from typing import Any
 
 import aiohttp
 
-__all__ = ["FlushOutcome", "ServerInfoOutcome", "flush_cache", "fetch_server_info", "server_accept_length"]
+__all__ = ["FlushOutcome", "ServerInfoOutcome", "flush_cache", "fetch_server_info", "server_accept_length",
+           "server_engine", "server_gen_throughput", "server_time_scale"]
 
 #: Per-call limit for management calls (wall seconds).
 CALL_TIMEOUT_S = 30.0
@@ -158,3 +159,22 @@ def server_accept_length(info: dict[str, Any] | None) -> float:
 def server_gen_throughput(info: dict[str, Any] | None) -> float:
     """``internal_states[0].last_gen_throughput`` in tok/s as the server logged it, else NaN."""
     return _finite_or_nan(_internal_state(info).get("last_gen_throughput"))
+
+
+def server_engine(info: dict[str, Any] | None) -> tuple[str | None, bool | None]:
+    """``("sim", True)`` when ``/server_info`` carries the simulator's ``simulation`` block,
+    ``("sglang", False)`` for any other answer, ``(None, None)`` when there was none."""
+    if info is None:
+        return None, None
+    if isinstance(info.get("simulation"), dict):
+        return str(info["simulation"].get("engine", "sim")), True
+    return "sglang", False
+
+
+def server_time_scale(info: dict[str, Any] | None) -> float | None:
+    """``simulation.time_scale`` reported by a simulated server (engine s per wall s), else None."""
+    sim = (info or {}).get("simulation")
+    if isinstance(sim, dict):
+        value = _finite_or_nan(sim.get("time_scale"))
+        return None if math.isnan(value) else value
+    return None

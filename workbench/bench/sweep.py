@@ -33,8 +33,9 @@ from workbench.bench.loadgen import closed_loop, open_loop, prompt_schedule
 from workbench.bench.metrics import summarize_levels
 from workbench.bench.prompts import Prompt, load_prompts
 from workbench.bench.record import RequestRecord, records_to_frame
-from workbench.bench.server_api import (fetch_server_info, flush_cache, server_accept_length,
-                                        server_gen_throughput)
+from workbench.bench.server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
+                                        server_accept_length, server_engine, server_gen_throughput,
+                                        server_time_scale)
 from workbench.bench.timing import Clock, Timebase
 from workbench.errors import BenchmarkError, ConfigError
 
@@ -125,7 +126,7 @@ async def run_sweep_async(
     max_new_tokens: int = 256,
     prompts: Sequence[Prompt | str] | str | Path | None = None,
     seed: int = 0,
-    time_scale: float = 1.0,
+    time_scale: float | Literal["auto"] = 1.0,
     warmup_requests: int = 1,
     flush: bool = True,
     timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
@@ -152,6 +153,9 @@ async def run_sweep_async(
             every level) and open-loop arrivals (``random.Random(seed + 1)`` per level).
         time_scale: engine seconds per wall second (a simulated engine running fast);
             all durations in rows are multiplied by it. Default 1.0 (a real server).
+            ``"auto"`` takes the value a simulated server reports in ``/server_info``
+            (``simulation.time_scale``), else 1.0. A number that contradicts the
+            server's report is refused, since every duration would be off by the ratio.
         warmup_requests: requests sent concurrently before the first level, not
             measured. 0 disables.
         flush: POST ``/flush_cache`` before each level.
@@ -166,7 +170,8 @@ async def run_sweep_async(
         A :class:`SweepResult`.
 
     Raises:
-        ConfigError: invalid parameters.
+        ConfigError: invalid parameters, or ``time_scale`` differs from the one the
+            simulated server reports.
         BenchmarkError: every warmup request failed (the server is not answering);
             the message quotes the first error.
     """
@@ -176,6 +181,52 @@ async def run_sweep_async(
     if max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     prompt_list = _resolve_prompts(prompts)
+    if time_scale != "auto":
+        Timebase(clock=clock, origin=0.0, epoch_at_origin=0.0, time_scale=time_scale)  # validates early
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        preflight = await fetch_server_info(session, base_url)
+        return await _sweep(session, base_url, mode=mode, levels=levels, plan=plan, prompt_list=prompt_list,
+                            time_scale=_resolve_time_scale(time_scale, preflight.info, base_url),
+                            preflight_info=preflight.info, max_concurrency=max_concurrency,
+                            max_new_tokens=max_new_tokens, seed=seed, warmup_requests=warmup_requests, flush=flush,
+                            timeout_s=timeout_s, extra_sampling_params=extra_sampling_params, progress=progress,
+                            on_level=on_level, clock=clock, wall_clock=wall_clock)
+
+
+def _resolve_time_scale(requested: float | str, info: dict[str, Any] | None, base_url: str) -> float:
+    reported = server_time_scale(info)
+    if requested == "auto":
+        return reported if reported is not None else 1.0
+    if reported is not None and abs(float(requested) - reported) > 1e-9 * max(1.0, reported):
+        raise ConfigError(f"time_scale={requested} but the simulated server at {base_url} runs at "
+                          f"time_scale={reported} (/server_info simulation.time_scale); pass time_scale={reported} "
+                          "or 'auto', otherwise every duration would be off by their ratio")
+    return float(requested)
+
+
+async def _sweep(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    *,
+    mode: Literal["closed", "open"],
+    levels: list[float],
+    plan: list[tuple[float, int]],
+    prompt_list: list[Prompt],
+    time_scale: float,
+    preflight_info: dict[str, Any] | None,
+    max_concurrency: int | None,
+    max_new_tokens: int,
+    seed: int,
+    warmup_requests: int,
+    flush: bool,
+    timeout_s: float | None,
+    extra_sampling_params: Mapping[str, Any] | None,
+    progress: bool,
+    on_level: Callable[[LevelResult], None] | None,
+    clock: Clock,
+    wall_clock: Clock,
+) -> SweepResult:
     timebase = Timebase.start(clock=clock, wall_clock=wall_clock, time_scale=time_scale)
     parameters = dict(base_url=base_url, mode=mode, levels=[float(x) if mode == "open" else int(x) for x in levels],
                       requests_per_level=[n for _, n in plan], max_new_tokens=max_new_tokens,
@@ -186,55 +237,63 @@ async def run_sweep_async(
                         extra_sampling_params=extra_sampling_params)
     level_frames: list[pd.DataFrame] = []
     info_frames: list[pd.DataFrame] = []
-    server_info: dict[str, Any] | None = None
+    server_info: dict[str, Any] | None = preflight_info
+    warm: list[RequestRecord] = []
     bar = tqdm(total=sum(n for _, n in plan), disable=not progress, unit="req", desc="sweep")
-    connector = aiohttp.TCPConnector(limit=0)
     try:
-        async with aiohttp.ClientSession(connector=connector) as session:
-            warm: list[RequestRecord] = []
-            if warmup_requests > 0:
-                schedule = prompt_schedule(prompt_list, warmup_requests, rng=random.Random(seed))
-                warm = await closed_loop(session, base_url, schedule, concurrency=warmup_requests, **request_args)
-                if all(not r.ok for r in warm):
-                    raise BenchmarkError(
-                        f"All {len(warm)} warmup requests to {base_url}/generate failed; first error: "
-                        f"{warm[0].error_type}: {warm[0].error}. Is the server up (check /health and its log)?")
-            for index, (level, n) in enumerate(plan):
-                bar.set_postfix_str(f"{'concurrency' if mode == 'closed' else 'rate'}={level}")
-                flushed = await flush_cache(session, base_url) if flush else None
-                schedule = prompt_schedule(prompt_list, n, rng=random.Random(seed))
-                if mode == "closed":
-                    records = await closed_loop(session, base_url, schedule, concurrency=int(level),
-                                                on_done=lambda _r: bar.update(1), **request_args)
-                else:
-                    records = await open_loop(session, base_url, schedule, request_rate=float(level),
-                                              rng=random.Random(seed + 1), max_concurrency=max_concurrency,
-                                              on_done=lambda _r: bar.update(1), **request_args)
-                fetched = await fetch_server_info(session, base_url)
-                server_info = fetched.info if fetched.info is not None else server_info
-                keys = dict(level_index=index, mode=mode,
-                            concurrency=int(level) if mode == "closed" else max_concurrency,
-                            request_rate_req_s=float("inf") if mode == "closed" else float(level))
-                frame = records_to_frame(records, keys)
-                info = pd.DataFrame([dict(
-                    level_index=index,
-                    flush_ok=None if flushed is None else flushed.ok,
-                    flush_attempts=None if flushed is None else flushed.attempts,
-                    flush_error=None if flushed is None else flushed.error,
-                    server_accept_length=server_accept_length(fetched.info),
-                    server_gen_throughput_tok_s=server_gen_throughput(fetched.info),
-                    server_info_error=fetched.error,
-                )])
-                level_frames.append(frame)
-                info_frames.append(info)
-                if on_level is not None:
-                    on_level(LevelResult(requests=frame, info=info, server_info=fetched.info, parameters=parameters))
+        if warmup_requests > 0:
+            schedule = prompt_schedule(prompt_list, warmup_requests, rng=random.Random(seed))
+            warm = await closed_loop(session, base_url, schedule, concurrency=warmup_requests, **request_args)
+            if all(not r.ok for r in warm):
+                raise BenchmarkError(
+                    f"All {len(warm)} warmup requests to {base_url}/generate failed; first error: "
+                    f"{warm[0].error_type}: {warm[0].error}. Is the server up (check /health and its log)?")
+        for index, (level, n) in enumerate(plan):
+            bar.set_postfix_str(f"{'concurrency' if mode == 'closed' else 'rate'}={level}")
+            flushed = await flush_cache(session, base_url) if flush else None
+            schedule = prompt_schedule(prompt_list, n, rng=random.Random(seed))
+            if mode == "closed":
+                records = await closed_loop(session, base_url, schedule, concurrency=int(level),
+                                            on_done=lambda _r: bar.update(1), **request_args)
+            else:
+                records = await open_loop(session, base_url, schedule, request_rate=float(level),
+                                          rng=random.Random(seed + 1), max_concurrency=max_concurrency,
+                                          on_done=lambda _r: bar.update(1), **request_args)
+            fetched = await fetch_server_info(session, base_url)
+            server_info = fetched.info if fetched.info is not None else server_info
+            result = _level_result(index, mode, level, max_concurrency, records, flushed, fetched, server_info,
+                                   parameters)
+            level_frames.append(result.requests)
+            info_frames.append(result.info)
+            if on_level is not None:
+                on_level(result)
     finally:
         bar.close()
     requests = pd.concat(level_frames, ignore_index=True)
     level_info = pd.concat(info_frames, ignore_index=True)
     return SweepResult(requests=requests, levels=summarize_levels(requests, level_info), level_info=level_info,
                        warmup=records_to_frame(warm), server_info=server_info, parameters=parameters)
+
+
+def _level_result(index: int, mode: str, level: float, max_concurrency: int | None, records: list[RequestRecord],
+                  flushed: FlushOutcome | None, fetched: ServerInfoOutcome, server_info: dict[str, Any] | None,
+                  parameters: dict[str, Any]) -> LevelResult:
+    """Tables of one measured level; rows are labelled with the engine ``/server_info`` reported."""
+    engine, simulated = server_engine(server_info)
+    keys = dict(engine=engine, simulated=simulated, level_index=index, mode=mode,
+                concurrency=int(level) if mode == "closed" else max_concurrency,
+                request_rate_req_s=float("inf") if mode == "closed" else float(level))
+    info = pd.DataFrame([dict(
+        level_index=index,
+        flush_ok=None if flushed is None else flushed.ok,
+        flush_attempts=None if flushed is None else flushed.attempts,
+        flush_error=None if flushed is None else flushed.error,
+        server_accept_length=server_accept_length(fetched.info),
+        server_gen_throughput_tok_s=server_gen_throughput(fetched.info),
+        server_info_error=fetched.error,
+    )])
+    return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info,
+                       parameters=parameters)
 
 
 def run_sweep(base_url: str, **kwargs: Any) -> SweepResult:

@@ -223,7 +223,8 @@ def save_level(run: RunWriter, level: Any) -> None:
             its server_info replaces the manifest's (the latest read wins).
 
     Raises:
-        ConfigError: the run is already finished.
+        ConfigError: the run is already finished, or the rows' ``engine``/``simulated``
+            (as the server reported them) contradict the run's.
         HostError: a file cannot be written.
     """
     if run.manifest.get("status") != "running":
@@ -237,6 +238,13 @@ def save_level(run: RunWriter, level: Any) -> None:
         run.manifest["parameters"].setdefault(key, value)
     constants = {"run_id": run.run_id, "variant": run.manifest["variant"], "engine": run.manifest["engine"],
                  "simulated": run.manifest["simulated"]}
+    for name in ("engine", "simulated"):
+        reported = set(requests[name].dropna()) if name in requests else set()
+        if reported - {constants[name]}:
+            raise ConfigError(
+                f"Run {run.run_id} was created with {name}={constants[name]!r}, but the server reported "
+                f"{name}={sorted(reported, key=str)} (/server_info); simulated results must never be stored as "
+                "real ones or the reverse. Create the run with the matching engine.")
     requests = requests.drop(columns=[c for c in RUN_COLUMNS if c in requests]).copy()
     info = info.drop(columns=[c for c in RUN_COLUMNS if c in info]).copy()
     for i, (name, value) in enumerate(constants.items()):
