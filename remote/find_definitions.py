@@ -25,13 +25,14 @@ marker is left out, so ``outer.inner`` names a function nested in ``outer``).
 
 Answer: ``{"ok": true, "results": [{"query": ..., "matches": [...], "truncated": bool}],
 "files_scanned", "files_parsed", "files_unparsable", "unparsable", "elapsed_s",
-"python_version", "root", "reads"}``. A definition match has ``path`` (relative to root,
-posix), ``qualname``, ``name``, ``kind`` (function/method/class), ``is_async``,
-``start_line`` (first decorator line, 1-based), ``def_line``, ``end_line``
-(inclusive), ``enclosing_class``, ``decorators`` (source text), ``signature``
-(parameter list and return annotation as one line of source text, comments
-dropped; for classes the base list), ``docstring`` (first line or null),
-``source`` (whole lines start_line..end_line, newlines normalised to ``\\n``) and
+"python_version", "root", "reads"}``. A definition match has ``path`` (relative
+to root, posix), ``qualname``, ``name``, ``kind`` (function / method / class, or
+variable / attribute for a name bound by an assignment at module level or in a
+class body), ``is_async``, ``start_line`` (first decorator line, 1-based),
+``def_line``, ``end_line`` (inclusive), ``enclosing_class``, ``decorators``
+(source text), ``signature`` (parameter list and return annotation as one line of
+source text, comments dropped; for classes the base list; for assignments the
+annotation or ''), ``docstring`` (first line or null), ``source`` (whole lines start_line..end_line, newlines normalised to ``\\n``) and
 ``sha256`` (hex digest of ``source`` encoded as UTF-8). A reference match has
 ``path``, ``line``, ``col`` (0-based, in characters), ``kind`` (call / attribute /
 name / import), ``enclosing`` (qualname of the innermost def or class, null at
@@ -286,6 +287,51 @@ def definition_match(node: ast.AST, scope: tuple, rel: str, text: str, lines: li
     return match
 
 
+def assigned_names(node: ast.AST) -> list:
+    """Names an ``x = ...`` / ``x: T = ...`` statement binds (tuple targets unpacked), else []."""
+    if isinstance(node, ast.AnnAssign):
+        pending = [node.target]
+    elif isinstance(node, ast.Assign):
+        pending = list(node.targets)
+    else:
+        return []
+    names = []
+    while pending:
+        target = pending.pop(0)
+        if isinstance(target, ast.Name):
+            names.append(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            pending.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            pending.append(target.value)
+    return names
+
+
+def assignment_match(node: ast.AST, name: str, scope: tuple, rel: str, text: str, lines: list,
+                     include_source: bool) -> dict:
+    """The answer record for a module-level variable or class attribute bound by an assignment."""
+    source = "\n".join(lines[node.lineno - 1 : node.end_lineno]) + "\n"
+    annotation = getattr(node, "annotation", None)
+    match = {
+        "path": rel,
+        "qualname": qualname_of(scope, name),
+        "name": name,
+        "kind": "attribute" if scope else "variable",
+        "is_async": False,
+        "start_line": node.lineno,
+        "def_line": node.lineno,
+        "end_line": node.end_lineno,
+        "enclosing_class": qualname_of(scope[:-1], scope[-1].name) if scope else None,
+        "decorators": [],
+        "signature": (ast.get_source_segment(text, annotation) or "") if annotation is not None else "",
+        "docstring": None,
+        "sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
+    }
+    if include_source:
+        match["source"] = source
+    return match
+
+
 def name_matches(scope: tuple, name: str, parts: list) -> bool:
     """True when the dotted qualname (scope names + name) ends with ``parts``."""
     if name != parts[-1]:
@@ -350,6 +396,12 @@ def scan_file(tree: ast.AST, rel: str, text: str, queries: list, results: list, 
             if query["type"] == "definition":
                 if isinstance(node, is_def) and name_matches(scope, node.name, query["parts"]):
                     match = definition_match(node, scope, rel, text, lines, request["include_source"])
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)) and (
+                    not scope or isinstance(scope[-1], ast.ClassDef)
+                ):
+                    bound = [n for n in assigned_names(node) if name_matches(scope, n, query["parts"])]
+                    if bound:
+                        match = assignment_match(node, bound[0], scope, rel, text, lines, request["include_source"])
             else:
                 kind = reference_match(node, query["parts"][-1], call_funcs)
                 if kind is not None:

@@ -161,6 +161,30 @@ def test_qualified_names_classes_async_and_multiline_signatures(tree: Path) -> N
     assert [r["query"]["name"] for r in answer["results"]] == [q["name"] for q in queries]
 
 
+def test_module_variables_and_class_attributes_are_definitions_too(tmp_path: Path) -> None:
+    (tmp_path / "consts.py").write_text(
+        "LIMIT = 4\n"
+        "first, (LIMIT_B, *rest) = 1, (2, 3)\n"
+        "class Draft:\n"
+        "    LIMIT: ClassVar[int] = (\n"
+        "        None)\n"
+        "    def run(self):\n"
+        "        LIMIT = 5  # a local: not a definition\n"
+        "        self.LIMIT = 6  # an attribute store: not a definition either\n",
+        encoding="utf-8",
+    )
+    queries = [{"name": "LIMIT"}, {"name": "Draft.LIMIT"}, {"name": "LIMIT_B"}]
+    status, answer = run_script({"root": str(tmp_path), "queries": queries})
+    assert status == 0
+    bare, qualified, unpacked = (r["matches"] for r in answer["results"])
+    assert [(m["qualname"], m["kind"], m["start_line"], m["end_line"]) for m in bare] == [
+        ("LIMIT", "variable", 1, 1), ("Draft.LIMIT", "attribute", 4, 5)]  # fmt: skip
+    assert qualified == [bare[1]] and qualified[0]["enclosing_class"] == "Draft"
+    assert qualified[0]["signature"] == "ClassVar[int]" and qualified[0]["source"] == (
+        "    LIMIT: ClassVar[int] = (\n        None)\n")  # fmt: skip
+    assert [(m["qualname"], m["start_line"]) for m in unpacked] == [("LIMIT_B", 2)]
+
+
 def test_references_calls_attributes_imports_with_enclosing_scope(tree: Path) -> None:
     status, answer = run_script(
         {"root": str(tree), "queries": [{"name": "target", "type": "references", "path_glob": "dir with space/*"}]}

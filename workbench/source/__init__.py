@@ -7,21 +7,31 @@ from workbench.source.definitions import (
     search_tree,
     summary_table,
 )
+from workbench.source.history import Change, definition_history, history_diffs, history_events
 from workbench.source.lines import LineRange, read_lines
 from workbench.source.releases import Release, cache_dir, sglang_release
-from workbench.source.render import HTMLFragment, highlight_lines, source_panes
+from workbench.source.render import HTMLFragment, diff_panes, highlight_lines, source_panes
+from workbench.source.versions import index_versions, previous_release, select_versions
 
 __all__ = [
     "DEFAULT_VERSIONS",
+    "Change",
     "HTMLFragment",
     "LineRange",
     "Release",
     "cache_dir",
+    "definition_history",
+    "diff_panes",
     "find_definition",
     "find_references",
     "highlight_lines",
+    "history_diffs",
+    "history_events",
+    "index_versions",
+    "previous_release",
     "read_lines",
     "search_tree",
+    "select_versions",
     "sglang_release",
     "source_panes",
     "summary_table",

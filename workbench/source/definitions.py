@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import pandas as pd
@@ -31,6 +32,8 @@ from workbench.source.releases import DOWNLOAD_TIMEOUT_S, sglang_release
 DEFAULT_VERSIONS: tuple[str, ...] = ("0.5.9", "0.5.23")
 #: Limit for one search of one tree, in seconds.
 SEARCH_TIMEOUT_S = 300.0
+#: How many releases are fetched and searched at once.
+PARALLEL_SEARCHES = 8
 
 #: Columns of :func:`find_definition`'s frame, in order.
 DEFINITION_COLUMNS = [
@@ -175,7 +178,8 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """The frame without its long text columns, with a ``lines`` column (``"182-206"``), for display.
 
     Args:
-        df: a frame from :func:`find_definition`.
+        df: a frame from :func:`find_definition` (or any frame with some of its columns,
+            such as :func:`workbench.source.definition_history`'s).
     """
     table = df.drop(columns=[c for c in ("source", "decorators", "docstring", "root") if c in df.columns])
     if {"start_line", "end_line"} <= set(df.columns):
@@ -184,9 +188,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             for s, e in zip(df["start_line"], df["end_line"], strict=True)
         ]
         table.insert(table.columns.get_loc("start_line"), "lines", lines)
-        table = table.drop(columns=["start_line", "end_line", "def_line"])
-    if "sha256" in table.columns:
-        table["sha256"] = table["sha256"].map(lambda h: h[:12] if isinstance(h, str) else h)
+        table = table.drop(columns=[c for c in ("start_line", "end_line", "def_line") if c in table.columns])
+    for column in ("sha256", "previous_sha256"):
+        if column in table.columns:
+            table[column] = table[column].map(lambda h: h[:12] if isinstance(h, str) else h)
     return table
 
 
@@ -210,19 +215,25 @@ def _search(
         check_name(each)
     if isinstance(versions, str):
         versions = [versions]
-    targets: list[tuple[str, Host, str]] = []
-    local = LocalHost()
-    for version in versions:
-        release = sglang_release(version, timeout_s=DOWNLOAD_TIMEOUT_S)
-        targets.append((version, local, str(release.package_dir)))
+    targets: list[tuple[str, Host, str | None]] = [(version, LocalHost(), None) for version in versions]
     if tree is not None:
         tree_host = get_host(host)
         targets.append((tree_label or f"{tree_host.name}:{tree}", tree_host, tree))
+    queries = [{"name": each, "type": qtype} for each in names]
+
+    def one(target: tuple[str, Host, str | None]) -> dict[str, Any]:
+        label, where, root = target
+        if root is None:  # a release: fetched (or found in the cache) and searched here
+            root = str(sglang_release(label, timeout_s=DOWNLOAD_TIMEOUT_S).package_dir)
+        return search_tree(where, root, queries, include_source=include_source, timeout_s=timeout_s)
+
+    # Releases are fetched and searched in parallel (pip and the helper are subprocesses);
+    # results keep the order asked for, and the first error is raised as it is.
+    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL_SEARCHES, len(targets)))) as pool:
+        answers = list(pool.map(one, targets))
     rows: list[dict[str, Any]] = []
     searches: dict[str, dict[str, Any]] = {}
-    queries = [{"name": each, "type": qtype} for each in names]
-    for label, where, root in targets:
-        answer = search_tree(where, root, queries, include_source=include_source, timeout_s=timeout_s)
+    for (label, where, _), answer in zip(targets, answers, strict=True):
         searches[label] = {
             key: answer.get(key)
             for key in ("root", "files_scanned", "files_parsed", "files_unparsable", "unparsable", "python_version")

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
+
+if TYPE_CHECKING:
+    from workbench.source.history import Change
 
 #: Pygments style used for highlighting (a light theme that reads well on white).
 DEFAULT_STYLE = "default"
@@ -206,3 +210,70 @@ def _pane(
         f'<div style="{_SUB}">{sub} &middot; sha256 {html.escape(sha[:12])}{same_note}</div></div>'
     )
     return f'<div style="{_PANE}">{head}{code}{note}</div>'
+
+
+_DIFF_ROW = {"-": "background: #ffebe9;", "+": "background: #e6ffec;", " ": ""}
+_DIFF_MARK = "flex: none; width: 2ch; text-align: center; user-select: none; -webkit-user-select: none;"
+
+
+def diff_panes(changes: Sequence[Change], *, style: str = DEFAULT_STYLE, wrap: bool = True) -> HTMLFragment:
+    """HTML panes of unified diffs (from :func:`workbench.source.history_diffs`), one per change.
+
+    Each pane is headed by the two releases and files; each row shows the old and
+    the new file's line number (blank on the side a line does not exist), a ``-`` or
+    ``+`` mark on a red or green ground, and the highlighted code.
+
+    Args:
+        changes: the changes to show, in order.
+        style: Pygments style name.
+        wrap: wrap long lines (default True) or scroll them sideways.
+
+    Returns:
+        An :class:`HTMLFragment`; a note when there are no changes.
+    """
+    if not changes:
+        return HTMLFragment(f'<div style="{_MISSING}">No body changed in the releases compared.</div>')
+    return HTMLFragment("".join(_diff_pane(change, style=style, wrap=wrap) for change in changes))
+
+
+def _diff_pane(change: Change, *, style: str, wrap: bool) -> str:
+    formatter = HtmlFormatter(nowrap=True, noclasses=True, style=style)
+    lexer = PythonLexer(stripnl=False, ensurenl=True)
+    old_html = highlight(change.old_source, lexer, formatter).split("\n")
+    new_html = highlight(change.new_source, lexer, formatter).split("\n")
+    width = len(str(max(change.old_start + change.old_source.count("\n"), change.new_start + change.new_source.count("\n")))) + 2
+    number = f"{_LINENO} flex: none; width: {width}ch; margin-right: 0;"
+    code_css = (f"{_ROW_CODE} white-space: pre-wrap; overflow-wrap: anywhere; flex: 1 1 auto; min-width: 0;" if wrap
+                else f"{_ROW_CODE} white-space: pre; flex: none;")  # fmt: skip
+    rows, old_no, new_no = [], 0, 0
+    for line in change.diff.splitlines()[2:]:
+        if line.startswith("@@"):
+            old_no, new_no = (int(part[1:].split(",")[0]) for part in line.split(" ")[1:3])
+            rows.append(f'<div style="{_SANS} background: #ddf4ff; color: #57606a; padding: 2px 10px;">'
+                        f"{html.escape(line)}</div>")  # fmt: skip
+            continue
+        mark, text = line[:1], line[1:]
+        if mark == "-":
+            left, right, code = str(old_no), "", old_html[old_no - change.old_start]
+            old_no += 1
+        elif mark == "+":
+            left, right, code = "", str(new_no), new_html[new_no - change.new_start]
+            new_no += 1
+        else:
+            left, right, code = str(old_no), str(new_no), new_html[new_no - change.new_start]
+            old_no, new_no = old_no + 1, new_no + 1
+        code = code if code or not text else html.escape(text)
+        rows.append(
+            f'<div style="display: flex; {_DIFF_ROW.get(mark, "")}"><span style="{number}">{left}</span>'
+            f'<span style="{number} margin-right: 4px;">{right}</span><span style="{_DIFF_MARK}">{html.escape(mark)}</span>'
+            f'<pre style="{code_css}">{code}</pre></div>'
+        )
+    where = (f"<code>{html.escape(change.old_path)}</code> &rarr; <code>{html.escape(change.new_path)}</code>"
+             if change.moved else f"<code>{html.escape(change.new_path)}</code>")  # fmt: skip
+    head = (
+        f'<div style="{_HEAD}"><b>{html.escape(change.old_version)} &rarr; {html.escape(change.new_version)}</b>'
+        f" &middot; {where}"
+        f'<div style="{_SUB}"><code>{html.escape(change.qualname)}</code>'
+        f"{' &middot; moved and changed' if change.moved else ' &middot; changed'}</div></div>"
+    )
+    return f'<div style="{_PANE}">{head}<div style="{_CODE}">' + "\n".join(rows) + "</div></div>"
