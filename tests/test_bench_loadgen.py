@@ -226,3 +226,11 @@ def test_rows_from_a_real_server_are_not_simulated():
                            prompts=PROMPTS, time_scale="auto", progress=False)
     assert list(result.requests["engine"]) == ["sglang"] and not result.requests["simulated"].any()
     assert result.parameters["time_scale"] == 1.0
+
+
+def test_unique_prefix_makes_every_request_text_distinct():
+    with ScriptedServer(StreamScript()) as srv:
+        run_sweep(srv.url, concurrency_levels=[2], requests_per_level=7, max_new_tokens=1, prompts=PROMPTS,
+                  warmup_requests=0, unique_prefix=True, progress=False)
+        texts = [b["text"] for b in srv.bodies]
+    assert len(set(texts)) == 7 and texts[0].startswith("[request 0-")

@@ -103,11 +103,17 @@ def _python(rng: random.Random) -> str:
     t1, t2 = rng.choice(_TYPES), rng.choice(_TYPES)
     n = rng.randint(1, 100)
     body = rng.choice([
-        f"    total = 0\n    for i, {other} in enumerate({arg}):\n        if i % {n} == 0:\n            total += len({other})\n    return total\n",
-        f"    if {arg} is None:\n        raise ValueError(f\"{arg} must not be None, got {{{arg}!r}}\")\n    return {{k: v for k, v in {arg}.items() if v}}\n",
-        f"    result = []\n    while {arg}:\n        {other} = {arg}.pop()\n        result.append({other} * {n})\n    return sorted(result, reverse=True)\n",
-        f"    async with self._lock:\n        self.{other}_count += 1\n        await asyncio.sleep({n / 1000})\n        return self.{other}_count\n",
-        f"    try:\n        with open({arg}, encoding=\"utf-8\") as fh:\n            return json.load(fh)\n    except (OSError, json.JSONDecodeError) as exc:\n        raise ConfigError(f\"cannot read {{{arg}}}: {{exc}}\") from exc\n",
+        (f"    total = 0\n    for i, {other} in enumerate({arg}):\n"
+         f"        if i % {n} == 0:\n            total += len({other})\n    return total\n"),
+        (f"    if {arg} is None:\n        raise ValueError(f\"{arg} must not be None, got {{{arg}!r}}\")\n"
+         f"    return {{k: v for k, v in {arg}.items() if v}}\n"),
+        (f"    result = []\n    while {arg}:\n        {other} = {arg}.pop()\n"
+         f"        result.append({other} * {n})\n    return sorted(result, reverse=True)\n"),
+        (f"    async with self._lock:\n        self.{other}_count += 1\n"
+         f"        await asyncio.sleep({n / 1000})\n        return self.{other}_count\n"),
+        (f"    try:\n        with open({arg}, encoding=\"utf-8\") as fh:\n            return json.load(fh)\n"
+         f"    except (OSError, json.JSONDecodeError) as exc:\n"
+         f"        raise ConfigError(f\"cannot read {{{arg}}}: {{exc}}\") from exc\n"),
     ])
     doc = f'    """{_sentence(rng)}\n\n    Args:\n        {arg}: {_sentence(rng).lower()}\n    """\n'
     test = (f"\n\ndef test_{name}():\n    assert {name}({rng.choice(['[]', '{}', '0', 'None', repr(_ident(rng, 1))])})"
@@ -115,7 +121,8 @@ def _python(rng: random.Random) -> str:
     func = f"def {name}({arg}: {t1}, *, {other}: {t2} = None) -> {rng.choice(_TYPES)}:\n{doc}{body}"
     if rng.random() < 0.5:
         cls = _camel(rng, rng.randint(2, 3))
-        func = f"class {cls}({_camel(rng, 1)}Error if {n} else {_camel(rng, 2)}):\n    {_camel(rng, 2)}: int = {n}\n\n" + func
+        func = (f"class {cls}({_camel(rng, 1)}Error if {n} else {_camel(rng, 2)}):\n"
+                f"    {_camel(rng, 2)}: int = {n}\n\n") + func
     return func + (test if rng.random() < 0.4 else "")
 
 
@@ -129,12 +136,15 @@ def _json_call(rng: random.Random) -> str:
 
 
 def _shell_or_log(rng: random.Random) -> str:
-    ts = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
+    ts = (f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+          f"T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z")
     return rng.choice([
-        f"$ {rng.choice(['git', 'pytest', 'python -m', 'ls -la', 'grep -rn', 'docker', 'kubectl get'])} {_ident(rng)} --{rng.choice(_NAME_PARTS)}={rng.randint(1, 64)}",
+        (f"$ {rng.choice(['git', 'pytest', 'python -m', 'ls -la', 'grep -rn', 'docker', 'kubectl get'])} "
+         f"{_ident(rng)} --{rng.choice(_NAME_PARTS)}={rng.randint(1, 64)}"),
         f"{ts} {rng.choice(['INFO', 'WARN', 'ERROR', 'DEBUG'])}  {_sentence(rng)} (request_id={rng.getrandbits(32):08x})",
         f"Decode batch, #running-req: {rng.randint(1, 64)}, #token: {rng.randint(100, 90000)}, "
-        f"token usage: {rng.random():.2f}, accept len: {rng.uniform(1, 4):.2f}, gen throughput (token/s): {rng.uniform(10, 900):.2f}",
+        f"token usage: {rng.random():.2f}, accept len: {rng.uniform(1, 4):.2f}, "
+        f"gen throughput (token/s): {rng.uniform(10, 900):.2f}",
     ])
 
 

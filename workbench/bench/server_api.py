@@ -119,14 +119,16 @@ async def fetch_server_info(session: aiohttp.ClientSession, base_url: str) -> Se
                     continue
                 if resp.status != 200:
                     text = await resp.text(errors="replace")
-                    return ServerInfoOutcome(None, route, f"HTTPStatusError: {url} answered {resp.status}: {text[:200]}")
+                    message = f"HTTPStatusError: {url} answered {resp.status}: {text[:200]}"
+                    return ServerInfoOutcome(None, route, message)
                 info = await resp.json(content_type=None)
         except TimeoutError:
             return ServerInfoOutcome(None, route, f"TimeoutError: {url} gave no answer in {CALL_TIMEOUT_S} s")
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             return ServerInfoOutcome(None, route, f"{type(exc).__name__}: {url}: {exc}")
         if not isinstance(info, dict):
-            return ServerInfoOutcome(None, route, f"ProtocolError: {url} returned JSON {type(info).__name__}, not an object")
+            message = f"ProtocolError: {url} returned JSON {type(info).__name__}, not an object"
+            return ServerInfoOutcome(None, route, message)
         return ServerInfoOutcome(info, route, None)
     return ServerInfoOutcome(None, None, error)
 

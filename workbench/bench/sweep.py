@@ -129,6 +129,7 @@ async def run_sweep_async(
     time_scale: float | Literal["auto"] = 1.0,
     warmup_requests: int = 1,
     flush: bool = True,
+    unique_prefix: bool = False,
     timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     extra_sampling_params: Mapping[str, Any] | None = None,
     progress: bool = True,
@@ -159,6 +160,10 @@ async def run_sweep_async(
         warmup_requests: requests sent concurrently before the first level, not
             measured. 0 disables.
         flush: POST ``/flush_cache`` before each level.
+        unique_prefix: start every request's text with ``[request <level>-<index>]`` so
+            a prompt sent again within a level misses SGLang's radix (prefix) cache.
+            Off by default: with more requests than prompts, repeats are then served
+            partly from the cache (``cached_tokens`` in the rows shows how much).
         timeout_s: per-request limit (wall seconds; None: none).
         extra_sampling_params: merged into every request's sampling_params.
         progress: show a tqdm progress bar over all requests.
@@ -190,6 +195,7 @@ async def run_sweep_async(
                             time_scale=_resolve_time_scale(time_scale, preflight.info, base_url),
                             preflight_info=preflight.info, max_concurrency=max_concurrency,
                             max_new_tokens=max_new_tokens, seed=seed, warmup_requests=warmup_requests, flush=flush,
+                            unique_prefix=unique_prefix,
                             timeout_s=timeout_s, extra_sampling_params=extra_sampling_params, progress=progress,
                             on_level=on_level, clock=clock, wall_clock=wall_clock)
 
@@ -220,6 +226,7 @@ async def _sweep(
     seed: int,
     warmup_requests: int,
     flush: bool,
+    unique_prefix: bool,
     timeout_s: float | None,
     extra_sampling_params: Mapping[str, Any] | None,
     progress: bool,
@@ -231,7 +238,7 @@ async def _sweep(
     parameters = dict(base_url=base_url, mode=mode, levels=[float(x) if mode == "open" else int(x) for x in levels],
                       requests_per_level=[n for _, n in plan], max_new_tokens=max_new_tokens,
                       prompt_ids=[p.id for p in prompt_list], seed=seed, time_scale=float(time_scale),
-                      warmup_requests=warmup_requests, flush=flush, timeout_s=timeout_s,
+                      warmup_requests=warmup_requests, flush=flush, unique_prefix=unique_prefix, timeout_s=timeout_s,
                       max_concurrency=max_concurrency, extra_sampling_params=dict(extra_sampling_params or {}))
     request_args = dict(max_new_tokens=max_new_tokens, timebase=timebase, timeout_s=timeout_s,
                         extra_sampling_params=extra_sampling_params)
@@ -252,6 +259,9 @@ async def _sweep(
             bar.set_postfix_str(f"{'concurrency' if mode == 'closed' else 'rate'}={level}")
             flushed = await flush_cache(session, base_url) if flush else None
             schedule = prompt_schedule(prompt_list, n, rng=random.Random(seed))
+            if unique_prefix:
+                schedule = [dataclasses.replace(p, text=f"[request {index}-{i}] {p.text}")
+                            for i, p in enumerate(schedule)]
             if mode == "closed":
                 records = await closed_loop(session, base_url, schedule, concurrency=int(level),
                                             on_done=lambda _r: bar.update(1), **request_args)
