@@ -146,3 +146,11 @@ def test_records_to_frame_schema():
     assert str(frame["output_tokens"].dtype) == "Int64" and frame["output_tokens"].isna().iloc[1]
     assert frame["itl_ms"].iloc[0] == pytest.approx([50.0, 50.0])
     assert records_to_frame([]).shape == (0, len(frame.columns) - 1)
+
+
+def test_zero_accept_length_of_non_speculative_request_is_nan():
+    rec = run([(0.1, chunk("ab", 2, finish={"type": "length"}, spec_accept_length=0.0, spec_accept_rate=0.0)),
+               (0.1, DONE)])
+    assert math.isnan(rec.meta_spec_accept_length) and math.isnan(rec.accept_length)
+    rec = run([(0.1, chunk("ab", 2, finish={"type": "length"}, spec_verify_ct=0)), (0.1, DONE)])
+    assert rec.spec_verify_ct == 0 and math.isnan(rec.accept_length)

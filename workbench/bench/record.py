@@ -25,6 +25,8 @@ and ``calculate_metrics``; see sglang-facts.md section 5):
 - ``accept_length``: ``output_tokens / spec_verify_ct`` (SGLang's own formula for
   ``spec_accept_length``, bonus and prefill tokens included); NaN when the server
   sent no ``spec_verify_ct`` (not speculative) or it is 0.
+- ``meta_spec_accept_length``: the server's ``meta_info.spec_accept_length`` (0.5.4+),
+  for cross-checking; NaN when absent or when ``spec_verify_ct`` is missing or 0.
 
 Missing values are NaN (floats) or None (ints, strings), never 0.
 """
@@ -222,6 +224,8 @@ class StreamAccumulator:
             rec.tpot_ms = (rec.e2e_ms - rec.ttft_ms) / (out - 1)
         if rec.spec_verify_ct and out is not None:
             rec.accept_length = out / rec.spec_verify_ct
+        else:  # SGLang 0.5.4 writes spec_accept_length 0 for non-speculative requests: not a value
+            rec.meta_spec_accept_length = NAN
         rec.start_epoch_s, rec.end_epoch_s = tb.epoch_s(self._start), tb.epoch_s(end)
         rec.start_s, rec.end_s = tb.run_s(self._start), tb.run_s(end)
         return rec
