@@ -76,7 +76,8 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
     long["source"] = long["source"].map({"accept_length": "client (meta_info)", "server_accept_length": "server (/server_info)"})
     base = alt.Chart(long, title=_title("Accept length", subtitle), width=WIDTH, height=HEIGHT).encode(
         x=_x(),
-        y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)", scale=alt.Scale(zero=False)),
+        y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
+                scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3])),
         color=alt.Color("variant:N", title="Variant"),
         tooltip=["variant", "concurrency", "source", alt.Tooltip("accept_len:Q", format=".2f")],
     )
@@ -111,19 +112,19 @@ def ratio_chart(ratios: pd.DataFrame, crossovers: dict[str, Crossover], *, spec:
     )
     one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(y="ratio:Q")
     marks = [
-        {"concurrency": c.concurrency, "label": f"crossover ({names.get(m, m)}) ≈ {c.concurrency:.2f}"}
-        for m, c in crossovers.items()
-        if c.concurrency is not None
+        {"concurrency": c.concurrency, "label": f"crossover, {names.get(m, m)}: {c.concurrency:.2f}", "row": i}
+        for i, (m, c) in enumerate((m, c) for m, c in crossovers.items() if c.concurrency is not None)
     ]
     notes = "; ".join(f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None)
     layers = [lines, one]
     if marks:
         mark_df = pd.DataFrame(marks)
         layers.append(alt.Chart(mark_df).mark_rule(color="firebrick", strokeDash=[6, 3]).encode(x="concurrency:Q"))
-        layers.append(
-            alt.Chart(mark_df)
-            .mark_text(align="left", dx=4, dy=-6, color="firebrick")
-            .encode(x="concurrency:Q", y=alt.value(12 + 0), text="label:N")
-        )
+        for mark in marks:  # one text layer per label, stacked from the top so they never overlap
+            layers.append(
+                alt.Chart(pd.DataFrame([mark]))
+                .mark_text(align="left", dx=4, color="firebrick")
+                .encode(x="concurrency:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
+            )
     full_subtitle = [subtitle] + ([notes] if notes else [])
     return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)
