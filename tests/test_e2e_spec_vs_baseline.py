@@ -32,7 +32,8 @@ def report(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     result = run_notebook(
         NOTEBOOK, out_dir=out,
-        parameters={"concurrency_levels": LEVELS, "time_scale": 4.0, "runs_dir": str(runs)},
+        parameters={"variants": ["baseline", "eagle3-topk4"], "concurrency_levels": LEVELS, "time_scale": 4.0,
+                    "runs_dir": str(runs)},
     )
     run_dirs = sorted(p for p in runs.iterdir() if p.is_dir())
     return result, {load_run(p).manifest["variant"]: load_run(p) for p in run_dirs}

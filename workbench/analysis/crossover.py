@@ -69,7 +69,7 @@ def ratio_table(levels: pd.DataFrame, *, baseline: str, spec: str, metrics: tupl
         raise ConfigError(f"level table lacks columns {missing}")
     b = levels[levels["variant"] == baseline].set_index("concurrency")[list(metrics)]
     s = levels[levels["variant"] == spec].set_index("concurrency")[list(metrics)]
-    joined = b.join(s, lsuffix="_baseline", rsuffix="_spec", how="inner").sort_index()
+    joined = b.merge(s, left_index=True, right_index=True, how="inner", suffixes=("_baseline", "_spec")).sort_index()
     if joined.empty:
         raise ConfigError(f"{baseline!r} and {spec!r} share no concurrency level")
     for m in metrics:
