@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench import paths
 from workbench.bench.sweep import run_sweep
-from workbench.errors import ConfigError
+from workbench.errors import BenchmarkError, ConfigError
 from workbench.servers import ServerHandle, Variant, load_variant
 from workbench.servers.variants import Engine
 from workbench.sim.calibrate import REQUESTS_RULE, requests_for_level
@@ -106,9 +106,21 @@ def benchmark_variant(
                                        "model_path": v.model_path, "draft_model_path": v.draft_model_path},
                 "simulation": info.get("simulation"),
                 "server_log": server.process.log_path,
+                "server_process": {"pid": server.process.pid, "pgid": server.process.pgid,
+                                   "start_time": server.process.start_time, "port": server.port},
             },
             root=paths.resolve(runs_dir),
         )
+        def on_level(level: Any) -> None:
+            run.save_level(level)
+            if len(level.requests) and level.requests["error"].notna().all():
+                alive = "still running" if server.alive else "no longer running"
+                raise BenchmarkError(
+                    f"Every request of a level failed against {v.name!r} (server {alive}); first error: "
+                    f"{level.requests['error'].iloc[0]}. Measured levels are kept in {run.path}. "
+                    f"Server log tail:\n{server.logs_tail(30)}"
+                )
+
         with run:
             run_sweep(
                 server.url,
@@ -120,7 +132,7 @@ def benchmark_variant(
                 time_scale=time_scale if engine == "sim" else 1.0,
                 warmup_requests=warmup_requests,
                 progress=progress,
-                on_level=run.save_level,
+                on_level=on_level,
             )
             run.finish(server_info=server.server_info())
     return run.path

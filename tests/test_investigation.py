@@ -1,0 +1,68 @@
+"""Notebook entry points: bad input fails early and clearly; a dying server loses no measured level."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from workbench.errors import BenchmarkError, ConfigError
+from workbench.hosts import LocalHost
+from workbench.hosts import processes
+from workbench.investigation import benchmark_variant, load_study
+from workbench.store import load_run
+
+FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False)
+
+
+def test_bad_input_is_refused_before_launch(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="known variants: .*baseline"):
+        benchmark_variant("no-such-variant", runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="concurrency_levels"):
+        benchmark_variant("baseline", concurrency_levels=[0, 2], runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="time_scale"):
+        benchmark_variant("baseline", engine="sglang", time_scale=2.0, runs_dir=tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing started, nothing written
+
+
+def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
+    killed: dict[str, int] = {}
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for manifest in tmp_path.glob("*/manifest.json"):
+                m = json.loads(manifest.read_text())
+                if m.get("levels_completed", 0) >= 1:
+                    killed["pgid"] = m["server_process"]["pgid"]
+                    os.killpg(killed["pgid"], signal.SIGKILL)
+                    return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    with pytest.raises(BenchmarkError, match="Every request of a level failed") as err:
+        benchmark_variant("baseline", concurrency_levels=[1, 2, 4], requests_per_level=4, runs_dir=tmp_path, **FAST)
+    thread.join(5)
+    assert "Measured levels are kept" in str(err.value)
+    (run_dir,) = list(tmp_path.iterdir())
+    run = load_run(run_dir)
+    assert run.manifest["status"] == "failed" and "BenchmarkError" in run.manifest["error"]
+    level1 = run.levels[run.levels["concurrency"] == 1].iloc[0]
+    assert level1["completed"] == 4 and level1["failed"] == 0
+    assert not processes.group_members(LocalHost(), killed["pgid"])
+
+
+def test_study_requires_its_baseline(tmp_path) -> None:
+    run = benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=2, runs_dir=tmp_path, **FAST)
+    with pytest.raises(ConfigError, match="baseline variant 'nope' has no runs"):
+        load_study([run], baseline="nope")
+    with pytest.raises(ConfigError, match="several runs measure the same variant"):
+        load_study([run, run], baseline="baseline")
+    study = load_study([run], baseline="baseline")
+    assert study.simulated and study.subtitle.startswith("SIMULATED")
+    assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request"}
