@@ -1,0 +1,175 @@
+"""Why a server failed to start, read from its log: a kind, the evidence line, and what to do.
+
+:func:`classify` is a pure function of the log text. Rules are tried in a fixed
+order and the first that matches wins, because one failure often mentions
+another (a CUDA-graph capture that failed with "CUDA out of memory" is a capture
+failure, whose fix differs from a weight-loading OOM). Patterns come from real
+SGLang logs quoted in public issues; ``tests/fixtures/sglang_logs/`` holds those
+excerpts with their sources, and ``tests/test_servers_failures.py`` checks each.
+
+Kinds (:data:`KINDS`)::
+
+    lease_expired   the workbench's host-side lease stopped it (no client heartbeat)
+    cuda_graph      CUDA-graph capture failed
+    out_of_memory   GPU memory: a CUDA OOM, or too little left for the KV cache
+    port_in_use     the HTTP port (or an internal SGLang port) was taken
+    bad_flags       argparse refused a flag, or SGLang refused a flag combination
+    import_error    the host's Python lacks a module (or has a mismatched one)
+    timeout         still not ready when the ready timeout ran out (set by the caller)
+    unknown         none of the above
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Literal
+
+FailureKind = Literal[
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "unknown"
+]
+
+#: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
+KINDS: tuple[str, ...] = (
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "unknown",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """A classified start failure.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        suggestion: one line telling the user what to try.
+        evidence: the log line that decided it ('' when none did).
+    """
+
+    kind: FailureKind
+    suggestion: str
+    evidence: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rule:
+    kind: FailureKind
+    pattern: re.Pattern[str]
+    suggestion: str | Callable[[re.Match[str]], str]
+    #: Only counts when this also matches somewhere in the log.
+    requires: re.Pattern[str] | None = None
+
+
+def _import_suggestion(module: str) -> str:
+    top = module.split(".")[0]
+    if top == "sglang":
+        return ("SGLang is not installed for the Python that ran the server: pass python=<the SGLang "
+                "environment's interpreter> (or set WORKBENCH_REMOTE_PYTHON) or `pip install sglang` there.")
+    if top == "workbench":
+        return ("The workbench package was not found on the host: it is uploaded for engine='sim'; "
+                "check the upload directory under ~/.cache/specbench-workbench/remote is readable.")
+    if top in ("sgl_kernel", "flashinfer", "vllm", "torch"):
+        return (f"The host Python cannot import {module!r} (a compiled dependency of SGLang): reinstall the "
+                "SGLang release's matching wheels (sgl-kernel, flashinfer, torch) in that environment.")
+    name = f"{module!r}" if module else "a module"
+    return (f"The host Python cannot import {name}: `pip install` it into the server's environment, or point "
+            "python= (or WORKBENCH_REMOTE_PYTHON) at an environment that has it.")
+
+
+_M = re.MULTILINE
+_I = re.IGNORECASE
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule("lease_expired", re.compile(r"^.*\[workbench watchdog\] lease expired.*$", _M),
+          "The host-side lease stopped it because no client heartbeat arrived in time: keep the notebook "
+          "kernel alive, raise lease_s, or start it with detached=True to keep it without a client."),
+    _Rule("cuda_graph", re.compile(r"^.*Capture cuda graph failed.*$", _M | _I),
+          "CUDA-graph capture failed: lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static (e.g. 0.8); "
+          "--disable-cuda-graph avoids it at a large speed cost; a NCCL/custom all-reduce error here may need "
+          "--disable-custom-all-reduce."),
+    # A traceback out of the capture code that the excerpt cut before its last line.
+    _Rule("cuda_graph", re.compile(r"^.*cuda_graph_runner\.py.*$", _M),
+          "CUDA-graph capture failed: lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static (e.g. 0.8); "
+          "--disable-cuda-graph avoids it at a large speed cost.",
+          requires=re.compile(r"Capture cuda graph begin(?![\s\S]*Capture cuda graph end)", _I)),
+    _Rule("out_of_memory", re.compile(r"^.*Not enough memory(?:\.| to allocate KV cache).*$", _M),
+          "The weights leave too little GPU memory for the KV cache: raise --mem-fraction-static (e.g. 0.9), "
+          "spread the model over more GPUs (--tp-size), or lower --context-length / --max-running-requests."),
+    _Rule("out_of_memory", re.compile(r"^.*(?:CUDA out of memory|OutOfMemoryError|CUDA error: out of memory).*$",
+                                      _M | _I),
+          "The GPUs ran out of memory: check that nothing else holds them (nvidia-smi, `workbench servers`), "
+          "lower --mem-fraction-static (e.g. 0.8) or --cuda-graph-max-bs, or use more GPUs (--tp-size)."),
+    _Rule("port_in_use", re.compile(
+        r"^.*(?:address already in use|Errno 98\]|EADDRINUSE|is not available in \d+ seconds|"
+        r"port \d+ is (?:already )?in use).*$", _M | _I),
+          "A port the server needs is taken on the host: stop what holds it (`workbench servers --host HOST`, "
+          "`ss -ltnp`) or start without port= so the workbench picks a free one."),
+    _Rule("bad_flags", re.compile(
+        r"^\S[^\n]*: error: (?:unrecognized arguments|argument |the following arguments are required|"
+        r"invalid choice).*$", _M),
+          "A launch flag was refused by this SGLang version's argument parser: check its spelling (dashes, "
+          "not underscores) against `python -m sglang.launch_server --help` on the host and fix the variant."),
+    _Rule("import_error", re.compile(
+        r"^.*(?:ModuleNotFoundError: No module named '(?P<module>[^']+)'|ImportError: .*?(?:from|named) "
+        r"'(?P<module2>[^']+)'|ImportError: .*)$", _M),
+          lambda m: _import_suggestion(m.group("module") or m.group("module2") or "")),
+    _Rule("bad_flags", re.compile(
+        r"^(?:\S+ )?(?:ValueError|AssertionError|NotImplementedError): .*(?:not (?:compatible|supported)|"
+        r"only supports|requires|must be|cannot be).*$", _M),
+          "SGLang refused this combination of flags (or environment, e.g. SGLANG_ENABLE_SPEC_V2): read the "
+          "error line and change the variant's flags/env accordingly."),
+    # The simulator logs SGLang's refusals without an exception name.
+    _Rule("bad_flags", re.compile(
+        r"^.*(?:currently only supports|SGLang asserts here|is not a choice in SGLang).*$", _M),
+          "SGLang refused this combination of flags (or environment, e.g. SGLANG_ENABLE_SPEC_V2): read the "
+          "error line and change the variant's flags/env accordingly."),
+)
+
+UNKNOWN_SUGGESTION = ("No known failure pattern in the log: read its tail below; the last Traceback or ERROR line "
+                      "usually names the cause.")
+TIMEOUT_SUGGESTION = ("It was still starting when the ready timeout ran out: raise ready_timeout_s (or "
+                      "WORKBENCH_READY_TIMEOUT_S) if weights are still loading or CUDA graphs still capturing, "
+                      "else look for a hang (NCCL, a download) in the log.")
+
+
+def classify(log_text: str) -> Failure:
+    """Classify a failed start from its log text.
+
+    Args:
+        log_text: the server's log (its tail is enough; a few hundred lines).
+
+    Returns:
+        The first rule that matches (see the module docstring for the order), or
+        kind ``"unknown"``. ``evidence`` is the matching line, stripped.
+    """
+    for rule in _RULES:
+        if rule.requires is not None and not rule.requires.search(log_text):
+            continue
+        match = rule.pattern.search(log_text)
+        if match is None:
+            continue
+        suggestion = rule.suggestion(match) if callable(rule.suggestion) else rule.suggestion
+        return Failure(rule.kind, suggestion, match.group(0).strip())
+    return Failure("unknown", UNKNOWN_SUGGESTION)
+
+
+def timed_out(log_text: str) -> Failure:
+    """The failure of a server that never became ready but is still running.
+
+    A known pattern in the log (e.g. a capture failure that hangs instead of
+    exiting) wins; otherwise the kind is ``"timeout"``.
+    """
+    found = classify(log_text)
+    return found if found.kind != "unknown" else Failure("timeout", TIMEOUT_SUGGESTION)
+
+
+def suggestions() -> dict[str, str]:
+    """One suggestion per kind (the first rule's, for kinds with several): for docs and reports."""
+    out: dict[str, str] = {}
+    for rule in _RULES:
+        if rule.kind not in out and isinstance(rule.suggestion, str):
+            out[rule.kind] = rule.suggestion
+    out.setdefault("import_error", _import_suggestion(""))
+    out["timeout"] = TIMEOUT_SUGGESTION
+    out["unknown"] = UNKNOWN_SUGGESTION
+    return out
