@@ -35,7 +35,7 @@ def plain_level() -> pd.DataFrame:
                         e2e_ms=500.0, ttft_ms=500.0, tokens_per_chunk=[1])
     two = RequestRecord(request_index=1, output_tokens=3, prompt_tokens=3, start_s=10.0, end_s=11.0,
                         e2e_ms=1000.0, ttft_ms=200.0, tpot_ms=400.0, itl_ms=[500.0, 300.0],
-                        tokens_per_chunk=[1, 1, 1])
+                        tokens_per_chunk=[1, 1, 1], server_e2e_ms=990.0)
     return level_rows(1, 4, [one, two])
 
 
@@ -78,6 +78,8 @@ def test_plain_level_has_nan_not_zero_for_missing():
     assert row["mean_per_request_tok_s"] == pytest.approx((1 / 0.5 + 3 / 1.0) / 2)
     assert math.isnan(row["accept_length"])
     assert math.isnan(row["server_accept_length"])
+    assert row["mean_e2e_over_server_ms"] == pytest.approx(10.0)  # only the row that has server_e2e_ms
+    assert math.isnan(row["sim_behind_schedule_wall_s"])
     assert row["error_counts"] is None and row["first_error"] is None
 
 

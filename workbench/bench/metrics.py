@@ -28,6 +28,13 @@ Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unles
   SGLang's per-request formula applied to the level's totals.
 - ``server_accept_length``: from the level info (``/server_info`` after the level), NaN
   when absent.
+- ``mean_e2e_over_server_ms``: mean of ``e2e_ms - server_e2e_ms`` (the server's own
+  ``meta_info.e2e_latency``): time the client saw beyond what the server counted
+  (HTTP, queueing before the server's clock starts, client scheduling). A diagnostic:
+  with ``time_scale`` s it includes s times the wall-clock overheads.
+- ``sim_behind_schedule_wall_s`` (level info): wall seconds a simulated engine fell
+  behind its own schedule during the level; > 0 means the machine, not the model,
+  set some of the timings.
 
 Statistics are ``mean``, ``p50``, ``p90``, ``p99`` (numpy ``percentile``, linear
 interpolation, as bench_serving), NaN for no data.
@@ -56,7 +63,8 @@ DESCRIPTORS = ("run_id", "variant", "engine", "simulated", "level_index", "mode"
 
 #: Columns a level-info table may carry (joined onto the summary).
 LEVEL_INFO_COLUMNS = ("flush_ok", "flush_attempts", "flush_error", "server_accept_length",
-                      "server_gen_throughput_tok_s", "server_info_error")
+                      "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s")
+_NAN_INFO = ("server_accept_length", "server_gen_throughput_tok_s", "sim_behind_schedule_wall_s")
 
 
 def _stats(values: Iterable[float], name: str) -> dict[str, float]:
@@ -136,6 +144,7 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
         per_token.extend(itl_per_token(itl, tpc))
     out.update(_stats(gaps, "itl_ms"))
     out.update(_stats(per_token, "itl_per_token_ms"))
+    out.update(mean_e2e_over_server_ms=float((ok["e2e_ms"] - ok["server_e2e_ms"]).mean()) if len(ok) else float("nan"))
     spec = ok[ok["spec_verify_ct"].astype("float64") > 0]
     verify = float(spec["spec_verify_ct"].astype("float64").sum())
     out["accept_length"] = (float(spec["output_tokens"].astype("float64").sum()) / verify
@@ -171,5 +180,5 @@ def summarize_levels(requests: pd.DataFrame, level_info: pd.DataFrame | None = N
     levels = levels.merge(info[keys + info_cols], on=keys, how="left") if len(levels) else levels
     for col in LEVEL_INFO_COLUMNS:
         if col not in levels:
-            levels[col] = np.nan if col in ("server_accept_length", "server_gen_throughput_tok_s") else None
+            levels[col] = np.nan if col in _NAN_INFO else None
     return levels.sort_values(keys).reset_index(drop=True)

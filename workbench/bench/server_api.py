@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 __all__ = ["FlushOutcome", "ServerInfoOutcome", "flush_cache", "fetch_server_info", "server_accept_length",
-           "server_engine", "server_gen_throughput", "server_time_scale"]
+           "server_engine", "server_gen_throughput", "server_time_scale", "sim_behind_schedule_s"]
 
 #: Per-call limit for management calls (wall seconds).
 CALL_TIMEOUT_S = 30.0
@@ -180,3 +180,14 @@ def server_time_scale(info: dict[str, Any] | None) -> float | None:
         value = _finite_or_nan(sim.get("time_scale"))
         return None if math.isnan(value) else value
     return None
+
+
+def sim_behind_schedule_s(info: dict[str, Any] | None) -> float:
+    """Wall seconds a simulated engine has fallen behind its schedule since it started
+    (``simulation.behind_schedule_s``; lifetime, growing), NaN for a real server.
+
+    A simulated engine that cannot keep up with its time scale stretches every duration,
+    so a level during which this grows measured the machine, not the modelled server.
+    """
+    sim = (info or {}).get("simulation")
+    return _finite_or_nan(sim.get("behind_schedule_s")) if isinstance(sim, dict) else float("nan")

@@ -35,7 +35,7 @@ from workbench.bench.prompts import Prompt, load_prompts
 from workbench.bench.record import RequestRecord, records_to_frame
 from workbench.bench.server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
                                         server_accept_length, server_engine, server_gen_throughput,
-                                        server_time_scale)
+                                        server_time_scale, sim_behind_schedule_s)
 from workbench.bench.timing import Clock, Timebase
 from workbench.errors import BenchmarkError, ConfigError
 
@@ -270,9 +270,10 @@ async def _sweep(
                                           rng=random.Random(seed + 1), max_concurrency=max_concurrency,
                                           on_done=lambda _r: bar.update(1), **request_args)
             fetched = await fetch_server_info(session, base_url)
+            lag_before = sim_behind_schedule_s(server_info)
             server_info = fetched.info if fetched.info is not None else server_info
             result = _level_result(index, mode, level, max_concurrency, records, flushed, fetched, server_info,
-                                   parameters)
+                                   parameters, sim_lag_s=sim_behind_schedule_s(fetched.info) - lag_before)
             level_frames.append(result.requests)
             info_frames.append(result.info)
             if on_level is not None:
@@ -287,8 +288,12 @@ async def _sweep(
 
 def _level_result(index: int, mode: str, level: float, max_concurrency: int | None, records: list[RequestRecord],
                   flushed: FlushOutcome | None, fetched: ServerInfoOutcome, server_info: dict[str, Any] | None,
-                  parameters: dict[str, Any]) -> LevelResult:
-    """Tables of one measured level; rows are labelled with the engine ``/server_info`` reported."""
+                  parameters: dict[str, Any], *, sim_lag_s: float) -> LevelResult:
+    """Tables of one measured level; rows are labelled with the engine ``/server_info`` reported.
+
+    ``sim_lag_s`` (wall seconds a simulated engine fell behind its schedule during the
+    level, NaN for a real server) becomes the level's ``sim_behind_schedule_wall_s``.
+    """
     engine, simulated = server_engine(server_info)
     keys = dict(engine=engine, simulated=simulated, level_index=index, mode=mode,
                 concurrency=int(level) if mode == "closed" else max_concurrency,
@@ -301,6 +306,7 @@ def _level_result(index: int, mode: str, level: float, max_concurrency: int | No
         server_accept_length=server_accept_length(fetched.info),
         server_gen_throughput_tok_s=server_gen_throughput(fetched.info),
         server_info_error=fetched.error,
+        sim_behind_schedule_wall_s=sim_lag_s,
     )])
     return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info,
                        parameters=parameters)
