@@ -197,7 +197,7 @@ def test_run_sweep_works_inside_a_running_event_loop():
 
 def test_sweep_validates_parameters():
     for kwargs in (dict(concurrency_levels=[0]), dict(concurrency_levels=[1.5]), dict(concurrency_levels=[]),
-                   dict(requests_per_level=0), dict(max_new_tokens=0), dict(time_scale=0.0), dict(prompts=[])):
+                   dict(requests_per_level=0), dict(max_new_tokens=0), dict(warmup_requests=-1), dict(time_scale=0.0), dict(prompts=[])):
         with pytest.raises(ConfigError):
             asyncio.run(run_sweep_async("http://127.0.0.1:9", **{"prompts": PROMPTS, "progress": False, **kwargs}))
 

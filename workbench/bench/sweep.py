@@ -1,5 +1,9 @@
 """A benchmark sweep: one load level after another against one server.
 
+First ``GET /server_info`` (pre-flight): a simulated server reports its time scale
+there, which ``time_scale="auto"`` adopts and an explicit value must match, and the
+``simulation`` block labels every row ``engine="sim"``, ``simulated=True``.
+
 Per level (closed loop at a concurrency, or open loop at a rate):
 
 1. ``POST /flush_cache`` (retried while the server is not idle), so the radix cache
@@ -185,6 +189,8 @@ async def run_sweep_async(
     plan = _level_plan(mode, levels, requests_per_level)
     if max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if warmup_requests < 0:
+        raise ConfigError(f"warmup_requests must be >= 0, got {warmup_requests}")
     prompt_list = _resolve_prompts(prompts)
     if time_scale != "auto":
         Timebase(clock=clock, origin=0.0, epoch_at_origin=0.0, time_scale=time_scale)  # validates early
