@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 import workbench
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
+from workbench.servers.cli import host_app, servers_command
 
 __all__ = ["app"]
 
@@ -64,3 +65,5 @@ def _main(
 
 # --- subcommands: one line each -------------------------------------------------------------
 app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_METAVAR)(report_command)
+app.command("servers")(servers_command)
+app.add_typer(host_app, name="host")

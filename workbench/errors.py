@@ -57,11 +57,16 @@ class ServerStartError(ServerError):
 
     Attributes:
         log_tail: the last lines of the server log (str), for the user to read.
+        kind: what went wrong, classified from the log (one of
+            ``workbench.servers.failures.KINDS``; ``"unknown"`` when not classified).
+        suggestion: one line telling the user what to try ('' when none).
     """
 
-    def __init__(self, message: str, log_tail: str = "") -> None:
+    def __init__(self, message: str, log_tail: str = "", *, kind: str = "unknown", suggestion: str = "") -> None:
         super().__init__(message)
         self.log_tail = log_tail
+        self.kind = kind
+        self.suggestion = suggestion
 
 
 class BenchmarkError(WorkbenchError):

@@ -93,12 +93,24 @@ def is_alive(host: Host, proc: SpawnedProcess) -> bool:
     return info is not None and info[1] == proc.start_time
 
 
-def group_members(host: Host, pgid: int) -> list[int]:
-    """Pids of live (non-zombie) processes in process group ``pgid`` on ``host``."""
+def group_members(host: Host, pgid: int, *, since: int | None = None) -> list[int]:
+    """Pids of live (non-zombie) processes in process group ``pgid`` on ``host``.
+
+    One shell loop over ``/proc/*/stat`` using the ``read`` builtin (no process per
+    entry), so it costs one short command however many processes the host runs.
+
+    Args:
+        host: where to look.
+        pgid: the process group.
+        since: only processes whose start time (``/proc/<pid>/stat`` field 22) is at
+            least this: the leader started then and its children after, so older
+            members of a reused group id are not counted as ours.
+    """
+    since_test = f' && [ "${{20}}" -ge {int(since)} ]' if since is not None else ""
     script = (
         "for f in /proc/[0-9]*/stat; do "
-        "s=$(cat \"$f\" 2>/dev/null) || continue; r=${s##*) }; set -- $r; "
-        f'[ \"$3\" = {int(pgid)} ] && [ \"$1\" != Z ] && echo \"${{f#/proc/}}\"; '
+        'read -r s 2>/dev/null <"$f" || continue; r=${s##*) }; set -- $r; '
+        f'[ "$3" = {int(pgid)} ] && [ "$1" != Z ] && [ "$1" != X ]{since_test} && echo "${{f#/proc/}}"; '
         "done; true"
     )
     res = host.run(["sh", "-c", script], check=False, timeout_s=60)
@@ -109,7 +121,9 @@ def stop(host: Host, proc: SpawnedProcess, *, grace_s: float = 15.0) -> bool:
     """Stop the process group of ``proc``: SIGTERM, wait ``grace_s`` seconds, then SIGKILL.
 
     Never signals by name, and never signals a group whose leader is a different
-    process than the one started (pid reused).
+    process than the one started (pid reused): when the leader's pid now belongs to
+    a process with another start time and leads its own group, nothing is signalled.
+    Members are counted only when they started no earlier than the leader.
 
     Returns:
         True when nothing of the group is left running.
@@ -117,18 +131,21 @@ def stop(host: Host, proc: SpawnedProcess, *, grace_s: float = 15.0) -> bool:
     Raises:
         HostError: processes of the group survived SIGKILL.
     """
-    leader_ok = is_alive(host, proc)
-    if not leader_ok and not group_members(host, proc.pgid):
+    info = process_stat(host, proc.pid)
+    if info is not None and info[1] != proc.start_time and proc.pgid == proc.pid:
+        return True  # the pid (and so the group id) was reused: what we started is gone
+    leader_ok = info is not None and info[1] == proc.start_time
+    if not leader_ok and not group_members(host, proc.pgid, since=proc.start_time):
         return True
     host.run(["kill", "-TERM", f"-{proc.pgid}"], check=False, timeout_s=30)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if not group_members(host, proc.pgid):
+        if not group_members(host, proc.pgid, since=proc.start_time):
             return True
         time.sleep(0.2)
     host.run(["kill", "-KILL", f"-{proc.pgid}"], check=False, timeout_s=30)
     for _ in range(50):
-        left = group_members(host, proc.pgid)
+        left = group_members(host, proc.pgid, since=proc.start_time)
         if not left:
             return True
         time.sleep(0.1)

@@ -1,16 +1,44 @@
 """Server variants: declarative files in ``data/variants/`` turned into launch commands.
 
-A variant file (TOML) holds ``name``, ``description``, ``model_path``, optional
-``draft_model_path``, a ``[flags]`` table of ``launch_server`` flags without the
-leading ``--`` (``true`` for a store_true flag, a value otherwise) and an ``[env]``
-table. The same variant launches on the real engine
-(``python -m sglang.launch_server``) or on the simulator (``python -m
-workbench.sim``, which takes the same flags plus ``--sim-*``).
+A variant file (TOML)::
+
+    name = "eagle3-topk4-off-above-8"          # required; used in run ids and charts
+    description = "..."                        # one line for people
+    base = "sglang==0.5.9"                     # what SGLang to run (see below); optional
+    sglang_version = "0.5.9"                   # version to validate against (optional)
+    model_path = "meta-llama/Llama-3.3-70B-Instruct"   # required: path on the host or hub id
+    draft_model_path = "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"  # speculative variants
+    patches = ["../patches/eagle-spec-off-above.patch"]  # relative to this file
+
+    [flags]            # launch_server flags without the leading "--"
+    tp-size = 8        # a value ...
+    disable-custom-all-reduce = true   # ... or true for a store_true flag
+
+    [env]              # environment variables of the server process
+    SGLANG_ENABLE_SPEC_V2 = "1"
+
+    [sim_policy]       # what the simulated engine does in place of the patches
+    spec_off_above = 8 # -> --sim-spec-off-above 8
+
+``base`` forms:
+
+- ``"sglang==0.5.9"``: that release (an unpacked wheel; patched variants run from a
+  copy of it);
+- ``"host:/root/sglang"``: a git checkout at that path on whichever host the variant
+  runs on; ``"<ssh alias>:/path"`` (or ``"local:/path"``) pins the host;
+- absent: the ``sglang`` package the host's Python imports.
+
+The same variant launches on the real engine (``python -m sglang.launch_server``)
+or on the simulator (``python -m workbench.sim``, which takes the same flags plus
+``--sim-*``). The simulator runs no SGLang code, so patches cannot change what it
+does; ``sim_policy`` names the simulator option that stands in for the patch's
+idea, and :meth:`Variant.sim_stand_in` says so in words for manifests, data and charts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +50,67 @@ VARIANTS_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
 
 Engine = Literal["sim", "sglang"]
 
+#: Simulator policies a variant may name: key -> (``--sim-*`` option, words with ``{value}``).
+SIM_POLICIES: dict[str, tuple[str, str]] = {
+    "spec_off_above": ("spec-off-above", "no drafting while more than {value} requests run"),
+}
+
+_KEYS = {"name", "description", "base", "sglang_version", "model_path", "draft_model_path", "patches",
+         "flags", "env", "sim_policy"}  # fmt: skip
+_RELEASE = re.compile(r"^sglang\s*==\s*(\S+)$")
+_CHECKOUT = re.compile(r"^([A-Za-z0-9_.@-]+):(/.*|~.*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Base:
+    """Which SGLang a variant runs.
+
+    Attributes:
+        kind: ``"release"`` (a PyPI release), ``"checkout"`` (a git checkout on a
+            host) or ``"installed"`` (whatever the host's Python imports).
+        version: the release version (``kind == "release"``), else None.
+        host: the checkout's host: ``"host"`` means the host the variant runs on,
+            anything else is an ssh alias or ``"local"`` (``kind == "checkout"``).
+        path: the checkout's path on that host (repository root).
+    """
+
+    kind: Literal["release", "checkout", "installed"]
+    version: str | None = None
+    host: str | None = None
+    path: str | None = None
+
+    def host_for(self, run_host: str) -> str:
+        """The host holding the checkout when the variant runs on ``run_host``."""
+        return run_host if self.host in (None, "host") else str(self.host)
+
+    def __str__(self) -> str:
+        if self.kind == "release":
+            return f"sglang=={self.version}"
+        if self.kind == "checkout":
+            return f"{self.host}:{self.path}"
+        return "installed sglang"
+
+
+def parse_base(text: str | None) -> Base:
+    """Parse a variant's ``base`` string (None: the installed package).
+
+    Raises:
+        ConfigError: not ``sglang==<version>`` nor ``<host>:<absolute path>``.
+    """
+    if text is None or not str(text).strip():
+        return Base("installed")
+    text = str(text).strip()
+    release = _RELEASE.match(text)
+    if release:
+        return Base("release", version=release.group(1))
+    checkout = _CHECKOUT.match(text)
+    if checkout:
+        return Base("checkout", host=checkout.group(1), path=checkout.group(2).rstrip("/") or "/")
+    raise ConfigError(
+        f"base {text!r} is neither a release ('sglang==0.5.9') nor a checkout on a host "
+        "('host:/root/sglang' for the host the variant runs on, or '<ssh alias>:/path')"
+    )
+
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
@@ -29,12 +118,16 @@ class Variant:
 
     Attributes:
         name: short identifier (used in run ids and charts).
-        description: one line for people.
         model_path: target model path or hub id on the host.
+        description: one line for people.
         draft_model_path: draft model for speculative variants, else None.
         flags: ``launch_server`` flags (name without ``--`` -> value; True = store_true).
         env: environment variables for the server process.
         path: the file it came from, if any.
+        base: which SGLang it runs (``base`` string as written; see :func:`parse_base`).
+        sglang_version: version to validate against when it cannot be read from the base.
+        patches: patch files (absolute paths), applied in order to an isolated copy of the base.
+        sim_policy: simulator stand-in for the patches' idea (key of :data:`SIM_POLICIES` -> value).
     """
 
     name: str
@@ -44,11 +137,45 @@ class Variant:
     flags: dict[str, Any] = dataclasses.field(default_factory=dict)
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     path: Path | None = None
+    base: str | None = None
+    sglang_version: str | None = None
+    patches: tuple[Path, ...] = ()
+    sim_policy: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def speculative(self) -> bool:
         """True when the variant sets --speculative-algorithm."""
         return bool(self.flags.get("speculative-algorithm"))
+
+    @property
+    def parsed_base(self) -> Base:
+        """:attr:`base` parsed (raises ConfigError when malformed)."""
+        return parse_base(self.base)
+
+    @property
+    def target_version(self) -> str | None:
+        """The SGLang version this variant is meant for: the release base's, else ``sglang_version``."""
+        base = self.parsed_base
+        return base.version if base.kind == "release" else self.sglang_version
+
+    def sim_options(self) -> dict[str, Any]:
+        """``--sim-*`` options standing in for the patches (option name without ``--sim-`` -> value)."""
+        return {SIM_POLICIES[key][0]: value for key, value in self.sim_policy.items()}
+
+    def sim_stand_in(self) -> str | None:
+        """Words for what the simulator runs in place of this variant's patches, or None.
+
+        Example: ``"SIMULATOR STAND-IN for eagle-spec-off-above.patch: no drafting while
+        more than 8 requests run (--sim-spec-off-above 8); the patch itself does not run
+        on the simulated engine"``.
+        """
+        if not self.sim_policy:
+            return None
+        ideas = "; ".join(SIM_POLICIES[k][1].format(value=v) for k, v in self.sim_policy.items())
+        options = " ".join(f"--sim-{opt} {val}" for opt, val in self.sim_options().items())
+        what = ", ".join(p.name for p in self.patches) or "this variant"
+        tail = "; the patch itself does not run on the simulated engine" if self.patches else ""
+        return f"SIMULATOR STAND-IN for {what}: {ideas} ({options}){tail}"
 
     def server_flags(self) -> list[str]:
         """The variant's flags as an argv fragment (model paths first)."""
@@ -81,13 +208,15 @@ class Variant:
             port: port to listen on.
             listen_host: address to bind (the host's loopback by default).
             sim_options: ``--sim-*`` options (name without ``--sim-`` -> value); sim only.
+                The variant's :meth:`sim_options` (its ``sim_policy``) are added unless
+                ``sim_options`` names the same option.
         """
         module = {"sglang": "sglang.launch_server", "sim": "workbench.sim"}.get(engine)
         if module is None:
             raise ConfigError(f"engine must be 'sim' or 'sglang', got {engine!r}")
         argv = [python, "-m", module, *self.server_flags(), "--host", listen_host, "--port", str(port)]
         if engine == "sim":
-            for key, value in (sim_options or {}).items():
+            for key, value in {**self.sim_options(), **(sim_options or {})}.items():
                 if value is not None:
                     argv += [f"--sim-{key}", str(value)]
         elif sim_options:
@@ -99,7 +228,8 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
     """Load a variant by name (``data/variants/<name>.toml``) or path.
 
     Raises:
-        ConfigError: unknown variant (lists the known ones) or an invalid file.
+        ConfigError: unknown variant (lists the known ones) or an invalid file
+            (unknown keys, malformed base, missing patch file, unknown sim policy).
     """
     path = Path(name_or_path)
     if path.suffix != ".toml":
@@ -111,9 +241,9 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Variant file {path} is not valid TOML: {exc}") from exc
-    unknown = set(data) - {"name", "description", "model_path", "draft_model_path", "flags", "env"}
+    unknown = set(data) - _KEYS
     if unknown:
-        raise ConfigError(f"Variant file {path}: unknown keys {sorted(unknown)}")
+        raise ConfigError(f"Variant file {path}: unknown keys {sorted(unknown)}; known keys: {sorted(_KEYS)}")
     if "name" not in data or "model_path" not in data:
         raise ConfigError(f"Variant file {path} needs 'name' and 'model_path'")
     flags = data.get("flags", {})
@@ -121,6 +251,19 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
         if key.startswith("-"):
             raise ConfigError(f"Variant file {path}: write flag {key!r} without leading dashes")
     env = {str(k): str(v) for k, v in data.get("env", {}).items()}
+    try:
+        base = parse_base(data.get("base"))
+    except ConfigError as exc:
+        raise ConfigError(f"Variant file {path}: {exc}") from None
+    version = data.get("sglang_version")
+    if base.kind == "release" and version is not None and str(version) != base.version:
+        raise ConfigError(
+            f"Variant file {path}: sglang_version {version!r} contradicts base {data['base']!r}; "
+            "drop sglang_version (a release base names its version)"
+        )
+    patches = tuple(_patch_path(path, p) for p in data.get("patches", []))
+    policy = dict(data.get("sim_policy", {}))
+    _check_sim_policy(path, policy)
     return Variant(
         name=str(data["name"]),
         description=str(data.get("description", "")),
@@ -129,7 +272,31 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
         flags=dict(flags),
         env=env,
         path=path,
+        base=data.get("base"),
+        sglang_version=str(version) if version is not None else None,
+        patches=patches,
+        sim_policy=policy,
     )
+
+
+def _patch_path(variant_file: Path, entry: object) -> Path:
+    if not isinstance(entry, str) or not entry:
+        raise ConfigError(f"Variant file {variant_file}: patches must be a list of file paths, got {entry!r}")
+    patch = (variant_file.parent / entry).resolve()
+    if not patch.is_file():
+        raise ConfigError(f"Variant file {variant_file}: patch {entry!r} not found (looked at {patch}); "
+                          "patch paths are relative to the variant file")
+    return patch
+
+
+def _check_sim_policy(variant_file: Path, policy: dict[str, Any]) -> None:
+    for key, value in policy.items():
+        if key not in SIM_POLICIES:
+            raise ConfigError(f"Variant file {variant_file}: unknown sim_policy {key!r}; "
+                              f"known: {', '.join(sorted(SIM_POLICIES))}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"Variant file {variant_file}: sim_policy {key} must be a positive integer, "
+                              f"got {value!r}")
 
 
 def list_variants(directory: Path = VARIANTS_DIR) -> list[str]:

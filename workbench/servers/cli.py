@@ -1,0 +1,128 @@
+"""``workbench servers`` (list and stop what the workbench started on a host) and ``workbench host check``.
+
+Registered in :mod:`workbench.cli` one line each::
+
+    app.command("servers")(servers_command)
+    app.add_typer(host_app, name="host")
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from workbench.errors import ConfigError
+from workbench.hosts import get_host
+from workbench.servers import registry
+from workbench.servers.hostcheck import check_host, parse_requirements, render
+from workbench.servers.hostenv import host_python, servers_dir
+
+__all__ = ["host_app", "servers_command"]
+
+HostOpt = Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")]
+ConfigOpt = Annotated[Optional[str], typer.Option("-F", "--ssh-config", help="ssh config file (like ssh -F).")]
+PythonOpt = Annotated[Optional[str], typer.Option(
+    "--python", help="Interpreter on the host (default: python3, or $WORKBENCH_REMOTE_PYTHON).")]
+
+
+def servers_command(
+    server_ids: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[ID]...", help="With --stop: the servers to stop (ids, unique id prefixes, or ports).")] = None,
+    host: HostOpt = "local",
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the named servers (or all with --all).")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="With --stop: every workbench server on the host.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config_file: ConfigOpt = None,
+    python: PythonOpt = None,
+    state_dir: Annotated[Optional[str], typer.Option(
+        "--state-dir", help="Registry directory on the host (default ~/.cache/specbench-workbench/servers).")] = None,
+) -> None:
+    """List the servers the workbench started on a host; --stop ID... or --stop --all stops them.
+
+    Stopping ends the server's process group (SIGTERM, then SIGKILL) and its lease
+    watchdog, checks nothing is left and removes the record; logs stay on the host.
+    A stopped or crashed server's record stays listed until it is --stop'ped.
+    """
+    if (server_ids or all_) and not stop:
+        raise ConfigError("Name servers (or --all) only together with --stop, e.g. `workbench servers --stop ID`.")
+    if stop and not server_ids and not all_:
+        raise ConfigError("--stop needs server ids (or ports), or --all.")
+    h = get_host(host, config_file=config_file)
+    py = host_python(h, python)
+    entries = registry.list_servers(h, servers_dir(h, state_dir), python=py)
+    if stop:
+        targets = entries if all_ else [registry.find_server(entries, s, host_name=h.name) for s in server_ids or []]
+        for entry in targets:
+            was = entry.state
+            registry.stop_entry(h, entry)
+            typer.echo(f"stopped {entry.record.id} (pgid {entry.record.pgid}, was {was}): nothing left"
+                       if was == "running" else f"removed the record of {entry.record.id} ({was})")
+        if not targets:
+            typer.echo(f"no workbench servers on host {h.name}")
+        return
+    if as_json:
+        typer.echo(json.dumps([_entry_json(e) for e in entries], indent=1))
+        return
+    if not entries:
+        typer.echo(f"no workbench servers on host {h.name}")
+        return
+    typer.echo(_table(entries))
+
+
+def _entry_json(entry: registry.ServerEntry) -> dict:
+    out = entry.record.to_json()
+    out.update(state=entry.state, members=entry.status.members, ports=entry.status.ports,
+               heartbeat_age_s=entry.status.heartbeat_age_s,
+               watchdog_alive=entry.watchdog.alive if entry.watchdog else None, path=entry.record.path)
+    return out
+
+
+def _table(entries: list[registry.ServerEntry]) -> str:
+    rows = [("ID", "VARIANT", "ENGINE", "PORT", "PGID", "STATE", "GPUS", "AGE", "HEARTBEAT", "GUARD", "LOG")]
+    for e in entries:
+        r = e.record
+        if r.detached:
+            guard = "detached"
+        elif e.watchdog is not None and e.watchdog.alive:
+            guard = f"lease {registry.age_text(r.lease_s)}"
+        else:
+            guard = "no watchdog"
+        rows.append((
+            r.id, r.variant.get("name", "?"), r.engine, str(r.port), str(r.pgid), e.state,
+            ",".join(map(str, r.gpus)) if r.gpus else "-", registry.age_text(registry.started_ago(r)),
+            registry.age_text(e.status.heartbeat_age_s) if not r.detached else "-", guard, r.log_path,
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in rows)
+
+
+host_app = typer.Typer(help="Look at a GPU host before using it.", no_args_is_help=True)
+
+
+@host_app.command("check")
+def host_check_command(
+    host: Annotated[str, typer.Argument(help="'local' or an ssh config alias.")],
+    config_file: ConfigOpt = None,
+    require: Annotated[Optional[str], typer.Option(
+        "--require", help="Comma-separated: sglang, gpu. Missing ones make the check fail.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    sglang_path: Annotated[Optional[str], typer.Option(
+        "--sglang-path", help="An SGLang checkout on the host to inspect too.")] = None,
+    python: PythonOpt = None,
+) -> None:
+    """Print what the workbench learns of HOST: reachable, Python, SGLang version and commit, GPUs and links.
+
+    Exits 1 with what to do when the host cannot be used (unreachable, authentication,
+    host key, no Python 3.8+), or when a --require'd part is missing.
+    """
+    report = check_host(host, config_file=config_file, python=python, sglang_path=sglang_path,
+                        require=parse_requirements(require))
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=1))
+    else:
+        text = render(report)
+        typer.echo(text, err=not report.usable)
+    if not report.ok:
+        raise typer.Exit(code=1)
