@@ -131,3 +131,9 @@ def test_itl_per_token_matches_bench_serving_rule():
 def test_missing_level_index_is_an_error():
     with pytest.raises(ValueError):
         summarize_levels(records_to_frame([RequestRecord()]))
+
+
+def test_optional_server_e2e_column():
+    rows = plain_level().drop(columns=["server_e2e_ms"])
+    row = summarize_levels(rows).iloc[0]
+    assert math.isnan(row["mean_e2e_over_server_ms"]) and row["completed"] == 2

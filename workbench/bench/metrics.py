@@ -2,7 +2,11 @@
 
 Input: the requests table (one row per request, as built by
 :func:`workbench.bench.record.records_to_frame` plus the level columns the sweep adds:
-``level_index``, ``mode``, ``concurrency``, ``request_rate_req_s``). Output: one row
+``level_index``, ``mode``, ``concurrency``, ``request_rate_req_s``). Required columns:
+``level_index``, ``error``, ``error_type``, ``output_tokens``, ``prompt_tokens``,
+``ttft_ms``, ``tpot_ms``, ``e2e_ms``, ``itl_ms``, ``tokens_per_chunk``,
+``spec_verify_ct``, ``start_s``, ``end_s``; ``server_e2e_ms`` is optional (rows of the
+simulator's offline mode have none). Output: one row
 per level (per ``(run_id, level_index)`` when a ``run_id`` column is present).
 
 Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unless noted
@@ -144,7 +148,8 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
         per_token.extend(itl_per_token(itl, tpc))
     out.update(_stats(gaps, "itl_ms"))
     out.update(_stats(per_token, "itl_per_token_ms"))
-    out.update(mean_e2e_over_server_ms=float((ok["e2e_ms"] - ok["server_e2e_ms"]).mean()) if len(ok) else float("nan"))
+    over = (ok["e2e_ms"] - ok["server_e2e_ms"]) if "server_e2e_ms" in ok else pd.Series(dtype="float64")
+    out["mean_e2e_over_server_ms"] = float(over.mean()) if over.notna().any() else float("nan")
     spec = ok[ok["spec_verify_ct"].astype("float64") > 0]
     verify = float(spec["spec_verify_ct"].astype("float64").sum())
     out["accept_length"] = (float(spec["output_tokens"].astype("float64").sum()) / verify
