@@ -79,13 +79,29 @@ def _git(directory, *args):
         ["git", "-c", "safe.directory=*", "-C", directory] + list(args),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=GIT_TIMEOUT_S,
     )
-    return proc.returncode, proc.stdout.decode("utf-8", "replace").strip(), proc.stderr.decode("utf-8", "replace")
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def _porcelain_paths(out):
+    """Paths from ``git status --porcelain -z`` (a rename's origin path is skipped)."""
+    paths, entries = [], out.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        paths.append(entry[3:])
+        if "R" in entry[:2] or "C" in entry[:2]:
+            i += 1  # the next entry is where it was renamed or copied from
+    return paths
 
 
 def git_state(directory):
     """Git facts of the work tree holding ``directory``, or None when it is not in one (or git is missing)."""
     try:
         code, root, _ = _git(directory, "rev-parse", "--show-toplevel")
+        root = root.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     if code != 0 or not root:
@@ -95,18 +111,18 @@ def git_state(directory):
     try:
         code, out, err = _git(directory, "rev-parse", "HEAD")
         if code == 0:
-            state["commit"] = out
+            state["commit"] = out.strip()
         else:
             state["error"] = err.strip()[-300:] or "git rev-parse HEAD failed"
         code, out, _ = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
         if code == 0:
-            state["branch"] = out
+            state["branch"] = out.strip()
         code, out, _ = _git(directory, "describe", "--tags", "--always")
         if code == 0:
-            state["describe"] = out
-        code, out, err = _git(directory, "status", "--porcelain", "--untracked-files=no")
+            state["describe"] = out.strip()
+        code, out, err = _git(directory, "status", "--porcelain", "-z", "--untracked-files=no")
         if code == 0:
-            changed = [line[3:] for line in out.splitlines() if line.strip()]
+            changed = _porcelain_paths(out)
             state["dirty"] = bool(changed)
             state["changed_count"] = len(changed)
             state["changed"] = changed[:MAX_CHANGED]

@@ -50,18 +50,21 @@ def spawn(
         line += f"cd {shlex.quote(cwd)} && "
     # A background job of a non-interactive shell is not a group leader, so setsid
     # turns it into a session (and group) leader in place: $! is the pid and pgid.
-    line += f"{{ setsid {command} >>{shlex.quote(log_path)} 2>&1 </dev/null & }} ; echo $!"
+    # The same command then waits (up to ~1 s) until setsid has made it a group leader
+    # and prints its /proc stat line, so starting costs one round trip.
+    line += (
+        f"{{ setsid {command} >>{shlex.quote(log_path)} 2>&1 </dev/null & }} ; p=$!; n=0; s=; "
+        'while [ "$n" -lt 100 ]; do s=; read -r s 2>/dev/null </proc/"$p"/stat || break; '
+        'r=${s##*) }; set -- $r; [ "$3" = "$p" ] && break; n=$((n+1)); sleep 0.01 2>/dev/null; done; '
+        'echo "$p"; echo "$s"'
+    )
     result = host.run(line, timeout_s=60)
+    out = result.stdout.rstrip("\n").split("\n")
     try:
-        pid = int(result.stdout.strip().splitlines()[-1])
+        pid = int(out[-2] if len(out) >= 2 else out[-1])
     except (ValueError, IndexError) as exc:
         raise HostError(f"Could not start `{command}` on host {host.name!r}: no pid returned") from exc
-    info = None
-    for _ in range(50):
-        info = process_stat(host, pid)
-        if info is not None and info[0] == pid:
-            break
-        time.sleep(0.02)
+    info = _parse_stat(out[-1]) if len(out) >= 2 else None
     if info is None:
         tail = read_tail(host, log_path)
         raise HostError(
@@ -69,6 +72,21 @@ def spawn(
         )
     pgid, start_time = info
     return SpawnedProcess(host=host.name, pid=pid, pgid=pgid, start_time=start_time, command=command, log_path=log_path)
+
+
+def _parse_stat(text: str) -> tuple[int, int] | None:
+    """(pgrp, starttime) from a ``/proc/<pid>/stat`` line; None when empty, malformed or a zombie."""
+    if not text.strip():
+        return None
+    # The command name (field 2) may hold spaces or ')': split after the last ')'.
+    rest = text.rsplit(")", 1)[-1].split()
+    try:
+        state, pgrp, start = rest[0], int(rest[2]), int(rest[19])
+    except (IndexError, ValueError):
+        return None
+    if state in ("Z", "X"):
+        return None
+    return pgrp, start
 
 
 def process_stat(host: Host, pid: int) -> tuple[int, int] | None:
@@ -79,12 +97,7 @@ def process_stat(host: Host, pid: int) -> tuple[int, int] | None:
     res = host.run(["cat", f"/proc/{int(pid)}/stat"], check=False, timeout_s=30)
     if not res.ok or not res.stdout:
         return None
-    # The command name (field 2) may hold spaces or ')': split after the last ')'.
-    rest = res.stdout.rsplit(")", 1)[-1].split()
-    state, pgrp, start = rest[0], int(rest[2]), int(rest[19])
-    if state in ("Z", "X"):
-        return None
-    return pgrp, start
+    return _parse_stat(res.stdout)
 
 
 def is_alive(host: Host, proc: SpawnedProcess) -> bool:

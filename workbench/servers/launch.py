@@ -222,9 +222,10 @@ class ServerHandle:
         try:
             watchdog = None
             if not detached:
-                wd = lease.spawn_watchdog(h, proc, python=py, heartbeat_path=heartbeat_path, lease_s=lease_seconds,
-                                          record_path=f"{base}.json", log_path=f"{base}.watchdog.log")
-                watchdog = {"pid": wd.pid, "pgid": wd.pgid, "start_time": wd.start_time, "log_path": wd.log_path}
+                wd = _spawn_watchdog(h, proc, python=py, heartbeat_path=heartbeat_path, lease_s=lease_seconds,
+                                     record_path=f"{base}.json", log_path=f"{base}.watchdog.log")
+                if wd is not None:
+                    watchdog = {"pid": wd.pid, "pgid": wd.pgid, "start_time": wd.start_time, "log_path": wd.log_path}
             record = registry.write_record(h, directory, registry.ServerRecord(
                 id=server_id, variant=registry.variant_dict(variant), engine=engine, port=port, command=argv,
                 pid=proc.pid, pgid=proc.pgid, start_time=proc.start_time, log_path=proc.log_path,
@@ -512,6 +513,17 @@ def _printer(file: IO[str] | None) -> Callable[[str], None]:
         print(line, file=file or sys.stdout, flush=True)
 
     return emit
+
+
+def _spawn_watchdog(host: Host, server: SpawnedProcess, **kwargs: Any) -> SpawnedProcess | None:
+    """:func:`lease.spawn_watchdog`, or None when the server already exited (its watchdog exits at once too;
+    the ready wait then reports the server's failure)."""
+    try:
+        return lease.spawn_watchdog(host, server, **kwargs)
+    except HostError:
+        if processes.is_alive(host, server) or processes.group_members(host, server.pgid, since=server.start_time):
+            raise
+        return None
 
 
 def _check_gpus_free(host: Host, directory: str, gpus: list[int], *, python: str) -> None:

@@ -1,0 +1,91 @@
+"""The start-failure classifier on real SGLang log excerpts from public issues (tests/fixtures/sglang_logs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import ServerStartError
+from workbench.servers.failures import KINDS, classify, suggestions, timed_out
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sglang_logs"
+
+
+def _load(path: Path) -> tuple[str, str, str]:
+    """(expected kind, cited source URL, log text) of a fixture; the header ends at '# ---'."""
+    head, sep, body = path.read_text().partition("# ---\n")
+    assert sep, f"{path.name}: no '# ---' line after the header"
+    expect = re.search(r"^# Expect: (\w+)$", head, re.MULTILINE)
+    source = re.search(r"^# Source: (https://github\.com/\S+/(?:issues|pull)/\d+)", head, re.MULTILINE)
+    assert expect and source, f"{path.name}: header needs '# Source: <issue URL>' and '# Expect: <kind>'"
+    return expect.group(1), source.group(1), body
+
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
+
+
+def test_every_kind_but_timeout_and_lease_has_a_real_excerpt() -> None:
+    kinds = {_load(p)[0] for p in FIXTURE_FILES}
+    assert kinds == set(KINDS) - {"timeout", "lease_expired"}
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=[p.stem for p in FIXTURE_FILES])
+def test_real_log_excerpt_is_classified(path: Path) -> None:
+    expect, _, body = _load(path)
+    failure = classify(body)
+    assert failure.kind == expect
+    assert failure.suggestion
+    if expect != "unknown":
+        assert failure.evidence and failure.evidence in body
+
+
+def test_capture_failure_caused_by_oom_is_a_capture_failure() -> None:
+    _, _, body = _load(FIXTURES / "cuda_graph_oom_5285.log")
+    assert "CUDA out of memory" in body and classify(body).kind == "cuda_graph"
+
+
+def test_kv_cache_oom_and_cuda_oom_suggest_opposite_directions() -> None:
+    kv = classify(_load(FIXTURES / "oom_not_enough_memory_4330.log")[2])
+    cuda = classify(_load(FIXTURES / "oom_kv_pool_12496.log")[2])
+    assert kv.kind == cuda.kind == "out_of_memory"
+    assert "raise --mem-fraction-static" in kv.suggestion and "lower --mem-fraction-static" in cuda.suggestion
+
+
+def test_import_error_suggestion_names_the_module() -> None:
+    assert "'pybase64'" in classify(_load(FIXTURES / "import_error_pybase64_13276.log")[2]).suggestion
+    assert "sgl_kernel" in classify(_load(FIXTURES / "import_error_sgl_kernel_5867.log")[2]).suggestion
+    missing_sglang = classify("ModuleNotFoundError: No module named 'sglang'\n")
+    assert missing_sglang.kind == "import_error" and "python=" in missing_sglang.suggestion
+
+
+def test_finished_capture_is_not_a_capture_failure() -> None:
+    log = "Capture cuda graph begin.\n  File \"x/cuda_graph_runner.py\", line 1\nCapture cuda graph end. Time 2 s\n"
+    assert classify(log).kind == "unknown"
+
+
+def test_simulator_refusals_are_bad_flags() -> None:
+    # What the simulator logs (python -m workbench.sim), like SGLang's argparse and its spec v2 refusal.
+    argparse_line = "python -m workbench.sim: error: unrecognized arguments: --no-such-flag 1\n"
+    v2_line = "[2026-01-01 00:00:00] Spec v2 currently only supports topk = 1 (SGLang 0.5.9 ...)\n"
+    assert classify(argparse_line).kind == classify(v2_line).kind == "bad_flags"
+
+
+def test_lease_stop_and_timeout() -> None:
+    lease_line = "[2026-01-01 00:00:00] [workbench watchdog] lease expired: no client heartbeat for 601 s\n"
+    assert classify(lease_line).kind == "lease_expired"
+    assert timed_out("Load weight begin.\n").kind == "timeout"
+    assert timed_out("Capture cuda graph failed: boom\n").kind == "cuda_graph"
+
+
+def test_every_kind_has_a_one_line_suggestion() -> None:
+    table = suggestions()
+    assert set(table) == set(KINDS)
+    assert all(text and "\n" not in text for text in table.values())
+
+
+def test_server_start_error_carries_kind_and_suggestion() -> None:
+    err = ServerStartError("failed", "tail", kind="port_in_use", suggestion="free the port")
+    assert (err.kind, err.suggestion, err.log_tail, str(err)) == ("port_in_use", "free the port", "tail", "failed")
+    assert ServerStartError("x").kind == "unknown"
