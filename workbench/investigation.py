@@ -42,6 +42,7 @@ def benchmark_variant(
     sim_profile: str = "seed-pcie-8gpu",
     time_scale: float = 1.0,
     warmup_requests: int = 1,
+    unique_prompts: bool | None = None,
     runs_dir: str | Path = "data/runs",
     progress: bool = True,
 ) -> Path:
@@ -59,6 +60,10 @@ def benchmark_variant(
         sim_profile: simulator profile (sim engine only).
         time_scale: simulated seconds per wall second (sim engine only; 1 = real time).
         warmup_requests: requests before the first level, not measured.
+        unique_prompts: start every request's text with a unique tag so repeated
+            prompts never hit the radix (prefix) cache; None: on for a real engine,
+            off for the simulator (which models no prefix cache, so the tag would
+            only add a few prompt tokens).
         runs_dir: runs root (relative paths are under the project root).
         progress: show a progress bar.
 
@@ -88,6 +93,7 @@ def benchmark_variant(
         "prompt_set": str(prompt_set),
         "seed": seed,
         "warmup_requests": warmup_requests,
+        "unique_prompts": unique_prompts if unique_prompts is not None else engine != "sim",
         "sim_profile": sim_profile if engine == "sim" else None,
     }
     with ServerHandle.start(v, host=host, engine=engine, sim_options=sim_options) as server:
@@ -131,6 +137,7 @@ def benchmark_variant(
                 seed=seed,
                 time_scale=time_scale if engine == "sim" else 1.0,
                 warmup_requests=warmup_requests,
+                unique_prefix=parameters["unique_prompts"],
                 progress=progress,
                 on_level=on_level,
             )
