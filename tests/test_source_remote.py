@@ -124,3 +124,19 @@ def test_a_changed_helper_is_uploaded_under_a_new_key(counted, remote_tree: Path
     assert copy.read_text(encoding="utf-8") == (scripts / "find_definitions.py").read_text(encoding="utf-8")
     copy.unlink()
     copy.parent.rmdir()
+
+
+def test_server_flags_of_a_checkout_on_the_ssh_host(counted, tmp_path: Path) -> None:  # noqa: ANN001
+    host, commands = counted
+    from workbench.source import server_flags, sglang_release
+
+    checkout = tmp_path / HOSTILE_DIR
+    (checkout / "python" / "sglang" / "srt").mkdir(parents=True)
+    source = sglang_release("0.5.9").package_dir / "srt" / "server_args.py"
+    (checkout / "python" / "sglang" / "srt" / "server_args.py").write_bytes(source.read_bytes())
+    server_flags(str(checkout), host=host)  # uploads remote/server_flags.py when missing
+    commands.clear()
+    table = server_flags(str(checkout), host=host)
+    assert len(commands) == 1 and table.host == "wbtest" and table.version is None
+    assert table.root == str(checkout / "python" / "sglang")
+    assert table.match("--tp").option == "--tp-size" and "--cuda-graph-max-bs" in table

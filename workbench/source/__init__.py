@@ -7,6 +7,15 @@ from workbench.source.definitions import (
     search_tree,
     summary_table,
 )
+from workbench.source.flags import (
+    Flag,
+    FlagError,
+    FlagMatch,
+    FlagProblem,
+    FlagTable,
+    SpeculativeAlgorithms,
+    server_flags,
+)
 from workbench.source.history import Change, definition_history, history_diffs, history_events
 from workbench.source.lines import LineRange, read_lines
 from workbench.source.releases import Release, cache_dir, sglang_release
@@ -16,9 +25,15 @@ from workbench.source.versions import index_versions, previous_release, select_v
 __all__ = [
     "DEFAULT_VERSIONS",
     "Change",
+    "Flag",
+    "FlagError",
+    "FlagMatch",
+    "FlagProblem",
+    "FlagTable",
     "HTMLFragment",
     "LineRange",
     "Release",
+    "SpeculativeAlgorithms",
     "cache_dir",
     "definition_history",
     "diff_panes",
@@ -32,6 +47,7 @@ __all__ = [
     "read_lines",
     "search_tree",
     "select_versions",
+    "server_flags",
     "sglang_release",
     "source_panes",
     "summary_table",
