@@ -23,6 +23,7 @@ import workbench
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import host_app, servers_command
+from workbench.source.cli import inspect_command
 
 __all__ = ["app"]
 
@@ -66,4 +67,5 @@ def _main(
 # --- subcommands: one line each -------------------------------------------------------------
 app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_METAVAR)(report_command)
 app.command("servers")(servers_command)
+app.command("inspect")(inspect_command)
 app.add_typer(host_app, name="host")

@@ -1,0 +1,148 @@
+"""``workbench inspect NAME``: where a definition is, in releases or a tree on a host, and its history.
+
+Command-line layer only: parses options, calls :func:`find_definition`,
+:func:`find_references` and :func:`definition_history`, prints a compact table
+(or JSON with ``--json``). Registered on the root app in :mod:`workbench.cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Annotated, Any, Optional
+
+import pandas as pd
+import typer
+
+from workbench.errors import ConfigError
+from workbench.hosts import Host, get_host
+from workbench.source.definitions import DEFAULT_VERSIONS, find_definition, find_references
+from workbench.source.history import definition_history
+
+__all__ = ["format_table", "inspect_command"]
+
+_DEFINITION_VIEW = ["version", "found", "path", "lines", "kind", "qualname", "signature", "sha256"]
+_REFERENCE_VIEW = ["version", "path", "line", "kind", "enclosing", "text"]
+_HISTORY_VIEW = ["version", "status", "path", "lines", "sha256", "previous_path"]
+_MAX_CELL = 60
+
+
+def inspect_command(
+    name: Annotated[str, typer.Argument(help="Function, class or method: bare or Class.method.")],
+    sglang: Annotated[
+        Optional[list[str]],
+        typer.Option("--sglang", help="SGLang release to search (repeat for several). "
+                     f"Default: {', '.join(DEFAULT_VERSIONS)} unless --tree is given."),
+    ] = None,
+    tree: Annotated[
+        Optional[str], typer.Option("--tree", help="A source tree on --host to search too (e.g. python/sglang).")
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Where --tree is: 'local' or an ssh config alias.")] = "local",
+    ssh_config: Annotated[
+        Optional[str], typer.Option("--ssh-config", help="ssh config that defines --host (default ~/.ssh/config).")
+    ] = None,
+    history: Annotated[
+        Optional[str],
+        typer.Option("--history", help="Releases to trace, as FROM..TO (0.5.2..0.5.23) or a series (0.5.x)."),
+    ] = None,
+    pre: Annotated[bool, typer.Option("--pre", help="Let --history include pre-releases.")] = False,
+    references: Annotated[bool, typer.Option("--references", help="Also list references and callers.")] = False,
+    source: Annotated[bool, typer.Option("--source", help="Print each definition's source with line numbers.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """Find where NAME is defined in SGLang releases and/or a tree on a host; optionally its history.
+
+    Examples:
+
+        workbench inspect get_alloc_len_per_decode --sglang 0.5.9 --sglang 0.5.23
+
+        workbench inspect EAGLEWorkerV2.forward_batch_generation --host gpu1 --tree ~/sglang/python/sglang
+
+        workbench inspect get_alloc_len_per_decode --history 0.5.2..0.5.23 --json
+    """
+    versions: Sequence[str] = list(sglang) if sglang else (() if tree else DEFAULT_VERSIONS)
+    where: str | Host = host
+    if tree is not None or host != "local":
+        if tree is None:
+            raise ConfigError(f"--host {host} needs --tree: the directory on that host to search.")
+        where = get_host(host, config_file=ssh_config)
+    report: dict[str, Any] = {"name": name}
+    definitions = find_definition(name, versions=versions, host=where, tree=tree)
+    report["definitions"] = _records(definitions, drop=() if source else ("source",))
+    refs = find_references(name, versions=versions, host=where, tree=tree) if references else None
+    if refs is not None:
+        report["references"] = _records(refs)
+    if history is not None:
+        frame = definition_history(name, versions=history, include_prereleases=pre, include_source=source)
+        report["history"] = _records(frame)
+    if as_json:
+        typer.echo(json.dumps(report, indent=1, default=str))
+        return
+    typer.echo(format_table(_view(definitions, _DEFINITION_VIEW), title=f"{name}: definitions"))
+    if source:
+        for row in report["definitions"]:
+            if row["found"]:
+                typer.echo(f"\n{row['version']} {row['path']}:{row['start_line']}-{row['end_line']}")
+                width = len(str(row["end_line"]))
+                for offset, line in enumerate(row["source"].splitlines()):
+                    typer.echo(f"{row['start_line'] + offset:>{width}}  {line}")
+    if refs is not None:
+        typer.echo("\n" + format_table(_view(refs[refs["found"]], _REFERENCE_VIEW), title=f"{name}: references"))
+    if history is not None:
+        typer.echo("\n" + format_table(_view(pd.DataFrame(report["history"]), _HISTORY_VIEW),
+                                       title=f"{name}: history ({history})"))  # fmt: skip
+
+
+def _records(frame: pd.DataFrame, *, drop: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Rows as plain dicts: missing values are None, integers are ints."""
+    rows = []
+    for record in frame.drop(columns=[c for c in drop if c in frame.columns]).to_dict(orient="records"):
+        rows.append({k: _plain(v) for k, v in record.items()})
+    return rows
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        return value.item()
+    return value
+
+
+def _view(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The display columns of a result frame (``lines`` built from the line range; digests shortened)."""
+    view = frame.copy()
+    if "lines" in columns and "start_line" in view.columns:
+        view["lines"] = [
+            f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else "" for s, e in zip(view["start_line"], view["end_line"])
+        ]
+    if "sha256" in view.columns:
+        view["sha256"] = view["sha256"].map(lambda h: h[:12] if isinstance(h, str) else "")
+    if "found" in view.columns:
+        view["found"] = view["found"].map(lambda f: "yes" if f else "no")
+    return view[[c for c in columns if c in view.columns]]
+
+
+def format_table(frame: pd.DataFrame, *, title: str = "") -> str:
+    """A compact plain-text table (left-aligned columns, cells cut at 60 characters, blanks for missing).
+
+    Args:
+        frame: the rows to show.
+        title: a line printed above the table.
+    """
+    columns = list(frame.columns)
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = [title] if title else []
+    lines.append("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    if not cells:
+        lines.append("(none)")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    value = _plain(value)
+    text = "" if value is None else str(value)
+    return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 3] + "..."
