@@ -61,37 +61,40 @@ def inspect_command(
 
         workbench inspect get_alloc_len_per_decode --history 0.5.2..0.5.23 --json
     """
-    versions: Sequence[str] = list(sglang) if sglang else (() if tree else DEFAULT_VERSIONS)
+    versions: Sequence[str] = list(sglang) if sglang else (() if tree or history else DEFAULT_VERSIONS)
     where: str | Host = host
     if tree is not None or host != "local":
         if tree is None:
             raise ConfigError(f"--host {host} needs --tree: the directory on that host to search.")
         where = get_host(host, config_file=ssh_config)
     report: dict[str, Any] = {"name": name}
-    definitions = find_definition(name, versions=versions, host=where, tree=tree)
-    report["definitions"] = _records(definitions, drop=() if source else ("source",))
-    refs = find_references(name, versions=versions, host=where, tree=tree) if references else None
+    searched = bool(versions) or tree is not None
+    definitions = find_definition(name, versions=versions, host=where, tree=tree) if searched else None
+    report["definitions"] = [] if definitions is None else _records(definitions, drop=() if source else ("source",))
+    refs = find_references(name, versions=versions, host=where, tree=tree) if references and searched else None
     if refs is not None:
         report["references"] = _records(refs)
+    traced = None
     if history is not None:
-        frame = definition_history(name, versions=history, include_prereleases=pre, include_source=source)
-        report["history"] = _records(frame)
+        traced = definition_history(name, versions=history, include_prereleases=pre, include_source=source)
+        report["history"] = _records(traced)
     if as_json:
         typer.echo(json.dumps(report, indent=1, default=str))
         return
-    typer.echo(format_table(_view(definitions, _DEFINITION_VIEW), title=f"{name}: definitions"))
+    if definitions is not None:
+        typer.echo(format_table(_view(definitions, _DEFINITION_VIEW), title=f"{name}: definitions") + "\n")
     if source:
         for row in report["definitions"]:
             if row["found"]:
-                typer.echo(f"\n{row['version']} {row['path']}:{row['start_line']}-{row['end_line']}")
+                typer.echo(f"{row['version']} {row['path']}:{row['start_line']}-{row['end_line']}")
                 width = len(str(row["end_line"]))
                 for offset, line in enumerate(row["source"].splitlines()):
                     typer.echo(f"{row['start_line'] + offset:>{width}}  {line}")
+                typer.echo("")
     if refs is not None:
-        typer.echo("\n" + format_table(_view(refs[refs["found"]], _REFERENCE_VIEW), title=f"{name}: references"))
-    if history is not None:
-        typer.echo("\n" + format_table(_view(pd.DataFrame(report["history"]), _HISTORY_VIEW),
-                                       title=f"{name}: history ({history})"))  # fmt: skip
+        typer.echo(format_table(_view(refs[refs["found"]], _REFERENCE_VIEW), title=f"{name}: references") + "\n")
+    if traced is not None:
+        typer.echo(format_table(_view(traced, _HISTORY_VIEW), title=f"{name}: history ({history})"))
 
 
 def _records(frame: pd.DataFrame, *, drop: Sequence[str] = ()) -> list[dict[str, Any]]:
