@@ -12,9 +12,10 @@ from workbench.source import (
     diff_panes,
     history_diffs,
     history_events,
+    history_table,
     sglang_release,
 )
-from workbench.source.history import HISTORY_COLUMNS, STATUSES, unified_diff
+from workbench.source.history import HISTORY_COLUMNS, STATUSES, TABLE_COLUMNS, unified_diff
 
 #: A handful of releases spanning every state of get_alloc_len_per_decode (the whole 0.5.x run is the notebook's).
 VERSIONS = ["0.5.2", "0.5.4", "0.5.9", "0.5.16", "0.5.23"]
@@ -76,11 +77,14 @@ def test_before_the_function_the_length_was_a_class_attribute_of_eagle_draft_inp
     assert v4["source"].strip() == "ALLOC_LEN_PER_DECODE: ClassVar[int] = None"
 
 
-def test_history_events_keep_only_what_happened(history: pd.DataFrame) -> None:
+def test_history_table_and_events_for_display(history: pd.DataFrame) -> None:
+    table = history_table(history)
+    assert list(table.columns) == TABLE_COLUMNS and len(table) == len(history)
+    assert table.iloc[0].tolist() == ["0.5.2", "absent", "", "", "", False, False, ""]
     events = history_events(history)
     assert list(events["version"]) == ["0.5.9", "0.5.16", "0.5.23"]
     assert list(events["lines"]) == ["182-206", *(f"{s}-{e}" for s, e in history[["start_line", "end_line"]].values[3:])]
-    assert "source" not in events.columns and all(len(h) == 12 for h in events["sha256"])
+    assert all(len(h) == 12 for h in events["sha256"])
 
 
 def test_diffs_cite_the_real_files_line_numbers(history: pd.DataFrame) -> None:

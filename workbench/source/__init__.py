@@ -2,6 +2,7 @@
 
 from workbench.source.definitions import (
     DEFAULT_VERSIONS,
+    callers_table,
     find_definition,
     find_references,
     search_tree,
@@ -16,7 +17,7 @@ from workbench.source.flags import (
     SpeculativeAlgorithms,
     server_flags,
 )
-from workbench.source.history import Change, definition_history, history_diffs, history_events
+from workbench.source.history import Change, definition_history, history_diffs, history_events, history_table
 from workbench.source.lines import LineRange, read_lines
 from workbench.source.releases import Release, cache_dir, sglang_release
 from workbench.source.render import HTMLFragment, diff_panes, highlight_lines, source_panes
@@ -35,6 +36,7 @@ __all__ = [
     "Release",
     "SpeculativeAlgorithms",
     "cache_dir",
+    "callers_table",
     "definition_history",
     "diff_panes",
     "find_definition",
@@ -42,6 +44,7 @@ __all__ = [
     "highlight_lines",
     "history_diffs",
     "history_events",
+    "history_table",
     "index_versions",
     "previous_release",
     "read_lines",

@@ -174,6 +174,27 @@ def check_name(name: str) -> str:
     return name
 
 
+def callers_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Who calls the name: one row per (version, caller, file), from a :func:`find_references` frame.
+
+    Args:
+        df: a frame from :func:`find_references`.
+
+    Returns:
+        Columns version, caller (the enclosing function or class; ``<module>`` at
+        module level), path, calls (how many call sites) and lines (their line
+        numbers, comma-separated), in the frame's version order.
+    """
+    calls = df[df["found"] & (df["kind"] == "call")]
+    rows = []
+    for (version, caller, path), group in calls.groupby(
+        [calls["version"], calls["enclosing"].fillna("<module>"), calls["path"]], sort=False
+    ):
+        rows.append({"version": version, "caller": caller, "path": path, "calls": len(group),
+                     "lines": ", ".join(str(n) for n in sorted(group["line"]))})  # fmt: skip
+    return pd.DataFrame(rows, columns=["version", "caller", "path", "calls", "lines"])
+
+
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """The frame without its long text columns, with a ``lines`` column (``"182-206"``), for display.
 

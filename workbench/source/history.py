@@ -123,19 +123,35 @@ def _pair(row: dict[str, Any], current: list[dict[str, Any]], previous: list[dic
     return None
 
 
-def history_events(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a history where something happened (first seen, added, removed, changed, moved).
+#: Columns of :func:`history_table` (and :func:`history_events`).
+TABLE_COLUMNS = ["version", "status", "path", "lines", "sha256", "changed_since_previous", "moved", "previous_path"]
+
+
+def history_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The history for display: one row per release and definition, blanks for missing values.
 
     Args:
         df: a frame from :func:`definition_history`.
 
     Returns:
-        Those rows without the long text columns, with a ``lines`` column (``"182-206"``).
+        :data:`TABLE_COLUMNS` (``lines`` as ``"182-206"``, ``sha256`` cut to 12 digits).
     """
-    from workbench.source.definitions import summary_table
+    lines = [f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else "" for s, e in zip(df["start_line"], df["end_line"])]
+    table = df.assign(lines=lines, sha256=df["sha256"].map(lambda h: h[:12] if isinstance(h, str) else ""))
+    table = table[TABLE_COLUMNS].copy()
+    for column in ("path", "previous_path"):
+        table[column] = table[column].map(lambda v: v if isinstance(v, str) else "")
+    return table.reset_index(drop=True)
 
-    events = df[~df["status"].isin(["unchanged", "absent"])]
-    return summary_table(events.drop(columns=["previous_sha256"])).reset_index(drop=True)
+
+def history_events(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`history_table` where something happened (first seen, added, removed, changed, moved).
+
+    Args:
+        df: a frame from :func:`definition_history`.
+    """
+    table = history_table(df)
+    return table[~table["status"].isin(["unchanged", "absent"])].reset_index(drop=True)
 
 
 @dataclasses.dataclass(frozen=True)
