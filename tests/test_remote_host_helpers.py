@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from sshd_fixture import free_port, ssh_host, sshd  # noqa: F401  (pytest fixtures)
+from sshd_fixture import free_port, sshd  # noqa: F401  (pytest fixture)
 
 from workbench.hosts import Host, LocalHost, SSHHost, processes
 from workbench.remote_helpers import REMOTE_DIR, call_helper

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import ConfigError, HostError, WorkbenchError
-from workbench.hosts import Host, LocalHost, get_host
+from workbench.hosts import Host, get_host
 from workbench.hosts.upload import MIN_PYTHON
 from workbench.remote_helpers import call_helper
 from workbench.servers.hostenv import host_python
