@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -68,12 +69,17 @@ def test_unreachable_alias_exits_non_zero_with_what_to_do(sshd: SSHD) -> None:  
     assert as_json["usable"] is False and as_json["error"]
 
 
-def test_unknown_host_key_and_missing_python_are_unusable(sshd: SSHD, tmp_path: Path) -> None:  # noqa: F811
+def test_unknown_host_key_failed_auth_and_missing_python_are_unusable(sshd: SSHD, tmp_path: Path) -> None:  # noqa: F811
     empty = tmp_path / "known_hosts_empty"
     empty.write_text("")
     config = sshd.write_config("nokey_config", {"newhost": sshd.options(UserKnownHostsFile=str(empty))})
     result = _check(sshd, alias="newhost", config=config)
     assert result.exit_code == 1 and "known_hosts" in result.output
+    stranger = tmp_path / "id_stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True, capture_output=True)
+    config = sshd.write_config("noauth_config", {"noauth": sshd.options(IdentityFile=str(stranger))})
+    denied = _check(sshd, alias="noauth", config=config)
+    assert denied.exit_code == 1 and "noauth: NOT usable" in denied.output and "authenticat" in denied.output.lower()
     no_python = _check(sshd, "--python", "/no/such/python3")
     assert no_python.exit_code == 1 and "No usable Python at `/no/such/python3`" in no_python.output
     assert "WORKBENCH_REMOTE_PYTHON" in no_python.output
@@ -94,6 +100,10 @@ def test_report_rendering_and_requirements() -> None:
               "links": [{"a": 0, "b": 1, "link": "PIX"}, {"a": 0, "b": 4, "link": "SYS"}]},
     )
     text = render(report)
+    wheel = dataclasses.replace(report, sglang={"checkouts": [], "installed": {
+        "version": "0.5.9", "package_dir": "/venv/lib/python3.10/site-packages/sglang", "git": None,
+        "direct_url": {"url": "https://github.com/sgl-project/sglang", "vcs_info": {"commit_id": "abcdef0123456789"}}}})
+    assert "installed from https://github.com/sgl-project/sglang at commit abcdef012345" in render(wheel)
     assert "sglang    0.5.9 at /root/sglang/python/sglang, editable install; git 0123456789ab on main (dirty: 2" in text
     assert "gpus      8 x NVIDIA H100 80GB HBM3 (81559 MiB each, 32 MiB in use), driver 550.54.15" in text
     assert "links     pcie (PIX, SYS)" in text

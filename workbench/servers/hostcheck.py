@@ -183,7 +183,10 @@ def render(report: HostReport) -> str:
         if inst and inst.get("version"):
             where = inst.get("package_dir") or "?"
             editable = ", editable install" if inst.get("editable") else ""
-            lines.append(f"sglang    {inst['version']} at {where}{editable}; {_git_text(inst.get('git'))}")
+            vcs = (inst.get("direct_url") or {}).get("vcs_info") or {}
+            origin = (_git_text(inst.get("git")) if inst.get("git") or not vcs.get("commit_id") else
+                      f"installed from {inst['direct_url'].get('url')} at commit {vcs['commit_id'][:12]}")
+            lines.append(f"sglang    {inst['version']} at {where}{editable}; {origin}")
         else:
             lines.append(f"sglang    not installed for {report.python['executable'] if report.python else 'python'}")
         for c in report.sglang.get("checkouts", []):
