@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import io
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +189,33 @@ def test_a_checkout_is_read_from_its_python_sglang_directory(tmp_path: Path) -> 
         table.resolve("--cuda-graph-max-bz")
     with pytest.raises(SourceError, match="not an SGLang source tree"):
         server_flags(str(tmp_path))
+
+
+def test_table_repr_is_short(v20: FlagTable) -> None:
+    assert repr(v20) == "<FlagTable 0.5.20: 495 flags, layout 'namespaces'>"
+
+
+def _python38() -> str | None:
+    """A working Python 3.8 (the oldest the helper supports), or None."""
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3"))) + [shutil.which("python3.8")]
+    for candidate in filter(None, candidates):
+        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"],
+                               capture_output=True, check=False)  # fmt: skip
+        if probe.stdout.strip() == b"True":
+            return candidate
+    return None
+
+
+PYTHON38 = _python38()
+SCRIPT = Path(__file__).resolve().parent.parent / "remote" / "server_flags.py"
+
+
+@pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter on this machine")
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.16", "0.5.23"])
+def test_python38_extracts_the_same_flags(version: str) -> None:
+    request = json.dumps({"root": str(sglang_release(version).package_dir)}).encode()
+    answers = [json.loads(subprocess.run([python, str(SCRIPT)], input=request, capture_output=True, check=False,
+                                         timeout=120).stdout) for python in (sys.executable, PYTHON38)]  # fmt: skip
+    new, old = answers
+    assert old["ok"] and old["python_version"].startswith("3.8"), old.get("error")
+    assert old["flags"] == new["flags"] and old["speculative_algorithms"] == new["speculative_algorithms"]

@@ -204,6 +204,9 @@ class FlagTable:
     root: str
     compare_with: str | None = None
 
+    def __repr__(self) -> str:  # the flags themselves would fill a notebook cell
+        return f"<FlagTable {self.label}: {len(self.flags)} flags, layout {self.layout!r}>"
+
     # -- lookup ---------------------------------------------------------------
     @functools.cached_property
     def _by_option(self) -> dict[str, Flag]:
@@ -388,7 +391,8 @@ def server_flags(
         version_or_tree: a release version (``"0.5.20"``: its wheel is fetched and cached)
             or a directory on ``host``: the ``sglang`` package, or a checkout holding
             ``python/sglang``.
-        host: where a tree is (``"local"``, an ssh config alias, or a Host).
+        host: where a tree is (``"local"``, an ssh config alias, or a Host); releases
+            are always read on this machine.
         previous: the release to compare against for removed flags: ``"auto"`` (the
             release right before a release version, found on the package index when
             first needed; none for a tree), a version, a table, or None.
@@ -403,8 +407,7 @@ def server_flags(
             source tree (or cannot be parsed by the host's python3).
         HostError: the host could not be reached.
     """
-    is_version = bool(_VERSION_LIKE.match(version_or_tree)) and isinstance(host, str) and host in ("local", "")
-    if is_version:
+    if _VERSION_LIKE.match(version_or_tree):
         answer = _release_answer(version_or_tree, timeout_s)
         where, label, version = "local", version_or_tree, version_or_tree
     else:
