@@ -32,7 +32,8 @@ class body), ``is_async``, ``start_line`` (first decorator line, 1-based),
 ``def_line``, ``end_line`` (inclusive), ``enclosing_class``, ``decorators``
 (source text), ``signature`` (parameter list and return annotation as one line of
 source text, comments dropped; for classes the base list; for assignments the
-annotation or ''), ``docstring`` (first line or null), ``source`` (whole lines start_line..end_line, newlines normalised to ``\\n``) and
+annotation or ''), ``docstring`` (first line or null), ``source`` (whole lines
+start_line..end_line, newlines normalised to ``\\n``) and
 ``sha256`` (hex digest of ``source`` encoded as UTF-8). A reference match has
 ``path``, ``line``, ``col`` (0-based, in characters), ``kind`` (call / attribute /
 name / import), ``enclosing`` (qualname of the innermost def or class, null at

@@ -12,7 +12,9 @@ from workbench.cli import app
 from workbench.source.cli import format_table
 
 runner = CliRunner()
-TREE_SOURCE = "class Pool:\n    def get_alloc_len_per_decode(self):\n        return helper()\n\n\ndef helper():\n    return 4\n"
+TREE_SOURCE = (
+    "class Pool:\n    def get_alloc_len_per_decode(self):\n        return helper()\n\n\ndef helper():\n    return 4\n"
+)
 
 
 def test_json_reports_both_locations() -> None:

@@ -101,19 +101,21 @@ def test_free_string_algorithms_come_from_the_enum_and_are_checked_case_insensit
     algos = v20.speculative
     assert algos.names == ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM")
     assert algos.aliases == ("NEXTN",) and not algos.case_sensitive and algos.plugins
-    assert algos.source is not None and algos.source.startswith("enum SpeculativeAlgorithm (srt/speculative/spec_info.py")
+    assert (algos.source or "").startswith("enum SpeculativeAlgorithm (srt/speculative/spec_info.py")
     assert any(place.startswith("srt/arg_groups/speculative_hook.py:") for place in algos.validated_in)
     assert v20.resolve("--speculative-algorithm").choices is None
     assert v20.check(["--speculative-algorithm", "eagle3", "--speculative-algorithm", "NextN"]) == []
     [problem] = v20.check(["--speculative-algorithm", "EAGEL3"])
-    assert (problem.kind, problem.fix) == ("unknown_algorithm", "EAGLE3") and "SpeculativeAlgorithm.register" in problem.message
+    assert (problem.kind, problem.fix) == ("unknown_algorithm", "EAGLE3")
+    assert "SpeculativeAlgorithm.register" in problem.message
 
 
 def test_unknown_flags_suggest_close_spellings(v20: FlagTable, v9: FlagTable) -> None:
     with pytest.raises(FlagError) as info:
         v20.resolve("--specualtive-num-steps")
     assert info.value.kind == "unknown" and info.value.fix == "--speculative-num-steps"
-    assert str(info.value).startswith("`--specualtive-num-steps` is not a flag of SGLang 0.5.20. Did you mean `--speculative-num-steps`")
+    assert str(info.value).startswith(
+        "`--specualtive-num-steps` is not a flag of SGLang 0.5.20. Did you mean `--speculative-num-steps`")
     with pytest.raises(FlagError, match="is not a flag of SGLang 0.5.9. Did you mean `--cuda-graph-max-bs`"):
         v9.resolve("--cuda-graph-max-bs-decode")  # a flag from the future, not a removed one
 
@@ -197,7 +199,8 @@ def test_table_repr_is_short(v20: FlagTable) -> None:
 
 def _python38() -> str | None:
     """A working Python 3.8 (the oldest the helper supports), or None."""
-    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3"))) + [shutil.which("python3.8")]
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3")))
+    candidates.append(shutil.which("python3.8"))
     for candidate in filter(None, candidates):
         probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"],
                                capture_output=True, check=False)  # fmt: skip

@@ -83,7 +83,8 @@ def test_history_table_and_events_for_display(history: pd.DataFrame) -> None:
     assert table.iloc[0].tolist() == ["0.5.2", "absent", "", "", "", False, False, ""]
     events = history_events(history)
     assert list(events["version"]) == ["0.5.9", "0.5.16", "0.5.23"]
-    assert list(events["lines"]) == ["182-206", *(f"{s}-{e}" for s, e in history[["start_line", "end_line"]].values[3:])]
+    ranges = [f"{s}-{e}" for s, e in history[["start_line", "end_line"]].values[3:]]
+    assert list(events["lines"]) == ["182-206", *ranges]
     assert all(len(h) == 12 for h in events["sha256"])
 
 

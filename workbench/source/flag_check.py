@@ -199,11 +199,13 @@ def _check_values(table: FlagTable, token: str, flag: Flag, values: list[str]) -
         elif flag.dest == "speculative_algorithm" and not table.speculative.accepts(value):
             known = table.speculative.names + table.speculative.aliases
             close = _close(value, list(known))
-            plugin = " or a name a plugin registers via SpeculativeAlgorithm.register" if table.speculative.plugins else ""
+            plugin = " or a name a plugin registers via SpeculativeAlgorithm.register" if table.speculative.plugins \
+                else ""
             where = ", ".join(table.speculative.validated_in[:1]) or table.speculative.source
             found.append(FlagProblem(
                 "error", "unknown_algorithm", token, flag.name,
                 f"{value!r} is not a speculative algorithm of {_where(table)}: it accepts {', '.join(known)}{plugin} "
-                f"(checked in {where})." + (f" Did you mean {close[0]!r}?" if close else ""), close[0] if close else None,
+                f"(checked in {where})." + (f" Did you mean {close[0]!r}?" if close else ""),
+                close[0] if close else None,
             ))  # fmt: skip
     return found

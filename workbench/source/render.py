@@ -241,7 +241,8 @@ def _diff_pane(change: Change, *, style: str, wrap: bool) -> str:
     lexer = PythonLexer(stripnl=False, ensurenl=True)
     old_html = highlight(change.old_source, lexer, formatter).split("\n")
     new_html = highlight(change.new_source, lexer, formatter).split("\n")
-    width = len(str(max(change.old_start + change.old_source.count("\n"), change.new_start + change.new_source.count("\n")))) + 2
+    last = max(change.old_start + change.old_source.count("\n"), change.new_start + change.new_source.count("\n"))
+    width = len(str(last)) + 2
     number = f"{_LINENO} flex: none; width: {width}ch; margin-right: 0;"
     code_css = (f"{_ROW_CODE} white-space: pre-wrap; overflow-wrap: anywhere; flex: 1 1 auto; min-width: 0;" if wrap
                 else f"{_ROW_CODE} white-space: pre; flex: none;")  # fmt: skip
@@ -265,7 +266,8 @@ def _diff_pane(change: Change, *, style: str, wrap: bool) -> str:
         code = code if code or not text else html.escape(text)
         rows.append(
             f'<div style="display: flex; {_DIFF_ROW.get(mark, "")}"><span style="{number}">{left}</span>'
-            f'<span style="{number} margin-right: 4px;">{right}</span><span style="{_DIFF_MARK}">{html.escape(mark)}</span>'
+            f'<span style="{number} margin-right: 4px;">{right}</span>'
+            f'<span style="{_DIFF_MARK}">{html.escape(mark)}</span>'
             f'<pre style="{code_css}">{code}</pre></div>'
         )
     where = (f"<code>{html.escape(change.old_path)}</code> &rarr; <code>{html.escape(change.new_path)}</code>"
