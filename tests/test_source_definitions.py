@@ -104,7 +104,8 @@ def test_summary_table_is_short(alloc: pd.DataFrame) -> None:
 
 
 def test_package_exports() -> None:
-    modules = {"cli", "definitions", "flag_check", "flags", "history", "lines", "releases", "render", "versions"}
+    modules = {"cli", "definitions", "flag_check", "flag_records", "flag_table", "flags", "history", "lines",
+               "releases", "render", "versions"}
     public = {name for name in dir(workbench.source) if not name.startswith("_")} - modules
     assert sorted(workbench.source.__all__) == sorted(public)
 

@@ -1,6 +1,6 @@
 """Check a ``launch_server`` command line against one SGLang version's flags, the way its parser reads it.
 
-Pure: works on a :class:`~workbench.source.flags.FlagTable` and a list of tokens.
+Pure: works on a :class:`~workbench.source.flag_table.FlagTable` and a list of tokens.
 Tokens are consumed as argparse consumes them: a flag that stores one value takes
 the next token unless that token looks like a flag; ``store_true`` flags take
 none (``--flag=x`` is refused, a stray ``x`` is an unrecognised argument);
@@ -20,7 +20,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.source.flags import Flag, FlagError, FlagProblem, FlagTable
+from workbench.source.flag_records import Flag, FlagError, FlagProblem
+from workbench.source.flag_table import FlagTable
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
