@@ -24,6 +24,7 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import host_app, servers_command
 from workbench.source.cli import inspect_command
+from workbench.variants.cli import variants_app
 
 __all__ = ["app"]
 
@@ -69,3 +70,4 @@ app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_ME
 app.command("servers")(servers_command)
 app.command("inspect")(inspect_command)
 app.add_typer(host_app, name="host")
+app.add_typer(variants_app, name="variants")

@@ -20,6 +20,7 @@ from workbench.servers.variants import Engine
 from workbench.sim.calibrate import REQUESTS_RULE, requests_for_level
 from workbench.store import load_run, load_runs, new_run
 from workbench.study import Study
+from workbench.variants.preflight import LOG_LINES, prepare_launch
 
 
 def setup_notebook() -> None:
@@ -68,10 +69,16 @@ def benchmark_variant(
         progress: show a progress bar.
 
     Returns:
-        The run directory (``<runs_dir>/<run_id>``), complete or marked failed.
+        The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its
+        manifest records ``provenance`` (SGLang version, base commit, dirty state,
+        patch sha256 and text, launch command and env), ``sim_stand_in``, the
+        pre-flight findings and the effective settings the server reports with their
+        findings (:func:`workbench.variants.prepare_launch`).
 
     Raises:
-        ConfigError: bad parameters. ServerStartError: the server never became ready.
+        ConfigError: bad parameters; on the real engine, pre-flight errors or a patch
+            that does not apply (nothing is launched). ServerStartError: the server never
+            became ready.
         BenchmarkError: the sweep could not measure. The run directory keeps every
         level measured before an error.
     """
@@ -96,7 +103,9 @@ def benchmark_variant(
         "unique_prompts": unique_prompts if unique_prompts is not None else engine != "sim",
         "sim_profile": sim_profile if engine == "sim" else None,
     }
-    with ServerHandle.start(v, host=host, engine=engine, sim_options=sim_options) as server:
+    # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
+    with prepare_launch(v, host=host, engine=engine) as prep, \
+            ServerHandle.start(prep.launch_variant, host=host, engine=engine, sim_options=sim_options) as server:
         info = server.server_info()
         run = new_run(
             v.name,
@@ -109,16 +118,22 @@ def benchmark_variant(
             time_scale=time_scale if engine == "sim" else 1.0,
             extra={
                 "variant_definition": {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env,
-                                       "model_path": v.model_path, "draft_model_path": v.draft_model_path},
+                                       "model_path": v.model_path, "draft_model_path": v.draft_model_path,
+                                       "base": v.base, "sglang_version": v.sglang_version,
+                                       "patches": [str(p) for p in v.patches], "sim_policy": v.sim_policy},
                 "simulation": info.get("simulation"),
                 "server_log": server.process.log_path,
                 "server_process": {"pid": server.process.pid, "pgid": server.process.pgid,
                                    "start_time": server.process.start_time, "port": server.port},
+                # provenance (version, base commit, dirty, patch sha256 + text, launch command),
+                # sim_stand_in, pre-flight findings, effective settings and their findings
+                **prep.manifest_extra(server_info=info, log_text=server.logs_tail(LOG_LINES),
+                                      launch_command=server.command),
             },
             root=paths.resolve(runs_dir),
         )
         def on_level(level: Any) -> None:
-            run.save_level(level)
+            run.save_level(prep.label_level(level))
             if len(level.requests) and level.requests["error"].notna().all():
                 alive = "still running" if server.alive else "no longer running"
                 raise BenchmarkError(
@@ -157,9 +172,17 @@ def benchmark_variants(variants: Sequence[str | Path | Variant], **kwargs: Any) 
 
 
 def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Study:
-    """A :class:`Study` over run directories (or run ids under the default runs root)."""
+    """A :class:`Study` over run directories (or run ids under the default runs root).
+
+    Rows of runs whose figures come from a simulator stand-in for a patch carry its
+    label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
+    """
     requests, levels = load_runs(runs)
     manifests = [load_run(r).manifest for r in runs]
+    stand_in = {m.get("run_id"): m.get("sim_stand_in") for m in manifests}
+    for frame in (requests, levels):
+        if "run_id" in frame:
+            frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
 
 

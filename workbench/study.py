@@ -80,7 +80,9 @@ class Study:
         sims = [m.get("simulation") or {} for m in self.manifests]
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
         scale = next((s.get("time_scale") for s in sims if s.get("time_scale")), None)
-        return tradeoff.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
+        text = tradeoff.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
+        stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
+        return "; ".join([text, *stand_ins])
 
     # -- tables -------------------------------------------------------------
     def summary(self) -> pd.DataFrame:

@@ -1,0 +1,81 @@
+"""Findings: what pre-flight validation and post-launch confirmation report about a variant.
+
+A :class:`Finding` names its severity, the variant, the flag (or environment
+variable, model path, patch, resource) it is about, what is wrong and what to do.
+``error`` blocks a launch, ``warning`` makes results suspect or pairs
+incomparable, ``info`` is worth knowing (a check skipped and why, a default the
+server will pick).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import pandas as pd
+
+Severity = Literal["error", "warning", "info"]
+
+#: Severities from worst to mildest (the order of tables and CLI output).
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+#: Columns of :func:`findings_table`.
+FINDING_COLUMNS = ["severity", "variant", "flag", "check", "message"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One result of a check.
+
+    Attributes:
+        severity: ``"error"``, ``"warning"`` or ``"info"``.
+        variant: the variant's name (``"a vs b"`` for a pair).
+        flag: what it is about: ``--speculative-eagle-topk``, ``env SGLANG_ENABLE_SPEC_V2``,
+            ``model_path``, ``patch <file>``, ``gpu``, ``disk``; None for the variant as a whole.
+        problem: what is wrong (or what was found), naming the flag.
+        fix: what to do about it ("" when nothing needs doing).
+        check: short identifier of the check, e.g. ``"unknown-flag"`` (stable, for tests and filters).
+    """
+
+    severity: Severity
+    variant: str
+    flag: str | None
+    problem: str
+    fix: str = ""
+    check: str = ""
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
+
+    @property
+    def message(self) -> str:
+        """The problem followed by ``Fix: <fix>`` when there is one."""
+        return f"{self.problem} Fix: {self.fix}" if self.fix else self.problem
+
+    def line(self) -> str:
+        """One line for terminals: ``error   eagle3-topk4  --flag: message``."""
+        where = f"{self.flag}: " if self.flag else ""
+        return f"{self.severity:<7} {self.variant}  {where}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the fields plus ``message``)."""
+        return {**dataclasses.asdict(self), "message": self.message}
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    """True when any finding is an error."""
+    return any(f.severity == "error" for f in findings)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings ordered by severity (errors first), keeping each severity's original order."""
+    items = list(findings)
+    return sorted(items, key=lambda f: SEVERITIES.index(f.severity))
+
+
+def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
+    """One row per finding (columns :data:`FINDING_COLUMNS`), errors first."""
+    rows = [{c: f.to_dict()[c] for c in FINDING_COLUMNS} for f in sort_findings(findings)]
+    return pd.DataFrame(rows, columns=FINDING_COLUMNS)

@@ -1,0 +1,85 @@
+"""What ``notebooks/variants.ipynb`` shows: findings as a table, and the functions patches change as diffs.
+
+HTML with inline styles only (no scripts, no fetched fonts), so it works in
+JupyterLab, in exported reports and offline, like :mod:`workbench.source.render`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from workbench.errors import WorkbenchError
+from workbench.servers.variants import Variant, list_variants, load_variant
+from workbench.source.render import HTMLFragment, diff_panes
+from workbench.variants.findings import SEVERITIES, Finding, sort_findings
+from workbench.variants.patchcheck import patched_changes, trial_apply
+from workbench.variants.patchfile import load_patch
+
+_SANS = "font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif; font-size: 13px;"
+_COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#57606a"}
+_CELL = "border-bottom: 1px solid #d0d7de; padding: 4px 8px; vertical-align: top; text-align: left;"
+
+
+def findings_html(findings: Sequence[Finding], *, min_severity: str = "info") -> HTMLFragment:
+    """A table of findings (errors first, severity in colour) headed by the counts.
+
+    Args:
+        findings: what :func:`workbench.variants.check_variants` returned.
+        min_severity: leave out findings milder than this (``"error"``, ``"warning"``, ``"info"``).
+    """
+    keep = SEVERITIES[: SEVERITIES.index(min_severity) + 1]  # type: ignore[arg-type]
+    rows = [f for f in sort_findings(findings) if f.severity in keep]
+    counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}(s)" for s in SEVERITIES)
+    head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("severity", "variant", "flag", "message"))
+    body = "".join(
+        f'<tr><td style="{_CELL} color: {_COLOURS[f.severity]}; font-weight: 600;">{f.severity}</td>'
+        f'<td style="{_CELL}">{html.escape(f.variant)}</td>'
+        f'<td style="{_CELL}"><code>{html.escape(f.flag or "")}</code></td>'
+        f'<td style="{_CELL}">{html.escape(f.problem)}'
+        + (f'<br><b>Fix:</b> {html.escape(f.fix)}' if f.fix else "") + "</td></tr>"
+        for f in rows
+    )
+    return HTMLFragment(f'<div style="{_SANS}"><p><b>{counts}</b></p><table style="border-collapse: collapse;">'
+                        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")  # fmt: skip
+
+
+def patch_diffs_html(
+    variants: Sequence[str | Path | Variant] | None = None,
+    *,
+    sglang_version: str | None = None,
+    host: str = "local",
+) -> HTMLFragment:
+    """For each patched variant: what its patch says, whether it applies, and the functions it changes.
+
+    Args:
+        variants: variants to show (default: every shipped one); unpatched ones are skipped.
+        sglang_version: the release to apply the patches to (default: each variant's base).
+        host: the host a ``host:`` checkout base refers to.
+    """
+    parts = []
+    for item in list(variants) if variants else list_variants():
+        v = item if isinstance(item, Variant) else load_variant(item)
+        if not v.patches:
+            continue
+        title = f'<h4 style="margin: 12px 0 4px;">{html.escape(v.name)}: {", ".join(p.name for p in v.patches)}</h4>'
+        try:
+            trial = trial_apply(v, version=sglang_version, host=host)
+        except WorkbenchError as exc:
+            parts.append(f"{title}<p>Could not try the patches: {html.escape(str(exc))}</p>")
+            continue
+        status = "".join(
+            f"<p>{html.escape(c.patch)}: " + ("applies cleanly to " + html.escape(trial.target) if c.ok
+                                              else f'<b style="color: {_COLOURS["error"]}">'
+                                              f"{html.escape(c.message)}</b>") + "</p>"
+            for c in trial.checks
+        )  # fmt: skip
+        headers = [load_patch(p).header for p in v.patches]
+        notes = "".join(f'<pre style="white-space: pre-wrap; background: #f6f8fa; padding: 6px;">'
+                        f"{html.escape(h)}</pre>" for h in headers if h)  # fmt: skip
+        changes = patched_changes(trial)
+        parts.append(title + status + notes + (diff_panes(changes).html if changes else ""))
+    if not parts:
+        return HTMLFragment(f'<div style="{_SANS}">None of these variants has patches.</div>')
+    return HTMLFragment(f'<div style="{_SANS}">' + "".join(parts) + "</div>")
