@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from workbench.bench.metrics import add_request_columns, itl_per_token, summarize_levels
-from workbench.bench.record import RequestRecord, records_to_frame
+from workbench.bench.frames import records_to_frame
+from workbench.bench.record import RequestRecord
 
 NAN = float("nan")
 

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from workbench.bench.record import RequestRecord, StreamAccumulator, records_to_frame
+from workbench.bench.frames import records_to_frame
+from workbench.bench.record import RequestRecord, StreamAccumulator
 from workbench.bench.sse import StreamEvent
 from workbench.bench.timing import Timebase
 from workbench.errors import ConfigError

@@ -9,10 +9,12 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from workbench.bench.record import RequestRecord, records_to_frame
+from workbench.bench.frames import records_to_frame
+from workbench.bench.record import RequestRecord
 from workbench.bench.sweep import LevelResult
 from workbench.errors import ConfigError
 from workbench.store import finish_run, list_runs, load_run, load_runs, new_run, save_level
+from workbench.store.runs import STANDARD_KEYS
 
 T0 = datetime(2026, 5, 29, 10, 15, 0, tzinfo=timezone.utc)
 
@@ -150,3 +152,15 @@ def test_engine_reported_by_server_must_match_the_run(tmp_path):
     sim = new_run("baseline", engine="sim", root=tmp_path)
     sim.save_level(lvl)
     assert load_run(sim.path).requests["simulated"].all()
+
+
+def test_annotate_adds_keys_but_not_standard_ones(tmp_path):
+    run = new_run("baseline", engine="sim", root=tmp_path, client_location="host:gpu1")
+    assert set(json.loads((run.path / "manifest.json").read_text())) == STANDARD_KEYS
+    run.annotate(client={"results_path": "/h/results.jsonl", "pid": 7})
+    assert json.loads((run.path / "manifest.json").read_text())["client"]["pid"] == 7
+    with pytest.raises(ConfigError, match="standard keys"):
+        run.annotate(client_location="elsewhere")
+    run.finish()
+    with pytest.raises(ConfigError, match="cannot annotate"):
+        run.annotate(note="late")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from workbench import paths
+from workbench.bench.onhost import start_host_sweep
 from workbench.bench.sweep import run_sweep
 from workbench.errors import BenchmarkError, ConfigError
+from workbench.hosts import LocalHost
 from workbench.servers import ServerHandle, Variant, load_variant
 from workbench.servers.variants import Engine
 from workbench.sim.calibrate import REQUESTS_RULE, requests_for_level
@@ -35,6 +37,7 @@ def benchmark_variant(
     *,
     host: str = "local",
     engine: Engine | None = None,
+    client: Literal["host", "local"] | None = None,
     concurrency_levels: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
     requests_per_level: int | None = None,
     max_new_tokens: int = 256,
@@ -53,6 +56,13 @@ def benchmark_variant(
         variant: a variant name in ``data/variants/``, a variant file, or a :class:`Variant`.
         host: ``"local"`` or an ssh config alias.
         engine: ``"sim"`` or ``"sglang"``; default: sim on local, sglang elsewhere.
+        client: where the load generator runs. ``"host"``: on the server's host, in the
+            server's Python (it needs aiohttp, which SGLang's environment has), against
+            the host's 127.0.0.1, results pulled back (:mod:`workbench.bench.onhost`), so
+            the network between here and the host stays out of TTFT and ITL. ``"local"``:
+            in this process, through the SSH tunnel. Default: ``"host"`` on an SSH host,
+            ``"local"`` on the local host (where both measure the same). The manifest's
+            ``client_location`` says which: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``.
         concurrency_levels: closed-loop levels (requests in flight).
         requests_per_level: requests per level; None: ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).
@@ -88,6 +98,9 @@ def benchmark_variant(
         raise ConfigError(f"concurrency_levels must be positive integers, got {list(concurrency_levels)}")
     if time_scale <= 0:
         raise ConfigError(f"time_scale must be > 0, got {time_scale}")
+    if client not in (None, "host", "local"):
+        raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
+    where = client or ("local" if host in ("local", "localhost", "") else "host")
     engine = engine or ("sim" if host == "local" else "sglang")
     if engine != "sim" and time_scale != 1.0:
         raise ConfigError("time_scale applies only to the simulated engine; a real server runs in real time")
@@ -112,7 +125,7 @@ def benchmark_variant(
             engine=engine,
             launch_command=server.command,
             host=host,
-            client_location="local",
+            client_location=_client_location(server, where),
             server_info=info,
             parameters=parameters,
             time_scale=time_scale if engine == "sim" else 1.0,
@@ -143,8 +156,7 @@ def benchmark_variant(
                 )
 
         with run:
-            run_sweep(
-                server.url,
+            sweep_args: dict[str, Any] = dict(
                 concurrency_levels=levels,
                 requests_per_level=per_level,
                 max_new_tokens=max_new_tokens,
@@ -153,11 +165,23 @@ def benchmark_variant(
                 time_scale=time_scale if engine == "sim" else 1.0,
                 warmup_requests=warmup_requests,
                 unique_prefix=parameters["unique_prompts"],
-                progress=progress,
-                on_level=on_level,
             )
+            if where == "host":
+                with start_host_sweep(server.host, server.port, python=server.python, **sweep_args) as sweep:
+                    run.annotate(client={"python": sweep.python, "pid": sweep.process.pid,
+                                         "results_path": sweep.results_path, "log_path": sweep.log_path})
+                    sweep.follow(on_level=on_level, progress=progress)
+            else:
+                run_sweep(server.url, progress=progress, on_level=on_level, **sweep_args)
             run.finish(server_info=server.server_info())
     return run.path
+
+
+def _client_location(server: ServerHandle, where: str) -> str:
+    """The manifest's ``client_location``: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``."""
+    if where == "host":
+        return f"host:{server.host.name}"
+    return "local" if isinstance(server.host, LocalHost) else "local (tunnel)"
 
 
 def benchmark_variants(variants: Sequence[str | Path | Variant], **kwargs: Any) -> list[Path]:

@@ -1,42 +1,60 @@
-"""Benchmarking: prompts, the streaming client, closed/open-loop load, sweeps and metrics."""
+"""Benchmarking: prompts, the streaming client, closed/open-loop load, sweeps and metrics.
 
-from workbench.bench.client import build_generate_body, send_generate
-from workbench.bench.loadgen import closed_loop, open_loop, poisson_arrivals, prompt_schedule
-from workbench.bench.metrics import add_request_columns, summarize_level, summarize_levels
-from workbench.bench.prompts import Prompt, load_prompts
-from workbench.bench.record import RequestRecord, StreamAccumulator, records_to_frame
-from workbench.bench.sse import SSEDecoder, StreamEvent
-from workbench.bench.sweep import (DEFAULT_CONCURRENCY_LEVELS, LevelResult, SweepResult,
-                                   default_requests_per_level, run_sweep, run_sweep_async)
-from workbench.bench.timing import Timebase
-from workbench.bench.tokenizer import TOKENIZER_DIR, count_tokens, decode_incremental, load_tokenizer
+Names are imported on first use (PEP 562), so importing one submodule does not pull
+in the rest: the host-side load generator (:mod:`workbench.bench.remote_run`) imports
+only the modules that need the standard library and aiohttp, and runs on a GPU host
+where pandas, numpy or tokenizers may be absent.
+"""
 
-__all__ = [
-    "DEFAULT_CONCURRENCY_LEVELS",
-    "LevelResult",
-    "Prompt",
-    "RequestRecord",
-    "SSEDecoder",
-    "StreamAccumulator",
-    "StreamEvent",
-    "SweepResult",
-    "TOKENIZER_DIR",
-    "Timebase",
-    "add_request_columns",
-    "build_generate_body",
-    "closed_loop",
-    "count_tokens",
-    "decode_incremental",
-    "default_requests_per_level",
-    "load_prompts",
-    "load_tokenizer",
-    "open_loop",
-    "poisson_arrivals",
-    "prompt_schedule",
-    "records_to_frame",
-    "run_sweep",
-    "run_sweep_async",
-    "send_generate",
-    "summarize_level",
-    "summarize_levels",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Public name -> submodule that defines it.
+_EXPORTS: dict[str, str] = {
+    "DEFAULT_CONCURRENCY_LEVELS": "sweep",
+    "LevelResult": "sweep",
+    "Prompt": "prompts",
+    "RequestRecord": "record",
+    "SSEDecoder": "sse",
+    "StreamAccumulator": "record",
+    "StreamEvent": "sse",
+    "SweepResult": "sweep",
+    "TOKENIZER_DIR": "tokenizer",
+    "Timebase": "timing",
+    "add_request_columns": "metrics",
+    "build_generate_body": "client",
+    "closed_loop": "loadgen",
+    "count_tokens": "tokenizer",
+    "decode_incremental": "tokenizer",
+    "default_requests_per_level": "sweep",
+    "load_prompts": "prompts",
+    "load_tokenizer": "tokenizer",
+    "open_loop": "loadgen",
+    "poisson_arrivals": "loadgen",
+    "prompt_schedule": "loadgen",
+    "read_host_sweep": "onhost",
+    "records_to_frame": "frames",
+    "run_sweep": "sweep",
+    "run_sweep_async": "sweep",
+    "run_sweep_on_host": "onhost",
+    "send_generate": "client",
+    "summarize_level": "metrics",
+    "summarize_levels": "metrics",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench.bench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"workbench.bench.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

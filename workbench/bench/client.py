@@ -18,6 +18,7 @@ propagate.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -138,7 +139,7 @@ async def send_generate(
             t = tb.now()
             for event in decoder.close():
                 acc.on_event(event, t)
-    except TimeoutError:
+    except (asyncio.TimeoutError, TimeoutError):  # distinct classes before Python 3.11
         acc.fail("TimeoutError", f"no complete response from {url} within {timeout_s} s (wall)", tb.now())
     except (aiohttp.ClientError, OSError) as exc:
         acc.fail(type(exc).__name__, f"{url}: {exc}" if str(exc) else url, tb.now())

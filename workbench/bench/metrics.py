@@ -1,7 +1,7 @@
 """Per-level summaries derived from request rows (pure pandas; no I/O, no clock).
 
 Input: the requests table (one row per request, as built by
-:func:`workbench.bench.record.records_to_frame` plus the level columns the sweep adds:
+:func:`workbench.bench.frames.records_to_frame` plus the level columns the sweep adds:
 ``level_index``, ``mode``, ``concurrency``, ``request_rate_req_s``). Required columns:
 ``level_index``, ``error``, ``error_type``, ``output_tokens``, ``prompt_tokens``,
 ``ttft_ms``, ``tpot_ms``, ``e2e_ms``, ``itl_ms``, ``tokens_per_chunk``,

@@ -29,21 +29,23 @@ and ``calculate_metrics``; see sglang-facts.md section 5):
   for cross-checking; NaN when absent or when ``spec_verify_ct`` is missing or 0.
 
 Missing values are NaN (floats) or None (ints, strings), never 0.
+
+This module needs only the standard library (the host-side load generator imports
+it where pandas may be absent); the pandas table of records is built by
+:func:`workbench.bench.frames.records_to_frame`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import pandas as pd
 
 from workbench.bench.sse import StreamEvent
 from workbench.bench.timing import Timebase
 
-__all__ = ["RequestRecord", "StreamAccumulator", "records_to_frame", "REQUEST_DTYPES"]
+__all__ = ["RequestRecord", "StreamAccumulator", "REQUEST_DTYPES", "record_from_json", "record_to_json"]
 
 NAN = float("nan")
 
@@ -231,8 +233,8 @@ class StreamAccumulator:
         return rec
 
 
-#: pandas dtypes of the record's columns (nullable ints, NaN floats, ``str`` text,
-#: Python lists for ``itl_ms`` and ``tokens_per_chunk``).
+#: pandas dtypes of the record's columns, as names (nullable ints, NaN floats, ``str``
+#: text, Python lists for ``itl_ms`` and ``tokens_per_chunk``).
 REQUEST_DTYPES: dict[str, str] = {
     "request_index": "Int64",
     "prompt_id": "str",
@@ -264,32 +266,32 @@ REQUEST_DTYPES: dict[str, str] = {
 }
 
 
-def records_to_frame(records: Iterable[RequestRecord], constants: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Tidy table of records: one row per request, columns in :data:`REQUEST_DTYPES` order.
+_FLOAT_FIELDS = frozenset(name for name, dtype in REQUEST_DTYPES.items() if dtype == "float64")
 
-    Args:
-        records: the measured requests.
-        constants: extra columns with one value for every row (e.g. ``concurrency``),
-            placed first.
 
-    Returns:
-        DataFrame with ``len(records)`` rows (empty with the same columns when none).
+def record_to_json(record: RequestRecord) -> dict[str, Any]:
+    """The record as a JSON-ready dict: every field, NaN floats as None (JSON ``null``).
+
+    :func:`record_from_json` inverts it exactly (floats round-trip through JSON text).
     """
-    rows = [dataclasses.asdict(r) for r in records]
-    frame = pd.DataFrame(rows, columns=list(REQUEST_DTYPES))
-    frame = frame.astype(REQUEST_DTYPES)
-    for i, (name, value) in enumerate((constants or {}).items()):
-        frame.insert(i, name, pd.Series([value] * len(frame), index=frame.index, dtype=_dtype_for(value)))
-    return frame
+    out = dataclasses.asdict(record)
+    for name in _FLOAT_FIELDS:
+        if isinstance(out[name], float) and math.isnan(out[name]):
+            out[name] = None
+    return out
 
 
-def _dtype_for(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "Int64"
-    if isinstance(value, float):
-        return "float64"
-    if value is None:
-        return "object"
-    return "str"
+def record_from_json(obj: Mapping[str, Any]) -> RequestRecord:
+    """The :class:`RequestRecord` of a :func:`record_to_json` dict (``null`` floats become NaN).
+
+    Raises:
+        ValueError: ``obj`` has keys that are not record fields.
+    """
+    unknown = set(obj) - set(REQUEST_DTYPES)
+    if unknown:
+        raise ValueError(f"not RequestRecord fields: {sorted(unknown)}")
+    values = {name: (NAN if name in _FLOAT_FIELDS and value is None else value) for name, value in obj.items()}
+    for name in ("itl_ms", "tokens_per_chunk"):
+        if name in values:
+            values[name] = list(values[name])
+    return RequestRecord(**values)

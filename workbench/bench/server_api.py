@@ -90,7 +90,7 @@ async def flush_cache(
             async with session.post(url, timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S)) as resp:
                 status = resp.status
                 text = await resp.text(errors="replace")
-        except TimeoutError:
+        except (asyncio.TimeoutError, TimeoutError):  # distinct classes before Python 3.11
             return FlushOutcome(False, attempts, status, f"TimeoutError: {url} gave no answer in {CALL_TIMEOUT_S} s")
         except (aiohttp.ClientError, OSError) as exc:
             return FlushOutcome(False, attempts, status, f"{type(exc).__name__}: {url}: {exc}")
@@ -122,7 +122,7 @@ async def fetch_server_info(session: aiohttp.ClientSession, base_url: str) -> Se
                     message = f"HTTPStatusError: {url} answered {resp.status}: {text[:200]}"
                     return ServerInfoOutcome(None, route, message)
                 info = await resp.json(content_type=None)
-        except TimeoutError:
+        except (asyncio.TimeoutError, TimeoutError):  # distinct classes before Python 3.11
             return ServerInfoOutcome(None, route, f"TimeoutError: {url} gave no answer in {CALL_TIMEOUT_S} s")
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             return ServerInfoOutcome(None, route, f"{type(exc).__name__}: {url}: {exc}")

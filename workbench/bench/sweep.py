@@ -15,6 +15,11 @@ Per level (closed loop at a concurrency, or open loop at a rate):
 
 Warmup requests (default 1, as bench_serving) go out once, before the first flush.
 One :class:`aiohttp.ClientSession` (no connection cap) serves the whole sweep.
+
+The measuring itself is :func:`workbench.bench.measure.measure_sweep` (no pandas);
+this module turns its events into tables (:class:`SweepAssembler`). The same core
+runs ON a GPU host through :func:`workbench.bench.onhost.run_sweep_on_host`, which
+returns the same :class:`SweepResult`.
 """
 
 from __future__ import annotations
@@ -22,29 +27,28 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import aiohttp
 import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench.bench.client import DEFAULT_REQUEST_TIMEOUT_S
-from workbench.bench.loadgen import closed_loop, open_loop, prompt_schedule
+from workbench.bench.frames import records_to_frame
+from workbench.bench.measure import (SweepEvent, SweepStarted, WarmupMeasured, make_plan, measure_sweep,
+                                     open_session)
 from workbench.bench.metrics import summarize_levels
-from workbench.bench.prompts import Prompt, load_prompts
-from workbench.bench.record import RequestRecord, records_to_frame
-from workbench.bench.server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
-                                        server_accept_length, server_engine, server_gen_throughput,
-                                        server_time_scale, sim_behind_schedule_s)
-from workbench.bench.timing import Clock, Timebase
-from workbench.errors import BenchmarkError, ConfigError
+from workbench.bench.prompts import Prompt
+from workbench.bench.record import RequestRecord
+from workbench.bench.server_api import (FlushOutcome, ServerInfoOutcome, server_accept_length, server_engine,
+                                        server_gen_throughput)
+from workbench.bench.timing import Clock
+from workbench.errors import BenchmarkError
 
-__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LevelResult", "SweepResult", "default_requests_per_level",
-           "run_sweep", "run_sweep_async"]
+__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LevelResult", "SweepAssembler", "SweepResult",
+           "default_requests_per_level", "run_sweep", "run_sweep_async"]
 
 DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
@@ -90,34 +94,6 @@ class SweepResult:
     warmup: pd.DataFrame
     server_info: dict[str, Any] | None
     parameters: dict[str, Any]
-
-
-def _resolve_prompts(prompts: Sequence[Prompt | str] | str | Path | None) -> list[Prompt]:
-    if prompts is None:
-        return load_prompts("default")
-    if isinstance(prompts, (str, Path)):
-        return load_prompts(prompts)
-    out = [p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
-           for i, p in enumerate(prompts)]
-    if not out:
-        raise ConfigError("run_sweep: prompts is empty")
-    return out
-
-
-def _level_plan(mode: str, levels: Sequence[float], requests_per_level: int | Callable[[int], int]
-                ) -> list[tuple[float, int]]:
-    if not levels:
-        raise ConfigError("run_sweep: no levels to run")
-    plan = []
-    for level in levels:
-        if mode == "closed" and (int(level) != level or level < 1):
-            raise ConfigError(f"concurrency levels must be integers >= 1, got {level!r}")
-        n = requests_per_level(int(level) if mode == "closed" else 1) if callable(requests_per_level) \
-            else requests_per_level
-        if int(n) < 1:
-            raise ConfigError(f"requests_per_level must be >= 1, got {n} for level {level}")
-        plan.append((level, int(n)))
-    return plan
 
 
 async def run_sweep_async(
@@ -184,112 +160,90 @@ async def run_sweep_async(
         BenchmarkError: every warmup request failed (the server is not answering);
             the message quotes the first error.
     """
-    mode: Literal["closed", "open"] = "open" if request_rates is not None else "closed"
-    levels = list(request_rates) if request_rates is not None else list(concurrency_levels)
-    plan = _level_plan(mode, levels, requests_per_level)
-    if max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if warmup_requests < 0:
-        raise ConfigError(f"warmup_requests must be >= 0, got {warmup_requests}")
-    prompt_list = _resolve_prompts(prompts)
-    if time_scale != "auto":
-        Timebase(clock=clock, origin=0.0, epoch_at_origin=0.0, time_scale=time_scale)  # validates early
-    connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        preflight = await fetch_server_info(session, base_url)
-        return await _sweep(session, base_url, mode=mode, levels=levels, plan=plan, prompt_list=prompt_list,
-                            time_scale=_resolve_time_scale(time_scale, preflight.info, base_url),
-                            preflight_info=preflight.info, max_concurrency=max_concurrency,
-                            max_new_tokens=max_new_tokens, seed=seed, warmup_requests=warmup_requests, flush=flush,
-                            unique_prefix=unique_prefix,
-                            timeout_s=timeout_s, extra_sampling_params=extra_sampling_params, progress=progress,
-                            on_level=on_level, clock=clock, wall_clock=wall_clock)
+    plan = make_plan(concurrency_levels=concurrency_levels, request_rates=request_rates,
+                     max_concurrency=max_concurrency, requests_per_level=requests_per_level,
+                     max_new_tokens=max_new_tokens, prompts=prompts, seed=seed, time_scale=time_scale,
+                     warmup_requests=warmup_requests, flush=flush, unique_prefix=unique_prefix, timeout_s=timeout_s,
+                     extra_sampling_params=extra_sampling_params)
+    assembler = SweepAssembler()
+    unit = "concurrency" if plan.mode == "closed" else "rate"
+    bar = tqdm(total=plan.total_requests, disable=not progress, unit="req", desc="sweep")
 
+    def on_request(level_index: int | None, _record: RequestRecord) -> None:
+        if level_index is not None:
+            bar.set_postfix_str(f"{unit}={plan.levels[level_index][0]}", refresh=False)
+            bar.update(1)
 
-def _resolve_time_scale(requested: float | str, info: dict[str, Any] | None, base_url: str) -> float:
-    reported = server_time_scale(info)
-    if requested == "auto":
-        return reported if reported is not None else 1.0
-    if reported is not None and abs(float(requested) - reported) > 1e-9 * max(1.0, reported):
-        raise ConfigError(f"time_scale={requested} but the simulated server at {base_url} runs at "
-                          f"time_scale={reported} (/server_info simulation.time_scale); pass time_scale={reported} "
-                          "or 'auto', otherwise every duration would be off by their ratio")
-    return float(requested)
-
-
-async def _sweep(
-    session: aiohttp.ClientSession,
-    base_url: str,
-    *,
-    mode: Literal["closed", "open"],
-    levels: list[float],
-    plan: list[tuple[float, int]],
-    prompt_list: list[Prompt],
-    time_scale: float,
-    preflight_info: dict[str, Any] | None,
-    max_concurrency: int | None,
-    max_new_tokens: int,
-    seed: int,
-    warmup_requests: int,
-    flush: bool,
-    unique_prefix: bool,
-    timeout_s: float | None,
-    extra_sampling_params: Mapping[str, Any] | None,
-    progress: bool,
-    on_level: Callable[[LevelResult], None] | None,
-    clock: Clock,
-    wall_clock: Clock,
-) -> SweepResult:
-    timebase = Timebase.start(clock=clock, wall_clock=wall_clock, time_scale=time_scale)
-    parameters = dict(base_url=base_url, mode=mode, levels=[float(x) if mode == "open" else int(x) for x in levels],
-                      requests_per_level=[n for _, n in plan], max_new_tokens=max_new_tokens,
-                      prompt_ids=[p.id for p in prompt_list], seed=seed, time_scale=float(time_scale),
-                      warmup_requests=warmup_requests, flush=flush, unique_prefix=unique_prefix, timeout_s=timeout_s,
-                      max_concurrency=max_concurrency, extra_sampling_params=dict(extra_sampling_params or {}))
-    request_args = dict(max_new_tokens=max_new_tokens, timebase=timebase, timeout_s=timeout_s,
-                        extra_sampling_params=extra_sampling_params)
-    level_frames: list[pd.DataFrame] = []
-    info_frames: list[pd.DataFrame] = []
-    server_info: dict[str, Any] | None = preflight_info
-    warm: list[RequestRecord] = []
-    bar = tqdm(total=sum(n for _, n in plan), disable=not progress, unit="req", desc="sweep")
     try:
-        if warmup_requests > 0:
-            schedule = prompt_schedule(prompt_list, warmup_requests, rng=random.Random(seed))
-            warm = await closed_loop(session, base_url, schedule, concurrency=warmup_requests, **request_args)
-            if all(not r.ok for r in warm):
-                raise BenchmarkError(
-                    f"All {len(warm)} warmup requests to {base_url}/generate failed; first error: "
-                    f"{warm[0].error_type}: {warm[0].error}. Is the server up (check /health and its log)?")
-        for index, (level, n) in enumerate(plan):
-            bar.set_postfix_str(f"{'concurrency' if mode == 'closed' else 'rate'}={level}")
-            flushed = await flush_cache(session, base_url) if flush else None
-            schedule = prompt_schedule(prompt_list, n, rng=random.Random(seed))
-            if unique_prefix:
-                schedule = [dataclasses.replace(p, text=f"[request {index}-{i}] {p.text}")
-                            for i, p in enumerate(schedule)]
-            if mode == "closed":
-                records = await closed_loop(session, base_url, schedule, concurrency=int(level),
-                                            on_done=lambda _r: bar.update(1), **request_args)
-            else:
-                records = await open_loop(session, base_url, schedule, request_rate=float(level),
-                                          rng=random.Random(seed + 1), max_concurrency=max_concurrency,
-                                          on_done=lambda _r: bar.update(1), **request_args)
-            fetched = await fetch_server_info(session, base_url)
-            lag_before = sim_behind_schedule_s(server_info)
-            server_info = fetched.info if fetched.info is not None else server_info
-            result = _level_result(index, mode, level, max_concurrency, records, flushed, fetched, server_info,
-                                   parameters, sim_lag_s=sim_behind_schedule_s(fetched.info) - lag_before)
-            level_frames.append(result.requests)
-            info_frames.append(result.info)
-            if on_level is not None:
-                on_level(result)
+        async with open_session() as session:
+            events = measure_sweep(session, base_url, plan, on_request=on_request, clock=clock, wall_clock=wall_clock)
+            try:
+                async for event in events:
+                    level = assembler.add(event)
+                    if level is not None and on_level is not None:
+                        on_level(level)
+            finally:
+                await events.aclose()
     finally:
         bar.close()
-    requests = pd.concat(level_frames, ignore_index=True)
-    level_info = pd.concat(info_frames, ignore_index=True)
-    return SweepResult(requests=requests, levels=summarize_levels(requests, level_info), level_info=level_info,
-                       warmup=records_to_frame(warm), server_info=server_info, parameters=parameters)
+    return assembler.result()
+
+
+class SweepAssembler:
+    """Builds a sweep's tables from its measured events, level by level.
+
+    The one place events become DataFrames, whether the load generator ran here
+    (:func:`run_sweep_async`) or on the GPU host (:mod:`workbench.bench.onhost`, from
+    the events read back out of the results file), so both give identical tables.
+    Rows are labelled with the engine ``/server_info`` reported (the last answer read).
+    """
+
+    def __init__(self) -> None:
+        self._started: SweepStarted | None = None
+        self._server_info: dict[str, Any] | None = None
+        self._warmup: list[RequestRecord] = []
+        self._levels: list[LevelResult] = []
+
+    @property
+    def levels(self) -> list[LevelResult]:
+        """The levels assembled so far."""
+        return list(self._levels)
+
+    def add(self, event: SweepEvent) -> LevelResult | None:
+        """Take one event; returns the :class:`LevelResult` when ``event`` completed a level.
+
+        Raises:
+            BenchmarkError: events out of order (a level or warmup before the start).
+        """
+        if isinstance(event, SweepStarted):
+            self._started, self._server_info = event, event.server_info
+            return None
+        if self._started is None:
+            raise BenchmarkError(f"sweep event {type(event).__name__} arrived before the sweep started")
+        if isinstance(event, WarmupMeasured):
+            self._warmup = list(event.records)
+            return None
+        if event.server_info.info is not None:
+            self._server_info = event.server_info.info
+        params = self._started.parameters
+        result = _level_result(event.index, params["mode"], event.level, params["max_concurrency"], event.records,
+                               event.flush, event.server_info, self._server_info, params, sim_lag_s=event.sim_lag_s)
+        self._levels.append(result)
+        return result
+
+    def result(self) -> SweepResult:
+        """The :class:`SweepResult` of every level added.
+
+        Raises:
+            BenchmarkError: no level was measured.
+        """
+        if self._started is None or not self._levels:
+            raise BenchmarkError("the sweep measured no level, so there is no result to build")
+        requests = pd.concat([lvl.requests for lvl in self._levels], ignore_index=True)
+        level_info = pd.concat([lvl.info for lvl in self._levels], ignore_index=True)
+        return SweepResult(requests=requests, levels=summarize_levels(requests, level_info), level_info=level_info,
+                           warmup=records_to_frame(self._warmup), server_info=self._server_info,
+                           parameters=self._started.parameters)
 
 
 def _level_result(index: int, mode: str, level: float, max_concurrency: int | None, records: list[RequestRecord],

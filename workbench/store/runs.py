@@ -45,6 +45,12 @@ SCHEMA_VERSION = 1
 Engine = Literal["sim", "sglang"]
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
 REPO_ROOT = Path(workbench.__file__).resolve().parents[1]
+#: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
+STANDARD_KEYS = frozenset({
+    "schema_version", "run_id", "variant", "engine", "simulated", "status", "error", "started_at", "finished_at",
+    "host", "client_location", "launch_command", "sglang_version", "time_scale", "parameters", "levels_completed",
+    "num_requests", "server_info", "workbench",
+})
 
 
 def default_runs_root() -> Path:
@@ -109,6 +115,21 @@ class RunWriter:
         """Same as :func:`save_level` (``run_sweep(on_level=run.save_level)``)."""
         save_level(self, level)
 
+    def annotate(self, **keys: Any) -> None:
+        """Add non-standard manifest keys (e.g. ``client=`` facts known only once the
+        sweep started) and rewrite the manifest.
+
+        Raises:
+            ConfigError: a key is one of the standard manifest keys, or the run is finished.
+        """
+        clash = set(keys) & STANDARD_KEYS
+        if clash:
+            raise ConfigError(f"manifest keys {sorted(clash)} are standard keys; annotate adds other keys only")
+        if self.manifest.get("status") != "running":
+            raise ConfigError(f"Run {self.run_id} is {self.manifest.get('status')}; cannot annotate it")
+        self.manifest.update(keys)
+        self._write_manifest()
+
     def finish(self, *, status: Literal["complete", "failed"] = "complete", error: str | None = None,
                server_info: Mapping[str, Any] | None = None) -> Path:
         """Same as :func:`finish_run`."""
@@ -154,7 +175,8 @@ def new_run(
         simulated: whether results come from a simulated engine; default ``engine == "sim"``.
         launch_command: the full server launch command (string or argv).
         host: where the server ran (``"local"`` or an ssh alias).
-        client_location: where the load generator ran (``"local"``, ``"host"``, ...).
+        client_location: where the load generator ran (``"local"``, ``"local (tunnel)"``,
+            ``"host:<alias>"``).
         sglang_version: SGLang version; default: ``server_info["version"]`` once known.
         server_info: the ``/server_info`` body if already read (later levels fill it in).
         parameters: benchmark parameters (e.g. ``SweepResult.parameters``).
