@@ -17,6 +17,7 @@ import altair as alt
 import pandas as pd
 
 from workbench.analysis.crossover import Crossover, best_policy, find_crossover, ratio_table
+from workbench.analysis.uncertainty import per_request_ratio_ci
 from workbench.charts import save_chart
 from workbench.charts import tradeoff
 from workbench.errors import ConfigError
@@ -94,6 +95,10 @@ class Study:
         """Spec/baseline ratios of :data:`COMPARED` at each shared level."""
         return ratio_table(self.levels, baseline=self.baseline, spec=spec, metrics=COMPARED)
 
+    def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
+        """Bootstrap CI of the per-request tok/s ratio of ``spec`` over the baseline, per level."""
+        return per_request_ratio_ci(self.requests, baseline=self.baseline, spec=spec, confidence=confidence)
+
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric."""
         table = self.ratios(spec)
@@ -120,7 +125,8 @@ class Study:
             "per_request": tradeoff.per_request_chart(self.levels, subtitle=self.subtitle),
         }
         for spec in self.spec_variants:
-            out[f"ratio_{spec}"] = tradeoff.ratio_chart(self.ratios(spec), self.crossovers(spec), spec=spec, subtitle=self.subtitle)
+            out[f"ratio_{spec}"] = tradeoff.ratio_chart(self.ratios(spec), self.crossovers(spec), spec=spec,
+                                                        subtitle=self.subtitle, ci=self.per_request_ci(spec))
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
             out["accept_length"] = tradeoff.accept_length_chart(self.levels, subtitle=self.subtitle)
         return out
@@ -138,11 +144,21 @@ class Study:
         for spec in self.spec_variants:
             for metric, c in self.crossovers(spec).items():
                 lines.append(f"- **{spec}**, {metric}: {c.description}")
+            ci = self.per_request_ci(spec)
+            for row in ci.itertuples():
+                if row.ratio > 1.0:
+                    verdict = "significant" if row.significant else "not significant at this sample size"
+                    lines.append(
+                        f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.1%} per request "
+                        f"(95% CI {row.ratio_lo - 1:+.1%} to {row.ratio_hi - 1:+.1%}, "
+                        f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests): {verdict}."
+                    )
         pol = self.policy()
         runs = []
         for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
             levels = list(group["concurrency"])
-            runs.append(f"{group['best_variant'].iloc[0]} at concurrency {levels[0]}–{levels[-1]}")
+            span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
+            runs.append(f"{group['best_variant'].iloc[0]} at concurrency {span}")
         lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
         for m in self.manifests:
             sim = m.get("simulation") or {}

@@ -86,7 +86,14 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
     return alt.layer(client, server)
 
 
-def ratio_chart(ratios: pd.DataFrame, crossovers: dict[str, Crossover], *, spec: str, subtitle: str) -> alt.LayerChart:
+def ratio_chart(
+    ratios: pd.DataFrame,
+    crossovers: dict[str, Crossover],
+    *,
+    spec: str,
+    subtitle: str,
+    ci: pd.DataFrame | None = None,
+) -> alt.LayerChart:
     """Spec/baseline ratio per metric against concurrency, a rule at 1, crossovers marked.
 
     Args:
@@ -95,6 +102,8 @@ def ratio_chart(ratios: pd.DataFrame, crossovers: dict[str, Crossover], *, spec:
             vertical rule and a label, others a note in the legend title.
         spec: the speculative variant's name (for the title).
         subtitle: provenance subtitle.
+        ci: optional :func:`workbench.analysis.uncertainty.per_request_ratio_ci` output;
+            drawn as error bars on the per-request ratio.
     """
     names = {"output_throughput_tok_s": "total output tok/s", "mean_per_request_tok_s": "per-request tok/s"}
     metrics = [m for m in crossovers if f"{m}_ratio" in ratios.columns]
@@ -117,6 +126,14 @@ def ratio_chart(ratios: pd.DataFrame, crossovers: dict[str, Crossover], *, spec:
     ]
     notes = "; ".join(f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None)
     layers = [lines, one]
+    if ci is not None and len(ci):
+        layers.append(
+            alt.Chart(ci.assign(metric=names["mean_per_request_tok_s"]))
+            .mark_errorbar(ticks=True)
+            .encode(x="concurrency:Q", y=alt.Y("ratio_lo:Q", title=""), y2="ratio_hi:Q",
+                    color=alt.Color("metric:N", title="Ratio of"),
+                    tooltip=["concurrency", alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")])
+        )
     if marks:
         mark_df = pd.DataFrame(marks)
         layers.append(alt.Chart(mark_df).mark_rule(color="firebrick", strokeDash=[6, 3]).encode(x="concurrency:Q"))
