@@ -145,8 +145,13 @@ class EngineCore:
 
     # -- requests -----------------------------------------------------------
     def submit(self, request: SimRequest) -> None:
-        """Queue a request; it is admitted at the next prefill iteration."""
-        if self.spec.enabled:
+        """Queue a request; it is admitted at the next prefill iteration.
+
+        Only a request that will decode draws its acceptance from ``rng``, so one-token
+        health probes (however many a ready check sends) leave the sampled sequence,
+        and with it a seeded run, unchanged.
+        """
+        if self.spec.enabled and request.max_new_tokens > 1:
             request.request_alpha = self.acceptance.sample_request_alpha(self.rng)
         self.waiting.append(request)
 
