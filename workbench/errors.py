@@ -5,16 +5,29 @@ and its message says what failed, where (host, command, file), and what to do::
 
     WorkbenchError
     ├── ConfigError            bad parameters, variant or profile files, CLI input
+    │   └── FlagError          a launch_server flag the SGLang version's parser would
+    │                          refuse (workbench.source.FlagError)
     ├── HostError              a host could not be reached or used
+    │   ├── HostUnreachable    TCP connect, DNS, a ProxyJump hop or the SSH handshake failed
+    │   ├── HostKeyError       the host key is unknown (refused by default) or changed
+    │   ├── HostAuthError      the host accepted none of the keys offered
+    │   ├── ConnectionLost     an open SSH connection dropped (partial result attached)
     │   └── CommandError       a command ran and failed (exit status, stderr tail)
     │       └── CommandTimeout the command outlived its timeout
     ├── ServerError            a server variant failed to start, answer or stop
-    │   └── ServerStartError   it never became ready (log tail attached)
+    │   └── ServerStartError   it never became ready: .kind (classified from its log, one
+    │                          of workbench.servers.failures.KINDS: lease_expired,
+    │                          cuda_graph, out_of_memory, port_in_use, bad_flags,
+    │                          import_error, timeout, unknown), .suggestion (one line:
+    │                          what to try), .log_tail
     ├── BenchmarkError         the load generator could not measure a level
     ├── SourceError            source inspection failed (download, parse)
     └── ReportError            a notebook failed while regenerating a report
 
-Third-party exceptions are translated at the boundary (``raise X(...) from exc``).
+Third-party exceptions are translated at the boundary (``raise X(...) from exc``):
+paramiko's and the socket's in :mod:`workbench.hosts.sshconnect` and
+:mod:`workbench.hosts.ssh`. The SSH errors are importable from
+:mod:`workbench.hosts` too.
 """
 
 from __future__ import annotations
@@ -30,6 +43,31 @@ class ConfigError(WorkbenchError, ValueError):
 
 class HostError(WorkbenchError):
     """A host could not be reached or used."""
+
+
+class HostUnreachable(HostError):
+    """The host (or a ProxyJump hop) could not be reached or would not speak SSH."""
+
+
+class HostKeyError(HostError):
+    """The host's key is not in known_hosts (refused by default) or differs from it."""
+
+
+class HostAuthError(HostError):
+    """The host accepted none of the keys offered (agent or identity files)."""
+
+
+class ConnectionLost(HostError):
+    """An established SSH connection dropped while it was being used.
+
+    Attributes:
+        result: the partial :class:`workbench.hosts.CommandResult` when a command
+            was running (output so far; exit status -1), else None.
+    """
+
+    def __init__(self, message: str, result: object | None = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class CommandError(HostError):

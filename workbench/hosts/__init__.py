@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import threading
 
-from workbench.hosts.base import CommandResult, Forward, Host, SpawnedProcess, quote_command
+from workbench.errors import ConnectionLost, HostAuthError, HostKeyError, HostUnreachable
+from workbench.hosts.base import CommandResult, Forward, Host, SpawnedProcess, quote_command, shell_path
 from workbench.hosts.local import LocalHost
 from workbench.hosts.ssh import SSHHost
 from workbench.hosts.sshconfig import config_path
-from workbench.hosts.sshconnect import ConnectionLost, HostAuthError, HostKeyError, HostUnreachable
 from workbench.hosts.upload import ensure_file, require_python
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "get_host",
     "quote_command",
     "require_python",
+    "shell_path",
 ]
 
 _ssh_hosts: dict[tuple[str, str | None], SSHHost] = {}

@@ -74,6 +74,19 @@ def quote_command(argv: Sequence[str] | str) -> str:
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
+def shell_path(path: str) -> str:
+    """``path`` as one shell word, quoted as data, except that a leading ``~`` is the login user's home.
+
+    ``~`` and ``~/x`` become ``"$HOME"`` and ``"$HOME"/x`` (quoting ``x``), so the host's
+    shell expands the home directory and nothing else.
+    """
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
 def env_prefix(env: Mapping[str, str] | None) -> str:
     """``env K=V ...`` prefix (quoted) for a command line, or ``""`` when ``env`` is empty."""
     if not env:

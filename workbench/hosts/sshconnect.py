@@ -2,7 +2,8 @@
 
 The boundary between paramiko and the workbench: every socket or paramiko error
 raised while connecting is translated here into a :class:`HostError` subclass whose
-message names the alias and says what to do::
+message names the alias and says what to do (the classes are defined, in the one
+exception tree, in :mod:`workbench.errors`)::
 
     HostError
     ├── HostUnreachable   TCP connect, DNS, a jump hop or the SSH handshake failed
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import paramiko
 
-from workbench.errors import HostError
+from workbench.errors import ConnectionLost, HostAuthError, HostError, HostKeyError, HostUnreachable
 from workbench.hosts.sshconfig import SSHTarget
 
 log = logging.getLogger(__name__)
@@ -41,31 +42,6 @@ log = logging.getLogger(__name__)
 #: Keepalive intervals without an answer after which a connection is declared dead
 #: (OpenSSH's ``ServerAliveCountMax`` default).
 ALIVE_COUNT_MAX = 3
-
-
-class HostUnreachable(HostError):
-    """The host (or a ProxyJump hop) could not be reached or would not speak SSH."""
-
-
-class HostKeyError(HostError):
-    """The host's key is not in known_hosts (refused by default) or differs from it."""
-
-
-class HostAuthError(HostError):
-    """The host accepted none of the keys offered (agent or identity files)."""
-
-
-class ConnectionLost(HostError):
-    """An established SSH connection dropped while it was being used.
-
-    Attributes:
-        result: the partial :class:`workbench.hosts.CommandResult` when a command
-            was running (output so far; exit status -1), else None.
-    """
-
-    def __init__(self, message: str, result: object | None = None) -> None:
-        super().__init__(message)
-        self.result = result
 
 
 @dataclasses.dataclass

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from workbench import paths
 from workbench.errors import HostError
-from workbench.hosts import Host, LocalHost, ensure_file
+from workbench.hosts import Host, LocalHost, ensure_file, shell_path
 from workbench.hosts.upload import DEFAULT_CACHE_DIR, content_key
 
 #: The checkout holding ``workbench/`` and ``data/``.
@@ -87,10 +87,6 @@ def build_bundle(root: Path = CHECKOUT) -> bytes:
     return out
 
 
-def _shell_path(path: str) -> str:
-    return '"$HOME"/' + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
-
-
 def ensure_bundle(host: Host, *, cache_dir: str = DEFAULT_CACHE_DIR) -> str:
     """A directory on ``host`` whose ``workbench/`` and ``data/`` are this checkout's; for ``PYTHONPATH``.
 
@@ -105,7 +101,7 @@ def ensure_bundle(host: Host, *, cache_dir: str = DEFAULT_CACHE_DIR) -> str:
     data = build_bundle()
     key = content_key(data)
     tree = f"{cache_dir.rstrip('/')}/{key}/tree"
-    probe = f"t={_shell_path(tree)}; if [ -f \"$t/.complete\" ]; then printf 'present\\n%s' \"$t\"; fi"
+    probe = f"t={shell_path(tree)}; if [ -f \"$t/.complete\" ]; then printf 'present\\n%s' \"$t\"; fi"
     res = host.run(probe, timeout_s=60)
     state, _, path = res.stdout.partition("\n")
     if state == "present" and path.startswith("/"):

@@ -14,14 +14,13 @@ Settings come from keyword arguments first, then the client's environment:
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import threading
 from collections.abc import Mapping
 
 from workbench import paths
 from workbench.errors import HostError
-from workbench.hosts import Host, LocalHost
+from workbench.hosts import Host, LocalHost, shell_path
 
 #: Registry directory on SSH hosts (``~`` is the login user's home there).
 REMOTE_SERVERS_DIR = "~/.cache/specbench-workbench/servers"
@@ -67,14 +66,6 @@ def free_port(host: Host, python: str) -> int:
     return int(out)
 
 
-def _shell_dir(path: str) -> str:
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(path[2:])
-    return shlex.quote(path)
-
-
 def servers_dir(host: Host, directory: str | None = None, *, environ: Mapping[str, str] | None = None) -> str:
     """The absolute registry directory on ``host`` (created when missing; asked once per host and setting).
 
@@ -95,7 +86,7 @@ def servers_dir(host: Host, directory: str | None = None, *, environ: Mapping[st
     with _dirs_lock:
         if key in _dirs:
             return _dirs[key]
-    line = f'd={_shell_dir(wanted)}; {{ [ -d "$d" ] || {{ mkdir -p "$d" && chmod 700 "$d"; }}; }} && cd "$d" && pwd -P'
+    line = f'd={shell_path(wanted)}; {{ [ -d "$d" ] || {{ mkdir -p "$d" && chmod 700 "$d"; }}; }} && cd "$d" && pwd -P'
     res = host.run(line, timeout_s=60, check=False)
     found = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
     if not found.startswith("/"):
