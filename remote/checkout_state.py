@@ -39,13 +39,13 @@ import re
 import subprocess
 import sys
 
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]  # _common.py lies beside (also under python -I)
+import _common  # noqa: E402
+from _common import RequestError  # noqa: E402
+
 MAX_CHANGED = 50
 GIT_TIMEOUT_S = 30
 _VERSION_RE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
-
-
-class RequestError(Exception):
-    """The request is malformed (answered with kind "request", exit status 2)."""
 
 
 def read_version(package_dir):
@@ -200,14 +200,7 @@ def inspect_installed():
 
 def parse_request(raw):
     """The request object from stdin bytes (empty input means the defaults)."""
-    if not raw.strip():
-        return {}
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise RequestError("request is not JSON: %s" % exc)
-    if not isinstance(request, dict):
-        raise RequestError("request must be a JSON object")
+    request = _common.load_request(raw, empty_means_defaults=True)
     paths = request.get("paths", [])
     if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise RequestError("'paths' must be a list of non-empty strings")
@@ -226,20 +219,7 @@ def answer(request):
 
 def main():
     """Read the request from stdin, write the answer to stdout; return the exit status."""
-    try:
-        reply, status = answer(parse_request(sys.stdin.buffer.read())), 0
-    except RequestError as exc:
-        reply, status = {"ok": False, "error": str(exc), "kind": "request"}, 2
-    except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
-        import traceback
-
-        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
-                 "traceback": traceback.format_exc()[-4000:]}
-        status = 1
-    sys.stdout.write(json.dumps(reply, ensure_ascii=True))
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return status
+    return _common.serve(lambda raw: answer(parse_request(raw)))
 
 
 if __name__ == "__main__":

@@ -63,12 +63,15 @@ import ast
 import fnmatch
 import hashlib
 import io
-import json
 import os
 import re
 import sys
 import time
 import tokenize
+
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]  # _common.py lies beside (also under python -I)
+import _common  # noqa: E402
+from _common import RequestError  # noqa: E402
 
 PROTOCOL = 1
 SKIP_DIRS = {"__pycache__", "node_modules"}
@@ -78,21 +81,12 @@ _OPENERS = "([{"
 _CLOSERS = ")]}"
 
 
-class RequestError(Exception):
-    """The request cannot be answered (bad JSON, missing root, bad query)."""
-
-
 # -- request ------------------------------------------------------------------------
 
 
 def parse_request(raw: bytes) -> dict:
     """Validate the JSON request and fill in defaults; raise RequestError when invalid."""
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RequestError("request is not valid UTF-8 JSON: %s" % exc)
-    if not isinstance(request, dict):
-        raise RequestError("request must be a JSON object")
+    request = _common.load_request(raw)
     root = request.get("root")
     if not isinstance(root, str) or not root:
         raise RequestError("request needs 'root': the directory to search")
@@ -491,20 +485,7 @@ def answer(request: dict) -> dict:
 
 def main() -> int:
     """Read the request from stdin, write the answer to stdout; return the exit status."""
-    try:
-        reply, status = answer(parse_request(sys.stdin.buffer.read())), 0
-    except RequestError as exc:
-        reply, status = {"ok": False, "error": str(exc), "kind": "request"}, 2
-    except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
-        import traceback
-
-        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
-                 "traceback": traceback.format_exc()[-4000:]}
-        status = 1
-    sys.stdout.write(json.dumps(reply, ensure_ascii=True))
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return status
+    return _common.serve(lambda raw: answer(parse_request(raw)))
 
 
 if __name__ == "__main__":

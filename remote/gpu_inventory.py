@@ -34,20 +34,19 @@ Answer::
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]  # _common.py lies beside (also under python -I)
+import _common  # noqa: E402
+from _common import RequestError  # noqa: E402
+
 SMI_TIMEOUT_S = 60
 QUERY_FIELDS = "index,name,uuid,memory.total,memory.used,pci.bus_id,driver_version"
 _GPU_LABEL = re.compile(r"^GPU(\d+)$")
-
-
-class RequestError(Exception):
-    """The request is malformed (answered with kind "request", exit status 2)."""
 
 
 def _int_or_none(text):
@@ -176,37 +175,20 @@ def inventory(nvidia_smi="nvidia-smi", topology=True):
 
 def parse_request(raw):
     """The request object from stdin bytes (empty input means the defaults)."""
-    if not raw.strip():
-        return {}
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise RequestError("request is not JSON: %s" % exc)
-    if not isinstance(request, dict):
-        raise RequestError("request must be a JSON object")
+    request = _common.load_request(raw, empty_means_defaults=True)
     if not isinstance(request.get("nvidia_smi", "nvidia-smi"), str):
         raise RequestError("'nvidia_smi' must be a string")
     return request
 
 
+def answer(request):
+    """The answer object for a parsed request."""
+    return inventory(request.get("nvidia_smi") or "nvidia-smi", bool(request.get("topology", True)))
+
+
 def main():
     """Read the request from stdin, write the answer to stdout; return the exit status."""
-    try:
-        request = parse_request(sys.stdin.buffer.read())
-        reply = inventory(request.get("nvidia_smi") or "nvidia-smi", bool(request.get("topology", True)))
-        status = 0
-    except RequestError as exc:
-        reply, status = {"ok": False, "error": str(exc), "kind": "request"}, 2
-    except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
-        import traceback
-
-        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
-                 "traceback": traceback.format_exc()[-4000:]}
-        status = 1
-    sys.stdout.write(json.dumps(reply, ensure_ascii=True))
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return status
+    return _common.serve(lambda raw: answer(parse_request(raw)))
 
 
 if __name__ == "__main__":

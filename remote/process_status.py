@@ -43,44 +43,11 @@ import os
 import sys
 import time
 
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]  # _common.py lies beside (also under python -I)
+import _common  # noqa: E402
+from _common import RequestError  # noqa: E402
+
 DEFAULT_MAX_LOG_BYTES = 1 << 20
-
-
-class RequestError(Exception):
-    """The request is malformed (answered with kind "request", exit status 2)."""
-
-
-def read_stat(pid):
-    """(state, pgrp, start_time) of ``pid`` from /proc, or None when it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as fh:
-            raw = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    # Field 2 (the command name) may hold spaces or ')': split after the last ')'.
-    rest = raw.rsplit(")", 1)[-1].split()
-    try:
-        return rest[0], int(rest[2]), int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def scan_groups(pgids):
-    """``{pgid: [(pid, start_time), ...]}`` of live (non-zombie) processes in those groups."""
-    wanted = set(pgids)
-    found = {pgid: [] for pgid in wanted}
-    if not wanted:
-        return found
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        stat = read_stat(int(entry))
-        if stat is None:
-            continue
-        state, pgrp, start = stat
-        if pgrp in wanted and state not in ("Z", "X"):
-            found[pgrp].append((int(entry), start))
-    return found
 
 
 def listening_ports(pids):
@@ -142,13 +109,10 @@ def _int(spec, key):
 def status_of(spec, groups, now, ports, max_log_bytes):
     """STATUS for one process spec, given the scanned groups."""
     pid, pgid, start = _int(spec, "pid"), _int(spec, "pgid"), _int(spec, "start_time")
-    leader = read_stat(pid)
-    leader_alive = leader is not None and leader[0] not in ("Z", "X") and leader[2] == start
+    leader = _common.read_stat(pid)
+    leader_alive = leader is not None and leader[0] not in _common.EXITED_STATES and leader[2] == start
     pid_reused = leader is not None and leader[2] != start
-    # Children start after the leader; anything older in that group is not ours.
-    members = sorted(p for p, started in groups.get(pgid, []) if started >= start)
-    if pid_reused and pgid == pid:
-        members = []
+    members = _common.group_members(pgid, pid, start, groups)
     status = {"id": spec.get("id"), "alive": bool(members) or leader_alive, "leader_alive": leader_alive,
               "pid_reused": pid_reused, "members": members, "ports": [], "log": None, "heartbeat_age_s": None}
     if ports and members:
@@ -195,7 +159,7 @@ def answer(request):
             pgids.append(record.get("pgid"))
             if isinstance(record.get("watchdog"), dict):
                 pgids.append(record["watchdog"].get("pgid"))
-    groups = scan_groups(p for p in pgids if isinstance(p, int))
+    groups = _common.scan_groups(p for p in pgids if isinstance(p, int))
     reply = {"ok": True, "now": now, "processes": [status_of(s, groups, now, ports, max_log) for s in specs],
              "records": []}
     for path, record, error in records:
@@ -215,12 +179,7 @@ def answer(request):
 
 def parse_request(raw):
     """The request object from stdin bytes."""
-    try:
-        request = json.loads(raw.decode("utf-8")) if raw.strip() else {}
-    except ValueError as exc:
-        raise RequestError("request is not JSON: %s" % exc)
-    if not isinstance(request, dict):
-        raise RequestError("request must be a JSON object")
+    request = _common.load_request(raw, empty_means_defaults=True)
     specs = request.get("processes", [])
     if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
         raise RequestError("'processes' must be a list of objects")
@@ -234,20 +193,7 @@ def parse_request(raw):
 
 def main():
     """Read the request from stdin, write the answer to stdout; return the exit status."""
-    try:
-        reply, status = answer(parse_request(sys.stdin.buffer.read())), 0
-    except RequestError as exc:
-        reply, status = {"ok": False, "error": str(exc), "kind": "request"}, 2
-    except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
-        import traceback
-
-        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
-                 "traceback": traceback.format_exc()[-4000:]}
-        status = 1
-    sys.stdout.write(json.dumps(reply, ensure_ascii=True))
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return status
+    return _common.serve(lambda raw: answer(parse_request(raw)))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,10 @@ import sys
 import time
 import tokenize
 
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]  # _common.py lies beside (also under python -I)
+import _common  # noqa: E402
+from _common import RequestError  # noqa: E402
+
 PROTOCOL = 1
 HELP_CHARS = 600
 MAX_DEPTH = 6
@@ -76,10 +80,6 @@ _REPLACEMENT = re.compile(r"(?:[Uu]se|[Aa]lias (?:of|for)|renamed to|[Rr]eplaced
 #: Help text that says the flag itself is deprecated: it starts so ("(Deprecated) ...", "[Deprecated] ...",
 #: "Note: deprecated ...") or says "<the flag> is deprecated"; "replaces the deprecated X" does not count.
 _DEPRECATED = re.compile(r"^\W*(note:\s*)?deprecated\b", re.I)
-
-
-class RequestError(Exception):
-    """The request cannot be answered (bad JSON, not an SGLang tree, unparsable source)."""
 
 
 class Unresolved(object):
@@ -723,11 +723,8 @@ def answer(request):
 
 
 def parse_request(raw):
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RequestError("request is not valid UTF-8 JSON: %s" % exc)
-    if not isinstance(request, dict) or not isinstance(request.get("root"), str) or not request["root"]:
+    request = _common.load_request(raw)
+    if not isinstance(request.get("root"), str) or not request["root"]:
         raise RequestError("request needs 'root': the sglang package directory (the one holding srt/)")
     root = os.path.abspath(os.path.expanduser(request["root"]))
     if not os.path.isdir(root):
@@ -736,20 +733,8 @@ def parse_request(raw):
 
 
 def main():
-    try:
-        reply, status = answer(parse_request(sys.stdin.buffer.read())), 0
-    except RequestError as exc:
-        reply, status = {"ok": False, "error": str(exc), "kind": "request"}, 2
-    except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
-        import traceback
-
-        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
-                 "traceback": traceback.format_exc()[-4000:]}
-        status = 1
-    sys.stdout.write(json.dumps(reply, ensure_ascii=True))
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return status
+    """Read the request from stdin, write the answer to stdout; return the exit status."""
+    return _common.serve(lambda raw: answer(parse_request(raw)))
 
 
 if __name__ == "__main__":

@@ -33,36 +33,10 @@ import signal
 import sys
 import time
 
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]  # _common.py lies beside (also under python -I)
+import _common  # noqa: E402
+
 PREFIX = "[workbench watchdog]"
-
-
-def read_stat(pid):
-    """(state, pgrp, start_time) of ``pid`` from /proc, or None when it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as fh:
-            raw = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = raw.rsplit(")", 1)[-1].split()
-    try:
-        return rest[0], int(rest[2]), int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def group_members(pgid, leader_pid, leader_start):
-    """Live pids of the server's group that are ours ([] when the group is gone or not ours)."""
-    leader = read_stat(leader_pid)
-    if leader is not None and leader[2] != leader_start and pgid == leader_pid:
-        return []  # the leader's pid now belongs to another process: not our group any more
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        stat = read_stat(int(entry))
-        if stat and stat[1] == pgid and stat[0] not in ("Z", "X") and stat[2] >= leader_start:
-            members.append(int(entry))
-    return members
 
 
 def note(log_path, message):
@@ -96,7 +70,7 @@ def mark_record(record_path, **fields):
 def stop_group(args):
     """SIGTERM the group, wait, SIGKILL the rest. Returns the pids still alive after SIGKILL."""
     for sig, wait_s in ((signal.SIGTERM, args.grace_s), (signal.SIGKILL, 5.0)):
-        if not group_members(args.pgid, args.pid, args.start_time):
+        if not _common.group_members(args.pgid, args.pid, args.start_time):
             return []
         try:
             os.killpg(args.pgid, sig)
@@ -104,13 +78,13 @@ def stop_group(args):
             return []
         except PermissionError as exc:
             note(args.log, "cannot signal process group %d: %s" % (args.pgid, exc))
-            return group_members(args.pgid, args.pid, args.start_time)
+            return _common.group_members(args.pgid, args.pid, args.start_time)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            if not group_members(args.pgid, args.pid, args.start_time):
+            if not _common.group_members(args.pgid, args.pid, args.start_time):
                 return []
             time.sleep(0.2)
-    return group_members(args.pgid, args.pid, args.start_time)
+    return _common.group_members(args.pgid, args.pid, args.start_time)
 
 
 def heartbeat_age(path, since):
@@ -125,7 +99,7 @@ def watch(args):
     """The watch loop; returns the exit status."""
     started = time.time()
     while True:
-        if not group_members(args.pgid, args.pid, args.start_time):
+        if not _common.group_members(args.pgid, args.pid, args.start_time):
             return 0
         age = heartbeat_age(args.heartbeat, started)
         if age > args.lease_s:

@@ -54,7 +54,7 @@ def test_call_helper_round_trip(tree: Path) -> None:
     assert (match["path"], match["qualname"], match["kind"], match["start_line"]) == ("m.py", "K.hello", "method", 2)
 
 
-@pytest.mark.parametrize("name", ["no_such_helper", "../find_definitions", "Find-Definitions"])
+@pytest.mark.parametrize("name", ["no_such_helper", "../find_definitions", "Find-Definitions", "_common"])
 def test_unknown_or_malformed_helper_names(name: str) -> None:
     with pytest.raises(ConfigError, match="remote helper|Remote helper"):
         call_helper(LocalHost(), name, {})
@@ -114,12 +114,19 @@ def test_other_hosts_get_the_helper_uploaded_once_then_one_command_per_call(
     copy = home / ".cache" / "specbench-workbench" / "remote" / remote_location("find_definitions")[len(
         "~/.cache/specbench-workbench/remote/"):]  # fmt: skip
     assert copy.read_bytes() == (REMOTE_DIR / "find_definitions.py").read_bytes()
-    assert host.writes == [str(copy)] and len(host.commands) == 3  # try, check (ensure_file), run
+    common = copy.parent / "_common.py"  # the module every helper imports, beside it
+    assert common.read_bytes() == (REMOTE_DIR / "_common.py").read_bytes()
+    assert host.writes == [str(common), str(copy)] and len(host.commands) == 3  # try, check (ensure_files), run
     host.commands.clear()
     second = call_helper(host, "find_definitions", request)
     assert second["results"] == first["results"]
-    assert len(host.commands) == 1 and host.writes == [str(copy)]  # warm: one round trip, no upload
+    assert len(host.commands) == 1 and host.writes == [str(common), str(copy)]  # warm: one round trip, no upload
     assert helper_path(host, "find_definitions") == str(copy)
+    host.commands.clear()
+    common.unlink()  # the script is there but not what it imports: answered as a crash, not mistaken
+    with pytest.raises(CommandError, match="_common"):
+        call_helper(host, "find_definitions", request)
+    assert len(host.commands) == 1
 
 
 def test_a_missing_interpreter_on_another_host_is_not_mistaken_for_a_missing_upload(
@@ -130,4 +137,4 @@ def test_a_missing_interpreter_on_another_host_is_not_mistaken_for_a_missing_upl
     with pytest.raises(CommandError, match="no-such-python3") as info:
         call_helper(host, "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]}, python="no-such-python3")
     assert "gpu-elsewhere" in str(info.value)
-    assert len(host.writes) == 1  # uploaded once, then the run failed for its own reason
+    assert len(host.writes) == 2  # uploaded once (the helper and _common.py), then the run failed for its own reason

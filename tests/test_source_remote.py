@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,8 +123,7 @@ def test_a_changed_helper_is_uploaded_under_a_new_key(counted, remote_tree: Path
     assert df.iloc[0]["found"] and len(commands) == 3  # try, check, run (upload by SFTP in between)
     copy = Path(location.replace("~", str(Path.home()), 1))
     assert copy.read_text(encoding="utf-8") == (scripts / "find_definitions.py").read_text(encoding="utf-8")
-    copy.unlink()
-    copy.parent.rmdir()
+    shutil.rmtree(copy.parent)  # the helper, the _common.py uploaded beside it, and its __pycache__
 
 
 def test_server_flags_of_a_checkout_on_the_ssh_host(counted, tmp_path: Path) -> None:  # noqa: ANN001

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from sshd_fixture import ssh_host, sshd  # noqa: F401  (pytest fixtures)
 
-from workbench.errors import HostError
-from workbench.hosts import LocalHost, SSHHost, ensure_file, require_python
+from workbench.errors import ConfigError, HostError
+from workbench.hosts import LocalHost, SSHHost, ensure_file, require_python, shell_path
+from workbench.hosts.upload import ensure_files
 
 
 def test_write_then_read_bytes_atomically_with_parents_and_mode(ssh_host: SSHHost, tmp_path: Path) -> None:
@@ -83,6 +84,36 @@ def test_ensure_file_uploads_once_keyed_by_content(
     assert not (tmp_path / "PWNED").exists()
 
 
+def test_ensure_files_puts_a_script_beside_the_module_it_imports(
+    ssh_host: SSHHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "src").mkdir()
+    module, script = tmp_path / "src" / "_shared.py", tmp_path / "run me.py"
+    module.write_text("WORD = 'one'\n")
+    script.write_text("import sys, os\nsys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]\n"
+                      "import _shared\nprint(_shared.WORD)\n")
+    cache = tmp_path / "cache"
+    paths = ensure_files(ssh_host, [module, script], cache_dir=str(cache))
+    assert [Path(p).name for p in paths] == ["_shared.py", "run me.py"]
+    assert Path(paths[0]).parent == Path(paths[1]).parent
+    assert ssh_host.run(["python3", "-I", paths[1]]).stdout == "one\n"
+
+    writes: list[str] = []
+    commands: list[str] = []
+    real_execute, real_write = ssh_host._execute, ssh_host.write_bytes
+    monkeypatch.setattr(ssh_host, "_execute", lambda cmd, **kw: commands.append(cmd) or real_execute(cmd, **kw))
+    monkeypatch.setattr(ssh_host, "write_bytes",
+                        lambda path, *a, **kw: writes.append(path) or real_write(path, *a, **kw))
+    Path(paths[0]).unlink()
+    assert ensure_files(ssh_host, [module, script], cache_dir=str(cache)) == paths
+    assert len(commands) == 1 and writes == [paths[0]]  # one check; only the missing file is sent
+    module.write_text("WORD = 'two'\n")  # the module changed: both go to a new directory
+    moved = ensure_files(ssh_host, [module, script], cache_dir=str(cache))
+    assert Path(moved[1]).parent != Path(paths[1]).parent and ssh_host.run(["python3", moved[1]]).stdout == "two\n"
+    with pytest.raises(ConfigError, match="distinct names"):
+        ensure_files(ssh_host, [script, script], cache_dir=str(cache))
+
+
 def test_ensure_file_default_cache_is_under_home(ssh_host: SSHHost, tmp_path: Path) -> None:
     script = tmp_path / "tool.sh"
     script.write_text("#!/bin/sh\necho tool\n")
@@ -102,6 +133,12 @@ def test_ensure_file_on_this_machine_uses_the_file_in_place(tmp_path: Path) -> N
     assert ensure_file(LocalHost(), script) == str(script.resolve())
     with pytest.raises(HostError):
         ensure_file(LocalHost(), tmp_path / "missing.py")
+
+
+@pytest.mark.parametrize("path", ["~", "~/a b/$(id)", "/tmp/'q' \"dq\" `x`", "~user/x", "rel/~/x"])
+def test_shell_path_expands_only_the_leading_home(ssh_host: SSHHost, path: str) -> None:
+    expected = os.path.expanduser(path) if path == "~" or path.startswith("~/") else path
+    assert ssh_host.run(f"printf %s {shell_path(path)}").stdout == expected
 
 
 def test_require_python(ssh_host: SSHHost) -> None:

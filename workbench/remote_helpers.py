@@ -10,13 +10,17 @@ protocol every script follows:
 - a refused request is answered ``{"ok": false, "error": "...", "kind": "request"}``
   with exit status 2, an unexpected failure with ``"kind": "internal"`` and exit 1.
 
-Where the script lives on the host: on :class:`~workbench.hosts.LocalHost` it is
-the file in this checkout's ``remote/``; on any other host it is uploaded once, keyed
-by its content, with :func:`workbench.hosts.ensure_file`
-(``~/.cache/specbench-workbench/remote/<sha12>/<name>.py``). :func:`call_helper`
-runs an already-uploaded script in ONE command (it tests for the file and runs it
-in the same shell line), so a batch of lookups costs one round trip; only the first
-call after the script changed pays for the upload.
+Every script imports ``remote/_common.py`` (the protocol's reading, answering and
+error handling, and ``/proc`` parsing) from its own directory. Where the script
+lives on the host: on :class:`~workbench.hosts.LocalHost` it is the file in this
+checkout's ``remote/``, beside ``_common.py``; on any other host both are uploaded
+once, side by side, keyed by their content, with
+:func:`workbench.hosts.upload.ensure_files`
+(``~/.cache/specbench-workbench/remote/<key>/{_common,<name>}.py``).
+:func:`call_helper` runs an already-uploaded script in ONE command (it tests for
+the file and runs it in the same shell line), so a batch of lookups costs one round
+trip; only the first call after the script or ``_common.py`` changed pays for the
+upload.
 """
 
 from __future__ import annotations
@@ -28,16 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
-from workbench.hosts import CommandResult, Host, LocalHost, ensure_file
-from workbench.hosts.upload import DEFAULT_CACHE_DIR, content_key
+from workbench.hosts import CommandResult, Host, LocalHost, shell_path
+from workbench.hosts.upload import DEFAULT_CACHE_DIR, ensure_files, files_key
 
 #: The repository's ``remote/`` directory (scripts are found here, not installed as package data).
 REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
+#: The module every helper imports from its own directory; uploaded beside each one.
+COMMON_MODULE = REMOTE_DIR / "_common.py"
 
 #: Default limit for one helper run, in seconds.
 DEFAULT_TIMEOUT_S = 120.0
 
-_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Exit status (with :data:`_MISSING_MARK` on stderr) of the run line when the uploaded script is absent.
 _MISSING_STATUS = 97
 _MISSING_MARK = "__workbench_helper_missing__"
@@ -53,7 +59,7 @@ def local_script(name: str) -> Path:
         raise ConfigError(f"Remote helper name {name!r} must be a lowercase identifier such as 'find_definitions'.")
     path = REMOTE_DIR / f"{name}.py"
     if not path.is_file():
-        known = sorted(p.stem for p in REMOTE_DIR.glob("*.py")) if REMOTE_DIR.is_dir() else []
+        known = sorted(p.stem for p in REMOTE_DIR.glob("[a-z]*.py")) if REMOTE_DIR.is_dir() else []
         raise ConfigError(
             f"No remote helper {name!r}: {path} does not exist (known helpers: {', '.join(known) or 'none'}). "
             "Remote helpers ship with the repository checkout; install the workbench with `pip install -e .`."
@@ -70,8 +76,9 @@ def helper_path(host: Host, name: str) -> str:
 
     Returns:
         A path on ``host``: this checkout's file on :class:`LocalHost`, else the
-        content-keyed copy made by :func:`workbench.hosts.ensure_file` (one command
-        to check for it, and an SFTP upload only when it is missing).
+        content-keyed copy made by :func:`workbench.hosts.upload.ensure_files`, with
+        ``_common.py`` beside it (one command to check for both, and SFTP uploads,
+        ``_common.py`` first, only of what is missing).
 
     Raises:
         ConfigError: unknown helper name.
@@ -80,7 +87,7 @@ def helper_path(host: Host, name: str) -> str:
     script = local_script(name)
     if isinstance(host, LocalHost):
         return str(script)
-    return ensure_file(host, script)
+    return ensure_files(host, [COMMON_MODULE, script])[-1]
 
 
 def remote_location(name: str) -> str:
@@ -90,7 +97,8 @@ def remote_location(name: str) -> str:
         ConfigError: unknown helper name.
     """
     script = local_script(name)
-    return f"{DEFAULT_CACHE_DIR.rstrip('/')}/{content_key(script.read_bytes())}/{script.name}"
+    key = files_key([(path.name, path.read_bytes()) for path in (COMMON_MODULE, script)])
+    return f"{DEFAULT_CACHE_DIR.rstrip('/')}/{key}/{script.name}"
 
 
 def call_helper(
@@ -172,9 +180,8 @@ def _run_uploaded(host: Host, name: str, payload: bytes, *, timeout_s: float, py
         (path on the host, the command's result).
     """
     location = remote_location(name)
-    quoted = '"$HOME"/' + shlex.quote(location[2:]) if location.startswith("~/") else shlex.quote(location)
     line = (
-        f"p={quoted}; if [ -f \"$p\" ]; then exec {shlex.quote(python)} \"$p\"; fi; "
+        f"p={shell_path(location)}; if [ -f \"$p\" ]; then exec {shlex.quote(python)} \"$p\"; fi; "
         f"echo {_MISSING_MARK} >&2; exit {_MISSING_STATUS}"
     )
     result = host.run(line, stdin=payload, timeout_s=timeout_s, check=False)

@@ -2,9 +2,11 @@
 
 A file lands in a per-user cache directory on the host as
 ``<cache_dir>/<sha12>/<name>``, where ``sha12`` is the first 12 hex digits of the
-SHA-256 of its contents. A changed script gets a new directory, an unchanged one is
-found by a single ``test -f`` round trip and not sent again, and concurrent
-uploaders cannot collide (the write is atomic and the content is the same).
+SHA-256 of its contents. Files that must sit side by side (a helper script and the
+module it imports) share one directory keyed by all of them (:func:`ensure_files`).
+A changed file gets a new directory, an unchanged one is found by a single
+``test -f`` round trip and not sent again, and concurrent uploaders cannot collide
+(the write is atomic and the content is the same).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.errors import HostError
-from workbench.hosts.base import Host
+from workbench.errors import ConfigError, HostError
+from workbench.hosts.base import Host, shell_path
 from workbench.hosts.local import LocalHost
 
 #: Cache directory on the host (``~`` is the login user's home there).
@@ -29,13 +32,15 @@ def content_key(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def _shell_path(path: str) -> str:
-    """``path`` as a shell word, quoted as data except a leading ``~/`` (-> ``"$HOME"/``)."""
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(path[2:])
-    return shlex.quote(path)
+def files_key(files: Sequence[tuple[str, bytes]]) -> str:
+    """The cache key of files that share a directory, from their (name, contents) in order.
+
+    One file's key is :func:`content_key` of its contents; several files' is that of
+    each name, size and contents in turn (so no two groups share a key by accident).
+    """
+    if len(files) == 1:
+        return content_key(files[0][1])
+    return content_key(b"".join(b"%s\0%d\0%s" % (name.encode("utf-8"), len(data), data) for name, data in files))
 
 
 def ensure_file(host: Host, local_path: str | os.PathLike[str], *, cache_dir: str = DEFAULT_CACHE_DIR) -> str:
@@ -56,25 +61,55 @@ def ensure_file(host: Host, local_path: str | os.PathLike[str], *, cache_dir: st
     Raises:
         HostError: the local file cannot be read, or the host cannot be reached or written.
     """
-    src = Path(local_path).expanduser()
-    try:
-        data = src.read_bytes()
-        executable = os.access(src, os.X_OK)
-    except OSError as exc:
-        raise HostError(f"Cannot read local file {src} to upload to host {host.name!r}: {exc.strerror}") from exc
+    return ensure_files(host, [local_path], cache_dir=cache_dir)[0]
+
+
+def ensure_files(
+    host: Host, local_paths: Sequence[str | os.PathLike[str]], *, cache_dir: str = DEFAULT_CACHE_DIR
+) -> list[str]:
+    """Make files available side by side on ``host``; return their absolute paths there, in order.
+
+    On this machine (:class:`LocalHost`) the files are used where they are. Elsewhere
+    they go to ``<cache_dir>/<key>/<name>`` (``key``: :func:`files_key`); one command
+    checks which are there, and the missing ones are uploaded in the given order
+    (executable bits kept). Put the file that is run last: once it is there, the
+    files it needs are too.
+
+    Args:
+        host: where the files are needed.
+        local_paths: the files on this machine (distinct names).
+        cache_dir: cache directory on the host (``~/`` means the login user's home).
+
+    Raises:
+        ConfigError: no files, or two with the same name.
+        HostError: a local file cannot be read, or the host cannot be reached or written.
+    """
+    sources = [Path(p).expanduser() for p in local_paths]
+    names = [src.name for src in sources]
+    if not sources or len(set(names)) != len(names):
+        raise ConfigError(f"Files to upload side by side need distinct names, got {names}")
+    contents = []
+    for src in sources:
+        try:
+            contents.append((src.read_bytes(), os.access(src, os.X_OK)))
+        except OSError as exc:
+            raise HostError(f"Cannot read local file {src} to upload to host {host.name!r}: {exc.strerror}") from exc
     if isinstance(host, LocalHost):
-        return str(src.resolve())
-    remote = f"{cache_dir.rstrip('/')}/{content_key(data)}/{src.name}"
+        return [str(src.resolve()) for src in sources]
+    directory = f"{cache_dir.rstrip('/')}/{files_key([(n, data) for n, (data, _) in zip(names, contents)])}"
     line = (
-        f"p={_shell_path(remote)}; "
-        'if [ -f "$p" ]; then printf "present\\n%s" "$p"; else printf "missing\\n%s" "$p"; fi'
+        f"d={shell_path(directory)}; printf '%s\\n' \"$d\"; for f in {' '.join(map(shlex.quote, names))}; do "
+        'p="$d/$f"; if [ -f "$p" ]; then echo present; else echo missing; fi; done'
     )
-    state, _, path = host.run(line, timeout_s=60).stdout.partition("\n")
-    if state not in ("present", "missing") or not path.startswith("/"):
-        raise HostError(f"Unexpected answer from host {host.name!r} while checking {remote}: {state!r} {path!r}")
-    if state == "missing":
-        host.write_bytes(path, data, mode=0o755 if executable else 0o644)
-    return path
+    answer = host.run(line, timeout_s=60).stdout.split("\n")
+    where, states = answer[0], answer[1:1 + len(names)]
+    if not where.startswith("/") or len(states) != len(names) or not set(states) <= {"present", "missing"}:
+        raise HostError(f"Unexpected answer from host {host.name!r} while checking {directory}: {answer!r}")
+    paths = [f"{where}/{name}" for name in names]
+    for path, (data, executable), state in zip(paths, contents, states):
+        if state == "missing":
+            host.write_bytes(path, data, mode=0o755 if executable else 0o644)
+    return paths
 
 
 def require_python(host: Host, *, python: str = "python3", min_version: tuple[int, int] = MIN_PYTHON) -> str:
