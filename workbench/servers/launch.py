@@ -1,144 +1,50 @@
-"""Launch a server variant on any host, wait until it is ready, follow its log, and stop it.
+"""Launch a server variant on any host and wait until it is ready, or attach to one started earlier.
 
-:class:`ServerHandle` is a context manager, so a notebook cell that fails cannot
-leave a server running; handles still alive at interpreter exit are stopped too,
-and a host-side lease (:mod:`workbench.servers.lease`) stops a server whose client
-vanished without running either (a killed kernel). The same code path serves this
-machine and an SSH host:
+:class:`ServerHandle <workbench.servers.ServerHandle>` gets :meth:`~Launching.start`
+and :meth:`~Launching.attach` from :class:`Launching`. The same code path serves
+this machine and an SSH host:
 
 - the server runs detached on the host (own session and process group, output to
   ``<servers_dir>/<id>.log``), listening on the host's 127.0.0.1 only;
 - this process reaches it through ``host.forward(port)`` (this machine: the port
-  itself), so :attr:`ServerHandle.url` is a local URL either way;
+  itself), so the handle's ``url`` is a local URL either way;
 - it is ready when ``GET /health_generate`` answers 200 through the forward, or the
-  log says "The server is fired up", whichever comes first;
+  log says "The server is fired up", whichever comes first
+  (:mod:`workbench.servers.watch`);
 - a failed start is classified from the log (:mod:`workbench.servers.failures`)
   and raised as :class:`~workbench.errors.ServerStartError` with kind, suggestion
   and log tail, after the process group was stopped;
+- unless ``detached``, a host-side lease (:mod:`workbench.servers.lease`) stops a
+  server whose client vanished (a killed kernel);
 - every server is recorded on its host (:mod:`workbench.servers.registry`), so
-  ``workbench servers`` and :meth:`ServerHandle.attach` find it from any client.
+  ``workbench servers`` and :meth:`~Launching.attach` find it from any client.
 
 Servers are stopped by process group, never by name (:mod:`workbench.hosts.processes`).
 """
 
 from __future__ import annotations
 
-import atexit
-import collections
-import json
 import os
-import sys
 import time
-import urllib.error
-import urllib.request
-import weakref
-from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from workbench.errors import ConfigError, HostError, ServerError, ServerStartError
-from workbench.hosts import Forward, Host, LocalHost, SpawnedProcess, get_host
+from workbench.errors import ConfigError, HostError, ServerError
+from workbench.hosts import Host, LocalHost, SpawnedProcess, get_host
 from workbench.hosts import processes
-from workbench.remote_helpers import call_helper
-from workbench.servers import failures, lease, registry
+from workbench.servers import lease, registry
 from workbench.servers.bundle import ensure_bundle
 from workbench.servers.hostenv import free_port, host_python, servers_dir
 from workbench.servers.variants import Engine, Variant
+from workbench.servers.watch import printer
 
-#: Ready-wait defaults (s): real servers load weights and capture CUDA graphs for many minutes
-#: (SGLang's own launch waits up to 30 min). ``WORKBENCH_READY_TIMEOUT_S`` overrides both.
-READY_TIMEOUT_S = {"sim": 60.0, "sglang": 1800.0}
-#: The line SGLang logs once the server has warmed up (and the simulator logs too).
-READY_LINE = "The server is fired up"
-
-_LIVE: "weakref.WeakSet[ServerHandle]" = weakref.WeakSet()
+if TYPE_CHECKING:
+    from workbench.servers.handle import ServerHandle
 
 
-def _stop_all_at_exit() -> None:
-    for handle in list(_LIVE):
-        try:
-            handle._exit_cleanup()
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
+class Launching:
+    """The constructors of :class:`~workbench.servers.ServerHandle`: :meth:`start` and :meth:`attach`."""
 
-
-atexit.register(_stop_all_at_exit)
-
-
-def ready_timeout(engine: str, timeout_s: float | None) -> float:
-    """``timeout_s``, else ``$WORKBENCH_READY_TIMEOUT_S``, else :data:`READY_TIMEOUT_S` for the engine."""
-    if timeout_s is not None:
-        return float(timeout_s)
-    env = os.environ.get("WORKBENCH_READY_TIMEOUT_S")
-    if env:
-        try:
-            return float(env)
-        except ValueError as exc:
-            raise ConfigError(f"WORKBENCH_READY_TIMEOUT_S must be a number of seconds, got {env!r}") from exc
-    return READY_TIMEOUT_S.get(engine, READY_TIMEOUT_S["sglang"])
-
-
-def _gpu_list(gpus: Sequence[int] | None) -> list[int] | None:
-    if gpus is None:
-        return None
-    out = []
-    for g in gpus:
-        if isinstance(g, bool) or not isinstance(g, int) or g < 0:
-            raise ConfigError(f"gpus must be GPU indices (non-negative integers), got {list(gpus)!r}")
-        out.append(g)
-    if not out or len(set(out)) != len(out):
-        raise ConfigError(f"gpus must name at least one GPU, each once; got {list(gpus)!r}")
-    return out
-
-
-class ServerHandle:
-    """A running (or starting) server variant on a host.
-
-    Attributes:
-        host: where it runs.
-        variant: what it runs.
-        engine: ``"sim"`` or ``"sglang"``.
-        port: port on the host's loopback.
-        command: argv it was started with.
-        process: the detached leader (pid, pgid, start time, log path).
-        url: base URL reachable from this machine (through the host's port forward).
-        record: its registry record on the host.
-        python: the interpreter on the host that runs it (and the helpers).
-        owned: True when stopping at ``with``-exit and interpreter exit is this handle's
-            job (started here, or attached with ``own=True``).
-    """
-
-    def __init__(
-        self,
-        host: Host,
-        record: registry.ServerRecord,
-        *,
-        forward: Forward,
-        python: str,
-        owned: bool,
-        heartbeat_s: float | None,
-    ) -> None:
-        self.host = host
-        self.record = record
-        self.variant = record.to_variant()
-        self.engine: Engine = record.engine  # type: ignore[assignment]
-        self.port = record.port
-        self.command = list(record.command)
-        self.process = SpawnedProcess(host=host.name, pid=record.pid, pgid=record.pgid, start_time=record.start_time,
-                                      command=" ".join(record.command), log_path=record.log_path)
-        self.python = python
-        self.owned = owned
-        self._forward = forward
-        self.url = forward.url("").rstrip("/")
-        self.started_at = record.started_at
-        self._stopped = False
-        self._closed = False
-        self._heartbeat: lease.Heartbeat | None = None
-        if heartbeat_s and not record.detached and record.watchdog:
-            self._heartbeat = lease.Heartbeat(host, record.heartbeat_path, interval_s=heartbeat_s).start()
-        if owned and not record.detached:
-            _LIVE.add(self)
-
-    # -- lifecycle ----------------------------------------------------------
     @classmethod
     def start(
         cls,
@@ -159,7 +65,7 @@ class ServerHandle:
         allow_shared_gpus: bool = False,
         config_file: str | os.PathLike[str] | None = None,
         state_dir: str | None = None,
-    ) -> "ServerHandle":
+    ) -> ServerHandle:
         """Start ``variant`` on ``host`` and (by default) wait until it answers.
 
         Args:
@@ -238,7 +144,7 @@ class ServerHandle:
             raise
         if wait:
             try:
-                handle.wait_ready(timeout_s=ready_timeout_s, on_line=_printer(None) if show_log else None)
+                handle.wait_ready(timeout_s=ready_timeout_s, on_line=printer(None) if show_log else None)
             except BaseException:
                 handle.stop()
                 raise
@@ -255,7 +161,7 @@ class ServerHandle:
         heartbeat_s: float | None = lease.DEFAULT_HEARTBEAT_S,
         config_file: str | os.PathLike[str] | None = None,
         state_dir: str | None = None,
-    ) -> "ServerHandle":
+    ) -> ServerHandle:
         """A handle on a server the workbench started earlier on ``host`` (from any client).
 
         Args:
@@ -287,232 +193,18 @@ class ServerHandle:
         return cls(h, entry.record, forward=h.forward(entry.record.port), python=py, owned=own,
                    heartbeat_s=heartbeat_s)
 
-    def wait_ready(
-        self,
-        timeout_s: float | None = None,
-        *,
-        poll_s: float = 0.25,
-        on_line: Callable[[str], None] | None = None,
-    ) -> None:
-        """Block until the server is ready: ``GET /health_generate`` answers 200, or the log says
-        "The server is fired up", whichever comes first.
 
-        Args:
-            timeout_s: limit in seconds (default: see :func:`ready_timeout`).
-            poll_s: first delay between checks; it grows to 2 s while the server loads.
-            on_line: called with each log line (from the start of the log) while waiting.
-
-        Raises:
-            ServerStartError: the process group exited, or the timeout passed
-                (classified, with the log tail; the server is not stopped here).
-        """
-        limit = ready_timeout(self.engine, timeout_s)
-        deadline = time.monotonic() + limit
-        recent: collections.deque[str] = collections.deque(maxlen=400)
-        offset, delay, polls = 0, poll_s, 0
-        while True:
-            status = self._status(log_offset=offset, ports=True)
-            log = status.get("log") or {}
-            offset = log.get("offset", offset)
-            fired_up = False
-            for line in (log.get("text") or "").splitlines():
-                recent.append(line)
-                if on_line is not None:
-                    on_line(line)
-                fired_up = fired_up or READY_LINE in line
-            if fired_up:
-                return
-            listening = self.port in (status.get("ports") or [])
-            if (listening or polls % 30 == 29) and self._get_status("/health_generate", timeout_s=10) == 200:
-                return
-            if not status.get("alive"):
-                raise self._start_error(failures.classify("\n".join(recent)), "\n".join(recent), exited=True)
-            if time.monotonic() > deadline:
-                raise self._start_error(failures.timed_out("\n".join(recent)), "\n".join(recent), exited=False,
-                                        waited_s=limit)
-            polls += 1
-            time.sleep(delay)
-            delay = min(delay * 1.5, 2.0)
-
-    def _start_error(self, failure: failures.Failure, log_text: str, *, exited: bool,
-                     waited_s: float | None = None) -> ServerStartError:
-        tail = "\n".join(log_text.splitlines()[-60:]) or self.logs_tail()
-        what = "exited before it was ready" if exited else f"was not ready after {waited_s:.0f} s"
-        evidence = f"\nEvidence: {failure.evidence}" if failure.evidence else ""
-        message = (
-            f"Server {self.variant.name!r} ({self.engine}) on host {self.host.name!r} {what}: {failure.kind}.\n"
-            f"What to do: {failure.suggestion}{evidence}\n"
-            f"Command: {' '.join(self.command)}\nLog {self.process.log_path}, last lines:\n{tail}"
-        )
-        return ServerStartError(message, log_tail=tail, kind=failure.kind, suggestion=failure.suggestion)
-
-    def stop(self) -> None:
-        """Stop the server's process group (SIGTERM, then SIGKILL) and its watchdog, drop its record,
-        close the tunnel; idempotent.
-
-        Raises:
-            HostError: processes of the group survived SIGKILL.
-        """
-        if self._stopped:
-            return
-        self._end_heartbeat()
-        processes.stop(self.host, self.process)
-        left = processes.group_members(self.host, self.process.pgid, since=self.process.start_time)
-        if left:
-            raise HostError(f"Server {self.record.id} on host {self.host.name!r}: pids {left} are left after stop.")
-        watchdog = self.record.watchdog_process
-        if watchdog is not None:
-            processes.stop(self.host, watchdog, grace_s=2.0)
-        registry.remove_record(self.host, self.record)
-        self._stopped = True
-        self.close()
-
-    def close(self) -> None:
-        """Let go of the server without stopping it: end the heartbeat and close the tunnel.
-
-        A server with a lease is then stopped by its watchdog once the lease runs out.
-        """
-        self._end_heartbeat()
-        if not self._closed:
-            self._forward.close()
-            self._closed = True
-        _LIVE.discard(self)
-
-    def _end_heartbeat(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.stop()
-
-    def _exit_cleanup(self) -> None:
-        if self.owned and not self.record.detached:
-            self.stop()
-        else:
-            self.close()
-
-    @property
-    def alive(self) -> bool:
-        """True while the server's process group runs."""
-        return not self._stopped and bool(self._status().get("alive"))
-
-    @property
-    def id(self) -> str:
-        """Registry id on the host."""
-        return self.record.id
-
-    @property
-    def log_path(self) -> str:
-        """The server's log file on the host."""
-        return self.record.log_path
-
-    def __enter__(self) -> "ServerHandle":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._exit_cleanup()
-
-    # -- logs ---------------------------------------------------------------
-    def logs_tail(self, lines: int = 60) -> str:
-        """Last ``lines`` lines of the server log on the host."""
-        return processes.read_tail(self.host, self.process.log_path, lines=lines)
-
-    def follow_log(
-        self, *, from_start: bool = True, poll_s: float = 0.5, timeout_s: float | None = None
-    ) -> Iterator[str]:
-        """Yield the log's lines as they are written (``tail -f``), until the server exits.
-
-        Each poll is one round trip that reads only the bytes after the last offset.
-
-        Args:
-            from_start: begin at the first line (else at the current end).
-            poll_s: seconds between polls when nothing new arrived.
-            timeout_s: stop following after this many seconds (None: until it exits).
-        """
-        offset = 0
-        if not from_start:
-            offset = (self._status(log_offset=0, max_log_bytes=1).get("log") or {}).get("size") or 0
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            status = self._status(log_offset=offset)
-            log = status.get("log") or {}
-            offset = log.get("offset", offset)
-            text = log.get("text") or ""
-            yield from text.splitlines()
-            if not status.get("alive") and len(text.encode("utf-8")) < (1 << 20):
-                return
-            if deadline is not None and time.monotonic() > deadline:
-                return
-            if not text:
-                time.sleep(poll_s)
-
-    def stream_log(self, until_ready: bool = True, *, file: IO[str] | None = None,
-                   timeout_s: float | None = None) -> None:
-        """Print the log's lines as they come (in a notebook: live in the cell's output).
-
-        Args:
-            until_ready: return once the server is ready (raising ServerStartError when it
-                fails to start); else follow until it exits or ``timeout_s`` passes.
-            file: where to print (default sys.stdout).
-            timeout_s: ready timeout (until_ready) or how long to follow.
-        """
-        printer = _printer(file)
-        if until_ready:
-            self.wait_ready(timeout_s=timeout_s, on_line=printer)
-            return
-        for line in self.follow_log(timeout_s=timeout_s):
-            printer(line)
-
-    # -- queries ------------------------------------------------------------
-    def status(self) -> registry.ProcessStatus:
-        """The server's process group as the host sees it now (members, listening ports, heartbeat age)."""
-        return registry.ProcessStatus.from_json(self._status(ports=True))
-
-    def server_info(self) -> dict[str, Any]:
-        """``GET /server_info`` (falls back to ``/get_server_info`` before 0.5.6).
-
-        Raises:
-            ServerError: the server does not answer either route.
-        """
-        for route in ("/server_info", "/get_server_info"):
-            try:
-                with urllib.request.urlopen(self.url + route, timeout=30) as resp:
-                    return json.loads(resp.read())
-            except urllib.error.HTTPError as exc:
-                if exc.code != 404:
-                    raise ServerError(f"{route} on {self.url} answered HTTP {exc.code}") from exc
-            except OSError as exc:
-                raise ServerError(f"Server {self.variant.name!r} at {self.url} does not answer: {exc}") from exc
-        raise ServerError(f"Server at {self.url} has neither /server_info nor /get_server_info")
-
-    def _status(self, *, log_offset: int | None = None, ports: bool = False,
-                max_log_bytes: int | None = None) -> dict[str, Any]:
-        spec: dict[str, Any] = {"id": self.record.id, "pid": self.process.pid, "pgid": self.process.pgid,
-                                "start_time": self.process.start_time, "heartbeat_path": self.record.heartbeat_path}
-        if log_offset is not None:
-            spec.update(log_path=self.process.log_path, log_offset=log_offset)
-        request: dict[str, Any] = {"processes": [spec], "ports": ports}
-        if max_log_bytes:
-            request["max_log_bytes"] = max_log_bytes
-        return call_helper(self.host, "process_status", request, python=self.python)["processes"][0]
-
-    def _get_status(self, route: str, *, timeout_s: float = 30) -> int | None:
-        try:
-            with urllib.request.urlopen(self.url + route, timeout=timeout_s) as resp:
-                return resp.status
-        except urllib.error.HTTPError as exc:
-            return exc.code
-        except OSError:
-            return None
-
-    def __repr__(self) -> str:
-        state = "stopped" if self._stopped else ("closed" if self._closed else "running")
-        return (f"<ServerHandle {self.record.id} {self.engine} on {self.host.name}:{self.port} "
-                f"pgid={self.process.pgid} {state}>")
-
-
-def _printer(file: IO[str] | None) -> Callable[[str], None]:
-    def emit(line: str) -> None:
-        print(line, file=file or sys.stdout, flush=True)
-
-    return emit
+def _gpu_list(gpus: Sequence[int] | None) -> list[int] | None:
+    if gpus is None:
+        return None
+    out = []
+    for g in gpus:
+        if isinstance(g, bool) or not isinstance(g, int) or g < 0:
+            raise ConfigError(f"gpus must be GPU indices (non-negative integers), got {list(gpus)!r}")
+        out.append(g)
+    if not out or len(set(out)) != len(out):
+        raise ConfigError(f"gpus must name at least one GPU, each once; got {list(gpus)!r}")
+    return out
 
 
 def _spawn_watchdog(host: Host, server: SpawnedProcess, **kwargs: Any) -> SpawnedProcess | None:

@@ -7,7 +7,7 @@ command, port, GPUs), how to find it again (pid, pgid and the leader's kernel st
 time) and how it is guarded (the watchdog's identity, the lease, whether it was
 started detached on purpose). Because it lives on the host, any client can list,
 attach to and stop what the workbench started there: ``workbench servers``,
-:meth:`ServerHandle.attach <workbench.servers.launch.ServerHandle.attach>`.
+:meth:`ServerHandle.attach <workbench.servers.ServerHandle.attach>`.
 
 A host-side watchdog that stops a server whose lease ran out marks its record
 (``stopped_by: "lease"``); stopping a server through the workbench removes the
