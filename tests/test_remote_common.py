@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from workbench.remote_helpers import REMOTE_DIR
+from workbench.remote_helpers import REMOTE_DIR, helper_files
 
 
 def _load() -> ModuleType:
@@ -84,9 +84,10 @@ def test_a_command_name_with_spaces_and_parentheses_is_parsed(tmp_path: Path) ->
 
 @pytest.mark.parametrize("script", sorted(p.name for p in REMOTE_DIR.glob("[a-z]*.py")))
 def test_every_script_finds_common_beside_it_even_isolated(script: str, tmp_path: Path) -> None:
-    """Copied alone with _common.py to another directory and run with ``python -I`` (no script dir on sys.path)."""
-    for name in (script, "_common.py"):
-        (tmp_path / name).write_bytes((REMOTE_DIR / name).read_bytes())
+    """Copied with what is uploaded beside it (_common.py, its own modules) to another directory and run with
+    ``python -I`` (no script dir on sys.path)."""
+    for path in helper_files(Path(script).stem):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
     proc = subprocess.run([sys.executable, "-I", str(tmp_path / script), "--help"], input=b"[]",
                           capture_output=True, cwd="/", timeout=60, check=False)  # fmt: skip
     assert b"ModuleNotFoundError" not in proc.stderr, proc.stderr

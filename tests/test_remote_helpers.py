@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import glob
 import os
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
 from workbench.hosts import CommandResult, Host, LocalHost
-from workbench.remote_helpers import REMOTE_DIR, call_helper, helper_path, remote_location
+from workbench.remote_helpers import REMOTE_DIR, call_helper, helper_files, helper_path, remote_location
 
 
 class ElsewhereHost(Host):
@@ -138,3 +139,23 @@ def test_a_missing_interpreter_on_another_host_is_not_mistaken_for_a_missing_upl
         call_helper(host, "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]}, python="no-such-python3")
     assert "gpu-elsewhere" in str(info.value)
     assert len(host.writes) == 2  # uploaded once (the helper and _common.py), then the run failed for its own reason
+
+
+def _sibling_imports(path: Path) -> set[str]:
+    """File names of the ``remote/`` modules that ``path`` imports."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return {f"{name}.py" for name in names if (REMOTE_DIR / f"{name}.py").is_file()}
+
+
+@pytest.mark.parametrize("script", sorted(p.stem for p in REMOTE_DIR.glob("[a-z]*.py")))
+def test_every_sibling_a_script_imports_travels_with_it(script: str) -> None:
+    files = helper_files(script)
+    assert files[0].name == "_common.py" and files[-1] == REMOTE_DIR / f"{script}.py"
+    uploaded = {f.name for f in files}
+    for path in files:
+        assert path.is_file() and _sibling_imports(path) <= uploaded, path.name

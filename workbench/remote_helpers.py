@@ -11,15 +11,17 @@ protocol every script follows:
   with exit status 2, an unexpected failure with ``"kind": "internal"`` and exit 1.
 
 Every script imports ``remote/_common.py`` (the protocol's reading, answering and
-error handling, and ``/proc`` parsing) from its own directory. Where the script
-lives on the host: on :class:`~workbench.hosts.LocalHost` it is the file in this
-checkout's ``remote/``, beside ``_common.py``; on any other host both are uploaded
-once, side by side, keyed by their content, with
-:func:`workbench.hosts.upload.ensure_files`
+error handling, and ``/proc`` parsing) from its own directory; a script split into
+several files also imports its own modules, ``remote/_<name>_<part>.py``, listed in
+:data:`COMPANION_MODULES` (a script may import a sibling only if it is listed
+there: :func:`helper_files` is what travels). Where the script lives on the host:
+on :class:`~workbench.hosts.LocalHost` it is the file in this checkout's
+``remote/``, beside them; on any other host they are uploaded once, side by side,
+keyed by their content, with :func:`workbench.hosts.upload.ensure_files`
 (``~/.cache/specbench-workbench/remote/<key>/{_common,<name>}.py``).
 :func:`call_helper` runs an already-uploaded script in ONE command (it tests for
 the file and runs it in the same shell line), so a batch of lookups costs one round
-trip; only the first call after the script or ``_common.py`` changed pays for the
+trip; only the first call after one of the script's files changed pays for the
 upload.
 """
 
@@ -39,6 +41,11 @@ from workbench.hosts.upload import DEFAULT_CACHE_DIR, ensure_files, files_key
 REMOTE_DIR = Path(__file__).resolve().parent.parent / "remote"
 #: The module every helper imports from its own directory; uploaded beside each one.
 COMMON_MODULE = REMOTE_DIR / "_common.py"
+#: The modules a helper imports from its own directory besides ``_common.py`` (file names
+#: in ``remote/``, in upload order); uploaded beside it.
+COMPANION_MODULES: dict[str, tuple[str, ...]] = {
+    "server_flags": ("_server_flags_tree.py", "_server_flags_records.py"),
+}
 
 #: Default limit for one helper run, in seconds.
 DEFAULT_TIMEOUT_S = 120.0
@@ -67,6 +74,17 @@ def local_script(name: str) -> Path:
     return path
 
 
+def helper_files(name: str) -> list[Path]:
+    """The files ``remote/<name>.py`` needs side by side, in upload order: ``_common.py``, its
+    :data:`COMPANION_MODULES`, the script itself last.
+
+    Raises:
+        ConfigError: unknown helper name.
+    """
+    script = local_script(name)
+    return [COMMON_MODULE, *(script.parent / module for module in COMPANION_MODULES.get(name, ())), script]
+
+
 def helper_path(host: Host, name: str) -> str:
     """Path of the helper script ``name`` as ``host``'s python3 can open it (uploading it if needed).
 
@@ -77,17 +95,18 @@ def helper_path(host: Host, name: str) -> str:
     Returns:
         A path on ``host``: this checkout's file on :class:`LocalHost`, else the
         content-keyed copy made by :func:`workbench.hosts.upload.ensure_files`, with
-        ``_common.py`` beside it (one command to check for both, and SFTP uploads,
-        ``_common.py`` first, only of what is missing).
+        the modules it imports beside it (:func:`helper_files`: one command to check
+        for all of them, and SFTP uploads, ``_common.py`` first and the script last,
+        only of what is missing).
 
     Raises:
         ConfigError: unknown helper name.
         HostError: the host cannot be reached or written.
     """
-    script = local_script(name)
+    files = helper_files(name)
     if isinstance(host, LocalHost):
-        return str(script)
-    return ensure_files(host, [COMMON_MODULE, script])[-1]
+        return str(files[-1])
+    return ensure_files(host, files)[-1]
 
 
 def remote_location(name: str) -> str:
@@ -96,9 +115,9 @@ def remote_location(name: str) -> str:
     Raises:
         ConfigError: unknown helper name.
     """
-    script = local_script(name)
-    key = files_key([(path.name, path.read_bytes()) for path in (COMMON_MODULE, script)])
-    return f"{DEFAULT_CACHE_DIR.rstrip('/')}/{key}/{script.name}"
+    files = helper_files(name)
+    key = files_key([(path.name, path.read_bytes()) for path in files])
+    return f"{DEFAULT_CACHE_DIR.rstrip('/')}/{key}/{files[-1].name}"
 
 
 def call_helper(
