@@ -25,6 +25,11 @@ from workbench.study import Study
 from workbench.variants.preflight import LOG_LINES, prepare_launch
 
 
+#: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
+#: real time at 2x, docs/PERFORMANCE.md).
+DEFAULT_SIM_TIME_SCALE = 2.0
+
+
 def setup_notebook() -> None:
     """Render altair charts offline (SVG for exported HTML, vega-lite JSON for JupyterLab)."""
     from workbench.charts import enable_offline_renderer
@@ -44,7 +49,7 @@ def benchmark_variant(
     prompt_set: str | Path = "default",
     seed: int = 0,
     sim_profile: str = "seed-pcie-8gpu",
-    time_scale: float = 1.0,
+    time_scale: float | None = None,
     warmup_requests: int = 1,
     unique_prompts: bool | None = None,
     runs_dir: str | Path = "data/runs",
@@ -69,7 +74,9 @@ def benchmark_variant(
         prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
         seed: seeds the prompt order and the simulator's acceptance sampling.
         sim_profile: simulator profile (sim engine only).
-        time_scale: simulated seconds per wall second (sim engine only; 1 = real time).
+        time_scale: simulated seconds per wall second (sim engine only; 1 = real time);
+            None: :data:`DEFAULT_SIM_TIME_SCALE` on the simulator, real time on a real
+            engine. Its fidelity at 2x and 4x is in docs/PERFORMANCE.md.
         warmup_requests: requests before the first level, not measured.
         unique_prompts: start every request's text with a unique tag so repeated
             prompts never hit the radix (prefix) cache; None: on for a real engine,
@@ -96,14 +103,15 @@ def benchmark_variant(
     levels = [int(c) for c in concurrency_levels]
     if not levels or min(levels) < 1:
         raise ConfigError(f"concurrency_levels must be positive integers, got {list(concurrency_levels)}")
-    if time_scale <= 0:
+    if time_scale is not None and time_scale <= 0:
         raise ConfigError(f"time_scale must be > 0, got {time_scale}")
     if client not in (None, "host", "local"):
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
     where = client or ("local" if host in ("local", "localhost", "") else "host")
     engine = engine or ("sim" if host == "local" else "sglang")
-    if engine != "sim" and time_scale != 1.0:
+    if engine != "sim" and time_scale not in (None, 1.0):
         raise ConfigError("time_scale applies only to the simulated engine; a real server runs in real time")
+    time_scale = (DEFAULT_SIM_TIME_SCALE if engine == "sim" else 1.0) if time_scale is None else float(time_scale)
     sim_options = {"profile": sim_profile, "time-scale": time_scale, "seed": seed} if engine == "sim" else None
     per_level = requests_per_level if requests_per_level is not None else requests_for_level
     parameters: dict[str, Any] = {
