@@ -13,7 +13,7 @@ import pytest
 from workbench.errors import BenchmarkError, ConfigError
 from workbench.hosts import LocalHost
 from workbench.hosts import processes
-from workbench.investigation import benchmark_variant, load_study
+from workbench.investigation import benchmark_variant, benchmark_variants, load_study
 from workbench.store import load_run
 
 FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False)
@@ -26,6 +26,8 @@ def test_bad_input_is_refused_before_launch(tmp_path) -> None:
         benchmark_variant("baseline", concurrency_levels=[0, 2], runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="time_scale"):
         benchmark_variant("baseline", engine="sglang", time_scale=2.0, runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="Unknown variant 'nope'"):
+        benchmark_variants(["baseline", "nope"], runs_dir=tmp_path)  # checked before baseline runs
     assert not list(tmp_path.iterdir())  # nothing started, nothing written
 
 

@@ -31,10 +31,13 @@ DEFAULT_SIM_TIME_SCALE = 2.0
 
 
 def setup_notebook() -> None:
-    """Render altair charts offline (SVG for exported HTML, vega-lite JSON for JupyterLab)."""
+    """Render altair charts offline (SVG for exported HTML, vega-lite JSON for JupyterLab); show table text in full."""
+    import pandas as pd
+
     from workbench.charts import enable_offline_renderer
 
     enable_offline_renderer()
+    pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
 
 
 def benchmark_variant(
@@ -195,12 +198,19 @@ def _client_location(server: ServerHandle, where: str) -> str:
 def benchmark_variants(variants: Sequence[str | Path | Variant], **kwargs: Any) -> list[Path]:
     """:func:`benchmark_variant` for each variant in turn (same keyword arguments).
 
+    Every variant is loaded before the first is launched, so a misspelt name fails
+    at once instead of after the variants before it were benchmarked.
+
     Returns:
         The run directories, in the order of ``variants``.
+
+    Raises:
+        ConfigError: ``variants`` is empty or names an unknown variant or bad file.
     """
     if not variants:
         raise ConfigError("variants is empty; name at least a baseline and one speculative variant")
-    return [benchmark_variant(v, **kwargs) for v in variants]
+    loaded = [v if isinstance(v, Variant) else load_variant(v) for v in variants]
+    return [benchmark_variant(v, **kwargs) for v in loaded]
 
 
 def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Study:
@@ -234,6 +244,17 @@ def show_markdown(text: str) -> None:
     display(Markdown(text))
 
 
-def save_study_charts(study: Study, report_dir: str | Path) -> dict[str, dict[str, Path]]:
-    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root)."""
-    return study.save_charts(paths.resolve(report_dir))
+def save_study_charts(study: Study, report_dir: str | Path) -> "pd.DataFrame":
+    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root).
+
+    Returns:
+        One row per chart: ``chart``, ``png`` and ``svg`` file names, and ``folder``.
+    """
+    import pandas as pd
+
+    folder = paths.resolve(report_dir)
+    saved = study.save_charts(folder)
+    return pd.DataFrame(
+        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": str(folder)}
+         for stem, files in saved.items()]
+    )

@@ -87,9 +87,12 @@ class Study:
 
     # -- tables -------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
-        """Compact per-level table (variant, concurrency, throughput, latencies, accept length)."""
+        """Compact per-level table (variant, concurrency, throughput, latencies, accept length), rounded for reading."""
         cols = [c for c in SUMMARY_COLUMNS if c in self.levels.columns]
-        return self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
+        table = self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
+        digits = {c: (2 if "accept" in c or c.endswith("_req_s") else 1) for c in cols
+                  if pd.api.types.is_float_dtype(table[c])}
+        return table.round(digits)
 
     def ratios(self, spec: str) -> pd.DataFrame:
         """Spec/baseline ratios of :data:`COMPARED` at each shared level."""
@@ -121,14 +124,14 @@ class Study:
     def charts(self) -> dict[str, alt.TopLevelMixin]:
         """Every chart of the study, by file stem."""
         out: dict[str, alt.TopLevelMixin] = {
-            "throughput": tradeoff.throughput_chart(self.levels, subtitle=self.subtitle),
-            "per_request": tradeoff.per_request_chart(self.levels, subtitle=self.subtitle),
+            "throughput": tradeoff.throughput_chart(self.levels, subtitle=self.subtitle, variants=self.variants),
+            "per_request": tradeoff.per_request_chart(self.levels, subtitle=self.subtitle, variants=self.variants),
         }
         for spec in self.spec_variants:
             out[f"ratio_{spec}"] = tradeoff.ratio_chart(self.ratios(spec), self.crossovers(spec), spec=spec,
                                                         subtitle=self.subtitle, ci=self.per_request_ci(spec))
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
-            out["accept_length"] = tradeoff.accept_length_chart(self.levels, subtitle=self.subtitle)
+            out["accept_length"] = tradeoff.accept_length_chart(self.levels, subtitle=self.subtitle, variants=self.variants)
         return out
 
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:

@@ -16,6 +16,15 @@ from workbench.analysis.crossover import Crossover
 
 WIDTH, HEIGHT = 520, 300
 
+#: Colours of the two ratio lines, kept apart from the variant palette (tableau10).
+RATIO_COLOURS = ["#222222", "#8c8c8c"]
+
+
+def variant_colour(variants: list[str] | None) -> alt.Color:
+    """Colour by variant with a fixed domain, so one variant has one colour in every chart."""
+    scale = alt.Scale(domain=list(variants), scheme="tableau10") if variants else alt.Undefined
+    return alt.Color("variant:N", title="Variant", scale=scale)
+
 
 def provenance_subtitle(levels: pd.DataFrame, *, profile: str | None = None, time_scale: float | None = None) -> str:
     """Subtitle naming where the figures come from, starting with SIMULATED when they are."""
@@ -39,7 +48,8 @@ def _title(text: str, subtitle: str) -> alt.TitleParams:
     return alt.TitleParams(text=text, subtitle=subtitle, anchor="start")
 
 
-def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: str) -> alt.Chart:
+def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: str,
+           variants: list[str] | None) -> alt.Chart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
     data = levels[["variant", "concurrency", column]].dropna()
@@ -49,23 +59,27 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
         .encode(
             x=_x(),
             y=alt.Y(f"{column}:Q", title=y_title),
-            color=alt.Color("variant:N", title="Variant"),
+            color=variant_colour(variants),
             tooltip=["variant", "concurrency", alt.Tooltip(f"{column}:Q", format=".1f")],
         )
     )
 
 
-def throughput_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
-    """Total output throughput (tok/s, all requests) against concurrency, one line per variant."""
-    return _lines(levels, "output_throughput_tok_s", "Total output throughput", "Output tok/s (all requests)", subtitle)
+def throughput_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str] | None = None) -> alt.Chart:
+    """Total output throughput (tok/s, all requests) against concurrency, one line per variant.
+
+    ``variants`` fixes the colour order (pass the same list to every chart).
+    """
+    return _lines(levels, "output_throughput_tok_s", "Total output throughput", "Output tok/s (all requests)",
+                  subtitle, variants)
 
 
-def per_request_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
+def per_request_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str] | None = None) -> alt.Chart:
     """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency."""
-    return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle)
+    return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle, variants)
 
 
-def accept_length_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
+def accept_length_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str] | None = None) -> alt.Chart:
     """Accept length (tokens per verify, bonus included) against concurrency, speculative variants.
 
     Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
@@ -78,7 +92,7 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: str) -> alt.Chart:
         x=_x(),
         y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
                 scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3])),
-        color=alt.Color("variant:N", title="Variant"),
+        color=variant_colour(variants),
         tooltip=["variant", "concurrency", "source", alt.Tooltip("accept_len:Q", format=".2f")],
     )
     client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
@@ -115,7 +129,7 @@ def ratio_chart(
         .encode(
             x=_x(),
             y=alt.Y("ratio:Q", title=f"{spec} / baseline", scale=alt.Scale(zero=False)),
-            color=alt.Color("metric:N", title="Ratio of"),
+            color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS)),
             tooltip=["concurrency", "metric", alt.Tooltip("ratio:Q", format=".3f")],
         )
     )
@@ -124,14 +138,14 @@ def ratio_chart(
         {"concurrency": c.concurrency, "label": f"crossover, {names.get(m, m)}: {c.concurrency:.2f}", "row": i}
         for i, (m, c) in enumerate((m, c) for m, c in crossovers.items() if c.concurrency is not None)
     ]
-    notes = "; ".join(f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None)
+    notes = [f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None]
     layers = [lines, one]
     if ci is not None and len(ci):
         layers.append(
             alt.Chart(ci.assign(metric=names["mean_per_request_tok_s"]))
             .mark_errorbar(ticks=True)
             .encode(x="concurrency:Q", y=alt.Y("ratio_lo:Q", title=""), y2="ratio_hi:Q",
-                    color=alt.Color("metric:N", title="Ratio of"),
+                    color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS)),
                     tooltip=["concurrency", alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")])
         )
     if marks:
@@ -143,5 +157,5 @@ def ratio_chart(
                 .mark_text(align="left", dx=4, color="firebrick")
                 .encode(x="concurrency:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
             )
-    full_subtitle = [subtitle] + ([notes] if notes else [])
+    full_subtitle = [subtitle, *notes]
     return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)
