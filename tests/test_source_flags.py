@@ -118,6 +118,10 @@ def test_unknown_flags_suggest_close_spellings(v20: FlagTable, v9: FlagTable) ->
         "`--specualtive-num-steps` is not a flag of SGLang 0.5.20. Did you mean `--speculative-num-steps`")
     with pytest.raises(FlagError, match="is not a flag of SGLang 0.5.9. Did you mean `--cuda-graph-max-bs`"):
         v9.resolve("--cuda-graph-max-bs-decode")  # a flag from the future, not a removed one
+    # flags that merely share the --speculative- prefix are not suggested (difflib 0.72 < SUGGEST_CUTOFF)
+    with pytest.raises(FlagError) as info:
+        v9.resolve("--speculative-adaptive")
+    assert info.value.candidates == () and info.value.fix is None and "Did you mean" not in str(info.value)
 
 
 def test_check_reads_values_as_argparse_does(v20: FlagTable) -> None:

@@ -8,7 +8,9 @@ its sim_policy must stand in, labelled, in the manifest and in every stored row.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -18,6 +20,7 @@ from workbench.cli import app
 from workbench.investigation import benchmark_variant, load_study
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
+from workbench.servers.variants import load_variant
 from workbench.store import load_run
 
 PATCH = PACKAGE_ROOT / "data" / "patches" / "eagle-spec-off-above.patch"
@@ -73,6 +76,16 @@ def test_notebook_is_committed_without_outputs_and_runs(tmp_path: Path) -> None:
     result = run_notebook(NOTEBOOK, out_dir=tmp_path, parameters={"variants": ["eagle3-topk4", "adaptive",
                                                                               "eagle3-topk4-off-above-8"]})  # fmt: skip
     page = result.html.read_text()
-    assert "--speculative-adaptive" in page and "0.5.12" in page  # adaptive fails against 0.5.9
+    # sglang_version None (the default): each variant against its own release, as the CLI does
+    assert "0 error(s)" in page and " note(s)" in page and "info(s)" not in page
+    assert "checked against sglang==0.5.12." in page and "checked against sglang==0.5.9." in page
     assert "EAGLEWorker.forward_batch_generation" in page and "SGLANG_SPEC_OFF_ABOVE" in page
     assert "applies cleanly to sglang==0.5.9" in page
+    assert "<code></code>" not in page  # findings without a flag have no empty pill
+    text = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    assert re.search(r"eagle3-topk4\s.*?EAGLE3\s+2\s+4\s+16\s", text)  # ints, not 2.0 4.0 16.0
+    label = load_variant("eagle3-topk4-off-above-8").sim_stand_in()
+    assert label in text  # the whole stand-in label, not cut at 50 characters
+    pinned = run_notebook(NOTEBOOK, out_dir=tmp_path / "pinned", parameters={"variants": ["adaptive"],
+                                                                             "sglang_version": "0.5.9"})  # fmt: skip
+    assert "1 error(s)" in pinned.html.read_text()  # a version given: every variant against it

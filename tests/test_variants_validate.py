@@ -11,7 +11,9 @@ import pytest
 from workbench.servers.variants import Variant, load_variant
 from workbench.source import sglang_release
 from workbench.hosts import LocalHost
-from workbench.variants import check_variant, check_variants, read_rules
+from workbench.source.flags import server_flags
+from workbench.variants import check_variant, check_variants, read_rules, resolve_target
+from workbench.variants.rules import ADAPTIVE_SINCE
 from workbench.variants.findings import Finding, findings_table, has_errors
 from workbench.variants.resources import HostFacts, judge_resources
 
@@ -54,12 +56,35 @@ def test_spec_v2_with_topk_4_on_059() -> None:
     assert unused.flag == "env SGLANG_ENABLE_SPEC_V2" and "no effect" in unused.problem
 
 
-def test_adaptive_needs_0512_and_says_so_against_059() -> None:
+def test_adaptive_against_059_names_the_release_it_is_written_for() -> None:
     adaptive = load_variant("adaptive")
     found = findings(adaptive, "0.5.9")
     f = next(x for x in found if x.flag == "--speculative-adaptive")
-    assert f.severity == "error" and "0.5.12" in f.problem and "SGLang >= 0.5.12" in f.fix
+    assert f.severity == "error" and f.check == "flag-unknown"
+    assert "not a flag of SGLang 0.5.9; it is one of SGLang 0.5.12" in f.problem  # the variant's own release
+    assert f"source from {ADAPTIVE_SINCE}" in f.problem and ">= 0.5.12" not in f.problem  # no contradiction
+    assert "Did you mean" not in f.problem and "SGLang 0.5.12" in f.fix
     assert not has_errors(findings(adaptive, "0.5.12"))
+    # without a release of its own there is no later table to ask: no look-alike flags either
+    bare = Variant("v", MODEL, draft_model_path=DRAFT, flags={**EAGLE, "speculative-eagle-topk": 1,
+                                                              "speculative-num-draft-tokens": 3,
+                                                              "speculative-adaptive": True})  # fmt: skip
+    f = one(findings(bare, "0.5.9"), "flag-unknown")
+    assert "Did you mean" not in f.problem and f"SGLang {ADAPTIVE_SINCE} or later" in f.fix
+
+
+def test_adaptive_since_is_what_the_sources_say() -> None:
+    assert server_flags(ADAPTIVE_SINCE).get("--speculative-adaptive") is not None
+    assert server_flags("0.5.10.post1").get("--speculative-adaptive") is None  # the release before it
+
+
+def test_adaptive_on_0511_only_under_spec_v1() -> None:
+    adaptive = load_variant("adaptive")  # no SGLANG_ENABLE_SPEC_V2: spec v2 is 0.5.11's default
+    f = one(findings(adaptive, "0.5.11"), "adaptive-spec-v2")
+    assert f.severity == "error" and "EAGLEWorker v1" in f.problem and 'SGLANG_ENABLE_SPEC_V2 = "0"' in f.fix
+    v1 = Variant("v", MODEL, draft_model_path=DRAFT, flags=dict(adaptive.flags), env={"SGLANG_ENABLE_SPEC_V2": "0"})
+    assert not [x for x in findings(v1, "0.5.11") if x.check.startswith("adaptive")]
+    assert not [x for x in findings(adaptive, "0.5.12") if x.check.startswith("adaptive")]
 
 
 def test_adaptive_constraints_on_0512() -> None:
@@ -136,6 +161,11 @@ def test_pairs_that_are_not_comparable() -> None:
 def test_shipped_variants_have_no_errors_against_their_own_versions() -> None:
     found = check_variants()
     assert not has_errors(found), [f.line() for f in found if f.severity == "error"]
+    # on "local" the simulated engine runs: each variant is still checked against its own version
+    on_local = check_variants(["adaptive"], host="local", resources=False)
+    target = one(on_local, "target")
+    assert target.problem == "checked against sglang==0.5.12." and not has_errors(on_local)
+    assert resolve_target(load_variant("adaptive"), host="local").version == "0.5.12"
     table = findings_table(found)
     assert list(table.columns) == ["severity", "variant", "flag", "check", "message"]
     assert any(f.check == "patch-ok" and f.variant == "eagle3-topk4-off-above-8" for f in found)
@@ -149,6 +179,7 @@ def test_rules_read_from_source(version, v2_default, rejects, v1, adaptive) -> N
     r = read_rules(LocalHost(), str(sglang_release(version).package_dir), version=version)
     got = (r.spec_v2_env_default, r.v2_rejects_topk_gt1, r.has_spec_v1, r.has_adaptive)
     assert got == (v2_default, rejects, v1, adaptive)
+    assert not r.adaptive_needs_v1  # 0.5.11 only (test_adaptive_on_0511_only_under_spec_v1)
     assert r.caps_max_running_48 and r.disables_mixed_chunk
 
 

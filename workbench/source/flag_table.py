@@ -13,7 +13,9 @@ A :class:`FlagTable` is built by :func:`workbench.source.server_flags`. Its rule
 
 Messages name the flag and the fix: a flag the previous release had is reported
 as removed, with its successor (its ``new_flag``, or the flag now storing the
-same destination); otherwise close spellings are suggested (difflib).
+same destination); otherwise close spellings are suggested (difflib, similarity of
+at least :data:`SUGGEST_CUTOFF`, so a typo gets its flag and an unrelated flag
+that merely shares the ``--speculative-`` prefix gets no suggestion).
 
 Pure apart from :attr:`FlagTable.previous`, which reads the compared release's
 flags (and may ask the package index which release that is) on first use.
@@ -32,6 +34,12 @@ import pandas as pd
 from workbench.errors import SourceError
 from workbench.source.flag_records import Flag, FlagError, FlagMatch, FlagProblem, SpeculativeAlgorithms
 from workbench.source.versions import previous_release
+
+#: Least difflib similarity (0-1) of a suggested spelling to an unknown flag. 0.8 keeps typos
+#: (``--specualtive-num-steps`` -> ``--speculative-num-steps``: 0.96; ``--enable-dp-attn`` ->
+#: ``--enable-dp-attention``: 0.87) and drops flags that only share a prefix
+#: (``--speculative-adaptive`` -> ``--speculative-draft-model``: 0.72).
+SUGGEST_CUTOFF = 0.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,7 +218,7 @@ class FlagTable:
             message = f"`{option}` {said}." + (f" Use `{fix}`." if fix else " Drop it.")
             return FlagError(message, kind="removed", option=option, version=self.label, fix=fix)
         longs = [o for o in self._by_option if o.startswith("--")]
-        close = difflib.get_close_matches(option, longs, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(option, longs, n=3, cutoff=SUGGEST_CUTOFF)
         message = f"`{option}` is not a flag of {self._where()}."
         if close:
             message += " Did you mean " + " or ".join(f"`{c}`" for c in close) + "?"

@@ -2,8 +2,10 @@
 
 For each variant the target SGLang is, in this order: the ``sglang`` argument (a
 release); the variant's base (a release, or a checkout on its host); the package
-the host's Python imports, when a host is named; the variant's ``sglang_version``;
-the version the simulated engine emulates. Its flags come from
+the host's Python imports, when a host is named and a real SGLang would run there
+(an ssh host, or ``engine="sglang"``; on ``"local"`` the simulated engine runs, so
+an SGLang installed here is not what runs); the variant's ``sglang_version``; the
+version the simulated engine emulates. Its flags come from
 :func:`workbench.source.server_flags` (that version's own source) and its
 speculative rules from :func:`workbench.variants.rules.read_rules`.
 
@@ -16,6 +18,7 @@ baseline for comparability.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +33,7 @@ from workbench.servers.variants import Variant, list_variants, load_variant
 from workbench.sim.profiles import load_profile
 from workbench.source.flags import FlagTable, server_flags
 from workbench.source.releases import sglang_release
+from workbench.source.versions import version_key
 from workbench.variants.findings import Finding, findings_table
 from workbench.variants.patchcheck import trial_apply
 from workbench.variants.resources import check_resources
@@ -64,8 +68,21 @@ def default_version() -> str:
     return load_profile().sglang_version
 
 
-def resolve_target(variant: Variant, *, host: str | Host | None = None, sglang: str | None = None) -> Target:
+def resolve_target(
+    variant: Variant,
+    *,
+    host: str | Host | None = None,
+    sglang: str | None = None,
+    engine: Literal["sim", "sglang"] | None = None,
+) -> Target:
     """Which SGLang ``variant`` is checked against (see the module docstring for the order).
+
+    Args:
+        variant: the variant.
+        host: where it would run (``"local"``, an ssh alias or a Host); None: not named.
+        sglang: a release that overrides everything else.
+        engine: what would run on ``host`` (default: the simulated engine on ``"local"``,
+            SGLang elsewhere); the host's installed SGLang is the target only under ``"sglang"``.
 
     Raises:
         ConfigError: a malformed version. SourceError: a release cannot be fetched.
@@ -82,7 +99,7 @@ def resolve_target(variant: Variant, *, host: str | Host | None = None, sglang: 
         where = get_host(run_host if same_host(holder, run_host) else holder)
         pkg = f"{base.path}/python/sglang"
         return Target("checkout", tree_version(where, pkg), where.name, pkg, f"{where.name}:{base.path}")
-    if host is not None:
+    if host is not None and _runs_sglang(host, engine):
         h = get_host(host)
         state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=host_python(h))
         installed = state.get("installed") or {}
@@ -99,6 +116,11 @@ def resolve_target(variant: Variant, *, host: str | Host | None = None, sglang: 
     version = default_version()
     return dataclasses.replace(_release(version), note=f"no base or sglang_version: checked against {version}, "
                                                        "the version the simulated engine emulates")  # fmt: skip
+
+
+def _runs_sglang(host: str | Host, engine: Literal["sim", "sglang"] | None) -> bool:
+    """True when a real SGLang (not the simulated engine) would run the variant on ``host``."""
+    return engine == "sglang" or (engine is None and get_host(host).name != "local")
 
 
 def _release(version: str) -> Target:
@@ -149,7 +171,7 @@ def check_variant(
     cache = cache or _Cache()
     name, out = variant.name, []
     try:
-        target = resolve_target(variant, host=host, sglang=sglang)
+        target = resolve_target(variant, host=host, sglang=sglang, engine=engine)
         table, rules = cache.get(target)
     except WorkbenchError as exc:
         out.append(Finding("error", name, None, f"cannot read the flags of the target SGLang: {exc}",
@@ -162,7 +184,8 @@ def check_variant(
                            f"{variant.sglang_version} but is checked against {target.label}.",
                            "update sglang_version in the variant file, or check with --sglang "
                            f"{variant.sglang_version}", "target-version"))  # fmt: skip
-    flag_findings, resolved = check_flags(variant, table)
+    later = functools.cache(lambda: _later_table(variant, target, cache))
+    flag_findings, resolved = check_flags(variant, table, later=later)
     out += flag_findings
     has_adaptive = table.get("--speculative-adaptive") is not None
     out += check_spec(variant, resolved, rules, has_adaptive_flag=has_adaptive)
@@ -177,6 +200,23 @@ def check_variant(
             out.append(Finding("warning", name, None, f"host resources not checked: {exc}",
                                "check that the host is reachable", "resources"))  # fmt: skip
     return VariantCheck(variant, target, out, resolved, rules)
+
+
+def _later_table(variant: Variant, target: Target, cache: _Cache) -> FlagTable | None:
+    """The flags of the release ``variant`` is written for, when it is later than ``target``; else None.
+
+    Asked only when a flag is unknown to the target. It costs that release's wheel
+    (fetched once and cached); an unreadable release or version means None.
+    """
+    own, checked = variant.target_version, target.version
+    if not own or not checked or own == checked:
+        return None
+    try:
+        if version_key(own) <= version_key(checked):
+            return None
+        return cache.get(_release(own))[0]
+    except WorkbenchError:
+        return None
 
 
 def _patch_findings(variant: Variant, target: Target, host: str | Host | None) -> list[Finding]:
@@ -213,10 +253,14 @@ def check_variants(
 
     Args:
         variants: names (``data/variants/<name>.toml``), files or :class:`Variant` objects.
-        host: the host they would run on (``"local"`` or an ssh alias); named, it also
-            makes the host's installed SGLang the target of variants without a base.
+        host: the host they would run on (``"local"`` or an ssh alias); an ssh host (or
+            ``engine="sglang"``) also makes the host's installed SGLang the target of
+            variants without a base. On ``"local"`` with the simulated engine each such
+            variant is checked against its own ``sglang_version``, as with no host.
         sglang: check against this release instead (overrides bases and ``sglang_version``).
-        engine: ``"sim"`` or ``"sglang"`` for the resource checks (default: sim locally).
+        engine: what would run them, ``"sim"`` or ``"sglang"`` (default: sim locally, sglang on
+            an ssh host): it picks the resource checks and, under ``"sglang"``, makes the host's
+            installed SGLang the target.
         baseline: the variant speculative variants are compared with (loaded from
             ``data/variants`` when not among ``variants``; skipped when it does not exist).
         resources: check paths, disk and GPUs on the host.
@@ -235,15 +279,17 @@ def check_variants(
         check = check_variant(v, host=host, sglang=sglang, engine=engine, resources=resources, cache=cache)
         checks.append(check)
         out += check.findings
-    out += _pairs(checks, baseline=baseline, host=host, sglang=sglang, cache=cache)
+    out += _pairs(checks, baseline=baseline, host=host, sglang=sglang, engine=engine, cache=cache)
     return out
 
 
-def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str | None, cache: _Cache) -> list[Finding]:
+def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str | None,
+           engine: Literal["sim", "sglang"] | None, cache: _Cache) -> list[Finding]:  # fmt: skip
     base = next((c for c in checks if c.variant.name == baseline), None)
     if base is None and any(c.variant.speculative for c in checks):
         try:
-            base = check_variant(load_variant(baseline), host=host, sglang=sglang, resources=False, cache=cache)
+            base = check_variant(load_variant(baseline), host=host, sglang=sglang, engine=engine, resources=False,
+                                 cache=cache)  # fmt: skip
         except ConfigError:
             return []
     if base is None:
@@ -263,7 +309,11 @@ def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str 
 
 
 def variants_table(variants: Sequence[str | Path | Variant] | None = None) -> pd.DataFrame:
-    """One row per variant: name, description, base, target version, speculative settings, patches, stand-in."""
+    """One row per variant: name, description, base, target version, speculative settings, patches, stand-in.
+
+    Settings a variant does not give are empty strings; the others keep their type
+    (``topk`` 4 stays the int 4: the frame has object columns, so no column turns into floats).
+    """
     rows = []
     for item in list(variants) if variants else list_variants():
         v = item if isinstance(item, Variant) else load_variant(item)
@@ -276,7 +326,7 @@ def variants_table(variants: Sequence[str | Path | Variant] | None = None) -> pd
             "env": ", ".join(f"{k}={val}" for k, val in v.env.items()),
             "patches": ", ".join(p.name for p in v.patches), "sim_stand_in": v.sim_stand_in(),
         })  # fmt: skip
-    return pd.DataFrame(rows).astype(object).fillna("")
+    return pd.DataFrame([{k: "" if v is None else v for k, v in row.items()} for row in rows], dtype=object)
 
 
 __all__ = ["Target", "VariantCheck", "check_variant", "check_variants", "findings_table", "resolve_target",

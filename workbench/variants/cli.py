@@ -14,7 +14,7 @@ import typer
 
 from workbench.errors import ConfigError
 from workbench.variants.check import check_variants
-from workbench.variants.findings import has_errors, sort_findings
+from workbench.variants.findings import count_line, has_errors, sort_findings
 
 __all__ = ["variants_app"]
 
@@ -28,11 +28,13 @@ def check_command(
     variants: Annotated[Optional[list[str]], typer.Argument(
         metavar="[VARIANT]...", help="Variant names (data/variants/NAME.toml) or files; default: all shipped.")] = None,
     host: Annotated[Optional[str], typer.Option(
-        "--host", help="Host they would run on ('local' or an ssh alias): its SGLang, paths, disk, GPUs.")] = None,
+        "--host", help="Host they would run on ('local' or an ssh alias): paths, disk, GPUs, and the SGLang "
+        "installed there (on 'local' only with --engine sglang: the simulated engine runs there).")] = None,
     sglang: Annotated[Optional[str], typer.Option(
         "--sglang", help="Check against this SGLang release instead of each variant's own.")] = None,
     engine: Annotated[Optional[str], typer.Option(
-        "--engine", help="'sim' or 'sglang' for the resource checks (default: sim locally, sglang elsewhere).")] = None,
+        "--engine", help="'sim' or 'sglang': what would run them, for the resource checks and the target SGLang "
+        "(default: sim locally, sglang elsewhere).")] = None,
     baseline: Annotated[str, typer.Option(
         "--baseline", help="Variant the speculative ones are compared with.")] = "baseline",
     min_severity: Annotated[str, typer.Option(
@@ -67,8 +69,6 @@ def check_command(
         shown = [f for f in findings if _SEVERITY.index(f.severity) <= _SEVERITY.index(min_severity)]
         for f in shown:
             typer.echo(f.line())
-        counts = {s: sum(f.severity == s for f in findings) for s in _SEVERITY}
-        typer.echo(f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)"
-                   + ("" if min_severity == "info" else " (--show info lists the notes)"))  # fmt: skip
+        typer.echo(count_line(findings) + ("" if min_severity == "info" else " (--show info lists the notes)"))
     if has_errors(findings):
         raise typer.Exit(code=1)

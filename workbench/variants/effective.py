@@ -19,6 +19,7 @@ from typing import Any
 from workbench.servers.variants import Variant
 from workbench.source.versions import version_key
 from workbench.variants.findings import Finding
+from workbench.variants.rules import ADAPTIVE_SINCE
 
 LOUD = "EFFECTIVE SETTING DIFFERS FROM THE VARIANT:"
 
@@ -155,9 +156,13 @@ def _adaptive(variant: Variant, info: dict[str, Any], log: str) -> list[Finding]
     flag, name = "--speculative-adaptive", variant.name
     reason = _ADAPTIVE_OFF.search(log)
     if "speculative_adaptive" not in info:
+        own = variant.target_version
+        fix = (f"run it on SGLang {own}, the release it is written for" if own and own != info.get("version")
+               else f"run it on SGLang {ADAPTIVE_SINCE} or later ({ADAPTIVE_SINCE} runs it only under spec v1: "
+               "SGLANG_ENABLE_SPEC_V2=0)")  # fmt: skip
         return [Finding("error", name, flag, f"{LOUD} the server reports no speculative_adaptive setting: "
-                        f"SGLang {info.get('version')} has no adaptive speculative decoding.",
-                        "run it on SGLang >= 0.5.12 (the flag exists from 0.5.11)", "effective-adaptive")]  # fmt: skip
+                        f"SGLang {info.get('version')} has no adaptive speculative decoding.", fix,
+                        "effective-adaptive")]  # fmt: skip
     if reason or not info.get("speculative_adaptive"):
         why = f": {reason.group(1)}" if reason else " (speculative_adaptive is false in /server_info)"
         return [Finding("warning", name, flag, f"{LOUD} adaptive speculation is SILENTLY OFF{why}; the server "

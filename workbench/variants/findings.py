@@ -20,6 +20,9 @@ Severity = Literal["error", "warning", "info"]
 #: Severities from worst to mildest (the order of tables and CLI output).
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
+#: What :func:`count_line` calls each severity (``info`` findings are counted as notes).
+COUNT_WORDS: dict[str, str] = {"error": "error(s)", "warning": "warning(s)", "info": "note(s)"}
+
 #: Columns of :func:`findings_table`.
 FINDING_COLUMNS = ["severity", "variant", "flag", "check", "message"]
 
@@ -67,6 +70,15 @@ class Finding:
 def has_errors(findings: Iterable[Finding]) -> bool:
     """True when any finding is an error."""
     return any(f.severity == "error" for f in findings)
+
+
+def count_line(findings: Iterable[Finding]) -> str:
+    """How many findings of each severity: ``"0 error(s), 2 warning(s), 31 note(s)"``.
+
+    The one wording of the counts, shared by ``workbench variants check`` and the notebook.
+    """
+    items = list(findings)
+    return ", ".join(f"{sum(f.severity == s for f in items)} {COUNT_WORDS[s]}" for s in SEVERITIES)
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

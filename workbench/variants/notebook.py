@@ -1,7 +1,9 @@
-"""What ``notebooks/variants.ipynb`` shows: findings as a table, and the functions patches change as diffs.
+"""What ``notebooks/variants.ipynb`` shows: the variants and the findings as tables, and patch diffs.
 
 HTML with inline styles only (no scripts, no fetched fonts), so it works in
 JupyterLab, in exported reports and offline, like :mod:`workbench.source.render`.
+Table cells wrap (``white-space: normal``): descriptions and stand-in labels are
+shown whole, where a DataFrame's display would cut them at 50 characters.
 """
 
 from __future__ import annotations
@@ -13,17 +15,51 @@ from pathlib import Path
 from workbench.errors import WorkbenchError
 from workbench.servers.variants import Variant, list_variants, load_variant
 from workbench.source.render import HTMLFragment, diff_panes
-from workbench.variants.findings import SEVERITIES, Finding, sort_findings
+from workbench.variants.check import variants_table
+from workbench.variants.findings import SEVERITIES, Finding, count_line, sort_findings
 from workbench.variants.patchcheck import patched_changes, trial_apply
 from workbench.variants.patchfile import load_patch
 
 _SANS = "font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif; font-size: 13px;"
 _COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#57606a"}
-_CELL = "border-bottom: 1px solid #d0d7de; padding: 4px 8px; vertical-align: top; text-align: left;"
+_CELL = ("border-bottom: 1px solid #d0d7de; padding: 4px 8px; vertical-align: top; text-align: left;"
+         " white-space: normal;")
+_TABLE = "border-collapse: collapse;"
+#: Columns of prose get room to read (the others are as wide as their longest word).
+_WIDE = {"description": " min-width: 14em;", "sim_stand_in": " min-width: 14em;"}
+
+
+def _breakable(text: str) -> str:
+    """``text`` escaped, with line-break opportunities after ``_`` and ``=`` (``SGLANG_SPEC_OFF_ABOVE=8``)."""
+    return html.escape(text).replace("_", "_<wbr>").replace("=", "=<wbr>")
+
+
+def variants_html(variants: Sequence[str | Path | Variant] | None = None) -> HTMLFragment:
+    """The :func:`~workbench.variants.check.variants_table` of ``variants`` as an HTML table with wrapping cells.
+
+    Args:
+        variants: names (``data/variants/<name>.toml``), files or :class:`Variant` objects
+            (default: every shipped variant).
+    """
+    table = variants_table(variants)
+    columns = [str(c) for c in table.columns]
+    head = "".join(f'<th style="{_CELL}">{_breakable(c)}</th>' for c in columns)
+    rows = []
+    for row in table.itertuples(index=False):
+        cells = [(_breakable(str(v)) if c == "env" else html.escape(str(v)), _CELL + _WIDE.get(c, ""))
+                 for c, v in zip(columns, row)]  # fmt: skip
+        rows.append("<tr>" + "".join(f'<td style="{style}">{text}</td>' for text, style in cells) + "</tr>")
+    body = "".join(rows)
+    return HTMLFragment(f'<div style="{_SANS}"><table style="{_TABLE}"><thead><tr>{head}</tr></thead>'
+                        f"<tbody>{body}</tbody></table></div>")  # fmt: skip
 
 
 def findings_html(findings: Sequence[Finding], *, min_severity: str = "info") -> HTMLFragment:
     """A table of findings (errors first, severity in colour) headed by the counts.
+
+    The counts read as the CLI's (:func:`~workbench.variants.findings.count_line`:
+    ``info`` findings are counted as notes); a finding about the variant as a whole
+    (no flag) has an empty flag cell.
 
     Args:
         findings: what :func:`workbench.variants.check_variants` returned.
@@ -31,18 +67,19 @@ def findings_html(findings: Sequence[Finding], *, min_severity: str = "info") ->
     """
     keep = SEVERITIES[: SEVERITIES.index(min_severity) + 1]  # type: ignore[arg-type]
     rows = [f for f in sort_findings(findings) if f.severity in keep]
-    counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}(s)" for s in SEVERITIES)
+    counts = count_line(findings)
     head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("severity", "variant", "flag", "message"))
-    body = "".join(
-        f'<tr><td style="{_CELL} color: {_COLOURS[f.severity]}; font-weight: 600;">{f.severity}</td>'
-        f'<td style="{_CELL}">{html.escape(f.variant)}</td>'
-        f'<td style="{_CELL}"><code>{html.escape(f.flag or "")}</code></td>'
-        f'<td style="{_CELL}">{html.escape(f.problem)}'
-        + (f'<br><b>Fix:</b> {html.escape(f.fix)}' if f.fix else "") + "</td></tr>"
-        for f in rows
-    )
-    return HTMLFragment(f'<div style="{_SANS}"><p><b>{counts}</b></p><table style="border-collapse: collapse;">'
+    body = "".join(_finding_row(f) for f in rows)
+    return HTMLFragment(f'<div style="{_SANS}"><p><b>{counts}</b></p><table style="{_TABLE}">'
                         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")  # fmt: skip
+
+
+def _finding_row(f: Finding) -> str:
+    flag = f"<code>{html.escape(f.flag)}</code>" if f.flag else ""  # no empty code pill without a flag
+    fix = f"<br><b>Fix:</b> {html.escape(f.fix)}" if f.fix else ""
+    return (f'<tr><td style="{_CELL} color: {_COLOURS[f.severity]}; font-weight: 600;">{f.severity}</td>'
+            f'<td style="{_CELL}">{html.escape(f.variant)}</td><td style="{_CELL}">{flag}</td>'
+            f'<td style="{_CELL}">{html.escape(f.problem)}{fix}</td></tr>')  # fmt: skip
 
 
 def patch_diffs_html(

@@ -5,19 +5,21 @@ the implicit max-running-requests cap, overlap scheduling under spec v1, mixed
 chunked prefill) are found by looking for the statements that implement them in the
 version's ``srt/`` tree, one ``grep -F`` on the host that holds it:
 
-==================================================  ==========================================
-text in the source                                  rule
-==================================================  ==========================================
-``SGLANG_ENABLE_SPEC_V2 = EnvBool(False|True)``     spec v2 is switched by that env var, with
-                                                    that default (``srt/environ.py``, 0.5.6-0.5.13)
-``Spec v2 currently only supports topk = 1``        spec v2 with an explicit topk > 1 is an error
-                                                    (a ``raise`` in 0.5.8-0.5.10)
-``class EAGLEWorker(``                              spec v1 still exists: without v2, overlap
-                                                    scheduling is off (``eagle_worker.py``, <= 0.5.12)
-``def adaptive_unsupported_reason``                 adaptive speculative decoding exists (>= 0.5.11)
-``max_running_requests = 48`` (or ``=48``)          the EAGLE family caps max running requests
-``Mixed chunked prefill is disabled``               speculation turns mixed chunked prefill off
-==================================================  ==========================================
+=====================================================  ==========================================
+text in the source                                     rule
+=====================================================  ==========================================
+``SGLANG_ENABLE_SPEC_V2 = EnvBool(False|True)``        spec v2 is switched by that env var, with
+                                                       that default (``srt/environ.py``, 0.5.6-0.5.13)
+``Spec v2 currently only supports topk = 1``           spec v2 with an explicit topk > 1 is an error
+                                                       (a ``raise`` in 0.5.8-0.5.10)
+``class EAGLEWorker(``                                 spec v1 still exists: without v2, overlap
+                                                       scheduling is off (``eagle_worker.py``, <= 0.5.12)
+``def adaptive_unsupported_reason``                    adaptive speculative decoding exists (>= 0.5.11)
+``adaptive is only implemented for EAGLEWorker v1``    adaptive is off under spec v2 (overlap on): a
+                                                       reason it gives in 0.5.11 only
+``max_running_requests = 48`` (or ``=48``)             the EAGLE family caps max running requests
+``Mixed chunked prefill is disabled``                  speculation turns mixed chunked prefill off
+=====================================================  ==========================================
 
 Which algorithms spec v2 covers is the one fact kept by version (the condition spans
 lines): EAGLE in 0.5.6; EAGLE and EAGLE3 in 0.5.7; plus STANDALONE from 0.5.8
@@ -45,9 +47,17 @@ _ENV_TRUE = "SGLANG_ENABLE_SPEC_V2 = EnvBool(True)"
 _V2_TOPK = "Spec v2 currently only supports topk = 1"
 _V1 = "class EAGLEWorker("
 _ADAPTIVE = "def adaptive_unsupported_reason"
+_ADAPTIVE_V1 = "adaptive is only implemented for EAGLEWorker v1"
 _CAP48 = ("max_running_requests = 48", "max_running_requests=48")
 _MIXED = "Mixed chunked prefill is disabled"
-PATTERNS = (_ENV_FALSE, _ENV_TRUE, _V2_TOPK, _V1, _ADAPTIVE, *_CAP48, _MIXED)
+PATTERNS = (_ENV_FALSE, _ENV_TRUE, _V2_TOPK, _V1, _ADAPTIVE, _ADAPTIVE_V1, *_CAP48, _MIXED)
+
+#: The first release whose source has ``--speculative-adaptive`` (``srt/server_args.py``) and
+#: ``adaptive_unsupported_reason`` (``srt/speculative/adaptive_spec_params.py``); 0.5.10.post1 has
+#: neither. Read from the 0.5.x wheels (tests check it); the team notes (../shared/sglang-facts.md)
+#: say 0.5.12, and 0.5.11 runs it only under spec v1 (:attr:`SpecRules.adaptive_needs_v1`). For
+#: messages only: checks use the target version's own flags and rules.
+ADAPTIVE_SINCE = "0.5.11"
 
 #: The EAGLE family (NEXTN is an alias of EAGLE).
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
@@ -65,6 +75,8 @@ class SpecRules:
         v2_rejects_topk_gt1: spec v2 with an explicit topk > 1 is an error.
         has_spec_v1: the v1 worker exists (without v2, overlap scheduling is off).
         has_adaptive: adaptive speculative decoding exists.
+        adaptive_needs_v1: adaptive runs only on the v1 worker: with overlap scheduling on
+            (spec v2) the server switches it off (0.5.11).
         caps_max_running_48: the EAGLE family defaults max running requests to 48.
         disables_mixed_chunk: speculation turns mixed chunked prefill off.
         where: what was searched (host and directory), for messages.
@@ -78,6 +90,7 @@ class SpecRules:
     caps_max_running_48: bool
     disables_mixed_chunk: bool
     where: str = ""
+    adaptive_needs_v1: bool = False
 
     def v2_algorithms(self) -> tuple[str, ...]:
         """Algorithms that run the v2 (overlap) worker when spec v2 is on."""
@@ -122,6 +135,7 @@ def rules_from_matches(version: str, found: set[str], *, where: str = "") -> Spe
         caps_max_running_48=any(p in found for p in _CAP48),
         disables_mixed_chunk=_MIXED in found,
         where=where,
+        adaptive_needs_v1=_ADAPTIVE_V1 in found,
     )
 
 

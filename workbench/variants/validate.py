@@ -12,21 +12,24 @@ speculative settings, and the version's implicit changes (max running requests
 48, overlap scheduling off under spec v1, mixed chunked prefill off) are named.
 
 Messages name the flag as the variant file writes it (``[flags]`` keys have no
-dashes) and say what to change.
+dashes) and say what to change. A flag the target version does not know but the
+release the variant is written for has is reported as such (the caller supplies
+that release's flags, see :func:`check_flags`), not with look-alike spellings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from workbench.servers.variants import Variant
 from workbench.source.flags import FlagError, FlagTable
 from workbench.variants.findings import Finding
-from workbench.variants.rules import EAGLE_FAMILY, SpecRules
+from workbench.variants.rules import ADAPTIVE_SINCE, EAGLE_FAMILY, SpecRules
 
 #: Flags that are speculative settings (compared pairs may differ in these).
 SPEC_PREFIX = "speculative_"
-#: Adaptive speculation refuses these (``adaptive_unsupported_reason``, 0.5.12+).
+#: Adaptive speculation refuses these (``adaptive_unsupported_reason``, 0.5.11+).
 ADAPTIVE_BLOCKERS = ("enable_dp_attention", "enable_multi_layer_eagle", "enable_two_batch_overlap", "enable_pdmux")
 _TRUE = ("1", "true", "yes", "on")
 
@@ -35,8 +38,17 @@ def _file(v: Variant) -> str:
     return f"the [flags] table of {v.path.name}" if v.path else f"the flags of variant {v.name!r}"
 
 
-def check_flags(variant: Variant, table: FlagTable) -> tuple[list[Finding], dict[str, Any]]:
+def check_flags(
+    variant: Variant, table: FlagTable, *, later: Callable[[], FlagTable | None] | None = None
+) -> tuple[list[Finding], dict[str, Any]]:
     """Check the variant's launch flags with the version's parser rules, one ``[flags]`` entry at a time.
+
+    Args:
+        variant: the variant.
+        table: the flags of the SGLang it is checked against.
+        later: returns the flags of a later release the variant is written for (its own
+            ``sglang_version``), or None; called only for a flag ``table`` does not know,
+            which is then reported as one that release has.
 
     Returns:
         ``(findings, resolved)``: ``resolved`` maps the ServerArgs field (``dest``,
@@ -52,7 +64,7 @@ def check_flags(variant: Variant, table: FlagTable) -> tuple[list[Finding], dict
     for key, option, value in entries:
         argv = [option] if value is True else [] if value in (False, None) else [option, str(value)]
         for p in table.check(argv):
-            out.append(_flag_finding(variant, table, key, value, p))
+            out.append(_flag_finding(variant, table, key, value, p, later=later))
         try:
             match = table.match(option)
         except FlagError:
@@ -83,13 +95,21 @@ def unresolved_flags(variant: Variant) -> dict[str, Any]:
     return out
 
 
-def _flag_finding(variant: Variant, table: FlagTable, key: str, value: Any, p: Any) -> Finding:
+def _flag_finding(variant: Variant, table: FlagTable, key: str, value: Any, p: Any, *,
+                  later: Callable[[], FlagTable | None] | None) -> Finding:  # fmt: skip
     where, f = table.version or table.label, _file(variant)
     flag = p.flag or f"--{key}"
     if key in ("model_path", "draft_model_path"):
         return Finding(p.severity, variant.name, flag, p.message, f"fix {key} in the variant file", f"flag-{p.kind}")
+    newer = later() if later is not None and p.kind == "unknown" else None
+    if newer is not None and newer.get(flag) is None:
+        newer = None
     problem, fix = p.message, ""
-    if p.kind == "unexpected_value":
+    if newer is not None:
+        problem = (f"`{flag}` is not a flag of SGLang {where}; it is one of SGLang {newer.version}, the release "
+                   f"{variant.name} is written for (its sglang_version).")  # fmt: skip
+        fix = f"check and run {variant.name} on SGLang {newer.version}, or remove `{key}` from {f}"
+    elif p.kind == "unexpected_value":
         problem = (f"`{key} = {value!r}`: `--{key}` takes no value in SGLang {where} (store_true); the value "
                    f"becomes a stray argument and the server stops ('unrecognized arguments: {value}').")  # fmt: skip
         fix = f"write `{key} = true` (or false) in {f}"
@@ -104,9 +124,10 @@ def _flag_finding(variant: Variant, table: FlagTable, key: str, value: Any, p: A
     else:
         fix = f"correct `{key}` in {f}"
     if p.kind in ("unknown", "removed") and key == "speculative-adaptive":
-        problem += (f" Adaptive speculative decoding does not exist in SGLang {where}: it needs SGLang >= 0.5.12 "
-                    "(the flag first appears in 0.5.11).")  # fmt: skip
-        fix = f"run this variant on SGLang >= 0.5.12 (set sglang_version or base), or remove `{key}`"
+        problem += (f" Without it SGLang {where} has no adaptive speculative decoding (the flag and "
+                    f"`adaptive_unsupported_reason` are in SGLang's source from {ADAPTIVE_SINCE}).")  # fmt: skip
+        if newer is None:
+            fix = f"run this variant on SGLang {ADAPTIVE_SINCE} or later (set sglang_version or base), or drop `{key}`"
     return Finding(p.severity, variant.name, flag, problem, fix, f"flag-{p.kind}")
 
 
@@ -202,6 +223,15 @@ def _adaptive(variant: Variant, resolved: dict[str, Any], rules: SpecRules, algo
         out.append(Finding("error", name, "--speculative-eagle-topk",
                            f"--speculative-adaptive needs --speculative-eagle-topk 1, not {topk}: {off}.",
                            f"set `speculative-eagle-topk = 1` in {f}", "adaptive-topk"))
+    v2 = rules.spec_v2_effective(algorithm=algo, topk=_int(topk), env=variant.env)
+    if rules.adaptive_needs_v1 and v2 and not resolved.get("disable_overlap_schedule"):
+        why = "SGLANG_ENABLE_SPEC_V2 asks for it" if "SGLANG_ENABLE_SPEC_V2" in variant.env else "the default there"
+        env_table = f"the [env] table of {variant.path.name if variant.path else variant.name}"
+        out.append(Finding("error", name, "env SGLANG_ENABLE_SPEC_V2",
+                           f"--speculative-adaptive under spec v2 ({why}; overlap scheduling on): SGLang {ver} runs "
+                           f"adaptive only on the v1 worker ('adaptive is only implemented for EAGLEWorker v1'): "
+                           f"{off}.", f'set `SGLANG_ENABLE_SPEC_V2 = "0"` in {env_table} (spec v1), or use a later '
+                           "release without this limit", "adaptive-spec-v2"))  # fmt: skip
     for blocker in ADAPTIVE_BLOCKERS:
         if resolved.get(blocker):
             flag = "--" + blocker.replace("_", "-")
