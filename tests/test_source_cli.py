@@ -26,6 +26,7 @@ def test_json_reports_both_locations() -> None:
     assert found[0] == ("0.5.9", "srt/managers/utils.py", 182, 206)
     assert found[1][:2] == ("0.5.23", "srt/mem_cache/allocation_sizing.py")
     assert all("source" not in d for d in report["definitions"])
+    assert set(report) == {"name", "definitions"}  # references and history only when asked for
 
 
 def test_human_output_is_a_compact_table() -> None:
@@ -63,6 +64,18 @@ def test_a_local_tree_with_references_and_source(tmp_path: Path) -> None:
     assert "pool.py:6-7\n6  def helper():\n7      return 4\n" in out
     refs = lines[lines.index("helper: references") + 2].split()
     assert refs[1:] == ["pool.py", "3", "call", "Pool.get_alloc_len_per_decode", "return", "helper()"]
+
+
+def test_module_level_references_are_shown_as_module(tmp_path: Path) -> None:
+    (tmp_path / "main.py").write_text("from pool import helper\n\nVALUE = helper()\n", encoding="utf-8")
+    result = runner.invoke(app, ["inspect", "helper", "--tree", str(tmp_path), "--references"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    rows = [ln.split()[1:5] for ln in lines[lines.index("helper: references") + 2:] if ln.strip()]
+    assert rows == [["main.py", "1", "import", "<module>"], ["main.py", "3", "call", "<module>"]]
+    as_json = json.loads(runner.invoke(app, ["inspect", "helper", "--tree", str(tmp_path), "--references",
+                                             "--json"]).output)  # fmt: skip
+    assert [r["enclosing"] for r in as_json["references"]] == [None, None]  # the data keeps None
 
 
 def test_a_tree_on_an_ssh_host_by_alias(sshd, tmp_path: Path) -> None:  # noqa: F811, ANN001

@@ -73,6 +73,11 @@ def test_references_find_the_callers() -> None:
     for _, row in calls.iterrows():
         line = file_lines(row["version"], row["path"])[row["line"] - 1]
         assert line[row["col"] :].startswith("get_alloc_len_per_decode(")
+    imports = df[df["kind"] == "import"]
+    assert len(imports) and imports["enclosing"].isna().all()  # module level: None in the frame ...
+    shown = summary_table(df)
+    assert (shown.loc[imports.index, "enclosing"] == "<module>").all()  # ... "<module>" on display, as callers_table
+    assert shown.loc[~df["found"], "enclosing"].isna().all()  # a version without references stays blank
 
 
 def test_a_tree_on_the_host_is_searched_next_to_releases(tmp_path: Path) -> None:

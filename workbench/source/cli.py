@@ -17,7 +17,7 @@ import typer
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, get_host
-from workbench.source.definitions import DEFAULT_VERSIONS, find_definition, find_references
+from workbench.source.definitions import DEFAULT_VERSIONS, MODULE_LEVEL, find_definition, find_references
 from workbench.source.history import definition_history
 
 __all__ = ["format_table", "inspect_command"]
@@ -122,6 +122,9 @@ def _view(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         ]
     if "sha256" in view.columns:
         view["sha256"] = view["sha256"].map(lambda h: h[:12] if isinstance(h, str) else "")
+    if "enclosing" in view.columns and "found" in view.columns:
+        view["enclosing"] = view["enclosing"].where(~view["found"].astype(bool) | view["enclosing"].notna(),
+                                                    MODULE_LEVEL)  # fmt: skip
     if "found" in view.columns:
         view["found"] = view["found"].map(lambda f: "yes" if f else "no")
     return view[[c for c in columns if c in view.columns]]

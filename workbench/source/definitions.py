@@ -174,6 +174,10 @@ def check_name(name: str) -> str:
     return name
 
 
+#: What tables show as the ``enclosing`` definition of module-level code.
+MODULE_LEVEL = "<module>"
+
+
 def callers_table(df: pd.DataFrame) -> pd.DataFrame:
     """Who calls the name: one row per (version, caller, file), from a :func:`find_references` frame.
 
@@ -188,7 +192,7 @@ def callers_table(df: pd.DataFrame) -> pd.DataFrame:
     calls = df[df["found"] & (df["kind"] == "call")]
     rows = []
     for (version, caller, path), group in calls.groupby(
-        [calls["version"], calls["enclosing"].fillna("<module>"), calls["path"]], sort=False
+        [calls["version"], calls["enclosing"].fillna(MODULE_LEVEL), calls["path"]], sort=False
     ):
         rows.append({"version": version, "caller": caller, "path": path, "calls": len(group),
                      "lines": ", ".join(str(n) for n in sorted(group["line"]))})  # fmt: skip
@@ -198,11 +202,16 @@ def callers_table(df: pd.DataFrame) -> pd.DataFrame:
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """The frame without its long text columns, with a ``lines`` column (``"182-206"``), for display.
 
+    A found reference at module level shows ``enclosing`` as ``<module>``, as
+    :func:`callers_table` does (the frame itself keeps None there).
+
     Args:
-        df: a frame from :func:`find_definition` (or any frame with some of its columns,
-            such as :func:`workbench.source.definition_history`'s).
+        df: a frame from :func:`find_definition` or :func:`find_references` (or any frame
+            with some of their columns, such as :func:`workbench.source.definition_history`'s).
     """
     table = df.drop(columns=[c for c in ("source", "decorators", "docstring", "root") if c in df.columns])
+    if {"enclosing", "found"} <= set(table.columns):
+        table["enclosing"] = table["enclosing"].where(~table["found"] | table["enclosing"].notna(), MODULE_LEVEL)
     if {"start_line", "end_line"} <= set(df.columns):
         lines = [
             f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else ""
