@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -101,6 +102,7 @@ def test_provenance_in_notebook_metadata(demo: ReportResult) -> None:
     assert record["workbench_version"] == workbench.__version__
     assert record["status"] == "ok"
     assert record["parameters"]["concurrency_levels"] == [1, 2, 4]
+    assert record["defaults"] == {"host": '"local"'}  # declared, not given: as the cell writes it
     assert record["started_at"] <= record["finished_at"]
     assert "git" in record  # None here: the notebook is outside any git tree
     assert nb.metadata["papermill"]["parameters"]["requests_per_level"] == 8
@@ -115,6 +117,9 @@ def test_html_has_inline_svg_chart_and_fetches_nothing(demo: ReportResult) -> No
     for cdn in ("cdnjs", "unpkg.com", "jsdelivr", "mathjax", "require.js", "require.min.js"):
         assert cdn not in page.lower(), cdn
     assert "workbench " + workbench.__version__ in page  # provenance header
+    header = html.unescape(re.sub(r"<[^>]+>", "", page[page.index('class="wb-provenance"'):]).split("\n\n")[0])
+    assert "Parameters given:" in header and "requests_per_level=8" in header
+    assert 'at their defaults: host="local"' in header  # the effective parameters, defaults included
 
 
 def test_chart_files_written(demo: ReportResult) -> None:
@@ -177,7 +182,7 @@ def test_unknown_parameter_is_refused_before_running(tmp_path: Path, write_noteb
     with pytest.raises(ConfigError) as info:
         run_notebook(nb, out_dir=tmp_path / "out", parameters={"concurency_levels": [1]})
     msg = str(info.value)
-    assert "'concurency_levels'" in msg
+    assert "has no parameter 'concurency_levels'" in msg and "add the name to" in msg
     for known in ("concurrency_levels", "requests_per_level", "host"):
         assert known in msg
     assert not (tmp_path / "out").exists()  # nothing ran, nothing written
@@ -257,6 +262,11 @@ def test_distribute_parameters_gives_each_notebook_its_own(tmp_path: Path, write
     with pytest.raises(ConfigError) as info:
         distribute_parameters(declared, {"hots": "x"})
     assert "'hots'" in str(info.value) and "levels" in str(info.value) and "a.ipynb" in str(info.value)
+    assert "no notebook declares parameter 'hots'." in str(info.value) and "declares it." in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        distribute_parameters(declared, {"requests_per_level": 8, "concurrency_levels": [1]})
+    assert "no notebook declares parameters 'requests_per_level' or 'concurrency_levels'." in str(info.value)
+    assert "declares them." in str(info.value)
 
 
 def test_default_notebook_order(tmp_path: Path, write_notebook) -> None:

@@ -57,8 +57,11 @@ _TEMPLATE = r"""
   {%- if wb.git.get('dirty') %} (with uncommitted changes){% endif %}{% endif %},
   finished {{ wb.get('finished_at', '?') | e }} ({{ '%.1f' | format(wb.get('duration_s', 0.0)) }} s).
   {%- if wb.get('status') == 'failed' %} <span class="wb-failed">The run FAILED; this is its partial output.</span>{% endif %}
-  <br>Parameters:
+  <br>Parameters given:
   {%- for name, value in wb.get('parameters', {}).items() %} <code>{{ name | e }}={{ value | tojson | e }}</code>{% endfor %}
+  {%- if wb.get('defaults') %}; at their defaults:
+  {%- for name, text in wb.get('defaults', {}).items() %} <code>{{ name | e }}={{ text | e }}</code>{% endfor %}
+  {%- endif %}
 </div>
 {%- endif %}
 {%- endblock body_header -%}

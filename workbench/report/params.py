@@ -87,6 +87,14 @@ def parse_param_value(text: str) -> Any:
         ) from exc
 
 
+def _named(names: list[str], *, joiner: str = "or") -> str:
+    """``parameter 'a'``, ``parameters 'a' or 'b'``, ``parameters 'a', 'b' or 'c'`` (for messages)."""
+    quoted = [repr(n) for n in names]
+    if len(quoted) == 1:
+        return f"parameter {quoted[0]}"
+    return f"parameters {', '.join(quoted[:-1])} {joiner} {quoted[-1]}"
+
+
 def _check_name(name: str, *, source: str) -> None:
     if not isinstance(name, str) or not name.isidentifier():
         raise ConfigError(f"parameter name {name!r} from {source} is not a valid Python identifier")
@@ -203,8 +211,9 @@ def check_parameters(
     else:
         hint = "It declares no parameters (it has no cell tagged 'parameters')."
     raise ConfigError(
-        f"notebook {notebook} has no parameter named {', '.join(map(repr, unknown))}. {hint} "
-        "Check the spelling, or add the name to the notebook's parameters cell."
+        f"notebook {notebook} has no {_named(unknown)}. {hint} "
+        f"Check the spelling, or add the {'name' if len(unknown) == 1 else 'names'} to the notebook's "
+        "parameters cell."
     )
 
 
@@ -240,8 +249,8 @@ def distribute_parameters(
             for nb, params in declared.items()
         )
         raise ConfigError(
-            f"no notebook declares parameter {', '.join(map(repr, orphans))}. Known parameters:\n{listing}\n"
-            "Check the spelling, or pass the notebook that declares it."
+            f"no notebook declares {_named(orphans)}. Known parameters:\n{listing}\n"
+            f"Check the spelling, or pass the notebook that declares {'it' if len(orphans) == 1 else 'them'}."
         )
     return {
         nb: {name: value for name, value in given.items() if name in params or name in RESERVED_PARAMETERS}

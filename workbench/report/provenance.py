@@ -63,8 +63,12 @@ def provenance(
     status: Literal["ok", "failed"],
     git: dict[str, Any] | None,
     error: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``metadata["workbench"]`` record of one notebook run.
+
+    The run's effective parameters are ``parameters`` (what was injected) together with
+    ``defaults`` (every other name the ``parameters`` cell declares, at its default).
 
     Args:
         notebook: the input notebook.
@@ -75,6 +79,8 @@ def provenance(
         status: ``"ok"`` or ``"failed"``.
         git: :func:`git_state` of the notebook's folder.
         error: for a failed run, ``{"cell", "ename", "evalue"}``.
+        defaults: the declared parameters not injected, name -> default as written in
+            the cell (Python source text, e.g. ``'["0.5.9", "0.5.23"]'`` or ``"None"``).
 
     Returns:
         A JSON-serialisable dict.
@@ -84,6 +90,7 @@ def provenance(
         "git": git,
         "notebook": str(notebook),
         "parameters": jsonable(dict(parameters)),
+        "defaults": {str(k): str(v) for k, v in (defaults or {}).items()},
         "kernel_name": kernel_name,
         "python": platform.python_version(),
         "started_at": started_at.isoformat(timespec="seconds"),

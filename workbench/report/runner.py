@@ -250,6 +250,7 @@ def run_notebook(
         status="failed" if failure else "ok",
         git=git,
         error=error_info or None,
+        defaults={name: param.default for name, param in declared.items() if name not in given},
     )
     if failure is not None:
         kept = f"The partial output is kept in {executed} (HTML: {html})"
