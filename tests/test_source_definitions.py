@@ -52,14 +52,14 @@ def test_lines_and_source_are_the_real_file_text(alloc: pd.DataFrame) -> None:
 def test_qualified_method_and_class_across_versions() -> None:
     df = find_definition("EAGLEWorkerV2.forward_batch_generation", versions=VERSIONS, include_source=False)
     assert "source" not in df.columns
-    assert list(df["found"]) == [False, True, True]  # 0.5.2 predates EAGLEWorkerV2 (sglang-facts.md section 7)
+    assert list(df["found"]) == [False, True, True]  # 0.5.2 has no eagle_worker_v2.py
     for _, row in df[df["found"]].iterrows():
         assert row["path"] == "srt/speculative/eagle_worker_v2.py"
         assert (row["kind"], row["enclosing_class"]) == ("method", "EAGLEWorkerV2")
         line = file_lines(row["version"], row["path"])[row["def_line"] - 1]
         assert line.strip().startswith("def forward_batch_generation(")
     cls = find_definition("EAGLEWorkerV2", versions=["0.5.23"], include_source=False)
-    assert (cls.iloc[0]["kind"], cls.iloc[0]["start_line"]) == ("class", 1297)  # sglang-facts.md section 7
+    assert (cls.iloc[0]["kind"], cls.iloc[0]["start_line"]) == ("class", 1297)  # eagle_worker_v2.py, 0.5.23
 
 
 def test_references_find_the_callers() -> None:

@@ -47,7 +47,7 @@ def test_0_5_9_tp_abbreviates_tp_size_and_cuda_graph_max_bs_exists(v9: FlagTable
     assert (tp.option, tp.flag.name, tp.flag.dest, tp.abbreviated) == (
         "--tp-size", "--tensor-parallel-size", "tensor_parallel_size", True)  # fmt: skip
     assert v9.match("--tp=4").explicit_value == "4"
-    assert "--tp" not in v9  # only as a prefix (sglang-facts section 4)
+    assert "--tp" not in v9  # only as a prefix of --tp-size (argparse's allow_abbrev)
     graph = v9.resolve("--cuda-graph-max-bs")
     assert (graph.dest, graph.type, graph.takes_value, graph.deprecated) == ("cuda_graph_max_bs", "int", True, False)
     assert v9.check(["--model-path", "m", "--tp-size", "2", "--cuda-graph-max-bs", "8"], require=True) == []

@@ -1,6 +1,6 @@
 """One streaming ``POST /generate`` request, measured (the thin I/O shell).
 
-The request body is SGLang's native one (sglang-facts.md section 1)::
+The request body is SGLang's native one (``GenerateReqInput``, ``srt/managers/io_struct.py``, 0.4.6-0.5.23)::
 
     {"text": prompt,
      "sampling_params": {"max_new_tokens": N, "temperature": 0.0, "ignore_eos": true},

@@ -10,7 +10,7 @@ simulator's offline mode have none). Output: one row
 per level (per ``(run_id, level_index)`` when a ``run_id`` column is present).
 
 Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unless noted
-(sglang-facts.md section 5):
+(``sglang/bench_serving.py`` in 0.5.9; ``sglang/benchmark/serving.py`` from 0.5.16):
 
 - ``completed``: rows with no error; ``failed``: the rest. Latency and token
   statistics use completed rows only.

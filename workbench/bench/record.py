@@ -6,7 +6,7 @@ no clock: the client hands it ``(event, raw clock reading)`` pairs, so every tim
 rule lives here and is tested with scripted timestamps.
 
 Definitions (sglang ``bench_serving.py`` 0.5.x, ``async_request_sglang_generate``
-and ``calculate_metrics``; see sglang-facts.md section 5):
+and ``calculate_metrics``; ``sglang/bench_serving.py`` in 0.5.9):
 
 - The request starts just before the HTTP POST is issued.
 - A *content chunk* is a chunk with non-empty ``text`` that is either the first such

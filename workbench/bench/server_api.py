@@ -3,12 +3,13 @@
 - ``POST /flush_cache`` before a level: resets the radix cache and the scheduler's
   accept-length counters, so ``avg_spec_accept_length`` afterwards covers only that
   level. It answers 200 (plain text) when idle and 400 while requests are running or
-  waiting, so 400 is retried for a while (sglang-facts.md section 3).
+  waiting, so 400 is retried for a while (``/flush_cache`` in ``srt/entrypoints/http_server.py``,
+  ``Scheduler.flush_cache`` in ``srt/managers/scheduler.py``, 0.5.9).
 - ``GET /server_info`` after a level (``/get_server_info`` before 0.5.6, kept as an
   alias later; a 404 on the new route falls back to the old one). The accept length
   is ``internal_states[0].avg_spec_accept_length``, which SGLang only updates every
   ``--decode-log-interval`` (40) decode steps and omits when not speculative or when
-  its counters are 0 (sglang-facts.md sections 3 and 5).
+  its counters are 0 (``Scheduler.get_internal_state``, ``srt/managers/scheduler.py``, 0.5.9).
 
 Failures are returned as values (an outcome with ``error`` set), not raised: a
 level's requests are measured whether or not these calls worked.

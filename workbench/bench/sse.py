@@ -2,8 +2,7 @@
 
 SGLang streams ``data: <compact JSON>\\n\\n`` per chunk and ends with
 ``data: [DONE]\\n\\n``; an error mid-stream is sent as ``data: {"error": {...}}``
-followed by ``[DONE]`` (sglang-facts.md section 1, from
-``srt/entrypoints/http_server.py`` in 0.4.6 to 0.5.23). Network reads split that
+followed by ``[DONE]`` (``srt/entrypoints/http_server.py``, 0.4.6 to 0.5.23). Network reads split that
 byte stream anywhere: inside a line, inside a ``\\r\\n`` pair, inside a multi-byte
 UTF-8 character. :class:`SSEDecoder` buffers bytes and returns whole events, so the
 one streaming loop in :mod:`workbench.bench.client` (and anything else that reads a
