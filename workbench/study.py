@@ -77,13 +77,18 @@ class Study:
 
     @property
     def subtitle(self) -> str:
-        """Provenance subtitle for every chart (SIMULATED when any run is)."""
+        """Provenance text for every chart (SIMULATED when any run is), as one line."""
+        return "; ".join(self.subtitle_lines)
+
+    @property
+    def subtitle_lines(self) -> list[str]:
+        """Provenance as chart subtitle lines: where the figures come from, then each stand-in."""
         sims = [m.get("simulation") or {} for m in self.manifests]
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
         scale = next((s.get("time_scale") for s in sims if s.get("time_scale")), None)
         text = tradeoff.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
-        return "; ".join([text, *stand_ins])
+        return [text, *stand_ins]
 
     # -- tables -------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
@@ -124,14 +129,14 @@ class Study:
     def charts(self) -> dict[str, alt.TopLevelMixin]:
         """Every chart of the study, by file stem."""
         out: dict[str, alt.TopLevelMixin] = {
-            "throughput": tradeoff.throughput_chart(self.levels, subtitle=self.subtitle, variants=self.variants),
-            "per_request": tradeoff.per_request_chart(self.levels, subtitle=self.subtitle, variants=self.variants),
+            "throughput": tradeoff.throughput_chart(self.levels, subtitle=self.subtitle_lines, variants=self.variants),
+            "per_request": tradeoff.per_request_chart(self.levels, subtitle=self.subtitle_lines, variants=self.variants),
         }
         for spec in self.spec_variants:
             out[f"ratio_{spec}"] = tradeoff.ratio_chart(self.ratios(spec), self.crossovers(spec), spec=spec,
-                                                        subtitle=self.subtitle, ci=self.per_request_ci(spec))
+                                                        subtitle=self.subtitle_lines, ci=self.per_request_ci(spec))
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
-            out["accept_length"] = tradeoff.accept_length_chart(self.levels, subtitle=self.subtitle, variants=self.variants)
+            out["accept_length"] = tradeoff.accept_length_chart(self.levels, subtitle=self.subtitle_lines, variants=self.variants)
         return out
 
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:

@@ -9,6 +9,8 @@ subtitle says so: figures from the simulated engine are never unlabelled.
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
@@ -44,11 +46,18 @@ def _x() -> alt.X:
     return alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128, 256]), title="Concurrency (requests in flight)")
 
 
-def _title(text: str, subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text=text, subtitle=subtitle, anchor="start")
+Subtitle = str | list[str]
 
 
-def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: str,
+def _lines_of(subtitle: Subtitle) -> list[str]:
+    return [subtitle] if isinstance(subtitle, str) else list(subtitle)
+
+
+def _title(text: str, subtitle: Subtitle) -> alt.TitleParams:
+    return alt.TitleParams(text=text, subtitle=_lines_of(subtitle), anchor="start")
+
+
+def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: Subtitle,
            variants: list[str] | None) -> alt.Chart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
@@ -65,7 +74,7 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
     )
 
 
-def throughput_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str] | None = None) -> alt.Chart:
+def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart:
     """Total output throughput (tok/s, all requests) against concurrency, one line per variant.
 
     ``variants`` fixes the colour order (pass the same list to every chart).
@@ -74,12 +83,12 @@ def throughput_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str]
                   subtitle, variants)
 
 
-def per_request_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str] | None = None) -> alt.Chart:
+def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart:
     """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency."""
     return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle, variants)
 
 
-def accept_length_chart(levels: pd.DataFrame, *, subtitle: str, variants: list[str] | None = None) -> alt.Chart:
+def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart:
     """Accept length (tokens per verify, bonus included) against concurrency, speculative variants.
 
     Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
@@ -105,15 +114,15 @@ def ratio_chart(
     crossovers: dict[str, Crossover],
     *,
     spec: str,
-    subtitle: str,
+    subtitle: Subtitle,
     ci: pd.DataFrame | None = None,
 ) -> alt.LayerChart:
     """Spec/baseline ratio per metric against concurrency, a rule at 1, crossovers marked.
 
     Args:
         ratios: :func:`workbench.analysis.ratio_table` output (``<metric>_ratio`` columns).
-        crossovers: metric -> :class:`Crossover`; interpolated ones get a dashed
-            vertical rule and a label, others a note in the legend title.
+        crossovers: metric -> :class:`Crossover`; every crossing gets a dashed
+            vertical rule and a label; a metric without one gets a subtitle note.
         spec: the speculative variant's name (for the title).
         subtitle: provenance subtitle.
         ci: optional :func:`workbench.analysis.uncertainty.per_request_ratio_ci` output;
@@ -134,10 +143,10 @@ def ratio_chart(
         )
     )
     one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(y="ratio:Q")
-    marks = [
-        {"concurrency": c.concurrency, "label": f"crossover, {names.get(m, m)}: {c.concurrency:.2f}", "row": i}
-        for i, (m, c) in enumerate((m, c) for m, c in crossovers.items() if c.concurrency is not None)
-    ]
+    points = [(m, x) for m, c in crossovers.items() if c.concurrency is not None
+              for x in ([cx for _, _, cx in c.crossings] or [c.concurrency])]
+    marks = [{"concurrency": x, "label": f"crossover, {names.get(m, m)}: {x:.2f}", "row": i}
+             for i, (m, x) in enumerate(points)]
     notes = [f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None]
     layers = [lines, one]
     if ci is not None and len(ci):
@@ -151,11 +160,13 @@ def ratio_chart(
     if marks:
         mark_df = pd.DataFrame(marks)
         layers.append(alt.Chart(mark_df).mark_rule(color="firebrick", strokeDash=[6, 3]).encode(x="concurrency:Q"))
+        lo, hi = math.log2(ratios["concurrency"].min()), math.log2(ratios["concurrency"].max())
         for mark in marks:  # one text layer per label, stacked from the top so they never overlap
+            right_half = math.log2(mark["concurrency"]) > (lo + hi) / 2  # label inward, away from the legend
             layers.append(
                 alt.Chart(pd.DataFrame([mark]))
-                .mark_text(align="left", dx=4, color="firebrick")
+                .mark_text(align="right" if right_half else "left", dx=-4 if right_half else 4, color="firebrick")
                 .encode(x="concurrency:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
             )
-    full_subtitle = [subtitle, *notes]
+    full_subtitle = [*_lines_of(subtitle), *notes]
     return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)
