@@ -10,7 +10,7 @@ where ``alpha`` is the top-1 acceptance probability at depth 1 and ``w`` the tre
 effective width (``topk``, limited by the draft-token budget). A verify step accepts
 ``k`` drafts when depths 1..k match and depth k+1 does not; the accept length is
 ``k + 1`` (the bonus token the target samples itself is included, as in SGLang's
-``spec_accept_length``, sglang-facts.md section 1). Requests differ: each draws its
+``spec_accept_length``, SGLang 0.5.9 ``tokenizer_manager._calculate_spec_decoding_metrics``). Requests differ: each draws its
 own ``alpha`` from a Beta distribution with the profile's mean and
 ``concentration`` (a + b), so some prompts are easier to draft than others.
 

@@ -3,7 +3,7 @@
 Shapes follow SGLang 0.5.9 ``srt/managers/tokenizer_manager.py``
 (``_handle_batch_output`` and ``_calculate_spec_decoding_metrics``) and
 ``srt/entrypoints/http_server.py`` (``/model_info``, ``/server_info``,
-``/v1/models``, ``/flush_cache``); see sglang-facts.md sections 1 and 3. Other
+``/v1/models``, ``/flush_cache``), read from the 0.5.9 release wheel. Other
 versions are added by registering their builders in :data:`EMULATED_VERSIONS`.
 """
 

@@ -1,6 +1,6 @@
 """Calibrate a simulator profile's cost model to measured figures (offline, seconds).
 
-The four figures of the seed investigation (sglang-facts / DESIGN.md) are:
+The four figures of the seed investigation (data/profiles/seed-pcie-8gpu.toml, [calibration]) are:
 per-request tok/s at concurrency 1 for baseline and EAGLE-3, and the saturation
 output throughput (highest total output tok/s over the swept levels) for each.
 :func:`figures` computes them from an offline sweep that mirrors the benchmark's

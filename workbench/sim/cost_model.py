@@ -22,7 +22,7 @@ One speculative decode iteration (EAGLE worker, SGLang 0.5.9
 
 With spec v2 the CPU part overlaps the GPU and only ``v2_cpu_fraction`` of it stays
 on the critical path. Prefill of new requests runs as its own iteration (mixed
-chunked prefill is off under speculation and by default, sglang-facts.md s.4).
+chunked prefill is off under speculation and by default, SGLang 0.5.9 ``srt/server_args.py``).
 """
 
 from __future__ import annotations

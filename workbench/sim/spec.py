@@ -2,7 +2,7 @@
 
 Defaulting rules follow SGLang 0.5.9 (``srt/server_args.py``,
 ``_handle_speculative_decoding`` / ``auto_choose_speculative_params``; summarised in
-sglang-facts.md section 4): topk or draft tokens given without num_steps is an
+server_args.py of 0.5.9 read from the release wheel): topk or draft tokens given without num_steps is an
 error; with topk 1 the draft-token count is forced to num_steps + 1; the EAGLE
 family caps max running requests at 48 unless set; spec v2 (overlap scheduler) is
 switched on by ``SGLANG_ENABLE_SPEC_V2`` and, in 0.5.9, refuses an explicit topk > 1.
@@ -22,7 +22,7 @@ ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
     "0.5.9": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
 }
 
-#: max_running_requests default for the EAGLE family (sglang-facts.md section 4).
+#: max_running_requests default for the EAGLE family (SGLang 0.5.9 ``srt/server_args.py``).
 EAGLE_MAX_RUNNING_REQUESTS = 48
 
 
