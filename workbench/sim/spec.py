@@ -2,8 +2,9 @@
 
 Defaulting rules follow SGLang 0.5.9 (``srt/server_args.py``,
 ``_handle_speculative_decoding`` / ``auto_choose_speculative_params``, read from the
-release wheel): topk or draft tokens given without num_steps is an error; with topk 1 the draft-token count is forced to num_steps + 1; the EAGLE
-family caps max running requests at 48 unless set; spec v2 (overlap scheduler) is
+release wheel): topk or draft tokens given without num_steps is an error; with
+topk 1 the draft-token count is forced to num_steps + 1; the EAGLE family caps max
+running requests at 48 unless set; spec v2 (overlap scheduler) is
 switched on by ``SGLANG_ENABLE_SPEC_V2`` and, in 0.5.9, refuses an explicit topk > 1.
 """
 
