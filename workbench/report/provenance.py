@@ -14,38 +14,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import workbench
-from workbench.errors import HostError
+from workbench.gitinfo import git_state
 
 __all__ = ["git_state", "jsonable", "provenance"]
-
-
-def git_state(directory: str | Path, *, timeout_s: float = 10.0) -> dict[str, Any] | None:
-    """The git commit checked out at ``directory`` and whether the tree has changes.
-
-    Args:
-        directory: any folder inside the working tree.
-        timeout_s: limit for each git command (seconds, default 10).
-
-    Returns:
-        ``{"commit": "<40 hex>", "dirty": bool}``, or None when ``directory`` is not
-        in a git working tree or git is not installed.
-    """
-    from workbench.hosts import LocalHost
-
-    host = LocalHost()
-    try:
-        head = host.run(["git", "rev-parse", "HEAD"], cwd=str(directory), check=False, timeout_s=timeout_s)
-        if not head.ok:
-            return None
-        status = host.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=str(directory),
-            check=False,
-            timeout_s=timeout_s,
-        )
-    except HostError:
-        return None
-    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.ok else None}
 
 
 def jsonable(value: Any) -> Any:

@@ -26,7 +26,6 @@ import os
 import random
 import re
 import secrets
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,9 +36,10 @@ import pandas as pd
 import workbench
 from workbench.bench.metrics import summarize_levels
 from workbench.errors import ConfigError
+from workbench.gitinfo import git_state
 from workbench.store.files import write_json, write_parquet
 
-__all__ = ["RunWriter", "default_runs_root", "finish_run", "git_state", "new_run", "save_level"]
+__all__ = ["RunWriter", "default_runs_root", "finish_run", "new_run", "save_level"]
 
 SCHEMA_VERSION = 1
 Engine = Literal["sim", "sglang"]
@@ -68,25 +68,6 @@ def _slug(variant: str) -> str:
     if not slug:
         raise ConfigError(f"variant name {variant!r} has no usable characters for a run id")
     return slug[:60]
-
-
-def git_state(directory: Path = REPO_ROOT, *, timeout_s: float = 10.0) -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` of the git tree at ``directory``.
-
-    ``dirty`` means tracked files differ from the commit (untracked files ignored).
-    Both are None when this is not a git checkout or git is unavailable.
-    """
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    head = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") if head else None
-    return {"commit": head.strip() if head else None, "dirty": None if status is None else bool(status.strip())}
 
 
 class RunWriter:
@@ -222,7 +203,8 @@ def new_run(
         "levels_completed": 0,
         "num_requests": 0,
         "server_info": info,
-        "workbench": {"version": workbench.__version__, **git_state()},
+        "workbench": {"version": workbench.__version__,
+                      **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
     }
     clash = set(extra or {}) & set(manifest)
     if clash:
