@@ -139,7 +139,7 @@ def benchmark_variant(
             client_location=_client_location(server, where),
             server_info=info,
             parameters=parameters,
-            time_scale=time_scale if engine == "sim" else 1.0,
+            time_scale=time_scale,
             extra={
                 "variant_definition": {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env,
                                        "model_path": v.model_path, "draft_model_path": v.draft_model_path,
@@ -173,7 +173,7 @@ def benchmark_variant(
                 max_new_tokens=max_new_tokens,
                 prompts=prompt_set,
                 seed=seed,
-                time_scale=time_scale if engine == "sim" else 1.0,
+                time_scale=time_scale,
                 warmup_requests=warmup_requests,
                 unique_prefix=parameters["unique_prompts"],
             )

@@ -78,6 +78,10 @@ def _import_suggestion(module: str) -> str:
 
 _M = re.MULTILINE
 _I = re.IGNORECASE
+_REFUSED_COMBINATION = (
+    "SGLang refused this combination of flags (or environment, e.g. SGLANG_ENABLE_SPEC_V2): read the "
+    "error line and change the variant's flags/env accordingly."
+)
 
 _RULES: tuple[_Rule, ...] = (
     _Rule("lease_expired", re.compile(r"^.*\[workbench watchdog\] lease expired.*$", _M),
@@ -116,13 +120,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("bad_flags", re.compile(
         r"^(?:\S+ )?(?:ValueError|AssertionError|NotImplementedError): .*(?:not (?:compatible|supported)|"
         r"only supports|requires|must be|cannot be).*$", _M),
-          "SGLang refused this combination of flags (or environment, e.g. SGLANG_ENABLE_SPEC_V2): read the "
-          "error line and change the variant's flags/env accordingly."),
+          _REFUSED_COMBINATION),
     # The simulator logs SGLang's refusals without an exception name.
     _Rule("bad_flags", re.compile(
         r"^.*(?:currently only supports|SGLang asserts here|is not a choice in SGLang).*$", _M),
-          "SGLang refused this combination of flags (or environment, e.g. SGLANG_ENABLE_SPEC_V2): read the "
-          "error line and change the variant's flags/env accordingly."),
+          _REFUSED_COMBINATION),
 )
 
 UNKNOWN_SUGGESTION = ("No known failure pattern in the log: read its tail below; the last Traceback or ERROR line "
