@@ -15,10 +15,10 @@ import argparse
 import re
 import sys
 
-from workbench.bench.prompts import load_prompts
-from workbench.sim.calibrate import FIGURES, figures, fit_cost
-from workbench.sim.profiles import load_profile
-from workbench.sim.text import TextModel
+from workbench.bench._prompts import load_prompts
+from workbench.sim._calibrate import FIGURES, figures, fit_cost
+from workbench.sim._profiles import load_profile
+from workbench.sim._text import TextModel
 
 
 def prompt_lengths(prompt_set: str) -> list[int]:

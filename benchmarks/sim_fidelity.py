@@ -20,11 +20,11 @@ import sys
 import tempfile
 import time
 
-from workbench.bench.prompts import load_prompts
-from workbench.investigation import benchmark_variant
-from workbench.sim.calibrate import figures
-from workbench.sim.profiles import load_profile
-from workbench.sim.text import TextModel
+from workbench.bench._prompts import load_prompts
+from workbench._investigation import benchmark_variant
+from workbench.sim._calibrate import figures
+from workbench.sim._profiles import load_profile
+from workbench.sim._text import TextModel
 from workbench.store import load_run
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64)

@@ -2,11 +2,11 @@
 
 Not a helper itself: every script in ``remote/`` imports it from its own directory.
 Here that is the repository's ``remote/``; on another host
-:func:`workbench.remote_helpers.helper_path` uploads this file beside each script
+:func:`workbench.hosts._helpers.helper_path` uploads this file beside each script
 (``~/.cache/specbench-workbench/remote/<key>/``, the key covering both files).
 Python 3.8 or newer, standard library only.
 
-The protocol (see :mod:`workbench.remote_helpers`): one JSON object on stdin, one
+The protocol (see :mod:`workbench.hosts._helpers`): one JSON object on stdin, one
 JSON object on stdout. A refused request is answered
 ``{"ok": false, "error": "...", "kind": "request"}`` with exit status 2, an
 unexpected failure ``{"ok": false, "error": "...", "kind": "internal",

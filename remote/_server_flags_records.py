@@ -8,7 +8,7 @@
   ``srt/arg_groups/arg_utils.py`` (``Optional`` unwrapped, ``Literal`` gives choices,
   ``list[X]`` gives ``nargs="+"``, ``bool`` is ``store_true``, no default means required).
 
-Imported by ``server_flags.py`` from its own directory (``workbench.remote_helpers``
+Imported by ``server_flags.py`` from its own directory (``workbench.hosts._helpers``
 uploads it beside the script). Python 3.8 or newer, standard library only.
 """
 

@@ -7,7 +7,7 @@
   names bound to them, recording which names it read and whether one is extended at
   run time; anything else is :class:`Unresolved` with its source text.
 
-Imported by ``server_flags.py`` from its own directory (``workbench.remote_helpers``
+Imported by ``server_flags.py`` from its own directory (``workbench.hosts._helpers``
 uploads it beside the script). Python 3.8 or newer, standard library only.
 """
 

@@ -56,7 +56,7 @@ Errors are answered as ``{"ok": false, "error": "...", "kind": "request"}`` with
 status 2 (bad request, not an SGLang tree, unparsable file), and ``"internal"``
 with exit status 1 for an unexpected failure.
 
-The code is in three files that ``workbench.remote_helpers`` uploads side by side
+The code is in three files that ``workbench.hosts._helpers`` uploads side by side
 (with ``_common.py``): ``_server_flags_tree.py`` (parsed modules, evaluating
 expressions), ``_server_flags_records.py`` (one flag from ``add_argument`` keywords
 or an annotated field) and this one (walking ``add_cli_args``, the parser, the

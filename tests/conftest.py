@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import nbformat
 import pytest
+
+#: The repository root (tests/ is one level below it).
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_tool(name: str) -> types.ModuleType:
+    """Import ``tools/<name>.py`` (build tools are scripts, not part of the package)."""
+    spec = importlib.util.spec_from_file_location(f"tools_{name}", ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 NotebookWriter = Callable[..., Path]
 

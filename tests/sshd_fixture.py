@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.hosts.ssh import SSHHost
+from workbench.hosts._ssh import SSHHost
 
 SSHD_BINARY = "/usr/sbin/sshd"
 ALIAS = "wbtest"

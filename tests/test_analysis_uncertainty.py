@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis.uncertainty import per_request_ratio_ci
+from workbench.analysis._uncertainty import per_request_ratio_ci
 from workbench.errors import ConfigError
 
 

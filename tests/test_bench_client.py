@@ -1,6 +1,6 @@
-"""Integration tests for workbench.bench.client against a real aiohttp server on 127.0.0.1.
+"""Integration tests for workbench.bench._client against a real aiohttp server on 127.0.0.1.
 
-The server (workbench.bench.scripted_server) streams SGLang-shaped chunks with
+The server (tests/doubles/scripted_server.py) streams SGLang-shaped chunks with
 scripted delays, so measured TTFT/ITL/TPOT/accept length are checked against them.
 Tolerances allow for scheduling jitter on a loaded 2-core machine: measured
 values may only be later than scripted, never earlier.
@@ -15,10 +15,10 @@ import socket
 import aiohttp
 import pytest
 
-from workbench.bench.client import build_generate_body, send_generate
-from workbench.bench.record import RequestRecord
-from workbench.bench.scripted_server import ScriptedServer, StreamScript
-from workbench.bench.timing import Timebase
+from workbench.bench._client import build_generate_body, send_generate
+from workbench.bench._record import RequestRecord
+from doubles.scripted_server import ScriptedServer, StreamScript
+from workbench.bench._timing import Timebase
 
 SLACK_MS = 30.0  # allowed lateness of a measured interval (ms)
 

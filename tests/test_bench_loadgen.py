@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.loadgen and sweep: concurrency control, schedules, management calls."""
+"""Tests for workbench.bench._loadgen and sweep: concurrency control, schedules, management calls."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import socket
 import aiohttp
 import pytest
 
-from workbench.bench.loadgen import closed_loop, open_loop, poisson_arrivals, prompt_schedule
-from workbench.bench.prompts import Prompt
-from workbench.bench.scripted_server import ScriptedServer, StreamScript
-from workbench.bench.server_api import fetch_server_info, flush_cache, server_accept_length
-from workbench.bench.sweep import run_sweep, run_sweep_async
-from workbench.bench.timing import Timebase
+from workbench.bench._loadgen import closed_loop, open_loop, poisson_arrivals, prompt_schedule
+from workbench.bench._prompts import Prompt
+from doubles.scripted_server import ScriptedServer, StreamScript
+from workbench.bench._server_api import fetch_server_info, flush_cache, server_accept_length
+from workbench.bench._sweep import run_sweep, run_sweep_async
+from workbench.bench._timing import Timebase
 from workbench.errors import BenchmarkError, ConfigError
 
 PROMPTS = [Prompt(f"p{i}", "coding" if i % 2 else "agentic", f"prompt number {i}") for i in range(5)]

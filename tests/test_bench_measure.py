@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.measure: the sweep plan (validation, JSON round trip) and the stdlib-only core."""
+"""Tests for workbench.bench._measure: the sweep plan (validation, JSON round trip) and the stdlib-only core."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import sys
 import pytest
 from blocked_imports import BLOCKED, blocking_dir
 
-from workbench.bench.measure import SweepPlan, make_plan
-from workbench.bench.prompts import Prompt
+from workbench.bench._measure import SweepPlan, make_plan
+from workbench.bench._prompts import Prompt
 from workbench.errors import ConfigError
 
 PROMPTS = [Prompt("a", "coding", "first prompt"), Prompt("b", "agentic", "second \u00e9 prompt")]
@@ -61,7 +61,7 @@ def test_plan_validation(kwargs, match) -> None:
 
 
 def test_host_side_modules_import_without_pandas_numpy_tqdm(tmp_path) -> None:
-    code = ("import sys, workbench.bench.remote_run, workbench.bench.sweeplog; "
+    code = ("import sys, workbench.bench._remote_run, workbench.bench._sweeplog; "
             f"print(sorted(m for m in {list(BLOCKED)!r} if m in sys.modules))")
     env = dict(os.environ, PYTHONPATH=str(blocking_dir(tmp_path)))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.metrics on hand-computed request rows."""
+"""Tests for workbench.bench._metrics on hand-computed request rows."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from workbench.bench.metrics import add_request_columns, itl_per_token, summarize_levels
-from workbench.bench.frames import records_to_frame
-from workbench.bench.record import RequestRecord
+from workbench.bench._metrics import add_request_columns, itl_per_token, summarize_levels
+from workbench.bench._frames import records_to_frame
+from workbench.bench._record import RequestRecord
 
 NAN = float("nan")
 

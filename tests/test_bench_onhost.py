@@ -1,4 +1,4 @@
-"""The load generator on the GPU host (workbench.bench.onhost) through a real sshd, against the simulated
+"""The load generator on the GPU host (workbench.bench._onhost) through a real sshd, against the simulated
 engine launched through SSH: benchmark_variant with the client on the host and through the tunnel, a dropped
 connection mid-sweep, a host Python without pandas; and the same code path on the local host."""
 
@@ -14,14 +14,16 @@ import pytest
 from blocked_imports import blocking_python
 from sshd_fixture import SSHD, sshd  # noqa: F401  (pytest fixture)
 
-from workbench.bench.onhost import read_host_sweep, run_sweep_on_host, start_host_sweep
-from workbench.bench.prompts import Prompt
-from workbench.bench.scripted_server import ScriptedServer, StreamScript
-from workbench.bench.sweep import run_sweep
+from workbench.bench._onhost import read_host_sweep, run_sweep_on_host, start_host_sweep
+from workbench.bench._prompts import Prompt
+from doubles.scripted_server import ScriptedServer, StreamScript
+from workbench.bench._sweep import run_sweep
 from workbench.errors import BenchmarkError, ConfigError, HostError
-from workbench.hosts import ConnectionLost, LocalHost, SSHHost
-from workbench.investigation import benchmark_variant
-from workbench.servers import ServerHandle, load_variant
+from workbench.errors import ConnectionLost
+from workbench.hosts import LocalHost, SSHHost
+from workbench._investigation import benchmark_variant
+from workbench.servers import ServerHandle
+from workbench.variants import load_variant
 from workbench.store import load_run
 
 PY = sys.executable  # the SSH host is this machine; its python has the simulator's dependencies

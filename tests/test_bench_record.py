@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.record and timing: the timing rules, with exact scripted clocks."""
+"""Tests for workbench.bench._record and timing: the timing rules, with exact scripted clocks."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from workbench.bench.frames import records_to_frame
-from workbench.bench.record import RequestRecord, StreamAccumulator
-from workbench.bench.sse import StreamEvent
-from workbench.bench.timing import Timebase
+from workbench.bench._frames import records_to_frame
+from workbench.bench._record import RequestRecord, StreamAccumulator
+from workbench.bench._sse import StreamEvent
+from workbench.bench._timing import Timebase
 from workbench.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.remote_run: the host-side runner, run as the host runs it (a child Python
+"""Tests for workbench.bench._remote_run: the host-side runner, run as the host runs it (a child Python
 that cannot import pandas, numpy, tqdm or tokenizers), against a scripted server."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 
 from blocked_imports import blocking_dir
 
-from workbench.bench.measure import make_plan
-from workbench.bench.prompts import Prompt
-from workbench.bench.scripted_server import ScriptedServer, StreamScript
-from workbench.bench.sweep import SweepAssembler
-from workbench.bench.sweeplog import SweepLogReader
+from workbench.bench._measure import make_plan
+from workbench.bench._prompts import Prompt
+from doubles.scripted_server import ScriptedServer, StreamScript
+from workbench.bench._sweep import SweepAssembler
+from workbench.bench._sweeplog import SweepLogReader
 
 PROMPTS = [Prompt(f"p{i}", "agentic", f"prompt {i}") for i in range(4)]
 
@@ -29,7 +29,7 @@ def _run(tmp_path: Path, url: str, plan_args: dict, *,
     plan_file.write_text(json.dumps(plan.to_json()))
     results = results or tmp_path / "results.jsonl"
     env = dict(os.environ, PYTHONPATH=str(blocking_dir(tmp_path)))
-    proc = subprocess.run([sys.executable, "-m", "workbench.bench.remote_run", "--plan", str(plan_file),
+    proc = subprocess.run([sys.executable, "-m", "workbench.bench._remote_run", "--plan", str(plan_file),
                            "--results", str(results), "--url", url],
                           env=env, capture_output=True, text=True, timeout=120)
     return proc, results
@@ -73,7 +73,7 @@ def test_runner_refuses_to_reuse_a_results_file(tmp_path: Path) -> None:
     assert old.read_text() == '{"type": "finished"}\n'
     bad = tmp_path / "bad-plan.json"
     bad.write_text("{}")
-    out = subprocess.run([sys.executable, "-m", "workbench.bench.remote_run", "--plan", str(bad), "--results",
+    out = subprocess.run([sys.executable, "-m", "workbench.bench._remote_run", "--plan", str(bad), "--results",
                           str(tmp_path / "r.jsonl"), "--url", "http://127.0.0.1:9"], capture_output=True, text=True)
     assert out.returncode == 2 and "cannot use the plan" in out.stderr
 
@@ -85,7 +85,7 @@ def test_runner_stops_on_sigterm_and_says_so(tmp_path: Path) -> None:
                          warmup_requests=0)
         (tmp_path / "plan.json").write_text(json.dumps(plan.to_json()))
         results = tmp_path / "results.jsonl"
-        proc = subprocess.Popen([sys.executable, "-m", "workbench.bench.remote_run", "--plan",
+        proc = subprocess.Popen([sys.executable, "-m", "workbench.bench._remote_run", "--plan",
                                  str(tmp_path / "plan.json"), "--results", str(results), "--url", srv.url],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:

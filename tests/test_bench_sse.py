@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.sse: the incremental /generate stream decoder."""
+"""Tests for workbench.bench._sse: the incremental /generate stream decoder."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from workbench.bench.sse import SSEDecoder, StreamEvent, decode_all
+from workbench.bench._sse import SSEDecoder, StreamEvent, decode_all
 
 
 def sglang_chunk(text: str, completion_tokens: int, *, final: bool = False) -> dict:

@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.sweeplog: events written as JSON Lines and read back give identical tables."""
+"""Tests for workbench.bench._sweeplog: events written as JSON Lines and read back give identical tables."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import math
 import pandas as pd
 import pytest
 
-from workbench.bench.measure import LevelMeasured, make_plan, measure_sweep, open_session
-from workbench.bench.prompts import Prompt
-from workbench.bench.record import RequestRecord, record_from_json, record_to_json
-from workbench.bench.scripted_server import ScriptedServer, StreamScript
-from workbench.bench.sweep import SweepAssembler, SweepResult
-from workbench.bench.sweeplog import SweepLogReader, SweepLogWriter
+from workbench.bench._measure import LevelMeasured, make_plan, measure_sweep, open_session
+from workbench.bench._prompts import Prompt
+from workbench.bench._record import RequestRecord, record_from_json, record_to_json
+from doubles.scripted_server import ScriptedServer, StreamScript
+from workbench.bench._sweep import SweepAssembler, SweepResult
+from workbench.bench._sweeplog import SweepLogReader, SweepLogWriter
 from workbench.errors import BenchmarkError
 
 PROMPTS = [Prompt(f"p{i}", "coding", f"prompt {i}") for i in range(3)]

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from workbench.analysis import find_crossover, ratio_table
-from workbench.charts import tradeoff
+from workbench.charts import _tradeoff as tradeoff
 
 
 def _levels(simulated: bool) -> pd.DataFrame:

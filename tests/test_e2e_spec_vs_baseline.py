@@ -16,8 +16,8 @@ import pytest
 
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
-from workbench.sim.calibrate import figures, seed_eagle3_spec
-from workbench.sim.profiles import load_profile
+from workbench.sim._calibrate import figures, seed_eagle3_spec
+from workbench.sim._profiles import load_profile
 from workbench.store import load_run
 
 pytestmark = pytest.mark.e2e
@@ -84,8 +84,8 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
     assert eagle.loc[1, "mean_per_request_tok_s"] > base.loc[1, "mean_per_request_tok_s"]
     assert base.loc[8, "output_throughput_tok_s"] > eagle.loc[8, "output_throughput_tok_s"]
     # Real-time HTTP measurement vs the same engine on a virtual clock.
-    from workbench.bench.prompts import load_prompts
-    from workbench.sim.text import TextModel
+    from workbench.bench._prompts import load_prompts
+    from workbench.sim._text import TextModel
 
     text = TextModel()
     lengths = [text.count_tokens(p.text) for p in load_prompts()]

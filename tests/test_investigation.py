@@ -12,8 +12,8 @@ import pytest
 
 from workbench.errors import BenchmarkError, ConfigError
 from workbench.hosts import LocalHost
-from workbench.hosts import processes
-from workbench.investigation import benchmark_variant, benchmark_variants, load_study
+from workbench.hosts import _processes as processes
+from workbench._investigation import benchmark_variant, benchmark_variants, load_study
 from workbench.store import load_run
 
 FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False)

@@ -1,4 +1,4 @@
-"""Tests for workbench.bench.prompts and the shipped prompt set."""
+"""Tests for workbench.bench._prompts and the shipped prompt set."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workbench.bench.prompts import PROMPTS_DIR, Prompt, load_prompts, prompt_path
+from workbench.bench._prompts import PROMPTS_DIR, Prompt, load_prompts, prompt_path
 from workbench.errors import ConfigError
 
 

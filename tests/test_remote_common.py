@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from workbench.remote_helpers import REMOTE_DIR, helper_files
+from workbench.hosts._helpers import REMOTE_DIR, helper_files
 
 
 def _load() -> ModuleType:

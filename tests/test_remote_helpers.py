@@ -11,7 +11,7 @@ import pytest
 
 from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
 from workbench.hosts import CommandResult, Host, LocalHost
-from workbench.remote_helpers import REMOTE_DIR, call_helper, helper_files, helper_path, remote_location
+from workbench.hosts._helpers import REMOTE_DIR, call_helper, helper_files, helper_path, remote_location
 
 
 class ElsewhereHost(Host):

@@ -17,7 +17,7 @@ import pytest
 from sshd_fixture import free_port, sshd  # noqa: F401  (pytest fixture)
 
 from workbench.hosts import Host, LocalHost, SSHHost, processes
-from workbench.remote_helpers import REMOTE_DIR, call_helper
+from workbench.hosts._helpers import REMOTE_DIR, call_helper
 
 TOPO = Path(__file__).parent / "fixtures" / "nvidia_smi"
 

@@ -1,4 +1,4 @@
-"""workbench.report and workbench.charts.render: real papermill kernels, real nbconvert, real vl-convert."""
+"""workbench.report and workbench.charts._render: real papermill kernels, real nbconvert, real vl-convert."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from workbench.report import (
     parse_param_value,
     run_notebook,
 )
-from workbench.report.html import inline_svg
+from workbench.report._html import inline_svg
 
 SETUP = """\
 import json, sys

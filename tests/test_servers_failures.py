@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import ServerStartError
-from workbench.servers.failures import KINDS, classify, suggestions, timed_out
+from workbench.servers._failures import KINDS, classify, suggestions, timed_out
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sglang_logs"
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from workbench.cli import app
 from workbench.errors import ConfigError
-from workbench.servers.hostcheck import HostReport, check_host, parse_requirements, render
+from workbench.hosts._check import HostReport, check_host, parse_requirements, render
 
 PY = sys.executable
 runner = CliRunner()

@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 from workbench.cli import app
 from workbench.errors import ConfigError, ServerError, ServerStartError
 from workbench.hosts import LocalHost, SSHHost, processes
-from workbench.servers import ServerHandle, Variant, load_variant
-from workbench.servers.bundle import build_bundle
-from workbench.hosts.upload import content_key
+from workbench.servers import ServerHandle
+from workbench.variants import Variant, load_variant
+from workbench.hosts._bundle import build_bundle
+from workbench.hosts._upload import content_key
 
 PY = sys.executable  # the host is this machine; its python has the simulator's dependencies
 FAST = {"profile": "seed-pcie-8gpu", "time-scale": 20, "seed": 3}

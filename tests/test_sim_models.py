@@ -9,11 +9,11 @@ import statistics
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.sim.acceptance import AcceptanceModel
-from workbench.sim.cost_model import CostModel
-from workbench.sim.engine import EngineCore, SimRequest
-from workbench.sim.offline import run_closed_loop
-from workbench.sim.spec import SpecConfig, resolve_spec
+from workbench.sim._acceptance import AcceptanceModel
+from workbench.sim._cost_model import CostModel
+from workbench.sim._engine import EngineCore, SimRequest
+from workbench.sim._offline import run_closed_loop
+from workbench.sim._spec import SpecConfig, resolve_spec
 
 EAGLE3 = SpecConfig("EAGLE3", num_steps=2, topk=4, num_draft_tokens=16)
 

@@ -10,8 +10,9 @@ import pytest
 
 from workbench.errors import ServerStartError
 from workbench.hosts import LocalHost
-from workbench.hosts import processes
-from workbench.servers import ServerHandle, Variant, load_variant
+from workbench.hosts import _processes as processes
+from workbench.servers import ServerHandle
+from workbench.variants import Variant, load_variant
 
 FAST = {"profile": "seed-pcie-8gpu", "time-scale": 20, "seed": 3}
 

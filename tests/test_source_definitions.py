@@ -11,7 +11,7 @@ import pytest
 import workbench.source
 from workbench.errors import SourceError
 from workbench.source import find_definition, find_references, sglang_release, summary_table
-from workbench.source.definitions import DEFINITION_COLUMNS, REFERENCE_COLUMNS
+from workbench.source._definitions import DEFINITION_COLUMNS, REFERENCE_COLUMNS
 
 VERSIONS = ["0.5.2", "0.5.9", "0.5.23"]
 
@@ -106,13 +106,6 @@ def test_summary_table_is_short(alloc: pd.DataFrame) -> None:
     assert "source" not in table.columns
     assert list(table["lines"]) == ["", "182-206", f"{v23['start_line']}-{v23['end_line']}"]
     assert all(len(h) == 12 for h in table["sha256"].dropna())
-
-
-def test_package_exports() -> None:
-    modules = {"cli", "definitions", "flag_check", "flag_records", "flag_table", "flags", "history", "lines",
-               "releases", "render", "versions"}
-    public = {name for name in dir(workbench.source) if not name.startswith("_")} - modules
-    assert sorted(workbench.source.__all__) == sorted(public)
 
 
 def test_unparsable_candidate_files_are_warned_about(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from workbench.source import (
     history_table,
     sglang_release,
 )
-from workbench.source.history import HISTORY_COLUMNS, STATUSES, TABLE_COLUMNS, unified_diff
+from workbench.source._history import HISTORY_COLUMNS, STATUSES, TABLE_COLUMNS, unified_diff
 
 #: A handful of releases spanning every state of get_alloc_len_per_decode (the whole 0.5.x run is the notebook's).
 VERSIONS = ["0.5.2", "0.5.4", "0.5.9", "0.5.16", "0.5.23"]

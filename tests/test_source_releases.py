@@ -14,7 +14,7 @@ import pytest
 
 from workbench.errors import ConfigError, SourceError
 from workbench.source import cache_dir, sglang_release
-from workbench.source.releases import CACHE_ENV
+from workbench.source._releases import CACHE_ENV
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from sshd_fixture import ssh_host, sshd  # noqa: F401  (pytest fixtures)
 
 from workbench.errors import ConfigError, SourceError
 from workbench.hosts import SSHHost
-from workbench.remote_helpers import remote_location
+from workbench.hosts._helpers import remote_location
 from workbench.source import find_definition, find_references, read_lines
 
 HOSTILE_DIR = "check out 'quoted' \"dq\" $HOME `x` ;&"
@@ -111,7 +111,7 @@ def test_hostile_names_are_refused_before_anything_runs(counted, remote_tree: Pa
 
 def test_a_changed_helper_is_uploaded_under_a_new_key(counted, remote_tree: Path, monkeypatch) -> None:  # noqa: ANN001
     host, commands = counted
-    import workbench.remote_helpers as remote_helpers
+    import workbench.hosts._helpers as remote_helpers
 
     scripts = remote_tree.parent / "scripts"
     scripts.mkdir()

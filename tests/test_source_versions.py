@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.source.versions import index_versions, is_prerelease, previous_release, select_versions, version_key
+from workbench.source._versions import index_versions, is_prerelease, previous_release, select_versions, version_key
 
 OFFERED = ["0.5.0rc0", "0.5.0rc2", "0.5.1", "0.5.1.post3", "0.5.2rc1", "0.5.2", "0.5.9", "0.5.10rc0", "0.5.10",
            "0.5.10.post1", "0.5.23", "0.4.10.post2"]  # fmt: skip

@@ -1,4 +1,4 @@
-"""workbench.hosts.sshconfig: alias resolution from OpenSSH config text (no server needed)."""
+"""workbench.hosts._sshconfig: alias resolution from OpenSSH config text (no server needed)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.hosts import SSHHost
-from workbench.hosts.sshconfig import SSHTarget, connection_chain, load_config, parse_jump, resolve
+from workbench.hosts._sshconfig import SSHTarget, connection_chain, load_config, parse_jump, resolve
 
 CONFIG = """
 Host gpu

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from sshd_fixture import SSHD, free_port, ssh_host, sshd  # noqa: F401  (pytest fixtures)
 
-from workbench.hosts import ConnectionLost, HostAuthError, HostKeyError, HostUnreachable, SSHHost
+from workbench.errors import ConnectionLost, HostAuthError, HostKeyError, HostUnreachable
+from workbench.hosts import SSHHost
 
 
 class IdleDropProxy:

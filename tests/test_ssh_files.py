@@ -12,7 +12,7 @@ from sshd_fixture import ssh_host, sshd  # noqa: F401  (pytest fixtures)
 
 from workbench.errors import ConfigError, HostError
 from workbench.hosts import LocalHost, SSHHost, ensure_file, require_python, shell_path
-from workbench.hosts.upload import ensure_files
+from workbench.hosts._upload import ensure_files
 
 
 def test_write_then_read_bytes_atomically_with_parents_and_mode(ssh_host: SSHHost, tmp_path: Path) -> None:

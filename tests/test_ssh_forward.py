@@ -14,7 +14,7 @@ import pytest
 from sshd_fixture import free_port, ssh_host, sshd  # noqa: F401  (pytest fixtures)
 
 from workbench.hosts import Forward, LocalHost, SSHHost, processes
-from workbench.hosts.base import SpawnedProcess
+from workbench.hosts._base import SpawnedProcess
 
 
 def _get(url: str, *, timeout_s: float = 10.0) -> bytes:

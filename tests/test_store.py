@@ -9,12 +9,12 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from workbench.bench.frames import records_to_frame
-from workbench.bench.record import RequestRecord
-from workbench.bench.sweep import LevelResult
+from workbench.bench._frames import records_to_frame
+from workbench.bench._record import RequestRecord
+from workbench.bench._sweep import LevelResult
 from workbench.errors import ConfigError
 from workbench.store import finish_run, list_runs, load_run, load_runs, new_run, save_level
-from workbench.store.runs import STANDARD_KEYS
+from workbench.store._runs import STANDARD_KEYS
 
 T0 = datetime(2026, 5, 29, 10, 15, 0, tzinfo=timezone.utc)
 

@@ -1,4 +1,4 @@
-"""Tests for the shipped tokenizer (data/tokenizer) and workbench.bench.tokenizer."""
+"""Tests for the shipped tokenizer (data/tokenizer) and workbench.bench._tokenizer."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import random
 
 import pytest
 
-from workbench.bench import build_tokenizer
-from workbench.bench.prompts import load_prompts
-from workbench.bench.tokenizer import (TOKENIZER_DIR, count_tokens, decode_incremental, load_tokenizer,
+from conftest import load_tool
+
+from workbench.bench._prompts import load_prompts
+from workbench.bench._tokenizer import (TOKENIZER_DIR, count_tokens, decode_incremental, load_tokenizer,
                                        token_bytes)
 from workbench.errors import ConfigError
+
+build_tokenizer = load_tool("build_tokenizer")
 
 ASCII_TEXT = [
     "Hello, world!",

@@ -8,7 +8,7 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.paths import PACKAGE_ROOT
-from workbench.servers.variants import Base, list_variants, load_variant, parse_base
+from workbench.variants._variant import Base, list_variants, load_variant, parse_base
 from workbench.variants import variants_table
 
 SHIPPED = {"baseline", "eagle3-topk4", "eagle3-topk1-v2", "adaptive", "eagle3-topk4-off-above-8"}

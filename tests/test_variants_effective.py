@@ -7,9 +7,9 @@ resolved ServerArgs; the 0.5.12+ fallback warning "speculative_adaptive disabled
 
 from __future__ import annotations
 
-from workbench.servers.variants import load_variant
+from workbench.variants._variant import load_variant
 from workbench.variants import confirm_effective, effective_settings
-from workbench.variants.effective import LOUD
+from workbench.variants._effective import LOUD
 
 
 def info(**over):

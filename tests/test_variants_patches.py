@@ -19,10 +19,10 @@ from sshd_fixture import ssh_host, sshd  # noqa: F401  (pytest fixtures)
 from workbench.errors import ConfigError
 from workbench.hosts import LocalHost
 from workbench.paths import PACKAGE_ROOT
-from workbench.servers.variants import load_variant
+from workbench.variants._variant import load_variant
 from workbench.source import sglang_release
 from workbench.variants import load_patch, patched_changes, prepare_tree, trial_apply
-from workbench.variants.patchfile import explain_failure, parse_patch
+from workbench.variants._patchfile import explain_failure, parse_patch
 
 PATCH = PACKAGE_ROOT / "data" / "patches" / "eagle-spec-off-above.patch"
 PATCHED = "eagle3-topk4-off-above-8"

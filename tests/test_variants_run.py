@@ -17,10 +17,10 @@ import nbformat
 from typer.testing import CliRunner
 
 from workbench.cli import app
-from workbench.investigation import benchmark_variant, load_study
+from workbench._investigation import benchmark_variant, load_study
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
-from workbench.servers.variants import load_variant
+from workbench.variants._variant import load_variant
 from workbench.store import load_run
 
 PATCH = PACKAGE_ROOT / "data" / "patches" / "eagle-spec-off-above.patch"

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.servers.variants import Variant, load_variant
+from workbench.variants._variant import Variant, load_variant
 from workbench.source import sglang_release
 from workbench.hosts import LocalHost
-from workbench.source.flags import server_flags
+from workbench.source._flags import server_flags
 from workbench.variants import check_variant, check_variants, read_rules, resolve_target
-from workbench.variants.rules import ADAPTIVE_SINCE
-from workbench.variants.findings import Finding, findings_table, has_errors
-from workbench.variants.resources import HostFacts, judge_resources
+from workbench.variants._rules import ADAPTIVE_SINCE
+from workbench.variants._findings import Finding, findings_table, has_errors
+from workbench.variants._resources import HostFacts, judge_resources
 
 MODEL, DRAFT = "meta-llama/Llama-3.3-70B-Instruct", "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"
 EAGLE = {"speculative-algorithm": "EAGLE3", "speculative-num-steps": 2, "speculative-eagle-topk": 4,

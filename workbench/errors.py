@@ -16,7 +16,7 @@ and its message says what failed, where (host, command, file), and what to do::
     │       └── CommandTimeout the command outlived its timeout
     ├── ServerError            a server variant failed to start, answer or stop
     │   └── ServerStartError   it never became ready: .kind (classified from its log, one
-    │                          of workbench.servers.failures.KINDS: lease_expired,
+    │                          of workbench.servers._failures.KINDS: lease_expired,
     │                          cuda_graph, out_of_memory, port_in_use, bad_flags,
     │                          import_error, timeout, unknown), .suggestion (one line:
     │                          what to try), .log_tail
@@ -25,8 +25,8 @@ and its message says what failed, where (host, command, file), and what to do::
     └── ReportError            a notebook failed while regenerating a report
 
 Third-party exceptions are translated at the boundary (``raise X(...) from exc``):
-paramiko's and the socket's in :mod:`workbench.hosts.sshconnect` and
-:mod:`workbench.hosts.ssh`. The SSH errors are importable from
+paramiko's and the socket's in :mod:`workbench.hosts._sshconnect` and
+:mod:`workbench.hosts._ssh`. The SSH errors are importable from
 :mod:`workbench.hosts` too.
 """
 
@@ -96,7 +96,7 @@ class ServerStartError(ServerError):
     Attributes:
         log_tail: the last lines of the server log (str), for the user to read.
         kind: what went wrong, classified from the log (one of
-            ``workbench.servers.failures.KINDS``; ``"unknown"`` when not classified).
+            ``workbench.servers._failures.KINDS``; ``"unknown"`` when not classified).
         suggestion: one line telling the user what to try ('' when none).
     """
 

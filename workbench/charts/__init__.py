@@ -1,5 +1,18 @@
 """Charts: altair charts from tidy DataFrames, rendered and saved offline."""
 
-from workbench.charts.render import RENDERER_NAME, chart_mimebundle, enable_offline_renderer, save_chart
+from workbench._faces import lazy_face as _lazy_face
 
-__all__ = ["RENDERER_NAME", "chart_mimebundle", "enable_offline_renderer", "save_chart"]
+#: Public name -> the private module that defines it (imported on first use).
+_NAMES = {
+    "accept_length_chart": "_tradeoff",
+    "chart_mimebundle": "_render",
+    "enable_offline_renderer": "_render",
+    "per_request_chart": "_tradeoff",
+    "provenance_subtitle": "_tradeoff",
+    "ratio_chart": "_tradeoff",
+    "RENDERER_NAME": "_render",
+    "save_chart": "_render",
+    "throughput_chart": "_tradeoff",
+}
+
+__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

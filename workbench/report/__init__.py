@@ -6,35 +6,26 @@ writes ``reports/spec_vs_baseline.ipynb`` (executed, with provenance),
 notebook saves in ``reports/spec_vs_baseline/``.
 """
 
-from workbench.report.discovery import NOTEBOOK_ORDER, default_notebooks, find_notebooks_dir
-from workbench.report.html import export_html, external_resources
-from workbench.report.params import (
-    RESERVED_PARAMETERS,
-    NotebookParameter,
-    check_parameters,
-    distribute_parameters,
-    load_params_file,
-    notebook_parameters,
-    parse_param_pairs,
-    parse_param_value,
-)
-from workbench.report.runner import DEFAULT_OUT_DIR, ReportResult, run_notebook
+from workbench._faces import lazy_face as _lazy_face
 
-__all__ = [
-    "DEFAULT_OUT_DIR",
-    "NOTEBOOK_ORDER",
-    "RESERVED_PARAMETERS",
-    "NotebookParameter",
-    "ReportResult",
-    "check_parameters",
-    "default_notebooks",
-    "distribute_parameters",
-    "export_html",
-    "external_resources",
-    "find_notebooks_dir",
-    "load_params_file",
-    "notebook_parameters",
-    "parse_param_pairs",
-    "parse_param_value",
-    "run_notebook",
-]
+#: Public name -> the private module that defines it (imported on first use).
+_NAMES = {
+    "check_parameters": "_params",
+    "default_notebooks": "_discovery",
+    "DEFAULT_OUT_DIR": "_runner",
+    "distribute_parameters": "_params",
+    "export_html": "_html",
+    "external_resources": "_html",
+    "find_notebooks_dir": "_discovery",
+    "load_params_file": "_params",
+    "NOTEBOOK_ORDER": "_discovery",
+    "notebook_parameters": "_params",
+    "NotebookParameter": "_params",
+    "parse_param_pairs": "_params",
+    "parse_param_value": "_params",
+    "ReportResult": "_runner",
+    "RESERVED_PARAMETERS": "_params",
+    "run_notebook": "_runner",
+}
+
+__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

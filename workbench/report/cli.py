@@ -14,14 +14,14 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError, ReportError
-from workbench.report.discovery import default_notebooks, find_notebooks_dir
-from workbench.report.params import (
+from workbench.report._discovery import default_notebooks, find_notebooks_dir
+from workbench.report._params import (
     distribute_parameters,
     load_params_file,
     notebook_parameters,
     parse_param_pairs,
 )
-from workbench.report.runner import DEFAULT_OUT_DIR, run_notebook
+from workbench.report._runner import DEFAULT_OUT_DIR, run_notebook
 
 __all__ = ["REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
 

@@ -1,6 +1,10 @@
 """Server variants and their lifecycle on a host."""
 
-from workbench.servers.handle import ServerHandle
-from workbench.servers.variants import Variant, list_variants, load_variant
+from workbench._faces import lazy_face as _lazy_face
 
-__all__ = ["ServerHandle", "Variant", "list_variants", "load_variant"]
+#: Public name -> the private module that defines it (imported on first use).
+_NAMES = {
+    "ServerHandle": "_handle",
+}
+
+__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

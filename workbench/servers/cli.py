@@ -15,9 +15,9 @@ import typer
 
 from workbench.errors import ConfigError
 from workbench.hosts import get_host
-from workbench.servers import registry
-from workbench.servers.hostcheck import check_host, parse_requirements, render
-from workbench.servers.hostenv import host_python, servers_dir
+from workbench.servers import _registry as registry
+from workbench.hosts import check_host, parse_requirements, render
+from workbench.hosts import host_python, servers_dir
 
 __all__ = ["host_app", "servers_command"]
 

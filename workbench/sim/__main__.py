@@ -11,8 +11,8 @@ import sys
 from aiohttp import web
 
 from workbench.errors import WorkbenchError
-from workbench.sim.server import SimServer
-from workbench.sim.server_args import parse_server_args
+from workbench.sim._server import SimServer
+from workbench.sim._server_args import parse_server_args
 
 
 def main(argv: list[str] | None = None) -> int:

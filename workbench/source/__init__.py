@@ -1,57 +1,41 @@
 """Source inspection: find, show and compare definitions in SGLang releases or a checkout on a host."""
 
-from workbench.source.definitions import (
-    DEFAULT_VERSIONS,
-    callers_table,
-    find_definition,
-    find_references,
-    search_tree,
-    summary_table,
-)
-from workbench.source.flags import (
-    Flag,
-    FlagError,
-    FlagMatch,
-    FlagProblem,
-    FlagTable,
-    SpeculativeAlgorithms,
-    server_flags,
-)
-from workbench.source.history import Change, definition_history, history_diffs, history_events, history_table
-from workbench.source.lines import LineRange, read_lines
-from workbench.source.releases import Release, cache_dir, sglang_release
-from workbench.source.render import HTMLFragment, diff_panes, highlight_lines, source_panes
-from workbench.source.versions import index_versions, previous_release, select_versions
+from workbench._faces import lazy_face as _lazy_face
 
-__all__ = [
-    "DEFAULT_VERSIONS",
-    "Change",
-    "Flag",
-    "FlagError",
-    "FlagMatch",
-    "FlagProblem",
-    "FlagTable",
-    "HTMLFragment",
-    "LineRange",
-    "Release",
-    "SpeculativeAlgorithms",
-    "cache_dir",
-    "callers_table",
-    "definition_history",
-    "diff_panes",
-    "find_definition",
-    "find_references",
-    "highlight_lines",
-    "history_diffs",
-    "history_events",
-    "history_table",
-    "index_versions",
-    "previous_release",
-    "read_lines",
-    "search_tree",
-    "select_versions",
-    "server_flags",
-    "sglang_release",
-    "source_panes",
-    "summary_table",
-]
+#: Public name -> the private module that defines it (imported on first use).
+_NAMES = {
+    "cache_dir": "_releases",
+    "callers_table": "_definitions",
+    "Change": "_history",
+    "DEFAULT_VERSIONS": "_definitions",
+    "definition_history": "_history",
+    "diff_panes": "_render",
+    "find_definition": "_definitions",
+    "find_references": "_definitions",
+    "Flag": "_flag_records",
+    "FlagError": "_flag_records",
+    "FlagMatch": "_flag_records",
+    "FlagProblem": "_flag_records",
+    "FlagTable": "_flag_table",
+    "highlight_lines": "_render",
+    "history_diffs": "_history",
+    "history_events": "_history",
+    "history_table": "_history",
+    "HTMLFragment": "_render",
+    "index_versions": "_versions",
+    "LineRange": "_lines",
+    "previous_release": "_versions",
+    "read_lines": "_lines",
+    "Release": "_releases",
+    "search_tree": "_definitions",
+    "select_versions": "_versions",
+    "server_flags": "_flags",
+    "sglang_release": "_releases",
+    "source_panes": "_render",
+    "SpeculativeAlgorithms": "_flag_records",
+    "summary_table": "_definitions",
+    "unified_diff": "_history",
+    "version_key": "_versions",
+}
+
+__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

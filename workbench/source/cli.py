@@ -17,8 +17,8 @@ import typer
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, get_host
-from workbench.source.definitions import DEFAULT_VERSIONS, MODULE_LEVEL, find_definition, find_references
-from workbench.source.history import definition_history
+from workbench.source._definitions import DEFAULT_VERSIONS, MODULE_LEVEL, find_definition, find_references
+from workbench.source._history import definition_history
 
 __all__ = ["format_table", "inspect_command"]
 

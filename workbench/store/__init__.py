@@ -1,7 +1,18 @@
 """Run directories: raw request rows, per-level summaries and a manifest per run."""
 
-from workbench.store.catalog import StoredRun, list_runs, load_run, load_runs
-from workbench.store.runs import RunWriter, default_runs_root, finish_run, new_run, save_level
+from workbench._faces import lazy_face as _lazy_face
 
-__all__ = ["RunWriter", "StoredRun", "default_runs_root", "finish_run", "list_runs", "load_run", "load_runs",
-           "new_run", "save_level"]
+#: Public name -> the private module that defines it (imported on first use).
+_NAMES = {
+    "default_runs_root": "_runs",
+    "finish_run": "_runs",
+    "list_runs": "_catalog",
+    "load_run": "_catalog",
+    "load_runs": "_catalog",
+    "new_run": "_runs",
+    "RunWriter": "_runs",
+    "save_level": "_runs",
+    "StoredRun": "_catalog",
+}
+
+__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

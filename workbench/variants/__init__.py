@@ -1,35 +1,39 @@
 """Variants: pre-flight validation against the target SGLang's own source, patched trees, provenance."""
 
-from workbench.variants.check import Target, check_variant, check_variants, resolve_target, variants_table
-from workbench.variants.effective import confirm_effective, effective_settings
-from workbench.variants.findings import Finding, findings_table, has_errors
-from workbench.variants.patchcheck import TrialResult, patched_changes, trial_apply
-from workbench.variants.patchfile import Patch, PatchCheck, load_patch
-from workbench.variants.preflight import PreparedLaunch, prepare_launch
-from workbench.variants.rules import SpecRules, read_rules
-from workbench.variants.trees import LaunchTree, prepare_tree
+from workbench._faces import lazy_face as _lazy_face
 
-__all__ = [
-    "Finding",
-    "LaunchTree",
-    "Patch",
-    "PatchCheck",
-    "PreparedLaunch",
-    "SpecRules",
-    "Target",
-    "TrialResult",
-    "check_variant",
-    "check_variants",
-    "confirm_effective",
-    "effective_settings",
-    "findings_table",
-    "has_errors",
-    "load_patch",
-    "patched_changes",
-    "prepare_launch",
-    "prepare_tree",
-    "read_rules",
-    "resolve_target",
-    "trial_apply",
-    "variants_table",
-]
+#: Public name -> the private module that defines it (imported on first use).
+_NAMES = {
+    "check_variant": "_check",
+    "check_variants": "_check",
+    "confirm_effective": "_effective",
+    "effective_settings": "_effective",
+    "Engine": "_variant",
+    "Finding": "_findings",
+    "findings_html": "_notebook",
+    "findings_table": "_findings",
+    "has_errors": "_findings",
+    "LaunchTree": "_trees",
+    "list_variants": "_variant",
+    "load_patch": "_patchfile",
+    "load_variant": "_variant",
+    "LOG_LINES": "_preflight",
+    "Patch": "_patchfile",
+    "patch_diffs_html": "_notebook",
+    "PatchCheck": "_patchfile",
+    "patched_changes": "_patchcheck",
+    "prepare_launch": "_preflight",
+    "prepare_tree": "_trees",
+    "PreparedLaunch": "_preflight",
+    "read_rules": "_rules",
+    "resolve_target": "_check",
+    "SpecRules": "_rules",
+    "Target": "_check",
+    "trial_apply": "_patchcheck",
+    "TrialResult": "_patchcheck",
+    "Variant": "_variant",
+    "variants_html": "_notebook",
+    "variants_table": "_check",
+}
+
+__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

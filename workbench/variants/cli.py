@@ -13,8 +13,8 @@ from typing import Annotated, Optional
 import typer
 
 from workbench.errors import ConfigError
-from workbench.variants.check import check_variants
-from workbench.variants.findings import count_line, has_errors, sort_findings
+from workbench.variants._check import check_variants
+from workbench.variants._findings import count_line, has_errors, sort_findings
 
 __all__ = ["variants_app"]
 

@@ -1,0 +1,1 @@
+"""Test doubles: stand-ins for servers that cannot run here."""

@@ -1,0 +1,285 @@
+"""Run one parameterized notebook with papermill and export it as an offline HTML report.
+
+For a notebook ``notebooks/spec_vs_baseline.ipynb`` and ``out_dir="reports"``:
+
+- ``reports/spec_vs_baseline.ipynb``: the executed notebook (papermill's injected
+  parameters cell, outputs, provenance in ``metadata["workbench"]``);
+- ``reports/spec_vs_baseline.html``: the same as one offline page;
+- ``reports/spec_vs_baseline/``: ``report_dir``, where the notebook saves chart files.
+
+The kernel runs in the notebook's own folder, as in JupyterLab, so relative paths
+in a notebook mean the same in both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from workbench.errors import ConfigError, ReportError
+from workbench.report._html import export_html, external_resources
+from workbench.report._params import check_parameters, notebook_parameters
+from workbench.report._provenance import git_state, provenance
+
+__all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "ReportResult", "run_notebook"]
+
+#: Where reports go unless told otherwise (relative to the current directory).
+DEFAULT_OUT_DIR = Path("reports")
+
+#: The IPython kernel of the environment running the workbench.
+DEFAULT_KERNEL = "python3"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportResult:
+    """What one successful notebook run produced.
+
+    Attributes:
+        notebook: the input notebook (absolute).
+        executed: the executed notebook, ``<out_dir>/<stem>.ipynb``.
+        html: the offline HTML report, ``<out_dir>/<stem>.html``.
+        report_dir: the folder the notebook was told to save charts in.
+        charts: PNG and SVG files written under ``report_dir`` during this run, sorted.
+        parameters: the parameters injected, ``report_dir`` included.
+        started_at: when execution began (UTC).
+        finished_at: when the HTML was written (UTC).
+    """
+
+    notebook: Path
+    executed: Path
+    html: Path
+    report_dir: Path
+    charts: tuple[Path, ...]
+    parameters: dict[str, Any]
+    started_at: datetime
+    finished_at: datetime
+
+    @property
+    def duration_s(self) -> float:
+        """Wall-clock time of the run, in seconds."""
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class _QuietReportDir(logging.Filter):
+    """Drops papermill's warning about ``report_dir`` in notebooks that do not declare it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Passed unknown parameter: report_dir"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _first_line(source: str, limit: int = 80) -> str:
+    lines = [line for line in source.splitlines() if line.strip()]
+    line = lines[0].strip() if lines else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _absolute_report_dir(value: Any) -> str:
+    """A user-given ``report_dir`` as an absolute path (the kernel runs elsewhere)."""
+    if not isinstance(value, (str, Path)):
+        raise ConfigError(f"parameter report_dir must be a path, got {value!r}")
+    return str(Path(value).expanduser().resolve())
+
+
+def _new_charts(report_dir: Path, since: datetime) -> tuple[Path, ...]:
+    if not report_dir.is_dir():
+        return ()
+    cutoff = since.timestamp() - 1.0
+    return tuple(
+        sorted(
+            p
+            for p in report_dir.rglob("*")
+            if p.suffix.lower() in (".png", ".svg") and p.is_file() and p.stat().st_mtime >= cutoff
+        )
+    )
+
+
+def _finish(executed: Path, html: Path, record: dict[str, Any]) -> list[str]:
+    """Stamp provenance into the executed notebook, export HTML; return remote references found."""
+    nb = nbformat.read(str(executed), as_version=4)
+    nb.metadata["workbench"] = record
+    nbformat.write(nb, str(executed))
+    export_html(nb, html)
+    return external_resources(html.read_text(encoding="utf-8"))
+
+
+def _execute(
+    source: Path,
+    executed: Path,
+    *,
+    parameters: dict[str, Any],
+    kernel: str,
+    cell_timeout_s: float | None,
+    progress: bool,
+) -> tuple[BaseException | None, dict[str, Any]]:
+    """Run papermill; return (the failure or None, what to record about it).
+
+    Raises:
+        ReportError: the kernel does not exist (nothing ran).
+    """
+    import papermill
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellTimeoutError
+    from papermill.exceptions import PapermillExecutionError
+
+    has_language = nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language")
+    quiet = _QuietReportDir()
+    logging.getLogger("papermill").addFilter(quiet)
+    try:
+        papermill.execute_notebook(
+            str(source),
+            str(executed),
+            parameters=parameters,
+            kernel_name=kernel,
+            language=None if has_language else "python",
+            cwd=str(source.parent),
+            progress_bar=progress,
+            log_output=False,
+            execution_timeout=cell_timeout_s,
+        )
+    except NoSuchKernel as exc:
+        raise ReportError(
+            f"cannot run {source}: no Jupyter kernel named {kernel!r} in this environment. "
+            "Register it with `python -m ipykernel install --sys-prefix --name python3` "
+            "(`make report` does), or pass kernel_name."
+        ) from exc
+    except PapermillExecutionError as exc:
+        return exc, {
+            "cell": f"In [{exc.exec_count}]",
+            "source": _first_line(exc.source),
+            "ename": exc.ename,
+            "evalue": exc.evalue,
+        }
+    except CellTimeoutError as exc:
+        return exc, {
+            "cell": None,
+            "source": "",
+            "ename": "CellTimeoutError",
+            "evalue": f"a cell ran over the {cell_timeout_s} s cell timeout ({exc})",
+        }
+    except RuntimeError as exc:  # nbclient's DeadKernelError and kernel start-up failures
+        return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
+    finally:
+        logging.getLogger("papermill").removeFilter(quiet)
+    return None, {}
+
+
+def run_notebook(
+    notebook_path: str | Path,
+    *,
+    out_dir: str | Path = DEFAULT_OUT_DIR,
+    parameters: Mapping[str, Any] | None = None,
+    kernel_name: str | None = None,
+    cell_timeout_s: float | None = None,
+    progress: bool = False,
+) -> ReportResult:
+    """Execute a notebook with papermill and export it as an offline HTML report.
+
+    Parameters are checked against the notebook's ``parameters`` cell before
+    anything runs. ``report_dir`` is injected unless given (default
+    ``<out_dir>/<stem>``, made absolute; the folder is created when the notebook
+    declares ``report_dir``). On a cell error the executed notebook is kept as
+    papermill saved it, its HTML is still exported, and :class:`ReportError` is
+    raised.
+
+    Args:
+        notebook_path: the ``.ipynb`` to run; it is not modified.
+        out_dir: directory for ``<stem>.ipynb``, ``<stem>.html`` and the default
+            ``report_dir``; created when missing (default ``reports``).
+        parameters: values for names in the notebook's ``parameters`` cell.
+        kernel_name: Jupyter kernel to use (default ``python3``: the IPython kernel
+            of the environment the workbench runs in, whatever the notebook names).
+        cell_timeout_s: fail a cell that runs longer (seconds; default no limit).
+        progress: show papermill's progress bar on stderr.
+
+    Returns:
+        A :class:`ReportResult` naming every file written.
+
+    Raises:
+        ConfigError: the notebook does not exist, is unreadable, would be
+            overwritten by its own output, or a parameter is unknown (nothing ran).
+        ReportError: the kernel could not start, a cell failed or timed out, or the
+            HTML would fetch something from the network (the partial or complete
+            output notebook and HTML are kept; the message names them).
+    """
+    source = Path(notebook_path).expanduser().resolve()
+    if source.suffix != ".ipynb":
+        raise ConfigError(f"{source} is not a notebook (.ipynb)")
+    given = dict(parameters or {})
+    declared = notebook_parameters(source)
+    check_parameters(source, given, declared)
+
+    out = Path(out_dir).expanduser().resolve()
+    executed = out / f"{source.stem}.ipynb"
+    html = out / f"{source.stem}.html"
+    if executed == source:
+        raise ConfigError(
+            f"out_dir {out} is the notebook's own folder: the executed copy would overwrite {source.name}; "
+            "choose another out_dir (default 'reports')."
+        )
+    if "report_dir" in given:
+        given["report_dir"] = _absolute_report_dir(given["report_dir"])
+    else:
+        given["report_dir"] = str(out / source.stem)
+    report_dir = Path(given["report_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    if "report_dir" in declared or "report_dir" in (parameters or {}):
+        report_dir.mkdir(parents=True, exist_ok=True)
+
+    kernel = kernel_name or DEFAULT_KERNEL
+    git = git_state(source.parent)
+    started = _now()
+    failure, error_info = _execute(
+        source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress
+    )
+    record = provenance(
+        notebook=source,
+        parameters=given,
+        kernel_name=kernel,
+        started_at=started,
+        finished_at=_now(),
+        status="failed" if failure else "ok",
+        git=git,
+        error=error_info or None,
+        defaults={name: param.default for name, param in declared.items() if name not in given},
+    )
+    if failure is not None:
+        kept = f"The partial output is kept in {executed} (HTML: {html})"
+        if executed.exists():
+            _finish(executed, html, record)
+        else:
+            kept = "No output notebook was written"
+        where = ""
+        if error_info["cell"]:
+            where = f" in cell {error_info['cell']}" + (f" (`{error_info['source']}`)" if error_info["source"] else "")
+        raise ReportError(
+            f"notebook {source} failed{where}: {error_info['ename']}: {error_info['evalue']}. "
+            f"{kept}; open it to read the traceback, then fix the notebook or its parameters and re-run."
+        ) from failure
+
+    remote = _finish(executed, html, record)
+    if remote:
+        raise ReportError(
+            f"report {html} would fetch {len(remote)} resource(s) from the network: {'; '.join(remote[:5])}. "
+            "Render altair charts offline: call workbench.charts.enable_offline_renderer() in the notebook's "
+            "first code cell, and display no HTML that loads remote scripts."
+        )
+    return ReportResult(
+        notebook=source,
+        executed=executed,
+        html=html,
+        report_dir=report_dir,
+        charts=_new_charts(report_dir, started),
+        parameters=given,
+        started_at=started,
+        finished_at=_now(),
+    )

@@ -1,0 +1,357 @@
+"""The simulated SGLang server: an aiohttp app over :class:`~workbench.sim._engine.EngineCore`.
+
+Serves what ``sglang.bench_serving`` and the workbench call, in the shapes of the
+emulated SGLang version (:mod:`workbench.sim._api_shapes`): ``/generate`` (streaming
+SSE with cumulative text and several tokens per chunk under speculation, and the
+non-streaming form), ``/health``, ``/health_generate``, ``/v1/models``,
+``/model_info``, ``/get_model_info``, ``/server_info``, ``/get_server_info``,
+``/flush_cache``.
+
+The engine runs in one asyncio task in real time: each iteration's simulated
+duration (divided by ``--sim-time-scale``) is slept against an absolute deadline,
+so timer overshoot does not accumulate; if the process falls behind (CPU-bound),
+the lag is recorded and reported in ``/server_info`` under ``simulation``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from workbench.sim import _api_shapes as api_shapes
+from workbench.sim._engine import EngineCore, Iteration, SimRequest
+from workbench.sim._server_args import SimServerConfig
+from workbench.sim._text import TextModel
+
+log = logging.getLogger("sglang.sim")
+
+#: Behind-schedule slack (s) the clock may catch up on before it re-anchors.
+MAX_CATCH_UP_S = 0.05
+
+
+@dataclasses.dataclass
+class _Pending:
+    """HTTP-side state of one request."""
+
+    request: SimRequest
+    created: float
+    updates: asyncio.Queue = dataclasses.field(default_factory=asyncio.Queue)
+    output_ids: list[int] = dataclasses.field(default_factory=list)
+    text_parts: list[str] = dataclasses.field(default_factory=list)
+
+
+class SimServer:
+    """Engine task plus HTTP handlers. Build with a parsed :class:`SimServerConfig`."""
+
+    def __init__(self, config: SimServerConfig, *, text: TextModel | None = None) -> None:
+        import random
+
+        api_shapes.check_version(config.sglang_version)
+        self.config = config
+        self.profile = config.profile
+        self.time_scale = float(config.args["sim_time_scale"])
+        if self.time_scale <= 0:
+            from workbench.errors import ConfigError
+
+            raise ConfigError(f"--sim-time-scale must be > 0, got {self.time_scale}")
+        off_above = config.args.get("sim_spec_off_above")
+        policy = (lambda batch: batch <= off_above) if off_above is not None else None
+        self.engine = EngineCore(
+            cost=self.profile.cost,
+            acceptance=self.profile.acceptance,
+            spec=config.spec,
+            max_running_requests=config.max_running_requests,
+            chunked_prefill_size=config.args["chunked_prefill_size"],
+            decode_log_interval=config.args["decode_log_interval"],
+            rng=random.Random(config.args["sim_seed"]),
+            spec_policy=policy,
+        )
+        tok_dir = config.args.get("tokenizer_path")
+        self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
+        self.pending: dict[str, _Pending] = {}
+        self.startup_time = time.time()
+        self.behind_schedule_s = 0.0
+        self.max_lag_s = 0.0
+        self.iterations = 0
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    # -- engine loop --------------------------------------------------------
+    async def run_engine(self) -> None:
+        """Step the engine forever, sleeping each iteration's simulated duration."""
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        while True:
+            if self.engine.idle:
+                self._wake.clear()
+                await self._wake.wait()
+                deadline = None
+            iteration = self.engine.step()
+            if iteration is None:
+                continue
+            now = loop.time()
+            if deadline is None:
+                deadline = now
+            elif now - deadline > MAX_CATCH_UP_S:
+                self.behind_schedule_s += now - deadline
+                deadline = now
+            deadline += iteration.duration_s / self.time_scale
+            delay = deadline - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            else:
+                self.max_lag_s = max(self.max_lag_s, -delay)
+            self.iterations += 1
+            self._deliver(iteration)
+
+    def _deliver(self, iteration: Iteration) -> None:
+        for emission in iteration.emissions:
+            pending = self.pending.get(emission.request.rid)
+            if pending is not None:
+                pending.updates.put_nowait((emission.new_tokens, emission.finished))
+        if iteration.log_line:
+            log.info(iteration.log_line)
+
+    def _submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None) -> _Pending:
+        rid = rid or uuid.uuid4().hex
+        request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens)
+        pending = _Pending(request=request, created=time.time())
+        self.pending[rid] = pending
+        self.engine.submit(request)
+        self._wake.set()
+        return pending
+
+    # -- /generate ----------------------------------------------------------
+    async def generate(self, http: web.Request) -> web.StreamResponse:
+        """POST/PUT /generate: SGLang's native generation endpoint."""
+        try:
+            body = await http.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error(400, "Request body is not valid JSON")
+        if not isinstance(body, dict):
+            return _error(400, "Request body must be a JSON object (GenerateReqInput)")
+        text, input_ids = body.get("text"), body.get("input_ids")
+        params = body.get("sampling_params") or {}
+        if isinstance(text, list) or (isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], list)):
+            prompts = text if isinstance(text, list) else input_ids
+            if body.get("stream"):
+                return _error(400, "The simulator does not stream batched (list) prompts; send one prompt per request")
+            plist = params if isinstance(params, list) else [params] * len(prompts)
+            outs = []
+            for prompt, sp in zip(prompts, plist):
+                checked = self._check(sp, prompt if isinstance(prompt, str) else None, prompt if isinstance(prompt, list) else None)
+                if isinstance(checked, web.Response):
+                    return checked
+                outs.append(self._submit(*checked))
+            return web.json_response([await self._collect(p) for p in outs])
+        checked = self._check(params, text, input_ids, rid=body.get("rid"))
+        if isinstance(checked, web.Response):
+            return checked
+        pending = self._submit(*checked)
+        if not body.get("stream"):
+            try:
+                return web.json_response(await self._collect(pending))
+            except asyncio.CancelledError:
+                self._abort(pending)
+                raise
+        return await self._stream(http, pending)
+
+    def _check(self, params: Any, text: Any, input_ids: Any, rid: Any = None) -> tuple | web.Response:
+        if not isinstance(params, dict):
+            return _error(400, "sampling_params must be an object")
+        max_new = params.get("max_new_tokens", 128)
+        if not isinstance(max_new, int) or isinstance(max_new, bool) or max_new < 1:
+            return _error(400, f"max_new_tokens must be a positive integer, got {max_new!r}")
+        if isinstance(text, str):
+            prompt_tokens = self.text.count_tokens(text)
+        elif isinstance(input_ids, list):
+            prompt_tokens = len(input_ids)
+        else:
+            return _error(400, "Either text or input_ids should be provided.")
+        if rid is not None and not isinstance(rid, str):
+            return _error(400, "rid must be a string")
+        return prompt_tokens, max_new, rid
+
+    def _advance(self, pending: _Pending, new_tokens: int) -> None:
+        req = pending.request
+        start = len(pending.output_ids)
+        ids = self.text.output_ids(req.rid, start, new_tokens)
+        pending.output_ids.extend(ids)
+        pending.text_parts.extend(self.text.piece(i) for i in ids)
+
+    def _body(self, pending: _Pending, *, final: bool, stream: bool) -> dict[str, Any]:
+        req = pending.request
+        done = final and not req.aborted
+        meta = api_shapes.meta_info(
+            rid=req.rid,
+            prompt_tokens=req.prompt_tokens,
+            completion_tokens=len(pending.output_ids),
+            finish_reason=api_shapes.finish_reason_length(req.max_new_tokens) if done else None,
+            weight_version=self.config.args["weight_version"],
+        )
+        if done:
+            meta["e2e_latency"] = (time.time() - pending.created) * self.time_scale
+            if self.config.spec.enabled:
+                meta.update(
+                    api_shapes.spec_metrics(
+                        completion_tokens=len(pending.output_ids),
+                        verify_ct=req.verify_ct,
+                        accepted_drafts=req.accepted_drafts,
+                        num_draft_tokens=self.config.spec.num_draft_tokens,
+                        histogram=req.accept_histogram,
+                    )
+                )
+        return {"text": "".join(pending.text_parts), "output_ids": list(pending.output_ids), "meta_info": meta}
+
+    async def _collect(self, pending: _Pending) -> dict[str, Any]:
+        while True:
+            new, finished = await pending.updates.get()
+            self._advance(pending, new)
+            if finished:
+                self.pending.pop(pending.request.rid, None)
+                return self._body(pending, final=True, stream=False)
+
+    async def _stream(self, http: web.Request, pending: _Pending) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(http)
+        first = True
+        try:
+            while True:
+                new, final = await pending.updates.get()
+                self._advance(pending, new)
+                body = self._body(pending, final=final, stream=True)
+                if first:
+                    body["meta_info"]["response_sent_to_client_ts"] = time.time()
+                    first = False
+                await resp.write(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
+                if final:
+                    break
+            await resp.write(b"data: [DONE]\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            self._abort(pending)
+            raise
+        finally:
+            self.pending.pop(pending.request.rid, None)
+        return resp
+
+    def _abort(self, pending: _Pending) -> None:
+        self.engine.abort(pending.request.rid)
+        self.pending.pop(pending.request.rid, None)
+
+    # -- management endpoints ----------------------------------------------
+    async def health(self, http: web.Request) -> web.Response:
+        """/health and /health_generate: a one-token probe through the engine (0.5.9)."""
+        pending = self._submit(1, 1, rid=f"HEALTH_CHECK_{uuid.uuid4().hex[:8]}")
+        try:
+            await asyncio.wait_for(self._collect(pending), timeout=20)
+        except asyncio.TimeoutError:
+            self._abort(pending)
+            return web.Response(status=503)
+        return web.Response(status=200)
+
+    async def models(self, http: web.Request) -> web.Response:
+        args = self.config.args
+        return web.json_response(
+            api_shapes.models_list(
+                served_model_name=args["served_model_name"] or args["model_path"],
+                model_path=args["model_path"],
+                created=int(self.startup_time),
+                max_model_len=args["context_length"] or 131072,
+            )
+        )
+
+    async def model_info(self, http: web.Request) -> web.Response:
+        args = self.config.args
+        return web.json_response(
+            api_shapes.model_info(
+                model_path=args["model_path"],
+                tokenizer_path=str(self.text.tokenizer_dir),
+                weight_version=args["weight_version"],
+            )
+        )
+
+    async def server_info(self, http: web.Request) -> web.Response:
+        args = dict(self.config.args)
+        return web.json_response(
+            api_shapes.server_info(
+                args=args,
+                version=self.config.sglang_version,
+                max_total_num_tokens=self.profile.max_total_num_tokens,
+                max_req_input_len=self.profile.max_total_num_tokens - 1,
+                startup_time=0.0,
+                last_gen_throughput=self.engine.last_gen_throughput,
+                avg_spec_accept_length=self.engine.avg_spec_accept_length,
+                max_running_requests=self.config.max_running_requests,
+                simulation=self.simulation_info(),
+            )
+        )
+
+    def simulation_info(self) -> dict[str, Any]:
+        """What ``/server_info`` says about the simulator itself (labels simulated data)."""
+        spec = self.config.spec
+        return {
+            "engine": "sim",
+            "profile": self.profile.name,
+            "profile_description": self.profile.description,
+            "target_model": self.profile.model.get("target"),
+            "draft_model": self.profile.model.get("draft"),
+            "time_scale": self.time_scale,
+            "emulated_sglang_version": self.config.sglang_version,
+            "spec": spec.label(),
+            "spec_v2": spec.spec_v2,
+            "spec_off_above": self.config.args.get("sim_spec_off_above"),
+            "expected_accept_length": (
+                self.profile.acceptance.expected_accept_length(spec, samples=20000) if spec.enabled else None
+            ),
+            "iterations": self.iterations,
+            "behind_schedule_s": round(self.behind_schedule_s, 4),
+            "max_lag_s": round(self.max_lag_s, 4),
+        }
+
+    async def flush_cache(self, http: web.Request) -> web.Response:
+        """/flush_cache: resets counters when idle (200), refuses otherwise (400)."""
+        if not self.engine.idle:
+            return web.Response(status=400, text=api_shapes.FLUSH_CACHE_TEXT)
+        self.engine.reset_counters()
+        log.info("Cache flushed successfully!")
+        return web.Response(status=200, text=api_shapes.FLUSH_CACHE_TEXT)
+
+    # -- app ----------------------------------------------------------------
+    def app(self) -> web.Application:
+        """The aiohttp application; starts the engine task on startup."""
+        app = web.Application()
+        r = app.router
+        r.add_route("POST", "/generate", self.generate)
+        r.add_route("PUT", "/generate", self.generate)
+        for path in ("/health", "/health_generate"):
+            r.add_get(path, self.health)
+        r.add_get("/v1/models", self.models)
+        r.add_get("/model_info", self.model_info)
+        r.add_get("/get_model_info", self.model_info)
+        r.add_get("/server_info", self.server_info)
+        r.add_get("/get_server_info", self.server_info)
+        r.add_route("GET", "/flush_cache", self.flush_cache)
+        r.add_route("POST", "/flush_cache", self.flush_cache)
+
+        async def start(_: web.Application) -> None:
+            self._task = asyncio.create_task(self.run_engine())
+
+        async def stop(_: web.Application) -> None:
+            if self._task:
+                self._task.cancel()
+
+        app.on_startup.append(start)
+        app.on_cleanup.append(stop)
+        return app
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": {"message": message}}, status=status)

@@ -1,0 +1,140 @@
+"""Command-line flags of the simulated server: SGLang's ``launch_server`` names, plus ``--sim-*``.
+
+The simulated server is started exactly like ``python -m sglang.launch_server``
+(flag names and defaults from SGLang 0.5.9 ``srt/server_args.py``), so a variant's
+launch command differs only in the module it runs. Flags the simulator has no use
+for are still accepted when SGLang has them, and echoed in ``/server_info``;
+a flag SGLang does not know is an argparse error, as it would be for SGLang.
+Options that only the simulator has start with ``--sim-``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
+from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig, resolve_spec
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser (``allow_abbrev`` on, as in SGLang, so ``--tp 8`` works)."""
+    p = argparse.ArgumentParser(
+        prog="python -m workbench.sim",
+        description="Simulated SGLang server (speaks SGLang's HTTP API; performance from a calibrated model).",
+    )
+    p.add_argument("--model-path", "--model", dest="model_path", required=True)
+    p.add_argument("--tokenizer-path", default=None)
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--tp-size", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
+    p.add_argument("--dp-size", type=int, default=1)
+    p.add_argument("--mem-fraction-static", type=float, default=None)
+    p.add_argument("--max-running-requests", type=int, default=None)
+    p.add_argument("--max-total-tokens", type=int, default=None)
+    p.add_argument("--chunked-prefill-size", type=int, default=8192)
+    p.add_argument("--context-length", type=int, default=None)
+    p.add_argument("--disable-custom-all-reduce", action="store_true")
+    p.add_argument("--disable-overlap-schedule", action="store_true")
+    p.add_argument("--disable-cuda-graph", action="store_true")
+    p.add_argument("--cuda-graph-max-bs", type=int, default=None)
+    p.add_argument("--enable-metrics", action="store_true")
+    p.add_argument("--decode-log-interval", type=int, default=40)
+    p.add_argument("--stream-interval", type=int, default=1)
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--attention-backend", default=None)
+    p.add_argument("--page-size", type=int, default=1)
+    p.add_argument("--random-seed", type=int, default=None)
+    p.add_argument("--weight-version", default="default")
+    p.add_argument(
+        "--speculative-algorithm", type=str.upper, default=None,
+        choices=["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"],
+    )
+    p.add_argument("--speculative-draft-model-path", default=None)
+    p.add_argument("--speculative-num-steps", type=int, default=None)
+    p.add_argument("--speculative-eagle-topk", type=int, default=None)
+    p.add_argument("--speculative-num-draft-tokens", type=int, default=None)
+    p.add_argument("--speculative-token-map", default=None)
+    sim = p.add_argument_group("simulator (not SGLang flags)")
+    sim.add_argument("--sim-profile", default=DEFAULT_PROFILE, help="profile name or TOML path")
+    sim.add_argument("--sim-time-scale", type=float, default=1.0,
+                     help="simulated seconds per wall-clock second (1 = real time)")
+    sim.add_argument("--sim-seed", type=int, default=0, help="seed of the acceptance sampling")
+    sim.add_argument("--sim-sglang-version", default=None,
+                     help="SGLang version whose API shapes to emulate (default: the profile's)")
+    sim.add_argument("--sim-spec-off-above", type=int, default=None,
+                     help="stand-in for a patch: no drafting when more than N requests run")
+    return p
+
+
+@dataclasses.dataclass(frozen=True)
+class SimServerConfig:
+    """Parsed flags plus what the server resolved from them.
+
+    Attributes:
+        args: every parsed flag (SGLang's ServerArgs names), for /server_info.
+        spec: resolved speculative settings.
+        profile: the simulator profile.
+        sglang_version: SGLang version whose API shapes are emulated.
+        max_running_requests: effective cap (48 for the EAGLE family unless set).
+        enable_spec_v2: value of ``SGLANG_ENABLE_SPEC_V2`` at start.
+    """
+
+    args: dict[str, Any]
+    spec: SpecConfig
+    profile: SimProfile
+    sglang_version: str
+    max_running_requests: int
+    enable_spec_v2: bool
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.args[name]
+        except KeyError as exc:
+            raise AttributeError(name) from exc
+
+
+def _env_flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = None) -> SimServerConfig:
+    """Parse flags as ``sglang.launch_server`` would and resolve the speculative settings.
+
+    Raises:
+        SystemExit: argparse errors (unknown flag, bad value), like the real server.
+        ConfigError: combinations SGLang rejects (see :func:`resolve_spec`).
+    """
+    env = os.environ if environ is None else environ
+    ns = build_parser().parse_args(list(argv))
+    args = vars(ns)
+    profile = load_profile(args["sim_profile"])
+    version = args["sim_sglang_version"] or profile.sglang_version
+    v2 = _env_flag(env.get("SGLANG_ENABLE_SPEC_V2"))
+    spec = resolve_spec(
+        algorithm=args["speculative_algorithm"],
+        num_steps=args["speculative_num_steps"],
+        topk=args["speculative_eagle_topk"],
+        num_draft_tokens=args["speculative_num_draft_tokens"],
+        enable_spec_v2=v2,
+        sglang_version=version,
+    )
+    if spec.enabled:
+        args["speculative_num_steps"] = spec.num_steps
+        args["speculative_eagle_topk"] = spec.topk
+        args["speculative_num_draft_tokens"] = spec.num_draft_tokens
+        if not spec.spec_v2:
+            args["disable_overlap_schedule"] = True  # spec v1 runs without overlap
+    mrr = args["max_running_requests"]
+    if mrr is None:
+        mrr = EAGLE_MAX_RUNNING_REQUESTS if spec.enabled else 4096
+    args["max_running_requests"] = mrr
+    return SimServerConfig(
+        args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2
+    )

@@ -1,0 +1,113 @@
+"""The ``launch_server`` flags of an SGLang version, derived from its source, with argparse's semantics.
+
+:func:`server_flags` runs ``remote/server_flags.py`` on a release (its cached wheel,
+on this machine) or on a checkout on any host, so the flag set is read from that
+version's own ``srt/server_args.py`` and ``srt/arg_groups/`` -- never from a list
+kept by hand. The :class:`FlagTable` it returns answers the way that version's
+parser would (:mod:`workbench.source._flag_table` states the rules); the records it
+holds are in :mod:`workbench.source._flag_records`, and :meth:`FlagTable.check`
+reads a whole command line (:mod:`workbench.source._flag_check`). This module
+re-exports all of them, so ``from workbench.source._flags import FlagTable`` stays
+the import to use.
+
+Facts the tests check: 0.5.9 has ``--cuda-graph-max-bs`` and ``--tp`` abbreviates
+``--tp-size``; 0.5.16 keeps ``--cuda-graph-max-bs`` as a deprecated alias of
+``--cuda-graph-max-bs-decode``; 0.5.20 drops it, so it is ambiguous there.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from workbench.hosts import Host, LocalHost, get_host
+from workbench.hosts import call_helper
+from workbench.source._flag_records import (
+    Flag,
+    FlagError,
+    FlagErrorKind,
+    FlagMatch,
+    FlagProblem,
+    SpeculativeAlgorithms,
+)
+from workbench.source._flag_table import FlagTable
+from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
+
+__all__ = [
+    "FLAGS_TIMEOUT_S",
+    "Flag",
+    "FlagError",
+    "FlagErrorKind",
+    "FlagMatch",
+    "FlagProblem",
+    "FlagTable",
+    "SpeculativeAlgorithms",
+    "server_flags",
+]
+
+#: Limit for one extraction, in seconds.
+FLAGS_TIMEOUT_S = 120.0
+_VERSION_LIKE = re.compile(r"^[0-9]+(\.[0-9]+)+((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?$")
+
+
+def server_flags(
+    version_or_tree: str,
+    *,
+    host: str | Host = "local",
+    previous: str | FlagTable | None = "auto",
+    timeout_s: float = FLAGS_TIMEOUT_S,
+) -> FlagTable:
+    """The ``launch_server`` flags of an SGLang release or source tree, read from its source.
+
+    Args:
+        version_or_tree: a release version (``"0.5.20"``: its wheel is fetched and cached)
+            or a directory on ``host``: the ``sglang`` package, or a checkout holding
+            ``python/sglang``.
+        host: where a tree is (``"local"``, an ssh config alias, or a Host); releases
+            are always read on this machine.
+        previous: the release to compare against for removed flags: ``"auto"`` (the
+            release right before a release version, found on the package index when
+            first needed; none for a tree), a version, a table, or None.
+        timeout_s: limit for the extraction, in seconds.
+
+    Returns:
+        The :class:`FlagTable`.
+
+    Raises:
+        ConfigError: a malformed version.
+        SourceError: the release could not be fetched, or the tree is not an SGLang
+            source tree (or cannot be parsed by the host's python3).
+        HostError: the host could not be reached.
+    """
+    if _VERSION_LIKE.match(version_or_tree):
+        answer = _release_answer(version_or_tree, timeout_s)
+        where, label, version = "local", version_or_tree, version_or_tree
+    else:
+        target = get_host(host)
+        answer = call_helper(target, "server_flags", {"root": version_or_tree}, timeout_s=timeout_s)
+        where, label, version = target.name, f"{target.name}:{answer['root']}", None
+    compare_with = None
+    if isinstance(previous, FlagTable):
+        compare_with = previous.version
+    elif previous == "auto":
+        compare_with = "auto" if version is not None else None
+    elif previous is not None:
+        compare_with = previous
+    table = FlagTable(
+        label=label, version=version, flags=tuple(Flag.from_answer(f) for f in answer["flags"]),
+        allow_abbrev=bool(answer["parser"]["allow_abbrev"]), layout=answer["layout"],
+        speculative=SpeculativeAlgorithms.from_answer(answer["speculative_algorithms"]),
+        parser=dict(answer["parser"]), notes=tuple(answer["notes"]), host=where, root=answer["root"],
+        compare_with=compare_with,
+    )  # fmt: skip
+    if isinstance(previous, FlagTable):
+        table.__dict__["previous"] = previous  # cached_property's slot: no need to build it again
+    return table
+
+
+@functools.lru_cache(maxsize=64)
+def _release_answer(version: str, timeout_s: float) -> dict[str, Any]:
+    """The helper's answer for a release (releases never change, so it is kept for the process)."""
+    release = sglang_release(version, timeout_s=DOWNLOAD_TIMEOUT_S)
+    return call_helper(LocalHost(), "server_flags", {"root": str(release.package_dir)}, timeout_s=timeout_s)

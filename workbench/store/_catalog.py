@@ -1,0 +1,130 @@
+"""Reading run directories back: one run, a listing, several runs concatenated.
+
+See :mod:`workbench.store._runs` for the layout. Readers never modify a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import ConfigError, HostError
+from workbench.store._files import read_json, read_parquet
+from workbench.store._runs import RUN_COLUMNS, default_runs_root
+
+__all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
+
+#: Columns of :func:`list_runs`.
+LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at",
+                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "path")
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredRun:
+    """A run read from disk.
+
+    Attributes:
+        run_id: the run's id.
+        path: its directory.
+        manifest: the manifest dict.
+        requests: one row per request (empty when no level was saved).
+        levels: one row per level (empty when no level was saved).
+    """
+
+    run_id: str
+    path: Path
+    manifest: dict[str, Any]
+    requests: pd.DataFrame
+    levels: pd.DataFrame
+
+
+def resolve_run(run: str | Path, *, root: str | Path | None = None) -> Path:
+    """Directory of ``run``: an existing directory path, else ``<root>/<run>``.
+
+    Raises:
+        ConfigError: neither exists or it holds no manifest.json.
+    """
+    candidate = Path(run).expanduser()
+    if not (candidate / "manifest.json").is_file():
+        base = Path(root).expanduser() if root is not None else default_runs_root()
+        candidate = base / str(run)
+    if not (candidate / "manifest.json").is_file():
+        raise ConfigError(f"No run {str(run)!r}: neither it nor {candidate} is a run directory with a "
+                          "manifest.json; list_runs() shows what is stored")
+    return candidate
+
+
+def _with_run_columns(frame: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """Ensure the run columns are present (first), filled from the manifest."""
+    values = {"run_id": manifest.get("run_id"), "variant": manifest.get("variant"),
+              "engine": manifest.get("engine"), "simulated": bool(manifest.get("simulated"))}
+    frame = frame.copy()
+    for i, name in enumerate(RUN_COLUMNS):
+        if name not in frame:
+            frame.insert(i, name, pd.Series([values[name]] * len(frame), index=frame.index,
+                                            dtype="bool" if name == "simulated" else "str"))
+    return frame
+
+
+def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
+    """Read one run (by directory path or run id).
+
+    Raises:
+        ConfigError: no such run.
+        HostError: a file is unreadable or corrupt.
+    """
+    path = resolve_run(run, root=root)
+    manifest = read_json(path / "manifest.json")
+    tables = {}
+    for name in ("requests", "levels"):
+        file = path / f"{name}.parquet"
+        tables[name] = _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest)
+    return StoredRun(run_id=str(manifest.get("run_id", path.name)), path=path, manifest=manifest,
+                     requests=tables["requests"], levels=tables["levels"])
+
+
+def list_runs(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per run directory under ``root``, oldest first (columns :data:`LISTING_COLUMNS`).
+
+    Directories whose manifest cannot be read are listed with ``status="unreadable"``.
+    A missing root gives an empty table.
+    """
+    base = Path(root).expanduser() if root is not None else default_runs_root()
+    rows = []
+    for manifest_path in sorted(base.glob("*/manifest.json")) if base.is_dir() else []:
+        try:
+            m = read_json(manifest_path)
+        except HostError:
+            m = {"run_id": manifest_path.parent.name, "status": "unreadable"}
+        row = {c: m.get(c) for c in LISTING_COLUMNS if c != "path"}
+        row["path"] = str(manifest_path.parent)
+        rows.append(row)
+    listing = pd.DataFrame(rows, columns=list(LISTING_COLUMNS))
+    return listing.sort_values(["started_at", "run_id"], na_position="first").reset_index(drop=True)
+
+
+def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Concatenate several runs' tables.
+
+    Args:
+        runs: run ids or directory paths.
+        root: runs root for ids.
+
+    Returns:
+        ``(requests, levels)``, each with ``run_id``, ``variant``, ``engine`` and ``simulated``.
+
+    Raises:
+        ConfigError: no runs given or one does not exist.
+        HostError: a file is unreadable.
+    """
+    loaded = [load_run(r, root=root) for r in runs]
+    if not loaded:
+        raise ConfigError("load_runs: no runs given")
+    requests = [r.requests for r in loaded if len(r.requests)]
+    levels = [r.levels for r in loaded if len(r.levels)]
+    return (pd.concat(requests, ignore_index=True) if requests else pd.DataFrame(columns=list(RUN_COLUMNS)),
+            pd.concat(levels, ignore_index=True) if levels else pd.DataFrame(columns=list(RUN_COLUMNS)))

@@ -1,0 +1,287 @@
+"""Run directories: ``<root>/<run_id>/`` with the raw rows, per-level summaries and a manifest.
+
+Layout of one run::
+
+    data/runs/20260529T101500Z-eagle3-topk4-3fa91c/
+        manifest.json     variant, launch command, server_info, versions, times, parameters, provenance
+        requests.parquet  one row per request (list columns itl_ms, tokens_per_chunk)
+        levels.parquet    one row per level, derived from requests (+ server observations)
+
+``run_id`` is ``<UTC start, %Y%m%dT%H%M%SZ>-<variant>-<6 hex>``. The root is the
+``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``<repo>/data/runs``.
+
+Writing: :func:`new_run` creates the directory and a ``status: "running"`` manifest;
+:func:`save_level` (pass it as ``run_sweep(on_level=run.save_level)``) rewrites
+``requests.parquet``, ``levels.parquet`` and the manifest after every level, each
+atomically, so measured levels are on disk even if a later level fails;
+:func:`finish_run` stamps the end time and status. A :class:`RunWriter` is also a
+context manager that finishes the run as ``failed`` (with the error) on an exception.
+
+Every stored row carries ``run_id``, ``variant``, ``engine`` and ``simulated``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+import workbench
+from workbench.bench import summarize_levels
+from workbench.errors import ConfigError
+from workbench.gitinfo import git_state
+from workbench.store._files import write_json, write_parquet
+
+__all__ = ["RunWriter", "default_runs_root", "finish_run", "new_run", "save_level"]
+
+SCHEMA_VERSION = 1
+Engine = Literal["sim", "sglang"]
+RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
+REPO_ROOT = Path(workbench.__file__).resolve().parents[1]
+#: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
+STANDARD_KEYS = frozenset({
+    "schema_version", "run_id", "variant", "engine", "simulated", "status", "error", "started_at", "finished_at",
+    "host", "client_location", "launch_command", "sglang_version", "time_scale", "parameters", "levels_completed",
+    "num_requests", "server_info", "workbench",
+})
+
+
+def default_runs_root() -> Path:
+    """``$WORKBENCH_RUNS_DIR`` if set, else ``<repo>/data/runs``."""
+    env = os.environ.get("WORKBENCH_RUNS_DIR")
+    return Path(env).expanduser() if env else REPO_ROOT / "data" / "runs"
+
+
+def _utc_iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _slug(variant: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", variant).strip("-.")
+    if not slug:
+        raise ConfigError(f"variant name {variant!r} has no usable characters for a run id")
+    return slug[:60]
+
+
+class RunWriter:
+    """Handle of a run directory being written (from :func:`new_run`).
+
+    Attributes:
+        run_id: the run's id.
+        path: the run directory.
+        manifest: the manifest dict as last written.
+    """
+
+    def __init__(self, path: Path, manifest: dict[str, Any], *, now: Callable[[], datetime]) -> None:
+        self.path = path
+        self.run_id: str = manifest["run_id"]
+        self.manifest = manifest
+        self._now = now
+        self._requests: list[pd.DataFrame] = []
+        self._info: list[pd.DataFrame] = []
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """All request rows saved so far (with run columns)."""
+        return pd.concat(self._requests, ignore_index=True) if self._requests else pd.DataFrame()
+
+    def save_level(self, level: Any) -> None:
+        """Same as :func:`save_level` (``run_sweep(on_level=run.save_level)``)."""
+        save_level(self, level)
+
+    def annotate(self, **keys: Any) -> None:
+        """Add non-standard manifest keys (e.g. ``client=`` facts known only once the
+        sweep started) and rewrite the manifest.
+
+        Raises:
+            ConfigError: a key is one of the standard manifest keys, or the run is finished.
+        """
+        clash = set(keys) & STANDARD_KEYS
+        if clash:
+            raise ConfigError(f"manifest keys {sorted(clash)} are standard keys; annotate adds other keys only")
+        if self.manifest.get("status") != "running":
+            raise ConfigError(f"Run {self.run_id} is {self.manifest.get('status')}; cannot annotate it")
+        self.manifest.update(keys)
+        self._write_manifest()
+
+    def finish(self, *, status: Literal["complete", "failed"] = "complete", error: str | None = None,
+               server_info: Mapping[str, Any] | None = None) -> Path:
+        """Same as :func:`finish_run`."""
+        return finish_run(self, status=status, error=error, server_info=server_info)
+
+    def _write_manifest(self) -> None:
+        write_json(self.path / "manifest.json", self.manifest)
+
+    def __enter__(self) -> "RunWriter":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if self.manifest.get("status") != "running":
+            return
+        if exc is None:
+            self.finish()
+        else:
+            self.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def new_run(
+    variant: str,
+    *,
+    engine: Engine,
+    simulated: bool | None = None,
+    launch_command: str | Sequence[str] | None = None,
+    host: str = "local",
+    client_location: str = "local",
+    sglang_version: str | None = None,
+    server_info: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    time_scale: float = 1.0,
+    extra: Mapping[str, Any] | None = None,
+    root: str | Path | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    rng: random.Random | None = None,
+) -> RunWriter:
+    """Create ``<root>/<run_id>/`` and its initial manifest (``status: "running"``).
+
+    Args:
+        variant: server variant name (e.g. ``"baseline"``, ``"eagle3-topk4"``).
+        engine: what served the requests: ``"sim"`` or ``"sglang"``.
+        simulated: whether results come from a simulated engine; default ``engine == "sim"``.
+        launch_command: the full server launch command (string or argv).
+        host: where the server ran (``"local"`` or an ssh alias).
+        client_location: where the load generator ran (``"local"``, ``"local (tunnel)"``,
+            ``"host:<alias>"``).
+        sglang_version: SGLang version; default: ``server_info["version"]`` once known.
+        server_info: the ``/server_info`` body if already read (later levels fill it in).
+        parameters: benchmark parameters (e.g. ``SweepResult.parameters``).
+        time_scale: engine seconds per wall second used by the load generator.
+        extra: more manifest keys (must not clash with the standard ones).
+        root: runs root (see module docstring).
+        now: UTC clock for timestamps and the run id.
+        rng: randomness for the id suffix (default: :mod:`secrets`).
+
+    Returns:
+        A :class:`RunWriter`.
+
+    Raises:
+        ConfigError: bad ``engine`` or variant name, clashing ``extra`` keys.
+        HostError: the directory or manifest cannot be written.
+    """
+    if engine not in ("sim", "sglang"):
+        raise ConfigError(f"engine must be 'sim' or 'sglang', got {engine!r}")
+    started = now()
+    suffix = f"{rng.getrandbits(24):06x}" if rng is not None else secrets.token_hex(3)
+    run_id = f"{started.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-{_slug(variant)}-{suffix}"
+    path = Path(root).expanduser() if root is not None else default_runs_root()
+    path = path / run_id
+    if path.exists():
+        raise ConfigError(f"Run directory {path} already exists; pass another rng or wait a second")
+    info = dict(server_info) if server_info is not None else None
+    manifest: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "variant": variant,
+        "engine": engine,
+        "simulated": bool(engine == "sim" if simulated is None else simulated),
+        "status": "running",
+        "error": None,
+        "started_at": _utc_iso(started),
+        "finished_at": None,
+        "host": host,
+        "client_location": client_location,
+        "launch_command": launch_command if isinstance(launch_command, (str, type(None))) else list(launch_command),
+        "sglang_version": sglang_version or (info or {}).get("version"),
+        "time_scale": float(time_scale),
+        "parameters": dict(parameters or {}),
+        "levels_completed": 0,
+        "num_requests": 0,
+        "server_info": info,
+        "workbench": {"version": workbench.__version__,
+                      **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
+    }
+    clash = set(extra or {}) & set(manifest)
+    if clash:
+        raise ConfigError(f"extra manifest keys {sorted(clash)} clash with standard keys")
+    manifest.update(extra or {})
+    writer = RunWriter(path, manifest, now=now)
+    path.mkdir(parents=True)
+    writer._write_manifest()
+    return writer
+
+
+def save_level(run: RunWriter, level: Any) -> None:
+    """Add one measured level to the run and rewrite its files atomically.
+
+    Args:
+        run: the run being written.
+        level: a :class:`workbench.bench._sweep.LevelResult` (``requests``, ``info``,
+            ``server_info``, ``parameters``) or a ``(requests, info)`` pair of DataFrames.
+            Its parameters fill in manifest parameters not given to :func:`new_run`;
+            its server_info replaces the manifest's (the latest read wins).
+
+    Raises:
+        ConfigError: the run is already finished, or the rows' ``engine``/``simulated``
+            (as the server reported them) contradict the run's.
+        HostError: a file cannot be written.
+    """
+    if run.manifest.get("status") != "running":
+        raise ConfigError(f"Run {run.run_id} is {run.manifest.get('status')}; cannot add levels")
+    if isinstance(level, tuple):
+        requests, info, server_info, parameters = level[0], level[1], None, {}
+    else:
+        requests, info, server_info = level.requests, level.info, level.server_info
+        parameters = getattr(level, "parameters", {}) or {}
+    for key, value in parameters.items():
+        run.manifest["parameters"].setdefault(key, value)
+    constants = {"run_id": run.run_id, "variant": run.manifest["variant"], "engine": run.manifest["engine"],
+                 "simulated": run.manifest["simulated"]}
+    for name in ("engine", "simulated"):
+        reported = set(requests[name].dropna()) if name in requests else set()
+        if reported - {constants[name]}:
+            raise ConfigError(
+                f"Run {run.run_id} was created with {name}={constants[name]!r}, but the server reported "
+                f"{name}={sorted(reported, key=str)} (/server_info); simulated results must never be stored as "
+                "real ones or the reverse. Create the run with the matching engine.")
+    requests = requests.drop(columns=[c for c in RUN_COLUMNS if c in requests]).copy()
+    info = info.drop(columns=[c for c in RUN_COLUMNS if c in info]).copy()
+    for i, (name, value) in enumerate(constants.items()):
+        requests.insert(i, name, pd.Series([value] * len(requests), index=requests.index,
+                                           dtype="bool" if name == "simulated" else "str"))
+        info.insert(i, name, pd.Series([value] * len(info), index=info.index,
+                                       dtype="bool" if name == "simulated" else "str"))
+    run._requests.append(requests)
+    run._info.append(info)
+    all_requests = run.requests
+    all_info = pd.concat(run._info, ignore_index=True)
+    write_parquet(run.path / "requests.parquet", all_requests)
+    write_parquet(run.path / "levels.parquet", summarize_levels(all_requests, all_info))
+    if server_info is not None:
+        run.manifest["server_info"] = dict(server_info)
+        run.manifest["sglang_version"] = run.manifest.get("sglang_version") or server_info.get("version")
+    run.manifest["levels_completed"] = len(run._info)
+    run.manifest["num_requests"] = len(all_requests)
+    run._write_manifest()
+
+
+def finish_run(run: RunWriter, *, status: Literal["complete", "failed"] = "complete", error: str | None = None,
+               server_info: Mapping[str, Any] | None = None) -> Path:
+    """Stamp the end time and status in the manifest; returns the run directory.
+
+    Raises:
+        HostError: the manifest cannot be written.
+    """
+    if server_info is not None:
+        run.manifest["server_info"] = dict(server_info)
+        run.manifest["sglang_version"] = run.manifest.get("sglang_version") or server_info.get("version")
+    run.manifest["status"] = status
+    run.manifest["error"] = error
+    run.manifest["finished_at"] = _utc_iso(run._now())
+    run._write_manifest()
+    return run.path

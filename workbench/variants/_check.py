@@ -1,0 +1,333 @@
+"""``check_variants``: every pre-flight check of a set of variants, against the SGLang each will run.
+
+For each variant the target SGLang is, in this order: the ``sglang`` argument (a
+release); the variant's base (a release, or a checkout on its host); the package
+the host's Python imports, when a host is named and a real SGLang would run there
+(an ssh host, or ``engine="sglang"``; on ``"local"`` the simulated engine runs, so
+an SGLang installed here is not what runs); the variant's ``sglang_version``; the
+version the simulated engine emulates. Its flags come from
+:func:`workbench.source.server_flags` (that version's own source) and its
+speculative rules from :func:`workbench.variants._rules.read_rules`.
+
+Then: flags (:func:`~workbench.variants._validate.check_flags`), speculative rules,
+patches (checked on a scratch copy of the target: file and hunk named on failure),
+host resources (paths, disk, GPUs), and each speculative variant against the
+baseline for comparability.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.hosts import Host, get_host
+from workbench.hosts import call_helper
+from workbench.hosts import host_python
+from workbench.variants._variant import Variant, list_variants, load_variant
+from workbench.sim import load_profile
+from workbench.source import FlagTable, server_flags
+from workbench.source import sglang_release
+from workbench.source import version_key
+from workbench.variants._findings import Finding, findings_table
+from workbench.variants._patchcheck import trial_apply
+from workbench.variants._resources import check_resources
+from workbench.variants._rules import SpecRules, read_rules, tree_version
+from workbench.variants._trees import same_host
+from workbench.variants._validate import check_flags, check_spec, compare_pair, implicit_notes
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The SGLang a variant is checked against.
+
+    Attributes:
+        kind: ``"release"``, ``"checkout"`` or ``"installed"``.
+        version: its version (read from ``version.py`` for trees; None when unreadable).
+        host: where its source is (``"local"`` for releases: the wheel cache).
+        package_dir: the ``sglang`` package directory there.
+        label: for messages (``"sglang==0.5.9"``, ``"gpu1:/root/sglang (0.5.20)"``).
+        note: why this target was chosen, when it was a fallback.
+    """
+
+    kind: Literal["release", "checkout", "installed"]
+    version: str | None
+    host: str
+    package_dir: str
+    label: str
+    note: str = ""
+
+
+def default_version() -> str:
+    """The version the simulated engine emulates by default (the default profile's)."""
+    return load_profile().sglang_version
+
+
+def resolve_target(
+    variant: Variant,
+    *,
+    host: str | Host | None = None,
+    sglang: str | None = None,
+    engine: Literal["sim", "sglang"] | None = None,
+) -> Target:
+    """Which SGLang ``variant`` is checked against (see the module docstring for the order).
+
+    Args:
+        variant: the variant.
+        host: where it would run (``"local"``, an ssh alias or a Host); None: not named.
+        sglang: a release that overrides everything else.
+        engine: what would run on ``host`` (default: the simulated engine on ``"local"``,
+            SGLang elsewhere); the host's installed SGLang is the target only under ``"sglang"``.
+
+    Raises:
+        ConfigError: a malformed version. SourceError: a release cannot be fetched.
+        HostError: the host cannot be reached.
+    """
+    base = variant.parsed_base
+    if sglang:
+        return _release(sglang)
+    if base.kind == "release":
+        return _release(str(base.version))
+    if base.kind == "checkout":
+        run_host = get_host(host).name if host is not None else "local"
+        holder = base.host_for(run_host)
+        where = get_host(run_host if same_host(holder, run_host) else holder)
+        pkg = f"{base.path}/python/sglang"
+        return Target("checkout", tree_version(where, pkg), where.name, pkg, f"{where.name}:{base.path}")
+    if host is not None and _runs_sglang(host, engine):
+        h = get_host(host)
+        state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=host_python(h))
+        installed = state.get("installed") or {}
+        if installed.get("package_dir"):
+            version = installed.get("version") or installed.get("distribution_version")
+            return Target("installed", version, h.name, installed["package_dir"],
+                          f"sglang {version} installed on {h.name}")  # fmt: skip
+        fallback = variant.sglang_version or default_version()
+        target = _release(fallback)
+        return dataclasses.replace(target, note=f"no sglang is installed for {host_python(h)} on host {h.name!r}; "
+                                                f"checked against release {fallback} instead")  # fmt: skip
+    if variant.sglang_version:
+        return _release(variant.sglang_version)
+    version = default_version()
+    return dataclasses.replace(_release(version), note=f"no base or sglang_version: checked against {version}, "
+                                                       "the version the simulated engine emulates")  # fmt: skip
+
+
+def _runs_sglang(host: str | Host, engine: Literal["sim", "sglang"] | None) -> bool:
+    """True when a real SGLang (not the simulated engine) would run the variant on ``host``."""
+    return engine == "sglang" or (engine is None and get_host(host).name != "local")
+
+
+def _release(version: str) -> Target:
+    release = sglang_release(version)
+    return Target("release", version, "local", str(release.package_dir), f"sglang=={version}")
+
+
+class _Cache:
+    """Flag tables and rules per target, built once per :func:`check_variants` call."""
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple[str, str], FlagTable] = {}
+        self.rules: dict[tuple[str, str], SpecRules] = {}
+
+    def get(self, target: Target) -> tuple[FlagTable, SpecRules]:
+        key = (target.host, target.package_dir)
+        if key not in self.tables:
+            if target.kind == "release":
+                self.tables[key] = server_flags(str(target.version))
+            else:
+                self.tables[key] = server_flags(target.package_dir, host=target.host, previous=None)
+            self.rules[key] = read_rules(get_host(target.host), target.package_dir,
+                                         version=target.version or target.label)  # fmt: skip
+        return self.tables[key], self.rules[key]
+
+
+@dataclasses.dataclass
+class VariantCheck:
+    """Everything checked for one variant (what :func:`check_variants` builds on)."""
+
+    variant: Variant
+    target: Target | None
+    findings: list[Finding]
+    resolved: dict[str, Any]
+    rules: SpecRules | None
+
+
+def check_variant(
+    variant: Variant,
+    *,
+    host: str | Host | None = None,
+    sglang: str | None = None,
+    engine: Literal["sim", "sglang"] | None = None,
+    resources: bool = True,
+    cache: _Cache | None = None,
+) -> VariantCheck:
+    """Every check of one variant except the pair comparisons (see :func:`check_variants`)."""
+    cache = cache or _Cache()
+    name, out = variant.name, []
+    try:
+        target = resolve_target(variant, host=host, sglang=sglang, engine=engine)
+        table, rules = cache.get(target)
+    except WorkbenchError as exc:
+        out.append(Finding("error", name, None, f"cannot read the flags of the target SGLang: {exc}",
+                           "fix the variant's base or pass --sglang VERSION", "target"))  # fmt: skip
+        return VariantCheck(variant, None, out, dict(variant.flags), None)
+    out.append(Finding("info", name, None, f"checked against {target.label}" +
+                       (f" ({target.note})" if target.note else "") + ".", "", "target"))  # fmt: skip
+    if variant.sglang_version and target.version and variant.sglang_version != target.version:
+        out.append(Finding("warning", name, "sglang_version", f"the variant is written for SGLang "
+                           f"{variant.sglang_version} but is checked against {target.label}.",
+                           "update sglang_version in the variant file, or check with --sglang "
+                           f"{variant.sglang_version}", "target-version"))  # fmt: skip
+    later = functools.cache(lambda: _later_table(variant, target, cache))
+    flag_findings, resolved = check_flags(variant, table, later=later)
+    out += flag_findings
+    has_adaptive = table.get("--speculative-adaptive") is not None
+    out += check_spec(variant, resolved, rules, has_adaptive_flag=has_adaptive)
+    out += implicit_notes(variant, resolved, rules)
+    out += _patch_findings(variant, target, host)
+    if resources:
+        run_host = host if host is not None else "local"
+        eng = engine or ("sim" if get_host(run_host).name == "local" else "sglang")
+        try:
+            out += check_resources(variant, host=run_host, engine=eng, resolved=resolved)
+        except WorkbenchError as exc:
+            out.append(Finding("warning", name, None, f"host resources not checked: {exc}",
+                               "check that the host is reachable", "resources"))  # fmt: skip
+    return VariantCheck(variant, target, out, resolved, rules)
+
+
+def _later_table(variant: Variant, target: Target, cache: _Cache) -> FlagTable | None:
+    """The flags of the release ``variant`` is written for, when it is later than ``target``; else None.
+
+    Asked only when a flag is unknown to the target. It costs that release's wheel
+    (fetched once and cached); an unreadable release or version means None.
+    """
+    own, checked = variant.target_version, target.version
+    if not own or not checked or own == checked:
+        return None
+    try:
+        if version_key(own) <= version_key(checked):
+            return None
+        return cache.get(_release(own))[0]
+    except WorkbenchError:
+        return None
+
+
+def _patch_findings(variant: Variant, target: Target, host: str | Host | None) -> list[Finding]:
+    if not variant.patches:
+        return []
+    version = target.version if target.kind == "release" else None
+    try:
+        trial = trial_apply(variant, version=version, host=host if host is not None else "local")
+    except WorkbenchError as exc:
+        return [Finding("error", variant.name, "patches", f"the patches could not be tried: {exc}",
+                        "fix the variant's base or patch paths", "patch-trial")]  # fmt: skip
+    out = []
+    for check in trial.checks:
+        if check.ok:
+            out.append(Finding("info", variant.name, f"patch {check.patch}", f"applies cleanly to {trial.target} "
+                               "(git apply --check, on a scratch copy).", "", "patch-ok"))  # fmt: skip
+        else:
+            out.append(Finding("error", variant.name, f"patch {check.patch}", check.message.split(" Fix: ")[0],
+                               check.message.split(" Fix: ")[1] if " Fix: " in check.message else "",
+                               "patch-fails"))  # fmt: skip
+    return out
+
+
+def check_variants(
+    variants: Sequence[str | Path | Variant] | None = None,
+    *,
+    host: str | Host | None = None,
+    sglang: str | None = None,
+    engine: Literal["sim", "sglang"] | None = None,
+    baseline: str = "baseline",
+    resources: bool = True,
+) -> list[Finding]:
+    """Pre-flight checks of ``variants`` (default: every shipped variant), nothing launched.
+
+    Args:
+        variants: names (``data/variants/<name>.toml``), files or :class:`Variant` objects.
+        host: the host they would run on (``"local"`` or an ssh alias); an ssh host (or
+            ``engine="sglang"``) also makes the host's installed SGLang the target of
+            variants without a base. On ``"local"`` with the simulated engine each such
+            variant is checked against its own ``sglang_version``, as with no host.
+        sglang: check against this release instead (overrides bases and ``sglang_version``).
+        engine: what would run them, ``"sim"`` or ``"sglang"`` (default: sim locally, sglang on
+            an ssh host): it picks the resource checks and, under ``"sglang"``, makes the host's
+            installed SGLang the target.
+        baseline: the variant speculative variants are compared with (loaded from
+            ``data/variants`` when not among ``variants``; skipped when it does not exist).
+        resources: check paths, disk and GPUs on the host.
+
+    Returns:
+        Findings, errors first within each variant's order (see :func:`findings_table`).
+    """
+    names = list(variants) if variants else list_variants()
+    cache, checks, out = _Cache(), [], []
+    for item in names:
+        try:
+            v = item if isinstance(item, Variant) else load_variant(item)
+        except ConfigError as exc:
+            out.append(Finding("error", str(item), None, str(exc), "fix the variant file or the name", "load"))
+            continue
+        check = check_variant(v, host=host, sglang=sglang, engine=engine, resources=resources, cache=cache)
+        checks.append(check)
+        out += check.findings
+    out += _pairs(checks, baseline=baseline, host=host, sglang=sglang, engine=engine, cache=cache)
+    return out
+
+
+def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str | None,
+           engine: Literal["sim", "sglang"] | None, cache: _Cache) -> list[Finding]:  # fmt: skip
+    base = next((c for c in checks if c.variant.name == baseline), None)
+    if base is None and any(c.variant.speculative for c in checks):
+        try:
+            base = check_variant(load_variant(baseline), host=host, sglang=sglang, engine=engine, resources=False,
+                                 cache=cache)  # fmt: skip
+        except ConfigError:
+            return []
+    if base is None:
+        return []
+    out = []
+    for c in checks:
+        if c is base or not c.variant.speculative or c.rules is None:
+            continue
+        same = (base.target is not None and c.target is not None and base.target.version == c.target.version
+                and "checkout" not in (base.target.kind, c.target.kind))  # fmt: skip
+        out += compare_pair(base.variant, c.variant, base.resolved, c.resolved, c.rules, same_sglang=same)
+        if base.target is not None and c.target is not None and base.target.label != c.target.label:
+            out.append(Finding("warning", f"{c.variant.name} vs {base.variant.name}", "sglang_version",
+                               f"the pair targets different SGLang: {base.target.label} vs {c.target.label}.",
+                               "check and run both on the same version (e.g. --sglang VERSION)", "pair-version"))
+    return out
+
+
+def variants_table(variants: Sequence[str | Path | Variant] | None = None) -> pd.DataFrame:
+    """One row per variant: name, description, base, target version, speculative settings, patches, stand-in.
+
+    Settings a variant does not give are empty strings; the others keep their type
+    (``topk`` 4 stays the int 4: the frame has object columns, so no column turns into floats).
+    """
+    rows = []
+    for item in list(variants) if variants else list_variants():
+        v = item if isinstance(item, Variant) else load_variant(item)
+        f = v.flags
+        rows.append({
+            "variant": v.name, "description": v.description, "base": str(v.parsed_base),
+            "sglang_version": v.target_version, "algorithm": f.get("speculative-algorithm"),
+            "num_steps": f.get("speculative-num-steps"), "topk": f.get("speculative-eagle-topk"),
+            "draft_tokens": f.get("speculative-num-draft-tokens"),
+            "env": ", ".join(f"{k}={val}" for k, val in v.env.items()),
+            "patches": ", ".join(p.name for p in v.patches), "sim_stand_in": v.sim_stand_in(),
+        })  # fmt: skip
+    return pd.DataFrame([{k: "" if v is None else v for k, v in row.items()} for row in rows], dtype=object)
+
+
+__all__ = ["Target", "VariantCheck", "check_variant", "check_variants", "findings_table", "resolve_target",
+           "variants_table"]  # fmt: skip

@@ -1,0 +1,173 @@
+"""Before and after a launch: pre-flight checks, the tree to launch from, and the run's provenance.
+
+:func:`prepare_launch` is what :func:`workbench._investigation.benchmark_variant`
+wraps a server in::
+
+    with prepare_launch(variant, host=host, engine=engine) as prep:     # checks; patched tree
+        with ServerHandle.start(prep.launch_variant, ...) as server:      # PYTHONPATH=<tree>/python
+            extra = prep.manifest_extra(server_info=..., log_text=..., launch_command=server.command)
+    # the isolated tree is removed here
+
+On the real engine, errors found before launch raise :class:`ConfigError` (the
+message lists them); the variant is launched from its tree (a patched worktree or
+release copy, see :mod:`workbench.variants._trees`). On the simulated engine nothing
+of SGLang runs: patches are recorded (text and sha256) but not applied, and the
+variant's ``sim_policy`` stands in for them, labelled as such in the manifest
+(``sim_stand_in``) and in every stored row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import warnings
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.hosts import Host, get_host
+from workbench.hosts import call_helper
+from workbench.hosts import host_python
+from workbench.variants._variant import Variant
+from workbench.variants._check import check_variant
+from workbench.variants._effective import confirm_effective, effective_settings
+from workbench.variants._findings import Finding, has_errors, sort_findings
+from workbench.variants._patchfile import load_patch
+from workbench.variants._resources import check_resources
+from workbench.variants._trees import LaunchTree, prepare_tree
+
+#: Lines of the server log read for :func:`confirm_effective` (fallbacks are logged at start-up).
+LOG_LINES = 5000
+
+
+class EffectiveSettingWarning(UserWarning):
+    """The running server does not run what the variant asked for (see the run manifest)."""
+
+
+@dataclasses.dataclass
+class PreparedLaunch:
+    """A variant ready to launch.
+
+    Attributes:
+        variant: the variant as defined.
+        launch_variant: what to launch (the variant with PYTHONPATH pointing into its tree).
+        engine: ``"sim"`` or ``"sglang"``.
+        host: the host's name.
+        preflight: findings of the pre-flight checks.
+        tree: the tree it launches from (None: the installed package, or the sim).
+        installed: the host's installed sglang as ``remote/checkout_state.py`` reports it
+            (real engine without a tree), else None.
+    """
+
+    variant: Variant
+    launch_variant: Variant
+    engine: Literal["sim", "sglang"]
+    host: str
+    preflight: list[Finding]
+    tree: LaunchTree | None = None
+    installed: dict[str, Any] | None = None
+
+    @property
+    def sim_stand_in(self) -> str | None:
+        """The stand-in label on the simulated engine, else None."""
+        return self.variant.sim_stand_in() if self.engine == "sim" else None
+
+    def provenance(self, *, server_info: dict[str, Any] | None,
+                   launch_command: list[str] | str | None) -> dict[str, Any]:  # fmt: skip
+        """SGLang version, base, commit, dirty state, patches (sha256 and text), launch command and env."""
+        v = self.variant
+        env = dict(self.launch_variant.env)
+        common = {"launch_command": launch_command, "launch_env": env, "sim_stand_in": self.sim_stand_in}
+        if self.engine == "sim":
+            note = "not applied: the simulated engine runs no SGLang code"
+            patches = [dict(load_patch(p).provenance(), applied=False, note=note) for p in v.patches]
+            return {"engine_runs_sglang_code": False, "tree_kind": None, "base": str(v.parsed_base),
+                    "sglang_version": (server_info or {}).get("version"), "sglang_version_meaning":
+                    "the SGLang version whose HTTP API the simulated engine emulates", "base_commit": None,
+                    "dirty": None, "patches": patches, **common}  # fmt: skip
+        if self.tree is not None:
+            return {"engine_runs_sglang_code": True, **self.tree.provenance(), **common}
+        inst = self.installed or {}
+        git = inst.get("git") or {}
+        return {"engine_runs_sglang_code": True, "tree_kind": "installed", "base": str(v.parsed_base),
+                "sglang_version": inst.get("version") or (server_info or {}).get("version"),
+                "package_dir": inst.get("package_dir"), "editable": inst.get("editable"),
+                "base_commit": git.get("commit"), "dirty": git.get("dirty"),
+                "dirty_files": git.get("changed") or [], "patches": [], **common}  # fmt: skip
+
+    def confirm(self, server_info: dict[str, Any], log_text: str) -> list[Finding]:
+        """:func:`confirm_effective`, with a Python warning for every warning or error it finds."""
+        found = confirm_effective(self.variant, server_info, log_text)
+        for f in found:
+            if f.severity != "info":
+                warnings.warn(f"{self.variant.name}: {f.message}", EffectiveSettingWarning, stacklevel=3)
+        return found
+
+    def manifest_extra(self, *, server_info: dict[str, Any], log_text: str,
+                       launch_command: list[str] | str | None) -> dict[str, Any]:  # fmt: skip
+        """Manifest keys: provenance, sim_stand_in, preflight, effective settings and findings."""
+        confirmed = self.confirm(server_info, log_text)
+        return {
+            "provenance": self.provenance(server_info=server_info, launch_command=launch_command),
+            "sim_stand_in": self.sim_stand_in,
+            "preflight_findings": [f.to_dict() for f in sort_findings(self.preflight)],
+            "effective_settings": effective_settings(server_info),
+            "effective_findings": [f.to_dict() for f in sort_findings(confirmed)],
+        }
+
+    def label_level(self, level: Any) -> Any:
+        """``level`` (a sweep's LevelResult) with a ``sim_stand_in`` column on its rows (None when not one)."""
+        label = self.sim_stand_in
+        requests = level.requests.assign(sim_stand_in=label)
+        info = level.info.assign(sim_stand_in=label)
+        return dataclasses.replace(level, requests=requests, info=info)
+
+
+@contextlib.contextmanager
+def prepare_launch(
+    variant: Variant,
+    *,
+    host: str | Host = "local",
+    engine: Literal["sim", "sglang"] = "sim",
+    python: str | None = None,
+    check: bool = True,
+) -> Iterator[PreparedLaunch]:
+    """Check ``variant`` for ``host`` and ``engine``, prepare its tree, and remove the tree afterwards.
+
+    Args:
+        variant: the variant.
+        host: where it will run.
+        engine: ``"sim"`` (paths only; patches recorded, not applied) or ``"sglang"``
+            (every check of :func:`workbench.variants._check.check_variant`; then the
+            patched tree).
+        python: the host's interpreter for the server (default: see :func:`host_python`).
+        check: run the pre-flight checks (default True).
+
+    Raises:
+        ConfigError: the checks found errors (listed in the message), or a patch does not apply.
+    """
+    h = get_host(host)
+    py = host_python(h, python)
+    findings: list[Finding] = []
+    if check and engine == "sglang":
+        findings = check_variant(variant, host=h, engine="sglang").findings
+    elif check:
+        findings = check_resources(variant, host=h, engine="sim")
+    if has_errors(findings):
+        lines = "\n".join(f.line() for f in sort_findings(findings) if f.severity == "error")
+        raise ConfigError(f"Pre-flight checks of variant {variant.name!r} for host {h.name!r} ({engine}) found "
+                          f"errors; nothing was launched:\n{lines}")  # fmt: skip
+    tree = prepare_tree(variant, host=h, python=py) if engine == "sglang" else None
+    try:
+        installed = None
+        if engine == "sglang" and tree is None:
+            try:
+                state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=py)
+                installed = state.get("installed")
+            except WorkbenchError as exc:
+                installed = {"error": str(exc)}
+        launch = dataclasses.replace(variant, env=tree.launch_env(variant.env)) if tree else variant
+        yield PreparedLaunch(variant, launch, engine, h.name, findings, tree, installed)
+    finally:
+        if tree is not None:
+            tree.close()
