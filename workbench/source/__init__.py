@@ -1,5 +1,6 @@
 """Source inspection: find, show and compare definitions in SGLang releases or a checkout on a host."""
 
+from workbench.source._inspection import Inspection, inspect_name
 from workbench.source.definitions import (
     DEFAULT_VERSIONS,
     callers_table,
@@ -32,6 +33,7 @@ __all__ = [
     "FlagProblem",
     "FlagTable",
     "HTMLFragment",
+    "Inspection",
     "LineRange",
     "Release",
     "SpeculativeAlgorithms",
@@ -46,6 +48,7 @@ __all__ = [
     "history_events",
     "history_table",
     "index_versions",
+    "inspect_name",
     "previous_release",
     "read_lines",
     "search_tree",
