@@ -9,7 +9,6 @@ Layout under the index directory (default ``~/.cache/specbench-workbench/index``
                             {"format", "root", "python", "written_ns",
                              "files": {rel: [size, mtime_ns, sha256]},
                              "sites": {sha256: " name name ... "}}
-    trees/<key>.words.json  {sha256: " word word ... "} (read only for reference queries)
     files/<ab>/<sha256>.<tag>.defs.json, files/<ab>/<sha256>.<tag>.refs.json
                             one file content's definitions, and its references
                             (the ``extract`` output of find_definitions.py, split
@@ -24,9 +23,10 @@ index was written is hashed again, as git does). ``sites`` lists the names that
 appear where a definition could bind them (after ``def``/``class``, or before
 ``=``, ``:``, ``,``, a closing bracket or a line end, after an opening bracket,
 comma, ``=``, ``*``, ``;`` or a line start), a superset of what the file defines;
-``words`` every identifier in it. Only files whose sites (definition queries) or
-words (reference queries) hold a query's last name segment are looked at, and each
-is parsed at most once per content and Python version.
+Only files whose sites hold a definition query's last name segment, and files
+whose bytes spell a reference query's last segment as a whole word (read each
+time: a name list of every file would cost more to load than the bytes to scan),
+are looked at, and each is parsed at most once per content and Python version.
 
 Every file is written to a temporary name in its directory and moved into place
 (``os.replace``), so concurrent helpers never see half a file (the last writer
@@ -58,17 +58,20 @@ _SITES = (
     re.compile(r"[(\[,=*;\n][ \t]*(" + _ID + r")[ \t]*(?=[=:,)\]\\\r\n])"),
     re.compile(r":[ \t]*(" + _ID + r")(?=[ \t]*=(?!=))"),
 )
-_WORDS = re.compile(_ID)
 
 
-def summarize(text: str) -> tuple:
-    """(sites, words) of a file's text, each a space-separated string with a space at both ends."""
+def summarize(text: str) -> str:
+    """The sites of a file's text: a space-separated string of names with a space at both ends."""
     sites = set()
     padded = "\n" + text
     for pattern in _SITES:
         sites.update(pattern.findall(padded))
-    words = set(_WORDS.findall(text))
-    return " %s " % " ".join(sorted(sites)), " %s " % " ".join(sorted(words))
+    return " %s " % " ".join(sorted(sites))
+
+
+def word_pattern(name: str):
+    """A bytes pattern of ``name`` (UTF-8) as a whole word; non-ASCII neighbours count as boundaries (a superset)."""
+    return re.compile(b"(?<![A-Za-z0-9_])" + re.escape(name.encode("utf-8")) + b"(?![A-Za-z0-9_])")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -116,11 +119,8 @@ class TreeIndex:
         self.tag = "py%d%d-f%d" % (sys.version_info[0], sys.version_info[1], FORMAT)
         key = hashlib.sha256(("%s\0%s" % (root, self.tag)).encode("utf-8", "surrogateescape")).hexdigest()[:32]
         self.path = os.path.join(self.directory, "trees", key + ".json")
-        self.words_path = os.path.join(self.directory, "trees", key + ".words.json")
         self.files = {}
         self.sites = {}
-        self.words = None
-        self.new_words = {}
         self.trust_before_ns = 0
         self.state = "new"
         self.changed = False
@@ -155,16 +155,6 @@ class TreeIndex:
                 return False
         return True
 
-    def load_words(self) -> None:
-        """Read the words file (needed for reference queries); entries that do not fit are dropped."""
-        if self.words is not None:
-            return
-        data = _read_json(self.words_path)
-        self.words = {}
-        if isinstance(data, dict):
-            self.words = {k: v for k, v in data.items() if isinstance(v, str)}
-        self.words.update(self.new_words)
-
     def known(self, rel: str, stat: os.stat_result):
         """The stored sha256 of ``rel`` when its size and mtime say it is unchanged, else None."""
         entry = self.files.get(rel)
@@ -174,13 +164,10 @@ class TreeIndex:
             return None  # modified too close to the last write to trust the stamp
         return entry[2]
 
-    def update(self, rel: str, stat: os.stat_result, sha: str, sites: str, words: str) -> None:
-        """Record a file's content hash and summaries."""
+    def update(self, rel: str, stat: os.stat_result, sha: str, sites: str) -> None:
+        """Record a file's content hash and sites."""
         self.files[rel] = [stat.st_size, stat.st_mtime_ns, sha]
         self.sites[sha] = sites
-        self.new_words[sha] = words
-        if self.words is not None:
-            self.words[sha] = words
         self.changed = True
 
     def forget_missing(self, present: set) -> None:
@@ -192,15 +179,12 @@ class TreeIndex:
             self.changed = True
 
     def save(self) -> None:
-        """Write the tree file (and the words file when words changed); failures are noted, not raised."""
+        """Write the tree file when it changed; failures are noted, not raised."""
         if not self.changed:
             return
         live = set(entry[2] for entry in self.files.values())
         written_ns = time.time_ns()
         try:
-            if self.new_words:
-                self.load_words()
-                write_atomic(self.words_path, json.dumps({k: v for k, v in self.words.items() if k in live}))
             write_atomic(self.path, json.dumps({
                 "format": FORMAT, "root": self.root, "python": self.python, "written_ns": written_ns,
                 "files": self.files, "sites": {k: v for k, v in self.sites.items() if k in live},

@@ -491,11 +491,9 @@ def answer(request: dict) -> dict:
     ref_names = set(q["parts"][-1] for q in queries if q["type"] == "references")
     needles = set(name.encode("utf-8") for name in def_names | ref_names)
     padded_defs = [" %s " % name for name in def_names]  # as summaries list names
-    padded_refs = [" %s " % name for name in ref_names]
     for query in queries:
         query["padded"] = " %s " % query["parts"][-1]
-    if index is not None and ref_names:
-        index.load_words()
+    word_patterns = dict((name, _index.word_pattern(name)) for name in ref_names)
     scanned = parsed = from_index = 0
     unparsable = []
     present = set()
@@ -508,35 +506,34 @@ def answer(request: dict) -> dict:
             unparsable.append({"path": rel, "error": "unreadable: %s" % exc.strerror})
             continue
         sha = index.known(rel, stat) if index is not None else None
-        if sha is not None and ref_names and sha not in index.words:
-            sha = None  # words lost (the words file was rebuilt): summarise again
-        data = text = None
-        if sha is not None:
-            sites, words = index.sites[sha], (index.words[sha] if ref_names else "")
-        else:
+        data = None
+        if sha is None or ref_names:  # reference queries look at every file's bytes
             try:
                 with open(full, "rb") as handle:
                     data = handle.read()
             except OSError as exc:
                 unparsable.append({"path": rel, "error": "unreadable: %s" % exc.strerror})
                 continue
+        if sha is not None:
+            sites = index.sites[sha]
+        else:
             if index is None and not any(needle in data for needle in needles):
                 continue
             sha = _index.sha256_hex(data)
             try:
-                text = decode_source(data)
-                sites, words = _index.summarize(text)
+                sites = _index.summarize(decode_source(data))
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError):
-                sites = words = " * "  # undecodable: a candidate for every query, reported as unparsable
+                sites = " * "  # undecodable: a candidate for every query, reported as unparsable
             if index is not None:
-                index.update(rel, stat, sha, sites, words)
-        if sites != " * " and not any(name in sites for name in padded_defs) and not any(
-                name in words for name in padded_refs):
+                index.update(rel, stat, sha, sites)
+        words = set(name for name, pattern in word_patterns.items()
+                    if name.encode("utf-8") in data and pattern.search(data)) if ref_names else ()
+        if sites != " * " and not words and not any(name in sites for name in padded_defs):
             continue
         active = [
             (i, q) for i, q in enumerate(queries)
             if (q["path_glob"] is None or fnmatch.fnmatchcase(rel, q["path_glob"]))
-            and (sites == " * " or q["padded"] in (sites if q["type"] == "definition" else words))
+            and (sites == " * " or (q["padded"] in sites if q["type"] == "definition" else q["parts"][-1] in words))
         ]
         if not active:
             continue
