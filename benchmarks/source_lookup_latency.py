@@ -78,6 +78,13 @@ class DelayProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(cancel_all(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
@@ -89,8 +96,11 @@ class DelayProxy:
         self._loop.run_forever()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True)
+        except asyncio.CancelledError:  # the proxy is closing
+            writer.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
@@ -142,8 +152,8 @@ def old_way(config: Path, alias: str, root: str, ranges: list[tuple[str, int, in
     """(a): one ``ssh host sed -n A,Bp FILE`` (OpenSSH's client, a new connection each) per definition."""
     started = time.perf_counter()
     for path, start, end in ranges:
-        subprocess.run(["ssh", "-F", str(config), alias, f"sed -n {start},{end}p {shlex.quote(os.path.join(root, path))}"],
-                       check=True, capture_output=True)  # fmt: skip
+        line = f"sed -n {start},{end}p {shlex.quote(os.path.join(root, path))}"
+        subprocess.run(["ssh", "-F", str(config), alias, line], check=True, capture_output=True)
     return time.perf_counter() - started
 
 

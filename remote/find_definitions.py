@@ -17,15 +17,21 @@ Request::
      "reads": [                            # optional: line ranges of files, no walk needed
         {"path": "srt/managers/utils.py", "start": 180, "end": 210}],   # end null: to the end
      "include_source": true,               # default true; false omits "source"
-     "max_matches": 500}                   # per query, default 500
+     "max_matches": 500,                   # per query, default 500
+     "index": true,                        # default true: use and update the on-host index
+     "index_dir": "~/.cache/specbench-workbench/index"}   # default; where the index lives
 
 A query ``a.b.c`` matches a definition whose dotted qualname ends with ``a.b.c``.
 Qualnames join enclosing classes and functions with dots (Python's ``<locals>``
 marker is left out, so ``outer.inner`` names a function nested in ``outer``).
 
 Answer: ``{"ok": true, "results": [{"query": ..., "matches": [...], "truncated": bool}],
-"files_scanned", "files_parsed", "files_unparsable", "unparsable", "elapsed_s",
-"python_version", "root", "reads"}``. A definition match has ``path`` (relative
+"files_scanned", "files_parsed", "files_from_index", "files_unparsable", "unparsable",
+"index", "elapsed_s", "python_version", "root", "reads"}``. ``files_parsed`` counts the
+files this run parsed, ``files_from_index`` the candidate files answered from the index
+(``_find_definitions_index.py`` describes it); ``index`` has ``dir``, ``tree_file``,
+``state`` (new, loaded, corrupt, or off), ``records_read``, ``records_written`` and
+``errors`` (an index that cannot be written does not fail the search). A definition match has ``path`` (relative
 to root, posix), ``qualname``, ``name``, ``kind`` (function / method / class, or
 variable / attribute for a name bound by an assignment at module level or in a
 class body), ``is_async``, ``start_line`` (first decorator line, 1-based),
@@ -47,11 +53,13 @@ lines, each ending in ``\n``, numbered as the parser numbers them) and ``error``
 batch). Without queries the tree is not walked.
 
 Directories whose names start with a dot, ``__pycache__`` and ``node_modules``
-are not entered, and symlinked directories are not followed. Only files whose
-bytes contain a query's last name segment are parsed (a name cannot be defined
-or referenced without being spelled), so ``files_parsed`` and ``unparsable``
-count those candidate files only. Files the host's Python cannot
-parse (syntax newer than the interpreter, encoding errors) are skipped and listed.
+are not entered, and symlinked directories are not followed. Only candidate files
+are parsed, each at most once per content: for a definition query, files that spell
+its last name segment where a definition could bind it; for a reference query,
+files whose bytes hold it as a whole word (a name cannot be defined or referenced
+without being spelled), so ``unparsable`` counts candidate files only. Files the
+host's Python cannot parse (syntax newer than the interpreter, encoding errors)
+are skipped and listed.
 
 Errors are answered as ``{"ok": false, "error": "...", "kind": "..."}`` with exit
 status 2 for a bad request or missing root, and 1 for an unexpected failure.

@@ -229,7 +229,9 @@ def test_python38_extracts_the_same_flags(version: str) -> None:
     assert old["flags"] == new["flags"] and old["speculative_algorithms"] == new["speculative_algorithms"]
 
 
-def test_the_table_is_a_pure_value_the_caller_passes_the_previous_release(v20: FlagTable, monkeypatch) -> None:  # noqa: ANN001
+def test_the_table_is_a_pure_value_the_caller_passes_the_previous_release(
+    v20: FlagTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import workbench.source.releases as releases
 
     def no_io(*args: object, **kwargs: object) -> None:

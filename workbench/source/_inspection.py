@@ -98,7 +98,9 @@ def inspect_name(
     [checked] = check_names(name)
     for path, start, end in lines:
         if not isinstance(start, int) or start < 1 or (end is not None and (not isinstance(end, int) or end < start)):
-            raise ConfigError(f"Line range {path}:{start}..{end} is not valid: lines are numbered from 1 and end >= start.")
+            raise ConfigError(
+                f"Line range {path}:{start}..{end} is not valid: lines are numbered from 1 and end >= start."
+            )
     compared = search_targets(versions, host=host, tree=tree, tree_label=tree_label)
     picked = select_versions(history, include_prereleases=include_prereleases) if history is not None else []
     labels = [label for label, _, _ in compared]
@@ -140,7 +142,9 @@ def _line_ranges(shown: list[tuple[Target, dict[str, Any]]], lines: Sequence[tup
             if read["error"]:
                 raise SourceError(f"Cannot read {path!r} in {where_text}: {read['error']}.")
             if start > read["total_lines"]:
-                raise SourceError(f"{path!r} in {where_text} has {read['total_lines']} lines; line {start} is past its end.")
+                raise SourceError(
+                    f"{path!r} in {where_text} has {read['total_lines']} lines; line {start} is past its end."
+                )
             ranges.append(LineRange(
                 path=path, start=start, end=read["end"], total_lines=read["total_lines"], text=read["text"],
                 host=where.name, root=answer["root"], version=label if root is None else None,
