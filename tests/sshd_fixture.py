@@ -14,6 +14,7 @@ When sshd is missing the tests FAIL (never skip): install Debian's openssh-serve
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
 import os
@@ -114,15 +115,19 @@ def _wait_for_banner(port: int, proc: subprocess.Popen, log_file: Path, timeout_
     pytest.fail(f"sshd did not answer on 127.0.0.1:{port} within {timeout_s} s:\n{log_file.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
-    """A running sshd on 127.0.0.1 with a ``wbtest`` alias in its own ssh config (see module doc)."""
+@contextlib.contextmanager
+def running_sshd(work: Path) -> Iterator[SSHD]:
+    """Start sshd with its keys and configs in ``work`` (made if missing); stop it on exit.
+
+    Also usable outside pytest (``benchmarks/source_lookup_latency.py``); a failure to
+    start raises pytest's ``Failed`` with sshd's log.
+    """
     if not os.access(SSHD_BINARY, os.X_OK) or shutil.which("ssh-keygen") is None:
         pytest.fail(
             f"{SSHD_BINARY} or ssh-keygen not found: the SSH tests need a real OpenSSH server. "
             "Install it with `apt-get install -y openssh-server` (as root), then run the tests again."
         )
-    work = tmp_path_factory.mktemp("sshd")
+    work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o700)
     host_key = work / "host_ed25519"
     host_key_line = _keygen(host_key)
@@ -174,6 +179,13 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
+    """A running sshd on 127.0.0.1 with a ``wbtest`` alias in its own ssh config (see module doc)."""
+    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
 
 
 @pytest.fixture

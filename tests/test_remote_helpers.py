@@ -117,11 +117,12 @@ def test_other_hosts_get_the_helper_uploaded_once_then_one_command_per_call(
     assert copy.read_bytes() == (REMOTE_DIR / "find_definitions.py").read_bytes()
     common = copy.parent / "_common.py"  # the module every helper imports, beside it
     assert common.read_bytes() == (REMOTE_DIR / "_common.py").read_bytes()
-    assert host.writes == [str(common), str(copy)] and len(host.commands) == 3  # try, check (ensure_files), run
+    index = copy.parent / "_find_definitions_index.py"  # its own module (COMPANION_MODULES), beside it too
+    assert host.writes == [str(common), str(index), str(copy)] and len(host.commands) == 3  # try, check, run
     host.commands.clear()
     second = call_helper(host, "find_definitions", request)
     assert second["results"] == first["results"]
-    assert len(host.commands) == 1 and host.writes == [str(common), str(copy)]  # warm: one round trip, no upload
+    assert len(host.commands) == 1 and host.writes == [str(common), str(index), str(copy)]  # warm: no upload
     assert helper_path(host, "find_definitions") == str(copy)
     host.commands.clear()
     common.unlink()  # the script is there but not what it imports: answered as a crash, not mistaken
@@ -138,7 +139,7 @@ def test_a_missing_interpreter_on_another_host_is_not_mistaken_for_a_missing_upl
     with pytest.raises(CommandError, match="no-such-python3") as info:
         call_helper(host, "find_definitions", {"root": str(tree), "queries": [{"name": "x"}]}, python="no-such-python3")
     assert "gpu-elsewhere" in str(info.value)
-    assert len(host.writes) == 2  # uploaded once (the helper and _common.py), then the run failed for its own reason
+    assert len(host.writes) == 3  # uploaded once (the helper, _common.py, its index module), then the run failed
 
 
 def _sibling_imports(path: Path) -> set[str]:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,8 +83,22 @@ def make_tree(root: Path) -> Path:
     return root
 
 
+#: The index directory of the running test (a fresh one per test, see ``fresh_index``).
+INDEX_DIR: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def fresh_index(tmp_path: Path) -> Iterator[Path]:
+    """Every test starts with an empty on-host index of its own (records are shared by content)."""
+    INDEX_DIR.append(tmp_path / "index")
+    yield INDEX_DIR[-1]
+    INDEX_DIR.pop()
+
+
 def run_script(request: dict, *, python: str = sys.executable) -> tuple[int, dict]:
-    """Run the script with ``python``; return (exit status, decoded answer)."""
+    """Run the script with ``python`` (index in the test's own directory unless given); return (status, answer)."""
+    if isinstance(request, dict) and INDEX_DIR:
+        request = {"index_dir": str(INDEX_DIR[-1]), **request}
     proc = subprocess.run(
         [python, str(SCRIPT)], input=json.dumps(request).encode(), capture_output=True, timeout=60, check=False
     )
@@ -276,3 +291,71 @@ def test_python38_gives_the_same_answer(tree: Path) -> None:
     status, old = run_script(request, python=PYTHON38)
     assert status == 0 and old["python_version"].startswith("3.8")
     assert old["results"] == new["results"]
+
+
+# -- the on-host index -------------------------------------------------------------------
+
+
+def test_a_second_call_answers_from_the_index_without_parsing(tree: Path, fresh_index: Path) -> None:
+    queries = [{"name": "target"}, {"name": "Outer.Inner"}, {"name": "target", "type": "references"}]
+    _, cold = run_script({"root": str(tree), "queries": queries})
+    assert cold["files_parsed"] == 4 and cold["files_from_index"] == 0 and cold["index"]["state"] == "new"
+    assert cold["index"]["records_written"] == 4 and cold["index"]["dir"] == str(fresh_index)
+    _, warm = run_script({"root": str(tree), "queries": queries})
+    assert warm["files_parsed"] == 0 and warm["files_from_index"] == 4 and warm["index"]["state"] == "loaded"
+    assert warm["results"] == cold["results"] and warm["unparsable"] == cold["unparsable"]
+    _, plain = run_script({"root": str(tree), "queries": queries, "index": False})
+    assert plain["results"] == cold["results"] and plain["index"] == {"state": "off"} and plain["files_parsed"] == 4
+    assert not (tree / ".cache").exists() and sorted(p.name for p in fresh_index.iterdir()) == ["files", "trees"]
+
+
+def test_a_changed_file_is_parsed_again_and_a_new_one_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    (root / "b.py").write_text("def f():\n    return 2\n", encoding="utf-8")
+    request = {"root": str(root), "queries": [{"name": "f"}]}
+    _, first = run_script(request)
+    assert first["files_parsed"] == 2
+    (root / "a.py").write_text("\n\ndef f(x):\n    return x\n", encoding="utf-8")  # same second: see RACY_NS
+    (root / "c.py").write_text("class f:\n    pass\n", encoding="utf-8")
+    _, second = run_script(request)
+    assert second["files_parsed"] == 2 and second["files_from_index"] == 1  # a.py changed, c.py new; b.py kept
+    assert [(m["path"], m["def_line"], m["signature"]) for m in second["results"][0]["matches"]] == [
+        ("a.py", 3, "(x)"), ("b.py", 1, "()"), ("c.py", 1, "")]  # fmt: skip
+    (root / "b.py").unlink()
+    _, third = run_script(request)
+    assert [m["path"] for m in third["results"][0]["matches"]] == ["a.py", "c.py"] and third["files_parsed"] == 0
+
+
+def test_a_corrupt_index_is_ignored_and_rebuilt(tree: Path, fresh_index: Path) -> None:
+    request = {"root": str(tree), "queries": [{"name": "target"}, {"name": "Outer", "type": "references"}]}
+    _, first = run_script(request)
+    [tree_file] = (fresh_index / "trees").iterdir()
+    tree_file.write_text('{"format": 1, "files": {', encoding="utf-8")  # cut short
+    records = sorted((fresh_index / "files").rglob("*.json"))
+    records[0].write_bytes(b"\x00not json")
+    records[1].write_text('{"defs": "not a list"}', encoding="utf-8")
+    status, second = run_script(request)
+    assert status == 0 and second["index"]["state"] == "corrupt" and second["results"] == first["results"]
+    assert 1 <= second["files_parsed"] <= 2  # the damaged records' files
+    _, third = run_script(request)
+    assert third["index"]["state"] == "loaded" and third["files_parsed"] == 0 and third["results"] == first["results"]
+    assert not [p for p in (fresh_index / "trees").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_an_unwritable_index_still_answers(tree: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "not a directory"
+    blocker.write_text("x", encoding="utf-8")
+    status, answer = run_script({"root": str(tree), "queries": [{"name": "target"}], "index_dir": str(blocker)})
+    assert status == 0 and len(answer["results"][0]["matches"]) == 6 and answer["index"]["errors"]
+
+
+@pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter on this machine")
+def test_python38_builds_and_reads_the_index(tree: Path) -> None:
+    queries = [{"name": "target"}, {"name": "target", "type": "references"}]
+    _, new = run_script({"root": str(tree), "queries": queries})
+    _, cold = run_script({"root": str(tree), "queries": queries}, python=PYTHON38)
+    _, warm = run_script({"root": str(tree), "queries": queries}, python=PYTHON38)
+    assert cold["files_parsed"] == 4 and warm["files_parsed"] == 0  # its own records: keyed by Python version
+    assert cold["results"] == warm["results"] == new["results"]

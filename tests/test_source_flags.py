@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import glob
 import io
 import json
@@ -80,7 +81,7 @@ def test_0_5_16_keeps_cuda_graph_max_bs_as_a_deprecated_alias(v16: FlagTable) ->
 
 
 def test_0_5_20_cuda_graph_max_bs_is_ambiguous_and_was_removed(v20: FlagTable) -> None:
-    assert v20.layout == "namespaces" and v20.compare_with == "auto"
+    assert v20.layout == "namespaces" and v20.previous_adjacent
     with pytest.raises(FlagError) as info:
         v20.resolve("--cuda-graph-max-bs")
     error = info.value
@@ -189,7 +190,7 @@ def test_a_checkout_is_read_from_its_python_sglang_directory(tmp_path: Path) -> 
     checkout.mkdir(parents=True)
     shutil.copy(package / "srt" / "server_args.py", checkout / "server_args.py")
     table = server_flags(str(tmp_path / "my 'sglang' checkout"))
-    assert table.version is None and table.label == f"local:{checkout.parent}" and table.compare_with is None
+    assert table.version is None and table.label == f"local:{checkout.parent}" and table.previous is None
     assert [f.option_strings for f in table.flags] == [f.option_strings for f in server_flags("0.5.9").flags]
     with pytest.raises(FlagError, match=r"is not a flag of local:.*Did you mean"):
         table.resolve("--cuda-graph-max-bz")
@@ -226,3 +227,21 @@ def test_python38_extracts_the_same_flags(version: str) -> None:
     new, old = answers
     assert old["ok"] and old["python_version"].startswith("3.8"), old.get("error")
     assert old["flags"] == new["flags"] and old["speculative_algorithms"] == new["speculative_algorithms"]
+
+
+def test_the_table_is_a_pure_value_the_caller_passes_the_previous_release(
+    v20: FlagTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workbench.source._releases as releases
+
+    def no_io(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a FlagTable must not fetch anything")
+
+    monkeypatch.setattr(releases, "sglang_release", no_io)
+    alone = dataclasses.replace(v20, previous=None, previous_adjacent=False)
+    with pytest.raises(FlagError) as info:
+        alone.resolve("--cuda-graph-max-bs")
+    assert info.value.fix is None and "removed" not in str(info.value)  # nothing to compare with: no history
+    given = dataclasses.replace(v20, previous=v20.previous, previous_adjacent=False)
+    with pytest.raises(FlagError, match=r"is gone in SGLang 0\.5\.20 \(in SGLang 0\.5\.19 it was a deprecated alias"):
+        given.resolve("--cuda-graph-max-bs")

@@ -117,6 +117,7 @@ def test_a_changed_helper_is_uploaded_under_a_new_key(counted, remote_tree: Path
     scripts.mkdir()
     original = (remote_helpers.REMOTE_DIR / "find_definitions.py").read_text(encoding="utf-8")
     (scripts / "find_definitions.py").write_text(original + f"\n# changed {uuid.uuid4().hex}\n", encoding="utf-8")
+    shutil.copy(remote_helpers.REMOTE_DIR / "_find_definitions_index.py", scripts)  # its companion module
     monkeypatch.setattr(remote_helpers, "REMOTE_DIR", scripts)
     location = remote_location("find_definitions")
     df = find_definition("größe_helper", versions=(), host=host, tree=str(remote_tree))

@@ -44,6 +44,7 @@ COMMON_MODULE = REMOTE_DIR / "_common.py"
 #: The modules a helper imports from its own directory besides ``_common.py`` (file names
 #: in ``remote/``, in upload order); uploaded beside it.
 COMPANION_MODULES: dict[str, tuple[str, ...]] = {
+    "find_definitions": ("_find_definitions_index.py",),
     "server_flags": ("_server_flags_tree.py", "_server_flags_records.py"),
 }
 

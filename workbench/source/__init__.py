@@ -23,6 +23,8 @@ _NAMES = {
     "history_table": "_history",
     "HTMLFragment": "_render",
     "index_versions": "_versions",
+    "Inspection": "_inspection",
+    "inspect_name": "_inspection",
     "LineRange": "_lines",
     "previous_release": "_versions",
     "read_lines": "_lines",

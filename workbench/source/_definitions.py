@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
@@ -26,7 +27,7 @@ import pandas as pd
 from workbench.errors import ConfigError
 from workbench.hosts import Host, LocalHost, get_host
 from workbench.hosts import call_helper
-from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
+from workbench.source._releases import DOWNLOAD_TIMEOUT_S, cache_dir, sglang_release
 
 #: Versions compared when none are given: the investigated release and a recent one.
 DEFAULT_VERSIONS: tuple[str, ...] = ("0.5.9", "0.5.23")
@@ -91,7 +92,7 @@ def find_definition(
         CommandError: the search helper could not run on ``host``.
     """
     return _search(
-        name, "definition", DEFINITION_COLUMNS, versions=versions, host=host, tree=tree,
+        name, "definition", versions=versions, host=host, tree=tree,
         tree_label=tree_label, include_source=include_source, timeout_s=timeout_s,
     )  # fmt: skip
 
@@ -126,7 +127,7 @@ def find_references(
         ConfigError, SourceError, HostError, CommandError: as for :func:`find_definition`.
     """
     return _search(
-        name, "references", REFERENCE_COLUMNS, versions=versions, host=host, tree=tree,
+        name, "references", versions=versions, host=host, tree=tree,
         tree_label=tree_label, include_source=False, timeout_s=timeout_s,
     )  # fmt: skip
 
@@ -139,8 +140,9 @@ def search_tree(
     reads: Sequence[dict[str, Any]] = (),
     include_source: bool = True,
     timeout_s: float = SEARCH_TIMEOUT_S,
+    index_dir: str | None = None,
 ) -> dict[str, Any]:
-    """Run one batch of queries and line reads against one tree on ``host`` (one round trip).
+    """Run one batch of queries and line reads against one tree on ``host`` (one round trip, one helper process).
 
     Args:
         host: where the tree is.
@@ -151,17 +153,33 @@ def search_tree(
             ``queries`` is empty.
         include_source: ask for each definition's source text.
         timeout_s: limit in seconds.
+        index_dir: where the helper keeps its index of the tree on ``host``: default
+            ``<cache>/index`` (:func:`index_dir`) on this machine, the helper's
+            ``~/.cache/specbench-workbench/index`` on any other host.
 
     Returns:
-        The answer of ``remote/find_definitions.py`` (see that script's docstring).
+        The answer of ``remote/find_definitions.py`` (see that script's docstring;
+        ``files_parsed`` counts the files it had to parse, ``files_from_index`` those
+        answered from its index).
 
     Raises:
         SourceError: the root does not exist or a query is invalid.
         HostError: the host could not be reached.
         CommandError: the helper could not run.
     """
-    request = {"root": root, "queries": list(queries), "reads": list(reads), "include_source": include_source}
+    request: dict[str, Any] = {"root": root, "queries": list(queries), "reads": list(reads),
+                               "include_source": include_source}  # fmt: skip
+    if index_dir is None and isinstance(host, LocalHost):
+        index_dir = str(local_index_dir())
+    if index_dir is not None:
+        request["index_dir"] = index_dir
     return call_helper(host, "find_definitions", request, timeout_s=timeout_s)
+
+
+def local_index_dir() -> Path:
+    """Where the search helper keeps its index of trees on this machine: ``index/`` beside the release cache
+    (``$WORKBENCH_CACHE_DIR/index`` or ``~/.cache/specbench-workbench/index``)."""
+    return cache_dir().parent / "index"
 
 
 def check_name(name: str) -> str:
@@ -225,61 +243,93 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _search(
-    name: str | Sequence[str],
-    qtype: Literal["definition", "references"],
-    columns: list[str],
-    *,
-    versions: Sequence[str],
-    host: str | Host,
-    tree: str | None,
-    tree_label: str | None,
-    include_source: bool,
-    timeout_s: float,
-) -> pd.DataFrame:
-    """Search every release in ``versions`` and ``tree`` for every name (one helper run per tree)."""
+#: One tree to search: (label, host, root); root None for a release (fetched when searched).
+Target = tuple[str, Host, "str | None"]
+
+
+def check_names(name: str | Sequence[str]) -> list[str]:
+    """``name`` as a non-empty list of checked names (see :func:`check_name`)."""
     names = [name] if isinstance(name, str) else list(name)
     if not names:
         raise ConfigError("No name to look up: pass a name or a non-empty list of names.")
     for each in names:
         check_name(each)
+    return names
+
+
+def search_targets(
+    versions: Sequence[str], *, host: str | Host = "local", tree: str | None = None, tree_label: str | None = None
+) -> list[Target]:
+    """The releases (searched on this machine) and the optional tree on ``host``, in that order."""
     if isinstance(versions, str):
         versions = [versions]
-    targets: list[tuple[str, Host, str | None]] = [(version, LocalHost(), None) for version in versions]
+    targets: list[Target] = [(version, LocalHost(), None) for version in versions]
     if tree is not None:
         tree_host = get_host(host)
         targets.append((tree_label or f"{tree_host.name}:{tree}", tree_host, tree))
-    queries = [{"name": each, "type": qtype} for each in names]
+    return targets
 
-    def one(target: tuple[str, Host, str | None]) -> dict[str, Any]:
-        label, where, root = target
+
+def run_searches(
+    targets: Sequence[Target],
+    batches: Sequence[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]],
+    *,
+    include_source: bool,
+    timeout_s: float,
+) -> list[dict[str, Any]]:
+    """One helper run per target with its batch of (queries, reads); releases fetched first. Parallel, in order.
+
+    Releases are fetched and searched :data:`PARALLEL_SEARCHES` at a time (pip and
+    the helper are subprocesses); the first error is raised as it is.
+    """
+
+    def one(job: tuple[Target, tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]]) -> dict[str, Any]:
+        (label, where, root), (queries, reads) = job
         if root is None:  # a release: fetched (or found in the cache) and searched here
             root = str(sglang_release(label, timeout_s=DOWNLOAD_TIMEOUT_S).package_dir)
-        return search_tree(where, root, queries, include_source=include_source, timeout_s=timeout_s)
+        return search_tree(where, root, queries, reads=reads, include_source=include_source, timeout_s=timeout_s)
 
-    # Releases are fetched and searched in parallel (pip and the helper are subprocesses);
-    # results keep the order asked for, and the first error is raised as it is.
     with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL_SEARCHES, len(targets)))) as pool:
-        answers = list(pool.map(one, targets))
+        return list(pool.map(one, zip(targets, batches, strict=True)))
+
+
+def answers_frame(
+    targets: Sequence[Target],
+    answers: Sequence[dict[str, Any]],
+    names: list[str],
+    qtype: Literal["definition", "references"],
+    *,
+    include_source: bool = True,
+    label: str | None = None,
+) -> pd.DataFrame:
+    """The tidy frame of the ``qtype`` results for ``names`` in each target's helper answer.
+
+    Each answer's ``results`` must hold a ``qtype`` query for each name (others are
+    skipped). Columns are :data:`DEFINITION_COLUMNS` or :data:`REFERENCE_COLUMNS`.
+    """
+    columns = DEFINITION_COLUMNS if qtype == "definition" else REFERENCE_COLUMNS
     rows: list[dict[str, Any]] = []
     searches: dict[str, dict[str, Any]] = {}
-    for (label, where, _), answer in zip(targets, answers, strict=True):
-        searches[label] = {
+    for (version, where, _), answer in zip(targets, answers, strict=True):
+        results = {r["query"]["name"]: r for r in answer["results"] if r["query"]["type"] == qtype}
+        searches[version] = {
             key: answer.get(key)
-            for key in ("root", "files_scanned", "files_parsed", "files_unparsable", "unparsable", "python_version")
-        }
-        searches[label]["truncated"] = any(result["truncated"] for result in answer["results"])
+            for key in ("root", "files_scanned", "files_parsed", "files_from_index", "files_unparsable", "unparsable",
+                        "python_version")
+        }  # fmt: skip
+        searches[version]["truncated"] = any(results[each]["truncated"] for each in names)
         if answer.get("files_unparsable"):
             listed = ", ".join(u["path"] for u in answer["unparsable"][:5])
             asked = ", ".join(repr(n) for n in names)
             warnings.warn(
-                f"{label}: {answer['files_unparsable']} file(s) mentioning {asked} could not be parsed by "
+                f"{version}: {answer['files_unparsable']} file(s) mentioning {asked} could not be parsed by "
                 f"Python {answer.get('python_version')} on host {where.name!r} ({listed}); matches in them "
                 "are missing. A newer python3 on the host may parse them.",
-                stacklevel=3,
+                stacklevel=4,
             )
-        base = {"version": label, "host": where.name, "root": answer["root"]}
-        for each, result in zip(names, answer["results"], strict=True):
+        base = {"version": version, "host": where.name, "root": answer["root"]}
+        for each in names:
+            result = results[each]
             if not result["matches"]:
                 rows.append({**base, "query": each, "found": False})
             for match in result["matches"]:
@@ -295,8 +345,28 @@ def _search(
             frame[column] = frame[column].astype(object)  # text stays text when every row lacks it
     if not include_source and "source" in frame.columns:
         frame = frame.drop(columns=["source"])
-    frame.attrs["name"] = names[0] if isinstance(name, str) else ", ".join(names)
+    frame.attrs["name"] = label if label is not None else ", ".join(names)
     frame.attrs["names"] = names
     frame.attrs["query"] = qtype
     frame.attrs["searches"] = searches
     return frame
+
+
+def _search(
+    name: str | Sequence[str],
+    qtype: Literal["definition", "references"],
+    *,
+    versions: Sequence[str],
+    host: str | Host,
+    tree: str | None,
+    tree_label: str | None,
+    include_source: bool,
+    timeout_s: float,
+) -> pd.DataFrame:
+    """Search every release in ``versions`` and ``tree`` for every name (one helper run per tree)."""
+    names = check_names(name)
+    targets = search_targets(versions, host=host, tree=tree, tree_label=tree_label)
+    queries = [{"name": each, "type": qtype} for each in names]
+    answers = run_searches(targets, [(queries, ())] * len(targets), include_source=include_source, timeout_s=timeout_s)
+    return answers_frame(targets, answers, names, qtype, include_source=include_source,
+                         label=names[0] if isinstance(name, str) else None)  # fmt: skip

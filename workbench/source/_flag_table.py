@@ -17,8 +17,8 @@ same destination); otherwise close spellings are suggested (difflib, similarity 
 at least :data:`SUGGEST_CUTOFF`, so a typo gets its flag and an unrelated flag
 that merely shares the ``--speculative-`` prefix gets no suggestion).
 
-Pure apart from :attr:`FlagTable.previous`, which reads the compared release's
-flags (and may ask the package index which release that is) on first use.
+Pure: the compared release's table is resolved by the caller
+(:func:`workbench.source.server_flags`) and held in :attr:`FlagTable.previous`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.errors import SourceError
 from workbench.source._flag_records import Flag, FlagError, FlagMatch, FlagProblem, SpeculativeAlgorithms
-from workbench.source._versions import previous_release
 
 #: Least difflib similarity (0-1) of a suggested spelling to an unknown flag. 0.8 keeps typos
 #: (``--specualtive-num-steps`` -> ``--speculative-num-steps``: 0.96; ``--enable-dp-attn`` ->
@@ -57,9 +55,9 @@ class FlagTable:
         parser: where the parser is built (file, line, prog).
         notes: what the extraction could not do (choices computed at run time, ...).
         host, root: where the source was read.
-        compare_with: the release compared against for removed flags: a version,
-            ``"auto"`` (the release right before :attr:`version` on the package index,
-            looked up when first needed), or None.
+        previous: the table of the release compared against for removed flags, or None.
+        previous_adjacent: :attr:`previous` is the release right before this one on the
+            package index (messages then say "was removed in"; otherwise "is gone in").
     """
 
     label: str
@@ -72,7 +70,8 @@ class FlagTable:
     notes: tuple[str, ...]
     host: str
     root: str
-    compare_with: str | None = None
+    previous: FlagTable | None = None
+    previous_adjacent: bool = False
 
     def __repr__(self) -> str:  # the flags themselves would fill a notebook cell
         return f"<FlagTable {self.label}: {len(self.flags)} flags, layout {self.layout!r}>"
@@ -99,28 +98,6 @@ class FlagTable:
     def options(self) -> list[str]:
         """Every option string, in the parser's order."""
         return list(self._by_option)
-
-    @functools.cached_property
-    def previous(self) -> FlagTable | None:
-        """The table of the release named by :attr:`compare_with` (built on first use), or None.
-
-        With ``"auto"``, an index that cannot be listed means no comparison (messages
-        then fall back to close spellings) rather than an error.
-        """
-        from workbench.source._flags import server_flags  # flags builds tables: imported on use
-
-        version = self.compare_with
-        if version == "auto":
-            try:
-                version = previous_release(self.version) if self.version else None
-            except SourceError:
-                return None
-        return server_flags(version, previous=None) if version else None
-
-    @property
-    def previous_adjacent(self) -> bool:
-        """True when :attr:`previous` is the release right before this one."""
-        return self.compare_with == "auto"
 
     # -- argparse semantics -----------------------------------------------------
     def match(self, token: str) -> FlagMatch:

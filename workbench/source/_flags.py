@@ -21,6 +21,7 @@ import functools
 import re
 from typing import Any
 
+from workbench.errors import SourceError
 from workbench.hosts import Host, LocalHost, get_host
 from workbench.hosts import call_helper
 from workbench.source._flag_records import (
@@ -33,6 +34,7 @@ from workbench.source._flag_records import (
 )
 from workbench.source._flag_table import FlagTable
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
+from workbench.source._versions import previous_release
 
 __all__ = [
     "FLAGS_TIMEOUT_S",
@@ -67,8 +69,9 @@ def server_flags(
         host: where a tree is (``"local"``, an ssh config alias, or a Host); releases
             are always read on this machine.
         previous: the release to compare against for removed flags: ``"auto"`` (the
-            release right before a release version, found on the package index when
-            first needed; none for a tree), a version, a table, or None.
+            release right before a release version, found on the package index; none
+            for a tree), a version, a table, or None. Its table is built here (a
+            second wheel and extraction) and held in :attr:`FlagTable.previous`.
         timeout_s: limit for the extraction, in seconds.
 
     Returns:
@@ -87,23 +90,39 @@ def server_flags(
         target = get_host(host)
         answer = call_helper(target, "server_flags", {"root": version_or_tree}, timeout_s=timeout_s)
         where, label, version = target.name, f"{target.name}:{answer['root']}", None
-    compare_with = None
-    if isinstance(previous, FlagTable):
-        compare_with = previous.version
-    elif previous == "auto":
-        compare_with = "auto" if version is not None else None
-    elif previous is not None:
-        compare_with = previous
-    table = FlagTable(
+    compared, adjacent = _previous_table(version, previous, timeout_s)
+    return FlagTable(
         label=label, version=version, flags=tuple(Flag.from_answer(f) for f in answer["flags"]),
         allow_abbrev=bool(answer["parser"]["allow_abbrev"]), layout=answer["layout"],
         speculative=SpeculativeAlgorithms.from_answer(answer["speculative_algorithms"]),
         parser=dict(answer["parser"]), notes=tuple(answer["notes"]), host=where, root=answer["root"],
-        compare_with=compare_with,
+        previous=compared, previous_adjacent=adjacent,
     )  # fmt: skip
+
+
+def _previous_table(version: str | None, previous: str | FlagTable | None, timeout_s: float
+                    ) -> tuple[FlagTable | None, bool]:  # fmt: skip
+    """(the table to compare against, whether it is the release right before ``version``).
+
+    ``"auto"`` asks the package index for the release before ``version`` (none for a
+    tree); an index that cannot be listed means no comparison (messages then fall
+    back to close spellings) rather than an error.
+    """
     if isinstance(previous, FlagTable):
-        table.__dict__["previous"] = previous  # cached_property's slot: no need to build it again
-    return table
+        return previous, False
+    if previous is None:
+        return None, False
+    if previous != "auto":
+        return server_flags(previous, previous=None, timeout_s=timeout_s), False
+    if version is None:
+        return None, False
+    try:
+        before = previous_release(version)
+    except SourceError:
+        return None, False
+    if before is None:
+        return None, False
+    return server_flags(before, previous=None, timeout_s=timeout_s), True
 
 
 @functools.lru_cache(maxsize=64)

@@ -71,6 +71,20 @@ def definition_history(
     """
     picked = select_versions(versions, include_prereleases=include_prereleases)
     found = find_definition(name, versions=picked, include_source=True, timeout_s=timeout_s)
+    return history_frame(name, picked, found, include_source=include_source)
+
+
+def history_frame(name: str, picked: list[str], found: pd.DataFrame, *, include_source: bool = True) -> pd.DataFrame:
+    """The history of ``name`` over the releases ``picked`` (oldest first), from their definitions.
+
+    Pure: the work of :func:`definition_history` once the releases are searched.
+
+    Args:
+        name: the name looked up.
+        picked: the releases, oldest first.
+        found: a :func:`workbench.source.find_definition` frame (with ``source``) holding those releases.
+        include_source: keep the ``source`` column.
+    """
     rows: list[dict[str, Any]] = []
     previous: list[dict[str, Any]] = []
     for index, version in enumerate(picked):

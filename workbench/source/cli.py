@@ -1,8 +1,8 @@
 """``workbench inspect NAME``: where a definition is, in releases or a tree on a host, and its history.
 
-Command-line layer only: parses options, calls :func:`find_definition`,
-:func:`find_references` and :func:`definition_history`, prints a compact table
-(or JSON with ``--json``). Registered on the root app in :mod:`workbench.cli`.
+Command-line layer only: parses options, calls :func:`workbench.source.inspect_name`
+(one helper run per release or tree for definitions, references and history),
+prints a compact table (or JSON with ``--json``). Registered on the root app in :mod:`workbench.cli`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import typer
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, get_host
-from workbench.source._definitions import DEFAULT_VERSIONS, MODULE_LEVEL, find_definition, find_references
-from workbench.source._history import definition_history
+from workbench.source._inspection import inspect_name
+from workbench.source._definitions import DEFAULT_VERSIONS, MODULE_LEVEL
 
 __all__ = ["format_table", "inspect_command"]
 
@@ -69,14 +69,16 @@ def inspect_command(
         where = get_host(host, config_file=ssh_config)
     report: dict[str, Any] = {"name": name}
     searched = bool(versions) or tree is not None
-    definitions = find_definition(name, versions=versions, host=where, tree=tree) if searched else None
+    # One helper run per release or tree answers all of it (definitions, references, history).
+    found = inspect_name(name, versions=versions, host=where, tree=tree, references=references and searched,
+                         history=history, include_prereleases=pre, include_source=source)  # fmt: skip
+    definitions = found.definitions if searched else None
     report["definitions"] = [] if definitions is None else _records(definitions, drop=() if source else ("source",))
-    refs = find_references(name, versions=versions, host=where, tree=tree) if references and searched else None
+    refs = found.references
     if refs is not None:
         report["references"] = _records(refs)
-    traced = None
-    if history is not None:
-        traced = definition_history(name, versions=history, include_prereleases=pre, include_source=source)
+    traced = found.history
+    if traced is not None:
         report["history"] = _records(traced)
     if as_json:
         typer.echo(json.dumps(report, indent=1, default=str))
