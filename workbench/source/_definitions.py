@@ -26,10 +26,9 @@ import pandas as pd
 from workbench.errors import ConfigError
 from workbench.hosts import Host, LocalHost, get_host
 from workbench.hosts import call_helper
+from workbench.source._defaults import DEFAULT_VERSIONS
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
 
-#: Versions compared when none are given: the investigated release and a recent one.
-DEFAULT_VERSIONS: tuple[str, ...] = ("0.5.9", "0.5.23")
 #: Limit for one search of one tree, in seconds.
 SEARCH_TIMEOUT_S = 300.0
 #: How many releases are fetched and searched at once.
