@@ -25,8 +25,8 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, LocalHost, get_host
-from workbench.hosts import call_helper
 from workbench.source._defaults import DEFAULT_VERSIONS
+from workbench.source._helper_call import call_source_helper
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
 
 #: Limit for one search of one tree, in seconds.
@@ -160,7 +160,7 @@ def search_tree(
         CommandError: the helper could not run.
     """
     request = {"root": root, "queries": list(queries), "reads": list(reads), "include_source": include_source}
-    return call_helper(host, "find_definitions", request, timeout_s=timeout_s)
+    return call_source_helper(host, "find_definitions", request, timeout_s=timeout_s)
 
 
 def check_name(name: str) -> str:

@@ -22,7 +22,6 @@ import re
 from typing import Any
 
 from workbench.hosts import Host, LocalHost, get_host
-from workbench.hosts import call_helper
 from workbench.source._flag_records import (
     Flag,
     FlagError,
@@ -32,6 +31,7 @@ from workbench.source._flag_records import (
     SpeculativeAlgorithms,
 )
 from workbench.source._flag_table import FlagTable
+from workbench.source._helper_call import call_source_helper
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
 
 __all__ = [
@@ -85,7 +85,7 @@ def server_flags(
         where, label, version = "local", version_or_tree, version_or_tree
     else:
         target = get_host(host)
-        answer = call_helper(target, "server_flags", {"root": version_or_tree}, timeout_s=timeout_s)
+        answer = call_source_helper(target, "server_flags", {"root": version_or_tree}, timeout_s=timeout_s)
         where, label, version = target.name, f"{target.name}:{answer['root']}", None
     compare_with = None
     if isinstance(previous, FlagTable):
@@ -110,4 +110,4 @@ def server_flags(
 def _release_answer(version: str, timeout_s: float) -> dict[str, Any]:
     """The helper's answer for a release (releases never change, so it is kept for the process)."""
     release = sglang_release(version, timeout_s=DOWNLOAD_TIMEOUT_S)
-    return call_helper(LocalHost(), "server_flags", {"root": str(release.package_dir)}, timeout_s=timeout_s)
+    return call_source_helper(LocalHost(), "server_flags", {"root": str(release.package_dir)}, timeout_s=timeout_s)
