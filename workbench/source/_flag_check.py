@@ -18,10 +18,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.source._flag_records import Flag, FlagError, FlagProblem
-from workbench.source._flag_table import FlagTable
+
+if TYPE_CHECKING:  # a table calls check_argv on itself (FlagTable.check); only its type is needed here
+    from workbench.source._flag_table import FlagTable
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -60,6 +60,9 @@ class FlagTable:
         compare_with: the release compared against for removed flags: a version,
             ``"auto"`` (the release right before :attr:`version` on the package index,
             looked up when first needed), or None.
+        load_release: builds the table of a release for :attr:`previous` (given by
+            :func:`workbench.source._flags.server_flags`, which builds tables, so that
+            this module need not import it); None: no comparison.
     """
 
     label: str
@@ -73,6 +76,7 @@ class FlagTable:
     host: str
     root: str
     compare_with: str | None = None
+    load_release: Callable[[str], FlagTable] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:  # the flags themselves would fill a notebook cell
         return f"<FlagTable {self.label}: {len(self.flags)} flags, layout {self.layout!r}>"
@@ -107,15 +111,15 @@ class FlagTable:
         With ``"auto"``, an index that cannot be listed means no comparison (messages
         then fall back to close spellings) rather than an error.
         """
-        from workbench.source._flags import server_flags  # flags builds tables: imported on use
-
         version = self.compare_with
+        if self.load_release is None:
+            return None
         if version == "auto":
             try:
                 version = previous_release(self.version) if self.version else None
             except SourceError:
                 return None
-        return server_flags(version, previous=None) if version else None
+        return self.load_release(version) if version else None
 
     @property
     def previous_adjacent(self) -> bool:

@@ -99,11 +99,16 @@ def server_flags(
         allow_abbrev=bool(answer["parser"]["allow_abbrev"]), layout=answer["layout"],
         speculative=SpeculativeAlgorithms.from_answer(answer["speculative_algorithms"]),
         parser=dict(answer["parser"]), notes=tuple(answer["notes"]), host=where, root=answer["root"],
-        compare_with=compare_with,
+        compare_with=compare_with, load_release=_release_table,
     )  # fmt: skip
     if isinstance(previous, FlagTable):
         table.__dict__["previous"] = previous  # cached_property's slot: no need to build it again
     return table
+
+
+def _release_table(version: str) -> FlagTable:
+    """The table of release ``version``, compared with nothing (a table's :attr:`FlagTable.previous`)."""
+    return server_flags(version, previous=None)
 
 
 @functools.lru_cache(maxsize=64)
