@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -14,6 +17,29 @@ from workbench.report.cli import split_report_args
 from workbench.errors import ConfigError
 
 runner = CliRunner()
+
+#: Packages the command line must not import before a verb runs (they cost seconds to import).
+HEAVY = ("pandas", "numpy", "nbformat", "papermill", "altair", "paramiko", "aiohttp", "jsonschema")
+
+
+def _heavy_imports(code: str) -> list[str]:
+    """The :data:`HEAVY` packages a fresh interpreter has imported after running ``code``."""
+    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_cli_imports_no_heavy_package() -> None:
+    assert _heavy_imports("import workbench.cli") == []
+
+
+@pytest.mark.parametrize("verb", [[], ["report"], ["servers"], ["inspect"], ["host", "check"], ["variants", "check"]],
+                         ids=lambda v: " ".join(v) or "root")
+def test_help_of_each_verb_imports_no_heavy_package(verb: list[str]) -> None:
+    code = ("import contextlib, io\nfrom workbench.cli import app\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            f"    app({[*verb, '--help']!r}, prog_name='workbench')")
+    assert _heavy_imports(code) == []
 
 
 def test_help_lists_commands() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
+from workbench.errors import CommandError, CommandTimeout, ConfigError, HelperError, SourceError
 from workbench.hosts import CommandResult, Host, LocalHost
 from workbench.hosts._helpers import REMOTE_DIR, call_helper, helper_files, helper_path, remote_location
 
@@ -61,13 +61,29 @@ def test_unknown_or_malformed_helper_names(name: str) -> None:
         call_helper(LocalHost(), name, {})
 
 
-def test_refused_request_is_a_source_error_naming_host_script_and_reason(tmp_path: Path) -> None:
+def test_refused_request_is_a_helper_error_naming_host_script_and_reason(tmp_path: Path) -> None:
     missing = tmp_path / "gone"
-    with pytest.raises(SourceError) as info:
+    with pytest.raises(HelperError) as info:
         call_helper(LocalHost(), "find_definitions", {"root": str(missing), "queries": [{"name": "x"}]})
     message = str(info.value)
     assert "'find_definitions'" in message and "host 'local'" in message
     assert str(missing) in message and "does not exist" in message
+    error = info.value
+    assert not isinstance(error, SourceError) and isinstance(error, CommandError)  # a host-side command failed
+    assert (error.helper, error.host, error.result.exit_status) == ("find_definitions", "local", 2)
+    assert "does not exist" in error.error
+
+
+@pytest.mark.parametrize(("name", "request_"), [
+    ("gpu_inventory", {"nvidia_smi": 7}),
+    ("checkout_state", {"paths": [""]}),
+    ("process_status", {"processes": "not a list"}),
+])
+def test_a_helper_that_is_not_about_source_refuses_with_a_helper_error(name: str, request_: dict) -> None:
+    with pytest.raises(HelperError) as info:
+        call_helper(LocalHost(), name, request_)
+    assert not isinstance(info.value, SourceError) and info.value.helper == name
+    assert f"remote helper {name!r}" in str(info.value) and "refused the request" in str(info.value)
 
 
 def test_request_that_is_not_json_is_a_config_error(tree: Path) -> None:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import workbench.source
-from workbench.errors import SourceError
+from workbench.errors import HelperError, SourceError
 from workbench.source import find_definition, find_references, sglang_release, summary_table
 from workbench.source._definitions import DEFINITION_COLUMNS, REFERENCE_COLUMNS
 
@@ -96,8 +96,10 @@ def test_a_tree_on_the_host_is_searched_next_to_releases(tmp_path: Path) -> None
 
 
 def test_missing_tree_is_a_source_error(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="does not exist"):
+    """The helper's refusal (a HelperError from workbench.hosts) is translated where the source package calls it."""
+    with pytest.raises(SourceError, match="does not exist") as info:
         find_definition("x", versions=(), tree=str(tmp_path / "nope"))
+    assert isinstance(info.value.__cause__, HelperError) and info.value.__cause__.helper == "find_definitions"
 
 
 def test_summary_table_is_short(alloc: pd.DataFrame) -> None:

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from sshd_fixture import ssh_host, sshd  # noqa: F401  (pytest fixtures)
+from sshd_fixture import ALIAS, ssh_host, sshd  # noqa: F401  (pytest fixtures)
 
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, ConnectionLost, HostError
 from workbench.hosts import LocalHost
 from workbench.paths import PACKAGE_ROOT
 from workbench.variants._variant import load_variant
@@ -170,3 +170,57 @@ def test_patches_without_base_are_refused(tmp_path: Path) -> None:
     v = type(v)(**{**v.__dict__, "base": None})
     with pytest.raises(ConfigError, match="patches but no base"):
         prepare_tree(v, host="local")
+
+
+class _ReadFails(LocalHost):
+    """This machine, whose file reads fail the way an SSH host's do when its connection drops
+    (``ConnectionLost``) or a file is unreadable (``HostError`` from a ``PermissionError``)."""
+
+    def __init__(self, error: HostError) -> None:
+        super().__init__()
+        self.error = error
+
+    def read_bytes(self, path: str) -> bytes:
+        raise self.error
+
+
+def _unreadable() -> HostError:
+    try:
+        raise PermissionError(13, "Permission denied")
+    except PermissionError as exc:
+        try:
+            raise HostError("Cannot read x on host 'local': Permission denied") from exc
+        except HostError as err:
+            return err
+
+
+@pytest.mark.parametrize("error", [
+    ConnectionLost("Connection to host local dropped while trying to read x, and again after reconnecting"),
+    _unreadable(),
+], ids=["connection-lost", "permission-denied"])
+def test_a_failed_read_in_the_trial_is_raised_not_taken_for_a_missing_file(
+    checkout: Path, tmp_path: Path, error: HostError
+) -> None:
+    """Before, any exception while reading the touched files meant 'the target lacks it': a trial on a
+    host whose connection dropped came back ok with no files. Now only a missing file is left out."""
+    host = _ReadFails(error)
+    with pytest.raises(type(error)) as info:
+        trial_apply(variant_on(tmp_path, f"local:{checkout}"), host=host)
+    assert info.value is error
+    assert any("patch-check scratch tree on host 'local'" in note for note in info.value.__notes__)
+
+
+def test_a_file_the_checkout_lacks_is_left_out_over_ssh(ssh_host, tmp_path: Path) -> None:
+    """A missing file over SFTP (ENOENT) is still just not shown; the failed check names it."""
+    repo = tmp_path / "sglang-without-worker"
+    (repo / "python" / "sglang").mkdir(parents=True)
+    (repo / "python" / "sglang" / "version.py").write_text('__version__ = "0.5.9"\n')
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "no worker")
+    trial = trial_apply(variant_on(tmp_path, f"{ALIAS}:{repo}"), host=ssh_host)
+    assert trial.files == {} and not trial.ok and trial.target.startswith(f"{ALIAS}:{repo} at ")
+    assert trial.checks[0].file == WORKER and "does not exist" in trial.checks[0].message
+    with pytest.raises(HostError) as info:  # what the trial met, as the host raises it
+        ssh_host.read_bytes(f"{repo}/{WORKER}")
+    assert type(info.value) is HostError and isinstance(info.value.__cause__, FileNotFoundError)

@@ -46,6 +46,9 @@ class Study:
     requests: pd.DataFrame
     manifests: list[dict[str, Any]]
     baseline: str
+    #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
+    _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
@@ -102,8 +105,17 @@ class Study:
         return ratio_table(self.levels, baseline=self.baseline, spec=spec, metrics=COMPARED)
 
     def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
-        """Bootstrap CI of the per-request tok/s ratio of ``spec`` over the baseline, per level."""
-        return per_request_ratio_ci(self.requests, baseline=self.baseline, spec=spec, confidence=confidence)
+        """Bootstrap CI of the per-request tok/s ratio of ``spec`` over the baseline, per level.
+
+        The bootstrap (2000 resamples per level) runs once per (``spec``, ``confidence``)
+        for this study; later calls (:meth:`charts`, :meth:`findings`, again) get a copy
+        of that result. A study's rows are not meant to change after it is built.
+        """
+        key = (spec, confidence)
+        if key not in self._ci_cache:
+            self._ci_cache[key] = per_request_ratio_ci(self.requests, baseline=self.baseline, spec=spec,
+                                                       confidence=confidence)  # fmt: skip
+        return self._ci_cache[key].copy()
 
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric."""

@@ -7,6 +7,12 @@ line, so teammates add theirs without touching the others::
     app.add_typer(sim_app, name="sim")          # a Typer sub-app from workbench/sim
     app.command("bench")(bench_command)         # a plain function from workbench/bench
 
+A verb's module is imported for every ``workbench`` call, ``--help`` included, so it
+imports only typer and light modules at its top and the rest (pandas, nbformat,
+papermill, the host machinery) inside its command: ``workbench --help`` starts in
+about 0.2 s (docs/PERFORMANCE.md). ``tests/test_cli.py`` checks that neither importing
+this module nor any verb's ``--help`` imports those packages.
+
 Errors: a :class:`~workbench.errors.WorkbenchError` raised by any subcommand is
 printed as one message on stderr, without a traceback; the exit status is 2 for
 :class:`~workbench.errors.ConfigError` (bad input) and 1 for the rest.

@@ -13,7 +13,9 @@ and its message says what failed, where (host, command, file), and what to do::
     │   ├── HostAuthError      the host accepted none of the keys offered
     │   ├── ConnectionLost     an open SSH connection dropped (partial result attached)
     │   └── CommandError       a command ran and failed (exit status, stderr tail)
-    │       └── CommandTimeout the command outlived its timeout
+    │       ├── CommandTimeout the command outlived its timeout
+    │       └── HelperError    a remote helper (remote/<name>.py) refused its request:
+    │                          .helper, .host, its error quoted (workbench.hosts.call_helper)
     ├── ServerError            a server variant failed to start, answer or stop
     │   └── ServerStartError   it never became ready: .kind (classified from its log, one
     │                          of workbench.servers._failures.KINDS: lease_expired,
@@ -21,13 +23,18 @@ and its message says what failed, where (host, command, file), and what to do::
     │                          import_error, timeout, unknown), .suggestion (one line:
     │                          what to try), .log_tail
     ├── BenchmarkError         the load generator could not measure a level
-    ├── SourceError            source inspection failed (download, parse)
+    ├── SourceError            source inspection failed (download, parse, a source tree the
+    │                          helper refused, such as a root that does not exist)
     └── ReportError            a notebook failed while regenerating a report
 
 Third-party exceptions are translated at the boundary (``raise X(...) from exc``):
 paramiko's and the socket's in :mod:`workbench.hosts._sshconnect` and
 :mod:`workbench.hosts._ssh`. The SSH errors are importable from
-:mod:`workbench.hosts` too.
+:mod:`workbench.hosts` too. So are the workbench's own between packages: a
+:class:`HelperError` from a helper the source package runs (``find_definitions``,
+``server_flags``) becomes a :class:`SourceError` where that package calls it
+(:mod:`workbench.source._helper_call`); the other helpers (``gpu_inventory``,
+``checkout_state``, ``process_status``, ``server_watchdog``) raise it as it is.
 """
 
 from __future__ import annotations
@@ -84,6 +91,28 @@ class CommandError(HostError):
 
 class CommandTimeout(CommandError):
     """A command on a host ran past its timeout and was killed."""
+
+
+class HelperError(CommandError):
+    """A remote helper script (``remote/<name>.py``) ran on a host and refused its request.
+
+    The helper answered ``{"ok": false, "kind": "request"}`` (exit status 2): the request
+    cannot be served there, e.g. a directory that does not exist or a malformed field.
+    A helper that crashed or gave no answer is a plain :class:`CommandError`.
+
+    Attributes:
+        result: the :class:`workbench.hosts.CommandResult` of the helper's run.
+        helper: the helper's name (``"checkout_state"``).
+        host: the host's name.
+        error: the helper's own error message.
+    """
+
+    def __init__(self, message: str, result: object | None = None, *, helper: str = "", host: str = "",
+                 error: str = "") -> None:
+        super().__init__(message, result)
+        self.helper = helper
+        self.host = host
+        self.error = error
 
 
 class ServerError(WorkbenchError):

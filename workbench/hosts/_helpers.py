@@ -33,7 +33,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import CommandError, CommandTimeout, ConfigError, SourceError
+from workbench.errors import CommandError, CommandTimeout, ConfigError, HelperError
 from workbench.hosts import CommandResult, Host, LocalHost, shell_path
 from workbench.hosts._upload import DEFAULT_CACHE_DIR, ensure_files, files_key
 
@@ -147,9 +147,9 @@ def call_helper(
         ConfigError: unknown helper, or ``request`` is not JSON-serialisable.
         HostError: the helper cannot be uploaded to ``host`` or the host not reached.
         CommandTimeout: the helper ran past ``timeout_s``.
-        SourceError: the helper ran and refused the request (e.g. the root directory
-            does not exist); the message quotes its error. All current helpers inspect
-            source trees, hence this error class.
+        HelperError: the helper ran and refused the request (e.g. the root directory
+            does not exist); the message quotes its error. The source package turns
+            it into a SourceError for its helpers (:mod:`workbench.source`).
         CommandError: the helper could not run or crashed (no answer, malformed answer,
             or an internal error); message has host, script, exit status and stderr tail.
     """
@@ -183,7 +183,8 @@ def call_helper(
     message = answer.get("error") or f"exit status {result.exit_status} without an error message"
     if answer.get("kind") == "request":
         tail = result.tail().strip()
-        raise SourceError(f"The {where} refused the request: {message}" + (f"\n--- stderr ---\n{tail}" if tail else ""))
+        raise HelperError(f"The {where} refused the request: {message}" + (f"\n--- stderr ---\n{tail}" if tail else ""),
+                          result, helper=name, host=host.name, error=str(message))
     trace = str(answer.get("traceback", "")).strip()
     message = f"The {where} failed: {message}\n{result.describe()}"
     raise CommandError(message + (f"\n--- helper traceback ---\n{trace}" if trace else ""), result)

@@ -12,7 +12,7 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "check_parameters": "_params",
     "default_notebooks": "_discovery",
-    "DEFAULT_OUT_DIR": "_runner",
+    "DEFAULT_OUT_DIR": "_discovery",
     "distribute_parameters": "_params",
     "export_html": "_html",
     "external_resources": "_html",

@@ -1,4 +1,4 @@
-"""Which notebooks ``workbench report`` runs when given none, and in what order."""
+"""Which notebooks ``workbench report`` runs when given none, in what order, and where reports go."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from pathlib import Path
 
 from workbench.errors import ConfigError
 
-__all__ = ["NOTEBOOK_ORDER", "default_notebooks", "find_notebooks_dir"]
+__all__ = ["DEFAULT_OUT_DIR", "NOTEBOOK_ORDER", "default_notebooks", "find_notebooks_dir"]
+
+#: Where reports go unless told otherwise (relative to the current directory).
+DEFAULT_OUT_DIR = Path("reports")
 
 #: Notebooks that run first, in this order; the others follow alphabetically.
 NOTEBOOK_ORDER = ("inspect_source.ipynb", "spec_vs_baseline.ipynb")

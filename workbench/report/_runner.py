@@ -23,14 +23,12 @@ from typing import Any
 import nbformat
 
 from workbench.errors import ConfigError, ReportError
+from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._params import check_parameters, notebook_parameters
 from workbench.report._provenance import git_state, provenance
 
 __all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "ReportResult", "run_notebook"]
-
-#: Where reports go unless told otherwise (relative to the current directory).
-DEFAULT_OUT_DIR = Path("reports")
 
 #: The IPython kernel of the environment running the workbench.
 DEFAULT_KERNEL = "python3"

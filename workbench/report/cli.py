@@ -2,6 +2,8 @@
 
 Command-line layer only: parses arguments, calls :func:`run_notebook` per notebook,
 prints where each report went. Registered on the root app in :mod:`workbench.cli`.
+Importing this module is cheap: the report machinery (papermill, nbformat) is
+imported when the command runs, not for ``--help``.
 """
 
 from __future__ import annotations
@@ -14,14 +16,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError, ReportError
-from workbench.report._discovery import default_notebooks, find_notebooks_dir
-from workbench.report._params import (
-    distribute_parameters,
-    load_params_file,
-    notebook_parameters,
-    parse_param_pairs,
-)
-from workbench.report._runner import DEFAULT_OUT_DIR, run_notebook
+from workbench.report._discovery import DEFAULT_OUT_DIR, default_notebooks, find_notebooks_dir
 
 __all__ = ["REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
 
@@ -83,6 +78,10 @@ def report_command(
     notebooks whose parameters cell declares NAME; a NAME no notebook declares is
     an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/.
     """
+    # imported here, not at the top: papermill, nbformat and yaml cost seconds that `--help` need not pay
+    from workbench.report._params import distribute_parameters, load_params_file, notebook_parameters, parse_param_pairs
+    from workbench.report._runner import run_notebook
+
     names, pairs = split_report_args(ctx.args)
     given: dict[str, Any] = load_params_file(params_file) if params_file is not None else {}
     given.update(parse_param_pairs(pairs))

@@ -4,20 +4,22 @@ Registered in :mod:`workbench.cli` one line each::
 
     app.command("servers")(servers_command)
     app.add_typer(host_app, name="host")
+
+Importing this module is cheap: the host machinery (paramiko) and the registry are
+imported when a command runs, not for ``--help``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from workbench.errors import ConfigError
-from workbench.hosts import get_host
-from workbench.servers import _registry as registry
-from workbench.hosts import check_host, parse_requirements, render
-from workbench.hosts import host_python, servers_dir
+
+if TYPE_CHECKING:
+    from workbench.servers._registry import ServerEntry
 
 __all__ = ["host_app", "servers_command"]
 
@@ -49,6 +51,9 @@ def servers_command(
         raise ConfigError("Name servers (or --all) only together with --stop, e.g. `workbench servers --stop ID`.")
     if stop and not server_ids and not all_:
         raise ConfigError("--stop needs server ids (or ports), or --all.")
+    from workbench.hosts import get_host, host_python, servers_dir
+    from workbench.servers import _registry as registry
+
     h = get_host(host, config_file=config_file)
     py = host_python(h, python)
     entries = registry.list_servers(h, servers_dir(h, state_dir), python=py)
@@ -71,7 +76,7 @@ def servers_command(
     typer.echo(_table(entries))
 
 
-def _entry_json(entry: registry.ServerEntry) -> dict:
+def _entry_json(entry: ServerEntry) -> dict:
     out = entry.record.to_json()
     out.update(state=entry.state, members=entry.status.members, ports=entry.status.ports,
                heartbeat_age_s=entry.status.heartbeat_age_s,
@@ -79,7 +84,9 @@ def _entry_json(entry: registry.ServerEntry) -> dict:
     return out
 
 
-def _table(entries: list[registry.ServerEntry]) -> str:
+def _table(entries: list[ServerEntry]) -> str:
+    from workbench.servers import _registry as registry
+
     rows = [("ID", "VARIANT", "ENGINE", "PORT", "PGID", "STATE", "GPUS", "AGE", "HEARTBEAT", "GUARD", "LOG")]
     for e in entries:
         r = e.record
@@ -117,6 +124,8 @@ def host_check_command(
     Exits 1 with what to do when the host cannot be used (unreachable, authentication,
     host key, no Python 3.8+), or when a --require'd part is missing.
     """
+    from workbench.hosts import check_host, parse_requirements, render
+
     report = check_host(host, config_file=config_file, python=python, sglang_path=sglang_path,
                         require=parse_requirements(require))
     if as_json:

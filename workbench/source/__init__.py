@@ -7,7 +7,7 @@ _NAMES = {
     "cache_dir": "_releases",
     "callers_table": "_definitions",
     "Change": "_history",
-    "DEFAULT_VERSIONS": "_definitions",
+    "DEFAULT_VERSIONS": "_defaults",
     "definition_history": "_history",
     "diff_panes": "_render",
     "find_definition": "_definitions",

@@ -26,11 +26,10 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.hosts import Host, LocalHost, get_host
-from workbench.hosts import call_helper
+from workbench.source._defaults import DEFAULT_VERSIONS
+from workbench.source._helper_call import call_source_helper
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, cache_dir, sglang_release
 
-#: Versions compared when none are given: the investigated release and a recent one.
-DEFAULT_VERSIONS: tuple[str, ...] = ("0.5.9", "0.5.23")
 #: Limit for one search of one tree, in seconds.
 SEARCH_TIMEOUT_S = 300.0
 #: How many releases are fetched and searched at once.
@@ -173,7 +172,7 @@ def search_tree(
         index_dir = str(local_index_dir())
     if index_dir is not None:
         request["index_dir"] = index_dir
-    return call_helper(host, "find_definitions", request, timeout_s=timeout_s)
+    return call_source_helper(host, "find_definitions", request, timeout_s=timeout_s)
 
 
 def local_index_dir() -> Path:

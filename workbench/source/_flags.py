@@ -23,7 +23,6 @@ from typing import Any
 
 from workbench.errors import SourceError
 from workbench.hosts import Host, LocalHost, get_host
-from workbench.hosts import call_helper
 from workbench.source._flag_records import (
     Flag,
     FlagError,
@@ -33,6 +32,7 @@ from workbench.source._flag_records import (
     SpeculativeAlgorithms,
 )
 from workbench.source._flag_table import FlagTable
+from workbench.source._helper_call import call_source_helper
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, sglang_release
 from workbench.source._versions import previous_release
 
@@ -88,7 +88,7 @@ def server_flags(
         where, label, version = "local", version_or_tree, version_or_tree
     else:
         target = get_host(host)
-        answer = call_helper(target, "server_flags", {"root": version_or_tree}, timeout_s=timeout_s)
+        answer = call_source_helper(target, "server_flags", {"root": version_or_tree}, timeout_s=timeout_s)
         where, label, version = target.name, f"{target.name}:{answer['root']}", None
     compared, adjacent = _previous_table(version, previous, timeout_s)
     return FlagTable(
@@ -129,4 +129,4 @@ def _previous_table(version: str | None, previous: str | FlagTable | None, timeo
 def _release_answer(version: str, timeout_s: float) -> dict[str, Any]:
     """The helper's answer for a release (releases never change, so it is kept for the process)."""
     release = sglang_release(version, timeout_s=DOWNLOAD_TIMEOUT_S)
-    return call_helper(LocalHost(), "server_flags", {"root": str(release.package_dir)}, timeout_s=timeout_s)
+    return call_source_helper(LocalHost(), "server_flags", {"root": str(release.package_dir)}, timeout_s=timeout_s)

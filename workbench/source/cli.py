@@ -3,6 +3,8 @@
 Command-line layer only: parses options, calls :func:`workbench.source.inspect_name`
 (one helper run per release or tree for definitions, references and history),
 prints a compact table (or JSON with ``--json``). Registered on the root app in :mod:`workbench.cli`.
+Importing this module is cheap: pandas and the search machinery are imported when
+the command runs, not for ``--help``.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import pandas as pd
 import typer
 
 from workbench.errors import ConfigError
-from workbench.hosts import Host, get_host
-from workbench.source._inspection import inspect_name
-from workbench.source._definitions import DEFAULT_VERSIONS, MODULE_LEVEL
+from workbench.source._defaults import DEFAULT_VERSIONS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.hosts import Host
 
 __all__ = ["format_table", "inspect_command"]
 
@@ -61,6 +65,10 @@ def inspect_command(
 
         workbench inspect get_alloc_len_per_decode --history 0.5.2..0.5.23 --json
     """
+    # imported here, not at the top: pandas and the host machinery cost a second that `--help` need not pay
+    from workbench.hosts import get_host
+    from workbench.source._inspection import inspect_name
+
     versions: Sequence[str] = list(sglang) if sglang else (() if tree or history else DEFAULT_VERSIONS)
     where: str | Host = host
     if tree is not None or host != "local":
@@ -108,6 +116,8 @@ def _records(frame: pd.DataFrame, *, drop: Sequence[str] = ()) -> list[dict[str,
 
 
 def _plain(value: Any) -> Any:
+    import pandas as pd
+
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
@@ -117,6 +127,10 @@ def _plain(value: Any) -> Any:
 
 def _view(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """The display columns of a result frame (``lines`` built from the line range; digests shortened)."""
+    import pandas as pd
+
+    from workbench.source._definitions import MODULE_LEVEL
+
     view = frame.copy()
     if "lines" in columns and "start_line" in view.columns:
         view["lines"] = [

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, HostError
 from workbench.hosts import Host, LocalHost, get_host
 from workbench.variants._variant import Variant
 from workbench.source import Change, unified_diff
@@ -137,13 +137,33 @@ def _run_trial(h: Host, root: str, patches: list[Patch], *, target: str, version
 
 
 def _read_files(h: Host, root: str, paths: list[str]) -> dict[str, str]:
+    """``paths`` under ``root`` on ``h`` as text; a file the target lacks is left out.
+
+    Raises:
+        HostError: any other failure to read (a dropped connection, a permission
+            error), with a note naming the scratch tree; never taken for a missing file.
+    """
     out = {}
     for rel in paths:
+        path = f"{root}/{rel}"
         try:
-            out[rel] = h.read_bytes(f"{root}/{rel}").decode("utf-8", errors="replace")
-        except Exception:  # noqa: BLE001 - a file the target lacks is simply not shown
-            continue
+            out[rel] = h.read_bytes(path).decode("utf-8", errors="replace")
+        except HostError as exc:
+            if _missing_file(exc):
+                continue  # the target has no such file: nothing to show for it
+            exc.add_note(f"while reading {path} in the patch-check scratch tree on host {h.name!r}")
+            raise
     return out
+
+
+def _missing_file(exc: HostError) -> bool:
+    """True when a host's ``read_bytes`` failed because the file does not exist.
+
+    Both hosts raise a plain :class:`HostError` chained to the ``FileNotFoundError``
+    (``open`` on this machine, SFTP's ``ENOENT`` over SSH); a dropped connection is a
+    :class:`ConnectionLost` and a refused read another ``OSError``, so neither matches.
+    """
+    return type(exc) is HostError and isinstance(exc.__cause__, FileNotFoundError)
 
 
 def patched_changes(trial: TrialResult, *, context: int = 3) -> list[Change]:

@@ -3,6 +3,8 @@
 Registered in :mod:`workbench.cli` in one line::
 
     app.add_typer(variants_app, name="variants")
+
+Importing this module is cheap: the checks are imported when the command runs, not for ``--help``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from typing import Annotated, Optional
 import typer
 
 from workbench.errors import ConfigError
-from workbench.variants._check import check_variants
-from workbench.variants._findings import count_line, has_errors, sort_findings
 
 __all__ = ["variants_app"]
 
@@ -60,6 +60,10 @@ def check_command(
         raise ConfigError(f"--engine must be 'sim' or 'sglang', not {engine!r}")
     if min_severity not in _SEVERITY:
         raise ConfigError(f"--show must be one of {', '.join(_SEVERITY)}, not {min_severity!r}")
+    # imported here, not at the top: the checks (pandas, the source and host machinery) cost a second
+    from workbench.variants._check import check_variants
+    from workbench.variants._findings import count_line, has_errors, sort_findings
+
     found = check_variants(variants or None, host=host, sglang=sglang, engine=engine,  # type: ignore[arg-type]
                            baseline=baseline)  # fmt: skip
     findings = sort_findings(found)

@@ -1,0 +1,70 @@
+"""Study: the per-request bootstrap is computed once per study, whatever asks for it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import workbench._study as study_module
+from workbench import Study
+
+
+def _study() -> Study:
+    """Two variants at concurrency 1, 2 and 4: per-level rows and 6 requests per level each."""
+    rng = np.random.default_rng(0)
+    levels, requests = [], []
+    for c, base, spec in [(1, 90.0, 99.0), (2, 170.0, 160.0), (4, 300.0, 240.0)]:
+        for name, total in (("baseline", base), ("eagle3", spec)):
+            levels.append({"variant": name, "concurrency": c, "output_throughput_tok_s": total,
+                           "mean_per_request_tok_s": total / c, "simulated": True, "engine": "sim",
+                           "accept_length": 2.7 if name == "eagle3" else float("nan")})
+            for i in range(6):
+                tok_s = total / c * rng.uniform(0.9, 1.1)
+                requests.append({"variant": name, "concurrency": c, "request_index": i, "output_tokens": 256,
+                                 "e2e_ms": 256 / tok_s * 1000, "error": None})
+    return Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline")
+
+
+@pytest.fixture
+def bootstraps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
+    """Every call of the bootstrap the Study makes, as (spec, confidence)."""
+    calls: list[tuple[str, float]] = []
+    real = study_module.per_request_ratio_ci
+
+    def counting(requests: pd.DataFrame, **kwargs):
+        calls.append((kwargs["spec"], kwargs["confidence"]))
+        return real(requests, **kwargs)
+
+    monkeypatch.setattr(study_module, "per_request_ratio_ci", counting)
+    return calls
+
+
+def test_charts_twice_bootstrap_once(bootstraps: list[tuple[str, float]]) -> None:
+    study = _study()
+    first = study.charts()
+    assert bootstraps == [("eagle3", 0.95)]
+    second = study.charts()
+    assert bootstraps == [("eagle3", 0.95)]  # the second call reused the intervals
+    assert set(first) == set(second) == {"throughput", "per_request", "ratio_eagle3", "accept_length"}
+    assert first["ratio_eagle3"].to_dict() == second["ratio_eagle3"].to_dict()
+
+
+def test_findings_and_charts_share_one_bootstrap(bootstraps: list[tuple[str, float]]) -> None:
+    study = _study()
+    study.findings()
+    study.charts()
+    ci = study.per_request_ci("eagle3")
+    assert bootstraps == [("eagle3", 0.95)]
+    ci["ratio"] = 0.0  # a caller's change does not reach the cache
+    assert (study.per_request_ci("eagle3")["ratio"] > 0).all()
+    study.per_request_ci("eagle3", confidence=0.9)
+    assert bootstraps == [("eagle3", 0.95), ("eagle3", 0.9)]  # another confidence is another bootstrap
+
+
+def test_the_cache_is_not_a_constructor_argument_nor_shown() -> None:
+    study = _study()
+    study.per_request_ci("eagle3")
+    assert "_ci_cache" not in repr(study)
+    with pytest.raises(TypeError):
+        Study(levels=study.levels, requests=study.requests, manifests=[], baseline="baseline", _ci_cache={})
