@@ -138,3 +138,12 @@ def test_localhost_starts_the_simulator(tmp_path) -> None:
                             sim_options={"time-scale": 20}) as server:
         assert server.engine is SIM and server.command[1:3] == ["-m", "workbench.sim"]
         assert "sim" in repr(server)
+
+
+def test_server_info_says_which_engine_served() -> None:
+    from workbench.engines import server_info_engine
+
+    assert server_info_engine({"version": "0.5.9", "simulation": {"engine": "sim", "time_scale": 2.0}}) is SIM
+    assert server_info_engine({"version": "0.5.9", "internal_states": [{}]}) is SGLANG
+    assert server_info_engine(None) is None
+    assert SIM.version_meaning != SGLANG.version_meaning

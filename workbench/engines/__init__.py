@@ -15,6 +15,7 @@ _NAMES = {
     "ENGINES": "_registry",
     "get_engine": "_registry",
     "resolve_engine": "_registry",
+    "server_info_engine": "_registry",
     "SGLangEngine": "_sglang",
     "SimEngine": "_sim",
 }

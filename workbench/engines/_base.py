@@ -134,6 +134,14 @@ class Engine(Protocol):
         """Words for what runs in place of the variant's patches on this engine, or None when they run."""
         ...
 
+    def answered(self, server_info: Mapping[str, Any]) -> bool:
+        """True when a server's ``/server_info`` answer says this engine served it.
+
+        The simulator's answer carries a ``simulation`` block (its profile, time scale,
+        ``"engine": "sim"``); a real SGLang's has none.
+        """
+        ...
+
     def labels(self) -> dict[str, Any]:
         """The columns every stored row of this engine carries: ``{"engine": name, "simulated": bool}``."""
         ...

@@ -9,7 +9,8 @@ entry in :data:`ENGINES`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from workbench.engines._base import Engine
 from workbench.engines._sglang import SGLangEngine
@@ -19,7 +20,7 @@ from workbench.errors import ConfigError
 if TYPE_CHECKING:
     from workbench.hosts import Host
 
-__all__ = ["ENGINES", "engine_names", "get_engine", "resolve_engine"]
+__all__ = ["ENGINES", "engine_names", "get_engine", "resolve_engine", "server_info_engine"]
 
 #: Name -> engine, for every engine the workbench can launch.
 ENGINES: dict[str, Engine] = {e.name: e for e in (SimEngine(), SGLangEngine())}
@@ -70,3 +71,14 @@ def resolve_engine(host: str | Host | None, engine: str | Engine | None = None) 
     from workbench.hosts import is_local  # imported here: resolving a name needs no SSH library
 
     return ENGINES[LOCAL_DEFAULT if host is None or is_local(host) else REMOTE_DEFAULT]
+
+
+def server_info_engine(server_info: Mapping[str, Any] | None) -> Engine | None:
+    """The engine whose server gave this ``/server_info`` answer (None for no answer).
+
+    The first engine in :data:`ENGINES` that says it :meth:`~workbench.engines.Engine.answered`
+    it: the simulator for an answer with a ``simulation`` block, SGLang for any other.
+    """
+    if server_info is None:
+        return None
+    return next((e for e in ENGINES.values() if e.answered(server_info)), None)

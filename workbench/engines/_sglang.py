@@ -90,6 +90,10 @@ class SGLangEngine:
         """None: the variant's patches themselves run."""
         return None
 
+    def answered(self, server_info: Mapping[str, Any]) -> bool:
+        """True for any ``/server_info`` answer without the simulator's ``simulation`` block."""
+        return not isinstance(server_info.get("simulation"), dict)
+
     def labels(self) -> dict[str, Any]:
         """``{"engine": "sglang", "simulated": False}``."""
         return {"engine": self.name, "simulated": self.simulated}

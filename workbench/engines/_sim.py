@@ -93,6 +93,10 @@ class SimEngine:
         """The variant's ``SIMULATOR STAND-IN`` label (:meth:`Variant.sim_stand_in`), None without a sim_policy."""
         return variant.sim_stand_in()
 
+    def answered(self, server_info: Mapping[str, Any]) -> bool:
+        """True when ``/server_info`` carries the simulator's ``simulation`` block."""
+        return isinstance(server_info.get("simulation"), dict)
+
     def labels(self) -> dict[str, Any]:
         """``{"engine": "sim", "simulated": True}``."""
         return {"engine": self.name, "simulated": self.simulated}
