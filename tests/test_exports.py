@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import types
 from pathlib import Path
 
@@ -144,3 +145,16 @@ def test_no_import_cycle(module_level_only: bool) -> None:
         if v not in index:
             connect(v)
     assert cycles == []
+
+
+#: An engine's name compared with a string (``engine == "sim"``, ``"sglang" in ...``, ``engine not in (...)``).
+_ENGINE_COMPARISON = re.compile(r"""== ?['"](sim|sglang)['"]|['"](sim|sglang)['"] ?(==|!=|in)|engine not in|in \(['"]sim""")
+
+
+def test_no_engine_name_comparisons_outside_engines() -> None:
+    """What differs between engines is asked of the engine (workbench.engines), never switched on its name."""
+    found = [f"{path.relative_to(PACKAGE_DIR.parent)}:{n}: {line.strip()}"
+             for path in sorted(PACKAGE_DIR.rglob("*.py")) if "engines" not in path.relative_to(PACKAGE_DIR).parts
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if _ENGINE_COMPARISON.search(line)]
+    assert found == []

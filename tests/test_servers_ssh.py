@@ -17,6 +17,7 @@ from sshd_fixture import SSHD, sshd  # noqa: F401  (pytest fixture)
 from typer.testing import CliRunner
 
 from workbench.cli import app
+from workbench.engines import get_engine
 from workbench.errors import ConfigError, ServerError, ServerStartError
 from workbench.hosts import LocalHost, SSHHost, processes
 from workbench.servers import ServerHandle
@@ -61,7 +62,7 @@ def _get_json(url: str) -> dict:
 
 def test_sim_server_through_ssh_ready_queried_and_stopped(sshd: SSHD, state_dir: str) -> None:  # noqa: F811
     with _start(sshd, state_dir) as server:
-        assert isinstance(server.host, SSHHost) and server.engine == "sim"
+        assert isinstance(server.host, SSHHost) and server.engine is get_engine("sim")
         assert server.command[server.command.index("--host") + 1] == "127.0.0.1"
         assert server.url.startswith("http://127.0.0.1:") and not server.url.endswith(f":{server.port}")
         info = server.server_info()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.engines import get_engine
 from workbench.errors import ConfigError
 from workbench.paths import PACKAGE_ROOT
 from workbench.variants._variant import Base, list_variants, load_variant, parse_base
@@ -30,10 +31,10 @@ def test_shipped_variants_load() -> None:
 
 
 def test_sim_policy_reaches_the_sim_command_line() -> None:
-    argv = load_variant("eagle3-topk4-off-above-8").launch_argv(engine="sim", python="python", port=1,
-                                                               sim_options={"time-scale": 4})  # fmt: skip
+    variant = load_variant("eagle3-topk4-off-above-8")
+    argv = get_engine("sim").launch_argv(variant, python="python", port=1, options={"time-scale": 4})
     assert argv[-4:] == ["--sim-spec-off-above", "8", "--sim-time-scale", "4"]
-    real = load_variant("eagle3-topk4-off-above-8").launch_argv(engine="sglang", python="python", port=1)
+    real = get_engine("sglang").launch_argv(variant, python="python", port=1)
     assert not any(a.startswith("--sim-") for a in real)
 
 

@@ -15,20 +15,15 @@ from typing import Any, Literal
 from workbench import paths
 from workbench.bench import start_host_sweep
 from workbench.bench import run_sweep
+from workbench.engines import DEFAULT_SIM_TIME_SCALE, Engine, resolve_engine  # noqa: F401 - the name stays importable here
 from workbench.errors import BenchmarkError, ConfigError
-from workbench.hosts import LocalHost
+from workbench.hosts import is_local
 from workbench.servers import ServerHandle
 from workbench.variants import Variant, load_variant
-from workbench.variants import Engine
 from workbench.sim import REQUESTS_RULE, requests_for_level
 from workbench.store import load_run, load_runs, new_run
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
-
-
-#: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
-#: real time at 2x, docs/PERFORMANCE.md).
-DEFAULT_SIM_TIME_SCALE = 2.0
 
 
 def setup_notebook() -> None:
@@ -45,7 +40,7 @@ def benchmark_variant(
     variant: str | Path | Variant,
     *,
     host: str = "local",
-    engine: Engine | None = None,
+    engine: str | Engine | None = None,
     client: Literal["host", "local"] | None = None,
     concurrency_levels: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
     requests_per_level: int | None = None,
@@ -64,7 +59,8 @@ def benchmark_variant(
     Args:
         variant: a variant name in ``data/variants/``, a variant file, or a :class:`Variant`.
         host: ``"local"`` or an ssh config alias.
-        engine: ``"sim"`` or ``"sglang"``; default: sim on local, sglang elsewhere.
+        engine: ``"sim"``, ``"sglang"`` or an :class:`~workbench.engines.Engine`; default:
+            sim on this machine, sglang elsewhere (:func:`workbench.engines.resolve_engine`).
         client: where the load generator runs. ``"host"``: on the server's host, in the
             server's Python (it needs aiohttp, which SGLang's environment has), against
             the host's 127.0.0.1, results pulled back (:mod:`workbench.bench._onhost`), so
@@ -79,13 +75,14 @@ def benchmark_variant(
         seed: seeds the prompt order and the simulator's acceptance sampling.
         sim_profile: simulator profile (sim engine only).
         time_scale: simulated seconds per wall second (sim engine only; 1 = real time);
-            None: :data:`DEFAULT_SIM_TIME_SCALE` on the simulator, real time on a real
-            engine. Its fidelity at 2x and 4x is in docs/PERFORMANCE.md.
+            None: the engine's default, :data:`~workbench.engines.DEFAULT_SIM_TIME_SCALE`
+            (2.0) on the simulator, real time on a real engine. Its fidelity at 2x and 4x
+            is in docs/PERFORMANCE.md.
         warmup_requests: requests before the first level, not measured.
         unique_prompts: start every request's text with a unique tag so repeated
-            prompts never hit the radix (prefix) cache; None: on for a real engine,
-            off for the simulator (which models no prefix cache, so the tag would
-            only add a few prompt tokens).
+            prompts never hit the radix (prefix) cache; None: the engine's default, on
+            for a real engine, off for the simulator (which models no prefix cache, so
+            the tag would only add a few prompt tokens).
         runs_dir: runs root (relative paths are under the project root).
         progress: show a progress bar.
 
@@ -97,8 +94,9 @@ def benchmark_variant(
         findings (:func:`workbench.variants.prepare_launch`).
 
     Raises:
-        ConfigError: bad parameters; on the real engine, pre-flight errors or a patch
-            that does not apply (nothing is launched). ServerStartError: the server never
+        ConfigError: bad parameters (an unknown engine, a time_scale other than 1 on a
+            real engine); on the real engine, pre-flight errors or a patch that does not
+            apply (nothing is launched). ServerStartError: the server never
             became ready.
         BenchmarkError: the sweep could not measure. The run directory keeps every
         level measured before an error.
@@ -107,16 +105,12 @@ def benchmark_variant(
     levels = [int(c) for c in concurrency_levels]
     if not levels or min(levels) < 1:
         raise ConfigError(f"concurrency_levels must be positive integers, got {list(concurrency_levels)}")
-    if time_scale is not None and time_scale <= 0:
-        raise ConfigError(f"time_scale must be > 0, got {time_scale}")
+    eng = resolve_engine(host, engine)
+    time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
-    where = client or ("local" if host in ("local", "localhost", "") else "host")
-    engine = engine or ("sim" if host == "local" else "sglang")
-    if engine != "sim" and time_scale not in (None, 1.0):
-        raise ConfigError("time_scale applies only to the simulated engine; a real server runs in real time")
-    time_scale = (DEFAULT_SIM_TIME_SCALE if engine == "sim" else 1.0) if time_scale is None else float(time_scale)
-    sim_options = {"profile": sim_profile, "time-scale": time_scale, "seed": seed} if engine == "sim" else None
+    where = client or ("local" if is_local(host) else "host")
+    sim_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     per_level = requests_per_level if requests_per_level is not None else requests_for_level
     parameters: dict[str, Any] = {
         "concurrency_levels": levels,
@@ -125,16 +119,16 @@ def benchmark_variant(
         "prompt_set": str(prompt_set),
         "seed": seed,
         "warmup_requests": warmup_requests,
-        "unique_prompts": unique_prompts if unique_prompts is not None else engine != "sim",
-        "sim_profile": sim_profile if engine == "sim" else None,
+        "unique_prompts": unique_prompts if unique_prompts is not None else eng.unique_prompts,
+        "sim_profile": eng.sim_profile(sim_profile),
     }
     # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
-    with prepare_launch(v, host=host, engine=engine) as prep, \
-            ServerHandle.start(prep.launch_variant, host=host, engine=engine, sim_options=sim_options) as server:
+    with prepare_launch(v, host=host, engine=eng) as prep, \
+            ServerHandle.start(prep.launch_variant, host=host, engine=eng, sim_options=sim_options) as server:
         info = server.server_info()
         run = new_run(
             v.name,
-            engine=engine,
+            engine=eng,
             launch_command=server.command,
             host=host,
             client_location=_client_location(server, where),
@@ -193,7 +187,7 @@ def _client_location(server: ServerHandle, where: str) -> str:
     """The manifest's ``client_location``: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``."""
     if where == "host":
         return f"host:{server.host.name}"
-    return "local" if isinstance(server.host, LocalHost) else "local (tunnel)"
+    return "local" if is_local(server.host) else "local (tunnel)"
 
 
 def benchmark_variants(variants: Sequence[str | Path | Variant], **kwargs: Any) -> list[Path]:

@@ -27,8 +27,9 @@ from typer.core import TyperGroup
 
 import workbench
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.hosts.cli import host_app
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
-from workbench.servers.cli import host_app, servers_command
+from workbench.servers.cli import servers_command
 from workbench.source.cli import inspect_command
 from workbench.variants.cli import variants_app
 

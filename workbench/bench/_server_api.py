@@ -24,6 +24,8 @@ from typing import Any
 
 import aiohttp
 
+from workbench.engines import server_info_engine
+
 __all__ = ["FlushOutcome", "ServerInfoOutcome", "flush_cache", "fetch_server_info", "server_accept_length",
            "server_engine", "server_gen_throughput", "server_time_scale", "sim_behind_schedule_s"]
 
@@ -165,13 +167,12 @@ def server_gen_throughput(info: dict[str, Any] | None) -> float:
 
 
 def server_engine(info: dict[str, Any] | None) -> tuple[str | None, bool | None]:
-    """``("sim", True)`` when ``/server_info`` carries the simulator's ``simulation`` block,
-    ``("sglang", False)`` for any other answer, ``(None, None)`` when there was none."""
-    if info is None:
-        return None, None
-    if isinstance(info.get("simulation"), dict):
-        return str(info["simulation"].get("engine", "sim")), True
-    return "sglang", False
+    """``(engine name, simulated)`` of the engine that gave this ``/server_info`` answer
+    (:func:`workbench.engines.server_info_engine`): ``("sim", True)`` when it carries the
+    simulator's ``simulation`` block, ``("sglang", False)`` for any other answer, ``(None, None)``
+    when there was none."""
+    engine = server_info_engine(info)
+    return (None, None) if engine is None else (engine.name, engine.simulated)
 
 
 def server_time_scale(info: dict[str, Any] | None) -> float | None:

@@ -20,7 +20,7 @@ _NAMES = {
     "LocalHost": "_local",
     "parse_requirements": "_check",
     "quote_command": "_base",
-    "render": "_check",
+    "render_check": "_check",
     "require_python": "_upload",
     "servers_dir": "_env",
     "shell_path": "_base",

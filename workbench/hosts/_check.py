@@ -3,7 +3,8 @@
 :func:`check_host` asks the host three things (three round trips): its Python
 (version and path), the SGLang it has (``remote/checkout_state.py``: the installed
 package and optionally a checkout) and its GPUs (``remote/gpu_inventory.py``).
-It returns a :class:`HostReport`; :func:`render` turns it into text. A host that
+It returns a :class:`HostReport`; :func:`render_check` turns it into text. The
+command line is ``workbench host check`` (:mod:`workbench.hosts.cli`). A host that
 cannot be used at all (unreachable, authentication, host key, no Python 3.8+)
 yields a report with ``usable=False`` and the reason, which says what to do.
 Missing SGLang or GPUs are facts in the report, and problems only when required.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.errors import ConfigError, HostError, WorkbenchError
@@ -128,15 +129,35 @@ def check_host(
         gpus = call_helper(h, "gpu_inventory", {}, python=py)
     except WorkbenchError as exc:
         return HostReport(host=h.name, usable=False, python=facts, error=f"Helpers failed on host {h.name!r}: {exc}")
-    problems = []
-    if "sglang" in require and not _has_sglang(sglang):
-        problems.append(f"SGLang is not installed for {facts['executable']}" +
-                        (f" and {sglang_path} holds no SGLang checkout" if sglang_path else "") +
-                        ": pass --python with the SGLang environment's interpreter, or --sglang-path.")
-    if "gpu" in require and not gpus.get("gpus"):
-        why = gpus.get("error") or ("nvidia-smi not found" if not gpus.get("nvidia_smi") else "no GPUs listed")
-        problems.append(f"No GPUs found ({why}): check the NVIDIA driver with `nvidia-smi` on the host.")
+    unmet = (_UNMET[need](facts, sglang, gpus, sglang_path) for need in REQUIREMENTS if need in require)
+    problems = [problem for problem in unmet if problem]
     return HostReport(host=h.name, usable=True, python=facts, sglang=sglang, gpus=gpus, problems=tuple(problems))
+
+
+def _sglang_missing(python: dict[str, Any], sglang: dict[str, Any], gpus: dict[str, Any],
+                    sglang_path: str | None) -> str | None:
+    """``--require sglang``: the problem when neither the interpreter nor the checkout has SGLang."""
+    if _has_sglang(sglang):
+        return None
+    return (f"SGLang is not installed for {python['executable']}" +
+            (f" and {sglang_path} holds no SGLang checkout" if sglang_path else "") +
+            ": pass --python with the SGLang environment's interpreter, or --sglang-path.")
+
+
+def _gpus_missing(python: dict[str, Any], sglang: dict[str, Any], gpus: dict[str, Any],
+                  sglang_path: str | None) -> str | None:
+    """``--require gpu``: the problem when nvidia-smi lists no GPU."""
+    if gpus.get("gpus"):
+        return None
+    why = gpus.get("error") or ("nvidia-smi not found" if not gpus.get("nvidia_smi") else "no GPUs listed")
+    return f"No GPUs found ({why}): check the NVIDIA driver with `nvidia-smi` on the host."
+
+
+#: Each requirement's check: (python, sglang, gpus answers, sglang_path) -> the problem, or None when met.
+_UNMET: dict[str, Callable[[dict[str, Any], dict[str, Any], dict[str, Any], str | None], str | None]] = {
+    "sglang": _sglang_missing,
+    "gpu": _gpus_missing,
+}
 
 
 def _has_sglang(state: dict[str, Any]) -> bool:
@@ -170,8 +191,9 @@ def _git_text(git: dict[str, Any] | None) -> str:
     return f"git {commit}{branch} ({state})"
 
 
-def render(report: HostReport) -> str:
-    """The report as a few aligned lines of text."""
+def render_check(report: HostReport) -> str:
+    """The report as a few aligned lines of text, one per fact (``host``, ``python``, ``error``,
+    ``sglang``, ``checkout``, ``gpus``, ``links``, ``problem``), as ``workbench host check`` prints it."""
     lines = [f"host      {report.host}: " + ("reachable" if report.python else "NOT usable")]
     if report.python:
         p = report.python

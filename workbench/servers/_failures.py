@@ -60,15 +60,22 @@ class _Rule:
     requires: re.Pattern[str] | None = None
 
 
+#: What to do when the server's Python cannot import a top-level package, by package.
+_IMPORT_SUGGESTIONS = {
+    "sglang": ("SGLang is not installed for the Python that ran the server: pass python=<the SGLang "
+               "environment's interpreter> (or set WORKBENCH_REMOTE_PYTHON) or `pip install sglang` there."),
+    "workbench": ("The workbench package was not found on the host: it is uploaded for engine='sim'; "
+                  "check the upload directory under ~/.cache/specbench-workbench/remote is readable."),
+}
+#: Compiled dependencies of SGLang: reinstall the release's matching wheels.
+_COMPILED = ("sgl_kernel", "flashinfer", "vllm", "torch")
+
+
 def _import_suggestion(module: str) -> str:
     top = module.split(".")[0]
-    if top == "sglang":
-        return ("SGLang is not installed for the Python that ran the server: pass python=<the SGLang "
-                "environment's interpreter> (or set WORKBENCH_REMOTE_PYTHON) or `pip install sglang` there.")
-    if top == "workbench":
-        return ("The workbench package was not found on the host: it is uploaded for engine='sim'; "
-                "check the upload directory under ~/.cache/specbench-workbench/remote is readable.")
-    if top in ("sgl_kernel", "flashinfer", "vllm", "torch"):
+    if top in _IMPORT_SUGGESTIONS:
+        return _IMPORT_SUGGESTIONS[top]
+    if top in _COMPILED:
         return (f"The host Python cannot import {module!r} (a compiled dependency of SGLang): reinstall the "
                 "SGLang release's matching wheels (sgl-kernel, flashinfer, torch) in that environment.")
     name = f"{module!r}" if module else "a module"

@@ -1,30 +1,35 @@
-"""The handle on a server the workbench started on a host: its state, how it stops, what it answers.
+"""The handle on a server the workbench started on a host: start, attach, wait, logs, stop.
 
-:class:`ServerHandle` is a context manager, so a notebook cell that fails cannot
-leave a server running; handles still alive at interpreter exit are stopped too,
-and a host-side lease (:mod:`workbench.servers._lease`) stops a server whose client
-vanished without running either (a killed kernel). Starting and attaching are in
-:mod:`workbench.servers._launch`, the ready wait and the log in
-:mod:`workbench.servers._watch`.
+:class:`ServerHandle` is the one class for a server's whole life: :meth:`~ServerHandle.start`
+launches a variant (the steps are functions in :mod:`workbench.servers._launch`),
+:meth:`~ServerHandle.attach` takes over one started earlier, :meth:`~ServerHandle.wait_ready`
+and the log methods poll it through its host (functions in :mod:`workbench.servers._watch`),
+:meth:`~ServerHandle.stop` ends it. It is a context manager, so a notebook cell that
+fails cannot leave a server running; handles still alive at interpreter exit are
+stopped too, and a host-side lease (:mod:`workbench.servers._lease`) stops a server
+whose client vanished without running either (a killed kernel).
+
+A failed start is classified from the log (:mod:`workbench.servers._failures`) and
+raised as :class:`~workbench.errors.ServerStartError` with kind, suggestion and log
+tail, after the process group was stopped.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import urllib.error
 import urllib.request
 import weakref
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any
 
+from workbench.engines import Engine, get_engine, resolve_engine
 from workbench.errors import HostError, ServerError
-from workbench.hosts import Forward, Host, SpawnedProcess
-from workbench.hosts import processes
-from workbench.hosts import call_helper
-from workbench.servers import _lease as lease, _registry as registry
-from workbench.servers._launch import Launching
-from workbench.variants import Engine
-from workbench.servers._watch import Watching
+from workbench.hosts import Forward, Host, SpawnedProcess, call_helper, get_host, host_python, processes, servers_dir
+from workbench.servers import _launch as launch, _lease as lease, _registry as registry, _watch as watch
+from workbench.variants import Variant
 
 _LIVE: "weakref.WeakSet[ServerHandle]" = weakref.WeakSet()
 
@@ -40,17 +45,17 @@ def _stop_all_at_exit() -> None:
 atexit.register(_stop_all_at_exit)
 
 
-class ServerHandle(Launching, Watching):
+class ServerHandle:
     """A running (or starting) server variant on a host.
 
-    Made by :meth:`start` or :meth:`attach` (:mod:`workbench.servers._launch`); it
-    waits and reads the log with :meth:`wait_ready`, :meth:`logs_tail`,
-    :meth:`follow_log` and :meth:`stream_log` (:mod:`workbench.servers._watch`).
+    Made by :meth:`start` or :meth:`attach`; it waits and reads the log with
+    :meth:`wait_ready`, :meth:`logs_tail`, :meth:`follow_log` and :meth:`stream_log`.
 
     Attributes:
         host: where it runs.
         variant: what it runs.
-        engine: ``"sim"`` or ``"sglang"``.
+        engine: the engine that runs it (:class:`workbench.engines.Engine`; ``engine.name``
+            is ``"sim"`` or ``"sglang"``).
         port: port on the host's loopback.
         command: argv it was started with.
         process: the detached leader (pid, pgid, start time, log path).
@@ -74,7 +79,7 @@ class ServerHandle(Launching, Watching):
         self.host = host
         self.record = record
         self.variant = record.to_variant()
-        self.engine: Engine = record.engine  # type: ignore[assignment]
+        self.engine: Engine = get_engine(record.engine)
         self.port = record.port
         self.command = list(record.command)
         self.process = SpawnedProcess(host=host.name, pid=record.pid, pgid=record.pgid, start_time=record.start_time,
@@ -91,6 +96,121 @@ class ServerHandle(Launching, Watching):
             self._heartbeat = lease.Heartbeat(host, record.heartbeat_path, interval_s=heartbeat_s).start()
         if owned and not record.detached:
             _LIVE.add(self)
+
+    # -- constructors ---------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        variant: Variant,
+        *,
+        host: str | Host = "local",
+        engine: str | Engine | None = None,
+        port: int | None = None,
+        sim_options: dict[str, Any] | None = None,
+        wait: bool = True,
+        ready_timeout_s: float | None = None,
+        gpus: Sequence[int] | None = None,
+        python: str | None = None,
+        detached: bool = False,
+        lease_s: float | None = None,
+        heartbeat_s: float | None = lease.DEFAULT_HEARTBEAT_S,
+        show_log: bool = False,
+        allow_shared_gpus: bool = False,
+        config_file: str | os.PathLike[str] | None = None,
+        state_dir: str | None = None,
+    ) -> ServerHandle:
+        """Start ``variant`` on ``host`` and (by default) wait until it answers.
+
+        Args:
+            variant: the variant to launch.
+            host: ``"local"``, an ssh config alias, or a :class:`Host`.
+            engine: ``"sim"``, ``"sglang"`` or an :class:`~workbench.engines.Engine`; default:
+                the simulated engine on this machine, SGLang elsewhere
+                (:func:`workbench.engines.resolve_engine`).
+            port: port on the host's loopback (default: a free one, asked of the host).
+            sim_options: ``--sim-*`` options for the simulator (profile, time-scale, seed, ...);
+                refused by an engine that takes none.
+            wait: block until ready.
+            ready_timeout_s: ready-wait limit in seconds (default: the engine's, 60 for sim
+                and 1800 for sglang, or ``WORKBENCH_READY_TIMEOUT_S``).
+            gpus: GPU indices for this server (sets ``CUDA_VISIBLE_DEVICES``); starting
+                on GPUs a running workbench server holds is refused unless ``allow_shared_gpus``.
+            python: interpreter on the host (default: this one locally, else
+                ``$WORKBENCH_REMOTE_PYTHON`` or ``python3``).
+            detached: keep it running without a client: no lease, no heartbeat, not stopped
+                at interpreter exit or when a ``with`` block ends (only by :meth:`stop` or
+                ``workbench servers --stop``).
+            lease_s: seconds without a client heartbeat before the host-side watchdog
+                stops it (default 600, or ``WORKBENCH_LEASE_S``).
+            heartbeat_s: seconds between heartbeats (None: send none, e.g. to test the lease).
+            show_log: print the server's log lines while waiting.
+            allow_shared_gpus: skip the check against GPUs of running servers.
+            config_file: ssh config for an alias (like ``ssh -F``).
+            state_dir: registry directory on the host (default: see :func:`workbench.hosts.servers_dir`).
+
+        Raises:
+            ConfigError: bad arguments (an unknown engine, ``sim_options`` for an engine
+                that takes none, bad ``gpus``), or the GPUs are taken.
+            ServerStartError: it exited or never became ready (kind, suggestion and log
+                tail attached); the process group was stopped first.
+            HostError: the host could not be used.
+        """
+        h = get_host(host, config_file=config_file)
+        eng = resolve_engine(h, engine)
+        gpu_list = launch.gpu_list(gpus)
+        env = launch.server_env(variant, gpu_list)
+        lease_seconds = None if detached else lease.lease_seconds(lease_s)
+        py = host_python(h, python)
+        directory = servers_dir(h, state_dir)
+        if gpu_list is not None and not allow_shared_gpus:
+            launch.check_gpus_free(h, directory, gpu_list, python=py)
+        record = launch.spawn_server(h, variant, eng, python=py, directory=directory, port=port, env=env,
+                                     gpus=gpu_list, options=sim_options, detached=detached, lease_s=lease_seconds)
+        try:
+            handle = cls(h, record, forward=h.forward(record.port), python=py, owned=True, heartbeat_s=heartbeat_s)
+        except BaseException:
+            processes.stop(h, record.process, grace_s=5)
+            raise
+        if wait:
+            try:
+                handle.wait_ready(timeout_s=ready_timeout_s, on_line=watch.printer(None) if show_log else None)
+            except BaseException:
+                handle.stop()
+                raise
+        return handle
+
+    @classmethod
+    def attach(
+        cls,
+        host: str | Host,
+        server: str | int,
+        *,
+        python: str | None = None,
+        own: bool = False,
+        heartbeat_s: float | None = lease.DEFAULT_HEARTBEAT_S,
+        config_file: str | os.PathLike[str] | None = None,
+        state_dir: str | None = None,
+    ) -> ServerHandle:
+        """A handle on a server the workbench started earlier on ``host`` (from any client).
+
+        Args:
+            host: ``"local"``, an ssh config alias, or a :class:`Host`.
+            server: its registry id (or a unique prefix) or its port.
+            python: interpreter on the host for the helpers (default as in :meth:`start`).
+            own: stop it when the ``with`` block ends or this interpreter exits. Default
+                False: leaving only closes the tunnel and the heartbeat (:meth:`close`);
+                :meth:`stop` always stops it.
+            heartbeat_s: while attached, renew its lease this often (None: do not).
+            config_file: ssh config for an alias.
+            state_dir: registry directory on the host.
+
+        Raises:
+            ServerError: no such server, several match, or it is not running any more.
+        """
+        h = get_host(host, config_file=config_file)
+        py = host_python(h, python)
+        record = launch.find_running(h, servers_dir(h, state_dir), server, python=py, renew_lease=bool(heartbeat_s))
+        return cls(h, record, forward=h.forward(record.port), python=py, owned=own, heartbeat_s=heartbeat_s)
 
     # -- lifecycle ----------------------------------------------------------
     def stop(self) -> None:
@@ -156,6 +276,70 @@ class ServerHandle(Launching, Watching):
     def __exit__(self, *exc: object) -> None:
         self._exit_cleanup()
 
+    # -- ready wait and logs -------------------------------------------------
+    def wait_ready(
+        self,
+        timeout_s: float | None = None,
+        *,
+        poll_s: float = 0.25,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        """Block until the server is ready: ``GET /health_generate`` answers 200, or the log says
+        "The server is fired up", whichever comes first.
+
+        Args:
+            timeout_s: limit in seconds (default: see :func:`workbench.servers._watch.ready_timeout`:
+                ``WORKBENCH_READY_TIMEOUT_S``, else the engine's).
+            poll_s: first delay between checks; it grows to 2 s while the server loads.
+            on_line: called with each log line (from the start of the log) while waiting.
+
+        Raises:
+            ServerStartError: the process group exited, or the timeout passed
+                (classified, with the log tail; the server is not stopped here).
+            ConfigError: ``WORKBENCH_READY_TIMEOUT_S`` is not a number.
+        """
+        not_ready = watch.wait_until_ready(
+            self._status, lambda: self._get_status("/health_generate", timeout_s=10), port=self.port,
+            limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=on_line)
+        if not_ready is not None:
+            raise watch.start_error(not_ready, variant=self.variant.name, engine=self.engine, host=self.host.name,
+                                    command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)
+
+    def logs_tail(self, lines: int = 60) -> str:
+        """Last ``lines`` lines of the server log on the host."""
+        return processes.read_tail(self.host, self.process.log_path, lines=lines)
+
+    def follow_log(
+        self, *, from_start: bool = True, poll_s: float = 0.5, timeout_s: float | None = None
+    ) -> Iterator[str]:
+        """Yield the log's lines as they are written (``tail -f``), until the server exits.
+
+        Each poll is one round trip that reads only the bytes after the last offset.
+
+        Args:
+            from_start: begin at the first line (else at the current end).
+            poll_s: seconds between polls when nothing new arrived.
+            timeout_s: stop following after this many seconds (None: until it exits).
+        """
+        return watch.follow_log(self._status, from_start=from_start, poll_s=poll_s, timeout_s=timeout_s)
+
+    def stream_log(self, until_ready: bool = True, *, file: IO[str] | None = None,
+                   timeout_s: float | None = None) -> None:
+        """Print the log's lines as they come (in a notebook: live in the cell's output).
+
+        Args:
+            until_ready: return once the server is ready (raising ServerStartError when it
+                fails to start); else follow until it exits or ``timeout_s`` passes.
+            file: where to print (default sys.stdout).
+            timeout_s: ready timeout (until_ready) or how long to follow.
+        """
+        emit = watch.printer(file)
+        if until_ready:
+            self.wait_ready(timeout_s=timeout_s, on_line=emit)
+            return
+        for line in self.follow_log(timeout_s=timeout_s):
+            emit(line)
+
     # -- queries ------------------------------------------------------------
     def status(self) -> registry.ProcessStatus:
         """The server's process group as the host sees it now (members, listening ports, heartbeat age)."""
@@ -200,5 +384,5 @@ class ServerHandle(Launching, Watching):
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("closed" if self._closed else "running")
-        return (f"<ServerHandle {self.record.id} {self.engine} on {self.host.name}:{self.port} "
+        return (f"<ServerHandle {self.record.id} {self.engine.name} on {self.host.name}:{self.port} "
                 f"pgid={self.process.pgid} {state}>")

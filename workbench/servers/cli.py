@@ -1,9 +1,8 @@
-"""``workbench servers`` (list and stop what the workbench started on a host) and ``workbench host check``.
+"""``workbench servers``: list and stop what the workbench started on a host.
 
-Registered in :mod:`workbench.cli` one line each::
+Registered in :mod:`workbench.cli` in one line::
 
     app.command("servers")(servers_command)
-    app.add_typer(host_app, name="host")
 
 Importing this module is cheap: the host machinery (paramiko) and the registry are
 imported when a command runs, not for ``--help``.
@@ -21,7 +20,7 @@ from workbench.errors import ConfigError
 if TYPE_CHECKING:
     from workbench.servers._registry import ServerEntry
 
-__all__ = ["host_app", "servers_command"]
+__all__ = ["servers_command"]
 
 HostOpt = Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")]
 ConfigOpt = Annotated[Optional[str], typer.Option("-F", "--ssh-config", help="ssh config file (like ssh -F).")]
@@ -103,35 +102,3 @@ def _table(entries: list[ServerEntry]) -> str:
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in rows)
-
-
-host_app = typer.Typer(help="Look at a GPU host before using it.", no_args_is_help=True)
-
-
-@host_app.command("check")
-def host_check_command(
-    host: Annotated[str, typer.Argument(help="'local' or an ssh config alias.")],
-    config_file: ConfigOpt = None,
-    require: Annotated[Optional[str], typer.Option(
-        "--require", help="Comma-separated: sglang, gpu. Missing ones make the check fail.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    sglang_path: Annotated[Optional[str], typer.Option(
-        "--sglang-path", help="An SGLang checkout on the host to inspect too.")] = None,
-    python: PythonOpt = None,
-) -> None:
-    """Print what the workbench learns of HOST: reachable, Python, SGLang version and commit, GPUs and links.
-
-    Exits 1 with what to do when the host cannot be used (unreachable, authentication,
-    host key, no Python 3.8+), or when a --require'd part is missing.
-    """
-    from workbench.hosts import check_host, parse_requirements, render
-
-    report = check_host(host, config_file=config_file, python=python, sglang_path=sglang_path,
-                        require=parse_requirements(require))
-    if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=1))
-    else:
-        text = render(report)
-        typer.echo(text, err=not report.usable)
-    if not report.ok:
-        raise typer.Exit(code=1)

@@ -35,6 +35,7 @@ import pandas as pd
 
 import workbench
 from workbench.bench import summarize_levels
+from workbench.engines import Engine, get_engine
 from workbench.errors import ConfigError
 from workbench.gitinfo import git_state
 from workbench.store._files import write_json, write_parquet
@@ -42,7 +43,6 @@ from workbench.store._files import write_json, write_parquet
 __all__ = ["RunWriter", "default_runs_root", "finish_run", "new_run", "save_level"]
 
 SCHEMA_VERSION = 1
-Engine = Literal["sim", "sglang"]
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
 REPO_ROOT = Path(workbench.__file__).resolve().parents[1]
 #: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
@@ -134,7 +134,7 @@ class RunWriter:
 def new_run(
     variant: str,
     *,
-    engine: Engine,
+    engine: str | Engine,
     simulated: bool | None = None,
     launch_command: str | Sequence[str] | None = None,
     host: str = "local",
@@ -152,8 +152,10 @@ def new_run(
 
     Args:
         variant: server variant name (e.g. ``"baseline"``, ``"eagle3-topk4"``).
-        engine: what served the requests: ``"sim"`` or ``"sglang"``.
-        simulated: whether results come from a simulated engine; default ``engine == "sim"``.
+        engine: what served the requests: an :class:`~workbench.engines.Engine` or its name
+            (``"sim"``, ``"sglang"``); its name is stored as ``engine``.
+        simulated: whether results come from a simulated engine; default: the engine's
+            ``simulated`` (True for ``"sim"``).
         launch_command: the full server launch command (string or argv).
         host: where the server ran (``"local"`` or an ssh alias).
         client_location: where the load generator ran (``"local"``, ``"local (tunnel)"``,
@@ -171,11 +173,11 @@ def new_run(
         A :class:`RunWriter`.
 
     Raises:
-        ConfigError: bad ``engine`` or variant name, clashing ``extra`` keys.
+        ConfigError: an unknown ``engine`` (the message lists the known ones), a bad
+            variant name, clashing ``extra`` keys.
         HostError: the directory or manifest cannot be written.
     """
-    if engine not in ("sim", "sglang"):
-        raise ConfigError(f"engine must be 'sim' or 'sglang', got {engine!r}")
+    eng = get_engine(engine)
     started = now()
     suffix = f"{rng.getrandbits(24):06x}" if rng is not None else secrets.token_hex(3)
     run_id = f"{started.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-{_slug(variant)}-{suffix}"
@@ -188,8 +190,8 @@ def new_run(
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "variant": variant,
-        "engine": engine,
-        "simulated": bool(engine == "sim" if simulated is None else simulated),
+        "engine": eng.name,
+        "simulated": bool(eng.simulated if simulated is None else simulated),
         "status": "running",
         "error": None,
         "started_at": _utc_iso(started),

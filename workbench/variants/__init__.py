@@ -8,7 +8,6 @@ _NAMES = {
     "check_variants": "_check",
     "confirm_effective": "_effective",
     "effective_settings": "_effective",
-    "Engine": "_variant",
     "Finding": "_findings",
     "findings_html": "_notebook",
     "findings_table": "_findings",

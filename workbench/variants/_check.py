@@ -2,9 +2,10 @@
 
 For each variant the target SGLang is, in this order: the ``sglang`` argument (a
 release); the variant's base (a release, or a checkout on its host); the package
-the host's Python imports, when a host is named and a real SGLang would run there
-(an ssh host, or ``engine="sglang"``; on ``"local"`` the simulated engine runs, so
-an SGLang installed here is not what runs); the variant's ``sglang_version``; the
+the host's Python imports, when a host is named and the engine that would run
+there runs the installed SGLang (``Engine.checks_installed_sglang``: SGLang, the
+default on an ssh host; on this machine the simulated engine runs by default, so an
+SGLang installed here is not what runs); the variant's ``sglang_version``; the
 version the simulated engine emulates. Its flags come from
 :func:`workbench.source.server_flags` (that version's own source) and its
 speculative rules from :func:`workbench.variants._rules.read_rules`.
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from workbench.engines import Engine, get_engine, resolve_engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts import Host, get_host
 from workbench.hosts import call_helper
@@ -73,7 +75,7 @@ def resolve_target(
     *,
     host: str | Host | None = None,
     sglang: str | None = None,
-    engine: Literal["sim", "sglang"] | None = None,
+    engine: str | Engine | None = None,
 ) -> Target:
     """Which SGLang ``variant`` is checked against (see the module docstring for the order).
 
@@ -81,12 +83,14 @@ def resolve_target(
         variant: the variant.
         host: where it would run (``"local"``, an ssh alias or a Host); None: not named.
         sglang: a release that overrides everything else.
-        engine: what would run on ``host`` (default: the simulated engine on ``"local"``,
-            SGLang elsewhere); the host's installed SGLang is the target only under ``"sglang"``.
+        engine: what would run on ``host``, a name or an Engine (default:
+            :func:`workbench.engines.resolve_engine`: the simulated engine on this machine,
+            SGLang elsewhere); the host's installed SGLang is the target only for an engine
+            that runs it (SGLang).
 
     Raises:
-        ConfigError: a malformed version. SourceError: a release cannot be fetched.
-        HostError: the host cannot be reached.
+        ConfigError: a malformed version or an unknown engine. SourceError: a release
+            cannot be fetched. HostError: the host cannot be reached.
     """
     base = variant.parsed_base
     if sglang:
@@ -99,7 +103,7 @@ def resolve_target(
         where = get_host(run_host if same_host(holder, run_host) else holder)
         pkg = f"{base.path}/python/sglang"
         return Target("checkout", tree_version(where, pkg), where.name, pkg, f"{where.name}:{base.path}")
-    if host is not None and _runs_sglang(host, engine):
+    if host is not None and resolve_engine(host, engine).checks_installed_sglang:
         h = get_host(host)
         state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=host_python(h))
         installed = state.get("installed") or {}
@@ -116,11 +120,6 @@ def resolve_target(
     version = default_version()
     return dataclasses.replace(_release(version), note=f"no base or sglang_version: checked against {version}, "
                                                        "the version the simulated engine emulates")  # fmt: skip
-
-
-def _runs_sglang(host: str | Host, engine: Literal["sim", "sglang"] | None) -> bool:
-    """True when a real SGLang (not the simulated engine) would run the variant on ``host``."""
-    return engine == "sglang" or (engine is None and get_host(host).name != "local")
 
 
 def _release(version: str) -> Target:
@@ -163,13 +162,18 @@ def check_variant(
     *,
     host: str | Host | None = None,
     sglang: str | None = None,
-    engine: Literal["sim", "sglang"] | None = None,
+    engine: str | Engine | None = None,
     resources: bool = True,
     cache: _Cache | None = None,
 ) -> VariantCheck:
-    """Every check of one variant except the pair comparisons (see :func:`check_variants`)."""
+    """Every check of one variant except the pair comparisons (see :func:`check_variants`).
+
+    Raises:
+        ConfigError: an unknown engine name (other problems are findings).
+    """
     cache = cache or _Cache()
     name, out = variant.name, []
+    engine = None if engine is None else get_engine(engine)  # an unknown name is a ConfigError, not a finding
     try:
         target = resolve_target(variant, host=host, sglang=sglang, engine=engine)
         table, rules = cache.get(target)
@@ -193,9 +197,9 @@ def check_variant(
     out += _patch_findings(variant, target, host)
     if resources:
         run_host = host if host is not None else "local"
-        eng = engine or ("sim" if get_host(run_host).name == "local" else "sglang")
         try:
-            out += check_resources(variant, host=run_host, engine=eng, resolved=resolved)
+            out += check_resources(variant, host=run_host, engine=resolve_engine(run_host, engine),
+                                   resolved=resolved)  # fmt: skip
         except WorkbenchError as exc:
             out.append(Finding("warning", name, None, f"host resources not checked: {exc}",
                                "check that the host is reachable", "resources"))  # fmt: skip
@@ -245,7 +249,7 @@ def check_variants(
     *,
     host: str | Host | None = None,
     sglang: str | None = None,
-    engine: Literal["sim", "sglang"] | None = None,
+    engine: str | Engine | None = None,
     baseline: str = "baseline",
     resources: bool = True,
 ) -> list[Finding]:
@@ -258,16 +262,21 @@ def check_variants(
             variants without a base. On ``"local"`` with the simulated engine each such
             variant is checked against its own ``sglang_version``, as with no host.
         sglang: check against this release instead (overrides bases and ``sglang_version``).
-        engine: what would run them, ``"sim"`` or ``"sglang"`` (default: sim locally, sglang on
-            an ssh host): it picks the resource checks and, under ``"sglang"``, makes the host's
-            installed SGLang the target.
+        engine: what would run them, a name (``"sim"``, ``"sglang"``) or an Engine (default:
+            sim on this machine, sglang on an ssh host; :func:`workbench.engines.resolve_engine`):
+            it picks the resource checks and, for SGLang, makes the host's installed SGLang
+            the target.
         baseline: the variant speculative variants are compared with (loaded from
             ``data/variants`` when not among ``variants``; skipped when it does not exist).
         resources: check paths, disk and GPUs on the host.
 
     Returns:
         Findings, errors first within each variant's order (see :func:`findings_table`).
+
+    Raises:
+        ConfigError: an unknown engine name (every other problem is a finding).
     """
+    engine = None if engine is None else get_engine(engine)
     names = list(variants) if variants else list_variants()
     cache, checks, out = _Cache(), [], []
     for item in names:
@@ -284,7 +293,7 @@ def check_variants(
 
 
 def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str | None,
-           engine: Literal["sim", "sglang"] | None, cache: _Cache) -> list[Finding]:  # fmt: skip
+           engine: str | Engine | None, cache: _Cache) -> list[Finding]:  # fmt: skip
     base = next((c for c in checks if c.variant.name == baseline), None)
     if base is None and any(c.variant.speculative for c in checks):
         try:

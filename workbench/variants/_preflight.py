@@ -8,12 +8,14 @@ wraps a server in::
             extra = prep.manifest_extra(server_info=..., log_text=..., launch_command=server.command)
     # the isolated tree is removed here
 
-On the real engine, errors found before launch raise :class:`ConfigError` (the
-message lists them); the variant is launched from its tree (a patched worktree or
-release copy, see :mod:`workbench.variants._trees`). On the simulated engine nothing
-of SGLang runs: patches are recorded (text and sha256) but not applied, and the
-variant's ``sim_policy`` stands in for them, labelled as such in the manifest
-(``sim_stand_in``) and in every stored row.
+What happens depends on the engine (:class:`workbench.engines.Engine`). On an
+engine that runs SGLang's code (``runs_sglang_code``: SGLang itself) every check
+runs and errors found before launch raise :class:`ConfigError` (the message lists
+them); the variant is launched from its tree (a patched worktree or release copy,
+see :mod:`workbench.variants._trees`). On the simulated engine nothing of SGLang
+runs: only host resources are checked, patches are recorded (text and sha256) but
+not applied, and the variant's ``sim_policy`` stands in for them, labelled as such
+in the manifest (``sim_stand_in``) and in every stored row.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import contextlib
 import dataclasses
 import warnings
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
+from workbench.engines import Engine, resolve_engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts import Host, get_host
 from workbench.hosts import call_helper
@@ -51,7 +54,7 @@ class PreparedLaunch:
     Attributes:
         variant: the variant as defined.
         launch_variant: what to launch (the variant with PYTHONPATH pointing into its tree).
-        engine: ``"sim"`` or ``"sglang"``.
+        engine: the engine it runs on.
         host: the host's name.
         preflight: findings of the pre-flight checks.
         tree: the tree it launches from (None: the installed package, or the sim).
@@ -61,7 +64,7 @@ class PreparedLaunch:
 
     variant: Variant
     launch_variant: Variant
-    engine: Literal["sim", "sglang"]
+    engine: Engine
     host: str
     preflight: list[Finding]
     tree: LaunchTree | None = None
@@ -69,8 +72,8 @@ class PreparedLaunch:
 
     @property
     def sim_stand_in(self) -> str | None:
-        """The stand-in label on the simulated engine, else None."""
-        return self.variant.sim_stand_in() if self.engine == "sim" else None
+        """What stands in for the variant's patches on this engine (the simulator's label), else None."""
+        return self.engine.stand_in(self.variant)
 
     def provenance(self, *, server_info: dict[str, Any] | None,
                    launch_command: list[str] | str | None) -> dict[str, Any]:  # fmt: skip
@@ -78,12 +81,12 @@ class PreparedLaunch:
         v = self.variant
         env = dict(self.launch_variant.env)
         common = {"launch_command": launch_command, "launch_env": env, "sim_stand_in": self.sim_stand_in}
-        if self.engine == "sim":
-            note = "not applied: the simulated engine runs no SGLang code"
+        if not self.engine.runs_sglang_code:
+            note = self.engine.unapplied_patch_note
             patches = [dict(load_patch(p).provenance(), applied=False, note=note) for p in v.patches]
             return {"engine_runs_sglang_code": False, "tree_kind": None, "base": str(v.parsed_base),
                     "sglang_version": (server_info or {}).get("version"), "sglang_version_meaning":
-                    "the SGLang version whose HTTP API the simulated engine emulates", "base_commit": None,
+                    self.engine.version_meaning, "base_commit": None,
                     "dirty": None, "patches": patches, **common}  # fmt: skip
         if self.tree is not None:
             return {"engine_runs_sglang_code": True, **self.tree.provenance(), **common}
@@ -128,7 +131,7 @@ def prepare_launch(
     variant: Variant,
     *,
     host: str | Host = "local",
-    engine: Literal["sim", "sglang"] = "sim",
+    engine: str | Engine | None = None,
     python: str | None = None,
     check: bool = True,
 ) -> Iterator[PreparedLaunch]:
@@ -137,37 +140,40 @@ def prepare_launch(
     Args:
         variant: the variant.
         host: where it will run.
-        engine: ``"sim"`` (paths only; patches recorded, not applied) or ``"sglang"``
-            (every check of :func:`workbench.variants._check.check_variant`; then the
-            patched tree).
+        engine: the engine, a name or an Engine (default: the host's,
+            :func:`workbench.engines.resolve_engine`). The simulated engine: host resources
+            only (missing paths are warnings); patches recorded, not applied. SGLang: every
+            check of :func:`workbench.variants._check.check_variant`, then the patched tree.
         python: the host's interpreter for the server (default: see :func:`host_python`).
         check: run the pre-flight checks (default True).
 
     Raises:
-        ConfigError: the checks found errors (listed in the message), or a patch does not apply.
+        ConfigError: the checks found errors (listed in the message), a patch does not apply,
+            or the engine name is unknown.
     """
     h = get_host(host)
+    eng = resolve_engine(h, engine)
     py = host_python(h, python)
     findings: list[Finding] = []
-    if check and engine == "sglang":
-        findings = check_variant(variant, host=h, engine="sglang").findings
+    if check and eng.runs_sglang_code:
+        findings = check_variant(variant, host=h, engine=eng).findings
     elif check:
-        findings = check_resources(variant, host=h, engine="sim")
+        findings = check_resources(variant, host=h, engine=eng)
     if has_errors(findings):
         lines = "\n".join(f.line() for f in sort_findings(findings) if f.severity == "error")
-        raise ConfigError(f"Pre-flight checks of variant {variant.name!r} for host {h.name!r} ({engine}) found "
+        raise ConfigError(f"Pre-flight checks of variant {variant.name!r} for host {h.name!r} ({eng.name}) found "
                           f"errors; nothing was launched:\n{lines}")  # fmt: skip
-    tree = prepare_tree(variant, host=h, python=py) if engine == "sglang" else None
+    tree = prepare_tree(variant, host=h, python=py) if eng.runs_sglang_code else None
     try:
         installed = None
-        if engine == "sglang" and tree is None:
+        if eng.checks_installed_sglang and tree is None:
             try:
                 state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=py)
                 installed = state.get("installed")
             except WorkbenchError as exc:
                 installed = {"error": str(exc)}
         launch = dataclasses.replace(variant, env=tree.launch_env(variant.env)) if tree else variant
-        yield PreparedLaunch(variant, launch, engine, h.name, findings, tree, installed)
+        yield PreparedLaunch(variant, launch, eng, h.name, findings, tree, installed)
     finally:
         if tree is not None:
             tree.close()

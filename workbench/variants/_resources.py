@@ -6,15 +6,18 @@ answers what nvidia-smi knows. The judging is pure (:func:`judge_resources`).
 
 Only values that look like filesystem paths (``/...``, ``~/...``, ``./...``) are
 checked; anything else (``meta-llama/Llama-3.3-70B-Instruct``) is a hub id that
-the real server downloads, and the simulated engine loads no weights at all.
+the real server downloads, and the simulated engine loads no weights at all. How a
+missing path is judged, and whether GPUs are, is the engine's
+(:class:`workbench.engines.Engine`: ``missing_path_severity``, ``wants_gpus``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shlex
-from typing import Any, Literal
+from typing import Any
 
+from workbench.engines import Engine, get_engine
 from workbench.errors import WorkbenchError
 from workbench.hosts import Host, get_host
 from workbench.hosts import call_helper
@@ -98,7 +101,7 @@ def judge_resources(
     variant: Variant,
     facts: HostFacts,
     *,
-    engine: Literal["sim", "sglang"],
+    engine: str | Engine,
     resolved: dict[str, Any] | None = None,
 ) -> list[Finding]:
     """Findings about paths, disk and GPUs (pure).
@@ -106,35 +109,36 @@ def judge_resources(
     Args:
         variant: the variant.
         facts: what :func:`gather_facts` learned.
-        engine: ``"sim"`` (nothing is loaded: missing paths are warnings, GPUs not needed)
-            or ``"sglang"``.
+        engine: the engine that would run it (or its name): on the simulated engine
+            nothing is loaded, so missing paths are warnings and GPUs are not judged; on
+            SGLang missing paths are errors and GPU count and memory are judged.
         resolved: the variant's flags by field name (from flag validation), else the
             flags as written with dashes turned into underscores.
+
+    Raises:
+        ConfigError: an unknown engine name.
     """
+    eng = get_engine(engine)
     name, out = variant.name, []
     flags = resolved if resolved is not None else unresolved_flags(variant)
     for label, value in variant_paths(variant, resolved).items():
         if not looks_like_path(value):
-            why = ("the simulated engine loads no weights" if engine == "sim"
-                   else "the server downloads it into the Hugging Face cache")  # fmt: skip
             out.append(Finding("info", name, label, f"{value!r} looks like a hub id, not a path, so it is not "
-                               f"checked on {facts.host!r} ({why}).", "", "path-hub-id"))  # fmt: skip
+                               f"checked on {facts.host!r} ({eng.hub_id_note}).", "", "path-hub-id"))  # fmt: skip
             continue
         seen = facts.paths.get(value)
         if seen is None or seen["exists"]:
             continue
-        severity = "warning" if engine == "sim" else "error"
-        note = " (the simulated engine does not read it, so the run itself will work)" if engine == "sim" else ""
-        out.append(Finding(severity, name, label, f"{value} does not exist on host {facts.host!r}{note}.",
+        out.append(Finding(eng.missing_path_severity, name, label,
+                           f"{value} does not exist on host {facts.host!r}{eng.missing_path_note}.",
                            f"fix {label} in the variant file or copy the files to the host",
                            "path-missing"))  # fmt: skip
     if facts.free_disk_kib is not None and facts.free_disk_kib < MIN_FREE_DISK_GIB * 2**20:
         out.append(Finding("warning", name, "disk", f"only {facts.free_disk_kib / 2**20:.1f} GiB free in the home "
                            f"directory of {facts.host!r} (server logs, patched trees, downloads go there).",
                            f"free at least {MIN_FREE_DISK_GIB:g} GiB", "disk"))  # fmt: skip
-    if engine == "sim":
-        out.append(Finding("info", name, "gpu", "GPU memory not checked: the simulated engine needs no GPU.", "",
-                           "gpu-skipped"))  # fmt: skip
+    if not eng.wants_gpus:
+        out.append(Finding("info", name, "gpu", eng.gpu_skip_note, "", "gpu-skipped"))
         return out
     return out + _judge_gpus(variant, facts, flags)
 
@@ -183,16 +187,26 @@ def check_resources(
     variant: Variant,
     *,
     host: str | Host = "local",
-    engine: Literal["sim", "sglang"] = "sglang",
+    engine: str | Engine = "sglang",
     resolved: dict[str, Any] | None = None,
     python: str | None = None,
 ) -> list[Finding]:
-    """Check paths, disk and (on the real engine) GPUs of ``host`` for ``variant``.
+    """Check paths, disk and (when the engine wants GPUs) GPUs of ``host`` for ``variant``.
+
+    Args:
+        variant: the variant.
+        host: where it would run.
+        engine: the engine that would run it, or its name (default SGLang); see
+            :func:`judge_resources`.
+        resolved: the variant's flags by field name (see :func:`judge_resources`).
+        python: the host's interpreter for the GPU helper.
 
     Raises:
+        ConfigError: an unknown engine name.
         HostError: the host cannot be reached.
     """
+    eng = get_engine(engine)
     h = get_host(host)
     values = [v for v in variant_paths(variant, resolved).values() if looks_like_path(v)]
-    facts = gather_facts(h, values, want_gpus=engine == "sglang", python=python)
-    return judge_resources(variant, facts, engine=engine, resolved=resolved)
+    facts = gather_facts(h, values, want_gpus=eng.wants_gpus, python=python)
+    return judge_resources(variant, facts, engine=eng, resolved=resolved)

@@ -43,6 +43,8 @@ from workbench.variants._rules import tree_version
 SCRATCH_DIR = ".cache/specbench-workbench/patched"
 #: Limit for one git or copy command on the host, in seconds.
 GIT_TIMEOUT_S = 300.0
+#: The import package a release wheel unpacks to (copied with its ``.dist-info``).
+_PACKAGE = "sglang"
 
 TreeKind = Literal["worktree", "release-copy", "checkout"]
 
@@ -258,7 +260,7 @@ def _tar_release(root: Path) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for entry in sorted(root.iterdir()):
-            if entry.name == "sglang" or entry.name.endswith(".dist-info"):
+            if entry.name == _PACKAGE or entry.name.endswith(".dist-info"):
                 tar.add(entry, arcname=entry.name)
     return buf.getvalue()
 

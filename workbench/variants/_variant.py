@@ -28,11 +28,13 @@ A variant file (TOML)::
   runs on; ``"<ssh alias>:/path"`` (or ``"local:/path"``) pins the host;
 - absent: the ``sglang`` package the host's Python imports.
 
-The same variant launches on the real engine (``python -m sglang.launch_server``)
-or on the simulator (``python -m workbench.sim``, which takes the same flags plus
-``--sim-*``). The simulator runs no SGLang code, so patches cannot change what it
-does; ``sim_policy`` names the simulator option that stands in for the patch's
-idea, and :meth:`Variant.sim_stand_in` says so in words for manifests, data and charts.
+The same variant launches on any engine (:mod:`workbench.engines`): on SGLang
+(``python -m sglang.launch_server``) or on the simulator (``python -m workbench.sim``,
+which takes the same flags plus ``--sim-*``); the engine builds the command line
+from :meth:`Variant.server_flags` (``Engine.launch_argv``). The simulator runs no
+SGLang code, so patches cannot change what it does; ``sim_policy`` names the
+simulator option that stands in for the patch's idea, and :meth:`Variant.sim_stand_in`
+says so in words for manifests, data and charts.
 """
 
 from __future__ import annotations
@@ -47,8 +49,6 @@ from workbench.errors import ConfigError
 
 #: Where shipped variants live.
 VARIANTS_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
-
-Engine = Literal["sim", "sglang"]
 
 #: Simulator policies a variant may name: key -> (``--sim-*`` option, words with ``{value}``).
 SIM_POLICIES: dict[str, tuple[str, str]] = {
@@ -189,38 +189,6 @@ class Variant:
                 continue
             else:
                 argv += [f"--{key}", str(value)]
-        return argv
-
-    def launch_argv(
-        self,
-        *,
-        engine: Engine,
-        python: str,
-        port: int,
-        listen_host: str = "127.0.0.1",
-        sim_options: dict[str, Any] | None = None,
-    ) -> list[str]:
-        """Full command line on the host.
-
-        Args:
-            engine: ``"sglang"`` (``-m sglang.launch_server``) or ``"sim"`` (``-m workbench.sim``).
-            python: the host's Python interpreter.
-            port: port to listen on.
-            listen_host: address to bind (the host's loopback by default).
-            sim_options: ``--sim-*`` options (name without ``--sim-`` -> value); sim only.
-                The variant's :meth:`sim_options` (its ``sim_policy``) are added unless
-                ``sim_options`` names the same option.
-        """
-        module = {"sglang": "sglang.launch_server", "sim": "workbench.sim"}.get(engine)
-        if module is None:
-            raise ConfigError(f"engine must be 'sim' or 'sglang', got {engine!r}")
-        argv = [python, "-m", module, *self.server_flags(), "--host", listen_host, "--port", str(port)]
-        if engine == "sim":
-            for key, value in {**self.sim_options(), **(sim_options or {})}.items():
-                if value is not None:
-                    argv += [f"--sim-{key}", str(value)]
-        elif sim_options:
-            raise ConfigError("sim_options apply only to engine='sim'")
         return argv
 
 

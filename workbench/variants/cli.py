@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from workbench.engines import get_engine
 from workbench.errors import ConfigError
 
 __all__ = ["variants_app"]
@@ -56,16 +57,14 @@ def check_command(
     """
     if host and sglang:
         raise ConfigError("Give --host or --sglang, not both: --host checks against the SGLang on that host.")
-    if engine not in (None, "sim", "sglang"):
-        raise ConfigError(f"--engine must be 'sim' or 'sglang', not {engine!r}")
+    eng = None if engine is None else get_engine(engine)  # an unknown name: ConfigError listing the known ones
     if min_severity not in _SEVERITY:
         raise ConfigError(f"--show must be one of {', '.join(_SEVERITY)}, not {min_severity!r}")
     # imported here, not at the top: the checks (pandas, the source and host machinery) cost a second
     from workbench.variants._check import check_variants
     from workbench.variants._findings import count_line, has_errors, sort_findings
 
-    found = check_variants(variants or None, host=host, sglang=sglang, engine=engine,  # type: ignore[arg-type]
-                           baseline=baseline)  # fmt: skip
+    found = check_variants(variants or None, host=host, sglang=sglang, engine=eng, baseline=baseline)
     findings = sort_findings(found)
     if as_json:
         typer.echo(json.dumps([f.to_dict() for f in findings], indent=1))

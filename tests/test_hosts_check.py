@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from workbench.cli import app
 from workbench.errors import ConfigError
-from workbench.hosts._check import HostReport, check_host, parse_requirements, render
+from workbench.hosts import check_host, parse_requirements, render_check
+from workbench.hosts._check import HostReport
 
 PY = sys.executable
 runner = CliRunner()
@@ -99,11 +100,11 @@ def test_report_rendering_and_requirements() -> None:
               "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "memory_used_mib": 4}] * 8,
               "links": [{"a": 0, "b": 1, "link": "PIX"}, {"a": 0, "b": 4, "link": "SYS"}]},
     )
-    text = render(report)
+    text = render_check(report)
     wheel = dataclasses.replace(report, sglang={"checkouts": [], "installed": {
         "version": "0.5.9", "package_dir": "/venv/lib/python3.10/site-packages/sglang", "git": None,
         "direct_url": {"url": "https://github.com/sgl-project/sglang", "vcs_info": {"commit_id": "abcdef0123456789"}}}})
-    assert "installed from https://github.com/sgl-project/sglang at commit abcdef012345" in render(wheel)
+    assert "installed from https://github.com/sgl-project/sglang at commit abcdef012345" in render_check(wheel)
     assert "sglang    0.5.9 at /root/sglang/python/sglang, editable install; git 0123456789ab on main (dirty: 2" in text
     assert "gpus      8 x NVIDIA H100 80GB HBM3 (81559 MiB each, 32 MiB in use), driver 550.54.15" in text
     assert "links     pcie (PIX, SYS)" in text

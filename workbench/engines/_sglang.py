@@ -1,0 +1,99 @@
+"""SGLang itself: ``python -m sglang.launch_server`` on the host's GPUs.
+
+A real server runs in real time (any other time scale is refused), loads the
+weights it is given (a missing model path is an error before launch), needs GPUs
+(count and free memory are judged), and runs SGLang's own code: variants are
+checked in full against the SGLang that will run (the one installed for the host's
+Python when the variant names no base), and patches are applied to an isolated
+tree it launches from. It keeps a prefix cache, so benchmark prompts get a unique
+tag by default. Loading weights and capturing CUDA graphs takes minutes, hence the
+long default ready timeout (SGLang's own launch waits up to 30 min).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench.engines._base import PathSeverity, variant_argv
+from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.variants import Variant
+
+__all__ = ["SGLangEngine"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SGLangEngine:
+    """A real SGLang server (``sglang.launch_server``); see :class:`~workbench.engines.Engine`."""
+
+    name: str = "sglang"
+    simulated: bool = False
+    description: str = "SGLang itself (python -m sglang.launch_server) on the host's GPUs"
+    launch_module: str = "sglang.launch_server"
+    default_time_scale: float = 1.0
+    unique_prompts: bool = True
+    ready_timeout_s: float = 1800.0
+    uploads_workbench: bool = False
+    runs_sglang_code: bool = True
+    checks_installed_sglang: bool = True
+    wants_gpus: bool = True
+    missing_path_severity: PathSeverity = "error"
+    missing_path_note: str = ""
+    hub_id_note: str = "the server downloads it into the Hugging Face cache"
+    gpu_skip_note: str = ""
+    unapplied_patch_note: str = ""
+    version_meaning: str = "the SGLang version the server runs"
+
+    def launch_argv(
+        self,
+        variant: Variant,
+        *,
+        python: str,
+        port: int,
+        listen_host: str = "127.0.0.1",
+        options: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """``<python> -m sglang.launch_server <flags> --host H --port P``.
+
+        Raises:
+            ConfigError: ``options`` given (simulator options do not apply to a real server).
+        """
+        if options:
+            raise ConfigError(f"sim_options apply only to the simulated engine, not to engine={self.name!r} "
+                              f"(got {dict(options)!r})")
+        return variant_argv(variant, self.launch_module, python=python, port=port, listen_host=listen_host)
+
+    def time_scale(self, requested: float | None) -> float:
+        """1.0: a real server runs in real time.
+
+        Raises:
+            ConfigError: any other value.
+        """
+        if requested is not None and requested <= 0:
+            raise ConfigError(f"time_scale must be > 0, got {requested}")
+        if requested not in (None, 1.0):
+            raise ConfigError("time_scale applies only to the simulated engine; a real server runs in real time")
+        return self.default_time_scale
+
+    def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:
+        """None: a real server takes no simulator options."""
+        return None
+
+    def sim_profile(self, profile: str) -> str | None:
+        """None: a real server runs no simulator profile."""
+        return None
+
+    def stand_in(self, variant: Variant) -> str | None:
+        """None: the variant's patches themselves run."""
+        return None
+
+    def answered(self, server_info: Mapping[str, Any]) -> bool:
+        """True for any ``/server_info`` answer without the simulator's ``simulation`` block."""
+        return not isinstance(server_info.get("simulation"), dict)
+
+    def labels(self) -> dict[str, Any]:
+        """``{"engine": "sglang", "simulated": False}``."""
+        return {"engine": self.name, "simulated": self.simulated}

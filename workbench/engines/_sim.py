@@ -1,0 +1,102 @@
+"""The simulated engine: ``python -m workbench.sim``, SGLang's HTTP API over a performance model.
+
+It runs no SGLang code and loads no weights: missing model paths are only warnings,
+GPUs are not judged, patches are recorded but not applied (a variant's ``sim_policy``
+stands in for them, labelled as such), and everything it produces is labelled
+``simulated``. It runs faster than real time by default (:data:`DEFAULT_SIM_TIME_SCALE`)
+and models no prefix cache, so prompts need no unique tag. On a remote host it runs
+from the uploaded workbench bundle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench.engines._base import PathSeverity, variant_argv
+from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.variants import Variant
+
+__all__ = ["DEFAULT_SIM_TIME_SCALE", "SimEngine"]
+
+#: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
+#: real time at 2x, docs/PERFORMANCE.md).
+DEFAULT_SIM_TIME_SCALE = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SimEngine:
+    """The simulated SGLang engine (:mod:`workbench.sim`); see :class:`~workbench.engines.Engine`."""
+
+    name: str = "sim"
+    simulated: bool = True
+    description: str = "the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU"
+    launch_module: str = "workbench.sim"
+    default_time_scale: float = DEFAULT_SIM_TIME_SCALE
+    unique_prompts: bool = False
+    ready_timeout_s: float = 60.0
+    uploads_workbench: bool = True
+    runs_sglang_code: bool = False
+    checks_installed_sglang: bool = False
+    wants_gpus: bool = False
+    missing_path_severity: PathSeverity = "warning"
+    missing_path_note: str = " (the simulated engine does not read it, so the run itself will work)"
+    hub_id_note: str = "the simulated engine loads no weights"
+    gpu_skip_note: str = "GPU memory not checked: the simulated engine needs no GPU."
+    unapplied_patch_note: str = "not applied: the simulated engine runs no SGLang code"
+    version_meaning: str = "the SGLang version whose HTTP API the simulated engine emulates"
+
+    def launch_argv(
+        self,
+        variant: Variant,
+        *,
+        python: str,
+        port: int,
+        listen_host: str = "127.0.0.1",
+        options: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """``<python> -m workbench.sim <flags> --host H --port P --sim-<option> <value> ...``.
+
+        The variant's own ``--sim-*`` options (its ``sim_policy``) come first; ``options``
+        adds to them and wins where both name the same option. None values are left out.
+        """
+        argv = variant_argv(variant, self.launch_module, python=python, port=port, listen_host=listen_host)
+        for key, value in {**variant.sim_options(), **(options or {})}.items():
+            if value is not None:
+                argv += [f"--sim-{key}", str(value)]
+        return argv
+
+    def time_scale(self, requested: float | None) -> float:
+        """``requested`` (simulated seconds per wall second), default :data:`DEFAULT_SIM_TIME_SCALE`.
+
+        Raises:
+            ConfigError: not a positive number.
+        """
+        if requested is None:
+            return self.default_time_scale
+        if requested <= 0:
+            raise ConfigError(f"time_scale must be > 0, got {requested}")
+        return float(requested)
+
+    def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:
+        """``{"profile": ..., "time-scale": ..., "seed": ...}`` (as ``--sim-*`` options)."""
+        return {"profile": profile, "time-scale": time_scale, "seed": seed}
+
+    def sim_profile(self, profile: str) -> str | None:
+        """``profile``: the simulator runs it."""
+        return profile
+
+    def stand_in(self, variant: Variant) -> str | None:
+        """The variant's ``SIMULATOR STAND-IN`` label (:meth:`Variant.sim_stand_in`), None without a sim_policy."""
+        return variant.sim_stand_in()
+
+    def answered(self, server_info: Mapping[str, Any]) -> bool:
+        """True when ``/server_info`` carries the simulator's ``simulation`` block."""
+        return isinstance(server_info.get("simulation"), dict)
+
+    def labels(self) -> dict[str, Any]:
+        """``{"engine": "sim", "simulated": True}``."""
+        return {"engine": self.name, "simulated": self.simulated}
