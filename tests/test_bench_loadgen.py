@@ -10,15 +10,22 @@ import socket
 import aiohttp
 import pytest
 
+from workbench.bench._plan import SweepPlan
 from workbench.bench._loadgen import closed_loop, open_loop, poisson_arrivals, prompt_schedule
 from workbench.bench._prompts import Prompt
 from doubles.scripted_server import ScriptedServer, StreamScript
 from workbench.bench._server_api import fetch_server_info, flush_cache, server_accept_length
-from workbench.bench._sweep import run_sweep, run_sweep_async
+from workbench.bench._sweep import run_sweep
 from workbench.bench._timing import Timebase
 from workbench.errors import BenchmarkError, ConfigError
 
 PROMPTS = [Prompt(f"p{i}", "coding" if i % 2 else "agentic", f"prompt number {i}") for i in range(5)]
+
+
+def _plan(**kwargs) -> SweepPlan:
+    """A small closed-loop plan over PROMPTS: one level of concurrency 1, one request, one token."""
+    return SweepPlan.build(**(dict(concurrency_levels=[1], requests_per_level=1, max_new_tokens=1,
+                                   prompt_set=PROMPTS) | kwargs))
 
 
 def steady_fraction(log: list[tuple[float, int]], target: int) -> float:
@@ -135,9 +142,9 @@ def test_sweep_end_to_end():
     script = StreamScript(first_delay_s=0.01, chunk_tokens=(1, 2, 2), gap_s=0.01, spec_verify_ct=3)
     seen = []
     with ScriptedServer(script) as srv:
-        result = run_sweep(srv.url, concurrency_levels=[1, 2, 4], requests_per_level=lambda c: 2 * c + 1,
-                           max_new_tokens=5, prompts=PROMPTS, seed=3, time_scale=2.0, warmup_requests=2,
-                           progress=False, on_level=seen.append)
+        plan = SweepPlan.build(concurrency_levels=[1, 2, 4], requests_per_level=lambda c: 2 * c + 1,
+                               max_new_tokens=5, prompt_set=PROMPTS, seed=3, time_scale=2.0, warmup_requests=2)
+        result = run_sweep(srv.url, plan, progress=False, on_level=seen.append)
         bodies = list(srv.bodies)
         flushes = srv.flush_calls
         max_in_flight = srv.max_in_flight
@@ -145,7 +152,7 @@ def test_sweep_end_to_end():
     assert len(bodies) == 2 + 3 + 5 + 9 and len(result.warmup) == 2
     req, lev = result.requests, result.levels
     assert list(req.groupby("level_index").size()) == [3, 5, 9]
-    assert set(req["time_scale"]) == {2.0} and result.parameters["time_scale"] == 2.0
+    assert set(req["time_scale"]) == {2.0} and result.time_scale == 2.0
     assert list(lev["concurrency"]) == [1, 2, 4] and list(lev["completed"]) == [3, 5, 9]
     assert list(lev["accept_length"]) == pytest.approx([5 / 3] * 3)
     assert list(lev["server_accept_length"]) == [2.5] * 3
@@ -153,14 +160,16 @@ def test_sweep_end_to_end():
     # the same seeded prompt sequence at every level
     per_level = [list(g.sort_values("request_index")["prompt_id"]) for _, g in req.groupby("level_index")]
     assert per_level[1] == per_level[2][:5] and per_level[0] == per_level[1][:3]
+    assert per_level[2] == [p.id for p in prompt_schedule(PROMPTS, 9, rng=random.Random(3))]  # seeded as before
     assert [len(lvl.requests) for lvl in seen] == [3, 5, 9]
-    assert seen[-1].parameters["levels"] == [1, 2, 4]
+    assert seen[-1].plan is plan and result.plan is plan
 
 
 def test_sweep_open_loop_levels():
     with ScriptedServer(StreamScript()) as srv:
-        result = run_sweep(srv.url, request_rates=[50.0, math.inf], requests_per_level=4, max_new_tokens=1,
-                           prompts=["a", "b"], warmup_requests=0, progress=False, flush=False)
+        result = run_sweep(srv.url, SweepPlan.build(request_rates=[50.0, math.inf], requests_per_level=4,
+                                                    max_new_tokens=1, prompt_set=["a", "b"], warmup_requests=0,
+                                                    flush=False), progress=False)
     lev = result.levels
     assert list(lev["mode"]) == ["open", "open"] and list(lev["request_rate_req_s"]) == [50.0, math.inf]
     assert lev["concurrency"].isna().all() and list(lev["completed"]) == [4, 4]
@@ -170,8 +179,8 @@ def test_sweep_open_loop_levels():
 def test_sweep_failed_requests_do_not_stop_the_level():
     script = lambda body, i: StreamScript(status=500) if i % 2 else StreamScript()  # noqa: E731
     with ScriptedServer(script) as srv:
-        result = run_sweep(srv.url, concurrency_levels=[2], requests_per_level=6, max_new_tokens=1,
-                           prompts=PROMPTS, warmup_requests=1, progress=False)
+        result = run_sweep(srv.url, _plan(concurrency_levels=[2], requests_per_level=6, warmup_requests=1),
+                           progress=False)
     assert result.levels.loc[0, "completed"] + result.levels.loc[0, "failed"] == 6
     assert result.levels.loc[0, "failed"] >= 2
     assert "HTTPStatusError" in result.levels.loc[0, "error_counts"]
@@ -182,24 +191,15 @@ def test_sweep_raises_when_the_server_is_down():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(BenchmarkError, match="warmup"):
-        run_sweep(f"http://127.0.0.1:{port}", concurrency_levels=[1], requests_per_level=1, max_new_tokens=1,
-                  prompts=PROMPTS, progress=False)
+        run_sweep(f"http://127.0.0.1:{port}", _plan(), progress=False)
 
 
 def test_run_sweep_works_inside_a_running_event_loop():
     with ScriptedServer(StreamScript()) as srv:
         async def notebook_cell():
-            return run_sweep(srv.url, concurrency_levels=[1], requests_per_level=2, max_new_tokens=1,
-                             prompts=PROMPTS, progress=False)
+            return run_sweep(srv.url, _plan(requests_per_level=2), progress=False)
         result = asyncio.run(notebook_cell())
     assert list(result.levels["completed"]) == [2]
-
-
-def test_sweep_validates_parameters():
-    for kwargs in (dict(concurrency_levels=[0]), dict(concurrency_levels=[1.5]), dict(concurrency_levels=[]),
-                   dict(requests_per_level=0), dict(max_new_tokens=0), dict(warmup_requests=-1), dict(time_scale=0.0), dict(prompts=[])):
-        with pytest.raises(ConfigError):
-            asyncio.run(run_sweep_async("http://127.0.0.1:9", **{"prompts": PROMPTS, "progress": False, **kwargs}))
 
 
 SIM_INFO = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2.0}],
@@ -208,13 +208,11 @@ SIM_INFO = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2
 
 def test_time_scale_auto_and_mismatch_with_a_simulated_server():
     with ScriptedServer(StreamScript(first_delay_s=0.02), server_info=SIM_INFO) as srv:
-        result = run_sweep(srv.url, concurrency_levels=[1], requests_per_level=2, max_new_tokens=1,
-                           prompts=PROMPTS, time_scale="auto", progress=False)
+        result = run_sweep(srv.url, _plan(requests_per_level=2, time_scale="auto"), progress=False)
         with pytest.raises(ConfigError, match="time_scale=4.0"):
-            run_sweep(srv.url, concurrency_levels=[1], requests_per_level=1, max_new_tokens=1, prompts=PROMPTS,
-                      time_scale=1.0, progress=False)
+            run_sweep(srv.url, _plan(time_scale=1.0), progress=False)
     req = result.requests
-    assert set(req["time_scale"]) == {4.0} and result.parameters["time_scale"] == 4.0
+    assert set(req["time_scale"]) == {4.0} and result.time_scale == 4.0
     assert (req["ttft_ms"] >= 4 * 20.0 - 4).all()
     assert set(req["engine"]) == {"sim"} and req["simulated"].all()
     assert set(result.levels["engine"]) == {"sim"}
@@ -222,15 +220,14 @@ def test_time_scale_auto_and_mismatch_with_a_simulated_server():
 
 def test_rows_from_a_real_server_are_not_simulated():
     with ScriptedServer(StreamScript()) as srv:
-        result = run_sweep(srv.url, concurrency_levels=[1], requests_per_level=1, max_new_tokens=1,
-                           prompts=PROMPTS, time_scale="auto", progress=False)
+        result = run_sweep(srv.url, _plan(time_scale="auto"), progress=False)
     assert list(result.requests["engine"]) == ["sglang"] and not result.requests["simulated"].any()
-    assert result.parameters["time_scale"] == 1.0
+    assert result.time_scale == 1.0
 
 
 def test_unique_prefix_makes_every_request_text_distinct():
     with ScriptedServer(StreamScript()) as srv:
-        run_sweep(srv.url, concurrency_levels=[2], requests_per_level=7, max_new_tokens=1, prompts=PROMPTS,
-                  warmup_requests=0, unique_prefix=True, progress=False)
+        run_sweep(srv.url, _plan(concurrency_levels=[2], requests_per_level=7, warmup_requests=0,
+                                 unique_prompts=True), progress=False)
         texts = [b["text"] for b in srv.bodies]
     assert len(set(texts)) == 7 and texts[0].startswith("[request 0-")

@@ -15,6 +15,7 @@ from blocked_imports import blocking_python
 from sshd_fixture import SSHD, sshd  # noqa: F401  (pytest fixture)
 
 from workbench.bench._onhost import read_host_sweep, run_sweep_on_host, start_host_sweep
+from workbench.bench._plan import SweepPlan
 from workbench.bench._prompts import Prompt
 from doubles.scripted_server import ScriptedServer, StreamScript
 from workbench.bench._sweep import run_sweep
@@ -89,9 +90,10 @@ def test_dropped_connection_mid_sweep_loses_nothing_and_the_host_needs_no_pandas
 
     try:
         with server:
-            sweep = start_host_sweep(host, server.port, python=str(no_pandas), concurrency_levels=[1, 4],
-                                     requests_per_level=lambda c: 2 if c == 1 else 16, max_new_tokens=32,
-                                     time_scale="auto", warmup_requests=1, sweeps_dir=str(tmp_path / "sweeps"))
+            plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=lambda c: 2 if c == 1 else 16,
+                                   max_new_tokens=32, time_scale="auto", warmup_requests=1)
+            sweep = start_host_sweep(host, server.port, plan, python=str(no_pandas),
+                                     sweeps_dir=str(tmp_path / "sweeps"))
             result = sweep.follow(on_level=drop_after_first_level, progress=False, poll_s=0.1)
             reconnected = host._conn is not None and host._conn is not dropped["conn"] and host.connected
             again = read_host_sweep(host, sweep.results_path)  # pulled back in one read, later
@@ -107,27 +109,28 @@ def test_dropped_connection_mid_sweep_loses_nothing_and_the_host_needs_no_pandas
     log = Path(sweep.log_path).read_text()
     assert log.count("[workbench sweep] pid ") == 1 and "finished" in log, log  # one runner, never restarted
     assert "Traceback" not in log
-    assert result.parameters["base_url"] == f"http://127.0.0.1:{server.port}"
-    assert result.parameters["time_scale"] == 2.0 and set(req["time_scale"]) == {2.0}
+    assert result.base_url == f"http://127.0.0.1:{server.port}" and result.plan == plan
+    assert result.time_scale == 2.0 and set(req["time_scale"]) == {2.0}
 
 
 def test_on_the_local_host_the_runner_gives_run_sweeps_tables(tmp_path: Path) -> None:
     script = StreamScript(first_delay_s=0.003, chunk_tokens=(1, 2, 2), gap_s=0.002, spec_verify_ct=3)
-    kwargs = dict(concurrency_levels=[1, 2], requests_per_level=3, max_new_tokens=5, prompts=PROMPTS, seed=4,
-                  progress=False)
+    plan = SweepPlan.build(concurrency_levels=[1, 2], requests_per_level=3, max_new_tokens=5, prompt_set=PROMPTS,
+                           seed=4)
     with ScriptedServer(script) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
         levels = []
-        remote = run_sweep_on_host("local", port, on_level=levels.append, poll_s=0.05,
-                                   sweeps_dir=str(tmp_path / "sweeps"), **kwargs)
-        local = run_sweep(srv.url, **kwargs)
+        remote = run_sweep_on_host("local", port, plan, on_level=levels.append, progress=False, poll_s=0.05,
+                                   sweeps_dir=str(tmp_path / "sweeps"))
+        local = run_sweep(srv.url, plan, progress=False)
     assert [len(lvl.requests) for lvl in levels] == [3, 3]
     timing = ["ttft_ms", "e2e_ms", "tpot_ms", "itl_ms", "start_epoch_s", "end_epoch_s", "start_s", "end_s"]
     for a, b in ((remote.requests, local.requests), (remote.warmup, local.warmup)):
         assert list(a.columns) == list(b.columns) and (a.dtypes == b.dtypes).all()
         pd.testing.assert_frame_equal(a.drop(columns=timing + ["rid"]), b.drop(columns=timing + ["rid"]))
     assert list(remote.levels.columns) == list(local.levels.columns)
-    assert remote.parameters == local.parameters
+    assert remote.plan == local.plan == plan and remote.base_url == local.base_url
+    assert remote.time_scale == local.time_scale
     (sweep_dir,) = (tmp_path / "sweeps").iterdir()
     assert {p.name for p in sweep_dir.iterdir()} == {"plan.json", "results.jsonl", "runner.log"}
 
@@ -137,15 +140,14 @@ def test_runner_failures_surface_as_the_workbench_errors(tmp_path: Path) -> None
     slow = StreamScript(first_delay_s=0.01, chunk_tokens=(1,) * 10, gap_s=0.05)  # 0.5 s a request
     with ScriptedServer(slow, server_info=sim_info) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
-        common = dict(concurrency_levels=[1, 1], requests_per_level=1, max_new_tokens=10, prompts=PROMPTS,
-                      progress=False, poll_s=0.05, sweeps_dir=str(tmp_path / "sweeps"))
+        common = dict(concurrency_levels=[1, 1], requests_per_level=1, max_new_tokens=10, prompt_set=PROMPTS)
+        sweeps_dir = str(tmp_path / "sweeps")
         with pytest.raises(ConfigError, match="time_scale=4.0"):
-            run_sweep_on_host("local", port, time_scale=1.0, **common)
-        with pytest.raises(ConfigError, match="concurrency levels"):
-            run_sweep_on_host("local", port, time_scale=4.0, **{**common, "concurrency_levels": [0]})
+            run_sweep_on_host("local", port, SweepPlan.build(time_scale=1.0, **common), progress=False, poll_s=0.05,
+                              sweeps_dir=sweeps_dir)
         # an on_level that raises stops the runner on the host
-        sweep = start_host_sweep("local", port, time_scale="auto", warmup_requests=0,
-                                 **{k: v for k, v in common.items() if k not in ("progress", "poll_s")})
+        sweep = start_host_sweep("local", port, SweepPlan.build(time_scale="auto", warmup_requests=0, **common),
+                                 sweeps_dir=sweeps_dir)
 
         def stop_here(level) -> None:
             raise RuntimeError("stop after the first level")
@@ -161,8 +163,8 @@ def test_runner_failures_surface_as_the_workbench_errors(tmp_path: Path) -> None
 def test_a_host_python_without_aiohttp_is_reported_with_the_runner_log(tmp_path: Path) -> None:
     no_aiohttp = blocking_python(tmp_path, ("aiohttp",))
     with pytest.raises((HostError, BenchmarkError)) as err:
-        run_sweep_on_host("local", 9, python=str(no_aiohttp), concurrency_levels=[1], requests_per_level=1,
-                          prompts=PROMPTS, progress=False, poll_s=0.05, sweeps_dir=str(tmp_path / "sweeps"))
+        run_sweep_on_host("local", 9, SweepPlan.build(concurrency_levels=[1], requests_per_level=1, prompt_set=PROMPTS),
+                          python=str(no_aiohttp), progress=False, poll_s=0.05, sweeps_dir=str(tmp_path / "sweeps"))
     assert "aiohttp is blocked here" in str(err.value) and "runner.log" in str(err.value)
 
 
@@ -184,8 +186,8 @@ class FlakyHost(LocalHost):
 
 def test_following_retries_a_lost_connection_then_gives_up_leaving_the_runner(tmp_path: Path) -> None:
     script = StreamScript(first_delay_s=0.01, chunk_tokens=(1, 1), gap_s=0.1)  # 0.1 s a request
-    kwargs = dict(concurrency_levels=[1, 1, 1], requests_per_level=2, max_new_tokens=2, prompts=PROMPTS,
-                  sweeps_dir=str(tmp_path / "sweeps"))
+    plan = SweepPlan.build(concurrency_levels=[1, 1, 1], requests_per_level=2, max_new_tokens=2, prompt_set=PROMPTS)
+    sweeps_dir = str(tmp_path / "sweeps")
     with ScriptedServer(script) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
         host = FlakyHost()
@@ -194,10 +196,11 @@ def test_following_retries_a_lost_connection_then_gives_up_leaving_the_runner(tm
             if level.info["level_index"].iloc[0] == 0:
                 host.fail = 3
 
-        result = run_sweep_on_host(host, port, on_level=drop_three_polls, progress=False, poll_s=0.02, **kwargs)
+        result = run_sweep_on_host(host, port, plan, on_level=drop_three_polls, progress=False, poll_s=0.02,
+                                   sweeps_dir=sweeps_dir)
         assert host.failed == 3 and list(result.levels["completed"]) == [2, 2, 2]
 
-        sweep = start_host_sweep(host, port, **kwargs)
+        sweep = start_host_sweep(host, port, plan, sweeps_dir=sweeps_dir)
         host.fail = 10**6  # the host is gone for good
         with pytest.raises(HostError, match="read_host_sweep") as err:
             sweep.follow(progress=False, poll_s=0.02, reconnect_for_s=0.2)

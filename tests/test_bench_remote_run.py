@@ -13,7 +13,7 @@ from pathlib import Path
 
 from blocked_imports import blocking_dir
 
-from workbench.bench._measure import make_plan
+from workbench.bench._plan import SweepPlan
 from workbench.bench._prompts import Prompt
 from doubles.scripted_server import ScriptedServer, StreamScript
 from workbench.bench._sweep import SweepAssembler
@@ -24,7 +24,7 @@ PROMPTS = [Prompt(f"p{i}", "agentic", f"prompt {i}") for i in range(4)]
 
 def _run(tmp_path: Path, url: str, plan_args: dict, *,
          results: Path | None = None) -> tuple[subprocess.CompletedProcess, Path]:
-    plan = make_plan(prompts=PROMPTS, max_new_tokens=3, **plan_args)
+    plan = SweepPlan.build(prompt_set=PROMPTS, max_new_tokens=3, **plan_args)
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan.to_json()))
     results = results or tmp_path / "results.jsonl"
@@ -48,7 +48,12 @@ def test_runner_measures_every_level_without_pandas(tmp_path: Path) -> None:
     for event in reader.feed(results.read_text()):
         assembler.add(event)
     result = assembler.result()
-    assert reader.started.parameters["base_url"] == srv.url
+    assert reader.started.base_url == srv.url
+    # the plan reaches the host-side runner, and comes back from it, unchanged
+    sent = json.loads((tmp_path / "plan.json").read_text())
+    assert json.loads(results.read_text().splitlines()[0])["plan"] == sent
+    assert reader.started.plan == SweepPlan.from_json(sent) == result.plan
+    assert result.plan.concurrency_levels == (1, 2) and result.plan.requests_per_level == (3, 3)
     assert list(result.levels["completed"]) == [3, 3] and list(result.levels["accept_length"]) == [3.0, 3.0]
     assert (result.requests["ttft_ms"] >= 5.0).all()
     runner = json.loads(results.read_text().splitlines()[0])["runner"]
@@ -81,8 +86,8 @@ def test_runner_refuses_to_reuse_a_results_file(tmp_path: Path) -> None:
 def test_runner_stops_on_sigterm_and_says_so(tmp_path: Path) -> None:
     script = StreamScript(first_delay_s=0.05, chunk_tokens=(1,) * 50, gap_s=0.05)  # 2.5 s per request
     with ScriptedServer(script) as srv:
-        plan = make_plan(prompts=PROMPTS, max_new_tokens=50, concurrency_levels=[1], requests_per_level=5,
-                         warmup_requests=0)
+        plan = SweepPlan.build(prompt_set=PROMPTS, max_new_tokens=50, concurrency_levels=[1], requests_per_level=5,
+                               warmup_requests=0)
         (tmp_path / "plan.json").write_text(json.dumps(plan.to_json()))
         results = tmp_path / "results.jsonl"
         proc = subprocess.Popen([sys.executable, "-m", "workbench.bench._remote_run", "--plan",

@@ -9,7 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from workbench.bench._measure import LevelMeasured, make_plan, measure_sweep, open_session
+from workbench.bench._measure import LevelMeasured, measure_sweep, open_session
+from workbench.bench._plan import SweepPlan
 from workbench.bench._prompts import Prompt
 from workbench.bench._record import RequestRecord, record_from_json, record_to_json
 from doubles.scripted_server import ScriptedServer, StreamScript
@@ -29,7 +30,7 @@ def _script(body: dict, i: int) -> StreamScript:
 
 def _measure(url: str, **plan_args) -> tuple[list, str]:
     """The events of one sweep, and the results file a host-side runner would have written for it."""
-    plan = make_plan(prompts=PROMPTS, max_new_tokens=4, **plan_args)
+    plan = SweepPlan.build(prompt_set=PROMPTS, max_new_tokens=4, **plan_args)
     out = io.StringIO()
     writer = SweepLogWriter(out)
 
@@ -55,12 +56,12 @@ def _assemble(events) -> SweepResult:
 def _assert_same(a: SweepResult, b: SweepResult) -> None:
     for name in ("requests", "levels", "level_info", "warmup"):
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
-    assert a.parameters == b.parameters and a.server_info == b.server_info
+    assert (a.plan, a.base_url, a.time_scale, a.server_info) == (b.plan, b.base_url, b.time_scale, b.server_info)
 
 
 @pytest.mark.parametrize("plan_args", [
     dict(concurrency_levels=[1, 3], requests_per_level=5, warmup_requests=2),
-    dict(concurrency_levels=[1], request_rates=[200.0, math.inf], requests_per_level=4, warmup_requests=0,
+    dict(request_rates=[200.0, math.inf], requests_per_level=4, warmup_requests=0,
          flush=False),
 ])
 def test_events_through_the_results_file_give_identical_tables(plan_args) -> None:
@@ -71,6 +72,7 @@ def test_events_through_the_results_file_give_identical_tables(plan_args) -> Non
     for line in text.splitlines(keepends=True):  # line by line, as a follower reads them
         replayed += reader.feed(line)
     assert reader.finished and not reader.failure and reader.started is not None
+    assert reader.started.plan == events[0].plan  # the plan comes back whole
     assert text.isascii() and all(line.startswith("{") for line in text.splitlines())
     direct, read_back = _assemble(events), _assemble(replayed)
     _assert_same(direct, read_back)
@@ -103,7 +105,7 @@ def test_reader_reports_bad_lines_and_failures() -> None:
     writer = SweepLogWriter(out)
     writer.request(0, RequestRecord(request_index=0))
     with pytest.raises(BenchmarkError, match="level 0 announces 2 requests but 1 request lines came before it"):
-        SweepLogReader().feed(out.getvalue() + '{"type": "level", "level_index": 0, "level": 1, "requests": 2, '
+        SweepLogReader().feed(out.getvalue() + '{"type": "level", "level_index": 0, "requests": 2, '
                               '"flush": null, "server_info": {"info": null, "route": null, "error": "x"}, '
                               '"sim_lag_s": null}\n')
     out = io.StringIO()

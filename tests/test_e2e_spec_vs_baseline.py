@@ -52,7 +52,8 @@ def test_report_files_and_manifests(report) -> None:
         assert m["status"] == "complete" and m["engine"] == "sim" and m["simulated"] is True
         assert m["sglang_version"] == "0.5.9" and m["time_scale"] == 4.0
         assert "workbench.sim" in " ".join(m["launch_command"]) and m["server_info"]["simulated"] is True
-        assert m["parameters"]["concurrency_levels"] == LEVELS
+        assert m["plan"]["concurrency_levels"] == LEVELS == run.plan["concurrency_levels"]
+        assert m["plan"]["requests_per_level"] == [max(16, 2 * c) for c in LEVELS]
         assert list(run.levels["concurrency"]) == LEVELS and run.levels["simulated"].all()
         assert (run.levels["failed"] == 0).all()
 

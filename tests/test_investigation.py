@@ -22,8 +22,14 @@ FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False)
 def test_bad_input_is_refused_before_launch(tmp_path) -> None:
     with pytest.raises(ConfigError, match="known variants: .*baseline"):
         benchmark_variant("no-such-variant", runs_dir=tmp_path)
-    with pytest.raises(ConfigError, match="concurrency_levels"):
+    with pytest.raises(ConfigError, match="concurrency_levels must be whole numbers >= 1"):
         benchmark_variant("baseline", concurrency_levels=[0, 2], runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="time_scale must be a finite number > 0"):
+        benchmark_variant("baseline", time_scale=-1.0, runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="requests_per_level must be a whole number >= 1"):
+        benchmark_variant("baseline", requests_per_level=0, runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="no-such-set"):
+        benchmark_variant("baseline", prompt_set="no-such-set", runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="time_scale"):
         benchmark_variant("baseline", engine="sglang", time_scale=2.0, runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="Unknown variant 'nope'"):
@@ -61,6 +67,10 @@ def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
 
 def test_study_requires_its_baseline(tmp_path) -> None:
     run = benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=2, runs_dir=tmp_path, **FAST)
+    plan = load_run(run).plan  # the plan benchmark_variant built, under one key
+    assert plan["concurrency_levels"] == [1] and plan["requests_per_level"] == [2] and plan["time_scale"] == 20.0
+    assert plan["prompt_set"] == "default" and plan["unique_prompts"] is False and plan["max_new_tokens"] == 32
+    assert "parameters" not in load_run(run).manifest
     with pytest.raises(ConfigError, match="baseline variant 'nope' has no runs"):
         load_study([run], baseline="nope")
     with pytest.raises(ConfigError, match="several runs measure the same variant"):

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from workbench.bench._frames import records_to_frame
+from workbench.bench._plan import SweepPlan
+from workbench.bench._prompts import Prompt
 from workbench.bench._record import RequestRecord
 from workbench.bench._sweep import LevelResult
 from workbench.errors import ConfigError
@@ -17,6 +19,8 @@ from workbench.store import finish_run, list_runs, load_run, load_runs, new_run,
 from workbench.store._runs import STANDARD_KEYS
 
 T0 = datetime(2026, 5, 29, 10, 15, 0, tzinfo=timezone.utc)
+PLAN = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=4, max_new_tokens=8, seed=3,
+                       prompt_set=[Prompt(f"p{i}", "coding", f"prompt {i}") for i in range(5)])
 
 
 def fixed_clock(start: datetime = T0):
@@ -39,14 +43,13 @@ def level(index: int, concurrency: int, n: int, *, spec: bool = True) -> LevelRe
                               server_accept_length=2.1 if spec else float("nan"),
                               server_gen_throughput_tok_s=float("nan"), server_info_error=None)])
     server_info = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2.1}], "x": float("inf")}
-    return LevelResult(requests=requests, info=info, server_info=server_info,
-                       parameters={"seed": 3, "levels": [1, 4]})
+    return LevelResult(requests=requests, info=info, server_info=server_info, plan=PLAN)
 
 
 def test_round_trip(tmp_path):
     run = new_run("eagle3 topk4/steps2", engine="sim", root=tmp_path, now=fixed_clock(), rng=random.Random(0),
                   launch_command=["python", "-m", "sglang.launch_server", "--tp", "8"], host="gpu1",
-                  client_location="host", parameters={"max_new_tokens": 8})
+                  client_location="host")
     assert run.run_id.startswith("20260529T101500Z-eagle3-topk4-steps2-") and len(run.run_id.split("-")[-1]) == 6
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert manifest["status"] == "running" and manifest["simulated"] is True and manifest["engine"] == "sim"
@@ -66,7 +69,9 @@ def test_round_trip(tmp_path):
     assert m["status"] == "complete" and m["finished_at"] == "2026-05-29T10:15:01.000Z"
     assert m["sglang_version"] == "0.5.9" and m["server_info"]["x"] == float("inf")
     assert m["launch_command"][-1] == "8" and m["host"] == "gpu1" and m["client_location"] == "host"
-    assert m["parameters"] == {"max_new_tokens": 8, "seed": 3, "levels": [1, 4]}
+    # the first level's plan fills in the one new_run was not given, under one key, prompt ids for texts
+    assert m["plan"] == PLAN.to_json(prompt_texts=False) == stored.plan and "parameters" not in m
+    assert m["plan"]["prompt_ids"] == ["p0", "p1", "p2", "p3", "p4"] and "prompts" not in m["plan"]
     assert m["levels_completed"] == 2 and m["num_requests"] == 10 and m["time_scale"] == 1.0
 
     req = stored.requests
@@ -164,3 +169,48 @@ def test_annotate_adds_keys_but_not_standard_ones(tmp_path):
     run.finish()
     with pytest.raises(ConfigError, match="cannot annotate"):
         run.annotate(note="late")
+
+
+def test_the_plan_given_to_new_run_is_the_one_recorded(tmp_path):
+    plan = SweepPlan.build(concurrency_levels=[2], requests_per_level=1, prompt_set="default", seed=1)
+    run = new_run("baseline", engine="sim", root=tmp_path, plan=plan)
+    assert json.loads((run.path / "manifest.json").read_text())["plan"]["prompt_set"] == "default"
+    run.save_level(level(0, 1, 3))  # a level carrying another plan does not replace it
+    assert load_run(run.path).plan == plan.to_json(prompt_texts=False)
+
+
+OLD_NOTEBOOK_PARAMETERS = {  # benchmark_variant's block, with the sweep's own merged into it
+    "concurrency_levels": [1, 8], "requests_per_level": "max(16, 2 * concurrency)", "max_new_tokens": 256,
+    "prompt_set": "default", "seed": 0, "warmup_requests": 1, "unique_prompts": False,
+    "sim_profile": "seed-pcie-8gpu", "base_url": "http://127.0.0.1:30001", "mode": "closed", "levels": [1, 8],
+    "prompt_ids": ["c1", "a1"], "time_scale": 2.0, "flush": True, "unique_prefix": False, "timeout_s": 600.0,
+    "max_concurrency": None, "extra_sampling_params": {},
+}
+OLD_SWEEP_PARAMETERS = {  # run_sweep(on_level=run.save_level) without benchmark_variant: an open-loop sweep
+    "base_url": "http://h:1", "mode": "open", "levels": [2.5, float("inf")], "requests_per_level": [4, 4],
+    "max_new_tokens": 8, "prompt_ids": ["p0"], "seed": 1, "time_scale": 1.0, "warmup_requests": 0, "flush": False,
+    "unique_prefix": True, "timeout_s": None, "max_concurrency": 3, "extra_sampling_params": {"top_p": 0.5},
+}
+
+
+@pytest.mark.parametrize("parameters, expected", [
+    (OLD_NOTEBOOK_PARAMETERS, dict(concurrency_levels=[1, 8], request_rates=None, requests_per_level=[16, 16],
+                                   prompt_set="default", prompt_ids=["c1", "a1"], time_scale=2.0,
+                                   unique_prompts=False, max_new_tokens=256)),
+    (OLD_SWEEP_PARAMETERS, dict(concurrency_levels=[], request_rates=[2.5, float("inf")], requests_per_level=[4, 4],
+                                prompt_set=None, max_concurrency=3, unique_prompts=True, flush=False,
+                                extra_sampling_params={"top_p": 0.5})),
+    ({"concurrency_levels": [1, 2], "requests_per_level": 5}, dict(concurrency_levels=[1, 2],
+                                                                    requests_per_level=[5, 5], time_scale=1.0)),
+])
+def test_manifests_written_before_the_plan_still_load(tmp_path, parameters, expected):
+    run = new_run("baseline", engine="sim", root=tmp_path)
+    run.save_level(level(0, 1, 3))
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    del manifest["plan"]
+    manifest["parameters"] = parameters
+    (run.path / "manifest.json").write_text(json.dumps(manifest))
+    stored = load_run(run.path)
+    assert len(stored.requests) == 4 and len(stored.levels) == 1
+    assert set(stored.plan) == set(PLAN.to_json(prompt_texts=False))  # the same keys as a new manifest's plan
+    assert {k: stored.plan[k] for k in expected} == expected and stored.plan["prompts_sha256"] is None

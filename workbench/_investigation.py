@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench import paths
+from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan
 from workbench.bench import start_host_sweep
 from workbench.bench import run_sweep
 from workbench.engines import DEFAULT_SIM_TIME_SCALE, Engine, resolve_engine  # noqa: F401 - the name stays importable here
@@ -20,7 +21,6 @@ from workbench.errors import BenchmarkError, ConfigError
 from workbench.hosts import is_local
 from workbench.servers import ServerHandle
 from workbench.variants import Variant, load_variant
-from workbench.sim import REQUESTS_RULE, requests_for_level
 from workbench.store import load_run, load_runs, new_run
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
@@ -42,7 +42,7 @@ def benchmark_variant(
     host: str = "local",
     engine: str | Engine | None = None,
     client: Literal["host", "local"] | None = None,
-    concurrency_levels: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
+    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
     requests_per_level: int | None = None,
     max_new_tokens: int = 256,
     prompt_set: str | Path = "default",
@@ -68,8 +68,10 @@ def benchmark_variant(
             in this process, through the SSH tunnel. Default: ``"host"`` on an SSH host,
             ``"local"`` on the local host (where both measure the same). The manifest's
             ``client_location`` says which: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``.
-        concurrency_levels: closed-loop levels (requests in flight).
-        requests_per_level: requests per level; None: ``max(16, 2 * concurrency)``.
+        concurrency_levels: closed-loop levels (requests in flight); default
+            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64).
+        requests_per_level: requests per level; None:
+            :func:`workbench.bench.default_requests_per_level`, ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).
         prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
         seed: seeds the prompt order and the simulator's acceptance sampling.
@@ -88,8 +90,9 @@ def benchmark_variant(
 
     Returns:
         The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its
-        manifest records ``provenance`` (SGLang version, base commit, dirty state,
-        patch sha256 and text, launch command and env), ``sim_stand_in``, the
+        manifest records the sweep's ``plan`` (:meth:`SweepPlan.to_json
+        <workbench.bench.SweepPlan.to_json>`, prompt ids for texts), ``provenance``
+        (SGLang version, base commit, dirty state, patch sha256 and text, launch command and env), ``sim_stand_in``, the
         pre-flight findings and the effective settings the server reports with their
         findings (:func:`workbench.variants.prepare_launch`).
 
@@ -102,26 +105,17 @@ def benchmark_variant(
         level measured before an error.
     """
     v = variant if isinstance(variant, Variant) else load_variant(variant)
-    levels = [int(c) for c in concurrency_levels]
-    if not levels or min(levels) < 1:
-        raise ConfigError(f"concurrency_levels must be positive integers, got {list(concurrency_levels)}")
     eng = resolve_engine(host, engine)
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
     where = client or ("local" if is_local(host) else "host")
     sim_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
-    per_level = requests_per_level if requests_per_level is not None else requests_for_level
-    parameters: dict[str, Any] = {
-        "concurrency_levels": levels,
-        "requests_per_level": requests_per_level if requests_per_level is not None else REQUESTS_RULE,
-        "max_new_tokens": max_new_tokens,
-        "prompt_set": str(prompt_set),
-        "seed": seed,
-        "warmup_requests": warmup_requests,
-        "unique_prompts": unique_prompts if unique_prompts is not None else eng.unique_prompts,
-        "sim_profile": eng.sim_profile(sim_profile),
-    }
+    # The sweep's one validated value, built before anything is launched.
+    plan = SweepPlan.build(concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
+                           max_new_tokens=max_new_tokens, prompt_set=prompt_set, seed=seed, time_scale=time_scale,
+                           warmup_requests=warmup_requests,
+                           unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts)
     # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
     with prepare_launch(v, host=host, engine=eng) as prep, \
             ServerHandle.start(prep.launch_variant, host=host, engine=eng, sim_options=sim_options) as server:
@@ -133,7 +127,7 @@ def benchmark_variant(
             host=host,
             client_location=_client_location(server, where),
             server_info=info,
-            parameters=parameters,
+            plan=plan,
             time_scale=time_scale,
             extra={
                 "variant_definition": {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env,
@@ -162,23 +156,13 @@ def benchmark_variant(
                 )
 
         with run:
-            sweep_args: dict[str, Any] = dict(
-                concurrency_levels=levels,
-                requests_per_level=per_level,
-                max_new_tokens=max_new_tokens,
-                prompts=prompt_set,
-                seed=seed,
-                time_scale=time_scale,
-                warmup_requests=warmup_requests,
-                unique_prefix=parameters["unique_prompts"],
-            )
             if where == "host":
-                with start_host_sweep(server.host, server.port, python=server.python, **sweep_args) as sweep:
+                with start_host_sweep(server.host, server.port, plan, python=server.python) as sweep:
                     run.annotate(client={"python": sweep.python, "pid": sweep.process.pid,
                                          "results_path": sweep.results_path, "log_path": sweep.log_path})
                     sweep.follow(on_level=on_level, progress=progress)
             else:
-                run_sweep(server.url, progress=progress, on_level=on_level, **sweep_args)
+                run_sweep(server.url, plan, progress=progress, on_level=on_level)
             run.finish(server_info=server.server_info())
     return run.path
 

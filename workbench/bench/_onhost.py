@@ -4,8 +4,8 @@ Measured from this machine through an SSH tunnel, every TTFT and ITL would inclu
 the network between laptop and GPU host, and its jitter. Here the load generator
 runs next to the server instead:
 
-1. the plan (levels, requests, the prompt texts, ...) is validated here and written
-   to ``<dir>/plan.json`` on the host (``<dir>`` is a fresh directory under
+1. the plan (:class:`~workbench.bench._plan.SweepPlan`, validated where it was built,
+   prompt texts included) is written to ``<dir>/plan.json`` on the host (``<dir>`` is a fresh directory under
    ``$WORKBENCH_SWEEPS_DIR``, else ``~/.cache/specbench-workbench/sweeps`` there,
    ``$WORKBENCH_CACHE_DIR/sweeps`` here);
 2. ``python -m workbench.bench._remote_run`` starts detached on the host
@@ -34,19 +34,15 @@ import os
 import secrets
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from workbench import paths
-from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S
-from workbench.bench._measure import SweepPlan, make_plan
-from workbench.bench._prompts import Prompt
+from workbench.bench._plan import SweepPlan
 from workbench.bench._record import RequestRecord
-from workbench.bench._sweep import (DEFAULT_CONCURRENCY_LEVELS, LevelResult, SweepAssembler, SweepResult,
-                                   default_requests_per_level)
+from workbench.bench._sweep import LevelResult, SweepAssembler, SweepResult
 from workbench.bench._sweeplog import SweepLogReader
 from workbench.errors import BenchmarkError, CommandError, CommandTimeout, ConfigError, HostError
 from workbench.errors import HostAuthError, HostKeyError
@@ -156,13 +152,12 @@ class HostSweep:
                 is left running; :func:`read_host_sweep` reads its results later).
         """
         assembler = SweepAssembler()
-        unit = "concurrency" if self.plan.mode == "closed" else "rate"
         bar = tqdm(total=self.plan.total_requests, disable=not progress, unit="req",
                    desc=f"sweep on {self.host.name}")
 
         def on_request(level_index: int | None, _record: RequestRecord) -> None:
             if level_index is not None:
-                bar.set_postfix_str(f"{unit}={self.plan.levels[level_index][0]}", refresh=False)
+                bar.set_postfix_str(self.plan.level_label(level_index), refresh=False)
                 bar.update(1)
 
         reader = SweepLogReader(on_request=on_request, source=f"{self.results_path} on host {self.host.name!r}")
@@ -198,7 +193,7 @@ class HostSweep:
                 if not status.get("alive") and not complete:
                     raise BenchmarkError(
                         f"The load generator on host {self.host.name!r} exited before finishing the sweep "
-                        f"({len(assembler.levels)} of {len(self.plan.levels)} levels measured). Does "
+                        f"({len(assembler.levels)} of {self.plan.num_levels} levels measured). Does "
                         f"{self.python} there have aiohttp (SGLang's environment does)? Log "
                         f"{self.log_path}:\n{self.log_tail()}")
                 if not complete:
@@ -274,32 +269,22 @@ def _runner_error(failure: Mapping[str, Any], sweep: HostSweep | None, where: st
 def start_host_sweep(
     host: str | Host,
     base_port_on_host: int,
+    plan: SweepPlan,
     *,
-    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
-    request_rates: Sequence[float] | None = None,
-    max_concurrency: int | None = None,
-    requests_per_level: int | Callable[[int], int] = default_requests_per_level,
-    max_new_tokens: int = 256,
-    prompts: Sequence[Prompt | str] | str | Path | None = None,
-    seed: int = 0,
-    time_scale: float | Literal["auto"] = 1.0,
-    warmup_requests: int = 1,
-    flush: bool = True,
-    unique_prefix: bool = False,
-    timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
-    extra_sampling_params: Mapping[str, Any] | None = None,
     python: str | None = None,
     config_file: str | os.PathLike[str] | None = None,
     sweeps_dir: str | None = None,
 ) -> HostSweep:
     """Start the load generator on ``host`` against ``http://127.0.0.1:<base_port_on_host>`` there.
 
-    Sweep arguments are :func:`~workbench.bench._sweep.run_sweep`'s. Prompt sets are
-    read here and their texts sent in the plan.
+    ``plan`` travels as :meth:`SweepPlan.to_json <workbench.bench._plan.SweepPlan.to_json>`
+    (prompt texts included, so the host needs no data files) and is read back there
+    unchanged.
 
     Args:
         host: ``"local"``, an ssh config alias, or a :class:`Host`.
         base_port_on_host: the server's port on the host's loopback (``ServerHandle.port``).
+        plan: what to send (:meth:`SweepPlan.build <workbench.bench._plan.SweepPlan.build>`).
         python: the host's interpreter (needs aiohttp; default ``$WORKBENCH_REMOTE_PYTHON``
             or ``python3``, this interpreter locally). ``ServerHandle.python`` is the
             server's, which for SGLang has aiohttp.
@@ -312,14 +297,9 @@ def start_host_sweep(
         A :class:`HostSweep`; call :meth:`HostSweep.follow`.
 
     Raises:
-        ConfigError: invalid sweep parameters (nothing is started).
+        ConfigError: a port that is not one (nothing is started).
         HostError: the host cannot be used, or the runner died at once (log attached).
     """
-    plan = make_plan(concurrency_levels=concurrency_levels, request_rates=request_rates,
-                     max_concurrency=max_concurrency, requests_per_level=requests_per_level,
-                     max_new_tokens=max_new_tokens, prompts=prompts, seed=seed, time_scale=time_scale,
-                     warmup_requests=warmup_requests, flush=flush, unique_prefix=unique_prefix, timeout_s=timeout_s,
-                     extra_sampling_params=extra_sampling_params)
     port = int(base_port_on_host)
     if not 0 < port < 65536:
         raise ConfigError(f"base_port_on_host must be a TCP port, got {base_port_on_host!r}")
@@ -338,32 +318,33 @@ def start_host_sweep(
 def run_sweep_on_host(
     host: str | Host,
     base_port_on_host: int,
+    plan: SweepPlan,
     *,
     on_level: Callable[[LevelResult], None] | None = None,
     progress: bool = True,
     poll_s: float = 0.5,
     reconnect_for_s: float = 300.0,
-    **kwargs: Any,
+    python: str | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    sweeps_dir: str | None = None,
 ) -> SweepResult:
     """:func:`~workbench.bench._sweep.run_sweep`, with the load generator running on ``host``.
 
-    Same keyword arguments and the same :class:`SweepResult` (identical tables for the
-    same measurements); ``clock``/``wall_clock`` are the host's. ``on_level`` is
-    called as each level's results arrive here.
+    The same plan gives the same :class:`SweepResult` (identical tables for the same
+    measurements); the clocks are the host's. ``on_level`` is called as each level's
+    results arrive here.
 
     Args:
-        host: ``"local"``, an ssh config alias, or a :class:`Host`.
-        base_port_on_host: the server's port on the host's loopback.
+        host, base_port_on_host, plan, python, config_file, sweeps_dir: see :func:`start_host_sweep`.
         on_level, progress: as for ``run_sweep``.
         poll_s, reconnect_for_s: see :meth:`HostSweep.follow`.
-        **kwargs: the sweep arguments, plus ``python``, ``config_file`` and
-            ``sweeps_dir`` (see :func:`start_host_sweep`).
 
     Raises:
         ConfigError, BenchmarkError, HostError: see :func:`start_host_sweep` and
         :meth:`HostSweep.follow`.
     """
-    with start_host_sweep(host, base_port_on_host, **kwargs) as sweep:
+    with start_host_sweep(host, base_port_on_host, plan, python=python, config_file=config_file,
+                          sweeps_dir=sweeps_dir) as sweep:
         return sweep.follow(on_level=on_level, progress=progress, poll_s=poll_s, reconnect_for_s=reconnect_for_s)
 
 
@@ -376,7 +357,7 @@ def read_host_sweep(
     """The :class:`SweepResult` in a results file on ``host`` (pulled back with one read).
 
     A runner still going, or one that died, leaves fewer levels than planned; compare
-    ``result.parameters["levels"]`` with ``result.levels``.
+    ``result.plan.num_levels`` with ``len(result.levels)``.
 
     Raises:
         HostError: the file cannot be read.

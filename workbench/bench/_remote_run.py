@@ -6,8 +6,9 @@ bundle on ``PYTHONPATH``)::
     python -m workbench.bench._remote_run --plan PLAN.json --results RESULTS.jsonl \\
         --url http://127.0.0.1:30000
 
-``PLAN.json`` is a :meth:`SweepPlan.to_json <workbench.bench._measure.SweepPlan.to_json>`
-object (prompt texts included, so the host needs no data files). The sweep is the
+``PLAN.json`` is a :meth:`SweepPlan.to_json <workbench.bench._plan.SweepPlan.to_json>`
+object (prompt texts included, so the host needs no data files), read back into the
+same plan with :meth:`~workbench.bench._plan.SweepPlan.from_json`. The sweep is the
 one in :mod:`workbench.bench._measure`, and every event and request is written to
 ``RESULTS.jsonl`` as it is measured (:mod:`workbench.bench._sweeplog`); the file is
 created exclusively, never appended to. Needs only the standard library and aiohttp
@@ -35,7 +36,8 @@ from typing import Any
 
 import aiohttp
 
-from workbench.bench._measure import LevelMeasured, SweepPlan, measure_sweep, open_session
+from workbench.bench._measure import LevelMeasured, measure_sweep, open_session
+from workbench.bench._plan import SweepPlan
 from workbench.bench._record import RequestRecord
 from workbench.bench._sweeplog import SweepLogWriter
 from workbench.errors import ConfigError, WorkbenchError
@@ -71,7 +73,6 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter) -> No
         done, failed = counts.setdefault(level_index, [0, 0])
         counts[level_index] = [done + 1, failed + (not record.ok)]
 
-    unit = "concurrency" if plan.mode == "closed" else "rate"
     facts = _runner_facts()
     async with open_session() as session:
         events = measure_sweep(session, base_url, plan, on_request=on_request)
@@ -80,8 +81,8 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter) -> No
                 writer.event(event, runner=facts)
                 if isinstance(event, LevelMeasured):
                     done, failed = counts.get(event.index, [0, 0])
-                    _say(f"level {event.index + 1}/{len(plan.levels)} {unit}={event.level}: {done} requests, "
-                         f"{failed} failed")
+                    _say(f"level {event.index + 1}/{plan.num_levels} {plan.level_label(event.index)}: "
+                         f"{done} requests, {failed} failed")
         finally:
             await events.aclose()
 
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     with out:
         writer = SweepLogWriter(out)
-        _say(f"pid {os.getpid()}: {len(plan.levels)} levels, {plan.total_requests} requests against {args.url}")
+        _say(f"pid {os.getpid()}: {plan.num_levels} levels, {plan.total_requests} requests against {args.url}")
         try:
             asyncio.run(run_plan(args.url, plan, writer))
         except Stopped as exc:

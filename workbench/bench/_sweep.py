@@ -28,34 +28,23 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S
 from workbench.bench._frames import records_to_frame
-from workbench.bench._measure import (SweepEvent, SweepStarted, WarmupMeasured, make_plan, measure_sweep,
-                                     open_session)
+from workbench.bench._measure import SweepEvent, SweepStarted, WarmupMeasured, measure_sweep, open_session
 from workbench.bench._metrics import summarize_levels
-from workbench.bench._prompts import Prompt
+from workbench.bench._plan import SweepPlan
 from workbench.bench._record import RequestRecord
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, server_accept_length, server_engine,
                                         server_gen_throughput)
 from workbench.bench._timing import Clock
 from workbench.errors import BenchmarkError
 
-__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LevelResult", "SweepAssembler", "SweepResult",
-           "default_requests_per_level", "run_sweep", "run_sweep_async"]
-
-DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-
-
-def default_requests_per_level(concurrency: int) -> int:
-    """``max(16, 4 * concurrency)``: enough requests that steady state dominates the level."""
-    return max(16, 4 * concurrency)
+__all__ = ["LevelResult", "SweepAssembler", "SweepResult", "run_sweep", "run_sweep_async"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,13 +55,13 @@ class LevelResult:
         requests: request rows of this level (level columns first).
         info: one-row table of server observations (flush outcome, server accept length).
         server_info: the ``/server_info`` body read after the level (None if it failed).
-        parameters: the sweep's parameters (JSON-ready), for the run manifest.
+        plan: the sweep's plan (for the run manifest; None when not known).
     """
 
     requests: pd.DataFrame
     info: pd.DataFrame
     server_info: dict[str, Any] | None
-    parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    plan: SweepPlan | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +74,9 @@ class SweepResult:
         level_info: one row per level of server observations.
         warmup: rows of the warmup requests.
         server_info: the last ``/server_info`` body read (None if none).
-        parameters: the sweep's parameters (JSON-ready), for the run manifest.
+        plan: what the sweep sent.
+        base_url: the server's root URL, as the load generator reached it.
+        time_scale: engine seconds per wall second the rows were measured with.
     """
 
     requests: pd.DataFrame
@@ -93,59 +84,29 @@ class SweepResult:
     level_info: pd.DataFrame
     warmup: pd.DataFrame
     server_info: dict[str, Any] | None
-    parameters: dict[str, Any]
+    plan: SweepPlan
+    base_url: str
+    time_scale: float
 
 
 async def run_sweep_async(
     base_url: str,
+    plan: SweepPlan,
     *,
-    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
-    request_rates: Sequence[float] | None = None,
-    max_concurrency: int | None = None,
-    requests_per_level: int | Callable[[int], int] = default_requests_per_level,
-    max_new_tokens: int = 256,
-    prompts: Sequence[Prompt | str] | str | Path | None = None,
-    seed: int = 0,
-    time_scale: float | Literal["auto"] = 1.0,
-    warmup_requests: int = 1,
-    flush: bool = True,
-    unique_prefix: bool = False,
-    timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
-    extra_sampling_params: Mapping[str, Any] | None = None,
     progress: bool = True,
     on_level: Callable[[LevelResult], None] | None = None,
     clock: Clock = time.perf_counter,
     wall_clock: Clock = time.time,
 ) -> SweepResult:
-    """Run a sweep (closed loop over ``concurrency_levels``, or open loop over ``request_rates``).
+    """Run ``plan`` (closed loop over its concurrency levels, or open loop over its request rates).
 
     Args:
         base_url: server root, e.g. ``http://127.0.0.1:30000``.
-        concurrency_levels: closed-loop levels (requests in flight); default 1..64.
-        request_rates: if given, run open-loop levels at these rates (engine-time
-            requests/s; ``inf`` = all at once) instead of ``concurrency_levels``.
-        max_concurrency: open loop only: cap on requests in flight.
-        requests_per_level: requests per level, or a function of the concurrency
-            (open loop: called with 1); default :func:`default_requests_per_level`.
-        max_new_tokens: output tokens per request (``ignore_eos`` is on).
-        prompts: Prompt objects, plain strings, a prompt-set name or path; default
-            the shipped ``"default"`` set.
-        seed: seeds the prompt schedule (``random.Random(seed)``, the same schedule at
-            every level) and open-loop arrivals (``random.Random(seed + 1)`` per level).
-        time_scale: engine seconds per wall second (a simulated engine running fast);
-            all durations in rows are multiplied by it. Default 1.0 (a real server).
-            ``"auto"`` takes the value a simulated server reports in ``/server_info``
-            (``simulation.time_scale``), else 1.0. A number that contradicts the
-            server's report is refused, since every duration would be off by the ratio.
-        warmup_requests: requests sent concurrently before the first level, not
-            measured. 0 disables.
-        flush: POST ``/flush_cache`` before each level.
-        unique_prefix: start every request's text with ``[request <level>-<index>]`` so
-            a prompt sent again within a level misses SGLang's radix (prefix) cache.
-            Off by default: with more requests than prompts, repeats are then served
-            partly from the cache (``cached_tokens`` in the rows shows how much).
-        timeout_s: per-request limit (wall seconds; None: none).
-        extra_sampling_params: merged into every request's sampling_params.
+        plan: what to send, from :meth:`SweepPlan.build
+            <workbench.bench._plan.SweepPlan.build>` (levels, requests per level, prompts,
+            seed, time scale, warmup, ...; validated there). Durations in rows are
+            multiplied by the time scale; a number that contradicts what a simulated
+            server reports in ``/server_info`` is refused.
         progress: show a tqdm progress bar over all requests.
         on_level: called with each :class:`LevelResult` as soon as it is measured
             (exceptions from it propagate and end the sweep).
@@ -155,23 +116,16 @@ async def run_sweep_async(
         A :class:`SweepResult`.
 
     Raises:
-        ConfigError: invalid parameters, or ``time_scale`` differs from the one the
-            simulated server reports.
+        ConfigError: ``plan.time_scale`` differs from the one the simulated server reports.
         BenchmarkError: every warmup request failed (the server is not answering);
             the message quotes the first error.
     """
-    plan = make_plan(concurrency_levels=concurrency_levels, request_rates=request_rates,
-                     max_concurrency=max_concurrency, requests_per_level=requests_per_level,
-                     max_new_tokens=max_new_tokens, prompts=prompts, seed=seed, time_scale=time_scale,
-                     warmup_requests=warmup_requests, flush=flush, unique_prefix=unique_prefix, timeout_s=timeout_s,
-                     extra_sampling_params=extra_sampling_params)
     assembler = SweepAssembler()
-    unit = "concurrency" if plan.mode == "closed" else "rate"
     bar = tqdm(total=plan.total_requests, disable=not progress, unit="req", desc="sweep")
 
     def on_request(level_index: int | None, _record: RequestRecord) -> None:
         if level_index is not None:
-            bar.set_postfix_str(f"{unit}={plan.levels[level_index][0]}", refresh=False)
+            bar.set_postfix_str(plan.level_label(level_index), refresh=False)
             bar.update(1)
 
     try:
@@ -225,9 +179,8 @@ class SweepAssembler:
             return None
         if event.server_info.info is not None:
             self._server_info = event.server_info.info
-        params = self._started.parameters
-        result = _level_result(event.index, params["mode"], event.level, params["max_concurrency"], event.records,
-                               event.flush, event.server_info, self._server_info, params, sim_lag_s=event.sim_lag_s)
+        result = _level_result(self._started.plan, event.index, event.records, event.flush, event.server_info,
+                               self._server_info, sim_lag_s=event.sim_lag_s)
         self._levels.append(result)
         return result
 
@@ -241,23 +194,28 @@ class SweepAssembler:
             raise BenchmarkError("the sweep measured no level, so there is no result to build")
         requests = pd.concat([lvl.requests for lvl in self._levels], ignore_index=True)
         level_info = pd.concat([lvl.info for lvl in self._levels], ignore_index=True)
+        started = self._started
         return SweepResult(requests=requests, levels=summarize_levels(requests, level_info), level_info=level_info,
-                           warmup=records_to_frame(self._warmup), server_info=self._server_info,
-                           parameters=self._started.parameters)
+                           warmup=records_to_frame(self._warmup), server_info=self._server_info, plan=started.plan,
+                           base_url=started.base_url, time_scale=started.time_scale)
 
 
-def _level_result(index: int, mode: str, level: float, max_concurrency: int | None, records: list[RequestRecord],
-                  flushed: FlushOutcome | None, fetched: ServerInfoOutcome, server_info: dict[str, Any] | None,
-                  parameters: dict[str, Any], *, sim_lag_s: float) -> LevelResult:
-    """Tables of one measured level; rows are labelled with the engine ``/server_info`` reported.
+def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flushed: FlushOutcome | None,
+                  fetched: ServerInfoOutcome, server_info: dict[str, Any] | None, *, sim_lag_s: float) -> LevelResult:
+    """Tables of level ``index`` of ``plan``; rows are labelled with the engine ``/server_info`` reported.
+
+    The level's columns: ``concurrency`` (``plan.concurrency_levels[index]``; open loop:
+    ``plan.max_concurrency``) and ``request_rate_req_s`` (``plan.request_rates[index]``;
+    closed loop: ``inf``).
 
     ``sim_lag_s`` (wall seconds a simulated engine fell behind its schedule during the
     level, NaN for a real server) becomes the level's ``sim_behind_schedule_wall_s``.
     """
     engine, simulated = server_engine(server_info)
-    keys = dict(engine=engine, simulated=simulated, level_index=index, mode=mode,
-                concurrency=int(level) if mode == "closed" else max_concurrency,
-                request_rate_req_s=float("inf") if mode == "closed" else float(level))
+    closed = plan.request_rates is None
+    keys = dict(engine=engine, simulated=simulated, level_index=index, mode=plan.mode,
+                concurrency=plan.concurrency_levels[index] if closed else plan.max_concurrency,
+                request_rate_req_s=float("inf") if closed else plan.request_rates[index])
     info = pd.DataFrame([dict(
         level_index=index,
         flush_ok=None if flushed is None else flushed.ok,
@@ -268,20 +226,28 @@ def _level_result(index: int, mode: str, level: float, max_concurrency: int | No
         server_info_error=fetched.error,
         sim_behind_schedule_wall_s=sim_lag_s,
     )])
-    return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info,
-                       parameters=parameters)
+    return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info, plan=plan)
 
 
-def run_sweep(base_url: str, **kwargs: Any) -> SweepResult:
-    """Blocking :func:`run_sweep_async` (same keyword arguments).
+def run_sweep(
+    base_url: str,
+    plan: SweepPlan,
+    *,
+    progress: bool = True,
+    on_level: Callable[[LevelResult], None] | None = None,
+    clock: Clock = time.perf_counter,
+    wall_clock: Clock = time.time,
+) -> SweepResult:
+    """Blocking :func:`run_sweep_async` (the same arguments and result).
 
     Works in scripts and in Jupyter/papermill: when an event loop is already running
     in this thread, the sweep runs on a fresh loop in a worker thread and this call
     waits for it. In async code prefer ``await run_sweep_async(...)``.
     """
+    sweep = run_sweep_async(base_url, plan, progress=progress, on_level=on_level, clock=clock, wall_clock=wall_clock)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run_sweep_async(base_url, **kwargs))
+        return asyncio.run(sweep)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-sweep") as pool:
-        return pool.submit(asyncio.run, run_sweep_async(base_url, **kwargs)).result()
+        return pool.submit(asyncio.run, sweep).result()

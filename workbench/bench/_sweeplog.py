@@ -8,19 +8,20 @@ imports it on a host without pandas).
 
 Lines, in order (one JSON object each)::
 
-    {"type": "started", "parameters": {...}, "time_scale": 10.0, "server_info": {...} | null,
-     "runner": {"pid": 4242, "python": "3.11.7", "aiohttp": "3.9.5", "hostname": "gpu1"}}
+    {"type": "started", "plan": {...}, "base_url": "http://127.0.0.1:30000", "time_scale": 10.0,
+     "server_info": {...} | null, "runner": {"pid": 4242, "python": "3.11.7", "aiohttp": "3.9.5", "hostname": "gpu1"}}
     {"type": "request", "level_index": null, "record": {...}}     # warmup requests, as each ends
     {"type": "warmup", "requests": 1}
     {"type": "request", "level_index": 0, "record": {...}}        # level 0's requests, as each ends
-    {"type": "level", "level_index": 0, "level": 1, "requests": 8, "flush": {...} | null,
+    {"type": "level", "level_index": 0, "requests": 8, "flush": {...} | null,
      "server_info": {"info": {...} | null, "route": "/server_info", "error": null}, "sim_lag_s": 0.0 | null}
     ...
     {"type": "finished"}
       or
     {"type": "failed", "error_type": "BenchmarkError", "message": "...", "traceback": "..." | null}
 
-A ``record`` holds every :class:`~workbench.bench._record.RequestRecord` field, NaN
+``plan`` is :meth:`SweepPlan.to_json <workbench.bench._plan.SweepPlan.to_json>` (prompt
+texts included), read back into the same plan. A ``record`` holds every :class:`~workbench.bench._record.RequestRecord` field, NaN
 as ``null``. A level's request lines come before its level line, whose ``requests``
 count checks them. Text is ASCII (``json.dumps`` defaults); an infinite request rate
 is written ``Infinity``, which Python's json reads back. Each line is flushed as
@@ -36,9 +37,10 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from workbench.bench._measure import LevelMeasured, SweepEvent, SweepStarted, WarmupMeasured
+from workbench.bench._plan import SweepPlan
 from workbench.bench._record import RequestRecord, record_from_json, record_to_json
 from workbench.bench._server_api import FlushOutcome, ServerInfoOutcome
-from workbench.errors import BenchmarkError
+from workbench.errors import BenchmarkError, ConfigError
 
 __all__ = ["SweepLogReader", "SweepLogWriter"]
 
@@ -73,13 +75,12 @@ class SweepLogWriter:
             runner: facts about the runner for the ``started`` line (pid, python version, ...).
         """
         if isinstance(event, SweepStarted):
-            self._line({"type": "started", "parameters": event.parameters, "time_scale": event.time_scale,
-                        "server_info": event.server_info, "runner": runner or {}})
+            self._line({"type": "started", "plan": event.plan.to_json(), "base_url": event.base_url,
+                        "time_scale": event.time_scale, "server_info": event.server_info, "runner": runner or {}})
         elif isinstance(event, WarmupMeasured):
             self._line({"type": "warmup", "requests": len(event.records)})
         else:
-            self._line({"type": "level", "level_index": event.index, "level": event.level,
-                        "requests": len(event.records),
+            self._line({"type": "level", "level_index": event.index, "requests": len(event.records),
                         "flush": None if event.flush is None else dataclasses.asdict(event.flush),
                         "server_info": dataclasses.asdict(event.server_info),
                         "sim_lag_s": _nan_to_none(event.sim_lag_s)})
@@ -144,7 +145,7 @@ class SweepLogReader:
             try:
                 obj = json.loads(line)
                 event = self._take(obj)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, ConfigError) as exc:
                 raise BenchmarkError(f"{self._source}, line {self.lines}: not a sweep results line "
                                      f"({type(exc).__name__}: {exc}): {line[:200]!r}") from exc
             if event is not None:
@@ -160,8 +161,8 @@ class SweepLogReader:
                 self._on_request(obj["level_index"], record)
             return None
         if kind == "started":
-            self.started = SweepStarted(parameters=obj["parameters"], time_scale=float(obj["time_scale"]),
-                                        server_info=obj["server_info"])
+            self.started = SweepStarted(plan=SweepPlan.from_json(obj["plan"]), base_url=str(obj["base_url"]),
+                                        time_scale=float(obj["time_scale"]), server_info=obj["server_info"])
             return self.started
         if kind == "warmup":
             return WarmupMeasured(records=self._records(None, obj["requests"]))
@@ -169,7 +170,7 @@ class SweepLogReader:
             flush = obj["flush"]
             sim_lag = obj["sim_lag_s"]
             return LevelMeasured(
-                index=obj["level_index"], level=obj["level"],
+                index=obj["level_index"],
                 records=self._records(obj["level_index"], obj["requests"]),
                 flush=None if flush is None else FlushOutcome(**flush),
                 server_info=ServerInfoOutcome(**obj["server_info"]),

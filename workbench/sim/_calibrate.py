@@ -4,7 +4,9 @@ The four figures of the seed investigation (data/profiles/seed-pcie-8gpu.toml, [
 per-request tok/s at concurrency 1 for baseline and EAGLE-3, and the saturation
 output throughput (highest total output tok/s over the swept levels) for each.
 :func:`figures` computes them from an offline sweep that mirrors the benchmark's
-closed loop; :func:`fit_cost` solves for four cost parameters with a damped Newton
+closed loop (the bench's default levels and requests per level,
+:data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` and
+:func:`workbench.bench.default_requests_per_level`); :func:`fit_cost` solves for four cost parameters with a damped Newton
 iteration in log space (finite-difference Jacobian, common random numbers).
 """
 
@@ -20,14 +22,12 @@ import pandas as pd
 
 from workbench.sim._cost_model import CostModel
 from workbench.sim._engine import EngineCore
+from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, default_requests_per_level
 from workbench.bench import prompt_schedule
 from workbench.bench import summarize_level
 from workbench.sim._offline import run_closed_loop
 from workbench.sim._profiles import SimProfile
 from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig
-
-#: Concurrency levels of the calibration sweep.
-DEFAULT_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 
 #: The figure names, in the order of the calibration targets in a profile.
 FIGURES = (
@@ -37,22 +37,8 @@ FIGURES = (
     "eagle3_saturation_output_tok_s",
 )
 
-#: The rule of :func:`requests_for_level`, as recorded in run manifests.
-REQUESTS_RULE = "max(16, 2 * concurrency)"
-
 #: Cost parameters :func:`fit_cost` solves for by default.
 FIT_PARAMS = ("base_ms", "per_token_ms", "spec_overhead_ms", "spec_per_seq_ms")
-
-
-def requests_for_level(concurrency: int, *, minimum: int = 16, per_concurrency: int = 2) -> int:
-    """Requests sent at one level by default: ``max(minimum, per_concurrency * concurrency)``.
-
-    Two requests per slot let the closed loop pass its start-up burst of prefills
-    and reach a steady mix of prefill and decode; at least 16 keep the sampling
-    error of a low-concurrency level near 1% (per-request speed varies with the
-    prompt and its acceptance).
-    """
-    return max(minimum, per_concurrency * concurrency)
 
 
 def seed_eagle3_spec() -> SpecConfig:
@@ -98,8 +84,8 @@ def sweep_stats(
     cost: CostModel | None = None,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
-    levels: Sequence[int] = DEFAULT_LEVELS,
-    requests: Callable[[int], int] = requests_for_level,
+    levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
+    requests: Callable[[int], int] = default_requests_per_level,
     seed: int = 0,
 ) -> dict[int, tuple[float, float]]:
     """``{concurrency: (output tok/s, mean per-request tok/s)}`` of an offline sweep."""
@@ -120,7 +106,7 @@ def figures(
     cost: CostModel | None = None,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
-    levels: Sequence[int] = DEFAULT_LEVELS,
+    levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
     seed: int = 0,
 ) -> dict[str, object]:
     """The four calibration figures of an offline sweep, plus both sweeps.

@@ -1,6 +1,8 @@
 """Reading run directories back: one run, a listing, several runs concatenated.
 
-See :mod:`workbench.store._runs` for the layout. Readers never modify a run.
+See :mod:`workbench.store._runs` for the layout. Readers never modify a run. A run's
+sweep plan is read with :attr:`StoredRun.plan`, from the manifest's ``plan``, or, for
+runs stored before it existed, from their ``parameters`` block.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
 from workbench.store._runs import RUN_COLUMNS, default_runs_root
@@ -40,6 +43,51 @@ class StoredRun:
     manifest: dict[str, Any]
     requests: pd.DataFrame
     levels: pd.DataFrame
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        """The sweep's plan as the manifest records it (:meth:`workbench.bench.SweepPlan.to_json`
+        with ``prompt_texts=False``); None when the run recorded none.
+
+        Manifests written before the ``plan`` key existed kept a ``parameters`` block
+        (``concurrency_levels`` and/or ``levels``, merged); it is read into the same
+        keys, with ``None`` for what it did not record (``prompts_sha256`` always).
+        """
+        return _plan_of(self.manifest)
+
+
+def _plan_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The sweep plan a manifest records (see :attr:`StoredRun.plan`)."""
+    if manifest.get("plan") is not None:
+        return dict(manifest["plan"])
+    old = manifest.get("parameters") or {}
+    closed = old.get("mode", "closed") == "closed"
+    levels = old.get("levels", old.get("concurrency_levels"))
+    if levels is None:
+        return None
+    counts = old.get("requests_per_level")
+    if isinstance(counts, str):  # the rule's text, written when the default was used
+        counts = [default_requests_per_level(int(c) if closed else 1) for c in levels] \
+            if counts.replace(" ", "") == "max(16,2*concurrency)" else None
+    elif isinstance(counts, (int, float)):
+        counts = [int(counts)] * len(levels)
+    return {
+        "concurrency_levels": [int(c) for c in levels] if closed else [],
+        "request_rates": None if closed else [float(r) for r in levels],
+        "requests_per_level": counts,
+        "max_concurrency": old.get("max_concurrency"),
+        "prompt_set": old.get("prompt_set"),
+        "max_new_tokens": old.get("max_new_tokens"),
+        "seed": old.get("seed"),
+        "time_scale": old.get("time_scale", manifest.get("time_scale")),
+        "warmup_requests": old.get("warmup_requests"),
+        "flush": old.get("flush"),
+        "unique_prompts": old.get("unique_prompts", old.get("unique_prefix")),
+        "timeout_s": old.get("timeout_s"),
+        "extra_sampling_params": old.get("extra_sampling_params"),
+        "prompt_ids": old.get("prompt_ids"),
+        "prompts_sha256": None,
+    }
 
 
 def resolve_run(run: str | Path, *, root: str | Path | None = None) -> Path:

@@ -3,7 +3,7 @@
 Layout of one run::
 
     data/runs/20260529T101500Z-eagle3-topk4-3fa91c/
-        manifest.json     variant, launch command, server_info, versions, times, parameters, provenance
+        manifest.json     variant, launch command, server_info, versions, times, the sweep plan, provenance
         requests.parquet  one row per request (list columns itl_ms, tokens_per_chunk)
         levels.parquet    one row per level, derived from requests (+ server observations)
 
@@ -34,7 +34,7 @@ from typing import Any, Literal
 import pandas as pd
 
 import workbench
-from workbench.bench import summarize_levels
+from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
 from workbench.errors import ConfigError
 from workbench.gitinfo import git_state
@@ -48,7 +48,7 @@ REPO_ROOT = Path(workbench.__file__).resolve().parents[1]
 #: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
 STANDARD_KEYS = frozenset({
     "schema_version", "run_id", "variant", "engine", "simulated", "status", "error", "started_at", "finished_at",
-    "host", "client_location", "launch_command", "sglang_version", "time_scale", "parameters", "levels_completed",
+    "host", "client_location", "launch_command", "sglang_version", "time_scale", "plan", "levels_completed",
     "num_requests", "server_info", "workbench",
 })
 
@@ -141,7 +141,7 @@ def new_run(
     client_location: str = "local",
     sglang_version: str | None = None,
     server_info: Mapping[str, Any] | None = None,
-    parameters: Mapping[str, Any] | None = None,
+    plan: SweepPlan | None = None,
     time_scale: float = 1.0,
     extra: Mapping[str, Any] | None = None,
     root: str | Path | None = None,
@@ -162,7 +162,9 @@ def new_run(
             ``"host:<alias>"``).
         sglang_version: SGLang version; default: ``server_info["version"]`` once known.
         server_info: the ``/server_info`` body if already read (later levels fill it in).
-        parameters: benchmark parameters (e.g. ``SweepResult.parameters``).
+        plan: the sweep's plan, recorded under ``plan`` as :meth:`SweepPlan.to_json`
+            with ``prompt_texts=False`` (prompt ids and a hash, not the texts); when
+            None, the first saved level's plan fills it in.
         time_scale: engine seconds per wall second used by the load generator.
         extra: more manifest keys (must not clash with the standard ones).
         root: runs root (see module docstring).
@@ -201,7 +203,7 @@ def new_run(
         "launch_command": launch_command if isinstance(launch_command, (str, type(None))) else list(launch_command),
         "sglang_version": sglang_version or (info or {}).get("version"),
         "time_scale": float(time_scale),
-        "parameters": dict(parameters or {}),
+        "plan": None if plan is None else plan.to_json(prompt_texts=False),
         "levels_completed": 0,
         "num_requests": 0,
         "server_info": info,
@@ -223,10 +225,10 @@ def save_level(run: RunWriter, level: Any) -> None:
 
     Args:
         run: the run being written.
-        level: a :class:`workbench.bench._sweep.LevelResult` (``requests``, ``info``,
-            ``server_info``, ``parameters``) or a ``(requests, info)`` pair of DataFrames.
-            Its parameters fill in manifest parameters not given to :func:`new_run`;
-            its server_info replaces the manifest's (the latest read wins).
+        level: a :class:`workbench.bench.LevelResult` (``requests``, ``info``,
+            ``server_info``, ``plan``) or a ``(requests, info)`` pair of DataFrames.
+            Its plan is recorded when :func:`new_run` was given none; its server_info
+            replaces the manifest's (the latest read wins).
 
     Raises:
         ConfigError: the run is already finished, or the rows' ``engine``/``simulated``
@@ -236,12 +238,11 @@ def save_level(run: RunWriter, level: Any) -> None:
     if run.manifest.get("status") != "running":
         raise ConfigError(f"Run {run.run_id} is {run.manifest.get('status')}; cannot add levels")
     if isinstance(level, tuple):
-        requests, info, server_info, parameters = level[0], level[1], None, {}
+        requests, info, server_info, plan = level[0], level[1], None, None
     else:
-        requests, info, server_info = level.requests, level.info, level.server_info
-        parameters = getattr(level, "parameters", {}) or {}
-    for key, value in parameters.items():
-        run.manifest["parameters"].setdefault(key, value)
+        requests, info, server_info, plan = level.requests, level.info, level.server_info, level.plan
+    if plan is not None and run.manifest.get("plan") is None:
+        run.manifest["plan"] = plan.to_json(prompt_texts=False)
     constants = {"run_id": run.run_id, "variant": run.manifest["variant"], "engine": run.manifest["engine"],
                  "simulated": run.manifest["simulated"]}
     for name in ("engine", "simulated"):

@@ -1,0 +1,367 @@
+"""The sweep plan: what a sweep sends, built and validated once at the edge, then passed whole.
+
+A notebook (:func:`workbench.benchmark_variant`) or a script builds a
+:class:`SweepPlan` with :meth:`SweepPlan.build` from the user's parameters; every
+layer below takes it unchanged: :func:`~workbench.bench._sweep.run_sweep`, the
+host-side runner (:mod:`workbench.bench._remote_run`, which reads it back from
+:meth:`SweepPlan.to_json`), the measuring core and the run manifest (key ``plan``,
+:meth:`SweepPlan.to_json` with ``prompt_texts=False``).
+
+Defaults live here once: :data:`DEFAULT_CONCURRENCY_LEVELS` and
+:func:`default_requests_per_level`. Each parameter has one check and one message,
+which names the parameter and says what to give instead.
+
+Standard library only (besides the prompt loader): the host-side runner imports it
+where pandas and numpy may be absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S
+from workbench.bench._prompts import Prompt, load_prompts
+from workbench.errors import ConfigError
+
+__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "PromptSet", "RequestsPerLevel", "SweepPlan", "default_requests_per_level"]
+
+#: Closed-loop levels when none are given (requests in flight).
+DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+#: A prompt-set name (``data/prompts/<name>.jsonl``), a JSONL path, or the prompts themselves.
+PromptSet = Union[str, Path, Sequence[Union[Prompt, str]]]
+#: Requests per level: one count for every level, a function of the concurrency, or None (the default rule).
+RequestsPerLevel = Union[int, Callable[[int], int], None]
+
+
+def default_requests_per_level(concurrency: int) -> int:
+    """``max(16, 2 * concurrency)``: the requests a level sends unless told otherwise.
+
+    Two requests per slot let the closed loop pass its start-up burst of prefills and
+    reach a steady mix of prefill and decode; at least 16 keep the sampling error of a
+    low-concurrency level near 1% (per-request speed varies with the prompt and its
+    acceptance). The simulator's calibration (:mod:`workbench.sim._calibrate`) uses
+    this same rule, so its figures describe the sweep the notebooks run.
+    """
+    return max(16, 2 * concurrency)
+
+
+def _is_whole(value: Any) -> bool:
+    """True for an int, or a float with no fractional part (not bool, not inf or NaN)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+
+
+# One check per parameter: each returns the normalised value or raises its one message.
+
+def _concurrency_levels(value: Any) -> tuple[int, ...]:
+    levels = tuple(value)
+    if not levels:
+        raise ConfigError("concurrency_levels is empty; give at least one concurrency (requests in flight), "
+                          "e.g. [1, 2, 4]")
+    for level in levels:
+        if not _is_whole(level) or level < 1:
+            raise ConfigError(f"concurrency_levels must be whole numbers >= 1 (requests in flight), got {level!r} "
+                              f"in {list(levels)!r}; e.g. [1, 2, 4]")
+    return tuple(int(level) for level in levels)
+
+
+def _request_rates(value: Any) -> tuple[float, ...]:
+    rates = tuple(value)
+    if not rates:
+        raise ConfigError("request_rates is empty; give at least one rate (requests/s), or None for a "
+                          "closed-loop sweep over concurrency_levels")
+    for rate in rates:
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not rate > 0:
+            raise ConfigError(f"request_rates must be numbers > 0 (engine-time requests/s; inf sends all at once), "
+                              f"got {rate!r} in {list(rates)!r}")
+    return tuple(float(rate) for rate in rates)
+
+
+def _requests_count(value: Any, where: str) -> int:
+    if not _is_whole(value) or value < 1:
+        raise ConfigError(f"requests_per_level must be a whole number >= 1 (or a function of the concurrency "
+                          f"returning one), got {value!r} for {where}")
+    return int(value)
+
+
+def _prompts(value: Any) -> tuple[Prompt, ...]:
+    prompts = tuple(value)
+    if not prompts:
+        raise ConfigError("prompt_set holds no prompts; give a prompt-set name (data/prompts/<name>.jsonl), "
+                          "a JSONL path, or a non-empty list of prompts")
+    if not all(isinstance(p, Prompt) for p in prompts):
+        raise ConfigError("prompts must be Prompt objects; build the plan with SweepPlan.build(prompt_set=...)")
+    return prompts
+
+
+def _whole_at_least(name: str, value: Any, minimum: int, meaning: str) -> int:
+    if not _is_whole(value) or value < minimum:
+        raise ConfigError(f"{name} must be a whole number >= {minimum} ({meaning}), got {value!r}")
+    return int(value)
+
+
+def _seed(value: Any) -> int:
+    if not _is_whole(value):
+        raise ConfigError(f"seed must be an integer (it seeds the prompt order and arrivals), got {value!r}")
+    return int(value)
+
+
+def _time_scale(value: Any) -> float | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"time_scale must be a finite number > 0 (engine seconds per wall second; 1.0 for a "
+                          f"real server) or 'auto' (what a simulated server reports), got {value!r}")
+    return float(value)
+
+
+def _timeout_s(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ConfigError(f"timeout_s must be a number of seconds > 0, or None for no limit, got {value!r}")
+    return float(value)
+
+
+def _max_concurrency(value: Any, mode: str) -> int | None:
+    if value is None:
+        return None
+    if mode == "closed":
+        raise ConfigError("max_concurrency caps an open-loop sweep (request_rates) only; in a closed loop the "
+                          "concurrency is the level, so leave max_concurrency None")
+    return _whole_at_least("max_concurrency", value, 1, "requests in flight; None for no cap")
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _sampling_params(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"extra_sampling_params must be a mapping of SGLang sampling params (e.g. "
+                          f"{{'top_p': 0.9}}), got {value!r}")
+    return dict(value)
+
+
+def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str | None]:
+    """The prompts of ``prompt_set`` and the name to record (None when prompts were given directly)."""
+    if isinstance(prompt_set, (str, Path)):
+        return tuple(load_prompts(prompt_set)), str(prompt_set)
+    return tuple(p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
+                 for i, p in enumerate(prompt_set)), None
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+    """Everything a sweep sends, validated and JSON-ready (prompt texts included).
+
+    Build it with :meth:`build` (the user's parameter names, the defaults, prompt sets
+    read, requests per level resolved); constructing it directly, or with
+    :meth:`from_json`, runs the same checks. A parameter keeps its name from the
+    notebook to the plan and the manifest's ``plan``; in the stored rows each request
+    and each level carries the value it ran at:
+
+    ===================== ====================== ================================
+    notebook / plan        run manifest           rows (requests, levels tables)
+    ===================== ====================== ================================
+    ``concurrency_levels`` ``plan.concurrency_levels`` ``concurrency``, ``level_index``
+    ``request_rates``      ``plan.request_rates`` ``request_rate_req_s`` (``inf`` closed loop)
+    ``max_concurrency``    ``plan.max_concurrency`` ``concurrency`` (open loop)
+    ``requests_per_level`` ``plan.requests_per_level`` ``completed`` + ``failed`` per level
+    ``prompt_set``         ``plan.prompt_set``, ``prompt_ids`` ``prompt_id``
+    ===================== ====================== ================================
+
+    Attributes:
+        concurrency_levels: closed loop: requests in flight per level, in order
+            (empty for an open-loop sweep).
+        requests_per_level: requests each level sends, one count per level.
+        prompts: the prompts the seeded schedule draws from (texts included).
+        request_rates: open loop: engine-time requests/s per level (``inf`` = all at
+            once); None for a closed-loop sweep.
+        max_concurrency: open loop only: cap on requests in flight (None: none).
+        prompt_set: the set name or path the prompts were read from (None: given directly).
+        max_new_tokens: output tokens per request (``ignore_eos`` is on).
+        seed: seeds the prompt schedule (``random.Random(seed)``, the same at every
+            level) and open-loop arrivals (``random.Random(seed + 1)`` per level).
+        time_scale: engine seconds per wall second, or ``"auto"`` (what a simulated
+            server reports in ``/server_info``, else 1.0).
+        warmup_requests: unmeasured requests before the first level (0: none).
+        flush: ``POST /flush_cache`` before each level.
+        unique_prompts: start every request's text with ``[request <level>-<index>]``
+            so a repeated prompt misses SGLang's radix (prefix) cache.
+        timeout_s: per-request limit (wall seconds; None: none).
+        extra_sampling_params: merged into every request's ``sampling_params``.
+
+    Raises:
+        ConfigError: on construction, naming the first invalid parameter.
+    """
+
+    concurrency_levels: tuple[int, ...]
+    requests_per_level: tuple[int, ...]
+    prompts: tuple[Prompt, ...]
+    request_rates: tuple[float, ...] | None = None
+    max_concurrency: int | None = None
+    prompt_set: str | None = None
+    max_new_tokens: int = 256
+    seed: int = 0
+    time_scale: float | Literal["auto"] = 1.0
+    warmup_requests: int = 1
+    flush: bool = True
+    unique_prompts: bool = False
+    timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    extra_sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        if self.request_rates is None:
+            put("concurrency_levels", _concurrency_levels(self.concurrency_levels))
+        else:
+            if tuple(self.concurrency_levels):
+                raise ConfigError("give concurrency_levels (closed loop) or request_rates (open loop), not both")
+            put("concurrency_levels", ())
+            put("request_rates", _request_rates(self.request_rates))
+        counts = tuple(self.requests_per_level)
+        if len(counts) != self.num_levels:
+            raise ConfigError(f"requests_per_level has {len(counts)} counts for {self.num_levels} levels; "
+                              "give one count per level")
+        put("requests_per_level", tuple(_requests_count(n, self.level_label(i)) for i, n in enumerate(counts)))
+        put("prompts", _prompts(self.prompts))
+        put("max_concurrency", _max_concurrency(self.max_concurrency, self.mode))
+        if self.prompt_set is not None:
+            put("prompt_set", str(self.prompt_set))
+        put("max_new_tokens", _whole_at_least("max_new_tokens", self.max_new_tokens, 1, "output tokens per request"))
+        put("seed", _seed(self.seed))
+        put("time_scale", _time_scale(self.time_scale))
+        put("warmup_requests", _whole_at_least("warmup_requests", self.warmup_requests, 0,
+                                               "requests before the first level; 0 disables the warmup"))
+        put("flush", _flag("flush", self.flush))
+        put("unique_prompts", _flag("unique_prompts", self.unique_prompts))
+        put("timeout_s", _timeout_s(self.timeout_s))
+        put("extra_sampling_params", _sampling_params(self.extra_sampling_params))
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        concurrency_levels: Sequence[int] | None = None,
+        request_rates: Sequence[float] | None = None,
+        max_concurrency: int | None = None,
+        requests_per_level: RequestsPerLevel = None,
+        max_new_tokens: int = 256,
+        prompt_set: PromptSet = "default",
+        seed: int = 0,
+        time_scale: float | Literal["auto"] = 1.0,
+        warmup_requests: int = 1,
+        flush: bool = True,
+        unique_prompts: bool = False,
+        timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
+        extra_sampling_params: Mapping[str, Any] | None = None,
+    ) -> "SweepPlan":
+        """A validated plan from the user's parameters (the names the notebooks use).
+
+        Args:
+            concurrency_levels: closed-loop levels; None: :data:`DEFAULT_CONCURRENCY_LEVELS`
+                (or none, when ``request_rates`` is given).
+            request_rates: run open-loop levels at these rates instead (engine-time
+                requests/s; ``inf`` = all at once).
+            max_concurrency: open loop only: cap on requests in flight.
+            requests_per_level: one count for every level, a function of the
+                concurrency (called with 1 in the open loop), or None:
+                :func:`default_requests_per_level`.
+            max_new_tokens: output tokens per request.
+            prompt_set: a set name (``data/prompts/<name>.jsonl``), a JSONL path, or a
+                sequence of :class:`Prompt` or plain strings (ids ``p0``, ``p1``, ...).
+            seed, time_scale, warmup_requests, flush, unique_prompts, timeout_s,
+                extra_sampling_params: see the class attributes.
+
+        Raises:
+            ConfigError: an invalid parameter (one message per mistake, naming it), or
+                a prompt set that cannot be read.
+        """
+        if request_rates is None:
+            mode, levels = "closed", _concurrency_levels(DEFAULT_CONCURRENCY_LEVELS if concurrency_levels is None
+                                                         else concurrency_levels)
+        elif concurrency_levels is not None:
+            raise ConfigError("give concurrency_levels (closed loop) or request_rates (open loop), not both")
+        else:
+            mode, levels = "open", _request_rates(request_rates)
+        rule = default_requests_per_level if requests_per_level is None else requests_per_level
+        counts = tuple(rule(level if mode == "closed" else 1) if callable(rule) else rule for level in levels)
+        prompts, name = _resolve_prompt_set(prompt_set)
+        return cls(concurrency_levels=levels if mode == "closed" else (), requests_per_level=counts,
+                   prompts=prompts, request_rates=levels if mode == "open" else None,
+                   max_concurrency=max_concurrency, prompt_set=name, max_new_tokens=max_new_tokens, seed=seed,
+                   time_scale=time_scale, warmup_requests=warmup_requests, flush=flush,
+                   unique_prompts=unique_prompts, timeout_s=timeout_s,
+                   extra_sampling_params={} if extra_sampling_params is None else extra_sampling_params)
+
+    @property
+    def mode(self) -> Literal["closed", "open"]:
+        """``"closed"`` (concurrency levels) or ``"open"`` (request rates)."""
+        return "closed" if self.request_rates is None else "open"
+
+    @property
+    def num_levels(self) -> int:
+        """How many levels the sweep measures."""
+        return len(self.concurrency_levels) if self.request_rates is None else len(self.request_rates)
+
+    @property
+    def total_requests(self) -> int:
+        """Measured requests over all levels (warmup excluded)."""
+        return sum(self.requests_per_level)
+
+    def level_label(self, index: int) -> str:
+        """Level ``index`` for people: ``"concurrency=4"`` or ``"request_rate=2.5 req/s"``."""
+        if self.request_rates is None:
+            return f"concurrency={self.concurrency_levels[index]}"
+        return f"request_rate={self.request_rates[index]:g} req/s"
+
+    def to_json(self, *, prompt_texts: bool = True) -> dict[str, Any]:
+        """A JSON-ready dict (an infinite rate is ``Infinity``, as :mod:`json` writes it).
+
+        Args:
+            prompt_texts: include every prompt (id, category, text), as the host-side
+                runner needs; :meth:`from_json` inverts this form. False gives the
+                run manifest's record: ``prompt_ids`` and ``prompts_sha256`` (of the
+                texts, in order) instead of the texts.
+        """
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["concurrency_levels"] = list(self.concurrency_levels)
+        out["request_rates"] = None if self.request_rates is None else list(self.request_rates)
+        out["requests_per_level"] = list(self.requests_per_level)
+        out["extra_sampling_params"] = dict(self.extra_sampling_params)
+        if prompt_texts:
+            out["prompts"] = [dataclasses.asdict(p) for p in self.prompts]
+        else:
+            del out["prompts"]
+            out["prompt_ids"] = [p.id for p in self.prompts]
+            out["prompts_sha256"] = hashlib.sha256(
+                "\0".join(p.text for p in self.prompts).encode("utf-8")).hexdigest()
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "SweepPlan":
+        """The plan of a :meth:`to_json` dict (with prompt texts), validated again.
+
+        Raises:
+            ConfigError: missing or unknown keys, or invalid values.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        if set(obj) != names:
+            raise ConfigError(f"sweep plan keys must be {sorted(names)}; missing {sorted(names - set(obj))}, "
+                              f"unknown {sorted(set(obj) - names)}")
+        values = dict(obj)
+        values["prompts"] = tuple(Prompt(**p) for p in obj["prompts"])
+        return cls(**values)
