@@ -229,22 +229,15 @@ def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flu
     return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info, plan=plan)
 
 
-def run_sweep(
-    base_url: str,
-    plan: SweepPlan,
-    *,
-    progress: bool = True,
-    on_level: Callable[[LevelResult], None] | None = None,
-    clock: Clock = time.perf_counter,
-    wall_clock: Clock = time.time,
-) -> SweepResult:
-    """Blocking :func:`run_sweep_async` (the same arguments and result).
+def run_sweep(base_url: str, plan: SweepPlan, **options: Any) -> SweepResult:
+    """Blocking :func:`run_sweep_async`: the same arguments (``progress``, ``on_level``,
+    ``clock``, ``wall_clock`` as keywords) and the same result.
 
     Works in scripts and in Jupyter/papermill: when an event loop is already running
     in this thread, the sweep runs on a fresh loop in a worker thread and this call
     waits for it. In async code prefer ``await run_sweep_async(...)``.
     """
-    sweep = run_sweep_async(base_url, plan, progress=progress, on_level=on_level, clock=clock, wall_clock=wall_clock)
+    sweep = run_sweep_async(base_url, plan, **options)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
