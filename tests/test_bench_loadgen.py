@@ -225,7 +225,7 @@ def test_rows_from_a_real_server_are_not_simulated():
     assert result.time_scale == 1.0
 
 
-def test_unique_prefix_makes_every_request_text_distinct():
+def test_unique_prompts_makes_every_request_text_distinct():
     with ScriptedServer(StreamScript()) as srv:
         run_sweep(srv.url, _plan(concurrency_levels=[2], requests_per_level=7, warmup_requests=0,
                                  unique_prompts=True), progress=False)

@@ -1,4 +1,4 @@
-"""Benchmarking: prompts, the streaming client, closed/open-loop load, sweeps and metrics.
+"""Benchmarking: prompts, the sweep plan, the streaming client, closed/open-loop load, sweeps and metrics.
 
 Names are imported on first use (PEP 562), so importing one submodule does not pull
 in the rest: the host-side load generator (:mod:`workbench.bench._remote_run`) imports

@@ -11,8 +11,8 @@ Defaults live here once: :data:`DEFAULT_CONCURRENCY_LEVELS` and
 :func:`default_requests_per_level`. Each parameter has one check and one message,
 which names the parameter and says what to give instead.
 
-Standard library only (besides the prompt loader): the host-side runner imports it
-where pandas and numpy may be absent.
+No pandas or numpy (standard library and the bench's stdlib/aiohttp modules): the
+host-side runner imports it where those may be absent.
 """
 
 from __future__ import annotations
@@ -169,17 +169,16 @@ class SweepPlan:
     read, requests per level resolved); constructing it directly, or with
     :meth:`from_json`, runs the same checks. A parameter keeps its name from the
     notebook to the plan and the manifest's ``plan``; in the stored rows each request
-    and each level carries the value it ran at:
+    and each level carries the one value it ran at (the field's term, in the singular):
 
-    ===================== ====================== ================================
-    notebook / plan        run manifest           rows (requests, levels tables)
-    ===================== ====================== ================================
-    ``concurrency_levels`` ``plan.concurrency_levels`` ``concurrency``, ``level_index``
-    ``request_rates``      ``plan.request_rates`` ``request_rate_req_s`` (``inf`` closed loop)
-    ``max_concurrency``    ``plan.max_concurrency`` ``concurrency`` (open loop)
-    ``requests_per_level`` ``plan.requests_per_level`` ``completed`` + ``failed`` per level
-    ``prompt_set``         ``plan.prompt_set``, ``prompt_ids`` ``prompt_id``
-    ===================== ====================== ================================
+    - ``concurrency_levels`` -> row column ``concurrency`` (and ``level_index``, the
+      position in the plan);
+    - ``request_rates`` -> ``request_rate_req_s`` (``inf`` in a closed loop), with
+      ``max_concurrency`` -> ``concurrency`` in an open loop;
+    - ``requests_per_level`` -> a level's ``completed`` + ``failed``;
+    - ``prompt_set`` (the manifest adds ``prompt_ids``) -> a request's ``prompt_id``;
+    - ``time_scale`` -> ``time_scale`` (the resolved number, also the manifest's
+      top-level ``time_scale``).
 
     Attributes:
         concurrency_levels: closed loop: requests in flight per level, in order
