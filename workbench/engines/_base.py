@@ -112,7 +112,8 @@ class Engine(Protocol):
         """The time scale to run at: ``requested``, or :attr:`default_time_scale` for None.
 
         Raises:
-            ConfigError: a value the engine cannot run at (not positive; not 1 on a real engine).
+            ConfigError: a value the engine cannot run at (not 1 on a real engine). Whether
+                it is a finite number > 0 is the sweep plan's check (:class:`workbench.bench.SweepPlan`).
         """
         ...
 

@@ -72,8 +72,6 @@ class SGLangEngine:
         Raises:
             ConfigError: any other value.
         """
-        if requested is not None and requested <= 0:
-            raise ConfigError(f"time_scale must be > 0, got {requested}")
         if requested not in (None, 1.0):
             raise ConfigError("time_scale applies only to the simulated engine; a real server runs in real time")
         return self.default_time_scale

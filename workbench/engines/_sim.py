@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench.engines._base import PathSeverity, variant_argv
-from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from workbench.variants import Variant
@@ -72,13 +71,11 @@ class SimEngine:
     def time_scale(self, requested: float | None) -> float:
         """``requested`` (simulated seconds per wall second), default :data:`DEFAULT_SIM_TIME_SCALE`.
 
-        Raises:
-            ConfigError: not a positive number.
+        Its range (a finite number > 0) is the sweep plan's one check
+        (:class:`workbench.bench.SweepPlan`), not repeated here.
         """
         if requested is None:
             return self.default_time_scale
-        if requested <= 0:
-            raise ConfigError(f"time_scale must be > 0, got {requested}")
         return float(requested)
 
     def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:
