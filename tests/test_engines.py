@@ -74,7 +74,7 @@ def test_sim_launch_command_and_defaults() -> None:
     assert SIM.time_scale(None) == DEFAULT_SIM_TIME_SCALE == 2.0 and SIM.time_scale(4) == 4.0
     assert SIM.time_scale(0.5) == 0.5  # its range is the sweep plan's one check (test_bench_plan.py)
     assert SIM.launch_options(profile="p", time_scale=2.0, seed=3) == {"profile": "p", "time-scale": 2.0, "seed": 3}
-    assert SIM.sim_profile("p") == "p" and SIM.stand_in(v) == v.sim_stand_in() and SIM.stand_in(v)
+    assert SIM.stand_in(v) == v.sim_stand_in() and SIM.stand_in(v)
     assert SIM.labels() == {"engine": "sim", "simulated": True}
     assert not SIM.unique_prompts and SIM.uploads_workbench and not SIM.runs_sglang_code
     assert not SIM.wants_gpus and not SIM.checks_installed_sglang and SIM.missing_path_severity == "warning"
@@ -90,7 +90,7 @@ def test_sglang_launch_command_and_defaults() -> None:
     assert SGLANG.time_scale(None) == 1.0 and SGLANG.time_scale(1) == 1.0
     with pytest.raises(ConfigError, match="a real server runs in real time"):
         SGLANG.time_scale(2.0)
-    assert SGLANG.launch_options(profile="p", time_scale=1.0, seed=0) is None and SGLANG.sim_profile("p") is None
+    assert SGLANG.launch_options(profile="p", time_scale=1.0, seed=0) is None
     assert SGLANG.stand_in(v) is None and SGLANG.labels() == {"engine": "sglang", "simulated": False}
     assert SGLANG.unique_prompts and not SGLANG.uploads_workbench and SGLANG.runs_sglang_code
     assert SGLANG.wants_gpus and SGLANG.checks_installed_sglang and SGLANG.missing_path_severity == "error"

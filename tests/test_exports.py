@@ -158,3 +158,43 @@ def test_no_engine_name_comparisons_outside_engines() -> None:
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if _ENGINE_COMPARISON.search(line)]
     assert found == []
+
+
+#: Which packages each package may import (docs/ARCHITECTURE.md, rule 4). The shared leaves
+#: (errors, paths, gitinfo, _faces and the root's ``__version__``) are open to all; only the
+#: root modules (_investigation, _study, cli) may import every package.
+ALLOWED: dict[str, set[str]] = {
+    "analysis": set(),
+    "report": set(),
+    "hosts": set(),
+    "engines": {"hosts"},
+    "source": {"hosts"},
+    "bench": {"hosts", "engines"},
+    "sim": {"bench"},
+    "variants": {"hosts", "engines", "source", "sim"},
+    "servers": {"hosts", "engines", "variants"},
+    "store": {"bench", "engines"},
+    "charts": {"analysis"},
+}
+_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces"}
+
+
+def test_every_package_has_a_dependency_rule() -> None:
+    assert sorted(ALLOWED) == PACKAGES
+
+
+def test_packages_import_only_what_the_architecture_allows() -> None:
+    found = []
+    for name, path in _modules().items():
+        home = _owner(name)
+        if home == "workbench":
+            continue
+        for line, module, names in _imports(path, module_level_only=False):
+            if module in _LEAVES or (module == "workbench" and set(names) <= {"paths", "gitinfo", "errors"}):
+                continue
+            target = _owner(module)
+            if target not in (home, "workbench") and target.split(".")[1] not in ALLOWED[home.split(".")[1]]:
+                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module}")
+            elif target == "workbench" and module != "workbench" or (module == "workbench" and names):
+                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module} (root glue)")
+    assert found == []

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench import paths
 from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan
 from workbench.bench import start_host_sweep
 from workbench.bench import run_sweep
-from workbench.engines import DEFAULT_SIM_TIME_SCALE, Engine, resolve_engine  # noqa: F401 - the name stays importable here
+from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError
 from workbench.hosts import is_local
 from workbench.servers import ServerHandle
@@ -24,6 +24,9 @@ from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, new_run
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def setup_notebook() -> None:
@@ -223,7 +226,7 @@ def show_markdown(text: str) -> None:
     display(Markdown(text))
 
 
-def save_study_charts(study: Study, report_dir: str | Path) -> "pd.DataFrame":
+def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
     """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root).
 
     Returns:

@@ -46,10 +46,8 @@ from workbench.bench._sweep import LevelResult, SweepAssembler, SweepResult
 from workbench.bench._sweeplog import SweepLogReader
 from workbench.errors import BenchmarkError, CommandError, CommandTimeout, ConfigError, HostError
 from workbench.errors import HostAuthError, HostKeyError
-from workbench.hosts import Host, LocalHost, SpawnedProcess, get_host, processes
-from workbench.hosts import call_helper
-from workbench.hosts import ensure_bundle
-from workbench.hosts import host_python
+from workbench.hosts import (Host, SpawnedProcess, call_helper, ensure_bundle, get_host, host_python, is_local,
+                             processes)
 
 __all__ = ["HostSweep", "read_host_sweep", "run_sweep_on_host", "start_host_sweep"]
 
@@ -76,7 +74,7 @@ def _transient(exc: HostError) -> bool:
 def _new_sweep_dir(host: Host, root: str | None) -> str:
     """Create a fresh ``<root>/sweep-<random>`` on the host; its absolute path."""
     wanted = root or os.environ.get("WORKBENCH_SWEEPS_DIR") or (
-        str(paths.cache_dir() / "sweeps") if isinstance(host, LocalHost) else REMOTE_SWEEPS_DIR)
+        str(paths.cache_dir() / "sweeps") if is_local(host) else REMOTE_SWEEPS_DIR)
     name = f"sweep-{secrets.token_hex(6)}"
     line = (f'r={_shell_dir(wanted)}; mkdir -p "$r" && chmod 700 "$r" && mkdir "$r"/{shlex.quote(name)} && '
             f'cd "$r"/{shlex.quote(name)} && pwd -P')

@@ -127,10 +127,6 @@ class Engine(Protocol):
         """
         ...
 
-    def sim_profile(self, profile: str) -> str | None:
-        """``profile`` when this engine runs simulator profiles (recorded in run parameters), else None."""
-        ...
-
     def stand_in(self, variant: Variant) -> str | None:
         """Words for what runs in place of the variant's patches on this engine, or None when they run."""
         ...

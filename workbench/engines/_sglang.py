@@ -80,10 +80,6 @@ class SGLangEngine:
         """None: a real server takes no simulator options."""
         return None
 
-    def sim_profile(self, profile: str) -> str | None:
-        """None: a real server runs no simulator profile."""
-        return None
-
     def stand_in(self, variant: Variant) -> str | None:
         """None: the variant's patches themselves run."""
         return None

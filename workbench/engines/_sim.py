@@ -82,10 +82,6 @@ class SimEngine:
         """``{"profile": ..., "time-scale": ..., "seed": ...}`` (as ``--sim-*`` options)."""
         return {"profile": profile, "time-scale": time_scale, "seed": seed}
 
-    def sim_profile(self, profile: str) -> str | None:
-        """``profile``: the simulator runs it."""
-        return profile
-
     def stand_in(self, variant: Variant) -> str | None:
         """The variant's ``SIMULATOR STAND-IN`` label (:meth:`Variant.sim_stand_in`), None without a sim_policy."""
         return variant.sim_stand_in()

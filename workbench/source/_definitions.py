@@ -25,7 +25,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.hosts import Host, LocalHost, get_host
+from workbench.hosts import Host, LocalHost, get_host, is_local
 from workbench.source._defaults import DEFAULT_VERSIONS
 from workbench.source._helper_call import call_source_helper
 from workbench.source._releases import DOWNLOAD_TIMEOUT_S, cache_dir, sglang_release
@@ -168,7 +168,7 @@ def search_tree(
     """
     request: dict[str, Any] = {"root": root, "queries": list(queries), "reads": list(reads),
                                "include_source": include_source}  # fmt: skip
-    if index_dir is None and isinstance(host, LocalHost):
+    if index_dir is None and is_local(host):
         index_dir = str(local_index_dir())
     if index_dir is not None:
         request["index_dir"] = index_dir

@@ -66,12 +66,12 @@ def inspect_command(
         workbench inspect get_alloc_len_per_decode --history 0.5.2..0.5.23 --json
     """
     # imported here, not at the top: pandas and the host machinery cost a second that `--help` need not pay
-    from workbench.hosts import get_host
+    from workbench.hosts import get_host, is_local
     from workbench.source._inspection import inspect_name
 
     versions: Sequence[str] = list(sglang) if sglang else (() if tree or history else DEFAULT_VERSIONS)
     where: str | Host = host
-    if tree is not None or host != "local":
+    if tree is not None or not is_local(host):
         if tree is None:
             raise ConfigError(f"--host {host} needs --tree: the directory on that host to search.")
         where = get_host(host, config_file=ssh_config)
