@@ -59,7 +59,7 @@ def test_group_members_are_named_by_pgid_and_leader_start_time() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         state, pgrp, start = common.read_stat(child.pid)
-        assert pgrp == child.pid and state in ("S", "R")
+        assert pgrp == child.pid and state in ("S", "R", "D")  # D: still loading, on a busy machine
         assert common.group_members(child.pid, child.pid, start) == [child.pid]
         assert common.scan_groups([child.pid]) == {child.pid: [(child.pid, start)]}
         assert common.group_members(child.pid, child.pid, start + 1) == []  # pid "reused": not ours
