@@ -4,7 +4,7 @@
 way SGLang's scheduler does (a prefill iteration whenever new requests can be
 admitted, otherwise one decode iteration over every running request), samples the
 tokens each request gains, updates state, and returns an :class:`Iteration` with
-its duration from the :class:`~workbench.sim._cost_model.CostModel`. The HTTP server
+its duration from the cost model (:class:`~workbench.sim._roofline.RooflineCost`). The HTTP server
 sleeps that long in real time before delivering the tokens; the offline runner
 advances a virtual clock instead. Both share this code.
 
@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 
 from workbench.sim._acceptance import AcceptanceModel
-from workbench.sim._cost_model import CostModel
+from workbench.sim._cost_model import StepCost
 from workbench.sim._spec import SpecConfig
 
 #: A speculation policy: (running batch size) -> whether to speculate this iteration.
@@ -97,7 +97,7 @@ class EngineCore:
     """Continuous-batching scheduler of the simulated server (see module docstring).
 
     Args:
-        cost: the cost model.
+        cost: the cost model (anything with the :class:`~workbench.sim._cost_model.StepCost` methods).
         acceptance: the acceptance model (used when ``spec`` is enabled).
         spec: resolved speculative settings (disabled for a baseline server).
         max_running_requests: cap on concurrently decoding requests.
@@ -112,7 +112,7 @@ class EngineCore:
     def __init__(
         self,
         *,
-        cost: CostModel,
+        cost: StepCost,
         acceptance: AcceptanceModel,
         spec: SpecConfig,
         max_running_requests: int,
