@@ -23,6 +23,7 @@ import workbench
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import host_app, servers_command
+from workbench.sim.cli import sim_app
 from workbench.source.cli import inspect_command
 from workbench.variants.cli import variants_app
 
@@ -71,3 +72,4 @@ app.command("servers")(servers_command)
 app.command("inspect")(inspect_command)
 app.add_typer(host_app, name="host")
 app.add_typer(variants_app, name="variants")
+app.add_typer(sim_app, name="sim")

@@ -404,22 +404,25 @@ def fit(
     start: Efficiency | None = None,
     max_iterations: int = 25,
     tol: float = 1e-4,
+    exact_ok: bool = False,
 ) -> FitResult:
     """Fit the profile's ``[fit]`` terms (or ``terms``) to ``points``; nothing else moves.
 
     Minimises the sum of squared log residuals ``log(predicted / measured)`` with a damped
     Gauss-Newton method (finite-difference Jacobian in log parameters; common random numbers,
-    so predictions are smooth in the terms). Efficiencies are capped at 1.
+    so predictions are smooth in the terms). Efficiencies are capped at 1. ``exact_ok`` allows
+    as many terms as points (an exact solve: what a leave-one-out refit of a profile with
+    one point more than terms is).
 
     Raises:
-        ConfigError: no terms, more than three, or not fewer terms than points.
+        ConfigError: no terms, more than three, or not fewer terms than points (unless ``exact_ok``).
     """
     import numpy as np
 
     terms = tuple(terms if terms is not None else profile.physics.fit_terms)
     if not terms or len(terms) > 3:
         raise ConfigError(f"fit {len(terms)} terms: need 1 to 3 ({terms})")
-    if len(terms) >= len(points):
+    if len(terms) > len(points) or (len(terms) == len(points) and not exact_ok):
         raise ConfigError(f"{len(terms)} free terms and {len(points)} points: a fit needs fewer terms than "
                           "points, or it only memorises them")
     predictor = predictor or Predictor(profile)
@@ -462,15 +465,17 @@ def leave_one_out(profile: SimProfile, points: Sequence[Point], *, terms: Sequen
     Row keys: ``point``, ``measured``, ``loo_predicted``, ``loo_error`` (predicted / measured - 1)
     and ``loo_<term>`` (the refit's value of each term).
 
+    A profile with one point more than terms refits each time on as many points as terms
+    (an exact solve); the left-out point is still a true out-of-sample prediction.
+
     Raises:
-        ConfigError: fewer than ``len(terms) + 2`` points (a refit without one needs fewer
-            terms than the points left).
+        ConfigError: fewer points than ``len(terms) + 1``.
     """
     predictor = predictor or Predictor(profile)
     rows = []
     for i, p in enumerate(points):
         rest = [q for j, q in enumerate(points) if j != i]
-        result = fit(profile, rest, terms=terms, predictor=predictor, start=start)
+        result = fit(profile, rest, terms=terms, predictor=predictor, start=start, exact_ok=True)
         predicted = predictor.predict([p], result.efficiency)[0]
         row = {"point": p.name, "measured": p.value, "loo_predicted": predicted, "loo_error": predicted / p.value - 1.0}
         row.update({f"loo_{t}": v for t, v in result.values.items()})
