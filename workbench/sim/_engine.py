@@ -61,6 +61,7 @@ class SimRequest:
     accept_histogram: list[int] = dataclasses.field(default_factory=list)
     finished: bool = False
     aborted: bool = False
+    depth_probs: list[float] | None = None  # this request's per-depth acceptance (computed once)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,9 +225,17 @@ class EngineCore:
         speculate = self.spec.enabled and (self.spec_policy is None or self.spec_policy(len(batch)))
         emissions: list[Emission] = []
         accepted_total = 0
+        rand = self.rng.random
         for req in batch:
             if speculate:
-                drafts = self.acceptance.sample_accepted_drafts(self.spec, req.request_alpha, self.rng)
+                probs = req.depth_probs
+                if probs is None:
+                    probs = req.depth_probs = self.acceptance.depth_probs(self.spec, req.request_alpha)
+                drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
+                for p in probs:
+                    if rand() >= p:
+                        break
+                    drafts += 1
                 req.verify_ct += 1
                 req.accepted_drafts += drafts
                 if len(req.accept_histogram) <= drafts:
