@@ -154,3 +154,14 @@ def test_physical_profiles_load_and_legacy_linear_profiles_still_work(tmp_path) 
     bad.write_text('[profile]\nname = "bad"\n')
     with pytest.raises(ConfigError, match="neither"):
         load_profile(bad)
+
+
+def test_step_breakdown_through_the_face() -> None:
+    from workbench.sim import StepBreakdown, step_breakdown
+
+    spec = step_breakdown("seed-pcie-8gpu", "eagle3-topk4", batch=8, kv_tokens=8 * 1500)
+    base = step_breakdown("seed-pcie-8gpu", "baseline", batch=8, kv_tokens=8 * 1500)
+    assert isinstance(spec, StepBreakdown) and spec.kind == "spec" and base.kind == "decode"
+    assert spec.communication_ms > base.communication_ms  # the verify's 16 tokens per request over PCIe
+    prefill = step_breakdown("h100-llama3-8b-eagle3", "llama3-8b-baseline", batch=1, kv_tokens=0, prompt_tokens=[640])
+    assert prefill.kind == "prefill" and prefill.communication_ms == 0.0

@@ -4,9 +4,12 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "list_profiles": "_profiles",
     "load_profile": "_profiles",
     "requests_for_level": "_calibrate",
     "REQUESTS_RULE": "_calibrate",
+    "step_breakdown": "_calibrate",
+    "StepBreakdown": "_roofline",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -80,6 +80,37 @@ def variant_cost(profile: SimProfile, variant: str, efficiency: Efficiency | Non
     return profile.cost_for(variant_config(profile, variant).args, efficiency=efficiency)
 
 
+def step_breakdown(profile: SimProfile | str, variant: str, *, batch: int, kv_tokens: int,
+                   accepted_tokens: int | None = None, prompt_tokens: Sequence[int] | None = None):
+    """Where one iteration of a variant's server goes on a profile (a notebook's "why").
+
+    Args:
+        profile: a physical profile, or its name.
+        variant: a shipped variant (its flags reach the cost model).
+        batch: running requests.
+        kv_tokens: cached tokens they read (sum over the batch).
+        accepted_tokens: tokens accepted over the batch in a speculative iteration (default:
+            ``batch x`` the profile's expected accept length for the variant's settings).
+        prompt_tokens: give prompt chunk lengths for a prefill iteration instead.
+
+    Returns:
+        A :class:`~workbench.sim._roofline.StepBreakdown` (decode, spec or prefill): weights, KV,
+        compute, communication, draft and overhead milliseconds, summing to the step's time.
+    """
+    from workbench.sim._profiles import load_profile
+
+    prof = load_profile(profile) if isinstance(profile, str) else profile
+    cfg = variant_config(prof, variant)
+    cost = prof.cost_for(cfg.args)
+    if prompt_tokens is not None:
+        return cost.prefill_breakdown(list(prompt_tokens), cfg.spec)
+    if not cfg.spec.enabled:
+        return cost.decode_breakdown(batch, kv_tokens)
+    if accepted_tokens is None:
+        accepted_tokens = round(batch * prof.acceptance.expected_accept_length(cfg.spec, samples=20000))
+    return cost.spec_breakdown(batch, kv_tokens, cfg.spec, accepted_tokens)
+
+
 # -- offline levels -------------------------------------------------------------------------------
 def offline_level(
     profile: SimProfile,
