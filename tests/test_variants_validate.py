@@ -212,3 +212,10 @@ def test_local_sim_checks_only_filesystem_paths() -> None:
     missing = Variant("v", "/no/such/model")
     f = one(check_variant(missing, sglang="0.5.9").findings, "path-missing")
     assert f.severity == "warning" and "does not read it" in f.problem  # on the sim, a warning only
+
+
+def test_the_default_check_version_is_the_one_the_simulator_emulates() -> None:
+    from workbench.sim import load_profile
+    from workbench.variants._check import DEFAULT_SGLANG_VERSION
+
+    assert load_profile().sglang_version == DEFAULT_SGLANG_VERSION

@@ -30,6 +30,7 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
+from workbench.sim.cli import sim_app
 from workbench.source.cli import inspect_command
 from workbench.variants.cli import variants_app
 
@@ -78,3 +79,4 @@ app.command("servers")(servers_command)
 app.command("inspect")(inspect_command)
 app.add_typer(host_app, name="host")
 app.add_typer(variants_app, name="variants")
+app.add_typer(sim_app, name="sim")

@@ -5,7 +5,7 @@ workbench must be importable there. The package is packed into a deterministic
 tarball (sorted entries, zero mtimes and owners) holding the checkout's layout::
 
     workbench/**/*.py
-    data/profiles/  data/tokenizer/  data/prompts/  data/variants/
+    data/profiles/  data/gpus/  data/models/  data/tokenizer/  data/prompts/  data/variants/
 
 It is uploaded once per content (:func:`workbench.hosts.ensure_file`, keyed by the
 tarball's hash) and unpacked next to itself into ``tree/``; the server then runs
@@ -39,7 +39,7 @@ from workbench.hosts._upload import DEFAULT_CACHE_DIR, content_key
 #: The checkout holding ``workbench/`` and ``data/``.
 CHECKOUT = Path(__file__).resolve().parents[2]
 #: Data directories the package reads at run time (relative to the checkout).
-DATA_DIRS = ("data/profiles", "data/tokenizer", "data/prompts", "data/variants")
+DATA_DIRS = ("data/profiles", "data/gpus", "data/models", "data/tokenizer", "data/prompts", "data/variants")
 #: Name of the tarball (inside its content-keyed directory on the host).
 BUNDLE_NAME = "workbench-bundle.tar.gz"
 

@@ -1,13 +1,13 @@
-"""Calibrate a simulator profile's cost model to measured figures (offline, seconds).
+"""Calibrate a physical profile: fit only its efficiency terms to measured points, and check it.
 
-The four figures of the seed investigation (data/profiles/seed-pcie-8gpu.toml, [calibration]) are:
-per-request tok/s at concurrency 1 for baseline and EAGLE-3, and the saturation
-output throughput (highest total output tok/s over the swept levels) for each.
-:func:`figures` computes them from an offline sweep that mirrors the benchmark's
-closed loop (the bench's default levels and requests per level,
-:data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` and
-:func:`workbench.bench.default_requests_per_level`); :func:`fit_cost` solves for four cost parameters with a damped Newton
-iteration in log space (finite-difference Jacobian, common random numbers).
+A *point* is one measured figure of one variant: output tok/s or mean per-request tok/s at a
+concurrency, the saturation output tok/s (the highest over the workload's levels), or the
+speedup of a variant over a baseline at a concurrency. :class:`Predictor` runs the offline
+engine (virtual clock, the benchmark's closed loop, the profile's workload) for exactly the
+(variant, level) pairs the points need, with each variant's own flags reaching the cost
+model. :func:`fit` solves for the profile's ``[fit]`` terms (at most three, and fewer than
+the points) by Gauss-Newton on the log residuals; :func:`leave_one_out` refits without each
+point in turn and predicts it. Validation points (``[validation]``) are only ever predicted.
 """
 
 from __future__ import annotations
@@ -15,21 +15,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from workbench.sim._cost_model import CostModel
-from workbench.sim._engine import EngineCore
 from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, default_requests_per_level
-from workbench.bench import prompt_schedule
-from workbench.bench import summarize_level
+from workbench.errors import ConfigError
+from workbench.sim._engine import EngineCore
 from workbench.sim._offline import run_closed_loop
 from workbench.sim._profiles import SimProfile
+from workbench.sim._roofline import Efficiency
 from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig
 
-#: The figure names, in the order of the calibration targets in a profile.
+#: The seed figure names, in the order of the seed profile's calibration points.
 FIGURES = (
     "baseline_c1_per_request_tok_s",
     "eagle3_c1_per_request_tok_s",
@@ -37,8 +36,12 @@ FIGURES = (
     "eagle3_saturation_output_tok_s",
 )
 
-#: Cost parameters :func:`fit_cost` solves for by default.
-FIT_PARAMS = ("base_ms", "per_token_ms", "spec_overhead_ms", "spec_per_seq_ms")
+#: How a profile's ``[workload] requests_per_level`` spells the sweep plan's default rule
+#: (:func:`workbench.bench.default_requests_per_level`).
+REQUESTS_RULE = "max(16, 2 * concurrency)"
+
+#: Metrics a point may name.
+METRICS = ("output_tok_s", "per_request_tok_s", "saturation_output_tok_s", "speedup")
 
 
 def seed_eagle3_spec() -> SpecConfig:
@@ -46,33 +49,110 @@ def seed_eagle3_spec() -> SpecConfig:
     return SpecConfig("EAGLE3", num_steps=2, topk=4, num_draft_tokens=16, spec_v2=False)
 
 
+# -- variants on a profile -----------------------------------------------------------------------
+def variant_config(profile: SimProfile, variant: str):
+    """The simulated server's parsed flags for a shipped variant on this profile
+    (:class:`~workbench.sim._server_args.SimServerConfig`): spec, caps and ``args``."""
+    from workbench.sim._server_args import parse_server_args
+    from workbench.variants import load_variant
+
+    v = load_variant(variant)
+    argv = v.server_flags() + ["--sim-profile", str(profile.path)]
+    for option, value in v.sim_options().items():
+        argv += [f"--sim-{option}", str(value)]
+    return parse_server_args(argv, environ={k: str(x) for k, x in v.env.items()})
+
+
+def variant_cost(profile: SimProfile, variant: str, efficiency: Efficiency | None = None):
+    """The cost model a variant's flags give on this profile."""
+    return profile.cost_for(variant_config(profile, variant).args, efficiency=efficiency)
+
+
+def step_breakdown(profile: SimProfile | str, variant: str, *, batch: int, kv_tokens: int,
+                   accepted_tokens: int | None = None, prompt_tokens: Sequence[int] | None = None):
+    """Where one iteration of a variant's server goes on a profile (a notebook's "why").
+
+    Args:
+        profile: a physical profile, or its name.
+        variant: a shipped variant (its flags reach the cost model).
+        batch: running requests.
+        kv_tokens: cached tokens they read (sum over the batch).
+        accepted_tokens: tokens accepted over the batch in a speculative iteration (default:
+            ``batch x`` the profile's expected accept length for the variant's settings).
+        prompt_tokens: give prompt chunk lengths for a prefill iteration instead.
+
+    Returns:
+        A :class:`~workbench.sim._roofline.StepBreakdown` (decode, spec or prefill): weights, KV,
+        compute, communication, draft and overhead milliseconds, summing to the step's time.
+    """
+    from workbench.sim._profiles import load_profile
+
+    prof = load_profile(profile) if isinstance(profile, str) else profile
+    cfg = variant_config(prof, variant)
+    cost = prof.cost_for(cfg.args)
+    if prompt_tokens is not None:
+        return cost.prefill_breakdown(list(prompt_tokens), cfg.spec)
+    if not cfg.spec.enabled:
+        return cost.decode_breakdown(batch, kv_tokens)
+    if accepted_tokens is None:
+        accepted_tokens = round(batch * prof.acceptance.expected_accept_length(cfg.spec, samples=20000))
+    return cost.spec_breakdown(batch, kv_tokens, cfg.spec, accepted_tokens)
+
+
+# -- offline levels -------------------------------------------------------------------------------
 def offline_level(
     profile: SimProfile,
     spec: SpecConfig,
     *,
-    cost: CostModel | None = None,
+    cost=None,
     concurrency: int,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
     num_requests: int,
     seed: int = 0,
     max_running_requests: int | None = None,
+    spec_policy: Callable[[int], bool] | None = None,
 ) -> list[dict]:
-    """Request rows of one simulated closed-loop level (virtual clock)."""
+    """Request rows of one simulated closed-loop level (virtual clock).
+
+    ``cost`` defaults to the profile's cost model with its default flags.
+    """
+    from workbench.bench import prompt_schedule
+
     mrr = max_running_requests or (EAGLE_MAX_RUNNING_REQUESTS if spec.enabled else 4096)
     engine = EngineCore(
-        cost=cost or profile.cost,
+        cost=cost if cost is not None else profile.cost_for(),
         acceptance=profile.acceptance,
         spec=spec,
         max_running_requests=mrr,
         rng=random.Random(seed * 1_000_003 + concurrency),
+        spec_policy=spec_policy,
     )
     order = prompt_schedule(list(prompt_lengths), num_requests, rng=random.Random(seed))
     return run_closed_loop(engine, prompt_tokens=order, concurrency=concurrency, max_new_tokens=max_new_tokens)
 
 
+def level_figures(rows: list[dict]) -> tuple[float, float]:
+    """(output tok/s, mean per-request tok/s) of request rows, without pandas.
+
+    The same definitions as the benchmark's ``summarize_level``: total output tokens over
+    the level's span, and the mean of ``output_tokens / e2e`` per request.
+    """
+    if not rows:
+        return float("nan"), float("nan")
+    start = min(r["start_s"] for r in rows)
+    end = max(r["end_s"] for r in rows)
+    total = sum(r["output_tokens"] for r in rows)
+    speeds = [r["output_tokens"] / (r["e2e_ms"] / 1000.0) for r in rows if r["e2e_ms"] > 0]
+    return total / (end - start), sum(speeds) / len(speeds)
+
+
 def level_stats(rows: list[dict]) -> tuple[float, float]:
-    """(output tok/s, mean per-request tok/s) of request rows, as the benchmark summarizes them."""
+    """(output tok/s, mean per-request tok/s) through the benchmark's own ``summarize_level``."""
+    import pandas as pd
+
+    from workbench.bench import summarize_level
+
     summary = summarize_level(pd.DataFrame(rows))
     return summary["output_throughput_tok_s"], summary["mean_per_request_tok_s"]
 
@@ -81,7 +161,7 @@ def sweep_stats(
     profile: SimProfile,
     spec: SpecConfig,
     *,
-    cost: CostModel | None = None,
+    cost=None,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
     levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
@@ -90,12 +170,8 @@ def sweep_stats(
 ) -> dict[int, tuple[float, float]]:
     """``{concurrency: (output tok/s, mean per-request tok/s)}`` of an offline sweep."""
     return {
-        c: level_stats(
-            offline_level(
-                profile, spec, cost=cost, concurrency=c, prompt_lengths=prompt_lengths,
-                max_new_tokens=max_new_tokens, num_requests=requests(c), seed=seed,
-            )
-        )
+        c: level_figures(offline_level(profile, spec, cost=cost, concurrency=c, prompt_lengths=prompt_lengths,
+                                       max_new_tokens=max_new_tokens, num_requests=requests(c), seed=seed))
         for c in levels
     }
 
@@ -103,21 +179,23 @@ def sweep_stats(
 def figures(
     profile: SimProfile,
     *,
-    cost: CostModel | None = None,
+    cost=None,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
     levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
     seed: int = 0,
 ) -> dict[str, object]:
-    """The four calibration figures of an offline sweep, plus both sweeps.
+    """The four seed figures of an offline sweep of ``baseline`` and ``eagle3-topk4``, plus both sweeps.
+
+    Each variant runs with its own flags (TP 8, custom all-reduce off) unless ``cost`` is given.
 
     Returns:
-        Dict with the keys of :data:`FIGURES` (tok/s) and ``"baseline"`` /
-        ``"eagle3"`` sweeps as returned by :func:`sweep_stats`.
+        Dict with the keys of :data:`FIGURES` (tok/s) and ``"baseline"`` / ``"eagle3"`` sweeps
+        as returned by :func:`sweep_stats`.
     """
-    common = dict(cost=cost, prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
-    base = sweep_stats(profile, SpecConfig(), **common)
-    eagle = sweep_stats(profile, seed_eagle3_spec(), **common)
+    common = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
+    base = sweep_stats(profile, SpecConfig(), cost=cost or variant_cost(profile, "baseline"), **common)
+    eagle = sweep_stats(profile, seed_eagle3_spec(), cost=cost or variant_cost(profile, "eagle3-topk4"), **common)
     first = min(levels)
     return {
         "baseline_c1_per_request_tok_s": base[first][1],
@@ -129,74 +207,311 @@ def figures(
     }
 
 
+# -- points -----------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class FitResult:
-    """Outcome of :func:`fit_cost`.
+class Point:
+    """One measured figure.
 
     Attributes:
-        cost: the fitted cost model.
-        figures: the four figures it produces (tok/s).
-        targets: the four targets (tok/s).
-        max_rel_error: largest |figure/target - 1|.
-        iterations: Newton iterations used.
+        name: a label for tables.
+        variant: the variant measured (``data/variants/<variant>.toml``).
+        metric: one of :data:`METRICS`.
+        value: the measured value (tok/s, or a ratio for ``speedup``).
+        concurrency: the level (None for ``saturation_output_tok_s``).
+        baseline: the variant a ``speedup`` divides by.
+        source: where the figure comes from.
     """
 
-    cost: CostModel
-    figures: dict[str, float]
-    targets: dict[str, float]
-    max_rel_error: float
+    name: str
+    variant: str
+    metric: str
+    value: float
+    concurrency: int | None = None
+    baseline: str | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ConfigError(f"point {self.name!r}: metric {self.metric!r} is not one of {METRICS}")
+        if self.metric != "saturation_output_tok_s" and self.concurrency is None:
+            raise ConfigError(f"point {self.name!r}: {self.metric} needs a concurrency")
+        if self.metric == "speedup" and not self.baseline:
+            raise ConfigError(f"point {self.name!r}: speedup needs a baseline variant")
+        if not self.value > 0:
+            raise ConfigError(f"point {self.name!r}: value must be > 0, got {self.value}")
+
+
+def profile_points(profile: SimProfile, section: str = "calibration") -> list[Point]:
+    """The points of a profile's ``[calibration]`` (fitted) or ``[validation]`` (never fitted) section."""
+    table = profile.calibration if section == "calibration" else profile.validation
+    return [Point(**{k: v for k, v in p.items() if k in {f.name for f in dataclasses.fields(Point)}})
+            for p in table.get("points", [])]
+
+
+def points_from_levels(levels: Any, *, metrics: Sequence[str] = ("output_tok_s",)) -> list[Point]:
+    """Points from a tidy per-level table (the workbench's ``levels.parquet``, or a CSV/parquet path).
+
+    Needs the columns ``variant`` and ``concurrency`` plus ``output_throughput_tok_s`` and/or
+    ``mean_per_request_tok_s``; one point per row and metric.
+    """
+    import pandas as pd
+
+    if isinstance(levels, (str, Path)):
+        path = Path(levels)
+        levels = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    column = {"output_tok_s": "output_throughput_tok_s", "per_request_tok_s": "mean_per_request_tok_s"}
+    out = []
+    for row in levels.itertuples(index=False):
+        for metric in metrics:
+            value = float(getattr(row, column[metric]))
+            c = int(row.concurrency)
+            out.append(Point(f"{row.variant}_c{c}_{metric}", str(row.variant), metric, value, c,
+                             source=str(getattr(row, "run_id", "imported table"))))
+    return out
+
+
+# -- the workload and the predictor --------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """The benchmark workload a profile's points were measured with (``[workload]``).
+
+    Attributes:
+        prompt_lengths: prompt length of each distinct prompt (tokens).
+        max_new_tokens: output tokens per request.
+        levels: concurrency levels swept for a saturation figure.
+        requests: requests per level, as a function of the concurrency.
+        seed: prompt order and acceptance sampling seed.
+    """
+
+    prompt_lengths: tuple[int, ...]
+    max_new_tokens: int
+    levels: tuple[int, ...]
+    requests: Callable[[int], int]
+    seed: int = 0
+
+
+def profile_workload(profile: SimProfile) -> Workload:
+    """The profile's ``[workload]``: a shipped prompt set counted with the shipped tokenizer, or
+    fixed ``prompt_tokens``; ``requests_per_level`` an integer or :data:`REQUESTS_RULE`."""
+    w = profile.workload
+    if "prompt_tokens" in w:
+        lengths = w["prompt_tokens"]
+        lengths = tuple(int(x) for x in (lengths if isinstance(lengths, list) else [lengths]))
+    else:
+        from workbench.bench import load_prompts
+        from workbench.sim._text import TextModel
+
+        text = TextModel()
+        lengths = tuple(text.count_tokens(p.text) for p in load_prompts(w.get("prompt_set", "default")))
+    rule = w.get("requests_per_level", REQUESTS_RULE)
+    if isinstance(rule, int):
+        requests: Callable[[int], int] = lambda c, n=rule: max(n, c)  # noqa: E731
+    elif re.sub(r"\s", "", str(rule)) == re.sub(r"\s", "", REQUESTS_RULE):
+        requests = default_requests_per_level
+    else:
+        raise ConfigError(f"profile {profile.name}: requests_per_level {rule!r} is neither an integer nor {REQUESTS_RULE!r}")
+    return Workload(lengths, int(w.get("max_new_tokens", 256)), tuple(w.get("levels", DEFAULT_CONCURRENCY_LEVELS)),
+                    requests, int(w.get("seed", 0)))
+
+
+class Predictor:
+    """Predicts points with the offline engine, for any efficiency terms of one profile.
+
+    Args:
+        profile: a physical profile.
+        workload: the workload (default: the profile's).
+    """
+
+    def __init__(self, profile: SimProfile, workload: Workload | None = None) -> None:
+        if profile.physics is None:
+            raise ConfigError(f"profile {profile.name} has no physics ([deployment]); nothing to calibrate")
+        self.profile = profile
+        self.workload = workload or profile_workload(profile)
+        self._configs: dict[str, Any] = {}
+        self.levels_run = 0
+
+    def _config(self, variant: str):
+        if variant not in self._configs:
+            self._configs[variant] = variant_config(self.profile, variant)
+        return self._configs[variant]
+
+    def level(self, variant: str, concurrency: int, efficiency: Efficiency) -> tuple[float, float]:
+        """(output tok/s, mean per-request tok/s) of one variant at one level."""
+        cfg = self._config(variant)
+        w = self.workload
+        off_above = cfg.args.get("sim_spec_off_above")
+        rows = offline_level(
+            self.profile, cfg.spec, cost=self.profile.cost_for(cfg.args, efficiency=efficiency),
+            concurrency=concurrency, prompt_lengths=w.prompt_lengths, max_new_tokens=w.max_new_tokens,
+            num_requests=w.requests(concurrency), seed=w.seed, max_running_requests=cfg.max_running_requests,
+            spec_policy=(lambda b: b <= off_above) if off_above is not None else None,
+        )
+        self.levels_run += 1
+        return level_figures(rows)
+
+    def predict(self, points: Sequence[Point], efficiency: Efficiency) -> list[float]:
+        """Each point's predicted value with these efficiency terms (one offline level per pair needed)."""
+        cache: dict[tuple[str, int], tuple[float, float]] = {}
+
+        def at(variant: str, c: int) -> tuple[float, float]:
+            if (variant, c) not in cache:
+                cache[variant, c] = self.level(variant, c, efficiency)
+            return cache[variant, c]
+
+        out = []
+        for p in points:
+            if p.metric == "output_tok_s":
+                out.append(at(p.variant, p.concurrency)[0])
+            elif p.metric == "per_request_tok_s":
+                out.append(at(p.variant, p.concurrency)[1])
+            elif p.metric == "saturation_output_tok_s":
+                out.append(max(at(p.variant, c)[0] for c in self.workload.levels))
+            else:
+                out.append(at(p.variant, p.concurrency)[0] / at(p.baseline, p.concurrency)[0])
+        return out
+
+
+# -- fitting -------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    """Outcome of :func:`fit`.
+
+    Attributes:
+        terms: the fitted efficiency terms.
+        efficiency: all efficiency terms with the fitted values in.
+        points: the points fitted.
+        predicted: each point's prediction after the fit.
+        iterations: Gauss-Newton iterations used.
+    """
+
+    terms: tuple[str, ...]
+    efficiency: Efficiency
+    points: tuple[Point, ...]
+    predicted: tuple[float, ...]
     iterations: int
 
+    @property
+    def values(self) -> dict[str, float]:
+        """The fitted terms' values."""
+        return {t: getattr(self.efficiency, t) for t in self.terms}
 
-def fit_cost(
+    @property
+    def residuals(self) -> list[float]:
+        """predicted / measured - 1, per point."""
+        return [q / p.value - 1.0 for p, q in zip(self.points, self.predicted)]
+
+    @property
+    def max_abs_residual(self) -> float:
+        """The largest |residual|."""
+        return max(abs(r) for r in self.residuals)
+
+
+_UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficiency": 1.0, "cpu_overhead_ms": 1e3,
+          "cpu_per_request_ms": 1e3}
+
+
+def _efficiency(base: Efficiency, terms: Sequence[str], x: Sequence[float]) -> Efficiency:
+    return dataclasses.replace(base, **{t: min(math.exp(v), _UPPER[t]) for t, v in zip(terms, x)})
+
+
+def fit(
     profile: SimProfile,
+    points: Sequence[Point],
     *,
-    prompt_lengths: Sequence[int],
-    max_new_tokens: int,
-    params: Sequence[str] = FIT_PARAMS,
-    max_iterations: int = 30,
-    tol: float = 0.005,
+    terms: Sequence[str] | None = None,
+    predictor: Predictor | None = None,
+    start: Efficiency | None = None,
+    max_iterations: int = 25,
+    tol: float = 1e-4,
+    exact_ok: bool = False,
 ) -> FitResult:
-    """Fit ``params`` of the profile's cost model so the offline figures hit its targets.
+    """Fit the profile's ``[fit]`` terms (or ``terms``) to ``points``; nothing else moves.
 
-    Solves ``log(figure_i) = log(target_i)`` for the log of each parameter with a
-    damped Newton method (finite-difference Jacobian, step halving on no progress).
+    Minimises the sum of squared log residuals ``log(predicted / measured)`` with a damped
+    Gauss-Newton method (finite-difference Jacobian in log parameters; common random numbers,
+    so predictions are smooth in the terms). Efficiencies are capped at 1. ``exact_ok`` allows
+    as many terms as points (an exact solve: what a leave-one-out refit of a profile with
+    one point more than terms is).
 
     Raises:
-        ValueError: the profile has no calibration targets, or ``params`` is not 4 long.
+        ConfigError: no terms, more than three, or not fewer terms than points (unless ``exact_ok``).
     """
-    targets = {k: float(profile.calibration[k]) for k in FIGURES if k in profile.calibration}
-    if len(targets) != len(FIGURES) or len(params) != len(FIGURES):
-        raise ValueError(f"need the 4 targets {FIGURES} in [calibration] and 4 params to fit")
-    goal = np.log([targets[k] for k in FIGURES])
+    import numpy as np
 
-    def evaluate(x: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
-        cost = dataclasses.replace(profile.cost, **{p: float(math.exp(v)) for p, v in zip(params, x)})
-        f = figures(profile, cost=cost, prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens)
-        vals = {k: float(f[k]) for k in FIGURES}
-        return np.log([vals[k] for k in FIGURES]), vals
+    terms = tuple(terms if terms is not None else profile.physics.fit_terms)
+    if not terms or len(terms) > 3:
+        raise ConfigError(f"fit {len(terms)} terms: need 1 to 3 ({terms})")
+    if len(terms) > len(points) or (len(terms) == len(points) and not exact_ok):
+        raise ConfigError(f"{len(terms)} free terms and {len(points)} points: a fit needs fewer terms than "
+                          "points, or it only memorises them")
+    predictor = predictor or Predictor(profile)
+    base = start or profile.physics.efficiency
+    goal = np.log([p.value for p in points])
+    x = np.log([max(getattr(base, t), 1e-6) for t in terms])
 
-    x = np.log([max(getattr(profile.cost, p), 1e-3) for p in params])
-    y, vals = evaluate(x)
-    it = 0
+    def resid(xv: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        pred = predictor.predict(points, _efficiency(base, terms, xv))
+        return np.log(pred) - goal, pred
+
+    r, pred = resid(x)
+    it, lam, h = 0, 1e-3, 0.02
     for it in range(1, max_iterations + 1):
-        resid = y - goal
-        if np.max(np.abs(np.expm1(resid))) < tol:
-            break
-        jac = np.empty((len(goal), len(x)))
-        for j in range(len(x)):
+        jac = np.empty((len(points), len(terms)))
+        for j in range(len(terms)):
             dx = np.zeros_like(x)
-            dx[j] = 0.05
-            jac[:, j] = (evaluate(x + dx)[0] - y) / 0.05
-        step = np.linalg.lstsq(jac, -resid, rcond=None)[0]
-        step = np.clip(step, -1.0, 1.0)
-        for damping in (1.0, 0.5, 0.25, 0.125):
-            y_new, vals_new = evaluate(x + damping * step)
-            if np.linalg.norm(y_new - goal) < np.linalg.norm(resid):
-                x, y, vals = x + damping * step, y_new, vals_new
+            dx[j] = h
+            jac[:, j] = (resid(x + dx)[0] - r) / h
+        improved = False
+        for _ in range(6):
+            a = jac.T @ jac + lam * np.diag(np.diag(jac.T @ jac) + 1e-9)
+            step = np.clip(np.linalg.solve(a, -jac.T @ r), -1.0, 1.0)
+            r_new, pred_new = resid(x + step)
+            if r_new @ r_new < r @ r:
+                gain = r @ r - r_new @ r_new
+                x, r, pred, lam, improved = x + step, r_new, pred_new, max(lam / 3, 1e-6), True
                 break
-        else:
+            lam *= 4
+        if not improved or gain < tol * max(r @ r, 1e-12) or r @ r < 1e-10:
             break
-    cost = dataclasses.replace(profile.cost, **{p: float(math.exp(v)) for p, v in zip(params, x)})
-    err = max(abs(vals[k] / targets[k] - 1.0) for k in FIGURES)
-    return FitResult(cost=cost, figures=vals, targets=targets, max_rel_error=err, iterations=it)
+    x = np.array([min(v, math.log(_UPPER[t])) for t, v in zip(terms, x)])
+    return FitResult(terms, _efficiency(base, terms, x), tuple(points), tuple(pred), it)
+
+
+def leave_one_out(profile: SimProfile, points: Sequence[Point], *, terms: Sequence[str] | None = None,
+                  predictor: Predictor | None = None, start: Efficiency | None = None) -> list[dict[str, Any]]:
+    """For each point: refit without it, predict it. One row per point.
+
+    Row keys: ``point``, ``measured``, ``loo_predicted``, ``loo_error`` (predicted / measured - 1)
+    and ``loo_<term>`` (the refit's value of each term).
+
+    A profile with one point more than terms refits each time on as many points as terms
+    (an exact solve); the left-out point is still a true out-of-sample prediction.
+
+    Raises:
+        ConfigError: fewer points than ``len(terms) + 1``.
+    """
+    predictor = predictor or Predictor(profile)
+    rows = []
+    for i, p in enumerate(points):
+        rest = [q for j, q in enumerate(points) if j != i]
+        result = fit(profile, rest, terms=terms, predictor=predictor, start=start, exact_ok=True)
+        predicted = predictor.predict([p], result.efficiency)[0]
+        row = {"point": p.name, "measured": p.value, "loo_predicted": predicted, "loo_error": predicted / p.value - 1.0}
+        row.update({f"loo_{t}": v for t, v in result.values.items()})
+        rows.append(row)
+    return rows
+
+
+def write_efficiency(path: Path, values: dict[str, float]) -> None:
+    """Replace the fitted terms' values in a profile file's ``[efficiency]`` table, keeping the rest."""
+    text = path.read_text()
+    head, sep, rest = text.partition("[efficiency]\n")
+    if not sep:
+        raise ConfigError(f"{path} has no [efficiency] table to write the fit into")
+    body, nxt, tail = rest.partition("\n[")
+    for name, value in values.items():
+        line = f"{name} = {value:.6g}"
+        body, n = re.subn(rf"(?m)^{re.escape(name)}\s*=\s*[^#\n]*?(\s*#.*)?$", lambda m: line + (m.group(1) or ""), body)
+        if n == 0:
+            body = line + "\n" + body
+    path.write_text(head + sep + body + nxt + tail)

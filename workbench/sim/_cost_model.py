@@ -1,4 +1,4 @@
-"""Cost model: how long one scheduler iteration of the simulated server lasts.
+"""Linear cost model (legacy profiles) and the interface every cost model speaks.
 
 One forward pass of the target model over a batch costs::
 
@@ -28,8 +28,23 @@ chunked prefill is off under speculation and by default, SGLang 0.5.9 ``srt/serv
 from __future__ import annotations
 
 import dataclasses
+from typing import Protocol
 
 from workbench.sim._spec import SpecConfig
+
+
+class StepCost(Protocol):
+    """What the engine asks a cost model: each iteration's duration in milliseconds.
+
+    Implemented by :class:`CostModel` (linear, legacy profiles) and by
+    :class:`~workbench.sim._roofline.RooflineCost` (physical profiles).
+    """
+
+    def prefill_ms(self, prompt_tokens: list[int], spec: SpecConfig) -> float: ...
+
+    def decode_ms(self, batch: int, kv_tokens: int) -> float: ...
+
+    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> float: ...
 
 
 @dataclasses.dataclass(frozen=True)

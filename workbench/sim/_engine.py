@@ -4,7 +4,7 @@
 way SGLang's scheduler does (a prefill iteration whenever new requests can be
 admitted, otherwise one decode iteration over every running request), samples the
 tokens each request gains, updates state, and returns an :class:`Iteration` with
-its duration from the :class:`~workbench.sim._cost_model.CostModel`. The HTTP server
+its duration from the cost model (:class:`~workbench.sim._roofline.RooflineCost`). The HTTP server
 sleeps that long in real time before delivering the tokens; the offline runner
 advances a virtual clock instead. Both share this code.
 
@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 
 from workbench.sim._acceptance import AcceptanceModel
-from workbench.sim._cost_model import CostModel
+from workbench.sim._cost_model import StepCost
 from workbench.sim._spec import SpecConfig
 
 #: A speculation policy: (running batch size) -> whether to speculate this iteration.
@@ -61,6 +61,7 @@ class SimRequest:
     accept_histogram: list[int] = dataclasses.field(default_factory=list)
     finished: bool = False
     aborted: bool = False
+    depth_probs: list[float] | None = None  # this request's per-depth acceptance (computed once)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +98,7 @@ class EngineCore:
     """Continuous-batching scheduler of the simulated server (see module docstring).
 
     Args:
-        cost: the cost model.
+        cost: the cost model (anything with the :class:`~workbench.sim._cost_model.StepCost` methods).
         acceptance: the acceptance model (used when ``spec`` is enabled).
         spec: resolved speculative settings (disabled for a baseline server).
         max_running_requests: cap on concurrently decoding requests.
@@ -112,7 +113,7 @@ class EngineCore:
     def __init__(
         self,
         *,
-        cost: CostModel,
+        cost: StepCost,
         acceptance: AcceptanceModel,
         spec: SpecConfig,
         max_running_requests: int,
@@ -224,9 +225,17 @@ class EngineCore:
         speculate = self.spec.enabled and (self.spec_policy is None or self.spec_policy(len(batch)))
         emissions: list[Emission] = []
         accepted_total = 0
+        rand = self.rng.random
         for req in batch:
             if speculate:
-                drafts = self.acceptance.sample_accepted_drafts(self.spec, req.request_alpha, self.rng)
+                probs = req.depth_probs
+                if probs is None:
+                    probs = req.depth_probs = self.acceptance.depth_probs(self.spec, req.request_alpha)
+                drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
+                for p in probs:
+                    if rand() >= p:
+                        break
+                    drafts += 1
                 req.verify_ct += 1
                 req.accepted_drafts += drafts
                 if len(req.accept_histogram) <= drafts:

@@ -1,11 +1,25 @@
 """Simulator profiles: which hardware, model and SGLang version the sim stands for.
 
-A profile is a TOML file in ``data/profiles/<name>.toml`` with sections
-``[profile]`` (name, description, sglang_version), ``[hardware]``, ``[model]``,
-``[workload]`` (the benchmark workload it was calibrated on), ``[cost]``
-(:class:`~workbench.sim._cost_model.CostModel` fields), ``[acceptance]``
-(:class:`~workbench.sim._acceptance.AcceptanceModel` fields) and
-``[calibration]`` (the real measurements it reproduces, with their source).
+A profile is a TOML file in ``data/profiles/<name>.toml``. A *physical* profile (the kind
+shipped now) has sections:
+
+- ``[profile]``: name, description, sglang_version;
+- ``[deployment]``: ``gpu`` (``data/gpus/<gpu>.toml``), ``gpus`` on the host,
+  ``interconnect`` (a kind the GPU's data sheet lists), the defaults SGLang would run with
+  when a flag is absent (``tp_size``, ``custom_all_reduce``, ``cuda_graph_max_bs``,
+  ``mem_fraction_static``), and ``target`` / ``draft`` (``data/models/<name>.toml``);
+- ``[efficiency]``: :class:`~workbench.sim._roofline.Efficiency` terms;
+- ``[fit]``: ``terms``, the efficiency terms a calibration fits (the others are fixed and
+  carry their source in a comment);
+- ``[workload]``: the benchmark workload its calibration assumes;
+- ``[acceptance]``: :class:`~workbench.sim._acceptance.AcceptanceModel` fields;
+- ``[calibration]`` and ``[validation]``: measured points (``[[calibration.points]]``) the
+  fit uses, and those it must not (out-of-sample checks), each with its source.
+
+A server's flags (``--tp-size``, ``--disable-custom-all-reduce``, ``--cuda-graph-max-bs``,
+``--disable-cuda-graph``, overlap scheduling, ``--mem-fraction-static``) reach the cost model
+through :meth:`SimProfile.cost_for`. An older *linear* profile with a ``[cost]`` section
+(:class:`~workbench.sim._cost_model.CostModel`) still loads; its flags change nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +32,44 @@ from typing import Any
 from workbench.errors import ConfigError
 from workbench.sim._acceptance import AcceptanceModel
 from workbench.sim._cost_model import CostModel
+from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
+from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
 
 #: Where shipped profiles live.
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "data" / "profiles"
 
 #: The profile used when none is named.
 DEFAULT_PROFILE = "seed-pcie-8gpu"
+
+#: ``--mem-fraction-static`` when neither the flag nor the profile sets it (an assumption close to
+#: SGLang 0.5.9's automatic choice on 80-96 GB GPUs, which depends on TP and the GPU).
+DEFAULT_MEM_FRACTION = 0.85
+
+
+@dataclasses.dataclass(frozen=True)
+class Physics:
+    """The physical description of a profile (see module docstring).
+
+    Attributes:
+        gpu: the GPU's data sheet.
+        gpus: GPUs on the host (the largest ``--tp-size`` it can run).
+        interconnect: interconnect kind between them.
+        target: the target model's shape.
+        draft: the draft model's shape, or None.
+        efficiency: efficiency terms (fitted and fixed).
+        fit_terms: the efficiency terms a calibration may fit.
+        defaults: what SGLang runs with when a flag is absent (tp_size, custom_all_reduce,
+            cuda_graph_max_bs, mem_fraction_static).
+    """
+
+    gpu: GpuSpec
+    gpus: int
+    interconnect: str
+    target: ModelConfig
+    draft: ModelConfig | None
+    efficiency: Efficiency
+    fit_terms: tuple[str, ...]
+    defaults: dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,13 +80,15 @@ class SimProfile:
         name: profile name (file stem).
         description: one paragraph for people.
         sglang_version: SGLang version whose API shapes the sim emulates by default.
-        hardware: free-form facts (gpus, interconnect, tp_size, ...).
+        hardware: free-form facts (legacy profiles) or the ``[deployment]`` table.
         model: target and draft model names, and why they were chosen.
         workload: workload the calibration assumes (max_new_tokens, prompt set, ...).
-        cost: the cost model.
+        cost: the linear cost model of a legacy profile, else None.
         acceptance: the acceptance model.
-        calibration: measured targets, tolerance and their source.
+        calibration: measured targets and their source (``points`` among them).
         path: the file it was read from.
+        physics: the physical description, or None for a legacy profile.
+        validation: out-of-sample points (never fitted).
     """
 
     name: str
@@ -49,20 +97,110 @@ class SimProfile:
     hardware: dict[str, Any]
     model: dict[str, Any]
     workload: dict[str, Any]
-    cost: CostModel
+    cost: CostModel | None
     acceptance: AcceptanceModel
     calibration: dict[str, Any]
     path: Path
+    physics: Physics | None = None
+    validation: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def default_tp_size(self) -> int:
+        """``--tp-size`` when the flag is absent."""
+        if self.physics is not None:
+            return int(self.physics.defaults.get("tp_size", 1))
+        return int(self.hardware.get("tp_size", 1))
+
+    @property
+    def default_cuda_graph_max_bs(self) -> int:
+        """``--cuda-graph-max-bs`` when the flag is absent."""
+        return int(self.physics.defaults.get("cuda_graph_max_bs", 160)) if self.physics else 160
+
+    def deployment(self, args: dict[str, Any] | None = None, *, overlap_schedule: bool | None = None) -> Deployment:
+        """The deployment a server with these flags runs (SGLang ``ServerArgs`` names).
+
+        Raises:
+            ConfigError: a legacy profile, or more TP ranks than the host has GPUs.
+        """
+        if self.physics is None:
+            raise ConfigError(f"profile {self.name} is a linear profile (no [deployment]); it has no physics")
+        args = args or {}
+        phys = self.physics
+        tp = args.get("tp_size")
+        tp = self.default_tp_size if tp is None else int(tp)
+        if tp > phys.gpus:
+            raise ConfigError(f"--tp-size {tp} needs {tp} GPUs; profile {self.name} has {phys.gpus} "
+                              f"({phys.gpu.name}); use --tp-size {phys.gpus} or less")
+        custom = phys.defaults.get("custom_all_reduce", True) and not args.get("disable_custom_all_reduce", False)
+        graph_bs = args.get("cuda_graph_max_bs")
+        graph_bs = self.default_cuda_graph_max_bs if graph_bs is None else int(graph_bs)
+        if args.get("disable_cuda_graph"):
+            graph_bs = 0
+        overlap = not args.get("disable_overlap_schedule", False) if overlap_schedule is None else overlap_schedule
+        return Deployment(gpu=phys.gpu, interconnect=phys.gpu.interconnect(phys.interconnect), tp_size=tp,
+                          custom_all_reduce=bool(custom), cuda_graph_max_bs=graph_bs, overlap_schedule=overlap)
+
+    def cost_for(self, args: dict[str, Any] | None = None, *, efficiency: Efficiency | None = None):
+        """The cost model a server launched with ``args`` (parsed flags) runs on.
+
+        A physical profile gives a :class:`~workbench.sim._roofline.RooflineCost` built from
+        the flags; a legacy profile its linear :class:`CostModel` whatever the flags.
+        ``efficiency`` replaces the profile's terms (what a calibration tries).
+        """
+        if self.physics is None:
+            assert self.cost is not None  # a legacy profile always has [cost] (checked on load)
+            return self.cost
+        return RooflineCost(self.physics.target, self.deployment(args), efficiency or self.physics.efficiency,
+                            draft=self.physics.draft)
+
+    def kv_capacity_tokens(self, args: dict[str, Any] | None = None) -> int:
+        """KV-cache tokens the server would hold (``max_total_num_tokens``), from memory and the flags.
+
+        ``mem_fraction_static x GPU memory - weights / tp``, divided by the KV bytes per token
+        per GPU (target, plus the draft's when speculative). A legacy profile reports its
+        ``hardware.max_total_num_tokens``.
+        """
+        if self.physics is None:
+            return int(self.hardware.get("max_total_num_tokens", 1_000_000))
+        args = args or {}
+        phys = self.physics
+        tp = self.deployment(args).tp_size
+        fraction = args.get("mem_fraction_static") or phys.defaults.get("mem_fraction_static", DEFAULT_MEM_FRACTION)
+        models = [phys.target] + ([phys.draft] if phys.draft and args.get("speculative_algorithm") else [])
+        weights = sum(m.weight_params() * m.dtype_bytes for m in models) / tp
+        per_token = sum(m.num_hidden_layers * 2 * max(1.0, m.num_key_value_heads / tp) * m.head_dim * m.dtype_bytes
+                        for m in models)
+        free = fraction * phys.gpu.memory_gb * 1e9 - weights
+        return max(0, int(free / per_token))
 
     @property
     def max_total_num_tokens(self) -> int:
-        """KV-cache capacity in tokens reported by /server_info."""
-        return int(self.hardware.get("max_total_num_tokens", 1_000_000))
+        """KV-cache capacity in tokens reported by /server_info, with the profile's default flags."""
+        return self.kv_capacity_tokens()
 
 
 def list_profiles(directory: Path = PROFILES_DIR) -> list[str]:
     """Names of the profiles available in ``directory``."""
     return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def _physics(data: dict[str, Any], path: Path) -> Physics:
+    dep = data["deployment"]
+    gpu = load_gpu(dep["gpu"])
+    interconnect = dep.get("interconnect", next(iter(gpu.interconnects), "pcie"))
+    gpu.interconnect(interconnect)  # fail early on an unknown kind
+    draft = load_model_config(dep["draft"]) if dep.get("draft") else None
+    terms = tuple(data.get("fit", {}).get("terms", ()))
+    unknown = [t for t in terms if t not in FITTABLE]
+    if unknown:
+        raise ConfigError(f"Profile {path}: [fit] terms {unknown} are not fittable; choose from {list(FITTABLE)}")
+    if len(terms) > 3:
+        raise ConfigError(f"Profile {path}: at most 3 fitted terms, got {len(terms)}")
+    defaults = {k: dep[k] for k in ("tp_size", "custom_all_reduce", "cuda_graph_max_bs", "mem_fraction_static")
+                if k in dep}
+    return Physics(gpu=gpu, gpus=int(dep.get("gpus", 1)), interconnect=interconnect,
+                   target=load_model_config(dep["target"]), draft=draft,
+                   efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults)
 
 
 def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path = PROFILES_DIR) -> SimProfile:
@@ -86,17 +224,27 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
         raise ConfigError(f"Profile {path} is not valid TOML: {exc}") from exc
     try:
         head = data["profile"]
+        physics = _physics(data, path) if "deployment" in data else None
+        if physics is None and "cost" not in data:
+            raise ConfigError(f"Profile {path} has neither [deployment] (physical) nor [cost] (linear)")
+        model = dict(data.get("model", {}))
+        if physics is not None:
+            model.setdefault("target", physics.target.name)
+            if physics.draft is not None:
+                model.setdefault("draft", physics.draft.name)
         return SimProfile(
             name=head["name"],
             description=head.get("description", ""),
             sglang_version=head.get("sglang_version", "0.5.9"),
-            hardware=dict(data.get("hardware", {})),
-            model=dict(data.get("model", {})),
+            hardware=dict(data.get("hardware", data.get("deployment", {}))),
+            model=model,
             workload=dict(data.get("workload", {})),
-            cost=CostModel(**data["cost"]),
+            cost=CostModel(**data["cost"]) if "cost" in data else None,
             acceptance=AcceptanceModel(**data.get("acceptance", {})),
             calibration=dict(data.get("calibration", {})),
             path=path,
+            physics=physics,
+            validation=dict(data.get("validation", {})),
         )
     except KeyError as exc:
         raise ConfigError(f"Profile {path} lacks required key {exc.args[0]!r}") from exc

@@ -65,7 +65,7 @@ class SimServer:
         off_above = config.args.get("sim_spec_off_above")
         policy = (lambda batch: batch <= off_above) if off_above is not None else None
         self.engine = EngineCore(
-            cost=self.profile.cost,
+            cost=self.profile.cost_for(config.args),
             acceptance=self.profile.acceptance,
             spec=config.spec,
             max_running_requests=config.max_running_requests,
@@ -284,8 +284,8 @@ class SimServer:
             api_shapes.server_info(
                 args=args,
                 version=self.config.sglang_version,
-                max_total_num_tokens=self.profile.max_total_num_tokens,
-                max_req_input_len=self.profile.max_total_num_tokens - 1,
+                max_total_num_tokens=self.profile.kv_capacity_tokens(args),
+                max_req_input_len=self.profile.kv_capacity_tokens(args) - 1,
                 startup_time=0.0,
                 last_gen_throughput=self.engine.last_gen_throughput,
                 avg_spec_accept_length=self.engine.avg_spec_accept_length,
@@ -303,6 +303,7 @@ class SimServer:
             "profile_description": self.profile.description,
             "target_model": self.profile.model.get("target"),
             "draft_model": self.profile.model.get("draft"),
+            "cost_model": "roofline" if self.profile.physics is not None else "linear",
             "time_scale": self.time_scale,
             "emulated_sglang_version": self.config.sglang_version,
             "spec": spec.label(),

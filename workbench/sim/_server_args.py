@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--served-model-name", default=None)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=30000)
-    p.add_argument("--tp-size", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
+    # None: the profile's deployment (SGLang's own default is 1; a profile names the TP its setup ran)
+    p.add_argument("--tp-size", "--tensor-parallel-size", dest="tp_size", type=int, default=None)
     p.add_argument("--dp-size", type=int, default=1)
     p.add_argument("--mem-fraction-static", type=float, default=None)
     p.add_argument("--max-running-requests", type=int, default=None)
@@ -109,7 +110,8 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
 
     Raises:
         SystemExit: argparse errors (unknown flag, bad value), like the real server.
-        ConfigError: combinations SGLang rejects (see :func:`resolve_spec`).
+        ConfigError: combinations SGLang rejects (see :func:`resolve_spec`), or flags the
+            profile's host cannot run (more TP ranks than GPUs).
     """
     env = os.environ if environ is None else environ
     ns = build_parser().parse_args(list(argv))
@@ -135,6 +137,10 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     if mrr is None:
         mrr = EAGLE_MAX_RUNNING_REQUESTS if spec.enabled else 4096
     args["max_running_requests"] = mrr
+    if args["tp_size"] is None:
+        args["tp_size"] = profile.default_tp_size
+    if profile.physics is not None:
+        profile.deployment(args)  # the flags must fit the profile's host (e.g. --tp-size <= its GPUs)
     return SimServerConfig(
         args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2
     )

@@ -32,7 +32,6 @@ from workbench.hosts import Host, get_host
 from workbench.hosts import call_helper
 from workbench.hosts import host_python
 from workbench.variants._variant import Variant, list_variants, load_variant
-from workbench.sim import load_profile
 from workbench.source import FlagTable, server_flags
 from workbench.source import sglang_release
 from workbench.source import version_key
@@ -65,9 +64,15 @@ class Target:
     note: str = ""
 
 
+#: The SGLang version a variant that names none is checked against: the seed investigation's
+#: release (../shared/DESIGN.md), which the simulated engine emulates by default (its default
+#: profile's ``sglang_version``; tests/test_variants_validate.py keeps the two equal).
+DEFAULT_SGLANG_VERSION = "0.5.9"
+
+
 def default_version() -> str:
-    """The version the simulated engine emulates by default (the default profile's)."""
-    return load_profile().sglang_version
+    """:data:`DEFAULT_SGLANG_VERSION`: the version checked against when a variant names none."""
+    return DEFAULT_SGLANG_VERSION
 
 
 def resolve_target(

@@ -1,0 +1,167 @@
+"""The roofline cost model: its limits, TP and all-reduce, MoE, breakdowns, and flags reaching it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.sim._hardware import load_gpu, load_model_config
+from workbench.sim._profiles import load_profile
+from workbench.sim._roofline import Deployment, Efficiency, RooflineCost
+from workbench.sim._server_args import parse_server_args
+from workbench.sim._spec import SpecConfig
+
+H100 = load_gpu("h100-sxm")
+LLAMA8 = load_model_config("llama-3.1-8b-instruct")
+LLAMA70 = load_model_config("llama-3.3-70b-instruct")
+DRAFT8 = load_model_config("eagle3-llama3.1-8b")
+QWEN_MOE = load_model_config("qwen3-30b-a3b")
+EFF = Efficiency(hbm_efficiency=0.8, flops_efficiency=0.6, interconnect_efficiency=0.5)
+CHAIN = SpecConfig("EAGLE3", num_steps=3, topk=1, num_draft_tokens=4)
+
+
+def _cost(model=LLAMA8, *, tp=1, link="nvlink", custom=True, graph_bs=160, draft=DRAFT8, eff=EFF) -> RooflineCost:
+    dep = Deployment(gpu=H100, interconnect=H100.interconnect(link), tp_size=tp, custom_all_reduce=custom,
+                     cuda_graph_max_bs=graph_bs)
+    return RooflineCost(model, dep, eff, draft=draft)
+
+
+def test_memory_bound_at_small_batch_compute_bound_at_large() -> None:
+    cost = _cost()
+    t1, t16 = cost.target.total(1, 1, 0, 1), cost.target.total(16, 16, 0, 16)
+    assert t16 / t1 < 1.05  # reading the weights dominates: nearly flat in T
+    small = cost.target.parts(1, 1, 0, 1)
+    assert small[0] > 0 and small[2] == 0.0  # weights-bound, no compute-bound group
+    a, b = cost.target.total(8192, 1, 0, 1), cost.target.total(16384, 1, 0, 1)
+    assert b / a == pytest.approx(2.0, rel=0.15)  # compute-bound: linear in T (attention adds a little)
+    big = cost.target.parts(16384, 1, 0, 1)
+    assert big[2] > 10 * (big[0] + big[1])
+    # the GEMMs' knee: 2 T FLOPs per 2-byte weight meet the bandwidth at T* = achieved FLOP/s / achieved B/s
+    knee = (H100.dense_bf16_tflops * 1e12 * EFF.flops_efficiency) / (H100.hbm_bandwidth_gb_s * 1e9 * EFF.hbm_efficiency)
+    below, above = cost.target.parts(int(knee * 0.7), int(knee * 0.7), 0, 1), cost.target.parts(int(knee * 1.5), 1, 0, 1)
+    assert below[2] == 0.0 and above[2] > 0.0
+
+
+def test_kv_reads_grow_with_context() -> None:
+    cost = _cost()
+    short, long = cost.decode_breakdown(32, 32 * 100), cost.decode_breakdown(32, 32 * 8000)
+    assert long.kv_ms > 20 * short.kv_ms and long.weights_ms == pytest.approx(short.weights_ms)
+
+
+def test_tp_and_custom_all_reduce_change_communication() -> None:
+    one = _cost(LLAMA70, tp=1, draft=None).decode_breakdown(8, 8000)
+    assert one.communication_ms == 0.0
+    tp2 = _cost(LLAMA70, tp=2, draft=None).decode_breakdown(8, 8000)
+    tp8 = _cost(LLAMA70, tp=8, draft=None).decode_breakdown(8, 8000)
+    assert tp8.weights_ms == pytest.approx(tp2.weights_ms / 4)  # weights sharded
+    assert tp2.communication_ms > 0 and tp8.communication_ms > tp2.communication_ms  # ring: 2 (n-1)/n bytes
+    custom = _cost(LLAMA70, tp=8, custom=True, draft=None).decode_breakdown(1, 1000)
+    nccl = _cost(LLAMA70, tp=8, custom=False, draft=None).decode_breakdown(1, 1000)
+    assert nccl.communication_ms > custom.communication_ms + 160 * 0.010  # 160 all-reduces, >10 µs each saved
+    # Over PCIe with 8 GPUs SGLang cannot run its custom all-reduce: the flag changes nothing.
+    pcie_on = _cost(LLAMA70, tp=8, link="pcie", custom=True, draft=None)
+    pcie_off = _cost(LLAMA70, tp=8, link="pcie", custom=False, draft=None)
+    assert not pcie_on.deployment.uses_custom_all_reduce
+    assert pcie_on.decode_ms(4, 4000) == pcie_off.decode_ms(4, 4000)
+    # all-reduce bytes grow with T
+    assert _cost(LLAMA70, tp=8, link="pcie", draft=None).target.parts(4096, 1, 0, 1)[3] > \
+        20 * _cost(LLAMA70, tp=8, link="pcie", draft=None).target.parts(8, 8, 0, 8)[3]
+
+
+def test_moe_touched_experts_grow_with_tokens() -> None:
+    cost = _cost(QWEN_MOE, draft=None)
+    touched = [cost.target.touched(t) for t in (1, 8, 64, 512)]
+    assert touched[0] == pytest.approx(8.0)  # one token: its 8 experts
+    assert touched == sorted(touched) and touched[-1] <= 128 and touched[-1] > 120
+    b1, b64 = cost.decode_breakdown(1, 100), cost.decode_breakdown(64, 6400)
+    assert b64.weights_ms > 3 * b1.weights_ms  # more experts read as the batch grows
+    assert b1.touched_experts == pytest.approx(8.0) and b64.touched_experts > 8
+    assert _cost(LLAMA8).decode_breakdown(1, 100).touched_experts is None
+
+
+def test_breakdown_components_sum_to_the_step_time() -> None:
+    cost = _cost()
+    d = cost.decode_breakdown(24, 24 * 700)
+    assert d.total_ms == pytest.approx(cost.decode_ms(24, 24 * 700))
+    s = cost.spec_breakdown(24, 24 * 700, CHAIN, accepted_tokens=60)
+    assert s.total_ms == pytest.approx(cost.spec_decode_ms(24, 24 * 700, CHAIN, 60))
+    assert s.draft_ms > 0 and s.tokens == 96
+    p = cost.prefill_breakdown([700, 300], CHAIN)
+    assert p.total_ms == pytest.approx(cost.prefill_ms([700, 300], CHAIN))
+    row = s.as_dict()
+    parts = ("weights_ms", "kv_ms", "compute_ms", "communication_ms", "draft_ms", "overhead_ms")
+    assert sum(row[k] for k in parts) == pytest.approx(row["total_ms"])
+
+
+def test_draft_steps_cost_the_draft_model_and_its_vocab_gemm() -> None:
+    cost = _cost()
+    assert cost.draft.lm_mem > 0.2 * (cost.draft.dense_mem + cost.draft.lm_mem)  # the vocab GEMM matters
+    wide = SpecConfig("EAGLE3", num_steps=8, topk=8, num_draft_tokens=64)
+    assert cost.spec_breakdown(8, 8000, wide, 40).draft_ms > cost.spec_breakdown(8, 8000, CHAIN, 20).draft_ms
+    with pytest.raises(ConfigError, match="draft model"):
+        _cost(draft=None).spec_decode_ms(1, 10, CHAIN, 2)
+
+
+def test_cpu_overhead_hides_under_overlap_and_adds_without_it() -> None:
+    eff = dataclasses.replace(EFF, cpu_overhead_ms=2.0)
+    cost = _cost(eff=eff)
+    gpu = cost.target.total(1, 1, 100, 1)
+    assert cost.decode_ms(1, 100) == pytest.approx(max(gpu, 2.0))  # overlap scheduler
+    v1 = cost.spec_breakdown(1, 100, CHAIN, 2)
+    assert v1.overhead_ms == pytest.approx(3 * 2.0)  # spec v1: three phases, no overlap
+    v2 = cost.spec_breakdown(1, 100, dataclasses.replace(CHAIN, spec_v2=True), 2)
+    assert v2.overhead_ms == pytest.approx(0.0)  # spec v2 hides it under the GPU
+
+
+def test_cuda_graph_limit_adds_eager_launch_cost() -> None:
+    graphed, eager = _cost(graph_bs=160), _cost(graph_bs=4)
+    assert eager.decode_ms(8, 800) - graphed.decode_ms(8, 800) == pytest.approx(LLAMA8.num_hidden_layers * 0.030)
+    assert eager.decode_ms(4, 400) == graphed.decode_ms(4, 400)
+
+
+def test_flags_reach_the_cost_model() -> None:
+    base = ["--model-path", "m", "--sim-profile", "seed-pcie-8gpu"]
+    default = parse_server_args(base, environ={})
+    assert default.args["tp_size"] == 8  # the profile's deployment when --tp-size is absent
+    tp4 = parse_server_args(base + ["--tp", "4"], environ={})
+    profile = tp4.profile
+    c8, c4 = profile.cost_for(default.args), profile.cost_for(tp4.args)
+    assert c4.deployment.tp_size == 4 and c4.decode_ms(1, 1000) != c8.decode_ms(1, 1000)
+    with pytest.raises(ConfigError, match="has 8"):
+        parse_server_args(base + ["--tp-size", "16"], environ={})
+    nograph = parse_server_args(base + ["--disable-cuda-graph"], environ={})
+    assert profile.cost_for(nograph.args).decode_ms(1, 1000) > c8.decode_ms(1, 1000)
+    spec = parse_server_args(base + ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "2",
+                                     "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "16"],
+                             environ={})
+    assert not profile.cost_for(spec.args).deployment.overlap_schedule  # spec v1 runs without overlap
+    small = dict(default.args, mem_fraction_static=0.5)
+    assert profile.kv_capacity_tokens(small) < profile.kv_capacity_tokens(default.args)
+
+
+def test_physical_profiles_load_and_legacy_linear_profiles_still_work(tmp_path) -> None:
+    for name in ("seed-pcie-8gpu", "h100-llama3-8b-eagle3"):
+        profile = load_profile(name)
+        assert profile.physics is not None and 1 <= len(profile.physics.fit_terms) <= 3
+        assert profile.model["target"] and profile.model["draft"]
+    legacy = tmp_path / "old.toml"
+    legacy.write_text('[profile]\nname = "old"\n[cost]\nbase_ms = 10\nper_token_ms = 0.1\n')
+    old = load_profile(legacy)
+    assert old.physics is None and old.cost_for({"tp_size": 4}).decode_ms(1, 0) == pytest.approx(10.1)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[profile]\nname = "bad"\n')
+    with pytest.raises(ConfigError, match="neither"):
+        load_profile(bad)
+
+
+def test_step_breakdown_through_the_face() -> None:
+    from workbench.sim import StepBreakdown, step_breakdown
+
+    spec = step_breakdown("seed-pcie-8gpu", "eagle3-topk4", batch=8, kv_tokens=8 * 1500)
+    base = step_breakdown("seed-pcie-8gpu", "baseline", batch=8, kv_tokens=8 * 1500)
+    assert isinstance(spec, StepBreakdown) and spec.kind == "spec" and base.kind == "decode"
+    assert spec.communication_ms > base.communication_ms  # the verify's 16 tokens per request over PCIe
+    prefill = step_breakdown("h100-llama3-8b-eagle3", "llama3-8b-baseline", batch=1, kv_tokens=0, prompt_tokens=[640])
+    assert prefill.kind == "prefill" and prefill.communication_ms == 0.0

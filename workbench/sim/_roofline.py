@@ -1,0 +1,366 @@
+"""Roofline cost model: a step's time from the batch, the model's shape and the GPU's data sheet.
+
+A forward of a model over ``T`` query tokens of ``S`` requests that read ``K`` cached tokens,
+on one tensor-parallel rank (every size below is divided by ``tp``), is four kernel groups,
+each timed as ``max(bytes / achieved bandwidth, FLOPs / achieved FLOP/s)``:
+
+- dense GEMMs: the attention projections, a dense MLP (or an MoE layer's shared expert and
+  router), an EAGLE-3 draft's feature-fusion FC; weights read once per step, ``2 T`` FLOPs
+  per weight;
+- experts (MoE only): the experts the batch's tokens touch, ``E (1 - (1 - k/E)^T)`` of ``E``
+  with ``k`` per token (uniform routing), so the weight bytes grow with ``T``;
+- attention: KV bytes of the ``K`` cached tokens plus the new ones, and ``4 nh hd`` FLOPs per
+  (query, key) pair;
+- LM head: the vocabulary GEMM over the tokens that need logits (a draft's LM head uses its
+  draft vocabulary: its vocab GEMM is most of a draft step's bytes);
+
+plus, with ``tp > 1``, two all-reduces per layer of ``T x hidden`` activations (ring:
+``latency + 2 (tp-1)/tp x bytes / achieved bandwidth``; SGLang's custom all-reduce, where
+the interconnect allows it and the message is at most 8 MiB, has a smaller latency) and one
+all-gather of the logits. A step that cannot replay a CUDA graph (batch above
+``--cuda-graph-max-bs``, and every prefill in SGLang 0.5.9) pays an eager launch cost per layer.
+
+A scheduler iteration adds CPU work (per phase, ``cpu_overhead_ms`` plus ``cpu_per_request_ms``
+per running request): with the overlap
+scheduler (the default for plain decoding, and spec v2) it hides under the GPU's time
+(``max``); spec v1 runs without overlap, so its phases (draft, verify, draft extend;
+SGLang 0.5.9 ``EAGLEWorker.forward_batch_generation``) add up.
+
+The efficiency terms (achieved fraction of HBM bandwidth, of FLOP/s, of interconnect
+bandwidth, and the CPU time) are the only numbers a calibration may fit; everything else
+comes from data sheets and model configs. :class:`RooflineCost` precomputes per-profile
+constants so one step costs a few dozen float operations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from workbench.errors import ConfigError
+from workbench.sim._hardware import GpuSpec, Interconnect, ModelConfig
+from workbench.sim._spec import SpecConfig
+
+#: Largest message SGLang's custom all-reduce takes (8 MiB; larger ones go to NCCL).
+CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
+#: Bytes per activation element moved by the all-reduces and the logits gather (bf16).
+ACTIVATION_BYTES = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Efficiency:
+    """The few terms a profile may fit, and the fixed ones beside them.
+
+    Attributes:
+        hbm_efficiency: achieved fraction of the data-sheet HBM bandwidth (0..1].
+        flops_efficiency: achieved fraction of the data-sheet dense FLOP/s (0..1].
+        interconnect_efficiency: achieved fraction of the interconnect's one-way bandwidth
+            in an all-reduce (0..1].
+        cpu_overhead_ms: CPU time per scheduler phase (ms): scheduling, batch preparation,
+            launching the step.
+        cpu_per_request_ms: CPU time per running request per phase (ms): the per-request
+            bookkeeping of a step (preparing inputs, appending tokens, finish checks; under
+            EAGLE v1 each of its phases walks the requests: draft inputs, accepting the
+            verified drafts, draft-extend inputs).
+        allreduce_latency_us: fixed latency of one NCCL collective (µs).
+        custom_allreduce_latency_us: fixed latency of one custom all-reduce (µs).
+        eager_layer_us: launch cost per layer when a step runs without a CUDA graph (µs).
+        spec_cpu_phases: CPU phases of one speculative iteration (draft, verify, extend).
+    """
+
+    hbm_efficiency: float = 0.8
+    flops_efficiency: float = 0.6
+    interconnect_efficiency: float = 0.5
+    cpu_overhead_ms: float = 0.0
+    cpu_per_request_ms: float = 0.0
+    allreduce_latency_us: float = 25.0
+    custom_allreduce_latency_us: float = 8.0
+    eager_layer_us: float = 30.0
+    spec_cpu_phases: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
+        for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us", "eager_layer_us"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+#: Efficiency terms a calibration may fit.
+FITTABLE = ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency", "cpu_overhead_ms", "cpu_per_request_ms")
+
+
+@dataclasses.dataclass(frozen=True)
+class Deployment:
+    """Where and how the model runs: the GPU, TP, the interconnect and SGLang's flags.
+
+    Attributes:
+        gpu: the GPU's data sheet.
+        interconnect: how the TP ranks talk.
+        tp_size: tensor-parallel ranks (``--tp-size``).
+        custom_all_reduce: custom all-reduce requested (``--disable-custom-all-reduce`` absent);
+            it runs only where the interconnect allows (:attr:`uses_custom_all_reduce`).
+        cuda_graph_max_bs: largest batch replayed from a CUDA graph (``--cuda-graph-max-bs``;
+            0 with ``--disable-cuda-graph``).
+        overlap_schedule: the overlap scheduler is on (off under spec v1, or with
+            ``--disable-overlap-schedule``).
+    """
+
+    gpu: GpuSpec
+    interconnect: Interconnect
+    tp_size: int = 1
+    custom_all_reduce: bool = True
+    cuda_graph_max_bs: int = 160
+    overlap_schedule: bool = True
+
+    @property
+    def uses_custom_all_reduce(self) -> bool:
+        """Custom all-reduce runs: requested, and the interconnect supports it (SGLang turns it
+        off on more than two PCIe-only GPUs: ``srt/distributed/device_communicators/custom_all_reduce.py``)."""
+        if not self.custom_all_reduce or self.tp_size < 2:
+            return False
+        return self.interconnect.custom_all_reduce or self.tp_size <= 2
+
+
+@dataclasses.dataclass(frozen=True)
+class StepBreakdown:
+    """Where one scheduler iteration's time goes (milliseconds; the parts sum to :attr:`total_ms`).
+
+    Attributes:
+        kind: ``"decode"``, ``"spec"`` (draft + verify + extend) or ``"prefill"``.
+        batch: requests in the iteration.
+        tokens: target query tokens (``S`` decode, ``S x num_draft_tokens`` verify, prompt tokens prefill).
+        weights_ms: kernel groups bound by reading weights.
+        kv_ms: kernel groups bound by reading the KV cache.
+        compute_ms: kernel groups bound by FLOPs.
+        communication_ms: all-reduces and the logits gather of the target model.
+        draft_ms: every draft-model forward of the iteration (its own roofline and collectives).
+        overhead_ms: exposed CPU time and eager launch costs.
+        touched_experts: experts per MoE layer the target's tokens touch (None for dense models).
+    """
+
+    kind: str
+    batch: int
+    tokens: int
+    weights_ms: float
+    kv_ms: float
+    compute_ms: float
+    communication_ms: float
+    draft_ms: float
+    overhead_ms: float
+    touched_experts: float | None = None
+
+    @property
+    def total_ms(self) -> float:
+        """The iteration's duration."""
+        return (self.weights_ms + self.kv_ms + self.compute_ms + self.communication_ms
+                + self.draft_ms + self.overhead_ms)
+
+    def as_dict(self) -> dict[str, float | int | str | None]:
+        """A flat row (with ``total_ms``) for a table."""
+        out: dict[str, float | int | str | None] = dataclasses.asdict(self)
+        out["total_ms"] = self.total_ms
+        return out
+
+
+class _Forward:
+    """One model's forward on one deployment, with every per-step constant precomputed."""
+
+    def __init__(self, model: ModelConfig, dep: Deployment, eff: Efficiency) -> None:
+        tp = dep.tp_size
+        h, hd, b = model.hidden_size, model.head_dim, model.dtype_bytes
+        layers = model.num_hidden_layers
+        self.layers = layers
+        self.is_moe = model.is_moe
+        # bytes per millisecond and FLOPs per millisecond actually achieved
+        bw = dep.gpu.hbm_bandwidth_gb_s * 1e9 * eff.hbm_efficiency / 1e3
+        tflops = dep.gpu.dense_fp8_tflops if b == 1 else dep.gpu.dense_bf16_tflops
+        flops = tflops * 1e12 * eff.flops_efficiency / 1e3
+        attn_params = h * (model.num_attention_heads + 2 * model.num_key_value_heads) * hd \
+            + model.num_attention_heads * hd * h
+        if model.is_moe:
+            dense_params = attn_params + 3 * h * model.shared_expert_intermediate_size + h * model.num_experts
+        else:
+            dense_params = attn_params + 3 * h * model.intermediate_size
+        dense_params = layers * dense_params + model.eagle_fused_layers * h * h
+        self.dense_mem = dense_params * b / tp / bw          # ms
+        self.dense_flop = 2.0 * dense_params / tp / flops    # ms per query token
+        expert_params = 3 * h * model.moe_intermediate_size
+        self.n_experts = model.num_experts
+        self.route_keep = 1.0 - model.num_experts_per_tok / model.num_experts if model.is_moe else 1.0
+        self.expert_mem = layers * expert_params * b / tp / bw                         # ms per touched expert
+        self.expert_flop = 2.0 * layers * model.num_experts_per_tok * expert_params / tp / flops  # ms per token
+        kv_heads = max(1.0, model.num_key_value_heads / tp)   # SGLang replicates KV heads when tp > kv heads
+        self.kv_mem = layers * 2 * kv_heads * hd * b / bw                              # ms per token read
+        self.attn_flop = layers * 4.0 * (model.num_attention_heads / tp) * hd / flops  # ms per (query, key) pair
+        vocab = model.lm_head_vocab
+        self.lm_mem = vocab * h * b / tp / bw
+        self.lm_flop = 2.0 * vocab * h / tp / flops           # ms per logit row
+        # collectives
+        self.tp = tp
+        if tp > 1:
+            link = dep.interconnect.bandwidth_gb_s * 1e9 * eff.interconnect_efficiency / 1e3  # bytes per ms
+            self.ar_count = 2 * layers
+            self.ar_bytes_per_token = h * ACTIVATION_BYTES
+            self.ar_ms_per_byte = 2.0 * (tp - 1) / tp / link
+            self.nccl_latency = eff.allreduce_latency_us / 1e3
+            self.custom_latency = eff.custom_allreduce_latency_us / 1e3 if dep.uses_custom_all_reduce else None
+            self.gather_ms_per_row = (tp - 1) / tp * vocab * ACTIVATION_BYTES / link
+        self.eager_ms = layers * eff.eager_layer_us / 1e3
+
+    def touched(self, tokens: int) -> float:
+        """Experts per layer the batch's tokens touch (uniform routing)."""
+        return self.n_experts * (1.0 - self.route_keep ** tokens)
+
+    def parts(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> tuple[float, float, float, float]:
+        """(weights, kv, compute, communication) milliseconds of one forward."""
+        weights = kv = compute = 0.0
+        mem, flop = self.dense_mem, self.dense_flop * tokens
+        if mem >= flop:
+            weights += mem
+        else:
+            compute += flop
+        if self.is_moe:
+            mem, flop = self.expert_mem * self.touched(tokens), self.expert_flop * tokens
+            if mem >= flop:
+                weights += mem
+            else:
+                compute += flop
+        per_seq = tokens / seqs if seqs else 0.0
+        pairs = per_seq * kv_tokens + tokens * (per_seq + 1.0) / 2.0
+        mem, flop = self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs
+        if mem >= flop:
+            kv += mem
+        else:
+            compute += flop
+        mem, flop = self.lm_mem, self.lm_flop * logits
+        if mem >= flop:
+            weights += mem
+        else:
+            compute += flop
+        comm = 0.0
+        if self.tp > 1:
+            size = tokens * self.ar_bytes_per_token
+            latency = self.nccl_latency
+            if self.custom_latency is not None and size <= CUSTOM_ALL_REDUCE_MAX_BYTES:
+                latency = self.custom_latency
+            comm = self.ar_count * (latency + size * self.ar_ms_per_byte) \
+                + self.nccl_latency + logits * self.gather_ms_per_row
+        return weights, kv, compute, comm
+
+    def total(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> float:
+        """Milliseconds of one forward (the sum of :meth:`parts`)."""
+        if tokens <= 0:
+            return 0.0
+        w, k, c, m = self.parts(tokens, seqs, kv_tokens, logits)
+        return w + k + c + m
+
+
+class RooflineCost:
+    """Iteration costs of the simulated engine from physics (see module docstring).
+
+    Speaks the engine's cost interface (:meth:`prefill_ms`, :meth:`decode_ms`,
+    :meth:`spec_decode_ms`, milliseconds) and, for notebooks, the same steps as
+    :class:`StepBreakdown` values (:meth:`decode_breakdown`, :meth:`spec_breakdown`,
+    :meth:`prefill_breakdown`).
+
+    Args:
+        target: the target model's shape.
+        deployment: GPU, TP, interconnect and SGLang flags.
+        efficiency: fitted and fixed efficiency terms.
+        draft: the draft model's shape (None: speculative steps cannot be costed).
+
+    Raises:
+        ConfigError: ``tp_size`` < 1.
+    """
+
+    def __init__(self, target: ModelConfig, deployment: Deployment, efficiency: Efficiency,
+                 draft: ModelConfig | None = None) -> None:
+        if deployment.tp_size < 1:
+            raise ConfigError(f"--tp-size must be >= 1, got {deployment.tp_size}")
+        self.target_config, self.draft_config = target, draft
+        self.deployment, self.efficiency = deployment, efficiency
+        self.target = _Forward(target, deployment, efficiency)
+        self.draft = _Forward(draft, deployment, efficiency) if draft is not None else None
+        self._cpu = efficiency.cpu_overhead_ms
+        self._cpu_req = efficiency.cpu_per_request_ms
+        self._graph_bs = deployment.cuda_graph_max_bs
+
+    # -- helpers --------------------------------------------------------------------------
+    def _draft(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> float:
+        if self.draft is None:
+            raise ConfigError(f"a speculative step needs a draft model; the profile names none "
+                              f"for {self.target_config.name}")
+        return self.draft.total(tokens, seqs, kv_tokens, logits)
+
+    def _iteration(self, gpu_ms: float, phases: int, overlap: bool, batch: int) -> float:
+        cpu = phases * (self._cpu + self._cpu_req * batch)
+        return max(gpu_ms, cpu) if overlap else gpu_ms + cpu
+
+    def _eager(self, batch: int, forward: _Forward) -> float:
+        return forward.eager_ms if batch > self._graph_bs else 0.0
+
+    # -- the engine's interface (fast) ----------------------------------------------------
+    def decode_ms(self, batch: int, kv_tokens: int) -> float:
+        """One plain decode iteration: one token per running request."""
+        if batch <= 0:
+            return 0.0
+        gpu = self.target.total(batch, batch, kv_tokens, batch) + self._eager(batch, self.target)
+        return self._iteration(gpu, 1, self.deployment.overlap_schedule, batch)
+
+    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> float:
+        """One EAGLE iteration: ``num_steps`` draft forwards, a verify, a draft extend."""
+        if batch <= 0:
+            return 0.0
+        return self._spec_parts(batch, kv_tokens, spec, accepted_tokens)[-1]
+
+    def prefill_ms(self, prompt_tokens: list[int], spec: SpecConfig) -> float:
+        """One prefill iteration over these prompt chunks (tokens each); the draft runs too when speculative."""
+        if not prompt_tokens:
+            return 0.0
+        return self._prefill_parts(prompt_tokens, spec)[-1]
+
+    # -- parts ----------------------------------------------------------------------------
+    def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int):
+        verify_tokens = batch * spec.num_draft_tokens
+        target = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens)
+        draft = self._draft(batch, batch, kv_tokens, batch)
+        wide = batch * spec.topk
+        for step in range(1, spec.num_steps):
+            draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
+        draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
+        eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
+        gpu = sum(target) + draft + eager
+        total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch)
+        return target, draft, gpu, total
+
+    def _prefill_parts(self, prompt_tokens: list[int], spec: SpecConfig):
+        tokens, seqs = sum(prompt_tokens), len(prompt_tokens)
+        target = self.target.parts(tokens, seqs, 0, seqs)
+        draft = self._draft(tokens, seqs, 0, seqs) + self.draft.eager_ms if spec.enabled else 0.0
+        gpu = sum(target) + draft + self.target.eager_ms  # SGLang 0.5.9 runs extend without CUDA graphs
+        overlap = self.deployment.overlap_schedule and (not spec.enabled or spec.spec_v2)
+        total = self._iteration(gpu, 1, overlap, seqs)
+        return target, draft, gpu, total
+
+    # -- breakdowns (for notebooks) -------------------------------------------------------
+    def _breakdown(self, kind: str, batch: int, tokens: int, target, draft: float, total: float) -> StepBreakdown:
+        w, k, c, m = target
+        touched = self.target.touched(tokens) if self.target.is_moe else None
+        return StepBreakdown(kind, batch, tokens, w, k, c, m, draft, total - (w + k + c + m + draft), touched)
+
+    def decode_breakdown(self, batch: int, kv_tokens: int) -> StepBreakdown:
+        """:meth:`decode_ms` split into its parts."""
+        target = self.target.parts(batch, batch, kv_tokens, batch)
+        return self._breakdown("decode", batch, batch, target, 0.0, self.decode_ms(batch, kv_tokens))
+
+    def spec_breakdown(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> StepBreakdown:
+        """:meth:`spec_decode_ms` split into its parts (the verify's in weights..communication)."""
+        target, draft, _, total = self._spec_parts(batch, kv_tokens, spec, accepted_tokens)
+        return self._breakdown("spec", batch, batch * spec.num_draft_tokens, target, draft, total)
+
+    def prefill_breakdown(self, prompt_tokens: list[int], spec: SpecConfig) -> StepBreakdown:
+        """:meth:`prefill_ms` split into its parts."""
+        target, draft, _, total = self._prefill_parts(prompt_tokens, spec)
+        return self._breakdown("prefill", len(prompt_tokens), sum(prompt_tokens), target, draft, total)
