@@ -1,11 +1,13 @@
 """The simulated SGLang server: an aiohttp app over :class:`~workbench.sim._engine.EngineCore`.
 
 Serves what ``sglang.bench_serving`` and the workbench call, in the shapes of the
-emulated SGLang version (:mod:`workbench.sim._api_shapes`): ``/generate`` (streaming
-SSE with cumulative text and several tokens per chunk under speculation, and the
-non-streaming form), ``/health``, ``/health_generate``, ``/v1/models``,
-``/model_info``, ``/get_model_info``, ``/server_info``, ``/get_server_info``,
-``/flush_cache``.
+emulated SGLang version (:mod:`workbench.sim._api_shapes`, chosen by
+``--sim-api-version``): ``/generate`` (streaming SSE with cumulative text and several
+tokens per chunk under speculation, and the non-streaming form), ``/health``,
+``/health_generate``, ``/v1/models``, the version's model-info and server-info routes,
+``/flush_cache``, and the OpenAI-compatible ``/v1/completions`` and
+``/v1/chat/completions`` (:mod:`workbench.sim._openai_routes`). One HTTP request is one
+engine request on every route, so timing and speculation are the same everywhere.
 
 The engine runs in one asyncio task in real time: each iteration's simulated
 duration (divided by ``--sim-time-scale``) is slept against an absolute deadline,
@@ -27,7 +29,10 @@ from typing import Any
 from aiohttp import web
 
 from workbench.sim import _api_shapes as api_shapes
+from workbench.sim import _openai_routes as openai_routes
+from workbench.sim._contract import contract_error
 from workbench.sim._engine import EngineCore, Iteration, SimRequest
+from workbench.sim._openai import ChatTemplate
 from workbench.sim._server_args import SimServerConfig
 from workbench.sim._text import TextModel
 
@@ -46,6 +51,7 @@ class _Pending:
     updates: asyncio.Queue = dataclasses.field(default_factory=asyncio.Queue)
     output_ids: list[int] = dataclasses.field(default_factory=list)
     text_parts: list[str] = dataclasses.field(default_factory=list)
+    sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
 
 
 class SimServer:
@@ -54,7 +60,7 @@ class SimServer:
     def __init__(self, config: SimServerConfig, *, text: TextModel | None = None) -> None:
         import random
 
-        api_shapes.check_version(config.sglang_version)
+        self.shape = api_shapes.get_shape(config.api_version)
         self.config = config
         self.profile = config.profile
         self.time_scale = float(config.args["sim_time_scale"])
@@ -76,6 +82,7 @@ class SimServer:
         )
         tok_dir = config.args.get("tokenizer_path")
         self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
+        self.chat_template = ChatTemplate(self.text.tokenizer_dir)
         self.pending: dict[str, _Pending] = {}
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
@@ -120,7 +127,7 @@ class SimServer:
         if iteration.log_line:
             log.info(iteration.log_line)
 
-    def _submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None) -> _Pending:
+    def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None) -> _Pending:
         rid = rid or uuid.uuid4().hex
         request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens)
         pending = _Pending(request=request, created=time.time())
@@ -136,6 +143,10 @@ class SimServer:
             body = await http.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             return _error(400, "Request body is not valid JSON")
+        if self.shape.strict_generate:
+            violation = contract_error(body)
+            if violation is not None:
+                return web.json_response({"error": violation}, status=400)
         if not isinstance(body, dict):
             return _error(400, "Request body must be a JSON object (GenerateReqInput)")
         text, input_ids = body.get("text"), body.get("input_ids")
@@ -150,17 +161,17 @@ class SimServer:
                 checked = self._check(sp, prompt if isinstance(prompt, str) else None, prompt if isinstance(prompt, list) else None)
                 if isinstance(checked, web.Response):
                     return checked
-                outs.append(self._submit(*checked))
-            return web.json_response([await self._collect(p) for p in outs])
+                outs.append(self.submit(*checked))
+            return web.json_response([await self.collect(p) for p in outs])
         checked = self._check(params, text, input_ids, rid=body.get("rid"))
         if isinstance(checked, web.Response):
             return checked
-        pending = self._submit(*checked)
+        pending = self.submit(*checked)
         if not body.get("stream"):
             try:
-                return web.json_response(await self._collect(pending))
+                return web.json_response(await self.collect(pending))
             except asyncio.CancelledError:
-                self._abort(pending)
+                self.abort(pending)
                 raise
         return await self._stream(http, pending)
 
@@ -188,80 +199,109 @@ class SimServer:
         pending.text_parts.extend(self.text.piece(i) for i in ids)
 
     def _body(self, pending: _Pending, *, final: bool, stream: bool) -> dict[str, Any]:
+        """One ``/generate`` chunk (``stream``) or reply in the emulated version's shape."""
         req = pending.request
         done = final and not req.aborted
-        meta = api_shapes.meta_info(
+        weight_version = self.config.args["weight_version"]
+        meta = self.shape.meta_info(
             rid=req.rid,
             prompt_tokens=req.prompt_tokens,
             completion_tokens=len(pending.output_ids),
             finish_reason=api_shapes.finish_reason_length(req.max_new_tokens) if done else None,
-            weight_version=self.config.args["weight_version"],
+            weight_version=weight_version,
         )
         if done:
-            meta["e2e_latency"] = (time.time() - pending.created) * self.time_scale
-            if self.config.spec.enabled:
-                meta.update(
-                    api_shapes.spec_metrics(
-                        completion_tokens=len(pending.output_ids),
-                        verify_ct=req.verify_ct,
-                        accepted_drafts=req.accepted_drafts,
-                        num_draft_tokens=self.config.spec.num_draft_tokens,
-                        histogram=req.accept_histogram,
-                    )
-                )
-        return {"text": "".join(pending.text_parts), "output_ids": list(pending.output_ids), "meta_info": meta}
+            spec = self.config.spec
+            counts = api_shapes.SpecCounts(
+                completion_tokens=len(pending.output_ids),
+                verify_ct=req.verify_ct,
+                accepted_drafts=req.accepted_drafts,
+                num_steps=spec.num_steps,
+                num_draft_tokens=spec.num_draft_tokens,
+                histogram=tuple(req.accept_histogram),
+            ) if spec.enabled else None
+            e2e = (time.time() - pending.created) * self.time_scale
+            self.shape.finish(meta, e2e_latency=e2e, spec=counts, weight_version=weight_version)
+        ids = list(pending.output_ids)
+        if stream and self.shape.output_ids == "delta":
+            ids = ids[pending.sent_ids:]
+            pending.sent_ids = len(pending.output_ids)
+        return self.shape.generate_body(text="".join(pending.text_parts), output_ids=ids, meta=meta)
 
-    async def _collect(self, pending: _Pending) -> dict[str, Any]:
+    async def collect(self, pending: _Pending) -> dict[str, Any]:
         while True:
             new, finished = await pending.updates.get()
             self._advance(pending, new)
             if finished:
                 self.pending.pop(pending.request.rid, None)
-                return self._body(pending, final=True, stream=False)
+                body = self._body(pending, final=True, stream=False)
+                if self.shape.response_sent_ts:
+                    body["meta_info"]["response_sent_to_client_ts"] = time.time()
+                return body
 
-    async def _stream(self, http: web.Request, pending: _Pending) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await resp.prepare(http)
+    async def chunks(self, pending: _Pending):
+        """The ``/generate`` stream of one request as bodies, one per engine update.
+
+        The first chunk gets ``response_sent_to_client_ts`` when the version has it. The
+        request leaves the server when the stream ends; if the consumer goes away (the
+        generator is closed or cancelled) it is aborted in the engine.
+        """
         first = True
+        finished = False
         try:
             while True:
                 new, final = await pending.updates.get()
                 self._advance(pending, new)
                 body = self._body(pending, final=final, stream=True)
-                if first:
+                if first and self.shape.response_sent_ts:
                     body["meta_info"]["response_sent_to_client_ts"] = time.time()
-                    first = False
-                await resp.write(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
+                first = False
+                finished = final
+                yield body
                 if final:
-                    break
-            await resp.write(b"data: [DONE]\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            self._abort(pending)
-            raise
+                    return
         finally:
+            if not finished:
+                self.abort(pending)
             self.pending.pop(pending.request.rid, None)
+
+    async def _stream(self, http: web.Request, pending: _Pending) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(http)
+        chunks = self.chunks(pending)
+        try:
+            async for body in chunks:
+                await resp.write(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n")
+        finally:
+            await chunks.aclose()
         return resp
 
-    def _abort(self, pending: _Pending) -> None:
+    def abort(self, pending: _Pending) -> None:
         self.engine.abort(pending.request.rid)
         self.pending.pop(pending.request.rid, None)
 
     # -- management endpoints ----------------------------------------------
     async def health(self, http: web.Request) -> web.Response:
         """/health and /health_generate: a one-token probe through the engine (0.5.9)."""
-        pending = self._submit(1, 1, rid=f"HEALTH_CHECK_{uuid.uuid4().hex[:8]}")
+        pending = self.submit(1, 1, rid=f"HEALTH_CHECK_{uuid.uuid4().hex[:8]}")
         try:
-            await asyncio.wait_for(self._collect(pending), timeout=20)
+            await asyncio.wait_for(self.collect(pending), timeout=20)
         except asyncio.TimeoutError:
-            self._abort(pending)
+            self.abort(pending)
             return web.Response(status=503)
         return web.Response(status=200)
+
+    @property
+    def served_model_name(self) -> str:
+        """``--served-model-name``, default the model path (as SGLang)."""
+        return self.config.args["served_model_name"] or self.config.args["model_path"]
 
     async def models(self, http: web.Request) -> web.Response:
         args = self.config.args
         return web.json_response(
-            api_shapes.models_list(
-                served_model_name=args["served_model_name"] or args["model_path"],
+            self.shape.models_list(
+                served_model_name=self.served_model_name,
                 model_path=args["model_path"],
                 created=int(self.startup_time),
                 max_model_len=args["context_length"] or 131072,
@@ -271,22 +311,23 @@ class SimServer:
     async def model_info(self, http: web.Request) -> web.Response:
         args = self.config.args
         return web.json_response(
-            api_shapes.model_info(
+            self.shape.model_info(
                 model_path=args["model_path"],
                 tokenizer_path=str(self.text.tokenizer_dir),
                 weight_version=args["weight_version"],
+                served_model_name=self.served_model_name,
             )
         )
 
     async def server_info(self, http: web.Request) -> web.Response:
         args = dict(self.config.args)
         return web.json_response(
-            api_shapes.server_info(
+            self.shape.server_info(
                 args=args,
-                version=self.config.sglang_version,
                 max_total_num_tokens=self.profile.kv_capacity_tokens(args),
                 max_req_input_len=self.profile.kv_capacity_tokens(args) - 1,
-                startup_time=0.0,
+                startup_time=self.startup_time,
+                launch_command=self.config.launch_command,
                 last_gen_throughput=self.engine.last_gen_throughput,
                 avg_spec_accept_length=self.engine.avg_spec_accept_length,
                 max_running_requests=self.config.max_running_requests,
@@ -306,6 +347,7 @@ class SimServer:
             "cost_model": "roofline" if self.profile.physics is not None else "linear",
             "time_scale": self.time_scale,
             "emulated_sglang_version": self.config.sglang_version,
+            "emulated_api_version": self.shape.version,
             "spec": spec.label(),
             "spec_v2": spec.spec_v2,
             "spec_off_above": self.config.args.get("sim_spec_off_above"),
@@ -335,10 +377,11 @@ class SimServer:
         for path in ("/health", "/health_generate"):
             r.add_get(path, self.health)
         r.add_get("/v1/models", self.models)
-        r.add_get("/model_info", self.model_info)
-        r.add_get("/get_model_info", self.model_info)
-        r.add_get("/server_info", self.server_info)
-        r.add_get("/get_server_info", self.server_info)
+        for path in self.shape.model_info_routes:
+            r.add_get(path, self.model_info)
+        for path in self.shape.server_info_routes:
+            r.add_get(path, self.server_info)
+        openai_routes.add_routes(r, self)
         r.add_route("GET", "/flush_cache", self.flush_cache)
         r.add_route("POST", "/flush_cache", self.flush_cache)
 

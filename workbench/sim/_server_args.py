@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.sim._api_shapes import get_shape
 from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
 from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig, resolve_spec
 
@@ -68,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="simulated seconds per wall-clock second (1 = real time)")
     sim.add_argument("--sim-seed", type=int, default=0, help="seed of the acceptance sampling")
     sim.add_argument("--sim-sglang-version", default=None,
-                     help="SGLang version whose API shapes to emulate (default: the profile's)")
+                     help="SGLang version whose flag rules (speculative defaults) to apply (default: the profile's)")
+    sim.add_argument("--sim-api-version", default=None,
+                     help="SGLang version whose HTTP shapes to emulate: 0.4.6.post5 (alias 0.4), 0.5.4, 0.5.9, "
+                          "0.5.12 or 0.5.23 (default: --sim-sglang-version, else the profile's)")
     sim.add_argument("--sim-spec-off-above", type=int, default=None,
                      help="stand-in for a patch: no drafting when more than N requests run")
     return p
@@ -82,7 +86,9 @@ class SimServerConfig:
         args: every parsed flag (SGLang's ServerArgs names), for /server_info.
         spec: resolved speculative settings.
         profile: the simulator profile.
-        sglang_version: SGLang version whose API shapes are emulated.
+        sglang_version: SGLang version whose flag rules are applied.
+        api_version: SGLang version whose HTTP shapes are emulated (``--sim-api-version``).
+        launch_command: the flags as given, joined by spaces (0.5.23's ``launch_command``).
         max_running_requests: effective cap (48 for the EAGLE family unless set).
         enable_spec_v2: value of ``SGLANG_ENABLE_SPEC_V2`` at start.
     """
@@ -93,6 +99,8 @@ class SimServerConfig:
     sglang_version: str
     max_running_requests: int
     enable_spec_v2: bool
+    api_version: str = "0.5.9"
+    launch_command: str = ""
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -110,14 +118,16 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
 
     Raises:
         SystemExit: argparse errors (unknown flag, bad value), like the real server.
-        ConfigError: combinations SGLang rejects (see :func:`resolve_spec`), or flags the
-            profile's host cannot run (more TP ranks than GPUs).
+        ConfigError: combinations SGLang rejects (see :func:`resolve_spec`), flags the
+            profile's host cannot run (more TP ranks than GPUs), or an ``--sim-api-version``
+            the simulator does not emulate.
     """
     env = os.environ if environ is None else environ
     ns = build_parser().parse_args(list(argv))
     args = vars(ns)
     profile = load_profile(args["sim_profile"])
     version = args["sim_sglang_version"] or profile.sglang_version
+    api_version = get_shape(args["sim_api_version"] or version).version
     v2 = _env_flag(env.get("SGLANG_ENABLE_SPEC_V2"))
     spec = resolve_spec(
         algorithm=args["speculative_algorithm"],
@@ -142,5 +152,6 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     if profile.physics is not None:
         profile.deployment(args)  # the flags must fit the profile's host (e.g. --tp-size <= its GPUs)
     return SimServerConfig(
-        args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2
+        args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2,
+        api_version=api_version, launch_command=" ".join(argv),
     )
