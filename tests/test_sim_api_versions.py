@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import urllib.error
-import urllib.request
 
 import pytest
 
@@ -18,6 +17,7 @@ from workbench.sim._api_shapes import EMULATED_VERSIONS, get_shape
 from workbench.sim._contract import contract_error
 from workbench.sim._server_args import build_parser
 from workbench.variants import load_variant
+from http_client import get, post_json, sse_events
 
 VERSIONS = ["0.4.6.post5", "0.5.4", "0.5.9", "0.5.12", "0.5.23"]
 
@@ -79,30 +79,6 @@ MEMORY["0.5.9"] = MEMORY["0.5.12"] = MEMORY["0.5.4"]
 ARG_KEYS = set(vars(build_parser().parse_args(["--model-path", "m"])))
 
 
-def _post(url: str, body: dict) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def _events(raw: bytes) -> list:
-    out = []
-    for block in raw.decode().split("\n\n"):
-        if block.startswith("data: "):
-            payload = block[len("data: "):]
-            out.append(payload if payload == "[DONE]" else json.loads(payload))
-    return out
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -123,10 +99,10 @@ def test_registry_and_aliases() -> None:
 
 def test_generate_key_sets(server) -> None:
     version, handle = server
-    status, raw = _post(handle.url + "/generate", {
+    status, raw = post_json(handle.url + "/generate", {
         "text": "Write a function.", "sampling_params": {"max_new_tokens": 24, "temperature": 0.0}, "stream": True})
     assert status == 200
-    events = _events(raw)
+    events = sse_events(raw)
     assert events[-1] == "[DONE]"
     chunks = events[:-1]
     head, ts = HEAD[version], ["response_sent_to_client_ts"] if SENT_TS[version] else []
@@ -141,7 +117,7 @@ def test_generate_key_sets(server) -> None:
         assert sum(len(c["output_ids"]) for c in chunks) == 24
     elif "output_ids" in chunks[-1]:
         assert len(chunks[-1]["output_ids"]) == 24
-    status, raw = _post(handle.url + "/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 5}})
+    status, raw = post_json(handle.url + "/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 5}})
     reply = json.loads(raw)
     assert status == 200 and list(reply["meta_info"]) == head + FINAL[version] + ts
     if "output_ids" in reply:
@@ -150,10 +126,10 @@ def test_generate_key_sets(server) -> None:
 
 def test_server_and_model_info_key_sets(server) -> None:
     version, handle = server
-    _post(handle.url + "/generate", {"text": "go", "sampling_params": {"max_new_tokens": 120}})
+    post_json(handle.url + "/generate", {"text": "go", "sampling_params": {"max_new_tokens": 120}})
     routes = SERVER_ROUTES.get(version, ["/server_info", "/get_server_info"])
-    assert _get(handle.url + "/server_info")[0] == (200 if "/server_info" in routes else 404)
-    info = json.loads(_get(handle.url + routes[-1])[1])
+    assert get(handle.url + "/server_info")[0] == (200 if "/server_info" in routes else 404)
+    info = json.loads(get(handle.url + routes[-1])[1])
     assert [k for k in info if k not in ARG_KEYS] == SERVER_INFO[version]
     assert info["version"] == version and info["simulation"]["emulated_api_version"] == version
     state = info["internal_states"][0]
@@ -161,20 +137,20 @@ def test_server_and_model_info_key_sets(server) -> None:
     if version in MEMORY:
         assert list(state["memory_usage"]) == MEMORY[version]
     model_routes = ["/get_model_info"] if version in SERVER_ROUTES else ["/model_info", "/get_model_info"]
-    assert _get(handle.url + "/model_info")[0] == (200 if "/model_info" in model_routes else 404)
-    model = json.loads(_get(handle.url + model_routes[-1])[1])
+    assert get(handle.url + "/model_info")[0] == (200 if "/model_info" in model_routes else 404)
+    model = json.loads(get(handle.url + model_routes[-1])[1])
     assert list(model) == MODEL_INFO[version] + ["simulated"]
-    card = json.loads(_get(handle.url + "/v1/models")[1])["data"][0]
+    card = json.loads(get(handle.url + "/v1/models")[1])["data"][0]
     assert ("parent" in card) == (version not in SERVER_ROUTES)
 
 
 def test_strict_contract_only_in_0523(server) -> None:
     version, handle = server
-    status, raw = _post(handle.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 3, "foo": 1}})
+    status, raw = post_json(handle.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 3, "foo": 1}})
     if version == "0.5.23":
         assert status == 400
         assert json.loads(raw)["error"].startswith("unknown field `foo`, expected one of `max_new_tokens`, `stop`")
-        status, raw = _post(handle.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 16.0}})
+        status, raw = post_json(handle.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 16.0}})
         assert (status, json.loads(raw)) == (400, {"error": "invalid type: floating point `16.0`, expected i64"})
     else:
         assert status == 200

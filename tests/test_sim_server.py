@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import urllib.error
-import urllib.request
 
 import pytest
 
@@ -13,34 +12,11 @@ from workbench.hosts import LocalHost
 from workbench.hosts import _processes as processes
 from workbench.servers import ServerHandle
 from workbench.variants import Variant, load_variant
+from http_client import get, post_json, sse_events
 
 FAST = {"profile": "seed-pcie-8gpu", "time-scale": 20, "seed": 3}
 
 
-def _post(url: str, body: dict) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def _events(raw: bytes) -> list:
-    out = []
-    for block in raw.decode().split("\n\n"):
-        if block.startswith("data: "):
-            payload = block[len("data: "):]
-            out.append(payload if payload == "[DONE]" else json.loads(payload))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +27,12 @@ def eagle_server():
 
 
 def test_streaming_generate_shapes(eagle_server) -> None:
-    status, raw = _post(eagle_server.url + "/generate", {
+    status, raw = post_json(eagle_server.url + "/generate", {
         "text": "Write a Python function that parses a CSV file.",
         "sampling_params": {"max_new_tokens": 64, "temperature": 0.0, "ignore_eos": True}, "stream": True,
     })
     assert status == 200
-    events = _events(raw)
+    events = sse_events(raw)
     assert events[-1] == "[DONE]"
     chunks = events[:-1]
     tokens = [c["meta_info"]["completion_tokens"] for c in chunks]
@@ -76,36 +52,36 @@ def test_streaming_generate_shapes(eagle_server) -> None:
 
 
 def test_non_streaming_batch_and_errors(eagle_server) -> None:
-    status, raw = _post(eagle_server.url + "/generate", {"text": "hello", "sampling_params": {"max_new_tokens": 5}})
+    status, raw = post_json(eagle_server.url + "/generate", {"text": "hello", "sampling_params": {"max_new_tokens": 5}})
     body = json.loads(raw)
     assert status == 200 and len(body["output_ids"]) == 5 and body["meta_info"]["completion_tokens"] == 5
-    status, raw = _post(eagle_server.url + "/generate", {"text": ["a", "b"], "sampling_params": {"max_new_tokens": 3}})
+    status, raw = post_json(eagle_server.url + "/generate", {"text": ["a", "b"], "sampling_params": {"max_new_tokens": 3}})
     assert status == 200 and [b["meta_info"]["completion_tokens"] for b in json.loads(raw)] == [3, 3]
-    status, raw = _post(eagle_server.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 16.0}})
+    status, raw = post_json(eagle_server.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 16.0}})
     assert status == 400 and "max_new_tokens" in json.loads(raw)["error"]["message"]
-    status, raw = _post(eagle_server.url + "/generate", {"sampling_params": {}})
+    status, raw = post_json(eagle_server.url + "/generate", {"sampling_params": {}})
     assert status == 400
 
 
 def test_management_endpoints(eagle_server) -> None:
-    status, raw = _get(eagle_server.url + "/v1/models")
+    status, raw = get(eagle_server.url + "/v1/models")
     assert status == 200 and json.loads(raw)["data"][0]["owned_by"] == "sglang"
-    info = json.loads(_get(eagle_server.url + "/model_info")[1])
+    info = json.loads(get(eagle_server.url + "/model_info")[1])
     assert info["simulated"] is True
     from tokenizers import Tokenizer
 
     assert Tokenizer.from_file(info["tokenizer_path"] + "/tokenizer.json").get_vocab_size() > 1000
-    assert _get(eagle_server.url + "/health")[0] == 200 and _get(eagle_server.url + "/health_generate")[0] == 200
+    assert get(eagle_server.url + "/health")[0] == 200 and get(eagle_server.url + "/health_generate")[0] == 200
     # Counters move only at decode log ticks (every 40 decode steps), and flush resets them.
-    _post(eagle_server.url + "/generate", {"text": "go", "sampling_params": {"max_new_tokens": 200}})
-    server_info = json.loads(_get(eagle_server.url + "/server_info")[1])
+    post_json(eagle_server.url + "/generate", {"text": "go", "sampling_params": {"max_new_tokens": 200}})
+    server_info = json.loads(get(eagle_server.url + "/server_info")[1])
     assert server_info["version"] == "0.5.9" and server_info["simulated"] is True
     assert server_info["speculative_eagle_topk"] == 4 and server_info["max_running_requests"] == 48
     assert 1.0 < server_info["internal_states"][0]["avg_spec_accept_length"] <= 3.0
-    assert json.loads(_get(eagle_server.url + "/get_server_info")[1])["version"] == "0.5.9"
-    status, raw = _post(eagle_server.url + "/flush_cache", {})
+    assert json.loads(get(eagle_server.url + "/get_server_info")[1])["version"] == "0.5.9"
+    status, raw = post_json(eagle_server.url + "/flush_cache", {})
     assert status == 200 and raw.startswith(b"Cache flushed.")
-    assert "avg_spec_accept_length" not in json.loads(_get(eagle_server.url + "/server_info")[1])["internal_states"][0]
+    assert "avg_spec_accept_length" not in json.loads(get(eagle_server.url + "/server_info")[1])["internal_states"][0]
     assert "accept len:" in eagle_server.logs_tail(200)
 
 
