@@ -8,7 +8,6 @@ to a shape shows up as a diff of this file.
 from __future__ import annotations
 
 import json
-import urllib.error
 
 import pytest
 
