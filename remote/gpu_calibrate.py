@@ -458,17 +458,26 @@ def main(argv=None):
         if gpu_ids and device.type == "cuda":
             torch.cuda.set_device(gpu_ids[0])
             device = torch.device("cuda", gpu_ids[0])
+        failed = []
         for plan in plans:
             s = summary(plan)
             _progress("[%s] plan %s: %d points, %.1f GB on the GPU, about %.0f s of GPU time" % (
                 plan["name"], plan["key"], s["points"], plan["memory"]["total"] / 1e9, s["estimated_gpu_s"]))
-            run_shape(plan, out_dir=out_dir, device=device, torch=torch, restart=args.restart, seed=args.seed,
-                      gpu_ids=gpu_ids)
+            try:
+                run_shape(plan, out_dir=out_dir, device=device, torch=torch, restart=args.restart, seed=args.seed,
+                          gpu_ids=gpu_ids)
+            except Refused:
+                raise
+            except Exception:  # noqa: BLE001 - the program's boundary: the next shape still runs
+                import traceback
+                sys.stderr.write("gpu_calibrate: shape %s FAILED (its table keeps the points timed so far; run "
+                                 "the same command again to resume):\n%s" % (plan["name"], traceback.format_exc()))
+                failed.append(plan["name"])
             if device.type == "cuda":
                 import gc
                 gc.collect()
                 torch.cuda.empty_cache()
-        return 0
+        return 1 if failed else 0
     except (plan_mod.PlanError, Refused) as exc:
         sys.stderr.write("gpu_calibrate: refused: %s\n" % exc)
         return 2
