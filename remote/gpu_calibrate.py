@@ -458,7 +458,7 @@ def main(argv=None):
         if gpu_ids and device.type == "cuda":
             torch.cuda.set_device(gpu_ids[0])
             device = torch.device("cuda", gpu_ids[0])
-        failed = []
+        failed, refused = [], []
         for plan in plans:
             s = summary(plan)
             _progress("[%s] plan %s: %d points, %.1f GB on the GPU, about %.0f s of GPU time" % (
@@ -466,8 +466,9 @@ def main(argv=None):
             try:
                 run_shape(plan, out_dir=out_dir, device=device, torch=torch, restart=args.restart, seed=args.seed,
                           gpu_ids=gpu_ids)
-            except Refused:
-                raise
+            except Refused as exc:  # this shape only (e.g. it does not fit); the next one still runs
+                sys.stderr.write("gpu_calibrate: refused: %s\n" % exc)
+                refused.append(plan["name"])
             except Exception:  # noqa: BLE001 - the program's boundary: the next shape still runs
                 import traceback
                 sys.stderr.write("gpu_calibrate: shape %s FAILED (its table keeps the points timed so far; run "
@@ -477,7 +478,7 @@ def main(argv=None):
                 import gc
                 gc.collect()
                 torch.cuda.empty_cache()
-        return 1 if failed else 0
+        return 1 if failed else (2 if refused else 0)
     except (plan_mod.PlanError, Refused) as exc:
         sys.stderr.write("gpu_calibrate: refused: %s\n" % exc)
         return 2
