@@ -46,6 +46,7 @@ COMMON_MODULE = REMOTE_DIR / "_common.py"
 COMPANION_MODULES: dict[str, tuple[str, ...]] = {
     "find_definitions": ("_find_definitions_index.py",),
     "server_flags": ("_server_flags_tree.py", "_server_flags_records.py"),
+    "gpu_calibrate": ("_gpu_calibrate_plan.py", "_gpu_calibrate_torch.py"),
 }
 
 #: Default limit for one helper run, in seconds.
