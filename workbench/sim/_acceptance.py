@@ -347,7 +347,10 @@ def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (), tree: Accep
         deep = chain[1]
 
         def f(decay: float) -> float:
-            m = with_alpha(dataclasses.replace(model, depth_decay=decay), chain[0])
+            try:
+                m = with_alpha(dataclasses.replace(model, depth_decay=decay), chain[0])
+            except ConfigError:  # so steep a decay that no alpha reaches the shallow point: decay must rise
+                return -1.0
             return m.expected_accept_length(deep.spec) - deep.accept_length
 
         decay = _bisect(f, 0.3, 1.0, "depth_decay", iterations=30)
