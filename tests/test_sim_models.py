@@ -41,7 +41,7 @@ def test_tree_shape() -> None:
 
 
 def test_acceptance_sampling_matches_expectation() -> None:
-    model = AcceptanceModel(alpha=0.7, depth_decay=0.9, topk_exponent=0.5, concentration=15.0)
+    model = AcceptanceModel(alpha=0.7, depth_decay=0.9, sibling=0.3, concentration=15.0)
     rng = random.Random(7)
     samples = []
     for _ in range(4000):

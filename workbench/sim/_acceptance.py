@@ -1,32 +1,174 @@
 """Acceptance model: how many drafted tokens the target model accepts per verify step.
 
-The model is a chain with per-depth acceptance probabilities. At depth ``d``
-(1-based) of the draft tree, the target's token is among the ``w`` candidates the
-draft proposed with probability::
+**Per-position acceptance.** At draft depth ``d`` (1-based), given that the verify reached a node
+at depth ``d - 1``, the target's next token is the draft's best candidate with probability::
 
-    p_d = 1 - (1 - alpha * depth_decay ** (d - 1)) ** (w ** topk_exponent)
+    p_d = alpha_r * depth_decay ** (d - 1)
 
-where ``alpha`` is the top-1 acceptance probability at depth 1 and ``w`` the tree's
-effective width (``topk``, limited by the draft-token budget). A verify step accepts
-``k`` drafts when depths 1..k match and depth k+1 does not; the accept length is
-``k + 1`` (the bonus token the target samples itself is included, as in SGLang's
-``spec_accept_length``, SGLang 0.5.9 ``tokenizer_manager._calculate_spec_decoding_metrics``). Requests differ: each draws its
-own ``alpha`` from a Beta distribution with the profile's mean and
-``concentration`` (a + b), so some prompts are easier to draft than others.
+and, when it is not, the next-ranked candidate holds it with probability ``sibling`` (given that
+every better-ranked one missed). The events are exclusive (the target picks one token), so the
+candidate of rank ``j`` holds it with::
 
-Sources of the shape: EAGLE (Li et al., 2024) and EAGLE-3 (Li et al., 2025) report
-acceptance falling with depth and rising with tree width; the parameters are set
-per profile, not taken from those papers.
+    m_d(1) = p_d
+    m_d(j) = (1 - p_d) * sibling * (1 - sibling) ** (j - 2)        (j >= 2)
+
+and the ``k`` best candidates together with ``1 - (1 - p_d) (1 - sibling) ** (k - 1)``: each extra
+candidate adds less than the one before.
+
+**Tree shape** (SGLang 0.5.9 ``srt/speculative/eagle_utils.py``: ``select_top_k_tokens`` and
+``organize_draft_results``). A node's score is the product of the draft's probabilities along its
+path; the draft is taken as calibrated (its probability for the rank-``j`` candidate at depth ``d``
+is ``m_d(j)``), so a node's score is the probability that the verify reaches it. The candidates are
+the root's ``topk`` children (depth 1) and, at each depth ``i`` from 2 to ``num_steps``, the
+``topk`` children of each of the ``topk`` best depth-``i - 1`` candidates (the beam). The verified
+tree is the root plus the ``num_draft_tokens - 1`` best candidates by score. With ``topk = 1`` it
+is a chain of ``num_steps`` drafts.
+
+**Accept length** is ``1 +`` the depth of the deepest accepted node (the longest accepted path;
+the bonus token the target samples itself is included, as in SGLang's ``spec_accept_length``).
+Because the matches at one node are exclusive, the accepted path is unique, and its distribution
+is exact::
+
+    P(the path ends at node v) = reach(v) * (1 - sum of m(c) over v's children c in the tree)
+
+with ``reach(v)`` the product of ``m`` along the path to ``v`` (the root's reach is 1).
+
+**Requests differ**: each draws its own ``alpha_r`` from a Beta distribution with mean ``alpha``
+and concentration ``concentration`` (a + b), discretised into ``bins`` bins of equal probability
+(each represented by its conditional mean, so the mean stays ``alpha``). The emitted distribution
+is the mixture over the bins, which :meth:`AcceptanceModel.accept_distribution` gives exactly and
+the sampler draws from: a request picks its bin once, and each verify draws its accepted drafts
+from that bin's precomputed table.
+
+**Parameters from published accept lengths** (:meth:`AcceptanceModel.from_table`): a chain point
+(``topk 1`` at a given ``num_steps``) sets ``alpha``; two chain points at different depths set
+``alpha`` and ``depth_decay``; one tree point (``topk > 1``) sets ``sibling``. Never a throughput.
+
+Sources of the shape: EAGLE (Li et al., 2024) and EAGLE-3 (Li et al., 2025) report acceptance
+falling with depth (EAGLE-3's Figure 7: almost flat) and rising with tree width.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import random
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-import numpy as np
-
+from workbench.errors import ConfigError
 from workbench.sim._spec import SpecConfig
+
+#: Equal-probability bins of the per-request Beta distribution.
+DEFAULT_BINS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class AcceptPoint:
+    """A published (or measured) mean accept length at one speculative setting.
+
+    Attributes:
+        num_steps: ``--speculative-num-steps``.
+        accept_length: mean accept length per verify, bonus token included.
+        topk: ``--speculative-eagle-topk`` (1: a chain).
+        num_draft_tokens: ``--speculative-num-draft-tokens`` (default ``num_steps + 1`` for a chain,
+            ``num_steps * topk + 1`` for a tree, as SGLang 0.5.9 fills it in).
+        source: where the figure comes from.
+    """
+
+    num_steps: int
+    accept_length: float
+    topk: int = 1
+    num_draft_tokens: int | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.num_steps < 1 or self.topk < 1:
+            raise ValueError(f"accept point needs num_steps >= 1 and topk >= 1, got {self.num_steps}, {self.topk}")
+        if not 1.0 < self.accept_length <= self.num_steps + 1:
+            raise ValueError(f"accept_length {self.accept_length} must be in (1, num_steps + 1]")
+
+    @property
+    def spec(self) -> SpecConfig:
+        """The speculative settings the point was measured with."""
+        if self.topk == 1:
+            n = self.num_steps + 1
+        else:
+            n = self.num_draft_tokens or self.num_steps * self.topk + 1
+        return SpecConfig("EAGLE3", num_steps=self.num_steps, topk=self.topk, num_draft_tokens=n)
+
+
+@functools.lru_cache(maxsize=16384)
+def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, topk: int,
+             num_draft_tokens: int) -> tuple[float, ...]:
+    """Exact distribution of the drafts one verify accepts, for one request's ``alpha``.
+
+    Args:
+        alpha: the request's top-1 acceptance at depth 1.
+        depth_decay: factor on the top-1 acceptance per extra depth.
+        sibling: probability that the next-ranked candidate holds the target's token.
+        num_steps, topk, num_draft_tokens: the speculative settings (SGLang's flags).
+
+    Returns:
+        ``(P(0 accepted), P(1), ..., P(D))``, ``D`` the deepest depth in the verified tree.
+    """
+    top = [alpha * depth_decay ** d for d in range(num_steps)]  # p_d, depth d + 1
+
+    def match(depth: int, rank: int) -> float:
+        p = top[depth - 1]
+        return p if rank == 0 else (1.0 - p) * sibling * (1.0 - sibling) ** (rank - 1)
+
+    # candidates: (score, depth, parent index or -1, match probability)
+    nodes: list[tuple[float, int, int, float]] = [(match(1, j), 1, -1, match(1, j)) for j in range(topk)]
+    beam = list(range(len(nodes)))
+    for depth in range(2, num_steps + 1):
+        fresh = []
+        for b in beam:
+            for j in range(topk):
+                m = match(depth, j)
+                nodes.append((nodes[b][0] * m, depth, b, m))
+                fresh.append(len(nodes) - 1)
+        beam = sorted(fresh, key=lambda i: (-nodes[i][0], i))[:topk]
+    chosen = sorted(sorted(range(len(nodes)), key=lambda i: (-nodes[i][0], i))[: num_draft_tokens - 1])
+    kept: set[int] = set()
+    for i in chosen:  # parents precede children; a node whose parent was not chosen is unreachable
+        if nodes[i][2] == -1 or nodes[i][2] in kept:
+            kept.add(i)
+    children_mass = {-1: 0.0}
+    for i in kept:
+        children_mass[nodes[i][2]] = children_mass.get(nodes[i][2], 0.0) + nodes[i][3]
+    deepest = max((nodes[i][1] for i in kept), default=0)
+    pmf = [0.0] * (deepest + 1)
+    pmf[0] = 1.0 - children_mass[-1]
+    for i in kept:
+        pmf[nodes[i][1]] += nodes[i][0] * (1.0 - children_mass.get(i, 0.0))
+    return tuple(max(0.0, x) for x in pmf)
+
+
+@functools.lru_cache(maxsize=256)
+def beta_bins(mean: float, concentration: float, bins: int) -> tuple[float, ...]:
+    """Conditional means of ``bins`` equal-probability bins of Beta(mean * c, (1 - mean) * c).
+
+    Computed on a fine grid (no SciPy); the bins' average is the mean to within 1e-6.
+    """
+    if math.isinf(concentration) or bins == 1:
+        return (mean,)
+    import numpy as np
+
+    a, b = mean * concentration, (1.0 - mean) * concentration
+    x = (np.arange(200_000) + 0.5) / 200_000
+    logpdf = (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x)
+    w = np.exp(logpdf - logpdf.max())
+    w /= w.sum()
+    cdf = np.cumsum(w)
+    edges = np.searchsorted(cdf, np.arange(1, bins) / bins)
+    out = []
+    for lo, hi in zip(np.concatenate([[0], edges]), np.concatenate([edges, [len(x)]])):
+        mass = w[lo:hi].sum()
+        out.append(float((w[lo:hi] * x[lo:hi]).sum() / mass) if mass > 0 else float(x[min(lo, len(x) - 1)]))
+    shift = mean - sum(out) / len(out)  # grid error, a few 1e-7
+    return tuple(min(max(v + shift, 1e-9), 1.0 - 1e-9) for v in out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,78 +177,185 @@ class AcceptanceModel:
 
     Attributes:
         alpha: mean top-1 acceptance probability at depth 1, in (0, 1).
-        depth_decay: factor applied to alpha per extra depth, in (0, 1].
-        topk_exponent: how much a wider tree helps; 0 means not at all.
-        concentration: Beta concentration (a + b) of the per-request alpha; larger
-            means requests are more alike. ``float('inf')`` disables the spread.
+        depth_decay: factor on the top-1 acceptance per extra depth, in (0, 1].
+        sibling: probability that the next-ranked candidate holds the target's token when the
+            better-ranked ones do not, in [0, 1); what a wider tree gains.
+        concentration: Beta concentration (a + b) of the per-request alpha; larger means requests
+            are more alike; ``float('inf')`` disables the spread.
+        bins: equal-probability bins the per-request Beta is discretised into.
+        points: the published accept lengths the parameters were solved from (provenance).
     """
 
     alpha: float = 0.7
     depth_decay: float = 0.9
-    topk_exponent: float = 0.5
+    sibling: float = 0.2
     concentration: float = 20.0
+    bins: int = DEFAULT_BINS
+    points: tuple[AcceptPoint, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
         if not 0.0 < self.depth_decay <= 1.0:
             raise ValueError(f"depth_decay must be in (0, 1], got {self.depth_decay}")
-        if self.topk_exponent < 0 or self.concentration <= 0:
-            raise ValueError("topk_exponent must be >= 0 and concentration > 0")
+        if not 0.0 <= self.sibling < 1.0:
+            raise ValueError(f"sibling must be in [0, 1), got {self.sibling}")
+        if self.concentration <= 0 or self.bins < 1:
+            raise ValueError("concentration must be > 0 and bins >= 1")
 
     # -- per-request and per-step sampling ---------------------------------
+    @property
+    def request_alphas(self) -> tuple[float, ...]:
+        """The per-request top-1 rates a request can draw (one per bin, equally likely)."""
+        return beta_bins(self.alpha, self.concentration, self.bins)
+
     def sample_request_alpha(self, rng: random.Random) -> float:
-        """Draw one request's top-1 acceptance probability (Beta around ``alpha``)."""
-        if self.concentration == float("inf"):
-            return self.alpha
-        a = self.alpha * self.concentration
-        b = (1.0 - self.alpha) * self.concentration
-        return rng.betavariate(a, b)
+        """Draw one request's top-1 acceptance probability (one of :attr:`request_alphas`)."""
+        alphas = self.request_alphas
+        return alphas[min(int(rng.random() * len(alphas)), len(alphas) - 1)]
+
+    def request_pmf(self, spec: SpecConfig, request_alpha: float | None = None) -> tuple[float, ...]:
+        """``P(k drafts accepted)``, k = 0..D, for one request (default: top-1 rate ``alpha``)."""
+        if not spec.enabled:
+            return (1.0,)
+        alpha = self.alpha if request_alpha is None else request_alpha
+        return tree_pmf(alpha, self.depth_decay, self.sibling, spec.num_steps, spec.topk, spec.num_draft_tokens)
 
     def depth_probs(self, spec: SpecConfig, request_alpha: float | None = None) -> list[float]:
-        """Probabilities ``[p_1, ..., p_D]`` that depth d matches given depths < d matched.
+        """Continuation probabilities ``[h_1, ..., h_D]``: ``P(accepted >= d | accepted >= d - 1)``.
 
-        ``D`` is the tree depth the spec settings allow (see :meth:`SpecConfig.tree_depth`).
+        Drawing ``u < h_d`` depth by depth until the first miss emits exactly :meth:`request_pmf`
+        (what the engine does, with these cached per request).
         """
-        alpha = self.alpha if request_alpha is None else request_alpha
-        width = spec.tree_width()
-        reach = width**self.topk_exponent
-        return [
-            1.0 - (1.0 - alpha * self.depth_decay ** (d - 1)) ** reach
-            for d in range(1, spec.tree_depth() + 1)
-        ]
+        pmf = self.request_pmf(spec, request_alpha)
+        out, survive = [], 1.0
+        for d in range(1, len(pmf)):
+            nxt = survive - pmf[d - 1]
+            out.append(min(1.0, max(0.0, nxt / survive)) if survive > 1e-15 else 0.0)
+            survive = nxt
+        return out
 
     def sample_accepted_drafts(self, spec: SpecConfig, request_alpha: float, rng: random.Random) -> int:
         """Number of draft tokens accepted in one verify step (0..tree depth)."""
         accepted = 0
-        for p in self.depth_probs(spec, request_alpha):
-            if rng.random() >= p:
+        for h in self.depth_probs(spec, request_alpha):
+            if rng.random() >= h:
                 break
             accepted += 1
         return accepted
 
     # -- expectations ------------------------------------------------------
-    def expected_accept_length(self, spec: SpecConfig, *, samples: int = 200_000, seed: int = 0) -> float:
-        """Mean accept length per verify step (bonus token included), over requests.
+    def accept_distribution(self, spec: SpecConfig) -> tuple[float, ...]:
+        """``P(k drafts accepted)`` per verify over requests: the mixture over :attr:`request_alphas`."""
+        tables = [self.request_pmf(spec, a) for a in self.request_alphas]
+        depth = max(len(t) for t in tables)
+        return tuple(sum(t[k] for t in tables if k < len(t)) / len(tables) for k in range(depth))
 
-        ``E[1 + sum_i prod_{d<=i} p_d(alpha_r)]`` with ``alpha_r`` Beta-distributed;
-        the expectation over ``alpha_r`` is taken by Monte Carlo with ``samples``
-        draws (standard error below 1e-3 at the default).
+    def expected_accept_length(self, spec: SpecConfig, *, samples: int | None = None, seed: int | None = None) -> float:
+        """Mean accept length per verify step (bonus token included), over requests; exact.
+
+        ``samples`` and ``seed`` are ignored (the Monte Carlo version took them; callers may still pass them).
         """
-        if spec.tree_depth() == 0:
-            return 1.0
-        if self.concentration == float("inf"):
-            alphas = np.array([self.alpha])
+        return 1.0 + sum(k * p for k, p in enumerate(self.accept_distribution(spec)))
+
+    # -- from published figures ---------------------------------------------
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any]) -> AcceptanceModel:
+        """Build from a profile's ``[acceptance]`` table, solving parameters from published points.
+
+        Keys: ``alpha``, ``depth_decay``, ``sibling``, ``concentration``, ``bins`` (given values), and
+        ``chain`` (one point table or a list of up to two, ``topk`` 1: ``num_steps``, ``accept_length``,
+        ``source``) and ``tree`` (one point with ``topk > 1``, ``num_draft_tokens``). One chain point
+        solves ``alpha`` (``depth_decay`` given), two solve both; the tree point then solves ``sibling``.
+        A solved parameter may not also be given. Other keys (``source``, ``why``, ``prompt_sets``) are
+        ignored here.
+
+        Raises:
+            ConfigError: a parameter given twice, a malformed point, or a point no parameter value reaches.
+        """
+        import json
+
+        return _from_json(json.dumps(dict(table), sort_keys=True, default=str))
+
+    @classmethod
+    def _from_table(cls, table: Mapping[str, Any]) -> AcceptanceModel:
+        fields = {"alpha", "depth_decay", "sibling", "concentration", "bins"}
+        unknown = set(table) - fields - {"chain", "tree", "source", "why", "prompt_sets"}
+        if unknown:
+            raise ConfigError(f"[acceptance] unknown keys {sorted(unknown)}; known: {sorted(fields)}, chain, tree, "
+                              "source, why, prompt_sets")
+        given = {k: table[k] for k in fields if k in table}
+        chain = table.get("chain", [])
+        chain = [chain] if isinstance(chain, Mapping) else list(chain)
+        tree = table.get("tree")
+        try:
+            chain_pts = tuple(AcceptPoint(**dict(p)) for p in chain)
+            tree_pt = AcceptPoint(**dict(tree)) if tree is not None else None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"[acceptance] point is malformed: {exc}") from exc
+        if any(p.topk != 1 for p in chain_pts) or (tree_pt is not None and tree_pt.topk < 2):
+            raise ConfigError("[acceptance] chain points need topk 1 and the tree point topk > 1")
+        if len(chain_pts) > 2:
+            raise ConfigError("[acceptance] at most two chain points (they set alpha and depth_decay)")
+        solved = ({"alpha"} if chain_pts else set()) | ({"depth_decay"} if len(chain_pts) == 2 else set()) \
+            | ({"sibling"} if tree_pt else set())
+        if solved & set(given):
+            raise ConfigError(f"[acceptance] {sorted(solved & set(given))} given and solved from a point; give one")
+        model = cls(**given)
+        return solve(model, chain_pts, tree_pt)
+
+
+@functools.lru_cache(maxsize=64)
+def _from_json(text: str) -> AcceptanceModel:
+    """:meth:`AcceptanceModel.from_table` behind a cache (solving a tree point takes a fraction of a second)."""
+    import json
+
+    return AcceptanceModel._from_table(json.loads(text))
+
+
+def _bisect(f, lo: float, hi: float, what: str, iterations: int = 48) -> float:
+    """Root of an increasing ``f`` on [lo, hi]; ConfigError when it does not change sign."""
+    flo, fhi = f(lo), f(hi)
+    if flo > 0 or fhi < 0:
+        raise ConfigError(f"[acceptance] no {what} in [{lo:g}, {hi:g}] reaches the published accept length "
+                          f"(the model gives {flo:+.3f} .. {fhi:+.3f} around it)")
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if f(mid) < 0:
+            lo = mid
         else:
-            gen = np.random.default_rng(seed)
-            a = self.alpha * self.concentration
-            b = (1.0 - self.alpha) * self.concentration
-            alphas = gen.beta(a, b, size=samples)
-        reach = spec.tree_width() ** self.topk_exponent
-        survive = np.ones_like(alphas)
-        total = np.ones_like(alphas)
-        for d in range(1, spec.tree_depth() + 1):
-            p = 1.0 - (1.0 - alphas * self.depth_decay ** (d - 1)) ** reach
-            survive = survive * p
-            total = total + survive
-        return float(total.mean())
+            hi = mid
+        if hi - lo < 1e-7:
+            break
+    return 0.5 * (lo + hi)
+
+
+def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (), tree: AcceptPoint | None = None) -> AcceptanceModel:
+    """``model`` with ``alpha`` (one chain point), ``depth_decay`` (two) and ``sibling`` (a tree point)
+    solved so that its expected accept lengths equal the points'. Exact expectations, bisection."""
+    chain = tuple(sorted(chain, key=lambda p: p.num_steps))
+
+    def with_alpha(m: AcceptanceModel, point: AcceptPoint) -> AcceptanceModel:
+        f = lambda a: dataclasses.replace(m, alpha=a).expected_accept_length(point.spec) - point.accept_length  # noqa: E731
+        return dataclasses.replace(m, alpha=_bisect(f, 1e-4, 1.0 - 1e-4, "alpha"))
+
+    if len(chain) == 1:
+        model = with_alpha(model, chain[0])
+    elif len(chain) == 2:
+        if chain[0].num_steps == chain[1].num_steps:
+            raise ConfigError("[acceptance] two chain points need different num_steps")
+        deep = chain[1]
+
+        def f(decay: float) -> float:
+            try:
+                m = with_alpha(dataclasses.replace(model, depth_decay=decay), chain[0])
+            except ConfigError:  # so steep a decay that no alpha reaches the shallow point: decay must rise
+                return -1.0
+            return m.expected_accept_length(deep.spec) - deep.accept_length
+
+        decay = _bisect(f, 0.3, 1.0, "depth_decay", iterations=30)
+        model = with_alpha(dataclasses.replace(model, depth_decay=decay), chain[0])
+    if tree is not None:
+        g = lambda s: dataclasses.replace(model, sibling=s).expected_accept_length(tree.spec) - tree.accept_length  # noqa: E731
+        model = dataclasses.replace(model, sibling=_bisect(g, 0.0, 0.999, "sibling", iterations=30))
+    return dataclasses.replace(model, points=tuple(chain) + ((tree,) if tree else ()))

@@ -12,7 +12,10 @@ shipped now) has sections:
 - ``[fit]``: ``terms``, the efficiency terms a calibration fits (the others are fixed and
   carry their source in a comment);
 - ``[workload]``: the benchmark workload its calibration assumes;
-- ``[acceptance]``: :class:`~workbench.sim._acceptance.AcceptanceModel` fields;
+- ``[acceptance]``: :class:`~workbench.sim._acceptance.AcceptanceModel` fields, or the published
+  accept lengths they are solved from (``chain``, ``tree``: :meth:`AcceptanceModel.from_table`);
+  ``[acceptance.prompt_sets.<name>]`` overrides any of them for one prompt set, and the profile's
+  :attr:`SimProfile.acceptance` is the one for its ``[workload] prompt_set``;
 - ``[calibration]`` and ``[validation]``: measured points (``[[calibration.points]]``) the
   fit uses, and those it must not (out-of-sample checks), each with its source.
 
@@ -84,11 +87,13 @@ class SimProfile:
         model: target and draft model names, and why they were chosen.
         workload: workload the calibration assumes (max_new_tokens, prompt set, ...).
         cost: the linear cost model of a legacy profile, else None.
-        acceptance: the acceptance model.
+        acceptance: the acceptance model of the workload's prompt set.
         calibration: measured targets and their source (``points`` among them).
         path: the file it was read from.
         physics: the physical description, or None for a legacy profile.
         validation: out-of-sample points (never fitted).
+        acceptance_by_prompt_set: acceptance models of the prompt sets ``[acceptance.prompt_sets]``
+            names (the others get ``[acceptance]`` itself: :meth:`acceptance_for`).
     """
 
     name: str
@@ -103,6 +108,17 @@ class SimProfile:
     path: Path
     physics: Physics | None = None
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
+    acceptance_by_prompt_set: dict[str, AcceptanceModel] = dataclasses.field(default_factory=dict)
+    base_acceptance: AcceptanceModel | None = None
+
+    def acceptance_for(self, prompt_set: str | None = None) -> AcceptanceModel:
+        """The acceptance model for a prompt set (None: the workload's, i.e. :attr:`acceptance`).
+
+        A prompt set without its own ``[acceptance.prompt_sets.<name>]`` table gets ``[acceptance]``.
+        """
+        if prompt_set is None:
+            return self.acceptance
+        return self.acceptance_by_prompt_set.get(prompt_set, self.base_acceptance or self.acceptance)
 
     @property
     def default_tp_size(self) -> int:
@@ -203,6 +219,30 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
                    efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults)
 
 
+def _acceptance(table: dict[str, Any], prompt_set: str | None) -> tuple[AcceptanceModel, AcceptanceModel,
+                                                                          dict[str, AcceptanceModel]]:
+    """(the workload's model, the base model, models per named prompt set) of an ``[acceptance]`` table."""
+    sets = dict(table.get("prompt_sets", {}))
+    base_table = {k: v for k, v in table.items() if k != "prompt_sets"}
+    base = AcceptanceModel.from_table(base_table)
+    by_set = {}
+    for name, override in sets.items():
+        merged = dict(base_table)
+        solved_here = {"chain": {"alpha"} | ({"depth_decay"} if isinstance(override.get("chain"), list)
+                                             and len(override["chain"]) == 2 else set()),
+                       "tree": {"sibling"}}
+        for key, params in solved_here.items():  # a set's own point replaces the value it solves
+            if key in override:
+                for p in params:
+                    merged.pop(p, None)
+        for param, point in (("alpha", "chain"), ("sibling", "tree")):  # a set's own value replaces a point
+            if param in override and point not in override:
+                merged.pop(point, None)
+        merged.update(override)
+        by_set[name] = AcceptanceModel.from_table(merged)
+    return by_set.get(prompt_set or "", base), base, by_set
+
+
 def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path = PROFILES_DIR) -> SimProfile:
     """Load a profile by name (``data/profiles/<name>.toml``) or by file path.
 
@@ -227,6 +267,8 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
         physics = _physics(data, path) if "deployment" in data else None
         if physics is None and "cost" not in data:
             raise ConfigError(f"Profile {path} has neither [deployment] (physical) nor [cost] (linear)")
+        acceptance, base_acceptance, by_set = _acceptance(dict(data.get("acceptance", {})),
+                                                          data.get("workload", {}).get("prompt_set"))
         model = dict(data.get("model", {}))
         if physics is not None:
             model.setdefault("target", physics.target.name)
@@ -240,11 +282,13 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             model=model,
             workload=dict(data.get("workload", {})),
             cost=CostModel(**data["cost"]) if "cost" in data else None,
-            acceptance=AcceptanceModel(**data.get("acceptance", {})),
+            acceptance=acceptance,
             calibration=dict(data.get("calibration", {})),
             path=path,
             physics=physics,
             validation=dict(data.get("validation", {})),
+            acceptance_by_prompt_set=by_set,
+            base_acceptance=base_acceptance,
         )
     except KeyError as exc:
         raise ConfigError(f"Profile {path} lacks required key {exc.args[0]!r}") from exc
