@@ -89,6 +89,8 @@ class SimProfile:
         path: the file it was read from.
         physics: the physical description, or None for a legacy profile.
         validation: out-of-sample points (never fitted).
+        policies: the ``[policies]`` table: what a non-drafting iteration of a speculative server
+            costs (``spec_off_overhead``, ``switch_ms``; :class:`~workbench.sim._policies.SpecOffCost`).
     """
 
     name: str
@@ -103,6 +105,7 @@ class SimProfile:
     path: Path
     physics: Physics | None = None
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
+    policies: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def default_tp_size(self) -> int:
@@ -245,6 +248,7 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             path=path,
             physics=physics,
             validation=dict(data.get("validation", {})),
+            policies=dict(data.get("policies", {})),
         )
     except KeyError as exc:
         raise ConfigError(f"Profile {path} lacks required key {exc.args[0]!r}") from exc

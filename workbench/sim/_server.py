@@ -68,18 +68,7 @@ class SimServer:
             from workbench.errors import ConfigError
 
             raise ConfigError(f"--sim-time-scale must be > 0, got {self.time_scale}")
-        off_above = config.args.get("sim_spec_off_above")
-        policy = (lambda batch: batch <= off_above) if off_above is not None else None
-        self.engine = EngineCore(
-            cost=self.profile.cost_for(config.args),
-            acceptance=self.profile.acceptance,
-            spec=config.spec,
-            max_running_requests=config.max_running_requests,
-            chunked_prefill_size=config.args["chunked_prefill_size"],
-            decode_log_interval=config.args["decode_log_interval"],
-            rng=random.Random(config.args["sim_seed"]),
-            spec_policy=policy,
-        )
+        self.engine = EngineCore.from_config(config, rng=random.Random(config.args["sim_seed"]))
         tok_dir = config.args.get("tokenizer_path")
         self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
         self.chat_template = ChatTemplate(self.text.tokenizer_dir)
