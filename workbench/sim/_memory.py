@@ -27,6 +27,7 @@ simulator keeps the same three numbers (all in tokens, page size 1):
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.sim._spec import SpecConfig, version_at_least
@@ -42,6 +43,53 @@ MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
 NEW_TOKEN_RATIO_DECAY_STEPS = 600
 #: ``SGLANG_RETRACT_DECODE_STEPS`` (0.5.9 ``srt/environ.py``): the decode steps a retraction plans for.
 RETRACT_DECODE_STEPS = 20
+
+
+def weight_bytes_per_gpu(model: Any, tp_size: int) -> float:
+    """Bytes of one model's weights on one TP rank: the weights a forward reads plus the input
+    embedding table (separate from the LM head unless ``tie_word_embeddings``; the shipped models
+    set it false)."""
+    params = model.weight_params()
+    if not getattr(model, "tie_word_embeddings", False):
+        params += model.vocab_size * model.hidden_size
+    return params * model.dtype_bytes / tp_size
+
+
+def kv_bytes_per_token(model: Any, tp_size: int) -> float:
+    """KV bytes one token takes on one TP rank (K and V of every layer; KV heads replicated below 1 per rank)."""
+    return model.num_hidden_layers * 2 * max(1.0, model.num_key_value_heads / tp_size) * model.head_dim * model.dtype_bytes
+
+
+def kv_capacity_tokens(*, memory_gb: float, mem_fraction_static: float, target: Any, draft: Any | None,
+                       tp_size: int, sglang_version: str) -> int:
+    """``max_total_num_tokens``: the KV tokens the pool holds, from memory, weights and the fraction.
+
+    SGLang 0.5.9 (``ModelRunner.profile_max_num_token``, ``model_runner_kv_cache_mixin.py``) sizes
+    the target's pool after loading the target's weights:
+    ``(available - total x (1 - mem_fraction_static)) / cell_size`` = ``(fraction x memory - weights)
+    / KV bytes per token``. A speculative server's draft worker is built afterwards and gets a pool of
+    the same number of tokens (``draft_runner_cache_size``), so neither the draft's weights nor its KV
+    enter the target's figure (up to 0.5.12). From 0.5.16 (``srt/model_executor/pool_configurator.py``)
+    an EAGLE target's cell size is scaled by ``1 + draft layers / target layers`` (its draft shares the
+    token count). Activations, CUDA graphs and the draft's weights live in the ``1 - fraction`` left over
+    (an approximation: SGLang measures what is free after loading, the simulator subtracts the weights).
+
+    Args:
+        memory_gb: one GPU's memory (GB, 1e9 bytes: the data sheet's unit).
+        mem_fraction_static: ``--mem-fraction-static``.
+        target, draft: model shapes (:class:`~workbench.sim._hardware.ModelConfig`); draft None when
+            not speculative.
+        tp_size: tensor-parallel ranks.
+        sglang_version: the emulated version.
+
+    Returns:
+        Tokens, at least 0.
+    """
+    cell = kv_bytes_per_token(target, tp_size)
+    if draft is not None and version_at_least(sglang_version, "0.5.16"):
+        cell *= 1 + draft.num_hidden_layers / target.num_hidden_layers
+    free = mem_fraction_static * memory_gb * 1e9 - weight_bytes_per_gpu(target, tp_size)
+    return max(0, int(free // cell))
 
 
 def alloc_len_per_decode(spec: SpecConfig, sglang_version: str, *, page_size: int = 1,

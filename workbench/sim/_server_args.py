@@ -35,6 +35,7 @@ from workbench.sim._spec import (
     SpecConfig,
     resolve_spec,
     version_at_least,
+    version_key,
 )
 
 
@@ -169,7 +170,7 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     args = vars(ns)
     profile = load_profile(args["sim_profile"])
     version = args["sim_sglang_version"] or profile.sglang_version
-    api_version = get_shape(args["sim_api_version"] or version).version
+    api_version = get_shape(args["sim_api_version"] or _api_shape_for(version)).version
     raw_v2 = env.get("SGLANG_ENABLE_SPEC_V2")
     adaptive = _adaptive_config(args, version)
     if adaptive is not None and not _adaptive_supported(args["speculative_algorithm"], args["speculative_eagle_topk"]):
@@ -199,7 +200,7 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     capacity = None
     if profile.physics is not None:
         profile.deployment(args)  # the flags must fit the profile's host (e.g. --tp-size <= its GPUs)
-        capacity = profile.kv_capacity_tokens(args)
+        capacity = profile.kv_capacity_tokens(args, sglang_version=version)
         if args["max_total_tokens"] is not None:
             capacity = min(capacity, int(args["max_total_tokens"]))  # ModelRunner.init_memory_pool
         if capacity <= 0:
@@ -223,6 +224,17 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
         api_version=api_version, launch_command=" ".join(argv), kv_capacity_tokens=capacity, memory=memory,
         adaptive_config=adaptive, off_cost=SpecOffCost.from_table(profile.policies),
     )
+
+
+def _api_shape_for(version: str) -> str:
+    """The HTTP shapes a flag-rule version speaks by default: its own, else the latest emulated shape
+    before it (0.5.16 speaks 0.5.12's; pass ``--sim-api-version`` to choose)."""
+    from workbench.sim._api_shapes import EMULATED_VERSIONS
+
+    if version in EMULATED_VERSIONS or version not in ALGORITHMS_BY_VERSION:
+        return version
+    older = [v for v in EMULATED_VERSIONS if version_key(v) <= version_key(version)]
+    return max(older, key=version_key) if older else version
 
 
 def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | None:
