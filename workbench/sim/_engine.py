@@ -78,7 +78,6 @@ class SimRequest:
     finished: bool = False
     aborted: bool = False
     depth_probs: list[float] | None = None  # this request's per-depth acceptance (computed per draft steps)
-    probs_steps: int = -1  # the draft steps depth_probs was computed for
     kv_held: int = 0
     retractions: int = 0
 
@@ -168,6 +167,7 @@ class EngineCore:
         self.last_retracted = 0
         self.current_steps = spec.num_steps if spec.enabled else 0
         self._specs: dict[int, SpecConfig] = {spec.num_steps: spec}
+        self._probs_steps = spec.num_steps  # the draft steps the requests' cached depth_probs are for
         self.waiting: collections.deque[SimRequest] = collections.deque()
         self.running: list[SimRequest] = []
         self.decode_iterations = 0
@@ -315,6 +315,13 @@ class EngineCore:
         )
         return Iteration("prefill", duration_ms / 1000.0, len(chunks), False, emissions, log)
 
+    def _invalidate_probs(self, steps: int) -> None:
+        """The draft steps changed: every request's cached per-depth probabilities are stale."""
+        for queue in (self.running, self.waiting):
+            for req in queue:
+                req.depth_probs = None
+        self._probs_steps = steps
+
     def _decode_need(self, reqs: list[SimRequest]) -> int:
         """Free KV tokens a decode step of ``reqs`` needs (``new_tokens_required_next_decode``)."""
         m = self.memory
@@ -371,17 +378,21 @@ class EngineCore:
             steps = policy.steps(n)
         speculate = steps > 0
         spec = self.spec if steps == self.spec.num_steps else self.spec_for_steps(steps)
+        if policy is not None and speculate and steps != self._probs_steps:
+            self._invalidate_probs(steps)
+        track = self.capacity is not None
         over = self.memory.overalloc
         emissions: list[Emission] = []
+        append = emissions.append
         accepted_total = 0
         kv_delta = 0
         rand = self.rng.random
         for req in batch:
+            out = req.output_tokens
             if speculate:
                 probs = req.depth_probs
-                if probs is None or req.probs_steps != steps:
+                if probs is None:
                     probs = req.depth_probs = self.acceptance.depth_probs(spec, req.request_alpha)
-                    req.probs_steps = steps
                 drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
                 for p in probs:
                     if rand() >= p:
@@ -389,23 +400,28 @@ class EngineCore:
                     drafts += 1
                 req.verify_ct += 1
                 req.accepted_drafts += drafts
-                if len(req.accept_histogram) <= drafts:
-                    req.accept_histogram.extend([0] * (drafts + 1 - len(req.accept_histogram)))
-                req.accept_histogram[drafts] += 1
+                hist = req.accept_histogram
+                if len(hist) <= drafts:
+                    hist.extend([0] * (drafts + 1 - len(hist)))
+                hist[drafts] += 1
                 gained = drafts + 1
                 accepted_total += gained
+                left = req.max_new_tokens - out
+                if gained > left:
+                    gained = left
             else:
                 gained = 1
-            gained = min(gained, req.max_new_tokens - req.output_tokens)
-            # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
-            held = req.prompt_tokens + req.output_tokens - 1 + (over or gained)
-            req.output_tokens += gained
-            if req.output_tokens >= req.max_new_tokens:
+            out += gained
+            req.output_tokens = out
+            done = out >= req.max_new_tokens
+            if track:
+                # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
+                held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
+                kv_delta += held - req.kv_held
+                req.kv_held = held
+            if done:
                 req.finished = True
-                held = 0
-            kv_delta += held - req.kv_held
-            req.kv_held = held
-            emissions.append(Emission(req, gained, req.finished))
+            append(Emission(req, gained, done))
         self.kv_used += kv_delta
         if speculate:
             duration_ms = self.cost.spec_decode_ms(n, kv_tokens, spec, accepted_total)
