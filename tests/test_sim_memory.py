@@ -213,3 +213,15 @@ def test_default_report_pool_never_runs_out() -> None:
     prof = load_profile("seed-pcie-8gpu")
     cfg = parse_server_args(SEED + EAGLE3_TOPK4 + ["--sim-profile", str(prof.path)])
     assert cfg.kv_capacity_tokens > 64 * (3121 + 256 + 2 * 16)
+
+
+def test_server_reports_the_pool_and_retractions() -> None:
+    from workbench.sim._server import SimServer
+
+    server = SimServer(parse_server_args(SEED + EAGLE3_TOPK4 + ["--sim-api-version", "0.5.12"]))
+    sim = server.simulation_info()
+    assert sim["kv_capacity_tokens"] == 1_520_065 and sim["total_retractions"] == 0
+    assert sim["alloc_len_per_decode"] == 16 and sim["token_usage"] == 0.0 and sim["spec_policy"] is None
+    pending = server.submit(100, 8)
+    pending.request.retractions = 2
+    assert server._body(pending, final=False, stream=True)["meta_info"]["num_retractions"] == 2
