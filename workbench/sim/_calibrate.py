@@ -112,22 +112,30 @@ def offline_level(
     seed: int = 0,
     max_running_requests: int | None = None,
     spec_policy: Callable[[int], bool] | None = None,
+    config=None,
 ) -> list[dict]:
     """Request rows of one simulated closed-loop level (virtual clock).
 
-    ``cost`` defaults to the profile's cost model with its default flags.
+    ``cost`` defaults to the profile's cost model with its default flags. ``config`` (a parsed
+    :class:`~workbench.sim._server_args.SimServerConfig`) builds the engine the server would run
+    (its KV pool, caps and speculation policy) and then ``spec``, ``max_running_requests`` and
+    ``spec_policy`` are not used.
     """
     from workbench.bench import prompt_schedule
 
-    mrr = max_running_requests or (EAGLE_MAX_RUNNING_REQUESTS if spec.enabled else 4096)
-    engine = EngineCore(
-        cost=cost if cost is not None else profile.cost_for(),
-        acceptance=profile.acceptance,
-        spec=spec,
-        max_running_requests=mrr,
-        rng=random.Random(seed * 1_000_003 + concurrency),
-        spec_policy=spec_policy,
-    )
+    rng = random.Random(seed * 1_000_003 + concurrency)
+    if config is not None:
+        engine = EngineCore.from_config(config, rng=rng, cost=cost)
+    else:
+        mrr = max_running_requests or (EAGLE_MAX_RUNNING_REQUESTS if spec.enabled else 4096)
+        engine = EngineCore(
+            cost=cost if cost is not None else profile.cost_for(),
+            acceptance=profile.acceptance,
+            spec=spec,
+            max_running_requests=mrr,
+            rng=rng,
+            spec_policy=spec_policy,
+        )
     order = prompt_schedule(list(prompt_lengths), num_requests, rng=random.Random(seed))
     return run_closed_loop(engine, prompt_tokens=order, concurrency=concurrency, max_new_tokens=max_new_tokens)
 
@@ -339,12 +347,10 @@ class Predictor:
         """(output tok/s, mean per-request tok/s) of one variant at one level."""
         cfg = self._config(variant)
         w = self.workload
-        off_above = cfg.args.get("sim_spec_off_above")
         rows = offline_level(
             self.profile, cfg.spec, cost=self.profile.cost_for(cfg.args, efficiency=efficiency),
             concurrency=concurrency, prompt_lengths=w.prompt_lengths, max_new_tokens=w.max_new_tokens,
-            num_requests=w.requests(concurrency), seed=w.seed, max_running_requests=cfg.max_running_requests,
-            spec_policy=(lambda b: b <= off_above) if off_above is not None else None,
+            num_requests=w.requests(concurrency), seed=w.seed, config=cfg,
         )
         self.levels_run += 1
         return level_figures(rows)

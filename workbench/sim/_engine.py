@@ -14,6 +14,20 @@ admitted FIFO while fewer than ``max_running_requests`` run and the iteration's
 prefill budget (``chunked_prefill_size`` tokens) lasts; a prompt longer than the
 budget is prefilled in chunks over several iterations; the first output token
 comes out of the iteration that finishes the prompt.
+
+Memory (:mod:`workbench.sim._memory`), when the engine is given a KV capacity: admission
+follows SGLang 0.5.9's ``PrefillAdder.add_one_req`` (``srt/managers/schedule_policy.py``): a
+waiting request is admitted only while ``prompt + min(max_new_tokens, 4096)`` fits in the free
+pool minus the running requests' estimated future tokens (``new_token_ratio`` of what each still
+may generate); before each decode step ``Scheduler.update_running_batch`` checks that the pool
+has what the step needs (``new_tokens_required_next_decode``) and otherwise retracts requests
+(``ScheduleBatch.retract_decode``: the newest under speculation, else the one with the fewest
+output tokens; at least one, until the rest fit, always keeping one), which go back to the end
+of the queue, free their KV, and re-prefill their prompt and output tokens when admitted again.
+
+Speculation per iteration: a policy (:mod:`workbench.sim._policies`) chooses the draft steps of
+each decode iteration; 0 means the iteration does not draft, and it then costs a plain decode
+step times ``1 + overhead(batch)`` (:class:`~workbench.sim._policies.SpecOffCost`).
 """
 
 from __future__ import annotations
@@ -22,14 +36,13 @@ import collections
 import dataclasses
 import random
 from collections.abc import Callable
+from typing import Any
 
 from workbench.sim._acceptance import AcceptanceModel
 from workbench.sim._cost_model import StepCost
+from workbench.sim._memory import CLIP_MAX_NEW_TOKENS, MemoryRules, NewTokenRatio
+from workbench.sim._policies import FunctionPolicy, SpecOffCost, SpecPolicy
 from workbench.sim._spec import SpecConfig
-
-#: A speculation policy: (running batch size) -> whether to speculate this iteration.
-#: ``None`` means always speculate when the server is speculative.
-SpecPolicy = Callable[[int], bool]
 
 
 @dataclasses.dataclass
@@ -48,6 +61,9 @@ class SimRequest:
         accept_histogram: verify count indexed by drafts accepted (SGLang's
             ``spec_accept_histogram``).
         finished: True once ``output_tokens == max_new_tokens`` or aborted.
+        kv_held: KV-pool tokens this request holds now.
+        retractions: times it was retracted (SGLang's ``retraction_count``, meta_info's
+            ``num_retractions`` / ``total_retractions``).
     """
 
     rid: str
@@ -61,7 +77,9 @@ class SimRequest:
     accept_histogram: list[int] = dataclasses.field(default_factory=list)
     finished: bool = False
     aborted: bool = False
-    depth_probs: list[float] | None = None  # this request's per-depth acceptance (computed once)
+    depth_probs: list[float] | None = None  # this request's per-depth acceptance (computed per draft steps)
+    kv_held: int = 0
+    retractions: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +124,12 @@ class EngineCore:
         decode_log_interval: decode iterations between log lines / counter updates
             (SGLang's ``--decode-log-interval``, default 40).
         rng: source of randomness (inject a seeded ``random.Random``).
-        spec_policy: optional stand-in for a patched scheduler that turns drafting
-            off per iteration (e.g. above a batch size); None = always speculate.
+        spec_policy: the speculation policy (a :class:`~workbench.sim._policies.SpecPolicy`, or a
+            plain ``(batch size) -> speculate?`` function); None = static speculation.
+        memory: the KV-pool rules (:class:`~workbench.sim._memory.MemoryRules`); None or a
+            capacity of None = unlimited memory (nothing is ever held back or retracted).
+        off_cost: what a non-drafting iteration of a speculative server costs
+            (default: :class:`~workbench.sim._policies.SpecOffCost`'s documented assumption).
     """
 
     def __init__(
@@ -120,7 +142,9 @@ class EngineCore:
         chunked_prefill_size: int = 8192,
         decode_log_interval: int = 40,
         rng: random.Random,
-        spec_policy: SpecPolicy | None = None,
+        spec_policy: SpecPolicy | Callable[[int], bool] | None = None,
+        memory: MemoryRules | None = None,
+        off_cost: SpecOffCost | None = None,
     ) -> None:
         if max_running_requests < 1 or chunked_prefill_size < 1:
             raise ValueError("max_running_requests and chunked_prefill_size must be >= 1")
@@ -131,7 +155,19 @@ class EngineCore:
         self.chunked_prefill_size = chunked_prefill_size
         self.decode_log_interval = decode_log_interval
         self.rng = rng
-        self.spec_policy = spec_policy
+        if spec_policy is not None and not hasattr(spec_policy, "steps"):
+            spec_policy = FunctionPolicy(spec_policy, spec.num_steps)
+        self.spec_policy: SpecPolicy | None = spec_policy if spec.enabled else None
+        self.memory = memory or MemoryRules()
+        self.capacity = self.memory.capacity_tokens
+        self.off_cost = off_cost or SpecOffCost()
+        self.kv_used = 0  # tokens held in the KV pool (running requests and a chunked prefill)
+        self.new_token_ratio = NewTokenRatio()
+        self.total_retractions = 0
+        self.last_retracted = 0
+        self.current_steps = spec.num_steps if spec.enabled else 0
+        self._specs: dict[int, SpecConfig] = {spec.num_steps: spec}
+        self._probs_steps = spec.num_steps  # the draft steps the requests' cached depth_probs are for
         self.waiting: collections.deque[SimRequest] = collections.deque()
         self.running: list[SimRequest] = []
         self.decode_iterations = 0
@@ -143,6 +179,24 @@ class EngineCore:
         self.total_accepted_tokens = 0
         self.total_forward_ct = 0
         self.last_gen_throughput = 0.0
+
+    @classmethod
+    def from_config(cls, config: Any, *, rng: random.Random, cost: StepCost | None = None) -> EngineCore:
+        """The engine a parsed server configuration runs (:class:`~workbench.sim._server_args.SimServerConfig`):
+        its spec, caps, KV pool, speculation policy and off-cost; ``cost`` defaults to the profile's for its flags."""
+        args = config.args
+        return cls(
+            cost=cost if cost is not None else config.profile.cost_for(args),
+            acceptance=config.profile.acceptance,
+            spec=config.spec,
+            max_running_requests=config.max_running_requests,
+            chunked_prefill_size=args.get("chunked_prefill_size") or 8192,
+            decode_log_interval=args.get("decode_log_interval") or 40,
+            rng=rng,
+            spec_policy=config.make_policy(),
+            memory=config.memory,
+            off_cost=config.off_cost,
+        )
 
     # -- requests -----------------------------------------------------------
     def submit(self, request: SimRequest) -> None:
@@ -157,12 +211,28 @@ class EngineCore:
         self.waiting.append(request)
 
     def abort(self, rid: str) -> None:
-        """Drop a request (client went away); it emits nothing more."""
+        """Drop a request (client went away); it emits nothing more and frees its KV."""
         for queue in (self.waiting, self.running):
             for req in list(queue):
                 if req.rid == rid:
                     req.aborted = req.finished = True
                     queue.remove(req)
+                    self.kv_used -= req.kv_held
+                    req.kv_held = 0
+
+    @property
+    def token_usage(self) -> float:
+        """Share of the KV pool held (SGLang's ``token_usage``); 0.0 with unlimited memory."""
+        return self.kv_used / self.capacity if self.capacity else 0.0
+
+    def spec_for_steps(self, steps: int) -> SpecConfig:
+        """The server's settings with ``steps`` draft steps (a chain: ``steps + 1`` draft tokens when
+        topk is 1, as SGLang's adaptive runtime states are built)."""
+        spec = self._specs.get(steps)
+        if spec is None:
+            tokens = steps + 1 if self.spec.topk == 1 else min(self.spec.num_draft_tokens, steps * self.spec.topk + 1)
+            spec = self._specs[steps] = dataclasses.replace(self.spec, num_steps=steps, num_draft_tokens=tokens)
+        return spec
 
     @property
     def idle(self) -> bool:
@@ -186,32 +256,58 @@ class EngineCore:
     def step(self) -> Iteration | None:
         """Run one iteration: prefill if new requests fit, else decode. None when idle."""
         if self.waiting and len(self.running) < self.max_running_requests:
-            return self._prefill()
+            iteration = self._prefill()
+            if iteration is not None:
+                return iteration
         if self.running:
             return self._decode()
         return None
 
-    def _prefill(self) -> Iteration:
+    def _rem_total_tokens(self) -> float:
+        """``PrefillAdder.rem_total_tokens`` before anything is added: the free pool minus the running
+        requests' estimated future tokens (0.5.9 ``srt/managers/schedule_policy.py``)."""
+        ratio = self.new_token_ratio.value
+        future = sum(min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) for r in self.running)
+        return self.capacity - self.kv_used - future * ratio
+
+    def _prefill(self) -> Iteration | None:
         budget = self.chunked_prefill_size
         chunks: list[int] = []
         emissions: list[Emission] = []
         slots = self.max_running_requests - len(self.running)
+        limited = self.capacity is not None
+        rem_total = self._rem_total_tokens() if limited else 0.0
         while self.waiting and budget > 0 and slots > 0:
             req = self.waiting[0]
-            take = min(req.prompt_tokens - req.prefilled, budget)
+            fill = req.prompt_tokens + req.output_tokens  # a retracted request re-prefills its output too
+            if limited and req.prefilled == 0:
+                # add_one_req: the whole extend plus the tokens it may still generate must fit; with
+                # nothing running and nothing admitted the head goes in regardless (no deadlock)
+                total = fill + min(req.max_new_tokens - req.output_tokens, CLIP_MAX_NEW_TOKENS)
+                if total >= rem_total and (self.running or chunks):
+                    break
+                rem_total -= fill + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS)
+            take = min(fill - req.prefilled, budget)
             req.prefilled += take
+            req.kv_held += take
+            self.kv_used += take
             budget -= take
             chunks.append(take)
-            if req.prefilled < req.prompt_tokens:
+            if req.prefilled < fill:
                 break  # chunked: continues in the next prefill iteration
             self.waiting.popleft()
             slots -= 1
-            req.output_tokens = 1  # the first token is sampled at the end of prefill
+            req.output_tokens += 1  # a token is sampled at the end of prefill
             done = req.output_tokens >= req.max_new_tokens
             req.finished = done
-            if not done:
+            if done:
+                self.kv_used -= req.kv_held
+                req.kv_held = 0
+            else:
                 self.running.append(req)
             emissions.append(Emission(req, 1, done))
+        if not chunks:
+            return None
         duration_ms = self.cost.prefill_ms(chunks, self.spec)
         log = (
             f"Prefill batch, #new-seq: {len(emissions)}, #new-token: {sum(chunks)}, #cached-token: 0, "
@@ -219,18 +315,84 @@ class EngineCore:
         )
         return Iteration("prefill", duration_ms / 1000.0, len(chunks), False, emissions, log)
 
+    def _invalidate_probs(self, steps: int) -> None:
+        """The draft steps changed: every request's cached per-depth probabilities are stale."""
+        for queue in (self.running, self.waiting):
+            for req in queue:
+                req.depth_probs = None
+        self._probs_steps = steps
+
+    def _decode_need(self, reqs: list[SimRequest]) -> int:
+        """Free KV tokens a decode step of ``reqs`` needs (``new_tokens_required_next_decode``)."""
+        m = self.memory
+        if not (m.spec_v2 and m.tight_v2_check):
+            return len(reqs) * m.step_need_per_request
+        over = m.overalloc  # 0.5.12+ spec v2: what each request consumed of its over-allocation
+        return sum(over + r.prompt_tokens + r.output_tokens - 1 - r.kv_held for r in reqs)
+
+    def _retract(self) -> str:
+        """``ScheduleBatch.retract_decode`` (0.5.9 ``srt/managers/schedule_batch.py``); returns the log line."""
+        running = self.running
+        if self.memory.speculative:
+            order = list(running)  # spec: only from the back (the newest)
+        else:
+            order = sorted(running, key=lambda r: (r.output_tokens, -r.prompt_tokens), reverse=True)
+        free_before = self.capacity - self.kv_used
+        retracted: list[SimRequest] = []
+        while not retracted or self.capacity - self.kv_used < self._decode_need(order):
+            if len(order) == 1:
+                break  # always keep one (SGLang raises if even that one does not fit)
+            req = order.pop()
+            self.kv_used -= req.kv_held
+            req.kv_held = req.prefilled = 0
+            req.retractions += 1
+            retracted.append(req)
+        kept = {id(r) for r in order}
+        self.running = [r for r in running if id(r) in kept]
+        self.waiting.extend(retracted)
+        self.total_retractions += len(retracted)
+        self.last_retracted = len(retracted)
+        old = self.new_token_ratio.value
+        self.new_token_ratio.after_retraction(sum(r.output_tokens for r in self.running), len(self.running),
+                                              sum(r.max_new_tokens for r in self.running))
+        return (f"KV cache pool is full. Retract requests. #retracted_reqs: {len(retracted)}, "
+                f"#new_tokens_gained: {self.capacity - self.kv_used - free_before}, "
+                f"#new_token_ratio: {old:.4f} -> {self.new_token_ratio.value:.4f}")
+
     def _decode(self) -> Iteration:
+        retract_log = None
+        if self.capacity is not None:
+            if self.capacity - self.kv_used < self._decode_need(self.running):
+                retract_log = self._retract()
+            else:
+                self.new_token_ratio.step()
         batch = list(self.running)
+        n = len(batch)
         kv_tokens = sum(r.prompt_tokens + r.output_tokens for r in batch)
-        speculate = self.spec.enabled and (self.spec_policy is None or self.spec_policy(len(batch)))
+        policy = self.spec_policy
+        if not self.spec.enabled:
+            steps = 0
+        elif policy is None:
+            steps = self.spec.num_steps
+        else:
+            steps = policy.steps(n)
+        speculate = steps > 0
+        spec = self.spec if steps == self.spec.num_steps else self.spec_for_steps(steps)
+        if policy is not None and speculate and steps != self._probs_steps:
+            self._invalidate_probs(steps)
+        track = self.capacity is not None
+        over = self.memory.overalloc
         emissions: list[Emission] = []
+        append = emissions.append
         accepted_total = 0
+        kv_delta = 0
         rand = self.rng.random
         for req in batch:
+            out = req.output_tokens
             if speculate:
                 probs = req.depth_probs
                 if probs is None:
-                    probs = req.depth_probs = self.acceptance.depth_probs(self.spec, req.request_alpha)
+                    probs = req.depth_probs = self.acceptance.depth_probs(spec, req.request_alpha)
                 drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
                 for p in probs:
                     if rand() >= p:
@@ -238,31 +400,52 @@ class EngineCore:
                     drafts += 1
                 req.verify_ct += 1
                 req.accepted_drafts += drafts
-                if len(req.accept_histogram) <= drafts:
-                    req.accept_histogram.extend([0] * (drafts + 1 - len(req.accept_histogram)))
-                req.accept_histogram[drafts] += 1
+                hist = req.accept_histogram
+                if len(hist) <= drafts:
+                    hist.extend([0] * (drafts + 1 - len(hist)))
+                hist[drafts] += 1
                 gained = drafts + 1
                 accepted_total += gained
+                left = req.max_new_tokens - out
+                if gained > left:
+                    gained = left
             else:
                 gained = 1
-            gained = min(gained, req.max_new_tokens - req.output_tokens)
-            req.output_tokens += gained
-            req.finished = req.output_tokens >= req.max_new_tokens
-            emissions.append(Emission(req, gained, req.finished))
+            out += gained
+            req.output_tokens = out
+            done = out >= req.max_new_tokens
+            if track:
+                # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
+                held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
+                kv_delta += held - req.kv_held
+                req.kv_held = held
+            if done:
+                req.finished = True
+            append(Emission(req, gained, done))
+        self.kv_used += kv_delta
         if speculate:
-            duration_ms = self.cost.spec_decode_ms(len(batch), kv_tokens, self.spec, accepted_total)
+            duration_ms = self.cost.spec_decode_ms(n, kv_tokens, spec, accepted_total)
             self._interval_accepted += accepted_total
-            self._interval_forward += len(batch)
+            self._interval_forward += n
+        elif self.spec.enabled:  # a speculative server that does not draft: not free
+            duration_ms = self.cost.decode_ms(n, kv_tokens) * (1.0 + self.off_cost.overhead(n))
         else:
-            duration_ms = self.cost.decode_ms(len(batch), kv_tokens)
+            duration_ms = self.cost.decode_ms(n, kv_tokens)
+        if policy is not None:
+            if steps != self.current_steps:
+                duration_ms += self.off_cost.switch_ms
+                self.current_steps = steps
+            policy.observe(n, accepted_total - n if speculate else 0)
         self.running = [r for r in self.running if not r.finished]
         self.decode_iterations += 1
         self._interval_tokens += sum(e.new_tokens for e in emissions)
         self._interval_time_s += duration_ms / 1000.0
         log = None
         if self.decode_iterations % self.decode_log_interval == 0:
-            log = self._log_tick(len(batch), kv_tokens)
-        return Iteration("decode", duration_ms / 1000.0, len(batch), speculate, emissions, log)
+            log = self._log_tick(n, kv_tokens)
+        if retract_log is not None:
+            log = retract_log if log is None else f"{retract_log}\n{log}"
+        return Iteration("decode", duration_ms / 1000.0, n, speculate, emissions, log)
 
     def _log_tick(self, running: int, kv_tokens: int) -> str:
         """Fold interval counters into lifetime ones and build SGLang's decode log line."""

@@ -94,6 +94,8 @@ class SimProfile:
         validation: out-of-sample points (never fitted).
         acceptance_by_prompt_set: acceptance models of the prompt sets ``[acceptance.prompt_sets]``
             names (the others get ``[acceptance]`` itself: :meth:`acceptance_for`).
+        policies: the ``[policies]`` table: what a non-drafting iteration of a speculative server
+            costs (``spec_off_overhead``, ``switch_ms``; :class:`~workbench.sim._policies.SpecOffCost`).
     """
 
     name: str
@@ -108,6 +110,7 @@ class SimProfile:
     path: Path
     physics: Physics | None = None
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
+    policies: dict[str, Any] = dataclasses.field(default_factory=dict)
     acceptance_by_prompt_set: dict[str, AcceptanceModel] = dataclasses.field(default_factory=dict)
     base_acceptance: AcceptanceModel | None = None
 
@@ -169,25 +172,23 @@ class SimProfile:
         return RooflineCost(self.physics.target, self.deployment(args), efficiency or self.physics.efficiency,
                             draft=self.physics.draft)
 
-    def kv_capacity_tokens(self, args: dict[str, Any] | None = None) -> int:
+    def kv_capacity_tokens(self, args: dict[str, Any] | None = None, *, sglang_version: str | None = None) -> int:
         """KV-cache tokens the server would hold (``max_total_num_tokens``), from memory and the flags.
 
-        ``mem_fraction_static x GPU memory - weights / tp``, divided by the KV bytes per token
-        per GPU (target, plus the draft's when speculative). A legacy profile reports its
-        ``hardware.max_total_num_tokens``.
+        See :func:`workbench.sim._memory.kv_capacity_tokens` (SGLang's rule by version; the draft
+        counts from 0.5.16 only). A legacy profile reports its ``hardware.max_total_num_tokens``.
         """
+        from workbench.sim._memory import kv_capacity_tokens
+
         if self.physics is None:
             return int(self.hardware.get("max_total_num_tokens", 1_000_000))
         args = args or {}
         phys = self.physics
-        tp = self.deployment(args).tp_size
         fraction = args.get("mem_fraction_static") or phys.defaults.get("mem_fraction_static", DEFAULT_MEM_FRACTION)
-        models = [phys.target] + ([phys.draft] if phys.draft and args.get("speculative_algorithm") else [])
-        weights = sum(m.weight_params() * m.dtype_bytes for m in models) / tp
-        per_token = sum(m.num_hidden_layers * 2 * max(1.0, m.num_key_value_heads / tp) * m.head_dim * m.dtype_bytes
-                        for m in models)
-        free = fraction * phys.gpu.memory_gb * 1e9 - weights
-        return max(0, int(free / per_token))
+        draft = phys.draft if args.get("speculative_algorithm") else None
+        return kv_capacity_tokens(memory_gb=phys.gpu.memory_gb, mem_fraction_static=float(fraction),
+                                  target=phys.target, draft=draft, tp_size=self.deployment(args).tp_size,
+                                  sglang_version=sglang_version or args.get("sim_sglang_version") or self.sglang_version)
 
     @property
     def max_total_num_tokens(self) -> int:
@@ -289,6 +290,7 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             validation=dict(data.get("validation", {})),
             acceptance_by_prompt_set=by_set,
             base_acceptance=base_acceptance,
+            policies=dict(data.get("policies", {})),
         )
     except KeyError as exc:
         raise ConfigError(f"Profile {path} lacks required key {exc.args[0]!r}") from exc

@@ -68,18 +68,7 @@ class SimServer:
             from workbench.errors import ConfigError
 
             raise ConfigError(f"--sim-time-scale must be > 0, got {self.time_scale}")
-        off_above = config.args.get("sim_spec_off_above")
-        policy = (lambda batch: batch <= off_above) if off_above is not None else None
-        self.engine = EngineCore(
-            cost=self.profile.cost_for(config.args),
-            acceptance=self.profile.acceptance,
-            spec=config.spec,
-            max_running_requests=config.max_running_requests,
-            chunked_prefill_size=config.args["chunked_prefill_size"],
-            decode_log_interval=config.args["decode_log_interval"],
-            rng=random.Random(config.args["sim_seed"]),
-            spec_policy=policy,
-        )
+        self.engine = EngineCore.from_config(config, rng=random.Random(config.args["sim_seed"]))
         tok_dir = config.args.get("tokenizer_path")
         self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
         self.chat_template = ChatTemplate(self.text.tokenizer_dir)
@@ -210,6 +199,8 @@ class SimServer:
             finish_reason=api_shapes.finish_reason_length(req.max_new_tokens) if done else None,
             weight_version=weight_version,
         )
+        if self.shape.retraction_key:  # SGLang's per-request retraction count (0 unless the KV pool ran out)
+            meta[self.shape.retraction_key] = req.retractions
         if done:
             spec = self.config.spec
             counts = api_shapes.SpecCounts(
@@ -324,8 +315,8 @@ class SimServer:
         return web.json_response(
             self.shape.server_info(
                 args=args,
-                max_total_num_tokens=self.profile.kv_capacity_tokens(args),
-                max_req_input_len=self.profile.kv_capacity_tokens(args) - 1,
+                max_total_num_tokens=self.config.kv_capacity_tokens or self.profile.kv_capacity_tokens(args),
+                max_req_input_len=(self.config.kv_capacity_tokens or self.profile.kv_capacity_tokens(args)) - 1,
                 startup_time=self.startup_time,
                 launch_command=self.config.launch_command,
                 last_gen_throughput=self.engine.last_gen_throughput,
@@ -351,6 +342,13 @@ class SimServer:
             "spec": spec.label(),
             "spec_v2": spec.spec_v2,
             "spec_off_above": self.config.args.get("sim_spec_off_above"),
+            "spec_policy": self.engine.spec_policy.describe() if self.engine.spec_policy is not None else None,
+            "current_spec_steps": self.engine.current_steps if spec.enabled else None,
+            "kv_capacity_tokens": self.engine.capacity,
+            "kv_used_tokens": self.engine.kv_used,
+            "token_usage": round(self.engine.token_usage, 4),
+            "total_retractions": self.engine.total_retractions,
+            "alloc_len_per_decode": self.engine.memory.alloc_len,
             "expected_accept_length": (
                 self.profile.acceptance.expected_accept_length(spec, samples=20000) if spec.enabled else None
             ),

@@ -16,9 +16,27 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.errors import ConfigError
 from workbench.sim._api_shapes import get_shape
+from workbench.sim._memory import MemoryRules, default_max_running_requests, memory_rules
+from workbench.sim._policies import (
+    SpecOffAbove,
+    SpecOffCost,
+    SpecPolicy,
+    adaptive_candidate_union,
+    adaptive_policy,
+    load_adaptive_config,
+)
 from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
-from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig, resolve_spec
+from workbench.sim._spec import (
+    ADAPTIVE_SINCE,
+    ALGORITHMS_BY_VERSION,
+    EAGLE_MAX_RUNNING_REQUESTS,
+    SpecConfig,
+    resolve_spec,
+    version_at_least,
+    version_key,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,15 +72,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--page-size", type=int, default=1)
     p.add_argument("--random-seed", type=int, default=None)
     p.add_argument("--weight-version", default="default")
-    p.add_argument(
+    p.add_argument(  # every emulated version's choices; resolve_spec checks the version's own
         "--speculative-algorithm", type=str.upper, default=None,
-        choices=["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"],
+        choices=sorted({a for algos in ALGORITHMS_BY_VERSION.values() for a in algos}),
     )
     p.add_argument("--speculative-draft-model-path", default=None)
     p.add_argument("--speculative-num-steps", type=int, default=None)
     p.add_argument("--speculative-eagle-topk", type=int, default=None)
     p.add_argument("--speculative-num-draft-tokens", type=int, default=None)
     p.add_argument("--speculative-token-map", default=None)
+    # --speculative-adaptive(-config): SGLang 0.5.11+ (srt/server_args.py); refused below for older versions
+    p.add_argument("--speculative-adaptive", action="store_true")
+    p.add_argument("--speculative-adaptive-config", default=None)
     sim = p.add_argument_group("simulator (not SGLang flags)")
     sim.add_argument("--sim-profile", default=DEFAULT_PROFILE, help="profile name or TOML path")
     sim.add_argument("--sim-time-scale", type=float, default=1.0,
@@ -91,6 +112,10 @@ class SimServerConfig:
         launch_command: the flags as given, joined by spaces (0.5.23's ``launch_command``).
         max_running_requests: effective cap (48 for the EAGLE family unless set).
         enable_spec_v2: value of ``SGLANG_ENABLE_SPEC_V2`` at start.
+        kv_capacity_tokens: the KV pool (``max_total_num_tokens``), None for unlimited.
+        memory: the KV-pool rules of the emulated version.
+        adaptive_config: the adaptive speculation config in effect, None when static.
+        off_cost: what a non-drafting iteration of a speculative server costs (the profile's).
     """
 
     args: dict[str, Any]
@@ -101,6 +126,24 @@ class SimServerConfig:
     enable_spec_v2: bool
     api_version: str = "0.5.9"
     launch_command: str = ""
+    kv_capacity_tokens: int | None = None
+    memory: MemoryRules | None = None
+    adaptive_config: dict[str, Any] | None = None
+    off_cost: SpecOffCost = dataclasses.field(default_factory=SpecOffCost)
+
+    def make_policy(self) -> SpecPolicy | None:
+        """A fresh speculation policy for one engine (policies keep state): adaptive, the
+        ``--sim-spec-off-above`` stand-in, or None (static)."""
+        if not self.spec.enabled:
+            return None
+        if self.adaptive_config is not None:
+            return adaptive_policy(self.sglang_version, self.spec.num_steps, self.adaptive_config,
+                                   cuda_graph_max_bs=self.profile.default_cuda_graph_max_bs
+                                   if self.args.get("cuda_graph_max_bs") is None else int(self.args["cuda_graph_max_bs"]))
+        off_above = self.args.get("sim_spec_off_above")
+        if off_above is not None:
+            return SpecOffAbove(int(off_above), self.spec.num_steps)
+        return None
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -127,31 +170,95 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     args = vars(ns)
     profile = load_profile(args["sim_profile"])
     version = args["sim_sglang_version"] or profile.sglang_version
-    api_version = get_shape(args["sim_api_version"] or version).version
-    v2 = _env_flag(env.get("SGLANG_ENABLE_SPEC_V2"))
+    api_version = get_shape(args["sim_api_version"] or _api_shape_for(version)).version
+    raw_v2 = env.get("SGLANG_ENABLE_SPEC_V2")
+    adaptive = _adaptive_config(args, version)
+    if adaptive is not None and not _adaptive_supported(args["speculative_algorithm"], args["speculative_eagle_topk"]):
+        adaptive = None  # SGLang warns and falls back to static settings
+        args["speculative_adaptive"] = False
     spec = resolve_spec(
         algorithm=args["speculative_algorithm"],
         num_steps=args["speculative_num_steps"],
         topk=args["speculative_eagle_topk"],
         num_draft_tokens=args["speculative_num_draft_tokens"],
-        enable_spec_v2=v2,
+        enable_spec_v2=None if raw_v2 is None else _env_flag(raw_v2),
         sglang_version=version,
+        adaptive_steps=adaptive_candidate_union(adaptive, version) if adaptive is not None else None,
     )
+    v2 = spec.spec_v2 if spec.enabled else _env_flag(raw_v2)
+    if adaptive is not None and not _adaptive_supported(spec.algorithm, spec.topk):
+        adaptive = None  # SGLang warns and falls back to static settings
+        args["speculative_adaptive"] = False
     if spec.enabled:
         args["speculative_num_steps"] = spec.num_steps
         args["speculative_eagle_topk"] = spec.topk
         args["speculative_num_draft_tokens"] = spec.num_draft_tokens
         if not spec.spec_v2:
             args["disable_overlap_schedule"] = True  # spec v1 runs without overlap
-    mrr = args["max_running_requests"]
-    if mrr is None:
-        mrr = EAGLE_MAX_RUNNING_REQUESTS if spec.enabled else 4096
-    args["max_running_requests"] = mrr
     if args["tp_size"] is None:
         args["tp_size"] = profile.default_tp_size
+    capacity = None
     if profile.physics is not None:
         profile.deployment(args)  # the flags must fit the profile's host (e.g. --tp-size <= its GPUs)
+        capacity = profile.kv_capacity_tokens(args, sglang_version=version)
+        if args["max_total_tokens"] is not None:
+            capacity = min(capacity, int(args["max_total_tokens"]))  # ModelRunner.init_memory_pool
+        if capacity <= 0:
+            raise ConfigError(f"Not enough memory for the KV cache on profile {profile.name} (SGLang: 'Not enough "
+                              f"memory. Please try to increase --mem-fraction-static'); current value: "
+                              f"{args['mem_fraction_static'] or 'the profile default'}")
+    mrr = args["max_running_requests"]
+    if mrr is None:
+        if spec.enabled:
+            mrr = EAGLE_MAX_RUNNING_REQUESTS
+        else:
+            mrr = default_max_running_requests(capacity, args["context_length"] or 131072)
+    args["max_running_requests"] = mrr
+    max_draft = None
+    if adaptive is not None:
+        candidates = adaptive_candidate_union(adaptive, version)
+        max_draft = max(candidates) + 1 if candidates else None
+    memory = memory_rules(spec, version, capacity, page_size=int(args["page_size"]), max_num_draft_tokens=max_draft)
     return SimServerConfig(
         args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2,
-        api_version=api_version, launch_command=" ".join(argv),
+        api_version=api_version, launch_command=" ".join(argv), kv_capacity_tokens=capacity, memory=memory,
+        adaptive_config=adaptive, off_cost=SpecOffCost.from_table(profile.policies),
     )
+
+
+def _api_shape_for(version: str) -> str:
+    """The HTTP shapes a flag-rule version speaks by default: its own, else the latest emulated shape
+    before it (0.5.16 speaks 0.5.12's; pass ``--sim-api-version`` to choose)."""
+    from workbench.sim._api_shapes import EMULATED_VERSIONS
+
+    if version in EMULATED_VERSIONS or version not in ALGORITHMS_BY_VERSION:
+        return version
+    older = [v for v in EMULATED_VERSIONS if version_key(v) <= version_key(version)]
+    return max(older, key=version_key) if older else version
+
+
+def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | None:
+    """The adaptive config when ``--speculative-adaptive`` is on, else None.
+
+    Raises:
+        ConfigError: the flags on an SGLang version without them, or a bad config file.
+    """
+    if not args["speculative_adaptive"]:
+        if args["speculative_adaptive_config"] is not None and not version_at_least(version, ADAPTIVE_SINCE):
+            raise ConfigError(_no_adaptive(version, "--speculative-adaptive-config"))
+        return None
+    if not version_at_least(version, ADAPTIVE_SINCE):
+        raise ConfigError(_no_adaptive(version, "--speculative-adaptive"))
+    return load_adaptive_config(args["speculative_adaptive_config"], version)
+
+
+def _no_adaptive(version: str, flag: str) -> str:
+    return (f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in 0.5.11; the "
+            f"simulator emulates it from {ADAPTIVE_SINCE}); run with --sim-sglang-version {ADAPTIVE_SINCE} or later "
+            f"(emulated: {', '.join(ALGORITHMS_BY_VERSION)}), or use a profile of such a version")
+
+
+def _adaptive_supported(algorithm: str | None, topk: int | None) -> bool:
+    """``adaptive_unsupported_reason`` (0.5.12 ``srt/speculative/adaptive_spec_params.py``): EAGLE or EAGLE3
+    (NEXTN is EAGLE), topk 1 (0.5.16: or unset)."""
+    return algorithm in ("EAGLE", "EAGLE3", "NEXTN") and topk in (None, 1)

@@ -6,6 +6,17 @@ release wheel): topk or draft tokens given without num_steps is an error; with
 topk 1 the draft-token count is forced to num_steps + 1; the EAGLE family caps max
 running requests at 48 unless set; spec v2 (overlap scheduler) is
 switched on by ``SGLANG_ENABLE_SPEC_V2`` and, in 0.5.9, refuses an explicit topk > 1.
+
+Later versions (read from the 0.5.12 and 0.5.16 wheels):
+
+- 0.5.12 (``srt/server_args.py``): ``SGLANG_ENABLE_SPEC_V2`` defaults to true; an explicit
+  topk > 1 (or the variable set to 0) quietly falls back to spec v1 with overlap off.
+  ``--speculative-adaptive`` needs EAGLE/EAGLE3 and topk 1, else SGLang warns and runs static
+  settings (``adaptive_unsupported_reason`` in ``srt/speculative/adaptive_spec_params.py``).
+- 0.5.16 and 0.5.23 (``srt/arg_groups/speculative_hook.py``): spec v2 always runs (the
+  variable is gone); under ``--speculative-adaptive`` topk defaults to 1, num_steps to the
+  middle of the union of the tiers' candidate steps, a num_steps outside that union is an
+  error, and num_draft_tokens is num_steps + 1 (``_init_adaptive_speculative_params``).
 """
 
 from __future__ import annotations
@@ -17,10 +28,34 @@ from workbench.errors import ConfigError
 
 Algorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 
-#: Algorithms each emulated SGLang version accepts for --speculative-algorithm.
+#: Algorithms each emulated SGLang version accepts for --speculative-algorithm (../shared/sglang-facts.md
+#: section 4: argparse choices in 0.5.9; a free string checked against the registry from 0.5.12).
 ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
     "0.5.9": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
+    "0.5.12": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH"),
+    "0.5.16": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK"),
+    "0.5.23": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO"),
 }
+
+#: First version with ``--speculative-adaptive`` that the simulator emulates (the flag is in 0.5.11's
+#: source, where only spec v1 runs it; 0.5.12 is the first emulated release that has it).
+ADAPTIVE_SINCE = "0.5.12"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``"0.5.12"`` -> ``(0, 5, 12)`` (suffixes such as ``.post5`` or ``rc0`` are dropped)."""
+    out = []
+    for part in version.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def version_at_least(version: str, reference: str) -> bool:
+    """True when ``version`` is ``reference`` or later."""
+    return version_key(version) >= version_key(reference)
 
 #: max_running_requests default for the EAGLE family (SGLang 0.5.9 ``srt/server_args.py``).
 EAGLE_MAX_RUNNING_REQUESTS = 48
@@ -77,16 +112,20 @@ def resolve_spec(
     num_steps: int | None,
     topk: int | None,
     num_draft_tokens: int | None,
-    enable_spec_v2: bool,
+    enable_spec_v2: bool | None,
     sglang_version: str = "0.5.9",
+    adaptive_steps: list[int] | None = None,
 ) -> SpecConfig:
     """Resolve speculative flags the way the emulated SGLang version does.
 
     Args:
         algorithm: ``--speculative-algorithm`` (any case) or None.
         num_steps, topk, num_draft_tokens: the flags as given (None when omitted).
-        enable_spec_v2: value of ``SGLANG_ENABLE_SPEC_V2``.
-        sglang_version: emulated version (only ``"0.5.9"`` so far).
+        enable_spec_v2: value of ``SGLANG_ENABLE_SPEC_V2`` (None: unset, the version's default:
+            off in 0.5.9, on in 0.5.12, always on from 0.5.16).
+        sglang_version: emulated version (a key of :data:`ALGORITHMS_BY_VERSION`).
+        adaptive_steps: under ``--speculative-adaptive`` from 0.5.16, the union of the tiers'
+            candidate steps (num_steps defaults to its middle and must be one of them).
 
     Returns:
         The resolved :class:`SpecConfig`.
@@ -114,11 +153,29 @@ def resolve_spec(
             "--speculative-eagle-topk or --speculative-num-draft-tokens given without "
             "--speculative-num-steps: SGLang asserts here; pass all three explicitly"
         )
-    if enable_spec_v2 and topk is not None and topk > 1:
+    if adaptive_steps is not None and version_at_least(sglang_version, "0.5.16"):
+        # 0.5.16 _init_adaptive_speculative_params (srt/arg_groups/speculative_hook.py)
+        topk = 1 if topk is None else topk
+        if num_steps is None:
+            num_steps = adaptive_steps[len(adaptive_steps) // 2]
+        if num_steps not in adaptive_steps:
+            raise ConfigError(f"--speculative-num-steps={num_steps} is not in the adaptive config candidate_steps "
+                              f"{adaptive_steps} (SGLang {sglang_version}); pass one of those values")
+        num_draft_tokens = num_steps + 1
+    v2_default = version_at_least(sglang_version, "0.5.12")
+    if version_at_least(sglang_version, "0.5.16"):
+        enable_spec_v2 = True  # the variable is gone; V1 was deleted (PR #25464)
+    elif enable_spec_v2 is None:
+        enable_spec_v2 = v2_default
+    if enable_spec_v2 and topk is not None and topk > 1 and not v2_default:
         raise ConfigError(
             "Spec v2 currently only supports topk = 1 (SGLang 0.5.9 with SGLANG_ENABLE_SPEC_V2=1); "
             "use --speculative-eagle-topk 1 or unset SGLANG_ENABLE_SPEC_V2"
         )
+    if enable_spec_v2 and topk is not None and topk > 1 and not version_at_least(sglang_version, "0.5.16"):
+        enable_spec_v2 = False  # 0.5.12: an explicit topk > 1 quietly falls back to v1, overlap off
+    if algo == "NGRAM" and not version_at_least(sglang_version, "0.5.16"):
+        enable_spec_v2 = False  # spec v2 covers EAGLE, EAGLE3 and STANDALONE up to 0.5.12
     if num_steps is None:
         # 0.5.9 auto_choose_speculative_params for architectures other than Llama/Grok;
         # the Llama-family default (5, 4, 8) applies to the profiles shipped here.
@@ -128,7 +185,7 @@ def resolve_spec(
         num_draft_tokens = num_steps + 1
     elif num_draft_tokens is None:
         num_draft_tokens = num_steps * topk + 1
-    if num_steps < 1 or topk < 1 or num_draft_tokens < 2:
+    if num_steps < 0 or topk < 1 or num_draft_tokens < 1 or (num_steps < 1 and adaptive_steps is None):
         raise ConfigError(
             f"speculative settings must be positive: num_steps={num_steps}, topk={topk}, "
             f"num_draft_tokens={num_draft_tokens}"
