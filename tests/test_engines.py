@@ -67,8 +67,10 @@ def test_sim_launch_command_and_defaults() -> None:
     argv = SIM.launch_argv(v, python="py", port=31000, options={"time-scale": 4, "seed": None})
     assert argv[:3] == ["py", "-m", "workbench.sim"]
     assert argv[3:3 + len(v.server_flags())] == v.server_flags()
+    assert v.sglang_version is None  # its base names the release; no target version to pass on
     assert argv[-8:] == ["--host", "127.0.0.1", "--port", "31000", "--sim-spec-off-above", "8",
                          "--sim-time-scale", "4"]  # the variant's sim_policy, then the options; None left out
+    assert SIM.launch_argv(load_variant("eagle3-topk4"), python="py", port=1)[-2:] == ["--sim-sglang-version", "0.5.9"]
     assert SIM.launch_argv(v, python="py", port=1, options={"spec-off-above": 2})[-2:] == ["--sim-spec-off-above",
                                                                                              "2"]
     assert SIM.time_scale(None) == DEFAULT_SIM_TIME_SCALE == 2.0 and SIM.time_scale(4) == 4.0
@@ -146,3 +148,17 @@ def test_server_info_says_which_engine_served() -> None:
     assert server_info_engine({"version": "0.5.9", "internal_states": [{}]}) is SGLANG
     assert server_info_engine(None) is None
     assert SIM.version_meaning != SGLANG.version_meaning
+
+
+def test_a_variant_for_a_later_release_runs_on_the_simulator_under_its_rules() -> None:
+    from workbench.sim._server_args import parse_server_args, rules_version_for
+
+    v = load_variant("adaptive")  # written for 0.5.12: --speculative-adaptive is not a 0.5.9 flag
+    argv = SIM.launch_argv(v, python="py", port=1)
+    config = parse_server_args(argv[3:argv.index("--host")] + argv[argv.index("--sim-sglang-version"):])
+    assert config.sglang_version == "0.5.12" and config.args["speculative_adaptive"]
+    assert rules_version_for("0.5.14") == "0.5.12" and rules_version_for("0.5.23") == "0.5.23"
+    with pytest.raises(ConfigError, match="older than every version the simulator emulates"):
+        rules_version_for("0.4.6")
+    with pytest.raises(ConfigError, match="is not an SGLang version"):
+        rules_version_for("latest")

@@ -59,11 +59,15 @@ class SimEngine:
     ) -> list[str]:
         """``<python> -m workbench.sim <flags> --host H --port P --sim-<option> <value> ...``.
 
-        The variant's own ``--sim-*`` options (its ``sim_policy``) come first; ``options``
-        adds to them and wins where both name the same option. None values are left out.
+        The variant's target release (``sglang_version``) becomes ``--sim-sglang-version``, so the
+        simulator applies that release's flag rules (the nearest emulated ones at or below it: an
+        adaptive variant written for 0.5.12 runs); then the variant's own ``--sim-*`` options (its
+        ``sim_policy``); ``options`` adds to them and wins where both name the same option. None
+        values are left out.
         """
         argv = variant_argv(variant, self.launch_module, python=python, port=port, listen_host=listen_host)
-        for key, value in {**variant.sim_options(), **(options or {})}.items():
+        target = {"sglang-version": variant.sglang_version} if variant.sglang_version else {}
+        for key, value in {**target, **variant.sim_options(), **(options or {})}.items():
             if value is not None:
                 argv += [f"--sim-{key}", str(value)]
         return argv

@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="simulated seconds per wall-clock second (1 = real time)")
     sim.add_argument("--sim-seed", type=int, default=0, help="seed of the acceptance sampling")
     sim.add_argument("--sim-sglang-version", default=None,
-                     help="SGLang version whose flag rules (speculative defaults) to apply (default: the profile's)")
+                     help="SGLang version the variant targets: the flag rules (speculative defaults) of the "
+                          "latest emulated version at or below it apply (default: the profile's)")
     sim.add_argument("--sim-api-version", default=None,
                      help="SGLang version whose HTTP shapes to emulate: 0.4.6.post5 (alias 0.4), 0.5.4, 0.5.9, "
                           "0.5.12 or 0.5.23 (default: --sim-sglang-version, else the profile's)")
@@ -169,7 +170,7 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     ns = build_parser().parse_args(list(argv))
     args = vars(ns)
     profile = load_profile(args["sim_profile"])
-    version = args["sim_sglang_version"] or profile.sglang_version
+    version = rules_version_for(args["sim_sglang_version"]) if args["sim_sglang_version"] else profile.sglang_version
     api_version = get_shape(args["sim_api_version"] or _api_shape_for(version)).version
     raw_v2 = env.get("SGLANG_ENABLE_SPEC_V2")
     adaptive = _adaptive_config(args, version)
@@ -224,6 +225,28 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
         api_version=api_version, launch_command=" ".join(argv), kv_capacity_tokens=capacity, memory=memory,
         adaptive_config=adaptive, off_cost=SpecOffCost.from_table(profile.policies),
     )
+
+
+def rules_version_for(version: str) -> str:
+    """The emulated flag-rule version that stands for SGLang ``version``: itself when emulated, else the
+    latest emulated version before it (0.5.14 -> 0.5.12), so a variant written for any release from the
+    oldest emulated one on runs under the nearest rules; ``/server_info`` reports which
+    (``simulation.emulated_sglang_version``).
+
+    Raises:
+        ConfigError: ``version`` is not a version, or is older than every emulated one.
+    """
+    if version in ALGORITHMS_BY_VERSION:
+        return version
+    key = version_key(version)
+    if not key:
+        raise ConfigError(f"--sim-sglang-version {version!r} is not an SGLang version such as 0.5.12")
+    older = [v for v in ALGORITHMS_BY_VERSION if version_key(v) <= key]
+    if not older:
+        raise ConfigError(f"SGLang {version} is older than every version the simulator emulates "
+                          f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=version_key))}); pass one of those "
+                          "with --sim-sglang-version")
+    return max(older, key=version_key)
 
 
 def _api_shape_for(version: str) -> str:
