@@ -106,19 +106,22 @@ def variant_configuration(profile: SimProfile, variant: str | Path, *, name: str
 
 
 def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_steps: int, num_draft_tokens: int,
-                  spec_v2: bool = False, spec_off_above: int | None = None, name: str | None = None) -> Configuration:
+                  spec_v2: bool = False, spec_off_above: int | None = None, max_running_requests: int | None = None,
+                  name: str | None = None) -> Configuration:
     """A speculative configuration: the template variant's flags with these speculative settings.
 
     The settings go through the same parsing and SGLang 0.5.9 rules as a launched server
     (:func:`~workbench.sim._spec.resolve_spec`: topk 1 forces ``num_draft_tokens = num_steps + 1``,
-    spec v2 refuses topk > 1, ...) and :func:`check_draft_budget`.
+    spec v2 refuses topk > 1, ...) and :func:`check_draft_budget`. ``spec_off_above`` adds the
+    stand-in policy ``--sim-spec-off-above``; ``max_running_requests`` replaces the template's
+    ``--max-running-requests`` (the EAGLE family's default cap is 48).
 
     Raises:
         ConfigError: a combination SGLang 0.5.9 refuses or cannot run; the message says why.
     """
     _, argv, env = _variant_argv(template)
     drop = {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
-            "--sim-spec-off-above"}
+            "--sim-spec-off-above", *(["--max-running-requests"] if max_running_requests is not None else [])}
     kept: list[str] = []
     skip = False
     for token in argv:
@@ -135,6 +138,8 @@ def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_s
              "--speculative-num-draft-tokens", str(num_draft_tokens)]
     if spec_off_above is not None:
         kept += ["--sim-spec-off-above", str(spec_off_above)]
+    if max_running_requests is not None:
+        kept += ["--max-running-requests", str(max_running_requests)]
     env = {k: v for k, v in env.items() if k != "SGLANG_ENABLE_SPEC_V2"}
     if spec_v2:
         env["SGLANG_ENABLE_SPEC_V2"] = "1"
