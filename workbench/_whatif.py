@@ -367,8 +367,10 @@ class WhatIf:
         return out
 
     def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
-        """Write every chart as PNG and SVG into ``out_dir``; one row per chart with the file names."""
-        out = Path(out_dir)
+        """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
+        from workbench import paths
+
+        out = paths.resolve(out_dir)
         rows = []
         for stem, chart in self.charts().items():
             paths = charts.save_chart(chart, out, f"what_if_{stem}")

@@ -130,7 +130,8 @@ def policy_chart(policies: pd.DataFrame, *, title: str, y_title: str, subtitle: 
         .encode(
             x=_x(),
             y=alt.Y("output_throughput_tok_s:Q", title=y_title),
-            color=alt.Color("policy:N", title="Policy", sort=order, scale=alt.Scale(scheme="tableau10")),
+            color=alt.Color("policy:N", title="Policy", sort=order, scale=alt.Scale(scheme="tableau10"),
+                            legend=alt.Legend(labelLimit=420, orient="bottom", direction="vertical")),
             strokeDash=alt.StrokeDash("policy:N", sort=order, legend=None),
             tooltip=["policy", "concurrency", alt.Tooltip("output_throughput_tok_s:Q", format=".1f")],
         )
