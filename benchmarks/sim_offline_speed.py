@@ -2,68 +2,111 @@
 
 Runs the report's default workload (the shipped prompts, 256 output tokens, ``max(16, 2c)``
 requests per level) for the seed variants ``baseline`` and ``eagle3-topk4`` at levels
-1, 2, 4, ..., 64, on the virtual clock, ``--repeat`` times, and prints points per second
-(the median run) plus where the time goes: the engine core alone, and the summary of each
-level (``--summary pandas`` uses the benchmark's ``summarize_level``, the path calibration
-used before; ``fast`` the pure-Python figures calibration uses now, when present).
+1, 2, 4, ..., 64 on the virtual clock and prints points per second, wall clock and CPU time
+(the machine is shared: CPU time is what one core spends), median of ``--repeat`` runs:
+
+- ``predict``: ``workbench.sim._predict.predict`` end to end, what ``workbench sim predict``
+  and the what-if notebook call: configurations parsed from the variants' flags (cached per
+  process after the first run), the closed loop recording first and last tokens only, the
+  level summary and the step breakdown included;
+- ``engine``: the engine core alone under the same client (no summary, nothing else), for
+  scale: what is left when everything on the client's side is free;
+- ``reference``: the client loop of the offline mode at git revision ``--ref`` (default: the
+  commit before the prediction work, ``bbeb237``), read from git and run in this same process,
+  with the calibration's pure-Python ``level_figures`` summary: "before", side by side.
+
+Interleaved, so the three see the same load; compare their ratios.
 
 Usage::
 
-    .venv/bin/python benchmarks/sim_offline_speed.py [--repeat 3] [--summary pandas|fast]
+    .venv/bin/python benchmarks/sim_offline_speed.py [--repeat 5] [--ref bbeb237] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
+import random
 import statistics
+import subprocess
 import sys
 import time
+import types
+from pathlib import Path
 
-from workbench.bench._prompts import load_prompts
-from workbench.bench import default_requests_per_level
+from workbench.bench import default_requests_per_level, prompt_schedule
 from workbench.sim import _calibrate as calibrate
+from workbench.sim import _predict as predict_mod
+from workbench.sim._engine import EngineCore
 from workbench.sim._profiles import load_profile
-from workbench.sim._spec import SpecConfig
-from workbench.sim._text import TextModel
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
+VARIANTS = ("baseline", "eagle3-topk4")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _reference_module(ref: str) -> types.ModuleType:
+    """``workbench/sim/_offline.py`` as it was at ``ref``, loaded as a module."""
+    text = subprocess.run(["git", "show", f"{ref}:workbench/sim/_offline.py"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout
+    module = types.ModuleType(f"_offline_at_{ref}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(text, f"{ref}:workbench/sim/_offline.py", "exec"), module.__dict__)
+    return module
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--summary", choices=("pandas", "fast"), default="pandas")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ref", default="bbeb237", help="git revision of the reference client loop")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of one predict run")
     args = parser.parse_args()
     profile = load_profile("seed-pcie-8gpu")
-    text = TextModel()
-    lengths = [text.count_tokens(p.text) for p in load_prompts()]
-    specs = {"baseline": SpecConfig(), "eagle3-topk4": calibrate.seed_eagle3_spec()}
-    extra = {}
-    if hasattr(calibrate, "variant_cost"):  # after the roofline: the variant's flags build the cost
-        extra = {name: {"cost": calibrate.variant_cost(profile, name)} for name in specs}
-    walls, engine_walls = [], []
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        engine_s = 0.0
-        for name, spec in specs.items():
+    plan = predict_mod.prediction_plan(profile, levels=LEVELS, max_new_tokens=256, seed=0)
+    configs = [predict_mod.variant_configuration(profile, v) for v in VARIANTS]
+    reference = _reference_module(args.ref)
+
+    def run_predict() -> None:
+        predict_mod.predict(profile, list(VARIANTS), levels=LEVELS, max_new_tokens=256, seed=0)
+
+    def run_engine() -> None:
+        for cfg in configs:
             for c in LEVELS:
-                e0 = time.perf_counter()
-                rows = calibrate.offline_level(profile, spec, concurrency=c, prompt_lengths=lengths,
-                                               max_new_tokens=256, num_requests=default_requests_per_level(c),
-                                               **extra.get(name, {}))
-                engine_s += time.perf_counter() - e0
-                if args.summary == "fast":
-                    calibrate.level_figures(rows)
-                else:
-                    calibrate.level_stats(rows)
-        walls.append(time.perf_counter() - t0)
-        engine_walls.append(engine_s)
-    points = len(specs) * len(LEVELS)
-    wall = statistics.median(walls)
-    engine = statistics.median(engine_walls)
-    print(f"{points} points in {wall:.3f} s (median of {args.repeat}): {points / wall:.1f} points/s; "
-          f"engine core {engine:.3f} s ({points / engine:.1f} points/s), summaries ({args.summary}) "
-          f"{wall - engine:.3f} s")
+                predict_mod.simulate_level(profile, cfg, plan, c)
+
+    def run_reference() -> None:
+        for cfg in configs:
+            cost = profile.cost_for(cfg.args)
+            for c in LEVELS:
+                engine = EngineCore(cost=cost, acceptance=profile.acceptance, spec=cfg.spec,
+                                    max_running_requests=cfg.max_running_requests, rng=random.Random(c))
+                order = prompt_schedule(list(plan.prompt_lengths), default_requests_per_level(c), rng=random.Random(0))
+                calibrate.level_figures(reference.run_closed_loop(engine, prompt_tokens=order, concurrency=c,
+                                                                  max_new_tokens=256))
+
+    runs = {"predict": run_predict, "engine": run_engine, "reference": run_reference}
+    run_predict()  # the first call parses the variants and counts the prompts' tokens once
+    points = len(VARIANTS) * len(LEVELS)
+    wall: dict[str, list[float]] = {k: [] for k in runs}
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(args.repeat):
+        for name, fn in runs.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - w0)
+            cpu[name].append(time.process_time() - c0)
+    print(f"{points} points per run, median of {args.repeat} interleaved runs "
+          f"(simulate_closed_loop vs {args.ref}'s run_closed_loop)")
+    print(f"{'':10s} {'points/s wall':>14s} {'points/s CPU':>13s} {'vs reference (CPU)':>19s}")
+    ref_cpu = statistics.median(cpu["reference"])
+    for name in runs:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"{name:10s} {points / w:14.1f} {points / c:13.1f} {ref_cpu / c:19.2f}x")
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.runcall(run_predict)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
     return 0
 
 

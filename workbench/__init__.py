@@ -42,6 +42,8 @@ _NAMES = {
     "Study": "_study",
     "summary_table": "source",
     "variants_html": "variants",
+    "what_if": "_whatif",
+    "WhatIf": "_whatif",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -5,11 +5,16 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "accept_length_chart": "_tradeoff",
+    "breakdown_chart": "_whatif",
     "chart_mimebundle": "_render",
+    "crossover_chart": "_whatif",
     "enable_offline_renderer": "_render",
+    "envelope_chart": "_whatif",
     "per_request_chart": "_tradeoff",
+    "policy_chart": "_whatif",
     "provenance_subtitle": "_tradeoff",
     "ratio_chart": "_tradeoff",
+    "ratio_heatmap": "_whatif",
     "RENDERER_NAME": "_render",
     "save_chart": "_render",
     "throughput_chart": "_tradeoff",

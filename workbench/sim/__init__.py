@@ -4,10 +4,19 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "configuration": "_predict",
+    "Configuration": "_predict",
+    "grid_configurations": "_predict",
+    "GridPoint": "_predict",
     "list_profiles": "_profiles",
     "load_profile": "_profiles",
+    "predict": "_predict",
+    "profile_variants": "_predict",
+    "spec_grid": "_predict",
+    "STEP_PARTS": "_predict",
     "step_breakdown": "_calibrate",
     "StepBreakdown": "_roofline",
+    "variant_configuration": "_predict",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

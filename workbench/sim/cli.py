@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-sim_app = typer.Typer(help="The simulated SGLang engine: calibrate its profiles.", no_args_is_help=True)
+sim_app = typer.Typer(help="The simulated SGLang engine: calibrate its profiles, predict sweeps offline.",
+                      no_args_is_help=True)
 
 
 def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
@@ -69,3 +70,76 @@ def calibrate_command(
     if write:
         cal.write_efficiency(prof.path, result.values)
         typer.echo(f"wrote {', '.join(result.terms)} to {prof.path}")
+
+
+#: Columns of ``workbench sim predict``'s tables: (key, header, format).
+PREDICT_COLUMNS = [
+    ("concurrency", "c", "d"), ("output_throughput_tok_s", "output tok/s", ".1f"),
+    ("mean_per_request_tok_s", "per-request tok/s", ".1f"), ("mean_ttft_ms", "TTFT ms", ".0f"),
+    ("mean_tpot_ms", "TPOT ms", ".2f"), ("accept_length", "accept len", ".2f"),
+    ("step_batch", "step batch", "d"), ("step_total_ms", "step ms", ".2f"), ("step_weights_ms", "weights", ".2f"),
+    ("step_kv_ms", "KV", ".2f"), ("step_compute_ms", "compute", ".2f"), ("step_communication_ms", "comm", ".2f"),
+    ("step_draft_ms", "draft", ".2f"), ("step_overhead_ms", "overhead", ".2f"),
+]
+
+
+def _levels_option(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        levels = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise typer.BadParameter(f"--levels takes comma-separated integers such as 1,2,4; got {text!r}") from None
+    if not levels or min(levels) < 1:
+        raise typer.BadParameter(f"--levels needs concurrencies >= 1; got {text!r}")
+    return levels
+
+
+@sim_app.command("predict")
+def predict_command(
+    variants: Annotated[list[str], typer.Argument(help="variant names (data/variants/NAME.toml) or files")],
+    profile: Annotated[str, typer.Option("--profile", help="profile name (data/profiles/NAME.toml) or path")] = "seed-pcie-8gpu",
+    levels: Annotated[Optional[str], typer.Option("--levels", help="concurrency levels, e.g. 1,2,4 (default: the profile's)")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="requests per level (default: max(16, 2 x concurrency))")] = None,
+    max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", min=1, help="output tokens per request (default: the profile's)")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="prompt order and acceptance sampling (default: the profile's)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object: the settings and a row per (variant, level)")] = False,
+) -> None:
+    """Predict each variant's closed-loop sweep offline (virtual clock; a MODEL PREDICTION, not a measurement).
+
+    Per variant and level: output tok/s, per-request tok/s, TTFT, TPOT, accept length and the decode
+    step's time at the level's mean running batch, split into weights, KV, compute, communication,
+    draft and overhead (ms). ``--json`` keys are the stored level tables' column names.
+    """
+    import json
+    import math
+
+    from workbench.errors import ConfigError
+    from workbench.sim._predict import predict, prediction_plan
+    from workbench.sim._profiles import load_profile
+
+    try:
+        prof = load_profile(profile)
+        plan = prediction_plan(prof, levels=_levels_option(levels), requests_per_level=requests,
+                               max_new_tokens=max_new_tokens, seed=seed)
+        rows = predict(prof, variants, levels=plan.levels, requests_per_level=requests,
+                       max_new_tokens=plan.max_new_tokens, seed=plan.seed)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+        typer.echo(json.dumps({"profile": prof.name, "prediction": "offline", "simulated": True,
+                               "levels": list(plan.levels), "requests_per_level": requests,
+                               "max_new_tokens": plan.max_new_tokens, "seed": plan.seed, "rows": clean}, indent=1))
+        return
+    rule = f"{requests} requests" if requests else "max(16, 2c) requests"
+    typer.echo(f"MODEL PREDICTION (offline simulator, virtual clock; not a measurement): profile {prof.name}, "
+               f"{rule} per level, {plan.max_new_tokens} output tokens, seed {plan.seed}")
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        typer.echo(f"\n{name}")
+        table = [{k: ("-" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                 for r in rows if r["variant"] == name]
+        typer.echo(_table(table, PREDICT_COLUMNS))
+    typer.echo("\nstep: one decode iteration at the level's mean running batch (ms); draft: every draft forward; "
+               "overhead: exposed CPU and eager launches")

@@ -1,0 +1,45 @@
+"""``wb.what_if``: a small grid predicted end to end, its tables, policy and charts (labelled MODEL PREDICTION)."""
+
+from __future__ import annotations
+
+import pytest
+
+import workbench as wb
+
+
+@pytest.fixture(scope="module")
+def wi():
+    return wb.what_if("seed-pcie-8gpu", topk=(1, 4), num_steps=(1, 2), num_draft_tokens=(2, 8, 16),
+                      spec_v2=(False, True), levels=(1, 4, 16, 64), requests_per_level=8, max_new_tokens=32)
+
+
+def test_grid_and_levels(wi) -> None:
+    assert wi.baseline == "baseline" and wi.template == "eagle3-topk4"
+    statuses = dict(zip(wi.grid_table()["status"], wi.grid_table()["combinations"]))
+    assert statuses["refused"] > 0 and sum(statuses.values()) == 2 * 2 * 3 * 2
+    assert len(wi.levels) == 4 * (1 + len(wi.configurations))
+    assert set(wi.configurations) >= {"topk1-steps2-draft3-v2", "topk4-steps2-draft16-v1"}
+
+
+def test_crossovers_best_and_policy(wi) -> None:
+    xs = wi.crossover_table()
+    assert set(xs["variant"]) == set(wi.configurations)
+    assert set(xs["crossover_kind"]) <= {"interpolated", "at_level", "below_range", "none_in_range"}
+    best = wi.best_table()
+    assert list(best["concurrency"]) == [1, 4, 16, 64]
+    assert (best["gain_over_baseline"] >= 0).all()
+    pol = wi.policy()
+    assert pol["recommended"].sum() <= 1 and "adaptive tiers" in set(pol["policy"])
+    assert "MODEL PREDICTION" in wi.findings()
+
+
+def test_breakdown_and_charts_say_model_prediction(wi) -> None:
+    table = wi.breakdown_table()
+    assert (table["ms_per_output_token"] > 0).all()
+    charts = wi.charts()
+    assert set(charts) == {"throughput", "per_request", "ratio_heatmap", "crossover", "breakdown", "policy"}
+    for name, chart in charts.items():
+        spec = chart.to_dict()
+        title = spec.get("title") or next(layer.get("title") for layer in spec.get("layer", []) if layer.get("title"))
+        assert title["subtitle"][0].startswith("MODEL PREDICTION"), name
+        assert "seed-pcie-8gpu" in title["subtitle"][0], name

@@ -1,0 +1,378 @@
+"""What if: predicted sweeps of a grid of speculative settings against the baseline, on one profile.
+
+:func:`what_if` runs the simulator's offline mode (:func:`workbench.sim.predict`, the engine
+core on a virtual clock) for the baseline and every configuration of a (topk, num_steps,
+num_draft_tokens, spec v1/v2) grid that SGLang 0.5.9 accepts, and :class:`WhatIf` answers the
+questions of the investigation with :mod:`workbench.analysis` and :mod:`workbench.charts`:
+each configuration's crossover, the step-time breakdown that explains it, the best
+configuration per concurrency, and a recommended policy. Everything here is a MODEL
+PREDICTION of the simulated engine, and every table and chart says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from workbench import charts
+from workbench.analysis import best_policy, find_crossover
+from workbench.errors import ConfigError
+
+#: Within this fraction of the best configuration at every level, the simpler policy is recommended.
+POLICY_TOLERANCE = 0.02
+
+
+def what_if(
+    profile: str = "seed-pcie-8gpu",
+    *,
+    baseline: str | None = None,
+    template: str | None = None,
+    topk: Sequence[int] = (1, 2, 4, 8),
+    num_steps: Sequence[int] = (1, 2, 3, 4, 5),
+    num_draft_tokens: Sequence[int] = (2, 4, 8, 16, 32),
+    spec_v2: Sequence[bool] = (False, True),
+    levels: Sequence[int] | None = None,
+    requests_per_level: int | None = None,
+    max_new_tokens: int | None = None,
+    seed: int | None = None,
+) -> WhatIf:
+    """Predict the baseline and every valid grid configuration on a profile.
+
+    Args:
+        profile: simulator profile (``data/profiles/<name>.toml``).
+        baseline: the plain-decoding variant (default: the profile's calibrated one).
+        template: the speculative variant whose other flags (TP, draft model, ...) every grid
+            configuration keeps (default: the profile's calibrated one).
+        topk, num_steps, num_draft_tokens, spec_v2: the grid; each combination is resolved under
+            SGLang 0.5.9's rules, and those it refuses are listed in :attr:`WhatIf.grid`.
+        levels: concurrency levels (default: the profile's workload levels).
+        requests_per_level: requests per level (default ``max(16, 2 x concurrency)``).
+        max_new_tokens: output tokens per request (default: the profile's workload's).
+        seed: prompt order and acceptance sampling (default: the profile's workload's).
+
+    Raises:
+        ConfigError: unknown profile or variant, or a grid with no usable configuration.
+    """
+    from workbench.sim import grid_configurations, load_profile, predict, profile_variants, spec_grid
+
+    prof = load_profile(profile)
+    default_base, default_template = profile_variants(prof)
+    baseline, template = baseline or default_base, template or default_template
+    grid = spec_grid(topk=topk, num_steps=num_steps, num_draft_tokens=num_draft_tokens, spec_v2=spec_v2)
+    configs = grid_configurations(prof, template, grid)
+    if not configs:
+        raise ConfigError("the grid has no configuration SGLang 0.5.9 accepts; see spec_grid's refusals")
+    rows = predict(prof, [baseline, *configs], levels=levels, requests_per_level=requests_per_level,
+                   max_new_tokens=max_new_tokens, seed=seed)
+    return WhatIf(profile=prof.name, baseline=baseline, template=template, levels=pd.DataFrame(rows),
+                  grid=pd.DataFrame([dataclasses.asdict(p) for p in grid]),
+                  settings={"levels": levels, "requests_per_level": requests_per_level,
+                            "max_new_tokens": max_new_tokens, "seed": seed})
+
+
+@dataclasses.dataclass
+class WhatIf:
+    """Predicted sweeps of a baseline and a grid of speculative configurations (see :func:`what_if`).
+
+    Attributes:
+        profile: the profile's name.
+        baseline: the baseline variant's name.
+        template: the variant whose flags the grid configurations keep.
+        levels: one row per (configuration, concurrency): :func:`workbench.sim.predict`'s columns.
+        grid: one row per grid combination asked: settings, ``name``, ``status``, ``reason``.
+        settings: the workload options given (None: the profile's).
+    """
+
+    profile: str
+    baseline: str
+    template: str
+    levels: pd.DataFrame
+    grid: pd.DataFrame
+    settings: dict[str, Any]
+    _cache: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
+    # -- provenance -----------------------------------------------------------
+    @property
+    def subtitle_lines(self) -> list[str]:
+        """Chart subtitle: MODEL PREDICTION, the profile and the workload."""
+        first = self.levels.iloc[0]
+        reqs = self.settings.get("requests_per_level")
+        return [f"MODEL PREDICTION (simulator offline, virtual clock; not a measurement): profile {self.profile}",
+                f"{reqs or 'max(16, 2c)'} requests per level, {int(first['max_new_tokens'])} output tokens; "
+                f"grid on {self.template}'s flags, SGLang 0.5.9 rules"]
+
+    @property
+    def configurations(self) -> list[str]:
+        """The speculative configurations predicted, in grid order."""
+        return [v for v in dict.fromkeys(self.levels["variant"]) if v != self.baseline]
+
+    # -- tables -----------------------------------------------------------------
+    def grid_table(self) -> pd.DataFrame:
+        """How many grid combinations SGLang 0.5.9 takes as asked, adjusts, duplicates or refuses, with an example reason."""
+        out = self.grid.groupby("status").agg(combinations=("status", "size"), example=("reason", "first"))
+        return out.reset_index()
+
+    def ratios(self) -> pd.DataFrame:
+        """Each configuration's output-throughput and per-request ratios to the baseline, per level."""
+        if "ratios" not in self._cache:
+            base = self.levels[self.levels["variant"] == self.baseline].set_index("concurrency")
+            spec = self.levels[self.levels["variant"] != self.baseline]
+            out = spec[["variant", "topk", "num_steps", "num_draft_tokens", "spec_v2", "concurrency",
+                        "output_throughput_tok_s", "mean_per_request_tok_s"]].copy()
+            out["output_ratio"] = out["output_throughput_tok_s"] / out["concurrency"].map(base["output_throughput_tok_s"])
+            out["per_request_ratio"] = out["mean_per_request_tok_s"] / out["concurrency"].map(base["mean_per_request_tok_s"])
+            self._cache["ratios"] = out.reset_index(drop=True)
+        return self._cache["ratios"].copy()
+
+    def crossover_table(self) -> pd.DataFrame:
+        """One row per configuration: settings, ratio at the lowest level, and the crossover on each metric."""
+        if "crossovers" not in self._cache:
+            rows = []
+            for name, group in self.ratios().groupby("variant", sort=False):
+                group = group.sort_values("concurrency")
+                out_x = find_crossover(group["concurrency"], group["output_ratio"], metric="output_throughput_tok_s")
+                per_x = find_crossover(group["concurrency"], group["per_request_ratio"], metric="mean_per_request_tok_s")
+                first = group.iloc[0]
+                rows.append({"variant": name, "topk": int(first["topk"]), "num_steps": int(first["num_steps"]),
+                             "num_draft_tokens": int(first["num_draft_tokens"]), "spec_v2": bool(first["spec_v2"]),
+                             "ratio_at_lowest_level": first["output_ratio"], "best_ratio": group["output_ratio"].max(),
+                             "crossover_concurrency": out_x.concurrency, "crossover_kind": out_x.kind,
+                             "per_request_crossover_concurrency": per_x.concurrency,
+                             "per_request_crossover_kind": per_x.kind})
+            table = pd.DataFrame(rows)
+            table["_sort"] = table["crossover_concurrency"].fillna(-1.0)
+            self._cache["crossovers"] = table.sort_values(["_sort", "ratio_at_lowest_level"], ascending=False) \
+                .drop(columns="_sort").reset_index(drop=True)
+        return self._cache["crossovers"].copy()
+
+    def best_table(self) -> pd.DataFrame:
+        """The best configuration (baseline included) per concurrency, on output throughput and on per-request speed."""
+        out = best_policy(self.levels, metric="output_throughput_tok_s")
+        base = self.levels[self.levels["variant"] == self.baseline].set_index("concurrency")
+        out["baseline_output_tok_s"] = out["concurrency"].map(base["output_throughput_tok_s"])
+        out["gain_over_baseline"] = out["best_output_throughput_tok_s"] / out["baseline_output_tok_s"] - 1.0
+        per = best_policy(self.levels, metric="mean_per_request_tok_s").set_index("concurrency")
+        out["best_per_request_variant"] = out["concurrency"].map(per["best_variant"])
+        out["best_mean_per_request_tok_s"] = out["concurrency"].map(per["best_mean_per_request_tok_s"])
+        return out
+
+    def highlights(self, n: int = 4) -> list[str]:
+        """The configurations best at some level (output throughput), then the best at the lowest level, up to ``n``."""
+        best = [v for v in dict.fromkeys(self.best_table()["best_variant"]) if v != self.baseline]
+        ranked = list(self.crossover_table().sort_values("ratio_at_lowest_level", ascending=False)["variant"])
+        return list(dict.fromkeys([*best, *ranked]))[:n]
+
+    def breakdown_table(self, variants: Sequence[str] | None = None) -> pd.DataFrame:
+        """Decode-step time by part (ms) at each level's mean running batch, and per output token per request."""
+        from workbench.sim import STEP_PARTS
+
+        names = [self.baseline, *(variants if variants is not None else self.highlights())]
+        cols = ["variant", "concurrency", "step_batch", "step_tokens_per_request", "step_total_ms",
+                *(f"step_{p}_ms" for p in STEP_PARTS), "mean_decode_step_ms", "prefill_time_share"]
+        rows = self.levels[self.levels["variant"].isin(names)][cols].copy()
+        rows["ms_per_output_token"] = rows["step_total_ms"] / rows["step_tokens_per_request"]
+        rows["variant"] = pd.Categorical(rows["variant"], categories=names, ordered=True)
+        return rows.sort_values(["concurrency", "variant"]).reset_index(drop=True).round(3)
+
+    # -- policy -----------------------------------------------------------------
+    def _threshold_candidates(self) -> pd.DataFrame:
+        """Per configuration: the largest level up to which it beats the baseline at every level, and its score."""
+        ratios = self.ratios()
+        best = self.best_table().set_index("concurrency")["best_output_throughput_tok_s"]
+        base = self.levels[self.levels["variant"] == self.baseline].set_index("concurrency")["output_throughput_tok_s"]
+        rows = []
+        for name, group in ratios.groupby("variant", sort=False):
+            group = group.sort_values("concurrency")
+            threshold = None
+            for row in group.itertuples():
+                if row.output_ratio <= 1.0:
+                    break
+                threshold = int(row.concurrency)
+            if threshold is None:
+                continue
+            tput = [(r.output_throughput_tok_s if r.concurrency <= threshold else base[r.concurrency]) / best[r.concurrency]
+                    for r in group.itertuples()]
+            rows.append({"variant": name, "threshold": threshold,
+                         "score": math.exp(sum(math.log(x) for x in tput) / len(tput))})
+        return pd.DataFrame(rows, columns=["variant", "threshold", "score"])
+
+    def _threshold_policy(self) -> dict[str, Any] | None:
+        """The best (configuration, threshold) pair, simulated as one server (drafting off above the threshold)."""
+        if "threshold" in self._cache:
+            return self._cache["threshold"]
+        from workbench.sim import configuration, load_profile, predict
+
+        candidates = self._threshold_candidates()
+        if candidates.empty:
+            self._cache["threshold"] = None
+            return None
+        pick = candidates.sort_values("score", ascending=False).iloc[0]
+        row = self.levels[self.levels["variant"] == pick["variant"]].iloc[0]
+        top = int(self.levels["concurrency"].max())
+        prof = load_profile(self.profile)
+        cfg = configuration(prof, self.template, topk=int(row["topk"]), num_steps=int(row["num_steps"]),
+                            num_draft_tokens=int(row["num_draft_tokens"]), spec_v2=bool(row["spec_v2"]),
+                            spec_off_above=int(pick["threshold"]), max_running_requests=max(top, 48))
+        s = self.settings
+        levels = predict(prof, [cfg], levels=sorted(set(self.levels["concurrency"])),
+                         requests_per_level=s.get("requests_per_level"), max_new_tokens=s.get("max_new_tokens"),
+                         seed=s.get("seed"))
+        self._cache["threshold"] = {"variant": pick["variant"], "threshold": int(pick["threshold"]),
+                                    "name": cfg.name, "max_running_requests": cfg.max_running_requests,
+                                    "levels": pd.DataFrame(levels)}
+        return self._cache["threshold"]
+
+    def _tiers(self, variants: Sequence[str] | None = None) -> list[tuple[int, int, str]]:
+        """Contiguous level ranges with the same best configuration: (first level, last level, name)."""
+        levels = self.levels if variants is None else self.levels[self.levels["variant"].isin(
+            [self.baseline, *variants])]
+        best = best_policy(levels, metric="output_throughput_tok_s")
+        tiers: list[tuple[int, int, str]] = []
+        for row in best.itertuples():
+            if tiers and tiers[-1][2] == row.best_variant:
+                tiers[-1] = (tiers[-1][0], int(row.concurrency), row.best_variant)
+            else:
+                tiers.append((int(row.concurrency), int(row.concurrency), row.best_variant))
+        return tiers
+
+    def policy_levels(self) -> pd.DataFrame:
+        """Output throughput per level of the baseline, the best-per-level envelope (adaptive tiers),
+        the topk-1 tiers and the simulated threshold policy (``policy``, ``concurrency``, ``output_throughput_tok_s``)."""
+        base = self.levels[self.levels["variant"] == self.baseline]
+        frames = [base.assign(policy=f"baseline ({self.baseline})")]
+        best = self.best_table()
+        frames.append(pd.DataFrame({"policy": "best configuration per level (tiers)", "concurrency": best["concurrency"],
+                                    "output_throughput_tok_s": best["best_output_throughput_tok_s"]}))
+        threshold = self._threshold_policy()
+        if threshold is not None:
+            frames.append(threshold["levels"].assign(
+                policy=f"threshold: {threshold['variant']} up to {threshold['threshold']} running, baseline above"))
+        return pd.concat([f[["policy", "concurrency", "output_throughput_tok_s"]] for f in frames], ignore_index=True)
+
+    def policy(self) -> pd.DataFrame:
+        """The recommended policy, and the alternatives it was chosen over, one row each.
+
+        Columns: ``policy``, ``recommended``, ``settings`` (what to run), ``worst_shortfall``
+        (the largest fraction of the best configuration's predicted throughput it gives up at any
+        level) and ``note``. A threshold policy (one configuration, drafting off above a
+        running-request count: a patched scheduler such as ``eagle-spec-off-above.patch``, or
+        ``--sim-spec-off-above`` here) is recommended when it is within :data:`POLICY_TOLERANCE`
+        of the best configuration at every level; otherwise adaptive tiers.
+        """
+        best = self.best_table().set_index("concurrency")["best_output_throughput_tok_s"]
+        rows = []
+        threshold = self._threshold_policy()
+        if threshold is not None:
+            sim = threshold["levels"].set_index("concurrency")["output_throughput_tok_s"]
+            short = float((1.0 - sim / best).max())
+            rows.append({"policy": "threshold", "settings": f"{threshold['variant']} while at most "
+                         f"{threshold['threshold']} requests run, plain decoding above "
+                         f"(--max-running-requests {threshold['max_running_requests']})",
+                         "worst_shortfall": short, "note": "simulated as one server (drafting switched per iteration)"})
+        tiers = self._tiers()
+        rows.append({"policy": "adaptive tiers", "settings": "; ".join(
+            f"{a}-{b}: {v}" if a != b else f"{a}: {v}" for a, b, v in tiers), "worst_shortfall": 0.0,
+            "note": "the envelope of the grid (switching costs not modelled); needs a scheduler that changes settings "
+                    "with the batch size"})
+        topk1 = [v for v in self.configurations if v.startswith("topk1-")]
+        if topk1:
+            t1 = self._tiers(topk1)
+            env = best_policy(self.levels[self.levels["variant"].isin([self.baseline, *topk1])],
+                              metric="output_throughput_tok_s").set_index("concurrency")
+            rows.append({"policy": "adaptive tiers, topk 1", "settings": "; ".join(
+                f"{a}-{b}: {v}" if a != b else f"{a}: {v}" for a, b, v in t1),
+                "worst_shortfall": float((1.0 - env["best_output_throughput_tok_s"] / best).max()),
+                "note": "num_steps per batch-size tier at topk 1, what --speculative-adaptive (SGLang >= 0.5.11) "
+                        "varies; a baseline tier still needs the threshold patch"})
+        table = pd.DataFrame(rows)
+        pick = "threshold" if threshold is not None and rows[0]["worst_shortfall"] <= POLICY_TOLERANCE else "adaptive tiers"
+        if threshold is None and len(tiers) == 1 and tiers[0][2] == self.baseline:
+            pick = "none"
+        table.insert(1, "recommended", table["policy"] == pick)
+        return table
+
+    def findings(self) -> str:
+        """A short markdown summary: crossover range, best per concurrency, recommended policy."""
+        xs = self.crossover_table()
+        lines = [f"**{self.subtitle_lines[0]}.**", ""]
+        n = len(xs)
+        ahead = xs[xs["ratio_at_lowest_level"] > 1.0]
+        lo_level = int(self.levels["concurrency"].min())
+        lines.append(f"- {n} configurations predicted ({len(self.grid)} grid combinations asked; "
+                     f"{int((self.grid['status'] == 'refused').sum())} refused under SGLang 0.5.9's rules). "
+                     f"{len(ahead)} beat the baseline's output throughput at concurrency {lo_level}.")
+        crossed = xs.dropna(subset=["crossover_concurrency"])
+        if len(crossed):
+            lines.append(f"- Crossover concurrency (output throughput), where a configuration has one in range: "
+                         f"{crossed['crossover_concurrency'].min():.1f} to {crossed['crossover_concurrency'].max():.1f}; "
+                         f"the latest: {crossed.iloc[0]['variant']}.")
+        for kind, count in xs["crossover_kind"].value_counts().items():
+            if kind in ("below_range", "none_in_range"):
+                words = "behind the baseline at every level" if kind == "below_range" else "ahead at every level"
+                lines.append(f"- {count} configurations are {words}.")
+        best = self.best_table()
+        lines.append("- Best configuration per concurrency (output throughput): " + "; ".join(
+            f"{int(r.concurrency)}: {r.best_variant} ({r.gain_over_baseline:+.0%} vs baseline)" for r in best.itertuples())
+            + ".")
+        pol = self.policy()
+        rec = pol[pol["recommended"]]
+        if len(rec):
+            r = rec.iloc[0]
+            lines.append(f"- Recommended policy: **{r['policy']}**: {r['settings']} "
+                         f"(gives up at most {r['worst_shortfall']:.1%} of the best predicted throughput at any level).")
+        else:
+            lines.append("- Recommended policy: plain decoding (no configuration beats the baseline at any level).")
+        return "\n".join(lines)
+
+    # -- charts -----------------------------------------------------------------
+    def charts(self) -> dict[str, alt.TopLevelMixin]:
+        """Every chart, by file stem (data aggregated to a few hundred rows each)."""
+        if "charts" in self._cache:
+            return self._cache["charts"]
+        from workbench.sim import STEP_PARTS
+
+        sub = self.subtitle_lines
+        top = self.highlights()
+        out: dict[str, alt.TopLevelMixin] = {
+            "throughput": charts.envelope_chart(self.levels, metric="output_throughput_tok_s",
+                                                title="Predicted total output throughput", y_title="Output tok/s (all requests)",
+                                                baseline=self.baseline, highlight=top, subtitle=sub),
+            "per_request": charts.envelope_chart(self.levels, metric="mean_per_request_tok_s",
+                                                 title="Predicted per-request speed", y_title="Mean per-request tok/s",
+                                                 baseline=self.baseline, highlight=top, subtitle=sub),
+        }
+        order = list(self.crossover_table()["variant"])
+        ratios = self.ratios()[["variant", "concurrency", "output_ratio"]].rename(columns={"output_ratio": "ratio"})
+        ratios["variant"] = pd.Categorical(ratios["variant"], categories=order, ordered=True)
+        out["ratio_heatmap"] = charts.ratio_heatmap(ratios.sort_values("variant").astype({"variant": str}),
+                                                    metric_title="output throughput", subtitle=sub)
+        out["crossover"] = charts.crossover_chart(self.crossover_table(), subtitle=sub)
+        table = self.breakdown_table(top)
+        long = table.melt(id_vars=["variant", "concurrency", "step_tokens_per_request"],
+                          value_vars=[f"step_{p}_ms" for p in STEP_PARTS], var_name="part", value_name="ms")
+        long["part"] = long["part"].str.removeprefix("step_").str.removesuffix("_ms")
+        long["part_order"] = long["part"].map({p: i for i, p in enumerate(STEP_PARTS)})
+        long["ms_per_token"] = long["ms"] / long["step_tokens_per_request"]
+        long["variant"] = long["variant"].astype(str)
+        out["breakdown"] = charts.breakdown_chart(long.dropna(subset=["ms_per_token"]), subtitle=sub)
+        out["policy"] = charts.policy_chart(self.policy_levels(), title="Predicted output throughput of the policies",
+                                            y_title="Output tok/s (all requests)", subtitle=sub)
+        self._cache["charts"] = out
+        return out
+
+    def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
+        """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
+        from workbench import paths
+
+        out = paths.resolve(out_dir)
+        rows = []
+        for stem, chart in self.charts().items():
+            paths = charts.save_chart(chart, out, f"what_if_{stem}")
+            rows.append({"chart": stem, **{fmt: Path(p).name for fmt, p in paths.items()}, "folder": str(out)})
+        return pd.DataFrame(rows)

@@ -1,0 +1,497 @@
+"""Offline predictions: what a sweep of each server configuration would measure, in milliseconds.
+
+A *configuration* is what a server would be launched with: a shipped variant (its flags and
+environment parsed exactly as ``python -m workbench.sim`` parses them), or a point of a
+speculative grid (``topk``, ``num_steps``, ``num_draft_tokens``, spec v1 or v2) built on a
+template variant's flags and resolved under SGLang 0.5.9's rules (:func:`spec_grid`).
+:func:`predict` runs each configuration's closed-loop levels on the virtual clock
+(:mod:`workbench.sim._offline`, the engine core the HTTP server runs) and returns one row per
+(configuration, level) whose keys are the stored level tables' columns
+(:func:`workbench.bench.summarize_level`: ``output_throughput_tok_s``,
+``mean_per_request_tok_s``, ``mean_ttft_ms``, ``mean_tpot_ms``, ``accept_length``, ...), plus the
+decode step's time broken into its parts (``step_*_ms``) at the level's mean running batch.
+
+Speed: a configuration's cost model and a profile's workload are built once per process
+(cached by value); a level's summary is computed in pure Python (:func:`summarize_rows`,
+the bench's definitions, checked against ``summarize_level`` by
+``tests/test_sim_predict.py``), so a scan of hundreds of points takes seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+import random
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.sim._engine import EngineCore
+from workbench.sim._offline import ClosedLoopResult, simulate_closed_loop
+from workbench.sim._profiles import SimProfile, load_profile
+from workbench.sim._spec import SpecConfig, resolve_spec
+
+#: Statistics of a level summary and the percentile each takes (None: the mean); the bench's
+#: ``summarize_level`` definitions (numpy ``percentile``, linear interpolation).
+STATS: dict[str, float | None] = {"mean": None, "p50": 50.0, "p90": 90.0, "p99": 99.0}
+#: Per-request metrics a level summarises with :data:`STATS` (the bench's names).
+SUMMARIZED = ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
+#: The step-breakdown parts, in stacking order (``step_<part>_ms`` columns).
+STEP_PARTS = ("weights", "kv", "compute", "communication", "draft", "overhead")
+
+
+# -- configurations -------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Configuration:
+    """One server configuration to predict.
+
+    Attributes:
+        name: its label (a variant's name, or ``topk4-steps2-draft16-v1`` for a grid point).
+        spec: the resolved speculative settings.
+        args: the parsed flags (SGLang's ``ServerArgs`` names), which build the cost model.
+        max_running_requests: the scheduler's cap.
+        spec_off_above: no drafting while more than this many requests run (a stand-in
+            policy, ``--sim-spec-off-above``), or None.
+    """
+
+    name: str
+    spec: SpecConfig
+    args: dict[str, Any] = dataclasses.field(hash=False, compare=False)
+    max_running_requests: int = 4096
+    spec_off_above: int | None = None
+
+    def spec_policy(self) -> Callable[[int], bool] | None:
+        """The engine's per-iteration drafting switch, or None (always draft)."""
+        t = self.spec_off_above
+        return None if t is None else (lambda batch: batch <= t)
+
+    def describe(self) -> dict[str, Any]:
+        """The configuration's columns in a prediction row."""
+        s = self.spec
+        return {"variant": self.name, "speculative": s.enabled, "topk": s.topk if s.enabled else None,
+                "num_steps": s.num_steps if s.enabled else None,
+                "num_draft_tokens": s.num_draft_tokens if s.enabled else None,
+                "spec_v2": s.spec_v2 if s.enabled else None, "spec_off_above": self.spec_off_above,
+                "max_running_requests": self.max_running_requests}
+
+
+def _parsed(profile: SimProfile, argv: list[str], env: dict[str, str]):
+    from workbench.sim._server_args import parse_server_args
+
+    return parse_server_args([*argv, "--sim-profile", str(profile.path)], environ=env)
+
+
+def _variant_argv(name: str | Path) -> tuple[str, list[str], dict[str, str]]:
+    from workbench.variants import load_variant
+
+    v = load_variant(name)
+    argv = v.server_flags()
+    for option, value in v.sim_options().items():
+        argv += [f"--sim-{option}", str(value)]
+    return v.name, argv, {k: str(x) for k, x in v.env.items()}
+
+
+def variant_configuration(profile: SimProfile, variant: str | Path, *, name: str | None = None) -> Configuration:
+    """A shipped variant (name or file) on this profile, its flags parsed as the simulated server parses them.
+
+    Raises:
+        ConfigError: unknown variant, or flags the server would refuse.
+    """
+    vname, argv, env = _variant_argv(variant)
+    cfg = _parsed(profile, argv, env)
+    return Configuration(name or vname, cfg.spec, cfg.args, cfg.max_running_requests, cfg.args.get("sim_spec_off_above"))
+
+
+def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_steps: int, num_draft_tokens: int,
+                  spec_v2: bool = False, spec_off_above: int | None = None, max_running_requests: int | None = None,
+                  name: str | None = None) -> Configuration:
+    """A speculative configuration: the template variant's flags with these speculative settings.
+
+    The settings go through the same parsing and SGLang 0.5.9 rules as a launched server
+    (:func:`~workbench.sim._spec.resolve_spec`: topk 1 forces ``num_draft_tokens = num_steps + 1``,
+    spec v2 refuses topk > 1, ...) and :func:`check_draft_budget`. ``spec_off_above`` adds the
+    stand-in policy ``--sim-spec-off-above``; ``max_running_requests`` replaces the template's
+    ``--max-running-requests`` (the EAGLE family's default cap is 48).
+
+    Raises:
+        ConfigError: a combination SGLang 0.5.9 refuses or cannot run; the message says why.
+    """
+    _, argv, env = _variant_argv(template)
+    drop = {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+            "--sim-spec-off-above", *(["--max-running-requests"] if max_running_requests is not None else [])}
+    kept: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token in drop:
+            skip = True
+            continue
+        kept.append(token)
+    if "--speculative-algorithm" not in kept:
+        raise ConfigError(f"template variant {template!r} is not speculative; name one with --speculative-algorithm")
+    kept += ["--speculative-num-steps", str(num_steps), "--speculative-eagle-topk", str(topk),
+             "--speculative-num-draft-tokens", str(num_draft_tokens)]
+    if spec_off_above is not None:
+        kept += ["--sim-spec-off-above", str(spec_off_above)]
+    if max_running_requests is not None:
+        kept += ["--max-running-requests", str(max_running_requests)]
+    env = {k: v for k, v in env.items() if k != "SGLANG_ENABLE_SPEC_V2"}
+    if spec_v2:
+        env["SGLANG_ENABLE_SPEC_V2"] = "1"
+    cfg = _parsed(profile, kept, env)
+    check_draft_budget(cfg.spec)
+    label = name or grid_name(cfg.spec) + (f"-off-above-{spec_off_above}" if spec_off_above is not None else "")
+    return Configuration(label, cfg.spec, cfg.args, cfg.max_running_requests, spec_off_above)
+
+
+def grid_name(spec: SpecConfig) -> str:
+    """``topk4-steps2-draft16-v1``: a grid point's label."""
+    return f"topk{spec.topk}-steps{spec.num_steps}-draft{spec.num_draft_tokens}-{'v2' if spec.spec_v2 else 'v1'}"
+
+
+def check_draft_budget(spec: SpecConfig) -> None:
+    """Refuse draft-token counts SGLang 0.5.9 cannot pick from its draft tree.
+
+    SGLang 0.5.9 ``srt/speculative/eagle_utils.py`` ``organize_draft_results`` picks the
+    ``num_draft_tokens - 1`` best candidates with ``torch.topk`` from the scores the draft
+    steps produced: ``topk`` after the first step and ``topk * topk`` after each later one
+    (``spec_utils.select_top_k_tokens``), so ``num_draft_tokens - 1`` must not exceed
+    ``topk + (num_steps - 1) * topk**2``; a larger value fails at the first verify
+    (``torch.topk``: selected index k out of range), not at start-up.
+
+    Raises:
+        ConfigError: the count exceeds the tree's candidates.
+    """
+    if not spec.enabled:
+        return
+    candidates = spec.topk + (spec.num_steps - 1) * spec.topk ** 2
+    if spec.num_draft_tokens - 1 > candidates:
+        raise ConfigError(
+            f"num_draft_tokens {spec.num_draft_tokens} with topk {spec.topk} and num_steps {spec.num_steps}: "
+            f"SGLang 0.5.9 picks num_draft_tokens - 1 = {spec.num_draft_tokens - 1} of only {candidates} draft "
+            "candidates (topk + (num_steps - 1) * topk^2; eagle_utils.organize_draft_results) and fails at the "
+            f"first verify; use num_draft_tokens <= {candidates + 1}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GridPoint:
+    """One (topk, num_steps, num_draft_tokens, spec v2) combination as asked and as SGLang 0.5.9 takes it.
+
+    Attributes:
+        topk, num_steps, num_draft_tokens, spec_v2: as asked.
+        name: the resolved configuration's label (None when refused).
+        status: ``"ok"``, ``"adjusted"`` (SGLang changes a setting: topk 1 forces
+            ``num_draft_tokens = num_steps + 1``), ``"duplicate"`` (resolves to a point
+            already in the grid) or ``"refused"``.
+        reason: why it was adjusted, duplicated or refused.
+    """
+
+    topk: int
+    num_steps: int
+    num_draft_tokens: int
+    spec_v2: bool
+    name: str | None
+    status: str
+    reason: str = ""
+
+
+def spec_grid(
+    *,
+    topk: Iterable[int] = (1, 2, 4, 8),
+    num_steps: Iterable[int] = (1, 2, 3, 4, 5),
+    num_draft_tokens: Iterable[int] = (2, 4, 8, 16, 32),
+    spec_v2: Iterable[bool] = (False, True),
+    algorithm: str = "EAGLE3",
+    sglang_version: str = "0.5.9",
+) -> list[GridPoint]:
+    """Every combination of the grid, each resolved (or refused) under SGLang's rules.
+
+    :func:`~workbench.sim._spec.resolve_spec` applies the flag rules of the server (spec v2
+    refuses topk > 1; topk 1 forces ``num_draft_tokens = num_steps + 1``) and
+    :func:`check_draft_budget` the draft tree's limit. Combinations resolving to the same
+    settings are kept once (the first), the others marked ``duplicate``.
+
+    Returns:
+        One :class:`GridPoint` per combination asked, in grid order.
+    """
+    out: list[GridPoint] = []
+    seen: set[str] = set()
+    for k, s, d, v2 in itertools.product(topk, num_steps, num_draft_tokens, spec_v2):
+        try:
+            spec = resolve_spec(algorithm=algorithm, num_steps=s, topk=k, num_draft_tokens=d, enable_spec_v2=v2,
+                                sglang_version=sglang_version)
+            check_draft_budget(spec)
+        except ConfigError as exc:
+            out.append(GridPoint(k, s, d, v2, None, "refused", str(exc)))
+            continue
+        name = grid_name(spec)
+        if name in seen:
+            out.append(GridPoint(k, s, d, v2, name, "duplicate", f"resolves to {name}"))
+            continue
+        seen.add(name)
+        if spec.num_draft_tokens != d:
+            out.append(GridPoint(k, s, d, v2, name, "adjusted",
+                                 f"topk 1: SGLang sets num_draft_tokens = num_steps + 1 = {spec.num_draft_tokens}"))
+        else:
+            out.append(GridPoint(k, s, d, v2, name, "ok"))
+    return out
+
+
+def grid_configurations(profile: SimProfile, template: str | Path, grid: Iterable[GridPoint]) -> list[Configuration]:
+    """The configurations of a grid's usable points (``ok`` and ``adjusted``) on the template's flags."""
+    return [configuration(profile, template, topk=p.topk, num_steps=p.num_steps,
+                          num_draft_tokens=p.num_draft_tokens, spec_v2=p.spec_v2)
+            for p in grid if p.status in ("ok", "adjusted")]
+
+
+def profile_variants(profile: SimProfile) -> tuple[str, str]:
+    """(baseline, speculative template) variants of a profile: the first plain and the first
+    speculative variant its calibration points name.
+
+    Raises:
+        ConfigError: the profile's points do not name both kinds.
+    """
+    from workbench.variants import load_variant
+
+    names = list(dict.fromkeys(p["variant"] for p in profile.calibration.get("points", []) if "variant" in p))
+    plain = [n for n in names if not load_variant(n).speculative]
+    spec = [n for n in names if load_variant(n).speculative]
+    if not plain or not spec:
+        raise ConfigError(f"profile {profile.name}: its calibration points do not name a baseline and a speculative "
+                          "variant; pass baseline= and template= explicitly")
+    return plain[0], spec[0]
+
+
+# -- cached per-(profile, configuration) constants -------------------------------------------------
+_COSTS: dict[tuple, Any] = {}
+
+
+def _cost(profile: SimProfile, config: Configuration):
+    key = (str(profile.path), profile.physics.efficiency if profile.physics else None,
+           tuple(sorted((k, v) for k, v in config.args.items() if not isinstance(v, (list, dict)))))
+    cost = _COSTS.get(key)
+    if cost is None:
+        if len(_COSTS) > 4096:
+            _COSTS.clear()
+        cost = _COSTS[key] = profile.cost_for(config.args)
+    return cost
+
+
+@functools.lru_cache(maxsize=32)
+def _prompt_lengths(prompt_set: str) -> tuple[int, ...]:
+    from workbench.bench import load_prompts
+    from workbench.sim._text import TextModel
+
+    text = TextModel()
+    return tuple(text.count_tokens(p.text) for p in load_prompts(prompt_set))
+
+
+def workload_prompt_lengths(profile: SimProfile) -> tuple[int, ...]:
+    """Prompt lengths (tokens) of the profile's workload: its ``prompt_tokens``, or its prompt set counted once."""
+    w = profile.workload
+    if "prompt_tokens" in w:
+        lengths = w["prompt_tokens"]
+        return tuple(int(x) for x in (lengths if isinstance(lengths, list) else [lengths]))
+    return _prompt_lengths(str(w.get("prompt_set", "default")))
+
+
+@functools.lru_cache(maxsize=256)
+def _schedule(lengths: tuple[int, ...], n: int, seed: int) -> tuple[int, ...]:
+    from workbench.bench import prompt_schedule
+
+    return tuple(prompt_schedule(list(lengths), n, rng=random.Random(seed)))
+
+
+# -- summaries -------------------------------------------------------------------------------------
+def _percentile(ordered: list[float], q: float) -> float:
+    """numpy's ``percentile`` (linear interpolation) of sorted values."""
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _stats(values: list[float], name: str, out: dict[str, Any]) -> None:
+    values = [v for v in values if v == v]
+    if not values:
+        for stat in STATS:
+            out[f"{stat}_{name}"] = float("nan")
+        return
+    ordered = sorted(values)
+    for stat, q in STATS.items():
+        out[f"{stat}_{name}"] = math.fsum(values) / len(values) if q is None else _percentile(ordered, q)
+
+
+def summarize_rows(rows: Sequence[dict]) -> dict[str, Any]:
+    """A level's summary from offline request rows, without pandas.
+
+    The definitions (and names) of :func:`workbench.bench.summarize_level` for the columns an
+    offline level has: ``num_requests``, ``completed``, ``failed``, ``duration_s``,
+    ``total_output_tokens``, ``total_prompt_tokens``, ``output_throughput_tok_s``,
+    ``request_throughput_req_s``, ``achieved_concurrency``, mean/p50/p90/p99 of ``ttft_ms``,
+    ``tpot_ms``, ``e2e_ms`` and ``per_request_tok_s``, and ``accept_length``. ITL needs every
+    chunk: use ``summarize_level`` on rows simulated with ``chunks=True`` for it.
+    """
+    ok = [r for r in rows if r["error"] is None]
+    out: dict[str, Any] = {"num_requests": len(rows), "completed": len(ok), "failed": len(rows) - len(ok)}
+    duration = (max(r["end_s"] for r in rows) - min(r["start_s"] for r in rows)) if rows else float("nan")
+    out["duration_s"] = duration
+    total_out = sum(r["output_tokens"] for r in ok)
+    out["total_output_tokens"] = int(total_out)
+    out["total_prompt_tokens"] = int(sum(r["prompt_tokens"] for r in ok))
+    valid = duration > 0
+    out["output_throughput_tok_s"] = total_out / duration if valid else float("nan")
+    out["request_throughput_req_s"] = len(ok) / duration if valid else float("nan")
+    out["achieved_concurrency"] = math.fsum(r["e2e_ms"] for r in ok) / 1000.0 / duration if valid else float("nan")
+    columns = {name: [r[name] for r in ok] for name in SUMMARIZED if name != "per_request_tok_s"}
+    columns["per_request_tok_s"] = [r["output_tokens"] / (r["e2e_ms"] / 1000.0) for r in ok]
+    for name in SUMMARIZED:
+        _stats(columns[name], name, out)
+    spec = [r for r in ok if r["spec_verify_ct"] is not None and r["spec_verify_ct"] > 0]
+    verify = sum(r["spec_verify_ct"] for r in spec)
+    out["accept_length"] = sum(r["output_tokens"] for r in spec) / verify if verify > 0 else float("nan")
+    return out
+
+
+# -- prediction ------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class PredictionPlan:
+    """The workload a prediction simulates (validated once; see :func:`prediction_plan`).
+
+    Attributes:
+        levels: concurrency levels.
+        requests_per_level: a fixed count, or None for ``max(16, 2 x concurrency)``.
+        max_new_tokens: output tokens per request.
+        prompt_lengths: prompt lengths of the prompt set (tokens), scheduled as the bench does.
+        seed: prompt order and acceptance sampling.
+    """
+
+    levels: tuple[int, ...]
+    requests_per_level: int | None
+    max_new_tokens: int
+    prompt_lengths: tuple[int, ...]
+    seed: int = 0
+
+    def requests(self, concurrency: int) -> int:
+        """Requests sent at a level."""
+        from workbench.bench import default_requests_per_level
+
+        return self.requests_per_level or default_requests_per_level(concurrency)
+
+
+def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None, requests_per_level: int | None = None,
+                    max_new_tokens: int | None = None, seed: int | None = None) -> PredictionPlan:
+    """The plan, each unset value from the profile's ``[workload]`` (levels, output tokens, seed).
+
+    Raises:
+        ConfigError: a level or count below 1.
+    """
+    w = profile.workload
+    lv = tuple(int(c) for c in (levels if levels is not None else w.get("levels", (1, 2, 4, 8, 16, 32, 64))))
+    if not lv or min(lv) < 1:
+        raise ConfigError(f"levels must be concurrencies >= 1, got {list(lv)}")
+    if requests_per_level is not None and requests_per_level < 1:
+        raise ConfigError(f"requests_per_level must be >= 1, got {requests_per_level}")
+    tokens = int(max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens", 256))
+    if tokens < 1:
+        raise ConfigError(f"max_new_tokens must be >= 1, got {tokens}")
+    return PredictionPlan(lv, requests_per_level, tokens, workload_prompt_lengths(profile),
+                          int(seed if seed is not None else w.get("seed", 0)))
+
+
+def simulate_level(profile: SimProfile, config: Configuration, plan: PredictionPlan, concurrency: int, *,
+                   chunks: bool = False) -> ClosedLoopResult:
+    """One closed-loop level of one configuration on the virtual clock (the calibration's seeding)."""
+    engine = EngineCore(cost=_cost(profile, config), acceptance=profile.acceptance, spec=config.spec,
+                        max_running_requests=config.max_running_requests,
+                        rng=random.Random(plan.seed * 1_000_003 + concurrency), spec_policy=config.spec_policy())
+    order = _schedule(plan.prompt_lengths, plan.requests(concurrency), plan.seed)
+    return simulate_closed_loop(engine, prompt_tokens=order, concurrency=concurrency,
+                                max_new_tokens=plan.max_new_tokens, chunks=chunks)
+
+
+def _step_columns(profile: SimProfile, config: Configuration, result: ClosedLoopResult, summary: dict[str, Any],
+                  plan: PredictionPlan) -> dict[str, Any]:
+    """The decode step at the level's mean running batch, split into its parts (ms)."""
+    out: dict[str, Any] = {"decode_iterations": result.decode_iterations, "spec_iterations": result.spec_iterations,
+                           "mean_decode_batch": result.mean_decode_batch,
+                           "mean_decode_step_ms": result.mean_decode_step_ms,
+                           "prefill_time_share": result.prefill_s / result.duration_s if result.duration_s else float("nan")}
+    if not result.decode_iterations:
+        out.update({f"step_{p}_ms": float("nan") for p in (*STEP_PARTS, "total")})
+        out["step_batch"] = 0
+        out["step_tokens_per_request"] = float("nan")
+        return out
+    batch = max(1, round(result.mean_decode_batch))
+    prompts = plan.prompt_lengths
+    kv = round(batch * (sum(prompts) / len(prompts) + plan.max_new_tokens / 2))
+    cost = _cost(profile, config)
+    speculating = config.spec.enabled and result.spec_iterations > result.decode_iterations / 2
+    if speculating and hasattr(cost, "spec_breakdown"):
+        per_request = summary["accept_length"] if summary["accept_length"] == summary["accept_length"] else 1.0
+        part = cost.spec_breakdown(batch, kv, config.spec, max(batch, round(batch * per_request)))
+    elif hasattr(cost, "decode_breakdown"):
+        per_request = 1.0
+        part = cost.decode_breakdown(batch, kv)
+    else:  # a linear (legacy) profile has no breakdown
+        out.update({f"step_{p}_ms": float("nan") for p in (*STEP_PARTS, "total")})
+        out["step_batch"], out["step_tokens_per_request"] = batch, float("nan")
+        return out
+    for p in STEP_PARTS:
+        out[f"step_{p}_ms"] = getattr(part, f"{p}_ms")
+    out["step_total_ms"] = part.total_ms
+    out["step_batch"] = batch
+    out["step_tokens_per_request"] = per_request
+    return out
+
+
+def predict(
+    profile: SimProfile | str,
+    configurations: Sequence[Configuration | str | Path],
+    *,
+    levels: Sequence[int] | None = None,
+    requests_per_level: int | None = None,
+    max_new_tokens: int | None = None,
+    seed: int | None = None,
+) -> list[dict[str, Any]]:
+    """Predict a closed-loop sweep of each configuration, offline.
+
+    Args:
+        profile: a profile or its name.
+        configurations: :class:`Configuration` values or variant names/files.
+        levels: concurrency levels (default: the profile's workload levels).
+        requests_per_level: requests per level (default ``max(16, 2 x concurrency)``).
+        max_new_tokens: output tokens per request (default: the profile's workload's).
+        seed: prompt order and acceptance sampling (default: the profile's workload's).
+
+    Returns:
+        One row per (configuration, level), in that order: ``profile``, ``variant``, the
+        speculative settings, ``concurrency``, ``max_new_tokens``, ``simulated`` (True),
+        ``prediction`` (``"offline"``), the summary columns of :func:`summarize_rows` (the
+        stored level tables' names), and the step breakdown (``step_<part>_ms`` of
+        :data:`STEP_PARTS`, ``step_total_ms``, ``step_batch``, ``step_tokens_per_request``,
+        ``mean_decode_step_ms``, ``prefill_time_share``, ...).
+
+    Raises:
+        ConfigError: unknown profile or variant, or settings the server would refuse.
+    """
+    prof = load_profile(profile) if isinstance(profile, str) else profile
+    plan = prediction_plan(prof, levels=levels, requests_per_level=requests_per_level,
+                           max_new_tokens=max_new_tokens, seed=seed)
+    configs = [c if isinstance(c, Configuration) else variant_configuration(prof, c) for c in configurations]
+    rows = []
+    for config in configs:
+        head = {"profile": prof.name, **config.describe()}
+        for c in plan.levels:
+            result = simulate_level(prof, config, plan, c)
+            summary = summarize_rows(result.rows)
+            row = {**head, "concurrency": c, "max_new_tokens": plan.max_new_tokens, "simulated": True,
+                   "prediction": "offline", **summary}
+            row.update(_step_columns(prof, config, result, summary, plan))
+            rows.append(row)
+    return rows
