@@ -13,6 +13,7 @@ _NAMES = {
     "RooflineCost": "_roofline",
     "step_breakdown": "_calibrate",
     "StepBreakdown": "_roofline",
+    "variant_config": "_calibrate",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
