@@ -5,14 +5,18 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "accept_length_chart": "_tradeoff",
+    "calibration_fit_chart": "_calibration",
     "chart_mimebundle": "_render",
     "enable_offline_renderer": "_render",
+    "kernel_group_chart": "_calibration",
     "per_request_chart": "_tradeoff",
     "provenance_subtitle": "_tradeoff",
     "ratio_chart": "_tradeoff",
+    "residual_chart": "_calibration",
     "RENDERER_NAME": "_render",
     "save_chart": "_render",
     "throughput_chart": "_tradeoff",
+    "whatif_chart": "_calibration",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
