@@ -175,6 +175,7 @@ ALLOWED: dict[str, set[str]] = {
     "servers": {"hosts", "engines", "variants"},
     "store": {"bench", "engines"},
     "charts": {"analysis"},
+    "calibration": {"analysis", "hosts", "sim"},
 }
 _LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces"}
 

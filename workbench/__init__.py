@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 _NAMES = {
     "benchmark_variant": "_investigation",
     "benchmark_variants": "_investigation",
+    "CalibrationStudy": "_calibration_study",
     "callers_table": "source",
     "check_variants": "variants",
     "definition_history": "source",
@@ -30,6 +31,7 @@ _NAMES = {
     "history_table": "source",
     "list_runs": "store",
     "list_variants": "variants",
+    "load_calibration": "_calibration_study",
     "load_study": "_investigation",
     "load_variant": "variants",
     "patch_diffs_html": "variants",

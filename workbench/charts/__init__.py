@@ -6,18 +6,22 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "accept_length_chart": "_tradeoff",
     "breakdown_chart": "_whatif",
+    "calibration_fit_chart": "_calibration",
     "chart_mimebundle": "_render",
     "crossover_chart": "_whatif",
     "enable_offline_renderer": "_render",
     "envelope_chart": "_whatif",
+    "kernel_group_chart": "_calibration",
     "per_request_chart": "_tradeoff",
     "policy_chart": "_whatif",
     "provenance_subtitle": "_tradeoff",
     "ratio_chart": "_tradeoff",
     "ratio_heatmap": "_whatif",
+    "residual_chart": "_calibration",
     "RENDERER_NAME": "_render",
     "save_chart": "_render",
     "throughput_chart": "_tradeoff",
+    "whatif_chart": "_calibration",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

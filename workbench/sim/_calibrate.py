@@ -27,6 +27,7 @@ from workbench.sim._offline import run_closed_loop
 from workbench.sim._profiles import SimProfile
 from workbench.sim._roofline import Efficiency
 from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig
+from workbench.sim._variant_flags import variant_config
 
 #: The seed figure names, in the order of the seed profile's calibration points.
 FIGURES = (
@@ -50,19 +51,6 @@ def seed_eagle3_spec() -> SpecConfig:
 
 
 # -- variants on a profile -----------------------------------------------------------------------
-def variant_config(profile: SimProfile, variant: str):
-    """The simulated server's parsed flags for a shipped variant on this profile
-    (:class:`~workbench.sim._server_args.SimServerConfig`): spec, caps and ``args``."""
-    from workbench.sim._server_args import parse_server_args
-    from workbench.variants import load_variant
-
-    v = load_variant(variant)
-    argv = v.server_flags() + ["--sim-profile", str(profile.path)]
-    for option, value in v.sim_options().items():
-        argv += [f"--sim-{option}", str(value)]
-    return parse_server_args(argv, environ={k: str(x) for k, x in v.env.items()})
-
-
 def variant_cost(profile: SimProfile, variant: str, efficiency: Efficiency | None = None):
     """The cost model a variant's flags give on this profile."""
     return profile.cost_for(variant_config(profile, variant).args, efficiency=efficiency)
@@ -413,7 +401,7 @@ class FitResult:
 
 
 _UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficiency": 1.0, "cpu_overhead_ms": 1e3,
-          "cpu_per_request_ms": 1e3}
+          "cpu_per_request_ms": 1e3, "layer_fixed_us": 1e4}
 
 
 def _efficiency(base: Efficiency, terms: Sequence[str], x: Sequence[float]) -> Efficiency:

@@ -33,6 +33,7 @@ from workbench.sim._engine import EngineCore
 from workbench.sim._offline import ClosedLoopResult, simulate_closed_loop
 from workbench.sim._profiles import SimProfile, load_profile
 from workbench.sim._spec import SpecConfig, resolve_spec
+from workbench.sim._variant_flags import variant_argv
 
 #: Statistics of a level summary and the percentile each takes (None: the mean); the bench's
 #: ``summarize_level`` definitions (numpy ``percentile``, linear interpolation).
@@ -84,23 +85,13 @@ def _parsed(profile: SimProfile, argv: list[str], env: dict[str, str]):
     return parse_server_args([*argv, "--sim-profile", str(profile.path)], environ=env)
 
 
-def _variant_argv(name: str | Path) -> tuple[str, list[str], dict[str, str]]:
-    from workbench.variants import load_variant
-
-    v = load_variant(name)
-    argv = v.server_flags()
-    for option, value in v.sim_options().items():
-        argv += [f"--sim-{option}", str(value)]
-    return v.name, argv, {k: str(x) for k, x in v.env.items()}
-
-
 def variant_configuration(profile: SimProfile, variant: str | Path, *, name: str | None = None) -> Configuration:
     """A shipped variant (name or file) on this profile, its flags parsed as the simulated server parses them.
 
     Raises:
         ConfigError: unknown variant, or flags the server would refuse.
     """
-    vname, argv, env = _variant_argv(variant)
+    vname, argv, env = variant_argv(variant)
     cfg = _parsed(profile, argv, env)
     return Configuration(name or vname, cfg.spec, cfg.args, cfg.max_running_requests, cfg.args.get("sim_spec_off_above"))
 
@@ -119,7 +110,7 @@ def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_s
     Raises:
         ConfigError: a combination SGLang 0.5.9 refuses or cannot run; the message says why.
     """
-    _, argv, env = _variant_argv(template)
+    _, argv, env = variant_argv(template)
     drop = {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
             "--sim-spec-off-above", *(["--max-running-requests"] if max_running_requests is not None else [])}
     kept: list[str] = []

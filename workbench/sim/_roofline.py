@@ -19,6 +19,10 @@ plus, with ``tp > 1``, two all-reduces per layer of ``T x hidden`` activations (
 the interconnect allows it and the message is at most 8 MiB, has a smaller latency) and one
 all-gather of the logits. A step that cannot replay a CUDA graph (batch above
 ``--cuda-graph-max-bs``, and every prefill in SGLang 0.5.9) pays an eager launch cost per layer.
+Every forward, graph or not, also pays a fixed GPU time per decoder layer (``layer_fixed_us``):
+the gaps and tails of a layer's dozen kernels and the fixed cost of its small ones (norms,
+rotary, elementwise), which scales with neither bytes nor FLOPs (fitted to GPU timings by
+``workbench calibrate``; 0 in profiles fitted before it existed).
 
 A scheduler iteration adds CPU work (per phase, ``cpu_overhead_ms`` plus ``cpu_per_request_ms``
 per running request): with the overlap
@@ -35,6 +39,7 @@ constants so one step costs a few dozen float operations.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 from workbench.errors import ConfigError
 from workbench.sim._hardware import GpuSpec, Interconnect, ModelConfig
@@ -64,6 +69,8 @@ class Efficiency:
         allreduce_latency_us: fixed latency of one NCCL collective (µs).
         custom_allreduce_latency_us: fixed latency of one custom all-reduce (µs).
         eager_layer_us: launch cost per layer when a step runs without a CUDA graph (µs).
+        layer_fixed_us: GPU time per decoder layer per forward, CUDA graph or not, that scales
+            with neither bytes nor FLOPs (µs): kernel gaps and tails, small kernels' fixed cost.
         spec_cpu_phases: CPU phases of one speculative iteration (draft, verify, extend).
     """
 
@@ -76,19 +83,22 @@ class Efficiency:
     custom_allreduce_latency_us: float = 8.0
     eager_layer_us: float = 30.0
     spec_cpu_phases: int = 3
+    layer_fixed_us: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
-        for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us", "eager_layer_us"):
+        for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us",
+                     "eager_layer_us", "layer_fixed_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 #: Efficiency terms a calibration may fit.
-FITTABLE = ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency", "cpu_overhead_ms", "cpu_per_request_ms")
+FITTABLE = ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency", "cpu_overhead_ms", "cpu_per_request_ms",
+            "layer_fixed_us")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +146,7 @@ class StepBreakdown:
         compute_ms: kernel groups bound by FLOPs.
         communication_ms: all-reduces and the logits gather of the target model.
         draft_ms: every draft-model forward of the iteration (its own roofline and collectives).
-        overhead_ms: exposed CPU time and eager launch costs.
+        overhead_ms: exposed CPU time, eager launch costs and the fixed GPU time per layer.
         touched_experts: experts per MoE layer the target's tokens touch (None for dense models).
     """
 
@@ -208,37 +218,34 @@ class _Forward:
             self.custom_latency = eff.custom_allreduce_latency_us / 1e3 if dep.uses_custom_all_reduce else None
             self.gather_ms_per_row = (tp - 1) / tp * vocab * ACTIVATION_BYTES / link
         self.eager_ms = layers * eff.eager_layer_us / 1e3
+        self.fixed_ms = layers * eff.layer_fixed_us / 1e3
 
     def touched(self, tokens: int) -> float:
         """Experts per layer the batch's tokens touch (uniform routing)."""
         return self.n_experts * (1.0 - self.route_keep ** tokens)
 
-    def parts(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> tuple[float, float, float, float]:
-        """(weights, kv, compute, communication) milliseconds of one forward."""
-        weights = kv = compute = 0.0
-        mem, flop = self.dense_mem, self.dense_flop * tokens
-        if mem >= flop:
-            weights += mem
-        else:
-            compute += flop
+    def groups(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> dict[str, tuple[float, float]]:
+        """(bytes ms, FLOPs ms) of each kernel group of one forward: ``dense``, ``experts`` (MoE only),
+        ``attention``, ``lm_head``; a group takes the larger of the two."""
+        out = {"dense": (self.dense_mem, self.dense_flop * tokens)}
         if self.is_moe:
-            mem, flop = self.expert_mem * self.touched(tokens), self.expert_flop * tokens
-            if mem >= flop:
-                weights += mem
-            else:
-                compute += flop
+            out["experts"] = (self.expert_mem * self.touched(tokens), self.expert_flop * tokens)
         per_seq = tokens / seqs if seqs else 0.0
         pairs = per_seq * kv_tokens + tokens * (per_seq + 1.0) / 2.0
-        mem, flop = self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs
-        if mem >= flop:
-            kv += mem
-        else:
-            compute += flop
-        mem, flop = self.lm_mem, self.lm_flop * logits
-        if mem >= flop:
-            weights += mem
-        else:
-            compute += flop
+        out["attention"] = (self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs)
+        out["lm_head"] = (self.lm_mem, self.lm_flop * logits)
+        return out
+
+    def parts(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> tuple[float, float, float, float]:
+        """(weights, kv, compute, communication) milliseconds of one forward (without :attr:`fixed_ms`)."""
+        weights = kv = compute = 0.0
+        for group, (mem, flop) in self.groups(tokens, seqs, kv_tokens, logits).items():
+            if mem < flop:
+                compute += flop
+            elif group == "attention":
+                kv += mem
+            else:
+                weights += mem
         comm = 0.0
         if self.tp > 1:
             size = tokens * self.ar_bytes_per_token
@@ -250,11 +257,11 @@ class _Forward:
         return weights, kv, compute, comm
 
     def total(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> float:
-        """Milliseconds of one forward (the sum of :meth:`parts`)."""
+        """Milliseconds of one forward (the sum of :meth:`parts`, plus :attr:`fixed_ms`)."""
         if tokens <= 0:
             return 0.0
         w, k, c, m = self.parts(tokens, seqs, kv_tokens, logits)
-        return w + k + c + m
+        return w + k + c + m + self.fixed_ms
 
 
 class RooflineCost:
@@ -331,7 +338,7 @@ class RooflineCost:
             draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
         draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
         eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
-        gpu = sum(target) + draft + eager
+        gpu = sum(target) + self.target.fixed_ms + draft + eager
         total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch)
         return target, draft, gpu, total
 
@@ -339,10 +346,38 @@ class RooflineCost:
         tokens, seqs = sum(prompt_tokens), len(prompt_tokens)
         target = self.target.parts(tokens, seqs, 0, seqs)
         draft = self._draft(tokens, seqs, 0, seqs) + self.draft.eager_ms if spec.enabled else 0.0
-        gpu = sum(target) + draft + self.target.eager_ms  # SGLang 0.5.9 runs extend without CUDA graphs
+        gpu = sum(target) + self.target.fixed_ms + draft + self.target.eager_ms  # SGLang 0.5.9 runs extend without CUDA graphs
         overlap = self.deployment.overlap_schedule and (not spec.enabled or spec.spec_v2)
         total = self._iteration(gpu, 1, overlap, seqs)
         return target, draft, gpu, total
+
+    # -- one forward by kernel group (GPU timings, ``workbench calibrate``) -----------------
+    def forward_groups(self, tokens: int, seqs: int, kv_tokens: int, logits: int, *,
+                       model: Literal["target", "draft"] = "target") -> dict[str, float]:
+        """GPU milliseconds of one forward replayed from a CUDA graph, by kernel group.
+
+        Args:
+            tokens: query tokens of the step (all sequences).
+            seqs: sequences they belong to.
+            kv_tokens: cached tokens the sequences read (sum over them).
+            logits: rows the LM head computes.
+            model: the target or the draft.
+
+        Returns:
+            ``dense``, ``experts`` (MoE only), ``attention``, ``lm_head`` (each the larger of its
+            bytes and FLOPs time), ``fixed`` (:attr:`Efficiency.layer_fixed_us` per layer) and
+            ``communication`` (TP collectives); they sum to the forward's time (no CPU, no eager cost).
+
+        Raises:
+            ConfigError: ``model="draft"`` and the cost model has no draft.
+        """
+        fwd = self.target if model == "target" else self.draft
+        if fwd is None:
+            raise ConfigError(f"no draft model beside {self.target_config.name}")
+        out = {group: max(mem, flop) for group, (mem, flop) in fwd.groups(tokens, seqs, kv_tokens, logits).items()}
+        out["fixed"] = fwd.fixed_ms
+        out["communication"] = fwd.parts(tokens, seqs, kv_tokens, logits)[3]
+        return out
 
     # -- breakdowns (for notebooks) -------------------------------------------------------
     def _breakdown(self, kind: str, batch: int, tokens: int, target, draft: float, total: float) -> StepBreakdown:

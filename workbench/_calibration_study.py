@@ -1,0 +1,138 @@
+"""The calibration notebook's API: a stored GPU timing table, its fit, charts and the what-if, one call per cell.
+
+Glue between :mod:`workbench.calibration` (tables, fit, knees, what-if) and :mod:`workbench.charts`
+(pure charts); nothing here measures: it reads a stored table, so a report runs without a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from workbench import charts
+from workbench.calibration import CalibrationFit, cost_model, fit_table, load_table, whatif_crossovers, whatif_speedup
+from workbench.paths import resolve
+
+#: Points shown in the kernel-group chart (those the table has).
+GROUP_POINTS = ("decode:T1:q1:C0", "decode:T128:q1:C2048", "verify:T256:q16:C2048", "prefill:T4096:q4096:C0")
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrationStudy:
+    """One table fitted (:func:`load_calibration`).
+
+    Attributes:
+        fit: the fit (terms, points with residuals, knees).
+        profile: the simulator profile the what-if runs on (written from this fit).
+    """
+
+    fit: CalibrationFit
+    profile: str
+
+    @property
+    def measured_subtitle(self) -> list[str]:
+        """Subtitle lines: MEASURED (GPU, date) and MODEL FIT (terms)."""
+        terms = ", ".join(f"{k} {v:.3g}" for k, v in self.fit.values.items())
+        return [self.fit.table.provenance(), f"MODEL FIT: workbench roofline on data/gpus/{self.fit.gpu}.toml; {terms}"]
+
+    def terms(self) -> pd.DataFrame:
+        """The fitted terms, one row each."""
+        return pd.DataFrame([{"term": k, "value": v} for k, v in self.fit.values.items()])
+
+    def points(self) -> pd.DataFrame:
+        """Every point: measured, model, residual, fitted or held out."""
+        cols = ["point", "family", "tokens", "seqs", "q_len", "context", "measured_ms", "model_ms", "residual", "fitted"]
+        return self.fit.points.dropna(subset=["residual"])[cols].reset_index(drop=True)
+
+    def summary(self) -> pd.DataFrame:
+        """Median and largest |residual| per (fitted or held out, family, context)."""
+        return self.fit.residual_summary()
+
+    def knees(self) -> pd.DataFrame:
+        """Measured and model knee per context."""
+        return self.fit.knees()
+
+    def batch1(self) -> pd.DataFrame:
+        """Plain decode at batch 1: the profile's predicted iteration and tok/s against the measured forward."""
+        from workbench.sim import load_profile
+
+        cost = load_profile(self.profile).cost_for()
+        pts = self.fit.points.set_index("point")
+        rows = []
+        for context in sorted(self.fit.points.query("family == 'decode' and tokens == 1")["context"]):
+            measured = float(pts.loc[f"decode:T1:q1:C{context}", "measured_ms"])
+            predicted = cost.decode_ms(1, context)
+            rows.append({"context": context, "measured_forward_ms": measured, "measured_tok_s": 1e3 / measured,
+                         "predicted_iteration_ms": predicted, "predicted_tok_s": 1e3 / predicted,
+                         "error": predicted / measured - 1})
+        return pd.DataFrame(rows)
+
+    def group_table(self, points: Sequence[str] = GROUP_POINTS) -> pd.DataFrame:
+        """Long table for the kernel-group chart: measured alone vs the model's group (ms)."""
+        pts = self.fit.points.set_index("point")
+        rows = []
+        for point in (p for p in points if p in pts.index):
+            r = pts.loc[point]
+            for group in ("dense", "experts", "attention", "lm_head", "fixed"):
+                measured = r.get(f"{group}_ms") if group != "fixed" else None
+                model = r.get(f"model_{group}_ms")
+                if model is not None and model == model:
+                    rows.append({"point": point, "group": group, "source": "MODEL FIT", "ms": float(model)})
+                if measured is not None and measured == measured:
+                    rows.append({"point": point, "group": group, "source": "MEASURED", "ms": float(measured)})
+        return pd.DataFrame(rows)
+
+    def model_curve(self, max_tokens: int = 4096) -> pd.DataFrame:
+        """The fitted model's decode step on a fine grid of tokens, per measured context."""
+        cost = cost_model(self.fit.table, self.fit.efficiency, gpu=self.fit.gpu)
+        dec = self.fit.points[self.fit.points["family"] == "decode"]
+        rows = []
+        for context, d in dec.groupby("context"):
+            top = int(d["tokens"].max())
+            grid = sorted({int(round(2 ** (i / 8))) for i in range(0, 8 * 13)} | {top})
+            for t in (t for t in grid if t <= min(top, max_tokens)):
+                g = cost.forward_groups(t, t, t * int(context), t)
+                rows.append({"tokens": t, "context": int(context),
+                             "model_ms": sum(v for k, v in g.items() if k != "communication")})
+        return pd.DataFrame(rows)
+
+    def whatif(self, *, baseline: str, spec_variants: Sequence[str], context: int = 1024) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(speedup per variant and batch, crossover per variant) this profile predicts."""
+        s = whatif_speedup(self.profile, baseline=baseline, spec_variants=spec_variants, context=context)
+        return s, whatif_crossovers(s)
+
+    def charts(self, *, whatif: pd.DataFrame | None = None) -> dict[str, alt.TopLevelMixin]:
+        """The notebook's charts by stem."""
+        sub = self.measured_subtitle
+        out = {"fit": charts.calibration_fit_chart(self.fit.points, self.knees(), subtitle=sub, model=self.model_curve()),
+               "residuals": charts.residual_chart(self.fit.points, subtitle=sub),
+               "kernel_groups": charts.kernel_group_chart(self.group_table(), subtitle=sub)}
+        if whatif is not None:
+            out["whatif"] = charts.whatif_chart(whatif, subtitle=[
+                f"SIMULATED: profile {self.profile} (fitted to the MEASURED table above), step level: no prefill, "
+                "no queueing", "acceptance: the profile's, from published accept lengths"])
+        return out
+
+    def save_charts(self, report_dir: str | Path, *, whatif: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Save every chart as PNG and SVG under ``report_dir``; one row per chart."""
+        folder = resolve(report_dir)
+        rows = []
+        for stem, chart in self.charts(whatif=whatif).items():
+            paths = charts.save_chart(chart, folder, f"{self.fit.table.name}-{stem}")
+            rows.append({"chart": stem, **{k: Path(v).name for k, v in paths.items()}, "folder": str(folder)})
+        return pd.DataFrame(rows)
+
+
+def load_calibration(table: str | Path, *, gpu: str = "h200", profile: str) -> CalibrationStudy:
+    """Read a stored timing table (``data/calibration/.../NAME.json``) and fit it.
+
+    Args:
+        table: the table's path (relative: to the project root).
+        gpu: the data sheet it is fitted against.
+        profile: the simulator profile written from this fit (for the what-if and batch-1 prediction).
+    """
+    return CalibrationStudy(fit_table(load_table(resolve(table)), gpu=gpu), profile)
