@@ -19,11 +19,18 @@ from workbench.engines._base import PathSeverity, variant_argv
 if TYPE_CHECKING:
     from workbench.variants import Variant
 
-__all__ = ["DEFAULT_SIM_TIME_SCALE", "SimEngine"]
+__all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "SimEngine"]
 
 #: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
 #: real time at 2x, docs/PERFORMANCE.md).
 DEFAULT_SIM_TIME_SCALE = 2.0
+
+#: Repeats per level when none are given. One repeat of the default report's sweep (4
+#: variants, levels 1..64, time scale 2) takes about 7 minutes of wall time on 2 cores,
+#: so 2 repeats is the most that keeps ``make report`` near its 12-minute budget
+#: (docs/PERFORMANCE.md); 2 repeats give an interval (Student t, 1 degree of freedom,
+#: so a wide one) where 1 gives none.
+DEFAULT_SIM_REPEATS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +42,7 @@ class SimEngine:
     description: str = "the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU"
     launch_module: str = "workbench.sim"
     default_time_scale: float = DEFAULT_SIM_TIME_SCALE
+    default_repeats: int = DEFAULT_SIM_REPEATS
     unique_prompts: bool = False
     ready_timeout_s: float = 60.0
     uploads_workbench: bool = True
