@@ -54,7 +54,8 @@ class Study:
         names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
         if self.baseline not in names:
             raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
-        dupes = self.levels.groupby(["variant", "concurrency"]).size()
+        keys = ["variant", "concurrency", *(["repeat"] if "repeat" in self.levels else [])]
+        dupes = self.levels.groupby(keys).size()
         if (dupes > 1).any():
             raise ConfigError(
                 "several runs measure the same variant and concurrency: "

@@ -130,6 +130,22 @@ class RunWriter:
         self.manifest.update(keys)
         self._write_manifest()
 
+    def record_server(self, *, launch_command: str | Sequence[str] | None, client_location: str,
+                      server_info: Mapping[str, Any] | None, **extra: Any) -> None:
+        """Record the server a (resumed) sweep measures now: its launch command, where the load
+        generator runs, its ``/server_info``, and other (non-standard) keys, e.g. ``server_process``.
+
+        Raises:
+            ConfigError: an extra key is a standard key, or the run is finished.
+        """
+        self.manifest["launch_command"] = (launch_command if isinstance(launch_command, (str, type(None)))
+                                           else list(launch_command))
+        self.manifest["client_location"] = client_location
+        if server_info is not None:
+            self.manifest["server_info"] = dict(server_info)
+            self.manifest["sglang_version"] = self.manifest.get("sglang_version") or server_info.get("version")
+        self.annotate(**extra)
+
     def finish(self, *, status: RunStatus = "complete", error: str | None = None,
                server_info: Mapping[str, Any] | None = None) -> Path:
         """Same as :func:`finish_run`."""
