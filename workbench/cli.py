@@ -26,6 +26,7 @@ import typer
 from typer.core import TyperGroup
 
 import workbench
+from workbench._bench_cli import bench_command
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
@@ -78,3 +79,4 @@ app.command("servers")(servers_command)
 app.command("inspect")(inspect_command)
 app.add_typer(host_app, name="host")
 app.add_typer(variants_app, name="variants")
+app.command("bench")(bench_command)
