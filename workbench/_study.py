@@ -121,7 +121,7 @@ class Study:
                    if m in self.levels.columns]
         table = repeat_table(self.levels, metrics)
         order = {v: i for i, v in enumerate(self.variants)}
-        for col in ("simulated", "engine"):
+        for col in [c for c in self.levels.columns if c in {"simulated", "engine"}]:
             if col in self.levels:
                 table[col] = table["variant"].map(self.levels.groupby("variant")[col].first())
         return table.sort_values(["variant", "concurrency"], key=lambda s: s.map(order) if s.name == "variant"
