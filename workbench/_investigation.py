@@ -9,6 +9,7 @@ on disk); ``load_study`` turns run directories into a :class:`~workbench._study.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -124,9 +125,24 @@ def _prepare(
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
-                               "engine_options": options, "label": label})
+                               "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
+                               "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=paths.resolve(runs_dir), progress=progress)
+
+
+def _engine_code(eng: Engine, sim_profile: str) -> str | None:
+    """For a simulated engine, a hash of what computes its figures (the simulator's source and the
+    profile file), so a changed model is another sweep and never resumes runs it did not produce.
+    None for a real engine: its figures come from the SGLang the variant names."""
+    if not eng.simulated:
+        return None
+    digest = hashlib.sha256()
+    profile = Path(sim_profile) if sim_profile.endswith(".toml") else \
+        paths.PACKAGE_ROOT / "data" / "profiles" / f"{sim_profile}.toml"
+    for file in [*sorted((paths.PACKAGE_ROOT / "workbench" / "sim").glob("*.py")), profile]:
+        digest.update(file.name.encode() + b"\0" + (file.read_bytes() if file.is_file() else b"") + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
@@ -248,7 +264,8 @@ def benchmark_variant(
 ) -> Path:
     """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
 
-    A sweep's identity is its plan, the variant, engine, host and ``label``: running the
+    A sweep's identity is its plan, the variant, engine (for the simulator, also a hash of
+    its code and profile), host and ``label``: running the
     same sweep again reopens its run and measures only the (level, repeat) units not stored
     yet, so a sweep stopped by an error, a full disk or ``kill -9`` resumes where it stopped
     (and stops a server the killed run left). ``fresh=True`` starts a new run instead.
