@@ -1,6 +1,6 @@
 """End to end: the spec_vs_baseline notebook through papermill against real sim server processes.
 
-Small sweep (concurrency 1 and 8), the simulated clock at 4x. Checks real values:
+Small sweep (concurrency 1 and 8, 2 repeats), the simulated clock at 4x. Checks real values:
 accept length against the acceptance model within sampling error, and throughputs
 against the calibration targets and the offline prediction of the same engine.
 """
@@ -33,9 +33,9 @@ def report(tmp_path_factory):
     result = run_notebook(
         NOTEBOOK, out_dir=out,
         parameters={"variants": ["baseline", "eagle3-topk4"], "concurrency_levels": LEVELS, "time_scale": 4.0,
-                    "runs_dir": str(runs)},
+                    "runs_dir": str(runs), "repeats": 2},
     )
-    run_dirs = sorted(p for p in runs.iterdir() if p.is_dir())
+    run_dirs = sorted(p.parent for p in runs.glob("*/manifest.json"))
     return result, {load_run(p).manifest["variant"]: load_run(p) for p in run_dirs}
 
 
@@ -56,7 +56,7 @@ def test_report_files_and_manifests(report) -> None:
         assert m["plan"]["concurrency_levels"] == LEVELS == run.plan["concurrency_levels"]
         assert m["plan"]["requests_per_level"] == [max(16, 2 * c) for c in LEVELS]
         repeats = m["plan"]["repeats"]
-        assert repeats == 2  # the simulator's default (workbench.engines.DEFAULT_SIM_REPEATS)
+        assert repeats == 2
         assert sorted(zip(run.levels["concurrency"], run.levels["repeat"])) == [(c, r) for c in LEVELS
                                                                                for r in range(repeats)]
         assert run.levels["simulated"].all() and (run.levels["failed"] == 0).all()

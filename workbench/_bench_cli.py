@@ -67,7 +67,7 @@ def bench_command(
     levels: Annotated[Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")] = None,
     requests: Annotated[Optional[int], typer.Option("--requests", help="Requests per level (default max(16, 2c)).")] = None,
     repeats: Annotated[Optional[int], typer.Option(
-        "--repeats", help="Times each level is measured (default: 3 on a real engine, 2 on the simulator).")] = None,
+        "--repeats", help="Times each level is measured (default: 3 on a real engine, 1 on the simulator).")] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="Name of the sweep (part of its identity).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start new runs instead of resuming this sweep's.")] = False,
     runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Runs folder (relative: to the project root).")] = Path("data/runs"),

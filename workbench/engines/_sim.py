@@ -25,12 +25,13 @@ __all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "SimEngine"]
 #: real time at 2x, docs/PERFORMANCE.md).
 DEFAULT_SIM_TIME_SCALE = 2.0
 
-#: Repeats per level when none are given. One repeat of the default report's sweep (4
-#: variants, levels 1..64, time scale 2) takes about 7 minutes of wall time on 2 cores,
-#: so 2 repeats is the most that keeps ``make report`` near its 12-minute budget
-#: (docs/PERFORMANCE.md); 2 repeats give an interval (Student t, 1 degree of freedom,
-#: so a wide one) where 1 gives none.
-DEFAULT_SIM_REPEATS = 2
+#: Repeats per level when none are given: 1. One repeat of the default report's sweep (4
+#: variants, levels 1..64, time scale 2) measures for about 435 s of wall time (its engine
+#: time is fixed by the model, not by the machine), so 2 repeats would take ``make report``
+#: from about 8 to about 15 minutes, past its 12-minute budget (docs/PERFORMANCE.md). With
+#: one repeat the report says n=1 and gives no interval over repeats (the per-request
+#: bootstrap remains); ``-p repeats 3`` gives intervals at about 3x the time.
+DEFAULT_SIM_REPEATS = 1
 
 
 @dataclasses.dataclass(frozen=True)
