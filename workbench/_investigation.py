@@ -126,7 +126,7 @@ def _prepare(
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
-                               "label": label})
+                               "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=paths.resolve(runs_dir), progress=progress)
 
@@ -265,7 +265,7 @@ def benchmark_variant(
     """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
 
     A sweep's identity is its plan, the variant, engine (for the simulator, also a hash of
-    its code and profile), host and ``label``: running the
+    its code and profile), host, where the load generator runs and ``label``: running the
     same sweep again reopens its run and measures only the (level, repeat) units not stored
     yet, so a sweep stopped by an error, a full disk or ``kill -9`` resumes where it stopped
     (and stops a server the killed run left). ``fresh=True`` starts a new run instead.

@@ -2,12 +2,13 @@
 
 A sweep's **identity** is a hash of what decides its figures: the plan (its JSON, prompt
 ids and their texts' hash), the variant (name and definition), the engine and its launch
-options, the host, and a user's ``label`` (:func:`sweep_identity`). :func:`open_run` maps
-an identity to one run directory under the runs root through a pointer file,
-``<root>/.sweeps/<identity>.json`` (``{"run_id": ...}``, written atomically), so re-running
-the same sweep reopens the same run and measures only the units its manifest does not
-list (:meth:`RunWriter.pending_units <workbench.store._runs.RunWriter.pending_units>`);
-``fresh=True`` starts a new run and points the identity at it (the old run stays on disk).
+options, the host, and a user's ``label`` (:func:`sweep_identity`), recorded as the
+manifest's ``identity``. :func:`open_run` reopens the newest run under the runs root whose
+manifest has that identity, so re-running the same sweep measures only the units its
+manifest does not list (:meth:`RunWriter.pending_units
+<workbench.store._runs.RunWriter.pending_units>`); ``fresh=True`` starts a new run, which
+is then the newest of its identity (the old run stays on disk). Nothing but run
+directories is written under the runs root.
 
 A run being written holds ``<run>/sweep.lock`` (JSON: pid, host name, process start
 time), created exclusively. A second sweep of the same identity while the first runs is
@@ -29,15 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError, HostError
-from workbench.store._files import read_json, read_parquet, to_jsonable, write_json
+from workbench.store._files import read_json, read_parquet, to_jsonable
 from workbench.store._runs import RUN_COLUMNS, RunWriter, default_runs_root, new_run, stored_units
 
 __all__ = ["LOCK_NAME", "ResumedRun", "open_run", "sweep_identity"]
 
 #: The lock file in a run directory being written.
 LOCK_NAME = "sweep.lock"
-#: Directory of identity -> run pointers, under the runs root.
-POINTERS = ".sweeps"
 
 
 def sweep_identity(parts: Mapping[str, Any]) -> str:
@@ -145,21 +144,17 @@ def _release(run_dir: Path) -> None:
         pass
 
 
-def _pointer(root: Path, identity: str) -> Path:
-    return root / POINTERS / f"{identity}.json"
-
-
 def _existing(root: Path, identity: str) -> Path | None:
-    """The run directory the identity points at, when it still holds a manifest of that identity."""
-    pointer = _pointer(root, identity)
-    if not pointer.is_file():
-        return None
-    try:
-        run_dir = root / str(read_json(pointer)["run_id"])
-        manifest = read_json(run_dir / "manifest.json")
-    except (HostError, KeyError):
-        return None
-    return run_dir if manifest.get("identity") == identity else None
+    """The newest run directory under ``root`` whose manifest records ``identity`` (None: none)."""
+    found = []
+    for manifest_path in root.glob("*/manifest.json") if root.is_dir() else []:
+        try:
+            manifest = read_json(manifest_path)
+        except HostError:
+            continue  # unreadable: not a run to resume
+        if manifest.get("identity") == identity:
+            found.append((str(manifest.get("started_at") or ""), manifest_path.parent.name, manifest_path.parent))
+    return max(found)[2] if found else None
 
 
 def _stored_rows(run_dir: Path, manifest: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -217,7 +212,6 @@ def open_run(
     if run_dir is None:
         writer = new_run(variant, root=base, identity=identity, label=label, **new_run_options)
         stale = _acquire(writer.path)
-        write_json(_pointer(base, identity), {"run_id": writer.run_id, "identity": identity})
         writer.on_finish = lambda: _release(writer.path)
         return ResumedRun(writer=writer, resumed=False, previous=None, stale_lock=stale)
     stale = _acquire(run_dir)
