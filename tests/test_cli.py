@@ -125,3 +125,37 @@ def test_failing_notebook_exits_nonzero_and_names_the_partial_output(tmp_path: P
     assert result.exit_code == 1
     assert "ZeroDivisionError" in result.output and str(tmp_path / "r" / "bad.ipynb") in result.output
     assert "Traceback" not in result.output
+
+
+def test_bench_help_imports_no_heavy_package() -> None:
+    code = ("import contextlib, io\nfrom workbench.cli import app\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    app(['bench', '--help'], prog_name='workbench')")
+    assert _heavy_imports(code) == []
+
+
+def test_bench_bad_input_exits_2(tmp_path: Path) -> None:
+    for args in (["--levels", "1,two"], ["--repeats", "0"], ["--requests", "0"]):
+        result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
+        assert result.exit_code == 2, result.output
+    result = runner.invoke(app, ["bench", "no-such-variant", "--runs-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "no-such-variant" in result.output
+    assert not list(tmp_path.iterdir())
+
+
+def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
+    args = ["bench", "baseline", "eagle3-topk4", "--levels", "1,4", "--requests", "4", "--repeats", "2",
+            "--max-new-tokens", "16", "--time-scale", "20", "--no-progress", "--runs-dir", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "n" in lines[0].split() and "output tok/s (95% CI)" in lines[0]
+    rows = [line.split() for line in lines[1:5]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("baseline", "1", "2"), ("baseline", "4", "2"),
+                                                  ("eagle3-topk4", "1", "2"), ("eagle3-topk4", "4", "2")]
+    assert all("[" in line for line in lines[1:5])  # every mean with its interval
+    assert "eagle3-topk4, output_throughput_tok_s:" in result.output
+    runs = sorted(p.parent for p in tmp_path.glob("*/manifest.json"))
+    stamps = [(p / "requests.parquet").stat().st_mtime_ns for p in runs]
+    again = runner.invoke(app, args)  # the same sweep: resumed, nothing left to measure
+    assert again.exit_code == 0 and [(p / "requests.parquet").stat().st_mtime_ns for p in runs] == stamps

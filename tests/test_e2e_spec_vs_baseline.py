@@ -1,6 +1,6 @@
 """End to end: the spec_vs_baseline notebook through papermill against real sim server processes.
 
-Small sweep (concurrency 1 and 8), the simulated clock at 4x. Checks real values:
+Small sweep (concurrency 1 and 8, 2 repeats), the simulated clock at 4x. Checks real values:
 accept length against the acceptance model within sampling error, and throughputs
 against the calibration targets and the offline prediction of the same engine.
 """
@@ -33,9 +33,9 @@ def report(tmp_path_factory):
     result = run_notebook(
         NOTEBOOK, out_dir=out,
         parameters={"variants": ["baseline", "eagle3-topk4"], "concurrency_levels": LEVELS, "time_scale": 4.0,
-                    "runs_dir": str(runs)},
+                    "runs_dir": str(runs), "repeats": 2},
     )
-    run_dirs = sorted(p for p in runs.iterdir() if p.is_dir())
+    run_dirs = sorted(p.parent for p in runs.glob("*/manifest.json"))
     return result, {load_run(p).manifest["variant"]: load_run(p) for p in run_dirs}
 
 
@@ -44,6 +44,7 @@ def test_report_files_and_manifests(report) -> None:
     assert set(runs) == {"baseline", "eagle3-topk4"}
     html = result.html.read_text()
     assert "<svg" in html and "SIMULATED" in html and "crossover" in html.lower()
+    assert "n=2" in html and "95%" in html  # figures carry n and their interval
     stems = {p.stem for p in result.charts}
     assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length"} <= stems
     for run in runs.values():
@@ -54,8 +55,12 @@ def test_report_files_and_manifests(report) -> None:
         assert "workbench.sim" in " ".join(m["launch_command"]) and m["server_info"]["simulated"] is True
         assert m["plan"]["concurrency_levels"] == LEVELS == run.plan["concurrency_levels"]
         assert m["plan"]["requests_per_level"] == [max(16, 2 * c) for c in LEVELS]
-        assert list(run.levels["concurrency"]) == LEVELS and run.levels["simulated"].all()
-        assert (run.levels["failed"] == 0).all()
+        repeats = m["plan"]["repeats"]
+        assert repeats == 2
+        assert sorted(zip(run.levels["concurrency"], run.levels["repeat"])) == [(c, r) for c in LEVELS
+                                                                               for r in range(repeats)]
+        assert run.levels["simulated"].all() and (run.levels["failed"] == 0).all()
+        assert m["status"] == "complete" and len(m["units_completed"]) == len(LEVELS) * repeats
 
 
 def test_accept_length_matches_acceptance_model(report) -> None:
@@ -76,8 +81,8 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
     _, runs = report
     profile = load_profile("seed-pcie-8gpu")
     tol = profile.calibration["tolerance"]
-    base = runs["baseline"].levels.set_index("concurrency")
-    eagle = runs["eagle3-topk4"].levels.set_index("concurrency")
+    base = runs["baseline"].levels.groupby("concurrency").mean(numeric_only=True)  # means over repeats
+    eagle = runs["eagle3-topk4"].levels.groupby("concurrency").mean(numeric_only=True)
     # Concurrency 1: the measured figures the profile is calibrated to.
     assert base.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["baseline_c1_per_request_tok_s"], rel=tol)
     assert eagle.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["eagle3_c1_per_request_tok_s"], rel=tol)

@@ -16,7 +16,7 @@ from workbench.hosts import _processes as processes
 from workbench._investigation import benchmark_variant, benchmark_variants, load_study
 from workbench.store import load_run
 
-FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False)
+FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False, repeats=1)
 
 
 def test_bad_input_is_refused_before_launch(tmp_path) -> None:
@@ -57,7 +57,7 @@ def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
         benchmark_variant("baseline", concurrency_levels=[1, 2, 4], requests_per_level=4, runs_dir=tmp_path, **FAST)
     thread.join(5)
     assert "Measured levels are kept" in str(err.value)
-    (run_dir,) = list(tmp_path.iterdir())
+    (run_dir,) = [m.parent for m in tmp_path.glob("*/manifest.json")]
     run = load_run(run_dir)
     assert run.manifest["status"] == "failed" and "BenchmarkError" in run.manifest["error"]
     level1 = run.levels[run.levels["concurrency"] == 1].iloc[0]

@@ -68,3 +68,48 @@ def test_the_cache_is_not_a_constructor_argument_nor_shown() -> None:
     assert "_ci_cache" not in repr(study)
     with pytest.raises(TypeError):
         Study(levels=study.levels, requests=study.requests, manifests=[], baseline="baseline", _ci_cache={})
+
+
+def _repeated_study() -> Study:
+    """Three repeats: eagle3 clearly ahead at 1, indistinguishable at 2, clearly behind at 4 and 8."""
+    levels = []
+    spread = (-1.0, 0.0, 1.0)
+    for c, base, spec in [(1, 90.0, 99.0), (2, 170.0, 171.0), (4, 300.0, 240.0), (8, 500.0, 300.0)]:
+        for r, d in enumerate(spread):
+            for name, total, wiggle in (("baseline", base, d), ("eagle3", spec, -3 * d if c == 2 else d)):
+                levels.append({"variant": name, "concurrency": c, "repeat": r, "simulated": True, "engine": "sim",
+                               "output_throughput_tok_s": total + wiggle,
+                               "mean_per_request_tok_s": (total + wiggle) / c,
+                               "accept_length": 2.7 + d / 100 if name == "eagle3" else float("nan")})
+    return Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(), manifests=[], baseline="baseline")
+
+
+def test_repeats_give_n_intervals_and_honest_crossovers() -> None:
+    study = _repeated_study()
+    assert study.max_repeats == 3
+    summary = study.summary().set_index(["variant", "concurrency"])
+    row = summary.loc[("baseline", 1)]
+    # 89, 90, 91: mean 90, s = 1, half width 4.302653 / sqrt(3) = 2.484
+    assert row["n"] == 3 and row["output_throughput_tok_s"] == 90.0
+    assert (row["output_throughput_tok_s_lo"], row["output_throughput_tok_s_hi"]) == (87.5, 92.5)
+    ratios = study.ratios("eagle3").set_index("concurrency")
+    assert ratios.loc[1, "output_throughput_tok_s_verdict"] == "spec ahead"
+    assert ratios.loc[2, "output_throughput_tok_s_verdict"] == "not distinguishable at this level"
+    assert ratios.loc[4, "output_throughput_tok_s_verdict"] == "baseline ahead"
+    crossing = study.crossover_intervals("eagle3")["output_throughput_tok_s"]
+    assert crossing.kind == "claimed" and 1 < crossing.lo < crossing.concurrency < crossing.hi < 4
+    findings = study.findings()
+    assert "not distinguishable at this level" in findings and "n=3" in findings
+    table = study.crossover_table()
+    assert set(table["kind"]) == {"claimed"} and (table["n"] == 3).all()
+    charts = study.charts()  # means with interval bars; the per-request bootstrap is not needed
+    assert "n=3 repeats" in str(charts["throughput"].to_dict()["title"])
+    assert study.policy()["best_variant"].tolist() == ["eagle3", "eagle3", "baseline", "baseline"]
+
+
+def test_one_repeat_says_n_1_and_claims_no_interval() -> None:
+    study = _study()
+    assert study.max_repeats == 1 and (study.summary()["n"] == 1).all()
+    for c in study.crossovers("eagle3").values():
+        assert "n=1 repeat: no interval" in c.description
+    assert "n=1 repeat per level" in study.findings()

@@ -8,7 +8,10 @@ on disk); ``load_study`` turns run directories into a :class:`~workbench._study.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import hashlib
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,11 +20,11 @@ from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan
 from workbench.bench import start_host_sweep
 from workbench.bench import run_sweep
 from workbench.engines import Engine, resolve_engine
-from workbench.errors import BenchmarkError, ConfigError
+from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
-from workbench.servers import ServerHandle
+from workbench.servers import ServerHandle, classify_failure
 from workbench.variants import Variant, load_variant
-from workbench.store import load_run, load_runs, new_run
+from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
 
@@ -39,6 +42,205 @@ def setup_notebook() -> None:
     pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
 
 
+@dataclasses.dataclass(frozen=True)
+class _Sweep:
+    """One variant's sweep, validated before anything is launched: what it runs and its identity."""
+
+    variant: Variant
+    engine: Engine
+    host: str
+    where: Literal["host", "local"]
+    plan: SweepPlan
+    sim_profile: str
+    label: str | None
+    identity: str
+    root: Path
+    progress: bool
+
+    def sim_options(self, repeat: int) -> dict[str, Any] | None:
+        """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
+        return self.engine.launch_options(profile=self.sim_profile, time_scale=float(self.plan.time_scale),
+                                          seed=self.plan.seed_of(repeat))
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepFailure:
+    """A variant whose server failed (to start, or mid-sweep); the sweep went on without it.
+
+    Attributes:
+        variant: its name.
+        run: its run directory (the units measured before are kept).
+        kind: the failure's class from the server log (``workbench.servers`` kinds:
+            ``out_of_memory``, ``cuda_graph``, ..., ``unknown``).
+        message: what went wrong, with the server log's tail.
+    """
+
+    variant: str
+    run: Path
+    kind: str
+    message: str
+
+
+def _variant_definition(v: Variant) -> dict[str, Any]:
+    return {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env, "model_path": v.model_path,
+            "draft_model_path": v.draft_model_path, "base": v.base, "sglang_version": v.sglang_version,
+            "patches": [str(p) for p in v.patches], "sim_policy": v.sim_policy}
+
+
+def _prepare(
+    variant: str | Path | Variant,
+    *,
+    host: str = "local",
+    engine: str | Engine | None = None,
+    client: Literal["host", "local"] | None = None,
+    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
+    requests_per_level: int | None = None,
+    max_new_tokens: int = 256,
+    prompt_set: str | Path = "default",
+    seed: int = 0,
+    sim_profile: str = "seed-pcie-8gpu",
+    time_scale: float | None = None,
+    warmup_requests: int = 1,
+    unique_prompts: bool | None = None,
+    repeats: int | None = None,
+    label: str | None = None,
+    runs_dir: str | Path = "data/runs",
+    progress: bool = True,
+) -> _Sweep:
+    """Validate everything about one variant's sweep (nothing is launched); see :func:`benchmark_variant`."""
+    v = variant if isinstance(variant, Variant) else load_variant(variant)
+    eng = resolve_engine(host, engine)
+    time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
+    if client not in (None, "host", "local"):
+        raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ConfigError(f"label must be a non-empty string naming the sweep (or None), got {label!r}")
+    where = client or ("local" if is_local(host) else "host")
+    # The sweep's one validated value, built before anything is launched.
+    plan = SweepPlan.build(concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
+                           max_new_tokens=max_new_tokens, prompt_set=prompt_set, seed=seed, time_scale=time_scale,
+                           warmup_requests=warmup_requests,
+                           unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
+                           repeats=eng.default_repeats if repeats is None else repeats)
+    options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
+    identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
+                               "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
+                               "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
+                               "client": where, "label": label})
+    return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
+                  identity=identity, root=paths.resolve(runs_dir), progress=progress)
+
+
+def _engine_code(eng: Engine, sim_profile: str) -> str | None:
+    """For a simulated engine, a hash of what computes its figures (the simulator's source and the
+    profile file), so a changed model is another sweep and never resumes runs it did not produce.
+    None for a real engine: its figures come from the SGLang the variant names."""
+    if not eng.simulated:
+        return None
+    digest = hashlib.sha256()
+    profile = Path(sim_profile) if sim_profile.endswith(".toml") else \
+        paths.PACKAGE_ROOT / "data" / "profiles" / f"{sim_profile}.toml"
+    for file in [*sorted((paths.PACKAGE_ROOT / "workbench" / "sim").glob("*.py")), profile]:
+        digest.update(file.name.encode() + b"\0" + (file.read_bytes() if file.is_file() else b"") + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
+    """Stop the server a killed sweep of this run left running (recorded in its manifest), if it still runs."""
+    if not previous or previous.get("status") != "running":
+        return  # a sweep that ended (even failed) stopped its server itself
+    server_id = (previous.get("server_process") or {}).get("id")
+    if not server_id:
+        return
+    try:
+        ServerHandle.attach(host, server_id, own=True, heartbeat_s=None).stop()
+    except ServerError:
+        pass  # not running any more (stopped by its lease, or never outlived the sweep)
+    except HostError as exc:
+        warnings.warn(f"Could not stop server {server_id} on {host!r} left by a killed sweep: {exc}; its "
+                      "host-side lease stops it once it runs out", stacklevel=3)
+
+
+def _run_pass(sweep: _Sweep, *, repeats: Sequence[int] | None, fresh: bool) -> Path:
+    """Measure the units of ``sweep`` not stored yet (those of ``repeats`` only, when given) with one server.
+
+    Raises:
+        _PassFailed: the server failed (ServerStartError, BenchmarkError); the run is
+            marked failed (the units stored before are kept).
+        ConfigError, HostError (DiskFullError): as :func:`benchmark_variant`.
+    """
+    v, eng, plan = sweep.variant, sweep.engine, sweep.plan
+    opened = open_run(v.name, identity=sweep.identity, label=sweep.label, fresh=fresh, root=sweep.root,
+                      engine=eng, host=sweep.host, plan=plan, time_scale=float(plan.time_scale),
+                      extra={"variant_definition": _variant_definition(v)})
+    run = opened.writer
+    try:
+        return _measure_pending(sweep, run, opened.previous, repeats)
+    except (ServerError, BenchmarkError) as exc:
+        raise _PassFailed(run.path, exc) from exc
+
+
+class _PassFailed(Exception):
+    """A pass's server failed: the run it wrote (marked failed) and the error."""
+
+    def __init__(self, run: Path, error: ServerError | BenchmarkError) -> None:
+        super().__init__(str(error))
+        self.run, self.error = run, error
+
+
+def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, repeats: Sequence[int] | None) -> Path:
+    v, eng, plan = sweep.variant, sweep.engine, sweep.plan
+    with run:
+        _stop_leftover(previous, sweep.host)
+        todo = [u for u in run.pending_units(plan) if repeats is None or u[0] in repeats]
+        if not todo:
+            run.finish(status="incomplete" if run.pending_units(plan) else "complete")
+            return run.path
+        desc = v.name if repeats is None or plan.repeats == 1 else \
+            f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
+        # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
+        with prepare_launch(v, host=sweep.host, engine=eng) as prep, \
+                ServerHandle.start(prep.launch_variant, host=sweep.host, engine=eng,
+                                   sim_options=sweep.sim_options(todo[0][0])) as server:
+            info = server.server_info()
+            run.record_server(
+                launch_command=server.command, client_location=_client_location(server, sweep.where),
+                server_info=info,
+                simulation=info.get("simulation"),
+                server_log=server.process.log_path,
+                server_process={"id": server.id, "pid": server.process.pid, "pgid": server.process.pgid,
+                                "start_time": server.process.start_time, "port": server.port},
+                # provenance (version, base commit, dirty, patch sha256 + text, launch command),
+                # sim_stand_in, pre-flight findings, effective settings and their findings
+                **prep.manifest_extra(server_info=info, log_text=server.logs_tail(LOG_LINES),
+                                      launch_command=server.command),
+            )
+
+            def on_level(level: Any) -> None:
+                run.save_level(prep.label_level(level))
+                if len(level.requests) and level.requests["error"].notna().all():
+                    alive = "still running" if server.alive else "no longer running"
+                    tail = server.logs_tail(30)
+                    failure = classify_failure(tail)
+                    raise BenchmarkError(
+                        f"Every request of a level failed against {v.name!r} (server {alive}; log classified "
+                        f"{failure.kind}: {failure.suggestion}); first error: {level.requests['error'].iloc[0]}. "
+                        f"Measured levels are kept in {run.path}; running the same sweep again resumes it. "
+                        f"Server log tail:\n{tail}"
+                    )
+
+            if sweep.where == "host":
+                with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
+                    run.annotate(client={"python": hosted.python, "pid": hosted.process.pid,
+                                         "results_path": hosted.results_path, "log_path": hosted.log_path})
+                    hosted.follow(on_level=on_level, progress=sweep.progress, desc=desc)
+            else:
+                run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc)
+            final_info = server.server_info()
+        run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
+    return run.path
+
+
 def benchmark_variant(
     variant: str | Path | Variant,
     *,
@@ -54,10 +256,19 @@ def benchmark_variant(
     time_scale: float | None = None,
     warmup_requests: int = 1,
     unique_prompts: bool | None = None,
+    repeats: int | None = None,
+    label: str | None = None,
+    fresh: bool = False,
     runs_dir: str | Path = "data/runs",
     progress: bool = True,
 ) -> Path:
-    """Launch one variant, sweep the concurrency levels against it, stop it.
+    """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
+
+    A sweep's identity is its plan, the variant, engine (for the simulator, also a hash of
+    its code and profile), host, where the load generator runs and ``label``: running the
+    same sweep again reopens its run and measures only the (level, repeat) units not stored
+    yet, so a sweep stopped by an error, a full disk or ``kill -9`` resumes where it stopped
+    (and stops a server the killed run left). ``fresh=True`` starts a new run instead.
 
     Args:
         variant: a variant name in ``data/variants/``, a variant file, or a :class:`Variant`.
@@ -77,7 +288,8 @@ def benchmark_variant(
             :func:`workbench.bench.default_requests_per_level`, ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).
         prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
-        seed: seeds the prompt order and the simulator's acceptance sampling.
+        seed: seeds the prompt order and the simulator's acceptance sampling (repeat
+            ``r`` uses :func:`workbench.bench.repeat_seed`\\ ``(seed, r)``).
         sim_profile: simulator profile (sim engine only).
         time_scale: simulated seconds per wall second (sim engine only; 1 = real time);
             None: the engine's default, :data:`~workbench.engines.DEFAULT_SIM_TIME_SCALE`
@@ -88,86 +300,42 @@ def benchmark_variant(
             prompts never hit the radix (prefix) cache; None: the engine's default, on
             for a real engine, off for the simulator (which models no prefix cache, so
             the tag would only add a few prompt tokens).
+        repeats: how many times each level is measured, each with its own seed and prompt
+            order; None: the engine's :attr:`~workbench.engines.Engine.default_repeats`
+            (3 on a real engine, :data:`~workbench.engines.DEFAULT_SIM_REPEATS` on the simulator).
+        label: your name for the sweep (part of its identity: another label is another run).
+        fresh: start a new run even if this sweep was run before (the old run is kept).
         runs_dir: runs root (relative paths are under the project root).
-        progress: show a progress bar.
+        progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
+            with the unit being measured and the last level's output tok/s.
 
     Returns:
         The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its
         manifest records the sweep's ``plan`` (:meth:`SweepPlan.to_json
-        <workbench.bench.SweepPlan.to_json>`, prompt ids for texts), ``provenance``
-        (SGLang version, base commit, dirty state, patch sha256 and text, launch command and env), ``sim_stand_in``, the
-        pre-flight findings and the effective settings the server reports with their
-        findings (:func:`workbench.variants.prepare_launch`).
+        <workbench.bench.SweepPlan.to_json>`, prompt ids for texts), its ``identity`` and
+        ``label``, the units stored (``units_completed``), ``provenance`` (SGLang version,
+        base commit, dirty state, patch sha256 and text, launch command and env),
+        ``sim_stand_in``, the pre-flight findings and the effective settings the server
+        reports with their findings (:func:`workbench.variants.prepare_launch`).
 
     Raises:
         ConfigError: bad parameters (an unknown engine, a time_scale other than 1 on a
-            real engine); on the real engine, pre-flight errors or a patch that does not
-            apply (nothing is launched). ServerStartError: the server never
-            became ready.
+            real engine), another sweep writing the same run now; on the real engine,
+            pre-flight errors or a patch that does not apply (nothing is launched).
+        ServerStartError: the server never became ready.
         BenchmarkError: the sweep could not measure. The run directory keeps every
-        level measured before an error.
+            level measured before an error.
+        DiskFullError: no room to store a level; earlier levels are intact.
     """
-    v = variant if isinstance(variant, Variant) else load_variant(variant)
-    eng = resolve_engine(host, engine)
-    time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
-    if client not in (None, "host", "local"):
-        raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
-    where = client or ("local" if is_local(host) else "host")
-    sim_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
-    # The sweep's one validated value, built before anything is launched.
-    plan = SweepPlan.build(concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
-                           max_new_tokens=max_new_tokens, prompt_set=prompt_set, seed=seed, time_scale=time_scale,
-                           warmup_requests=warmup_requests,
-                           unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts)
-    # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
-    with prepare_launch(v, host=host, engine=eng) as prep, \
-            ServerHandle.start(prep.launch_variant, host=host, engine=eng, sim_options=sim_options) as server:
-        info = server.server_info()
-        run = new_run(
-            v.name,
-            engine=eng,
-            launch_command=server.command,
-            host=host,
-            client_location=_client_location(server, where),
-            server_info=info,
-            plan=plan,
-            time_scale=time_scale,
-            extra={
-                "variant_definition": {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env,
-                                       "model_path": v.model_path, "draft_model_path": v.draft_model_path,
-                                       "base": v.base, "sglang_version": v.sglang_version,
-                                       "patches": [str(p) for p in v.patches], "sim_policy": v.sim_policy},
-                "simulation": info.get("simulation"),
-                "server_log": server.process.log_path,
-                "server_process": {"pid": server.process.pid, "pgid": server.process.pgid,
-                                   "start_time": server.process.start_time, "port": server.port},
-                # provenance (version, base commit, dirty, patch sha256 + text, launch command),
-                # sim_stand_in, pre-flight findings, effective settings and their findings
-                **prep.manifest_extra(server_info=info, log_text=server.logs_tail(LOG_LINES),
-                                      launch_command=server.command),
-            },
-            root=paths.resolve(runs_dir),
-        )
-        def on_level(level: Any) -> None:
-            run.save_level(prep.label_level(level))
-            if len(level.requests) and level.requests["error"].notna().all():
-                alive = "still running" if server.alive else "no longer running"
-                raise BenchmarkError(
-                    f"Every request of a level failed against {v.name!r} (server {alive}); first error: "
-                    f"{level.requests['error'].iloc[0]}. Measured levels are kept in {run.path}. "
-                    f"Server log tail:\n{server.logs_tail(30)}"
-                )
-
-        with run:
-            if where == "host":
-                with start_host_sweep(server.host, server.port, plan, python=server.python) as sweep:
-                    run.annotate(client={"python": sweep.python, "pid": sweep.process.pid,
-                                         "results_path": sweep.results_path, "log_path": sweep.log_path})
-                    sweep.follow(on_level=on_level, progress=progress)
-            else:
-                run_sweep(server.url, plan, progress=progress, on_level=on_level)
-            run.finish(server_info=server.server_info())
-    return run.path
+    sweep = _prepare(variant, host=host, engine=engine, client=client, concurrency_levels=concurrency_levels,
+                     requests_per_level=requests_per_level, max_new_tokens=max_new_tokens, prompt_set=prompt_set,
+                     seed=seed, sim_profile=sim_profile, time_scale=time_scale, warmup_requests=warmup_requests,
+                     unique_prompts=unique_prompts, repeats=repeats, label=label, runs_dir=runs_dir,
+                     progress=progress)
+    try:
+        return _run_pass(sweep, repeats=None, fresh=fresh)
+    except _PassFailed as failed:
+        raise failed.error
 
 
 def _client_location(server: ServerHandle, where: str) -> str:
@@ -177,22 +345,70 @@ def _client_location(server: ServerHandle, where: str) -> str:
     return "local" if is_local(server.host) else "local (tunnel)"
 
 
-def benchmark_variants(variants: Sequence[str | Path | Variant], **kwargs: Any) -> list[Path]:
-    """:func:`benchmark_variant` for each variant in turn (same keyword arguments).
+def benchmark_variants(
+    variants: Sequence[str | Path | Variant],
+    *,
+    fresh: bool = False,
+    on_failure: Callable[[SweepFailure], None] | None = None,
+    **kwargs: Any,
+) -> list[Path]:
+    """:func:`benchmark_variant` for each variant, repeat by repeat, alternating their order.
 
-    Every variant is loaded before the first is launched, so a misspelt name fails
-    at once instead of after the variants before it were benchmarked.
+    Repeat 0 runs the variants in the given order, repeat 1 in reverse, repeat 2 in the
+    given order again, ...: one server per (repeat, variant), so drift over time (a
+    warming host, another tenant) does not favour whichever variant always runs first.
+    Every variant and parameter is validated before the first server is launched.
+
+    A server that fails (never ready, or dead mid-sweep) is reported with its log's
+    classification and tail (a :class:`UserWarning`, and ``on_failure``), its run keeps
+    what was measured and is marked failed, and the sweep goes on with the next variant
+    (that variant's later repeats are skipped; running the same sweep again resumes it).
+
+    Args:
+        variants: names, files or :class:`Variant` objects.
+        fresh: start new runs for every variant (see :func:`benchmark_variant`).
+        on_failure: called with each :class:`SweepFailure`, as it happens.
+        kwargs: :func:`benchmark_variant`'s other keyword arguments.
 
     Returns:
-        The run directories, in the order of ``variants``.
+        The run directories, in the order of ``variants`` (failed ones included).
 
     Raises:
-        ConfigError: ``variants`` is empty or names an unknown variant or bad file.
+        ConfigError: ``variants`` is empty or names an unknown variant or bad file, or
+            a parameter is invalid.
+        HostError: the host or the runs folder cannot be used (DiskFullError: no room).
     """
     if not variants:
         raise ConfigError("variants is empty; name at least a baseline and one speculative variant")
-    loaded = [v if isinstance(v, Variant) else load_variant(v) for v in variants]
-    return [benchmark_variant(v, **kwargs) for v in loaded]
+    sweeps = [_prepare(v, **kwargs) for v in variants]
+    paths: dict[int, Path] = {}
+    failed: dict[int, SweepFailure] = {}
+    started: set[int] = set()
+    for repeat in range(sweeps[0].plan.repeats):
+        order = list(range(len(sweeps))) if repeat % 2 == 0 else list(reversed(range(len(sweeps))))
+        for i in order:
+            if i in failed:
+                continue
+            try:
+                paths[i] = _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started)
+            except _PassFailed as exc:
+                failure = _failure(sweeps[i], exc.run, exc.error)
+                failed[i] = failure
+                paths[i] = failure.run
+                warnings.warn(f"{failure.variant}: server failed ({failure.kind}); going on with the next variant. "
+                              f"{failure.message}", stacklevel=2)
+                if on_failure is not None:
+                    on_failure(failure)
+            started.add(i)
+    return [paths[i] for i in range(len(sweeps))]
+
+
+def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
+    """What a failed pass of ``sweep`` leaves: its run and the classified error."""
+    kind = getattr(exc, "kind", None) or classify_failure(str(exc)).kind
+    tail = getattr(exc, "log_tail", "")
+    message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
+    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
 
 
 def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Study:

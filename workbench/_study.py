@@ -5,6 +5,13 @@ and answers the investigation's questions with the pure functions of
 :mod:`workbench.analysis` and :mod:`workbench.charts._tradeoff`: where each
 speculative variant stops beating the baseline (the crossover concurrency), which
 variant is best at each concurrency (the policy), and the charts.
+
+Levels measured in several repeats are reported as the mean over repeats with a 95%
+Student t interval and their n (:func:`workbench.analysis.repeat_table`); ratios pair
+repeats (:func:`workbench.analysis.ratio_intervals`), and a crossover is claimed only
+where the intervals separate (:func:`workbench.analysis.crossover_interval`); elsewhere
+the text says "not distinguishable at this level". With one repeat the figures say
+``n=1`` and carry no interval.
 """
 
 from __future__ import annotations
@@ -17,13 +24,20 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import Crossover, best_policy, find_crossover, per_request_ratio_ci, ratio_table
+from workbench.analysis import (Crossover, CrossoverInterval, best_policy, crossover_interval, find_crossover,
+                                per_request_ratio_ci, ratio_intervals, repeat_table)
 from workbench.errors import ConfigError
 
 #: Level metrics compared between variants (higher is better for both).
 COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 
-#: Columns of the compact per-level table shown in reports.
+#: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
+INTERVAL_METRICS = (
+    "output_throughput_tok_s", "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "accept_length",
+)
+
+#: Columns of the compact per-level table shown in reports (one repeat).
 SUMMARY_COLUMNS = (
     "variant", "concurrency", "completed", "failed", "output_throughput_tok_s", "request_throughput_req_s",
     "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "mean_tpot_ms", "p50_itl_ms", "p99_itl_ms",
@@ -54,7 +68,8 @@ class Study:
         names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
         if self.baseline not in names:
             raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
-        dupes = self.levels.groupby(["variant", "concurrency"]).size()
+        keys = ["variant", "concurrency", *(["repeat"] if "repeat" in self.levels else [])]
+        dupes = self.levels.groupby(keys).size()
         if (dupes > 1).any():
             raise ConfigError(
                 "several runs measure the same variant and concurrency: "
@@ -91,18 +106,62 @@ class Study:
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
         return [text, *stand_ins]
 
+    @property
+    def max_repeats(self) -> int:
+        """The most repeats any level has (1 for runs without repeats)."""
+        if "repeat" not in self.levels or not len(self.levels):
+            return 1
+        return int(self.levels.groupby(["variant", "concurrency"]).size().max())
+
     # -- tables -------------------------------------------------------------
+    def means(self) -> pd.DataFrame:
+        """One row per (variant, concurrency): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
+        (and :data:`COMPARED`) as mean, ``_lo``, ``_hi`` (95% t interval; NaN for n=1), ``_n``."""
+        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, "server_accept_length"])
+                   if m in self.levels.columns]
+        table = repeat_table(self.levels, metrics)
+        order = {v: i for i, v in enumerate(self.variants)}
+        for col in [c for c in self.levels.columns if c in {"simulated", "engine"}]:
+            if col in self.levels:
+                table[col] = table["variant"].map(self.levels.groupby("variant")[col].first())
+        return table.sort_values(["variant", "concurrency"], key=lambda s: s.map(order) if s.name == "variant"
+                                 else s).reset_index(drop=True)
+
     def summary(self) -> pd.DataFrame:
-        """Compact per-level table (variant, concurrency, throughput, latencies, accept length), rounded for reading."""
-        cols = [c for c in SUMMARY_COLUMNS if c in self.levels.columns]
-        table = self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
-        digits = {c: (2 if "accept" in c or c.endswith("_req_s") else 1) for c in cols
+        """Compact per-level table, rounded for reading.
+
+        One repeat: variant, concurrency, throughput, latencies, accept length (each n=1).
+        Several: one row per (variant, concurrency) with ``n`` (repeats) and, for each of
+        :data:`INTERVAL_METRICS`, the mean over repeats and its 95% interval (``_lo``, ``_hi``).
+        """
+        if self.max_repeats == 1:
+            cols = [c for c in SUMMARY_COLUMNS if c in self.levels.columns]
+            table = self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
+            table.insert(2, "n", 1)
+        else:
+            means = self.means()
+            cols = ["variant", "concurrency", "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means
+                                                      for s in ("", "_lo", "_hi")]
+            table = means[cols]
+        digits = {c: (2 if "accept" in c or "_req_s" in c else 1) for c in table.columns
                   if pd.api.types.is_float_dtype(table[c])}
         return table.round(digits)
 
+    def ratio_intervals(self, spec: str, metric: str) -> pd.DataFrame:
+        """:func:`workbench.analysis.ratio_intervals` of ``spec`` over the baseline on ``metric``."""
+        return ratio_intervals(self.levels, baseline=self.baseline, spec=spec, metric=metric)
+
     def ratios(self, spec: str) -> pd.DataFrame:
-        """Spec/baseline ratios of :data:`COMPARED` at each shared level."""
-        return ratio_table(self.levels, baseline=self.baseline, spec=spec, metrics=COMPARED)
+        """Spec/baseline ratios of :data:`COMPARED` at each shared level: ``<m>_ratio`` (geometric
+        mean over paired repeats; the plain ratio for one), ``<m>_ratio_lo``, ``<m>_ratio_hi``
+        (NaN for n=1), ``<m>_n`` and ``<m>_verdict``."""
+        out = None
+        for m in COMPARED:
+            t = self.ratio_intervals(spec, m).rename(columns={
+                "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
+                "verdict": f"{m}_verdict"})
+            out = t if out is None else out.merge(t, on="concurrency", how="outer")
+        return out.sort_values("concurrency").reset_index(drop=True)
 
     def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
         """Bootstrap CI of the per-request tok/s ratio of ``spec`` over the baseline, per level.
@@ -117,36 +176,79 @@ class Study:
                                                        confidence=confidence)  # fmt: skip
         return self._ci_cache[key].copy()
 
+    def crossover_intervals(self, spec: str) -> dict[str, CrossoverInterval]:
+        """Per compared metric, the crossover of ``spec`` with its interval, claimed only where the
+        intervals separate (:func:`workbench.analysis.crossover_interval`)."""
+        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m) for m in COMPARED}
+
     def crossovers(self, spec: str) -> dict[str, Crossover]:
-        """Crossover concurrency of ``spec`` against the baseline, per compared metric."""
+        """Crossover concurrency of ``spec`` against the baseline, per compared metric, as charts draw it.
+
+        One repeat: the point estimate (:func:`workbench.analysis.find_crossover`), its
+        description saying ``n=1, no interval``. Several: a claimed crossover is the point
+        ratio's crossing with the interval's words; one that cannot be claimed has no
+        concurrency and says "not distinguishable at this level" where that applies.
+        """
         table = self.ratios(spec)
-        return {m: find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m) for m in COMPARED}
+        out = {}
+        for m, interval in self.crossover_intervals(spec).items():
+            point = find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m)
+            if interval.kind == "single_repeat":
+                out[m] = dataclasses.replace(point, description=f"{point.description} (n=1 repeat: no interval)")
+            elif interval.kind == "claimed":
+                out[m] = Crossover(m, "interpolated", interval.concurrency, None, None, interval.description,
+                                   ((0, 0, interval.concurrency),))
+            else:
+                out[m] = Crossover(m, "none_in_range", None, None, None, interval.description)
+        return out
 
     def crossover_table(self) -> pd.DataFrame:
-        """One row per (speculative variant, metric): crossover kind, concurrency, description."""
+        """One row per (speculative variant, metric): crossover kind, concurrency, its interval, n, description."""
         rows = []
         for spec in self.spec_variants:
+            intervals = self.crossover_intervals(spec)
             for metric, c in self.crossovers(spec).items():
-                rows.append({"variant": spec, "metric": metric, "kind": c.kind,
-                             "crossover_concurrency": c.concurrency, "description": c.description})
+                iv = intervals[metric]
+                rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "single_repeat"
+                             else iv.kind, "crossover_concurrency": c.concurrency, "crossover_lo": iv.lo,
+                             "crossover_hi": iv.hi, "n": iv.n, "description": c.description})
         return pd.DataFrame(rows)
 
     def policy(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
-        """Best variant per concurrency on ``metric`` (what to run at each load)."""
-        return best_policy(self.levels, metric=metric)
+        """Best variant per concurrency on ``metric`` (mean over repeats; what to run at each load)."""
+        return best_policy(self.means(), metric=metric)
 
     # -- charts -------------------------------------------------------------
+    @property
+    def repeats_line(self) -> str:
+        """The chart subtitle line saying what a point is: n repeats and the interval drawn."""
+        n = self.max_repeats
+        if n == 1:
+            return "n=1 repeat per level: points are single measurements, no interval"
+        return f"points: mean over n={n} repeats per level; bars: 95% interval (Student t, n-1 df)"
+
     def charts(self) -> dict[str, alt.TopLevelMixin]:
-        """Every chart of the study, by file stem."""
+        """Every chart of the study, by file stem (means over repeats, with interval bars when n > 1)."""
+        means = self.means()
+        lines = [*self.subtitle_lines, self.repeats_line]
         out: dict[str, alt.TopLevelMixin] = {
-            "throughput": charts.throughput_chart(self.levels, subtitle=self.subtitle_lines, variants=self.variants),
-            "per_request": charts.per_request_chart(self.levels, subtitle=self.subtitle_lines, variants=self.variants),
+            "throughput": charts.throughput_chart(means, subtitle=lines, variants=self.variants),
+            "per_request": charts.per_request_chart(means, subtitle=lines, variants=self.variants),
         }
         for spec in self.spec_variants:
-            out[f"ratio_{spec}"] = charts.ratio_chart(self.ratios(spec), self.crossovers(spec), spec=spec,
-                                                        subtitle=self.subtitle_lines, ci=self.per_request_ci(spec))
+            ratios = self.ratios(spec)
+            if self.max_repeats > 1:
+                m = "mean_per_request_tok_s"
+                ci = ratios[["concurrency", f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
+                    columns={f"{m}_ratio_lo": "ratio_lo", f"{m}_ratio_hi": "ratio_hi"}).dropna()
+                ratio_lines = [*self.subtitle_lines, f"bars: 95% interval over n={self.max_repeats} paired repeats"]
+            else:
+                ci = self.per_request_ci(spec)
+                ratio_lines = [*self.subtitle_lines, "n=1 repeat; bars: per-request bootstrap 95% interval"]
+            out[f"ratio_{spec}"] = charts.ratio_chart(ratios, self.crossovers(spec), spec=spec,
+                                                        subtitle=ratio_lines, ci=ci)
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
-            out["accept_length"] = charts.accept_length_chart(self.levels, subtitle=self.subtitle_lines, variants=self.variants)
+            out["accept_length"] = charts.accept_length_chart(means, subtitle=lines, variants=self.variants)
         return out
 
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:
@@ -159,9 +261,17 @@ class Study:
         lines = []
         if self.simulated:
             lines.append(f"**{self.subtitle}.**\n")
+        lines.append(f"- {self.repeats_line}.")
         for spec in self.spec_variants:
             for metric, c in self.crossovers(spec).items():
                 lines.append(f"- **{spec}**, {metric}: {c.description}")
+            if self.max_repeats > 1:
+                for row in self.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
+                    interval = ("no interval" if row.n < 2 else
+                                f"95% CI {row.ratio_lo - 1:+.1%} to {row.ratio_hi - 1:+.1%}")
+                    lines.append(f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.1%} per request "
+                                 f"({interval}, n={row.n} paired repeats): {row.verdict}.")
+                continue
             ci = self.per_request_ci(spec)
             for row in ci.itertuples():
                 if row.ratio > 1.0:
@@ -169,7 +279,8 @@ class Study:
                     lines.append(
                         f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.1%} per request "
                         f"(95% CI {row.ratio_lo - 1:+.1%} to {row.ratio_hi - 1:+.1%}, "
-                        f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests): {verdict}."
+                        f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of n=1 repeat): "
+                        f"{verdict}."
                     )
         pol = self.policy()
         runs = []
@@ -185,7 +296,8 @@ class Study:
             got = self.levels.loc[self.levels["variant"] == name, "accept_length"].dropna()
             if expected and len(got):
                 lines.append(
-                    f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels; "
+                    f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels and repeats "
+                    f"(n={len(got)} level measurements); "
                     f"the simulator's acceptance model expects {expected:.2f} per verify step (before the "
                     "prefill token and output-length truncation)."
                 )

@@ -27,6 +27,7 @@ from typer.core import TyperGroup
 
 import workbench
 from workbench.calibration.cli import calibrate_app
+from workbench._bench_cli import bench_command
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
@@ -82,3 +83,4 @@ app.add_typer(host_app, name="host")
 app.add_typer(variants_app, name="variants")
 app.add_typer(sim_app, name="sim")
 app.add_typer(calibrate_app, name="calibrate")
+app.command("bench")(bench_command)

@@ -12,6 +12,8 @@ and its message says what failed, where (host, command, file), and what to do::
     │   ├── HostKeyError       the host key is unknown (refused by default) or changed
     │   ├── HostAuthError      the host accepted none of the keys offered
     │   ├── ConnectionLost     an open SSH connection dropped (partial result attached)
+    │   ├── DiskFullError      a file here could not be written for lack of space (files
+    │                          written before are intact; a re-run resumes a sweep)
     │   └── CommandError       a command ran and failed (exit status, stderr tail)
     │       ├── CommandTimeout the command outlived its timeout
     │       └── HelperError    a remote helper (remote/<name>.py) refused its request:
@@ -75,6 +77,21 @@ class ConnectionLost(HostError):
     def __init__(self, message: str, result: object | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+class DiskFullError(HostError):
+    """A file on this machine could not be written: the disk (or a quota or file-size limit) is full.
+
+    Writes are atomic, so the file keeps its previous content and every file written
+    before is intact.
+
+    Attributes:
+        path: the file that could not be written.
+    """
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class CommandError(HostError):

@@ -1,4 +1,5 @@
-"""Analysis of the spec-versus-baseline trade-off: pure functions on DataFrames."""
+"""Analysis of the spec-versus-baseline trade-off: pure functions on DataFrames (ratios,
+crossovers, the best policy, bootstrap intervals over requests, t intervals over repeats)."""
 
 from workbench._faces import lazy_face as _lazy_face
 
@@ -6,9 +7,16 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "best_policy": "_crossover",
     "Crossover": "_crossover",
+    "crossover_interval": "_repeats",
+    "CrossoverInterval": "_repeats",
     "find_crossover": "_crossover",
+    "Interval": "_repeats",
+    "mean_interval": "_repeats",
     "per_request_ratio_ci": "_uncertainty",
+    "ratio_intervals": "_repeats",
     "ratio_table": "_crossover",
+    "repeat_table": "_repeats",
+    "t_quantile": "_repeats",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -17,6 +17,7 @@ _NAMES = {
     "decode_incremental": "_tokenizer",
     "DEFAULT_CONCURRENCY_LEVELS": "_plan",
     "default_requests_per_level": "_plan",
+    "LEVEL_INFO_COLUMNS": "_metrics",
     "LevelResult": "_sweep",
     "load_prompts": "_prompts",
     "load_tokenizer": "_tokenizer",
@@ -26,6 +27,7 @@ _NAMES = {
     "prompt_schedule": "_loadgen",
     "read_host_sweep": "_onhost",
     "records_to_frame": "_frames",
+    "repeat_seed": "_plan",
     "RequestRecord": "_record",
     "run_sweep": "_sweep",
     "run_sweep_async": "_sweep",
@@ -39,6 +41,7 @@ _NAMES = {
     "summarize_levels": "_metrics",
     "SweepPlan": "_plan",
     "SweepResult": "_sweep",
+    "Unit": "_plan",
     "Timebase": "_timing",
     "TOKENIZER_DIR": "_tokenizer",
 }

@@ -16,8 +16,10 @@ tqdm (a GPU host's SGLang environment is not guaranteed to have them).
 1. :class:`SweepStarted` after ``GET /server_info`` (pre-flight): the plan, the
    server's URL and the resolved ``time_scale``;
 2. :class:`WarmupMeasured` (only when ``warmup_requests`` > 0);
-3. one :class:`LevelMeasured` per level: ``POST /flush_cache``, the level's requests
-   (closed or open loop, the same seeded prompt schedule each level), ``GET /server_info``.
+3. one :class:`LevelMeasured` per unit ``(repeat, level_index)`` asked for (default: every
+   unit of the plan, :meth:`SweepPlan.units`): ``POST /flush_cache``, the level's requests
+   (closed or open loop, the prompt schedule of the repeat's seed, the same at every
+   level of a repeat), ``GET /server_info``.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Optional, Union
 
 import aiohttp
 
 from workbench.bench._loadgen import closed_loop, open_loop, prompt_schedule
-from workbench.bench._plan import SweepPlan
+from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._record import RequestRecord
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
                                         server_time_scale, sim_behind_schedule_s)
@@ -98,6 +100,7 @@ class LevelMeasured:
         server_info: outcome of ``GET /server_info`` after it.
         sim_lag_s: wall seconds a simulated engine fell behind its schedule during
             the level (NaN for a real server).
+        repeat: which repeat of the level (0-based; ``plan.seed_of(repeat)`` seeded it).
     """
 
     index: int
@@ -105,6 +108,12 @@ class LevelMeasured:
     flush: FlushOutcome | None
     server_info: ServerInfoOutcome
     sim_lag_s: float
+    repeat: int = 0
+
+    @property
+    def unit(self) -> Unit:
+        """``(repeat, index)``."""
+        return (self.repeat, self.index)
 
 
 SweepEvent = Union[SweepStarted, WarmupMeasured, LevelMeasured]
@@ -121,6 +130,7 @@ async def measure_sweep(
     plan: SweepPlan,
     *,
     on_request: OnRequest | None = None,
+    units: Sequence[Unit] | None = None,
     clock: Clock = time.perf_counter,
     wall_clock: Clock = time.time,
 ) -> AsyncIterator[SweepEvent]:
@@ -131,16 +141,24 @@ async def measure_sweep(
         base_url: server root, e.g. ``http://127.0.0.1:30000``.
         plan: what to send.
         on_request: called as each request (warmup included) finishes.
+        units: the ``(repeat, level_index)`` pairs to measure, in this order (default:
+            :meth:`SweepPlan.units`; a resumed sweep passes those not yet stored).
         clock: monotonic clock (seconds). wall_clock: epoch clock (seconds).
 
     Yields:
         :class:`SweepStarted`, then :class:`WarmupMeasured` (when there is a warmup),
-        then one :class:`LevelMeasured` per level.
+        then one :class:`LevelMeasured` per unit.
 
     Raises:
-        ConfigError: ``plan.time_scale`` contradicts the simulated server's.
+        ConfigError: ``plan.time_scale`` contradicts the simulated server's, or a unit
+            is not one of the plan's.
         BenchmarkError: every warmup request failed (the server is not answering).
     """
+    todo = plan.units() if units is None else [(int(r), int(i)) for r, i in units]
+    unknown = sorted(set(todo) - set(plan.units()))
+    if unknown:
+        raise ConfigError(f"units {unknown} are not (repeat, level_index) pairs of the plan "
+                          f"({plan.repeats} repeats x {plan.num_levels} levels)")
     preflight = await fetch_server_info(session, base_url)
     time_scale = resolve_time_scale(plan.time_scale, preflight.info, base_url)
     timebase = Timebase.start(clock=clock, wall_clock=wall_clock, time_scale=time_scale)
@@ -162,9 +180,11 @@ async def measure_sweep(
                 f"{warm[0].error_type}: {warm[0].error}. Is the server up (check /health and its log)?")
         yield WarmupMeasured(records=warm)
     carried = preflight.info
-    for index, n in enumerate(plan.requests_per_level):
+    for repeat, index in todo:
+        n = plan.requests_per_level[index]
+        seed = plan.seed_of(repeat)
         flushed = await flush_cache(session, base_url) if plan.flush else None
-        schedule = prompt_schedule(prompts, n, rng=random.Random(plan.seed))
+        schedule = prompt_schedule(prompts, n, rng=random.Random(seed))
         if plan.unique_prompts:
             schedule = [dataclasses.replace(p, text=f"[request {index}-{i}] {p.text}") for i, p in enumerate(schedule)]
         if plan.request_rates is None:
@@ -172,10 +192,11 @@ async def measure_sweep(
                                         on_done=reporter(index), **request_args)
         else:
             records = await open_loop(session, base_url, schedule, request_rate=plan.request_rates[index],
-                                      rng=random.Random(plan.seed + 1), max_concurrency=plan.max_concurrency,
+                                      rng=random.Random(seed + 1), max_concurrency=plan.max_concurrency,
                                       on_done=reporter(index), **request_args)
         fetched = await fetch_server_info(session, base_url)
         lag_before = sim_behind_schedule_s(carried)
         carried = fetched.info if fetched.info is not None else carried
         lag = sim_behind_schedule_s(fetched.info) - lag_before  # NaN for a real server
-        yield LevelMeasured(index=index, records=records, flush=flushed, server_info=fetched, sim_lag_s=lag)
+        yield LevelMeasured(index=index, records=records, flush=flushed, server_info=fetched, sim_lag_s=lag,
+                            repeat=repeat)

@@ -7,7 +7,8 @@ Input: the requests table (one row per request, as built by
 ``ttft_ms``, ``tpot_ms``, ``e2e_ms``, ``itl_ms``, ``tokens_per_chunk``,
 ``spec_verify_ct``, ``start_s``, ``end_s``; ``server_e2e_ms`` is optional (rows of the
 simulator's offline mode have none). Output: one row
-per level (per ``(run_id, level_index)`` when a ``run_id`` column is present).
+per level (per ``(run_id, level_index, repeat)``, with the keys present: a ``run_id``
+column for several runs, a ``repeat`` column for levels measured more than once).
 
 Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unless noted
 (``sglang/bench_serving.py`` in 0.5.9; ``sglang/benchmark/serving.py`` from 0.5.16):
@@ -62,7 +63,7 @@ STATS: dict[str, float | None] = {"mean": None, "p50": 50.0, "p90": 90.0, "p99":
 SUMMARIZED = ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
 
 #: Columns copied from the first row of each level when present.
-DESCRIPTORS = ("run_id", "variant", "engine", "simulated", "level_index", "mode", "concurrency",
+DESCRIPTORS = ("run_id", "variant", "engine", "simulated", "level_index", "repeat", "mode", "concurrency",
                "request_rate_req_s", "max_new_tokens", "time_scale")
 
 #: Columns a level-info table may carry (joined onto the summary).
@@ -162,18 +163,19 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
 
 
 def summarize_levels(requests: pd.DataFrame, level_info: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One summary row per level (per run and level when ``run_id`` is present).
+    """One summary row per level (per run, level and repeat when ``run_id`` and ``repeat`` are present).
 
     Args:
-        requests: request rows with a ``level_index`` column (and optionally ``run_id``).
+        requests: request rows with a ``level_index`` column (and optionally ``run_id``
+            and ``repeat``).
         level_info: per-level server observations with the same key columns and any
             of :data:`LEVEL_INFO_COLUMNS`; joined on the keys. Missing columns are NaN/None.
 
     Returns:
         DataFrame sorted by keys; columns per :func:`summarize_level` plus level info.
     """
-    keys = [k for k in ("run_id", "level_index") if k in requests]
-    if not keys:
+    keys = [k for k in ("run_id", "level_index", "repeat") if k in requests]
+    if "level_index" not in keys:
         raise ValueError("summarize_levels: requests need a 'level_index' column")
     rows = add_request_columns(requests)
     summaries = [summarize_level(group) for _, group in rows.groupby(keys, sort=True, dropna=False)]
@@ -181,6 +183,8 @@ def summarize_levels(requests: pd.DataFrame, level_info: pd.DataFrame | None = N
     if levels.empty:
         levels = pd.DataFrame(columns=keys)
     info = level_info if level_info is not None else pd.DataFrame(columns=keys)
+    if "repeat" in keys and "repeat" not in info:
+        info = info.assign(repeat=0)
     info_cols = [c for c in LEVEL_INFO_COLUMNS if c in info]
     levels = levels.merge(info[keys + info_cols], on=keys, how="left") if len(levels) else levels
     for col in LEVEL_INFO_COLUMNS:

@@ -34,15 +34,13 @@ import os
 import secrets
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from workbench import paths
-from workbench.bench._plan import SweepPlan
+from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._record import RequestRecord
-from workbench.bench._sweep import LevelResult, SweepAssembler, SweepResult
+from workbench.bench._sweep import LevelResult, ProgressLine, SweepAssembler, SweepResult, progress_bar
 from workbench.bench._sweeplog import SweepLogReader
 from workbench.errors import BenchmarkError, CommandError, CommandTimeout, ConfigError, HostError
 from workbench.errors import HostAuthError, HostKeyError
@@ -99,16 +97,18 @@ class HostSweep:
         python: the host's interpreter running it.
         plan: what it sends.
         base_url: the server's URL as the host sees it.
+        units: the ``(repeat, level_index)`` pairs it measures, in order.
     """
 
     def __init__(self, host: Host, *, process: SpawnedProcess, directory: str, python: str, plan: SweepPlan,
-                 base_url: str) -> None:
+                 base_url: str, units: Sequence[Unit] | None = None) -> None:
         self.host = host
         self.process = process
         self.directory = directory
         self.python = python
         self.plan = plan
         self.base_url = base_url
+        self.units = plan.units() if units is None else list(units)
 
     @property
     def results_path(self) -> str:
@@ -127,6 +127,7 @@ class HostSweep:
         progress: bool = True,
         poll_s: float = 0.5,
         reconnect_for_s: float = 300.0,
+        desc: str | None = None,
     ) -> SweepResult:
         """Follow the results file until the runner is done; return what :func:`run_sweep` would.
 
@@ -136,6 +137,7 @@ class HostSweep:
             progress: show a progress bar over the measured requests.
             poll_s: seconds between polls while nothing new arrives.
             reconnect_for_s: how long to keep retrying while the host cannot be reached.
+            desc: the progress bar's label (default ``"sweep on <host>"``).
 
         Returns:
             The :class:`SweepResult`, equal to the one :func:`run_sweep` builds from the
@@ -150,13 +152,13 @@ class HostSweep:
                 is left running; :func:`read_host_sweep` reads its results later).
         """
         assembler = SweepAssembler()
-        bar = tqdm(total=self.plan.total_requests, disable=not progress, unit="req",
-                   desc=f"sweep on {self.host.name}")
+        bar = progress_bar(self.plan, self.units, progress=progress, desc=desc or f"sweep on {self.host.name}")
+        line = ProgressLine(bar, self.plan)
+        current = iter(self.units)
+        state: dict[str, Unit | None] = {"unit": next(current, None)}
 
         def on_request(level_index: int | None, _record: RequestRecord) -> None:
-            if level_index is not None:
-                bar.set_postfix_str(self.plan.level_label(level_index), refresh=False)
-                bar.update(1)
+            line.request(state["unit"] if level_index is not None else None)
 
         reader = SweepLogReader(on_request=on_request, source=f"{self.results_path} on host {self.host.name!r}")
         offset, lost_since, left_running = 0, None, False
@@ -184,14 +186,17 @@ class HostSweep:
                 offset += len(complete.encode("utf-8"))
                 for event in reader.feed(complete):
                     level = assembler.add(event)
-                    if level is not None and on_level is not None:
-                        on_level(level)
+                    if level is not None:
+                        state["unit"] = next(current, None)
+                        line.level(level)
+                        if on_level is not None:
+                            on_level(level)
                 if reader.done:
                     break
                 if not status.get("alive") and not complete:
                     raise BenchmarkError(
                         f"The load generator on host {self.host.name!r} exited before finishing the sweep "
-                        f"({len(assembler.levels)} of {self.plan.num_levels} levels measured). Does "
+                        f"({len(assembler.levels)} of {len(self.units)} levels measured). Does "
                         f"{self.python} there have aiohttp (SGLang's environment does)? Log "
                         f"{self.log_path}:\n{self.log_tail()}")
                 if not complete:
@@ -272,6 +277,7 @@ def start_host_sweep(
     python: str | None = None,
     config_file: str | os.PathLike[str] | None = None,
     sweeps_dir: str | None = None,
+    units: Sequence[Unit] | None = None,
 ) -> HostSweep:
     """Start the load generator on ``host`` against ``http://127.0.0.1:<base_port_on_host>`` there.
 
@@ -290,6 +296,7 @@ def start_host_sweep(
         sweeps_dir: parent of the sweep's directory on the host; default
             ``$WORKBENCH_SWEEPS_DIR``, else ``~/.cache/specbench-workbench/sweeps`` there
             (on this machine ``$WORKBENCH_CACHE_DIR/sweeps``).
+        units: the ``(repeat, level_index)`` pairs to measure, in order (default: all).
 
     Returns:
         A :class:`HostSweep`; call :meth:`HostSweep.follow`.
@@ -307,10 +314,13 @@ def start_host_sweep(
     directory = _new_sweep_dir(h, sweeps_dir)
     base_url = f"http://127.0.0.1:{port}"
     h.write_text(f"{directory}/plan.json", json.dumps(plan.to_json()))
+    todo = plan.units() if units is None else [(int(r), int(i)) for r, i in units]
     argv = [py, "-m", "workbench.bench._remote_run", "--plan", f"{directory}/plan.json",
             "--results", f"{directory}/results.jsonl", "--url", base_url]
+    if units is not None:
+        argv += ["--units", json.dumps(todo, separators=(",", ":"))]
     proc = processes.spawn(h, argv, log_path=f"{directory}/runner.log", env={"PYTHONPATH": tree})
-    return HostSweep(h, process=proc, directory=directory, python=py, plan=plan, base_url=base_url)
+    return HostSweep(h, process=proc, directory=directory, python=py, plan=plan, base_url=base_url, units=todo)
 
 
 def run_sweep_on_host(
@@ -325,6 +335,7 @@ def run_sweep_on_host(
     python: str | None = None,
     config_file: str | os.PathLike[str] | None = None,
     sweeps_dir: str | None = None,
+    units: Sequence[Unit] | None = None,
 ) -> SweepResult:
     """:func:`~workbench.bench._sweep.run_sweep`, with the load generator running on ``host``.
 
@@ -333,7 +344,7 @@ def run_sweep_on_host(
     results arrive here.
 
     Args:
-        host, base_port_on_host, plan, python, config_file, sweeps_dir: see :func:`start_host_sweep`.
+        host, base_port_on_host, plan, python, config_file, sweeps_dir, units: see :func:`start_host_sweep`.
         on_level, progress: as for ``run_sweep``.
         poll_s, reconnect_for_s: see :meth:`HostSweep.follow`.
 
@@ -342,7 +353,7 @@ def run_sweep_on_host(
         :meth:`HostSweep.follow`.
     """
     with start_host_sweep(host, base_port_on_host, plan, python=python, config_file=config_file,
-                          sweeps_dir=sweeps_dir) as sweep:
+                          sweeps_dir=sweeps_dir, units=units) as sweep:
         return sweep.follow(on_level=on_level, progress=progress, poll_s=poll_s, reconnect_for_s=reconnect_for_s)
 
 

@@ -29,7 +29,8 @@ from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S
 from workbench.bench._prompts import Prompt, load_prompts
 from workbench.errors import ConfigError
 
-__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "PromptSet", "RequestsPerLevel", "SweepPlan", "default_requests_per_level"]
+__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "PromptSet", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
+           "repeat_seed"]
 
 #: Closed-loop levels when none are given (requests in flight).
 DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -38,6 +39,24 @@ DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 PromptSet = Union[str, Path, Sequence[Union[Prompt, str]]]
 #: Requests per level: one count for every level, a function of the concurrency, or None (the default rule).
 RequestsPerLevel = Union[int, Callable[[int], int], None]
+
+
+#: One unit of a sweep's work: ``(repeat, level_index)``; what a run records as done.
+Unit = tuple[int, int]
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The seed of repeat ``repeat`` of a plan seeded ``seed``: ``seed`` itself for repeat 0.
+
+    Later repeats take the first 8 bytes of ``sha256("<seed>/<repeat>")`` (big-endian,
+    below 2**63), so every repeat draws its own prompt order and arrivals, the same on
+    every machine and Python version, and none collides with ``seed + 1`` (the open
+    loop's arrival seed of repeat 0).
+    """
+    if repeat == 0:
+        return seed
+    digest = hashlib.sha256(f"{seed}/{repeat}".encode("ascii")).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def default_requests_per_level(concurrency: int) -> int:
@@ -114,6 +133,11 @@ def _seed(value: Any) -> int:
     return int(value)
 
 
+def _repeats(value: Any) -> int:
+    return _whole_at_least("repeats", value, 1, "how many times each level is measured, each with its own seed "
+                           "and prompt order; 3 or more give a 95% interval worth reading")
+
+
 def _time_scale(value: Any) -> float | Literal["auto"]:
     if value == "auto":
         return "auto"
@@ -178,7 +202,9 @@ class SweepPlan:
     - ``requests_per_level`` -> a level's ``completed`` + ``failed``;
     - ``prompt_set`` (the manifest adds ``prompt_ids``) -> a request's ``prompt_id``;
     - ``time_scale`` -> ``time_scale`` (the resolved number, also the manifest's
-      top-level ``time_scale``).
+      top-level ``time_scale``);
+    - ``repeats`` -> ``repeat`` (0 to ``repeats - 1``): a level is measured once per
+      repeat, so ``levels.parquet`` has one row per (level, repeat).
 
     Attributes:
         concurrency_levels: closed loop: requests in flight per level, in order
@@ -190,8 +216,11 @@ class SweepPlan:
         max_concurrency: open loop only: cap on requests in flight (None: none).
         prompt_set: the set name or path the prompts were read from (None: given directly).
         max_new_tokens: output tokens per request (``ignore_eos`` is on).
-        seed: seeds the prompt schedule (``random.Random(seed)``, the same at every
-            level) and open-loop arrivals (``random.Random(seed + 1)`` per level).
+        seed: seeds the prompt schedule (``random.Random(repeat_seed(seed, r))``, the
+            same at every level of repeat ``r``) and open-loop arrivals
+            (``random.Random(repeat_seed(seed, r) + 1)`` per level); see :func:`repeat_seed`.
+        repeats: how many times each level is measured (>= 1), each repeat with its own
+            seed and prompt order (:meth:`units` lists the work in order).
         time_scale: engine seconds per wall second, or ``"auto"`` (what a simulated
             server reports in ``/server_info``, else 1.0).
         warmup_requests: unmeasured requests before the first level (0: none).
@@ -219,6 +248,7 @@ class SweepPlan:
     unique_prompts: bool = False
     timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
     extra_sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    repeats: int = 1
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -249,6 +279,7 @@ class SweepPlan:
         put("unique_prompts", _flag("unique_prompts", self.unique_prompts))
         put("timeout_s", _timeout_s(self.timeout_s))
         put("extra_sampling_params", _sampling_params(self.extra_sampling_params))
+        put("repeats", _repeats(self.repeats))
 
     @classmethod
     def build(
@@ -267,6 +298,7 @@ class SweepPlan:
         unique_prompts: bool = False,
         timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
         extra_sampling_params: Mapping[str, Any] | None = None,
+        repeats: int = 1,
     ) -> "SweepPlan":
         """A validated plan from the user's parameters (the names the notebooks use).
 
@@ -283,7 +315,8 @@ class SweepPlan:
             prompt_set: a set name (``data/prompts/<name>.jsonl``), a JSONL path, or a
                 sequence of :class:`Prompt` or plain strings (ids ``p0``, ``p1``, ...).
             seed, time_scale, warmup_requests, flush, unique_prompts, timeout_s,
-                extra_sampling_params: see the class attributes.
+                extra_sampling_params, repeats: see the class attributes (an engine's
+                default number of repeats is :attr:`workbench.engines.Engine.default_repeats`).
 
         Raises:
             ConfigError: an invalid parameter (one message per mistake, naming it), or
@@ -304,7 +337,8 @@ class SweepPlan:
                    max_concurrency=max_concurrency, prompt_set=name, max_new_tokens=max_new_tokens, seed=seed,
                    time_scale=time_scale, warmup_requests=warmup_requests, flush=flush,
                    unique_prompts=unique_prompts, timeout_s=timeout_s,
-                   extra_sampling_params={} if extra_sampling_params is None else extra_sampling_params)
+                   extra_sampling_params={} if extra_sampling_params is None else extra_sampling_params,
+                   repeats=repeats)
 
     @property
     def mode(self) -> Literal["closed", "open"]:
@@ -318,8 +352,23 @@ class SweepPlan:
 
     @property
     def total_requests(self) -> int:
-        """Measured requests over all levels (warmup excluded)."""
-        return sum(self.requests_per_level)
+        """Measured requests over all levels and repeats (warmup excluded)."""
+        return sum(self.requests_per_level) * self.repeats
+
+    def units(self) -> list[Unit]:
+        """Every ``(repeat, level_index)`` of the sweep, in the order a fresh sweep measures them
+        (all levels of repeat 0, then of repeat 1, ...)."""
+        return [(r, i) for r in range(self.repeats) for i in range(self.num_levels)]
+
+    def seed_of(self, repeat: int) -> int:
+        """The seed of repeat ``repeat`` (:func:`repeat_seed`)."""
+        return repeat_seed(self.seed, repeat)
+
+    def unit_label(self, unit: Unit) -> str:
+        """``"concurrency=4, repeat 2/3"`` (the level's label, plus the repeat when there are several)."""
+        repeat, index = unit
+        label = self.level_label(index)
+        return label if self.repeats == 1 else f"{label}, repeat {repeat + 1}/{self.repeats}"
 
     def level_label(self, index: int) -> str:
         """Level ``index`` for people: ``"concurrency=4"`` or ``"request_rate=2.5 req/s"``."""
@@ -354,10 +403,13 @@ class SweepPlan:
     def from_json(cls, obj: Mapping[str, Any]) -> "SweepPlan":
         """The plan of a :meth:`to_json` dict (with prompt texts), validated again.
 
+        A dict written before ``repeats`` existed reads as one repeat.
+
         Raises:
             ConfigError: missing or unknown keys, or invalid values.
         """
         names = {f.name for f in dataclasses.fields(cls)}
+        obj = {"repeats": 1, **obj}
         if set(obj) != names:
             raise ConfigError(f"sweep plan keys must be {sorted(names)}; missing {sorted(names - set(obj))}, "
                               f"unknown {sorted(set(obj) - names)}")

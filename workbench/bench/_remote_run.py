@@ -4,11 +4,13 @@ Usage (started detached by :mod:`workbench.bench._onhost`, from the workbench pa
 bundle on ``PYTHONPATH``)::
 
     python -m workbench.bench._remote_run --plan PLAN.json --results RESULTS.jsonl \\
-        --url http://127.0.0.1:30000
+        --url http://127.0.0.1:30000 [--units '[[0,0],[0,1],[1,0]]']
 
 ``PLAN.json`` is a :meth:`SweepPlan.to_json <workbench.bench._plan.SweepPlan.to_json>`
 object (prompt texts included, so the host needs no data files), read back into the
-same plan with :meth:`~workbench.bench._plan.SweepPlan.from_json`. The sweep is the
+same plan with :meth:`~workbench.bench._plan.SweepPlan.from_json`. ``--units`` (JSON
+``[[repeat, level_index], ...]``) picks the units to measure, in order (default: all).
+The sweep is the
 one in :mod:`workbench.bench._measure`, and every event and request is written to
 ``RESULTS.jsonl`` as it is measured (:mod:`workbench.bench._sweeplog`); the file is
 created exclusively, never appended to. Needs only the standard library and aiohttp
@@ -60,7 +62,8 @@ def _runner_facts() -> dict[str, Any]:
             "aiohttp": aiohttp.__version__, "hostname": platform.node()}
 
 
-async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter) -> None:
+async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
+                   units: list[tuple[int, int]] | None = None) -> None:
     """Measure ``plan`` against ``base_url``, writing every request and event with ``writer``.
 
     Raises:
@@ -75,13 +78,13 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter) -> No
 
     facts = _runner_facts()
     async with open_session() as session:
-        events = measure_sweep(session, base_url, plan, on_request=on_request)
+        events = measure_sweep(session, base_url, plan, on_request=on_request, units=units)
         try:
             async for event in events:
                 writer.event(event, runner=facts)
                 if isinstance(event, LevelMeasured):
                     done, failed = counts.get(event.index, [0, 0])
-                    _say(f"level {event.index + 1}/{plan.num_levels} {plan.level_label(event.index)}: "
+                    _say(f"level {event.index + 1}/{plan.num_levels} {plan.unit_label(event.unit)}: "
                          f"{done} requests, {failed} failed")
         finally:
             await events.aclose()
@@ -93,6 +96,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--plan", required=True, help="sweep plan JSON file (SweepPlan.to_json)")
     parser.add_argument("--results", required=True, help="results file to create (JSON Lines; must not exist)")
     parser.add_argument("--url", required=True, help="server root URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--units", default=None, help="JSON [[repeat, level_index], ...] to measure (default: all)")
     return parser.parse_args(argv)
 
 
@@ -106,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with open(args.plan, encoding="utf-8") as fh:
             plan = SweepPlan.from_json(json.load(fh))
+        units = None if args.units is None else [(int(r), int(i)) for r, i in json.loads(args.units)]
     except (OSError, ValueError, TypeError, ConfigError) as exc:
         print(f"{PREFIX} cannot use the plan {args.plan}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -119,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         writer = SweepLogWriter(out)
         _say(f"pid {os.getpid()}: {plan.num_levels} levels, {plan.total_requests} requests against {args.url}")
         try:
-            asyncio.run(run_plan(args.url, plan, writer))
+            asyncio.run(run_plan(args.url, plan, writer, units))
         except Stopped as exc:
             writer.failed("Stopped", str(exc))
             _say(str(exc))

@@ -4,11 +4,13 @@ First ``GET /server_info`` (pre-flight): a simulated server reports its time sca
 there, which ``time_scale="auto"`` adopts and an explicit value must match, and the
 ``simulation`` block labels every row ``engine="sim"``, ``simulated=True``.
 
-Per level (closed loop at a concurrency, or open loop at a rate):
+Per unit ``(repeat, level)`` (closed loop at a concurrency, or open loop at a rate;
+every level of repeat 0, then of repeat 1, ..., or the units asked for):
 
 1. ``POST /flush_cache`` (retried while the server is not idle), so the radix cache
    is cold and the server's accept-length counters cover only this level;
-2. send the level's requests (the same seeded prompt schedule at every level);
+2. send the level's requests (the prompt schedule of the repeat's seed, the same at
+   every level of a repeat);
 3. ``GET /server_info`` for ``avg_spec_accept_length``;
 4. hand the level to ``on_level`` (e.g. :func:`workbench.store.save_level`), so
    measured rows reach disk before the next level starts.
@@ -27,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -37,14 +40,15 @@ from tqdm.auto import tqdm
 from workbench.bench._frames import records_to_frame
 from workbench.bench._measure import SweepEvent, SweepStarted, WarmupMeasured, measure_sweep, open_session
 from workbench.bench._metrics import summarize_levels
-from workbench.bench._plan import SweepPlan
+from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._record import RequestRecord
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, server_accept_length, server_engine,
                                         server_gen_throughput)
 from workbench.bench._timing import Clock
 from workbench.errors import BenchmarkError
 
-__all__ = ["LevelResult", "SweepAssembler", "SweepResult", "run_sweep", "run_sweep_async"]
+__all__ = ["LevelResult", "ProgressLine", "SweepAssembler", "SweepResult", "level_output_tok_s", "progress_bar",
+           "run_sweep", "run_sweep_async"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,12 +60,63 @@ class LevelResult:
         info: one-row table of server observations (flush outcome, server accept length).
         server_info: the ``/server_info`` body read after the level (None if it failed).
         plan: the sweep's plan (for the run manifest; None when not known).
+        index: the level's position in the plan.
+        repeat: which repeat of the level (0-based).
     """
 
     requests: pd.DataFrame
     info: pd.DataFrame
     server_info: dict[str, Any] | None
     plan: SweepPlan | None = None
+    index: int = 0
+    repeat: int = 0
+
+    @property
+    def unit(self) -> Unit:
+        """``(repeat, index)``: what a run records as done."""
+        return (self.repeat, self.index)
+
+    @property
+    def output_tok_s(self) -> float:
+        """Output throughput of the level (tok/s, completed requests; NaN without any), for progress lines."""
+        return level_output_tok_s(self.requests)
+
+
+def level_output_tok_s(requests: pd.DataFrame) -> float:
+    """Sum of completed output tokens over first start to last end (engine seconds); NaN when undefined.
+
+    The same definition as ``output_throughput_tok_s`` in :mod:`workbench.bench._metrics`.
+    """
+    if not len(requests):
+        return math.nan
+    duration = float(requests["end_s"].max() - requests["start_s"].min())
+    ok = requests["error"].isna()
+    return float(requests.loc[ok, "output_tokens"].astype("float64").sum()) / duration if duration > 0 else math.nan
+
+
+def progress_bar(plan: SweepPlan, units: Sequence[Unit], *, progress: bool, desc: str) -> Any:
+    """A tqdm.auto bar over the requests of ``units`` (a widget in JupyterLab, text elsewhere)."""
+    total = sum(plan.requests_per_level[i] for _, i in units)
+    return tqdm(total=total, disable=not progress, unit="req", desc=desc)
+
+
+class ProgressLine:
+    """Keeps a progress bar's postfix: the unit being measured and the last level's output tok/s."""
+
+    def __init__(self, bar: Any, plan: SweepPlan) -> None:
+        self._bar, self._plan = bar, plan
+        self._last = ""
+
+    def request(self, unit: Unit | None) -> None:
+        """One request of ``unit`` finished (None: warmup)."""
+        if unit is not None:
+            self._bar.set_postfix_str(f"{self._plan.unit_label(unit)}{self._last}", refresh=False)
+            self._bar.update(1)
+
+    def level(self, level: LevelResult) -> None:
+        """A level finished: show its throughput until the next one does."""
+        self._last = f" | last: {self._plan.level_label(level.index)} {level.output_tok_s:,.0f} tok/s"
+        self._bar.set_postfix_str(self._last.removeprefix(" | "), refresh=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +150,8 @@ async def run_sweep_async(
     *,
     progress: bool = True,
     on_level: Callable[[LevelResult], None] | None = None,
+    units: Sequence[Unit] | None = None,
+    desc: str = "sweep",
     clock: Clock = time.perf_counter,
     wall_clock: Clock = time.time,
 ) -> SweepResult:
@@ -107,9 +164,13 @@ async def run_sweep_async(
             seed, time scale, warmup, ...; validated there). Durations in rows are
             multiplied by the time scale; a number that contradicts what a simulated
             server reports in ``/server_info`` is refused.
-        progress: show a tqdm progress bar over all requests.
+        progress: show a tqdm progress bar over all requests, with the unit being
+            measured and the last level's output tok/s.
         on_level: called with each :class:`LevelResult` as soon as it is measured
             (exceptions from it propagate and end the sweep).
+        units: the ``(repeat, level_index)`` pairs to measure, in order (default: all,
+            :meth:`SweepPlan.units <workbench.bench._plan.SweepPlan.units>`).
+        desc: the progress bar's label.
         clock: monotonic clock (seconds). wall_clock: epoch clock (seconds).
 
     Returns:
@@ -121,21 +182,27 @@ async def run_sweep_async(
             the message quotes the first error.
     """
     assembler = SweepAssembler()
-    bar = tqdm(total=plan.total_requests, disable=not progress, unit="req", desc="sweep")
+    todo = plan.units() if units is None else list(units)
+    bar = progress_bar(plan, todo, progress=progress, desc=desc)
+    line = ProgressLine(bar, plan)
+    current = iter(todo)
+    state: dict[str, Unit | None] = {"unit": next(current, None)}
 
     def on_request(level_index: int | None, _record: RequestRecord) -> None:
-        if level_index is not None:
-            bar.set_postfix_str(plan.level_label(level_index), refresh=False)
-            bar.update(1)
+        line.request(state["unit"] if level_index is not None else None)
 
     try:
         async with open_session() as session:
-            events = measure_sweep(session, base_url, plan, on_request=on_request, clock=clock, wall_clock=wall_clock)
+            events = measure_sweep(session, base_url, plan, on_request=on_request, units=todo, clock=clock,
+                                   wall_clock=wall_clock)
             try:
                 async for event in events:
                     level = assembler.add(event)
-                    if level is not None and on_level is not None:
-                        on_level(level)
+                    if level is not None:
+                        state["unit"] = next(current, None)
+                        line.level(level)
+                        if on_level is not None:
+                            on_level(level)
             finally:
                 await events.aclose()
     finally:
@@ -180,7 +247,7 @@ class SweepAssembler:
         if event.server_info.info is not None:
             self._server_info = event.server_info.info
         result = _level_result(self._started.plan, event.index, event.records, event.flush, event.server_info,
-                               self._server_info, sim_lag_s=event.sim_lag_s)
+                               self._server_info, sim_lag_s=event.sim_lag_s, repeat=event.repeat)
         self._levels.append(result)
         return result
 
@@ -201,10 +268,12 @@ class SweepAssembler:
 
 
 def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flushed: FlushOutcome | None,
-                  fetched: ServerInfoOutcome, server_info: dict[str, Any] | None, *, sim_lag_s: float) -> LevelResult:
-    """Tables of level ``index`` of ``plan``; rows are labelled with the engine ``/server_info`` reported.
+                  fetched: ServerInfoOutcome, server_info: dict[str, Any] | None, *, sim_lag_s: float,
+                  repeat: int = 0) -> LevelResult:
+    """Tables of level ``index`` (repeat ``repeat``) of ``plan``; rows are labelled with the engine
+    ``/server_info`` reported.
 
-    The level's columns: ``concurrency`` (``plan.concurrency_levels[index]``; open loop:
+    The level's columns: ``repeat``, ``concurrency`` (``plan.concurrency_levels[index]``; open loop:
     ``plan.max_concurrency``) and ``request_rate_req_s`` (``plan.request_rates[index]``;
     closed loop: ``inf``).
 
@@ -213,11 +282,12 @@ def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flu
     """
     engine, simulated = server_engine(server_info)
     closed = plan.request_rates is None
-    keys = dict(engine=engine, simulated=simulated, level_index=index, mode=plan.mode,
+    keys = dict(engine=engine, simulated=simulated, level_index=index, repeat=repeat, mode=plan.mode,
                 concurrency=plan.concurrency_levels[index] if closed else plan.max_concurrency,
                 request_rate_req_s=float("inf") if closed else plan.request_rates[index])
     info = pd.DataFrame([dict(
         level_index=index,
+        repeat=repeat,
         flush_ok=None if flushed is None else flushed.ok,
         flush_attempts=None if flushed is None else flushed.attempts,
         flush_error=None if flushed is None else flushed.error,
@@ -226,7 +296,8 @@ def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flu
         server_info_error=fetched.error,
         sim_behind_schedule_wall_s=sim_lag_s,
     )])
-    return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info, plan=plan)
+    return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info, plan=plan,
+                       index=index, repeat=repeat)
 
 
 def run_sweep(base_url: str, plan: SweepPlan, **options: Any) -> SweepResult:

@@ -13,7 +13,7 @@ Lines, in order (one JSON object each)::
     {"type": "request", "level_index": null, "record": {...}}     # warmup requests, as each ends
     {"type": "warmup", "requests": 1}
     {"type": "request", "level_index": 0, "record": {...}}        # level 0's requests, as each ends
-    {"type": "level", "level_index": 0, "requests": 8, "flush": {...} | null,
+    {"type": "level", "level_index": 0, "repeat": 0, "requests": 8, "flush": {...} | null,
      "server_info": {"info": {...} | null, "route": "/server_info", "error": null}, "sim_lag_s": 0.0 | null}
     ...
     {"type": "finished"}
@@ -80,7 +80,8 @@ class SweepLogWriter:
         elif isinstance(event, WarmupMeasured):
             self._line({"type": "warmup", "requests": len(event.records)})
         else:
-            self._line({"type": "level", "level_index": event.index, "requests": len(event.records),
+            self._line({"type": "level", "level_index": event.index, "repeat": event.repeat,
+                        "requests": len(event.records),
                         "flush": None if event.flush is None else dataclasses.asdict(event.flush),
                         "server_info": dataclasses.asdict(event.server_info),
                         "sim_lag_s": _nan_to_none(event.sim_lag_s)})
@@ -175,6 +176,7 @@ class SweepLogReader:
                 flush=None if flush is None else FlushOutcome(**flush),
                 server_info=ServerInfoOutcome(**obj["server_info"]),
                 sim_lag_s=math.nan if sim_lag is None else float(sim_lag),
+                repeat=int(obj.get("repeat", 0)),
             )
         if kind == "finished":
             self.finished = True

@@ -1,7 +1,9 @@
 """Spec-versus-baseline charts: pure functions from tidy level tables to altair charts.
 
 Every function takes the per-level table (one row per variant and concurrency, as
-:func:`workbench.bench._metrics.summarize_levels` builds it) and returns a chart;
+:func:`workbench.bench._metrics.summarize_levels` builds it, or the means over repeats
+of :func:`workbench.analysis.repeat_table`, whose ``<metric>_lo``/``_hi`` columns are drawn
+as 95% interval bars) and returns a chart;
 nothing is saved here (see :func:`workbench.charts.save_chart`). Concurrency is
 drawn on a log2 axis, since sweeps double it. When any row is simulated, the
 subtitle says so: figures from the simulated engine are never unlabelled.
@@ -58,23 +60,37 @@ def _title(text: str, subtitle: Subtitle) -> alt.TitleParams:
 
 
 def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: Subtitle,
-           variants: list[str] | None) -> alt.Chart:
+           variants: list[str] | None) -> alt.Chart | alt.LayerChart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
-    data = levels[["variant", "concurrency", column]].dropna()
-    return (
-        alt.Chart(data, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
+    bounds = [f"{column}_lo", f"{column}_hi"]
+    has_ci = all(b in levels.columns for b in bounds) and levels[bounds].notna().all(axis=1).any()
+    extra = [c for c in ["n", *bounds] if c in levels.columns] if has_ci else [c for c in ["n"] if c in levels]
+    data = levels[["variant", "concurrency", column, *extra]].dropna(subset=[column])
+    tooltip = ["variant", "concurrency", alt.Tooltip(f"{column}:Q", format=".1f"),
+               *[alt.Tooltip(f"{c}:Q", format=".1f" if c != "n" else "d") for c in extra]]
+    line = (
+        alt.Chart(data)
         .mark_line(point=True)
         .encode(
             x=_x(),
             y=alt.Y(f"{column}:Q", title=y_title),
             color=variant_colour(variants),
-            tooltip=["variant", "concurrency", alt.Tooltip(f"{column}:Q", format=".1f")],
+            tooltip=tooltip,
         )
     )
+    if not has_ci:
+        return line.properties(title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
+    bars = (
+        alt.Chart(data.dropna(subset=bounds))
+        .mark_errorbar(ticks=True)
+        .encode(x=_x(), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q", color=variant_colour(variants),
+                tooltip=tooltip)
+    )
+    return alt.layer(line, bars, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
 
 
-def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart:
+def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart | alt.LayerChart:
     """Total output throughput (tok/s, all requests) against concurrency, one line per variant.
 
     ``variants`` fixes the colour order (pass the same list to every chart).
@@ -83,7 +99,7 @@ def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list
                   subtitle, variants)
 
 
-def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart:
+def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart | alt.LayerChart:
     """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency."""
     return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle, variants)
 

@@ -9,6 +9,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "DEFAULT_SIM_REPEATS": "_sim",
     "DEFAULT_SIM_TIME_SCALE": "_sim",
     "Engine": "_base",
     "engine_names": "_registry",

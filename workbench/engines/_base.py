@@ -39,6 +39,9 @@ class Engine(Protocol):
         launch_module: the module started as ``<python> -m <launch_module> <flags>``.
         default_time_scale: engine seconds per wall-clock second when none is given
             (a simulator may run faster than real time; a real engine runs at 1.0).
+        default_repeats: how many times a sweep measures each level when not told
+            (``repeats``): enough for a 95% interval on a real engine; on the simulator
+            what keeps ``make report`` within its time budget.
         unique_prompts: default of ``unique_prompts`` (a unique tag per request keeps a
             prefix cache from serving repeated prompts): on for an engine with a prefix
             cache, off for one that models none.
@@ -71,6 +74,7 @@ class Engine(Protocol):
     description: str
     launch_module: str
     default_time_scale: float
+    default_repeats: int
     unique_prompts: bool
     ready_timeout_s: float
     uploads_workbench: bool

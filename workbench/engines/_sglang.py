@@ -34,6 +34,9 @@ class SGLangEngine:
     description: str = "SGLang itself (python -m sglang.launch_server) on the host's GPUs"
     launch_module: str = "sglang.launch_server"
     default_time_scale: float = 1.0
+    #: Three repeats per level: the fewest whose Student t interval (2 degrees of
+    #: freedom, t = 4.30 at 95%) separates differences of a few percent between runs.
+    default_repeats: int = 3
     unique_prompts: bool = True
     ready_timeout_s: float = 1800.0
     uploads_workbench: bool = False

@@ -19,11 +19,19 @@ from workbench.engines._base import PathSeverity, variant_argv
 if TYPE_CHECKING:
     from workbench.variants import Variant
 
-__all__ = ["DEFAULT_SIM_TIME_SCALE", "SimEngine"]
+__all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "SimEngine"]
 
 #: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
 #: real time at 2x, docs/PERFORMANCE.md).
 DEFAULT_SIM_TIME_SCALE = 2.0
+
+#: Repeats per level when none are given: 1. One repeat of the default report's sweep (4
+#: variants, levels 1..64, time scale 2) measures for about 435 s of wall time (its engine
+#: time is fixed by the model, not by the machine), so 2 repeats would take ``make report``
+#: from about 8 to about 15 minutes, past its 12-minute budget (docs/PERFORMANCE.md). With
+#: one repeat the report says n=1 and gives no interval over repeats (the per-request
+#: bootstrap remains); ``-p repeats 3`` gives intervals at about 3x the time.
+DEFAULT_SIM_REPEATS = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +43,7 @@ class SimEngine:
     description: str = "the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU"
     launch_module: str = "workbench.sim"
     default_time_scale: float = DEFAULT_SIM_TIME_SCALE
+    default_repeats: int = DEFAULT_SIM_REPEATS
     unique_prompts: bool = False
     ready_timeout_s: float = 60.0
     uploads_workbench: bool = True

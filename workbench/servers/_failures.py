@@ -162,6 +162,10 @@ def classify(log_text: str) -> Failure:
     return Failure("unknown", UNKNOWN_SUGGESTION)
 
 
+#: :func:`classify` under the name the servers face exports (e.g. for a server that died mid-sweep).
+classify_failure = classify
+
+
 def timed_out(log_text: str) -> Failure:
     """The failure of a server that never became ready but is still running.
 

@@ -10,9 +10,12 @@ _NAMES = {
     "load_run": "_catalog",
     "load_runs": "_catalog",
     "new_run": "_runs",
+    "open_run": "_resume",
+    "ResumedRun": "_resume",
     "RunWriter": "_runs",
     "save_level": "_runs",
     "StoredRun": "_catalog",
+    "sweep_identity": "_resume",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

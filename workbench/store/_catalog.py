@@ -17,13 +17,13 @@ import pandas as pd
 from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
-from workbench.store._runs import RUN_COLUMNS, default_runs_root
+from workbench.store._runs import RUN_COLUMNS, default_runs_root, stored_units
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
 LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at",
-                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "path")
+                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label", "path")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +59,7 @@ class StoredRun:
 def _plan_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
     """The sweep plan a manifest records (see :attr:`StoredRun.plan`)."""
     if manifest.get("plan") is not None:
-        return dict(manifest["plan"])
+        return {"repeats": 1, **manifest["plan"]}  # plans recorded before repeats existed measured one
     old = manifest.get("parameters") or {}
     closed = old.get("mode", "closed") == "closed"
     levels = old.get("levels", old.get("concurrency_levels"))
@@ -87,6 +87,7 @@ def _plan_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
         "extra_sampling_params": old.get("extra_sampling_params"),
         "prompt_ids": old.get("prompt_ids"),
         "prompts_sha256": None,
+        "repeats": 1,
     }
 
 
@@ -118,8 +119,26 @@ def _with_run_columns(frame: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataF
     return frame
 
 
+def _stored_only(frame: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """``frame`` with a ``repeat`` column (0 for runs stored before repeats existed), keeping only
+    rows of the units the manifest lists (a unit written when its sweep died is not one of them)."""
+    if "level_index" not in frame or not len(frame):
+        return frame
+    if "repeat" not in frame:
+        frame.insert(frame.columns.get_loc("level_index") + 1, "repeat",
+                     pd.Series(0, index=frame.index, dtype="Int64"))
+    if manifest.get("units_completed") is None:
+        return frame
+    units = set(stored_units(manifest))
+    keep = [(int(r), int(i)) in units for r, i in zip(frame["repeat"], frame["level_index"])]
+    return frame[keep].reset_index(drop=True)
+
+
 def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
     """Read one run (by directory path or run id).
+
+    Every table has a ``repeat`` column (0 for runs stored before repeats existed), and
+    holds only the units the manifest lists as stored (``units_completed``).
 
     Raises:
         ConfigError: no such run.
@@ -130,7 +149,8 @@ def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
     tables = {}
     for name in ("requests", "levels"):
         file = path / f"{name}.parquet"
-        tables[name] = _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest)
+        tables[name] = _stored_only(
+            _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest), manifest)
     return StoredRun(run_id=str(manifest.get("run_id", path.name)), path=path, manifest=manifest,
                      requests=tables["requests"], levels=tables["levels"])
 

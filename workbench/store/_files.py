@@ -10,8 +10,10 @@ crash) sees either the old complete file or the new complete file, never a torn 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,16 +22,40 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.errors import HostError
+from workbench.errors import DiskFullError, HostError
 
-__all__ = ["atomic_write", "read_json", "read_parquet", "to_jsonable", "write_json", "write_parquet"]
+__all__ = ["NO_SPACE", "atomic_write", "read_json", "read_parquet", "to_jsonable", "write_json", "write_parquet"]
+
+#: errno values that mean "no room": a full disk, an exhausted quota, a file-size limit (RLIMIT_FSIZE).
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _write_error(path: Path, exc: OSError) -> HostError:
+    """The error for a failed write of ``path``: :class:`DiskFullError` when there was no room.
+
+    pyarrow raises plain ``OSError`` whose text carries the errno (``[Errno 28] ...``);
+    it is read from there when the attribute is unset.
+    """
+    code = exc.errno
+    if code is None:
+        found = re.search(r"\[Errno (\d+)\]", str(exc))
+        code = int(found.group(1)) if found else None
+    if code in NO_SPACE:
+        return DiskFullError(
+            f"Cannot write {path}: {exc.strerror or exc} (errno {errno.errorcode.get(code, code)}). "
+            f"The disk holding {path.parent} is full (or a quota or file-size limit was reached); {path.name} "
+            "keeps its previous content and the files written before are intact. Free some space (or give "
+            "another runs_dir / $WORKBENCH_RUNS_DIR) and run the same sweep again: it resumes after the last "
+            "stored level.", path=str(path))
+    return HostError(f"Cannot write {path}: {exc.strerror or exc}")
 
 
 def atomic_write(path: Path, writer: Callable[[Path], None]) -> None:
     """Create or replace ``path`` atomically; ``writer(tmp_path)`` writes the content.
 
     Raises:
-        HostError: the file could not be written (the target is left unchanged).
+        DiskFullError: no room (disk full, quota, file-size limit); the target is left unchanged.
+        HostError: the file could not be written otherwise (the target is left unchanged).
     """
     path = Path(path)
     try:
@@ -37,7 +63,7 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> None:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
     except OSError as exc:
-        raise HostError(f"Cannot write {path}: {exc.strerror or exc}") from exc
+        raise _write_error(path, exc) from exc
     tmp = Path(tmp_name)
     try:
         writer(tmp)
@@ -51,7 +77,7 @@ def atomic_write(path: Path, writer: Callable[[Path], None]) -> None:
         finally:
             os.close(dir_fd)
     except OSError as exc:
-        raise HostError(f"Cannot write {path}: {exc.strerror or exc}") from exc
+        raise _write_error(path, exc) from exc
     finally:
         if tmp.exists():
             tmp.unlink()

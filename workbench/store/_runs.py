@@ -12,10 +12,14 @@ Layout of one run::
 
 Writing: :func:`new_run` creates the directory and a ``status: "running"`` manifest;
 :func:`save_level` (pass it as ``run_sweep(on_level=run.save_level)``) rewrites
-``requests.parquet``, ``levels.parquet`` and the manifest after every level, each
-atomically, so measured levels are on disk even if a later level fails;
-:func:`finish_run` stamps the end time and status. A :class:`RunWriter` is also a
+``requests.parquet``, ``levels.parquet`` and then the manifest after every level (every
+unit ``(repeat, level_index)``), each atomically. The manifest is written last and lists
+the units stored (``units_completed``): it is the commit point, so a crash between the
+files loses only the unit being written, and readers ignore rows of units it does not
+list. :func:`finish_run` stamps the end time and status. A :class:`RunWriter` is also a
 context manager that finishes the run as ``failed`` (with the error) on an exception.
+:func:`workbench.store._resume.open_run` finds, locks and reopens the run of a sweep's
+identity, so a re-run resumes it.
 
 Every stored row carries ``run_id``, ``variant``, ``engine`` and ``simulated``.
 """
@@ -40,7 +44,7 @@ from workbench.errors import ConfigError
 from workbench.gitinfo import git_state
 from workbench.store._files import write_json, write_parquet
 
-__all__ = ["RunWriter", "default_runs_root", "finish_run", "new_run", "save_level"]
+__all__ = ["RunStatus", "RunWriter", "default_runs_root", "finish_run", "new_run", "save_level", "stored_units"]
 
 SCHEMA_VERSION = 1
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
@@ -49,8 +53,10 @@ REPO_ROOT = Path(workbench.__file__).resolve().parents[1]
 STANDARD_KEYS = frozenset({
     "schema_version", "run_id", "variant", "engine", "simulated", "status", "error", "started_at", "finished_at",
     "host", "client_location", "launch_command", "sglang_version", "time_scale", "plan", "levels_completed",
-    "num_requests", "server_info", "workbench",
+    "num_requests", "server_info", "workbench", "identity", "label", "units_completed",
 })
+#: Run statuses: measuring, every unit stored, stopped by an error, stopped with units left (resumable).
+RunStatus = Literal["running", "complete", "failed", "incomplete"]
 
 
 def default_runs_root() -> Path:
@@ -79,13 +85,26 @@ class RunWriter:
         manifest: the manifest dict as last written.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], *, now: Callable[[], datetime]) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any], *, now: Callable[[], datetime],
+                 requests: pd.DataFrame | None = None, info: pd.DataFrame | None = None) -> None:
         self.path = path
         self.run_id: str = manifest["run_id"]
         self.manifest = manifest
         self._now = now
-        self._requests: list[pd.DataFrame] = []
-        self._info: list[pd.DataFrame] = []
+        self._requests: list[pd.DataFrame] = [requests] if requests is not None and len(requests) else []
+        self._info: list[pd.DataFrame] = [info] if info is not None and len(info) else []
+        #: Called once the run is finished (e.g. to release the sweep's lock file).
+        self.on_finish: Callable[[], None] | None = None
+
+    @property
+    def units_completed(self) -> list[tuple[int, int]]:
+        """The ``(repeat, level_index)`` units stored, in the order they were measured."""
+        return stored_units(self.manifest)
+
+    def pending_units(self, plan: SweepPlan) -> list[tuple[int, int]]:
+        """The units of ``plan`` not stored yet, in the plan's order (:meth:`SweepPlan.units`)."""
+        done = set(self.units_completed)
+        return [u for u in plan.units() if u not in done]
 
     @property
     def requests(self) -> pd.DataFrame:
@@ -111,10 +130,37 @@ class RunWriter:
         self.manifest.update(keys)
         self._write_manifest()
 
-    def finish(self, *, status: Literal["complete", "failed"] = "complete", error: str | None = None,
+    def record_server(self, *, launch_command: str | Sequence[str] | None, client_location: str,
+                      server_info: Mapping[str, Any] | None, **extra: Any) -> None:
+        """Record the server a (resumed) sweep measures now: its launch command, where the load
+        generator runs, its ``/server_info``, and other (non-standard) keys, e.g. ``server_process``.
+
+        Raises:
+            ConfigError: an extra key is a standard key, or the run is finished.
+        """
+        self.manifest["launch_command"] = (launch_command if isinstance(launch_command, (str, type(None)))
+                                           else list(launch_command))
+        self.manifest["client_location"] = client_location
+        if server_info is not None:
+            self.manifest["server_info"] = dict(server_info)
+            self.manifest["sglang_version"] = self.manifest.get("sglang_version") or server_info.get("version")
+        self.annotate(**extra)
+
+    def finish(self, *, status: RunStatus = "complete", error: str | None = None,
                server_info: Mapping[str, Any] | None = None) -> Path:
         """Same as :func:`finish_run`."""
         return finish_run(self, status=status, error=error, server_info=server_info)
+
+    def reopen(self) -> None:
+        """Mark a finished (or killed) run as ``running`` again, to add the units it lacks.
+
+        Raises:
+            HostError: the manifest cannot be written.
+        """
+        self.manifest["status"] = "running"
+        self.manifest["error"] = None
+        self.manifest["finished_at"] = None
+        self._write_manifest()
 
     def _write_manifest(self) -> None:
         write_json(self.path / "manifest.json", self.manifest)
@@ -147,6 +193,8 @@ def new_run(
     root: str | Path | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     rng: random.Random | None = None,
+    identity: str | None = None,
+    label: str | None = None,
 ) -> RunWriter:
     """Create ``<root>/<run_id>/`` and its initial manifest (``status: "running"``).
 
@@ -170,6 +218,9 @@ def new_run(
         root: runs root (see module docstring).
         now: UTC clock for timestamps and the run id.
         rng: randomness for the id suffix (default: :mod:`secrets`).
+        identity: the sweep's identity (:func:`workbench.store._resume.sweep_identity`),
+            recorded as ``identity`` (None: a run no re-run resumes).
+        label: the user's label of the sweep (part of its identity), recorded as ``label``.
 
     Returns:
         A :class:`RunWriter`.
@@ -205,7 +256,10 @@ def new_run(
         "time_scale": float(time_scale),
         "plan": None if plan is None else plan.to_json(prompt_texts=False),
         "levels_completed": 0,
+        "units_completed": [],
         "num_requests": 0,
+        "identity": identity,
+        "label": label,
         "server_info": info,
         "workbench": {"version": workbench.__version__,
                       **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
@@ -226,21 +280,29 @@ def save_level(run: RunWriter, level: Any) -> None:
     Args:
         run: the run being written.
         level: a :class:`workbench.bench.LevelResult` (``requests``, ``info``,
-            ``server_info``, ``plan``) or a ``(requests, info)`` pair of DataFrames.
-            Its plan is recorded when :func:`new_run` was given none; its server_info
-            replaces the manifest's (the latest read wins).
+            ``server_info``, ``plan``, ``unit``) or a ``(requests, info)`` pair of
+            DataFrames (unit ``(repeat, level_index)`` read from their columns). Its plan
+            is recorded when :func:`new_run` was given none; its server_info replaces
+            the manifest's (the latest read wins).
 
     Raises:
-        ConfigError: the run is already finished, or the rows' ``engine``/``simulated``
-            (as the server reported them) contradict the run's.
+        ConfigError: the run is already finished, the unit is already stored, or the
+            rows' ``engine``/``simulated`` (as the server reported them) contradict the run's.
+        DiskFullError: the disk is full; the files keep every unit stored before.
         HostError: a file cannot be written.
     """
     if run.manifest.get("status") != "running":
         raise ConfigError(f"Run {run.run_id} is {run.manifest.get('status')}; cannot add levels")
     if isinstance(level, tuple):
         requests, info, server_info, plan = level[0], level[1], None, None
+        unit = (_first_int(info, "repeat"), _first_int(info, "level_index"))
     else:
         requests, info, server_info, plan = level.requests, level.info, level.server_info, level.plan
+        repeat = _first_int(info, "repeat") if "repeat" in info else int(getattr(level, "repeat", 0))
+        unit = (repeat, _first_int(info, "level_index"))
+    if unit in run.units_completed:
+        raise ConfigError(f"Run {run.run_id} already stores level_index {unit[1]} of repeat {unit[0]}; "
+                          "a resumed sweep measures only the units it lacks")
     if plan is not None and run.manifest.get("plan") is None:
         run.manifest["plan"] = plan.to_json(prompt_texts=False)
     constants = {"run_id": run.run_id, "variant": run.manifest["variant"], "engine": run.manifest["engine"],
@@ -259,23 +321,48 @@ def save_level(run: RunWriter, level: Any) -> None:
                                            dtype="bool" if name == "simulated" else "str"))
         info.insert(i, name, pd.Series([value] * len(info), index=info.index,
                                        dtype="bool" if name == "simulated" else "str"))
-    run._requests.append(requests)
-    run._info.append(info)
-    all_requests = run.requests
-    all_info = pd.concat(run._info, ignore_index=True)
+    for frame in (requests, info):
+        if "repeat" not in frame:
+            frame.insert(frame.columns.get_loc("level_index") + 1 if "level_index" in frame else len(frame.columns),
+                         "repeat", pd.Series([unit[0]] * len(frame), index=frame.index, dtype="Int64"))
+    all_requests = pd.concat([*run._requests, requests], ignore_index=True)
+    all_info = pd.concat([*run._info, info], ignore_index=True)
+    # Rows first, the manifest (the list of stored units) last: the commit point.
     write_parquet(run.path / "requests.parquet", all_requests)
     write_parquet(run.path / "levels.parquet", summarize_levels(all_requests, all_info))
+    run._requests, run._info = [all_requests], [all_info]
     if server_info is not None:
         run.manifest["server_info"] = dict(server_info)
         run.manifest["sglang_version"] = run.manifest.get("sglang_version") or server_info.get("version")
-    run.manifest["levels_completed"] = len(run._info)
+    run.manifest["units_completed"] = [*map(list, run.units_completed), list(unit)]
+    run.manifest["levels_completed"] = len(run.manifest["units_completed"])
     run.manifest["num_requests"] = len(all_requests)
     run._write_manifest()
 
 
-def finish_run(run: RunWriter, *, status: Literal["complete", "failed"] = "complete", error: str | None = None,
+def _first_int(frame: pd.DataFrame, column: str) -> int:
+    return int(frame[column].iloc[0]) if column in frame and len(frame) else 0
+
+
+def stored_units(manifest: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """The ``(repeat, level_index)`` units a manifest lists as stored.
+
+    Manifests written before ``units_completed`` existed stored one repeat, levels in
+    plan order: their first ``levels_completed`` levels of repeat 0.
+    """
+    units = manifest.get("units_completed")
+    if units is None:
+        return [(0, i) for i in range(int(manifest.get("levels_completed") or 0))]
+    return [(int(r), int(i)) for r, i in units]
+
+
+def finish_run(run: RunWriter, *, status: RunStatus = "complete", error: str | None = None,
                server_info: Mapping[str, Any] | None = None) -> Path:
     """Stamp the end time and status in the manifest; returns the run directory.
+
+    ``status`` ``"incomplete"``: the sweep stopped with units left, on purpose (e.g.
+    between the repeats of alternated variants); re-running it resumes. The run's
+    ``on_finish`` (the sweep lock's release) runs afterwards, even if the write fails.
 
     Raises:
         HostError: the manifest cannot be written.
@@ -286,5 +373,9 @@ def finish_run(run: RunWriter, *, status: Literal["complete", "failed"] = "compl
     run.manifest["status"] = status
     run.manifest["error"] = error
     run.manifest["finished_at"] = _utc_iso(run._now())
-    run._write_manifest()
+    try:
+        run._write_manifest()
+    finally:
+        if run.on_finish is not None:
+            run.on_finish()
     return run.path

@@ -1,0 +1,393 @@
+"""Intervals over repeats: what a sweep measured more than once can claim, and what it cannot.
+
+A level measured in ``n`` repeats (each with its own seed and prompt order, and, between
+alternated variants, another server start) gives ``n`` level values of each metric. Their
+mean's two-sided confidence interval is Student's t with ``n - 1`` degrees of freedom
+(:func:`mean_interval`): ``mean ± t(1 - α/2, n - 1) · s / √n``, ``s`` the sample standard
+deviation of the repeat values. It covers run-to-run effects that the per-request
+bootstrap (:mod:`workbench.analysis._uncertainty`) does not. With ``n = 1`` there is no
+interval: it is reported as NaN and said so, never invented.
+
+The spec/baseline ratio pairs repeats by index (repeat ``r`` of both variants ran the
+same seed and prompt order): its interval is the t interval of the per-repeat log ratios,
+exponentiated (:func:`ratio_intervals`), so it is multiplicative and never negative; the
+point is the geometric mean of the paired ratios. A level's verdict is ``"spec ahead"``
+when the ratio's interval lies above 1, ``"baseline ahead"`` when below, else ``"not
+distinguishable at this level"``: the two variants' intervals are said to separate only
+when the interval of their ratio excludes 1 (the paired comparison; checking whether two
+separate intervals overlap would ignore the pairing and be needlessly conservative).
+
+A crossover is claimed only where one verdict gives way to the other
+(:func:`crossover_interval`); its interval on log2 concurrency runs from the first to the
+last crossing of 1 by the ratio interval's lower and upper curves between those levels,
+each interpolated linearly in log2(concurrency) (a pointwise band, not a simultaneous
+one: read it as the range of concurrency where the data cannot tell the variants apart).
+
+The t quantile is computed here (no SciPy): the Student t distribution function through
+the regularised incomplete beta function (continued fraction, Numerical Recipes 3rd ed.
+§6.4), inverted by bisection to 1e-12.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import ConfigError
+
+__all__ = ["CrossoverInterval", "Interval", "crossover_interval", "mean_interval", "ratio_intervals",
+           "repeat_table", "t_quantile"]
+
+Verdict = Literal["spec ahead", "baseline ahead", "not distinguishable at this level", "n=1: no interval"]
+NOT_DISTINGUISHABLE = "not distinguishable at this level"
+SINGLE = "n=1: no interval"
+
+
+def _beta_cf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b), 0 <= x <= 1."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_cf(a, b, x) / a
+    return 1.0 - front * _beta_cf(b, a, 1.0 - x) / b
+
+
+def _t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom.
+
+    E.g. ``t_quantile(0.975, 2) = 4.302653`` (the 95% two-sided factor for 3 repeats).
+
+    Raises:
+        ConfigError: ``p`` not in (0, 1) or ``df`` < 1.
+    """
+    if not 0.0 < p < 1.0:
+        raise ConfigError(f"p must be in (0, 1), got {p}")
+    if df < 1:
+        raise ConfigError(f"degrees of freedom must be >= 1, got {df}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    if df == 1:  # Cauchy: exact
+        return math.tan(math.pi * (p - 0.5))
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if _t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A mean over repeats and its two-sided confidence interval.
+
+    Attributes:
+        n: how many (non-NaN) values.
+        mean: their mean (NaN when ``n`` is 0).
+        lo, hi: the interval's bounds (NaN when ``n`` < 2: no interval).
+        confidence: the two-sided confidence level.
+    """
+
+    n: int
+    mean: float
+    lo: float
+    hi: float
+    confidence: float = 0.95
+
+    @property
+    def half_width(self) -> float:
+        """``(hi - lo) / 2`` (NaN without an interval)."""
+        return (self.hi - self.lo) / 2.0
+
+    def text(self, digits: int = 1) -> str:
+        """``"812.3 (95% CI 790.1–834.5, n=3)"``, or ``"812.3 (n=1, no interval)"``."""
+        if self.n < 2 or math.isnan(self.lo):
+            return f"{self.mean:.{digits}f} (n={self.n}, no interval)"
+        return (f"{self.mean:.{digits}f} ({self.confidence:.0%} CI {self.lo:.{digits}f}–{self.hi:.{digits}f}, "
+                f"n={self.n})")
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def mean_interval(values: Iterable[float], *, confidence: float = 0.95) -> Interval:
+    """Mean of ``values`` (NaN dropped) and its Student t interval with ``n - 1`` degrees of freedom.
+
+    Example: ``[10, 12, 14]`` -> mean 12, s = 2, half width 4.302653 · 2 / √3 = 4.968275,
+    interval 7.031725–16.968275.
+
+    Raises:
+        ConfigError: ``confidence`` not in (0, 1).
+    """
+    _check_confidence(confidence)
+    arr = np.asarray([float(v) for v in values], dtype=float)
+    arr = arr[~np.isnan(arr)]
+    n = int(arr.size)
+    if n == 0:
+        return Interval(0, math.nan, math.nan, math.nan, confidence)
+    mean = float(arr.mean())
+    if n == 1:
+        return Interval(1, mean, math.nan, math.nan, confidence)
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * float(arr.std(ddof=1)) / math.sqrt(n)
+    return Interval(n, mean, mean - half, mean + half, confidence)
+
+
+def repeat_table(
+    levels: pd.DataFrame,
+    metrics: Sequence[str],
+    *,
+    by: Sequence[str] = ("variant", "concurrency"),
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Mean and interval of each metric over the repeats of each level.
+
+    Args:
+        levels: one row per (level, repeat) (``levels.parquet``, or several runs'), with
+            the ``by`` columns and ``metrics``.
+        metrics: level columns to summarise.
+        by: the columns that name a level.
+        confidence: two-sided confidence level.
+
+    Returns:
+        One row per ``by`` group, sorted by it: the ``by`` columns, ``n`` (rows in the
+        group), and for each metric ``<m>`` (mean), ``<m>_lo``, ``<m>_hi`` (NaN when
+        fewer than 2 values) and ``<m>_n`` (its non-NaN values).
+
+    Raises:
+        ConfigError: a missing column, or a bad ``confidence``.
+    """
+    missing = [c for c in [*by, *metrics] if c not in levels.columns]
+    if missing:
+        raise ConfigError(f"level table lacks columns {missing}")
+    rows = []
+    for key, group in levels.groupby(list(by), sort=True):
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        row["n"] = len(group)
+        for m in metrics:
+            iv = mean_interval(group[m], confidence=confidence)
+            row.update({m: iv.mean, f"{m}_lo": iv.lo, f"{m}_hi": iv.hi, f"{m}_n": iv.n})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, "n", *[f"{m}{s}" for m in metrics for s in ("", "_lo", "_hi", "_n")]])
+
+
+def _verdict(n: int, lo: float, hi: float) -> Verdict:
+    if n < 2 or math.isnan(lo):
+        return SINGLE
+    if lo > 1.0:
+        return "spec ahead"
+    if hi < 1.0:
+        return "baseline ahead"
+    return NOT_DISTINGUISHABLE
+
+
+def ratio_intervals(
+    levels: pd.DataFrame,
+    *,
+    baseline: str,
+    spec: str,
+    metric: str,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """The spec/baseline ratio of ``metric`` at each shared concurrency, with its interval over repeats.
+
+    Repeats are paired by their ``repeat`` index (a table without the column is one
+    repeat). Example: paired ratios 1.1, 1.2, 1.0 -> log ratios with mean 0.092543 and
+    s = 0.091192; ratio exp(0.092543) = 1.0970, interval exp(0.092543 ± 4.302653 ·
+    0.091192 / √3) = 0.8746–1.3759: "not distinguishable at this level".
+
+    Args:
+        levels: one row per (variant, concurrency, repeat) with ``metric``.
+        baseline, spec: variant names.
+        metric: the level column compared (higher or lower is better: the verdict only
+            says which is larger).
+        confidence: two-sided confidence level.
+
+    Returns:
+        One row per concurrency both variants measured: ``concurrency``, ``n`` (paired
+        repeats), ``ratio`` (geometric mean of the paired ratios), ``ratio_lo``,
+        ``ratio_hi`` (NaN when ``n`` < 2), ``verdict`` (``"spec ahead"``, ``"baseline
+        ahead"``, ``"not distinguishable at this level"``, ``"n=1: no interval"``).
+
+    Raises:
+        ConfigError: a variant or column is missing, the variants share no level, or a
+            ratio is not positive.
+    """
+    _check_confidence(confidence)
+    need = {"variant", "concurrency", metric}
+    if need - set(levels.columns):
+        raise ConfigError(f"level table lacks columns {sorted(need - set(levels.columns))}")
+    for name in (baseline, spec):
+        if name not in set(levels["variant"]):
+            raise ConfigError(f"variant {name!r} not in the level table; have {sorted(set(levels['variant']))}")
+    table = levels.assign(repeat=levels["repeat"] if "repeat" in levels else 0)
+    base = table[table["variant"] == baseline].set_index(["concurrency", "repeat"])[metric]
+    other = table[table["variant"] == spec].set_index(["concurrency", "repeat"])[metric]
+    paired = pd.concat({"b": base, "s": other}, axis=1, join="inner").dropna()
+    if paired.empty:
+        raise ConfigError(f"{baseline!r} and {spec!r} share no (concurrency, repeat) with a {metric} value")
+    if ((paired["b"] <= 0) | (paired["s"] <= 0)).any():
+        raise ConfigError(f"{metric} must be positive to take a ratio; found values <= 0")
+    rows = []
+    for c, group in paired.groupby(level="concurrency", sort=True):
+        logs = np.log(group["s"].to_numpy(float) / group["b"].to_numpy(float))
+        iv = mean_interval(logs, confidence=confidence)
+        lo, hi = math.exp(iv.lo) if iv.n > 1 else math.nan, math.exp(iv.hi) if iv.n > 1 else math.nan
+        rows.append({"concurrency": int(c), "n": iv.n, "ratio": math.exp(iv.mean), "ratio_lo": lo, "ratio_hi": hi,
+                     "verdict": _verdict(iv.n, lo, hi)})
+    return pd.DataFrame(rows)
+
+
+CrossoverIntervalKind = Literal["claimed", "not_claimed", "single_repeat"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossoverInterval:
+    """Where speculation stops (or starts) beating the baseline, with its interval on log concurrency.
+
+    Attributes:
+        metric: the compared level column.
+        kind: ``claimed`` (one verdict gives way to the other between two levels),
+            ``not_claimed`` (the intervals do not separate on both sides), or
+            ``single_repeat`` (n = 1: no interval, nothing claimed).
+        concurrency: where the point ratio crosses 1 between those levels (None unless claimed).
+        lo, hi: the interval's bounds in concurrency (``2 ** log2_lo``; None unless claimed).
+        log2_lo, log2_hi: the same on log2(concurrency).
+        n: the fewest paired repeats at the levels it rests on.
+        description: one sentence for people, with n and the interval.
+    """
+
+    metric: str
+    kind: CrossoverIntervalKind
+    concurrency: float | None
+    lo: float | None
+    hi: float | None
+    log2_lo: float | None
+    log2_hi: float | None
+    n: int
+    description: str
+
+
+def _crossings(x: Sequence[float], y: Sequence[float]) -> list[float]:
+    """Every x where the piecewise-linear ``y(x)`` crosses 1 (touching counts)."""
+    out = []
+    for (x0, y0), (x1, y1) in zip(zip(x, y), zip(x[1:], y[1:])):
+        if y0 == 1.0:
+            out.append(x0)
+        elif (y0 - 1.0) * (y1 - 1.0) < 0:
+            out.append(x0 + (1.0 - y0) / (y1 - y0) * (x1 - x0))
+    if len(y) and y[-1] == 1.0:
+        out.append(x[-1])
+    return out
+
+
+def _levels_text(concurrency: Iterable[int]) -> str:
+    return ", ".join(str(int(c)) for c in concurrency)
+
+
+def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterval:
+    """The crossover of a :func:`ratio_intervals` table, claimed only where the intervals separate.
+
+    Claimed when a level whose verdict is ``spec ahead`` (or ``baseline ahead``) is followed,
+    at a higher concurrency, by one with the other verdict; levels between them may be not
+    distinguishable. The point is where the geometric-mean ratio crosses 1 between the last
+    such level and the first opposite one, and the interval on log2(concurrency) spans
+    every crossing of 1 by the lower and upper interval curves there (see the module
+    docstring). Example: ratio (lo, hi) 1.05 (1.02, 1.08) at concurrency 1 and 0.95 (0.92,
+    0.98) at 4 -> crossover at log2 1.0 (concurrency 2.0); the lower curve crosses 1 at
+    log2 0.4, the upper at log2 1.6: interval 2**0.4 = 1.32 to 2**1.6 = 3.03.
+
+    Raises:
+        ConfigError: an empty table or a missing column.
+    """
+    need = {"concurrency", "n", "ratio", "ratio_lo", "ratio_hi", "verdict"}
+    if need - set(ratios.columns) or ratios.empty:
+        raise ConfigError(f"need a ratio_intervals table (columns {sorted(need)}), got {list(ratios.columns)}")
+    table = ratios.sort_values("concurrency").reset_index(drop=True)
+    n_min = int(table["n"].min())
+    if n_min < 2:
+        return CrossoverInterval(metric, "single_repeat", None, None, None, None, None, n_min,
+                                 f"On {metric}: n={n_min} repeat at some level, so no interval and no crossover is "
+                                 "claimed; measure 2 or more repeats (repeats=3) to test one.")
+    verdicts = list(table["verdict"])
+    signs = {"spec ahead": 1, "baseline ahead": -1}
+    found = None
+    for i, v in enumerate(verdicts):
+        if v not in signs:
+            continue
+        for j in range(i + 1, len(verdicts)):
+            if signs.get(verdicts[j]) == -signs[v]:
+                found = (max(k for k in range(i, j) if verdicts[k] == v), j)
+                break
+        if found:
+            break
+    words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
+             NOT_DISTINGUISHABLE: NOT_DISTINGUISHABLE}
+    parts = [f"{words[v]} at concurrency {_levels_text(table.loc[table['verdict'] == v, 'concurrency'])}"
+             for v in words if (table["verdict"] == v).any()]
+    summary = f"{'; '.join(parts)} (95% intervals over n>={n_min} repeats)"
+    if found is None:
+        return CrossoverInterval(metric, "not_claimed", None, None, None, None, None, n_min,
+                                 f"No crossover can be claimed on {metric}: {summary}.")
+    i, j = found
+    seg = table.iloc[i:j + 1]
+    x = [math.log2(c) for c in seg["concurrency"]]
+    point = _crossings(x, list(seg["ratio"]))
+    band = _crossings(x, list(seg["ratio_lo"])) + _crossings(x, list(seg["ratio_hi"]))
+    x_point = point[0] if point else (x[0] + x[-1]) / 2.0
+    log2_lo, log2_hi = min(band + [x_point]), max(band + [x_point])
+    c_point, c_lo, c_hi = 2.0 ** x_point, 2.0 ** log2_lo, 2.0 ** log2_hi
+    direction = "stops beating" if verdicts[i] == "spec ahead" else "starts beating"
+    n_seg = int(seg["n"].min())
+    return CrossoverInterval(
+        metric, "claimed", c_point, c_lo, c_hi, log2_lo, log2_hi, n_seg,
+        f"Speculation {direction} the baseline on {metric} near concurrency {c_point:.1f} (95% interval "
+        f"{c_lo:.1f}–{c_hi:.1f}, on log concurrency between {int(seg['concurrency'].iloc[0])} and "
+        f"{int(seg['concurrency'].iloc[-1])}; n={n_seg} repeats); {summary}.")
