@@ -15,11 +15,15 @@ requests per level) for the seed variants ``baseline`` and ``eagle3-topk4`` at l
   commit before the prediction work, ``bbeb237``), read from git and run in this same process,
   with the calibration's pure-Python ``level_figures`` summary: "before", side by side.
 
-Interleaved, so the three see the same load; compare their ratios.
+- ``predict@REV`` (with ``--engine-ref REV``): ``predict`` again, its engine core
+  (``workbench/sim/_engine.py``) as it was at git revision ``REV``: an engine change, before
+  and after, side by side.
+
+Interleaved, so they see the same load; compare their ratios.
 
 Usage::
 
-    .venv/bin/python benchmarks/sim_offline_speed.py [--repeat 5] [--ref bbeb237] [--profile]
+    .venv/bin/python benchmarks/sim_offline_speed.py [--repeat 5] [--ref bbeb237] [--engine-ref REV] [--profile]
 """
 
 from __future__ import annotations
@@ -46,13 +50,13 @@ VARIANTS = ("baseline", "eagle3-topk4")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _reference_module(ref: str) -> types.ModuleType:
-    """``workbench/sim/_offline.py`` as it was at ``ref``, loaded as a module."""
-    text = subprocess.run(["git", "show", f"{ref}:workbench/sim/_offline.py"], cwd=ROOT, check=True,
+def _reference_module(ref: str, path: str = "workbench/sim/_offline.py") -> types.ModuleType:
+    """``path`` as it was at ``ref``, loaded as a module."""
+    text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout
-    module = types.ModuleType(f"_offline_at_{ref}")
+    module = types.ModuleType(f"_{Path(path).stem.lstrip('_')}_at_{ref}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(text, f"{ref}:workbench/sim/_offline.py", "exec"), module.__dict__)
+    exec(compile(text, f"{ref}:{path}", "exec"), module.__dict__)
     return module
 
 
@@ -60,6 +64,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ref", default="bbeb237", help="git revision of the reference client loop")
+    parser.add_argument("--engine-ref", default=None, help="also run predict with the engine core at this git revision")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one predict run")
     args = parser.parse_args()
     profile = load_profile("seed-pcie-8gpu")
@@ -86,6 +91,18 @@ def main() -> int:
                                                                   max_new_tokens=256))
 
     runs = {"predict": run_predict, "engine": run_engine, "reference": run_reference}
+    if args.engine_ref:
+        old_core = _reference_module(args.engine_ref, "workbench/sim/_engine.py").EngineCore
+
+        def run_predict_at_ref() -> None:
+            new_core = predict_mod.EngineCore
+            predict_mod.EngineCore = old_core
+            try:
+                run_predict()
+            finally:
+                predict_mod.EngineCore = new_core
+
+        runs[f"predict@{args.engine_ref}"] = run_predict_at_ref
     run_predict()  # the first call parses the variants and counts the prompts' tokens once
     points = len(VARIANTS) * len(LEVELS)
     wall: dict[str, list[float]] = {k: [] for k in runs}
@@ -98,11 +115,11 @@ def main() -> int:
             cpu[name].append(time.process_time() - c0)
     print(f"{points} points per run, median of {args.repeat} interleaved runs "
           f"(simulate_closed_loop vs {args.ref}'s run_closed_loop)")
-    print(f"{'':10s} {'points/s wall':>14s} {'points/s CPU':>13s} {'vs reference (CPU)':>19s}")
+    print(f"{'':16s} {'points/s wall':>14s} {'points/s CPU':>13s} {'vs reference (CPU)':>19s}")
     ref_cpu = statistics.median(cpu["reference"])
     for name in runs:
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])
-        print(f"{name:10s} {points / w:14.1f} {points / c:13.1f} {ref_cpu / c:19.2f}x")
+        print(f"{name:16s} {points / w:14.1f} {points / c:13.1f} {ref_cpu / c:19.2f}x")
     if args.profile:
         prof = cProfile.Profile()
         prof.runcall(run_predict)

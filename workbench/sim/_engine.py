@@ -82,13 +82,31 @@ class SimRequest:
     retractions: int = 0
 
 
-@dataclasses.dataclass(frozen=True)
 class Emission:
-    """Tokens one request gained in one iteration."""
+    """Tokens one request gained in one iteration (read-only by convention).
 
-    request: SimRequest
-    new_tokens: int
-    finished: bool
+    A plain ``__slots__`` class, not a frozen dataclass: a decode iteration makes one per running
+    request, and a frozen dataclass's ``__init__`` (an ``object.__setattr__`` per field) was a
+    large share of the offline mode's time. Same attributes, positional or keyword construction,
+    equality by value.
+    """
+
+    __slots__ = ("request", "new_tokens", "finished")
+
+    def __init__(self, request: SimRequest, new_tokens: int, finished: bool) -> None:
+        self.request = request
+        self.new_tokens = new_tokens
+        self.finished = finished
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.request, self.new_tokens, self.finished) == (other.request, other.new_tokens, other.finished)
+
+    __hash__ = None  # type: ignore[assignment]  # as the dataclass: its request is not hashable
+
+    def __repr__(self) -> str:
+        return f"Emission(request={self.request!r}, new_tokens={self.new_tokens!r}, finished={self.finished!r})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,39 +378,53 @@ class EngineCore:
                 f"#new_token_ratio: {old:.4f} -> {self.new_token_ratio.value:.4f}")
 
     def _decode(self) -> Iteration:
+        """One decode iteration over every running request, in one pass over them.
+
+        The random draws, emitted tokens, KV accounting and counters are exactly those of the
+        four-pass loop this replaces (``benchmarks/sim_engine_identity.py`` checks it byte for byte):
+        requests are visited in running order, each draws its accepted drafts as
+        :meth:`~workbench.sim._acceptance.AcceptanceModel.sample_accepted_drafts` does.
+        """
         retract_log = None
-        if self.capacity is not None:
-            if self.capacity - self.kv_used < self._decode_need(self.running):
+        capacity = self.capacity
+        if capacity is not None:
+            if capacity - self.kv_used < self._decode_need(self.running):
                 retract_log = self._retract()
             else:
                 self.new_token_ratio.step()
-        batch = list(self.running)
+        batch = self.running
         n = len(batch)
-        kv_tokens = sum(r.prompt_tokens + r.output_tokens for r in batch)
+        server_spec = self.spec
         policy = self.spec_policy
-        if not self.spec.enabled:
+        if not server_spec.enabled:
             steps = 0
         elif policy is None:
-            steps = self.spec.num_steps
+            steps = server_spec.num_steps
         else:
             steps = policy.steps(n)
         speculate = steps > 0
-        spec = self.spec if steps == self.spec.num_steps else self.spec_for_steps(steps)
+        spec = server_spec if steps == server_spec.num_steps else self.spec_for_steps(steps)
         if policy is not None and speculate and steps != self._probs_steps:
             self._invalidate_probs(steps)
-        track = self.capacity is not None
+        track = capacity is not None
         over = self.memory.overalloc
         emissions: list[Emission] = []
         append = emissions.append
-        accepted_total = 0
+        still: list[SimRequest] = []  # the requests that keep running, in order
+        keep = still.append
+        kv_tokens = 0  # KV of the batch before the step (prompt + output of each request)
         kv_delta = 0
-        rand = self.rng.random
-        for req in batch:
-            out = req.output_tokens
-            if speculate:
+        accepted_total = 0
+        if speculate:
+            rand = self.rng.random
+            depth_probs = self.acceptance.depth_probs
+            new_tokens = 0
+            for req in batch:
+                out = req.output_tokens
+                kv_tokens += req.prompt_tokens + out
                 probs = req.depth_probs
                 if probs is None:
-                    probs = req.depth_probs = self.acceptance.depth_probs(spec, req.request_alpha)
+                    probs = req.depth_probs = depth_probs(spec, req.request_alpha)
                 drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
                 for p in probs:
                     if rand() >= p:
@@ -409,25 +441,43 @@ class EngineCore:
                 left = req.max_new_tokens - out
                 if gained > left:
                     gained = left
-            else:
-                gained = 1
-            out += gained
-            req.output_tokens = out
-            done = out >= req.max_new_tokens
-            if track:
-                # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
-                held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
-                kv_delta += held - req.kv_held
-                req.kv_held = held
-            if done:
-                req.finished = True
-            append(Emission(req, gained, done))
+                out += gained
+                req.output_tokens = out
+                new_tokens += gained
+                done = out >= req.max_new_tokens
+                if track:
+                    # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
+                    held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
+                    kv_delta += held - req.kv_held
+                    req.kv_held = held
+                if done:
+                    req.finished = True
+                else:
+                    keep(req)
+                append(Emission(req, gained, done))
+        else:  # plain decode: one token each, no draws
+            new_tokens = n
+            for req in batch:
+                out = req.output_tokens
+                kv_tokens += req.prompt_tokens + out
+                out += 1
+                req.output_tokens = out
+                done = out >= req.max_new_tokens
+                if track:
+                    held = 0 if done else req.prompt_tokens + out - 1 + (over - 1 if over else 0)
+                    kv_delta += held - req.kv_held
+                    req.kv_held = held
+                if done:
+                    req.finished = True
+                else:
+                    keep(req)
+                append(Emission(req, 1, done))
         self.kv_used += kv_delta
         if speculate:
             duration_ms = self.cost.spec_decode_ms(n, kv_tokens, spec, accepted_total)
             self._interval_accepted += accepted_total
             self._interval_forward += n
-        elif self.spec.enabled:  # a speculative server that does not draft: not free
+        elif server_spec.enabled:  # a speculative server that does not draft: not free
             duration_ms = self.cost.decode_ms(n, kv_tokens) * (1.0 + self.off_cost.overhead(n))
         else:
             duration_ms = self.cost.decode_ms(n, kv_tokens)
@@ -436,9 +486,9 @@ class EngineCore:
                 duration_ms += self.off_cost.switch_ms
                 self.current_steps = steps
             policy.observe(n, accepted_total - n if speculate else 0)
-        self.running = [r for r in self.running if not r.finished]
+        self.running = still
         self.decode_iterations += 1
-        self._interval_tokens += sum(e.new_tokens for e in emissions)
+        self._interval_tokens += new_tokens
         self._interval_time_s += duration_ms / 1000.0
         log = None
         if self.decode_iterations % self.decode_log_interval == 0:
