@@ -188,7 +188,8 @@ def _ends_only(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: in
         else:
             prefill_s += duration
             for emission in iteration.emissions:
-                firsts[emission.request.rid] = now
+                # a retracted request is prefilled again: its first token is still the first one
+                firsts.setdefault(emission.request.rid, now)
         for emission in iteration.emissions:
             if emission.finished:
                 req = emission.request
