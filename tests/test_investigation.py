@@ -78,3 +78,9 @@ def test_study_requires_its_baseline(tmp_path) -> None:
     study = load_study([run], baseline="baseline")
     assert study.simulated and study.subtitle.startswith("SIMULATED")
     assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request"}
+
+
+def test_benchmark_variants_refuses_a_keyword_benchmark_variant_does_not_take(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="concurency_levels.*help\\(workbench.benchmark_variant\\)"):
+        benchmark_variants(["baseline"], concurency_levels=[1], runs_dir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []  # nothing launched, nothing written

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -87,27 +88,29 @@ def _variant_definition(v: Variant) -> dict[str, Any]:
             "patches": [str(p) for p in v.patches], "sim_policy": v.sim_policy}
 
 
-def _prepare(
-    variant: str | Path | Variant,
-    *,
-    host: str = "local",
-    engine: str | Engine | None = None,
-    client: Literal["host", "local"] | None = None,
-    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
-    requests_per_level: int | None = None,
-    max_new_tokens: int = 256,
-    prompt_set: str | Path = "default",
-    seed: int = 0,
-    sim_profile: str = "seed-pcie-8gpu",
-    time_scale: float | None = None,
-    warmup_requests: int = 1,
-    unique_prompts: bool | None = None,
-    repeats: int | None = None,
-    label: str | None = None,
-    runs_dir: str | Path = "data/runs",
-    progress: bool = True,
-) -> _Sweep:
-    """Validate everything about one variant's sweep (nothing is launched); see :func:`benchmark_variant`."""
+def _options(variant: str | Path | Variant, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`benchmark_variant`'s arguments for ``variant`` and ``kwargs``, defaults filled in.
+
+    Raises:
+        ConfigError: a keyword :func:`benchmark_variant` does not take.
+    """
+    try:
+        bound = inspect.signature(benchmark_variant).bind(variant, **kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{exc}; see help(workbench.benchmark_variant) for the parameters") from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _prepare(args: Mapping[str, Any]) -> _Sweep:
+    """Validate everything about one variant's sweep (nothing is launched).
+
+    Args:
+        args: :func:`benchmark_variant`'s arguments, all of them (:func:`_options`).
+    """
+    variant, host, engine, client = args["variant"], args["host"], args["engine"], args["client"]
+    time_scale, label, repeats = args["time_scale"], args["label"], args["repeats"]
+    unique_prompts, sim_profile, seed = args["unique_prompts"], args["sim_profile"], args["seed"]
     v = variant if isinstance(variant, Variant) else load_variant(variant)
     eng = resolve_engine(host, engine)
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
@@ -117,9 +120,10 @@ def _prepare(
         raise ConfigError(f"label must be a non-empty string naming the sweep (or None), got {label!r}")
     where = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
-    plan = SweepPlan.build(concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
-                           max_new_tokens=max_new_tokens, prompt_set=prompt_set, seed=seed, time_scale=time_scale,
-                           warmup_requests=warmup_requests,
+    plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"],
+                           requests_per_level=args["requests_per_level"], max_new_tokens=args["max_new_tokens"],
+                           prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
+                           warmup_requests=args["warmup_requests"],
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats)
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
@@ -128,7 +132,7 @@ def _prepare(
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=paths.resolve(runs_dir), progress=progress)
+                  identity=identity, root=paths.resolve(args["runs_dir"]), progress=args["progress"])
 
 
 def _engine_code(eng: Engine, sim_profile: str) -> str | None:
@@ -327,11 +331,8 @@ def benchmark_variant(
             level measured before an error.
         DiskFullError: no room to store a level; earlier levels are intact.
     """
-    sweep = _prepare(variant, host=host, engine=engine, client=client, concurrency_levels=concurrency_levels,
-                     requests_per_level=requests_per_level, max_new_tokens=max_new_tokens, prompt_set=prompt_set,
-                     seed=seed, sim_profile=sim_profile, time_scale=time_scale, warmup_requests=warmup_requests,
-                     unique_prompts=unique_prompts, repeats=repeats, label=label, runs_dir=runs_dir,
-                     progress=progress)
+    arguments = dict(locals())  # every parameter, as given (one place states them: this signature)
+    sweep = _prepare(arguments)
     try:
         return _run_pass(sweep, repeats=None, fresh=fresh)
     except _PassFailed as failed:
@@ -380,7 +381,7 @@ def benchmark_variants(
     """
     if not variants:
         raise ConfigError("variants is empty; name at least a baseline and one speculative variant")
-    sweeps = [_prepare(v, **kwargs) for v in variants]
+    sweeps = [_prepare(_options(v, kwargs)) for v in variants]
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
     started: set[int] = set()
