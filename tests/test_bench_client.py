@@ -65,7 +65,8 @@ def test_streamed_timings_match_script(spec_server):
     assert rec.output_tokens == 6 and rec.prompt_tokens == 10
     assert within(rec.e2e_ms, 200.0)
     assert rec.tpot_ms == pytest.approx((rec.e2e_ms - rec.ttft_ms) / 5)
-    assert within(rec.tpot_ms * 5, 100.0)
+    # e2e - ttft: a late first chunk shortens it as much as a late last chunk lengthens it, so +-slack
+    assert abs(rec.tpot_ms * 5 - 100.0) <= SLACK_MS
     assert rec.spec_verify_ct == 3
     assert rec.accept_length == pytest.approx(2.0) == rec.meta_spec_accept_length
     assert rec.finish_reason == "length"
