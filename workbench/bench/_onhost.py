@@ -39,8 +39,7 @@ from typing import Any
 
 from workbench import paths
 from workbench.bench._plan import SweepPlan, Unit
-from workbench.bench._record import RequestRecord
-from workbench.bench._sweep import LevelResult, ProgressLine, SweepAssembler, SweepResult, progress_bar
+from workbench.bench._sweep import LevelResult, SweepAssembler, SweepFollower, SweepResult
 from workbench.bench._sweeplog import SweepLogReader
 from workbench.errors import BenchmarkError, CommandError, CommandTimeout, ConfigError, HostError
 from workbench.errors import HostAuthError, HostKeyError
@@ -151,16 +150,9 @@ class HostSweep:
             HostError: the host stayed unreachable for ``reconnect_for_s`` (the runner
                 is left running; :func:`read_host_sweep` reads its results later).
         """
-        assembler = SweepAssembler()
-        bar = progress_bar(self.plan, self.units, progress=progress, desc=desc or f"sweep on {self.host.name}")
-        line = ProgressLine(bar, self.plan)
-        current = iter(self.units)
-        state: dict[str, Unit | None] = {"unit": next(current, None)}
-
-        def on_request(level_index: int | None, _record: RequestRecord) -> None:
-            line.request(state["unit"] if level_index is not None else None)
-
-        reader = SweepLogReader(on_request=on_request, source=f"{self.results_path} on host {self.host.name!r}")
+        follower = SweepFollower(self.plan, self.units, progress=progress, desc=desc or f"sweep on {self.host.name}",
+                                 on_level=on_level)
+        reader = SweepLogReader(on_request=follower.on_request, source=f"{self.results_path} on host {self.host.name!r}")
         offset, lost_since, left_running = 0, None, False
         try:
             while not reader.done:
@@ -185,18 +177,13 @@ class HostSweep:
                 complete = text[: text.rfind("\n") + 1]
                 offset += len(complete.encode("utf-8"))
                 for event in reader.feed(complete):
-                    level = assembler.add(event)
-                    if level is not None:
-                        state["unit"] = next(current, None)
-                        line.level(level)
-                        if on_level is not None:
-                            on_level(level)
+                    follower.add(event)
                 if reader.done:
                     break
                 if not status.get("alive") and not complete:
                     raise BenchmarkError(
                         f"The load generator on host {self.host.name!r} exited before finishing the sweep "
-                        f"({len(assembler.levels)} of {len(self.units)} levels measured). Does "
+                        f"({len(follower.assembler.levels)} of {len(self.units)} levels measured). Does "
                         f"{self.python} there have aiohttp (SGLang's environment does)? Log "
                         f"{self.log_path}:\n{self.log_tail()}")
                 if not complete:
@@ -206,10 +193,10 @@ class HostSweep:
                 self._stop_quietly()
             raise
         finally:
-            bar.close()
+            follower.close()
         if reader.failure is not None:
             raise _runner_error(reader.failure, self)
-        return assembler.result()
+        return follower.assembler.result()
 
     def _poll(self, offset: int) -> dict[str, Any]:
         """The runner's status and the results file's new bytes from ``offset``, in one round trip."""

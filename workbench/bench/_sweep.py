@@ -47,7 +47,7 @@ from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, server
 from workbench.bench._timing import Clock
 from workbench.errors import BenchmarkError
 
-__all__ = ["LevelResult", "ProgressLine", "SweepAssembler", "SweepResult", "level_output_tok_s", "progress_bar",
+__all__ = ["LevelResult", "SweepAssembler", "SweepFollower", "SweepResult", "level_output_tok_s",
            "run_sweep", "run_sweep_async"]
 
 
@@ -94,29 +94,54 @@ def level_output_tok_s(requests: pd.DataFrame) -> float:
     return float(requests.loc[ok, "output_tokens"].astype("float64").sum()) / duration if duration > 0 else math.nan
 
 
-def progress_bar(plan: SweepPlan, units: Sequence[Unit], *, progress: bool, desc: str) -> Any:
-    """A tqdm.auto bar over the requests of ``units`` (a widget in JupyterLab, text elsewhere)."""
-    total = sum(plan.requests_per_level[i] for _, i in units)
-    return tqdm(total=total, disable=not progress, unit="req", desc=desc)
+class SweepFollower:
+    """Follows one sweep's events wherever its load generator runs: assembles its tables and keeps
+    its progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere) on the unit being measured
+    and the last level's output tok/s.
 
+    Args:
+        plan: the sweep's plan.
+        units: the ``(repeat, level_index)`` pairs measured, in order.
+        progress: show the bar.
+        desc: the bar's label.
+        on_level: called with each :class:`LevelResult` as soon as it is assembled (its
+            exceptions propagate).
+    """
 
-class ProgressLine:
-    """Keeps a progress bar's postfix: the unit being measured and the last level's output tok/s."""
-
-    def __init__(self, bar: Any, plan: SweepPlan) -> None:
-        self._bar, self._plan = bar, plan
+    def __init__(self, plan: SweepPlan, units: Sequence[Unit], *, progress: bool, desc: str,
+                 on_level: Callable[[LevelResult], None] | None = None) -> None:
+        self.assembler = SweepAssembler()
+        self._plan, self._on_level = plan, on_level
+        self._bar = tqdm(total=sum(plan.requests_per_level[i] for _, i in units), disable=not progress, unit="req",
+                         desc=desc)
+        self._units = iter(units)
+        self._unit: Unit | None = next(self._units, None)
         self._last = ""
 
-    def request(self, unit: Unit | None) -> None:
-        """One request of ``unit`` finished (None: warmup)."""
-        if unit is not None:
-            self._bar.set_postfix_str(f"{self._plan.unit_label(unit)}{self._last}", refresh=False)
+    def on_request(self, level_index: int | None, _record: RequestRecord) -> None:
+        """One request finished (``level_index`` None: a warmup request, not counted)."""
+        if level_index is not None and self._unit is not None:
+            self._bar.set_postfix_str(f"{self._plan.unit_label(self._unit)}{self._last}", refresh=False)
             self._bar.update(1)
 
-    def level(self, level: LevelResult) -> None:
-        """A level finished: show its throughput until the next one does."""
+    def add(self, event: SweepEvent) -> None:
+        """Take one event; a completed level moves the bar to the next unit and goes to ``on_level``.
+
+        Raises:
+            BenchmarkError: events out of order.
+        """
+        level = self.assembler.add(event)
+        if level is None:
+            return
+        self._unit = next(self._units, None)
         self._last = f" | last: {self._plan.level_label(level.index)} {level.output_tok_s:,.0f} tok/s"
         self._bar.set_postfix_str(self._last.removeprefix(" | "), refresh=True)
+        if self._on_level is not None:
+            self._on_level(level)
+
+    def close(self) -> None:
+        """Close the progress bar."""
+        self._bar.close()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,33 +206,20 @@ async def run_sweep_async(
         BenchmarkError: every warmup request failed (the server is not answering);
             the message quotes the first error.
     """
-    assembler = SweepAssembler()
     todo = plan.units() if units is None else list(units)
-    bar = progress_bar(plan, todo, progress=progress, desc=desc)
-    line = ProgressLine(bar, plan)
-    current = iter(todo)
-    state: dict[str, Unit | None] = {"unit": next(current, None)}
-
-    def on_request(level_index: int | None, _record: RequestRecord) -> None:
-        line.request(state["unit"] if level_index is not None else None)
-
+    follower = SweepFollower(plan, todo, progress=progress, desc=desc, on_level=on_level)
     try:
         async with open_session() as session:
-            events = measure_sweep(session, base_url, plan, on_request=on_request, units=todo, clock=clock,
+            events = measure_sweep(session, base_url, plan, on_request=follower.on_request, units=todo, clock=clock,
                                    wall_clock=wall_clock)
             try:
                 async for event in events:
-                    level = assembler.add(event)
-                    if level is not None:
-                        state["unit"] = next(current, None)
-                        line.level(level)
-                        if on_level is not None:
-                            on_level(level)
+                    follower.add(event)
             finally:
                 await events.aclose()
     finally:
-        bar.close()
-    return assembler.result()
+        follower.close()
+    return follower.assembler.result()
 
 
 class SweepAssembler:
