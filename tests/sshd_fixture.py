@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.hosts import LocalHost
 from workbench.hosts._ssh import SSHHost
 
 SSHD_BINARY = "/usr/sbin/sshd"
@@ -191,6 +192,19 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
 @pytest.fixture
 def ssh_host(sshd: SSHD) -> Iterator[SSHHost]:
     """An :class:`SSHHost` for the ``wbtest`` alias, closed after the test."""
+    host = SSHHost(sshd.alias, config_file=sshd.config_file)
+    try:
+        yield host
+    finally:
+        host.close()
+
+
+@pytest.fixture(params=["local", "ssh"])
+def any_host(request: pytest.FixtureRequest, sshd: SSHD) -> Iterator[LocalHost | SSHHost]:
+    """Each test twice: on this machine (:class:`LocalHost`) and through the real sshd (:class:`SSHHost`)."""
+    if request.param == "local":
+        yield LocalHost()
+        return
     host = SSHHost(sshd.alias, config_file=sshd.config_file)
     try:
         yield host

@@ -9,27 +9,23 @@ import json
 import sys
 
 import pytest
-from sshd_fixture import sshd  # noqa: F401  (pytest fixture)
+from sshd_fixture import any_host, sshd  # noqa: F401  (pytest fixtures)
 from typer.testing import CliRunner
 
 from workbench.calibration import CalibrationRequest, load_table, run_calibration
 from workbench.cli import app
 from workbench.errors import CommandError, ConfigError
-from workbench.hosts import Host, LocalHost, SSHHost
+from workbench.hosts import Host, LocalHost
 from workbench.paths import PACKAGE_ROOT
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 TINY = CalibrationRequest(presets=("tiny",), quick=True, device="cpu")
 
 
-@pytest.fixture(params=["local", "ssh"])
-def host(request, sshd) -> Host:  # noqa: F811
-    if request.param == "local":
-        yield LocalHost()
-        return
-    h = SSHHost(sshd.alias, config_file=sshd.config_file)
-    yield h
-    h.close()
+@pytest.fixture
+def host(any_host: Host) -> Host:
+    """This machine, then the real sshd (tests/sshd_fixture.py ``any_host``)."""
+    return any_host
 
 
 def test_request_is_validated_once() -> None:

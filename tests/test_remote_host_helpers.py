@@ -14,9 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from sshd_fixture import free_port, sshd  # noqa: F401  (pytest fixture)
+from sshd_fixture import any_host, free_port, sshd  # noqa: F401  (pytest fixtures)
 
-from workbench.hosts import Host, LocalHost, SSHHost, processes
+from workbench.hosts import Host, LocalHost, processes
 from workbench.hosts._helpers import REMOTE_DIR, call_helper
 
 TOPO = Path(__file__).parent / "fixtures" / "nvidia_smi"
@@ -37,14 +37,10 @@ def _topo(name: str) -> tuple[str, str]:
     return re.search(r"^# Expect: (\w+)$", head, re.MULTILINE).group(1), body
 
 
-@pytest.fixture(params=["local", "ssh"])
-def host(request, sshd) -> Host:  # noqa: F811
-    if request.param == "local":
-        yield LocalHost()
-        return
-    h = SSHHost(sshd.alias, config_file=sshd.config_file)
-    yield h
-    h.close()
+@pytest.fixture
+def host(any_host: Host) -> Host:
+    """This machine, then the real sshd (tests/sshd_fixture.py ``any_host``)."""
+    return any_host
 
 
 # -- gpu_inventory ------------------------------------------------------------------------------

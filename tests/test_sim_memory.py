@@ -19,23 +19,11 @@ from workbench.sim._memory import (
 from workbench.sim._profiles import load_profile
 from workbench.sim._server_args import parse_server_args
 from workbench.sim._spec import SpecConfig
+from doubles.flat_cost import FlatCost
 
 SEED = ["--model-path", "m", "--tp-size", "8", "--mem-fraction-static", "0.85"]
 EAGLE3_TOPK4 = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "2",
                 "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "16"]
-
-
-class FlatCost:
-    """Every iteration 10 ms (plain decode), 30 ms (speculative), 5 ms (prefill)."""
-
-    def prefill_ms(self, prompt_tokens, spec):
-        return 5.0
-
-    def decode_ms(self, batch, kv_tokens):
-        return 10.0
-
-    def spec_decode_ms(self, batch, kv_tokens, spec, accepted_tokens):
-        return 30.0
 
 
 def _engine(spec: SpecConfig, memory: MemoryRules, *, mrr: int = 64, seed: int = 1, **kw) -> EngineCore:

@@ -24,20 +24,10 @@ from workbench.sim._profiles import load_profile
 from workbench.sim._server_args import parse_server_args
 from workbench.sim._spec import SpecConfig, resolve_spec
 from workbench.variants import load_variant
+from doubles.flat_cost import FlatCost
 
 CHAIN3 = ["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3",
           "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
-
-
-class FlatCost:
-    def prefill_ms(self, prompt_tokens, spec):
-        return 5.0
-
-    def decode_ms(self, batch, kv_tokens):
-        return 10.0
-
-    def spec_decode_ms(self, batch, kv_tokens, spec, accepted_tokens):
-        return 30.0
 
 
 # -- SGLang 0.5.12: one EMA -------------------------------------------------------------------------
