@@ -162,6 +162,16 @@ def iter_python_files(root: str):
                 yield os.path.join(dirpath, filename), prefix + filename
 
 
+def _read_or_note(full: str, rel: str, unparsable: list):
+    """The bytes of ``full``, or None after noting ``rel`` as unreadable in ``unparsable``."""
+    try:
+        with open(full, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        unparsable.append({"path": rel, "error": "unreadable: %s" % exc.strerror})
+        return None
+
+
 def decode_source(data: bytes) -> str:
     """Decode Python source bytes using its coding cookie or BOM (default UTF-8)."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -516,11 +526,8 @@ def answer(request: dict) -> dict:
         sha = index.known(rel, stat) if index is not None else None
         data = None
         if sha is None or ref_names:  # reference queries look at every file's bytes
-            try:
-                with open(full, "rb") as handle:
-                    data = handle.read()
-            except OSError as exc:
-                unparsable.append({"path": rel, "error": "unreadable: %s" % exc.strerror})
+            data = _read_or_note(full, rel, unparsable)
+            if data is None:
                 continue
         if sha is not None:
             sites = index.sites[sha]
@@ -551,11 +558,8 @@ def answer(request: dict) -> dict:
             from_index += 1
         else:
             if data is None:
-                try:
-                    with open(full, "rb") as handle:
-                        data = handle.read()
-                except OSError as exc:
-                    unparsable.append({"path": rel, "error": "unreadable: %s" % exc.strerror})
+                data = _read_or_note(full, rel, unparsable)
+                if data is None:
                     continue
                 sha = _index.sha256_hex(data)  # what is stored is what was parsed
             parsed += 1
