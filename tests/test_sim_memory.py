@@ -63,17 +63,24 @@ def test_default_max_running_requests() -> None:
 
 
 # -- reservation per decode step -----------------------------------------------------------------
-@pytest.mark.parametrize("version", ["0.5.9", "0.5.12", "0.5.16"])
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.12", "0.5.14", "0.5.16", "0.5.20"])
 def test_alloc_len_per_decode(version: str) -> None:
     assert alloc_len_per_decode(SpecConfig(), version) == 1
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version) == 16  # max(2 x 4, 16)
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 4, 8), version) == 20  # max(5 x 4, 8)
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version) == 4
-    # adaptive: 0.5.16 sizes with max_speculative_num_draft_tokens (max candidate + 1); earlier not
-    assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version, max_num_draft_tokens=8) == (
-        8 if version == "0.5.16" else 4)
-    with pytest.raises(ConfigError, match="page_size"):
-        alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16)
+    # adaptive: 0.5.13+ sizes with max_speculative_num_draft_tokens (max candidate + 1); earlier not
+    paged = version not in ("0.5.9", "0.5.12")
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version, max_num_draft_tokens=8) == (8 if paged else 4)
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version, page_size=16) == 4  # topk 1: plain rule
+    if not paged:
+        with pytest.raises(ConfigError, match="page_size"):
+            alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16)
+        return
+    # 0.5.13+: ceil((page - 1 + steps) / page) pages per topk branch, each branch its own copy
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16) == 2 * 16 * 4   # 128
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 8, 64), version, page_size=2) == 64  # 3 x 2 x 8 = 48 < 64
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 8, 32), version, page_size=2) == 48
 
 
 def test_decode_reservation_spec_v1_v2_by_version() -> None:

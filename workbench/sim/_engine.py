@@ -54,6 +54,8 @@ class SimRequest:
         prompt_tokens: prompt length in tokens.
         max_new_tokens: output tokens to generate (ignore_eos semantics).
         request_alpha: this request's top-1 acceptance probability.
+        acceptance: this request's acceptance model (its prompt set and sampling regime), or None for
+            the engine's.
         prefilled: prompt tokens prefilled so far.
         output_tokens: tokens generated so far.
         verify_ct: speculative verify iterations this request took part in.
@@ -70,6 +72,7 @@ class SimRequest:
     prompt_tokens: int
     max_new_tokens: int
     request_alpha: float = 0.0
+    acceptance: AcceptanceModel | None = None
     prefilled: int = 0
     output_tokens: int = 0
     verify_ct: int = 0
@@ -205,7 +208,7 @@ class EngineCore:
         args = config.args
         return cls(
             cost=cost if cost is not None else config.profile.cost_for(args),
-            acceptance=config.profile.acceptance,
+            acceptance=config.profile.acceptance_for(config.args.get("sim_prompt_set")),
             spec=config.spec,
             max_running_requests=config.max_running_requests,
             chunked_prefill_size=args.get("chunked_prefill_size") or 8192,
@@ -225,7 +228,7 @@ class EngineCore:
         and with it a seeded run, unchanged.
         """
         if self.spec.enabled and request.max_new_tokens > 1:
-            request.request_alpha = self.acceptance.sample_request_alpha(self.rng)
+            request.request_alpha = (request.acceptance or self.acceptance).sample_request_alpha(self.rng)
         self.waiting.append(request)
 
     def abort(self, rid: str) -> None:
@@ -417,14 +420,14 @@ class EngineCore:
         accepted_total = 0
         if speculate:
             rand = self.rng.random
-            depth_probs = self.acceptance.depth_probs
+            engine_model = self.acceptance
             new_tokens = 0
             for req in batch:
                 out = req.output_tokens
                 kv_tokens += req.prompt_tokens + out
                 probs = req.depth_probs
                 if probs is None:
-                    probs = req.depth_probs = depth_probs(spec, req.request_alpha)
+                    probs = req.depth_probs = (req.acceptance or engine_model).depth_probs(spec, req.request_alpha)
                 drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
                 for p in probs:
                     if rand() >= p:
