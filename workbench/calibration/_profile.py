@@ -111,8 +111,8 @@ def profile_text(fit: CalibrationFit, *, name: str, description: str, carry: Pat
     lines += ["[workload]", f"# Carried from {carry.stem}.", _section(old, "workload").rstrip(), ""]
     lines += ["[acceptance]", f"# Carried from {carry.stem} (the acceptance is the draft's, not the GPU's).",
               _section(old, "acceptance").rstrip(), ""]
-    for table in _subtables(old, "acceptance"):
-        lines += [table.rstrip(), ""]
+    for sub in _subtables(old, "acceptance"):
+        lines += [sub.rstrip(), ""]
     lines += ["[calibration]", f'source = "GPU kernel timings: {table_path} ({table.gpu_name}, {table.date})"',
               f'table = "{table_path}"', ""]
     return "\n".join(lines)
