@@ -297,6 +297,7 @@ class EngineCore:
         emissions: list[Emission] = []
         slots = self.max_running_requests - len(self.running)
         limited = self.capacity is not None
+        paged = self.memory.page_size > 1
         rem_total = self._rem_total_tokens() if limited else 0.0
         while self.waiting and budget > 0 and slots > 0:
             req = self.waiting[0]
@@ -310,8 +311,9 @@ class EngineCore:
                 rem_total -= fill + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS)
             take = min(fill - req.prefilled, budget)
             req.prefilled += take
-            req.kv_held += take
-            self.kv_used += take
+            held = self.memory.pages(req.prefilled) if paged else req.prefilled  # whole pages with --page-size > 1
+            self.kv_used += held - req.kv_held
+            req.kv_held = held
             budget -= take
             chunks.append(take)
             if req.prefilled < fill:
@@ -346,6 +348,11 @@ class EngineCore:
     def _decode_need(self, reqs: list[SimRequest]) -> int:
         """Free KV tokens a decode step of ``reqs`` needs (``new_tokens_required_next_decode``)."""
         m = self.memory
+        page = m.page_size
+        if page > 1:  # 0.5.9: a page for each request whose committed KV fills its last page; spec page-aligned
+            if not m.speculative:
+                return page * sum(1 for r in reqs if (r.prompt_tokens + r.output_tokens - 1) % page == 0)
+            return len(reqs) * m.spec_page_need
         if not (m.spec_v2 and m.tight_v2_check):
             return len(reqs) * m.step_need_per_request
         over = m.overalloc  # 0.5.12+ spec v2: what each request consumed of its over-allocation
@@ -411,6 +418,7 @@ class EngineCore:
             self._invalidate_probs(steps)
         track = capacity is not None
         over = self.memory.overalloc
+        page = self.memory.page_size
         emissions: list[Emission] = []
         append = emissions.append
         still: list[SimRequest] = []  # the requests that keep running, in order
@@ -451,6 +459,8 @@ class EngineCore:
                 if track:
                     # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
                     held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
+                    if page > 1 and held:
+                        held = -(-held // page) * page
                     kv_delta += held - req.kv_held
                     req.kv_held = held
                 if done:
@@ -468,6 +478,8 @@ class EngineCore:
                 done = out >= req.max_new_tokens
                 if track:
                     held = 0 if done else req.prompt_tokens + out - 1 + (over - 1 if over else 0)
+                    if page > 1 and held:
+                        held = -(-held // page) * page
                     kv_delta += held - req.kv_held
                     req.kv_held = held
                 if done:

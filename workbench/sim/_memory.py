@@ -146,6 +146,10 @@ class MemoryRules:
         tight_v2_check: the decode check counts what each request consumed of its
             over-allocation (0.5.12+) rather than ``2 x alloc_len`` per request (0.5.9).
         speculative: speculation is configured (retraction then takes the newest requests).
+        page_size: ``--page-size``: a request holds its KV in whole pages (its held tokens rounded up).
+        spec_page_need: with ``page_size > 1`` under speculation, the page-aligned tokens one request needs
+            before a decode step (0.5.9 ``ScheduleBatch.new_tokens_required_next_decode``: ``max(ceil(num_steps
+            [+ page_size when topk > 1], page) x topk, ceil(num_draft_tokens, page))``, doubled under spec v2).
     """
 
     capacity_tokens: int | None = None
@@ -153,6 +157,13 @@ class MemoryRules:
     spec_v2: bool = False
     tight_v2_check: bool = False
     speculative: bool = False
+    page_size: int = 1
+    spec_page_need: int = 0
+
+    def pages(self, tokens: int) -> int:
+        """``tokens`` KV slots as whole pages, in tokens (``ceil(tokens / page_size) x page_size``)."""
+        page = self.page_size
+        return -(-tokens // page) * page if page > 1 else tokens
 
     @property
     def overalloc(self) -> int:
@@ -169,8 +180,14 @@ def memory_rules(spec: SpecConfig, sglang_version: str, capacity_tokens: int | N
                  page_size: int = 1, max_num_draft_tokens: int | None = None) -> MemoryRules:
     """The :class:`MemoryRules` of a server with these settings (see :func:`alloc_len_per_decode`)."""
     alloc = alloc_len_per_decode(spec, sglang_version, page_size=page_size, max_num_draft_tokens=max_num_draft_tokens)
+    need = 0
+    if page_size > 1 and spec.enabled:  # 0.5.9 new_tokens_required_next_decode, page-aligned
+        align = lambda n: -(-n // page_size) * page_size  # noqa: E731
+        per_branch = align(max(spec.num_steps, 1) + (page_size if spec.topk > 1 else 0))
+        need = max(per_branch * spec.topk, align(spec.num_draft_tokens)) * (2 if spec.spec_v2 else 1)
     return MemoryRules(capacity_tokens=capacity_tokens, alloc_len=alloc, spec_v2=spec.enabled and spec.spec_v2,
-                       tight_v2_check=version_at_least(sglang_version, "0.5.12"), speculative=spec.enabled)
+                       tight_v2_check=version_at_least(sglang_version, "0.5.12"), speculative=spec.enabled,
+                       page_size=max(1, page_size), spec_page_need=need)
 
 
 def default_max_running_requests(capacity_tokens: int | None, context_len: int) -> int:
