@@ -44,9 +44,9 @@ def test_unknown_prompt_set_is_refused() -> None:
     with pytest.raises(ConfigError, match="no acceptance figures.*known: gsm8k, humaneval"):
         parse_server_args([*FLAGS, "--sim-prompt-set", "sharegpt"])
     with pytest.raises(ConfigError, match="carry names"):
-        from workbench.sim._profiles import _acceptance
+        from workbench.sim._profiles import acceptance_model
 
-        _acceptance({"alpha": 0.6, "sampled": {"carry": ["bogus"]}})
+        acceptance_model({"alpha": 0.6, "sampled": {"carry": ["bogus"]}}, regime="sampled")
 
 
 def test_offline_prediction_follows_temperature() -> None:

@@ -30,6 +30,7 @@ through :meth:`SimProfile.cost_for`. An older *linear* profile with a ``[cost]``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,8 @@ class SimProfile:
         path: the file it was read from.
         physics: the physical description, or None for a legacy profile.
         validation: out-of-sample points (never fitted).
-        acceptance_models: acceptance models per (prompt set, sampling regime): see :meth:`acceptance_for`.
+        acceptance_table: the ``[acceptance]`` table (figures per prompt set and sampling regime): see
+            :meth:`acceptance_for`.
         policies: the ``[policies]`` table: what a non-drafting iteration of a speculative server
             costs (``spec_off_overhead``, ``switch_ms``; :class:`~workbench.sim._policies.SpecOffCost`).
     """
@@ -112,12 +114,12 @@ class SimProfile:
     physics: Physics | None = None
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
     policies: dict[str, Any] = dataclasses.field(default_factory=dict)
-    acceptance_models: dict[tuple[str | None, str | None], AcceptanceModel] = dataclasses.field(default_factory=dict)
+    acceptance_table: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def prompt_sets(self) -> tuple[str, ...]:
         """The prompt sets with acceptance figures of their own (``[acceptance.prompt_sets.<name>]``)."""
-        return tuple(sorted({s for s, _ in self.acceptance_models if s is not None}))
+        return tuple(sorted(self.acceptance_table.get("prompt_sets", {})))
 
     def acceptance_for(self, prompt_set: str | None = None, *, temperature: float | None = None,
                        top_k: int | None = None, regime: str | None = None) -> AcceptanceModel:
@@ -145,9 +147,7 @@ class SimProfile:
                 regime = acceptance_regime(1.0 if temperature is None else temperature, top_k)
         if prompt_set is None:
             prompt_set = self.workload.get("prompt_set")
-        if not self.acceptance_models:
-            return self.acceptance
-        return self.acceptance_models.get((prompt_set, regime), self.acceptance_models[(None, regime)])
+        return acceptance_model(self.acceptance_table, prompt_set, regime)
 
     @property
     def default_tp_size(self) -> int:
@@ -299,29 +299,38 @@ def _plain(table: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in table.items() if k not in ("prompt_sets", *REGIMES)}
 
 
-def _acceptance(table: dict[str, Any]) -> dict[tuple[str | None, str | None], AcceptanceModel]:
-    """The acceptance model per (prompt set, regime) of an ``[acceptance]`` table.
+def acceptance_model(table: dict[str, Any], prompt_set: str | None = None, regime: str | None = None) -> AcceptanceModel:
+    """The acceptance model of (prompt set, regime) of an ``[acceptance]`` table.
 
-    ``(None, None)`` is ``[acceptance]`` itself; ``(set, regime)`` lays, in order, ``[acceptance.<regime>]``,
-    ``[acceptance.prompt_sets.<set>]`` and ``[acceptance.prompt_sets.<set>.<regime>]`` over it (each where it
-    exists), so a set's own figures win over the profile's and a regime's over the regime-free ones.
+    ``(None, None)`` is ``[acceptance]`` itself; otherwise ``[acceptance.<regime>]``,
+    ``[acceptance.prompt_sets.<set>]`` and ``[acceptance.prompt_sets.<set>.<regime>]`` lie over it, in that
+    order (each where it exists), so a set's own figures win over the profile's and a regime's over the
+    regime-free ones. A set the table does not name gets the profile's figures. Solved once per table and key.
+
+    Raises:
+        ConfigError: a malformed table or an unknown ``carry`` name.
     """
+    import json
+
+    return _acceptance_model(json.dumps(table, sort_keys=True, default=str), prompt_set, regime)
+
+
+@functools.lru_cache(maxsize=256)
+def _acceptance_model(table_json: str, prompt_set: str | None, regime: str | None) -> AcceptanceModel:
+    import json
+
+    table = json.loads(table_json)
     sets = dict(table.get("prompt_sets", {}))
-    base_table = _plain(table)
-    base = AcceptanceModel.from_table(base_table)
-    models: dict[tuple[str | None, str | None], AcceptanceModel] = {(None, None): base}
-    for name in (None, *sets):
-        for regime in (None, *REGIMES):
-            t, m = base_table, base
-            layers = [table.get(regime, {}) if regime else {}]
-            if name is not None:
-                layers += [_plain(sets[name]), sets[name].get(regime, {}) if regime else {}]
-            for layer in layers:
-                if layer:
-                    t = _overlay(t, dict(layer), m)
-                    m = AcceptanceModel.from_table(t)
-            models[(name, regime)] = m
-    return models
+    t = _plain(table)
+    m = AcceptanceModel.from_table(t)
+    layers = [table.get(regime, {}) if regime else {}]
+    if prompt_set in sets:
+        layers += [_plain(sets[prompt_set]), sets[prompt_set].get(regime, {}) if regime else {}]
+    for layer in layers:
+        if layer:
+            t = _overlay(t, dict(layer), m)
+            m = AcceptanceModel.from_table(t)
+    return m
 
 
 def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path = PROFILES_DIR) -> SimProfile:
@@ -348,11 +357,10 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
         physics = _physics(data, path) if "deployment" in data else None
         if physics is None and "cost" not in data:
             raise ConfigError(f"Profile {path} has neither [deployment] (physical) nor [cost] (linear)")
-        models = _acceptance(dict(data.get("acceptance", {})))
+        acceptance_table = dict(data.get("acceptance", {}))
         workload = dict(data.get("workload", {}))
-        regime = acceptance_regime(workload.get("temperature"))
-        prompt_set = workload.get("prompt_set")
-        acceptance = models.get((prompt_set, regime), models[(None, regime)])
+        acceptance = acceptance_model(acceptance_table, workload.get("prompt_set"),
+                                      acceptance_regime(workload.get("temperature")))
         model = dict(data.get("model", {}))
         if physics is not None:
             model.setdefault("target", physics.target.name)
@@ -371,7 +379,7 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             path=path,
             physics=physics,
             validation=dict(data.get("validation", {})),
-            acceptance_models=models,
+            acceptance_table=acceptance_table,
             policies=dict(data.get("policies", {})),
         )
     except KeyError as exc:

@@ -75,6 +75,8 @@ class SimServer:
         self.chat_template = ChatTemplate(self.text.tokenizer_dir)
         self.pending: dict[str, _Pending] = {}
         self._acceptance: dict[str | None, Any] = {}  # acceptance model per sampling regime
+        for temperature in (0.0, 1.0):  # solved (and a bad table refused) at start-up, not at the first request
+            self.acceptance_for(temperature)
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
         self.max_lag_s = 0.0
