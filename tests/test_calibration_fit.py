@@ -118,6 +118,7 @@ def test_profile_text_round_trips_and_names_every_source(llama_fit, tmp_path) ->
     prof = load_profile(path)
     assert prof.physics.fit_terms == llama_fit.terms and prof.physics.gpu.name == "h200"
     assert prof.acceptance == load_profile(carry).acceptance and prof.workload == load_profile(carry).workload
+    assert prof.acceptance_table == load_profile(carry).acceptance_table  # regimes and prompt sets carried too
 
 
 NUMBER = re.compile(r"^\s*(\w+)\s*=\s*[-+0-9.]")

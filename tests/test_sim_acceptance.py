@@ -165,10 +165,20 @@ def test_parameters_solved_from_published_accept_lengths() -> None:
 
 
 def test_shipped_profiles_keep_their_published_accept_lengths() -> None:
-    h100 = load_profile("h100-llama3-8b-eagle3").acceptance
-    assert h100.expected_accept_length(SpecConfig("EAGLE3", 7, 1, 8)) == pytest.approx(2.77, abs=1e-3)
+    prof = load_profile("h100-llama3-8b-eagle3")
+    h100 = prof.acceptance  # the workload's: greedy
+    assert h100 is prof.acceptance_for(temperature=0.0) is prof.acceptance_for(top_k=1)
+    assert h100.expected_accept_length(SpecConfig("EAGLE3", 7, 1, 8)) == pytest.approx(3.53, abs=1e-3)  # vLLM #26191
     assert h100.expected_accept_length(DEEP) == pytest.approx(5.39, abs=1e-3)      # PR #4247
-    assert h100.expected_accept_length(CHAIN3) == pytest.approx(2.33, abs=5e-3)   # the paper's chain of 3
+    assert h100.expected_accept_length(CHAIN3) == pytest.approx(2.69, abs=5e-3)   # the paper's chain of 3
+    sampled = prof.acceptance_for(temperature=1.0)
+    assert sampled.expected_accept_length(SpecConfig("EAGLE3", 7, 1, 8)) == pytest.approx(2.77, abs=1e-3)
+    assert sampled.expected_accept_length(CHAIN3) == pytest.approx(2.33, abs=5e-3)
+    assert sampled.sibling == h100.sibling  # carried: no sampled tree figure
+    gsm8k = prof.acceptance_for("gsm8k", temperature=0.7)
+    assert gsm8k.expected_accept_length(SpecConfig("EAGLE3", 7, 1, 8)) == pytest.approx(3.34, abs=1e-3)
+    assert prof.acceptance_for("gsm8k", temperature=0.0) is h100  # no greedy GSM8K figure: MT-bench's
+    assert prof.prompt_sets == ("gsm8k", "humaneval")
     seed = load_profile("seed-pcie-8gpu").acceptance
     assert seed.expected_accept_length(TREE) == pytest.approx(2.729, abs=1e-3)
     assert seed.expected_accept_length(SpecConfig("EAGLE3", 2, 1, 3)) == pytest.approx(2.20, abs=5e-3)
@@ -191,8 +201,10 @@ alpha = 0.5
     chain7 = SpecConfig("EAGLE3", 7, 1, 8)
     assert prof.acceptance.expected_accept_length(chain7) == pytest.approx(3.4, abs=1e-3)  # the workload's set
     assert prof.acceptance_for("code") is prof.acceptance
-    base = prof.acceptance_for("mtbench")  # no table of its own: [acceptance]
-    assert base.expected_accept_length(chain7) == pytest.approx(2.77, abs=1e-3)
+    base = prof.acceptance_for("mtbench")  # no table of its own: [acceptance] (greedy, the workload's regime)
+    assert base.expected_accept_length(chain7) == pytest.approx(3.53, abs=1e-3)
+    # a set's figures lie over the regime's: under the sampled regime the set's chain still wins
+    assert prof.acceptance_for("code", temperature=1.0).expected_accept_length(chain7) == pytest.approx(3.4, abs=1e-3)
     fixed = prof.acceptance_for("fixed")
     # the set's alpha replaces the chain point; the tree point stays and re-solves sibling at the new alpha
     assert fixed.alpha == 0.5 and fixed.sibling > base.sibling

@@ -63,17 +63,24 @@ def test_default_max_running_requests() -> None:
 
 
 # -- reservation per decode step -----------------------------------------------------------------
-@pytest.mark.parametrize("version", ["0.5.9", "0.5.12", "0.5.16"])
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.12", "0.5.14", "0.5.16", "0.5.20"])
 def test_alloc_len_per_decode(version: str) -> None:
     assert alloc_len_per_decode(SpecConfig(), version) == 1
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version) == 16  # max(2 x 4, 16)
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 4, 8), version) == 20  # max(5 x 4, 8)
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version) == 4
-    # adaptive: 0.5.16 sizes with max_speculative_num_draft_tokens (max candidate + 1); earlier not
-    assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version, max_num_draft_tokens=8) == (
-        8 if version == "0.5.16" else 4)
-    with pytest.raises(ConfigError, match="page_size"):
-        alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16)
+    # adaptive: 0.5.13+ sizes with max_speculative_num_draft_tokens (max candidate + 1); earlier not
+    paged = version not in ("0.5.9", "0.5.12")
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version, max_num_draft_tokens=8) == (8 if paged else 4)
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 3, 1, 4), version, page_size=16) == 4  # topk 1: plain rule
+    if not paged:
+        with pytest.raises(ConfigError, match="page_size"):
+            alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16)
+        return
+    # 0.5.13+: ceil((page - 1 + steps) / page) pages per topk branch, each branch its own copy
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16) == 2 * 16 * 4   # 128
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 8, 64), version, page_size=2) == 64  # 3 x 2 x 8 = 48 < 64
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 8, 32), version, page_size=2) == 48
 
 
 def test_decode_reservation_spec_v1_v2_by_version() -> None:
@@ -213,3 +220,24 @@ def test_server_reports_the_pool_and_retractions() -> None:
     pending = server.submit(100, 8)
     pending.request.retractions = 2
     assert server._body(pending, final=False, stream=True)["meta_info"]["num_retractions"] == 2
+
+
+def test_page_size_holds_whole_pages_and_needs_a_page_at_a_boundary() -> None:
+    """--page-size 16 (0.5.9 ``new_tokens_required_next_decode``): a request holds ceil(tokens / 16) pages;
+    a plain decode step needs a fresh page only for a request whose committed KV fills its last page."""
+    rules = memory_rules(SpecConfig(), "0.5.9", 10_000, page_size=16)
+    engine = _engine(SpecConfig(), rules)
+    a, b = SimRequest("a", prompt_tokens=20, max_new_tokens=50), SimRequest("b", prompt_tokens=32, max_new_tokens=50)
+    engine.submit(a)
+    engine.submit(b)
+    engine.step()  # prefill of both
+    assert (a.kv_held, b.kv_held, engine.kv_used) == (32, 32, 64)
+    # committed KV: a 20 (room in its page), b 32 (its page full): one new page
+    assert engine._decode_need(engine.running) == 16
+    engine.step()  # decode: a commits 21 tokens (2 pages), b 33 (3 pages)
+    assert (a.kv_held, b.kv_held, engine.kv_used) == (32, 48, 80)
+    spec = memory_rules(SpecConfig("EAGLE3", 2, 4, 16), "0.5.16", 10_000, page_size=16)
+    # max(ceil(2 + 16, 16) x 4, ceil(16, 16)) = 128 per request (spec v1); the reservation is the paged tree rule
+    assert spec.spec_page_need == 128 and spec.alloc_len == 128
+    v2 = memory_rules(SpecConfig("EAGLE3", 3, 1, 4, spec_v2=True), "0.5.9", 10_000, page_size=16)
+    assert v2.spec_page_need == 2 * 16 and v2.pages(17) == 32 and memory_rules(SpecConfig(), "0.5.9", 1).pages(17) == 17

@@ -26,6 +26,13 @@ def _section(text: str, name: str) -> str:
     return m.group(1).rstrip() + "\n" if m else ""
 
 
+def _subtables(text: str, name: str) -> list[str]:
+    """Every ``[name.<sub>]`` table of a TOML text (header and body, comments kept), in order: an
+    ``[acceptance]`` table's sampling regimes and prompt sets."""
+    return [f"[{m.group(1)}]\n{m.group(2).rstrip()}\n"
+            for m in re.finditer(rf"(?ms)^\[({re.escape(name)}\.[^\]]+)\]\n(.*?)(?=^\[)", text + "\n[")]
+
+
 def _carried_lines(text: str) -> dict[str, str]:
     """``name -> its line`` (comment included) of the carried terms in a profile's [efficiency]."""
     body = _section(text, "efficiency")
@@ -104,6 +111,8 @@ def profile_text(fit: CalibrationFit, *, name: str, description: str, carry: Pat
     lines += ["[workload]", f"# Carried from {carry.stem}.", _section(old, "workload").rstrip(), ""]
     lines += ["[acceptance]", f"# Carried from {carry.stem} (the acceptance is the draft's, not the GPU's).",
               _section(old, "acceptance").rstrip(), ""]
+    for sub in _subtables(old, "acceptance"):
+        lines += [sub.rstrip(), ""]
     lines += ["[calibration]", f'source = "GPU kernel timings: {table_path} ({table.gpu_name}, {table.date})"',
               f'table = "{table_path}"', ""]
     return "\n".join(lines)

@@ -54,6 +54,8 @@ class SimRequest:
         prompt_tokens: prompt length in tokens.
         max_new_tokens: output tokens to generate (ignore_eos semantics).
         request_alpha: this request's top-1 acceptance probability.
+        acceptance: this request's acceptance model (its prompt set and sampling regime), or None for
+            the engine's.
         prefilled: prompt tokens prefilled so far.
         output_tokens: tokens generated so far.
         verify_ct: speculative verify iterations this request took part in.
@@ -70,6 +72,7 @@ class SimRequest:
     prompt_tokens: int
     max_new_tokens: int
     request_alpha: float = 0.0
+    acceptance: AcceptanceModel | None = None
     prefilled: int = 0
     output_tokens: int = 0
     verify_ct: int = 0
@@ -205,7 +208,7 @@ class EngineCore:
         args = config.args
         return cls(
             cost=cost if cost is not None else config.profile.cost_for(args),
-            acceptance=config.profile.acceptance,
+            acceptance=config.profile.acceptance_for(config.args.get("sim_prompt_set")),
             spec=config.spec,
             max_running_requests=config.max_running_requests,
             chunked_prefill_size=args.get("chunked_prefill_size") or 8192,
@@ -225,7 +228,7 @@ class EngineCore:
         and with it a seeded run, unchanged.
         """
         if self.spec.enabled and request.max_new_tokens > 1:
-            request.request_alpha = self.acceptance.sample_request_alpha(self.rng)
+            request.request_alpha = (request.acceptance or self.acceptance).sample_request_alpha(self.rng)
         self.waiting.append(request)
 
     def abort(self, rid: str) -> None:
@@ -294,6 +297,7 @@ class EngineCore:
         emissions: list[Emission] = []
         slots = self.max_running_requests - len(self.running)
         limited = self.capacity is not None
+        paged = self.memory.page_size > 1
         rem_total = self._rem_total_tokens() if limited else 0.0
         while self.waiting and budget > 0 and slots > 0:
             req = self.waiting[0]
@@ -307,8 +311,9 @@ class EngineCore:
                 rem_total -= fill + min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS)
             take = min(fill - req.prefilled, budget)
             req.prefilled += take
-            req.kv_held += take
-            self.kv_used += take
+            held = self.memory.pages(req.prefilled) if paged else req.prefilled  # whole pages with --page-size > 1
+            self.kv_used += held - req.kv_held
+            req.kv_held = held
             budget -= take
             chunks.append(take)
             if req.prefilled < fill:
@@ -343,6 +348,11 @@ class EngineCore:
     def _decode_need(self, reqs: list[SimRequest]) -> int:
         """Free KV tokens a decode step of ``reqs`` needs (``new_tokens_required_next_decode``)."""
         m = self.memory
+        page = m.page_size
+        if page > 1:  # 0.5.9: a page for each request whose committed KV fills its last page; spec page-aligned
+            if not m.speculative:
+                return page * sum(1 for r in reqs if (r.prompt_tokens + r.output_tokens - 1) % page == 0)
+            return len(reqs) * m.spec_page_need
         if not (m.spec_v2 and m.tight_v2_check):
             return len(reqs) * m.step_need_per_request
         over = m.overalloc  # 0.5.12+ spec v2: what each request consumed of its over-allocation
@@ -408,6 +418,7 @@ class EngineCore:
             self._invalidate_probs(steps)
         track = capacity is not None
         over = self.memory.overalloc
+        page = self.memory.page_size
         emissions: list[Emission] = []
         append = emissions.append
         still: list[SimRequest] = []  # the requests that keep running, in order
@@ -417,14 +428,14 @@ class EngineCore:
         accepted_total = 0
         if speculate:
             rand = self.rng.random
-            depth_probs = self.acceptance.depth_probs
+            engine_model = self.acceptance
             new_tokens = 0
             for req in batch:
                 out = req.output_tokens
                 kv_tokens += req.prompt_tokens + out
                 probs = req.depth_probs
                 if probs is None:
-                    probs = req.depth_probs = depth_probs(spec, req.request_alpha)
+                    probs = req.depth_probs = (req.acceptance or engine_model).depth_probs(spec, req.request_alpha)
                 drafts = 0  # the same draws as AcceptanceModel.sample_accepted_drafts, probabilities cached
                 for p in probs:
                     if rand() >= p:
@@ -448,6 +459,8 @@ class EngineCore:
                 if track:
                     # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
                     held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
+                    if page > 1 and held:
+                        held = -(-held // page) * page
                     kv_delta += held - req.kv_held
                     req.kv_held = held
                 if done:
@@ -465,6 +478,8 @@ class EngineCore:
                 done = out >= req.max_new_tokens
                 if track:
                     held = 0 if done else req.prompt_tokens + out - 1 + (over - 1 if over else 0)
+                    if page > 1 and held:
+                        held = -(-held // page) * page
                     kv_delta += held - req.kv_held
                     req.kv_held = held
                 if done:

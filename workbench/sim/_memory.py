@@ -96,31 +96,43 @@ def alloc_len_per_decode(spec: SpecConfig, sglang_version: str, *, page_size: in
                          max_num_draft_tokens: int | None = None) -> int:
     """KV slots one request takes per decode step: SGLang's ``get_alloc_len_per_decode``.
 
-    - 0.5.9 and 0.5.12 (``srt/managers/utils.py``): 1 without speculation; with page size 1 or
-      topk 1, ``max(num_steps x topk, num_draft_tokens)``; page > 1 with topk > 1 is not implemented.
-    - 0.5.16 (``srt/mem_cache/allocation_sizing.py``): the same with ``max_speculative_num_draft_tokens``
-      (under adaptive speculation ``max(candidate_steps) + 1``, ``ServerArgs.max_speculative_num_draft_tokens``).
+    Read from each release's wheel (the EAGLE family; every one of them keeps draft KV):
+
+    - 0.5.9 and 0.5.12 (``srt/managers/utils.py``): 1 without speculation; with page size 1 or topk 1,
+      ``max(num_steps x topk, num_draft_tokens)``; page size > 1 with topk > 1 raises NotImplementedError.
+    - 0.5.13-0.5.15 (``srt/mem_cache/common.py``) and 0.5.16-0.5.23 (``srt/mem_cache/allocation_sizing.py``):
+      the same with ``max_speculative_num_draft_tokens`` (under adaptive speculation ``max(candidate_steps) + 1``,
+      ``ServerArgs.max_speculative_num_draft_tokens``, new in 0.5.13); page size > 1 with topk > 1 reserves the
+      worst-case page-aligned tree, ``ceil((page_size - 1 + num_steps) / page_size)`` pages per topk branch,
+      every branch its own copy: ``max(that x page_size x topk, num_draft_tokens)``. 0.5.14 adds the
+      ``has_draft_kv()`` test (an algorithm without draft KV, e.g. NGRAM, keeps the plain rule: not one the
+      simulator runs); 0.5.18 reads the settings from its config bags and 0.5.19 the page size from
+      ``get_alloc_page_size()`` (same values); 0.5.20 adds UNO's ``num_draft_tokens + 1`` (not simulated).
 
     Args:
         spec: the resolved speculative settings.
-        sglang_version: the emulated SGLang version.
-        page_size: ``--page-size`` (only 1 is modelled with topk > 1).
-        max_num_draft_tokens: 0.5.16+'s ``max_speculative_num_draft_tokens`` when it differs from
-            ``spec.num_draft_tokens`` (adaptive speculation).
+        sglang_version: the SGLang version (its exact release: 0.5.14's rule is not 0.5.12's).
+        page_size: ``--page-size``.
+        max_num_draft_tokens: ``max_speculative_num_draft_tokens`` when it differs from
+            ``spec.num_draft_tokens`` (adaptive speculation; 0.5.13+).
 
     Raises:
-        ConfigError: page size > 1 with topk > 1 (SGLang raises NotImplementedError up to 0.5.12;
-            the simulator does not model 0.5.16's paged tree rule).
+        ConfigError: page size > 1 with topk > 1 before 0.5.13 (SGLang raises NotImplementedError).
     """
     if not spec.enabled:
         return 1
     tokens = spec.num_draft_tokens
-    if max_num_draft_tokens is not None and version_at_least(sglang_version, "0.5.16"):
+    paged_tree_rule = version_at_least(sglang_version, "0.5.13")
+    if max_num_draft_tokens is not None and paged_tree_rule:
         tokens = max(tokens, max_num_draft_tokens)
-    if page_size > 1 and spec.topk > 1:
+    steps, topk = max(spec.num_steps, 1), spec.topk
+    if page_size <= 1 or topk == 1:
+        return max(steps * topk, tokens)
+    if not paged_tree_rule:
         raise ConfigError(f"get_alloc_len_per_decode is not implemented for page_size {page_size} > 1 with "
-                          f"topk {spec.topk} > 1 (SGLang {sglang_version}); use --page-size 1")
-    return max(max(spec.num_steps, 1) * spec.topk, tokens)
+                          f"topk {topk} > 1 (SGLang {sglang_version}); use --page-size 1, or SGLang 0.5.13 or later")
+    pages_per_branch = (page_size - 1 + steps + page_size - 1) // page_size
+    return max(pages_per_branch * page_size * topk, tokens)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +146,10 @@ class MemoryRules:
         tight_v2_check: the decode check counts what each request consumed of its
             over-allocation (0.5.12+) rather than ``2 x alloc_len`` per request (0.5.9).
         speculative: speculation is configured (retraction then takes the newest requests).
+        page_size: ``--page-size``: a request holds its KV in whole pages (its held tokens rounded up).
+        spec_page_need: with ``page_size > 1`` under speculation, the page-aligned tokens one request needs
+            before a decode step (0.5.9 ``ScheduleBatch.new_tokens_required_next_decode``: ``max(ceil(num_steps
+            [+ page_size when topk > 1], page) x topk, ceil(num_draft_tokens, page))``, doubled under spec v2).
     """
 
     capacity_tokens: int | None = None
@@ -141,6 +157,13 @@ class MemoryRules:
     spec_v2: bool = False
     tight_v2_check: bool = False
     speculative: bool = False
+    page_size: int = 1
+    spec_page_need: int = 0
+
+    def pages(self, tokens: int) -> int:
+        """``tokens`` KV slots as whole pages, in tokens (``ceil(tokens / page_size) x page_size``)."""
+        page = self.page_size
+        return -(-tokens // page) * page if page > 1 else tokens
 
     @property
     def overalloc(self) -> int:
@@ -157,8 +180,14 @@ def memory_rules(spec: SpecConfig, sglang_version: str, capacity_tokens: int | N
                  page_size: int = 1, max_num_draft_tokens: int | None = None) -> MemoryRules:
     """The :class:`MemoryRules` of a server with these settings (see :func:`alloc_len_per_decode`)."""
     alloc = alloc_len_per_decode(spec, sglang_version, page_size=page_size, max_num_draft_tokens=max_num_draft_tokens)
+    need = 0
+    if page_size > 1 and spec.enabled:  # 0.5.9 new_tokens_required_next_decode, page-aligned
+        align = lambda n: -(-n // page_size) * page_size  # noqa: E731
+        per_branch = align(max(spec.num_steps, 1) + (page_size if spec.topk > 1 else 0))
+        need = max(per_branch * spec.topk, align(spec.num_draft_tokens)) * (2 if spec.spec_v2 else 1)
     return MemoryRules(capacity_tokens=capacity_tokens, alloc_len=alloc, spec_v2=spec.enabled and spec.spec_v2,
-                       tight_v2_check=version_at_least(sglang_version, "0.5.12"), speculative=spec.enabled)
+                       tight_v2_check=version_at_least(sglang_version, "0.5.12"), speculative=spec.enabled,
+                       page_size=max(1, page_size), spec_page_need=need)
 
 
 def default_max_running_requests(capacity_tokens: int | None, context_len: int) -> int:

@@ -70,6 +70,9 @@ class OpenAIRequest:
         include_usage: ``stream_options.include_usage``: a final usage chunk.
         continuous_usage: ``stream_options.continuous_usage_stats``: usage on every chunk.
         lora_adapter: the adapter a ``base:adapter`` model name asks for, else None.
+        temperature: ``temperature`` (1.0 when absent: SGLang 0.5.9 ``CompletionRequest``'s default, and the
+            chat default without a model generation config); with ``top_k`` it picks the acceptance regime.
+        top_k: ``top_k``, or None.
     """
 
     kind: Literal["completion", "chat"]
@@ -80,6 +83,18 @@ class OpenAIRequest:
     include_usage: bool
     continuous_usage: bool
     lora_adapter: str | None = None
+    temperature: float = 1.0
+    top_k: int | None = None
+
+
+def _sampling(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """``temperature`` and ``top_k`` of a request body, checked as pydantic would (numbers, an integer)."""
+    temperature, top_k = body.get("temperature"), body.get("top_k")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+        raise _validation(f"1 validation error for {name}: temperature: Input should be a valid number")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+        raise _validation(f"1 validation error for {name}: top_k: Input should be a valid integer")
+    return {"temperature": 1.0 if temperature is None else float(temperature), "top_k": top_k}
 
 
 def _common(body: Any, name: str) -> tuple[str, bool, bool, bool, str | None]:
@@ -137,7 +152,8 @@ def parse_completion(body: Any) -> OpenAIRequest:
         raise OpenAIError(400, "The simulator serves one prompt per request (a string or one list of token ids)")
     else:
         raise _validation(f"1 validation error for {name}: prompt: Input should be a valid string or list")
-    return OpenAIRequest("completion", model, ids, max_tokens, stream, usage, continuous, adapter)
+    return OpenAIRequest("completion", model, ids, max_tokens, stream, usage, continuous, adapter,
+                         **_sampling(body, "CompletionRequest"))
 
 
 def parse_chat(body: Any, *, template: ChatTemplate, context_length: int | None = None) -> OpenAIRequest:
@@ -167,7 +183,8 @@ def parse_chat(body: Any, *, template: ChatTemplate, context_length: int | None 
         raise OpenAIError(400, f"max_new_tokens must be at least 0, got {max_tokens}.")
     if max_tokens == 0:
         raise OpenAIError(400, "The simulator generates at least one token: max_tokens must be >= 1")
-    return OpenAIRequest("chat", model, template.render(turns), max_tokens, stream, usage, continuous, adapter)
+    return OpenAIRequest("chat", model, template.render(turns), max_tokens, stream, usage, continuous, adapter,
+                         **_sampling(body, "ChatCompletionRequest"))
 
 
 def _message_text(message: Any, name: str) -> tuple[str, str]:

@@ -360,6 +360,8 @@ class PredictionPlan:
         max_new_tokens: output tokens per request.
         prompt_lengths: prompt lengths of the prompt set (tokens), scheduled as the bench does.
         seed: prompt order and acceptance sampling.
+        prompt_set: the prompt set whose acceptance figures apply (None: the profile's workload's).
+        temperature: the requests' temperature (None: the workload's); picks greedy or sampled figures.
     """
 
     levels: tuple[int, ...]
@@ -367,6 +369,12 @@ class PredictionPlan:
     max_new_tokens: int
     prompt_lengths: tuple[int, ...]
     seed: int = 0
+    prompt_set: str | None = None
+    temperature: float | None = None
+
+    def acceptance(self, profile: SimProfile):
+        """The acceptance model of this plan's prompt set and temperature."""
+        return profile.acceptance_for(self.prompt_set, temperature=self.temperature)
 
     def requests(self, concurrency: int) -> int:
         """Requests sent at a level."""
@@ -376,12 +384,20 @@ class PredictionPlan:
 
 
 def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None, requests_per_level: int | None = None,
-                    max_new_tokens: int | None = None, seed: int | None = None) -> PredictionPlan:
-    """The plan, each unset value from the profile's ``[workload]`` (levels, output tokens, seed).
+                    max_new_tokens: int | None = None, seed: int | None = None, prompt_set: str | None = None,
+                    temperature: float | None = None) -> PredictionPlan:
+    """The plan, each unset value from the profile's ``[workload]`` (levels, output tokens, seed, the
+    acceptance's prompt set and temperature).
 
     Raises:
-        ConfigError: a level or count below 1.
+        ConfigError: a level or count below 1, a negative temperature, or a prompt set without acceptance
+            figures in the profile.
     """
+    if prompt_set is not None and prompt_set not in profile.prompt_sets:
+        raise ConfigError(f"prompt set {prompt_set!r}: profile {profile.name} has no acceptance figures for it; "
+                          f"known: {', '.join(profile.prompt_sets) or 'none'}")
+    if temperature is not None and temperature < 0:
+        raise ConfigError(f"temperature must be >= 0, got {temperature}")
     w = profile.workload
     lv = tuple(int(c) for c in (levels if levels is not None else w.get("levels", (1, 2, 4, 8, 16, 32, 64))))
     if not lv or min(lv) < 1:
@@ -392,13 +408,13 @@ def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None,
     if tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {tokens}")
     return PredictionPlan(lv, requests_per_level, tokens, workload_prompt_lengths(profile),
-                          int(seed if seed is not None else w.get("seed", 0)))
+                          int(seed if seed is not None else w.get("seed", 0)), prompt_set, temperature)
 
 
 def simulate_level(profile: SimProfile, config: Configuration, plan: PredictionPlan, concurrency: int, *,
                    chunks: bool = False) -> ClosedLoopResult:
     """One closed-loop level of one configuration on the virtual clock (the calibration's seeding)."""
-    engine = EngineCore(cost=_cost(profile, config), acceptance=profile.acceptance, spec=config.spec,
+    engine = EngineCore(cost=_cost(profile, config), acceptance=plan.acceptance(profile), spec=config.spec,
                         max_running_requests=config.max_running_requests,
                         rng=random.Random(plan.seed * 1_000_003 + concurrency), spec_policy=config.spec_policy())
     order = _schedule(plan.prompt_lengths, plan.requests(concurrency), plan.seed)
@@ -449,6 +465,8 @@ def predict(
     requests_per_level: int | None = None,
     max_new_tokens: int | None = None,
     seed: int | None = None,
+    prompt_set: str | None = None,
+    temperature: float | None = None,
 ) -> list[dict[str, Any]]:
     """Predict a closed-loop sweep of each configuration, offline.
 
@@ -459,6 +477,10 @@ def predict(
         requests_per_level: requests per level (default ``max(16, 2 x concurrency)``).
         max_new_tokens: output tokens per request (default: the profile's workload's).
         seed: prompt order and acceptance sampling (default: the profile's workload's).
+        prompt_set: the prompt set whose acceptance figures apply (``[acceptance.prompt_sets]``; default:
+            the workload's).
+        temperature: the requests' temperature (default: the workload's): below 1e-6 greedy figures,
+            else sampled ones (:meth:`SimProfile.acceptance_for`).
 
     Returns:
         One row per (configuration, level), in that order: ``profile``, ``variant``, the
@@ -473,7 +495,7 @@ def predict(
     """
     prof = load_profile(profile) if isinstance(profile, str) else profile
     plan = prediction_plan(prof, levels=levels, requests_per_level=requests_per_level,
-                           max_new_tokens=max_new_tokens, seed=seed)
+                           max_new_tokens=max_new_tokens, seed=seed, prompt_set=prompt_set, temperature=temperature)
     configs = [c if isinstance(c, Configuration) else variant_configuration(prof, c) for c in configurations]
     rows = []
     for config in configs:

@@ -14,8 +14,10 @@ shipped now) has sections:
 - ``[workload]``: the benchmark workload its calibration assumes;
 - ``[acceptance]``: :class:`~workbench.sim._acceptance.AcceptanceModel` fields, or the published
   accept lengths they are solved from (``chain``, ``tree``: :meth:`AcceptanceModel.from_table`);
-  ``[acceptance.prompt_sets.<name>]`` overrides any of them for one prompt set, and the profile's
-  :attr:`SimProfile.acceptance` is the one for its ``[workload] prompt_set``;
+  ``[acceptance.prompt_sets.<name>]`` overrides any of them for one prompt set, ``[acceptance.greedy]`` /
+  ``[acceptance.sampled]`` (and ``[acceptance.prompt_sets.<name>.greedy]`` ...) for one sampling regime
+  (:meth:`SimProfile.acceptance_for`); the profile's :attr:`SimProfile.acceptance` is the one of its
+  ``[workload]`` ``prompt_set`` and ``temperature``;
 - ``[calibration]`` and ``[validation]``: measured points (``[[calibration.points]]``) the
   fit uses, and those it must not (out-of-sample checks), each with its source.
 
@@ -28,6 +30,7 @@ through :meth:`SimProfile.cost_for`. An older *linear* profile with a ``[cost]``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -92,8 +95,8 @@ class SimProfile:
         path: the file it was read from.
         physics: the physical description, or None for a legacy profile.
         validation: out-of-sample points (never fitted).
-        acceptance_by_prompt_set: acceptance models of the prompt sets ``[acceptance.prompt_sets]``
-            names (the others get ``[acceptance]`` itself: :meth:`acceptance_for`).
+        acceptance_table: the ``[acceptance]`` table (figures per prompt set and sampling regime): see
+            :meth:`acceptance_for`.
         policies: the ``[policies]`` table: what a non-drafting iteration of a speculative server
             costs (``spec_off_overhead``, ``switch_ms``; :class:`~workbench.sim._policies.SpecOffCost`).
     """
@@ -111,17 +114,40 @@ class SimProfile:
     physics: Physics | None = None
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
     policies: dict[str, Any] = dataclasses.field(default_factory=dict)
-    acceptance_by_prompt_set: dict[str, AcceptanceModel] = dataclasses.field(default_factory=dict)
-    base_acceptance: AcceptanceModel | None = None
+    acceptance_table: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def acceptance_for(self, prompt_set: str | None = None) -> AcceptanceModel:
-        """The acceptance model for a prompt set (None: the workload's, i.e. :attr:`acceptance`).
+    @property
+    def prompt_sets(self) -> tuple[str, ...]:
+        """The prompt sets with acceptance figures of their own (``[acceptance.prompt_sets.<name>]``)."""
+        return tuple(sorted(self.acceptance_table.get("prompt_sets", {})))
 
-        A prompt set without its own ``[acceptance.prompt_sets.<name>]`` table gets ``[acceptance]``.
+    def acceptance_for(self, prompt_set: str | None = None, *, temperature: float | None = None,
+                       top_k: int | None = None, regime: str | None = None) -> AcceptanceModel:
+        """The acceptance model of a prompt set under a sampling regime.
+
+        Args:
+            prompt_set: a name under ``[acceptance.prompt_sets]``; None, or a name without a table of its own,
+                gets the profile's figures (``[acceptance]``), except that None means the workload's set.
+            temperature, top_k: the request's sampling parameters; they pick the regime
+                (:func:`acceptance_regime`: greedy below a temperature of 1e-6 or at top_k 1, else sampled),
+                whose sub-table (``[acceptance.greedy]``, ``[acceptance.sampled]``, and the prompt set's own)
+                lies over the regime-free figures. With neither (nor ``regime``), the workload's
+                ``temperature`` decides.
+            regime: ``"greedy"`` or ``"sampled"`` directly (instead of temperature/top_k).
+
+        Raises:
+            ConfigError: an unknown regime.
         """
+        if regime is not None and regime not in REGIMES:
+            raise ConfigError(f"unknown sampling regime {regime!r}; use one of {', '.join(REGIMES)}")
+        if regime is None:
+            if temperature is None and top_k is None:
+                regime = acceptance_regime(self.workload.get("temperature"))
+            else:
+                regime = acceptance_regime(1.0 if temperature is None else temperature, top_k)
         if prompt_set is None:
-            return self.acceptance
-        return self.acceptance_by_prompt_set.get(prompt_set, self.base_acceptance or self.acceptance)
+            prompt_set = self.workload.get("prompt_set")
+        return acceptance_model(self.acceptance_table, prompt_set, regime)
 
     @property
     def default_tp_size(self) -> int:
@@ -220,28 +246,91 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
                    efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults)
 
 
-def _acceptance(table: dict[str, Any], prompt_set: str | None) -> tuple[AcceptanceModel, AcceptanceModel,
-                                                                          dict[str, AcceptanceModel]]:
-    """(the workload's model, the base model, models per named prompt set) of an ``[acceptance]`` table."""
+#: Sub-tables of ``[acceptance]`` (and of each prompt set's table) holding the figures of one sampling regime.
+REGIMES = ("greedy", "sampled")
+
+#: SGLang treats a temperature below this as greedy (0.5.9 ``srt/sampling/sampling_params.py`` ``_SAMPLING_EPS``:
+#: the temperature becomes 1.0 and ``top_k`` 1).
+SAMPLING_EPS = 1e-6
+
+
+def acceptance_regime(temperature: float | None, top_k: int | None = None) -> str | None:
+    """The sampling regime a request runs under: ``"greedy"`` (SGLang samples greedily: temperature below
+    ``SAMPLING_EPS`` or ``top_k`` 1, as 0.5.9 ``SamplingParams.__init__`` makes it), ``"sampled"``, or None
+    (temperature unknown). SGLang's default temperature is 1.0, so a request that names none is ``"sampled"``
+    on a server; None only where no request is in view (a profile's workload that states no temperature)."""
+    if top_k == 1:
+        return "greedy"
+    if temperature is None:
+        return None
+    return "greedy" if 0 <= float(temperature) < SAMPLING_EPS else "sampled"
+
+
+def _overlay(table: dict[str, Any], override: dict[str, Any], model: AcceptanceModel) -> dict[str, Any]:
+    """``table`` with ``override``'s figures on top (a prompt set's or a regime's sub-table).
+
+    A point in the override replaces the value it solves; a value in the override replaces the point that
+    solved it; ``carry = ["sibling", ...]`` keeps ``model``'s (solved) value of those parameters and drops the
+    point that solved them (a regime with a chain figure of its own but no tree figure keeps the tree's width
+    gain measured in the other regime, instead of re-solving it against the other regime's tree figure).
+    """
+    merged = dict(table)
+    carry = list(override.get("carry", []))
+    unknown = set(carry) - {"alpha", "depth_decay", "sibling"}
+    if unknown:
+        raise ConfigError(f"[acceptance] carry names {sorted(unknown)}; it may name alpha, depth_decay, sibling")
+    solved_here = {"chain": {"alpha"} | ({"depth_decay"} if isinstance(override.get("chain"), list)
+                                         and len(override["chain"]) == 2 else set()),
+                   "tree": {"sibling"}}
+    for key, params in solved_here.items():  # a set's own point replaces the value it solves
+        if key in override:
+            for p in params:
+                merged.pop(p, None)
+    for param, point in (("alpha", "chain"), ("sibling", "tree")):  # a set's own value replaces a point
+        if (param in override or param in carry) and point not in override:
+            merged.pop(point, None)
+    for param in carry:
+        merged[param] = getattr(model, param)
+    merged.update({k: v for k, v in override.items() if k != "carry"})
+    return merged
+
+
+def _plain(table: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k not in ("prompt_sets", *REGIMES)}
+
+
+def acceptance_model(table: dict[str, Any], prompt_set: str | None = None, regime: str | None = None) -> AcceptanceModel:
+    """The acceptance model of (prompt set, regime) of an ``[acceptance]`` table.
+
+    ``(None, None)`` is ``[acceptance]`` itself; otherwise ``[acceptance.<regime>]``,
+    ``[acceptance.prompt_sets.<set>]`` and ``[acceptance.prompt_sets.<set>.<regime>]`` lie over it, in that
+    order (each where it exists), so a set's own figures win over the profile's and a regime's over the
+    regime-free ones. A set the table does not name gets the profile's figures. Solved once per table and key.
+
+    Raises:
+        ConfigError: a malformed table or an unknown ``carry`` name.
+    """
+    import json
+
+    return _acceptance_model(json.dumps(table, sort_keys=True, default=str), prompt_set, regime)
+
+
+@functools.lru_cache(maxsize=256)
+def _acceptance_model(table_json: str, prompt_set: str | None, regime: str | None) -> AcceptanceModel:
+    import json
+
+    table = json.loads(table_json)
     sets = dict(table.get("prompt_sets", {}))
-    base_table = {k: v for k, v in table.items() if k != "prompt_sets"}
-    base = AcceptanceModel.from_table(base_table)
-    by_set = {}
-    for name, override in sets.items():
-        merged = dict(base_table)
-        solved_here = {"chain": {"alpha"} | ({"depth_decay"} if isinstance(override.get("chain"), list)
-                                             and len(override["chain"]) == 2 else set()),
-                       "tree": {"sibling"}}
-        for key, params in solved_here.items():  # a set's own point replaces the value it solves
-            if key in override:
-                for p in params:
-                    merged.pop(p, None)
-        for param, point in (("alpha", "chain"), ("sibling", "tree")):  # a set's own value replaces a point
-            if param in override and point not in override:
-                merged.pop(point, None)
-        merged.update(override)
-        by_set[name] = AcceptanceModel.from_table(merged)
-    return by_set.get(prompt_set or "", base), base, by_set
+    t = _plain(table)
+    m = AcceptanceModel.from_table(t)
+    layers = [table.get(regime, {}) if regime else {}]
+    if prompt_set in sets:
+        layers += [_plain(sets[prompt_set]), sets[prompt_set].get(regime, {}) if regime else {}]
+    for layer in layers:
+        if layer:
+            t = _overlay(t, dict(layer), m)
+            m = AcceptanceModel.from_table(t)
+    return m
 
 
 def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path = PROFILES_DIR) -> SimProfile:
@@ -268,8 +357,10 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
         physics = _physics(data, path) if "deployment" in data else None
         if physics is None and "cost" not in data:
             raise ConfigError(f"Profile {path} has neither [deployment] (physical) nor [cost] (linear)")
-        acceptance, base_acceptance, by_set = _acceptance(dict(data.get("acceptance", {})),
-                                                          data.get("workload", {}).get("prompt_set"))
+        acceptance_table = dict(data.get("acceptance", {}))
+        workload = dict(data.get("workload", {}))
+        acceptance = acceptance_model(acceptance_table, workload.get("prompt_set"),
+                                      acceptance_regime(workload.get("temperature")))
         model = dict(data.get("model", {}))
         if physics is not None:
             model.setdefault("target", physics.target.name)
@@ -281,15 +372,14 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             sglang_version=head.get("sglang_version", "0.5.9"),
             hardware=dict(data.get("hardware", data.get("deployment", {}))),
             model=model,
-            workload=dict(data.get("workload", {})),
+            workload=workload,
             cost=CostModel(**data["cost"]) if "cost" in data else None,
             acceptance=acceptance,
             calibration=dict(data.get("calibration", {})),
             path=path,
             physics=physics,
             validation=dict(data.get("validation", {})),
-            acceptance_by_prompt_set=by_set,
-            base_acceptance=base_acceptance,
+            acceptance_table=acceptance_table,
             policies=dict(data.get("policies", {})),
         )
     except KeyError as exc:

@@ -7,8 +7,13 @@ each timed as ``max(bytes / achieved bandwidth, FLOPs / achieved FLOP/s)``:
 - dense GEMMs: the attention projections, a dense MLP (or an MoE layer's shared expert and
   router), an EAGLE-3 draft's feature-fusion FC; weights read once per step, ``2 T`` FLOPs
   per weight;
-- experts (MoE only): the experts the batch's tokens touch, ``E (1 - (1 - k/E)^T)`` of ``E``
-  with ``k`` per token (uniform routing), so the weight bytes grow with ``T``;
+- experts (MoE only): the experts the batch's tokens touch, ``E (1 - (1 - k/E)^T_eff)`` of ``E``
+  with ``k`` per token, so the weight bytes grow with the tokens. Requests route independently
+  (uniformly over the experts), but the several tokens of one request in one step (a verify's draft
+  tree, a prompt chunk) share their context and repeat each other's experts: with
+  ``routing_overlap`` ``rho``, each token beyond a request's first counts as ``1 - rho`` of an
+  independent token, ``T_eff = S + (T - S)(1 - rho)`` (``rho = 0``: uniform, independent routing;
+  a decode step, one token per request, is unaffected);
 - attention: KV bytes of the ``K`` cached tokens plus the new ones, and ``4 nh hd`` FLOPs per
   (query, key) pair;
 - LM head: the vocabulary GEMM over the tokens that need logits (a draft's LM head uses its
@@ -22,7 +27,10 @@ all-gather of the logits. A step that cannot replay a CUDA graph (batch above
 Every forward, graph or not, also pays a fixed GPU time per decoder layer (``layer_fixed_us``):
 the gaps and tails of a layer's dozen kernels and the fixed cost of its small ones (norms,
 rotary, elementwise), which scales with neither bytes nor FLOPs (fitted to GPU timings by
-``workbench calibrate``; 0 in profiles fitted before it existed).
+``workbench calibrate``; 0 in profiles fitted before it existed). An MoE layer adds its fused-MoE
+floor (``moe_layer_floor_us``): the routing top-k, the block alignment of the tokens per expert,
+two grouped-GEMM launches, the activation and the weighted sum, whose time at one token is several
+times the bytes it reads (the intercept of a published kernel time against touched experts).
 
 A scheduler iteration adds CPU work (per phase, ``cpu_overhead_ms`` plus ``cpu_per_request_ms``
 per running request): with the overlap
@@ -72,6 +80,10 @@ class Efficiency:
         layer_fixed_us: GPU time per decoder layer per forward, CUDA graph or not, that scales
             with neither bytes nor FLOPs (µs): kernel gaps and tails, small kernels' fixed cost.
         spec_cpu_phases: CPU phases of one speculative iteration (draft, verify, extend).
+        moe_layer_floor_us: fixed GPU time of one MoE layer's fused-MoE call per forward (µs), on top
+            of the experts' bytes or FLOPs; 0 for a dense model.
+        routing_overlap: share of a request's extra tokens in one step (beyond its first) whose
+            expert picks repeat its other tokens' (0..1): 0 is independent uniform routing.
     """
 
     hbm_efficiency: float = 0.8
@@ -84,6 +96,8 @@ class Efficiency:
     eager_layer_us: float = 30.0
     spec_cpu_phases: int = 3
     layer_fixed_us: float = 0.0
+    moe_layer_floor_us: float = 0.0
+    routing_overlap: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency"):
@@ -91,14 +105,16 @@ class Efficiency:
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
         for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us",
-                     "eager_layer_us", "layer_fixed_us"):
+                     "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.routing_overlap < 1.0:
+            raise ValueError(f"routing_overlap must be in [0, 1), got {self.routing_overlap}")
 
 
 #: Efficiency terms a calibration may fit.
 FITTABLE = ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency", "cpu_overhead_ms", "cpu_per_request_ms",
-            "layer_fixed_us")
+            "layer_fixed_us", "moe_layer_floor_us", "routing_overlap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,10 +234,14 @@ class _Forward:
             self.custom_latency = eff.custom_allreduce_latency_us / 1e3 if dep.uses_custom_all_reduce else None
             self.gather_ms_per_row = (tp - 1) / tp * vocab * ACTIVATION_BYTES / link
         self.eager_ms = layers * eff.eager_layer_us / 1e3
-        self.fixed_ms = layers * eff.layer_fixed_us / 1e3
+        self.fixed_ms = layers * (eff.layer_fixed_us + (eff.moe_layer_floor_us if model.is_moe else 0.0)) / 1e3
+        self.own_token = 1.0 - eff.routing_overlap  # an extra token of a request counts this much
 
-    def touched(self, tokens: int) -> float:
-        """Experts per layer the batch's tokens touch (uniform routing)."""
+    def touched(self, tokens: int, seqs: int | None = None) -> float:
+        """Experts per layer the batch's tokens touch: ``seqs`` requests route independently, each
+        request's tokens beyond its first count ``1 - routing_overlap`` (None: every token independent)."""
+        if seqs is not None and 0 < seqs < tokens:
+            tokens = seqs + (tokens - seqs) * self.own_token
         return self.n_experts * (1.0 - self.route_keep ** tokens)
 
     def groups(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> dict[str, tuple[float, float]]:
@@ -229,7 +249,7 @@ class _Forward:
         ``attention``, ``lm_head``; a group takes the larger of the two."""
         out = {"dense": (self.dense_mem, self.dense_flop * tokens)}
         if self.is_moe:
-            out["experts"] = (self.expert_mem * self.touched(tokens), self.expert_flop * tokens)
+            out["experts"] = (self.expert_mem * self.touched(tokens, seqs), self.expert_flop * tokens)
         per_seq = tokens / seqs if seqs else 0.0
         pairs = per_seq * kv_tokens + tokens * (per_seq + 1.0) / 2.0
         out["attention"] = (self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs)
@@ -382,7 +402,7 @@ class RooflineCost:
     # -- breakdowns (for notebooks) -------------------------------------------------------
     def _breakdown(self, kind: str, batch: int, tokens: int, target, draft: float, total: float) -> StepBreakdown:
         w, k, c, m = target
-        touched = self.target.touched(tokens) if self.target.is_moe else None
+        touched = self.target.touched(tokens, batch) if self.target.is_moe else None
         return StepBreakdown(kind, batch, tokens, w, k, c, m, draft, total - (w + k + c + m + draft), touched)
 
     def decode_breakdown(self, batch: int, kv_tokens: int) -> StepBreakdown:

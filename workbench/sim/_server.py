@@ -33,6 +33,7 @@ from workbench.sim import _openai_routes as openai_routes
 from workbench.sim._contract import contract_error
 from workbench.sim._engine import EngineCore, Iteration, SimRequest
 from workbench.sim._openai import ChatTemplate
+from workbench.sim._profiles import acceptance_regime
 from workbench.sim._server_args import SimServerConfig
 from workbench.sim._text import TextModel
 
@@ -73,6 +74,9 @@ class SimServer:
         self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
         self.chat_template = ChatTemplate(self.text.tokenizer_dir)
         self.pending: dict[str, _Pending] = {}
+        self._acceptance: dict[str | None, Any] = {}  # acceptance model per sampling regime
+        for temperature in (0.0, 1.0):  # solved (and a bad table refused) at start-up, not at the first request
+            self.acceptance_for(temperature)
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
         self.max_lag_s = 0.0
@@ -116,9 +120,23 @@ class SimServer:
         if iteration.log_line:
             log.info(iteration.log_line)
 
-    def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None) -> _Pending:
+    def acceptance_for(self, temperature: float | None = 1.0, top_k: int | None = None):
+        """The acceptance model of a request with these sampling parameters, on this server's prompt set
+        (``--sim-prompt-set``): greedy (temperature below 1e-6 or top_k 1) or sampled figures."""
+        regime = acceptance_regime(1.0 if temperature is None else temperature, top_k)
+        model = self._acceptance.get(regime)
+        if model is None:
+            model = self._acceptance[regime] = self.profile.acceptance_for(
+                self.config.args.get("sim_prompt_set"), regime=regime)
+        return model
+
+    def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None, *,
+               temperature: float | None = 1.0, top_k: int | None = None) -> _Pending:
+        """Queue one engine request; ``temperature``/``top_k`` pick its acceptance (SGLang's default
+        temperature is 1.0: a request that names none samples)."""
         rid = rid or uuid.uuid4().hex
-        request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens)
+        request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens,
+                             acceptance=self.acceptance_for(temperature, top_k))
         pending = _Pending(request=request, created=time.time())
         self.pending[rid] = pending
         self.engine.submit(request)
@@ -150,12 +168,12 @@ class SimServer:
                 checked = self._check(sp, prompt if isinstance(prompt, str) else None, prompt if isinstance(prompt, list) else None)
                 if isinstance(checked, web.Response):
                     return checked
-                outs.append(self.submit(*checked))
+                outs.append(self._submit_checked(checked))
             return web.json_response([await self.collect(p) for p in outs])
         checked = self._check(params, text, input_ids, rid=body.get("rid"))
         if isinstance(checked, web.Response):
             return checked
-        pending = self.submit(*checked)
+        pending = self._submit_checked(checked)
         if not body.get("stream"):
             try:
                 return web.json_response(await self.collect(pending))
@@ -163,6 +181,10 @@ class SimServer:
                 self.abort(pending)
                 raise
         return await self._stream(http, pending)
+
+    def _submit_checked(self, checked: tuple) -> _Pending:
+        prompt_tokens, max_new, rid, temperature, top_k = checked
+        return self.submit(prompt_tokens, max_new, rid, temperature=temperature, top_k=top_k)
 
     def _check(self, params: Any, text: Any, input_ids: Any, rid: Any = None) -> tuple | web.Response:
         if not isinstance(params, dict):
@@ -178,7 +200,12 @@ class SimServer:
             return _error(400, "Either text or input_ids should be provided.")
         if rid is not None and not isinstance(rid, str):
             return _error(400, "rid must be a string")
-        return prompt_tokens, max_new, rid
+        temperature, top_k = params.get("temperature", 1.0), params.get("top_k")
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+            return _error(400, f"temperature must be a number, got {temperature!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+            return _error(400, f"top_k must be an integer, got {top_k!r}")
+        return prompt_tokens, max_new, rid, temperature, top_k
 
     def _advance(self, pending: _Pending, new_tokens: int) -> None:
         req = pending.request
@@ -349,8 +376,13 @@ class SimServer:
             "token_usage": round(self.engine.token_usage, 4),
             "total_retractions": self.engine.total_retractions,
             "alloc_len_per_decode": self.engine.memory.alloc_len,
+            "prompt_set": self.config.args.get("sim_prompt_set"),
             "expected_accept_length": (
-                self.profile.acceptance.expected_accept_length(spec, samples=20000) if spec.enabled else None
+                self.engine.acceptance.expected_accept_length(spec) if spec.enabled else None
+            ),
+            "expected_accept_length_by_regime": (
+                {r: round(self.acceptance_for(0.0 if r == "greedy" else 1.0).expected_accept_length(spec), 4)
+                 for r in ("greedy", "sampled")} if spec.enabled else None
             ),
             "iterations": self.iterations,
             "behind_schedule_s": round(self.behind_schedule_s, 4),

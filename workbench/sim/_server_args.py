@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-api-version", default=None,
                      help="SGLang version whose HTTP shapes to emulate: 0.4.6.post5 (alias 0.4), 0.5.4, 0.5.9, "
                           "0.5.12 or 0.5.23 (default: --sim-sglang-version, else the profile's)")
+    sim.add_argument("--sim-prompt-set", default=None,
+                     help="prompt set whose acceptance figures to use (the profile's [acceptance.prompt_sets]; "
+                          "default: the profile's workload's); each request's temperature then picks greedy or "
+                          "sampled figures")
     sim.add_argument("--sim-spec-off-above", type=int, default=None,
                      help="stand-in for a patch: no drafting when more than N requests run")
     return p
@@ -170,6 +174,10 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     ns = build_parser().parse_args(list(argv))
     args = vars(ns)
     profile = load_profile(args["sim_profile"])
+    if args["sim_prompt_set"] is not None and args["sim_prompt_set"] not in profile.prompt_sets:
+        raise ConfigError(f"--sim-prompt-set {args['sim_prompt_set']}: profile {profile.name} has no acceptance "
+                          f"figures for it; known: {', '.join(profile.prompt_sets) or 'none'} (leave the flag out "
+                          "for the profile's own figures)")
     version = rules_version_for(args["sim_sglang_version"]) if args["sim_sglang_version"] else profile.sglang_version
     api_version = get_shape(args["sim_api_version"] or _api_shape_for(version)).version
     raw_v2 = env.get("SGLANG_ENABLE_SPEC_V2")
@@ -219,7 +227,9 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     if adaptive is not None:
         candidates = adaptive_candidate_union(adaptive, version)
         max_draft = max(candidates) + 1 if candidates else None
-    memory = memory_rules(spec, version, capacity, page_size=int(args["page_size"]), max_num_draft_tokens=max_draft)
+    # the reservation follows the exact release asked for (0.5.14's rule is not 0.5.12's), the flags the emulated one
+    memory = memory_rules(spec, args["sim_sglang_version"] or version, capacity, page_size=int(args["page_size"]),
+                          max_num_draft_tokens=max_draft)
     return SimServerConfig(
         args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2,
         api_version=api_version, launch_command=" ".join(argv), kv_capacity_tokens=capacity, memory=memory,

@@ -103,6 +103,8 @@ def predict_command(
     requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="requests per level (default: max(16, 2 x concurrency))")] = None,
     max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", min=1, help="output tokens per request (default: the profile's)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="prompt order and acceptance sampling (default: the profile's)")] = None,
+    prompt_set: Annotated[Optional[str], typer.Option("--prompt-set", help="prompt set whose acceptance figures apply (the profile's [acceptance.prompt_sets]; default: the workload's)")] = None,
+    temperature: Annotated[Optional[float], typer.Option("--temperature", help="requests' temperature: 0 uses greedy acceptance figures, > 0 sampled ones (default: the profile's workload's)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object: the settings and a row per (variant, level)")] = False,
 ) -> None:
     """Predict each variant's closed-loop sweep offline (virtual clock; a MODEL PREDICTION, not a measurement).
@@ -121,9 +123,11 @@ def predict_command(
     try:
         prof = load_profile(profile)
         plan = prediction_plan(prof, levels=_levels_option(levels), requests_per_level=requests,
-                               max_new_tokens=max_new_tokens, seed=seed)
+                               max_new_tokens=max_new_tokens, seed=seed, prompt_set=prompt_set,
+                               temperature=temperature)
         rows = predict(prof, variants, levels=plan.levels, requests_per_level=requests,
-                       max_new_tokens=plan.max_new_tokens, seed=plan.seed)
+                       max_new_tokens=plan.max_new_tokens, seed=plan.seed, prompt_set=prompt_set,
+                       temperature=temperature)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -131,11 +135,14 @@ def predict_command(
         clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
         typer.echo(json.dumps({"profile": prof.name, "prediction": "offline", "simulated": True,
                                "levels": list(plan.levels), "requests_per_level": requests,
-                               "max_new_tokens": plan.max_new_tokens, "seed": plan.seed, "rows": clean}, indent=1))
+                               "max_new_tokens": plan.max_new_tokens, "seed": plan.seed,
+                               "prompt_set": prompt_set, "temperature": temperature, "rows": clean}, indent=1))
         return
     rule = f"{requests} requests" if requests else "max(16, 2c) requests"
     typer.echo(f"MODEL PREDICTION (offline simulator, virtual clock; not a measurement): profile {prof.name}, "
-               f"{rule} per level, {plan.max_new_tokens} output tokens, seed {plan.seed}")
+               f"{rule} per level, {plan.max_new_tokens} output tokens, seed {plan.seed}"
+               + (f", prompt set {prompt_set}" if prompt_set else "")
+               + (f", temperature {temperature:g}" if temperature is not None else ""))
     for name in dict.fromkeys(r["variant"] for r in rows):
         typer.echo(f"\n{name}")
         table = [{k: ("-" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
