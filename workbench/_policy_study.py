@@ -1,0 +1,707 @@
+"""When to stop speculating, as a policy you can run: sweep, derive, run the policy, compare.
+
+:func:`dynamic_disable` sweeps a baseline and speculative variants (topk 4 and topk 1 over
+num_steps) with :func:`workbench.benchmark_variants`, derives from the measurements (through
+:mod:`workbench.analysis`) the "no drafting above N" threshold, SGLang's
+``--speculative-adaptive-config`` batch-size tiers and vLLM's ``num_speculative_tokens_per_batch_size``,
+writes each policy as a variant (``<policy_dir>/*.toml``, the adaptive config beside it), runs
+those variants with the same plan, and reports each policy's predicted gain over always-on and
+always-off beside its measured one, with intervals over repeats. :class:`PolicyStudy` holds the
+tables, the charts (:mod:`workbench.charts._policy`) and, in JupyterLab, an ipywidgets panel
+that redraws them from the same functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from workbench import charts, paths
+from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
+                                higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
+                                repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench.charts import METRIC_TITLES
+from workbench.errors import ConfigError
+from workbench.variants import Variant, load_variant
+
+#: The release whose adaptive batch-size tiers the derived config is written for and run under.
+DEFAULT_ADAPTIVE_VERSION = "0.5.16"
+
+
+def _int_flag(v: Variant, name: str) -> int | None:
+    value = v.flags.get(name)
+    return int(value) if value is not None and value is not False else None
+
+
+def variant_settings(v: Variant) -> dict[str, Any]:
+    """``topk``, ``num_steps`` (None for plain decoding) and ``gpus`` (TP x DP, default 1) of a variant."""
+    spec = v.flags.get("speculative-algorithm") is not None
+    gpus = (_int_flag(v, "tp-size") or _int_flag(v, "tensor-parallel-size") or 1) * (_int_flag(v, "dp-size") or 1)
+    return {"topk": (_int_flag(v, "speculative-eagle-topk") or 1) if spec else None,
+            "num_steps": _int_flag(v, "speculative-num-steps") if spec else None, "gpus": gpus}
+
+
+@dataclasses.dataclass
+class PolicyRun:
+    """A policy as one server: its variant file and, once measured, its level rows.
+
+    Attributes:
+        policy: ``"threshold"`` or ``"adaptive tiers"``.
+        variant: the variant that runs it (written to ``path``).
+        path: the variant's TOML file.
+        config_path: the adaptive config JSON (adaptive tiers only).
+        always_on: the static speculative variant it is compared with.
+        choice: concurrency -> the swept variant the prediction takes there.
+        levels: its measured level rows (None until run).
+    """
+
+    policy: str
+    variant: Variant
+    path: Path
+    config_path: Path | None
+    always_on: str
+    choice: dict[int, str]
+    levels: pd.DataFrame | None = None
+
+
+@dataclasses.dataclass
+class PolicyStudy:
+    """A sweep of a baseline and speculative variants, and the policies derived from it.
+
+    Attributes:
+        levels: level rows of the sweep (one per variant, concurrency and repeat), with
+            ``goodput_req_s`` when a goodput target is set.
+        requests: request rows of the sweep.
+        manifests: the runs' manifests.
+        baseline: the plain-decoding variant.
+        settings: variant -> ``topk``, ``num_steps``, ``gpus``.
+        objective: ``"per_request"``, ``"throughput"`` or ``"goodput"`` (see
+            :data:`workbench.analysis.OBJECTIVES`).
+        tpot_ms, e2e_ms: the goodput targets (None: not set).
+        adaptive_version: the SGLang release the adaptive config is written for.
+        bench: the keyword arguments of the sweep (the policies are run with the same).
+        runs: policy -> its :class:`PolicyRun` (after :meth:`write_policies`).
+    """
+
+    levels: pd.DataFrame
+    requests: pd.DataFrame
+    manifests: list[dict[str, Any]]
+    baseline: str
+    settings: dict[str, dict[str, Any]]
+    objective: str = "throughput"
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    adaptive_version: str = DEFAULT_ADAPTIVE_VERSION
+    bench: dict[str, Any] = dataclasses.field(default_factory=dict)
+    runs: dict[str, PolicyRun] = dataclasses.field(default_factory=dict)
+    #: Thresholds and tiers computed once per (metric, variants); the rows are not meant to change.
+    _cache: dict[tuple[Any, ...], Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"objective must be one of {sorted(OBJECTIVES)}, got {self.objective!r}")
+        if self.objective == "goodput" and self.tpot_ms is None and self.e2e_ms is None:
+            raise ConfigError("objective 'goodput' needs a target: set tpot_ms and/or e2e_ms (milliseconds)")
+        if self.baseline not in set(self.levels["variant"]):
+            raise ConfigError(f"baseline {self.baseline!r} has no levels; have {sorted(set(self.levels['variant']))}")
+        if self.tpot_ms is not None or self.e2e_ms is not None:
+            good = goodput_levels(self.requests, tpot_ms=self.tpot_ms, e2e_ms=self.e2e_ms)
+            keys = ["variant", "concurrency", "repeat"]
+            base = self.levels.drop(columns=[c for c in ("goodput_req_s", "goodput_fraction", "goodput_requests")
+                                             if c in self.levels])
+            if "repeat" not in base:
+                base = base.assign(repeat=0)
+            self.levels = base.merge(good, on=keys, how="left")
+
+    # -- who is who ---------------------------------------------------------------------------------
+    @property
+    def metric(self) -> str:
+        """The objective's level column."""
+        return OBJECTIVES[self.objective]
+
+    @property
+    def variants(self) -> list[str]:
+        """The swept variants, baseline first."""
+        rest = [v for v in dict.fromkeys(self.levels["variant"]) if v != self.baseline]
+        return [self.baseline, *rest]
+
+    @property
+    def spec_variants(self) -> list[str]:
+        return self.variants[1:]
+
+    def topk_variants(self, topk: int) -> dict[str, int]:
+        """Swept variants with this topk -> their num_steps, by num_steps."""
+        found = {v: self.settings[v]["num_steps"] for v in self.spec_variants if self.settings[v]["topk"] == topk}
+        return dict(sorted(found.items(), key=lambda kv: kv[1]))
+
+    @property
+    def repeats(self) -> int:
+        """The fewest repeats of any level."""
+        if "repeat" not in self.levels:
+            return 1
+        return int(self.levels.groupby(["variant", "concurrency"]).size().min())
+
+    @property
+    def subtitle(self) -> list[str]:
+        """Chart subtitle lines: provenance (SIMULATED when so), engine version, n."""
+        sims = [m.get("simulation") or {} for m in self.manifests]
+        profile = next((s.get("profile") for s in sims if s.get("profile")), None)
+        scale = next((s.get("time_scale") for s in sims if s.get("time_scale")), None)
+        first = charts.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
+        versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or
+                                (m.get("provenance") or {}).get("sglang_version") or "?") for m in self.manifests})
+        n = self.repeats
+        rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
+        return [first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
+
+    # -- tables -------------------------------------------------------------------------------------
+    def means(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """Mean, interval and n over repeats per (variant, concurrency) (:func:`workbench.analysis.repeat_table`)."""
+        wanted = metrics or [m for m in dict.fromkeys([self.metric, *OBJECTIVES.values(), *METRIC_TITLES])
+                             if m in self.levels]
+        return repeat_table(self.levels, list(wanted))
+
+    def ratios(self, metric: str | None = None) -> pd.DataFrame:
+        """Oriented spec/baseline ratios with intervals (:func:`workbench.analysis.spec_ratio_table`)."""
+        return spec_ratio_table(self.levels, baseline=self.baseline, metric=metric or self.metric)
+
+    def envelope(self, metric: str | None = None, variants: Sequence[str] | None = None) -> pd.DataFrame:
+        """Best variant per concurrency (:func:`workbench.analysis.envelope`)."""
+        return envelope(self.levels, metric=metric or self.metric, variants=variants)
+
+    def threshold(self, metric: str | None = None, *, specs: Sequence[str] | None = None) -> Threshold:
+        """The recommended "no drafting above N" over the speculative variants (default: all swept;
+        :func:`workbench.analysis.best_threshold`)."""
+        key = ("threshold", metric or self.metric, tuple(specs or self.spec_variants))
+        if key not in self._cache:
+            self._cache[key] = best_threshold(self.levels, baseline=self.baseline, specs=list(key[2]), metric=key[1])
+        return self._cache[key]
+
+    def threshold_gains(self, specs: Sequence[str], no_draft_above: int, metric: str | None = None) -> pd.DataFrame:
+        """Predicted gain of "no drafting above ``no_draft_above``" over always-off and always-on.
+
+        It drafts with the best of ``specs`` at the lowest level (mean of ``metric``). The table's
+        ``attrs["spec"]`` names it. Columns as :func:`workbench.analysis.policy_gains`.
+        """
+        metric = metric or self.metric
+        lowest = min(self.levels["concurrency"])
+        first = self.levels[(self.levels["concurrency"] == lowest) & self.levels["variant"].isin(list(specs))]
+        means = first.groupby("variant")[metric].mean()
+        spec = str(means.idxmax() if higher_is_better(metric) else means.idxmin())
+        levels = sorted(int(c) for c in set(self.levels["concurrency"]))
+        choice = {c: (spec if c <= no_draft_above else self.baseline) for c in levels}
+        rows = pd.concat([self.levels, policy_rows(self.levels, choice, name="threshold (slid)")], ignore_index=True)
+        out = policy_gains(rows, policy="threshold (slid)", against=[self.baseline, spec], metric=metric)
+        out["against"] = out["against"].map(lambda a: "always-off (baseline)" if a == self.baseline
+                                            else f"always-on ({spec})")
+        out.attrs["spec"] = spec
+        return out
+
+    def tiers(self, metric: str | None = None, *, tolerance: float = 0.0) -> list[Tier]:
+        """num_steps per batch-size tier from the topk-1 sweep (:func:`workbench.analysis.step_tiers`).
+
+        Raises:
+            ConfigError: no topk-1 variant was swept.
+        """
+        steps = self.topk_variants(1)
+        if not steps:
+            raise ConfigError("no topk-1 variant in the sweep: the adaptive tiers need a sweep over num_steps at topk 1")
+        key = ("tiers", metric or self.metric, tolerance)
+        if key not in self._cache:
+            self._cache[key] = step_tiers(self.levels, baseline=self.baseline, steps=steps, metric=key[1],
+                                          tolerance=tolerance)
+        return list(self._cache[key])
+
+    def sglang_policy(self, sglang_version: str | None = None) -> SglangPolicy:
+        """SGLang's adaptive config (0.5.16+) or the threshold policy (older releases) for ``sglang_version``."""
+        return sglang_policy(self.tiers(), self.threshold(), sglang_version=sglang_version or self.adaptive_version)
+
+    def vllm_schedule(self, max_batch_size: int | None = None) -> list[list[int]]:
+        """vLLM's ``num_speculative_tokens_per_batch_size`` (default last end: the highest level measured)."""
+        top = max_batch_size or int(self.levels["concurrency"].max())
+        return vllm_schedule(self.tiers(), max_batch_size=top)
+
+    def policy_table(self) -> pd.DataFrame:
+        """The recommended policies in each output format, one row per format."""
+        t = self.threshold()
+        rows = [{"format": "threshold (no drafting above N)", "for": f"{t.spec}; any engine with a switch",
+                 "setting": "keep drafting (no threshold in range)" if t.kind == "always" else
+                 f"no drafting above {t.no_draft_above} running requests", "note": t.description}]
+        for version in ("0.5.12", self.adaptive_version, "0.5.23"):
+            p = self.sglang_policy(version)
+            setting = json.dumps(p.config) if p.config else (", ".join(p.flags) or p.kind)
+            rows.append({"format": f"SGLang {version}", "for": p.kind, "setting": setting, "note": p.note})
+        rows.append({"format": "vLLM", "for": "--speculative-config num_speculative_tokens_per_batch_size",
+                     "setting": json.dumps(self.vllm_schedule()),
+                     "note": "K = the best num_steps at topk 1; inclusive batch-size ranges"})
+        return pd.DataFrame(rows)
+
+    # -- policies as variants -----------------------------------------------------------------------
+    def _template(self, spec: str) -> Variant:
+        return load_variant(spec)
+
+    def write_policies(self, policy_dir: str | Path) -> dict[str, PolicyRun]:
+        """Write the threshold and adaptive-tiers policies as variant files (and the adaptive JSON) into ``policy_dir``.
+
+        File names carry a hash of their content, so a changed policy is another sweep and never
+        resumes the runs of an old one. A policy that never switches (speculation ahead or behind at
+        every level) is not written: it is one of the swept variants already.
+
+        Returns:
+            policy -> :class:`PolicyRun` (also kept in :attr:`runs`).
+        """
+        folder = paths.resolve(policy_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.runs = {}
+        t = self.threshold()
+        if t.kind == "threshold":
+            self.runs["threshold"] = self._threshold_run(t, folder)
+        topk1 = self.topk_variants(1)
+        if topk1:
+            run = self._adaptive_run(folder)
+            if run is not None:
+                self.runs["adaptive tiers"] = run
+        return self.runs
+
+    def _threshold_run(self, t: Threshold, folder: Path) -> PolicyRun:
+        spec = self._template(t.spec)
+        v1 = spec.env.get("SGLANG_ENABLE_SPEC_V2") not in ("1", "true", "True")
+        patch = paths.PACKAGE_ROOT / "data" / "patches" / "eagle-spec-off-above.patch"
+        lines = {
+            "name": f"{t.spec}-off-above-{t.no_draft_above}",
+            "description": f"{spec.description.rstrip('.')}; no drafting above {t.no_draft_above} running requests "
+                           f"(derived by notebooks/dynamic_disable.ipynb{'' if v1 else '; no patch covers spec v2: simulator only'}).",
+            "model_path": spec.model_path, "draft_model_path": spec.draft_model_path,
+        }
+        if spec.base:
+            lines["base"] = spec.base
+        elif spec.sglang_version:
+            lines["sglang_version"] = spec.sglang_version
+        if v1:
+            lines["patches"] = [os.path.relpath(patch, folder)]  # variant files name patches relative to themselves
+        env = {**spec.env, **({"SGLANG_SPEC_OFF_ABOVE": str(t.no_draft_above)} if v1 else {})}
+        text = _toml(lines, {"flags": spec.flags, "env": env, "sim_policy": {"spec_off_above": t.no_draft_above}})
+        path = folder / f"{lines['name']}-{_digest(text)}.toml"
+        path.write_text(text)
+        return PolicyRun("threshold", load_variant(path), path, None, t.spec, t.choice())
+
+    def _adaptive_run(self, folder: Path) -> PolicyRun | None:
+        policy = sglang_policy(self.tiers(), None, sglang_version=self.adaptive_version)
+        if policy.kind != "adaptive_tiers":
+            return None
+        topk1 = self.topk_variants(1)
+        best = self.envelope(variants=[self.baseline, *topk1]).sort_values("concurrency")
+        choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
+        first_spec = next((v for v in best["best_variant"] if v != self.baseline), next(iter(topk1)))
+        template = self._template(next(iter(topk1)))
+        config_text = json.dumps(policy.config, indent=2) + "\n"
+        config = folder / f"adaptive-config-{_digest(config_text)}.json"
+        config.write_text(config_text)
+        steps = sorted({s for tier in self.tiers() for s in tier.candidate_steps})
+        flags = {k: v for k, v in template.flags.items() if k not in ("speculative-num-draft-tokens",
+                                                                       "speculative-num-steps")}
+        flags.update({"speculative-eagle-topk": 1, "speculative-num-steps": max(steps), "speculative-adaptive": True,
+                      "speculative-adaptive-config": str(config)})
+        env = {k: v for k, v in template.env.items() if k != "SGLANG_ENABLE_SPEC_V2"}  # 0.5.16 warns when it is set
+        name = f"adaptive-tiers-{_digest(config_text)}"
+        lines = {"name": name, "description": f"EAGLE-3 topk 1, adaptive num_steps per batch-size tier "
+                 f"(SGLang {self.adaptive_version}+ --speculative-adaptive-config {config.name}; derived by "
+                 "notebooks/dynamic_disable.ipynb).", "sglang_version": self.adaptive_version,
+                 "model_path": template.model_path, "draft_model_path": template.draft_model_path}
+        text = _toml(lines, {"flags": flags, "env": env})
+        path = folder / f"{name}.toml"
+        path.write_text(text)
+        return PolicyRun("adaptive tiers", load_variant(path), path, config, first_spec, choice)
+
+    def run_policies(self, policy_dir: str | Path | None = None) -> dict[str, Path]:
+        """Write the policies (when not yet) and measure each as one server with the sweep's plan.
+
+        Returns:
+            policy -> its run directory.
+
+        Raises:
+            ConfigError: the study has no sweep settings (loaded from runs: pass ``bench``), or as
+                :func:`workbench.benchmark_variants`.
+        """
+        from workbench._investigation import benchmark_variants, load_study
+
+        if not self.bench:
+            raise ConfigError("this study has no sweep settings (bench): build it with dynamic_disable(...) or "
+                              "pass bench={...} with the sweep's keyword arguments")
+        if not self.runs:
+            self.write_policies(policy_dir or Path(self.bench.get("runs_dir", "data/runs")) / "policies")
+        runs = list(self.runs.values())
+        if not runs:
+            return {}
+        dirs = benchmark_variants([r.variant for r in runs], **self.bench)
+        measured = load_study(dirs, baseline=runs[0].variant.name)
+        for run in runs:
+            run.levels = measured.levels[measured.levels["variant"] == run.variant.name].copy()
+        return {run.policy: d for run, d in zip(runs, dirs)}
+
+    def attach_policy_levels(self, policy: str, levels: pd.DataFrame) -> None:
+        """Use ``levels`` (rows of a stored run of ``policy``'s variant) as its measurement."""
+        if policy not in self.runs:
+            raise ConfigError(f"no policy {policy!r} written; have {sorted(self.runs)}")
+        self.runs[policy].levels = levels.copy()
+
+    # -- predicted versus measured ------------------------------------------------------------------
+    def _combined(self, metric: str) -> pd.DataFrame:
+        """Sweep levels plus each policy's predicted rows (``<policy> (predicted)``) and measured rows."""
+        frames = [self.levels]
+        for name, run in self.runs.items():
+            frames.append(policy_rows(self.levels, run.choice, name=f"{name} (predicted)"))
+            if run.levels is not None and len(run.levels):
+                measured = run.levels.assign(variant=f"{name} (measured)")
+                if "repeat" not in measured:
+                    measured = measured.assign(repeat=0)
+                frames.append(measured)
+        return pd.concat(frames, ignore_index=True)
+
+    def gains(self, metric: str | None = None) -> pd.DataFrame:
+        """Each policy's predicted gain over always-off (baseline) and always-on, and its measured gain.
+
+        One row per (policy, against, concurrency): ``predicted_gain`` and ``measured_gain`` with
+        ``_lo``/``_hi`` (95% t intervals over paired repeats; NaN for n < 2), ``n``, and
+        ``measured_over_predicted`` with its interval and ``agreement``
+        (:func:`workbench.analysis.predicted_vs_measured`). Without a measured run the measured
+        columns are NaN and ``agreement`` says "not run".
+        """
+        metric = metric or self.metric
+        combined = self._combined(metric)
+        frames = []
+        for name, run in self.runs.items():
+            against = [self.baseline, run.always_on]
+            if run.levels is not None and len(run.levels):
+                t = predicted_vs_measured(combined, predicted=f"{name} (predicted)", measured=f"{name} (measured)",
+                                          against=against, metric=metric)
+            else:
+                g = policy_gains(combined, policy=f"{name} (predicted)", against=against, metric=metric)
+                t = g.rename(columns={"gain": "predicted_gain", "gain_lo": "predicted_gain_lo",
+                                      "gain_hi": "predicted_gain_hi"}).drop(columns="verdict")
+                t = t.assign(agreement="not run")
+            t["against"] = t["against"].map(lambda a, on=run.always_on: "always-off (baseline)" if a == self.baseline
+                                            else f"always-on ({on})")
+            frames.append(t.assign(policy=name))
+        if not frames:
+            return pd.DataFrame()
+        out = pd.concat(frames, ignore_index=True)
+        return out[["policy", *[c for c in out.columns if c != "policy"]]]
+
+    def gains_long(self, metric: str | None = None) -> pd.DataFrame:
+        """:meth:`gains` as rows per source (predicted, measured), for :func:`workbench.charts.gain_chart`."""
+        g = self.gains(metric)
+        frames = []
+        for source in ("predicted", "measured"):
+            if f"{source}_gain" not in g:
+                continue
+            part = g[["policy", "against", "concurrency", "n", f"{source}_gain", f"{source}_gain_lo",
+                      f"{source}_gain_hi"]].rename(columns={f"{source}_gain": "gain", f"{source}_gain_lo": "gain_lo",
+                                                            f"{source}_gain_hi": "gain_hi"})
+            frames.append(part.dropna(subset=["gain"]).assign(source=source))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    # -- words --------------------------------------------------------------------------------------
+    def verdict(self) -> str:
+        """The answer first (threshold, adaptive config, vLLM schedule, gains), then the caveats and provenance (markdown)."""
+        m = self.metric
+        t = self.threshold()
+        lines = [f"**Verdict ({self.subtitle[0]}).** Objective: {self.objective} ({m})."]
+        if t.kind == "always":
+            lines.append(f"- **Keep drafting**: {t.description}")
+        elif t.kind == "never":
+            lines.append(f"- **Do not draft**: {t.description}")
+        else:
+            lines.append(f"- **No drafting above {t.no_draft_above} running requests**, drafting with {t.spec}. "
+                         f"{t.description}")
+        if self.topk_variants(1):
+            p = self.sglang_policy()
+            if p.config:
+                lines.append(f"- SGLang {self.adaptive_version}+ `--speculative-adaptive-config`: "
+                             f"`{json.dumps(p.config)}`")
+            lines.append(f"- vLLM `num_speculative_tokens_per_batch_size`: `{json.dumps(self.vllm_schedule())}`")
+        g = self.gains(m)
+        for (policy, against), part in (g.groupby(["policy", "against"], sort=False) if len(g) else []):
+            best = part.loc[part["predicted_gain"].idxmax()]
+            text = (f"- {policy} over {against}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
+                    f"{int(best['concurrency'])}")
+            if "measured_gain" in part and part["measured_gain"].notna().any():
+                text += f", measured {_pct(best, 'measured_gain')} there ({best['agreement']})"
+            lines.append(text + f"; n={int(best['n'])} repeats.")
+        lines.append(f"- Caveats: {self.subtitle[0]}; {self.subtitle[1]}. Levels "
+                     f"{', '.join(str(int(c)) for c in sorted(set(self.levels['concurrency'])))} only: the switch "
+                     "lies somewhere between the last level ahead and the next; a policy's prediction is assembled "
+                     "from static variants and leaves out what switching costs (measured: the policy run as one "
+                     f"server). Adaptive tiers run under SGLang {self.adaptive_version}'s rules, the sweep under its "
+                     "variants' own.")
+        return "\n".join(lines)
+
+    # -- charts -------------------------------------------------------------------------------------
+    def charts(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
+               no_draft_above: int | None | bool = True) -> dict[str, alt.TopLevelMixin]:
+        """Every chart by file stem: envelope, ratios, Pareto, gains (when policies are written).
+
+        Args:
+            metric: the level column (default: the objective's).
+            variants: the variants drawn (default: all swept; the baseline is always kept).
+            no_draft_above: the threshold drawn: True for the recommended one, an int, or None.
+        """
+        metric = metric or self.metric
+        names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
+        sub = self.subtitle
+        limit = self.threshold(metric).no_draft_above if no_draft_above is True else (no_draft_above or None)
+        out: dict[str, alt.TopLevelMixin] = {
+            "envelope": self.envelope_chart(metric=metric, variants=names, no_draft_above=limit)}
+        if len(names) > 1:
+            out["ratios"] = charts.spec_ratio_chart(
+                spec_ratio_table(self.levels, baseline=self.baseline, metric=metric, specs=names[1:]),
+                baseline=self.baseline, variants=self.variants, subtitle=sub, no_draft_above=limit,
+                y_title=("spec / baseline" if higher_is_better(metric) else "baseline / spec") + f", {metric}")
+        both = repeat_table(self.levels[self.levels["variant"].isin(names)],
+                            ["output_throughput_tok_s", "mean_per_request_tok_s"])
+        points = pareto_points(both, gpus={v: self.settings[v]["gpus"] for v in names})
+        out["pareto"] = charts.pareto_chart(points, baseline=self.baseline, variants=self.variants, subtitle=sub)
+        if self.runs:
+            out["gains"] = charts.gain_chart(self.gains_long(metric), subtitle=sub,
+                                             y_title=f"gain ({metric}; above 1: the policy is better)")
+        return out
+
+    def envelope_chart(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
+                       no_draft_above: int | None = None) -> alt.LayerChart:
+        """The envelope chart of ``variants`` (the baseline always kept) with a threshold rule at ``no_draft_above``."""
+        metric = metric or self.metric
+        names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
+        means = repeat_table(self.levels[self.levels["variant"].isin(names)], [metric])
+        return charts.policy_envelope_chart(means, self.envelope(metric, names), metric=metric,
+                                            y_title=METRIC_TITLES.get(metric, metric), baseline=self.baseline,
+                                            variants=self.variants, subtitle=self.subtitle,
+                                            no_draft_above=no_draft_above)
+
+    def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
+        """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
+        folder = paths.resolve(out_dir)
+        rows = []
+        for stem, chart in self.charts().items():
+            files = charts.save_chart(chart, folder, f"dynamic_disable_{stem}")
+            rows.append({"chart": stem, **{fmt: Path(p).name for fmt, p in files.items()}, "folder": str(folder)})
+        return pd.DataFrame(rows)
+
+    def panel(self) -> Any:
+        """An ipywidgets panel (JupyterLab): pick variants, metric and objective, slide the threshold.
+
+        Redraws the envelope chart and the predicted gain of the slid threshold from the same
+        functions as the static charts; exported HTML shows those static charts instead.
+        """
+        from workbench._policy_panel import build_panel
+
+        return build_panel(self)
+
+
+def _pct(row: pd.Series, col: str) -> str:
+    value, lo, hi = row[col], row.get(f"{col}_lo"), row.get(f"{col}_hi")
+    text = f"{value - 1:+.1%}"
+    if lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
+        text += f" (95% CI {lo - 1:+.1%} to {hi - 1:+.1%})"
+    return text
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))  # a TOML basic string: JSON's escapes are TOML's
+
+
+def _toml(top: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]]) -> str:
+    """A variant file: top-level keys (None left out), then each table."""
+    out = ["# Written by workbench (notebooks/dynamic_disable.ipynb): a policy derived from a measured sweep."]
+    out += [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
+    for name, table in tables.items():
+        out += ["", f"[{name}]", *[f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in table.items() if v is not None]]
+    return "\n".join(out) + "\n"
+
+
+def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline", objective: str = "throughput",
+                      tpot_ms: float | None = None, e2e_ms: float | None = None,
+                      adaptive_version: str = DEFAULT_ADAPTIVE_VERSION, bench: Mapping[str, Any] | None = None,
+                      ) -> PolicyStudy:
+    """A :class:`PolicyStudy` over stored runs of the sweep (run directories or ids).
+
+    Raises:
+        ConfigError: the baseline has no runs, a bad objective, or goodput without a target.
+    """
+    from workbench._investigation import load_study
+
+    study = load_study(runs, baseline=baseline)
+    settings = {}
+    for m in study.manifests:
+        name = m.get("variant")
+        definition = m.get("variant_definition") or {}
+        v = Variant(name=name, model_path=str(definition.get("model_path") or "?"), flags=dict(definition.get("flags")
+                                                                                               or {}))
+        settings[name] = variant_settings(v)
+    return PolicyStudy(levels=study.levels, requests=study.requests, manifests=study.manifests, baseline=baseline,
+                       settings=settings, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
+                       adaptive_version=adaptive_version, bench=dict(bench or {}))
+
+
+#: The index a :func:`dynamic_disable` study leaves in its policy folder (read by :func:`load_dynamic_disable`).
+INDEX_NAME = "study.json"
+
+
+def _rel(path: str | Path, folder: Path) -> str:
+    return os.path.relpath(Path(path).resolve(), folder.resolve())
+
+
+def write_index(study: PolicyStudy, sweep_runs: Sequence[Path], policy_runs: Mapping[str, Path],
+                folder: str | Path) -> Path:
+    """Record a study (its runs, policies and settings, paths relative to ``folder``) as ``folder/study.json``."""
+    folder = paths.resolve(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    index = {
+        "baseline": study.baseline, "objective": study.objective, "tpot_ms": study.tpot_ms, "e2e_ms": study.e2e_ms,
+        "adaptive_version": study.adaptive_version, "settings": study.settings,
+        "bench": {k: (v if isinstance(v, (str, int, float, bool, list, type(None))) else repr(v))
+                  for k, v in study.bench.items()},
+        "sweep_runs": [_rel(r, folder) for r in sweep_runs],
+        "policies": {name: {"variant_file": _rel(run.path, folder), "config_file": None if run.config_path is None
+                            else _rel(run.config_path, folder), "always_on": run.always_on,
+                            "choice": {str(c): v for c, v in run.choice.items()},
+                            "run": _rel(policy_runs[name], folder) if name in policy_runs else None}
+                     for name, run in study.runs.items()},
+    }
+    path = folder / INDEX_NAME
+    path.write_text(json.dumps(index, indent=1) + "\n")
+    return path
+
+
+def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpot_ms: float | None = None,
+                         e2e_ms: float | None = None, progress: bool = True) -> PolicyStudy:
+    """The :class:`PolicyStudy` a :func:`dynamic_disable` run recorded (its ``study.json``), measured policies included.
+
+    Args:
+        index: the ``study.json`` file or the folder holding it.
+        objective, tpot_ms, e2e_ms: override the recorded objective and goodput targets.
+        progress: a progress bar over the runs read (a widget in JupyterLab, text elsewhere).
+
+    Raises:
+        ConfigError: no index there, or a run it names is missing.
+    """
+    from tqdm.auto import tqdm
+
+    from workbench.store import load_runs
+
+    path = paths.resolve(index)
+    path = path / INDEX_NAME if path.is_dir() else path
+    if not path.is_file():
+        raise ConfigError(f"no study index at {path}: run dynamic_disable(...) first, or pass its policy folder")
+    data = json.loads(path.read_text())
+    folder = path.parent
+    sweep = [folder / r for r in data["sweep_runs"]]
+    missing = [str(r) for r in sweep if not r.is_dir()]
+    if missing:
+        raise ConfigError(f"{path} names runs that are not there: {missing}")
+    has_goodput = tpot_ms is not None or e2e_ms is not None
+    study = load_policy_study(list(tqdm(sweep, desc="reading sweep runs", disable=not progress)),
+                              baseline=data["baseline"], objective=objective or data["objective"],
+                              tpot_ms=tpot_ms if has_goodput else data.get("tpot_ms"),
+                              e2e_ms=e2e_ms if has_goodput else data.get("e2e_ms"),
+                              adaptive_version=data.get("adaptive_version", DEFAULT_ADAPTIVE_VERSION))
+    study.settings = {**study.settings, **data.get("settings", {})}
+    for name, entry in tqdm(list(data.get("policies", {}).items()), desc="reading policy runs", disable=not progress):
+        variant_file = folder / entry["variant_file"]
+        run = PolicyRun(name, load_variant(variant_file), variant_file,
+                        folder / entry["config_file"] if entry.get("config_file") else None, entry["always_on"],
+                        {int(c): v for c, v in entry["choice"].items()})
+        if entry.get("run"):
+            _, levels = load_runs([folder / entry["run"]])
+            run.levels = levels
+        study.runs[name] = run
+    return study
+
+
+def dynamic_disable(
+    variants: Sequence[str | Path],
+    *,
+    baseline: str = "baseline",
+    objective: str = "throughput",
+    tpot_ms: float | None = None,
+    e2e_ms: float | None = None,
+    adaptive_version: str = DEFAULT_ADAPTIVE_VERSION,
+    run_policies: bool = True,
+    policy_dir: str | Path | None = None,
+    **bench: Any,
+) -> PolicyStudy:
+    """Sweep ``variants`` (the baseline among them), derive the policies, run them, return the study.
+
+    Args:
+        variants: variant names or files; the baseline must be one of them. Their topk and
+            num_steps are read from their flags (a sweep over num_steps at topk 1 gives the
+            adaptive tiers).
+        baseline: the plain-decoding variant.
+        objective: ``"per_request"`` (mean per-request tok/s), ``"throughput"`` (total output
+            tok/s) or ``"goodput"`` (requests/s meeting ``tpot_ms`` and/or ``e2e_ms``).
+        tpot_ms, e2e_ms: goodput targets in milliseconds.
+        adaptive_version: the SGLang release (0.5.16 or later) the adaptive config is written for
+            and run under on the simulated engine.
+        run_policies: write and measure the derived policies with the same plan.
+        policy_dir: where the policy variants and the adaptive config are written (default
+            ``<runs_dir>/policies``).
+        bench: :func:`workbench.benchmark_variants`' keyword arguments (host, levels, requests,
+            repeats, time scale, ...), used for the sweep and the policies alike.
+
+    Raises:
+        ConfigError: the baseline is not among ``variants``, or as :func:`workbench.benchmark_variants`.
+    """
+    from workbench._investigation import benchmark_variants
+
+    loaded = [load_variant(v) for v in variants]
+    if baseline not in [v.name for v in loaded]:
+        raise ConfigError(f"the baseline {baseline!r} must be among the variants swept: {[v.name for v in loaded]}")
+    dirs = benchmark_variants(loaded, **bench)
+    study = load_policy_study(dirs, baseline=baseline, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
+                              adaptive_version=adaptive_version, bench=bench)
+    study.settings = {v.name: variant_settings(v) for v in loaded}
+    folder = policy_dir or Path(bench.get("runs_dir", "data/runs")) / "policies"
+    policy_runs: dict[str, Path] = {}
+    if run_policies:
+        study.write_policies(folder)
+        policy_runs = study.run_policies()
+    write_index(study, dirs, policy_runs, folder)
+    return study
+
+
+#: What an exported report shows where the live panel would be.
+PANEL_FALLBACK = ("Interactive panel (variants, metric, objective, threshold slider): live in JupyterLab only "
+                  "(make lab); the static charts above stand in for it here.")
+
+
+def show_panel(study: PolicyStudy) -> Any:
+    """Display :meth:`PolicyStudy.panel`, with a plain-text stand-in for front ends without widgets.
+
+    Returns:
+        None (the panel is displayed, not returned, so a cell ending with this call shows it once).
+    """
+    from IPython.display import display
+
+    panel = study.panel()
+    bundle = panel._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    display({**data, "text/plain": PANEL_FALLBACK}, raw=True)
+    return None
