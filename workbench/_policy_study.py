@@ -29,6 +29,7 @@ from workbench import charts, paths
 from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
                                 higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
                                 repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench._study import Study
 from workbench.charts import METRIC_TITLES
 from workbench.errors import ConfigError
 from workbench.variants import Variant, load_variant
@@ -144,6 +145,11 @@ class PolicyStudy:
         return dict(sorted(found.items(), key=lambda kv: kv[1]))
 
     @property
+    def simulated(self) -> bool:
+        """True when any figure of the sweep comes from the simulated engine."""
+        return bool(self.levels.get("simulated", pd.Series([False])).fillna(False).astype(bool).any())
+
+    @property
     def repeats(self) -> int:
         """The fewest repeats of any level."""
         if "repeat" not in self.levels:
@@ -152,16 +158,16 @@ class PolicyStudy:
 
     @property
     def subtitle(self) -> list[str]:
-        """Chart subtitle lines: provenance (SIMULATED when so), engine version, n."""
-        sims = [m.get("simulation") or {} for m in self.manifests]
-        profile = next((s.get("profile") for s in sims if s.get("profile")), None)
-        scale = next((s.get("time_scale") for s in sims if s.get("time_scale")), None)
-        first = charts.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
-        versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or
-                                (m.get("provenance") or {}).get("sglang_version") or "?") for m in self.manifests})
-        n = self.repeats
-        rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
-        return [first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
+        """Chart subtitle lines: provenance (SIMULATED when so; :attr:`workbench.Study.subtitle_lines`, stand-ins
+        included), the SGLang rules of the sweep, n."""
+        if "subtitle" not in self._cache:
+            first = Study(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
+            versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or "?")
+                               for m in self.manifests})
+            n = self.repeats
+            rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
+            self._cache["subtitle"] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
+        return list(self._cache["subtitle"])
 
     # -- tables -------------------------------------------------------------------------------------
     def means(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -431,13 +437,20 @@ class PolicyStudy:
             lines.append(f"- vLLM `num_speculative_tokens_per_batch_size`: `{json.dumps(self.vllm_schedule())}`")
         g = self.gains(m)
         for (policy, against), part in (g.groupby(["policy", "against"], sort=False) if len(g) else []):
+            if (part["predicted_gain"] == 1.0).all():
+                lines.append(f"- {policy} runs the same variant as {against} at every level: predicted gain 0; "
+                             + ("measured " + ", ".join(f"{_pct(r, 'measured_gain')} at {int(r['concurrency'])}"
+                                                       for _, r in part.iterrows())
+                                if "measured_gain" in part and part["measured_gain"].notna().any() else "not run")
+                             + f" (n={int(part['n'].min())} repeats).")
+                continue
             best = part.loc[part["predicted_gain"].idxmax()]
             text = (f"- {policy} over {against}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
                     f"{int(best['concurrency'])}")
             if "measured_gain" in part and part["measured_gain"].notna().any():
                 text += f", measured {_pct(best, 'measured_gain')} there ({best['agreement']})"
             lines.append(text + f"; n={int(best['n'])} repeats.")
-        lines.append(f"- Caveats: {self.subtitle[0]}; {self.subtitle[1]}. Levels "
+        lines.append(f"- Caveats: {'; '.join(self.subtitle)}. Levels "
                      f"{', '.join(str(int(c)) for c in sorted(set(self.levels['concurrency'])))} only: the switch "
                      "lies somewhere between the last level ahead and the next; a policy's prediction is assembled "
                      "from static variants and leaves out what switching costs (measured: the policy run as one "
@@ -471,7 +484,9 @@ class PolicyStudy:
         points = pareto_points(both, gpus={v: self.settings[v]["gpus"] for v in names})
         out["pareto"] = charts.pareto_chart(points, baseline=self.baseline, variants=self.variants, subtitle=sub)
         if self.runs:
-            out["gains"] = charts.gain_chart(self.gains_long(metric), subtitle=sub,
+            stand_ins = [f"{run.variant.name} = {run.variant.sim_stand_in()}" for run in self.runs.values()
+                         if run.variant.sim_stand_in() and self.simulated]
+            out["gains"] = charts.gain_chart(self.gains_long(metric), subtitle=[*sub, *stand_ins],
                                              y_title=f"gain ({metric}; above 1: the policy is better)")
         return out
 
@@ -488,12 +503,7 @@ class PolicyStudy:
 
     def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
         """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
-        folder = paths.resolve(out_dir)
-        rows = []
-        for stem, chart in self.charts().items():
-            files = charts.save_chart(chart, folder, f"dynamic_disable_{stem}")
-            rows.append({"chart": stem, **{fmt: Path(p).name for fmt, p in files.items()}, "folder": str(folder)})
-        return pd.DataFrame(rows)
+        return charts.save_charts(self.charts(), paths.resolve(out_dir), prefix="dynamic_disable_")
 
     def panel(self) -> Any:
         """An ipywidgets panel (JupyterLab): pick variants, metric and objective, slide the threshold.

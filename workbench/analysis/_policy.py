@@ -51,6 +51,9 @@ OBJECTIVES: dict[str, str] = {
     "goodput": "goodput_req_s",
 }
 
+#: The verdict of a level where a value is 0 or less (no ratio: e.g. no request met the goodput target).
+ZERO = "a value is 0: no ratio"
+
 #: First SGLang release whose ``--speculative-adaptive-config`` has batch-size tiers (PR #24055;
 #: ``srt/speculative/adaptive_spec_params.py`` ``_load_adaptive_config``).
 TIERS_SINCE = (0, 5, 16)
@@ -143,15 +146,26 @@ def spec_ratio_table(levels: pd.DataFrame, *, baseline: str, metric: str, specs:
     up = higher_is_better(metric)
     frames = []
     for spec in names:
-        if up:
-            t = ratio_intervals(levels, baseline=baseline, spec=spec, metric=metric, confidence=confidence)
-        else:  # baseline / spec: the swapped pair's ratio, whose "spec ahead" now means a shorter latency
-            t = ratio_intervals(levels, baseline=spec, spec=baseline, metric=metric, confidence=confidence)
-        frames.append(t.assign(variant=spec, metric=metric, orientation="spec/baseline" if up else "baseline/spec"))
+        pair = levels[levels["variant"].isin([baseline, spec])]
+        zero = sorted(set(pair.loc[pair[metric] <= 0, "concurrency"]))  # e.g. goodput 0: no ratio there
+        pair = pair[~pair["concurrency"].isin(zero)]
+        orient = "spec/baseline" if up else "baseline/spec"
+        if pair["variant"].nunique() == 2:
+            if up:
+                t = ratio_intervals(pair, baseline=baseline, spec=spec, metric=metric, confidence=confidence)
+            else:  # baseline / spec: the swapped pair's ratio, whose "spec ahead" now means a shorter latency
+                t = ratio_intervals(pair, baseline=spec, spec=baseline, metric=metric, confidence=confidence)
+            frames.append(t.assign(variant=spec, metric=metric, orientation=orient))
+        if zero:
+            frames.append(pd.DataFrame({"concurrency": zero, "n": 0, "ratio": np.nan, "ratio_lo": np.nan,
+                                        "ratio_hi": np.nan, "verdict": ZERO, "variant": spec, "metric": metric,
+                                        "orientation": orient}))
     cols = ["variant", "concurrency", "n", "ratio", "ratio_lo", "ratio_hi", "verdict", "metric", "orientation"]
     if not frames:
         return pd.DataFrame(columns=cols)
-    return pd.concat(frames, ignore_index=True)[cols]
+    out = pd.concat(frames, ignore_index=True)[cols]
+    return out.sort_values(["variant", "concurrency"], key=lambda c: c.map({v: i for i, v in enumerate(names)})
+                           if c.name == "variant" else c).reset_index(drop=True)
 
 
 def envelope(levels: pd.DataFrame, *, metric: str, variants: Sequence[str] | None = None,
@@ -270,8 +284,8 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
                    confidence: float = 0.95) -> Threshold:
     """The "no drafting above N" threshold of ``spec`` against ``baseline`` on ``metric``.
 
-    N is the highest measured level up to which ``spec`` is ahead (oriented ratio of the means
-    above 1) at every level. Between N and the next measured level the data cannot place the
+    N is the highest measured level up to which ``spec``'s mean is better than the baseline's at
+    every level. Between N and the next measured level the data cannot place the
     switch more finely; the crossover interval says how sure the switch is at all (with n >= 2
     repeats it is claimed only where the intervals separate).
 
@@ -280,13 +294,16 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
     """
     ratios = spec_ratio_table(levels, baseline=baseline, metric=metric, specs=[spec], confidence=confidence)
     ratios = ratios.sort_values("concurrency").reset_index(drop=True)
-    measured = tuple(int(c) for c in ratios["concurrency"])
-    ahead = list(ratios["ratio"] > 1.0)
+    means = repeat_table(levels[levels["variant"].isin([baseline, spec])], [metric]).pivot(
+        index="concurrency", columns="variant", values=metric).dropna()
+    measured = tuple(int(c) for c in means.index)
+    ahead = list(means[spec] > means[baseline]) if higher_is_better(metric) else list(means[spec] < means[baseline])
     lead = 0
     while lead < len(ahead) and ahead[lead]:
         lead += 1
-    crossover = crossover_interval(ratios, metric=metric)
-    n = int(ratios["n"].min())
+    finite = ratios.dropna(subset=["ratio"])
+    crossover = crossover_interval(finite if len(finite) else ratios.fillna({"n": 1}), metric=metric)
+    n = int(levels[levels["variant"].isin([baseline, spec])].groupby(["variant", "concurrency"]).size().min())
     if lead == len(ahead):
         kind, limit = "always", None
         text = (f"{spec} is ahead of {baseline} on {metric} at every measured level ({', '.join(map(str, measured))}): "
@@ -324,7 +341,8 @@ def best_threshold(levels: pd.DataFrame, *, baseline: str, specs: Sequence[str],
     scored = []
     for spec in specs:
         t = find_threshold(levels, baseline=baseline, spec=spec, metric=metric, confidence=confidence)
-        logs = [sign * math.log(means[(v, c)] / best[c]) for c, v in t.choice().items() if (v, c) in means]
+        logs = [sign * math.log(max(means[(v, c)], 1e-12) / best[c]) for c, v in t.choice().items()
+                if (v, c) in means and best[c] > 0]
         scored.append((sum(logs) / len(logs) if logs else -math.inf, t))
     return max(scored, key=lambda s: s[0])[1]
 

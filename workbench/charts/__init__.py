@@ -24,6 +24,7 @@ _NAMES = {
     "residual_chart": "_calibration",
     "RENDERER_NAME": "_render",
     "save_chart": "_render",
+    "save_charts": "_render",
     "spec_ratio_chart": "_policy",
     "throughput_chart": "_tradeoff",
     "variant_scale": "_policy",
