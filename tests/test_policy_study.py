@@ -103,3 +103,20 @@ def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_woul
     assert not math.isnan(float(cfg.spec.num_steps))
     with pytest.raises(ConfigError, match="no sweep settings"):
         study.run_policies()
+
+
+@pytest.mark.e2e
+def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Path) -> None:
+    """notebooks/dynamic_disable.ipynb end to end (a real kernel), reading the fixture instead of sweeping."""
+    from workbench.report import run_notebook
+
+    root = Path(__file__).resolve().parents[1]
+    result = run_notebook(root / "notebooks" / "dynamic_disable.ipynb", out_dir=tmp_path / "out",
+                          parameters={"stored_study": str(FIXTURE), "report_dir": str(tmp_path / "charts")},
+                          cell_timeout_s=300)
+    page = result.html.read_text()
+    assert "Verdict (SIMULATED" in page and "speculative-adaptive-config" in page
+    assert "reading sweep runs" in page  # tqdm.auto as text under papermill (a widget in JupyterLab)
+    assert "live in JupyterLab only" in page  # the panel's stand-in in exported HTML
+    assert sorted(p.name for p in result.charts) == sorted(
+        f"dynamic_disable_{stem}.{fmt}" for stem in ("envelope", "gains", "pareto", "ratios") for fmt in ("png", "svg"))
