@@ -482,7 +482,8 @@ class PolicyStudy:
         both = repeat_table(self.levels[self.levels["variant"].isin(names)],
                             ["output_throughput_tok_s", "mean_per_request_tok_s"])
         points = pareto_points(both, gpus={v: self.settings[v]["gpus"] for v in names})
-        out["pareto"] = charts.pareto_chart(points, baseline=self.baseline, variants=self.variants, subtitle=sub)
+        out["pareto"] = charts.pareto_chart(points, baseline=self.baseline, variants=self.variants,
+                                            subtitle=[*sub[:-1], sub[-1].split("; bars")[0] + "; points: means"])
         if self.runs:
             stand_ins = [f"{run.variant.name} = {run.variant.sim_stand_in()}" for run in self.runs.values()
                          if run.variant.sim_stand_in() and self.simulated]
