@@ -89,8 +89,8 @@ def test_charts_are_aggregated_and_labelled(study: wb.PolicyStudy) -> None:
         "always-off (baseline)", "always-on (eagle3-topk1-v2)"}
 
 
-def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_would(study: wb.PolicyStudy,
-                                                                                      tmp_path: Path) -> None:
+def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_would(tmp_path: Path) -> None:
+    study = wb.load_dynamic_disable(FIXTURE, progress=False)  # its own: write_policies replaces its runs
     runs = study.write_policies(tmp_path)
     threshold, adaptive = runs["threshold"], runs["adaptive tiers"]
     v = load_variant(threshold.path)
@@ -120,3 +120,14 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     assert "live in JupyterLab only" in page  # the panel's stand-in in exported HTML
     assert sorted(p.name for p in result.charts) == sorted(
         f"dynamic_disable_{stem}.{fmt}" for stem in ("envelope", "gains", "pareto", "ratios") for fmt in ("png", "svg"))
+
+
+def test_a_threshold_without_a_patch_is_not_run_on_a_real_engine(tmp_path: Path) -> None:
+    study = wb.load_dynamic_disable(FIXTURE, progress=False)
+    study.write_policies(tmp_path)
+    study.runs.pop("adaptive tiers")
+    assert not study.runs["threshold"].variant.patches  # eagle3-topk1-v2 is spec v2: no patch covers it
+    study.bench = {"host": "local", "engine": "sglang", "runs_dir": str(tmp_path / "runs")}
+    with pytest.warns(UserWarning, match="would run it always-on; not run"):
+        assert study.run_policies() == {}
+    assert not (tmp_path / "runs").exists()

@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_
                                 repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
 from workbench._study import Study
 from workbench.charts import METRIC_TITLES
+from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
 from workbench.variants import Variant, load_variant
 
@@ -346,6 +348,13 @@ class PolicyStudy:
         if not self.runs:
             self.write_policies(policy_dir or Path(self.bench.get("runs_dir", "data/runs")) / "policies")
         runs = list(self.runs.values())
+        if not resolve_engine(self.bench.get("host", "local"), self.bench.get("engine")).simulated:
+            # a real SGLang runs only what its tree does: a threshold without a patch would measure always-on
+            for run in [r for r in runs if r.policy == "threshold" and not r.variant.patches]:
+                warnings.warn(f"{run.variant.name}: no patch switches drafting off in {run.always_on}'s SGLang "
+                              "(data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9 only), so a real "
+                              "engine would run it always-on; not run. Its prediction is still shown.", stacklevel=2)
+                runs.remove(run)
         if not runs:
             return {}
         dirs = benchmark_variants([r.variant for r in runs], **self.bench)
