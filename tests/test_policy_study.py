@@ -82,6 +82,8 @@ def test_charts_are_aggregated_and_labelled(study: wb.PolicyStudy) -> None:
         rows = sum(len(v) for v in spec.get("datasets", {}).values())
         assert 0 < rows < 5000, stem
         assert "SIMULATED" in json.dumps(spec["title"] if "title" in spec else spec), stem
+    colours = json.dumps(charts["envelope"].to_dict())
+    assert '"domain": ["baseline", "eagle3-topk4"' in colours and '"range": ["#9a9a9a", "#4e79a7"' in colours  # grey
     slid = study.envelope_chart(no_draft_above=1).to_dict()
     assert "no drafting above 1" in json.dumps(slid)
     gains = study.threshold_gains(["eagle3-topk1-v2"], 1)
