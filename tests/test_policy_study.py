@@ -72,6 +72,8 @@ def test_goodput_objective_needs_a_target_and_then_counts_requests() -> None:
     assert s.metric == "goodput_req_s" and s.levels["goodput_req_s"].notna().all()
     assert ((s.levels["goodput_fraction"] >= 0) & (s.levels["goodput_fraction"] <= 1)).all()
     s.threshold()  # the envelope and the threshold work on goodput like on any level column
+    g = s.gains()  # the measured policy runs get goodput from their own requests
+    assert g["measured_gain"].notna().any() or set(g["agreement"]) == {"a value is 0: no ratio"}
 
 
 def test_charts_are_aggregated_and_labelled(study: wb.PolicyStudy) -> None:

@@ -116,14 +116,18 @@ class PolicyStudy:
             raise ConfigError("objective 'goodput' needs a target: set tpot_ms and/or e2e_ms (milliseconds)")
         if self.baseline not in set(self.levels["variant"]):
             raise ConfigError(f"baseline {self.baseline!r} has no levels; have {sorted(set(self.levels['variant']))}")
-        if self.tpot_ms is not None or self.e2e_ms is not None:
-            good = goodput_levels(self.requests, tpot_ms=self.tpot_ms, e2e_ms=self.e2e_ms)
-            keys = ["variant", "concurrency", "repeat"]
-            base = self.levels.drop(columns=[c for c in ("goodput_req_s", "goodput_fraction", "goodput_requests")
-                                             if c in self.levels])
-            if "repeat" not in base:
-                base = base.assign(repeat=0)
-            self.levels = base.merge(good, on=keys, how="left")
+        self.levels = self.with_goodput(self.levels, self.requests)
+
+    def with_goodput(self, levels: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+        """``levels`` with ``goodput_req_s``, ``goodput_fraction`` and ``goodput_requests`` from ``requests`` under
+        the study's targets (unchanged when there is none)."""
+        if self.tpot_ms is None and self.e2e_ms is None:
+            return levels
+        good = goodput_levels(requests, tpot_ms=self.tpot_ms, e2e_ms=self.e2e_ms)
+        base = levels.drop(columns=[c for c in good.columns if c.startswith("goodput_") and c in levels])
+        if "repeat" not in base:
+            base = base.assign(repeat=0)
+        return base.merge(good, on=["variant", "concurrency", "repeat"], how="left")
 
     # -- who is who ---------------------------------------------------------------------------------
     @property
@@ -359,8 +363,9 @@ class PolicyStudy:
             return {}
         dirs = benchmark_variants([r.variant for r in runs], **self.bench)
         measured = load_study(dirs, baseline=runs[0].variant.name)
+        rows = self.with_goodput(measured.levels, measured.requests)
         for run in runs:
-            run.levels = measured.levels[measured.levels["variant"] == run.variant.name].copy()
+            run.levels = rows[rows["variant"] == run.variant.name].copy()
         return {run.policy: d for run, d in zip(runs, dirs)}
 
     def attach_policy_levels(self, policy: str, levels: pd.DataFrame) -> None:
@@ -650,8 +655,8 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
                         folder / entry["config_file"] if entry.get("config_file") else None, entry["always_on"],
                         {int(c): v for c, v in entry["choice"].items()})
         if entry.get("run"):
-            _, levels = load_runs([folder / entry["run"]])
-            run.levels = levels
+            requests, levels = load_runs([folder / entry["run"]])
+            run.levels = study.with_goodput(levels, requests)
         study.runs[name] = run
     return study
 
