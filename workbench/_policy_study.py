@@ -686,7 +686,8 @@ def dynamic_disable(
         adaptive_version: the SGLang release (0.5.16 or later) the adaptive config is written for
             and run under on the simulated engine.
         run_policies: write and measure the derived policies with the same plan.
-        policy_dir: where the policy variants and the adaptive config are written (default
+        policy_dir: where the policy variants, the adaptive config and ``study.json`` (the index
+            :func:`load_dynamic_disable` reads; the latest study written there) go (default
             ``<runs_dir>/policies``).
         bench: :func:`workbench.benchmark_variants`' keyword arguments (host, levels, requests,
             repeats, time scale, ...), used for the sweep and the policies alike.
