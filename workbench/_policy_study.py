@@ -14,10 +14,8 @@ that redraws them from the same functions.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
-import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,6 +28,8 @@ from workbench import charts, paths
 from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
                                 higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
                                 repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench._policy_files import (INDEX_NAME, PolicyRun, adaptive_variant, read_policy_runs, threshold_variant,
+                                     variant_settings, write_index)
 from workbench._study import Study
 from workbench.charts import METRIC_TITLES
 from workbench.engines import resolve_engine
@@ -38,42 +38,6 @@ from workbench.variants import Variant, load_variant
 
 #: The release whose adaptive batch-size tiers the derived config is written for and run under.
 DEFAULT_ADAPTIVE_VERSION = "0.5.16"
-
-
-def _int_flag(v: Variant, name: str) -> int | None:
-    value = v.flags.get(name)
-    return int(value) if value is not None and value is not False else None
-
-
-def variant_settings(v: Variant) -> dict[str, Any]:
-    """``topk``, ``num_steps`` (None for plain decoding) and ``gpus`` (TP x DP, default 1) of a variant."""
-    spec = v.flags.get("speculative-algorithm") is not None
-    gpus = (_int_flag(v, "tp-size") or _int_flag(v, "tensor-parallel-size") or 1) * (_int_flag(v, "dp-size") or 1)
-    return {"topk": (_int_flag(v, "speculative-eagle-topk") or 1) if spec else None,
-            "num_steps": _int_flag(v, "speculative-num-steps") if spec else None, "gpus": gpus}
-
-
-@dataclasses.dataclass
-class PolicyRun:
-    """A policy as one server: its variant file and, once measured, its level rows.
-
-    Attributes:
-        policy: ``"threshold"`` or ``"adaptive tiers"``.
-        variant: the variant that runs it (written to ``path``).
-        path: the variant's TOML file.
-        config_path: the adaptive config JSON (adaptive tiers only).
-        always_on: the static speculative variant it is compared with.
-        choice: concurrency -> the swept variant the prediction takes there.
-        levels: its measured level rows (None until run).
-    """
-
-    policy: str
-    variant: Variant
-    path: Path
-    config_path: Path | None
-    always_on: str
-    choice: dict[int, str]
-    levels: pd.DataFrame | None = None
 
 
 @dataclasses.dataclass
@@ -258,9 +222,6 @@ class PolicyStudy:
         return pd.DataFrame(rows)
 
     # -- policies as variants -----------------------------------------------------------------------
-    def _template(self, spec: str) -> Variant:
-        return load_variant(spec)
-
     def write_policies(self, policy_dir: str | Path) -> dict[str, PolicyRun]:
         """Write the threshold and adaptive-tiers policies as variant files (and the adaptive JSON) into ``policy_dir``.
 
@@ -276,63 +237,16 @@ class PolicyStudy:
         self.runs = {}
         t = self.threshold()
         if t.kind == "threshold":
-            self.runs["threshold"] = self._threshold_run(t, folder)
+            self.runs["threshold"] = threshold_variant(load_variant(t.spec), t, folder)
         topk1 = self.topk_variants(1)
-        if topk1:
-            run = self._adaptive_run(folder)
-            if run is not None:
-                self.runs["adaptive tiers"] = run
+        policy = sglang_policy(self.tiers(), None, sglang_version=self.adaptive_version) if topk1 else None
+        if policy is not None and policy.kind == "adaptive_tiers":
+            best = self.envelope(variants=[self.baseline, *topk1]).sort_values("concurrency")
+            choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
+            always_on = next((v for v in best["best_variant"] if v != self.baseline), next(iter(topk1)))
+            self.runs["adaptive tiers"] = adaptive_variant(load_variant(next(iter(topk1))), policy, folder,
+                                                           always_on=always_on, choice=choice)
         return self.runs
-
-    def _threshold_run(self, t: Threshold, folder: Path) -> PolicyRun:
-        spec = self._template(t.spec)
-        v1 = spec.env.get("SGLANG_ENABLE_SPEC_V2") not in ("1", "true", "True")
-        patch = paths.PACKAGE_ROOT / "data" / "patches" / "eagle-spec-off-above.patch"
-        lines = {
-            "name": f"{t.spec}-off-above-{t.no_draft_above}",
-            "description": f"{spec.description.rstrip('.')}; no drafting above {t.no_draft_above} running requests "
-                           f"(derived by notebooks/dynamic_disable.ipynb{'' if v1 else '; no patch covers spec v2: simulator only'}).",
-            "model_path": spec.model_path, "draft_model_path": spec.draft_model_path,
-        }
-        if spec.base:
-            lines["base"] = spec.base
-        elif spec.sglang_version:
-            lines["sglang_version"] = spec.sglang_version
-        if v1:
-            lines["patches"] = [os.path.relpath(patch, folder)]  # variant files name patches relative to themselves
-        env = {**spec.env, **({"SGLANG_SPEC_OFF_ABOVE": str(t.no_draft_above)} if v1 else {})}
-        text = _toml(lines, {"flags": spec.flags, "env": env, "sim_policy": {"spec_off_above": t.no_draft_above}})
-        path = folder / f"{lines['name']}-{_digest(text)}.toml"
-        path.write_text(text)
-        return PolicyRun("threshold", load_variant(path), path, None, t.spec, t.choice())
-
-    def _adaptive_run(self, folder: Path) -> PolicyRun | None:
-        policy = sglang_policy(self.tiers(), None, sglang_version=self.adaptive_version)
-        if policy.kind != "adaptive_tiers":
-            return None
-        topk1 = self.topk_variants(1)
-        best = self.envelope(variants=[self.baseline, *topk1]).sort_values("concurrency")
-        choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
-        first_spec = next((v for v in best["best_variant"] if v != self.baseline), next(iter(topk1)))
-        template = self._template(next(iter(topk1)))
-        config_text = json.dumps(policy.config, indent=2) + "\n"
-        config = folder / f"adaptive-config-{_digest(config_text)}.json"
-        config.write_text(config_text)
-        steps = sorted({s for tier in self.tiers() for s in tier.candidate_steps})
-        flags = {k: v for k, v in template.flags.items() if k not in ("speculative-num-draft-tokens",
-                                                                       "speculative-num-steps")}
-        flags.update({"speculative-eagle-topk": 1, "speculative-num-steps": max(steps), "speculative-adaptive": True,
-                      "speculative-adaptive-config": str(config)})
-        env = {k: v for k, v in template.env.items() if k != "SGLANG_ENABLE_SPEC_V2"}  # 0.5.16 warns when it is set
-        name = f"adaptive-tiers-{_digest(config_text)}"
-        lines = {"name": name, "description": f"EAGLE-3 topk 1, adaptive num_steps per batch-size tier "
-                 f"(SGLang {self.adaptive_version}+ --speculative-adaptive-config {config.name}; derived by "
-                 "notebooks/dynamic_disable.ipynb).", "sglang_version": self.adaptive_version,
-                 "model_path": template.model_path, "draft_model_path": template.draft_model_path}
-        text = _toml(lines, {"flags": flags, "env": env})
-        path = folder / f"{name}.toml"
-        path.write_text(text)
-        return PolicyRun("adaptive tiers", load_variant(path), path, config, first_spec, choice)
 
     def run_policies(self, policy_dir: str | Path | None = None) -> dict[str, Path]:
         """Write the policies (when not yet) and measure each as one server with the sweep's plan.
@@ -539,29 +453,6 @@ def _pct(row: pd.Series, col: str) -> str:
     return text
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))  # a TOML basic string: JSON's escapes are TOML's
-
-
-def _toml(top: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]]) -> str:
-    """A variant file: top-level keys (None left out), then each table."""
-    out = ["# Written by workbench (notebooks/dynamic_disable.ipynb): a policy derived from a measured sweep."]
-    out += [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
-    for name, table in tables.items():
-        out += ["", f"[{name}]", *[f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in table.items() if v is not None]]
-    return "\n".join(out) + "\n"
-
-
 def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline", objective: str = "throughput",
                       tpot_ms: float | None = None, e2e_ms: float | None = None,
                       adaptive_version: str = DEFAULT_ADAPTIVE_VERSION, bench: Mapping[str, Any] | None = None,
@@ -584,36 +475,6 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
     return PolicyStudy(levels=study.levels, requests=study.requests, manifests=study.manifests, baseline=baseline,
                        settings=settings, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
                        adaptive_version=adaptive_version, bench=dict(bench or {}))
-
-
-#: The index a :func:`dynamic_disable` study leaves in its policy folder (read by :func:`load_dynamic_disable`).
-INDEX_NAME = "study.json"
-
-
-def _rel(path: str | Path, folder: Path) -> str:
-    return os.path.relpath(Path(path).resolve(), folder.resolve())
-
-
-def write_index(study: PolicyStudy, sweep_runs: Sequence[Path], policy_runs: Mapping[str, Path],
-                folder: str | Path) -> Path:
-    """Record a study (its runs, policies and settings, paths relative to ``folder``) as ``folder/study.json``."""
-    folder = paths.resolve(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    index = {
-        "baseline": study.baseline, "objective": study.objective, "tpot_ms": study.tpot_ms, "e2e_ms": study.e2e_ms,
-        "adaptive_version": study.adaptive_version, "settings": study.settings,
-        "bench": {k: (v if isinstance(v, (str, int, float, bool, list, type(None))) else repr(v))
-                  for k, v in study.bench.items()},
-        "sweep_runs": [_rel(r, folder) for r in sweep_runs],
-        "policies": {name: {"variant_file": _rel(run.path, folder), "config_file": None if run.config_path is None
-                            else _rel(run.config_path, folder), "always_on": run.always_on,
-                            "choice": {str(c): v for c, v in run.choice.items()},
-                            "run": _rel(policy_runs[name], folder) if name in policy_runs else None}
-                     for name, run in study.runs.items()},
-    }
-    path = folder / INDEX_NAME
-    path.write_text(json.dumps(index, indent=1) + "\n")
-    return path
 
 
 def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpot_ms: float | None = None,
@@ -649,13 +510,10 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
                               e2e_ms=e2e_ms if has_goodput else data.get("e2e_ms"),
                               adaptive_version=data.get("adaptive_version", DEFAULT_ADAPTIVE_VERSION))
     study.settings = {**study.settings, **data.get("settings", {})}
-    for name, entry in tqdm(list(data.get("policies", {}).items()), desc="reading policy runs", disable=not progress):
-        variant_file = folder / entry["variant_file"]
-        run = PolicyRun(name, load_variant(variant_file), variant_file,
-                        folder / entry["config_file"] if entry.get("config_file") else None, entry["always_on"],
-                        {int(c): v for c, v in entry["choice"].items()})
-        if entry.get("run"):
-            requests, levels = load_runs([folder / entry["run"]])
+    policies = read_policy_runs(data, folder)
+    for name, (run, run_dir) in tqdm(list(policies.items()), desc="reading policy runs", disable=not progress):
+        if run_dir is not None:
+            requests, levels = load_runs([run_dir])
             run.levels = study.with_goodput(levels, requests)
         study.runs[name] = run
     return study
