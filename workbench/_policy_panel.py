@@ -51,7 +51,11 @@ def build_panel(study: Any) -> Any:
     gains = w.HTML()
     note = w.HTML()
 
+    quiet = {"on": False}  # set while the objective moves the metric and the slider: one redraw, not three
+
     def redraw(_: Any = None) -> None:
+        if quiet["on"]:
+            return
         chosen = [v for v in pick.value]
         limit = int(slider.value)
         with chart:
@@ -61,15 +65,19 @@ def build_panel(study: Any) -> Any:
 
     def on_objective(_: Any = None) -> None:
         col = OBJECTIVES[objective.value]
-        if col in metrics:
-            metric.value = col
-        chosen = list(pick.value)
-        if chosen:
-            best = study.threshold(col, specs=chosen).no_draft_above
-            note.value = (f"<p>Recommended for {html.escape(objective.value)}: "
-                          f"{'keep drafting at every level' if best is None else f'no drafting above {best}'}</p>")
-            if best in levels:
-                slider.value = best
+        quiet["on"] = True
+        try:
+            if col in metrics:
+                metric.value = col
+            chosen = list(pick.value)
+            if chosen:
+                best = study.threshold(col, specs=chosen).no_draft_above
+                note.value = (f"<p>Recommended for {html.escape(objective.value)}: "
+                              f"{'keep drafting at every level' if best is None else f'no drafting above {best}'}</p>")
+                if best in levels:
+                    slider.value = best
+        finally:
+            quiet["on"] = False
         redraw()
 
     for widget in (pick, metric, slider):
