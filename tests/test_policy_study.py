@@ -61,6 +61,9 @@ def test_gains_pair_predicted_and_measured_with_intervals(study: wb.PolicyStudy)
     # where a policy runs the baseline, its predicted gain over always-off is exactly 1
     off = g[(g["against"] == "always-off (baseline)") & (g["concurrency"] == 32)]
     assert off["predicted_gain"].tolist() == pytest.approx([1.0, 1.0])
+    both = study.ratio_summary()
+    assert set(both.loc[both["metric"] == "mean_tpot_ms", "orientation"]) == {"baseline/spec"}
+    assert set(both.loc[both["metric"] == "output_throughput_tok_s", "orientation"]) == {"spec/baseline"}
     text = study.verdict()
     assert text.startswith("**Verdict (SIMULATED") and "n=2 repeats" in text and "Caveats" in text
 

@@ -150,6 +150,11 @@ class PolicyStudy:
         """Oriented spec/baseline ratios with intervals (:func:`workbench.analysis.spec_ratio_table`)."""
         return spec_ratio_table(self.levels, baseline=self.baseline, metric=metric or self.metric)
 
+    def ratio_summary(self, metrics: Sequence[str] = ("output_throughput_tok_s", "mean_per_request_tok_s",
+                                                     "mean_ttft_ms", "mean_tpot_ms")) -> pd.DataFrame:
+        """:meth:`ratios` of several metrics in one table (throughputs spec/baseline, latencies baseline/spec)."""
+        return pd.concat([self.ratios(m) for m in metrics if m in self.levels], ignore_index=True)
+
     def envelope(self, metric: str | None = None, variants: Sequence[str] | None = None) -> pd.DataFrame:
         """Best variant per concurrency (:func:`workbench.analysis.envelope`)."""
         return envelope(self.levels, metric=metric or self.metric, variants=variants)
