@@ -2,6 +2,7 @@
 #   make report   run the notebooks, write reports/ (HTML, executed notebooks, charts)
 #   make test     run the test suite
 # Both create .venv (python3.11) and install the project into it when needed.
+#   make lab      start JupyterLab on notebooks/ with the project's kernel (ARGS='--port 8890' ...)
 #
 # Parameters for `make report`:
 #   make report ARGS='-p host myalias -p concurrency_levels "[1,2,4]"'
@@ -25,11 +26,12 @@ PIP_QUIET := $(if $(CI),--progress-bar off -q,-q)
 # P='a=1 b=[2,3]'  ->  -p a '1' -p b '[2,3]'
 P_ARGS := $(foreach kv,$(P),-p $(firstword $(subst =, ,$(kv))) '$(patsubst $(firstword $(subst =, ,$(kv)))=%,%,$(kv))')
 
-.PHONY: help report test venv system-deps clean distclean
+.PHONY: help report test lab venv system-deps clean distclean
 
 help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
 	@echo "make test     run the tests (installs chromium/openssh-server when root and missing)"
+	@echo "make lab      start JupyterLab on notebooks/ (127.0.0.1) with the project's kernel (ARGS=...)"
 	@echo "make venv     create .venv and install the project (pip install -e '.[test]')"
 	@echo "make clean    remove reports/ and caches; make distclean also removes .venv"
 
@@ -38,6 +40,11 @@ report: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q $(ARGS)
+
+# JupyterLab from the venv: its kernel "python3" (installed into the venv by $(STAMP)) is the
+# project's interpreter, so notebooks import this checkout. Loopback only unless ARGS says otherwise.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(ARGS)
 
 venv: $(STAMP)
 

@@ -370,9 +370,4 @@ class WhatIf:
         """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
         from workbench import paths
 
-        out = paths.resolve(out_dir)
-        rows = []
-        for stem, chart in self.charts().items():
-            paths = charts.save_chart(chart, out, f"what_if_{stem}")
-            rows.append({"chart": stem, **{fmt: Path(p).name for fmt, p in paths.items()}, "folder": str(out)})
-        return pd.DataFrame(rows)
+        return charts.save_charts(self.charts(), paths.resolve(out_dir), prefix="what_if_")

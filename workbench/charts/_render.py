@@ -25,10 +25,12 @@ default for DataFrames).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import altair as alt
+import pandas as pd
 import vl_convert as vlc
 
 from workbench.errors import ConfigError, ReportError
@@ -38,6 +40,7 @@ __all__ = [
     "chart_mimebundle",
     "enable_offline_renderer",
     "save_chart",
+    "save_charts",
 ]
 
 #: Name under which :func:`enable_offline_renderer` registers the renderer with altair.
@@ -194,3 +197,20 @@ def save_chart(
             ) from exc
         written[fmt] = path
     return written
+
+
+def save_charts(charts: Mapping[str, alt.TopLevelMixin], out_dir: str | Path, *, prefix: str = "") -> pd.DataFrame:
+    """:func:`save_chart` for each chart of ``charts`` (stem -> chart) as ``<prefix><stem>.png`` and ``.svg``.
+
+    Returns:
+        One row per chart: ``chart`` (its stem), ``png`` and ``svg`` (file names) and ``folder``.
+
+    Raises:
+        As :func:`save_chart`.
+    """
+    folder = Path(out_dir).expanduser().resolve()
+    rows = []
+    for stem, chart in charts.items():
+        files = save_chart(chart, folder, f"{prefix}{stem}")
+        rows.append({"chart": stem, **{fmt: p.name for fmt, p in files.items()}, "folder": str(folder)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,596 @@
+"""When to stop speculating, as a policy you can run: sweep, derive, run the policy, compare.
+
+:func:`dynamic_disable` sweeps a baseline and speculative variants (topk 4 and topk 1 over
+num_steps) with :func:`workbench.benchmark_variants`, derives from the measurements (through
+:mod:`workbench.analysis`) the "no drafting above N" threshold, SGLang's
+``--speculative-adaptive-config`` batch-size tiers and vLLM's ``num_speculative_tokens_per_batch_size``,
+writes each policy as a variant (``<policy_dir>/*.toml``, the adaptive config beside it), runs
+those variants with the same plan, and reports each policy's predicted gain over always-on and
+always-off beside its measured one, with intervals over repeats. :class:`PolicyStudy` holds the
+tables, the charts (:mod:`workbench.charts._policy`) and, in JupyterLab, an ipywidgets panel
+that redraws them from the same functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from workbench import charts, paths
+from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
+                                higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
+                                repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench._policy_files import (INDEX_NAME, PolicyRun, adaptive_variant, read_policy_runs, threshold_variant,
+                                     variant_settings, write_index)
+from workbench._study import Study
+from workbench.charts import METRIC_TITLES
+from workbench.engines import resolve_engine
+from workbench.errors import ConfigError
+from workbench.variants import Variant, load_variant
+
+#: The release whose adaptive batch-size tiers the derived config is written for and run under.
+DEFAULT_ADAPTIVE_VERSION = "0.5.16"
+
+
+@dataclasses.dataclass
+class PolicyStudy:
+    """A sweep of a baseline and speculative variants, and the policies derived from it.
+
+    Attributes:
+        levels: level rows of the sweep (one per variant, concurrency and repeat), with
+            ``goodput_req_s`` when a goodput target is set.
+        requests: request rows of the sweep.
+        manifests: the runs' manifests.
+        baseline: the plain-decoding variant.
+        settings: variant -> ``topk``, ``num_steps``, ``gpus``.
+        objective: ``"per_request"``, ``"throughput"`` or ``"goodput"`` (see
+            :data:`workbench.analysis.OBJECTIVES`).
+        tpot_ms, e2e_ms: the goodput targets (None: not set).
+        adaptive_version: the SGLang release the adaptive config is written for.
+        bench: the keyword arguments of the sweep (the policies are run with the same).
+        runs: policy -> its :class:`PolicyRun` (after :meth:`write_policies`).
+    """
+
+    levels: pd.DataFrame
+    requests: pd.DataFrame
+    manifests: list[dict[str, Any]]
+    baseline: str
+    settings: dict[str, dict[str, Any]]
+    objective: str = "throughput"
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    adaptive_version: str = DEFAULT_ADAPTIVE_VERSION
+    bench: dict[str, Any] = dataclasses.field(default_factory=dict)
+    runs: dict[str, PolicyRun] = dataclasses.field(default_factory=dict)
+    #: Thresholds and tiers computed once per (metric, variants); the rows are not meant to change.
+    _cache: dict[tuple[Any, ...], Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"objective must be one of {sorted(OBJECTIVES)}, got {self.objective!r}")
+        if self.objective == "goodput" and self.tpot_ms is None and self.e2e_ms is None:
+            raise ConfigError("objective 'goodput' needs a target: set tpot_ms and/or e2e_ms (milliseconds)")
+        if self.baseline not in set(self.levels["variant"]):
+            raise ConfigError(f"baseline {self.baseline!r} has no levels; have {sorted(set(self.levels['variant']))}")
+        self.levels = self.with_goodput(self.levels, self.requests)
+
+    def with_goodput(self, levels: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+        """``levels`` with ``goodput_req_s``, ``goodput_fraction`` and ``goodput_requests`` from ``requests`` under
+        the study's targets (unchanged when there is none)."""
+        if self.tpot_ms is None and self.e2e_ms is None:
+            return levels
+        good = goodput_levels(requests, tpot_ms=self.tpot_ms, e2e_ms=self.e2e_ms)
+        base = levels.drop(columns=[c for c in good.columns if c.startswith("goodput_") and c in levels])
+        if "repeat" not in base:
+            base = base.assign(repeat=0)
+        return base.merge(good, on=["variant", "concurrency", "repeat"], how="left")
+
+    # -- who is who ---------------------------------------------------------------------------------
+    @property
+    def metric(self) -> str:
+        """The objective's level column."""
+        return OBJECTIVES[self.objective]
+
+    @property
+    def variants(self) -> list[str]:
+        """The swept variants, baseline first."""
+        rest = [v for v in dict.fromkeys(self.levels["variant"]) if v != self.baseline]
+        return [self.baseline, *rest]
+
+    @property
+    def spec_variants(self) -> list[str]:
+        return self.variants[1:]
+
+    def topk_variants(self, topk: int) -> dict[str, int]:
+        """Swept variants with this topk -> their num_steps, by num_steps."""
+        found = {v: self.settings[v]["num_steps"] for v in self.spec_variants if self.settings[v]["topk"] == topk}
+        return dict(sorted(found.items(), key=lambda kv: kv[1]))
+
+    @property
+    def simulated(self) -> bool:
+        """True when any figure of the sweep comes from the simulated engine."""
+        return bool(self.levels.get("simulated", pd.Series([False])).fillna(False).astype(bool).any())
+
+    @property
+    def repeats(self) -> int:
+        """The fewest repeats of any level."""
+        if "repeat" not in self.levels:
+            return 1
+        return int(self.levels.groupby(["variant", "concurrency"]).size().min())
+
+    @property
+    def subtitle(self) -> list[str]:
+        """Chart subtitle lines: provenance (SIMULATED when so; :attr:`workbench.Study.subtitle_lines`, stand-ins
+        included), the SGLang rules of the sweep, n."""
+        if "subtitle" not in self._cache:
+            first = Study(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
+            versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or "?")
+                               for m in self.manifests})
+            n = self.repeats
+            rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
+            self._cache["subtitle"] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
+        return list(self._cache["subtitle"])
+
+    # -- tables -------------------------------------------------------------------------------------
+    def means(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """Mean, interval and n over repeats per (variant, concurrency) (:func:`workbench.analysis.repeat_table`)."""
+        wanted = metrics or [m for m in dict.fromkeys([self.metric, *OBJECTIVES.values(), *METRIC_TITLES])
+                             if m in self.levels]
+        return repeat_table(self.levels, list(wanted))
+
+    def ratios(self, metric: str | None = None) -> pd.DataFrame:
+        """Oriented spec/baseline ratios with intervals (:func:`workbench.analysis.spec_ratio_table`)."""
+        return spec_ratio_table(self.levels, baseline=self.baseline, metric=metric or self.metric)
+
+    def ratio_summary(self, metrics: Sequence[str] = ("output_throughput_tok_s", "mean_per_request_tok_s",
+                                                     "mean_ttft_ms", "mean_tpot_ms")) -> pd.DataFrame:
+        """:meth:`ratios` of several metrics in one table (throughputs spec/baseline, latencies baseline/spec)."""
+        return pd.concat([self.ratios(m) for m in metrics if m in self.levels], ignore_index=True)
+
+    def envelope(self, metric: str | None = None, variants: Sequence[str] | None = None) -> pd.DataFrame:
+        """Best variant per concurrency (:func:`workbench.analysis.envelope`)."""
+        return envelope(self.levels, metric=metric or self.metric, variants=variants)
+
+    def threshold(self, metric: str | None = None, *, specs: Sequence[str] | None = None) -> Threshold:
+        """The recommended "no drafting above N" over the speculative variants (default: all swept;
+        :func:`workbench.analysis.best_threshold`)."""
+        key = ("threshold", metric or self.metric, tuple(specs or self.spec_variants))
+        if key not in self._cache:
+            self._cache[key] = best_threshold(self.levels, baseline=self.baseline, specs=list(key[2]), metric=key[1])
+        return self._cache[key]
+
+    def threshold_gains(self, specs: Sequence[str], no_draft_above: int, metric: str | None = None) -> pd.DataFrame:
+        """Predicted gain of "no drafting above ``no_draft_above``" over always-off and always-on.
+
+        It drafts with the best of ``specs`` at the lowest level (mean of ``metric``). The table's
+        ``attrs["spec"]`` names it. Columns as :func:`workbench.analysis.policy_gains`.
+        """
+        metric = metric or self.metric
+        lowest = min(self.levels["concurrency"])
+        first = self.levels[(self.levels["concurrency"] == lowest) & self.levels["variant"].isin(list(specs))]
+        means = first.groupby("variant")[metric].mean()
+        spec = str(means.idxmax() if higher_is_better(metric) else means.idxmin())
+        levels = sorted(int(c) for c in set(self.levels["concurrency"]))
+        choice = {c: (spec if c <= no_draft_above else self.baseline) for c in levels}
+        rows = pd.concat([self.levels, policy_rows(self.levels, choice, name="threshold (slid)")], ignore_index=True)
+        out = policy_gains(rows, policy="threshold (slid)", against=[self.baseline, spec], metric=metric)
+        out["against"] = out["against"].map(lambda a: "always-off (baseline)" if a == self.baseline
+                                            else f"always-on ({spec})")
+        out.attrs["spec"] = spec
+        return out
+
+    def tiers(self, metric: str | None = None, *, tolerance: float = 0.0) -> list[Tier]:
+        """num_steps per batch-size tier from the topk-1 sweep (:func:`workbench.analysis.step_tiers`).
+
+        Raises:
+            ConfigError: no topk-1 variant was swept.
+        """
+        steps = self.topk_variants(1)
+        if not steps:
+            raise ConfigError("no topk-1 variant in the sweep: the adaptive tiers need a sweep over num_steps at topk 1")
+        key = ("tiers", metric or self.metric, tolerance)
+        if key not in self._cache:
+            self._cache[key] = step_tiers(self.levels, baseline=self.baseline, steps=steps, metric=key[1],
+                                          tolerance=tolerance)
+        return list(self._cache[key])
+
+    def sglang_policy(self, sglang_version: str | None = None) -> SglangPolicy:
+        """SGLang's adaptive config (0.5.16+) or the threshold policy (older releases) for ``sglang_version``."""
+        return sglang_policy(self.tiers(), self.threshold(), sglang_version=sglang_version or self.adaptive_version)
+
+    def vllm_schedule(self, max_batch_size: int | None = None) -> list[list[int]]:
+        """vLLM's ``num_speculative_tokens_per_batch_size`` (default last end: the highest level measured)."""
+        top = max_batch_size or int(self.levels["concurrency"].max())
+        return vllm_schedule(self.tiers(), max_batch_size=top)
+
+    def policy_table(self) -> pd.DataFrame:
+        """The recommended policies in each output format, one row per format."""
+        t = self.threshold()
+        rows = [{"format": "threshold (no drafting above N)", "for": f"{t.spec}; any engine with a switch",
+                 "setting": "keep drafting (no threshold in range)" if t.kind == "always" else
+                 f"no drafting above {t.no_draft_above} running requests", "note": t.description}]
+        for version in ("0.5.12", self.adaptive_version, "0.5.23"):
+            p = self.sglang_policy(version)
+            setting = json.dumps(p.config) if p.config else (", ".join(p.flags) or p.kind)
+            rows.append({"format": f"SGLang {version}", "for": p.kind, "setting": setting, "note": p.note})
+        rows.append({"format": "vLLM", "for": "--speculative-config num_speculative_tokens_per_batch_size",
+                     "setting": json.dumps(self.vllm_schedule()),
+                     "note": "K = the best num_steps at topk 1; inclusive batch-size ranges"})
+        return pd.DataFrame(rows)
+
+    # -- policies as variants -----------------------------------------------------------------------
+    def write_policies(self, policy_dir: str | Path) -> dict[str, PolicyRun]:
+        """Write the threshold and adaptive-tiers policies as variant files (and the adaptive JSON) into ``policy_dir``.
+
+        File names carry a hash of their content, so a changed policy is another sweep and never
+        resumes the runs of an old one. A policy that never switches (speculation ahead or behind at
+        every level) is not written: it is one of the swept variants already.
+
+        Returns:
+            policy -> :class:`PolicyRun` (also kept in :attr:`runs`).
+        """
+        folder = paths.resolve(policy_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.runs = {}
+        t = self.threshold()
+        if t.kind == "threshold":
+            self.runs["threshold"] = threshold_variant(load_variant(t.spec), t, folder)
+        topk1 = self.topk_variants(1)
+        policy = sglang_policy(self.tiers(), None, sglang_version=self.adaptive_version) if topk1 else None
+        if policy is not None and policy.kind == "adaptive_tiers":
+            best = self.envelope(variants=[self.baseline, *topk1]).sort_values("concurrency")
+            choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
+            always_on = next((v for v in best["best_variant"] if v != self.baseline), next(iter(topk1)))
+            self.runs["adaptive tiers"] = adaptive_variant(load_variant(next(iter(topk1))), policy, folder,
+                                                           always_on=always_on, choice=choice)
+        return self.runs
+
+    def run_policies(self, policy_dir: str | Path | None = None) -> dict[str, Path]:
+        """Write the policies (when not yet) and measure each as one server with the sweep's plan.
+
+        Returns:
+            policy -> its run directory.
+
+        Raises:
+            ConfigError: the study has no sweep settings (loaded from runs: pass ``bench``), or as
+                :func:`workbench.benchmark_variants`.
+        """
+        from workbench._investigation import benchmark_variants, load_study
+
+        if not self.bench:
+            raise ConfigError("this study has no sweep settings (bench): build it with dynamic_disable(...) or "
+                              "pass bench={...} with the sweep's keyword arguments")
+        if not self.runs:
+            self.write_policies(policy_dir or Path(self.bench.get("runs_dir", "data/runs")) / "policies")
+        runs = list(self.runs.values())
+        if not resolve_engine(self.bench.get("host", "local"), self.bench.get("engine")).simulated:
+            # a real SGLang runs only what its tree does: a threshold without a patch would measure always-on
+            for run in [r for r in runs if r.policy == "threshold" and not r.variant.patches]:
+                warnings.warn(f"{run.variant.name}: no patch switches drafting off in {run.always_on}'s SGLang "
+                              "(data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9 only), so a real "
+                              "engine would run it always-on; not run. Its prediction is still shown.", stacklevel=2)
+                runs.remove(run)
+        if not runs:
+            return {}
+        dirs = benchmark_variants([r.variant for r in runs], **self.bench)
+        measured = load_study(dirs, baseline=runs[0].variant.name)
+        rows = self.with_goodput(measured.levels, measured.requests)
+        for run in runs:
+            run.levels = rows[rows["variant"] == run.variant.name].copy()
+        return {run.policy: d for run, d in zip(runs, dirs)}
+
+    def attach_policy_levels(self, policy: str, levels: pd.DataFrame) -> None:
+        """Use ``levels`` (rows of a stored run of ``policy``'s variant) as its measurement."""
+        if policy not in self.runs:
+            raise ConfigError(f"no policy {policy!r} written; have {sorted(self.runs)}")
+        self.runs[policy].levels = levels.copy()
+
+    # -- predicted versus measured ------------------------------------------------------------------
+    def _combined(self, metric: str) -> pd.DataFrame:
+        """Sweep levels plus each policy's predicted rows (``<policy> (predicted)``) and measured rows."""
+        frames = [self.levels]
+        for name, run in self.runs.items():
+            frames.append(policy_rows(self.levels, run.choice, name=f"{name} (predicted)"))
+            if run.levels is not None and len(run.levels):
+                measured = run.levels.assign(variant=f"{name} (measured)")
+                if "repeat" not in measured:
+                    measured = measured.assign(repeat=0)
+                frames.append(measured)
+        return pd.concat(frames, ignore_index=True)
+
+    def gains(self, metric: str | None = None) -> pd.DataFrame:
+        """Each policy's predicted gain over always-off (baseline) and always-on, and its measured gain.
+
+        One row per (policy, against, concurrency): ``predicted_gain`` and ``measured_gain`` with
+        ``_lo``/``_hi`` (95% t intervals over paired repeats; NaN for n < 2), ``n``, and
+        ``measured_over_predicted`` with its interval and ``agreement``
+        (:func:`workbench.analysis.predicted_vs_measured`). Without a measured run the measured
+        columns are NaN and ``agreement`` says "not run".
+        """
+        metric = metric or self.metric
+        combined = self._combined(metric)
+        frames = []
+        for name, run in self.runs.items():
+            against = [self.baseline, run.always_on]
+            if run.levels is not None and len(run.levels):
+                t = predicted_vs_measured(combined, predicted=f"{name} (predicted)", measured=f"{name} (measured)",
+                                          against=against, metric=metric)
+            else:
+                g = policy_gains(combined, policy=f"{name} (predicted)", against=against, metric=metric)
+                t = g.rename(columns={"gain": "predicted_gain", "gain_lo": "predicted_gain_lo",
+                                      "gain_hi": "predicted_gain_hi"}).drop(columns="verdict")
+                t = t.assign(agreement="not run")
+            t["against"] = t["against"].map(lambda a, on=run.always_on: "always-off (baseline)" if a == self.baseline
+                                            else f"always-on ({on})")
+            frames.append(t.assign(policy=name))
+        if not frames:
+            return pd.DataFrame()
+        out = pd.concat(frames, ignore_index=True)
+        return out[["policy", *[c for c in out.columns if c != "policy"]]]
+
+    def gains_long(self, metric: str | None = None) -> pd.DataFrame:
+        """:meth:`gains` as rows per source (predicted, measured), for :func:`workbench.charts.gain_chart`."""
+        g = self.gains(metric)
+        frames = []
+        for source in ("predicted", "measured"):
+            if f"{source}_gain" not in g:
+                continue
+            part = g[["policy", "against", "concurrency", "n", f"{source}_gain", f"{source}_gain_lo",
+                      f"{source}_gain_hi"]].rename(columns={f"{source}_gain": "gain", f"{source}_gain_lo": "gain_lo",
+                                                            f"{source}_gain_hi": "gain_hi"})
+            frames.append(part.dropna(subset=["gain"]).assign(source=source))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    # -- words --------------------------------------------------------------------------------------
+    def verdict(self) -> str:
+        """The answer first (threshold, adaptive config, vLLM schedule, gains), then the caveats and provenance (markdown)."""
+        m = self.metric
+        t = self.threshold()
+        lines = [f"**Verdict ({self.subtitle[0]}).** Objective: {self.objective} ({m})."]
+        if t.kind == "always":
+            lines.append(f"- **Keep drafting**: {t.description}")
+        elif t.kind == "never":
+            lines.append(f"- **Do not draft**: {t.description}")
+        else:
+            lines.append(f"- **No drafting above {t.no_draft_above} running requests**, drafting with {t.spec}. "
+                         f"{t.description}")
+        if self.topk_variants(1):
+            p = self.sglang_policy()
+            if p.config:
+                lines.append(f"- SGLang {self.adaptive_version}+ `--speculative-adaptive-config`: "
+                             f"`{json.dumps(p.config)}`")
+            lines.append(f"- vLLM `num_speculative_tokens_per_batch_size`: `{json.dumps(self.vllm_schedule())}`")
+        g = self.gains(m)
+        for (policy, against), part in (g.groupby(["policy", "against"], sort=False) if len(g) else []):
+            if (part["predicted_gain"] == 1.0).all():
+                lines.append(f"- {policy} runs the same variant as {against} at every level: predicted gain 0; "
+                             + ("measured " + ", ".join(f"{_pct(r, 'measured_gain')} at {int(r['concurrency'])}"
+                                                       for _, r in part.iterrows())
+                                if "measured_gain" in part and part["measured_gain"].notna().any() else "not run")
+                             + f" (n={int(part['n'].min())} repeats).")
+                continue
+            best = part.loc[part["predicted_gain"].idxmax()]
+            text = (f"- {policy} over {against}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
+                    f"{int(best['concurrency'])}")
+            if "measured_gain" in part and part["measured_gain"].notna().any():
+                text += f", measured {_pct(best, 'measured_gain')} there ({best['agreement']})"
+            lines.append(text + f"; n={int(best['n'])} repeats.")
+        lines.append(f"- Caveats: {'; '.join(self.subtitle)}. Levels "
+                     f"{', '.join(str(int(c)) for c in sorted(set(self.levels['concurrency'])))} only: the switch "
+                     "lies somewhere between the last level ahead and the next; a policy's prediction is assembled "
+                     "from static variants and leaves out what switching costs (measured: the policy run as one "
+                     f"server). Adaptive tiers run under SGLang {self.adaptive_version}'s rules, the sweep under its "
+                     "variants' own.")
+        return "\n".join(lines)
+
+    # -- charts -------------------------------------------------------------------------------------
+    def charts(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
+               no_draft_above: int | None | bool = True) -> dict[str, alt.TopLevelMixin]:
+        """Every chart by file stem: envelope, ratios, Pareto, gains (when policies are written).
+
+        Args:
+            metric: the level column (default: the objective's).
+            variants: the variants drawn (default: all swept; the baseline is always kept).
+            no_draft_above: the threshold drawn: True for the recommended one, an int, or None.
+        """
+        metric = metric or self.metric
+        names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
+        sub = self.subtitle
+        limit = self.threshold(metric).no_draft_above if no_draft_above is True else (no_draft_above or None)
+        out: dict[str, alt.TopLevelMixin] = {
+            "envelope": self.envelope_chart(metric=metric, variants=names, no_draft_above=limit)}
+        if len(names) > 1:
+            out["ratios"] = charts.spec_ratio_chart(
+                spec_ratio_table(self.levels, baseline=self.baseline, metric=metric, specs=names[1:]),
+                baseline=self.baseline, variants=self.variants, subtitle=sub, no_draft_above=limit,
+                y_title=("spec / baseline" if higher_is_better(metric) else "baseline / spec") + f", {metric}")
+        both = repeat_table(self.levels[self.levels["variant"].isin(names)],
+                            ["output_throughput_tok_s", "mean_per_request_tok_s"])
+        points = pareto_points(both, gpus={v: self.settings[v]["gpus"] for v in names})
+        out["pareto"] = charts.pareto_chart(points, baseline=self.baseline, variants=self.variants,
+                                            subtitle=[*sub[:-1], sub[-1].split("; bars")[0] + "; points: means"])
+        if self.runs:
+            stand_ins = [f"{run.variant.name} = {run.variant.sim_stand_in()}" for run in self.runs.values()
+                         if run.variant.sim_stand_in() and self.simulated]
+            out["gains"] = charts.gain_chart(self.gains_long(metric), subtitle=[*sub, *stand_ins],
+                                             y_title=f"gain ({metric}; above 1: the policy is better)")
+        return out
+
+    def envelope_chart(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
+                       no_draft_above: int | None = None) -> alt.LayerChart:
+        """The envelope chart of ``variants`` (the baseline always kept) with a threshold rule at ``no_draft_above``."""
+        metric = metric or self.metric
+        names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
+        means = repeat_table(self.levels[self.levels["variant"].isin(names)], [metric])
+        return charts.policy_envelope_chart(means, self.envelope(metric, names), metric=metric,
+                                            y_title=METRIC_TITLES.get(metric, metric), baseline=self.baseline,
+                                            variants=self.variants, subtitle=self.subtitle,
+                                            no_draft_above=no_draft_above)
+
+    def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
+        """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
+        return charts.save_charts(self.charts(), paths.resolve(out_dir), prefix="dynamic_disable_")
+
+    def panel(self) -> Any:
+        """An ipywidgets panel (JupyterLab): pick variants, metric and objective, slide the threshold.
+
+        Redraws the envelope chart and the predicted gain of the slid threshold from the same
+        functions as the static charts; exported HTML shows those static charts instead.
+        """
+        from workbench._policy_panel import build_panel
+
+        return build_panel(self)
+
+
+def _pct(row: pd.Series, col: str) -> str:
+    value, lo, hi = row[col], row.get(f"{col}_lo"), row.get(f"{col}_hi")
+    text = f"{value - 1:+.1%}"
+    if lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
+        text += f" (95% CI {lo - 1:+.1%} to {hi - 1:+.1%})"
+    return text
+
+
+def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline", objective: str = "throughput",
+                      tpot_ms: float | None = None, e2e_ms: float | None = None,
+                      adaptive_version: str = DEFAULT_ADAPTIVE_VERSION, bench: Mapping[str, Any] | None = None,
+                      ) -> PolicyStudy:
+    """A :class:`PolicyStudy` over stored runs of the sweep (run directories or ids).
+
+    Raises:
+        ConfigError: the baseline has no runs, a bad objective, or goodput without a target.
+    """
+    from workbench._investigation import load_study
+
+    study = load_study(runs, baseline=baseline)
+    settings = {}
+    for m in study.manifests:
+        name = m.get("variant")
+        definition = m.get("variant_definition") or {}
+        v = Variant(name=name, model_path=str(definition.get("model_path") or "?"), flags=dict(definition.get("flags")
+                                                                                               or {}))
+        settings[name] = variant_settings(v)
+    return PolicyStudy(levels=study.levels, requests=study.requests, manifests=study.manifests, baseline=baseline,
+                       settings=settings, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
+                       adaptive_version=adaptive_version, bench=dict(bench or {}))
+
+
+def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpot_ms: float | None = None,
+                         e2e_ms: float | None = None, progress: bool = True) -> PolicyStudy:
+    """The :class:`PolicyStudy` a :func:`dynamic_disable` run recorded (its ``study.json``), measured policies included.
+
+    Args:
+        index: the ``study.json`` file or the folder holding it.
+        objective, tpot_ms, e2e_ms: override the recorded objective and goodput targets.
+        progress: a progress bar over the runs read (a widget in JupyterLab, text elsewhere).
+
+    Raises:
+        ConfigError: no index there, or a run it names is missing.
+    """
+    from tqdm.auto import tqdm
+
+    from workbench.store import load_runs
+
+    path = paths.resolve(index)
+    path = path / INDEX_NAME if path.is_dir() else path
+    if not path.is_file():
+        raise ConfigError(f"no study index at {path}: run dynamic_disable(...) first, or pass its policy folder")
+    data = json.loads(path.read_text())
+    folder = path.parent
+    sweep = [folder / r for r in data["sweep_runs"]]
+    missing = [str(r) for r in sweep if not r.is_dir()]
+    if missing:
+        raise ConfigError(f"{path} names runs that are not there: {missing}")
+    has_goodput = tpot_ms is not None or e2e_ms is not None
+    study = load_policy_study(list(tqdm(sweep, desc="reading sweep runs", disable=not progress)),
+                              baseline=data["baseline"], objective=objective or data["objective"],
+                              tpot_ms=tpot_ms if has_goodput else data.get("tpot_ms"),
+                              e2e_ms=e2e_ms if has_goodput else data.get("e2e_ms"),
+                              adaptive_version=data.get("adaptive_version", DEFAULT_ADAPTIVE_VERSION))
+    study.settings = {**study.settings, **data.get("settings", {})}
+    policies = read_policy_runs(data, folder)
+    for name, (run, run_dir) in tqdm(list(policies.items()), desc="reading policy runs", disable=not progress):
+        if run_dir is not None:
+            requests, levels = load_runs([run_dir])
+            run.levels = study.with_goodput(levels, requests)
+        study.runs[name] = run
+    return study
+
+
+def dynamic_disable(
+    variants: Sequence[str | Path],
+    *,
+    baseline: str = "baseline",
+    objective: str = "throughput",
+    tpot_ms: float | None = None,
+    e2e_ms: float | None = None,
+    adaptive_version: str = DEFAULT_ADAPTIVE_VERSION,
+    run_policies: bool = True,
+    policy_dir: str | Path | None = None,
+    **bench: Any,
+) -> PolicyStudy:
+    """Sweep ``variants`` (the baseline among them), derive the policies, run them, return the study.
+
+    Args:
+        variants: variant names or files; the baseline must be one of them. Their topk and
+            num_steps are read from their flags (a sweep over num_steps at topk 1 gives the
+            adaptive tiers).
+        baseline: the plain-decoding variant.
+        objective: ``"per_request"`` (mean per-request tok/s), ``"throughput"`` (total output
+            tok/s) or ``"goodput"`` (requests/s meeting ``tpot_ms`` and/or ``e2e_ms``).
+        tpot_ms, e2e_ms: goodput targets in milliseconds.
+        adaptive_version: the SGLang release (0.5.16 or later) the adaptive config is written for
+            and run under on the simulated engine.
+        run_policies: write and measure the derived policies with the same plan.
+        policy_dir: where the policy variants, the adaptive config and ``study.json`` (the index
+            :func:`load_dynamic_disable` reads; the latest study written there) go (default
+            ``<runs_dir>/policies``).
+        bench: :func:`workbench.benchmark_variants`' keyword arguments (host, levels, requests,
+            repeats, time scale, ...), used for the sweep and the policies alike.
+
+    Raises:
+        ConfigError: the baseline is not among ``variants``, or as :func:`workbench.benchmark_variants`.
+    """
+    from workbench._investigation import benchmark_variants
+
+    loaded = [load_variant(v) for v in variants]
+    if baseline not in [v.name for v in loaded]:
+        raise ConfigError(f"the baseline {baseline!r} must be among the variants swept: {[v.name for v in loaded]}")
+    dirs = benchmark_variants(loaded, **bench)
+    study = load_policy_study(dirs, baseline=baseline, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
+                              adaptive_version=adaptive_version, bench=bench)
+    study.settings = {v.name: variant_settings(v) for v in loaded}
+    folder = policy_dir or Path(bench.get("runs_dir", "data/runs")) / "policies"
+    policy_runs: dict[str, Path] = {}
+    if run_policies:
+        study.write_policies(folder)
+        policy_runs = study.run_policies()
+    write_index(study, dirs, policy_runs, folder)
+    return study
+
+
+#: What an exported report shows where the live panel would be.
+PANEL_FALLBACK = ("Interactive panel (variants, metric, objective, threshold slider): live in JupyterLab only "
+                  "(make lab); the static charts above stand in for it here.")
+
+
+def show_panel(study: PolicyStudy) -> Any:
+    """Display :meth:`PolicyStudy.panel`, with a plain-text stand-in for front ends without widgets.
+
+    Returns:
+        None (the panel is displayed, not returned, so a cell ending with this call shows it once).
+    """
+    from IPython.display import display
+
+    panel = study.panel()
+    bundle = panel._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    display({**data, "text/plain": PANEL_FALLBACK}, raw=True)
+    return None
