@@ -24,7 +24,7 @@ from workbench.store import catalogue, delete_run as _delete, export_tables, fin
 from workbench.store import load_run, run_labels
 
 __all__ = ["COMPARE_METRICS", "RunOverview", "compare_lines", "compare_runs", "delete_run", "export_runs",
-           "label_run", "list_runs", "run_levels", "show_run"]
+           "label_run", "list_runs", "run_levels", "show_run", "stored_runs"]
 
 #: Metrics :func:`compare_runs` shows by default (level columns, units in the names).
 COMPARE_METRICS = ("output_throughput_tok_s", "mean_per_request_tok_s")
@@ -48,6 +48,36 @@ def list_runs(runs_dir: str | Path | None = None) -> pd.DataFrame:
         ``path``. A broken run is a row with its state, never an error.
     """
     return catalogue(_root(runs_dir))
+
+
+def stored_runs(runs: str | Path | Sequence[str | Path], *, runs_dir: str | Path | None = None) -> list[Path]:
+    """The directories of stored runs, checked readable: what a report renders from without measuring.
+
+    Args:
+        runs: one run or several: run ids, unique prefixes of one, or run directories.
+        runs_dir: the runs folder for ids (relative: to the project root).
+
+    Returns:
+        The run directories, in the order given.
+
+    Raises:
+        ConfigError: no runs given, an unknown run, one named twice, or one that cannot be
+            read (its state and why are named, e.g. a missing or corrupt manifest).
+    """
+    items = [runs] if isinstance(runs, (str, Path)) else list(runs)
+    if not items:
+        raise ConfigError("from_runs is empty; give run ids or directories (`workbench runs list` shows them)")
+    root = _root(runs_dir)
+    listing = catalogue(root)
+    found = [find_run(r, root=root, listing=listing) for r in items]
+    if len(set(found)) < len(found):
+        raise ConfigError(f"a run is named twice in {[str(r) for r in items]}; name each run once")
+    for path in found:
+        try:
+            load_run(path)
+        except (ConfigError, HostError) as exc:
+            raise ConfigError(f"run {path.name} cannot be reported on: {exc}") from None
+    return found
 
 
 def label_run(run: str | Path, *labels: str, remove: bool = False, runs_dir: str | Path | None = None) -> list[str]:
