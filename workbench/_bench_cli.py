@@ -19,6 +19,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
 __all__ = ["bench_command", "parse_levels", "summary_lines"]
 
@@ -76,12 +77,10 @@ def bench_command(
     time_scale: Annotated[Optional[float], typer.Option(
         "--time-scale", help="Simulator only: simulated seconds per wall second (default 2).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars.")] = True,
-    model_path: Annotated[Optional[str], typer.Option(
-        "--model-path", help="Target model for every variant, in place of the variant files'.")] = None,
-    draft_model_path: Annotated[Optional[str], typer.Option(
-        "--draft-model-path", help="Draft model for the speculative variants, in place of the files'.")] = None,
-    tp_size: Annotated[Optional[int], typer.Option("--tp-size", help="Tensor-parallel size, in place of the files'.")] = None,
-    gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPU indices the servers use, e.g. 0,1.")] = None,
+    model_path: ModelPathOption = None,
+    draft_model_path: DraftModelPathOption = None,
+    tp_size: TpSizeOption = None,
+    gpus: GpusOption = None,
     grid: Annotated[Optional[str], typer.Option(
         "--grid", help="A grid (data/grids/NAME.toml or a file) of topk x num_steps x num_draft_tokens on a template "
         "variant: its points are measured after VARIANT..., each checked first (refused points are named).")] = None,

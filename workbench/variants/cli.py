@@ -17,9 +17,17 @@ import typer
 from workbench.engines import get_engine
 from workbench.errors import ConfigError
 
-__all__ = ["variants_app"]
+__all__ = ["DraftModelPathOption", "GpusOption", "ModelPathOption", "TpSizeOption", "variants_app"]
 
 variants_app = typer.Typer(help="Server variants: check them before launching.", no_args_is_help=True)
+
+# The template parameters as options (workbench/variants/_template.py), shared with `workbench bench`.
+ModelPathOption = Annotated[Optional[str], typer.Option(
+    "--model-path", help="Target model for every variant, in place of the variant files'.")]
+DraftModelPathOption = Annotated[Optional[str], typer.Option(
+    "--draft-model-path", help="Draft model for the speculative variants, in place of the files'.")]
+TpSizeOption = Annotated[Optional[int], typer.Option("--tp-size", help="Tensor-parallel size, in place of the files'.")]
+GpusOption = Annotated[Optional[str], typer.Option("--gpus", help="GPU indices the servers use, e.g. 0,1.")]
 
 _SEVERITY = ("error", "warning", "info")
 
@@ -41,12 +49,10 @@ def check_command(
     min_severity: Annotated[str, typer.Option(
         "--show", help="Lowest severity printed: error, warning or info.")] = "warning",
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as a JSON list.")] = False,
-    model_path: Annotated[Optional[str], typer.Option(
-        "--model-path", help="Target model for every variant, in place of the variant files'.")] = None,
-    draft_model_path: Annotated[Optional[str], typer.Option(
-        "--draft-model-path", help="Draft model for the speculative variants, in place of the files'.")] = None,
-    tp_size: Annotated[Optional[int], typer.Option("--tp-size", help="Tensor-parallel size, in place of the files'.")] = None,
-    gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPU indices the servers would use, e.g. 0,1.")] = None,
+    model_path: ModelPathOption = None,
+    draft_model_path: DraftModelPathOption = None,
+    tp_size: TpSizeOption = None,
+    gpus: GpusOption = None,
     grid: Annotated[Optional[str], typer.Option(
         "--grid", help="Also check a grid's points (data/grids/NAME.toml or a file): one line per point, "
         "ok or refused with the reason.")] = None,
