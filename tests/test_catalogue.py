@@ -59,6 +59,18 @@ def runs(tmp_path):
     broken.mkdir()
     (broken / "manifest.json").write_text("{ not json")
     made["broken"] = broken
+    # an imported run, written as docs/RUNS.md says (manifest keys kind/tool/tool_version/source_file, our columns)
+    imported = tmp_path / "20260601T130000Z-vllm-llama-0a0b0c"
+    imported.mkdir()
+    pd.DataFrame({"level_index": [0, 1], "repeat": [0, 0], "concurrency": [1, 4],
+                  "output_throughput_tok_s": [80.0, 250.0], "mean_per_request_tok_s": [80.0, 62.5],
+                  "mean_ttft_ms": [float("nan"), 40.0]}).to_parquet(imported / "levels.parquet")
+    (imported / "manifest.json").write_text(json.dumps({
+        "schema_version": 1, "run_id": imported.name, "variant": "vllm-llama", "engine": "vllm", "simulated": False,
+        "status": "complete", "started_at": "2026-06-01T13:00:00.000Z", "host": None, "levels_completed": 2,
+        "num_requests": 0, "units_completed": [[0, 0], [0, 1]], "kind": "import", "tool": "vllm bench serve",
+        "tool_version": "0.11.0", "source_file": "/data/vllm-result.json"}))
+    made["import"] = imported
     return tmp_path, made
 
 
@@ -67,11 +79,26 @@ def test_list_shows_every_run_with_its_state(runs) -> None:
     table = wb.list_runs(root)
     by_id = table.set_index("run_id")
     readable = [r for r in table["run_id"] if "broken" not in r]
-    assert readable == [made["baseline"].run_id, made["eagle3"].run_id, made["stopped"].run_id]  # oldest first
+    assert readable == [made["baseline"].run_id, made["eagle3"].run_id, made["stopped"].run_id,
+                        made["import"].name]  # oldest first
     assert by_id.loc[made["baseline"].run_id, "state"] == "complete"
     assert by_id.loc[made["stopped"].run_id, "state"] == "running"  # list_runs' status, as read
     assert by_id.loc["20260601T120000Z-broken-abcdef", "state"] == "unreadable"
-    assert set(table["kind"]) == {"measured"} and by_id.loc[made["baseline"].run_id, "host"] == "gpu1"
+    assert by_id.loc[made["baseline"].run_id, "kind"] == "measured" and by_id.loc[made["baseline"].run_id, "host"] \
+        == "gpu1"
+    assert by_id.loc[made["import"].name, "kind"] == "import" and by_id.loc[made["import"].name, "tool"] \
+        == "vllm bench serve"
+
+
+def test_imported_runs_compare_and_show_like_measured_ones(runs) -> None:
+    root, made = runs
+    shown = wb.show_run(made["import"].name, runs_dir=root)
+    assert shown.facts["kind"] == "import" and shown.facts["tool_version"] == "0.11.0"
+    assert shown.facts["source_file"] == "/data/vllm-result.json" and list(shown.levels["n"]) == [1, 1]
+    table = wb.compare_runs([made["eagle3"].run_id, made["import"].name], runs_dir=root)
+    row = table[(table["run_id"] == made["import"].name) & (table["level_value"] == 4)].iloc[0]
+    assert row["output_throughput_tok_s"] == 250.0 and row["n"] == 1 and row["output_throughput_tok_s_lo"] != \
+        row["output_throughput_tok_s_lo"]  # n=1: no interval
 
 
 def test_show_run_reads_broken_and_stopped_runs(runs) -> None:
@@ -131,6 +158,9 @@ def test_delete_asks_and_refuses_a_run_in_flight(runs) -> None:
     opened.writer.finish()  # releases the lock
     assert wb.delete_run(opened.writer.run_id, runs_dir=root) == opened.writer.path
     # a killed sweep's stale lock does not block deletion; an unreadable run can be deleted too
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (made["stopped"].path / "sweep.lock").write_text(json.dumps({"pid": int(dead.stdout), "hostname": None}))
+    assert wb.delete_run(made["stopped"].run_id, runs_dir=root) == made["stopped"].path
     assert wb.delete_run(made["broken"], runs_dir=root) == made["broken"]
     unknown = runner.invoke(app, ["runs", "delete", "nope", "--yes", "--runs-dir", str(root)])
     assert unknown.exit_code == 2 and "No run 'nope'" in unknown.output
@@ -144,7 +174,7 @@ def test_export_csv_levels_and_requests(runs, tmp_path_factory) -> None:
     assert "unreadable" in result.output or "broken" in result.output  # the broken run is named, left out
     levels = pd.read_csv(out)
     assert list(levels.columns[:4]) == ["run_id", "variant", "engine", "simulated"]
-    assert len(levels) == 4 + 4 + 1 and set(levels["variant"]) == {"baseline", "eagle3", "stopped"}
+    assert len(levels) == 4 + 4 + 1 + 2 and set(levels["variant"]) == {"baseline", "eagle3", "stopped", "vllm-llama"}
     stdout = CliRunner().invoke(app, ["runs", "export", "--csv", "--requests", made["eagle3"].run_id,
                                       "--runs-dir", str(root)])
     assert stdout.exit_code == 0
