@@ -110,6 +110,7 @@ def test_show_run_reads_broken_and_stopped_runs(runs) -> None:
     assert list(stopped.levels["level_value"]) == [1.0] and list(stopped.levels["n"]) == [1]
     text = "\n".join(wb.show_run(made["baseline"].run_id, runs_dir=root).lines())
     assert "variant: baseline" in text and "host: gpu1" in text and "(n=2)" in text
+    assert "<th style='text-align:left'>state</th><td>unreadable</td>" in broken._repr_html_()
 
 
 def test_labels_live_beside_the_manifest(runs) -> None:

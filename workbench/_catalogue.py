@@ -166,6 +166,16 @@ class RunOverview:
             out += _table_lines(self.levels, [m for m in COMPARE_METRICS if m in self.levels])
         return out
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the facts as a two-column table, then the levels table."""
+        import html
+
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+                       for k, v in self.facts.items() if v not in (None, "", []))
+        problem = f"<p><b>problem:</b> {html.escape(self.problem)}</p>" if self.problem else ""
+        levels = self.levels.to_html(index=False) if len(self.levels) else ""
+        return f"<table>{rows}</table>{problem}{levels}"
+
 
 def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverview:
     """What a run is (provenance, state, labels) and its levels with n and intervals.
