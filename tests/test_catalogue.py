@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -38,10 +41,11 @@ def unit(level_index: int, concurrency: int, repeat: int, tpot_ms: float) -> tup
     return requests, info
 
 
-@pytest.fixture()
-def runs(tmp_path):
-    """Four runs: a baseline (2 levels x 2 repeats), a faster spec run (same), one stopped after one
-    unit (still 'running', its sweep killed), and a directory whose manifest is unreadable."""
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """Five run directories, written once: a baseline (2 levels x 2 repeats), a faster spec run (same), one
+    stopped after one unit (still 'running', its sweep killed), one whose manifest is unreadable, an import."""
+    tmp_path = tmp_path_factory.mktemp("written")
     made = {}
     for k, (name, engine, tpots) in enumerate([("baseline", "sglang", (20.0, 22.0)), ("eagle3", "sim", (10.0, 12.0))]):
         run = new_run(name, engine=engine, root=tmp_path, host="gpu1" if k == 0 else "local",
@@ -71,7 +75,19 @@ def runs(tmp_path):
         "num_requests": 0, "units_completed": [[0, 0], [0, 1]], "kind": "import", "tool": "vllm bench serve",
         "tool_version": "0.11.0", "source_file": "/data/vllm-result.json"}))
     made["import"] = imported
-    return tmp_path, made
+    return tmp_path, {name: getattr(x, "run_id", x.name if isinstance(x, Path) else x) for name, x in made.items()}
+
+
+@pytest.fixture()
+def runs(written, tmp_path):
+    """A copy of :func:`written` per test (tests label and delete): ``(root, {name: run})``, each run with
+    ``run_id`` and ``path``."""
+    source, ids = written
+    root = tmp_path / "runs"
+    shutil.copytree(source, root)
+    made = {name: SimpleNamespace(run_id=run_id, path=root / run_id) for name, run_id in ids.items()}
+    made["broken"], made["import"] = made["broken"].path, made["import"].path
+    return root, made
 
 
 def test_list_shows_every_run_with_its_state(runs) -> None:
