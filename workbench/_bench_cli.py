@@ -63,7 +63,7 @@ def summary_lines(means: Any) -> list[str]:
 
 def bench_command(
     variants: Annotated[Optional[list[str]], typer.Argument(
-        metavar="VARIANT...", help="Variant names (data/variants/) or files.")] = None,
+        metavar="VARIANT", help="Variant names (data/variants/) or files (or --grid).")] = None,
     host: Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")] = "local",
     engine: Annotated[Optional[str], typer.Option(help="'sim' or 'sglang' (default: sim locally, sglang on a host).")] = None,
     levels: Annotated[Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")] = None,

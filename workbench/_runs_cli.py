@@ -109,7 +109,7 @@ def delete_command(
 
 @runs_app.command("export")
 def export_command(
-    runs: Annotated[Optional[list[str]], typer.Argument(metavar="[RUN]...", help="Runs (default: all).")] = None,
+    runs: Annotated[Optional[list[str]], typer.Argument(metavar="RUN", help="Runs (default: all).")] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Write CSV (the one format; required).")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="CSV file (default: standard output).")] = None,
     requests: Annotated[bool, typer.Option(
