@@ -191,7 +191,7 @@ def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverv
     row = listing[listing["path"] == str(path)]
     facts: dict[str, Any] = {"run_id": path.name, "path": str(path)}
     if len(row):
-        facts.update({k: row.iloc[0][k] for k in ("run_id", "state", "kind") if k in row})
+        facts.update({k: row.iloc[0][k] for k in ("run_id", "state", "kind", "problem") if k in row})
     try:
         stored = load_run(path)
     except (ConfigError, HostError) as exc:

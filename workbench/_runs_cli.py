@@ -25,7 +25,7 @@ runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, dele
 _RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs).")
 #: Columns `runs list` prints (all of them with --all-columns or --json).
 _SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "levels_completed",
-          "label", "labels")
+          "label", "labels", "problem")
 
 
 @runs_app.command("list")

@@ -33,7 +33,7 @@ __all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "fin
 LABELS_NAME = "labels.json"
 #: Columns of :func:`catalogue`, in order.
 CATALOGUE_COLUMNS = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "tool",
-                     "started_at", "levels_completed", "num_requests", "label", "labels", "path")
+                     "started_at", "levels_completed", "num_requests", "label", "labels", "problem", "path")
 #: Request columns holding lists (per-chunk gaps, tokens per chunk): JSON text in a CSV.
 _LIST_COLUMNS = ("itl_ms", "tokens_per_chunk")
 
@@ -115,14 +115,15 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
         status :func:`list_runs` reads (``complete``, ``incomplete``, ``failed``, ``running``,
         ``unreadable``, ...); ``kind`` is ``"measured"`` or the manifest's (``"import"``);
         ``tool`` the importing tool (None for measured runs); ``labels`` a comma-joined
-        string. Broken runs are rows, never errors.
+        string; ``problem`` what is wrong with a broken run and what to do, where
+        :func:`list_runs` says (None otherwise). Broken runs are rows, never errors.
     """
     listing = list_runs(_root(root))
     out = pd.DataFrame({c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
                         for c in CATALOGUE_COLUMNS if c not in ("state", "labels")})
     out.insert(1, "state", listing["status"].fillna("unknown") if "status" in listing else "unknown")
     out["kind"] = out["kind"].fillna("measured")
-    out.insert(len(out.columns) - 1, "labels", [", ".join(run_labels(p)) for p in listing["path"]])
+    out["labels"] = [", ".join(run_labels(p)) for p in listing["path"]]
     return out[list(CATALOGUE_COLUMNS)].reset_index(drop=True)
 
 
