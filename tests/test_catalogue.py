@@ -209,3 +209,18 @@ def test_runs_help_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ""})
     assert out.stdout.strip() == "[]"
+
+
+def test_list_show_and_label_from_the_command_line(runs) -> None:
+    root, made = runs
+    runner = CliRunner()
+    listed = runner.invoke(app, ["runs", "list", "--runs-dir", str(root)])
+    assert listed.exit_code == 0 and made["eagle3"].run_id in listed.output and "unreadable" in listed.output
+    as_json = json.loads(runner.invoke(app, ["runs", "list", "--json", "--runs-dir", str(root)]).output)
+    assert {r["kind"] for r in as_json} == {"measured", "import"} and len(as_json) == 5
+    labelled = runner.invoke(app, ["runs", "label", made["eagle3"].run_id, "keep", "--runs-dir", str(root)])
+    assert labelled.exit_code == 0 and "labels: keep" in labelled.output
+    shown = runner.invoke(app, ["runs", "show", made["eagle3"].run_id[:20], "--runs-dir", str(root)])
+    assert shown.exit_code == 0 and "labels: keep" in shown.output and "c=4" in shown.output
+    empty = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "none")])
+    assert empty.exit_code == 0 and "no runs stored" in empty.output

@@ -196,7 +196,7 @@ def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverv
         stored = load_run(path)
     except (ConfigError, HostError) as exc:
         facts.setdefault("state", "unreadable")
-        facts["labels"] = run_labels(path)
+        facts["labels"] = ", ".join(run_labels(path))
         return RunOverview(facts, pd.DataFrame(), str(exc))
     m, plan = stored.manifest, stored.plan or {}
     facts.update({
@@ -206,7 +206,7 @@ def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverv
         "source_file": m.get("source_file"), "started_at": m.get("started_at"), "finished_at": m.get("finished_at"),
         "concurrency_levels": plan.get("concurrency_levels"), "repeats": plan.get("repeats"),
         "units_stored": len(m.get("units_completed") or []), "num_requests": m.get("num_requests"),
-        "label": m.get("label"), "labels": run_labels(path), "error": m.get("error"),
+        "label": m.get("label"), "labels": ", ".join(run_labels(path)), "error": m.get("error"),
     })
     facts.setdefault("state", m.get("status"))
     return RunOverview(facts, run_levels(path), None)

@@ -45,7 +45,7 @@ def list_command(
         typer.echo("no runs stored" + (f" in {runs_dir}" if runs_dir else ""))
         return
     shown = table if all_columns else table[list(_SHOWN)]
-    typer.echo(shown.fillna("").to_string(index=False))
+    typer.echo(shown.astype(object).where(shown.notna(), "").to_string(index=False))
 
 
 @runs_app.command("show")
