@@ -19,6 +19,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
 __all__ = ["bench_command", "parse_levels", "summary_lines"]
 
@@ -61,7 +62,8 @@ def summary_lines(means: Any) -> list[str]:
 
 
 def bench_command(
-    variants: Annotated[list[str], typer.Argument(metavar="VARIANT...", help="Variant names (data/variants/) or files.")],
+    variants: Annotated[Optional[list[str]], typer.Argument(
+        metavar="VARIANT", help="Variant names (data/variants/) or files (or --grid).")] = None,
     host: Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")] = "local",
     engine: Annotated[Optional[str], typer.Option(help="'sim' or 'sglang' (default: sim locally, sglang on a host).")] = None,
     levels: Annotated[Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")] = None,
@@ -75,6 +77,13 @@ def bench_command(
     time_scale: Annotated[Optional[float], typer.Option(
         "--time-scale", help="Simulator only: simulated seconds per wall second (default 2).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars.")] = True,
+    model_path: ModelPathOption = None,
+    draft_model_path: DraftModelPathOption = None,
+    tp_size: TpSizeOption = None,
+    gpus: GpusOption = None,
+    grid: Annotated[Optional[str], typer.Option(
+        "--grid", help="A grid (data/grids/NAME.toml or a file) of topk x num_steps x num_draft_tokens on a template "
+        "variant: its points are measured after VARIANT..., each checked first (refused points are named).")] = None,
 ) -> None:
     """Benchmark VARIANT... at each concurrency level, repeat by repeat, and print a summary.
 
@@ -85,14 +94,17 @@ def bench_command(
     """
     from workbench._investigation import benchmark_variants
 
+    if not variants and grid is None:
+        raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
     failures: list[Any] = []
     paths = benchmark_variants(
-        variants, host=host, engine=engine, concurrency_levels=parse_levels(levels) if levels is not None else None,
+        variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
+        gpus=gpus, host=host, engine=engine, concurrency_levels=parse_levels(levels) if levels is not None else None,
         requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
         max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append)
     for line in summary_lines(_means(paths)):
         typer.echo(line)
-    for note in _crossovers(paths, variants):
+    for note in _crossovers(paths, variants or []):
         typer.echo(note)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     for failure in failures:

@@ -28,6 +28,7 @@ from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
+from workbench.variants import TEMPLATE_PARAMETERS, apply_parameters, expand_grid, parameters_given
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,7 +112,8 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
     variant, host, engine, client = args["variant"], args["host"], args["engine"], args["client"]
     time_scale, label, repeats = args["time_scale"], args["label"], args["repeats"]
     unique_prompts, sim_profile, seed = args["unique_prompts"], args["sim_profile"], args["seed"]
-    v = variant if isinstance(variant, Variant) else load_variant(variant)
+    v = apply_parameters(variant if isinstance(variant, Variant) else load_variant(variant),
+                         **parameters_given({k: args[k] for k in TEMPLATE_PARAMETERS}))
     eng = resolve_engine(host, engine)
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
@@ -265,6 +267,10 @@ def benchmark_variant(
     fresh: bool = False,
     runs_dir: str | Path = "data/runs",
     progress: bool = True,
+    model_path: str | None = None,
+    draft_model_path: str | None = None,
+    tp_size: int | None = None,
+    gpus: str | Sequence[int] | None = None,
 ) -> Path:
     """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
 
@@ -312,6 +318,10 @@ def benchmark_variant(
         runs_dir: runs root (relative paths are under the project root).
         progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
             with the unit being measured and the last level's output tok/s.
+        model_path, draft_model_path, tp_size, gpus: template parameters replacing the
+            variant file's model, draft model (speculative variants only), ``tp-size`` and GPUs
+            (``CUDA_VISIBLE_DEVICES``, e.g. ``"0,1"``); None keeps the file's
+            (:func:`workbench.variants.apply_parameters`). They are part of the sweep's identity.
 
     Returns:
         The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its
@@ -351,6 +361,7 @@ def benchmark_variants(
     *,
     fresh: bool = False,
     on_failure: Callable[[SweepFailure], None] | None = None,
+    grid: str | Path | Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> list[Path]:
     """:func:`benchmark_variant` for each variant, repeat by repeat, alternating their order.
@@ -369,19 +380,40 @@ def benchmark_variants(
         variants: names, files or :class:`Variant` objects.
         fresh: start new runs for every variant (see :func:`benchmark_variant`).
         on_failure: called with each :class:`SweepFailure`, as it happens.
+        grid: a grid of speculative settings (a name in ``data/grids/``, a grid file, or a
+            mapping with ``template``, ``topk``, ``num_steps``, ``num_draft_tokens`` and an
+            optional ``name``; :func:`workbench.variants.load_grid`): its points are measured
+            after ``variants``, each checked first against the SGLang it would run
+            (:func:`workbench.variants.expand_grid`, with the template parameters in
+            ``kwargs``); refused points are named with the reason in a :class:`UserWarning`.
         kwargs: :func:`benchmark_variant`'s other keyword arguments.
 
     Returns:
-        The run directories, in the order of ``variants`` (failed ones included).
+        The run directories, in the order of ``variants`` then the grid's accepted points
+        (failed ones included).
 
     Raises:
-        ConfigError: ``variants`` is empty or names an unknown variant or bad file, or
-            a parameter is invalid.
+        ConfigError: no variants and no grid, an unknown variant or bad file, a variant
+            named twice, a grid whose every point is refused, or an invalid parameter.
         HostError: the host or the runs folder cannot be used (DiskFullError: no room).
     """
-    if not variants:
-        raise ConfigError("variants is empty; name at least a baseline and one speculative variant")
-    sweeps = [_prepare(_options(v, kwargs)) for v in variants]
+    chosen: list[str | Path | Variant] = list(variants or [])
+    if grid is not None:
+        params = {k: kwargs.get(k) for k in TEMPLATE_PARAMETERS}
+        expansion = expand_grid(grid, parameters=parameters_given(params), host=kwargs.get("host"),
+                                engine=kwargs.get("engine"))
+        if len(expansion.refused):
+            warnings.warn(f"grid {expansion.grid.name!r}: {len(expansion.refused)} of {len(expansion.table)} points "
+                          "refused by the pre-flight checks (not launched):\n" + "\n".join(expansion.refusal_lines()),
+                          stacklevel=2)
+        chosen += expansion.variants
+    if not chosen:
+        raise ConfigError("variants is empty; name at least a baseline and one speculative variant (or a grid)")
+    sweeps = [_prepare(_options(v, kwargs)) for v in chosen]
+    names = [s.variant.name for s in sweeps]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"variant(s) {twice} named twice (runs and charts are keyed by name); name each once")
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
     started: set[int] = set()

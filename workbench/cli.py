@@ -5,7 +5,8 @@ line, so teammates add theirs without touching the others::
 
     app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_METAVAR)(report_command)
     app.add_typer(sim_app, name="sim")          # a Typer sub-app from workbench/sim
-    app.command("bench")(bench_command)         # a plain function from workbench/bench
+    app.command("bench")(bench_command)
+app.add_typer(runs_app, name="runs")         # a plain function from workbench/bench
 
 A verb's module is imported for every ``workbench`` call, ``--help`` included, so it
 imports only typer and light modules at its top and the rest (pandas, nbformat,
@@ -30,6 +31,7 @@ from workbench.calibration.cli import calibrate_app
 from workbench._bench_cli import bench_command
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
+from workbench._runs_cli import runs_app
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
 from workbench.sim.cli import sim_app
@@ -84,3 +86,4 @@ app.add_typer(variants_app, name="variants")
 app.add_typer(sim_app, name="sim")
 app.add_typer(calibrate_app, name="calibrate")
 app.command("bench")(bench_command)
+app.add_typer(runs_app, name="runs")

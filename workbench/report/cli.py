@@ -8,6 +8,7 @@ imported when the command runs, not for ``--help``.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,30 +19,49 @@ import typer
 from workbench.errors import ConfigError, ReportError
 from workbench.report._discovery import DEFAULT_OUT_DIR, default_notebooks, find_notebooks_dir
 
-__all__ = ["REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
+__all__ = ["FROM_RUNS_PARAMETER", "REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
 
 #: Click context settings the command needs: NOTEBOOK and ``-p NAME VALUE`` are
 #: parsed by :func:`split_report_args` (typer has no repeatable two-value option).
 REPORT_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 #: Usage-line placeholder for the words :func:`split_report_args` parses.
-REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [OPTIONS]"
+REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [--from-runs RUN...] [OPTIONS]"
 
 _PARAM_FLAGS = ("-p", "--param")
+#: ``--from-runs RUN...``: the ``from_runs`` parameter (stored runs to report on, nothing measured).
+_FROM_RUNS = "--from-runs"
+FROM_RUNS_PARAMETER = "from_runs"
 
 
 def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """Split leftover command-line words into notebook paths and ``-p NAME VALUE`` pairs.
 
+    ``--from-runs RUN...`` (the words up to the next option or ``.ipynb`` path) becomes the pair
+    ``("from_runs", "[RUN, ...]")`` (a YAML list; an existing directory is made absolute, since the
+    notebook runs elsewhere).
+
     Raises:
-        ConfigError: ``-p`` without both NAME and VALUE, or an unknown option.
+        ConfigError: ``-p`` without both NAME and VALUE, ``--from-runs`` without a run, or an
+            unknown option.
     """
     notebooks: list[str] = []
     pairs: list[tuple[str, str]] = []
     i = 0
     while i < len(args):
         word = args[i]
-        if word in _PARAM_FLAGS:
+        if word == _FROM_RUNS:
+            runs = []
+            while i + 1 < len(args) and not args[i + 1].startswith("-") and not args[i + 1].endswith(".ipynb"):
+                i += 1
+                runs.append(str(Path(args[i]).resolve()) if Path(args[i]).is_dir() else args[i])
+            if not runs:
+                raise ConfigError("--from-runs needs one or more run ids or run directories, e.g. --from-runs "
+                                  "20260601T090000Z-baseline-3fa91c 20260601T091500Z-eagle3-topk4-0b12cd "
+                                  "(`workbench runs list` shows them)")
+            pairs.append((FROM_RUNS_PARAMETER, json.dumps(runs)))
+            i += 1
+        elif word in _PARAM_FLAGS:
             if i + 2 >= len(args):
                 raise ConfigError(f"{word} needs a NAME and a VALUE, e.g. {word} requests_per_level 8")
             pairs.append((args[i + 1], args[i + 2]))
@@ -77,6 +97,9 @@ def report_command(
     (repeatable; VALUE is YAML, e.g. -p concurrency_levels "[1,2,4]") goes to the
     notebooks whose parameters cell declares NAME; a NAME no notebook declares is
     an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/.
+
+    --from-runs RUN... renders from stored runs (ids, prefixes or run directories) without
+    measuring anything: only the notebooks that declare from_runs run (spec_vs_baseline).
     """
     # imported here, not at the top: papermill, nbformat and yaml cost seconds that `--help` need not pay
     from workbench.report._params import distribute_parameters, load_params_file, notebook_parameters, parse_param_pairs
@@ -94,6 +117,8 @@ def report_command(
     else:
         notebooks = default_notebooks(find_notebooks_dir())
     declared = {nb: notebook_parameters(nb) for nb in notebooks}
+    if given.get(FROM_RUNS_PARAMETER) and not names:  # stored runs only: skip the notebooks that would measure
+        declared = {nb: ps for nb, ps in declared.items() if FROM_RUNS_PARAMETER in ps}
     plan = distribute_parameters(declared, given)
 
     failures: list[str] = []

@@ -148,25 +148,20 @@ def grid_name(spec: SpecConfig) -> str:
 def check_draft_budget(spec: SpecConfig) -> None:
     """Refuse draft-token counts SGLang 0.5.9 cannot pick from its draft tree.
 
-    SGLang 0.5.9 ``srt/speculative/eagle_utils.py`` ``organize_draft_results`` picks the
-    ``num_draft_tokens - 1`` best candidates with ``torch.topk`` from the scores the draft
-    steps produced: ``topk`` after the first step and ``topk * topk`` after each later one
-    (``spec_utils.select_top_k_tokens``), so ``num_draft_tokens - 1`` must not exceed
-    ``topk + (num_steps - 1) * topk**2``; a larger value fails at the first verify
-    (``torch.topk``: selected index k out of range), not at start-up.
+    The rule is the variants pre-flight's (:func:`workbench.variants.draft_tree_problem`:
+    ``num_draft_tokens - 1 <= topk + (num_steps - 1) * topk**2``, from SGLang's
+    ``eagle_utils.organize_draft_results``); a larger value fails at the first verify.
 
     Raises:
         ConfigError: the count exceeds the tree's candidates.
     """
+    from workbench.variants import draft_tree_problem
+
     if not spec.enabled:
         return
-    candidates = spec.topk + (spec.num_steps - 1) * spec.topk ** 2
-    if spec.num_draft_tokens - 1 > candidates:
-        raise ConfigError(
-            f"num_draft_tokens {spec.num_draft_tokens} with topk {spec.topk} and num_steps {spec.num_steps}: "
-            f"SGLang 0.5.9 picks num_draft_tokens - 1 = {spec.num_draft_tokens - 1} of only {candidates} draft "
-            "candidates (topk + (num_steps - 1) * topk^2; eagle_utils.organize_draft_results) and fails at the "
-            f"first verify; use num_draft_tokens <= {candidates + 1}")
+    problem = draft_tree_problem(spec.topk, spec.num_steps, spec.num_draft_tokens, version="0.5.9")
+    if problem is not None:
+        raise ConfigError(f"{problem[0]} Fix: {problem[1]}")
 
 
 @dataclasses.dataclass(frozen=True)

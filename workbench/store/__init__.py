@@ -4,18 +4,25 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "catalogue": "_manage",
     "default_runs_root": "_runs",
+    "delete_run": "_manage",
+    "export_tables": "_manage",
+    "find_run": "_manage",
     "finish_run": "_runs",
+    "label_run": "_manage",
     "list_runs": "_catalog",
     "load_run": "_catalog",
     "load_runs": "_catalog",
     "new_run": "_runs",
     "open_run": "_resume",
     "ResumedRun": "_resume",
+    "run_labels": "_manage",
     "RunWriter": "_runs",
     "save_level": "_runs",
     "StoredRun": "_catalog",
     "sweep_identity": "_resume",
+    "sweep_in_flight": "_resume",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -23,7 +23,8 @@ __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
 LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at",
-                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label", "path")
+                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label",
+                   "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
 
 
 @dataclasses.dataclass(frozen=True)

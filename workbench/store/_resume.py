@@ -33,7 +33,7 @@ from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet, to_jsonable
 from workbench.store._runs import RUN_COLUMNS, RunWriter, default_runs_root, new_run, stored_units
 
-__all__ = ["LOCK_NAME", "ResumedRun", "open_run", "sweep_identity"]
+__all__ = ["LOCK_NAME", "ResumedRun", "open_run", "sweep_identity", "sweep_in_flight"]
 
 #: The lock file in a run directory being written.
 LOCK_NAME = "sweep.lock"
@@ -92,6 +92,25 @@ def _alive(lock: Mapping[str, Any]) -> bool:
         return True
     started = _process_start(pid)
     return started is None or lock.get("process_start") in (None, started)
+
+
+def sweep_in_flight(run_dir: str | Path) -> dict[str, Any] | None:
+    """The lock of the sweep writing ``run_dir`` now (pid, hostname, process start), or None.
+
+    A lock is live when its process still runs here, or when it was taken on another
+    machine (which this one cannot check); a stale lock (its process gone, e.g. after
+    ``kill -9``) or an unreadable one counts as no sweep.
+    """
+    path = Path(run_dir) / LOCK_NAME
+    try:
+        held = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict):
+        return None
+    if held.get("hostname") not in (None, socket.gethostname()) or _alive(held):
+        return held
+    return None
 
 
 def _lock_record() -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from workbench.variants._patchcheck import trial_apply
 from workbench.variants._resources import check_resources
 from workbench.variants._rules import SpecRules, read_rules, tree_version
 from workbench.variants._trees import same_host
+from workbench.variants._template import apply_parameters, parameters_given
 from workbench.variants._validate import check_flags, check_spec, compare_pair, implicit_notes
 
 
@@ -257,6 +258,7 @@ def check_variants(
     engine: str | Engine | None = None,
     baseline: str = "baseline",
     resources: bool = True,
+    parameters: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
     """Pre-flight checks of ``variants`` (default: every shipped variant), nothing launched.
 
@@ -274,14 +276,19 @@ def check_variants(
         baseline: the variant speculative variants are compared with (loaded from
             ``data/variants`` when not among ``variants``; skipped when it does not exist).
         resources: check paths, disk and GPUs on the host.
+        parameters: template parameters applied to every variant and the baseline
+            (``model_path``, ``draft_model_path``, ``tp_size``, ``gpus``;
+            :func:`workbench.variants.apply_parameters`), so what is checked is what would run.
 
     Returns:
         Findings, errors first within each variant's order (see :func:`findings_table`).
 
     Raises:
-        ConfigError: an unknown engine name (every other problem is a finding).
+        ConfigError: an unknown engine name, or a template parameter that is unknown or does not fit a
+            variant (e.g. fewer ``gpus`` than its TP size); every other problem is a finding.
     """
     engine = None if engine is None else get_engine(engine)
+    given = parameters_given(parameters)
     names = list(variants) if variants else list_variants()
     cache, checks, out = _Cache(), [], []
     for item in names:
@@ -290,20 +297,21 @@ def check_variants(
         except ConfigError as exc:
             out.append(Finding("error", str(item), None, str(exc), "fix the variant file or the name", "load"))
             continue
+        v = apply_parameters(v, **given)  # a bad parameter is bad input (ConfigError), not a finding
         check = check_variant(v, host=host, sglang=sglang, engine=engine, resources=resources, cache=cache)
         checks.append(check)
         out += check.findings
-    out += _pairs(checks, baseline=baseline, host=host, sglang=sglang, engine=engine, cache=cache)
+    out += _pairs(checks, baseline=baseline, host=host, sglang=sglang, engine=engine, cache=cache, parameters=given)
     return out
 
 
 def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str | None,
-           engine: str | Engine | None, cache: _Cache) -> list[Finding]:  # fmt: skip
+           engine: str | Engine | None, cache: _Cache, parameters: Mapping[str, Any]) -> list[Finding]:  # fmt: skip
     base = next((c for c in checks if c.variant.name == baseline), None)
     if base is None and any(c.variant.speculative for c in checks):
         try:
-            base = check_variant(load_variant(baseline), host=host, sglang=sglang, engine=engine, resources=False,
-                                 cache=cache)  # fmt: skip
+            base = check_variant(apply_parameters(load_variant(baseline), **parameters), host=host, sglang=sglang,
+                                 engine=engine, resources=False, cache=cache)  # fmt: skip
         except ConfigError:
             return []
     if base is None:

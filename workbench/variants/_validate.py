@@ -202,6 +202,10 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
                            f"with topk 1 SGLang {ver} forces num_draft_tokens = num_steps + 1 = {int(steps) + 1} "
                            f"(the variant asks {draft}).", f"set `speculative-num-draft-tokens = {int(steps) + 1}` "
                            f"in {f}", "spec-draft-forced"))  # fmt: skip
+    tree = draft_tree_problem(topk, steps, draft, version=ver) if family and not adaptive else None
+    if tree is not None:
+        out.append(Finding("error", name, "--speculative-num-draft-tokens", tree[0], f"{tree[1]} in {f}",
+                           "spec-draft-budget"))
     if family and str(algo).upper() in ("EAGLE", "EAGLE3") and not variant.draft_model_path \
             and not resolved.get("speculative_draft_model_path"):  # fmt: skip
         out.append(Finding("warning", name, "--speculative-draft-model-path",
@@ -210,6 +214,34 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
     if adaptive and has_adaptive_flag:
         out += _adaptive(variant, resolved, rules, str(algo), topk)
     return out
+
+
+def draft_tree_problem(topk: Any, num_steps: Any, num_draft_tokens: Any, *,
+                       version: str) -> tuple[str, str] | None:
+    """Why a tree of ``topk`` x ``num_steps`` cannot supply ``num_draft_tokens``, as ``(problem, fix)``; else None.
+
+    SGLang (``srt/speculative/eagle_utils.py`` ``organize_draft_results``, the same statement
+    in every release read from 0.5.4 to 0.5.23) picks the ``num_draft_tokens - 1`` best
+    candidates with ``torch.topk`` from the scores the draft steps produced: ``topk`` after
+    the first step and ``topk * topk`` after each later one (``select_top_k_tokens``), so
+    ``num_draft_tokens - 1`` may not exceed ``topk + (num_steps - 1) * topk**2``. A larger
+    value passes start-up and fails at the first verify (``selected index k out of range``).
+    topk 1 is not judged here: SGLang sets ``num_draft_tokens = num_steps + 1`` itself.
+
+    Args:
+        topk, num_steps, num_draft_tokens: the settings (None or unparsable: not judged).
+        version: the SGLang version named in the message.
+    """
+    k, s, d = _int(topk), _int(num_steps), _int(num_draft_tokens)
+    if k is None or s is None or d is None or k <= 1:
+        return None
+    candidates = k + (s - 1) * k ** 2
+    if d - 1 <= candidates:
+        return None
+    return (f"num_draft_tokens {d} with topk {k} and num_steps {s}: SGLang {version} picks num_draft_tokens - 1 = "
+            f"{d - 1} of only {candidates} draft candidates (topk + (num_steps - 1) * topk^2; "
+            "eagle_utils.organize_draft_results) and fails at the first verify, not at start-up.",
+            f"set `speculative-num-draft-tokens` to at most {candidates + 1}, or raise topk or num_steps")
 
 
 def _adaptive(variant: Variant, resolved: dict[str, Any], rules: SpecRules, algo: str, topk: Any) -> list[Finding]:

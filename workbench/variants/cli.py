@@ -17,9 +17,17 @@ import typer
 from workbench.engines import get_engine
 from workbench.errors import ConfigError
 
-__all__ = ["variants_app"]
+__all__ = ["DraftModelPathOption", "GpusOption", "ModelPathOption", "TpSizeOption", "variants_app"]
 
 variants_app = typer.Typer(help="Server variants: check them before launching.", no_args_is_help=True)
+
+# The template parameters as options (workbench/variants/_template.py), shared with `workbench bench`.
+ModelPathOption = Annotated[Optional[str], typer.Option(
+    "--model-path", help="Target model for every variant, in place of the variant files'.")]
+DraftModelPathOption = Annotated[Optional[str], typer.Option(
+    "--draft-model-path", help="Draft model for the speculative variants, in place of the files'.")]
+TpSizeOption = Annotated[Optional[int], typer.Option("--tp-size", help="Tensor-parallel size, in place of the files'.")]
+GpusOption = Annotated[Optional[str], typer.Option("--gpus", help="GPU indices the servers use, e.g. 0,1.")]
 
 _SEVERITY = ("error", "warning", "info")
 
@@ -41,6 +49,13 @@ def check_command(
     min_severity: Annotated[str, typer.Option(
         "--show", help="Lowest severity printed: error, warning or info.")] = "warning",
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as a JSON list.")] = False,
+    model_path: ModelPathOption = None,
+    draft_model_path: DraftModelPathOption = None,
+    tp_size: TpSizeOption = None,
+    gpus: GpusOption = None,
+    grid: Annotated[Optional[str], typer.Option(
+        "--grid", help="Also check a grid's points (data/grids/NAME.toml or a file): one line per point, "
+        "ok or refused with the reason.")] = None,
 ) -> None:
     """Validate variants against the SGLang they will run, before anything is launched.
 
@@ -54,6 +69,10 @@ def check_command(
         workbench variants check adaptive eagle3-topk4 --sglang 0.5.9
 
         workbench variants check --host gpu1 --show info
+
+        workbench variants check baseline eagle3-topk4 --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1
+
+        workbench variants check baseline --grid eagle3
     """
     if host and sglang:
         raise ConfigError("Give --host or --sglang, not both: --host checks against the SGLang on that host.")
@@ -64,7 +83,20 @@ def check_command(
     from workbench.variants._check import check_variants
     from workbench.variants._findings import count_line, has_errors, sort_findings
 
-    found = check_variants(variants or None, host=host, sglang=sglang, engine=eng, baseline=baseline)
+    params = {"model_path": model_path, "draft_model_path": draft_model_path, "tp_size": tp_size, "gpus": gpus}
+    names: list = list(variants or [])
+    if grid is not None:
+        from workbench.variants._grid import expand_grid
+
+        expansion = expand_grid(grid, parameters={k: v for k, v in params.items() if v is not None}, host=host,
+                                sglang=sglang, engine=eng)
+        if not as_json:
+            for row in expansion.table.itertuples():
+                typer.echo(f"grid {expansion.grid.name}: {row.variant}: " +
+                           ("ok" if row.status == "ok" else f"refused: {row.reason}"))
+        names += expansion.variants
+    found = check_variants(names or None, host=host, sglang=sglang, engine=eng, baseline=baseline,
+                           parameters=params)
     findings = sort_findings(found)
     if as_json:
         typer.echo(json.dumps([f.to_dict() for f in findings], indent=1))

@@ -1,0 +1,66 @@
+"""``workbench report --from-runs RUN...``: the spec_vs_baseline report rendered from stored runs, nothing measured.
+
+The runs are measured once here (a tiny sweep on the simulated engine at 8x); the report then
+runs in a real papermill kernel with a fresh cache folder, so a server launched by it would
+leave an entry in that folder's server registry, and with the runs' files checked byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import workbench as wb
+from workbench.cli import app
+from workbench.errors import ConfigError
+from workbench.report.cli import split_report_args
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    runs = wb.benchmark_variants(["baseline", "eagle3-topk4"], concurrency_levels=[1, 2], requests_per_level=2,
+                                 max_new_tokens=8, time_scale=8.0, runs_dir=str(root), progress=False)
+    return root, runs
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_report_from_runs_measures_nothing(stored, tmp_path) -> None:
+    root, runs = stored
+    before = _snapshot(root)
+    cache, out = tmp_path / "cache", tmp_path / "reports"
+    ids = [runs[0].name, runs[1].name[:-3]]  # an id and a unique prefix
+    result = CliRunner().invoke(app, ["report", "--from-runs", *ids, "-p", "runs_dir", str(root), "--out", str(out)],
+                                env={"WORKBENCH_CACHE_DIR": str(cache)})
+    assert result.exit_code == 0, result.output
+    started = [line for line in result.output.splitlines() if line.startswith("running ") and ".ipynb" in line]
+    assert len(started) == 1 and "spec_vs_baseline.ipynb" in started[0]  # only the notebook declaring from_runs
+    html = (out / "spec_vs_baseline.html").read_text()
+    assert "SIMULATED" in html and "FAILED" not in html
+    executed = json.loads((out / "spec_vs_baseline.ipynb").read_text())
+    assert executed["metadata"]["papermill"]["parameters"]["from_runs"] == ids
+    text = json.dumps(executed["cells"])
+    assert runs[0].name in text and runs[1].name in text
+    assert not list(cache.glob("servers/*")), "a server was launched"  # the local server registry stays empty
+    assert _snapshot(root) == before  # no run resumed, written or added
+
+
+def test_from_runs_needs_runs_and_names_broken_ones(stored, tmp_path) -> None:
+    root, runs = stored
+    bad = CliRunner().invoke(app, ["report", "--from-runs", "-p", "seed", "1"])
+    assert bad.exit_code == 2 and "--from-runs needs one or more run ids" in bad.output
+    assert split_report_args(["--from-runs", "a", "b", "x.ipynb"]) == (["x.ipynb"], [("from_runs", '["a", "b"]')])
+    with pytest.raises(ConfigError, match="No run 'nope'"):
+        wb.stored_runs(["nope"], runs_dir=root)
+    broken = root.parent / "broken-run"
+    broken.mkdir(exist_ok=True)
+    (broken / "manifest.json").write_text("{")
+    with pytest.raises(ConfigError, match="cannot be reported on"):
+        wb.stored_runs([runs[0], broken], runs_dir=root)
+    assert wb.stored_runs(runs[0].name, runs_dir=root) == [runs[0]]

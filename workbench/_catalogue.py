@@ -1,0 +1,329 @@
+"""The run catalogue for notebooks and the ``workbench runs`` command: list, show, label, compare, delete, export.
+
+The store does the bookkeeping (:func:`workbench.store.catalogue`, labels, deletion,
+export tables); this root module adds what needs the analysis package: each run's levels
+as means over repeats with n and a 95% Student t interval
+(:func:`workbench.analysis.repeat_table`), side by side for :func:`compare_runs`.
+Runs measured here, on other hosts, under other SGLang versions, and imported from other
+tools (docs/RUNS.md) are all rows of the same catalogue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench import paths
+from workbench.errors import ConfigError, HostError
+from workbench.store import catalogue, delete_run as _delete, export_tables, find_run, label_run as _label
+from workbench.store import load_run, run_labels
+
+__all__ = ["COMPARE_METRICS", "RunOverview", "compare_lines", "compare_runs", "delete_run", "export_runs",
+           "label_run", "list_runs", "run_levels", "show_run", "stored_runs"]
+
+#: Metrics :func:`compare_runs` shows by default (level columns, units in the names).
+COMPARE_METRICS = ("output_throughput_tok_s", "mean_per_request_tok_s")
+
+
+def _root(runs_dir: str | Path | None) -> Path | None:
+    return None if runs_dir is None else paths.resolve(runs_dir)
+
+
+def list_runs(runs_dir: str | Path | None = None) -> pd.DataFrame:
+    """Every run in the runs folder, oldest first, with its state, kind (measured or import) and labels.
+
+    Args:
+        runs_dir: the runs folder (relative: to the project root); None: ``$WORKBENCH_RUNS_DIR``
+            or ``data/runs``.
+
+    Returns:
+        :func:`workbench.store.catalogue`'s table: ``run_id``, ``state``, ``kind``, ``variant``,
+        ``engine``, ``simulated``, ``host``, ``sglang_version``, ``tool``, ``started_at``,
+        ``levels_completed``, ``num_requests``, ``label`` (the sweep's), ``labels`` (yours),
+        ``path``. A broken run is a row with its state, never an error.
+    """
+    return catalogue(_root(runs_dir))
+
+
+def stored_runs(runs: str | Path | Sequence[str | Path], *, runs_dir: str | Path | None = None) -> list[Path]:
+    """The directories of stored runs, checked readable: what a report renders from without measuring.
+
+    Args:
+        runs: one run or several: run ids, unique prefixes of one, or run directories.
+        runs_dir: the runs folder for ids (relative: to the project root).
+
+    Returns:
+        The run directories, in the order given.
+
+    Raises:
+        ConfigError: no runs given, an unknown run, one named twice, or one that cannot be
+            read (its state and why are named, e.g. a missing or corrupt manifest).
+    """
+    items = [runs] if isinstance(runs, (str, Path)) else list(runs)
+    if not items:
+        raise ConfigError("from_runs is empty; give run ids or directories (`workbench runs list` shows them)")
+    root = _root(runs_dir)
+    listing = catalogue(root)
+    found = [find_run(r, root=root, listing=listing) for r in items]
+    if len(set(found)) < len(found):
+        raise ConfigError(f"a run is named twice in {[str(r) for r in items]}; name each run once")
+    for path in found:
+        try:
+            load_run(path)
+        except (ConfigError, HostError) as exc:
+            raise ConfigError(f"run {path.name} cannot be reported on: {exc}") from None
+    return found
+
+
+def label_run(run: str | Path, *labels: str, remove: bool = False, runs_dir: str | Path | None = None) -> list[str]:
+    """Add labels to a run (``remove=True``: take them away); returns its labels.
+
+    Raises:
+        ConfigError: no such run or no label given.
+    """
+    return _label(run, labels, remove=remove, root=_root(runs_dir))
+
+
+def delete_run(run: str | Path, *, runs_dir: str | Path | None = None,
+               confirm: Callable[[str], bool] | None = None) -> Path | None:
+    """Delete a run directory (see :func:`workbench.store.delete_run`); refuses a run being written.
+
+    ``confirm`` is asked with the run's description; None deletes without asking (a
+    notebook call is its own confirmation; the command asks unless ``--yes``).
+
+    Raises:
+        ConfigError: no such run, or a sweep is writing it now.
+    """
+    return _delete(run, root=_root(runs_dir), confirm=confirm)
+
+
+def _level_key(levels: pd.DataFrame) -> pd.DataFrame:
+    """``levels`` with ``mode`` (closed / open) and ``level_value`` (concurrency, or request rate)."""
+    out = levels.copy()
+    conc = pd.to_numeric(out["concurrency"], errors="coerce") if "concurrency" in out else pd.Series(math.nan,
+                                                                                                      index=out.index)
+    rate = (pd.to_numeric(out["request_rate_req_s"], errors="coerce") if "request_rate_req_s" in out
+            else pd.Series(math.nan, index=out.index))
+    out["mode"] = ["closed" if c == c else "open" for c in conc]
+    out["level_value"] = conc.where(conc.notna(), rate)
+    return out[out["level_value"].notna()]
+
+
+def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
+               runs_dir: str | Path | None = None) -> pd.DataFrame:
+    """One run's levels as means over its repeats, with n and 95% intervals.
+
+    Returns:
+        One row per level: ``run_id``, ``mode`` (``closed``: ``level_value`` is the
+        concurrency; ``open``: the request rate in req/s), ``level_value``, ``n`` and, per
+        metric, ``<m>``, ``<m>_lo``, ``<m>_hi``, ``<m>_n`` (NaN interval for n < 2). Metrics
+        the run did not record are NaN.
+
+    Raises:
+        ConfigError: no such run or it has no readable manifest. HostError: a file is corrupt.
+    """
+    from workbench.analysis import repeat_table
+
+    stored = load_run(find_run(run, root=_root(runs_dir)))
+    levels = _level_key(stored.levels)
+    for m in metrics:
+        if m not in levels:
+            levels[m] = math.nan
+    if not len(levels):
+        return pd.DataFrame(columns=["run_id", "mode", "level_value", "n",
+                                     *[f"{m}{s}" for m in metrics for s in ("", "_lo", "_hi", "_n")]])
+    levels["run_id"] = stored.run_id
+    return repeat_table(levels, list(metrics), by=("run_id", "mode", "level_value"))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOverview:
+    """One run as :func:`show_run` reads it.
+
+    Attributes:
+        facts: what it is and where it came from (id, state, kind, variant, engine, simulated,
+            host, SGLang version, tool, times, plan's levels and repeats, labels, error).
+        levels: :func:`run_levels` (empty when the run has none or cannot be read).
+        problem: why the run could not be read (None when it could).
+    """
+
+    facts: dict[str, Any]
+    levels: pd.DataFrame
+    problem: str | None = None
+
+    def lines(self) -> list[str]:
+        """Text for a terminal: one ``key: value`` line per fact, then the levels table."""
+        out = [f"{k}: {v}" for k, v in self.facts.items() if v not in (None, "", [])]
+        if self.problem:
+            out.append(f"problem: {self.problem}")
+        if len(self.levels):
+            out.append("")
+            out += _table_lines(self.levels, [m for m in COMPARE_METRICS if m in self.levels])
+        return out
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the facts as a two-column table, then the levels table."""
+        import html
+
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+                       for k, v in self.facts.items() if v not in (None, "", []))
+        problem = f"<p><b>problem:</b> {html.escape(self.problem)}</p>" if self.problem else ""
+        levels = self.levels.to_html(index=False) if len(self.levels) else ""
+        return f"<table>{rows}</table>{problem}{levels}"
+
+
+def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverview:
+    """What a run is (provenance, state, labels) and its levels with n and intervals.
+
+    A run without a readable manifest is shown with its state and the reason, not an error.
+
+    Raises:
+        ConfigError: no such run.
+    """
+    root = _root(runs_dir)
+    path = find_run(run, root=root)
+    listing = catalogue(root)
+    row = listing[listing["path"] == str(path)]
+    facts: dict[str, Any] = {"run_id": path.name, "path": str(path)}
+    if len(row):
+        facts.update({k: row.iloc[0][k] for k in ("run_id", "state", "kind", "problem") if k in row})
+    try:
+        stored = load_run(path)
+    except (ConfigError, HostError) as exc:
+        facts.setdefault("state", "unreadable")
+        facts["labels"] = ", ".join(run_labels(path))
+        return RunOverview(facts, pd.DataFrame(), str(exc))
+    m, plan = stored.manifest, stored.plan or {}
+    facts.update({
+        "kind": m.get("kind") or "measured", "variant": m.get("variant"), "engine": m.get("engine"),
+        "simulated": m.get("simulated"), "host": m.get("host"), "client_location": m.get("client_location"),
+        "sglang_version": m.get("sglang_version"), "tool": m.get("tool"), "tool_version": m.get("tool_version"),
+        "source_file": m.get("source_file"), "started_at": m.get("started_at"), "finished_at": m.get("finished_at"),
+        "concurrency_levels": plan.get("concurrency_levels"), "repeats": plan.get("repeats"),
+        "units_stored": len(m.get("units_completed") or []), "num_requests": m.get("num_requests"),
+        "label": m.get("label"), "labels": ", ".join(run_labels(path)), "error": m.get("error"),
+    })
+    facts.setdefault("state", m.get("status"))
+    return RunOverview(facts, run_levels(path), None)
+
+
+def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE_METRICS,
+                 runs_dir: str | Path | None = None) -> pd.DataFrame:
+    """Two or more runs' level summaries, one row per (run, level), for side-by-side reading.
+
+    Args:
+        runs: run ids, unique prefixes or directories (two or more).
+        metrics: level columns (default :data:`COMPARE_METRICS`).
+        runs_dir: the runs folder.
+
+    Returns:
+        :func:`run_levels` of each run, concatenated, with ``variant``, ``engine``,
+        ``simulated``, ``host`` and ``sglang_version`` of each (the provenance of its figures).
+
+    Raises:
+        ConfigError: fewer than two runs, a run named twice, or one that cannot be read.
+    """
+    if len(runs) < 2:
+        raise ConfigError("compare needs two or more runs, e.g. `workbench runs compare RUN_A RUN_B`")
+    root = _root(runs_dir)
+    found = [find_run(r, root=root) for r in runs]
+    if len(set(found)) < len(found):
+        raise ConfigError(f"a run is named twice in {list(map(str, runs))}; name each run once")
+    frames = []
+    for path in found:
+        m = load_run(path).manifest
+        table = run_levels(path, metrics=metrics)
+        for i, key in enumerate(("variant", "engine", "simulated", "host", "sglang_version")):
+            table.insert(1 + i, key, m.get(key))
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _cell(row: Any, m: str) -> str:
+    mean, lo, hi, n = row[m], row[f"{m}_lo"], row[f"{m}_hi"], row[f"{m}_n"]
+    if mean != mean:
+        return "-"
+    digits = 2 if "accept" in m else 1
+    if lo != lo:
+        return f"{mean:.{digits}f} (n={int(n)})"
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}] (n={int(n)})"
+
+
+def _level_label(mode: str, value: float) -> str:
+    return f"c={int(value)}" if mode == "closed" else f"{value:g} req/s"
+
+
+def _table_lines(table: pd.DataFrame, metrics: Sequence[str]) -> list[str]:
+    header = ["level", *[f"{m} (95% CI)" for m in metrics]]
+    rows = [[_level_label(r["mode"], r["level_value"]), *[_cell(r, m) for m in metrics]]
+            for _, r in table.iterrows()]
+    return _aligned(header, rows)
+
+
+def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*header), *(fmt.format(*row) for row in rows)]
+
+
+def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS) -> list[str]:
+    """:func:`compare_runs`'s table as text: a legend (#1, #2, ... with each run's provenance),
+    then per metric one line per level with each run's mean [95% CI] (n) side by side."""
+    ids = list(dict.fromkeys(table["run_id"]))
+    out = []
+    for i, run_id in enumerate(ids, start=1):
+        r = table[table["run_id"] == run_id].iloc[0]
+        where = "SIMULATED" if r["simulated"] else "measured"
+        out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), host {r['host']}, "
+                   f"SGLang {r['sglang_version']}")
+    keys = table[["mode", "level_value"]].drop_duplicates().sort_values(["mode", "level_value"])
+    for m in metrics:
+        out += ["", f"{m}: mean [95% CI] (n repeats)"]
+        rows = []
+        for mode, value in keys.itertuples(index=False):
+            cells = []
+            for run_id in ids:
+                hit = table[(table["run_id"] == run_id) & (table["mode"] == mode) & (table["level_value"] == value)]
+                cells.append(_cell(hit.iloc[0], m) if len(hit) else "not measured")
+            rows.append([_level_label(mode, value), *cells])
+        out += _aligned(["level", *[f"#{i}" for i in range(1, len(ids) + 1)]], rows)
+    return out
+
+
+def export_runs(runs: Iterable[str | Path] | None = None, *, out: str | Path | None = None, requests: bool = False,
+                runs_dir: str | Path | None = None) -> pd.DataFrame:
+    """Several runs' level rows (or request rows) as one table, written as CSV when ``out`` is given.
+
+    Args:
+        runs: run ids, prefixes or directories; None: every run in the runs folder
+            (unreadable ones are left out with a warning naming them).
+        out: a CSV file to write (relative: to the current directory); None: write nothing.
+        requests: the request rows (one per request) instead of the level rows (one per
+            level and repeat); list columns become JSON text.
+        runs_dir: the runs folder.
+
+    Returns:
+        The table written.
+
+    Raises:
+        ConfigError: a named run does not exist, or no run has rows.
+        HostError: ``out`` cannot be written.
+    """
+    import warnings
+
+    table, skipped = export_tables(list(runs) if runs else None, root=_root(runs_dir), requests=requests)
+    for line in skipped:
+        warnings.warn(f"left out of the export: {line}", stacklevel=2)
+    if out is not None:
+        target = Path(out).expanduser()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(target, index=False)
+        except OSError as exc:
+            raise HostError(f"Cannot write {target}: {exc.strerror or exc}") from exc
+    return table

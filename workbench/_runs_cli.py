@@ -1,0 +1,134 @@
+"""``workbench runs``: the run catalogue from a terminal (list, show, label, compare, delete, export).
+
+Registered in :mod:`workbench.cli` in one line (``app.add_typer(runs_app, name="runs")``). It
+lives at the root, beside ``_bench_cli.py``, because ``compare`` and ``show`` summarise levels
+with the analysis package, which the store may not import (docs/ARCHITECTURE.md, rule 4).
+Importing it is cheap (typer only); pandas and the store are imported when a command runs.
+Formats and the imported runs' contract: docs/RUNS.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from workbench.errors import ConfigError
+
+__all__ = ["runs_app"]
+
+runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, delete and export stored runs.",
+                       no_args_is_help=True)
+
+_RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs).")
+#: Columns `runs list` prints (all of them with --all-columns or --json).
+_SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "levels_completed",
+          "label", "labels", "problem")
+
+
+@runs_app.command("list")
+def list_command(
+    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    all_columns: Annotated[bool, typer.Option("--all-columns", help="Every column (path, times, tool...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run.")] = False,
+) -> None:
+    """List every run, oldest first, with its state (complete, incomplete, failed, running, unreadable, ...)."""
+    from workbench._catalogue import list_runs
+
+    table = list_runs(runs_dir)
+    if as_json:
+        typer.echo(table.to_json(orient="records", indent=1))
+        return
+    if not len(table):
+        typer.echo("no runs stored" + (f" in {runs_dir}" if runs_dir else ""))
+        return
+    shown = table if all_columns else table[list(_SHOWN)]
+    typer.echo(shown.astype(object).where(shown.notna(), "").to_string(index=False))
+
+
+@runs_app.command("show")
+def show_command(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix of one, or run directory.")],
+    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+) -> None:
+    """What a run is (provenance, state, labels) and its levels: mean [95% CI] (n repeats)."""
+    from workbench._catalogue import show_run
+
+    for line in show_run(run, runs_dir=runs_dir).lines():
+        typer.echo(line)
+
+
+@runs_app.command("label")
+def label_command(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix of one, or run directory.")],
+    labels: Annotated[list[str], typer.Argument(metavar="LABEL...", help="Labels to add (or remove).")],
+    remove: Annotated[bool, typer.Option("--remove", help="Remove these labels instead.")] = False,
+    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+) -> None:
+    """Add labels to a run (kept in its labels.json), or remove them with --remove; prints its labels."""
+    from workbench._catalogue import label_run
+
+    now = label_run(run, *labels, remove=remove, runs_dir=runs_dir)
+    typer.echo(f"labels: {', '.join(now) if now else '(none)'}")
+
+
+@runs_app.command("compare")
+def compare_command(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN RUN...", help="Two or more runs.")],
+    metric: Annotated[Optional[list[str]], typer.Option(
+        "--metric", "-m", help="Level column to compare (repeatable; default output_throughput_tok_s and "
+        "mean_per_request_tok_s).")] = None,
+    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+) -> None:
+    """Two or more runs' levels side by side: per metric and level, each run's mean [95% CI] (n repeats)."""
+    from workbench._catalogue import COMPARE_METRICS, compare_lines, compare_runs
+
+    metrics = tuple(metric) if metric else COMPARE_METRICS
+    for line in compare_lines(compare_runs(runs, metrics=metrics, runs_dir=runs_dir), metrics):
+        typer.echo(line)
+
+
+@runs_app.command("delete")
+def delete_command(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to delete.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+) -> None:
+    """Delete runs (their whole directories). Asks for each unless --yes; refuses a run being written."""
+    from workbench._catalogue import delete_run
+
+    def ask(description: str) -> bool:
+        return yes or typer.confirm(f"delete {description}?", default=False)
+
+    for run in runs:
+        gone = delete_run(run, runs_dir=runs_dir, confirm=ask)
+        typer.echo(f"deleted {gone}" if gone is not None else f"kept {run}")
+
+
+@runs_app.command("export")
+def export_command(
+    runs: Annotated[Optional[list[str]], typer.Argument(metavar="RUN", help="Runs (default: all).")] = None,
+    csv: Annotated[bool, typer.Option("--csv", help="Write CSV (the one format; required).")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="CSV file (default: standard output).")] = None,
+    requests: Annotated[bool, typer.Option(
+        "--requests", help="One row per request instead of one per level and repeat.")] = False,
+    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+) -> None:
+    """Export runs' level rows (or request rows) as CSV: run_id, variant, engine, simulated first."""
+    if not csv:
+        raise ConfigError("give --csv: CSV is the export format (e.g. `workbench runs export --csv --out levels.csv`)")
+    import warnings
+
+    from workbench._catalogue import export_runs
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = export_runs(runs or None, out=out, requests=requests, runs_dir=runs_dir)
+    for w in caught:
+        typer.echo(f"warning: {w.message}", err=True)
+    if out is None:
+        sys.stdout.write(table.to_csv(index=False))
+    else:
+        typer.echo(f"wrote {len(table)} rows to {out}", err=True)
