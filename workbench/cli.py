@@ -30,6 +30,7 @@ from workbench.calibration.cli import calibrate_app
 from workbench._bench_cli import bench_command
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
+from workbench.imports.cli import import_command
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
 from workbench.sim.cli import sim_app
@@ -84,3 +85,4 @@ app.add_typer(variants_app, name="variants")
 app.add_typer(sim_app, name="sim")
 app.add_typer(calibrate_app, name="calibrate")
 app.command("bench")(bench_command)
+app.command("import")(import_command)
