@@ -84,6 +84,39 @@ def test_bench_serving_accept_length_and_retokenized_oai_itl() -> None:
     assert oai["bench_serving_itl_definition"].startswith("per token")
 
 
+def test_wall_clock_figures_of_a_faster_than_real_time_simulator_become_engine_time(tmp_path: Path) -> None:
+    record = json.loads((BS / "bs059_eagle3.jsonl").read_text().splitlines()[0])
+    record["server_info"]["simulation"]["time_scale"] = 4.0  # as a run at --sim-time-scale 4 records it
+    record.update(ttfts=[0.1] * 8, itls=[[0.01, 0.02]] * 8, output_lens=[3] * 8, errors=[""] * 8)
+    path = tmp_path / "scaled.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    result = import_results(path, store=False)
+    row = _one(result)
+    assert row["time_scale"] == 4.0
+    assert row["mean_ttft_ms"] == record["mean_ttft_ms"] * 4 and row["p99_e2e_ms"] == record["p99_e2e_latency_ms"] * 4
+    assert row["output_throughput_tok_s"] == record["output_throughput"] / 4
+    assert row["bench_serving_p95_itl_ms"] == record["p95_itl_ms"] * 4 and row["concurrency"] == 1
+    assert row["accept_length"] == record["accept_length"]  # not a time
+    assert result.requests["ttft_ms"].iloc[0] == pytest.approx(400.0)
+    assert result.requests["itl_per_token_ms"].iloc[0] == pytest.approx([40.0, 80.0])
+
+
+def test_a_long_output_details_line_reads_quickly(tmp_path: Path) -> None:
+    """--output-details lines run to hundreds of KB; bs059's line with its arrays repeated 50 times."""
+    import time
+
+    record = json.loads((BS / "bs059_baseline_details.jsonl").read_text().splitlines()[2])
+    for key in ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"):
+        record[key] = record[key] * 50
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    assert path.stat().st_size > 300_000
+    start = time.perf_counter()
+    result = import_results(path, store=False)
+    assert len(result.requests) == 400 and _one(result)["num_requests"] == 400
+    assert time.perf_counter() - start < 10.0  # about 0.1 s here; slack for a loaded machine
+
+
 # -- AIPerf ---------------------------------------------------------------------------------------
 
 def test_aiperf_single_run_export() -> None:

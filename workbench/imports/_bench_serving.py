@@ -186,8 +186,10 @@ def _level(record: Mapping[str, Any], *, path: Path, line: int, variant: str | N
         v["num_requests"] = float(len(requests))
         v["failed"] = float(requests["error"].notna().sum())
     info = record.get("server_info") if isinstance(record.get("server_info"), Mapping) else None
+    simulation = (info or {}).get("simulation")
+    scale = number(simulation.get("time_scale")) if isinstance(simulation, Mapping) else math.nan
     name = variant or record.get("tag") or path.stem
-    return ImportedLevel(
+    return ImportedLevel(time_scale=None if math.isnan(scale) else scale,
         tool="sglang.bench_serving", tool_version=first if first == last else f"{first}..{last}",
         tool_version_source="inferred from the record's keys (the client writes no version)",
         source_file=str(path), source_record=f"line {line}", variant=str(name), values=v, streamed=True,

@@ -14,6 +14,11 @@ Engine and simulation: a bench_serving file that recorded ``/server_info`` says 
 answered (:func:`workbench.engines.server_info_engine`: the simulator says so itself). Other
 tools do not record it: pass ``engine=`` (and ``simulated=`` for an engine the workbench does
 not know); otherwise rows have ``engine`` None and ``simulated=False`` (docs/RUNS.md).
+
+Time scale: a simulated server running faster than real time (``simulation.time_scale`` s in
+its recorded ``/server_info``) gives the tool wall-clock figures s times too fast; they are
+converted to engine time, as the workbench stores its own runs (times x s, rates / s), and
+``time_scale`` is kept per row and in the manifest.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from workbench.engines import engine_names, get_engine, server_info_engine
 from workbench.errors import ConfigError
 from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
 from workbench.imports._checks import violations
-from workbench.imports._rows import ImportedLevel
+from workbench.imports._rows import ImportedLevel, to_engine_time
 from workbench.store import save_imported_run
 
 __all__ = ["ImportResult", "Format", "detect_format", "import_results", "read_results"]
@@ -271,6 +276,10 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         digest = _sha256(source) if store else None
         for (tool, name), group in groups.items():
             eng, sim = _engine_of(group, engine, simulated)
+            for lvl in group:
+                if lvl.time_scale is not None and lvl.time_scale != 1.0:
+                    lvl.values, lvl.requests = to_engine_time(lvl.values, lvl.requests, lvl.time_scale)
+                lvl.values["time_scale"] = lvl.time_scale if lvl.time_scale is not None else math.nan
             rows = _number_levels(group)
             clean, bad, reqs = [], [], []
             for lvl, row in zip(group, rows):
@@ -292,7 +301,8 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
                     requests=frames["requests"], quarantine=frames["quarantine"], label=label,
                     measured_at=next((t for t in (_iso(lvl.measured_at) for lvl in group) if t), None),
                     extra={"tool_version_source": group[0].tool_version_source, "server_info": info,
-                           "source_records": [lvl.source_record for lvl in group]},
+                           "source_records": [lvl.source_record for lvl in group],
+                           "time_scale": group[0].time_scale},
                     root=runs_dir)
                 run_id = path.name
             for key, frame in frames.items():

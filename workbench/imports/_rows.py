@@ -28,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ImportedLevel", "STAT_METRICS", "OUR_STATS", "number", "ms", "stats_columns", "level_columns"]
+__all__ = ["ImportedLevel", "STAT_METRICS", "OUR_STATS", "number", "ms", "stats_columns", "level_columns",
+           "to_engine_time"]
 
 #: Our per-level statistics (:data:`workbench.bench._metrics.STATS`) and the metrics they summarise.
 OUR_STATS = ("mean", "p50", "p90", "p99")
@@ -85,6 +86,36 @@ def ms(value: Any, unit: str) -> float:
     return number(value) * factor
 
 
+def _scaled(key: str, value: Any, scale: float) -> Any:
+    """``value`` of column ``key`` from wall-clock to engine time (times x scale, rates / scale)."""
+    if key.endswith("_ms") or key == "duration_s" or key.endswith("_duration_s"):
+        factor = scale
+    elif key.endswith(("_tok_s", "_req_s")):
+        factor = 1.0 / scale
+    else:
+        return value
+    if isinstance(value, list):
+        return [number(v) * factor for v in value]
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    return number(value) * factor
+
+
+def to_engine_time(values: Mapping[str, Any], requests: pd.DataFrame | None,
+                   scale: float) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    """Level values and request rows measured by wall clock against a simulated engine running at
+    ``scale`` engine seconds per wall second, converted to engine time (as the workbench stores its
+    own runs): every ``*_ms`` column and ``duration_s`` times ``scale``, every ``*_tok_s`` and
+    ``*_req_s`` divided by it (lists element-wise); other columns unchanged.
+    """
+    out = {k: _scaled(k, v, scale) for k, v in values.items()}
+    if requests is not None:
+        requests = requests.copy()
+        for col in requests.columns:
+            requests[col] = [_scaled(col, v, scale) for v in requests[col]]
+    return out, requests
+
+
 @dataclasses.dataclass
 class ImportedLevel:
     """One level read from another tool's file, before it is grouped into a run.
@@ -101,6 +132,8 @@ class ImportedLevel:
         server_info: the server's ``/server_info`` the tool recorded, if any.
         measured_at: the tool's timestamp of the run (ISO 8601 text), if any.
         tool_version_source: how ``tool_version`` was found (``"file"``, ``"inferred from the keys"``, ...).
+        time_scale: engine seconds per wall second of a simulated server that said so in its
+            recorded ``/server_info`` (``simulation.time_scale``); None when not recorded.
     """
 
     tool: str
@@ -114,6 +147,7 @@ class ImportedLevel:
     server_info: Mapping[str, Any] | None = None
     measured_at: str | None = None
     tool_version_source: str | None = None
+    time_scale: float | None = None
 
     def row(self) -> dict[str, Any]:
         """The level as one flat row: our columns (NaN where missing), then the tool's, then provenance."""
