@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from workbench.bench import summarize_levels
 from workbench.engines import engine_names, get_engine, server_info_engine
 from workbench.errors import ConfigError
 from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
@@ -209,6 +210,28 @@ def _iso(text: str | None) -> str | None:
     return text
 
 
+#: Columns :func:`workbench.bench.summarize_levels` needs, with what a request row lacking one gets.
+_SUMMARY_INPUTS = {"error": None, "error_type": None, "output_tokens": math.nan, "prompt_tokens": math.nan,
+                   "ttft_ms": math.nan, "tpot_ms": math.nan, "e2e_ms": math.nan, "spec_verify_ct": math.nan,
+                   "start_s": math.nan, "end_s": math.nan}
+_PER_REQUEST = tuple(f"{s}_per_request_tok_s" for s in ("mean", "p50", "p90", "p99"))
+
+
+def _fill_per_request_speed(lvl: ImportedLevel) -> None:
+    """Per-request tok/s statistics (our definition, output tokens / E2E) from the level's request
+    rows, when the tool's summary has none and its rows carry both figures (vLLM's --save-detailed)."""
+    rows = lvl.requests
+    if rows is None or not len(rows) or not {"output_tokens", "e2e_ms"} <= set(rows):
+        return
+    if rows["e2e_ms"].isna().all() or any(not math.isnan(lvl.values.get(k, math.nan)) for k in _PER_REQUEST):
+        return
+    frame = rows.assign(level_index=0, itl_ms=[[] for _ in range(len(rows))],
+                        tokens_per_chunk=[[] for _ in range(len(rows))],
+                        **{k: rows[k] if k in rows else v for k, v in _SUMMARY_INPUTS.items()})
+    summary = summarize_levels(frame).iloc[0]
+    lvl.values.update({k: float(summary[k]) for k in _PER_REQUEST})
+
+
 def _number_levels(levels: list[ImportedLevel]) -> list[dict[str, Any]]:
     """Rows of one run with ``level_index`` (by concurrency, then request rate) and ``repeat``."""
     def key(lvl: ImportedLevel) -> tuple[float, float, str]:
@@ -277,6 +300,7 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         for (tool, name), group in groups.items():
             eng, sim = _engine_of(group, engine, simulated)
             for lvl in group:
+                _fill_per_request_speed(lvl)
                 if lvl.time_scale is not None and lvl.time_scale != 1.0:
                     lvl.values, lvl.requests = to_engine_time(lvl.values, lvl.requests, lvl.time_scale)
                 lvl.values["time_scale"] = lvl.time_scale if lvl.time_scale is not None else math.nan
