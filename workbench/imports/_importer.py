@@ -27,8 +27,8 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from datetime import datetime
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -91,6 +91,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_KNOWN = ("Known formats: sglang.bench_serving JSONL (--output-file), vllm bench serve --save-result JSON, a "
+          "vllm bench sweep folder, AIPerf profile_export_aiperf.json (or its aggregate, or an artifact folder), "
+          "GuideLLM benchmarks JSON")
+
+
 def _first_line(path: Path) -> str:
     with path.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -122,16 +127,17 @@ def detect_format(path: str | Path) -> Format:
         first = None
     if isinstance(first, dict) and _bench_serving.looks_like(first):
         return "bench_serving"
-    objects = _vllm.parse_objects(_read_text(path), path)
+    try:
+        objects = _vllm.parse_objects(_read_text(path), path)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}. {_KNOWN}") from exc
     obj = objects[0] if objects else {}
     for name, test in (("aiperf", lambda o: _aiperf.looks_like(o) or _aiperf.looks_like_aggregate(o)),
                        ("guidellm", _guidellm.looks_like), ("vllm", _vllm.looks_like),
                        ("bench_serving", _bench_serving.looks_like)):
         if test(obj):
             return name  # type: ignore[return-value]
-    raise ConfigError(f"Cannot import {path}: not a result file of a known tool. Known: sglang.bench_serving "
-                      "JSONL (--output-file), vllm bench serve --save-result JSON, a vllm bench sweep folder, "
-                      "AIPerf profile_export_aiperf.json (or its aggregate), GuideLLM benchmarks JSON")
+    raise ConfigError(f"Cannot import {path}: not a result file of a known tool. {_KNOWN}")
 
 
 def _read_text(path: Path) -> str:
@@ -189,7 +195,8 @@ def _engine_of(levels: list[ImportedLevel], engine: str | None,
     if answered is not None:
         if simulated is not None and simulated != answered.simulated:
             raise ConfigError(f"{levels[0].source_file}: the recorded /server_info says the engine was "
-                              f"{answered.name!r} (simulated={answered.simulated}); simulated={simulated} contradicts it")
+                              f"{answered.name!r} (simulated={answered.simulated}); simulated={simulated} "
+                              "contradicts it")
         return answered.name, bool(answered.simulated)
     if engine is None:
         return None, bool(simulated)
