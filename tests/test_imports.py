@@ -56,6 +56,21 @@ def test_bench_serving_key_sets_of_each_generation(name, version, median_ttft, o
     assert _nan(row["p90_ttft_ms"]) and _nan(row["p90_e2e_ms"]) and _nan(row["accept_length"])
 
 
+def test_bench_serving_newest_key_set(tmp_path: Path) -> None:
+    """0.5.14+ adds p90/p95 of TTFT, TPOT and ITL and a cache_report (sglang-0.5.16/sglang/benchmark/serving.py);
+    its client needs torch, so the record is bs059's with those keys added as 0.5.16 writes them."""
+    record = json.loads((BS / "bs059_eagle3.jsonl").read_text().splitlines()[0])
+    record.update(p90_ttft_ms=150.5, p95_ttft_ms=160.5, p90_tpot_ms=12.5, p95_tpot_ms=13.5, p90_itl_ms=20.5,
+                  p95_itl_ms=30.5, cache_report={"total_prompt_tokens": 2048, "total_cached_tokens": 512,
+                                                 "cache_hit_rate_pct": 25.0})
+    path = tmp_path / "bs0516.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    row = _one(import_results(path, store=False))
+    assert row["tool_version"] == "0.5.14..0.5.23"
+    assert row["p90_ttft_ms"] == 150.5 and row["p90_tpot_ms"] == 12.5 and row["p90_itl_per_token_ms"] == 20.5
+    assert row["bench_serving_p95_ttft_ms"] == 160.5 and row["bench_serving_cache_hit_rate"] == 0.25
+
+
 def test_bench_serving_appended_runs_with_details() -> None:
     result = import_results(BS / "bs059_baseline_details.jsonl", store=False)
     levels = result.levels.sort_values("level_index")
@@ -163,6 +178,12 @@ def test_guidellm_benchmarks_derive_our_columns_from_its_requests() -> None:
     assert row["guidellm_time_per_output_token_mean_ms"] == 17.377150245010853
     assert list(result.levels.sort_values("level_index")["concurrency"]) == [1, 4]
     assert len(result.requests) == 16
+    assert sorted(set(result.requests["concurrency"])) == [1, 4]  # the level's, as our request rows have
+    assert result.requests["e2e_ms"].iloc[0] == raw_first_e2e(path)
+
+
+def raw_first_e2e(path: Path) -> float:
+    return json.loads(path.read_text())["benchmarks"][0]["requests"]["successful"][0]["request_latency"] * 1000
 
 
 # -- vLLM -----------------------------------------------------------------------------------------

@@ -318,9 +318,10 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
                 reasons = violations(row, streamed=lvl.streamed)
                 (bad if reasons else clean).append({**row, "reason": "; ".join(reasons)} if reasons else row)
                 if lvl.requests is not None and len(lvl.requests):
-                    reqs.append(lvl.requests.assign(variant=name, level_index=row["level_index"],
-                                                    repeat=row["repeat"], engine=eng, simulated=sim, tool=tool,
-                                                    source_file=lvl.source_file))
+                    reqs.append(lvl.requests.assign(
+                        variant=name, level_index=row["level_index"], repeat=row["repeat"], mode=row["mode"],
+                        concurrency=row["concurrency"], request_rate_req_s=row["request_rate_req_s"], engine=eng,
+                        simulated=sim, tool=tool, source_file=lvl.source_file))
             frames = {"levels": pd.DataFrame(clean), "quarantine": pd.DataFrame(bad),
                       "requests": pd.concat(reqs, ignore_index=True) if reqs else pd.DataFrame()}
             run_id, path, created = None, None, False
