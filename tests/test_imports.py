@@ -157,6 +157,19 @@ def test_aiperf_multi_run_aggregate() -> None:
     assert row["aiperf_num_successful_runs"] == 3
 
 
+def test_runs_of_one_variant_passed_together_are_repeats_of_one_run(tmp_path: Path) -> None:
+    files = sorted((FIX / "aiperf" / "multi" / "profile_runs").glob("run_*/profile_export_aiperf.json"))
+    result = import_results(files, engine="sim", runs_dir=tmp_path)
+    assert len(result.runs) == 1 and result.runs["levels"].iloc[0] == 3
+    assert list(result.levels["repeat"]) == [0, 1, 2] and set(result.levels["level_index"]) == {0}
+    manifest = load_run(result.runs["path"].iloc[0]).manifest
+    assert manifest["source_files"] == [str(f.resolve()) for f in files] and manifest["units_completed"] == [
+        [0, 0], [1, 0], [2, 0]]
+    means = wb.load_study(list(result.runs["path"]), baseline="multi").means()
+    assert means["n"].iloc[0] == 3 and means["output_throughput_tok_s_lo"].iloc[0] < means[
+        "output_throughput_tok_s"].iloc[0]  # an interval over the 3 AIPerf runs
+
+
 # -- GuideLLM -------------------------------------------------------------------------------------
 
 def test_guidellm_benchmarks_derive_our_columns_from_its_requests() -> None:

@@ -267,6 +267,28 @@ def _front(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[first + [c for c in frame.columns if c not in first]]
 
 
+def _run_frames(group: list[ImportedLevel], *, name: str, tool: str, engine: str | None,
+                simulated: bool) -> dict[str, pd.DataFrame]:
+    """One run's ``levels`` (clean), ``quarantine`` (with ``reason``) and ``requests`` tables."""
+    for lvl in group:
+        _fill_per_request_speed(lvl)
+        if lvl.time_scale is not None and lvl.time_scale != 1.0:
+            lvl.values, lvl.requests = to_engine_time(lvl.values, lvl.requests, lvl.time_scale)
+        lvl.values["time_scale"] = lvl.time_scale if lvl.time_scale is not None else math.nan
+    clean, bad, reqs = [], [], []
+    for lvl, row in zip(group, _number_levels(group)):
+        row.update(engine=engine, simulated=simulated)
+        reasons = violations(row, streamed=lvl.streamed)
+        (bad if reasons else clean).append({**row, "reason": "; ".join(reasons)} if reasons else row)
+        if lvl.requests is not None and len(lvl.requests):
+            reqs.append(lvl.requests.assign(
+                variant=name, level_index=row["level_index"], repeat=row["repeat"], mode=row["mode"],
+                concurrency=row["concurrency"], request_rate_req_s=row["request_rate_req_s"], engine=engine,
+                simulated=simulated, tool=tool, source_file=lvl.source_file))
+    return {"levels": pd.DataFrame(clean), "quarantine": pd.DataFrame(bad),
+            "requests": pd.concat(reqs, ignore_index=True) if reqs else pd.DataFrame()}
+
+
 def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | None = None,
                    engine: str | None = None, simulated: bool | None = None, label: str | None = None,
                    runs_dir: str | Path | None = None, store: bool = True) -> ImportResult:
@@ -296,57 +318,46 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not items:
         raise ConfigError("import_results: no files given")
-    levels_out, quarantine_out, requests_out, runs = [], [], [], []
-    for item in items:
+    groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}
+    for item in items:  # every file first: a bad one stops the import before anything is stored
         source = Path(item).expanduser().resolve()
-        read = read_results(source, variant=variant)
-        groups: dict[tuple[str, str], list[ImportedLevel]] = {}
-        for lvl in read:
-            groups.setdefault((lvl.tool, lvl.variant), []).append(lvl)
-        digest = _sha256(source) if store else None
-        for (tool, name), group in groups.items():
-            eng, sim = _engine_of(group, engine, simulated)
-            for lvl in group:
-                _fill_per_request_speed(lvl)
-                if lvl.time_scale is not None and lvl.time_scale != 1.0:
-                    lvl.values, lvl.requests = to_engine_time(lvl.values, lvl.requests, lvl.time_scale)
-                lvl.values["time_scale"] = lvl.time_scale if lvl.time_scale is not None else math.nan
-            rows = _number_levels(group)
-            clean, bad, reqs = [], [], []
-            for lvl, row in zip(group, rows):
-                row.update(engine=eng, simulated=sim)
-                reasons = violations(row, streamed=lvl.streamed)
-                (bad if reasons else clean).append({**row, "reason": "; ".join(reasons)} if reasons else row)
-                if lvl.requests is not None and len(lvl.requests):
-                    reqs.append(lvl.requests.assign(
-                        variant=name, level_index=row["level_index"], repeat=row["repeat"], mode=row["mode"],
-                        concurrency=row["concurrency"], request_rate_req_s=row["request_rate_req_s"], engine=eng,
-                        simulated=sim, tool=tool, source_file=lvl.source_file))
-            frames = {"levels": pd.DataFrame(clean), "quarantine": pd.DataFrame(bad),
-                      "requests": pd.concat(reqs, ignore_index=True) if reqs else pd.DataFrame()}
-            run_id, path, created = None, None, False
-            if store:
-                info = next((lvl.server_info for lvl in group if lvl.server_info), None)
-                path, created = save_imported_run(
-                    variant=name, engine=eng, simulated=sim, tool=tool, tool_version=group[0].tool_version,
-                    source_file=str(source), source_sha256=digest or "", levels=frames["levels"],
-                    requests=frames["requests"], quarantine=frames["quarantine"], label=label,
-                    measured_at=next((t for t in (_iso(lvl.measured_at) for lvl in group) if t), None),
-                    extra={"tool_version_source": group[0].tool_version_source, "server_info": info,
-                           "source_records": [lvl.source_record for lvl in group],
-                           "time_scale": group[0].time_scale},
-                    root=runs_dir)
-                run_id = path.name
-            for key, frame in frames.items():
-                if len(frame):
-                    frame.insert(0, "run_id", run_id)
-            levels_out.append(frames["levels"])
-            quarantine_out.append(frames["quarantine"])
-            requests_out.append(frames["requests"])
-            runs.append({"run_id": run_id, "variant": name, "tool": tool, "tool_version": group[0].tool_version,
-                         "engine": eng, "simulated": sim, "levels": len(clean), "quarantined": len(bad),
-                         "requests": len(frames["requests"]), "source_file": str(source),
-                         "path": str(path) if path else None, "created": created})
+        for lvl in read_results(source, variant=variant):
+            groups.setdefault((lvl.tool, lvl.variant), []).append((source, lvl))
+    levels_out, quarantine_out, requests_out, runs = [], [], [], []
+    digests: dict[Path, str] = {}
+    for (tool, name), members in groups.items():
+        sources = list(dict.fromkeys(src for src, _ in members))
+        group = [lvl for _, lvl in members]
+        eng, sim = _engine_of(group, engine, simulated)
+        frames = _run_frames(group, name=name, tool=tool, engine=eng, simulated=sim)
+        run_id, path, created = None, None, False
+        if store:
+            for src in sources:
+                digests.setdefault(src, _sha256(src))
+            digest = digests[sources[0]] if len(sources) == 1 else hashlib.sha256(
+                "".join(digests[src] for src in sorted(sources)).encode()).hexdigest()
+            path, created = save_imported_run(
+                variant=name, engine=eng, simulated=sim, tool=tool, tool_version=group[0].tool_version,
+                source_file=str(sources[0]), source_sha256=digest, levels=frames["levels"],
+                requests=frames["requests"], quarantine=frames["quarantine"], label=label,
+                measured_at=next((t for t in (_iso(lvl.measured_at) for lvl in group) if t), None),
+                extra={"tool_version_source": group[0].tool_version_source,
+                       "server_info": next((lvl.server_info for lvl in group if lvl.server_info), None),
+                       "source_files": [str(src) for src in sources],
+                       "source_records": [lvl.source_record for lvl in group], "time_scale": group[0].time_scale},
+                root=runs_dir)
+            run_id = path.name
+        for frame in frames.values():
+            if len(frame):
+                frame.insert(0, "run_id", run_id)
+        levels_out.append(frames["levels"])
+        quarantine_out.append(frames["quarantine"])
+        requests_out.append(frames["requests"])
+        runs.append({"run_id": run_id, "variant": name, "tool": tool, "tool_version": group[0].tool_version,
+                     "engine": eng, "simulated": sim, "levels": len(frames["levels"]),
+                     "quarantined": len(frames["quarantine"]), "requests": len(frames["requests"]),
+                     "source_file": ", ".join(str(src) for src in sources), "path": str(path) if path else None,
+                     "created": created})
 
     def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
         frames = [f for f in frames if len(f)]
