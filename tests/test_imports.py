@@ -213,7 +213,8 @@ def test_vllm_save_result_with_spec_decode_and_queue_keys() -> None:
     assert row["spec_acceptance_rate"] == raw["spec_decode_acceptance_rate"] / 100  # percent in the file
     assert row["p50_ttft_ms"] == raw["median_ttft_ms"] and row["p90_ttft_ms"] == raw["p90_ttft_ms"]
     assert row["mean_itl_ms"] == raw["mean_itl_ms"] and _nan(row["mean_itl_per_token_ms"])  # per chunk
-    assert row["vllm_mean_client_queue_time_ms"] == raw["mean_client_queue_time_ms"]
+    assert row["vllm_mean_client_queue_time_ms"] == raw["mean_client_queue_time_ms"] == row["mean_client_wait_ms"]
+    assert row["p90_client_wait_ms"] == raw["p90_client_queue_time_ms"]
     assert len(result.requests) == 8 and result.requests["ttft_ms"].iloc[0] == raw["ttfts"][0] * 1000
     speeds = np.array(raw["output_lens"]) / np.array(raw["latencies"])  # from --save-detailed's rows
     assert row["mean_per_request_tok_s"] == pytest.approx(speeds.mean(), rel=1e-12)

@@ -22,8 +22,10 @@ Read from vLLM's source (vllm-project/vllm ``vllm/benchmarks/serve.py``,
   No vLLM version is written (``tool_version`` is None unless ``--metadata version=...``).
 - TTFT, TPOT (``(latency - ttft) / (output_len - 1)``) and E2E (``e2el``) are ours; the
   **ITL is one gap per streamed chunk** (``output.itl.append(timestamp - most_recent_timestamp)``
-  per chunk with choices): our ``itl_ms``. Client queue time has no counterpart of ours:
-  ``vllm_<stat>_client_queue_time_ms``.
+  per chunk with choices): our ``itl_ms``. Client queue time (the wait for a
+  ``--max-concurrency`` slot before the request is sent) is the load generator's
+  ``client_wait_ms`` and queue-inclusive E2E its ``user_e2e_ms``; both are also kept as
+  ``vllm_<stat>_client_queue_time_ms`` and ``vllm_<stat>_e2el_including_client_queue_ms``.
 - a sweep folder (``-o DIR``, experiment ``DIR/<name>/``) holds one directory per
   combination, ``SERVE--<serve params>-BENCH--<bench params>`` (either part may be absent),
   with ``run=<n>.json`` per repeat (a result file plus ``run_number`` and the overrides),
@@ -122,9 +124,10 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str) -> 
     for theirs, ours in _OURS:
         for stat, our_stat in _STATS:
             v[f"{our_stat}_{ours}"] = number(obj.get(f"{stat}_{theirs}_ms"))
-    for theirs in ("client_queue_time", "e2el_including_client_queue"):
-        for stat in ("mean", "median", "p99"):
+    for theirs, ours in (("client_queue_time", "client_wait_ms"), ("e2el_including_client_queue", "user_e2e_ms")):
+        for stat, our_stat in _STATS:
             v[f"vllm_{stat}_{theirs}_ms"] = number(obj.get(f"{stat}_{theirs}_ms"))
+            v[f"{our_stat}_{ours}"] = v[f"vllm_{stat}_{theirs}_ms"]
     for key in ("request_goodput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests",
                 "burstiness", "spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"):
         v[f"vllm_{key}"] = number(obj.get(key))
