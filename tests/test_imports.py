@@ -307,6 +307,9 @@ def test_cli_import_json_and_bad_input(tmp_path: Path) -> None:
     text = runner.invoke(app, ["import", str(FIX / "vllm" / "sweep" / "exp1"), "--runs-dir", str(tmp_path / "r"),
                                "--engine", "sim"])
     assert text.exit_code == 0 and "SIMULATED" in text.output and "stored as" in text.output
+    assert "vllm bench serve version not recorded" in text.output
+    unnamed = runner.invoke(app, ["import", str(FIX / "aiperf" / "single"), "--dry-run"])
+    assert "engine not recorded (pass --engine)" in unnamed.output and "SIMULATED" not in unnamed.output
     bad = tmp_path / "notes.json"
     bad.write_text('{"hello": 1}')
     failed = runner.invoke(app, ["import", str(bad)])

@@ -63,9 +63,9 @@ def import_command(
     for row in runs.itertuples():
         state = "stored as" if row.created else ("already stored as" if row.path else "read (not stored)")
         where = f" {row.run_id}" if row.run_id else ""
-        version = row.tool_version or "version not recorded"
+        version = row.tool_version if isinstance(row.tool_version, str) else "version not recorded"
         sim = ", SIMULATED" if row.simulated else ""
-        engine = row.engine or "not recorded (pass --engine)"
+        engine = row.engine if isinstance(row.engine, str) else "not recorded (pass --engine)"
         typer.echo(f"{row.source_file}: {row.tool} {version}, variant {row.variant!r}, engine {engine}{sim}: "
                    f"{row.levels} level rows, {row.quarantined} quarantined, {row.requests} request rows; "
                    f"{state}{where}")
