@@ -147,6 +147,18 @@ def test_aiperf_single_run_export() -> None:
     assert row["duration_s"] == 1.806513408 and row["measured_at"] == "2026-12-01T12:57:10.246218"
 
 
+def test_aiperf_request_rows_from_profile_export_jsonl() -> None:
+    result = import_results(FIX / "aiperf" / "single" / "profile_export_aiperf.json", store=False, engine="sim")
+    req = result.requests
+    assert len(req) == 8 and set(req["concurrency"]) == {2} and req["error"].isna().all()
+    first = req.iloc[0]
+    assert first["e2e_ms"] == 436.32629 and first["ttft_ms"] == 127.650567 and first["output_tokens"] == 32
+    assert first["tpot_ms"] == (436.32629 - 127.650567) / 31 and len(first["itl_ms"]) == 31
+    # the export's averages are over the same requests
+    assert req["e2e_ms"].mean() == pytest.approx(_one(result)["mean_e2e_ms"], rel=1e-12)
+    assert req["ttft_ms"].mean() == pytest.approx(_one(result)["mean_ttft_ms"], rel=1e-12)
+
+
 def test_aiperf_multi_run_aggregate() -> None:
     row = _one(import_results(FIX / "aiperf" / "multi", store=False, engine="sim"))
     assert row["source_file"].endswith("profile_export_aiperf_aggregate.json")

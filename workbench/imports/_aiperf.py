@@ -7,7 +7,8 @@ the profiling phase's concurrency or request rate). ``--num-profile-runs N`` add
 ``aggregate/profile_export_aiperf_aggregate.json``: one key per metric and statistic
 (``time_to_first_token_p99``), each ``{"mean", "std", "ci_low", "ci_high", "unit", ...}`` over
 the runs, and the runs' labels; its run folders (``profile_runs/run_0001/``) hold each run's
-own export (import those for one repeat per run).
+own export (import those for one repeat per run). A run's ``profile_export.jsonl``, when it
+lies beside the export, gives the request rows (``{"value", "unit"}`` per metric and request).
 
 Definitions, from aiperf 0.13.0's ``aiperf/metrics/types/*.py``:
 
@@ -29,6 +30,8 @@ import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.imports._rows import ImportedLevel, ms, number
@@ -160,6 +163,50 @@ def _failed(obj: Mapping[str, Any]) -> float:
     return math.nan
 
 
+def _requests(export: Path) -> pd.DataFrame | None:
+    """Per-request rows from ``profile_export.jsonl`` beside a run's export (profiling phase only;
+    each metric ``{"value", "unit"}``, times converted to ms); None when the file is not there."""
+    path = export.with_name("profile_export.jsonl")
+    if not path.is_file():
+        return None
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for number_, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}: line {number_} is not JSON ({exc.msg})") from exc
+            meta, metrics = record.get("metadata") or {}, record.get("metrics") or {}
+            if meta.get("benchmark_phase", "profiling") != "profiling":
+                continue
+
+            def value(tag: str, *, time: bool) -> Any:
+                metric = metrics.get(tag)
+                if not isinstance(metric, Mapping):
+                    return math.nan
+                raw = metric.get("value")
+                if isinstance(raw, list):
+                    return [ms(x, str(metric.get("unit", ""))) for x in raw] if time else raw
+                return ms(raw, str(metric.get("unit", ""))) if time else number(raw)
+
+            error = record.get("error")
+            e2e, ttft = value("request_latency", time=True), value("time_to_first_token", time=True)
+            out = value("output_sequence_length", time=False)
+            rows.append({
+                "request_index": len(rows), "prompt_tokens": value("input_sequence_length", time=False),
+                "output_tokens": math.nan if error else out, "ttft_ms": math.nan if error else ttft,
+                "e2e_ms": math.nan if error else e2e,
+                "tpot_ms": (e2e - ttft) / (out - 1) if not error and out >= 2 else math.nan,
+                "itl_ms": None if error else value("inter_chunk_latency", time=True),
+                "start_s": number(meta.get("request_start_ns")) / 1e9, "end_s": number(meta.get("request_end_ns")) / 1e9,
+                "error": None if not error else (error.get("message") or error.get("type") or str(error))
+                if isinstance(error, Mapping) else str(error),
+            })
+    return pd.DataFrame(rows) if rows else None
+
+
 def read_aiperf(path: Path, obj: Mapping[str, Any] | None = None, *, variant: str | None = None) -> list[ImportedLevel]:
     """The level of one AIPerf export (a run's, or the multi-run aggregate's means).
 
@@ -188,7 +235,7 @@ def read_aiperf(path: Path, obj: Mapping[str, Any] | None = None, *, variant: st
     name = variant or (folder.parent.parent.name if folder.parent.name == "profile_runs" else folder.name)
     return [ImportedLevel(tool="aiperf", tool_version=str(obj.get("aiperf_version")), tool_version_source="file",
                           source_file=str(path), source_record="whole file", variant=name, values=v,
-                          streamed=shape["streamed"], measured_at=obj.get("start_time"))]
+                          streamed=shape["streamed"], measured_at=obj.get("start_time"), requests=_requests(path))]
 
 
 def _aggregate_level(path: Path, obj: Mapping[str, Any], *, variant: str | None) -> ImportedLevel:
