@@ -200,7 +200,8 @@ def _requests(export: Path) -> pd.DataFrame | None:
                 "e2e_ms": math.nan if error else e2e,
                 "tpot_ms": (e2e - ttft) / (out - 1) if not error and out >= 2 else math.nan,
                 "itl_ms": None if error else value("inter_chunk_latency", time=True),
-                "start_s": number(meta.get("request_start_ns")) / 1e9, "end_s": number(meta.get("request_end_ns")) / 1e9,
+                "start_s": number(meta.get("request_start_ns")) / 1e9,
+                "end_s": number(meta.get("request_end_ns")) / 1e9,
                 "error": None if not error else (error.get("message") or error.get("type") or str(error))
                 if isinstance(error, Mapping) else str(error),
             })
