@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, ms, number
+from workbench.imports._rows import ImportedLevel, json_lines, ms, number, tpot_ms
 
 __all__ = ["looks_like", "looks_like_aggregate", "read_aiperf"]
 
@@ -170,41 +170,36 @@ def _requests(export: Path) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for number_, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: line {number_} is not JSON ({exc.msg})") from exc
-            meta, metrics = record.get("metadata") or {}, record.get("metrics") or {}
-            if meta.get("benchmark_phase", "profiling") != "profiling":
-                continue
+    for _, record in json_lines(path, hint="AIPerf writes one record per request and line"):
+        if not isinstance(record, Mapping):
+            raise ConfigError(f"{path}: expected one JSON object per line")
+        meta, metrics = record.get("metadata") or {}, record.get("metrics") or {}
+        if meta.get("benchmark_phase", "profiling") != "profiling":
+            continue
 
-            def value(tag: str, *, time: bool) -> Any:
-                metric = metrics.get(tag)
-                if not isinstance(metric, Mapping):
-                    return math.nan
-                raw = metric.get("value")
-                if isinstance(raw, list):
-                    return [ms(x, str(metric.get("unit", ""))) for x in raw] if time else raw
-                return ms(raw, str(metric.get("unit", ""))) if time else number(raw)
+        def value(tag: str, *, time: bool) -> Any:
+            metric = metrics.get(tag)
+            if not isinstance(metric, Mapping):
+                return math.nan
+            raw = metric.get("value")
+            if isinstance(raw, list):
+                return [ms(x, str(metric.get("unit", ""))) for x in raw] if time else raw
+            return ms(raw, str(metric.get("unit", ""))) if time else number(raw)
 
-            error = record.get("error")
-            e2e, ttft = value("request_latency", time=True), value("time_to_first_token", time=True)
-            out = value("output_sequence_length", time=False)
-            rows.append({
-                "request_index": len(rows), "prompt_tokens": value("input_sequence_length", time=False),
-                "output_tokens": math.nan if error else out, "ttft_ms": math.nan if error else ttft,
-                "e2e_ms": math.nan if error else e2e,
-                "tpot_ms": (e2e - ttft) / (out - 1) if not error and out >= 2 else math.nan,
-                "itl_ms": None if error else value("inter_chunk_latency", time=True),
-                "start_s": number(meta.get("request_start_ns")) / 1e9,
-                "end_s": number(meta.get("request_end_ns")) / 1e9,
-                "error": None if not error else (error.get("message") or error.get("type") or str(error))
-                if isinstance(error, Mapping) else str(error),
-            })
+        error = record.get("error")
+        e2e, ttft = value("request_latency", time=True), value("time_to_first_token", time=True)
+        out = value("output_sequence_length", time=False)
+        rows.append({
+            "request_index": len(rows), "prompt_tokens": value("input_sequence_length", time=False),
+            "output_tokens": math.nan if error else out, "ttft_ms": math.nan if error else ttft,
+            "e2e_ms": math.nan if error else e2e,
+            "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
+            "itl_ms": None if error else value("inter_chunk_latency", time=True),
+            "start_s": number(meta.get("request_start_ns")) / 1e9,
+            "end_s": number(meta.get("request_end_ns")) / 1e9,
+            "error": None if not error else (error.get("message") or error.get("type") or str(error))
+            if isinstance(error, Mapping) else str(error),
+        })
     return pd.DataFrame(rows) if rows else None
 
 

@@ -31,7 +31,6 @@ Definitions (same sources):
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, ms, number
+from workbench.imports._rows import ImportedLevel, json_lines, ms, number
 
 __all__ = ["GENERATIONS", "generation", "looks_like", "read_bench_serving"]
 
@@ -82,19 +81,12 @@ def generation(record: Mapping[str, Any]) -> tuple[str, str, bool | None]:
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as fh:
-        for number_, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: line {number_} is not JSON ({exc.msg} at column {exc.colno}); "
-                                  "bench_serving writes one JSON object per line: is the file cut short?") from exc
-            if not isinstance(record, dict) or not looks_like(record):
-                raise ConfigError(f"{path}: line {number_} is not a bench_serving result (it lacks "
-                                  f"{', '.join(_SIGNATURE)}); pass each tool's files as they were written")
-            yield number_, record
+    hint = "bench_serving writes one JSON object per line: is the file cut short?"
+    for line, record in json_lines(path, hint=hint):
+        if not isinstance(record, dict) or not looks_like(record):
+            raise ConfigError(f"{path}: line {line} is not a bench_serving result (it lacks "
+                              f"{', '.join(_SIGNATURE)}); pass each tool's files as they were written")
+        yield line, record
 
 
 def _itl_target(record: Mapping[str, Any], backend: str | None, retok: bool | None) -> str | None:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from workbench.bench import summarize_levels
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, ms, number
+from workbench.imports._rows import ImportedLevel, ms, number, tpot_ms
 
 __all__ = ["looks_like", "read_guidellm"]
 
@@ -100,7 +100,7 @@ def _request_rows(bench: Mapping[str, Any]) -> pd.DataFrame | None:
             "level_index": 0, "request_index": i, "error": error or None, "error_type": error,
             "prompt_tokens": number(req.get("prompt_tokens")), "output_tokens": out if not error else math.nan,
             "ttft_ms": ttft if not error else math.nan, "e2e_ms": e2e if not error else math.nan,
-            "tpot_ms": (e2e - ttft) / (out - 1) if not error and out >= 2 else math.nan,
+            "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
             "itl_ms": [], "tokens_per_chunk": [], "spec_verify_ct": math.nan,
             "start_s": number(req.get("request_start_time")), "end_s": number(req.get("request_end_time")),
         })

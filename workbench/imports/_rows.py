@@ -22,14 +22,18 @@ groups them into runs and checks them (:mod:`workbench.imports._checks`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from workbench.errors import ConfigError
+
 __all__ = ["ImportedLevel", "STAT_METRICS", "OUR_STATS", "number", "ms", "stats_columns", "level_columns",
-           "to_engine_time"]
+           "to_engine_time", "json_lines", "tpot_ms"]
 
 #: Our per-level statistics (:data:`workbench.bench._metrics.STATS`) and the metrics they summarise.
 OUR_STATS = ("mean", "p50", "p90", "p99")
@@ -50,6 +54,29 @@ def level_columns() -> list[str]:
 def stats_columns() -> list[str]:
     """``mean_ttft_ms``, ``p50_ttft_ms``, ... for every metric of :data:`STAT_METRICS`."""
     return [f"{s}_{m}" for m in STAT_METRICS for s in OUR_STATS]
+
+
+def json_lines(path: Path, *, hint: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` of each non-blank line of a JSON Lines file.
+
+    Raises:
+        ConfigError: a line is not JSON (the message names the line and adds ``hint``).
+    """
+    with path.open(encoding="utf-8") as fh:
+        for line_number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield line_number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}: line {line_number} is not JSON ({exc.msg} at column {exc.colno}); "
+                                  f"{hint}") from exc
+
+
+def tpot_ms(e2e_ms: float, ttft_ms: float, output_tokens: float) -> float:
+    """Our TPOT of one request, ``(e2e - ttft) / (output_tokens - 1)`` (:mod:`workbench.bench._record`);
+    NaN below 2 output tokens."""
+    return (e2e_ms - ttft_ms) / (output_tokens - 1) if output_tokens >= 2 else math.nan
 
 
 def number(value: Any) -> float:

@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, ms, number
+from workbench.imports._rows import ImportedLevel, ms, number, tpot_ms
 
 __all__ = ["looks_like", "read_vllm_file", "read_vllm_sweep", "is_sweep_folder"]
 
@@ -98,7 +98,7 @@ def _requests(obj: Mapping[str, Any]) -> pd.DataFrame | None:
         e2e = math.nan if error else ms(at("latencies", i), "s")
         rows.append({"request_index": i, "prompt_tokens": number(at("input_lens", i)),
                      "output_tokens": math.nan if error else out, "ttft_ms": ttft, "e2e_ms": e2e,
-                     "tpot_ms": (e2e - ttft) / (out - 1) if not error and out >= 2 else math.nan,
+                     "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
                      "itl_ms": None if error or not isinstance(itl, list) else [ms(g, "s") for g in itl],
                      "vllm_client_queue_time_ms": ms(at("queue_times", i), "s"),
                      "start_s": number(at("start_times", i)), "error": error})
