@@ -176,6 +176,7 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"bench", "engines"},
     "charts": {"analysis"},
     "calibration": {"analysis", "hosts", "sim"},
+    "imports": {"bench", "engines", "store"},
 }
 _LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces"}
 

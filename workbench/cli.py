@@ -32,6 +32,7 @@ from workbench._bench_cli import bench_command
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
 from workbench._runs_cli import runs_app
+from workbench.imports.cli import import_command
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
 from workbench.sim.cli import sim_app
@@ -87,3 +88,4 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(calibrate_app, name="calibrate")
 app.command("bench")(bench_command)
 app.add_typer(runs_app, name="runs")
+app.command("import")(import_command)

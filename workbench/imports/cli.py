@@ -1,0 +1,80 @@
+"""``workbench import``: other tools' results into the run catalogue.
+
+Registered in :mod:`workbench.cli` in one line::
+
+    app.command("import")(import_command)
+
+Importing this module is cheap: pandas and the readers are imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+__all__ = ["import_command"]
+
+#: Level columns of the text summary (our names; missing values print as NaN).
+SUMMARY = ("variant", "level_index", "repeat", "concurrency", "request_rate_req_s", "completed",
+           "output_throughput_tok_s", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "accept_length")
+
+
+def import_command(
+    files: Annotated[list[Path], typer.Argument(
+        metavar="FILE...", help="Result files or folders: sglang.bench_serving JSONL, vllm bench serve "
+        "--save-result JSON or a vllm bench sweep folder, AIPerf profile_export_aiperf.json (or its "
+        "aggregate, or an artifact folder), GuideLLM benchmarks JSON.")],
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the imported rows as a JSON array, one object per row (our column names; "
+        "quarantined rows carry quarantine_reason).")] = False,
+    variant: Annotated[Optional[str], typer.Option(
+        "--variant", help="Run name for every level (default: the tool's tag/label, else the file name).")] = None,
+    engine: Annotated[Optional[str], typer.Option(
+        "--engine", help="Engine the tool measured, where the file does not say (sglang, sim, vllm, ...).")] = None,
+    simulated: Annotated[Optional[bool], typer.Option(
+        "--simulated/--measured", help="Whether the figures come from a simulator, where neither the file nor "
+        "--engine says (default: measured).")] = None,
+    label: Annotated[Optional[str], typer.Option("--label", help="A label stored with each run.")] = None,
+    runs_dir: Annotated[Optional[Path], typer.Option(
+        "--runs-dir", help="Runs folder (default $WORKBENCH_RUNS_DIR or data/runs).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Read and check only; store nothing.")] = False,
+) -> None:
+    """Import other tools' benchmark results as runs of kind "import", beside the workbench's own.
+
+    Each level becomes a row with our column names and units (ms, tok/s); a metric the tool did
+    not record stays missing, and figures whose definition differs from ours keep the tool's
+    name (bench_serving_mean_itl_ms, ...). A row that breaks an invariant (TTFT above E2E,
+    output throughput above what its request rate and lengths allow, ITL of 0 on a streamed
+    run) is stored in the run's quarantine table with the reason, and never charted.
+    Importing the same file again reuses its run.
+    """
+    from workbench.imports._importer import import_results
+
+    result = import_results(files, variant=variant, engine=engine, simulated=simulated, label=label,
+                            runs_dir=runs_dir, store=not dry_run)
+    if as_json:
+        typer.echo(json.dumps(result.to_records(), indent=1, allow_nan=False))
+        return
+    runs = result.runs
+    for row in runs.itertuples():
+        state = "stored as" if row.created else ("already stored as" if row.path else "read (not stored)")
+        where = f" {row.run_id}" if row.run_id else ""
+        version = row.tool_version if isinstance(row.tool_version, str) else "version not recorded"
+        sim = ", SIMULATED" if row.simulated else ""
+        engine = row.engine if isinstance(row.engine, str) else "not recorded (pass --engine)"
+        typer.echo(f"{row.source_file}: {row.tool} {version}, variant {row.variant!r}, engine {engine}{sim}: "
+                   f"{row.levels} level rows, {row.quarantined} quarantined, {row.requests} request rows; "
+                   f"{state}{where}")
+    if len(result.levels):
+        cols = [c for c in SUMMARY if c in result.levels]
+        typer.echo("")
+        typer.echo(result.levels[cols].round(2).to_string(index=False))
+    if len(result.quarantine):
+        typer.echo("\nquarantined (stored, never charted):")
+        for row in result.quarantine.itertuples():
+            typer.echo(f"  {row.variant} level {row.level_index} repeat {row.repeat} ({row.source_record}): "
+                       f"{row.reason}")
