@@ -23,7 +23,7 @@ from workbench.bench import run_sweep
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
-from workbench.servers import ServerHandle, classify_failure
+from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
@@ -221,17 +221,16 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             )
 
             def on_level(level: Any) -> None:
-                run.save_level(prep.label_level(level))
-                if len(level.requests) and level.requests["error"].notna().all():
-                    alive = "still running" if server.alive else "no longer running"
-                    tail = server.logs_tail(30)
-                    failure = classify_failure(tail)
-                    raise BenchmarkError(
-                        f"Every request of a level failed against {v.name!r} (server {alive}; log classified "
-                        f"{failure.kind}: {failure.suggestion}); first error: {level.requests['error'].iloc[0]}. "
-                        f"Measured levels are kept in {run.path}; running the same sweep again resumes it. "
-                        f"Server log tail:\n{tail}"
-                    )
+                errors = level.requests["error"].notna() if len(level.requests) else None
+                if errors is None or not errors.any():
+                    run.save_level(prep.label_level(level))
+                    return
+                alive = server.alive
+                if alive and not errors.all():
+                    run.save_level(prep.label_level(level))  # some requests failed; the server still serves
+                    return
+                _fail_level(run, prep.label_level(level), server, alive=alive, variant=v.name,
+                            label=plan.unit_label(level.unit))
 
             if sweep.where == "host":
                 with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
@@ -243,6 +242,37 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             final_info = server.server_info()
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
+
+
+def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
+    """Keep ``level`` apart as failed (not a measured unit) and stop the pass with a BenchmarkError.
+
+    A level whose server died (or whose every request failed) measures no load: its
+    rows go to ``failed_levels.parquet`` with the server's state, the classification of
+    its log and the log's tail (manifest ``failed_levels``), never to the charts; the
+    sweep stops marching into further levels of that server.
+    """
+    tail = server.logs_tail(30)
+    failure = classify_failure(tail) if alive else server_died(tail)
+    first_error = str(level.requests["error"].dropna().iloc[0])
+    failed = int(level.requests["error"].notna().sum())
+    state = "still running" if alive else "no longer running"
+    run.save_failed_level(level, {
+        "label": label, "server_alive": alive, "server_pid": server.process.pid,
+        # a detached server is not our child: its exit status cannot be read, only inferred from its log
+        "exit_signal": None if alive else ("unknown (no error in its log: a signal such as SIGKILL)"
+                                           if failure.kind == "killed" else "unknown (it logged an error)"),
+        "kind": failure.kind, "suggestion": failure.suggestion, "evidence": failure.evidence,
+        "first_error": first_error, "log_tail": tail})
+    what = (f"Every request of a level failed ({label})" if alive else
+            f"The server of {variant!r} died during {label} ({failed} of {len(level.requests)} requests failed)")
+    error = BenchmarkError(
+        f"{what}: server {state}; its log is classified {failure.kind}: {failure.suggestion} First error: "
+        f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
+        f"not charted) and no further level of this server is measured. Measured levels are kept in {run.path}; "
+        f"running the same sweep again resumes it. Server log tail:\n{tail}")
+    error.kind, error.log_tail = failure.kind, tail  # read by _failure, as a ServerStartError's
+    raise error
 
 
 def benchmark_variant(

@@ -16,6 +16,8 @@ Kinds (:data:`KINDS`)::
     bad_flags       argparse refused a flag, or SGLang refused a flag combination
     import_error    the host's Python lacks a module (or has a mismatched one)
     timeout         still not ready when the ready timeout ran out (set by the caller)
+    killed          it died mid-sweep leaving no error in its log: a signal (kill -9, the kernel's
+                    OOM killer, a job scheduler) (set by :func:`died`)
     unknown         none of the above
 """
 
@@ -27,12 +29,14 @@ from collections.abc import Callable
 from typing import Literal
 
 FailureKind = Literal[
-    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "unknown"
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "killed",
+    "unknown",
 ]
 
 #: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
 KINDS: tuple[str, ...] = (
-    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "unknown",
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "killed",
+    "unknown",
 )
 
 
@@ -162,7 +166,7 @@ def classify(log_text: str) -> Failure:
     return Failure("unknown", UNKNOWN_SUGGESTION)
 
 
-#: :func:`classify` under the name the servers face exports (e.g. for a server that died mid-sweep).
+#: :func:`classify` under the name the servers face exports.
 classify_failure = classify
 
 
@@ -176,6 +180,24 @@ def timed_out(log_text: str) -> Failure:
     return found if found.kind != "unknown" else Failure("timeout", TIMEOUT_SUGGESTION)
 
 
+KILLED_SUGGESTION = ("The server's processes are gone and its log names no error: it was killed by a signal "
+                     "(kill -9 by someone, the kernel's OOM killer: `dmesg | grep -i kill` on the host, or a job "
+                     "scheduler's limit). Run the same sweep again to resume it; the cut-short level is measured "
+                     "again.")
+
+
+def died(log_text: str) -> Failure:
+    """The failure of a server whose processes ended while it was being measured.
+
+    A known pattern in the log (an OOM, a scheduler exception) wins; otherwise the
+    kind is ``"killed"``: a process that exits on its own leaves an error in its log,
+    one killed by a signal (SIGKILL) leaves nothing. The signal itself cannot be read:
+    the server is not the workbench's child (it runs detached, in its own session).
+    """
+    found = classify(log_text)
+    return found if found.kind != "unknown" else Failure("killed", KILLED_SUGGESTION)
+
+
 def suggestions() -> dict[str, str]:
     """One suggestion per kind (the first rule's, for kinds with several): for docs and reports."""
     out: dict[str, str] = {}
@@ -184,5 +206,10 @@ def suggestions() -> dict[str, str]:
             out[rule.kind] = rule.suggestion
     out.setdefault("import_error", _import_suggestion(""))
     out["timeout"] = TIMEOUT_SUGGESTION
+    out["killed"] = KILLED_SUGGESTION
     out["unknown"] = UNKNOWN_SUGGESTION
     return out
+
+
+#: :func:`died` under the name the servers face exports (a server that died mid-sweep).
+server_died = died
