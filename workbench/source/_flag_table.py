@@ -40,6 +40,10 @@ from workbench.source._flag_records import Flag, FlagError, FlagMatch, FlagProbl
 SUGGEST_CUTOFF = 0.8
 
 
+#: How many releases before the previous one :meth:`FlagTable._older_history` looks through.
+OLDER_RELEASES = 8
+
+
 @dataclasses.dataclass(frozen=True)
 class FlagTable:
     """Every ``launch_server`` flag of one SGLang version (or tree), with its parser's matching rules.
@@ -173,12 +177,36 @@ class FlagTable:
                 else f"is gone in {self._where()}")  # fmt: skip
         return f"{when} (in SGLang {previous.version} it was {what})", fix  # type: ignore[union-attr]
 
+    def _older_history(self, option: str) -> tuple[str, str | None] | None:
+        """(when ``option`` went away, the flag to use now), from releases before the previous one.
+
+        Only for a release compared with the one right before it (``previous="auto"``):
+        walks back up to :data:`OLDER_RELEASES` releases (their wheels are fetched and
+        cached) for the last one that had ``option``, so an abbreviation that became
+        ambiguous long after its flag was removed (``--cuda-graph-max-bs``: removed in
+        0.5.20, ambiguous since) is named as the removed flag, with its successor (the
+        flag storing the same ``dest`` now).
+        """
+        if not (self.previous_adjacent and self.version and self.previous is not None):
+            return None
+        from workbench.source._flags import last_release_with
+
+        found = last_release_with(option, self.previous.version, steps=OLDER_RELEASES)
+        if found is None:
+            return None
+        had, removed_in = found
+        was = had.get(option)
+        same_dest = [f for f in self.flags if was is not None and f.dest == was.dest]
+        fix = same_dest[0].name if same_dest else None
+        return (f"was removed in SGLang {removed_in} (SGLang {had.version} was the last release with it; "
+                f"it is now only a prefix of other flags)"), fix
+
     def _ambiguous(self, option: str, candidates: list[str]) -> FlagError:
         listed = ", ".join(f"`{c}`" for c in candidates)
         message = (f"`{option}` is ambiguous in {self._where()}: argparse's prefix matching could read it as "
                    f"{listed}, so the server refuses it.")  # fmt: skip
         fix = None
-        history = self._history(option)
+        history = self._history(option) or self._older_history(option)
         if history is not None:
             said, fix = history
             message += f" `{option}` {said}."

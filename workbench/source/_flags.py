@@ -125,6 +125,25 @@ def _previous_table(version: str | None, previous: str | FlagTable | None, timeo
     return server_flags(before, previous=None, timeout_s=timeout_s), True
 
 
+def last_release_with(option: str, before: str, *, steps: int) -> tuple[FlagTable, str] | None:
+    """(the flags of the newest release up to ``before`` that has ``option``, the release after it),
+    walking back at most ``steps`` releases from ``before``; None when none of them has it (or the
+    package index cannot be listed)."""
+    newer, version = before, before
+    for _ in range(steps):
+        try:
+            version = previous_release(newer)
+        except SourceError:
+            return None
+        if version is None:
+            return None
+        table = server_flags(version, previous=None)
+        if table.get(option) is not None:
+            return table, newer
+        newer = version
+    return None
+
+
 @functools.lru_cache(maxsize=64)
 def _release_answer(version: str, timeout_s: float) -> dict[str, Any]:
     """The helper's answer for a release (releases never change, so it is kept for the process)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workbench.variants._variant import Variant
+from workbench.variants._variant import MANAGED_FLAGS, Variant
 from workbench.source import FlagError, FlagTable
 from workbench.variants._findings import Finding
 from workbench.variants._rules import ADAPTIVE_SINCE, EAGLE_FAMILY, SpecRules
@@ -78,6 +78,12 @@ def check_flags(
                                f"`{written[flag.dest]}` and `{key}` both set `{flag.name}` in SGLang {where} "
                                "(argparse keeps the last one).", f"keep one of them in {_file(variant)}",
                                "flag-duplicate"))  # fmt: skip
+        if flag.dest in MANAGED_FLAGS:
+            out.append(Finding("error", name, flag.name,
+                               f"`{key}` sets `{flag.name}`, which the workbench sets on every launch "
+                               f"({MANAGED_FLAGS[flag.dest]}); the command would carry it twice and argparse "
+                               "keeps the workbench's.", f"remove `{key}` from {_file(variant)}",
+                               "flag-managed"))  # fmt: skip
         written[flag.dest] = key
         resolved[flag.dest] = value
         if value is False:
