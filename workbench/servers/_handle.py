@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from workbench.engines import Engine, get_engine, resolve_engine
-from workbench.errors import HostError, ServerError
+from workbench.errors import HostError, ServerError, WorkbenchError
 from workbench.hosts import Forward, Host, SpawnedProcess, call_helper, get_host, host_python, processes, servers_dir
 from workbench.servers import _launch as launch, _lease as lease, _registry as registry, _watch as watch
 from workbench.variants import Variant
@@ -273,8 +273,20 @@ class ServerHandle:
     def __enter__(self) -> "ServerHandle":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._exit_cleanup()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self._exit_cleanup()
+            return
+        try:
+            self._exit_cleanup()
+        except WorkbenchError as stop_error:
+            # The error that ended the block is the one to report (e.g. the host went away, with the
+            # hint to recover its results); the failed stop is a note on it, never its replacement.
+            self.close()
+            lease_s = self.record.lease_s
+            exc.add_note(f"Stopping server {self.record.id} on host {self.host.name!r} failed too: {stop_error}. "
+                         + (f"Its host-side lease stops it {lease_s:g} s after the last heartbeat."
+                            if lease_s else "It is detached: stop it with `workbench servers --stop`."))
 
     # -- ready wait and logs -------------------------------------------------
     def wait_ready(
