@@ -126,6 +126,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            warmup_requests=args["warmup_requests"],
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats)
+    _warn_graph_below_concurrency(v, plan)
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
@@ -133,6 +134,27 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=paths.resolve(args["runs_dir"]), progress=args["progress"])
+
+
+def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
+    """Warn (before launch) when a speculative variant's CUDA-graph batch limit is below the plan's top concurrency.
+
+    Above ``--cuda-graph-max-bs`` (``--cuda-graph-max-bs-decode`` since SGLang 0.5.20) the
+    decode steps run without CUDA graphs, eagerly: with speculation every step is a draft
+    chain plus a verify, so those levels measure the eager path, not the variant's.
+    """
+    if not v.flags.get("speculative-algorithm") or not plan.concurrency_levels:
+        return
+    for flag in ("cuda-graph-max-bs-decode", "cuda-graph-max-bs"):
+        limit = v.flags.get(flag)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit < max(plan.concurrency_levels):
+            above = [c for c in plan.concurrency_levels if c > limit]
+            warnings.warn(f"{v.name}: --{flag} {limit} is below the sweep's concurrency {above} with speculative "
+                          f"decoding on: those levels decode without CUDA graphs (eager draft and verify steps), "
+                          f"so they measure another regime than the levels at or below {limit}. Raise --{flag} "
+                          f"to {max(plan.concurrency_levels)} in the variant, or keep the levels <= {limit}.",
+                          UserWarning, stacklevel=4)
+            return
 
 
 def _engine_code(eng: Engine, sim_profile: str) -> str | None:
