@@ -172,9 +172,11 @@ def _engine_code(eng: Engine, sim_profile: str) -> str | None:
 
 
 def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
-    """Stop the server a killed sweep of this run left running (recorded in its manifest), if it still runs."""
-    if not previous or previous.get("status") != "running":
-        return  # a sweep that ended (even failed) stopped its server itself
+    """Stop the server an earlier sweep of this run left running (recorded in its manifest), if it still runs:
+    a killed sweep (status ``running``) or one that failed without reaching its host (a host down for longer
+    than the reconnect window could not be told to stop it)."""
+    if not previous or previous.get("status") not in ("running", "failed"):
+        return  # a sweep that ended otherwise stopped its server itself
     server_id = (previous.get("server_process") or {}).get("id")
     if not server_id:
         return
