@@ -22,7 +22,8 @@ pgid and the leader's kernel start time, so a reused pid is never signalled):
   ``stopped_by: "lease"`` and exit 0;
 - ``--owner-pid`` was given (the client runs on this same machine) and that process
   is gone (``kill -9`` of a notebook kernel or a ``workbench bench``): checked every
-  second, the group is stopped the same way at once, ``stopped_by: "owner_gone"``.
+  second, the group is stopped the same way at once and its record and heartbeat file are
+  removed (as the client's own stop would).
 
 It ignores SIGHUP and exits quietly on SIGTERM (the client stopping it on purpose).
 """
@@ -122,7 +123,14 @@ def watch(args):
             left = stop_group(args)
             if left:
                 note(args.log, "process group %d survived SIGKILL: pids %s" % (args.pgid, left))
-            mark_record(args.record, stopped_by="owner_gone", stopped_at=time.time())
+            # stopped as its owner would have: its registry record and heartbeat go too (a lease stop keeps
+            # the record, marked, to tell the user why the server is gone)
+            for path in (args.record, args.heartbeat):
+                try:
+                    if path and not left:
+                        os.remove(path)
+                except OSError:
+                    pass
             return 0
         age = heartbeat_age(args.heartbeat, started)
         if age > args.lease_s:
