@@ -263,7 +263,12 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                     hosted.follow(on_level=on_level, progress=sweep.progress, desc=desc)
             else:
                 run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc)
-            final_info = server.server_info()
+            try:
+                final_info = server.server_info()
+            except (ServerError, HostError) as exc:  # every level is stored: a last read that fails loses nothing
+                final_info = None
+                warnings.warn(f"{v.name}: could not read /server_info after the sweep ({exc}); the run keeps the "
+                              "one read after its last level", stacklevel=3)
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
 
