@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -62,6 +62,9 @@ class FlagTable:
         previous: the table of the release compared against for removed flags, or None.
         previous_adjacent: :attr:`previous` is the release right before this one on the
             package index (messages then say "was removed in"; otherwise "is gone in").
+        older: ``older(option, before, steps)`` -> ``(table of the newest release up to
+            before that has option, the release after it)`` or None; set by
+            :func:`workbench.source.server_flags` for a release compared with the one before.
     """
 
     label: str
@@ -76,6 +79,8 @@ class FlagTable:
     root: str
     previous: FlagTable | None = None
     previous_adjacent: bool = False
+    older: Callable[..., tuple[FlagTable, str] | None] | None = dataclasses.field(default=None, compare=False,
+                                                                                 repr=False)
 
     def __repr__(self) -> str:  # the flags themselves would fill a notebook cell
         return f"<FlagTable {self.label}: {len(self.flags)} flags, layout {self.layout!r}>"
@@ -187,11 +192,9 @@ class FlagTable:
         0.5.20, ambiguous since) is named as the removed flag, with its successor (the
         flag storing the same ``dest`` now).
         """
-        if not (self.previous_adjacent and self.version and self.previous is not None):
+        if not (self.previous_adjacent and self.version and self.previous is not None and self.older):
             return None
-        from workbench.source._flags import last_release_with
-
-        found = last_release_with(option, self.previous.version, steps=OLDER_RELEASES)
+        found = self.older(option, self.previous.version, steps=OLDER_RELEASES)
         if found is None:
             return None
         had, removed_in = found

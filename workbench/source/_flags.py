@@ -96,7 +96,7 @@ def server_flags(
         allow_abbrev=bool(answer["parser"]["allow_abbrev"]), layout=answer["layout"],
         speculative=SpeculativeAlgorithms.from_answer(answer["speculative_algorithms"]),
         parser=dict(answer["parser"]), notes=tuple(answer["notes"]), host=where, root=answer["root"],
-        previous=compared, previous_adjacent=adjacent,
+        previous=compared, previous_adjacent=adjacent, older=last_release_with if adjacent else None,
     )  # fmt: skip
 
 
