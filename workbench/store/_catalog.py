@@ -8,7 +8,9 @@ runs stored before it existed, from their ``parameters`` block.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,19 +20,14 @@ import pandas as pd
 from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
-from workbench.store._resume import lock_owner
+from workbench.store._resume import LOCK_NAME, _alive
 from workbench.store._runs import RUN_COLUMNS, default_runs_root, stored_units
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
 LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at",
-                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label", "path",
-                   "problem")
-#: Files only a run directory holds: a folder with one of them but no manifest is a broken run.
-RUN_FILES = ("requests.parquet", "levels.parquet", "failed_levels.parquet", "sweep.lock")
-#: A run id (``20260101T120000Z-<variant>-<suffix>``), as :func:`workbench.store.new_run` names them.
-RUN_ID = re.compile(r"^\d{8}T\d{6}Z-.+-[0-9a-f]+$")
+                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label", "path")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +163,30 @@ def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
             _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest), manifest)
     return StoredRun(run_id=str(manifest.get("run_id", path.name)), path=path, manifest=manifest,
                      requests=tables["requests"], levels=tables["levels"])
+
+
+#: Files only a run directory holds: a folder with one of them but no manifest is a broken run.
+RUN_FILES = ("requests.parquet", "levels.parquet", "failed_levels.parquet", LOCK_NAME)
+#: A run id (``20260101T120000Z-<variant>-<suffix>``), as :func:`workbench.store.new_run` names them.
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-.+-[0-9a-f]+$")
+#: :func:`list_runs` adds ``problem``: what is wrong with a broken, unreadable or interrupted run, and what to do.
+LISTING_COLUMNS = (*LISTING_COLUMNS, "problem")
+
+
+def lock_owner(run_dir: Path) -> tuple[str, dict[str, Any]]:
+    """Who holds ``run_dir``'s sweep lock: ``("none", {})``, ``("alive", lock)``, ``("dead", lock)``
+    (its process is gone: the sweep was killed) or ``("elsewhere", lock)`` (another machine's)."""
+    try:
+        held = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8") or "{}")
+    except FileNotFoundError:
+        return "none", {}
+    except (OSError, ValueError):
+        held = {}
+    if not isinstance(held, dict):
+        held = {}
+    if held.get("hostname") not in (None, socket.gethostname()):
+        return "elsewhere", held
+    return ("alive" if _alive(held) else "dead"), held
 
 
 def _broken(folder: Path) -> bool:

@@ -33,7 +33,7 @@ from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet, to_jsonable
 from workbench.store._runs import RUN_COLUMNS, RunWriter, default_runs_root, new_run, stored_units
 
-__all__ = ["LOCK_NAME", "ResumedRun", "lock_owner", "open_run", "sweep_identity"]
+__all__ = ["LOCK_NAME", "ResumedRun", "open_run", "sweep_identity"]
 
 #: The lock file in a run directory being written.
 LOCK_NAME = "sweep.lock"
@@ -92,20 +92,6 @@ def _alive(lock: Mapping[str, Any]) -> bool:
         return True
     started = _process_start(pid)
     return started is None or lock.get("process_start") in (None, started)
-
-
-def lock_owner(run_dir: Path) -> tuple[str, dict[str, Any]]:
-    """Who holds ``run_dir``'s sweep lock: ``("none", {})``, ``("alive", lock)``, ``("dead", lock)``
-    (its process is gone: the sweep was killed) or ``("elsewhere", lock)`` (another machine's)."""
-    try:
-        held = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8") or "{}")
-    except FileNotFoundError:
-        return "none", {}
-    except (OSError, ValueError):
-        held = {}
-    if held.get("hostname") not in (None, socket.gethostname()):
-        return "elsewhere", held
-    return ("alive" if _alive(held) else "dead"), held
 
 
 def _lock_record() -> dict[str, Any]:

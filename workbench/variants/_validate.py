@@ -219,35 +219,6 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
     return out
 
 
-def _spec_backends(variant: Variant, resolved: dict[str, Any], topk: Any) -> list[Finding]:
-    """Speculation with flags that are known to refuse it or break it (public SGLang issues cited)."""
-    name, f, out = variant.name, _file(variant), []
-    if resolved.get("enable_dp_attention"):
-        out.append(Finding("warning", name, "--enable-dp-attention",
-                           "DP attention with speculative decoding: SGLang's maintainers call them separate regimes "
-                           "(sglang#4847: it crashed), and later releases run it with a lower accept length "
-                           "(sglang#16274: 2.35 -> 1.48).", f"measure a variant without --enable-dp-attention too, "
-                           f"or drop it from {f}", "spec-dp-attention"))  # fmt: skip
-    backend = resolved.get("attention_backend")
-    prefill = resolved.get("prefill_attention_backend")
-    decode = resolved.get("decode_attention_backend")
-    if prefill and prefill != (decode or backend):
-        out.append(Finding("warning", name, "--prefill-attention-backend",
-                           f"a prefill backend ({prefill}) other than the decode one ({decode or backend or 'default'}) "
-                           "makes a hybrid attention backend, which refused speculative decoding before "
-                           "sglang#9573 ('HybridAttentionBackend does not support speculative decoding', sglang#9330).",
-                           f"use one backend for both, or check the SGLang version has sglang#9573",
-                           "spec-hybrid-backend"))  # fmt: skip
-    mla = [b for b in (backend, decode) if b and "mla" in str(b).lower()]
-    if mla and topk is not None and int(topk) > 1:
-        out.append(Finding("warning", name, "--speculative-eagle-topk",
-                           f"MLA attention backend {mla[0]} with --speculative-eagle-topk {topk}: MLA backends "
-                           "support only topk 1 for speculative decoding (sglang#4425; trtllm_mla until "
-                           "sglang#29706).", f"set `speculative-eagle-topk = 1` in {f}, or another attention backend",
-                           "spec-mla-topk"))  # fmt: skip
-    return out
-
-
 def _adaptive(variant: Variant, resolved: dict[str, Any], rules: SpecRules, algo: str, topk: Any) -> list[Finding]:
     name, ver, f, out = variant.name, rules.version, _file(variant), []
     off = f"SGLang {ver} would log 'speculative_adaptive disabled' and silently run static settings"
@@ -373,3 +344,32 @@ def _opt(dest: str) -> str:
 
 def _shown(value: Any) -> str:
     return "it unset" if value is None else repr(value)
+
+
+def _spec_backends(variant: Variant, resolved: dict[str, Any], topk: Any) -> list[Finding]:
+    """Speculation with flags that are known to refuse it or break it (public SGLang issues cited)."""
+    name, f, out = variant.name, _file(variant), []
+    if resolved.get("enable_dp_attention"):
+        out.append(Finding("warning", name, "--enable-dp-attention",
+                           "DP attention with speculative decoding: SGLang's maintainers call them separate regimes "
+                           "(sglang#4847: it crashed), and later releases run it with a lower accept length "
+                           "(sglang#16274: 2.35 -> 1.48).", f"measure a variant without --enable-dp-attention too, "
+                           f"or drop it from {f}", "spec-dp-attention"))  # fmt: skip
+    backend = resolved.get("attention_backend")
+    prefill = resolved.get("prefill_attention_backend")
+    decode = resolved.get("decode_attention_backend")
+    if prefill and prefill != (decode or backend):
+        out.append(Finding("warning", name, "--prefill-attention-backend",
+                           f"a prefill backend ({prefill}) other than the decode one ({decode or backend or 'default'}) "
+                           "makes a hybrid attention backend, which refused speculative decoding before "
+                           "sglang#9573 ('HybridAttentionBackend does not support speculative decoding', sglang#9330).",
+                           f"use one backend for both, or check the SGLang version has sglang#9573",
+                           "spec-hybrid-backend"))  # fmt: skip
+    mla = [b for b in (backend, decode) if b and "mla" in str(b).lower()]
+    if mla and topk is not None and int(topk) > 1:
+        out.append(Finding("warning", name, "--speculative-eagle-topk",
+                           f"MLA attention backend {mla[0]} with --speculative-eagle-topk {topk}: MLA backends "
+                           "support only topk 1 for speculative decoding (sglang#4425; trtllm_mla until "
+                           "sglang#29706).", f"set `speculative-eagle-topk = 1` in {f}, or another attention backend",
+                           "spec-mla-topk"))  # fmt: skip
+    return out
