@@ -24,13 +24,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from blocked_imports import blocking_python
+from server_killer import ServerKiller, kill_when_stored
 from sshd_fixture import SSHD_BINARY, running_sshd
 from typer.testing import CliRunner
 
 from workbench.bench import SweepPlan, run_sweep
 from workbench.cli import app
 from workbench.engines import get_engine
-from workbench.errors import BenchmarkError, ConfigError, DiskFullError, HostAuthError, HostError, HostUnreachable
+from workbench.errors import ConfigError, DiskFullError, HostAuthError, HostError, HostUnreachable
 from workbench.errors import ServerStartError
 from workbench.hosts import LocalHost
 from workbench.hosts import _processes as processes
@@ -220,27 +221,15 @@ def test_a_missing_identity_file_is_reported_as_that(tmp_path: Path, monkeypatch
 
 
 def test_a_server_killed_mid_level_fails_that_level_only_and_the_next_variant_runs(tmp_path: Path) -> None:
-    killed: dict[str, int] = {}
-
-    def killer() -> None:  # kill -9 the eagle3 server's group once its first level is stored
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            for m in _manifests(tmp_path / "runs"):
-                if m["variant"] == "eagle3-topk4" and m.get("levels_completed", 0) >= 1:
-                    time.sleep(0.05)  # level 2 has started: its requests are in flight
-                    killed["pgid"] = m["server_process"]["pgid"]
-                    os.killpg(killed["pgid"], signal.SIGKILL)
-                    return
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
+    # kill -9 the eagle3 server's group once its first level is stored: level 2 has started, requests in flight
+    killer = ServerKiller(tmp_path / "runs", lambda m: m["variant"] == "eagle3-topk4"
+                          and m.get("levels_completed", 0) >= 1, delay_s=0.05)
     failures = []
     with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
         paths = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2, 4], requests_per_level=4,
                                    runs_dir=tmp_path / "runs", on_failure=failures.append,
                                    **{**FAST, "max_new_tokens": 64, "time_scale": 8.0})
-    thread.join(5)
+    killer.join()
     (failure,) = failures
     assert failure.kind == "killed" and "died during concurrency=2" in failure.message
     assert "kill -9" in failure.message and "running the same sweep again resumes it" in failure.message
@@ -256,7 +245,7 @@ def test_a_server_killed_mid_level_fails_that_level_only_and_the_next_variant_ru
     assert load_run(paths[1]).manifest["status"] == "complete"
     study = load_study(paths, baseline="baseline")
     assert set(study.levels[study.levels["variant"] == "eagle3-topk4"]["concurrency"]) == {1}
-    assert_nothing_running(tmp_path, killed["pgid"])
+    assert_nothing_running(tmp_path, killer.pgid)
 
 
 class NeverReady(type(get_engine("sim"))):  # type: ignore[misc]
@@ -302,16 +291,7 @@ def test_the_workbench_killed_9_then_rerun_resumes_without_duplicates_or_servers
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-c", KILLABLE, str(runs)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=os.environ.copy())
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = _manifests(runs)
-        if found and found[0].get("levels_completed", 0) >= 1:
-            break
-        assert proc.poll() is None, proc.stderr.read().decode()
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    (killed,) = _manifests(runs)
+    killed = kill_when_stored(proc, runs, 1)
     assert_nothing_running(tmp_path, killed["server_process"]["pgid"])  # its watchdog saw the owner die
     assert list(list_runs(runs)["status"]) == ["interrupted"]
     path = benchmark_variant("baseline", concurrency_levels=[1, 2, 4], repeats=1, runs_dir=runs, max_new_tokens=32,
