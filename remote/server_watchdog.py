@@ -9,7 +9,7 @@ handler, so this process is what stops its server::
 
     python3 server_watchdog.py --pid 4242 --pgid 4242 --start-time 1234567 \\
         --heartbeat ~/.cache/specbench-workbench/servers/x.heartbeat --lease-s 600 \\
-        [--check-s 30] [--grace-s 15] [--log x.log] [--record x.json]
+        [--check-s 30] [--grace-s 15] [--log x.log] [--record x.json] [--owner-pid 777 --owner-start 99]
 
 Every ``--check-s`` seconds it looks at the server's process group (identified by
 pgid and the leader's kernel start time, so a reused pid is never signalled):
@@ -19,7 +19,11 @@ pgid and the leader's kernel start time, so a reused pid is never signalled):
   since the watchdog started): SIGTERM the group, wait ``--grace-s`` seconds,
   SIGKILL what is left, append a line saying so to the server's ``--log`` (prefix
   ``[workbench watchdog]``), mark ``--record`` (a registry JSON file) with
-  ``stopped_by: "lease"`` and exit 0.
+  ``stopped_by: "lease"`` and exit 0;
+- ``--owner-pid`` was given (the client runs on this same machine) and that process
+  is gone (``kill -9`` of a notebook kernel or a ``workbench bench``): checked every
+  second, the group is stopped the same way at once and its record and heartbeat file are
+  removed (as the client's own stop would).
 
 It ignores SIGHUP and exits quietly on SIGTERM (the client stopping it on purpose).
 """
@@ -87,6 +91,10 @@ def stop_group(args):
     return _common.group_members(args.pgid, args.pid, args.start_time)
 
 
+#: Seconds between checks of the owner process (a local client killed with -9 is noticed this fast).
+OWNER_CHECK_S = 1.0
+
+
 def heartbeat_age(path, since):
     """Seconds since the heartbeat file was touched (since ``since`` when it is missing)."""
     try:
@@ -95,11 +103,34 @@ def heartbeat_age(path, since):
         return time.time() - since
 
 
+def owner_gone(args):
+    """True when ``--owner-pid`` was given and that process (same start time) is gone or a zombie."""
+    if not args.owner_pid:
+        return False
+    stat = _common.read_stat(args.owner_pid)
+    return stat is None or stat[0] == "Z" or (args.owner_start is not None and stat[2] != args.owner_start)
+
+
 def watch(args):
     """The watch loop; returns the exit status."""
     started = time.time()
     while True:
         if not _common.group_members(args.pgid, args.pid, args.start_time):
+            return 0
+        if owner_gone(args):
+            note(args.log, "owner process %d (the client that started this server, on this machine) is gone; "
+                           "stopping process group %d" % (args.owner_pid, args.pgid))
+            left = stop_group(args)
+            if left:
+                note(args.log, "process group %d survived SIGKILL: pids %s" % (args.pgid, left))
+            # stopped as its owner would have: its registry record and heartbeat go too (a lease stop keeps
+            # the record, marked, to tell the user why the server is gone)
+            for path in (args.record, args.heartbeat):
+                try:
+                    if path and not left:
+                        os.remove(path)
+                except OSError:
+                    pass
             return 0
         age = heartbeat_age(args.heartbeat, started)
         if age > args.lease_s:
@@ -112,7 +143,8 @@ def watch(args):
                 note(args.log, "process group %d stopped, nothing left" % args.pgid)
             mark_record(args.record, stopped_by="lease", stopped_at=time.time(), lease_age_s=round(age, 1))
             return 0
-        time.sleep(min(args.check_s, max(0.2, args.lease_s - age + 0.05)))
+        wait = min(args.check_s, max(0.2, args.lease_s - age + 0.05))
+        time.sleep(min(wait, OWNER_CHECK_S) if args.owner_pid else wait)
 
 
 def parse_args(argv):
@@ -126,6 +158,9 @@ def parse_args(argv):
     p.add_argument("--grace-s", type=float, default=15.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--log", default=None, help="server log to note the stop in")
     p.add_argument("--record", default=None, help="registry record to mark")
+    p.add_argument("--owner-pid", type=int, default=None,
+                   help="the client's pid when it runs on this machine: stop the server as soon as it is gone")
+    p.add_argument("--owner-start", type=int, default=None, help="the owner's start time (/proc stat field 22)")
     args = p.parse_args(argv)
     args.heartbeat = os.path.expanduser(args.heartbeat)
     return args

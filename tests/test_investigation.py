@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import threading
-import time
 from pathlib import Path
 
 import pytest
+from server_killer import ServerKiller
 
 from workbench.errors import BenchmarkError, ConfigError
 from workbench.hosts import LocalHost
@@ -39,31 +35,17 @@ def test_bad_input_is_refused_before_launch(tmp_path) -> None:
 
 
 def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
-    killed: dict[str, int] = {}
-
-    def killer() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            for manifest in tmp_path.glob("*/manifest.json"):
-                m = json.loads(manifest.read_text())
-                if m.get("levels_completed", 0) >= 1:
-                    killed["pgid"] = m["server_process"]["pgid"]
-                    os.killpg(killed["pgid"], signal.SIGKILL)
-                    return
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    with pytest.raises(BenchmarkError, match="Every request of a level failed") as err:
+    killer = ServerKiller(tmp_path, lambda m: m.get("levels_completed", 0) >= 1)
+    with pytest.raises(BenchmarkError, match="died during concurrency=|Every request of a level failed") as err:
         benchmark_variant("baseline", concurrency_levels=[1, 2, 4], requests_per_level=4, runs_dir=tmp_path, **FAST)
-    thread.join(5)
+    killer.join()
     assert "Measured levels are kept" in str(err.value)
     (run_dir,) = [m.parent for m in tmp_path.glob("*/manifest.json")]
     run = load_run(run_dir)
     assert run.manifest["status"] == "failed" and "BenchmarkError" in run.manifest["error"]
     level1 = run.levels[run.levels["concurrency"] == 1].iloc[0]
     assert level1["completed"] == 4 and level1["failed"] == 0
-    assert not processes.group_members(LocalHost(), killed["pgid"])
+    assert not processes.group_members(LocalHost(), killer.pgid)
 
 
 def test_study_requires_its_baseline(tmp_path) -> None:

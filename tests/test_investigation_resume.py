@@ -3,9 +3,6 @@ a server that dies while the sweep goes on with the next variant."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -13,12 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from server_killer import ServerKiller, kill_when_stored
 
 from workbench.errors import ConfigError
 from workbench.hosts import LocalHost
 from workbench.hosts import _processes as processes
 from workbench._investigation import benchmark_variant, benchmark_variants
-from workbench.store import load_run
+from workbench.store import list_runs, load_run
 
 FAST = dict(max_new_tokens=16, time_scale=20.0, progress=False, requests_per_level=3)
 
@@ -79,30 +77,14 @@ def test_variants_alternate_between_repeats(tmp_path: Path) -> None:
 
 def test_a_server_dying_is_reported_and_the_sweep_goes_on(tmp_path: Path) -> None:
     # eagle3's server dies at its first level (killed by a watcher); baseline still runs
-    import threading
-
-    killed: dict[str, int] = {}
-
-    def killer() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not killed:
-            for manifest in tmp_path.glob("*/manifest.json"):
-                m = json.loads(manifest.read_text())
-                if m.get("variant") == "eagle3-topk4" and m.get("server_process"):
-                    killed["pgid"] = m["server_process"]["pgid"]
-                    os.killpg(killed["pgid"], signal.SIGKILL)
-                    return
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
+    killer = ServerKiller(tmp_path, lambda m: m.get("variant") == "eagle3-topk4")
     failures = []
     with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
         paths = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2], repeats=1,
                                    runs_dir=tmp_path, on_failure=failures.append, **FAST)
-    thread.join(5)
+    killer.join()
     (failure,) = failures
-    assert failure.variant == "eagle3-topk4" and failure.kind in {"unknown", "lease_expired"}
+    assert failure.variant == "eagle3-topk4" and failure.kind in {"unknown", "lease_expired", "killed"}
     assert "Server log tail" in failure.message or "log" in failure.message
     assert load_run(paths[0]).manifest["status"] == "failed"
     assert load_run(paths[1]).manifest["status"] == "complete"
@@ -119,30 +101,22 @@ KILLABLE = textwrap.dedent("""
 def test_kill_9_loses_at_most_the_level_in_flight_and_resume_stops_the_left_server(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", KILLABLE, str(tmp_path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    manifest: dict = {}
-    while time.monotonic() < deadline:
-        found = list(tmp_path.glob("*/manifest.json"))
-        if found:
-            manifest = json.loads(found[0].read_text())
-            if len(manifest.get("units_completed") or []) >= 2:
-                break
-        assert proc.poll() is None, proc.stderr.read().decode()
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    killed = kill_when_stored(proc, tmp_path, 2)
     (run_dir,) = _runs(tmp_path)
-    killed = json.loads((run_dir / "manifest.json").read_text())
     assert killed["status"] == "running" and (run_dir / "sweep.lock").is_file()
     stored = [tuple(u) for u in killed["units_completed"]]
     assert len(stored) >= 2
     left = killed["server_process"]
-    assert processes.group_members(LocalHost(), left["pgid"])  # the killed sweep's server still runs
+    # its watchdog sees the owner gone and stops the server at once, not at the end of the 10-minute lease
+    deadline = time.monotonic() + 20
+    while processes.group_members(LocalHost(), left["pgid"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes.group_members(LocalHost(), left["pgid"])
+    assert list_runs(tmp_path)["status"].tolist() == ["interrupted"]
 
     path = benchmark_variant("baseline", concurrency_levels=[1, 2, 4], repeats=2, runs_dir=tmp_path,
                              max_new_tokens=16, time_scale=4.0, progress=False, requests_per_level=4)
     assert path == run_dir
-    assert not processes.group_members(LocalHost(), left["pgid"])  # stopped by the resumed sweep
     run = load_run(path)
     assert run.manifest["status"] == "complete" and not (run_dir / "sweep.lock").exists()
     units = [tuple(u) for u in run.manifest["units_completed"]]

@@ -28,7 +28,7 @@ FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
 
 def test_every_kind_but_timeout_and_lease_has_a_real_excerpt() -> None:
     kinds = {_load(p)[0] for p in FIXTURE_FILES}
-    assert kinds == set(KINDS) - {"timeout", "lease_expired"}
+    assert kinds == set(KINDS) - {"timeout", "lease_expired", "killed"}
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=[p.stem for p in FIXTURE_FILES])
@@ -89,3 +89,31 @@ def test_server_start_error_carries_kind_and_suggestion() -> None:
     err = ServerStartError("failed", "tail", kind="port_in_use", suggestion="free the port")
     assert (err.kind, err.suggestion, err.log_tail, str(err)) == ("port_in_use", "free the port", "tail", "failed")
     assert ServerStartError("x").kind == "unknown"
+
+
+def test_scheduler_exception_points_at_the_last_frame_inside_sglang() -> None:
+    _, _, body = _load(FIXTURES / "scheduler_exception_14077.log")
+    failure = classify(body)
+    assert failure.kind == "scheduler_exception"
+    assert 'eagle_worker_v2.py", line 511, in _draft_extend_for_decode' in failure.evidence
+    assert "speculative worker" in failure.suggestion and "srt/speculative/eagle_worker_v2.py:511" in failure.suggestion
+
+
+def test_benign_pcie_custom_allreduce_warning_is_no_failure_but_missing_peer_access_is() -> None:
+    benign = _load(FIXTURES / "unknown_benign_custom_allreduce_pcie_29562.log")[2]
+    assert classify(benign).kind == "unknown"
+    broken = benign + _load(FIXTURES / "custom_all_reduce_peer_4814.log")[2]
+    assert classify(broken).kind == "custom_all_reduce" and "disable-custom-all-reduce" in classify(broken).suggestion
+
+
+def test_kv_pool_exhausted_at_runtime_is_not_an_out_of_memory_at_start() -> None:
+    runtime = classify(_load(FIXTURES / "kv_pool_exhausted_14948.log")[2])
+    start = classify(_load(FIXTURES / "oom_not_enough_memory_4330.log")[2])
+    assert (runtime.kind, start.kind) == ("kv_pool_exhausted", "out_of_memory")
+    assert "Lower the concurrency" in runtime.suggestion and "raise --mem-fraction-static" in start.suggestion
+
+
+def test_a_shape_error_is_spec_v2_topk_only_under_spec_v2() -> None:
+    line = "RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 6 but got size 8\n"
+    assert classify(line).kind == "unknown"
+    assert classify("SGLANG_ENABLE_SPEC_V2=1 python -m sglang.launch_server\n" + line).kind == "spec_v2_topk"

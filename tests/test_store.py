@@ -172,7 +172,7 @@ def test_annotate_adds_keys_but_not_standard_ones(tmp_path):
 
 
 def test_the_plan_given_to_new_run_is_the_one_recorded(tmp_path):
-    plan = SweepPlan.build(concurrency_levels=[2], requests_per_level=1, prompt_set="default", seed=1)
+    plan = SweepPlan.build(concurrency_levels=[2], requests_per_level=2, prompt_set="default", seed=1)
     run = new_run("baseline", engine="sim", root=tmp_path, plan=plan)
     assert json.loads((run.path / "manifest.json").read_text())["plan"]["prompt_set"] == "default"
     run.save_level(level(0, 1, 3))  # a level carrying another plan does not replace it

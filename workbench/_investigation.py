@@ -23,7 +23,7 @@ from workbench.bench import run_sweep
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
-from workbench.servers import ServerHandle, classify_failure
+from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
@@ -128,6 +128,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            warmup_requests=args["warmup_requests"],
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats)
+    _warn_graph_below_concurrency(v, plan)
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
@@ -135,6 +136,27 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=paths.resolve(args["runs_dir"]), progress=args["progress"])
+
+
+def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
+    """Warn (before launch) when a speculative variant's CUDA-graph batch limit is below the plan's top concurrency.
+
+    Above ``--cuda-graph-max-bs`` (``--cuda-graph-max-bs-decode`` since SGLang 0.5.20) the
+    decode steps run without CUDA graphs, eagerly: with speculation every step is a draft
+    chain plus a verify, so those levels measure the eager path, not the variant's.
+    """
+    if not v.flags.get("speculative-algorithm") or not plan.concurrency_levels:
+        return
+    for flag in ("cuda-graph-max-bs-decode", "cuda-graph-max-bs"):
+        limit = v.flags.get(flag)
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit < max(plan.concurrency_levels):
+            above = [c for c in plan.concurrency_levels if c > limit]
+            warnings.warn(f"{v.name}: --{flag} {limit} is below the sweep's concurrency {above} with speculative "
+                          f"decoding on: those levels decode without CUDA graphs (eager draft and verify steps), "
+                          f"so they measure another regime than the levels at or below {limit}. Raise --{flag} "
+                          f"to {max(plan.concurrency_levels)} in the variant, or keep the levels <= {limit}.",
+                          UserWarning, stacklevel=4)
+            return
 
 
 def _engine_code(eng: Engine, sim_profile: str) -> str | None:
@@ -152,9 +174,11 @@ def _engine_code(eng: Engine, sim_profile: str) -> str | None:
 
 
 def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
-    """Stop the server a killed sweep of this run left running (recorded in its manifest), if it still runs."""
-    if not previous or previous.get("status") != "running":
-        return  # a sweep that ended (even failed) stopped its server itself
+    """Stop the server an earlier sweep of this run left running (recorded in its manifest), if it still runs:
+    a killed sweep (status ``running``) or one that failed without reaching its host (a host down for longer
+    than the reconnect window could not be told to stop it)."""
+    if not previous or previous.get("status") not in ("running", "failed"):
+        return  # a sweep that ended otherwise stopped its server itself
     server_id = (previous.get("server_process") or {}).get("id")
     if not server_id:
         return
@@ -223,17 +247,16 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             )
 
             def on_level(level: Any) -> None:
-                run.save_level(prep.label_level(level))
-                if len(level.requests) and level.requests["error"].notna().all():
-                    alive = "still running" if server.alive else "no longer running"
-                    tail = server.logs_tail(30)
-                    failure = classify_failure(tail)
-                    raise BenchmarkError(
-                        f"Every request of a level failed against {v.name!r} (server {alive}; log classified "
-                        f"{failure.kind}: {failure.suggestion}); first error: {level.requests['error'].iloc[0]}. "
-                        f"Measured levels are kept in {run.path}; running the same sweep again resumes it. "
-                        f"Server log tail:\n{tail}"
-                    )
+                errors = level.requests["error"].notna() if len(level.requests) else None
+                if errors is None or not errors.any():
+                    run.save_level(prep.label_level(level))
+                    return
+                alive = server.alive
+                if alive and not errors.all():
+                    run.save_level(prep.label_level(level))  # some requests failed; the server still serves
+                    return
+                _fail_level(run, prep.label_level(level), server, alive=alive, variant=v.name,
+                            label=plan.unit_label(level.unit))
 
             if sweep.where == "host":
                 with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
@@ -242,9 +265,45 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                     hosted.follow(on_level=on_level, progress=sweep.progress, desc=desc)
             else:
                 run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc)
-            final_info = server.server_info()
+            try:
+                final_info = server.server_info()
+            except (ServerError, HostError) as exc:  # every level is stored: a last read that fails loses nothing
+                final_info = None
+                warnings.warn(f"{v.name}: could not read /server_info after the sweep ({exc}); the run keeps the "
+                              "one read after its last level", stacklevel=3)
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
+
+
+def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
+    """Keep ``level`` apart as failed (not a measured unit) and stop the pass with a BenchmarkError.
+
+    A level whose server died (or whose every request failed) measures no load: its
+    rows go to ``failed_levels.parquet`` with the server's state, the classification of
+    its log and the log's tail (manifest ``failed_levels``), never to the charts; the
+    sweep stops marching into further levels of that server.
+    """
+    tail = server.logs_tail(30)
+    failure = classify_failure(tail) if alive else server_died(tail)
+    first_error = str(level.requests["error"].dropna().iloc[0])
+    failed = int(level.requests["error"].notna().sum())
+    state = "still running" if alive else "no longer running"
+    run.save_failed_level(level, {
+        "label": label, "server_alive": alive, "server_pid": server.process.pid,
+        # a detached server is not our child: its exit status cannot be read, only inferred from its log
+        "exit_signal": None if alive else ("unknown (no error in its log: a signal such as SIGKILL)"
+                                           if failure.kind == "killed" else "unknown (it logged an error)"),
+        "kind": failure.kind, "suggestion": failure.suggestion, "evidence": failure.evidence,
+        "first_error": first_error, "log_tail": tail})
+    what = (f"Every request of a level failed ({label})" if alive else
+            f"The server of {variant!r} died during {label} ({failed} of {len(level.requests)} requests failed)")
+    error = BenchmarkError(
+        f"{what}: server {state}; its log is classified {failure.kind}: {failure.suggestion} First error: "
+        f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
+        f"not charted) and no further level of this server is measured. Measured levels are kept in {run.path}; "
+        f"running the same sweep again resumes it. Server log tail:\n{tail}")
+    error.kind, error.log_tail = failure.kind, tail  # read by _failure, as a ServerStartError's
+    raise error
 
 
 def benchmark_variant(

@@ -60,6 +60,28 @@ def _shell_dir(path: str) -> str:
     return '"$HOME"/' + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
 
 
+#: Seconds :meth:`HostSweep.follow` keeps retrying an unreachable host, unless told otherwise.
+DEFAULT_RECONNECT_S = 300.0
+
+
+def reconnect_seconds() -> float:
+    """``$WORKBENCH_RECONNECT_S`` (seconds), else :data:`DEFAULT_RECONNECT_S`.
+
+    Raises:
+        ConfigError: the variable is not a number > 0.
+    """
+    text = os.environ.get("WORKBENCH_RECONNECT_S")
+    if not text:
+        return DEFAULT_RECONNECT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"WORKBENCH_RECONNECT_S must be a number of seconds > 0, got {text!r}")
+    return value
+
+
 def _transient(exc: HostError) -> bool:
     """True for a host error a later poll may not hit (connection dropped, host unreachable or slow);
     False for one a reconnect cannot cure (a helper that failed, a refused host key or login)."""
@@ -125,7 +147,7 @@ class HostSweep:
         on_level: Callable[[LevelResult], None] | None = None,
         progress: bool = True,
         poll_s: float = 0.5,
-        reconnect_for_s: float = 300.0,
+        reconnect_for_s: float | None = None,
         desc: str | None = None,
     ) -> SweepResult:
         """Follow the results file until the runner is done; return what :func:`run_sweep` would.
@@ -135,7 +157,8 @@ class HostSweep:
                 from it stop the runner and propagate).
             progress: show a progress bar over the measured requests.
             poll_s: seconds between polls while nothing new arrives.
-            reconnect_for_s: how long to keep retrying while the host cannot be reached.
+            reconnect_for_s: how long to keep retrying while the host cannot be reached
+                (default: ``$WORKBENCH_RECONNECT_S``, else :data:`DEFAULT_RECONNECT_S`).
             desc: the progress bar's label (default ``"sweep on <host>"``).
 
         Returns:
@@ -150,6 +173,7 @@ class HostSweep:
             HostError: the host stayed unreachable for ``reconnect_for_s`` (the runner
                 is left running; :func:`read_host_sweep` reads its results later).
         """
+        reconnect_for_s = reconnect_seconds() if reconnect_for_s is None else reconnect_for_s
         follower = SweepFollower(self.plan, self.units, progress=progress, desc=desc or f"sweep on {self.host.name}",
                                  on_level=on_level)
         reader = SweepLogReader(on_request=follower.on_request, source=f"{self.results_path} on host {self.host.name!r}")
@@ -167,9 +191,11 @@ class HostSweep:
                         left_running = True
                         raise HostError(
                             f"Lost host {self.host.name!r} for over {reconnect_for_s:g} s while following the "
-                            f"load generator there (pid {self.process.pid}); it keeps measuring on its own. Read its "
-                            f"results later with workbench.bench.read_host_sweep({self.host.name!r}, "
-                            f"{self.results_path!r})."
+                            f"load generator there (pid {self.process.pid}): {exc}. It keeps measuring on its own, "
+                            f"and the levels read before are stored. Once the host is back, read its results with "
+                            f"workbench.bench.read_host_sweep({self.host.name!r}, {self.results_path!r}), or run "
+                            "the same sweep again (it resumes and stops the server left there; its lease stops it "
+                            "otherwise). WORKBENCH_RECONNECT_S sets how long to wait for the host."
                         ) from exc
                     time.sleep(min(4 * poll_s, 5.0))
                     continue
@@ -318,7 +344,7 @@ def run_sweep_on_host(
     on_level: Callable[[LevelResult], None] | None = None,
     progress: bool = True,
     poll_s: float = 0.5,
-    reconnect_for_s: float = 300.0,
+    reconnect_for_s: float | None = None,
     python: str | None = None,
     config_file: str | os.PathLike[str] | None = None,
     sweeps_dir: str | None = None,

@@ -80,8 +80,15 @@ def _is_whole(value: Any) -> bool:
 
 # One check per parameter: each returns the normalised value or raises its one message.
 
+def _as_list(name: str, value: Any, example: str) -> tuple[Any, ...]:
+    """``value`` as a tuple; a string, a mapping or a lone number is refused, naming ``name``."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise ConfigError(f"{name} must be a list, e.g. {example}; got {value!r} ({type(value).__name__})")
+    return tuple(value)
+
+
 def _concurrency_levels(value: Any) -> tuple[int, ...]:
-    levels = tuple(value)
+    levels = _as_list("concurrency_levels", value, "[1, 2, 4]")
     if not levels:
         raise ConfigError("concurrency_levels is empty; give at least one concurrency (requests in flight), "
                           "e.g. [1, 2, 4]")
@@ -93,7 +100,7 @@ def _concurrency_levels(value: Any) -> tuple[int, ...]:
 
 
 def _request_rates(value: Any) -> tuple[float, ...]:
-    rates = tuple(value)
+    rates = _as_list("request_rates", value, "[0.5, 2.0, inf]")
     if not rates:
         raise ConfigError("request_rates is empty; give at least one rate (requests/s), or None for a "
                           "closed-loop sweep over concurrency_levels")
@@ -109,6 +116,23 @@ def _requests_count(value: Any, where: str) -> int:
         raise ConfigError(f"requests_per_level must be a whole number >= 1 (or a function of the concurrency "
                           f"returning one), got {value!r} for {where}")
     return int(value)
+
+
+def _requests_reach_concurrency(levels: Sequence[int], counts: Sequence[int]) -> None:
+    """Refuse a closed-loop level that sends fewer requests than its concurrency.
+
+    Such a level never has ``concurrency`` requests in flight (at most ``count``), so
+    storing it under its concurrency would relabel a lighter load; the findings would
+    then name the wrong concurrency.
+    """
+    short = [(c, n) for c, n in zip(levels, counts) if n < c]
+    if short:
+        c, n = short[0]
+        raise ConfigError(
+            f"requests_per_level {n} is below concurrency {c}: a level of {n} requests never has {c} in flight, "
+            f"so it cannot measure concurrency {c} (levels short of requests: "
+            f"{', '.join(f'concurrency={c} with {n}' for c, n in short)}); give requests_per_level >= "
+            f"{max(c for c, _ in short)}, or None for the default max(16, 2 * concurrency), or drop those levels")
 
 
 def _prompts(value: Any) -> tuple[Prompt, ...]:
@@ -266,6 +290,7 @@ class SweepPlan:
             raise ConfigError(f"requests_per_level has {len(counts)} counts for {self.num_levels} levels; "
                               "give one count per level")
         put("requests_per_level", tuple(_requests_count(n, self.level_label(i)) for i, n in enumerate(counts)))
+        _requests_reach_concurrency(self.concurrency_levels, self.requests_per_level)
         put("prompts", _prompts(self.prompts))
         put("max_concurrency", _max_concurrency(self.max_concurrency, self.mode))
         if self.prompt_set is not None:

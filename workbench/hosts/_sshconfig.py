@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
+import fnmatch
 import glob
 import os
 import re
@@ -56,6 +57,9 @@ class SSHTarget:
         global_known_hosts: known_hosts files only read.
         host_key_alias: ``HostKeyAlias``: name used to look up the host key instead.
         strict_host_key_checking: ``yes`` (default here), ``accept-new``, ``no`` or ``ask``.
+        in_config: a ``Host`` pattern other than ``*`` matched the alias (False: it is
+            used as a plain hostname).
+        config_files: the ssh config files read (Includes too), for messages.
     """
 
     alias: str
@@ -71,6 +75,8 @@ class SSHTarget:
     global_known_hosts: tuple[str, ...] = ()
     host_key_alias: str | None = None
     strict_host_key_checking: str = "yes"
+    in_config: bool = dataclasses.field(default=True, compare=False)
+    config_files: tuple[str, ...] = dataclasses.field(default=(), compare=False)
 
     @property
     def host_key_name(self) -> str:
@@ -113,20 +119,27 @@ def load_config(config_file: str | os.PathLike[str] | None = None) -> paramiko.S
     """
     path, explicit = config_path(config_file)
     if not explicit and not path.exists():
-        return paramiko.SSHConfig()
+        config = paramiko.SSHConfig()
+        config.workbench_files = ()  # type: ignore[attr-defined]  # read by resolve(), for messages
+        return config
     try:
-        text = "\n".join(_inline_includes(path, depth=0))
-        return paramiko.SSHConfig.from_text(text)
+        files: list[str] = []
+        text = "\n".join(_inline_includes(path, depth=0, files=files))
+        config = paramiko.SSHConfig.from_text(text)
+        config.workbench_files = tuple(files)  # type: ignore[attr-defined]
+        return config
     except OSError as exc:
         raise ConfigError(f"Cannot read ssh config {path}: {exc.strerror}") from exc
     except (paramiko.ConfigParseError, ValueError) as exc:
         raise ConfigError(f"Cannot parse ssh config {path}: {exc}") from exc
 
 
-def _inline_includes(path: Path, *, depth: int) -> list[str]:
-    """Lines of ``path`` with each ``Include`` replaced by the included files' lines."""
+def _inline_includes(path: Path, *, depth: int, files: list[str]) -> list[str]:
+    """Lines of ``path`` with each ``Include`` replaced by the included files' lines (each file read
+    is appended to ``files``)."""
     if depth > 16:
         raise ConfigError(f"ssh config {path}: Include nested more than 16 deep (a loop?)")
+    files.append(str(path))
     lines: list[str] = []
     for line in path.read_text().splitlines():
         match = _INCLUDE.match(line)
@@ -139,7 +152,7 @@ def _inline_includes(path: Path, *, depth: int) -> list[str]:
                 # OpenSSH: relative Includes in a user config are relative to ~/.ssh.
                 pattern = os.path.join(os.path.expanduser("~/.ssh"), pattern)
             for name in sorted(glob.glob(pattern)):
-                lines.extend(_inline_includes(Path(name), depth=depth + 1))
+                lines.extend(_inline_includes(Path(name), depth=depth + 1, files=files))
     return lines
 
 
@@ -178,6 +191,9 @@ def resolve(alias: str, *, config: paramiko.SSHConfig) -> SSHTarget:
         global_known_hosts=_files(opts.get("globalknownhostsfile"), DEFAULT_GLOBAL_KNOWN_HOSTS),
         host_key_alias=opts.get("hostkeyalias"),
         strict_host_key_checking=opts.get("stricthostkeychecking", "yes").lower(),
+        in_config=any(fnmatch.fnmatchcase(alias, pattern) for pattern in config.get_hostnames()
+                      if pattern != "*" and not pattern.startswith("!")),
+        config_files=tuple(getattr(config, "workbench_files", ())),
     )
 
 

@@ -191,6 +191,14 @@ def _tcp_connect(target: SSHTarget, timeout_s: float) -> socket.socket:
     try:
         sock = socket.create_connection((target.hostname, target.port), timeout=timeout_s)
     except socket.gaierror as exc:
+        if not target.in_config and target.hostname == target.alias:
+            read = ", ".join(target.config_files) or "none (no ~/.ssh/config, no WORKBENCH_SSH_CONFIG)"
+            raise HostUnreachable(
+                f"Host alias {target.alias!r} is not in your ssh config (files read: {read}), so it was looked "
+                f"up as a hostname, and DNS does not know it ({exc.strerror}). Check the spelling, add a "
+                f"`Host {target.alias}` entry with its HostName (and User, IdentityFile), or pass the config "
+                "file that has it (config_file=, or WORKBENCH_SSH_CONFIG)."
+            ) from exc
         raise HostUnreachable(
             f"Cannot resolve {target.hostname!r} for host {target.describe()}: {exc.strerror}. "
             "Check HostName in your ssh config (or that the alias is spelled right)."
@@ -225,7 +233,24 @@ def _known_hosts_files(target: SSHTarget, known_hosts: str | None) -> tuple[list
     return list(target.user_known_hosts), list(target.global_known_hosts)
 
 
+def _check_identity_files(target: SSHTarget) -> None:
+    """Refuse a target whose IdentityFile entries all name missing files when nothing else can
+    authenticate (``IdentitiesOnly yes``, or no ssh agent)."""
+    missing = [f for f in target.identity_files if not os.path.isfile(f)]
+    if not missing or len(missing) < len(target.identity_files):
+        return
+    if target.identities_only or not os.environ.get("SSH_AUTH_SOCK"):
+        read = ", ".join(target.config_files) or "the ssh config"
+        raise HostAuthError(
+            f"IdentityFile {', '.join(missing)} for host {target.describe()} does not exist (set in {read}), and "
+            f"{'IdentitiesOnly is yes' if target.identities_only else 'no ssh agent runs (SSH_AUTH_SOCK unset)'}, "
+            "so no key can be offered. Fix the IdentityFile path, or create the key (ssh-keygen) and install it "
+            f"on the host (ssh-copy-id {target.alias})."
+        )
+
+
 def _handshake(sock, target: SSHTarget, known_hosts: str | None, tofu: bool, timeout_s: float) -> paramiko.SSHClient:
+    _check_identity_files(target)
     user_files, global_files = _known_hosts_files(target, known_hosts)
     client = paramiko.SSHClient()
     keys = client.get_host_keys()

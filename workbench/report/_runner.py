@@ -23,6 +23,9 @@ from typing import Any
 import nbformat
 
 from workbench.errors import ConfigError, ReportError
+
+#: Exception names raised in a notebook that mean its input was bad (``workbench report`` exits 2).
+BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
 from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._params import check_parameters, notebook_parameters
@@ -259,10 +262,13 @@ def run_notebook(
         where = ""
         if error_info["cell"]:
             where = f" in cell {error_info['cell']}" + (f" (`{error_info['source']}`)" if error_info["source"] else "")
-        raise ReportError(
+        error = ReportError(
             f"notebook {source} failed{where}: {error_info['ename']}: {error_info['evalue']}. "
             f"{kept}; open it to read the traceback, then fix the notebook or its parameters and re-run."
-        ) from failure
+        )
+        # The notebook refused its input (a parameter, a variant file): bad input, exit status 2.
+        error.bad_input = error_info["ename"] in BAD_INPUT_ERRORS
+        raise error from failure
 
     remote = _finish(executed, html, record)
     if remote:

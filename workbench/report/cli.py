@@ -122,6 +122,7 @@ def report_command(
     plan = distribute_parameters(declared, given)
 
     failures: list[str] = []
+    bad_input = 0
     for nb, params in plan.items():
         shown = " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
         typer.echo(f"running {nb} with {shown}")
@@ -136,6 +137,7 @@ def report_command(
             )
         except ReportError as exc:
             failures.append(str(nb))
+            bad_input += bool(getattr(exc, "bad_input", False))
             typer.echo(f"FAILED {nb}: {exc}", err=True)
             continue
         typer.echo(f"  report:   {result.html}")
@@ -143,4 +145,5 @@ def report_command(
         typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)  [{result.duration_s:.1f} s]")
     if failures:
         typer.echo(f"{len(failures)} of {len(plan)} notebook(s) failed: {', '.join(failures)}", err=True)
-        raise typer.Exit(code=1)
+        # 2 when every failure was the notebook refusing its parameters (bad input), as for any command
+        raise typer.Exit(code=2 if bad_input == len(failures) else 1)

@@ -5,6 +5,7 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "classify_failure": "_failures",
+    "server_died": "_failures",
     "ServerHandle": "_handle",
 }
 

@@ -15,7 +15,16 @@ Kinds (:data:`KINDS`)::
     port_in_use     the HTTP port (or an internal SGLang port) was taken
     bad_flags       argparse refused a flag, or SGLang refused a flag combination
     import_error    the host's Python lacks a module (or has a mismatched one)
+    spec_v2_topk    spec v2 (SGLANG_ENABLE_SPEC_V2) with topk > 1: a shape error in the draft extend
+    draft_weights   the draft checkpoint's weights do not match the architecture it is loaded as
+    eagle3_no_draft EAGLE-3 without a draft model path: the target was loaded as its own draft
+    attention_backend  the attention backend refuses speculation (hybrid backends, MLA with topk > 1)
+    custom_all_reduce  custom all-reduce on GPUs without peer access (PCIe)
+    kv_pool_exhausted  the KV-cache pool ran out while serving (at runtime, not at start)
+    scheduler_exception  SGLang's scheduler raised; the evidence is the last frame inside sglang
     timeout         still not ready when the ready timeout ran out (set by the caller)
+    killed          it died mid-sweep leaving no error in its log: a signal (kill -9, the kernel's
+                    OOM killer, a job scheduler) (set by :func:`died`)
     unknown         none of the above
 """
 
@@ -27,12 +36,16 @@ from collections.abc import Callable
 from typing import Literal
 
 FailureKind = Literal[
-    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "unknown"
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
+    "draft_weights", "eagle3_no_draft", "attention_backend", "custom_all_reduce", "kv_pool_exhausted",
+    "scheduler_exception", "timeout", "killed", "unknown",
 ]
 
 #: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
 KINDS: tuple[str, ...] = (
-    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "timeout", "unknown",
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
+    "draft_weights", "eagle3_no_draft", "attention_backend", "custom_all_reduce", "kv_pool_exhausted",
+    "scheduler_exception", "timeout", "killed", "unknown",
 )
 
 
@@ -94,6 +107,37 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("lease_expired", re.compile(r"^.*\[workbench watchdog\] lease expired.*$", _M),
           "The host-side lease stopped it because no client heartbeat arrived in time: keep the notebook "
           "kernel alive, raise lease_s, or start it with detached=True to keep it without a client."),
+    # Speculative decoding (excerpts in tests/fixtures/sglang_logs, each with its issue).
+    _Rule("spec_v2_topk", re.compile(r"^.*Sizes of tensors must match.*$", _M),
+          "Spec v2 (SGLANG_ENABLE_SPEC_V2) with --speculative-eagle-topk > 1 breaks in the draft extend "
+          "(sglang#13352, #14077): set speculative-eagle-topk = 1 (and num_draft_tokens = num_steps + 1), or drop "
+          "SGLANG_ENABLE_SPEC_V2 to run tree drafting on spec v1.",
+          requires=re.compile(r"SGLANG_ENABLE_SPEC_V2=(?:1|true)|eagle_worker_v2|_draft_extend_for_decode", _I)),
+    _Rule("eagle3_no_draft", re.compile(r"^.*object has no attribute '(?:set_embed|hot_token_id)'.*$", _M),
+          "EAGLE-3 was started without --speculative-draft-model-path, so the target checkpoint was loaded as its "
+          "own draft and is not an EAGLE-3 head (sglang#36528): set draft_model_path in the variant to an EAGLE-3 "
+          "draft trained for this target."),
+    _Rule("draft_weights", re.compile(r"^.*KeyError: '[^']*'.*$", _M),
+          "The draft checkpoint's weight names do not match the architecture SGLang loads it as: check its "
+          "config.json `architectures` (an EAGLE-3 head is e.g. LlamaForCausalLMEagle3), use a draft converted for "
+          "SGLang, and make --speculative-algorithm match the draft (EAGLE vs EAGLE3).",
+          requires=re.compile(r"load_weights")),
+    _Rule("attention_backend", re.compile(
+        r"^.*(?:Backend does not support speculative decoding|only supports topk ?= ?1 for speculative decoding|"
+        r"speculative decoding is currently not supported with \S+ attention backend).*$", _M | _I),
+          "This attention backend refuses speculative decoding as configured: hybrid backends (a prefill backend "
+          "other than the decode one) in older releases (sglang#9330), MLA backends with topk > 1 (sglang#4425). "
+          "Use one backend for both (drop --prefill-attention-backend), or speculative-eagle-topk = 1, or another "
+          "--attention-backend."),
+    _Rule("custom_all_reduce", re.compile(r"^.*peer access is not supported between these two devices.*$", _M),
+          "Custom all-reduce needs GPU peer access, which these GPUs (PCIe, no NVLink/P2P) lack (sglang#4814): add "
+          "disable-custom-all-reduce = true to the variant's flags."),
+    _Rule("kv_pool_exhausted", re.compile(
+        r"^.*(?:No space left for only one request|KV cache pool is full|Decode out of memory).*$", _M),
+          "The KV-cache pool ran out while serving (the server had started): this level's requests in flight, "
+          "their context and the draft tokens each step reserves exceed the pool. Lower the concurrency or "
+          "--max-running-requests, use fewer --speculative-num-draft-tokens, or raise --mem-fraction-static "
+          "(the opposite of an out-of-memory at start)."),
     _Rule("cuda_graph", re.compile(r"^.*Capture cuda graph failed.*$", _M | _I),
           "CUDA-graph capture failed: lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static (e.g. 0.8); "
           "--disable-cuda-graph avoids it at a large speed cost; a NCCL/custom all-reduce error here may need "
@@ -159,10 +203,38 @@ def classify(log_text: str) -> Failure:
             continue
         suggestion = rule.suggestion(match) if callable(rule.suggestion) else rule.suggestion
         return Failure(rule.kind, suggestion, match.group(0).strip())
-    return Failure("unknown", UNKNOWN_SUGGESTION)
+    return _scheduler_exception(log_text) or Failure("unknown", UNKNOWN_SUGGESTION)
 
 
-#: :func:`classify` under the name the servers face exports (e.g. for a server that died mid-sweep).
+SCHEDULER_SUGGESTION = ("SGLang's scheduler raised: the evidence is the traceback's last frame inside sglang; read "
+                        "the log tail there, and try the variant without speculation (or on spec v1) to see "
+                        "whether speculation causes it.")
+_SCHEDULER_RAISED = re.compile(r"Scheduler hit an exception", _I)
+_SGLANG_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*/sglang/[^"]*)", line (?P<line>\d+), in (?P<func>\S+)\s*$', _M)
+_EXCEPTION_LINE = re.compile(r"^(?:\S+ )?(?:[A-Za-z_.]*(?:Error|Exception)): .*$", _M)
+
+
+def _scheduler_exception(log_text: str) -> Failure | None:
+    """A scheduler traceback no rule explains: point at its last frame inside sglang (and the exception)."""
+    if not _SCHEDULER_RAISED.search(log_text):
+        return None
+    start = list(_SCHEDULER_RAISED.finditer(log_text))[-1].start()
+    frames = list(_SGLANG_FRAME.finditer(log_text, start))
+    if not frames:
+        return None
+    last = frames[-1]
+    raised = list(_EXCEPTION_LINE.finditer(log_text, last.end()))
+    where = f"{last.group('file').split('/sglang/', 1)[-1]}:{last.group('line')} in {last.group('func')}"
+    error = raised[0].group(0).strip() if raised else "the exception line is not in the log excerpt"
+    spec = " It is in SGLang's speculative worker: try the variant without speculation, or spec v1 " \
+           "(drop SGLANG_ENABLE_SPEC_V2), to see whether speculation causes it." if "/speculative/" in last.group(
+               "file") else ""
+    return Failure("scheduler_exception",
+                   f"SGLang's scheduler raised inside sglang/{where} ({error}).{spec} Read the traceback in the log "
+                   "tail; search SGLang's issues for that frame.", last.group(0).strip())
+
+
+#: :func:`classify` under the name the servers face exports.
 classify_failure = classify
 
 
@@ -176,6 +248,24 @@ def timed_out(log_text: str) -> Failure:
     return found if found.kind != "unknown" else Failure("timeout", TIMEOUT_SUGGESTION)
 
 
+KILLED_SUGGESTION = ("The server's processes are gone and its log names no error: it was killed by a signal "
+                     "(kill -9 by someone, the kernel's OOM killer: `dmesg | grep -i kill` on the host, or a job "
+                     "scheduler's limit). Run the same sweep again to resume it; the cut-short level is measured "
+                     "again.")
+
+
+def died(log_text: str) -> Failure:
+    """The failure of a server whose processes ended while it was being measured.
+
+    A known pattern in the log (an OOM, a scheduler exception) wins; otherwise the
+    kind is ``"killed"``: a process that exits on its own leaves an error in its log,
+    one killed by a signal (SIGKILL) leaves nothing. The signal itself cannot be read:
+    the server is not the workbench's child (it runs detached, in its own session).
+    """
+    found = classify(log_text)
+    return found if found.kind != "unknown" else Failure("killed", KILLED_SUGGESTION)
+
+
 def suggestions() -> dict[str, str]:
     """One suggestion per kind (the first rule's, for kinds with several): for docs and reports."""
     out: dict[str, str] = {}
@@ -184,5 +274,11 @@ def suggestions() -> dict[str, str]:
             out[rule.kind] = rule.suggestion
     out.setdefault("import_error", _import_suggestion(""))
     out["timeout"] = TIMEOUT_SUGGESTION
+    out["killed"] = KILLED_SUGGESTION
+    out["scheduler_exception"] = SCHEDULER_SUGGESTION
     out["unknown"] = UNKNOWN_SUGGESTION
     return out
+
+
+#: :func:`died` under the name the servers face exports (a server that died mid-sweep).
+server_died = died

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import warnings
 import urllib.error
 import urllib.request
 import weakref
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from workbench.engines import Engine, get_engine, resolve_engine
-from workbench.errors import HostError, ServerError
+from workbench.errors import HostError, ServerError, WorkbenchError
 from workbench.hosts import Forward, Host, SpawnedProcess, call_helper, get_host, host_python, processes, servers_dir
 from workbench.servers import _launch as launch, _lease as lease, _registry as registry, _watch as watch
 from workbench.variants import Variant
@@ -273,8 +274,30 @@ class ServerHandle:
     def __enter__(self) -> "ServerHandle":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._exit_cleanup()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            try:
+                self._exit_cleanup()
+            except HostError as stop_error:  # the block's work is done; say the server may outlive it, loudly
+                self.close()
+                warnings.warn(f"Could not stop server {self.record.id} on host {self.host.name!r}: {stop_error}. "
+                              + self._left_note(), stacklevel=2)
+            return
+        try:
+            self._exit_cleanup()
+        except WorkbenchError as stop_error:
+            # The error that ended the block is the one to report (e.g. the host went away, with the
+            # hint to recover its results); the failed stop is a note on it, never its replacement.
+            self.close()
+            exc.add_note(f"Stopping server {self.record.id} on host {self.host.name!r} failed too: {stop_error}. "
+                         + self._left_note())
+
+    def _left_note(self) -> str:
+        """What stops a server this client could not stop."""
+        if self.record.lease_s:
+            return (f"Its host-side lease stops it {self.record.lease_s:g} s after the last heartbeat; running the "
+                    "same sweep again stops it at once.")
+        return "It is detached: stop it with `workbench servers --stop`."
 
     # -- ready wait and logs -------------------------------------------------
     def wait_ready(

@@ -137,7 +137,8 @@ def spawn_server(
         watchdog = None
         if not detached:
             wd = _spawn_watchdog(host, proc, python=python, heartbeat_path=heartbeat_path, lease_s=lease_s,
-                                 record_path=f"{base}.json", log_path=f"{base}.watchdog.log")
+                                 record_path=f"{base}.json", log_path=f"{base}.watchdog.log",
+                                 owner=lease.this_process() if is_local(host) else None)
             if wd is not None:
                 watchdog = {"pid": wd.pid, "pgid": wd.pgid, "start_time": wd.start_time, "log_path": wd.log_path}
         return registry.write_record(host, directory, registry.ServerRecord(

@@ -21,6 +21,15 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts import Host, SpawnedProcess, processes
 from workbench.hosts import helper_path
 
+
+def this_process() -> tuple[int, int | None]:
+    """``(pid, start time)`` of this process (start time in clock ticks since boot, /proc; None where unknown)."""
+    try:
+        stat = open(f"/proc/{os.getpid()}/stat", encoding="ascii", errors="replace").read()
+        return os.getpid(), int(stat.rsplit(")", 1)[-1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return os.getpid(), None
+
 log = logging.getLogger(__name__)
 
 #: Seconds without a heartbeat before the watchdog stops a server.
@@ -61,6 +70,7 @@ def spawn_watchdog(
     record_path: str,
     log_path: str,
     check_s: float | None = None,
+    owner: tuple[int, int | None] | None = None,
 ) -> SpawnedProcess:
     """Start the watchdog for ``server`` on ``host`` (detached, in its own session).
 
@@ -73,6 +83,9 @@ def spawn_watchdog(
         record_path: the server's registry record (marked when the lease stops it).
         log_path: the watchdog's own output file.
         check_s: seconds between checks (default: a quarter of the lease, 0.5 to 30 s).
+        owner: ``(pid, start time)`` of the client when it runs on the server's machine:
+            the watchdog then stops the server within a second of that process dying
+            (a killed kernel), instead of at the end of the lease.
 
     Returns:
         The watchdog process.
@@ -84,6 +97,8 @@ def spawn_watchdog(
         "--heartbeat", heartbeat_path, "--lease-s", f"{lease_s:g}", "--check-s", f"{check:g}",
         "--log", server.log_path, "--record", record_path,
     ]
+    if owner is not None:
+        argv += ["--owner-pid", str(owner[0])] + ([] if owner[1] is None else ["--owner-start", str(owner[1])])
     return processes.spawn(host, argv, log_path=log_path)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -38,6 +38,10 @@ from workbench.source._flag_records import Flag, FlagError, FlagMatch, FlagProbl
 #: ``--enable-dp-attention``: 0.87) and drops flags that only share a prefix
 #: (``--speculative-adaptive`` -> ``--speculative-draft-model``: 0.72).
 SUGGEST_CUTOFF = 0.8
+
+
+#: How many releases before the previous one :meth:`FlagTable._older_history` looks through.
+OLDER_RELEASES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +62,9 @@ class FlagTable:
         previous: the table of the release compared against for removed flags, or None.
         previous_adjacent: :attr:`previous` is the release right before this one on the
             package index (messages then say "was removed in"; otherwise "is gone in").
+        older: ``older(option, before, steps)`` -> ``(table of the newest release up to
+            before that has option, the release after it)`` or None; set by
+            :func:`workbench.source.server_flags` for a release compared with the one before.
     """
 
     label: str
@@ -72,6 +79,8 @@ class FlagTable:
     root: str
     previous: FlagTable | None = None
     previous_adjacent: bool = False
+    older: Callable[..., tuple[FlagTable, str] | None] | None = dataclasses.field(default=None, compare=False,
+                                                                                 repr=False)
 
     def __repr__(self) -> str:  # the flags themselves would fill a notebook cell
         return f"<FlagTable {self.label}: {len(self.flags)} flags, layout {self.layout!r}>"
@@ -173,12 +182,34 @@ class FlagTable:
                 else f"is gone in {self._where()}")  # fmt: skip
         return f"{when} (in SGLang {previous.version} it was {what})", fix  # type: ignore[union-attr]
 
+    def _older_history(self, option: str) -> tuple[str, str | None] | None:
+        """(when ``option`` went away, the flag to use now), from releases before the previous one.
+
+        Only for a release compared with the one right before it (``previous="auto"``):
+        walks back up to :data:`OLDER_RELEASES` releases (their wheels are fetched and
+        cached) for the last one that had ``option``, so an abbreviation that became
+        ambiguous long after its flag was removed (``--cuda-graph-max-bs``: removed in
+        0.5.20, ambiguous since) is named as the removed flag, with its successor (the
+        flag storing the same ``dest`` now).
+        """
+        if not (self.previous_adjacent and self.version and self.previous is not None and self.older):
+            return None
+        found = self.older(option, self.previous.version, steps=OLDER_RELEASES)
+        if found is None:
+            return None
+        had, removed_in = found
+        was = had.get(option)
+        same_dest = [f for f in self.flags if was is not None and f.dest == was.dest]
+        fix = same_dest[0].name if same_dest else None
+        return (f"was removed in SGLang {removed_in} (SGLang {had.version} was the last release with it; "
+                f"it is now only a prefix of other flags)"), fix
+
     def _ambiguous(self, option: str, candidates: list[str]) -> FlagError:
         listed = ", ".join(f"`{c}`" for c in candidates)
         message = (f"`{option}` is ambiguous in {self._where()}: argparse's prefix matching could read it as "
                    f"{listed}, so the server refuses it.")  # fmt: skip
         fix = None
-        history = self._history(option)
+        history = self._history(option) or self._older_history(option)
         if history is not None:
             said, fix = history
             message += f" `{option}` {said}."

@@ -96,7 +96,7 @@ def server_flags(
         allow_abbrev=bool(answer["parser"]["allow_abbrev"]), layout=answer["layout"],
         speculative=SpeculativeAlgorithms.from_answer(answer["speculative_algorithms"]),
         parser=dict(answer["parser"]), notes=tuple(answer["notes"]), host=where, root=answer["root"],
-        previous=compared, previous_adjacent=adjacent,
+        previous=compared, previous_adjacent=adjacent, older=last_release_with if adjacent else None,
     )  # fmt: skip
 
 
@@ -123,6 +123,25 @@ def _previous_table(version: str | None, previous: str | FlagTable | None, timeo
     if before is None:
         return None, False
     return server_flags(before, previous=None, timeout_s=timeout_s), True
+
+
+def last_release_with(option: str, before: str, *, steps: int) -> tuple[FlagTable, str] | None:
+    """(the flags of the newest release up to ``before`` that has ``option``, the release after it),
+    walking back at most ``steps`` releases from ``before``; None when none of them has it (or the
+    package index cannot be listed)."""
+    newer, version = before, before
+    for _ in range(steps):
+        try:
+            version = previous_release(newer)
+        except SourceError:
+            return None
+        if version is None:
+            return None
+        table = server_flags(version, previous=None)
+        if table.get(option) is not None:
+            return table, newer
+        newer = version
+    return None
 
 
 @functools.lru_cache(maxsize=64)

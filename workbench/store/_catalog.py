@@ -8,6 +8,9 @@ runs stored before it existed, from their ``parameters`` block.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ import pandas as pd
 from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
+from workbench.store._resume import LOCK_NAME, _alive
 from workbench.store._runs import RUN_COLUMNS, default_runs_root, stored_units
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
@@ -101,7 +105,13 @@ def resolve_run(run: str | Path, *, root: str | Path | None = None) -> Path:
     candidate = Path(run).expanduser()
     if not (candidate / "manifest.json").is_file():
         base = Path(root).expanduser() if root is not None else default_runs_root()
-        candidate = base / str(run)
+        candidate = candidate if candidate.is_dir() else base / str(run)
+    if candidate.is_dir() and not (candidate / "manifest.json").is_file():
+        held = sorted(p.name for p in candidate.iterdir()) if candidate.is_dir() else []
+        raise ConfigError(
+            f"Run {str(run)!r} ({candidate}) has no manifest.json (deleted, or the sweep died before writing it), "
+            f"so it cannot be read as a run; it holds {held or 'nothing'}. Restore manifest.json from a backup, "
+            "or delete the folder and run the sweep again (it measures everything anew)")
     if not (candidate / "manifest.json").is_file():
         raise ConfigError(f"No run {str(run)!r}: neither it nor {candidate} is a run directory with a "
                           "manifest.json; list_runs() shows what is stored")
@@ -156,23 +166,74 @@ def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
                      requests=tables["requests"], levels=tables["levels"])
 
 
+#: Files only a run directory holds: a folder with one of them but no manifest is a broken run.
+RUN_FILES = ("requests.parquet", "levels.parquet", "failed_levels.parquet", LOCK_NAME)
+#: A run id (``20260101T120000Z-<variant>-<suffix>``), as :func:`workbench.store.new_run` names them.
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-.+-[0-9a-f]+$")
+#: :func:`list_runs` adds ``problem``: what is wrong with a broken, unreadable or interrupted run, and what to do.
+LISTING_COLUMNS = (*LISTING_COLUMNS, "problem")
+
+
+def lock_owner(run_dir: Path) -> tuple[str, dict[str, Any]]:
+    """Who holds ``run_dir``'s sweep lock: ``("none", {})``, ``("alive", lock)``, ``("dead", lock)``
+    (its process is gone: the sweep was killed) or ``("elsewhere", lock)`` (another machine's)."""
+    try:
+        held = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8") or "{}")
+    except FileNotFoundError:
+        return "none", {}
+    except (OSError, ValueError):
+        held = {}
+    if not isinstance(held, dict):
+        held = {}
+    if held.get("hostname") not in (None, socket.gethostname()):
+        return "elsewhere", held
+    return ("alive" if _alive(held) else "dead"), held
+
+
+def _broken(folder: Path) -> bool:
+    """A folder that looks like a run (its name, or a run's files) but has no manifest.json."""
+    return folder.is_dir() and not (folder / "manifest.json").exists() and (
+        bool(RUN_ID.match(folder.name)) or any((folder / name).exists() for name in RUN_FILES))
+
+
+def _listing_row(folder: Path) -> dict[str, Any]:
+    """One :func:`list_runs` row of ``folder``."""
+    manifest_path = folder / "manifest.json"
+    problem = None
+    if not manifest_path.exists():
+        m: dict[str, Any] = {"run_id": folder.name, "status": "broken"}
+        problem = ("no manifest.json (deleted, or the sweep died before writing it): restore it, or delete the "
+                   "folder and run the sweep again")
+    else:
+        try:
+            m = read_json(manifest_path)
+        except HostError as exc:
+            m, problem = {"run_id": folder.name, "status": "unreadable"}, str(exc)
+    if m.get("status") == "running":
+        owner, lock = lock_owner(folder)
+        if owner == "dead":
+            m = {**m, "status": "interrupted"}
+            problem = (f"its sweep (pid {lock.get('pid')}) died without finishing (killed, or its kernel "
+                       "restarted); run the same sweep again to resume it (it also stops a server left running)")
+    row = {c: m.get(c) for c in LISTING_COLUMNS if c not in ("path", "problem")}
+    row["path"], row["problem"] = str(folder), problem
+    return row
+
+
 def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     """One row per run directory under ``root``, oldest first (columns :data:`LISTING_COLUMNS`).
 
-    Directories whose manifest cannot be read are listed with ``status="unreadable"``.
-    A missing root gives an empty table.
+    ``status`` is the manifest's (``running``, ``complete``, ``failed``, ``incomplete``),
+    except: ``interrupted`` for a ``running`` run whose sweep lock's process is gone (the
+    sweep or its kernel was killed; running the sweep again resumes it), ``unreadable``
+    for a manifest that cannot be read, and ``broken`` for a folder that holds a run's
+    files (or is named like a run) but no manifest.json. ``problem`` says what is wrong
+    with those and what to do (None for the others). A missing root gives an empty table.
     """
     base = Path(root).expanduser() if root is not None else default_runs_root()
-    rows = []
-    for manifest_path in sorted(base.glob("*/manifest.json")) if base.is_dir() else []:
-        try:
-            m = read_json(manifest_path)
-        except HostError:
-            m = {"run_id": manifest_path.parent.name, "status": "unreadable"}
-        row = {c: m.get(c) for c in LISTING_COLUMNS if c != "path"}
-        row["path"] = str(manifest_path.parent)
-        rows.append(row)
-    listing = pd.DataFrame(rows, columns=list(LISTING_COLUMNS))
+    folders = sorted(p for p in base.iterdir() if (p / "manifest.json").is_file() or _broken(p)) \
+        if base.is_dir() else []
+    listing = pd.DataFrame([_listing_row(folder) for folder in folders], columns=list(LISTING_COLUMNS))
     return listing.sort_values(["started_at", "run_id"], na_position="first").reset_index(drop=True)
 
 

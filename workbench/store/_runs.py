@@ -6,6 +6,8 @@ Layout of one run::
         manifest.json     variant, launch command, server_info, versions, times, the sweep plan, provenance
         requests.parquet  one row per request (list columns itl_ms, tokens_per_chunk)
         levels.parquet    one row per level, derived from requests (+ server observations)
+        failed_levels.parquet  request rows of levels cut short by a dead server (only when there were
+                          some; never charted: manifest ``failed_levels`` says why each failed)
 
 ``run_id`` is ``<UTC start, %Y%m%dT%H%M%SZ>-<variant>-<6 hex>``. The root is the
 ``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``<repo>/data/runs``.
@@ -42,7 +44,7 @@ from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
 from workbench.errors import ConfigError
 from workbench.gitinfo import git_state
-from workbench.store._files import write_json, write_parquet
+from workbench.store._files import read_parquet, to_jsonable, write_json, write_parquet
 
 __all__ = ["RunStatus", "RunWriter", "default_runs_root", "finish_run", "new_run", "save_level", "stored_units"]
 
@@ -114,6 +116,36 @@ class RunWriter:
     def save_level(self, level: Any) -> None:
         """Same as :func:`save_level` (``run_sweep(on_level=run.save_level)``)."""
         save_level(self, level)
+
+    def save_failed_level(self, level: Any, failure: Mapping[str, Any]) -> None:
+        """Keep a level that its server's failure cut short, apart from the measured ones.
+
+        Its request rows are appended to ``failed_levels.parquet`` and the manifest's
+        ``failed_levels`` list gets ``{"repeat", "level_index", "completed", "failed",
+        **failure}`` (e.g. the server's state, exit signal, log classification and tail).
+        The unit is not marked stored: it stays out of ``levels.parquet``, charts and
+        findings, and a re-run of the sweep measures it again.
+
+        Raises:
+            ConfigError: the run is finished.
+            DiskFullError, HostError: a file cannot be written.
+        """
+        if self.manifest.get("status") != "running":
+            raise ConfigError(f"Run {self.run_id} is {self.manifest.get('status')}; cannot add levels")
+        requests = level.requests.copy()
+        repeat, index = int(getattr(level, "repeat", 0)), int(getattr(level, "index", 0))
+        if len(requests):
+            requests.insert(0, "run_id", self.run_id)
+            requests["repeat"] = repeat
+            path = self.path / "failed_levels.parquet"
+            if path.is_file():
+                requests = pd.concat([read_parquet(path), requests], ignore_index=True)
+            write_parquet(path, requests)
+        failed = int(level.requests["error"].notna().sum()) if "error" in level.requests else 0
+        entry = {"repeat": repeat, "level_index": index, "completed": len(level.requests) - failed,
+                 "failed": failed, **failure}
+        self.manifest["failed_levels"] = [*(self.manifest.get("failed_levels") or []), to_jsonable(entry)]
+        self._write_manifest()
 
     def annotate(self, **keys: Any) -> None:
         """Add non-standard manifest keys (e.g. ``client=`` facts known only once the

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workbench.variants._variant import Variant
+from workbench.variants._variant import MANAGED_FLAGS, Variant
 from workbench.source import FlagError, FlagTable
 from workbench.variants._findings import Finding
 from workbench.variants._rules import ADAPTIVE_SINCE, EAGLE_FAMILY, SpecRules
@@ -78,6 +78,12 @@ def check_flags(
                                f"`{written[flag.dest]}` and `{key}` both set `{flag.name}` in SGLang {where} "
                                "(argparse keeps the last one).", f"keep one of them in {_file(variant)}",
                                "flag-duplicate"))  # fmt: skip
+        if flag.dest in MANAGED_FLAGS:
+            out.append(Finding("error", name, flag.name,
+                               f"`{key}` sets `{flag.name}`, which the workbench sets on every launch "
+                               f"({MANAGED_FLAGS[flag.dest]}); the command would carry it twice and argparse "
+                               "keeps the workbench's.", f"remove `{key}` from {_file(variant)}",
+                               "flag-managed"))  # fmt: skip
         written[flag.dest] = key
         resolved[flag.dest] = value
         if value is False:
@@ -211,6 +217,7 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
         out.append(Finding("warning", name, "--speculative-draft-model-path",
                            f"{algo} without a draft model: only DeepSeek/GLM-style MTP targets default the draft "
                            "to the model itself.", "set draft_model_path in the variant file", "spec-no-draft"))
+    out += _spec_backends(variant, resolved, topk)
     if adaptive and has_adaptive_flag:
         out += _adaptive(variant, resolved, rules, str(algo), topk)
     return out
@@ -369,3 +376,32 @@ def _opt(dest: str) -> str:
 
 def _shown(value: Any) -> str:
     return "it unset" if value is None else repr(value)
+
+
+def _spec_backends(variant: Variant, resolved: dict[str, Any], topk: Any) -> list[Finding]:
+    """Speculation with flags that are known to refuse it or break it (public SGLang issues cited)."""
+    name, f, out = variant.name, _file(variant), []
+    if resolved.get("enable_dp_attention"):
+        out.append(Finding("warning", name, "--enable-dp-attention",
+                           "DP attention with speculative decoding: SGLang's maintainers call them separate regimes "
+                           "(sglang#4847: it crashed), and later releases run it with a lower accept length "
+                           "(sglang#16274: 2.35 -> 1.48).", f"measure a variant without --enable-dp-attention too, "
+                           f"or drop it from {f}", "spec-dp-attention"))  # fmt: skip
+    backend = resolved.get("attention_backend")
+    prefill = resolved.get("prefill_attention_backend")
+    decode = resolved.get("decode_attention_backend")
+    if prefill and prefill != (decode or backend):
+        out.append(Finding("warning", name, "--prefill-attention-backend",
+                           f"a prefill backend ({prefill}) other than the decode one ({decode or backend or 'default'}) "
+                           "makes a hybrid attention backend, which refused speculative decoding before "
+                           "sglang#9573 ('HybridAttentionBackend does not support speculative decoding', sglang#9330).",
+                           f"use one backend for both, or check the SGLang version has sglang#9573",
+                           "spec-hybrid-backend"))  # fmt: skip
+    mla = [b for b in (backend, decode) if b and "mla" in str(b).lower()]
+    if mla and topk is not None and int(topk) > 1:
+        out.append(Finding("warning", name, "--speculative-eagle-topk",
+                           f"MLA attention backend {mla[0]} with --speculative-eagle-topk {topk}: MLA backends "
+                           "support only topk 1 for speculative decoding (sglang#4425; trtllm_mla until "
+                           "sglang#29706).", f"set `speculative-eagle-topk = 1` in {f}, or another attention backend",
+                           "spec-mla-topk"))  # fmt: skip
+    return out

@@ -55,6 +55,11 @@ SIM_POLICIES: dict[str, tuple[str, str]] = {
     "spec_off_above": ("spec-off-above", "no drafting while more than {value} requests run"),
 }
 
+#: Flags the workbench sets on every launch command: a variant giving them would launch with two.
+MANAGED_FLAGS = {
+    "port": "it picks a free port on the host, or ServerHandle.start(port=...) sets one",
+    "host": "the server listens on the host's 127.0.0.1 and is reached through an SSH tunnel",
+}
 _KEYS = {"name", "description", "base", "sglang_version", "model_path", "draft_model_path", "patches",
          "flags", "env", "sim_policy"}  # fmt: skip
 _RELEASE = re.compile(r"^sglang\s*==\s*(\S+)$")
@@ -218,6 +223,9 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
     for key in flags:
         if key.startswith("-"):
             raise ConfigError(f"Variant file {path}: write flag {key!r} without leading dashes")
+        if key in MANAGED_FLAGS:
+            raise ConfigError(f"Variant file {path}: flag {key!r} is set by the workbench ({MANAGED_FLAGS[key]}); "
+                              f"remove it from [flags]")
     env = {str(k): str(v) for k, v in data.get("env", {}).items()}
     try:
         base = parse_base(data.get("base"))
