@@ -8,9 +8,7 @@ runs stored before it existed, from their ``parameters`` block.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-import socket
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ import pandas as pd
 from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
-from workbench.store._resume import LOCK_NAME, _alive
+from workbench.store._resume import LOCK_NAME, lock_owner
 from workbench.store._runs import RUN_COLUMNS, default_runs_root, stored_units
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
@@ -172,22 +170,6 @@ RUN_FILES = ("requests.parquet", "levels.parquet", "failed_levels.parquet", LOCK
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-.+-[0-9a-f]+$")
 #: :func:`list_runs` adds ``problem``: what is wrong with a broken, unreadable or interrupted run, and what to do.
 LISTING_COLUMNS = (*LISTING_COLUMNS, "problem")
-
-
-def lock_owner(run_dir: Path) -> tuple[str, dict[str, Any]]:
-    """Who holds ``run_dir``'s sweep lock: ``("none", {})``, ``("alive", lock)``, ``("dead", lock)``
-    (its process is gone: the sweep was killed) or ``("elsewhere", lock)`` (another machine's)."""
-    try:
-        held = json.loads((run_dir / LOCK_NAME).read_text(encoding="utf-8") or "{}")
-    except FileNotFoundError:
-        return "none", {}
-    except (OSError, ValueError):
-        held = {}
-    if not isinstance(held, dict):
-        held = {}
-    if held.get("hostname") not in (None, socket.gethostname()):
-        return "elsewhere", held
-    return ("alive" if _alive(held) else "dead"), held
 
 
 def _broken(folder: Path) -> bool:

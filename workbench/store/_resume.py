@@ -33,7 +33,7 @@ from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet, to_jsonable
 from workbench.store._runs import RUN_COLUMNS, RunWriter, default_runs_root, new_run, stored_units
 
-__all__ = ["LOCK_NAME", "ResumedRun", "open_run", "sweep_identity", "sweep_in_flight"]
+__all__ = ["LOCK_NAME", "ResumedRun", "lock_owner", "open_run", "sweep_identity", "sweep_in_flight"]
 
 #: The lock file in a run directory being written.
 LOCK_NAME = "sweep.lock"
@@ -94,23 +94,32 @@ def _alive(lock: Mapping[str, Any]) -> bool:
     return started is None or lock.get("process_start") in (None, started)
 
 
+def lock_owner(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
+    """Who holds ``run_dir``'s sweep lock: ``("none", {})``, ``("alive", lock)``, ``("dead", lock)``
+    (its process is gone: the sweep was killed, or the lock is unreadable) or
+    ``("elsewhere", lock)`` (taken on another machine, which this one cannot check)."""
+    try:
+        held = json.loads((Path(run_dir) / LOCK_NAME).read_text(encoding="utf-8") or "{}")
+    except FileNotFoundError:
+        return "none", {}
+    except (OSError, ValueError):
+        held = {}
+    if not isinstance(held, dict):
+        held = {}
+    if held.get("hostname") not in (None, socket.gethostname()):
+        return "elsewhere", held
+    return ("alive" if _alive(held) else "dead"), held
+
+
 def sweep_in_flight(run_dir: str | Path) -> dict[str, Any] | None:
     """The lock of the sweep writing ``run_dir`` now (pid, hostname, process start), or None.
 
     A lock is live when its process still runs here, or when it was taken on another
     machine (which this one cannot check); a stale lock (its process gone, e.g. after
-    ``kill -9``) or an unreadable one counts as no sweep.
+    ``kill -9``) or an unreadable one counts as no sweep (see :func:`lock_owner`).
     """
-    path = Path(run_dir) / LOCK_NAME
-    try:
-        held = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(held, dict):
-        return None
-    if held.get("hostname") not in (None, socket.gethostname()) or _alive(held):
-        return held
-    return None
+    owner, held = lock_owner(run_dir)
+    return held if owner in ("alive", "elsewhere") else None
 
 
 def _lock_record() -> dict[str, Any]:

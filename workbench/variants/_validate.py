@@ -395,7 +395,7 @@ def _spec_backends(variant: Variant, resolved: dict[str, Any], topk: Any) -> lis
                            f"a prefill backend ({prefill}) other than the decode one ({decode or backend or 'default'}) "
                            "makes a hybrid attention backend, which refused speculative decoding before "
                            "sglang#9573 ('HybridAttentionBackend does not support speculative decoding', sglang#9330).",
-                           f"use one backend for both, or check the SGLang version has sglang#9573",
+                           "use one backend for both, or check the SGLang version has sglang#9573",
                            "spec-hybrid-backend"))  # fmt: skip
     mla = [b for b in (backend, decode) if b and "mla" in str(b).lower()]
     if mla and topk is not None and int(topk) > 1:
