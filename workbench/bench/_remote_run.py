@@ -77,7 +77,7 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
         counts[level_index] = [done + 1, failed + (not record.ok)]
 
     facts = _runner_facts()
-    async with open_session() as session:
+    async with open_session(plan.max_streams) as session:
         events = measure_sweep(session, base_url, plan, on_request=on_request, units=units)
         try:
             async for event in events:

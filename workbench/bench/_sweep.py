@@ -209,7 +209,7 @@ async def run_sweep_async(
     todo = plan.units() if units is None else list(units)
     follower = SweepFollower(plan, todo, progress=progress, desc=desc, on_level=on_level)
     try:
-        async with open_session() as session:
+        async with open_session(plan.max_streams) as session:
             events = measure_sweep(session, base_url, plan, on_request=follower.on_request, units=todo, clock=clock,
                                    wall_clock=wall_clock)
             try:
@@ -285,18 +285,21 @@ def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flu
     """Tables of level ``index`` (repeat ``repeat``) of ``plan``; rows are labelled with the engine
     ``/server_info`` reported.
 
-    The level's columns: ``repeat``, ``concurrency`` (``plan.concurrency_levels[index]``; open loop:
-    ``plan.max_concurrency``) and ``request_rate_req_s`` (``plan.request_rates[index]``;
-    closed loop: ``inf``).
+    The level's columns: ``repeat``, ``concurrency`` (:meth:`SweepPlan.level_concurrency`; open loop:
+    ``plan.max_concurrency``), ``request_rate_req_s`` (:meth:`SweepPlan.level_request_rate`;
+    closed loop: ``inf``), ``input_len`` (None: the prompt set), ``temperature``,
+    ``sweep`` and ``sweep_value`` (None without a sweep dimension; see :meth:`SweepPlan.level_settings`).
 
     ``sim_lag_s`` (wall seconds a simulated engine fell behind its schedule during the
     level, NaN for a real server) becomes the level's ``sim_behind_schedule_wall_s``.
     """
     engine, simulated = server_engine(server_info)
-    closed = plan.request_rates is None
+    settings = plan.level_settings(index)
     keys = dict(engine=engine, simulated=simulated, level_index=index, repeat=repeat, mode=plan.mode,
-                concurrency=plan.concurrency_levels[index] if closed else plan.max_concurrency,
-                request_rate_req_s=float("inf") if closed else plan.request_rates[index])
+                concurrency=plan.level_concurrency(index), request_rate_req_s=plan.level_request_rate(index),
+                input_len=settings["input_len"], temperature=settings["temperature"],
+                sweep=settings["sweep"], sweep_value=(None if settings["sweep_value"] is None
+                                                      else float(settings["sweep_value"])))
     info = pd.DataFrame([dict(
         level_index=index,
         repeat=repeat,
