@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from workbench import paths
 from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan
 from workbench.bench import start_host_sweep
-from workbench.bench import run_sweep
+from workbench.bench import add_log_series, run_sweep
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
@@ -28,6 +28,9 @@ from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
+
+#: Server log lines read after each level for its batch lines (a level's window is a small part of them).
+LEVEL_LOG_LINES = 5000
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -221,7 +224,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             )
 
             def on_level(level: Any) -> None:
-                run.save_level(prep.label_level(level))
+                # the server's batch log lines within the level's window join its observations
+                run.save_level(prep.label_level(add_log_series(level, server.logs_tail(LEVEL_LOG_LINES))))
                 if len(level.requests) and level.requests["error"].notna().all():
                     alive = "still running" if server.alive else "no longer running"
                     tail = server.logs_tail(30)
@@ -239,7 +243,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                                          "results_path": hosted.results_path, "log_path": hosted.log_path})
                     hosted.follow(on_level=on_level, progress=sweep.progress, desc=desc)
             else:
-                run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc)
+                run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc,
+                          gpu_telemetry=is_local(server.host))  # this machine's GPUs are the server's only here
             final_info = server.server_info()
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path

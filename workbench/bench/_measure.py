@@ -37,6 +37,8 @@ from workbench.bench._loadgen import closed_loop, open_loop, prompt_schedule
 from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._prompts import Prompt, random_token_prompts
 from workbench.bench._client import ROUTES
+from workbench.bench._gpu import query_gpus
+from workbench.bench._observe import DEFAULT_OBSERVE_INTERVAL_S, MetricsSampler, Point, scrape_metrics
 from workbench.bench._record import RequestRecord
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
                                         server_time_scale, sim_behind_schedule_s)
@@ -107,6 +109,10 @@ class LevelMeasured:
         sim_lag_s: wall seconds a simulated engine fell behind its schedule during
             the level (NaN for a real server).
         repeat: which repeat of the level (0-based; ``plan.seed_of(repeat)`` seeded it).
+        observations: what the server and the host showed during the level: points of
+            ``/metrics`` and GPU telemetry (:mod:`workbench.bench._observe`).
+        observe_problems: why a source gave nothing (``/metrics`` not served, no
+            nvidia-smi), one line each.
     """
 
     index: int
@@ -115,6 +121,8 @@ class LevelMeasured:
     server_info: ServerInfoOutcome
     sim_lag_s: float
     repeat: int = 0
+    observations: list[Point] = dataclasses.field(default_factory=list)
+    observe_problems: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def unit(self) -> Unit:
@@ -206,6 +214,9 @@ async def measure_sweep(
     *,
     on_request: OnRequest | None = None,
     units: Sequence[Unit] | None = None,
+    observe: bool = True,
+    gpu_telemetry: bool = False,
+    observe_interval_s: float = DEFAULT_OBSERVE_INTERVAL_S,
     clock: Clock = time.perf_counter,
     wall_clock: Clock = time.time,
 ) -> AsyncIterator[SweepEvent]:
@@ -218,6 +229,11 @@ async def measure_sweep(
         on_request: called as each request (warmup included) finishes.
         units: the ``(repeat, level_index)`` pairs to measure, in this order (default:
             :meth:`SweepPlan.units`; a resumed sweep passes those not yet stored).
+        observe: sample the server's ``/metrics`` during each level (a server without
+            ``--enable-metrics`` answers 404: noted in ``observe_problems``, nothing else).
+        gpu_telemetry: also sample this machine's GPUs with nvidia-smi (pass True only
+            when the load generator runs on the server's host).
+        observe_interval_s: wall seconds between samples (one more at each level's start and end).
         clock: monotonic clock (seconds). wall_clock: epoch clock (seconds).
 
     Yields:
@@ -268,16 +284,30 @@ async def measure_sweep(
         seed = plan.seed_of(repeat)
         flushed = await flush_cache(session, base_url) if plan.flush else None
         schedule = _level_schedule(plan, prompts, index, n, seed)
-        if plan.request_rates is None:
-            records = await closed_loop(session, base_url, schedule, concurrency=plan.level_concurrency(index),
-                                        on_done=reporter(index), **request_args(index))
-        else:
-            records = await open_loop(session, base_url, schedule, request_rate=plan.level_request_rate(index),
-                                      rng=random.Random(seed + 1), max_concurrency=plan.max_concurrency,
-                                      on_done=reporter(index), **request_args(index))
+        samplers = []
+        if observe:
+            samplers.append(MetricsSampler(lambda: scrape_metrics(session, base_url), interval_s=observe_interval_s))
+        if gpu_telemetry:
+            samplers.append(MetricsSampler(query_gpus, interval_s=observe_interval_s))
+        for sampler in samplers:
+            await sampler.start()
+        try:
+            if plan.request_rates is None:
+                records = await closed_loop(session, base_url, schedule, concurrency=plan.level_concurrency(index),
+                                            on_done=reporter(index), **request_args(index))
+            else:
+                records = await open_loop(session, base_url, schedule, request_rate=plan.level_request_rate(index),
+                                          rng=random.Random(seed + 1), max_concurrency=plan.max_concurrency,
+                                          on_done=reporter(index), **request_args(index))
+        except BaseException:
+            for sampler in samplers:
+                sampler.cancel()
+            raise
+        observations = [point for sampler in samplers for point in await sampler.stop()]
+        problems = [sampler.problem for sampler in samplers if sampler.problem is not None]
         fetched = await fetch_server_info(session, base_url)
         lag_before = sim_behind_schedule_s(carried)
         carried = fetched.info if fetched.info is not None else carried
         lag = sim_behind_schedule_s(fetched.info) - lag_before  # NaN for a real server
         yield LevelMeasured(index=index, records=records, flush=flushed, server_info=fetched, sim_lag_s=lag,
-                            repeat=repeat)
+                            repeat=repeat, observations=observations, observe_problems=problems)

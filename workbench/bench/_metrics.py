@@ -80,7 +80,8 @@ SUMMARIZED_IF_PRESENT = ("client_wait_ms", "user_ttft_ms", "user_e2e_ms")
 
 #: Columns a level-info table may carry (joined onto the summary).
 LEVEL_INFO_COLUMNS = ("flush_ok", "flush_attempts", "flush_error", "server_accept_length",
-                      "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s")
+                      "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s",
+                      "observe_problems")
 _NAN_INFO = ("server_accept_length", "server_gen_throughput_tok_s", "sim_behind_schedule_wall_s")
 
 

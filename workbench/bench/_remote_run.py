@@ -78,7 +78,8 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
 
     facts = _runner_facts()
     async with open_session(plan.max_streams) as session:
-        events = measure_sweep(session, base_url, plan, on_request=on_request, units=units)
+        # the runner is on the server's host: its GPUs are the server's
+        events = measure_sweep(session, base_url, plan, on_request=on_request, units=units, gpu_telemetry=True)
         try:
             async for event in events:
                 writer.event(event, runner=facts)

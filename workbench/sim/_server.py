@@ -32,6 +32,8 @@ from workbench.sim import _api_shapes as api_shapes
 from workbench.sim import _openai_routes as openai_routes
 from workbench.sim._contract import contract_error
 from workbench.sim._engine import EngineCore, Iteration, SimRequest
+from workbench.sim._metrics import SimMetrics
+from workbench.sim._spec import version_key
 from workbench.sim._openai import ChatTemplate
 from workbench.sim._server_args import SimServerConfig
 from workbench.sim._text import TextModel
@@ -52,6 +54,7 @@ class _Pending:
     output_ids: list[int] = dataclasses.field(default_factory=list)
     text_parts: list[str] = dataclasses.field(default_factory=list)
     sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
+    first_token_seen: bool = False
 
 
 class SimServer:
@@ -73,6 +76,9 @@ class SimServer:
         self.text = text or (TextModel(Path(tok_dir)) if tok_dir else TextModel())
         self.chat_template = ChatTemplate(self.text.tokenizer_dir)
         self.pending: dict[str, _Pending] = {}
+        self.emit_timestamps = bool(config.args.get("sim_emit_timestamps"))
+        self.metrics = SimMetrics(self.served_model_name,
+                                  spec_accept_rate=version_key(self.shape.version) >= (0, 5, 4))
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
         self.max_lag_s = 0.0
@@ -180,8 +186,14 @@ class SimServer:
             return _error(400, "rid must be a string")
         return prompt_tokens, max_new, rid
 
-    def _advance(self, pending: _Pending, new_tokens: int) -> None:
+    def _advance(self, pending: _Pending, new_tokens: int, finished: bool = False) -> None:
         req = pending.request
+        if not pending.first_token_seen and new_tokens:
+            pending.first_token_seen = True
+            self.metrics.first_token((time.time() - pending.created) * self.time_scale)
+        if finished and not req.aborted:
+            self.metrics.finished(req.prompt_tokens, len(pending.output_ids) + new_tokens,
+                                  (time.time() - pending.created) * self.time_scale)
         start = len(pending.output_ids)
         ids = self.text.output_ids(req.rid, start, new_tokens)
         pending.output_ids.extend(ids)
@@ -222,7 +234,7 @@ class SimServer:
     async def collect(self, pending: _Pending) -> dict[str, Any]:
         while True:
             new, finished = await pending.updates.get()
-            self._advance(pending, new)
+            self._advance(pending, new, finished)
             if finished:
                 self.pending.pop(pending.request.rid, None)
                 body = self._body(pending, final=True, stream=False)
@@ -242,7 +254,7 @@ class SimServer:
         try:
             while True:
                 new, final = await pending.updates.get()
-                self._advance(pending, new)
+                self._advance(pending, new, final)
                 body = self._body(pending, final=final, stream=True)
                 if first and self.shape.response_sent_ts:
                     body["meta_info"]["response_sent_to_client_ts"] = time.time()
@@ -262,6 +274,8 @@ class SimServer:
         chunks = self.chunks(pending)
         try:
             async for body in chunks:
+                if self.emit_timestamps:  # opt-in: when this chunk left the server (client fidelity checks)
+                    body["meta_info"]["emit_ts"] = time.time()
                 await resp.write(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         finally:
@@ -365,6 +379,11 @@ class SimServer:
         log.info("Cache flushed successfully!")
         return web.Response(status=200, text=api_shapes.FLUSH_CACHE_TEXT)
 
+    async def metrics_text(self, http: web.Request) -> web.Response:
+        """GET /metrics (only with ``--enable-metrics``, as SGLang): :mod:`workbench.sim._metrics`."""
+        return web.Response(text=self.metrics.render(self.engine, spec_enabled=self.config.spec.enabled),
+                            content_type="text/plain", charset="utf-8")
+
     # -- app ----------------------------------------------------------------
     def app(self) -> web.Application:
         """The aiohttp application; starts the engine task on startup."""
@@ -382,6 +401,8 @@ class SimServer:
         openai_routes.add_routes(r, self)
         r.add_route("GET", "/flush_cache", self.flush_cache)
         r.add_route("POST", "/flush_cache", self.flush_cache)
+        if self.config.args.get("enable_metrics"):
+            r.add_get("/metrics", self.metrics_text)
 
         async def start(_: web.Application) -> None:
             self._task = asyncio.create_task(self.run_engine())

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-api-version", default=None,
                      help="SGLang version whose HTTP shapes to emulate: 0.4.6.post5 (alias 0.4), 0.5.4, 0.5.9, "
                           "0.5.12 or 0.5.23 (default: --sim-sglang-version, else the profile's)")
+    sim.add_argument("--sim-emit-timestamps", action="store_true",
+                     help="stamp every streamed /generate chunk with meta_info.emit_ts (Unix seconds at the write), "
+                          "for measuring a client's timing error (benchmarks/client_fidelity.py)")
     sim.add_argument("--sim-spec-off-above", type=int, default=None,
                      help="stand-in for a patch: no drafting when more than N requests run")
     return p
