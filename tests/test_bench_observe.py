@@ -205,3 +205,14 @@ def test_sweep_over_input_len_with_random_ids_stores_series(sim, tmp_path):
     assert {"num_running_reqs", "gen_throughput", "spec_accept_length", "token_usage"} <= set(logged["name"])
     counters = stored.series[stored.series["name"] == "generation_tokens_total"]
     assert counters.groupby("level_index")["value"].max().diff().iloc[-1] >= 4 * 40  # level 1 added its tokens
+    # the report's section reads it back: a per-level table and a small chart
+    from workbench._server_view import server_series, server_series_table
+    from workbench.charts import server_series_chart
+
+    series, run_levels = server_series([run.path])
+    table = server_series_table(series)
+    assert list(table["variant"]) == ["eagle3-topk4"] * 2 and list(table["concurrency"]) == [2, 2]
+    assert list(table["level"]) == ["c=2, input_len=16", "c=2, input_len=256"]
+    assert (table["n_samples"] >= 2).all() and table["mean_running_reqs"].between(0, 2).all()
+    assert set(table["sources"]) == {"metrics"}  # /metrics wins over the log where both give a series
+    server_series_chart(series, subtitle="test").to_dict()

@@ -40,6 +40,7 @@ _NAMES = {
     "setup_notebook": "_investigation",
     "show_markdown": "_investigation",
     "show_ratio_charts": "_investigation",
+    "show_server_series": "_server_view",
     "source_panes": "source",
     "Study": "_study",
     "summary_table": "source",

@@ -20,6 +20,7 @@ _NAMES = {
     "residual_chart": "_calibration",
     "RENDERER_NAME": "_render",
     "save_chart": "_render",
+    "server_series_chart": "_server",
     "throughput_chart": "_tradeoff",
     "whatif_chart": "_calibration",
 }
