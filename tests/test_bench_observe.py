@@ -119,6 +119,8 @@ def test_sharegpt_json_and_jsonl(tmp_path):
         assert [(p.id, p.text, p.category) for p in got] == [("a", "Hello?", "sharegpt"), ("sharegpt-1", "Second",
                                                                                              "sharegpt")]
     assert len(load_sharegpt(tmp_path / "s.json", limit=1)) == 1
+    plan = SweepPlan.build(concurrency_levels=[1], prompt_set=f"sharegpt:{tmp_path / 's.jsonl'}")
+    assert [p.id for p in plan.prompts] == ["a", "sharegpt-1"] and plan.prompt_set.startswith("sharegpt:")
     (tmp_path / "bad.jsonl").write_text('{"conversations": [}\n')
     with pytest.raises(ConfigError, match="bad.jsonl:1: not valid JSON"):
         load_sharegpt(tmp_path / "bad.jsonl")

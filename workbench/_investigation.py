@@ -128,7 +128,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
                            warmup_requests=args["warmup_requests"],
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
-                           repeats=eng.default_repeats if repeats is None else repeats)
+                           repeats=eng.default_repeats if repeats is None else repeats, **dict(args["load"] or {}))
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
@@ -270,6 +270,7 @@ def benchmark_variant(
     fresh: bool = False,
     runs_dir: str | Path = "data/runs",
     progress: bool = True,
+    load: Mapping[str, Any] | None = None,
 ) -> Path:
     """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
 
@@ -317,6 +318,11 @@ def benchmark_variant(
         runs_dir: runs root (relative paths are under the project root).
         progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
             with the unit being measured and the last level's output tok/s.
+        load: the plan's load fields (:data:`workbench.bench.SweepPlan` ``LOAD_DEFAULTS``):
+            ``backend`` (``"generate"``, ``"completions"``, ``"chat"``), ``model``, ``temperature``,
+            ``ignore_eos``, ``input_len`` (random-token prompts), ``random_vocab_size``, ``sweep``
+            and ``sweep_values`` (a dimension swept besides the concurrency), e.g.
+            ``{"sweep": "input_len", "sweep_values": [128, 2048]}``. Part of the sweep's identity.
 
     Returns:
         The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, ROUTES
-from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts
+from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts, load_sharegpt
 from workbench.errors import ConfigError
 
 __all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LOAD_DEFAULTS", "SWEEP_DIMENSIONS", "PromptSet", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
@@ -227,7 +227,10 @@ def _sweep(dimension: Any, values: Any) -> tuple[str | None, tuple[Any, ...] | N
 
 
 def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str | None]:
-    """The prompts of ``prompt_set`` and the name to record (None when prompts were given directly)."""
+    """The prompts of ``prompt_set`` and the name to record (None when prompts were given directly);
+    ``"sharegpt:<path>"`` reads a ShareGPT-style JSON/JSONL file (:func:`load_sharegpt`)."""
+    if isinstance(prompt_set, str) and prompt_set.startswith("sharegpt:"):
+        return tuple(load_sharegpt(prompt_set.removeprefix("sharegpt:"))), prompt_set
     if isinstance(prompt_set, (str, Path)):
         return tuple(load_prompts(prompt_set)), str(prompt_set)
     return tuple(p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
@@ -412,8 +415,10 @@ class SweepPlan:
                 concurrency (called with 1 in the open loop), or None:
                 :func:`default_requests_per_level`.
             max_new_tokens: output tokens per request.
-            prompt_set: a set name (``data/prompts/<name>.jsonl``), a JSONL path, or a
-                sequence of :class:`Prompt` or plain strings (ids ``p0``, ``p1``, ...).
+            prompt_set: a set name (``data/prompts/<name>.jsonl``), a JSONL path,
+                ``"sharegpt:<path>"`` (a ShareGPT-style JSON/JSONL file: the first user turn of
+                each conversation), or a sequence of :class:`Prompt` or plain strings (ids
+                ``p0``, ``p1``, ...).
             seed, time_scale, warmup_requests, flush, unique_prompts, timeout_s,
                 extra_sampling_params, repeats: see the class attributes (an engine's
                 default number of repeats is :attr:`workbench.engines.Engine.default_repeats`).
