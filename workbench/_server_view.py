@@ -54,16 +54,20 @@ def _level_label(level: pd.Series) -> str:
 
 def server_series_table(series: pd.DataFrame) -> pd.DataFrame:
     """Per variant, level and repeat: the mean of each series over the level's samples, with
-    the number of samples ``n_samples`` (the most of any series) and the sources seen. Gauges come
-    from ``/metrics`` where it was sampled, else from the log."""
+    the number of samples ``n_samples`` (per series, the most of any) and the sources used. Each
+    series comes from the source that sampled it most often in its run (``/metrics`` is sampled
+    every 0.5 s, the log has a line per batch); an accept length of 0 (no speculation) is left out."""
     if series.empty:
         return pd.DataFrame()
     keep = series[series["name"].isin(list(TABLE_SERIES))]
-    best = keep.assign(rank_order=keep["source"].map({"metrics": 0, "gpu": 0, "log": 1}))
-    best = best[best["rank_order"] == best.groupby(["run_id", "name"])["rank_order"].transform("min")]
+    # SGLang reports accept length 0 when nothing was speculated: not a value
+    keep = keep[~((keep["name"] == "spec_accept_length") & (keep["value"] == 0))]
+    counts = keep.groupby(["run_id", "name", "source"])["value"].transform("size")
+    best = keep[counts == counts.groupby([keep["run_id"], keep["name"]]).transform("max")]
+    best = best[best["source"] == best.groupby(["run_id", "name"])["source"].transform("min")]  # a tie: one source
     keys = ["variant", "level_index", "level", "concurrency", "repeat"]
     table = best.pivot_table(index=keys, columns="name", values="value", aggfunc="mean").rename(columns=TABLE_SERIES)
-    table["n_samples"] = best.groupby(keys).size() // max(1, best["name"].nunique())
+    table["n_samples"] = best.groupby([*keys, "name"]).size().groupby(level=keys).max()
     table["sources"] = best.groupby(keys)["source"].agg(lambda s: ", ".join(sorted(set(s))))
     return table.reset_index()
 

@@ -36,7 +36,7 @@ __all__ = ["DEFAULT_OBSERVE_INTERVAL_S", "MetricsSampler", "Point", "metric_poin
 Point = dict[str, Any]
 
 #: Seconds (wall) between two samples of a level's observations.
-DEFAULT_OBSERVE_INTERVAL_S = 1.0
+DEFAULT_OBSERVE_INTERVAL_S = 0.5
 
 #: Labels naming a rank, in the order SGLang's log prefix writes them (``srt/managers/scheduler.py``).
 _RANK_LABELS = (("dp_rank", "DP"), ("pp_rank", "PP"), ("tp_rank", "TP"), ("moe_ep_rank", "EP"))
