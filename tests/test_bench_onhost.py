@@ -61,7 +61,9 @@ def test_benchmark_variant_with_the_client_on_the_host_and_through_the_tunnel(on
         # engine-time milliseconds of a simulated 70B model on 8 GPUs: tens to hundreds
         assert req["ttft_ms"].between(10, 5000).all() and (req["e2e_ms"] >= req["ttft_ms"]).all()
         assert (req["tpot_ms"] >= 0).all() and (req["num_chunks"] > 1).all()
-        assert all(len(itl) == n - 1 for itl, n in zip(req["itl_ms"], req["num_chunks"]))
+        # one gap per pair of content reads (chunks sharing a read give none)
+        assert all(len(itl) == n - 1 for itl, n in zip(req["itl_ms"], req["num_reads"]))
+        assert (req["num_chunks"] == [sum(c) for c in req["chunks_per_read"]]).all()
         assert lev["accept_length"].between(1.5, 5).all() and lev["server_accept_length"].between(1.5, 5).all()
     # Next to the server, every stream arrives chunk by chunk. Through the tunnel (time_scale 10 magnifies each
     # wall millisecond the SSH relay adds in this process tenfold) chunks may arrive bunched, so no such check there.
@@ -124,7 +126,8 @@ def test_on_the_local_host_the_runner_gives_run_sweeps_tables(tmp_path: Path) ->
                                    sweeps_dir=str(tmp_path / "sweeps"))
         local = run_sweep(srv.url, plan, progress=False)
     assert [len(lvl.requests) for lvl in levels] == [3, 3]
-    timing = ["ttft_ms", "e2e_ms", "tpot_ms", "itl_ms", "start_epoch_s", "end_epoch_s", "start_s", "end_s"]
+    timing = ["ttft_ms", "e2e_ms", "tpot_ms", "itl_ms", "client_wait_ms", "user_ttft_ms", "user_e2e_ms", "start_epoch_s",
+              "end_epoch_s", "start_s", "end_s", "chunks_per_read", "tokens_per_read", "num_reads"]
     for a, b in ((remote.requests, local.requests), (remote.warmup, local.warmup)):
         assert list(a.columns) == list(b.columns) and (a.dtypes == b.dtypes).all()
         pd.testing.assert_frame_equal(a.drop(columns=timing + ["rid"]), b.drop(columns=timing + ["rid"]))

@@ -52,6 +52,7 @@ _NAMES = {
     "show_panel": "_policy_study",
     "show_ratio_charts": "_investigation",
     "show_run": "_catalogue",
+    "show_server_series": "_server_view",
     "source_panes": "source",
     "stored_runs": "_catalogue",
     "Study": "_study",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from workbench import paths
 from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan
 from workbench.bench import start_host_sweep
-from workbench.bench import run_sweep
+from workbench.bench import add_log_series, run_sweep
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
@@ -29,6 +29,9 @@ from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
 from workbench.variants import LOG_LINES, prepare_launch
 from workbench.variants import TEMPLATE_PARAMETERS, apply_parameters, expand_grid, parameters_given
+
+#: Server log lines read after each level for its batch lines (a level's window is a small part of them).
+LEVEL_LOG_LINES = 5000
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -127,7 +130,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
                            warmup_requests=args["warmup_requests"],
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
-                           repeats=eng.default_repeats if repeats is None else repeats)
+                           repeats=eng.default_repeats if repeats is None else repeats, **dict(args["load"] or {}))
     _warn_graph_below_concurrency(v, plan)
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
@@ -247,16 +250,17 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             )
 
             def on_level(level: Any) -> None:
+                # the server's batch log lines within the level's window join its observations
+                level = prep.label_level(add_log_series(level, server.logs_tail(LEVEL_LOG_LINES)))
                 errors = level.requests["error"].notna() if len(level.requests) else None
                 if errors is None or not errors.any():
-                    run.save_level(prep.label_level(level))
+                    run.save_level(level)
                     return
                 alive = server.alive
                 if alive and not errors.all():
-                    run.save_level(prep.label_level(level))  # some requests failed; the server still serves
+                    run.save_level(level)  # some requests failed; the server still serves
                     return
-                _fail_level(run, prep.label_level(level), server, alive=alive, variant=v.name,
-                            label=plan.unit_label(level.unit))
+                _fail_level(run, level, server, alive=alive, variant=v.name, label=plan.unit_label(level.unit))
 
             if sweep.where == "host":
                 with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
@@ -264,7 +268,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                                          "results_path": hosted.results_path, "log_path": hosted.log_path})
                     hosted.follow(on_level=on_level, progress=sweep.progress, desc=desc)
             else:
-                run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc)
+                run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc,
+                          gpu_telemetry=is_local(server.host))  # this machine's GPUs are the server's only here
             try:
                 final_info = server.server_info()
             except (ServerError, HostError) as exc:  # every level is stored: a last read that fails loses nothing
@@ -330,6 +335,7 @@ def benchmark_variant(
     draft_model_path: str | None = None,
     tp_size: int | None = None,
     gpus: str | Sequence[int] | None = None,
+    load: Mapping[str, Any] | None = None,
 ) -> Path:
     """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
 
@@ -381,6 +387,11 @@ def benchmark_variant(
             variant file's model, draft model (speculative variants only), ``tp-size`` and GPUs
             (``CUDA_VISIBLE_DEVICES``, e.g. ``"0,1"``); None keeps the file's
             (:func:`workbench.variants.apply_parameters`). They are part of the sweep's identity.
+        load: the plan's load fields (:data:`workbench.bench.SweepPlan` ``LOAD_DEFAULTS``):
+            ``backend`` (``"generate"``, ``"completions"``, ``"chat"``), ``model``, ``temperature``,
+            ``ignore_eos``, ``input_len`` (random-token prompts), ``random_vocab_size``, ``sweep``
+            and ``sweep_values`` (a dimension swept besides the concurrency), e.g.
+            ``{"sweep": "input_len", "sweep_values": [128, 2048]}``. Part of the sweep's identity.
 
     Returns:
         The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its

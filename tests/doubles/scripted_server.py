@@ -3,7 +3,11 @@
 Not the simulator (:mod:`workbench.sim` models an engine); this server plays back a
 fixed :class:`StreamScript` per request: a delay, then chunks of given token counts at
 given gaps, so the client's TTFT/ITL/TPOT/accept-length can be checked against known
-numbers. It also serves ``/flush_cache`` (optionally answering 400 "not idle" a few
+numbers. The same script plays on ``/generate`` and, in the OpenAI shapes (usage on
+every chunk when ``stream_options.continuous_usage_stats`` asks, a final usage chunk
+when ``include_usage`` does), on ``/v1/completions`` and ``/v1/chat/completions``.
+Chunks can be written together (``write_groups``: they then arrive in one read) and a
+stream can be cut (``disconnect_after_chunks``). It also serves ``/flush_cache`` (optionally answering 400 "not idle" a few
 times), ``/server_info`` (or only ``/get_server_info``, as before 0.5.6), and records
 how many ``/generate`` requests are in flight over time.
 
@@ -42,6 +46,11 @@ class StreamScript:
         prompt_tokens: reported prompt_tokens.
         send_done: end with ``data: [DONE]``.
         hold_s: wait after the last chunk before ``[DONE]`` (seconds).
+        write_groups: chunks per write, in order (e.g. ``(1, 2, 1)``: the second and third
+            chunk go out in one write, so they reach the client in one read); the gap
+            is between writes. None: one chunk per write.
+        disconnect_after_chunks: if set, close the connection (without ending the
+            chunked body) after this many chunks.
     """
 
     first_delay_s: float = 0.0
@@ -53,6 +62,8 @@ class StreamScript:
     prompt_tokens: int = 10
     send_done: bool = True
     hold_s: float = 0.0
+    write_groups: Sequence[int] | None = None
+    disconnect_after_chunks: int | None = None
 
 
 def _chunk(rid: str, text: str, completion: int, prompt_tokens: int, finish: dict | None,
@@ -61,6 +72,18 @@ def _chunk(rid: str, text: str, completion: int, prompt_tokens: int, finish: dic
             "completion_tokens": completion, "cached_tokens": 0, "weight_version": "default"}
     meta.update(extra or {})
     body = {"text": text, "output_ids": list(range(completion)), "meta_info": meta}
+    return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _openai_chunk(kind: str, rid: str, delta: str, completion: int, prompt_tokens: int, finish: str | None,
+                  usage: bool) -> bytes:
+    if kind == "chat":
+        choice: dict[str, Any] = {"index": 0, "delta": {"content": delta}, "finish_reason": finish}
+    else:
+        choice = {"index": 0, "text": delta, "finish_reason": finish}
+    body: dict[str, Any] = {"id": rid, "object": "chunk", "choices": [choice]}
+    body["usage"] = ({"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                      "total_tokens": prompt_tokens + completion} if usage else None)
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
@@ -110,7 +133,21 @@ class ScriptedServer:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self.in_flight_log.append((time.perf_counter(), self.in_flight))
 
-    async def _generate(self, request: web.Request) -> web.StreamResponse:
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, kind="completions")
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, kind="chat")
+
+    def _encode(self, kind: str, body: dict[str, Any], rid: str, text: str, delta: str, completion: int,
+                script: StreamScript, finish: dict | None, extra: dict[str, Any]) -> bytes:
+        if kind == "generate":
+            return _chunk(rid, text, completion, script.prompt_tokens, finish, extra)
+        options = body.get("stream_options") or {}
+        return _openai_chunk(kind, rid, delta, completion, script.prompt_tokens, finish and finish["type"],
+                             bool(options.get("continuous_usage_stats")))
+
+    async def _generate(self, request: web.Request, kind: str = "generate") -> web.StreamResponse:
         body = await request.json()
         index = len(self.bodies)
         self.bodies.append(body)
@@ -126,14 +163,22 @@ class ScriptedServer:
             await resp.prepare(request)
             await asyncio.sleep(script.first_delay_s)
             completion, text = 0, ""
+            groups = list(script.write_groups or [1] * len(script.chunk_tokens))
+            pending = b""
             for i, tokens in enumerate(script.chunk_tokens):
-                if i:
-                    await asyncio.sleep(script.gap_s)
+                if i == script.disconnect_after_chunks:
+                    await resp.write(pending)
+                    await asyncio.sleep(0.01)
+                    assert request.transport is not None
+                    request.transport.close()  # the chunked body never ends: the client sees a broken stream
+                    return resp
                 if script.error_after_chunks is not None and i == script.error_after_chunks:
-                    await resp.write(b'data: {"error":{"message":"scripted failure"}}\n\n')
+                    await resp.write(pending + b'data: {"error":{"message":"scripted failure"}}\n\n')
+                    pending = b""
                     break
                 completion += tokens
-                text += " tok" * tokens
+                delta = " tok" * tokens
+                text += delta
                 last = i == len(script.chunk_tokens) - 1
                 finish = {"type": "length", "length": completion} if last else None
                 extra: dict[str, Any] = {}
@@ -142,7 +187,19 @@ class ScriptedServer:
                     if script.spec_verify_ct is not None:
                         extra["spec_verify_ct"] = script.spec_verify_ct
                         extra["spec_accept_length"] = completion / script.spec_verify_ct
-                await resp.write(_chunk(rid, text, completion, script.prompt_tokens, finish, extra))
+                pending += self._encode(kind, body, rid, text, delta, completion, script, finish, extra)
+                groups[0] -= 1
+                if groups[0] <= 0 or last:
+                    groups.pop(0)
+                    await resp.write(pending)
+                    pending = b""
+                    if not last:
+                        await asyncio.sleep(script.gap_s)
+            if kind != "generate" and (body.get("stream_options") or {}).get("include_usage") and completion:
+                usage = {"prompt_tokens": script.prompt_tokens, "completion_tokens": completion,
+                         "total_tokens": script.prompt_tokens + completion}
+                await resp.write(b"data: " + json.dumps({"id": rid, "choices": [], "usage": usage}).encode()
+                                 + b"\n\n")
             if script.hold_s:
                 await asyncio.sleep(script.hold_s)
             # Count the request as finished before [DONE] reaches the client, so the
@@ -171,6 +228,8 @@ class ScriptedServer:
         """Start serving; returns once the port is bound."""
         app = web.Application()
         app.router.add_post("/generate", self._generate)
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/flush_cache", self._flush)
         app.router.add_get("/get_server_info", self._info)
         if not self._legacy:

@@ -10,7 +10,18 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "add_log_series": "_series",
     "add_request_columns": "_metrics",
+    "build_request_body": "_client",
+    "ensure_fd_limit": "_measure",
+    "load_sharegpt": "_prompts",
+    "parse_batch_log": "_batchlog",
+    "parse_prometheus": "_observe",
+    "parse_query_csv": "_gpu",
+    "random_token_prompts": "_prompts",
+    "send_request": "_client",
+    "SERIES_COLUMNS": "_series",
+    "SWEEP_DIMENSIONS": "_plan",
     "build_generate_body": "_client",
     "closed_loop": "_loadgen",
     "count_tokens": "_tokenizer",

@@ -32,11 +32,20 @@ def records_to_frame(records: Iterable[RequestRecord], constants: Mapping[str, A
     frame = pd.DataFrame(rows, columns=list(REQUEST_DTYPES))
     frame = frame.astype(REQUEST_DTYPES)
     for i, (name, value) in enumerate((constants or {}).items()):
-        frame.insert(i, name, pd.Series([value] * len(frame), index=frame.index, dtype=_dtype_for(value)))
+        if value is None and LEVEL_COLUMN_DTYPES.get(name) == "float64":
+            value = float("nan")
+        frame.insert(i, name, pd.Series([value] * len(frame), index=frame.index, dtype=_dtype_for(value, name)))
     return frame
 
 
-def _dtype_for(value: Any) -> str:
+#: dtypes of level columns whose value may be missing (None), so every level's rows agree.
+LEVEL_COLUMN_DTYPES: dict[str, str] = {"input_len": "Int64", "sweep": "str", "sweep_value": "float64",
+                                       "temperature": "float64", "backend": "str"}
+
+
+def _dtype_for(value: Any, name: str = "") -> str:
+    if name in LEVEL_COLUMN_DTYPES:
+        return LEVEL_COLUMN_DTYPES[name]
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):

@@ -26,7 +26,7 @@ from typing import Any
 
 import aiohttp
 
-from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, send_generate
+from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, send_request
 from workbench.bench._prompts import Prompt
 from workbench.bench._record import RequestRecord
 from workbench.bench._timing import Timebase
@@ -84,8 +84,10 @@ async def _one(
     index: int,
     prompt: Prompt,
     request_kwargs: Mapping[str, Any],
+    due: float,
 ) -> RequestRecord:
-    record = await send_generate(session, base_url, prompt.text, prompt_id=prompt.id, **request_kwargs)
+    record = await send_request(session, base_url, prompt.text, prompt_id=prompt.id, input_ids=prompt.input_ids,
+                                due=due, **request_kwargs)
     record.request_index = index
     record.prompt_category = prompt.category
     return record
@@ -102,6 +104,7 @@ async def closed_loop(
     timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     extra_sampling_params: Mapping[str, Any] | None = None,
     on_done: OnDone | None = None,
+    **request_options: Any,
 ) -> list[RequestRecord]:
     """Send ``schedule`` keeping exactly ``concurrency`` requests in flight.
 
@@ -120,6 +123,11 @@ async def closed_loop(
         timeout_s: per-request limit (wall seconds).
         extra_sampling_params: merged into sampling_params.
         on_done: called with each finished record.
+        request_options: passed to :func:`~workbench.bench._client.send_request`
+            (``backend``, ``temperature``, ``ignore_eos``, ``model``).
+
+    A request is due when its worker is free (its ``client_wait_ms`` is the worker's
+    own turnaround: bookkeeping and event-loop delay before the next send).
 
     Returns:
         One record per schedule entry, in schedule order.
@@ -132,14 +140,16 @@ async def closed_loop(
     records: list[RequestRecord | None] = [None] * len(schedule)
     cursor = 0
     kwargs = dict(max_new_tokens=max_new_tokens, timebase=timebase, timeout_s=timeout_s,
-                  extra_sampling_params=extra_sampling_params)
+                  extra_sampling_params=extra_sampling_params, **request_options)
 
     async def worker() -> None:
         nonlocal cursor
+        due = timebase.now()
         while cursor < len(schedule):
             index = cursor
             cursor += 1
-            record = await _one(session, base_url, index, schedule[index], kwargs)
+            record = await _one(session, base_url, index, schedule[index], kwargs, due)
+            due = timebase.now()
             records[index] = record
             if on_done is not None:
                 on_done(record)
@@ -161,6 +171,7 @@ async def open_loop(
     timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     extra_sampling_params: Mapping[str, Any] | None = None,
     on_done: OnDone | None = None,
+    **request_options: Any,
 ) -> list[RequestRecord]:
     """Send ``schedule`` with Poisson arrivals at ``request_rate`` (engine-time req/s).
 
@@ -169,13 +180,15 @@ async def open_loop(
     absolute event-loop times, so slow requests do not delay later arrivals. With
     ``max_concurrency`` a request that arrives while that many are in flight waits
     for a slot; its clock starts when it is sent, so TTFT excludes that wait (as in
-    bench_serving, whose ``limited_request_func`` starts timing inside the semaphore).
+    bench_serving, whose ``limited_request_func`` starts timing inside the semaphore),
+    and the wait from its scheduled arrival to its send is its ``client_wait_ms``
+    (``user_ttft_ms`` / ``user_e2e_ms`` include it).
 
     Args:
         request_rate: mean arrivals per engine-time second (> 0; ``inf``: all at once).
         rng: source of the arrival gaps (seeded by the caller).
         max_concurrency: optional cap on requests in flight.
-        Others: as for :func:`closed_loop`.
+        Others (``request_options`` included): as for :func:`closed_loop`.
 
     Returns:
         One record per schedule entry, in schedule order.
@@ -188,20 +201,21 @@ async def open_loop(
     offsets = poisson_arrivals(len(schedule), request_rate, rng=rng)
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     kwargs = dict(max_new_tokens=max_new_tokens, timebase=timebase, timeout_s=timeout_s,
-                  extra_sampling_params=extra_sampling_params)
+                  extra_sampling_params=extra_sampling_params, **request_options)
+    loop = asyncio.get_running_loop()
+    t0, tb0 = loop.time(), timebase.now()
 
     async def launch(index: int) -> RequestRecord:
+        due = tb0 + offsets[index] / timebase.time_scale
         if slots is None:
-            record = await _one(session, base_url, index, schedule[index], kwargs)
+            record = await _one(session, base_url, index, schedule[index], kwargs, due)
         else:
             async with slots:
-                record = await _one(session, base_url, index, schedule[index], kwargs)
+                record = await _one(session, base_url, index, schedule[index], kwargs, due)
         if on_done is not None:
             on_done(record)
         return record
 
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
     tasks: list[asyncio.Task[RequestRecord]] = []
     try:
         for index, offset in enumerate(offsets):

@@ -23,10 +23,18 @@ Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unles
   its mean and percentiles. (Not in bench_serving; the investigation's per-request speed.)
 - ``ttft_ms``, ``tpot_ms``, ``e2e_ms``: per-request values; TPOT only for requests with
   at least 2 output tokens.
-- ``itl_ms``: every gap between consecutive content chunks of every request (a chunk
-  may hold several tokens under speculative decoding).
-- ``itl_per_token_ms``: bench_serving's ITL: each gap divided by the tokens its chunk
-  added, repeated once per token.
+- ``itl_ms``: every gap between consecutive content reads of every request (a chunk
+  may hold several tokens under speculative decoding; chunks that arrived in one
+  network read share one time and give no gap, :mod:`workbench.bench._record`).
+- ``itl_per_token_ms``: bench_serving's ITL: each gap divided by the tokens its read
+  added (``tokens_per_read``; rows stored before reads were recorded: ``tokens_per_chunk``),
+  repeated once per token; requests whose stream did not give tokens per chunk add none.
+- ``multi_chunk_read_fraction``: share of content reads that carried more than one
+  chunk (the client, or the network, batched them); ``max_chunks_per_read``.
+- ``client_wait_ms``, ``user_ttft_ms``, ``user_e2e_ms``: mean/p50/p90/p99 of the time a
+  request waited in the client before it was sent, and TTFT/E2E with it (what the user
+  behind the request experienced); NaN for rows stored before they were recorded.
+- ``error_kind_counts``: failed requests per ``error_kind`` (``timeout: 2, http_status: 1``).
 - ``achieved_concurrency``: sum(e2e) / duration (bench_serving's ``concurrency`` key).
 - ``accept_length``: token-weighted, sum(output_tokens) / sum(spec_verify_ct) over
   completed requests that report ``spec_verify_ct`` (> 0); NaN when none do. This is
@@ -64,11 +72,16 @@ SUMMARIZED = ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
 
 #: Columns copied from the first row of each level when present.
 DESCRIPTORS = ("run_id", "variant", "engine", "simulated", "level_index", "repeat", "mode", "concurrency",
-               "request_rate_req_s", "max_new_tokens", "time_scale")
+               "request_rate_req_s", "max_new_tokens", "time_scale", "backend", "input_len", "temperature", "sweep",
+               "sweep_value")
+
+#: Per-request metrics summarized when the rows have them (older runs lack them).
+SUMMARIZED_IF_PRESENT = ("client_wait_ms", "user_ttft_ms", "user_e2e_ms")
 
 #: Columns a level-info table may carry (joined onto the summary).
 LEVEL_INFO_COLUMNS = ("flush_ok", "flush_attempts", "flush_error", "server_accept_length",
-                      "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s")
+                      "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s",
+                      "observe_problems")
 _NAN_INFO = ("server_accept_length", "server_gen_throughput_tok_s", "sim_behind_schedule_wall_s")
 
 
@@ -107,11 +120,14 @@ def itl_per_token(itl_ms: Sequence[float], tokens_per_chunk: Sequence[int]) -> l
     """bench_serving's ITL list for one request: gap / tokens, repeated per token.
 
     Args:
-        itl_ms: gaps between consecutive content chunks (length n - 1).
-        tokens_per_chunk: tokens each content chunk added (length n; the first
-            chunk's count does not enter ITL).
+        itl_ms: gaps between consecutive content reads (length n - 1).
+        tokens_per_chunk: tokens each content read added (``tokens_per_read``, length n;
+            the first read's count does not enter ITL). Any other length (tokens not
+            known per chunk) gives ``[]``: per-token ITL is never derived from chunk counts.
     """
     out: list[float] = []
+    if len(tokens_per_chunk) != len(itl_ms) + 1:
+        return out
     for gap, tokens in zip(itl_ms, list(tokens_per_chunk)[1:]):
         k = int(tokens)
         out.extend([float(gap) / k] * k)
@@ -142,13 +158,20 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
                                    if valid_duration else float("nan"))
     for name in SUMMARIZED:
         out.update(_stats(ok[name].astype("float64"), name))
+    for name in SUMMARIZED_IF_PRESENT:
+        out.update(_stats(ok[name].astype("float64") if name in ok else [], name))
     gaps: list[float] = []
     per_token: list[float] = []
-    for itl, tpc in zip(ok["itl_ms"], ok["tokens_per_chunk"]):
+    per_read = ok["tokens_per_read"] if "tokens_per_read" in ok else pd.Series([[]] * len(ok), index=ok.index)
+    for itl, tpr, tpc in zip(ok["itl_ms"], per_read, ok["tokens_per_chunk"]):
         gaps.extend(float(g) for g in itl)
-        per_token.extend(itl_per_token(itl, tpc))
+        # rows stored before reads were recorded have one chunk per gap: tokens_per_chunk then fits
+        per_token.extend(itl_per_token(itl, list(tpr) if len(tpr) else list(tpc)))
     out.update(_stats(gaps, "itl_ms"))
     out.update(_stats(per_token, "itl_per_token_ms"))
+    reads = [int(c) for cells in (ok["chunks_per_read"] if "chunks_per_read" in ok else []) for c in cells]
+    out["multi_chunk_read_fraction"] = (sum(c > 1 for c in reads) / len(reads)) if reads else float("nan")
+    out["max_chunks_per_read"] = max(reads) if reads else float("nan")
     over = (ok["e2e_ms"] - ok["server_e2e_ms"]) if "server_e2e_ms" in ok else pd.Series(dtype="float64")
     out["mean_e2e_over_server_ms"] = float(over.mean()) if over.notna().any() else float("nan")
     spec = ok[ok["spec_verify_ct"].astype("float64") > 0]
@@ -159,6 +182,8 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
     out["error_counts"] = ", ".join(f"{k}: {v}" for k, v in errors.value_counts().sort_index().items()) or None
     first = rows.loc[~rows["ok"], "error"]
     out["first_error"] = str(first.iloc[0]) if len(first) else None
+    kinds = rows.loc[~rows["ok"], "error_kind"].dropna() if "error_kind" in rows else pd.Series(dtype="str")
+    out["error_kind_counts"] = ", ".join(f"{k}: {v}" for k, v in kinds.value_counts().sort_index().items()) or None
     return out
 
 

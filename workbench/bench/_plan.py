@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S
-from workbench.bench._prompts import Prompt, load_prompts
+from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, ROUTES
+from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts, load_sharegpt
 from workbench.errors import ConfigError
 
-__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "PromptSet", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
+__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LOAD_DEFAULTS", "SWEEP_DIMENSIONS", "PromptSet", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
            "repeat_seed"]
 
 #: Closed-loop levels when none are given (requests in flight).
@@ -201,8 +201,60 @@ def _sampling_params(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+# The load's shape (backend, sampling, prompt length) and the swept dimension: additive
+# fields, written into the plan's JSON only when they differ from these defaults, so the
+# identity of a sweep planned before they existed does not change.
+
+#: Defaults of the load fields (see :class:`SweepPlan`).
+LOAD_DEFAULTS: dict[str, Any] = {"backend": "generate", "model": None, "temperature": 0.0, "ignore_eos": True,
+                                 "input_len": None, "random_vocab_size": DEFAULT_RANDOM_VOCAB_SIZE, "sweep": None,
+                                 "sweep_values": None}
+
+#: What a sweep can vary besides the concurrency (or request rate) -> the row column holding it.
+SWEEP_DIMENSIONS: dict[str, str] = {"input_len": "input_len", "output_len": "max_new_tokens",
+                                    "temperature": "temperature"}
+
+
+def _backend(value: Any) -> str:
+    if value not in ROUTES:
+        raise ConfigError(f"backend must be one of {list(ROUTES)} (SGLang's native /generate, or the OpenAI-compatible "
+                          f"/v1/completions and /v1/chat/completions), got {value!r}")
+    return value
+
+
+def _temperature(value: Any, where: str = "temperature") -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where} must be a finite number >= 0 (0.0: greedy), got {value!r}")
+    return float(value)
+
+
+def _optional_whole(name: str, value: Any, minimum: int, meaning: str) -> int | None:
+    return None if value is None else _whole_at_least(name, value, minimum, meaning)
+
+
+def _sweep(dimension: Any, values: Any) -> tuple[str | None, tuple[Any, ...] | None]:
+    if dimension is None:
+        if values is not None:
+            raise ConfigError("sweep_values needs sweep (what they are values of: "
+                              f"{sorted(SWEEP_DIMENSIONS)}); or leave sweep_values None")
+        return None, None
+    if dimension not in SWEEP_DIMENSIONS:
+        raise ConfigError(f"sweep must be one of {sorted(SWEEP_DIMENSIONS)} (the dimension varied besides the "
+                          f"concurrency), or None, got {dimension!r}")
+    if values is None or isinstance(values, (str, bytes)) or not tuple(values):
+        raise ConfigError(f"sweep={dimension!r} needs sweep_values: a non-empty list of values, e.g. "
+                          f"{ {'input_len': [128, 1024], 'output_len': [64, 512], 'temperature': [0.0, 1.0]}[dimension]}")
+    if dimension == "temperature":
+        return dimension, tuple(_temperature(v, "sweep_values (temperature)") for v in values)
+    name = f"sweep_values ({dimension})"
+    return dimension, tuple(_whole_at_least(name, v, 1, "tokens") for v in values)
+
+
 def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str | None]:
-    """The prompts of ``prompt_set`` and the name to record (None when prompts were given directly)."""
+    """The prompts of ``prompt_set`` and the name to record (None when prompts were given directly);
+    ``"sharegpt:<path>"`` reads a ShareGPT-style JSON/JSONL file (:func:`load_sharegpt`)."""
+    if isinstance(prompt_set, str) and prompt_set.startswith("sharegpt:"):
+        return tuple(load_sharegpt(prompt_set.removeprefix("sharegpt:"))), prompt_set
     if isinstance(prompt_set, (str, Path)):
         return tuple(load_prompts(prompt_set)), str(prompt_set)
     return tuple(p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
@@ -252,7 +304,26 @@ class SweepPlan:
         unique_prompts: start every request's text with ``[request <level>-<index>]``
             so a repeated prompt misses SGLang's radix (prefix) cache.
         timeout_s: per-request limit (wall seconds; None: none).
-        extra_sampling_params: merged into every request's ``sampling_params``.
+        extra_sampling_params: merged into every request's ``sampling_params`` (top level
+            of the OpenAI bodies).
+        backend: the route requests go to: ``"generate"`` (SGLang's native ``/generate``),
+            ``"completions"`` (``/v1/completions``) or ``"chat"`` (``/v1/chat/completions``)
+            -> row column ``backend``.
+        model: the OpenAI ``model`` field (None: what ``/server_info`` reports as
+            ``served_model_name`` or ``model_path``, else ``"default"``).
+        temperature: sampling temperature (0.0: greedy) -> ``temperature``.
+        ignore_eos: keep generating past EOS, so every request has ``max_new_tokens``.
+        input_len: send random token ids of this many tokens instead of ``prompts``
+            (:func:`~workbench.bench._prompts.random_token_prompts`, seeded by the repeat's
+            seed; fresh prompts per request) -> ``input_len``; None: the prompt set.
+        random_vocab_size: random token ids are drawn below this (the served model's
+            vocabulary must be at least this large).
+        sweep: a dimension varied besides the concurrency (:data:`SWEEP_DIMENSIONS`:
+            ``input_len``, ``output_len`` = ``max_new_tokens``, ``temperature``), or None.
+        sweep_values: its values. The levels are then the grid ``sweep_values x
+            concurrency_levels`` (or ``x request_rates``), value-major: level ``i`` runs
+            at ``sweep_values[i // n]`` and ``concurrency_levels[i % n]``; each row carries
+            ``sweep`` (the dimension's name), ``sweep_value`` and the dimension's own column.
 
     Raises:
         ConfigError: on construction, naming the first invalid parameter.
@@ -273,10 +344,41 @@ class SweepPlan:
     timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
     extra_sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     repeats: int = 1
+    backend: str = "generate"
+    model: str | None = None
+    temperature: float = 0.0
+    ignore_eos: bool = True
+    input_len: int | None = None
+    random_vocab_size: int = DEFAULT_RANDOM_VOCAB_SIZE
+    sweep: str | None = None
+    sweep_values: tuple[Any, ...] | None = None
+
+    def _check_load(self) -> None:
+        """Check the load fields (backend, sampling, prompt length, sweep dimension)."""
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        put("backend", _backend(self.backend))
+        if self.model is not None and not isinstance(self.model, str):
+            raise ConfigError(f"model must be a string (the OpenAI 'model' field) or None, got {self.model!r}")
+        put("temperature", _temperature(self.temperature))
+        put("ignore_eos", _flag("ignore_eos", self.ignore_eos))
+        put("input_len", _optional_whole("input_len", self.input_len, 1,
+                                         "prompt tokens of random-token prompts; None: the prompt set"))
+        put("random_vocab_size", _whole_at_least("random_vocab_size", self.random_vocab_size, 1001,
+                                                 "random token ids are drawn from [1000, random_vocab_size)"))
+        sweep, values = _sweep(self.sweep, self.sweep_values)
+        put("sweep", sweep)
+        put("sweep_values", values)
+        if self.backend == "chat" and self.random_input:
+            raise ConfigError("backend 'chat' sends messages, not token ids: random-token prompts (input_len, "
+                              "sweep='input_len') need backend 'generate' or 'completions'")
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
+
+        self._check_load()
 
         if self.request_rates is None:
             put("concurrency_levels", _concurrency_levels(self.concurrency_levels))
@@ -291,7 +393,7 @@ class SweepPlan:
                               "give one count per level")
         put("requests_per_level", tuple(_requests_count(n, self.level_label(i)) for i, n in enumerate(counts)))
         _requests_reach_concurrency(self.concurrency_levels, self.requests_per_level)
-        put("prompts", _prompts(self.prompts))
+        put("prompts", tuple(self.prompts) if self.random_input else _prompts(self.prompts))
         put("max_concurrency", _max_concurrency(self.max_concurrency, self.mode))
         if self.prompt_set is not None:
             put("prompt_set", str(self.prompt_set))
@@ -324,6 +426,7 @@ class SweepPlan:
         timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
         extra_sampling_params: Mapping[str, Any] | None = None,
         repeats: int = 1,
+        **load: Any,
     ) -> "SweepPlan":
         """A validated plan from the user's parameters (the names the notebooks use).
 
@@ -337,11 +440,17 @@ class SweepPlan:
                 concurrency (called with 1 in the open loop), or None:
                 :func:`default_requests_per_level`.
             max_new_tokens: output tokens per request.
-            prompt_set: a set name (``data/prompts/<name>.jsonl``), a JSONL path, or a
-                sequence of :class:`Prompt` or plain strings (ids ``p0``, ``p1``, ...).
+            prompt_set: a set name (``data/prompts/<name>.jsonl``), a JSONL path,
+                ``"sharegpt:<path>"`` (a ShareGPT-style JSON/JSONL file: the first user turn of
+                each conversation), or a sequence of :class:`Prompt` or plain strings (ids
+                ``p0``, ``p1``, ...).
             seed, time_scale, warmup_requests, flush, unique_prompts, timeout_s,
                 extra_sampling_params, repeats: see the class attributes (an engine's
                 default number of repeats is :attr:`workbench.engines.Engine.default_repeats`).
+            load: the load fields, by name (:data:`LOAD_DEFAULTS`: ``backend``, ``model``,
+                ``temperature``, ``ignore_eos``, ``input_len``, ``random_vocab_size``,
+                ``sweep``, ``sweep_values``). With a sweep, ``requests_per_level``'s rule
+                is applied to each level of the grid.
 
         Raises:
             ConfigError: an invalid parameter (one message per mistake, naming it), or
@@ -354,16 +463,22 @@ class SweepPlan:
             raise ConfigError("give concurrency_levels (closed loop) or request_rates (open loop), not both")
         else:
             mode, levels = "open", _request_rates(request_rates)
+        unknown = sorted(set(load) - set(LOAD_DEFAULTS))
+        if unknown:
+            raise ConfigError(f"unknown sweep plan parameters {unknown}; the load parameters are {sorted(LOAD_DEFAULTS)}")
+        sweep_values = load.get("sweep_values")
+        grid = 1 if sweep_values is None or isinstance(sweep_values, (str, bytes)) else max(1, len(tuple(sweep_values)))
         rule = default_requests_per_level if requests_per_level is None else requests_per_level
-        counts = tuple(rule(level if mode == "closed" else 1) if callable(rule) else rule for level in levels)
-        prompts, name = _resolve_prompt_set(prompt_set)
+        counts = tuple(rule(level if mode == "closed" else 1) if callable(rule) else rule for level in levels) * grid
+        random_input = load.get("input_len") is not None or load.get("sweep") == "input_len"
+        prompts, name = ((), None) if random_input else _resolve_prompt_set(prompt_set)
         return cls(concurrency_levels=levels if mode == "closed" else (), requests_per_level=counts,
                    prompts=prompts, request_rates=levels if mode == "open" else None,
                    max_concurrency=max_concurrency, prompt_set=name, max_new_tokens=max_new_tokens, seed=seed,
                    time_scale=time_scale, warmup_requests=warmup_requests, flush=flush,
                    unique_prompts=unique_prompts, timeout_s=timeout_s,
                    extra_sampling_params={} if extra_sampling_params is None else extra_sampling_params,
-                   repeats=repeats)
+                   repeats=repeats, **load)
 
     @property
     def mode(self) -> Literal["closed", "open"]:
@@ -372,8 +487,47 @@ class SweepPlan:
 
     @property
     def num_levels(self) -> int:
-        """How many levels the sweep measures."""
+        """How many levels the sweep measures (with a sweep dimension: the whole grid)."""
+        return self._num_base_levels * (1 if self.sweep_values is None else len(self.sweep_values))
+
+    @property
+    def _num_base_levels(self) -> int:
         return len(self.concurrency_levels) if self.request_rates is None else len(self.request_rates)
+
+    @property
+    def max_streams(self) -> int:
+        """The most requests the sweep can keep in flight at once (for the file-descriptor check)."""
+        if self.request_rates is None:
+            return max(self.concurrency_levels)
+        return self.max_concurrency or max(self.requests_per_level)
+
+    @property
+    def random_input(self) -> bool:
+        """True when prompts are random token ids (``input_len`` set, or swept)."""
+        return self.input_len is not None or self.sweep == "input_len"
+
+    def level_concurrency(self, index: int) -> int | None:
+        """Requests in flight at level ``index`` (open loop: ``max_concurrency``, None for no cap)."""
+        if self.request_rates is None:
+            return self.concurrency_levels[index % self._num_base_levels]
+        return self.max_concurrency
+
+    def level_request_rate(self, index: int) -> float:
+        """Request rate of level ``index`` (engine-time req/s; ``inf`` in a closed loop)."""
+        if self.request_rates is None:
+            return math.inf
+        return self.request_rates[index % self._num_base_levels]
+
+    def level_settings(self, index: int) -> dict[str, Any]:
+        """What level ``index`` sends: ``max_new_tokens``, ``temperature``, ``input_len`` (None: the
+        prompt set), ``sweep`` and ``sweep_value`` (None without a sweep dimension)."""
+        out = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "input_len": self.input_len,
+               "sweep": self.sweep, "sweep_value": None}
+        if self.sweep_values is not None:
+            value = self.sweep_values[index // self._num_base_levels]
+            out[SWEEP_DIMENSIONS[self.sweep]] = value
+            out["sweep_value"] = value
+        return out
 
     @property
     def total_requests(self) -> int:
@@ -396,10 +550,15 @@ class SweepPlan:
         return label if self.repeats == 1 else f"{label}, repeat {repeat + 1}/{self.repeats}"
 
     def level_label(self, index: int) -> str:
-        """Level ``index`` for people: ``"concurrency=4"`` or ``"request_rate=2.5 req/s"``."""
+        """Level ``index`` for people: ``"concurrency=4"`` or ``"request_rate=2.5 req/s"``
+        (with a sweep dimension: ``"input_len=1024, concurrency=4"``)."""
         if self.request_rates is None:
-            return f"concurrency={self.concurrency_levels[index]}"
-        return f"request_rate={self.request_rates[index]:g} req/s"
+            label = f"concurrency={self.level_concurrency(index)}"
+        else:
+            label = f"request_rate={self.level_request_rate(index):g} req/s"
+        if self.sweep_values is None:
+            return label
+        return f"{self.sweep}={self.sweep_values[index // self._num_base_levels]:g}, {label}"
 
     def to_json(self, *, prompt_texts: bool = True) -> dict[str, Any]:
         """A JSON-ready dict (an infinite rate is ``Infinity``, as :mod:`json` writes it).
@@ -415,6 +574,11 @@ class SweepPlan:
         out["request_rates"] = None if self.request_rates is None else list(self.request_rates)
         out["requests_per_level"] = list(self.requests_per_level)
         out["extra_sampling_params"] = dict(self.extra_sampling_params)
+        for name, default in LOAD_DEFAULTS.items():  # written only when set, so older identities hold
+            if out[name] == default:
+                del out[name]
+        if self.sweep_values is not None:
+            out["sweep_values"] = list(self.sweep_values)
         if prompt_texts:
             out["prompts"] = [dataclasses.asdict(p) for p in self.prompts]
         else:
@@ -434,10 +598,11 @@ class SweepPlan:
             ConfigError: missing or unknown keys, or invalid values.
         """
         names = {f.name for f in dataclasses.fields(cls)}
-        obj = {"repeats": 1, **obj}
+        obj = {"repeats": 1, **LOAD_DEFAULTS, **obj}
         if set(obj) != names:
             raise ConfigError(f"sweep plan keys must be {sorted(names)}; missing {sorted(names - set(obj))}, "
                               f"unknown {sorted(set(obj) - names)}")
         values = dict(obj)
-        values["prompts"] = tuple(Prompt(**p) for p in obj["prompts"])
+        values["prompts"] = tuple(Prompt(**{**p, "input_ids": None if p.get("input_ids") is None
+                                            else tuple(p["input_ids"])}) for p in obj["prompts"])
         return cls(**values)

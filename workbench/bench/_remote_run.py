@@ -77,8 +77,9 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
         counts[level_index] = [done + 1, failed + (not record.ok)]
 
     facts = _runner_facts()
-    async with open_session() as session:
-        events = measure_sweep(session, base_url, plan, on_request=on_request, units=units)
+    async with open_session(plan.max_streams) as session:
+        # the runner is on the server's host: its GPUs are the server's
+        events = measure_sweep(session, base_url, plan, on_request=on_request, units=units, gpu_telemetry=True)
         try:
             async for event in events:
                 writer.event(event, runner=facts)

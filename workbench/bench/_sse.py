@@ -29,6 +29,12 @@ import dataclasses
 import json
 from typing import Any, Literal
 
+try:  # SGLang depends on orjson, so a GPU host's environment has it; the standard library otherwise
+    from orjson import JSONDecodeError as _OrjsonError
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - exercised where orjson is absent
+    _loads, _OrjsonError = json.loads, json.JSONDecodeError
+
 __all__ = ["EventKind", "SSEDecoder", "StreamEvent", "decode_all"]
 
 #: ``chunk``: a JSON object from the server; ``done``: the ``[DONE]`` sentinel;
@@ -73,9 +79,13 @@ def _classify(raw: str) -> StreamEvent:
     if text == DONE_SENTINEL:
         return StreamEvent("done", None, raw)
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return StreamEvent("invalid", None, raw, f"data is not JSON ({exc.msg} at char {exc.pos})")
+        obj = _loads(text)
+    except (_OrjsonError, json.JSONDecodeError):
+        try:  # the standard library's message names where the text broke
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            return StreamEvent("invalid", None, raw, f"data is not JSON ({exc.msg} at char {exc.pos})")
+        obj = json.loads(text)  # orjson refused what the standard library reads (e.g. NaN): take it
     if not isinstance(obj, dict):
         return StreamEvent("invalid", None, raw, f"data is JSON {type(obj).__name__}, expected an object")
     if "error" in obj:
@@ -120,6 +130,38 @@ class SSEDecoder:
                 chunk = chunk[1:]
         self._buffer.extend(chunk)
         events: list[StreamEvent] = []
+        if not self._has_data and b"\r" not in chunk:
+            self._feed_simple(events)  # SGLang's framing: whole "data: ...\n\n" events, LF only
+        return self._feed_lines(events)
+
+    def _feed_simple(self, events: list[StreamEvent]) -> None:
+        """Take every complete single-line ``data:`` event off the buffer's front (the common case).
+
+        Stops at the first event that is anything else (a comment, another field, several data
+        lines, no blank line yet), which the line-by-line path then handles by the full rules.
+        """
+        buf = self._buffer
+        start, n = 0, len(buf)
+        while start < n:
+            end = buf.find(b"\n\n", start)
+            if end == -1 or not buf.startswith(b"data:", start):
+                break
+            line = bytes(buf[start + 5:end])
+            if b"\n" in line:
+                break
+            if line[:1] == b" ":
+                line = line[1:]
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                break
+            events.append(_classify(text))
+            start = end + 2
+        if start:
+            del buf[:start]
+
+    def _feed_lines(self, events: list[StreamEvent]) -> list[StreamEvent]:
+        """The WHATWG line-by-line rules over what is left in the buffer."""
         buf = self._buffer
         start = 0
         n = len(buf)

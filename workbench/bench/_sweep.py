@@ -42,6 +42,7 @@ from workbench.bench._measure import SweepEvent, SweepStarted, WarmupMeasured, m
 from workbench.bench._metrics import summarize_levels
 from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._record import RequestRecord
+from workbench.bench._series import series_frame
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, server_accept_length, server_engine,
                                         server_gen_throughput)
 from workbench.bench._timing import Clock
@@ -62,6 +63,8 @@ class LevelResult:
         plan: the sweep's plan (for the run manifest; None when not known).
         index: the level's position in the plan.
         repeat: which repeat of the level (0-based).
+        series: what the server and the host showed during the level, one row per
+            observed value (:mod:`workbench.bench._series`); None when nothing was observed.
     """
 
     requests: pd.DataFrame
@@ -70,6 +73,7 @@ class LevelResult:
     plan: SweepPlan | None = None
     index: int = 0
     repeat: int = 0
+    series: pd.DataFrame | None = None
 
     @property
     def unit(self) -> Unit:
@@ -177,6 +181,8 @@ async def run_sweep_async(
     on_level: Callable[[LevelResult], None] | None = None,
     units: Sequence[Unit] | None = None,
     desc: str = "sweep",
+    observe: bool = True,
+    gpu_telemetry: bool = False,
     clock: Clock = time.perf_counter,
     wall_clock: Clock = time.time,
 ) -> SweepResult:
@@ -196,6 +202,8 @@ async def run_sweep_async(
         units: the ``(repeat, level_index)`` pairs to measure, in order (default: all,
             :meth:`SweepPlan.units <workbench.bench._plan.SweepPlan.units>`).
         desc: the progress bar's label.
+        observe: sample the server's ``/metrics`` during each level (into each level's ``series``).
+        gpu_telemetry: sample this machine's GPUs with nvidia-smi (only where the server runs).
         clock: monotonic clock (seconds). wall_clock: epoch clock (seconds).
 
     Returns:
@@ -209,9 +217,9 @@ async def run_sweep_async(
     todo = plan.units() if units is None else list(units)
     follower = SweepFollower(plan, todo, progress=progress, desc=desc, on_level=on_level)
     try:
-        async with open_session() as session:
+        async with open_session(plan.max_streams) as session:
             events = measure_sweep(session, base_url, plan, on_request=follower.on_request, units=todo, clock=clock,
-                                   wall_clock=wall_clock)
+                                   wall_clock=wall_clock, observe=observe, gpu_telemetry=gpu_telemetry)
             try:
                 async for event in events:
                     follower.add(event)
@@ -260,6 +268,11 @@ class SweepAssembler:
             self._server_info = event.server_info.info
         result = _level_result(self._started.plan, event.index, event.records, event.flush, event.server_info,
                                self._server_info, sim_lag_s=event.sim_lag_s, repeat=event.repeat)
+        if event.observations or event.observe_problems:
+            start = min((r.start_epoch_s for r in event.records), default=math.nan)
+            result.info["observe_problems"] = "; ".join(event.observe_problems) or None
+            result = dataclasses.replace(result, series=series_frame(
+                event.observations, level_index=event.index, repeat=event.repeat, start_epoch_s=start))
         self._levels.append(result)
         return result
 
@@ -285,18 +298,21 @@ def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flu
     """Tables of level ``index`` (repeat ``repeat``) of ``plan``; rows are labelled with the engine
     ``/server_info`` reported.
 
-    The level's columns: ``repeat``, ``concurrency`` (``plan.concurrency_levels[index]``; open loop:
-    ``plan.max_concurrency``) and ``request_rate_req_s`` (``plan.request_rates[index]``;
-    closed loop: ``inf``).
+    The level's columns: ``repeat``, ``concurrency`` (:meth:`SweepPlan.level_concurrency`; open loop:
+    ``plan.max_concurrency``), ``request_rate_req_s`` (:meth:`SweepPlan.level_request_rate`;
+    closed loop: ``inf``), ``input_len`` (None: the prompt set), ``temperature``,
+    ``sweep`` and ``sweep_value`` (None without a sweep dimension; see :meth:`SweepPlan.level_settings`).
 
     ``sim_lag_s`` (wall seconds a simulated engine fell behind its schedule during the
     level, NaN for a real server) becomes the level's ``sim_behind_schedule_wall_s``.
     """
     engine, simulated = server_engine(server_info)
-    closed = plan.request_rates is None
+    settings = plan.level_settings(index)
     keys = dict(engine=engine, simulated=simulated, level_index=index, repeat=repeat, mode=plan.mode,
-                concurrency=plan.concurrency_levels[index] if closed else plan.max_concurrency,
-                request_rate_req_s=float("inf") if closed else plan.request_rates[index])
+                concurrency=plan.level_concurrency(index), request_rate_req_s=plan.level_request_rate(index),
+                input_len=settings["input_len"], temperature=settings["temperature"],
+                sweep=settings["sweep"], sweep_value=(None if settings["sweep_value"] is None
+                                                      else float(settings["sweep_value"])))
     info = pd.DataFrame([dict(
         level_index=index,
         repeat=repeat,

@@ -84,7 +84,8 @@ class SweepLogWriter:
                         "requests": len(event.records),
                         "flush": None if event.flush is None else dataclasses.asdict(event.flush),
                         "server_info": dataclasses.asdict(event.server_info),
-                        "sim_lag_s": _nan_to_none(event.sim_lag_s)})
+                        "sim_lag_s": _nan_to_none(event.sim_lag_s),
+                        "observations": event.observations, "observe_problems": event.observe_problems})
 
     def finished(self) -> None:
         """The last line of a sweep that measured every level."""
@@ -177,6 +178,8 @@ class SweepLogReader:
                 server_info=ServerInfoOutcome(**obj["server_info"]),
                 sim_lag_s=math.nan if sim_lag is None else float(sim_lag),
                 repeat=int(obj.get("repeat", 0)),
+                observations=list(obj.get("observations", [])),
+                observe_problems=list(obj.get("observe_problems", [])),
             )
         if kind == "finished":
             self.finished = True

@@ -26,6 +26,7 @@ _NAMES = {
     "save_chart": "_render",
     "save_charts": "_render",
     "spec_ratio_chart": "_policy",
+    "server_series_chart": "_server",
     "throughput_chart": "_tradeoff",
     "variant_scale": "_policy",
     "whatif_chart": "_calibration",

@@ -66,7 +66,10 @@ class SimEngine:
         listen_host: str = "127.0.0.1",
         options: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        """``<python> -m workbench.sim <flags> --host H --port P --sim-<option> <value> ...``.
+        """``<python> -m workbench.sim <flags> [--enable-metrics] --host H --port P --sim-<option> <value> ...``.
+
+        ``--enable-metrics`` is added unless the variant sets it: the simulated server then serves
+        ``/metrics`` (as SGLang does with that flag), which the sweep samples during each level.
 
         The variant's target release (``sglang_version``) becomes ``--sim-sglang-version``, so the
         simulator applies that release's flag rules (the nearest emulated ones at or below it: an
@@ -75,6 +78,8 @@ class SimEngine:
         values are left out.
         """
         argv = variant_argv(variant, self.launch_module, python=python, port=port, listen_host=listen_host)
+        if "--enable-metrics" not in argv:  # serve /metrics, which each level samples (workbench.bench._observe)
+            argv.insert(argv.index("--host"), "--enable-metrics")
         target = {"sglang-version": variant.sglang_version} if variant.sglang_version else {}
         for key, value in {**target, **variant.sim_options(), **(options or {})}.items():
             if value is not None:

@@ -200,6 +200,8 @@ class EngineCore:
         self.total_accepted_tokens = 0
         self.total_forward_ct = 0
         self.last_gen_throughput = 0.0
+        self.last_accept_length = 0.0  # the last log interval's, as SGLang's spec gauges
+        self.last_accept_rate = 0.0
 
     @classmethod
     def from_config(cls, config: Any, *, rng: random.Random, cost: StepCost | None = None) -> EngineCore:
@@ -334,7 +336,7 @@ class EngineCore:
         duration_ms = self.cost.prefill_ms(chunks, self.spec)
         log = (
             f"Prefill batch, #new-seq: {len(emissions)}, #new-token: {sum(chunks)}, #cached-token: 0, "
-            f"#running-req: {len(self.running)}, #queue-req: {len(self.waiting)}, "
+            f"token usage: {self.token_usage:.2f}, #running-req: {len(self.running)}, #queue-req: {len(self.waiting)}, "
         )
         return Iteration("prefill", duration_ms / 1000.0, len(chunks), False, emissions, log)
 
@@ -517,7 +519,7 @@ class EngineCore:
         self.last_gen_throughput = (
             self._interval_tokens / self._interval_time_s if self._interval_time_s > 0 else 0.0
         )
-        msg = f"Decode batch, #running-req: {running}, #token: {kv_tokens}, "
+        msg = f"Decode batch, #running-req: {running}, #token: {kv_tokens}, token usage: {self.token_usage:.2f}, "
         if self.spec.enabled:
             forward = self._interval_forward
             accept_len = self._interval_accepted / forward if forward else 0.0
@@ -525,6 +527,7 @@ class EngineCore:
             self.total_accepted_tokens += self._interval_accepted
             self.total_forward_ct += forward
             msg += f"accept len: {accept_len:.2f}, accept rate: {rate:.2f}, "
+            self.last_accept_length, self.last_accept_rate = accept_len, rate
         msg += (
             f"cuda graph: True, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
             f"#queue-req: {len(self.waiting)}"

@@ -32,6 +32,8 @@ from workbench.sim import _api_shapes as api_shapes
 from workbench.sim import _openai_routes as openai_routes
 from workbench.sim._contract import contract_error
 from workbench.sim._engine import EngineCore, Iteration, SimRequest
+from workbench.sim._metrics import SimMetrics
+from workbench.sim._spec import version_key
 from workbench.sim._openai import ChatTemplate
 from workbench.sim._profiles import acceptance_regime
 from workbench.sim._server_args import SimServerConfig
@@ -53,6 +55,7 @@ class _Pending:
     output_ids: list[int] = dataclasses.field(default_factory=list)
     text_parts: list[str] = dataclasses.field(default_factory=list)
     sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
+    first_token_seen: bool = False
 
 
 class SimServer:
@@ -77,6 +80,9 @@ class SimServer:
         self._acceptance: dict[str | None, Any] = {}  # acceptance model per sampling regime
         for temperature in (0.0, 1.0):  # solved (and a bad table refused) at start-up, not at the first request
             self.acceptance_for(temperature)
+        self.emit_timestamps = bool(config.args.get("sim_emit_timestamps"))
+        self.metrics = SimMetrics(self.served_model_name,
+                                  spec_accept_rate=version_key(self.shape.version) >= (0, 5, 4))
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
         self.max_lag_s = 0.0
@@ -207,8 +213,14 @@ class SimServer:
             return _error(400, f"top_k must be an integer, got {top_k!r}")
         return prompt_tokens, max_new, rid, temperature, top_k
 
-    def _advance(self, pending: _Pending, new_tokens: int) -> None:
+    def _advance(self, pending: _Pending, new_tokens: int, finished: bool = False) -> None:
         req = pending.request
+        if not pending.first_token_seen and new_tokens:
+            pending.first_token_seen = True
+            self.metrics.first_token((time.time() - pending.created) * self.time_scale)
+        if finished and not req.aborted:
+            self.metrics.finished(req.prompt_tokens, len(pending.output_ids) + new_tokens,
+                                  (time.time() - pending.created) * self.time_scale)
         start = len(pending.output_ids)
         ids = self.text.output_ids(req.rid, start, new_tokens)
         pending.output_ids.extend(ids)
@@ -249,7 +261,7 @@ class SimServer:
     async def collect(self, pending: _Pending) -> dict[str, Any]:
         while True:
             new, finished = await pending.updates.get()
-            self._advance(pending, new)
+            self._advance(pending, new, finished)
             if finished:
                 self.pending.pop(pending.request.rid, None)
                 body = self._body(pending, final=True, stream=False)
@@ -269,7 +281,7 @@ class SimServer:
         try:
             while True:
                 new, final = await pending.updates.get()
-                self._advance(pending, new)
+                self._advance(pending, new, final)
                 body = self._body(pending, final=final, stream=True)
                 if first and self.shape.response_sent_ts:
                     body["meta_info"]["response_sent_to_client_ts"] = time.time()
@@ -289,6 +301,8 @@ class SimServer:
         chunks = self.chunks(pending)
         try:
             async for body in chunks:
+                if self.emit_timestamps:  # opt-in: when this chunk left the server (client fidelity checks)
+                    body["meta_info"]["emit_ts"] = time.time()
                 await resp.write(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         finally:
@@ -397,6 +411,11 @@ class SimServer:
         log.info("Cache flushed successfully!")
         return web.Response(status=200, text=api_shapes.FLUSH_CACHE_TEXT)
 
+    async def metrics_text(self, http: web.Request) -> web.Response:
+        """GET /metrics (only with ``--enable-metrics``, as SGLang): :mod:`workbench.sim._metrics`."""
+        return web.Response(text=self.metrics.render(self.engine, spec_enabled=self.config.spec.enabled),
+                            content_type="text/plain", charset="utf-8")
+
     # -- app ----------------------------------------------------------------
     def app(self) -> web.Application:
         """The aiohttp application; starts the engine task on startup."""
@@ -414,6 +433,8 @@ class SimServer:
         openai_routes.add_routes(r, self)
         r.add_route("GET", "/flush_cache", self.flush_cache)
         r.add_route("POST", "/flush_cache", self.flush_cache)
+        if self.config.args.get("enable_metrics"):
+            r.add_get("/metrics", self.metrics_text)
 
         async def start(_: web.Application) -> None:
             self._task = asyncio.create_task(self.run_engine())

@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="prompt set whose acceptance figures to use (the profile's [acceptance.prompt_sets]; "
                           "default: the profile's workload's); each request's temperature then picks greedy or "
                           "sampled figures")
+    sim.add_argument("--sim-emit-timestamps", action="store_true",
+                     help="stamp every streamed /generate chunk with meta_info.emit_ts (Unix seconds at the write), "
+                          "for measuring a client's timing error (benchmarks/client_fidelity.py)")
     sim.add_argument("--sim-spec-off-above", type=int, default=None,
                      help="stand-in for a patch: no drafting when more than N requests run")
     return p

@@ -39,6 +39,8 @@ class StoredRun:
         manifest: the manifest dict.
         requests: one row per request (empty when no level was saved).
         levels: one row per level (empty when no level was saved).
+        series: what the server and host showed during each level (``server_series.parquet``,
+            :mod:`workbench.bench._series`; empty when nothing was observed).
     """
 
     run_id: str
@@ -46,6 +48,7 @@ class StoredRun:
     manifest: dict[str, Any]
     requests: pd.DataFrame
     levels: pd.DataFrame
+    series: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
     def plan(self) -> dict[str, Any] | None:
@@ -160,8 +163,10 @@ def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
         file = path / f"{name}.parquet"
         tables[name] = _stored_only(
             _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest), manifest)
+    series_file = path / "server_series.parquet"
+    series = _stored_only(read_parquet(series_file), manifest) if series_file.is_file() else pd.DataFrame()
     return StoredRun(run_id=str(manifest.get("run_id", path.name)), path=path, manifest=manifest,
-                     requests=tables["requests"], levels=tables["levels"])
+                     requests=tables["requests"], levels=tables["levels"], series=series)
 
 
 #: Files only a run directory holds: a folder with one of them but no manifest is a broken run.

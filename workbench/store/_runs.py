@@ -8,6 +8,8 @@ Layout of one run::
         levels.parquet    one row per level, derived from requests (+ server observations)
         failed_levels.parquet  request rows of levels cut short by a dead server (only when there were
                           some; never charted: manifest ``failed_levels`` says why each failed)
+        server_series.parquet  what the server and host showed during each level, one row per
+                          observed value (/metrics, batch log lines, GPU telemetry), when any
 
 ``run_id`` is ``<UTC start, %Y%m%dT%H%M%SZ>-<variant>-<6 hex>``. The root is the
 ``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``<repo>/data/runs``.
@@ -362,6 +364,7 @@ def save_level(run: RunWriter, level: Any) -> None:
     # Rows first, the manifest (the list of stored units) last: the commit point.
     write_parquet(run.path / "requests.parquet", all_requests)
     write_parquet(run.path / "levels.parquet", summarize_levels(all_requests, all_info))
+    _save_series(run, getattr(level, "series", None), unit)
     run._requests, run._info = [all_requests], [all_info]
     if server_info is not None:
         run.manifest["server_info"] = dict(server_info)
@@ -370,6 +373,22 @@ def save_level(run: RunWriter, level: Any) -> None:
     run.manifest["levels_completed"] = len(run.manifest["units_completed"])
     run.manifest["num_requests"] = len(all_requests)
     run._write_manifest()
+
+
+def _save_series(run: RunWriter, series: pd.DataFrame | None, unit: tuple[int, int]) -> None:
+    """Add a level's observations to ``server_series.parquet`` (rows of units not stored are dropped:
+    a sweep killed after writing them never committed its unit)."""
+    if series is None or not len(series):
+        return
+    path = run.path / "server_series.parquet"
+    stored = set(run.units_completed)
+    frames = []
+    if path.is_file():
+        old = read_parquet(path)
+        keep = [(int(r), int(i)) in stored for r, i in zip(old["repeat"], old["level_index"])]
+        frames.append(old[keep])
+    frames.append(series.assign(repeat=unit[0], level_index=unit[1]).astype({"repeat": "Int64", "level_index": "Int64"}))
+    write_parquet(path, pd.concat([f for f in frames if len(f)], ignore_index=True))
 
 
 def _first_int(frame: pd.DataFrame, column: str) -> int:

@@ -1,0 +1,94 @@
+"""The report's "what the server saw" section: each run's server series, summarized and charted.
+
+One call from a notebook (``wb.show_server_series(runs)``) displays a per-level table and a
+small chart when the runs hold observations (``server_series.parquet``: ``/metrics``,
+batch log lines, GPU telemetry; :mod:`workbench.bench._series`), or one line saying why
+there are none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from workbench import charts
+from workbench.store import load_run
+
+__all__ = ["server_series", "server_series_table", "show_server_series"]
+
+#: Columns of the per-level table: series name -> column (the mean over the level's samples).
+TABLE_SERIES = {"num_running_reqs": "mean_running_reqs", "num_queue_reqs": "mean_queued_reqs",
+                "token_usage": "mean_token_usage", "gen_throughput": "mean_server_gen_tok_s",
+                "spec_accept_length": "mean_server_accept_length", "gpu_util_pct": "mean_gpu_util_pct",
+                "power_w": "mean_gpu_power_w"}
+
+
+def server_series(runs: Sequence[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(series, levels)`` of ``runs``: every observation with ``variant``, ``concurrency`` and
+    ``level`` (its label: ``"c=4"``, with a sweep dimension ``"c=4, input_len=1024"``) joined from
+    its level, and the runs' level rows (for provenance)."""
+    frames, levels = [], []
+    for run in runs:
+        stored = load_run(run)
+        levels.append(stored.levels)
+        if len(stored.series):
+            keys = stored.levels[["level_index", "repeat", "concurrency"]].drop_duplicates()
+            keys["level"] = [_level_label(row) for _, row in stored.levels.drop_duplicates(
+                ["level_index", "repeat"]).iterrows()]
+            frames.append(stored.series.merge(keys, on=["level_index", "repeat"], how="left")
+                          .assign(variant=stored.manifest.get("variant"), run_id=stored.run_id))
+    series = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return series, (pd.concat(levels, ignore_index=True) if levels else pd.DataFrame())
+
+
+def _level_label(level: pd.Series) -> str:
+    """``"c=4"``, or with a sweep dimension ``"c=4, input_len=1024"``."""
+    label = f"c={level.get('concurrency')}"
+    sweep = level.get("sweep")
+    if isinstance(sweep, str) and sweep:
+        label += f", {sweep}={level.get('sweep_value'):g}"
+    return label
+
+
+def server_series_table(series: pd.DataFrame) -> pd.DataFrame:
+    """Per variant, level and repeat: the mean of each series over the level's samples, with
+    the number of samples ``n_samples`` (per series, the most of any) and the sources used. Each
+    series comes from the source that sampled it most often in its run (``/metrics`` is sampled
+    every 0.5 s, the log has a line per batch); an accept length of 0 (no speculation) is left out."""
+    if series.empty:
+        return pd.DataFrame()
+    keep = series[series["name"].isin(list(TABLE_SERIES))]
+    # SGLang reports accept length 0 when nothing was speculated: not a value
+    keep = keep[~((keep["name"] == "spec_accept_length") & (keep["value"] == 0))]
+    counts = keep.groupby(["run_id", "name", "source"])["value"].transform("size")
+    best = keep[counts == counts.groupby([keep["run_id"], keep["name"]]).transform("max")]
+    best = best[best["source"] == best.groupby(["run_id", "name"])["source"].transform("min")]  # a tie: one source
+    keys = ["variant", "level_index", "level", "concurrency", "repeat"]
+    table = best.pivot_table(index=keys, columns="name", values="value", aggfunc="mean").rename(columns=TABLE_SERIES)
+    table["n_samples"] = best.groupby([*keys, "name"]).size().groupby(level=keys).max()
+    table["sources"] = best.groupby(keys)["source"].agg(lambda s: ", ".join(sorted(set(s))))
+    return table.reset_index()
+
+
+def show_server_series(runs: Sequence[str | Path]) -> None:
+    """Display the section: a heading, the per-level table and the chart (repeat 0), or why there is none."""
+    from IPython.display import Markdown, display
+
+    series, levels = server_series(runs)
+    display(Markdown("## What the server saw\nSampled during each level: the server's `/metrics` (with "
+                     "`--enable-metrics`), its \"Decode batch\" / \"Prefill batch\" log lines, and the host's GPUs "
+                     "(nvidia-smi, where the load generator runs on the server's host). Means over each level's "
+                     "samples; n_samples per level."))
+    if series.empty:
+        display(Markdown("*No server-side observations in these runs* (the server served no `/metrics`, logged "
+                         "no batch lines within the levels, and no GPU was sampled)."))
+        return
+    display(server_series_table(series))
+    first = series[series["repeat"] == series["repeat"].min()]
+    try:
+        display(charts.server_series_chart(first, subtitle=[charts.provenance_subtitle(levels),
+                                                            "repeat 1 of each level; one line per level"]))
+    except ValueError as exc:
+        display(Markdown(f"*No chart: {exc}.*"))
