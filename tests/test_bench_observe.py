@@ -135,7 +135,7 @@ def test_random_token_prompts_are_seeded_and_exact_length():
 # -- the plan's sweep dimension -----------------------------------------------------------------
 
 def test_sweep_dimension_is_a_grid_stored_in_rows():
-    plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=3, sweep="output_len", sweep_values=[8, 32],
+    plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=4, sweep="output_len", sweep_values=[8, 32],
                            prompt_set=["x"])
     assert plan.num_levels == 4 and plan.units()[-1] == (0, 3)
     assert [plan.level_concurrency(i) for i in range(4)] == [1, 4, 1, 4]

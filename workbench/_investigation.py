@@ -250,8 +250,13 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             )
 
             def on_level(level: Any) -> None:
-                # the server's batch log lines within the level's window join its observations
-                level = prep.label_level(add_log_series(level, server.logs_tail(LEVEL_LOG_LINES)))
+                # the server's batch log lines within the level's window join its observations; a log
+                # that cannot be read (the host dropped) costs those lines only, never the level's rows
+                try:
+                    log_text = server.logs_tail(LEVEL_LOG_LINES)
+                except (HostError, ServerError):
+                    log_text = ""
+                level = prep.label_level(add_log_series(level, log_text))
                 errors = level.requests["error"].notna() if len(level.requests) else None
                 if errors is None or not errors.any():
                     run.save_level(level)
