@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from workbench.bench import run_sweep
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
+from workbench.report import report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure
 from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
@@ -132,7 +134,8 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=paths.resolve(args["runs_dir"]), progress=args["progress"])
+                  identity=identity, root=paths.resolve(args["runs_dir"]),
+                  progress=not reporting_progress() if args["progress"] is None else bool(args["progress"]))
 
 
 def _engine_code(eng: Engine, sim_profile: str) -> str | None:
@@ -207,6 +210,7 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                 ServerHandle.start(prep.launch_variant, host=sweep.host, engine=eng,
                                    sim_options=sweep.sim_options(todo[0][0])) as server:
             info = server.server_info()
+            report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
             run.record_server(
                 launch_command=server.command, client_location=_client_location(server, sweep.where),
                 server_info=info,
@@ -220,8 +224,12 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                                       launch_command=server.command),
             )
 
+            started = time.monotonic()
+
             def on_level(level: Any) -> None:
                 run.save_level(prep.label_level(level))
+                _progress_line(sweep, level, done=todo.index(level.unit) + 1 if level.unit in todo else None,
+                               total=len(todo), elapsed_s=time.monotonic() - started)
                 if len(level.requests) and level.requests["error"].notna().all():
                     alive = "still running" if server.alive else "no longer running"
                     tail = server.logs_tail(30)
@@ -245,6 +253,21 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
     return run.path
 
 
+def _progress_line(sweep: _Sweep, level: Any, *, done: int | None, total: int, elapsed_s: float) -> None:
+    """One line for the terminal of ``workbench report`` (nothing elsewhere): the level just measured."""
+    plan = sweep.plan
+    repeat = f" repeat {level.repeat + 1}/{plan.repeats}" if plan.repeats > 1 else ""
+    count = f" ({done}/{total})" if done is not None else ""
+    ok = level.requests[level.requests["error"].isna()] if len(level.requests) else level.requests
+    per_request = (ok["output_tokens"].astype(float) / (ok["e2e_ms"].astype(float) / 1000.0)).mean() if len(ok) \
+        else float("nan")
+    failed = len(level.requests) - len(ok)
+    report_progress(f"{sweep.variant.name}{repeat}: concurrency {plan.concurrency_levels[level.index]} done{count}: "
+                    f"{level.output_tok_s:.0f} output tok/s, {per_request:.1f} tok/s per request"
+                    f"{f', {failed} failed' if failed else ''}{' (simulated)' if sweep.engine.simulated else ''}"
+                    f" [{elapsed_s:.0f} s]")
+
+
 def benchmark_variant(
     variant: str | Path | Variant,
     *,
@@ -264,7 +287,7 @@ def benchmark_variant(
     label: str | None = None,
     fresh: bool = False,
     runs_dir: str | Path = "data/runs",
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> Path:
     """Launch one variant, sweep the concurrency levels (every repeat) against it, stop it.
 
@@ -311,7 +334,9 @@ def benchmark_variant(
         fresh: start a new run even if this sweep was run before (the old run is kept).
         runs_dir: runs root (relative paths are under the project root).
         progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
-            with the unit being measured and the last level's output tok/s.
+            with the unit being measured and the last level's output tok/s; None (default):
+            a bar, except in a notebook run by ``workbench report``, whose terminal gets one
+            line per level instead (:func:`workbench.report.report_progress`).
 
     Returns:
         The run directory (``<runs_dir>/<run_id>``), complete or marked failed. Its

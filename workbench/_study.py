@@ -178,6 +178,33 @@ class Study:
             return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
         return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
 
+    def comparability_text(self) -> str:
+        """Markdown for the report's *Comparability* section: per speculative variant, each setting that
+        differs from the baseline beyond speculation with what it does and how (or whether) it can be
+        equalised, and the levels where a server's queue held requests."""
+        unfair, held = self.comparability(), self.queued()
+        if not self.server_infos:
+            return "No server settings were recorded in these runs' manifests: comparability cannot be checked."
+        lines = []
+        for spec in self.spec_variants:
+            rows = unfair[unfair["variant"] == spec]
+            if not len(rows):
+                lines.append(f"- **{spec}**: like-for-like with {self.baseline} (the servers reported the same "
+                             "settings beyond speculation).")
+                continue
+            lines.append(f"- **{spec}** differs from {self.baseline}:")
+            for r in rows.itertuples():
+                values = f" ({self.baseline}: {r.baseline_value}, {spec}: {r.spec_value})" if r.baseline_value else ""
+                lines.append(f"  - `{r.setting}`{values}: {r.effect}. To equalise: {r.equalise}.")
+        if len(held):
+            at = "; ".join(f"{r.variant} at concurrency {r.concurrency}: {r.queued_requests} queued (cap {r.cap})"
+                           for r in held.itertuples())
+            lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
+        else:
+            lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
+                         "max-running-requests.")
+        return "\n".join(lines)
+
     def queued(self) -> pd.DataFrame:
         """Levels where a server's queue held requests: ``variant``, ``concurrency``, ``queued_requests``, ``cap``."""
         means = self.means()
@@ -436,6 +463,12 @@ class Study:
             shown = f"{values[0]}x" if values[0] == values[-1] else f"{values[0]}x–{values[-1]}x"
             parts.append(f"{side} at {levels_text(levels, measured)} ({shown})")
         text = ", ".join(parts)
+        if self.max_repeats >= MIN_TEST_REPEATS:
+            words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
+                     "not distinguishable at this level": "not distinguishable"}
+            tested = [f"{words.get(v, v)} at {levels_text(list(g['concurrency']), measured)}"
+                      for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
+            text += f" (tested: {', '.join(tested)})"
         if interval.kind == "claimed":
             lower = max(c for c in measured if c <= interval.concurrency)
             upper = min(c for c in measured if c >= interval.concurrency)
@@ -483,11 +516,7 @@ class Study:
             said = "; ".join(f"{names[m]}: {self._metric_sentence(spec, m, crossovers[m], intervals[m])}"
                              for m in COMPARED)
             lines.append(f"- **{spec}** against {self.baseline} — {said}.")
-            queued_here = held[held["variant"].isin([spec, self.baseline])]
-            if len(queued_here):
-                at = ", ".join(f"{r.queued_requests} of {r.concurrency} requests in {r.variant}'s queue (cap {r.cap})"
-                               f" at concurrency {r.concurrency}" for r in queued_here.itertuples())
-                lines.append(f"  - Not like-for-like where a server's queue held requests: {at}.")
+            lines += [f"  - {t}" for t in self._queue_sentences(spec, held)]
         caveats = []
         differs = unfair[~unfair["setting"].str.startswith("preflight")]
         for spec, group in differs.groupby("variant", sort=False):
@@ -510,6 +539,27 @@ class Study:
         lines.append("- **Caveats**:")
         lines += [f"  - {c}" for c in caveats]
         return "\n".join(lines)
+
+    def _queue_sentences(self, spec: str, held: pd.DataFrame) -> list[str]:
+        """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
+        out = []
+        caps = self.caps
+        pair = held[held["variant"].isin([spec, self.baseline])]
+        for c, group in pair.groupby("concurrency"):
+            q = dict(zip(group["variant"], group["queued_requests"]))
+            qb, qs = q.get(self.baseline, 0), q.get(spec, 0)
+            if qb == qs:
+                out.append(f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
+                           f"{caps.get(spec)} each): full servers on both sides, like-for-like.")
+                continue
+            who = [f"{q_} of {c} requests wait in {v}'s queue (max-running-requests {caps.get(v)})"
+                   for v, q_ in ((spec, qs), (self.baseline, qb)) if q_]
+            others = [f"{v} (max-running-requests {caps.get(v, 'unknown')}) admits {'all' if not q_ else c - q_}"
+                      for v, q_ in ((spec, qs), (self.baseline, qb)) if not q_]
+            out.append(f"Not like-for-like at concurrency {c}: {' and '.join(who)}"
+                       f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "
+                       "server with one that is not.")
+        return out
 
     def table(self, kind: str = "throughput") -> pd.DataFrame:
         """A narrow table for reading: one row per (variant, concurrency), units in the column names.

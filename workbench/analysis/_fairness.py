@@ -37,6 +37,11 @@ IGNORED_SETTINGS = frozenset({
 })
 
 
+#: ``disable_*`` keys said positively (their values inverted), so no reader meets "disable ... off".
+POSITIVE = {"disable_overlap_schedule": "overlap scheduling", "disable_cuda_graph": "CUDA graphs",
+            "disable_custom_all_reduce": "custom all-reduce", "disable_radix_cache": "radix cache"}
+
+
 def _shown(value: Any) -> str:
     if value is None:
         return "unset"
@@ -99,7 +104,11 @@ def settings_differences(baseline_info: Mapping[str, Any], spec_info: Mapping[st
         if b == s or isinstance(b, (dict, list)) or isinstance(s, (dict, list)):
             continue
         effect, equalise = _consequence(key, spec, b, s)
-        rows.append({"variant": spec, "setting": key, "baseline_value": _shown(b), "spec_value": _shown(s),
+        if key in POSITIVE and isinstance(b, bool) and isinstance(s, bool):
+            name, b_text, s_text = POSITIVE[key], _shown(not b), _shown(not s)
+        else:
+            name, b_text, s_text = key, _shown(b), _shown(s)
+        rows.append({"variant": spec, "setting": name, "baseline_value": b_text, "spec_value": s_text,
                      "effect": effect, "equalise": equalise})
     return pd.DataFrame(rows, columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
 

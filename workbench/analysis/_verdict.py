@@ -83,15 +83,17 @@ def bracket_text(lower: int, upper: int) -> str:
     return f"between {int(lower)} and {int(upper)}"
 
 
-def ratio_spans(concurrency: Sequence[int], ratio: Sequence[float]) -> dict[str, list[int]]:
-    """The levels where a spec/baseline ratio is above 1 (``"ahead"``), below (``"behind"``) or 1 (``"even"``).
+def ratio_spans(concurrency: Sequence[int], ratio: Sequence[float], *, digits: int = 2) -> dict[str, list[int]]:
+    """The levels where a spec/baseline ratio, rounded to ``digits`` decimals as reported, is above 1
+    (``"ahead"``), below (``"behind"``) or 1 (``"even"``).
 
-    NaN ratios are left out. Example: ratios 1.03, 0.91, 0.46 at 1, 2, 64 ->
-    ``{"ahead": [1], "behind": [2, 64], "even": []}``.
+    NaN ratios are left out. Example: ratios 1.03, 1.004, 0.91, 0.46 at 1, 2, 4, 64 ->
+    ``{"ahead": [1], "behind": [4, 64], "even": [2]}`` (1.004 is reported as 1.00).
     """
     out: dict[str, list[int]] = {"ahead": [], "behind": [], "even": []}
     for c, r in sorted(zip((int(c) for c in concurrency), ratio)):
         if r != r:
             continue
-        out["ahead" if r > 1.0 else "behind" if r < 1.0 else "even"].append(c)
+        shown = round(float(r), digits)
+        out["ahead" if shown > 1.0 else "behind" if shown < 1.0 else "even"].append(c)
     return out

@@ -8,7 +8,6 @@ imported when the command runs, not for ``--help``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -107,7 +106,7 @@ def report_command(
                 parameters=params,
                 kernel_name=kernel,
                 cell_timeout_s=cell_timeout,
-                progress=sys.stderr.isatty(),
+                progress=True,
             )
         except ReportError as exc:
             failures.append(str(nb))
@@ -115,7 +114,9 @@ def report_command(
             continue
         typer.echo(f"  report:   {result.html}")
         typer.echo(f"  notebook: {result.executed}")
-        typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)  [{result.duration_s:.1f} s]")
+        if result.charts:
+            typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)")
+        typer.echo(f"  took {result.duration_s:.0f} s")
     if failures:
         typer.echo(f"{len(failures)} of {len(plan)} notebook(s) failed: {', '.join(failures)}", err=True)
         raise typer.Exit(code=1)
