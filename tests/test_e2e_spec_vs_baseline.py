@@ -46,7 +46,10 @@ def test_report_files_and_manifests(report) -> None:
     assert "<svg" in html and "SIMULATED" in html and "crossover" in html.lower()
     assert "n=2" in html and "95%" in html  # figures carry n and their interval
     stems = {p.stem for p in result.charts}
-    assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length"} <= stems
+    assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length", "latency_ttft", "latency_tpot",
+            "latency_e2e"} <= stems
+    # the baseline keeps overlap scheduling on, spec v1 turns it off: said in the report, not only in `variants check`
+    assert "Comparability of each pair" in html and "overlap scheduling" in html and "NOT LIKE-FOR-LIKE" in html
     for run in runs.values():
         assert (run.path / "requests.parquet").is_file() and (run.path / "levels.parquet").is_file()
         m = run.manifest
@@ -100,3 +103,37 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
         for c in LEVELS:
             want = predicted[name][c][0]
             assert table.loc[c, "output_throughput_tok_s"] == pytest.approx(want, rel=tol), (name, c)
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="chromium is not installed (make test installs it)")
+def test_verdict_is_on_the_first_laptop_screen(report, tmp_path: Path) -> None:
+    """Headless Debian chromium through playwright, every non-file request refused, a 1366x768 viewport."""
+    from playwright.sync_api import sync_playwright
+
+    result, _ = report
+    fetched: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+
+            def refuse(route) -> None:
+                if route.request.url.startswith("file:"):
+                    route.continue_()
+                else:
+                    fetched.append(route.request.url)
+                    route.abort()
+
+            page.route("**/*", refuse)
+            page.goto(result.html.as_uri())
+            page.screenshot(path=str(tmp_path / "first_screen.png"))
+            verdict = page.get_by_text("Verdict", exact=True).first.bounding_box()
+            policy = page.get_by_text("Recommended policy").first.bounding_box()
+            width = page.evaluate("document.documentElement.scrollWidth")
+        finally:
+            browser.close()
+    assert fetched == []
+    assert verdict is not None and verdict["y"] + verdict["height"] < 768, verdict
+    assert policy is not None and policy["y"] + policy["height"] < 768, policy  # the answer, not just its heading
+    assert width <= 1366  # nothing scrolls sideways on a laptop screen

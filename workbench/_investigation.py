@@ -437,8 +437,11 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
+
+    ``baseline`` names the variant the others are compared with; None: the first run's variant
+    (``benchmark_variants`` returns runs in the order of its ``variants``).
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -449,6 +452,8 @@ def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Stu
     for frame in (requests, levels):
         if "run_id" in frame:
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
+    if baseline is None:
+        baseline = manifests[0].get("variant") if manifests else "baseline"
     return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
 
 
