@@ -76,9 +76,12 @@ def test_study_requires_its_baseline(tmp_path) -> None:
         load_study([run], baseline="nope")
     with pytest.raises(ConfigError, match="several runs measure the same variant"):
         load_study([run, run], baseline="baseline")
-    study = load_study([run], baseline="baseline")
-    assert study.simulated and study.subtitle.startswith("SIMULATED")
-    assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request"}
+    study = load_study([run])  # the baseline: the first run's variant
+    assert study.baseline == "baseline" and study.simulated and study.subtitle.startswith("SIMULATED")
+    assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request", "latency_ttft",
+                                                                 "latency_tpot", "latency_e2e"}
+    assert study.verdict().splitlines()[2] == ("- **Recommended policy** (highest total output throughput at each "
+                                               "level): **baseline** at concurrency 1.")
 
 
 def test_benchmark_variants_refuses_a_keyword_benchmark_variant_does_not_take(tmp_path: Path) -> None:
