@@ -11,6 +11,7 @@ _NAMES = {
     "Finding": "_findings",
     "findings_html": "_notebook",
     "findings_table": "_findings",
+    "findings_verdict": "_findings",
     "has_errors": "_findings",
     "LaunchTree": "_trees",
     "list_variants": "_variant",
