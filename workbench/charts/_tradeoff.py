@@ -191,7 +191,7 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     y = alt.Y("latency_ms:Q", title=y_title, scale=alt.Scale(type="log"))
     lines = alt.Chart(long).mark_line(point=True).encode(
         x=_x(), y=y, color=variant_colour(variants, baseline),
-        strokeDash=alt.StrokeDash("percentile:N", title="Percentile",
+        strokeDash=alt.StrokeDash("percentile:N", title="Percentile", legend=alt.Legend(symbolType="stroke"),
                                   scale=alt.Scale(domain=list(PERCENTILES), range=list(PERCENTILES.values()))),
         detail="percentile:N",
         tooltip=["variant", "concurrency", "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)])

@@ -45,6 +45,9 @@ _TEMPLATE = r"""
 .wb-provenance b { color: #222; }
 .wb-provenance .wb-failed { color: #b00020; font-weight: bold; }
 .jp-RenderedSVG svg { max-width: 100%; height: auto; }
+/* tables fit a laptop screen (1366 px): long cells wrap instead of widening the page */
+.jp-RenderedHTMLCommon table { max-width: 100%; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: break-word; max-width: 26em; }
 </style>
 {%- endblock extra_css -%}
 {%- block body_header -%}
