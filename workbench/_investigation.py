@@ -35,14 +35,35 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: Zero-width space: a line may break there (after each ``_`` of a column name) and nothing shows.
+_BREAK = "\u200b"
+
+
+def _narrow_html(frame: pd.DataFrame) -> str:
+    """A DataFrame's HTML with its column names breakable after each ``_``, so tables of many
+    snake_case columns wrap their headers and fit a laptop screen instead of scrolling sideways."""
+    shown = frame.rename(columns=lambda c: str(c).replace("_", "_" + _BREAK) if isinstance(c, str) else c)
+    return shown._repr_html_() or ""
+
+
 def setup_notebook() -> None:
-    """Render altair charts offline (SVG for exported HTML, vega-lite JSON for JupyterLab); show table text in full."""
+    """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
+    spec for JupyterLab); table text in full; floats to 4 significant figures; column names that wrap
+    at ``_`` (in IPython only)."""
     import pandas as pd
 
     from workbench.charts import enable_offline_renderer
 
     enable_offline_renderer()
     pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
+    pd.set_option("display.float_format", "{:.4g}".format)  # no six-decimal noise on model figures
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - notebooks always have IPython
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _narrow_html)
 
 
 @dataclasses.dataclass(frozen=True)
