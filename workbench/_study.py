@@ -511,13 +511,22 @@ class Study:
         names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
         unfair = self.comparability()
         held = self.queued()
+        alike: dict[str, list[str]] = {}
         for spec in self.spec_variants:
             crossovers, intervals = self.crossovers(spec), self.crossover_intervals(spec)
             said = "; ".join(f"{names[m]}: {self._metric_sentence(spec, m, crossovers[m], intervals[m])}"
                              for m in COMPARED)
             lines.append(f"- **{spec}** against {self.baseline} — {said}.")
-            lines += [f"  - {t}" for t in self._queue_sentences(spec, held)]
-        caveats = []
+            for text in self._queue_sentences(spec, held):
+                if text.endswith("like-for-like there.") and not text.startswith("Not"):
+                    alike.setdefault(text, []).append(spec)  # said once, among the caveats
+                else:
+                    lines.append(f"  - {text}")
+        caveats = [text.replace("both servers queue", "every server queues").replace(
+                       "both are full, so the pair is", "all are full, so the pairs are")
+                   if len(specs) == len(self.spec_variants) > 1 else
+                   text.replace("like-for-like there.", f"like-for-like there ({', '.join(specs)}).")
+                   if len(self.spec_variants) > 1 else text for text, specs in alike.items()]
         differs = unfair[~unfair["setting"].str.startswith("preflight")]
         for spec, group in differs.groupby("variant", sort=False):
             settings = ", ".join(f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}"
@@ -550,7 +559,7 @@ class Study:
             qb, qs = q.get(self.baseline, 0), q.get(spec, 0)
             if qb == qs:
                 out.append(f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
-                           f"{caps.get(spec)} each): full servers on both sides, like-for-like.")
+                           f"{caps.get(spec)} each): both are full, so the pair is like-for-like there.")
                 continue
             who = [f"{q_} of {c} requests wait in {v}'s queue (max-running-requests {caps.get(v)})"
                    for v, q_ in ((spec, qs), (self.baseline, qb)) if q_]
