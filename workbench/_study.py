@@ -24,14 +24,12 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, best_policy,
-                                crossover_interval, find_crossover, levels_text, not_tested_text, per_request_ratio_ci,
-                                queued_requests, ratio_intervals, ratio_spans, repeat_table, round_sig,
-                                round_to_interval, settings_differences)
+from workbench import _study_words
+from workbench._study_words import COMPARED
+from workbench.analysis import (MIN_TEST_REPEATS, Crossover, CrossoverInterval, best_policy, crossover_interval,
+                                find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
+                                ratio_intervals, repeat_table, round_to_interval, settings_differences)
 from workbench.errors import ConfigError
-
-#: Level metrics compared between variants (higher is better for both).
-COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 
 #: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
 INTERVAL_METRICS = (
@@ -178,39 +176,29 @@ class Study:
             return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
         return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
 
-    def comparability_text(self) -> str:
-        """Markdown for the report's *Comparability* section: per speculative variant, each setting that
-        differs from the baseline beyond speculation with what it does and how (or whether) it can be
-        equalised, and the levels where a server's queue held requests."""
-        unfair, held = self.comparability(), self.queued()
-        if not self.server_infos:
-            return "No server settings were recorded in these runs' manifests: comparability cannot be checked."
-        lines = []
-        for spec in self.spec_variants:
-            rows = unfair[unfair["variant"] == spec]
-            if not len(rows):
-                lines.append(f"- **{spec}**: like-for-like with {self.baseline} (the servers reported the same "
-                             "settings beyond speculation).")
-                continue
-            lines.append(f"- **{spec}** differs from {self.baseline}:")
-            for r in rows.itertuples():
-                values = f" ({self.baseline}: {r.baseline_value}, {spec}: {r.spec_value})" if r.baseline_value else ""
-                lines.append(f"  - `{r.setting}`{values}: {r.effect}. To equalise: {r.equalise}.")
-        if len(held):
-            at = "; ".join(f"{r.variant} at concurrency {r.concurrency}: {r.queued_requests} queued (cap {r.cap})"
-                           for r in held.itertuples())
-            lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
-        else:
-            lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
-                         "max-running-requests.")
-        return "\n".join(lines)
-
     def queued(self) -> pd.DataFrame:
         """Levels where a server's queue held requests: ``variant``, ``concurrency``, ``queued_requests``, ``cap``."""
         means = self.means()
         held = means[means["queued_requests"] > 0][["variant", "concurrency", "queued_requests"]].copy()
         held["cap"] = held["variant"].map(self.caps)
         return held.reset_index(drop=True)
+
+    # -- words (workbench._study_words) ------------------------------------------
+    def comparability_text(self) -> str:
+        """:func:`workbench._study_words.comparability_text`: the report's *Comparability* section."""
+        return _study_words.comparability_text(self)
+
+    def findings(self) -> str:
+        """:func:`workbench._study_words.findings`: the details at the end of the report."""
+        return _study_words.findings(self)
+
+    def provenance_line(self) -> str:
+        """:func:`workbench._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
+        return _study_words.provenance_line(self)
+
+    def verdict(self) -> str:
+        """:func:`workbench._study_words.verdict`: the answer that opens the report."""
+        return _study_words.verdict(self)
 
     # -- tables -------------------------------------------------------------
     def means(self) -> pd.DataFrame:
@@ -372,203 +360,6 @@ class Study:
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:
         """Write every chart as PNG and SVG into ``out_dir``; returns stem -> {format: path}."""
         return {stem: charts.save_chart(chart, out_dir, stem) for stem, chart in self.charts().items()}
-
-    # -- words --------------------------------------------------------------
-    def findings(self) -> str:
-        """A short markdown summary: crossovers, best policy, accept length vs model."""
-        lines = []
-        if self.simulated:
-            lines.append(f"**{self.subtitle}.**\n")
-        lines.append(f"- {self.repeats_line}.")
-        for spec in self.spec_variants:
-            for metric, c in self.crossovers(spec).items():
-                lines.append(f"- **{spec}**, {metric}: {c.description}")
-            if self.max_repeats > 1:
-                for row in self.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
-                    interval = ("no interval" if row.n < 2 else
-                                f"95% CI {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}")
-                    lines.append(f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
-                                 f"({interval}, n={row.n} paired repeats): {row.verdict}.")
-                continue
-            ci = self.per_request_ci(spec).merge(self.ratios(spec)[["concurrency", "queued_requests"]],
-                                                  on="concurrency", how="left")
-            for row in ci.itertuples():
-                if row.ratio > 1.0:
-                    queued = (f"; {int(row.queued_requests)} of {row.concurrency} requests queued in a server, so "
-                              "not like-for-like" if row.queued_requests > 0 else "")
-                    lines.append(
-                        f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
-                        f"(requests' spread: {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}, "
-                        f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of one repeat; "
-                        f"{not_tested_text(self.max_repeats)}{queued})."
-                    )
-        pol = self.policy()
-        runs = []
-        for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
-            levels = list(group["concurrency"])
-            span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
-            runs.append(f"{group['best_variant'].iloc[0]} at concurrency {span}")
-        lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
-        for m in self.manifests:
-            sim = m.get("simulation") or {}
-            expected = sim.get("expected_accept_length")
-            name = m.get("variant")
-            got = self.levels.loc[self.levels["variant"] == name, "accept_length"].dropna()
-            if expected and len(got):
-                lines.append(
-                    f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels and repeats "
-                    f"(n={len(got)} level measurements); "
-                    f"the simulator's acceptance model expects {expected:.2f} per verify step (before the "
-                    "prefill token and output-length truncation)."
-                )
-        return "\n".join(lines)
-
-    # -- the answer first ------------------------------------------------------
-    def provenance_line(self) -> str:
-        """Where the figures come from: measured or simulated, engine, SGLang and workbench versions, host, n."""
-        import workbench
-
-        sims = [m.get("simulation") or {} for m in self.manifests]
-        profile = next((s.get("profile") for s in sims if s.get("profile")), None)
-        versions = sorted({str(m.get("sglang_version")) for m in self.manifests if m.get("sglang_version")})
-        hosts = sorted({str(m.get("host")) for m in self.manifests if m.get("host")})
-        engines = sorted(set(self.levels["engine"].dropna())) if "engine" in self.levels else []
-        counts = self.levels["num_requests"] if "num_requests" in self.levels else pd.Series(dtype=float)
-        what = "SIMULATED (a model, not a GPU measurement)" if self.simulated else "Measured"
-        parts = [what, f"engine {', '.join(engines) or 'unknown'}" + (f" (profile {profile})" if profile else "")]
-        if versions:
-            parts.append(f"SGLang {', '.join(versions)}" + (" rules" if self.simulated else ""))
-        parts.append(f"workbench {workbench.__version__}")
-        if hosts:
-            parts.append(f"host {', '.join(hosts)}")
-        n = self.max_repeats
-        parts.append(f"n={n} repeat{'' if n == 1 else 's'} per level")
-        if len(counts):
-            lo, hi = int(counts.min()), int(counts.max())
-            parts.append(f"{lo if lo == hi else f'{lo}–{hi}'} requests per level")
-        return ", ".join(parts) + "."
-
-    def _metric_sentence(self, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
-        """``"ahead at 1 (1.03x), behind at 2–64 (0.46x–0.91x); crossover between concurrency 1 and 2 (≈ 1.2)"``."""
-        ratios = self.ratios(spec)
-        measured = list(ratios["concurrency"])
-        spans = ratio_spans(ratios["concurrency"], ratios[f"{metric}_ratio"])
-        by_level = dict(zip(ratios["concurrency"], ratios[f"{metric}_ratio"]))
-        parts = []
-        for side in ("ahead", "even", "behind"):
-            levels = spans[side]
-            if not levels:
-                continue
-            values = sorted(f"{by_level[c]:.2f}" for c in levels)
-            shown = f"{values[0]}x" if values[0] == values[-1] else f"{values[0]}x–{values[-1]}x"
-            parts.append(f"{side} at {levels_text(levels, measured)} ({shown})")
-        text = ", ".join(parts)
-        if self.max_repeats >= MIN_TEST_REPEATS:
-            words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
-                     "not distinguishable at this level": "not distinguishable"}
-            tested = [f"{words.get(v, v)} at {levels_text(list(g['concurrency']), measured)}"
-                      for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
-            text += f" (tested: {', '.join(tested)})"
-        if interval.kind == "claimed":
-            lower = max(c for c in measured if c <= interval.concurrency)
-            upper = min(c for c in measured if c >= interval.concurrency)
-            text += (f"; crossover between concurrency {lower} and {upper} (≈ {interval.concurrency:.1f}, 95% "
-                     f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
-        elif interval.kind == "not_claimed":
-            text += "; no crossover can be claimed (the 95% intervals do not separate on both sides)"
-        elif crossover.kind == "interpolated":
-            first = "first " if len(crossover.crossings) > 1 else ""
-            text += (f"; {first}crossover between concurrency {crossover.lower} and {crossover.upper} "
-                     f"(≈ {crossover.concurrency:.1f})")
-            if len(crossover.crossings) > 1:
-                text += f", {len(crossover.crossings)} crossings in all"
-        elif crossover.kind == "below_range":
-            text += f"; crossover below concurrency {min(measured)}, the lowest level"
-        elif crossover.kind == "none_in_range":
-            text += f"; no crossover up to concurrency {max(measured)}"
-        return text
-
-    def verdict(self) -> str:
-        """The report's answer, as markdown, written from the data: it opens the report.
-
-        What it says, in order: the recommended policy (the variant with the highest total
-        output throughput at each level, :meth:`policy`); per speculative variant, where it is
-        ahead of and behind the baseline on total and per-request throughput (ratios to 3
-        significant figures) and its crossover, said as the two measured levels that bracket it
-        (the interpolated point only as "≈ concurrency", with its 95% interval when tested);
-        then the caveats that limit the conclusion: settings that differ beyond speculation
-        (:meth:`comparability`), levels where a server's queue held requests (:meth:`queued`),
-        the significance rule (:data:`workbench.analysis.SIGNIFICANCE_RULE`: with fewer than 3
-        repeats, "not tested"), and, for the simulated engine, that the figures are a model's;
-        last, the provenance (:meth:`provenance_line`).
-        """
-        lines = [f"**Verdict** — {self.provenance_line()}", ""]
-        pol = self.policy()
-        measured = list(pol["concurrency"])
-        spans = [f"**{v}** at concurrency {levels_text(list(g['concurrency']), measured)}"
-                 for v, g in pol.groupby("best_variant", sort=False)]
-        lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}.")
-        names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
-        unfair = self.comparability()
-        held = self.queued()
-        alike: dict[str, list[str]] = {}
-        for spec in self.spec_variants:
-            crossovers, intervals = self.crossovers(spec), self.crossover_intervals(spec)
-            said = "; ".join(f"{names[m]}: {self._metric_sentence(spec, m, crossovers[m], intervals[m])}"
-                             for m in COMPARED)
-            lines.append(f"- **{spec}** against {self.baseline} — {said}.")
-            for text in self._queue_sentences(spec, held):
-                if text.endswith("like-for-like there.") and not text.startswith("Not"):
-                    alike.setdefault(text, []).append(spec)  # said once, among the caveats
-                else:
-                    lines.append(f"  - {text}")
-        caveats = [text.replace("both servers queue", "every server queues").replace(
-                       "both are full, so the pair is", "all are full, so the pairs are")
-                   if len(specs) == len(self.spec_variants) > 1 else
-                   text.replace("like-for-like there.", f"like-for-like there ({', '.join(specs)}).")
-                   if len(self.spec_variants) > 1 else text for text, specs in alike.items()]
-        differs = unfair[~unfair["setting"].str.startswith("preflight")]
-        for spec, group in differs.groupby("variant", sort=False):
-            settings = ", ".join(f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}"
-                                 for r in group.itertuples())
-            caveats.append(f"Not like-for-like: {spec} differs from {self.baseline} beyond speculation in {settings} "
-                           "(*Comparability* below says what each does and what can be equalised).")
-        n = self.max_repeats
-        if n < MIN_TEST_REPEATS:
-            caveats.append(f"Nothing here is tested for significance ({not_tested_text(n)} per level); the rule: "
-                           f"{SIGNIFICANCE_RULE}. Run with `-p repeats {MIN_TEST_REPEATS}` to test.")
-        else:
-            caveats.append(f"Significance rule: {SIGNIFICANCE_RULE}.")
-        if self.simulated:
-            caveats.append("The figures are the simulated engine's: a model calibrated to a few GPU measurements "
-                           "(docs/SIMULATOR.md), to choose what to measure, not a measurement.")
-        stand_ins = [m.get("variant") for m in self.manifests if m.get("sim_stand_in")]
-        if stand_ins:
-            caveats.append(f"{', '.join(stand_ins)}: the simulator runs a stand-in for the patch, not the patch.")
-        lines.append("- **Caveats**:")
-        lines += [f"  - {c}" for c in caveats]
-        return "\n".join(lines)
-
-    def _queue_sentences(self, spec: str, held: pd.DataFrame) -> list[str]:
-        """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
-        out = []
-        caps = self.caps
-        pair = held[held["variant"].isin([spec, self.baseline])]
-        for c, group in pair.groupby("concurrency"):
-            q = dict(zip(group["variant"], group["queued_requests"]))
-            qb, qs = q.get(self.baseline, 0), q.get(spec, 0)
-            if qb == qs:
-                out.append(f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
-                           f"{caps.get(spec)} each): both are full, so the pair is like-for-like there.")
-                continue
-            who = [f"{q_} of {c} requests wait in {v}'s queue (max-running-requests {caps.get(v)})"
-                   for v, q_ in ((spec, qs), (self.baseline, qb)) if q_]
-            others = [f"{v} (max-running-requests {caps.get(v, 'unknown')}) admits {'all' if not q_ else c - q_}"
-                      for v, q_ in ((spec, qs), (self.baseline, qb)) if not q_]
-            out.append(f"Not like-for-like at concurrency {c}: {' and '.join(who)}"
-                       f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "
-                       "server with one that is not.")
-        return out
 
     def table(self, kind: str = "throughput") -> pd.DataFrame:
         """A narrow table for reading: one row per (variant, concurrency), units in the column names.
