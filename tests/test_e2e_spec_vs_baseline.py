@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from browser import CHROMIUM, first_screen, on_first_screen
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
 from workbench.sim._calibrate import figures, seed_eagle3_spec
@@ -105,35 +106,12 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
             assert table.loc[c, "output_throughput_tok_s"] == pytest.approx(want, rel=tol), (name, c)
 
 
-@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="chromium is not installed (make test installs it)")
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (make test installs it)")
 def test_verdict_is_on_the_first_laptop_screen(report, tmp_path: Path) -> None:
     """Headless Debian chromium through playwright, every non-file request refused, a 1366x768 viewport."""
-    from playwright.sync_api import sync_playwright
-
     result, _ = report
-    fetched: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                    args=["--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"])
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-
-            def refuse(route) -> None:
-                if route.request.url.startswith("file:"):
-                    route.continue_()
-                else:
-                    fetched.append(route.request.url)
-                    route.abort()
-
-            page.route("**/*", refuse)
-            page.goto(result.html.as_uri())
-            page.screenshot(path=str(tmp_path / "first_screen.png"))
-            verdict = page.get_by_text("Verdict", exact=True).first.bounding_box()
-            policy = page.get_by_text("Recommended policy").first.bounding_box()
-            width = page.evaluate("document.documentElement.scrollWidth")
-        finally:
-            browser.close()
-    assert fetched == []
-    assert verdict is not None and verdict["y"] + verdict["height"] < 768, verdict
-    assert policy is not None and policy["y"] + policy["height"] < 768, policy  # the answer, not just its heading
-    assert width <= 1366  # nothing scrolls sideways on a laptop screen
+    seen = first_screen(result.html, tmp_path / "first_screen.png", "Verdict", "Recommended policy")
+    assert seen["fetched"] == []
+    assert on_first_screen(seen["Verdict"]), seen["Verdict"]
+    assert on_first_screen(seen["Recommended policy"]), seen  # the answer, not just its heading
+    assert seen["scroll_width"] <= 1366  # nothing scrolls sideways on a laptop screen
