@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, bracket_text, levels_text, not_tested_text,
-                                queued_requests, ratio_spans, round_sig, round_to_interval, settings_differences)
+from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, bracket_levels, bracket_text, levels_text,
+                                not_tested_text, queued_requests, ratio_spans, round_sig, round_to_interval,
+                                settings_differences)
 
 
 def test_levels_text_joins_runs_of_measured_levels() -> None:
@@ -32,7 +33,10 @@ def test_rounding_to_what_the_measurement_supports() -> None:
 
 def test_words_of_the_rule() -> None:
     assert MIN_TEST_REPEATS == 3
-    assert bracket_text(1, 2) == "between 1 and 2"
+    assert bracket_levels(1.228, [4, 1, 2]) == (1, 2) and bracket_levels(4.0, [1, 4, 16]) == (4, 4)
+    assert bracket_levels(0.5, [1, 2]) == (1, 1)
+    assert bracket_text(1.228499, [1, 2, 4]) == "between concurrency 1 and 2 (≈ 1.2)"
+    assert bracket_text(4.0, [1, 4, 16]) == "at concurrency 4"
     assert not_tested_text(1) == "not tested: 1 repeat" and not_tested_text(2) == "not tested: 2 repeats"
     assert SIGNIFICANCE_RULE == ("a difference is called significant only with at least 3 paired repeats per level "
                                  "and a 95% Student t interval of the spec/baseline ratio that excludes 1")

@@ -102,6 +102,7 @@ def test_repeats_give_n_intervals_and_honest_crossovers() -> None:
     assert "not distinguishable at this level" in findings and "n=3" in findings
     table = study.crossover_table()
     assert set(table["kind"]) == {"claimed"} and (table["n"] == 3).all()
+    assert list(table["between"]) == ["2–4", "2–4"] and list(table["crossover_concurrency"]) == [2.0, 2.0]
     charts = study.charts()  # means with interval bars; the per-request bootstrap is not needed
     assert "n=3 repeats" in str(charts["throughput"].to_dict()["title"])
     assert study.policy()["best_variant"].tolist() == ["eagle3", "eagle3", "baseline", "baseline"]

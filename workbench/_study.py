@@ -26,7 +26,7 @@ import pandas as pd
 from workbench import charts
 from workbench import _study_words
 from workbench._study_words import COMPARED
-from workbench.analysis import (MIN_TEST_REPEATS, Crossover, CrossoverInterval, best_policy, crossover_interval,
+from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
                                 find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
                                 ratio_intervals, repeat_table, round_to_interval, settings_differences)
 from workbench.errors import ConfigError
@@ -297,15 +297,25 @@ class Study:
         return out
 
     def crossover_table(self) -> pd.DataFrame:
-        """One row per (speculative variant, metric): crossover kind, concurrency, its interval, n, description."""
+        """One row per (speculative variant, metric): crossover kind, ``between`` (the measured levels
+        that bracket it, ``"1–2"``), the interpolated concurrency and its interval (one decimal: a
+        concurrency, not a measurement), n, description."""
         rows = []
         for spec in self.spec_variants:
             intervals = self.crossover_intervals(spec)
+            measured = sorted(int(c) for c in self.ratios(spec)["concurrency"])
             for metric, c in self.crossovers(spec).items():
                 iv = intervals[metric]
+                between = None
+                if c.concurrency is not None:
+                    lo, hi = bracket_levels(c.concurrency, measured)
+                    between = str(lo) if lo == hi else f"{lo}–{hi}"
                 rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "not_tested"
-                             else iv.kind, "crossover_concurrency": c.concurrency, "crossover_lo": iv.lo,
-                             "crossover_hi": iv.hi, "n": iv.n, "description": c.description})
+                             else iv.kind, "between": between,
+                             "crossover_concurrency": None if c.concurrency is None else round(c.concurrency, 1),
+                             "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
+                             "crossover_hi": None if iv.hi is None else round(iv.hi, 1), "n": iv.n,
+                             "description": c.description})
         return pd.DataFrame(rows)
 
     def policy(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, levels_text,
-                                not_tested_text, ratio_spans)
+from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
+                                levels_text, not_tested_text, ratio_spans)
 
 __all__ = ["COMPARED", "comparability_text", "findings", "provenance_line", "verdict"]
 
@@ -149,8 +149,7 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
                   for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
         text += f" (tested: {', '.join(tested)})"
     if interval.kind == "claimed":
-        lower = max(c for c in measured if c <= interval.concurrency)
-        upper = min(c for c in measured if c >= interval.concurrency)
+        lower, upper = bracket_levels(interval.concurrency, measured)
         text += (f"; crossover between concurrency {lower} and {upper} (≈ {interval.concurrency:.1f}, 95% "
                  f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
     elif interval.kind == "not_claimed":

@@ -21,7 +21,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import best_policy, find_crossover
+from workbench.analysis import best_policy, bracket_text, find_crossover
 from workbench.errors import ConfigError
 
 #: Within this fraction of the best configuration at every level, the simpler policy is recommended.
@@ -310,16 +310,10 @@ class WhatIf:
         crossed = xs.dropna(subset=["crossover_concurrency"])
         if len(crossed):
             measured = sorted(int(c) for c in self.levels["concurrency"].unique())
-
-            def bracket(x: float) -> str:
-                lo = max([c for c in measured if c <= x] or [measured[0]])
-                hi = min([c for c in measured if c >= x] or [measured[-1]])
-                return f"at concurrency {lo}" if lo == hi else f"between concurrency {lo} and {hi} (≈ {x:.1f})"
-
             first, last = crossed["crossover_concurrency"].min(), crossed.iloc[0]
             lines.append(f"- Crossover (output throughput), where a configuration has one in range: the earliest "
-                         f"{bracket(first)}, the latest {bracket(last['crossover_concurrency'])} "
-                         f"({last['variant']}).")
+                         f"{bracket_text(first, measured)}, the latest "
+                         f"{bracket_text(last['crossover_concurrency'], measured)} ({last['variant']}).")
         for kind, count in xs["crossover_kind"].value_counts().items():
             if kind in ("below_range", "none_in_range"):
                 words = "behind the baseline at every level" if kind == "below_range" else "ahead at every level"

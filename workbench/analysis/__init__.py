@@ -6,6 +6,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "bracket_levels": "_verdict",
     "bracket_text": "_verdict",
     "levels_text": "_verdict",
     "MIN_TEST_REPEATS": "_verdict",

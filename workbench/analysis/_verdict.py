@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_text", "levels_text", "not_tested_text",
+__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_levels", "bracket_text", "levels_text", "not_tested_text",
            "ratio_spans", "round_sig", "round_to_interval"]
 
 #: The fewest paired repeats per level with which a difference is tested.
@@ -78,9 +78,27 @@ def levels_text(levels: Sequence[int], measured: Sequence[int]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
 
 
-def bracket_text(lower: int, upper: int) -> str:
-    """``"between 1 and 2"``: where a crossover lies, in measured levels."""
-    return f"between {int(lower)} and {int(upper)}"
+def bracket_levels(concurrency: float, measured: Sequence[int]) -> tuple[int, int]:
+    """The measured levels either side of an interpolated ``concurrency`` (equal when it is one of them).
+
+    Outside the measured range, the nearest level twice. Example: 1.228 in [1, 2, 4] -> (1, 2);
+    4.0 -> (4, 4).
+    """
+    order = sorted(int(c) for c in measured)
+    lower = max([c for c in order if c <= concurrency] or [order[0]])
+    upper = min([c for c in order if c >= concurrency] or [order[-1]])
+    return lower, upper
+
+
+def bracket_text(concurrency: float, measured: Sequence[int]) -> str:
+    """Where a crossover lies, in measured levels, the point only as a concurrency label.
+
+    Example: 1.228 in [1, 2, 4] -> ``"between concurrency 1 and 2 (≈ 1.2)"``; 4.0 -> ``"at concurrency 4"``.
+    """
+    lower, upper = bracket_levels(concurrency, measured)
+    if lower == upper:
+        return f"at concurrency {lower}"
+    return f"between concurrency {lower} and {upper} (≈ {concurrency:.1f})"
 
 
 def ratio_spans(concurrency: Sequence[int], ratio: Sequence[float], *, digits: int = 2) -> dict[str, list[int]]:

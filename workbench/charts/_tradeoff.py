@@ -16,7 +16,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from workbench.analysis import Crossover
+from workbench.analysis import Crossover, bracket_text
 
 WIDTH, HEIGHT = 520, 300
 
@@ -233,12 +233,7 @@ def crossover_label(metric_name: str, concurrency: float, measured: list[int]) -
     Example: ``crossover_label("total output tok/s", 1.228, [1, 2, 4])`` ->
     ``"total output tok/s crossover: between concurrency 1 and 2 (≈ 1.2)"``.
     """
-    below = [c for c in measured if c <= concurrency]
-    above = [c for c in measured if c >= concurrency]
-    lo = below[-1] if below else measured[0]
-    hi = above[0] if above else measured[-1]
-    where = f"at concurrency {lo}" if lo == hi else f"between concurrency {lo} and {hi} (≈ {concurrency:.1f})"
-    return f"{metric_name} crossover: {where}"
+    return f"{metric_name} crossover: {bracket_text(concurrency, measured)}"
 
 
 def ratio_chart(
