@@ -8,6 +8,7 @@ imported when the command runs, not for ``--help``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -96,6 +97,7 @@ def report_command(
     plan = distribute_parameters(declared, given)
 
     failures: list[str] = []
+    started = time.monotonic()
     for nb, params in plan.items():
         shown = " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
         typer.echo(f"running {nb} with {shown}")
@@ -117,6 +119,9 @@ def report_command(
         if result.charts:
             typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)")
         typer.echo(f"  took {result.duration_s:.0f} s")
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    typer.echo(f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
+               f"{f'{minutes} min ' if minutes else ''}{seconds} s")
     if failures:
         typer.echo(f"{len(failures)} of {len(plan)} notebook(s) failed: {', '.join(failures)}", err=True)
         raise typer.Exit(code=1)
