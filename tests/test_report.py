@@ -430,3 +430,43 @@ def test_html_hides_parameters_code_and_folds_the_parameters(demo: ReportResult)
     assert "levels to sweep" not in page  # the parameters cell's code: its values are in the header
     assert re.search(r"<details><summary>Parameters: 3 given, 1 at their defaults</summary>", page)
     assert "concurrency_levels=[1, 2, 4]" in html.unescape(page)
+
+
+def test_cell_watch_names_a_long_cell_once_and_drops_cell_output() -> None:
+    import logging
+
+    from workbench.report import CellWatch
+    from workbench.report._progress import executed_sources
+
+    now = [100.0]
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title"),
+        nbformat.v4.new_code_cell("n = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("import workbench as wb\n\nwb.setup_notebook()\nruns = wb.benchmark_variants(\n    x)"),
+    ])
+    sources = executed_sources(nb.cells)
+    assert sources[0] is None and sources[2].startswith("# Parameters") and len(sources) == 4
+    watch = CellWatch(sources, after_s=5.0, clock=lambda: now[0])
+    log = logging.getLogger("test-cell-watch")
+    log.propagate = False
+    log.addHandler(watch)
+    log.setLevel(logging.INFO)
+    try:
+        assert watch.due() is None  # nothing started
+        log.info("Executing Cell 4---------------------------------------")
+        log.warning("some output of the cell on stderr")  # dropped
+        now[0] += 4.0
+        assert watch.due() is None  # short so far: quiet
+        now[0] += 2.0
+        assert watch.due() == "cell 4/4 running for 6 s: runs = wb.benchmark_variants("
+        now[0] += 60.0
+        assert watch.due() is None  # named once
+        log.info("Ending Cell 4------------------------------------------")
+        log.info("Executing Cell 1---------------------------------------")
+        now[0] += 60.0
+        assert watch.due() is None  # a markdown cell is never named
+        log.info("Ending Cell 1------------------------------------------")
+        now[0] += 60.0
+        assert watch.due() is None  # between cells (or after the last): nothing runs
+    finally:
+        log.removeHandler(watch)

@@ -10,6 +10,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "CellWatch": "_progress",
     "check_parameters": "_params",
     "default_notebooks": "_discovery",
     "DEFAULT_OUT_DIR": "_discovery",

@@ -29,7 +29,7 @@ from workbench.errors import ConfigError, ReportError
 from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._params import check_parameters, notebook_parameters
-from workbench.report._progress import PROGRESS_FILE_ENV, ProgressTail
+from workbench.report._progress import PROGRESS_FILE_ENV, CellWatch, ProgressTail, executed_sources
 from workbench.report._provenance import git_state, provenance
 
 __all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "ReportResult", "run_notebook"]
@@ -140,7 +140,14 @@ def _execute(
     logging.getLogger("papermill").addFilter(quiet)
     progress_file = executed.with_name(f".{executed.stem}.progress")
     previous = os.environ.get(PROGRESS_FILE_ENV)
-    tail = ProgressTail(progress_file, stream=sys.stderr) if progress else contextlib.nullcontext()
+    papermill_log = logging.getLogger("papermill")
+    watch = CellWatch(executed_sources(nbformat.read(str(source), as_version=4).cells)) if progress else None
+    tail = ProgressTail(progress_file, stream=sys.stderr, cells=watch) if progress else contextlib.nullcontext()
+    propagate, level = papermill_log.propagate, papermill_log.level
+    if watch is not None:  # papermill's records only reach the watch: the cells' own output stays in the notebook
+        papermill_log.addHandler(watch)
+        papermill_log.propagate = False
+        papermill_log.setLevel(logging.INFO)
     try:
         with tail:
             if progress:
@@ -153,7 +160,7 @@ def _execute(
                 language=None if has_language else "python",
                 cwd=str(source.parent),
                 progress_bar=False,
-                log_output=False,
+                log_output=watch is not None,  # "Executing Cell N" records for the watch
                 execution_timeout=cell_timeout_s,
                 # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
                 # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7).
@@ -183,6 +190,10 @@ def _execute(
         return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
     finally:
         logging.getLogger("papermill").removeFilter(quiet)
+        if watch is not None:
+            papermill_log.removeHandler(watch)
+            papermill_log.propagate = propagate
+            papermill_log.setLevel(level)
         if previous is None:
             os.environ.pop(PROGRESS_FILE_ENV, None)
         else:
