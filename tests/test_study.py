@@ -211,3 +211,13 @@ def test_queues_alike_in_every_pair_are_said_once() -> None:
     said = [line for line in lines if "queue" in line]
     assert said == ["  - At concurrency 4 every server queues 2 of 4 requests (max-running-requests 2 each): all are "
                     "full, so the pairs are like-for-like there."]
+
+
+def test_verdict_of_a_measured_study_says_measured_and_has_no_simulation_caveat() -> None:
+    study = _study()
+    study.levels = study.levels.assign(simulated=False, engine="sglang", num_requests=16)
+    study.manifests = [{**m, "host": "gpu-box"} for m in MANIFESTS]
+    lines = study.verdict().splitlines()
+    assert lines[0] == ("**Verdict** — Measured, engine sglang, SGLang 0.5.9, workbench 0.1.0, host gpu-box, n=1 "
+                        "repeat per level, 16 requests per level.")
+    assert not [line for line in lines if "simulated engine" in line]
