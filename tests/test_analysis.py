@@ -24,7 +24,7 @@ def test_crossover_interpolates_on_log_concurrency() -> None:
     c = find_crossover([1, 2, 4, 8], [1.1, 1.02, 0.8, 0.6], metric="m")
     assert c.kind == "interpolated" and (c.lower, c.upper) == (2, 4)
     assert c.concurrency == pytest.approx(2 ** (1 + 0.02 / 0.22))
-    assert "between 2 and 4" in c.description and "stops beating" in c.description
+    assert "between concurrency 2 and 4 (≈ 2.1, interpolated" in c.description and "stops beating" in c.description
 
 
 def test_crossover_edge_cases() -> None:

@@ -87,9 +87,10 @@ def test_ratio_interval_verdicts_and_pairing_by_repeat_index() -> None:
     # 2 pairs, 1 degree of freedom: log ratios ln .5, ln .52; half width 12.706205 * s / sqrt(2)
     half = 12.706205 * abs(math.log(0.52) - math.log(0.5)) / math.sqrt(2) / math.sqrt(2)
     assert math.log(table.loc[8, "ratio_hi"]) - math.log(table.loc[8, "ratio"]) == pytest.approx(half, abs=1e-6)
-    assert table.loc[8, "verdict"] == "baseline ahead"
+    # an interval, but 2 repeats are below the rule's 3: not tested, however far from 1 it lies
+    assert table.loc[8, "ratio_hi"] < 1.0 and table.loc[8, "verdict"] == "not tested: 2 repeats"
     assert table.loc[16, "n"] == 1 and math.isnan(table.loc[16, "ratio_lo"])
-    assert table.loc[16, "verdict"] == "n=1: no interval"
+    assert table.loc[16, "verdict"] == "not tested: 1 repeat"
 
 
 def _ratios(rows: list[tuple[int, float, float, float, str]], n: int = 3) -> pd.DataFrame:
@@ -128,8 +129,11 @@ def test_no_crossover_is_claimed_when_intervals_do_not_separate() -> None:
     assert "not distinguishable at this level at concurrency 1" in c.description
 
 
-def test_single_repeat_claims_nothing() -> None:
-    table = _ratios([(1, 1.05, math.nan, math.nan, "n=1: no interval"),
-                     (4, 0.9, math.nan, math.nan, "n=1: no interval")], n=1)
+@pytest.mark.parametrize("n", [1, 2])
+def test_fewer_than_three_repeats_claim_nothing(n: int) -> None:
+    table = _ratios([(1, 1.05, 1.02 if n > 1 else math.nan, 1.08 if n > 1 else math.nan, f"not tested: {n} repeat"),
+                     (4, 0.9, 0.88 if n > 1 else math.nan, 0.92 if n > 1 else math.nan, "not tested")], n=n)
     c = crossover_interval(table, metric="x")
-    assert c.kind == "single_repeat" and c.concurrency is None and "n=1" in c.description
+    assert c.kind == "not_tested" and c.concurrency is None
+    assert c.description == (f"On x: not tested: {n} repeat{'s' if n > 1 else ''} at some level, so no crossover is "
+                             "claimed; measure 3 or more repeats (repeats=3) to test one.")

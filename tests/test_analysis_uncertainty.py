@@ -26,14 +26,14 @@ def _requests(spec_gain: float, n: int = 40, *, paired: bool = True, seed: int =
 def test_paired_bootstrap_resolves_a_small_gain() -> None:
     ci = per_request_ratio_ci(_requests(1.03), baseline="baseline", spec="spec")
     row = ci.iloc[0]
-    assert row["paired"] and row["significant"] and row["ratio_lo"] > 1.0 and row["ratio_hi"] < 1.06
+    assert row["paired"] and row["excludes_1"] and row["ratio_lo"] > 1.0 and row["ratio_hi"] < 1.06
     assert row["ratio"] == pytest.approx(1.03, abs=0.01)
 
 
 def test_unpaired_bootstrap_is_wider_and_honest() -> None:
     ci = per_request_ratio_ci(_requests(1.03, paired=False), baseline="baseline", spec="spec")
     row = ci.iloc[0]
-    assert not row["paired"] and not row["significant"]  # the shared spread swamps 3%
+    assert not row["paired"] and not row["excludes_1"]  # the shared spread swamps 3%
     assert row["ratio_lo"] < 1.0 < row["ratio_hi"]
 
 

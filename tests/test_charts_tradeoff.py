@@ -44,7 +44,56 @@ def test_ratio_chart_marks_interpolated_crossover() -> None:
              for m in ("output_throughput_tok_s", "mean_per_request_tok_s")}
     spec = tradeoff.ratio_chart(table, cross, spec="spec", subtitle="SIMULATED").to_dict()
     text = json.dumps(spec)
-    assert "crossover, total output tok/s" in text and "firebrick" in text
+    # the label says where in measured levels; the interpolated point is marked as a concurrency (≈)
+    labels = json.dumps(spec, ensure_ascii=False)
+    assert "total output tok/s crossover: between concurrency 1 and 2 (≈ 1." in labels and "firebrick" in text
     below = {"output_throughput_tok_s": find_crossover([1, 2], [0.9, 0.8], metric="output_throughput_tok_s")}
     text = json.dumps(tradeoff.ratio_chart(table, below, spec="spec", subtitle="S").to_dict())
     assert "below the smallest level" in text and "firebrick" not in text
+
+
+def test_crossover_label_reads_as_a_concurrency_not_a_throughput() -> None:
+    assert tradeoff.crossover_label("total output tok/s", 1.228499, [1, 2, 4]) == \
+        "total output tok/s crossover: between concurrency 1 and 2 (≈ 1.2)"
+    assert tradeoff.crossover_label("per-request tok/s", 4.0, [1, 4, 16]) == "per-request tok/s crossover: at concurrency 4"
+
+
+def _latency_levels() -> pd.DataFrame:
+    rows = []
+    for c in (1, 4, 64):
+        for name, scale, cap in (("baseline", 1.0, 4096), ("spec", 0.8, 48)):
+            rows.append({"variant": name, "concurrency": c, "p50_ttft_ms": 50 * c * scale, "p90_ttft_ms": 80 * c * scale,
+                         "p99_ttft_ms": 120 * c * scale, "queued_requests": max(0, c - cap)})
+    return pd.DataFrame(rows)
+
+
+def test_latency_chart_draws_three_percentiles_baseline_grey_and_rings_queued_levels() -> None:
+    spec = tradeoff.latency_chart(_latency_levels(), "ttft_ms", subtitle="SIMULATED", variants=["baseline", "spec"],
+                                  baseline="baseline").to_dict()
+    line, rings = spec["layer"]
+    data = spec["datasets"][line["data"]["name"]]
+    assert sorted({row["percentile"] for row in data}) == ["p50", "p90", "p99"] and len(data) == 18
+    colour = line["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["baseline", "spec"] and colour["range"][0] == tradeoff.BASELINE_GREY
+    assert line["encoding"]["y"]["scale"]["type"] == "log" and line["encoding"]["y"]["title"] == "TTFT (ms)"
+    assert line["encoding"]["strokeDash"]["scale"]["domain"] == ["p50", "p90", "p99"]
+    ringed = spec["datasets"][rings["data"]["name"]]
+    assert [(r["variant"], r["concurrency"], r["queued_requests"]) for r in ringed] == [("spec", 64, 16)]
+    assert any("red rings" in line_ for line_ in spec["title"]["subtitle"])
+
+
+def test_latency_chart_refuses_unknown_metric_and_missing_columns() -> None:
+    import pytest
+
+    with pytest.raises(KeyError, match="not one of"):
+        tradeoff.latency_chart(_latency_levels(), "itl_ms", subtitle="S")
+    with pytest.raises(KeyError, match="none of p50/p90/p99_e2e_ms"):
+        tradeoff.latency_chart(_latency_levels(), "e2e_ms", subtitle="S")
+
+
+def test_throughput_chart_rings_queued_levels_only_when_there_are_some() -> None:
+    levels = _levels(True).assign(queued_requests=0)
+    assert "layer" not in tradeoff.throughput_chart(levels, subtitle="S").to_dict()
+    levels.loc[(levels["variant"] == "spec") & (levels["concurrency"] == 4), "queued_requests"] = 2
+    spec = tradeoff.throughput_chart(levels, subtitle="S", variants=["baseline", "spec"], baseline="baseline").to_dict()
+    assert spec["layer"][-1]["mark"]["color"] == tradeoff.QUEUE_COLOUR

@@ -117,6 +117,9 @@ def test_report_runs_notebooks_dir_in_order_with_per_notebook_parameters(
         assert (tmp_path / "reports" / f"{stem}.ipynb").is_file()
     other = nbformat.read(str(tmp_path / "reports" / "zz_other.ipynb"), as_version=4)
     assert set(other.metadata["workbench"]["parameters"]) == {"seed", "report_dir"}
+    # neither notebook saves a chart: no line names a chart folder (that would not exist)
+    assert "charts:" not in out and not (tmp_path / "reports" / "zz_other").exists()
+    assert out.count("  took ") == 2 and "2 of 2 report(s) written to reports in " in out
 
 
 def test_failing_notebook_exits_nonzero_and_names_the_partial_output(tmp_path: Path, write_notebook) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from browser import CHROMIUM, first_screen, on_first_screen
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
 from workbench.sim._calibrate import figures, seed_eagle3_spec
@@ -46,7 +47,10 @@ def test_report_files_and_manifests(report) -> None:
     assert "<svg" in html and "SIMULATED" in html and "crossover" in html.lower()
     assert "n=2" in html and "95%" in html  # figures carry n and their interval
     stems = {p.stem for p in result.charts}
-    assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length"} <= stems
+    assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length", "latency_ttft", "latency_tpot",
+            "latency_e2e"} <= stems
+    # the baseline keeps overlap scheduling on, spec v1 turns it off: said in the report, not only in `variants check`
+    assert "Comparability of each pair" in html and "overlap scheduling" in html and "NOT LIKE-FOR-LIKE" in html
     for run in runs.values():
         assert (run.path / "requests.parquet").is_file() and (run.path / "levels.parquet").is_file()
         m = run.manifest
@@ -100,3 +104,14 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
         for c in LEVELS:
             want = predicted[name][c][0]
             assert table.loc[c, "output_throughput_tok_s"] == pytest.approx(want, rel=tol), (name, c)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (make test installs it)")
+def test_verdict_is_on_the_first_laptop_screen(report, tmp_path: Path) -> None:
+    """Headless Debian chromium through playwright, every non-file request refused, a 1366x768 viewport."""
+    result, _ = report
+    seen = first_screen(result.html, tmp_path / "first_screen.png", "Verdict", "Recommended policy")
+    assert seen["fetched"] == []
+    assert on_first_screen(seen["Verdict"]), seen["Verdict"]
+    assert on_first_screen(seen["Recommended policy"]), seen  # the answer, not just its heading
+    assert seen["scroll_width"] <= 1366  # nothing scrolls sideways on a laptop screen

@@ -58,12 +58,36 @@ def test_study_requires_its_baseline(tmp_path) -> None:
         load_study([run], baseline="nope")
     with pytest.raises(ConfigError, match="several runs measure the same variant"):
         load_study([run, run], baseline="baseline")
-    study = load_study([run], baseline="baseline")
-    assert study.simulated and study.subtitle.startswith("SIMULATED")
-    assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request"}
+    study = load_study([run])  # the baseline: the first run's variant
+    assert study.baseline == "baseline" and study.simulated and study.subtitle.startswith("SIMULATED")
+    assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request", "latency_ttft",
+                                                                 "latency_tpot", "latency_e2e"}
+    assert study.verdict().splitlines()[2] == ("- **Recommended policy** (highest total output throughput at each "
+                                               "level): **baseline** at concurrency 1.")
 
 
 def test_benchmark_variants_refuses_a_keyword_benchmark_variant_does_not_take(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="concurency_levels.*help\\(workbench.benchmark_variant\\)"):
         benchmark_variants(["baseline"], concurency_levels=[1], runs_dir=str(tmp_path))
     assert list(tmp_path.iterdir()) == []  # nothing launched, nothing written
+
+
+def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report(monkeypatch, tmp_path) -> None:
+    from workbench._investigation import _options, _prepare
+    from workbench.report import PROGRESS_FILE_ENV
+
+    args = _options("baseline", {"runs_dir": str(tmp_path), "progress": None})
+    monkeypatch.delenv(PROGRESS_FILE_ENV, raising=False)
+    assert _prepare(args).progress is True  # tqdm.auto: a widget in JupyterLab
+    monkeypatch.setenv(PROGRESS_FILE_ENV, str(tmp_path / "p"))
+    assert _prepare(args).progress is False  # lines on the terminal instead, no bars in the report
+    assert _prepare({**args, "progress": True}).progress is True
+
+
+def test_notebook_tables_wrap_column_names_at_underscores() -> None:
+    import pandas as pd
+
+    from workbench._investigation import _narrow_html
+
+    page = _narrow_html(pd.DataFrame({"mean_per_request_tok_s": [1.5], "n": [3]}))
+    assert "mean_\u200bper_\u200brequest_\u200btok_\u200bs" in page and "<table" in page

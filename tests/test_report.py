@@ -118,7 +118,7 @@ def test_html_has_inline_svg_chart_and_fetches_nothing(demo: ReportResult) -> No
         assert cdn not in page.lower(), cdn
     assert "workbench " + workbench.__version__ in page  # provenance header
     header = html.unescape(re.sub(r"<[^>]+>", "", page[page.index('class="wb-provenance"'):]).split("\n\n")[0])
-    assert "Parameters given:" in header and "requests_per_level=8" in header
+    assert "Given: concurrency_levels=[1, 2, 4]" in " ".join(header.split()) and "requests_per_level=8" in header
     assert 'at their defaults: host="local"' in header  # the effective parameters, defaults included
 
 
@@ -381,3 +381,92 @@ def test_chart_without_offline_renderer_is_refused(tmp_path: Path, write_noteboo
         run_notebook(nb, out_dir=tmp_path / "out")
     assert "cdn.jsdelivr.net" in str(info.value)
     assert (tmp_path / "out" / "cdn.html").is_file()  # kept for inspection
+
+
+def test_progress_tail_prints_lines_while_running(tmp_path: Path) -> None:
+    import io
+    import threading
+    import time
+
+    from workbench.report import ProgressTail
+
+    stream = io.StringIO()
+    path = tmp_path / "progress"
+    with ProgressTail(path, stream=stream, interval_s=0.05):
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("baseline: concurrency 1 done (1/2): 93 output tok/s\nhalf a li")
+        deadline = time.monotonic() + 10
+        while "concurrency 1 done" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stream.getvalue() == "  baseline: concurrency 1 done (1/2): 93 output tok/s\n"  # live, and whole lines only
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("ne\n")
+    assert stream.getvalue().splitlines()[-1] == "  half a line"
+    assert not path.exists() and threading.active_count() >= 1
+
+
+PROGRESS_CELL = """\
+import os
+from workbench.report import report_progress, reporting_progress
+assert reporting_progress()
+report_progress("eagle3: concurrency 8 done (2/2): 299 output tok/s")"""
+
+
+def test_report_progress_reaches_the_terminal_and_kernels_print_no_warning(tmp_path: Path, write_notebook,
+                                                                           capfd: pytest.CaptureFixture[str]) -> None:
+    from workbench.report import PROGRESS_FILE_ENV, report_progress
+
+    nb = write_notebook(tmp_path / "nb" / "p.ipynb", setup=["x = 1"], parameters="n = 1\n", cells=[PROGRESS_CELL])
+    run_notebook(nb, out_dir=tmp_path / "out", progress=True)
+    err = capfd.readouterr().err
+    assert "  eagle3: concurrency 8 done (2/2): 299 output tok/s\n" in err
+    assert "running over TCP" not in err and "WARNING" not in err  # the kernel runs over IPC
+    assert PROGRESS_FILE_ENV not in __import__("os").environ and report_progress("x") is False
+    assert not list((tmp_path / "out").glob(".*progress"))
+
+
+def test_html_hides_parameters_code_and_folds_the_parameters(demo: ReportResult) -> None:
+    page = demo.html.read_text(encoding="utf-8")
+    assert "levels to sweep" not in page  # the parameters cell's code: its values are in the header
+    assert re.search(r"<details><summary>Parameters: 3 given, 1 at their defaults</summary>", page)
+    assert "concurrency_levels=[1, 2, 4]" in html.unescape(page)
+
+
+def test_cell_watch_names_a_long_cell_once_and_drops_cell_output() -> None:
+    import logging
+
+    from workbench.report import CellWatch
+    from workbench.report._progress import executed_sources
+
+    now = [100.0]
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title"),
+        nbformat.v4.new_code_cell("n = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("import workbench as wb\n\nwb.setup_notebook()\nruns = wb.benchmark_variants(\n    x)"),
+    ])
+    sources = executed_sources(nb.cells)
+    assert sources[0] is None and sources[2].startswith("# Parameters") and len(sources) == 4
+    watch = CellWatch(sources, after_s=5.0, clock=lambda: now[0])
+    log = logging.getLogger("test-cell-watch")
+    log.propagate = False
+    log.addHandler(watch)
+    log.setLevel(logging.INFO)
+    try:
+        assert watch.due() is None  # nothing started
+        log.info("Executing Cell 4---------------------------------------")
+        log.warning("some output of the cell on stderr")  # dropped
+        now[0] += 4.0
+        assert watch.due() is None  # short so far: quiet
+        now[0] += 2.0
+        assert watch.due() == "cell 4/4 running for 6 s: runs = wb.benchmark_variants("
+        now[0] += 60.0
+        assert watch.due() is None  # named once
+        log.info("Ending Cell 4------------------------------------------")
+        log.info("Executing Cell 1---------------------------------------")
+        now[0] += 60.0
+        assert watch.due() is None  # a markdown cell is never named
+        log.info("Ending Cell 1------------------------------------------")
+        now[0] += 60.0
+        assert watch.due() is None  # between cells (or after the last): nothing runs
+    finally:
+        log.removeHandler(watch)

@@ -34,6 +34,11 @@ def test_notebook_runs_and_its_html_report_keeps_indentation(tmp_path: Path) -> 
     body, _ = HTMLExporter().from_notebook_node(executed)
     text = html.unescape(re.sub(r"<[^>]+>", "", body))
     assert "EAGLEWorkerV2.forward_batch_generation is not defined in 0.5.2" in text
+    # the verdict, written from the tables, comes before them
+    verdict = text.index("Verdict — EAGLEWorkerV2.forward_batch_generation read from SGLang's source")
+    assert verdict < text.index("Where it is defined")
+    assert "Not defined in 0.5.2." in text
+    assert "History over 3 selected releases (0.5.2 to 0.5.9): added in 0.5.4; changed in 0.5.9." in text
     # history: absent in 0.5.2, added in 0.5.4, changed by 0.5.9, with a diff pane numbered by the real files
     assert re.search(r"0\.5\.4\s+added\s+srt/speculative/eagle_worker_v2\.py", text)
     assert re.search(r"0\.5\.9\s+changed\s+srt/speculative/eagle_worker_v2\.py", text)

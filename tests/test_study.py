@@ -102,6 +102,7 @@ def test_repeats_give_n_intervals_and_honest_crossovers() -> None:
     assert "not distinguishable at this level" in findings and "n=3" in findings
     table = study.crossover_table()
     assert set(table["kind"]) == {"claimed"} and (table["n"] == 3).all()
+    assert list(table["between"]) == ["2–4", "2–4"] and list(table["crossover_concurrency"]) == [2.0, 2.0]
     charts = study.charts()  # means with interval bars; the per-request bootstrap is not needed
     assert "n=3 repeats" in str(charts["throughput"].to_dict()["title"])
     assert study.policy()["best_variant"].tolist() == ["eagle3", "eagle3", "baseline", "baseline"]
@@ -111,5 +112,112 @@ def test_one_repeat_says_n_1_and_claims_no_interval() -> None:
     study = _study()
     assert study.max_repeats == 1 and (study.summary()["n"] == 1).all()
     for c in study.crossovers("eagle3").values():
-        assert "n=1 repeat: no interval" in c.description
-    assert "n=1 repeat per level" in study.findings()
+        assert "(not tested: 1 repeat: no crossover interval)" in c.description
+    findings = study.findings()
+    assert "n=1 repeat per level" in findings and "significant" not in findings.replace("not significant", "")
+
+
+MANIFESTS = [
+    {"variant": "baseline", "host": "local", "sglang_version": "0.5.9",
+     "server_info": {"max_running_requests": 4096, "disable_overlap_schedule": False, "tp_size": 8}},
+    {"variant": "eagle3", "host": "local", "sglang_version": "0.5.9",
+     "server_info": {"max_running_requests": 2, "disable_overlap_schedule": True, "tp_size": 8,
+                     "speculative_algorithm": "EAGLE3"}},
+]
+
+
+def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
+    study = _study()
+    study.manifests = MANIFESTS
+    lines = study.verdict().splitlines()
+    assert lines[0] == ("**Verdict** — SIMULATED (a model, not a GPU measurement), engine sim, SGLang 0.5.9 rules, "
+                        "workbench 0.1.0, host local, n=1 repeat per level.")
+    assert lines[2:] == [
+        "- **Recommended policy** (highest total output throughput at each level): **eagle3** at concurrency 1; "
+        "**baseline** at concurrency 2–4.",
+        "- **eagle3** against baseline — total output throughput: ahead at 1 (1.10x), behind at 2–4 (0.80x–0.94x); "
+        "crossover between concurrency 1 and 2 (≈ 1.5); per request: ahead at 1 (1.10x), behind at 2–4 "
+        "(0.80x–0.94x); crossover between concurrency 1 and 2 (≈ 1.5).",
+        "  - Not like-for-like at concurrency 4: 2 of 4 requests wait in eagle3's queue (max-running-requests 2), "
+        "while baseline (max-running-requests 4096) admits all; the figures there compare a full server with one "
+        "that is not.",
+        "- **Caveats**:",
+        "  - Not like-for-like: eagle3 differs from baseline beyond speculation in overlap scheduling on (baseline) "
+        "vs off, max_running_requests 4096 (baseline) vs 2 (*Comparability* below says what each does and what can "
+        "be equalised).",
+        "  - Nothing here is tested for significance (not tested: 1 repeat per level); the rule: a difference is "
+        "called significant only with at least 3 paired repeats per level and a 95% Student t interval of the "
+        "spec/baseline ratio that excludes 1. Run with `-p repeats 3` to test.",
+        "  - The figures are the simulated engine's: a model calibrated to a few GPU measurements "
+        "(docs/SIMULATOR.md), to choose what to measure, not a measurement.",
+    ]
+    assert study.queued().to_dict("records") == [{"variant": "eagle3", "concurrency": 4, "queued_requests": 2,
+                                                  "cap": 2}]
+    text = study.comparability_text()
+    assert "- **eagle3** differs from baseline:" in text
+    assert "- **Queued requests** (ringed in red in the charts): eagle3 at concurrency 4: 2 queued (cap 2)." in text
+    ratio = study.charts()["ratio_eagle3"].to_dict()
+    assert ("NOT LIKE-FOR-LIKE: overlap scheduling on (baseline) vs off; max_running_requests 4096 (baseline) vs 2"
+            in ratio["title"]["subtitle"])
+
+
+def test_both_servers_queueing_alike_is_like_for_like() -> None:
+    study = _study()
+    study.manifests = [{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
+                                             "disable_overlap_schedule": False}} for m in MANIFESTS]
+    assert study.comparability().empty
+    lines = study.verdict().splitlines()
+    assert lines[lines.index("- **Caveats**:") + 1] == (
+        "  - At concurrency 4 both servers queue 2 of 4 requests (max-running-requests 2 each): both are full, so the "
+        "pair is like-for-like there.")
+    assert "- **eagle3**: like-for-like with baseline" in study.comparability_text()
+
+
+def test_verdict_with_three_repeats_says_what_was_tested() -> None:
+    lines = _repeated_study().verdict().splitlines()
+    assert lines[0].endswith("engine sim, workbench 0.1.0, n=3 repeats per level.")
+    assert lines[3] == (
+        "- **eagle3** against baseline — total output throughput: ahead at 1–2 (1.01x–1.10x), behind at 4–8 "
+        "(0.60x–0.80x) (tested: speculation ahead at 1, not distinguishable at 2, baseline ahead at 4–8); "
+        "crossover between concurrency 2 and 4 (≈ 2.0, 95% interval 1.6–2.4, n=3 repeats); per request: ahead at "
+        "1–2 (1.01x–1.10x), behind at 4–8 (0.60x–0.80x) (tested: speculation ahead at 1, not distinguishable at 2, "
+        "baseline ahead at 4–8); crossover between concurrency 2 and 4 (≈ 2.0, 95% interval 1.6–2.4, n=3 repeats).")
+    assert ("  - Significance rule: a difference is called significant only with at least 3 paired repeats per level "
+            "and a 95% Student t interval of the spec/baseline ratio that excludes 1.") in lines
+
+
+def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:
+    table = _repeated_study().table("throughput").set_index(["variant", "concurrency"])
+    assert list(table.columns) == ["n", "queued", "output tok/s", "per-request tok/s", "accept length (tok/verify)"]
+    # 89, 90, 91: mean 90, half width 2.48 -> one significant digit of it: units
+    assert table.loc[("baseline", 1), "output tok/s"] == "90 (88–92)"
+    one = _study().table("throughput").set_index(["variant", "concurrency"])
+    assert one.loc[("baseline", 2), "output tok/s"] == "170" and one.loc[("eagle3", 1), "accept length (tok/verify)"] == "2.7"
+    import pytest as _pytest
+    from workbench.errors import ConfigError
+
+    with _pytest.raises(ConfigError, match="not one of"):
+        _study().table("wide")
+
+
+def test_queues_alike_in_every_pair_are_said_once() -> None:
+    study = _study()
+    twin = study.levels[study.levels["variant"] == "eagle3"].assign(variant="eagle3b")
+    study = Study(levels=pd.concat([study.levels, twin], ignore_index=True), requests=study.requests,
+                  manifests=[{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
+                                                   "disable_overlap_schedule": False}}
+                             for m in [*MANIFESTS, {**MANIFESTS[1], "variant": "eagle3b"}]], baseline="baseline")
+    lines = study.verdict().splitlines()
+    said = [line for line in lines if "queue" in line]
+    assert said == ["  - At concurrency 4 every server queues 2 of 4 requests (max-running-requests 2 each): all are "
+                    "full, so the pairs are like-for-like there."]
+
+
+def test_verdict_of_a_measured_study_says_measured_and_has_no_simulation_caveat() -> None:
+    study = _study()
+    study.levels = study.levels.assign(simulated=False, engine="sglang", num_requests=16)
+    study.manifests = [{**m, "host": "gpu-box"} for m in MANIFESTS]
+    lines = study.verdict().splitlines()
+    assert lines[0] == ("**Verdict** — Measured, engine sglang, SGLang 0.5.9, workbench 0.1.0, host gpu-box, n=1 "
+                        "repeat per level, 16 requests per level.")
+    assert not [line for line in lines if "simulated engine" in line]

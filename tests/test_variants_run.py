@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from workbench.cli import app
 from workbench._investigation import benchmark_variant, load_study
+from browser import CHROMIUM, first_screen, on_first_screen
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
 from workbench.variants._variant import load_variant
@@ -86,6 +87,9 @@ def test_notebook_is_committed_without_outputs_and_runs(tmp_path: Path) -> None:
     assert re.search(r"eagle3-topk4\s.*?EAGLE3\s+2\s+4\s+16\s", text)  # ints, not 2.0 4.0 16.0
     label = load_variant("eagle3-topk4-off-above-8").sim_stand_in()
     assert label in text  # the whole stand-in label, not cut at 50 characters
+    if CHROMIUM.exists():  # the answer on the first laptop screen
+        seen = first_screen(result.html, tmp_path / "first.png", "Verdict", "Would start")
+        assert on_first_screen(seen["Verdict"]) and on_first_screen(seen["Would start"]) and not seen["fetched"]
     pinned = run_notebook(NOTEBOOK, out_dir=tmp_path / "pinned", parameters={"variants": ["adaptive"],
                                                                              "sglang_version": "0.5.9"})  # fmt: skip
     assert "1 error(s)" in pinned.html.read_text()  # a version given: every variant against it

@@ -156,6 +156,10 @@ def test_pairs_that_are_not_comparable() -> None:
     # spec v2 keeps overlap on in 0.5.9: no overlap warning for the topk-1 v2 variant
     v2 = [f.check for f in check_variants(["baseline", "eagle3-topk1-v2"], sglang="0.5.9", resources=False)]
     assert "implicit-overlap" not in v2 and "implicit-max-running" in v2
+    # a baseline with the EAGLE cap of 48 matches the speculative variant's implicit 48: no warning on it
+    matched = check_variants(["baseline-cap48", "eagle3-topk1-v2"], sglang="0.5.9", resources=False,
+                             baseline="baseline-cap48")
+    assert not [f.line() for f in matched if f.severity == "warning" and "max-running" in f.flag]
 
 
 def test_shipped_variants_have_no_errors_against_their_own_versions() -> None:

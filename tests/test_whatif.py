@@ -31,6 +31,14 @@ def test_crossovers_best_and_policy(wi) -> None:
     pol = wi.policy()
     assert pol["recommended"].sum() <= 1 and "adaptive tiers" in set(pol["policy"])
     assert "MODEL PREDICTION" in wi.findings()
+    verdict = wi.verdict().splitlines()
+    assert verdict[0].startswith("**Verdict** — MODEL PREDICTION (simulator offline, virtual clock; not a measurement)")
+    assert verdict[2].startswith("- Recommended policy") or verdict[2] == (
+        "- Recommended policy: plain decoding (no configuration beats the baseline at any level).")
+    crossing = [line for line in verdict if line.startswith("- Crossover")]
+    if len(wi.crossover_table().dropna(subset=["crossover_concurrency"])):
+        assert "between concurrency" in crossing[0] or "at concurrency" in crossing[0]
+    assert verdict[-1].startswith("- **Caveats**: every figure is the simulator's")
 
 
 def test_breakdown_and_charts_say_model_prediction(wi) -> None:

@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
+from workbench.analysis import round_sig
 from workbench.calibration import CalibrationFit, cost_model, fit_table, load_table, whatif_crossovers, whatif_speedup
 from workbench.paths import resolve
 
@@ -104,6 +105,56 @@ class CalibrationStudy:
         """(speedup per variant and batch, crossover per variant) this profile predicts."""
         s = whatif_speedup(self.profile, baseline=baseline, spec_variants=spec_variants, context=context)
         return s, whatif_crossovers(s)
+
+    def verdict(self, *, whatif: pd.DataFrame | None = None) -> str:
+        """The report's answer, as markdown, written from the fit (and the what-if when given).
+
+        Says, in order: the provenance (the table's MEASURED line, the model, how many points
+        were fitted and held out); the fit's median absolute error on fitted and on held-out
+        points (percent, two significant figures); the held-out group it misses most; the
+        measured and model knees at the smallest context; each what-if variant's predicted
+        speedup at batch 1 and the batches that bracket its crossover (SIMULATED, step level);
+        the caveats (attention kernels, one table).
+        """
+        pts = self.fit.points.dropna(subset=["residual"])
+        fitted, held = pts[pts["fitted"].astype(bool)], pts[~pts["fitted"].astype(bool)]
+        lines = [f"**Verdict** — {self.fit.table.provenance()}; fitted by the workbench roofline "
+                 f"(data/gpus/{self.fit.gpu}.toml): {len(fitted)} points fitted, {len(held)} held out.", ""]
+
+        def pct(values: pd.Series) -> str:
+            return f"{float(round_sig(values.abs().median() * 100, 2)):g}%"
+
+        lines.append(f"- **Fit**: median |error| {pct(fitted['residual'])} on the fitted points, "
+                     f"{pct(held['residual'])} on the held-out points (the honest figure).")
+        summary = self.summary()
+        out = summary[summary["set"] == "held out"]
+        if len(out):
+            worst = out.loc[out["median_abs_error_pct"].idxmax()]
+            side = "under" if worst["mean_error_pct"] < 0 else "over"
+            lines.append(f"- **Largest miss**: held-out {worst['family']} at context {int(worst['context'])}: median "
+                         f"|error| {round_sig(float(worst['median_abs_error_pct']), 2):g}% over {int(worst['points'])} "
+                         f"points, the model {side}-predicting.")
+        knees = self.knees().dropna(subset=["measured_knee_tokens"])
+        if len(knees):
+            k = knees.iloc[0]
+            lines.append(f"- **Knee** (a decode step 10% slower than at one token) at context {int(k['context'])}: "
+                         f"measured near {round_sig(float(k['measured_knee_tokens']), 2):g} tokens, the model "
+                         f"{round_sig(float(k['model_knee_tokens']), 2):g}.")
+        if whatif is not None and len(whatif):
+            for variant, group in whatif.groupby("variant", sort=False):
+                group = group.sort_values("batch")
+                at1 = group.iloc[0]
+                behind = group[group["speedup"] < 1.0]
+                where = "ahead at every batch up to " + str(int(group["batch"].max())) if behind.empty else (
+                    f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())}"
+                    f" and {int(behind['batch'].iloc[0])}")
+                lines.append(f"- **What-if (SIMULATED, step level)**: {variant} {at1['speedup']:.2f}x plain decode at "
+                             f"batch {int(at1['batch'])}, {where} (accept length {at1['accept_length']:.2f}, the "
+                             "profile's, from published figures).")
+        lines.append("- **Caveats**: attention here is PyTorch SDPA, not SGLang's FlashInfer or FA3, so the long-context "
+                     "decode misses say more about SDPA than about SGLang; one timing table (one GPU, one session), "
+                     "so no run-to-run interval.")
+        return "\n".join(lines)
 
     def charts(self, *, whatif: pd.DataFrame | None = None) -> dict[str, alt.TopLevelMixin]:
         """The notebook's charts by stem."""

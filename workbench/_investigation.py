@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from workbench.bench import add_log_series, run_sweep
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
+from workbench.report import report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
@@ -37,14 +39,35 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: Zero-width space: a line may break there (after each ``_`` of a column name) and nothing shows.
+_BREAK = "\u200b"
+
+
+def _narrow_html(frame: pd.DataFrame) -> str:
+    """A DataFrame's HTML with its column names breakable after each ``_``, so tables of many
+    snake_case columns wrap their headers and fit a laptop screen instead of scrolling sideways."""
+    shown = frame.rename(columns=lambda c: str(c).replace("_", "_" + _BREAK) if isinstance(c, str) else c)
+    return shown._repr_html_() or ""
+
+
 def setup_notebook() -> None:
-    """Render altair charts offline (SVG for exported HTML, vega-lite JSON for JupyterLab); show table text in full."""
+    """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
+    spec for JupyterLab); table text in full; floats to 4 significant figures; column names that wrap
+    at ``_`` (in IPython only)."""
     import pandas as pd
 
     from workbench.charts import enable_offline_renderer
 
     enable_offline_renderer()
     pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
+    pd.set_option("display.float_format", "{:.4g}".format)  # no six-decimal noise on model figures
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - notebooks always have IPython
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _narrow_html)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +161,8 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=paths.resolve(args["runs_dir"]), progress=args["progress"])
+                  identity=identity, root=paths.resolve(args["runs_dir"]),
+                  progress=not reporting_progress() if args["progress"] is None else bool(args["progress"]))
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -236,6 +260,7 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                 ServerHandle.start(prep.launch_variant, host=sweep.host, engine=eng,
                                    sim_options=sweep.sim_options(todo[0][0])) as server:
             info = server.server_info()
+            report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
             run.record_server(
                 launch_command=server.command, client_location=_client_location(server, sweep.where),
                 server_info=info,
@@ -249,6 +274,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                                       launch_command=server.command),
             )
 
+            started = time.monotonic()
+
             def on_level(level: Any) -> None:
                 # the server's batch log lines within the level's window join its observations; a log
                 # that cannot be read (the host dropped) costs those lines only, never the level's rows
@@ -257,6 +284,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                 except (HostError, ServerError):
                     log_text = ""
                 level = prep.label_level(add_log_series(level, log_text))
+                _progress_line(sweep, level, done=todo.index(level.unit) + 1 if level.unit in todo else None,
+                               total=len(todo), elapsed_s=time.monotonic() - started)
                 errors = level.requests["error"].notna() if len(level.requests) else None
                 if errors is None or not errors.any():
                     run.save_level(level)
@@ -316,6 +345,21 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
     raise error
 
 
+def _progress_line(sweep: _Sweep, level: Any, *, done: int | None, total: int, elapsed_s: float) -> None:
+    """One line for the terminal of ``workbench report`` (nothing elsewhere): the level just measured."""
+    plan = sweep.plan
+    repeat = f" repeat {level.repeat + 1}/{plan.repeats}" if plan.repeats > 1 else ""
+    count = f" ({done}/{total})" if done is not None else ""
+    ok = level.requests[level.requests["error"].isna()] if len(level.requests) else level.requests
+    per_request = (ok["output_tokens"].astype(float) / (ok["e2e_ms"].astype(float) / 1000.0)).mean() if len(ok) \
+        else float("nan")
+    failed = len(level.requests) - len(ok)
+    report_progress(f"{sweep.variant.name}{repeat}: concurrency {plan.concurrency_levels[level.index]} done{count}: "
+                    f"{level.output_tok_s:.0f} output tok/s, {per_request:.1f} tok/s per request"
+                    f"{f', {failed} failed' if failed else ''}{' (simulated)' if sweep.engine.simulated else ''}"
+                    f" [{elapsed_s:.0f} s]")
+
+
 def benchmark_variant(
     variant: str | Path | Variant,
     *,
@@ -335,7 +379,7 @@ def benchmark_variant(
     label: str | None = None,
     fresh: bool = False,
     runs_dir: str | Path = "data/runs",
-    progress: bool = True,
+    progress: bool | None = None,
     model_path: str | None = None,
     draft_model_path: str | None = None,
     tp_size: int | None = None,
@@ -387,7 +431,9 @@ def benchmark_variant(
         fresh: start a new run even if this sweep was run before (the old run is kept).
         runs_dir: runs root (relative paths are under the project root).
         progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
-            with the unit being measured and the last level's output tok/s.
+            with the unit being measured and the last level's output tok/s; None (default):
+            a bar, except in a notebook run by ``workbench report``, whose terminal gets one
+            line per level instead (:func:`workbench.report.report_progress`).
         model_path, draft_model_path, tp_size, gpus: template parameters replacing the
             variant file's model, draft model (speculative variants only), ``tp-size`` and GPUs
             (``CUDA_VISIBLE_DEVICES``, e.g. ``"0,1"``); None keeps the file's
@@ -519,8 +565,11 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
+
+    ``baseline`` names the variant the others are compared with; None: the first run's variant
+    (``benchmark_variants`` returns runs in the order of its ``variants``).
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -531,6 +580,8 @@ def load_study(runs: Sequence[str | Path], *, baseline: str = "baseline") -> Stu
     for frame in (requests, levels):
         if "run_id" in frame:
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
+    if baseline is None:
+        baseline = manifests[0].get("variant") if manifests else "baseline"
     return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
 
 

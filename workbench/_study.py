@@ -24,18 +24,30 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import (Crossover, CrossoverInterval, best_policy, crossover_interval, find_crossover,
-                                per_request_ratio_ci, ratio_intervals, repeat_table)
+from workbench import _study_words
+from workbench._study_words import COMPARED
+from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
+                                find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
+                                ratio_intervals, repeat_table, round_to_interval, settings_differences)
 from workbench.errors import ConfigError
-
-#: Level metrics compared between variants (higher is better for both).
-COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 
 #: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
 INTERVAL_METRICS = (
     "output_throughput_tok_s", "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
     "mean_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "accept_length",
 )
+
+#: Latency percentiles drawn and tabled (ms), beyond :data:`INTERVAL_METRICS`.
+LATENCY_METRICS = ("p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+                   "p50_e2e_ms", "p90_e2e_ms", "p99_e2e_ms")
+
+#: The report's narrow tables: name -> [(level column, shown column with its unit)].
+TABLES = {
+    "throughput": [("output_throughput_tok_s", "output tok/s"), ("mean_per_request_tok_s", "per-request tok/s"),
+                   ("accept_length", "accept length (tok/verify)")],
+    "latency": [("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
+                ("p99_tpot_ms", "TPOT p99 ms"), ("p50_e2e_ms", "E2E p50 ms"), ("p99_e2e_ms", "E2E p99 ms")],
+}
 
 #: Columns of the compact per-level table shown in reports (one repeat).
 SUMMARY_COLUMNS = (
@@ -113,17 +125,95 @@ class Study:
             return 1
         return int(self.levels.groupby(["variant", "concurrency"]).size().max())
 
+    # -- fairness -----------------------------------------------------------
+    @property
+    def server_infos(self) -> dict[str, dict[str, Any]]:
+        """Variant -> the ``/server_info`` its server reported (the resolved settings), from the manifests."""
+        out: dict[str, dict[str, Any]] = {}
+        for m in self.manifests:
+            info = m.get("server_info") or {}
+            if m.get("variant") and info:
+                out.setdefault(m["variant"], info)
+        return out
+
+    @property
+    def caps(self) -> dict[str, int]:
+        """Variant -> the ``max_running_requests`` its server reported (variants whose server said)."""
+        out = {}
+        for name, info in self.server_infos.items():
+            cap = info.get("max_running_requests")
+            if cap is None:
+                cap = (info.get("internal_states") or [{}])[0].get("effective_max_running_requests_per_dp")
+            if cap is not None:
+                out[name] = int(cap)
+        return out
+
+    def comparability(self) -> pd.DataFrame:
+        """Server settings in which each speculative variant differs from the baseline, beyond speculation.
+
+        One row per (variant, setting) (:func:`workbench.analysis.settings_differences` on the
+        ``/server_info`` both servers reported), plus the pre-flight and effective-settings
+        warnings the runs' manifests recorded (``setting`` ``"preflight: <flag>"``). Empty when
+        the pairs are like-for-like or the manifests carry no server info.
+        """
+        infos = self.server_infos
+        frames = []
+        for spec in self.spec_variants:
+            if self.baseline in infos and spec in infos:
+                frames.append(settings_differences(infos[self.baseline], infos[spec], spec=spec,
+                                                   baseline=self.baseline))
+        rows = []
+        for m in self.manifests:
+            for f in [*(m.get("preflight_findings") or []), *(m.get("effective_findings") or [])]:
+                if f.get("severity") in ("warning", "error") and m.get("variant") != self.baseline:
+                    rows.append({"variant": m.get("variant"), "setting": f"preflight: {f.get('flag')}",
+                                 "baseline_value": "", "spec_value": "", "effect": f.get("problem", ""),
+                                 "equalise": f.get("fix", "")})
+        frames.append(pd.DataFrame(rows, columns=["variant", "setting", "baseline_value", "spec_value", "effect",
+                                                  "equalise"]))
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
+        return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
+
+    def queued(self) -> pd.DataFrame:
+        """Levels where a server's queue held requests: ``variant``, ``concurrency``, ``queued_requests``, ``cap``."""
+        means = self.means()
+        held = means[means["queued_requests"] > 0][["variant", "concurrency", "queued_requests"]].copy()
+        held["cap"] = held["variant"].map(self.caps)
+        return held.reset_index(drop=True)
+
+    # -- words (workbench._study_words) ------------------------------------------
+    def comparability_text(self) -> str:
+        """:func:`workbench._study_words.comparability_text`: the report's *Comparability* section."""
+        return _study_words.comparability_text(self)
+
+    def findings(self) -> str:
+        """:func:`workbench._study_words.findings`: the details at the end of the report."""
+        return _study_words.findings(self)
+
+    def provenance_line(self) -> str:
+        """:func:`workbench._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
+        return _study_words.provenance_line(self)
+
+    def verdict(self) -> str:
+        """:func:`workbench._study_words.verdict`: the answer that opens the report."""
+        return _study_words.verdict(self)
+
     # -- tables -------------------------------------------------------------
     def means(self) -> pd.DataFrame:
         """One row per (variant, concurrency): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
         (and :data:`COMPARED`) as mean, ``_lo``, ``_hi`` (95% t interval; NaN for n=1), ``_n``."""
-        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, "server_accept_length"])
+        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length"])
                    if m in self.levels.columns]
         table = repeat_table(self.levels, metrics)
         order = {v: i for i, v in enumerate(self.variants)}
         for col in [c for c in self.levels.columns if c in {"simulated", "engine"}]:
             if col in self.levels:
                 table[col] = table["variant"].map(self.levels.groupby("variant")[col].first())
+        caps = self.caps
+        table["queued_requests"] = [queued_requests(c, caps.get(v)) for v, c in zip(table["variant"],
+                                                                                    table["concurrency"])]
         return table.sort_values(["variant", "concurrency"], key=lambda s: s.map(order) if s.name == "variant"
                                  else s).reset_index(drop=True)
 
@@ -154,13 +244,17 @@ class Study:
     def ratios(self, spec: str) -> pd.DataFrame:
         """Spec/baseline ratios of :data:`COMPARED` at each shared level: ``<m>_ratio`` (geometric
         mean over paired repeats; the plain ratio for one), ``<m>_ratio_lo``, ``<m>_ratio_hi``
-        (NaN for n=1), ``<m>_n`` and ``<m>_verdict``."""
+        (NaN for n=1), ``<m>_n`` and ``<m>_verdict``; ``queued_requests``: requests waiting in either
+        server's queue at that level (:meth:`caps`)."""
         out = None
         for m in COMPARED:
             t = self.ratio_intervals(spec, m).rename(columns={
                 "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
                 "verdict": f"{m}_verdict"})
             out = t if out is None else out.merge(t, on="concurrency", how="outer")
+        caps = self.caps
+        out["queued_requests"] = [max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
+                                  for c in out["concurrency"]]
         return out.sort_values("concurrency").reset_index(drop=True)
 
     def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
@@ -184,8 +278,8 @@ class Study:
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric, as charts draw it.
 
-        One repeat: the point estimate (:func:`workbench.analysis.find_crossover`), its
-        description saying ``n=1, no interval``. Several: a claimed crossover is the point
+        Fewer than 3 repeats: the point estimate (:func:`workbench.analysis.find_crossover`), its
+        description saying ``not tested: <n> repeat(s)``. Enough: a claimed crossover is the point
         ratio's crossing with the interval's words; one that cannot be claimed has no
         concurrency and says "not distinguishable at this level" where that applies.
         """
@@ -193,8 +287,8 @@ class Study:
         out = {}
         for m, interval in self.crossover_intervals(spec).items():
             point = find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m)
-            if interval.kind == "single_repeat":
-                out[m] = dataclasses.replace(point, description=f"{point.description} (n=1 repeat: no interval)")
+            if interval.kind == "not_tested":
+                out[m] = dataclasses.replace(point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)")
             elif interval.kind == "claimed":
                 out[m] = Crossover(m, "interpolated", interval.concurrency, None, None, interval.description,
                                    ((0, 0, interval.concurrency),))
@@ -203,15 +297,25 @@ class Study:
         return out
 
     def crossover_table(self) -> pd.DataFrame:
-        """One row per (speculative variant, metric): crossover kind, concurrency, its interval, n, description."""
+        """One row per (speculative variant, metric): crossover kind, ``between`` (the measured levels
+        that bracket it, ``"1–2"``), the interpolated concurrency and its interval (one decimal: a
+        concurrency, not a measurement), n, description."""
         rows = []
         for spec in self.spec_variants:
             intervals = self.crossover_intervals(spec)
+            measured = sorted(int(c) for c in self.ratios(spec)["concurrency"])
             for metric, c in self.crossovers(spec).items():
                 iv = intervals[metric]
-                rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "single_repeat"
-                             else iv.kind, "crossover_concurrency": c.concurrency, "crossover_lo": iv.lo,
-                             "crossover_hi": iv.hi, "n": iv.n, "description": c.description})
+                between = None
+                if c.concurrency is not None:
+                    lo, hi = bracket_levels(c.concurrency, measured)
+                    between = str(lo) if lo == hi else f"{lo}–{hi}"
+                rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "not_tested"
+                             else iv.kind, "between": between,
+                             "crossover_concurrency": None if c.concurrency is None else round(c.concurrency, 1),
+                             "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
+                             "crossover_hi": None if iv.hi is None else round(iv.hi, 1), "n": iv.n,
+                             "description": c.description})
         return pd.DataFrame(rows)
 
     def policy(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
@@ -231,74 +335,74 @@ class Study:
         """Every chart of the study, by file stem (means over repeats, with interval bars when n > 1)."""
         means = self.means()
         lines = [*self.subtitle_lines, self.repeats_line]
+        kw = {"variants": self.variants, "baseline": self.baseline}
         out: dict[str, alt.TopLevelMixin] = {
-            "throughput": charts.throughput_chart(means, subtitle=lines, variants=self.variants),
-            "per_request": charts.per_request_chart(means, subtitle=lines, variants=self.variants),
+            "throughput": charts.throughput_chart(means, subtitle=lines, **kw),
+            "per_request": charts.per_request_chart(means, subtitle=lines, **kw),
         }
+        for metric in charts.LATENCIES:
+            if any(f"{p}_{metric}" in means for p in ("p50", "p90", "p99")):
+                out[f"latency_{metric.removesuffix('_ms')}"] = charts.latency_chart(means, metric, subtitle=lines, **kw)
+        unfair = self.comparability()
         for spec in self.spec_variants:
             ratios = self.ratios(spec)
+            differs = unfair[(unfair["variant"] == spec) & ~unfair["setting"].str.startswith("preflight")]
+            fairness = ([f"NOT LIKE-FOR-LIKE: " + "; ".join(
+                f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}" for r in differs.itertuples())]
+                if len(differs) else [])
             if self.max_repeats > 1:
                 m = "mean_per_request_tok_s"
                 ci = ratios[["concurrency", f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
                     columns={f"{m}_ratio_lo": "ratio_lo", f"{m}_ratio_hi": "ratio_hi"}).dropna()
-                ratio_lines = [*self.subtitle_lines, f"bars: 95% interval over n={self.max_repeats} paired repeats"]
+                ratio_lines = [*self.subtitle_lines, f"bars: 95% interval over n={self.max_repeats} paired repeats"
+                               + ("" if self.max_repeats >= MIN_TEST_REPEATS else
+                                  f" ({not_tested_text(self.max_repeats)}: {MIN_TEST_REPEATS} needed)")]
             else:
                 ci = self.per_request_ci(spec)
-                ratio_lines = [*self.subtitle_lines, "n=1 repeat; bars: per-request bootstrap 95% interval"]
+                ratio_lines = [*self.subtitle_lines, f"{not_tested_text(self.max_repeats)}; bars: spread of the requests "
+                               "of that one repeat (bootstrap 95%), not a test"]
             out[f"ratio_{spec}"] = charts.ratio_chart(ratios, self.crossovers(spec), spec=spec,
-                                                        subtitle=ratio_lines, ci=ci)
+                                                        subtitle=[*ratio_lines, *fairness], ci=ci)
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
-            out["accept_length"] = charts.accept_length_chart(means, subtitle=lines, variants=self.variants)
+            out["accept_length"] = charts.accept_length_chart(means, subtitle=lines, **kw)
         return out
 
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:
         """Write every chart as PNG and SVG into ``out_dir``; returns stem -> {format: path}."""
         return {stem: charts.save_chart(chart, out_dir, stem) for stem, chart in self.charts().items()}
 
-    # -- words --------------------------------------------------------------
-    def findings(self) -> str:
-        """A short markdown summary: crossovers, best policy, accept length vs model."""
-        lines = []
-        if self.simulated:
-            lines.append(f"**{self.subtitle}.**\n")
-        lines.append(f"- {self.repeats_line}.")
-        for spec in self.spec_variants:
-            for metric, c in self.crossovers(spec).items():
-                lines.append(f"- **{spec}**, {metric}: {c.description}")
-            if self.max_repeats > 1:
-                for row in self.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
-                    interval = ("no interval" if row.n < 2 else
-                                f"95% CI {row.ratio_lo - 1:+.1%} to {row.ratio_hi - 1:+.1%}")
-                    lines.append(f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.1%} per request "
-                                 f"({interval}, n={row.n} paired repeats): {row.verdict}.")
+    def table(self, kind: str = "throughput") -> pd.DataFrame:
+        """A narrow table for reading: one row per (variant, concurrency), units in the column names.
+
+        Args:
+            kind: ``"throughput"`` (output tok/s, per-request tok/s, accept length) or
+                ``"latency"`` (TTFT, TPOT and E2E p50 and p99 in ms); :data:`TABLES`.
+
+        Returns:
+            ``variant``, ``concurrency``, ``n`` (repeats), ``queued`` (requests in the server's
+            queue), then each metric as text: the mean rounded to its interval's first
+            significant digit with the 95% interval, ``"812 (790–835)"``, or three significant
+            figures without one (n=1).
+
+        Raises:
+            ConfigError: an unknown ``kind``.
+        """
+        if kind not in TABLES:
+            raise ConfigError(f"table kind {kind!r} is not one of {sorted(TABLES)}")
+        means = self.means()
+        out = means[["variant", "concurrency", "n", "queued_requests"]].rename(columns={"queued_requests": "queued"})
+        for col, shown in TABLES[kind]:
+            if col not in means or means[col].isna().all():
                 continue
-            ci = self.per_request_ci(spec)
-            for row in ci.itertuples():
-                if row.ratio > 1.0:
-                    verdict = "significant" if row.significant else "not significant at this sample size"
-                    lines.append(
-                        f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.1%} per request "
-                        f"(95% CI {row.ratio_lo - 1:+.1%} to {row.ratio_hi - 1:+.1%}, "
-                        f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of n=1 repeat): "
-                        f"{verdict}."
-                    )
-        pol = self.policy()
-        runs = []
-        for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
-            levels = list(group["concurrency"])
-            span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
-            runs.append(f"{group['best_variant'].iloc[0]} at concurrency {span}")
-        lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
-        for m in self.manifests:
-            sim = m.get("simulation") or {}
-            expected = sim.get("expected_accept_length")
-            name = m.get("variant")
-            got = self.levels.loc[self.levels["variant"] == name, "accept_length"].dropna()
-            if expected and len(got):
-                lines.append(
-                    f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels and repeats "
-                    f"(n={len(got)} level measurements); "
-                    f"the simulator's acceptance model expects {expected:.2f} per verify step (before the "
-                    "prefill token and output-length truncation)."
-                )
-        return "\n".join(lines)
+            cells = []
+            for row in means.itertuples():
+                value, lo, hi = getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi")
+                if value != value:
+                    cells.append("")
+                    continue
+                half = (hi - lo) / 2 if lo == lo and hi == hi else None
+                point = round_to_interval(value, half)
+                cells.append(f"{point:g}" if half is None else
+                             f"{point:g} ({round_to_interval(lo, half):g}–{round_to_interval(hi, half):g})")
+            out[shown] = cells
+        return out.reset_index(drop=True)

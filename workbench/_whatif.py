@@ -21,7 +21,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import best_policy, find_crossover
+from workbench.analysis import best_policy, bracket_text, find_crossover
 from workbench.errors import ConfigError
 
 #: Within this fraction of the best configuration at every level, the simpler policy is recommended.
@@ -309,9 +309,11 @@ class WhatIf:
                      f"{len(ahead)} beat the baseline's output throughput at concurrency {lo_level}.")
         crossed = xs.dropna(subset=["crossover_concurrency"])
         if len(crossed):
-            lines.append(f"- Crossover concurrency (output throughput), where a configuration has one in range: "
-                         f"{crossed['crossover_concurrency'].min():.1f} to {crossed['crossover_concurrency'].max():.1f}; "
-                         f"the latest: {crossed.iloc[0]['variant']}.")
+            measured = sorted(int(c) for c in self.levels["concurrency"].unique())
+            first, last = crossed["crossover_concurrency"].min(), crossed.iloc[0]
+            lines.append(f"- Crossover (output throughput), where a configuration has one in range: the earliest "
+                         f"{bracket_text(first, measured)}, the latest "
+                         f"{bracket_text(last['crossover_concurrency'], measured)} ({last['variant']}).")
         for kind, count in xs["crossover_kind"].value_counts().items():
             if kind in ("below_range", "none_in_range"):
                 words = "behind the baseline at every level" if kind == "below_range" else "ahead at every level"
@@ -329,6 +331,22 @@ class WhatIf:
         else:
             lines.append("- Recommended policy: plain decoding (no configuration beats the baseline at any level).")
         return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """The report's answer, as markdown: :meth:`findings` with the recommended policy first, under a
+        provenance line (MODEL PREDICTION, profile, workload, workbench version) and its caveats."""
+        import workbench
+
+        lines = self.findings().splitlines()[2:]
+        policy = [line for line in lines if line.startswith("- Recommended policy")]
+        rest = [line for line in lines if not line.startswith("- Recommended policy")]
+        head = (f"**Verdict** — {self.subtitle_lines[0]}; {self.subtitle_lines[1]}; workbench "
+                f"{workbench.__version__}; one prediction per configuration and level (a model's output: nothing "
+                "here is measured or tested).")
+        caveat = ("- **Caveats**: every figure is the simulator's cost and acceptance model, calibrated on the "
+                  "profile's own settings only; other settings' accept lengths are extrapolated. Use it to choose "
+                  "what to measure, then measure with `spec_vs_baseline`.")
+        return "\n".join([head, "", *policy, *rest, caveat])
 
     # -- charts -----------------------------------------------------------------
     def charts(self) -> dict[str, alt.TopLevelMixin]:

@@ -1,11 +1,23 @@
 """Analysis of the spec-versus-baseline trade-off: pure functions on DataFrames (ratios,
-crossovers, the best policy, bootstrap intervals over requests, t intervals over repeats; the
-envelope, the no-drafting threshold and per-batch-size schedules for SGLang and vLLM)."""
+crossovers, the best policy, bootstrap intervals over requests, t intervals over repeats;
+whether a pair is like-for-like, and the pure parts of a report's verdict; the envelope, the
+no-drafting threshold and per-batch-size schedules for SGLang and vLLM).
 
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "bracket_levels": "_verdict",
+    "bracket_text": "_verdict",
+    "levels_text": "_verdict",
+    "MIN_TEST_REPEATS": "_verdict",
+    "not_tested_text": "_verdict",
+    "queued_requests": "_fairness",
+    "ratio_spans": "_verdict",
+    "round_sig": "_verdict",
+    "round_to_interval": "_verdict",
+    "settings_differences": "_fairness",
+    "SIGNIFICANCE_RULE": "_verdict",
     "best_policy": "_crossover",
     "best_threshold": "_policy",
     "Crossover": "_crossover",

@@ -108,8 +108,8 @@ def find_crossover(concurrency: list[int] | pd.Series, ratio: list[float] | pd.S
         direction = "stops beating" if pairs[0][1] > 1.0 else "starts beating"
         return Crossover(
             metric, "interpolated", cx, c0, c1,
-            f"Speculation {direction} the baseline on {metric} near concurrency {cx:.1f} "
-            f"(between {c0} and {c1}, interpolated on log concurrency){more}.",
+            f"Speculation {direction} the baseline on {metric} between concurrency {c0} and {c1} "
+            f"(≈ {cx:.1f}, interpolated on log concurrency: nothing was measured in between){more}.",
             tuple(crossings),
         )
     if exact:

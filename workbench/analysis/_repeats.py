@@ -38,14 +38,14 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from workbench.analysis._verdict import MIN_TEST_REPEATS, not_tested_text
 from workbench.errors import ConfigError
 
 __all__ = ["CrossoverInterval", "Interval", "crossover_interval", "mean_interval", "ratio_intervals",
            "repeat_table", "t_quantile"]
 
-Verdict = Literal["spec ahead", "baseline ahead", "not distinguishable at this level", "n=1: no interval"]
+Verdict = str  # "spec ahead", "baseline ahead", "not distinguishable at this level", "not tested: <n> repeat(s)"
 NOT_DISTINGUISHABLE = "not distinguishable at this level"
-SINGLE = "n=1: no interval"
 
 
 def _beta_cf(a: float, b: float, x: float) -> float:
@@ -219,8 +219,8 @@ def repeat_table(
 
 
 def _verdict(n: int, lo: float, hi: float) -> Verdict:
-    if n < 2 or math.isnan(lo):
-        return SINGLE
+    if n < MIN_TEST_REPEATS or math.isnan(lo):
+        return not_tested_text(n)
     if lo > 1.0:
         return "spec ahead"
     if hi < 1.0:
@@ -254,7 +254,9 @@ def ratio_intervals(
         One row per concurrency both variants measured: ``concurrency``, ``n`` (paired
         repeats), ``ratio`` (geometric mean of the paired ratios), ``ratio_lo``,
         ``ratio_hi`` (NaN when ``n`` < 2), ``verdict`` (``"spec ahead"``, ``"baseline
-        ahead"``, ``"not distinguishable at this level"``, ``"n=1: no interval"``).
+        ahead"``, ``"not distinguishable at this level"``, or ``"not tested: <n> repeat(s)"`` below
+        :data:`~workbench.analysis._verdict.MIN_TEST_REPEATS` paired repeats, whose interval is
+        still given for n >= 2).
 
     Raises:
         ConfigError: a variant or column is missing, the variants share no level, or a
@@ -285,7 +287,7 @@ def ratio_intervals(
     return pd.DataFrame(rows)
 
 
-CrossoverIntervalKind = Literal["claimed", "not_claimed", "single_repeat"]
+CrossoverIntervalKind = Literal["claimed", "not_claimed", "not_tested"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,7 +298,8 @@ class CrossoverInterval:
         metric: the compared level column.
         kind: ``claimed`` (one verdict gives way to the other between two levels),
             ``not_claimed`` (the intervals do not separate on both sides), or
-            ``single_repeat`` (n = 1: no interval, nothing claimed).
+            ``not_tested`` (fewer than :data:`~workbench.analysis._verdict.MIN_TEST_REPEATS` paired
+            repeats at some level: nothing claimed).
         concurrency: where the point ratio crosses 1 between those levels (None unless claimed).
         lo, hi: the interval's bounds in concurrency (``2 ** log2_lo``; None unless claimed).
         log2_lo, log2_hi: the same on log2(concurrency).
@@ -352,10 +355,10 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterva
         raise ConfigError(f"need a ratio_intervals table (columns {sorted(need)}), got {list(ratios.columns)}")
     table = ratios.sort_values("concurrency").reset_index(drop=True)
     n_min = int(table["n"].min())
-    if n_min < 2:
-        return CrossoverInterval(metric, "single_repeat", None, None, None, None, None, n_min,
-                                 f"On {metric}: n={n_min} repeat at some level, so no interval and no crossover is "
-                                 "claimed; measure 2 or more repeats (repeats=3) to test one.")
+    if n_min < MIN_TEST_REPEATS:
+        return CrossoverInterval(metric, "not_tested", None, None, None, None, None, n_min,
+                                 f"On {metric}: {not_tested_text(n_min)} at some level, so no crossover is claimed; "
+                                 f"measure {MIN_TEST_REPEATS} or more repeats (repeats={MIN_TEST_REPEATS}) to test one.")
     verdicts = list(table["verdict"])
     signs = {"spec ahead": 1, "baseline ahead": -1}
     found = None

@@ -42,7 +42,8 @@ def per_request_ratio_ci(
     Returns:
         One row per shared concurrency: ``concurrency``, ``ratio`` (point estimate),
         ``ratio_lo``, ``ratio_hi``, ``n_baseline``, ``n_spec``, ``paired`` (bool), and
-        ``significant`` (the interval excludes 1).
+        ``excludes_1`` (the interval excludes 1: the requests of this one run differ, which is not
+        a significance test; see :data:`workbench.analysis.SIGNIFICANCE_RULE`).
 
     Raises:
         ConfigError: missing columns, bad confidence, or fewer than 2 completed
@@ -79,7 +80,7 @@ def per_request_ratio_ci(
         lo, hi = np.quantile(ratios, [alpha, 1.0 - alpha])
         rows.append({"concurrency": int(c), "ratio": float(s.mean() / b.mean()), "ratio_lo": float(lo),
                      "ratio_hi": float(hi), "n_baseline": len(b), "n_spec": len(s), "paired": bool(paired),
-                     "significant": bool(lo > 1.0 or hi < 1.0)})
+                     "excludes_1": bool(lo > 1.0 or hi < 1.0)})
     return pd.DataFrame(rows)
 
 

@@ -16,18 +16,49 @@ import math
 import altair as alt
 import pandas as pd
 
-from workbench.analysis import Crossover
+from workbench.analysis import Crossover, bracket_text
 
 WIDTH, HEIGHT = 520, 300
 
 #: Colours of the two ratio lines, kept apart from the variant palette (tableau10).
 RATIO_COLOURS = ["#222222", "#8c8c8c"]
 
+#: The baseline's colour when a chart is told which variant it is.
+BASELINE_GREY = "#9a9a9a"
 
-def variant_colour(variants: list[str] | None) -> alt.Color:
-    """Colour by variant with a fixed domain, so one variant has one colour in every chart."""
-    scale = alt.Scale(domain=list(variants), scheme="tableau10") if variants else alt.Undefined
-    return alt.Color("variant:N", title="Variant", scale=scale)
+#: Tableau 10 without its grey (the baseline's), for the other variants.
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+
+#: Colour of the rings that mark levels where a server queued requests.
+QUEUE_COLOUR = "#b00020"
+
+#: The subtitle line that explains the rings.
+QUEUE_NOTE = "red rings: levels where the server's queue held requests (concurrency above its max-running-requests)"
+
+
+def variant_colour(variants: list[str] | None, baseline: str | None = None) -> alt.Color:
+    """Colour by variant with a fixed domain, so one variant has one colour in every chart.
+
+    With ``baseline`` (one of ``variants``) the baseline is grey and the others take the
+    Tableau 10 colours in order; without it every variant takes Tableau 10.
+    """
+    if not variants:
+        return alt.Color("variant:N", title="Variant")
+    if baseline is None or baseline not in variants:
+        return alt.Color("variant:N", title="Variant", scale=alt.Scale(domain=list(variants), scheme="tableau10"))
+    others = iter(PALETTE * (1 + len(variants) // len(PALETTE)))
+    colours = [BASELINE_GREY if v == baseline else next(others) for v in variants]
+    return alt.Color("variant:N", title="Variant", scale=alt.Scale(domain=list(variants), range=colours))
+
+
+def _queue_rings(data: pd.DataFrame, y: str) -> alt.Chart | None:
+    """Red rings on the rows whose ``queued_requests`` is above 0 (None when there are none)."""
+    if "queued_requests" not in data.columns or not (data["queued_requests"].fillna(0) > 0).any():
+        return None
+    held = data[data["queued_requests"].fillna(0) > 0]
+    return (alt.Chart(held).mark_point(shape="circle", size=260, filled=False, strokeWidth=2, color=QUEUE_COLOUR)
+            .encode(x=_x(), y=alt.Y(f"{y}:Q"),
+                    tooltip=["variant", "concurrency", alt.Tooltip("queued_requests:Q", title="queued requests")]))
 
 
 def provenance_subtitle(levels: pd.DataFrame, *, profile: str | None = None, time_scale: float | None = None) -> str:
@@ -60,13 +91,17 @@ def _title(text: str, subtitle: Subtitle) -> alt.TitleParams:
 
 
 def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: Subtitle,
-           variants: list[str] | None) -> alt.Chart | alt.LayerChart:
+           variants: list[str] | None, baseline: str | None = None) -> alt.Chart | alt.LayerChart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
     bounds = [f"{column}_lo", f"{column}_hi"]
     has_ci = all(b in levels.columns for b in bounds) and levels[bounds].notna().all(axis=1).any()
     extra = [c for c in ["n", *bounds] if c in levels.columns] if has_ci else [c for c in ["n"] if c in levels]
+    extra += [c for c in ["queued_requests"] if c in levels.columns]
     data = levels[["variant", "concurrency", column, *extra]].dropna(subset=[column])
+    rings = _queue_rings(data, column)
+    if rings is not None:
+        subtitle = [*_lines_of(subtitle), QUEUE_NOTE]
     tooltip = ["variant", "concurrency", alt.Tooltip(f"{column}:Q", format=".1f"),
                *[alt.Tooltip(f"{c}:Q", format=".1f" if c != "n" else "d") for c in extra]]
     line = (
@@ -75,36 +110,103 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
         .encode(
             x=_x(),
             y=alt.Y(f"{column}:Q", title=y_title),
-            color=variant_colour(variants),
+            color=variant_colour(variants, baseline),
             tooltip=tooltip,
         )
     )
-    if not has_ci:
+    layers = [line]
+    if has_ci:
+        layers.append(
+            alt.Chart(data.dropna(subset=bounds))
+            .mark_errorbar(ticks=True)
+            .encode(x=_x(), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q",
+                    color=variant_colour(variants, baseline), tooltip=tooltip)
+        )
+    if rings is not None:
+        layers.append(rings)
+    if len(layers) == 1:
         return line.properties(title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
-    bars = (
-        alt.Chart(data.dropna(subset=bounds))
-        .mark_errorbar(ticks=True)
-        .encode(x=_x(), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q", color=variant_colour(variants),
-                tooltip=tooltip)
-    )
-    return alt.layer(line, bars, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
+    return alt.layer(*layers, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
 
 
-def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart | alt.LayerChart:
+def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
+                     baseline: str | None = None) -> alt.Chart | alt.LayerChart:
     """Total output throughput (tok/s, all requests) against concurrency, one line per variant.
 
-    ``variants`` fixes the colour order (pass the same list to every chart).
+    ``variants`` fixes the colour order (pass the same list to every chart); ``baseline`` draws
+    that variant in grey. Rows with ``queued_requests`` > 0 get a red ring (see :data:`QUEUE_NOTE`).
     """
     return _lines(levels, "output_throughput_tok_s", "Total output throughput", "Output tok/s (all requests)",
-                  subtitle, variants)
+                  subtitle, variants, baseline)
 
 
-def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart | alt.LayerChart:
-    """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency."""
-    return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle, variants)
+def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
+                      baseline: str | None = None) -> alt.Chart | alt.LayerChart:
+    """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency (as :func:`throughput_chart`)."""
+    return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle,
+                  variants, baseline)
 
 
-def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None) -> alt.Chart:
+#: Latency metrics :func:`latency_chart` draws: column stem -> (title, axis title).
+LATENCIES = {
+    "ttft_ms": ("Time to first token (TTFT)", "TTFT (ms)"),
+    "tpot_ms": ("Time per output token (TPOT)", "TPOT (ms)"),
+    "e2e_ms": ("End-to-end latency (E2E)", "E2E latency (ms)"),
+}
+
+#: Percentiles drawn, as the level table names them, with their stroke dash.
+PERCENTILES = {"p50": [1, 0], "p90": [6, 3], "p99": [2, 2]}
+
+
+def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, variants: list[str] | None = None,
+                  baseline: str | None = None) -> alt.LayerChart:
+    """p50, p90 and p99 of a latency against concurrency, one colour per variant (the baseline grey).
+
+    Args:
+        levels: per-level rows (or means over repeats) with ``variant``, ``concurrency`` and
+            ``p50_<metric>``, ``p90_<metric>``, ``p99_<metric>`` in ms (those present are drawn);
+            ``queued_requests`` rings the levels where the server queued requests.
+        metric: ``"ttft_ms"``, ``"tpot_ms"`` or ``"e2e_ms"`` (:data:`LATENCIES`).
+        subtitle: provenance lines.
+        variants: the colour order; ``baseline``: the variant drawn in grey.
+
+    Returns:
+        A layer chart: solid p50, dashed p90, dotted p99 (legend "Percentile"), on a log
+        latency axis (queueing moves TTFT by orders of magnitude).
+
+    Raises:
+        KeyError: ``metric`` is not one of :data:`LATENCIES`, or the table has none of its percentiles.
+    """
+    if metric not in LATENCIES:
+        raise KeyError(f"latency metric {metric!r} is not one of {sorted(LATENCIES)}")
+    cols = [f"{p}_{metric}" for p in PERCENTILES if f"{p}_{metric}" in levels.columns]
+    if not cols:
+        raise KeyError(f"level table has none of p50/p90/p99_{metric}")
+    keep = ["variant", "concurrency", *[c for c in ["queued_requests"] if c in levels.columns]]
+    long = levels.melt(id_vars=keep, value_vars=cols, var_name="percentile", value_name="latency_ms").dropna(
+        subset=["latency_ms"])
+    long = long[long["latency_ms"] > 0]
+    long["percentile"] = long["percentile"].str.split("_").str[0]
+    title, y_title = LATENCIES[metric]
+    y = alt.Y("latency_ms:Q", title=y_title, scale=alt.Scale(type="log"))
+    lines = alt.Chart(long).mark_line(point=True).encode(
+        x=_x(), y=y, color=variant_colour(variants, baseline),
+        strokeDash=alt.StrokeDash("percentile:N", title="Percentile", legend=alt.Legend(symbolType="stroke"),
+                                  scale=alt.Scale(domain=list(PERCENTILES), range=list(PERCENTILES.values()))),
+        detail="percentile:N",
+        tooltip=["variant", "concurrency", "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)])
+    layers: list[alt.Chart] = [lines]
+    rings = _queue_rings(long[long["percentile"] == "p50"].rename(columns={"latency_ms": "p50_latency_ms"}),
+                         "p50_latency_ms")
+    lines_of = _lines_of(subtitle)
+    if rings is not None:
+        layers.append(rings)
+        lines_of = [*lines_of, QUEUE_NOTE + " (on p50)"]
+    return alt.layer(*layers, title=_title(title, lines_of), width=WIDTH, height=HEIGHT)
+
+
+def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
+                        baseline: str | None = None) -> alt.Chart:
     """Accept length (tokens per verify, bonus included) against concurrency, speculative variants.
 
     Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
@@ -117,12 +219,21 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
         x=_x(),
         y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
                 scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3])),
-        color=variant_colour(variants),
+        color=variant_colour(variants, baseline),
         tooltip=["variant", "concurrency", "source", alt.Tooltip("accept_len:Q", format=".2f")],
     )
     client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
     server = base.transform_filter(alt.datum.source == "server (/server_info)").mark_point(filled=False, size=90, shape="diamond")
     return alt.layer(client, server)
+
+
+def crossover_label(metric_name: str, concurrency: float, measured: list[int]) -> str:
+    """The label of a crossover's rule: the measured levels that bracket it, the point only as a concurrency.
+
+    Example: ``crossover_label("total output tok/s", 1.228, [1, 2, 4])`` ->
+    ``"total output tok/s crossover: between concurrency 1 and 2 (≈ 1.2)"``.
+    """
+    return f"{metric_name} crossover: {bracket_text(concurrency, measured)}"
 
 
 def ratio_chart(
@@ -161,10 +272,20 @@ def ratio_chart(
     one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(y="ratio:Q")
     points = [(m, x) for m, c in crossovers.items() if c.concurrency is not None
               for x in ([cx for _, _, cx in c.crossings] or [c.concurrency])]
-    marks = [{"concurrency": x, "label": f"crossover, {names.get(m, m)}: {x:.2f}", "row": i}
+    measured = sorted(int(c) for c in ratios["concurrency"])
+    marks = [{"concurrency": x, "label": crossover_label(names.get(m, m), x, measured), "row": i}
              for i, (m, x) in enumerate(points)]
     notes = [f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None]
     layers = [lines, one]
+    notes_queue = []
+    if "queued_requests" in ratios.columns and (ratios["queued_requests"].fillna(0) > 0).any():
+        held = long.merge(ratios[["concurrency", "queued_requests"]], on="concurrency")
+        held = held[held["queued_requests"] > 0]
+        layers.append(alt.Chart(held).mark_point(shape="circle", size=260, filled=False, strokeWidth=2,
+                                                 color=QUEUE_COLOUR)
+                      .encode(x=_x(), y="ratio:Q", tooltip=["concurrency", "metric", alt.Tooltip(
+                          "queued_requests:Q", title="requests queued (either server)")]))
+        notes_queue = [QUEUE_NOTE.replace("the server's queue", "either server's queue")]
     if ci is not None and len(ci):
         layers.append(
             alt.Chart(ci.assign(metric=names["mean_per_request_tok_s"]))
@@ -184,5 +305,5 @@ def ratio_chart(
                 .mark_text(align="right" if right_half else "left", dx=-4 if right_half else 4, color="firebrick")
                 .encode(x="concurrency:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
             )
-    full_subtitle = [*_lines_of(subtitle), *notes]
+    full_subtitle = [*_lines_of(subtitle), *notes, *notes_queue]
     return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)

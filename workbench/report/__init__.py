@@ -10,6 +10,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "CellWatch": "_progress",
     "check_parameters": "_params",
     "default_notebooks": "_discovery",
     "DEFAULT_OUT_DIR": "_discovery",
@@ -23,6 +24,10 @@ _NAMES = {
     "NotebookParameter": "_params",
     "parse_param_pairs": "_params",
     "parse_param_value": "_params",
+    "PROGRESS_FILE_ENV": "_progress",
+    "ProgressTail": "_progress",
+    "report_progress": "_progress",
+    "reporting_progress": "_progress",
     "ReportResult": "_runner",
     "RESERVED_PARAMETERS": "_params",
     "run_notebook": "_runner",

@@ -45,6 +45,9 @@ _TEMPLATE = r"""
 .wb-provenance b { color: #222; }
 .wb-provenance .wb-failed { color: #b00020; font-weight: bold; }
 .jp-RenderedSVG svg { max-width: 100%; height: auto; }
+/* tables fit a laptop screen (1366 px): long cells wrap instead of widening the page */
+.jp-RenderedHTMLCommon table { max-width: 100%; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: break-word; max-width: 26em; }
 </style>
 {%- endblock extra_css -%}
 {%- block body_header -%}
@@ -57,11 +60,13 @@ _TEMPLATE = r"""
   {%- if wb.git.get('dirty') %} (with uncommitted changes){% endif %}{% endif %},
   finished {{ wb.get('finished_at', '?') | e }} ({{ '%.1f' | format(wb.get('duration_s', 0.0)) }} s).
   {%- if wb.get('status') == 'failed' %} <span class="wb-failed">The run FAILED; this is its partial output.</span>{% endif %}
-  <br>Parameters given:
+  <details><summary>Parameters: {{ wb.get('parameters', {}) | length }} given, {{ wb.get('defaults', {}) | length }} at their defaults</summary>
+  Given:
   {%- for name, value in wb.get('parameters', {}).items() %} <code>{{ name | e }}={{ value | tojson | e }}</code>{% endfor %}
   {%- if wb.get('defaults') %}; at their defaults:
   {%- for name, text in wb.get('defaults', {}).items() %} <code>{{ name | e }}={{ text | e }}</code>{% endfor %}
   {%- endif %}
+  </details>
 </div>
 {%- endif %}
 {%- endblock body_header -%}
@@ -78,6 +83,11 @@ DISPLAY_PRIORITY = [
     "image/jpeg",
     "text/plain",
 ]
+
+
+#: Cells whose code the report does not show (their outputs stay): the parameters cells, whose
+#: values the header lists, and cells a notebook tags ``hide-input`` (setup, the verdict's call).
+HIDDEN_INPUT_TAGS = ("parameters", "injected-parameters", "hide-input")
 
 
 _XML_PROLOG = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE[^>]*>\s*)?", re.IGNORECASE)
@@ -112,6 +122,9 @@ def _exporter():
 
     config = Config()
     config.NbConvertBase.display_data_priority = DISPLAY_PRIORITY
+    # The parameters cells are in the header already; setup and glue cells tagged hide-input show only their output.
+    config.TagRemovePreprocessor.enabled = True
+    config.TagRemovePreprocessor.remove_input_tags = set(HIDDEN_INPUT_TAGS)
     exporter = HTMLExporter(
         config=config,
         template_name="lab",

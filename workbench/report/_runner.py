@@ -13,8 +13,11 @@ in a notebook mean the same in both.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
+import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +32,7 @@ BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
 from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._params import check_parameters, notebook_parameters
+from workbench.report._progress import PROGRESS_FILE_ENV, CellWatch, ProgressTail, executed_sources
 from workbench.report._provenance import git_state, provenance
 
 __all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "ReportResult", "run_notebook"]
@@ -132,21 +136,39 @@ def _execute(
     from nbclient.exceptions import CellTimeoutError
     from papermill.exceptions import PapermillExecutionError
 
+    from traitlets.config import Config
+
     has_language = nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language")
     quiet = _QuietReportDir()
     logging.getLogger("papermill").addFilter(quiet)
+    progress_file = executed.with_name(f".{executed.stem}.progress")
+    previous = os.environ.get(PROGRESS_FILE_ENV)
+    papermill_log = logging.getLogger("papermill")
+    watch = CellWatch(executed_sources(nbformat.read(str(source), as_version=4).cells)) if progress else None
+    tail = ProgressTail(progress_file, stream=sys.stderr, cells=watch) if progress else contextlib.nullcontext()
+    propagate, level = papermill_log.propagate, papermill_log.level
+    if watch is not None:  # papermill's records only reach the watch: the cells' own output stays in the notebook
+        papermill_log.addHandler(watch)
+        papermill_log.propagate = False
+        papermill_log.setLevel(logging.INFO)
     try:
-        papermill.execute_notebook(
-            str(source),
-            str(executed),
-            parameters=parameters,
-            kernel_name=kernel,
-            language=None if has_language else "python",
-            cwd=str(source.parent),
-            progress_bar=progress,
-            log_output=False,
-            execution_timeout=cell_timeout_s,
-        )
+        with tail:
+            if progress:
+                os.environ[PROGRESS_FILE_ENV] = str(progress_file)  # the kernel inherits it (report_progress)
+            papermill.execute_notebook(
+                str(source),
+                str(executed),
+                parameters=parameters,
+                kernel_name=kernel,
+                language=None if has_language else "python",
+                cwd=str(source.parent),
+                progress_bar=False,
+                log_output=watch is not None,  # "Executing Cell N" records for the watch
+                execution_timeout=cell_timeout_s,
+                # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
+                # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7).
+                config=Config({"KernelManager": {"transport": "ipc"}}),
+            )
     except NoSuchKernel as exc:
         raise ReportError(
             f"cannot run {source}: no Jupyter kernel named {kernel!r} in this environment. "
@@ -171,6 +193,14 @@ def _execute(
         return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
     finally:
         logging.getLogger("papermill").removeFilter(quiet)
+        if watch is not None:
+            papermill_log.removeHandler(watch)
+            papermill_log.propagate = propagate
+            papermill_log.setLevel(level)
+        if previous is None:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
+        else:
+            os.environ[PROGRESS_FILE_ENV] = previous
     return None, {}
 
 
@@ -200,7 +230,9 @@ def run_notebook(
         kernel_name: Jupyter kernel to use (default ``python3``: the IPython kernel
             of the environment the workbench runs in, whatever the notebook names).
         cell_timeout_s: fail a cell that runs longer (seconds; default no limit).
-        progress: show papermill's progress bar on stderr.
+        progress: print the notebook's progress lines on stderr as they come (one per measured
+            level: :func:`workbench.report.report_progress`); notebooks then show no progress
+            bars of their own.
 
     Returns:
         A :class:`ReportResult` naming every file written.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -123,6 +124,7 @@ def report_command(
 
     failures: list[str] = []
     bad_input = 0
+    started = time.monotonic()
     for nb, params in plan.items():
         shown = " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
         typer.echo(f"running {nb} with {shown}")
@@ -133,7 +135,7 @@ def report_command(
                 parameters=params,
                 kernel_name=kernel,
                 cell_timeout_s=cell_timeout,
-                progress=sys.stderr.isatty(),
+                progress=True,
             )
         except ReportError as exc:
             failures.append(str(nb))
@@ -142,7 +144,12 @@ def report_command(
             continue
         typer.echo(f"  report:   {result.html}")
         typer.echo(f"  notebook: {result.executed}")
-        typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)  [{result.duration_s:.1f} s]")
+        if result.charts:
+            typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)")
+        typer.echo(f"  took {result.duration_s:.0f} s")
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    typer.echo(f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
+               f"{f'{minutes} min ' if minutes else ''}{seconds} s")
     if failures:
         typer.echo(f"{len(failures)} of {len(plan)} notebook(s) failed: {', '.join(failures)}", err=True)
         # 2 when every failure was the notebook refusing its parameters (bad input), as for any command

@@ -17,6 +17,7 @@ _NAMES = {
     "Grid": "_grid",
     "grid_variants": "_grid",
     "GridExpansion": "_grid",
+    "findings_verdict": "_findings",
     "has_errors": "_findings",
     "LaunchTree": "_trees",
     "list_variants": "_variant",

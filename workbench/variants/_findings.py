@@ -91,3 +91,51 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
     """One row per finding (columns :data:`FINDING_COLUMNS`), errors first."""
     rows = [{c: f.to_dict()[c] for c in FINDING_COLUMNS} for f in sort_findings(findings)]
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)
+
+
+def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], baseline: str = "baseline",
+                     checked_against: str | None = None) -> str:
+    """The variants report's answer, as markdown: which variants will start, which pairs are like-for-like.
+
+    Args:
+        findings: what :func:`workbench.variants.check_variants` returned (pairs are named ``"a vs b"``).
+        variants: the variants checked, in order.
+        baseline: the variant the speculative ones were compared with.
+        checked_against: the SGLang they were checked against (None: each its own version).
+
+    Returns:
+        Lines: the counts (:func:`count_line`); the variants that would start and those that would
+        not, each with its first error; the speculative variants like-for-like with the baseline and
+        those that are not, with the flags that differ. Example line: ``"- **Will not start**:
+        adaptive (--speculative-adaptive: unrecognized in SGLang 0.5.9)."``
+    """
+    items = list(findings)
+    names = list(variants)
+    against = f"against SGLang {checked_against}" if checked_against else "each against its own SGLang version"
+    lines = [f"**Verdict** — {len(names)} variant(s) checked {against}, before anything is launched: "
+             f"{count_line(items)}.", ""]
+    errors: dict[str, Finding] = {}
+    for f in items:
+        if f.severity == "error" and " vs " not in f.variant:
+            errors.setdefault(f.variant, f)
+    starting = [n for n in names if n not in errors]
+    if starting:
+        lines.append(f"- **Would start**: {', '.join(starting)}.")
+    if errors:
+        failing = "; ".join(f"{n} ({e.flag + ': ' if e.flag else ''}{e.problem.split('. ')[0].rstrip('.')})"
+                            for n, e in errors.items())
+        lines.append(f"- **Would not start**: {failing}.")
+    pairs: dict[str, list[str]] = {}
+    for f in items:
+        if " vs " in f.variant and f.severity in ("warning", "error"):
+            pairs.setdefault(f.variant.split(" vs ")[0], []).append(f.flag or f.check)
+    compared = [n for n in names if n != baseline and any(f.variant == f"{n} vs {baseline}" for f in items)]
+    fair = [n for n in compared if n not in pairs]
+    if fair:
+        lines.append(f"- **Like-for-like with {baseline}** (differ only in speculation): {', '.join(fair)}.")
+    if pairs:
+        unfair = "; ".join(f"{n} ({', '.join(dict.fromkeys(flags))})" for n, flags in pairs.items())
+        lines.append(f"- **Not like-for-like with {baseline}**: {unfair}. The findings below name each fix; "
+                     "what SGLang itself changes (the 48 cap, overlap off under spec v1) can be matched on the "
+                     "baseline only in part (`baseline-cap48` matches the cap).")
+    return "\n".join(lines)

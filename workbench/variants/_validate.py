@@ -309,9 +309,14 @@ def compare_pair(baseline: Variant, variant: Variant, b_flags: dict[str, Any], v
     """
     pair, out = f"{variant.name} vs {baseline.name}", []
     fix_both = f"make {baseline.name} and {variant.name} agree"
+    algo = v_flags.get("speculative_algorithm")
+    eagle = bool(algo) and str(algo).upper() in EAGLE_FAMILY
+    implied = {"max_running_requests": 48} if eagle and rules.caps_max_running_48 else {}
     for key in sorted(set(b_flags) | set(v_flags)):
-        if key.startswith(SPEC_PREFIX) or key == "model_path" or b_flags.get(key) == v_flags.get(key):
-            continue
+        v_value = v_flags.get(key) if v_flags.get(key) is not None else implied.get(key)
+        same = b_flags.get(key) == v_flags.get(key) or (key in implied and _int(b_flags.get(key)) == v_value)
+        if key.startswith(SPEC_PREFIX) or key == "model_path" or same:
+            continue  # the same, or the value SGLang sets itself for the speculative variant (its 48 cap)
         out.append(Finding("warning", pair, _opt(key), f"{_opt(key)} differs: {baseline.name} has "
                            f"{_shown(b_flags.get(key))}, {variant.name} has {_shown(v_flags.get(key))}; a non-"
                            "speculative difference makes the pair not comparable.", f"{fix_both} on {_opt(key)}",
@@ -333,12 +338,11 @@ def compare_pair(baseline: Variant, variant: Variant, b_flags: dict[str, Any], v
         out.append(Finding("info", pair, "patches", f"{variant.name} is a patched build "
                            f"({', '.join(p.name for p in variant.patches)}): differences include the patch's effect.",
                            "", "pair-patched"))  # fmt: skip
-    algo = v_flags.get("speculative_algorithm")
-    if not algo or str(algo).upper() not in EAGLE_FAMILY:
+    if not eagle:
         return out
     ver = rules.version
-    if rules.caps_max_running_48 and v_flags.get("max_running_requests") is None:
-        base_mrr = b_flags.get("max_running_requests")
+    base_mrr = b_flags.get("max_running_requests")
+    if rules.caps_max_running_48 and v_flags.get("max_running_requests") is None and _int(base_mrr) != 48:
         out.append(Finding("warning", pair, "--max-running-requests",
                            f"SGLang {ver} caps max running requests at 48 for {variant.name} (speculative, "
                            f"--max-running-requests not set) while {baseline.name} runs "

@@ -1,0 +1,249 @@
+"""The words of a spec-versus-baseline study: the verdict that opens the report, comparability, findings.
+
+Functions of a :class:`workbench._study.Study` (which delegates its ``verdict``,
+``comparability_text``, ``findings`` and ``provenance_line`` methods here), returning markdown.
+Every sentence is written from the study's tables: the numbers come from
+:mod:`workbench.analysis` (ratios, crossovers, intervals, the significance rule, fairness) and
+are rounded here for reading, ratios to two decimals, crossovers as the measured levels that
+bracket them (the interpolated point only as "≈ c", a concurrency).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
+                                levels_text, not_tested_text, ratio_spans)
+
+__all__ = ["COMPARED", "comparability_text", "findings", "provenance_line", "verdict"]
+
+#: Level metrics compared between variants (higher is better for both).
+COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
+
+#: A :class:`workbench._study.Study` (not imported: that module imports this one).
+Study = Any
+
+
+def comparability_text(study: Study) -> str:
+    """Markdown for the report's *Comparability* section: per speculative variant, each setting that
+    differs from the baseline beyond speculation with what it does and how (or whether) it can be
+    equalised, and the levels where a server's queue held requests."""
+    unfair, held = study.comparability(), study.queued()
+    if not study.server_infos:
+        return "No server settings were recorded in these runs' manifests: comparability cannot be checked."
+    lines = []
+    for spec in study.spec_variants:
+        rows = unfair[unfair["variant"] == spec]
+        if not len(rows):
+            lines.append(f"- **{spec}**: like-for-like with {study.baseline} (the servers reported the same "
+                         "settings beyond speculation).")
+            continue
+        lines.append(f"- **{spec}** differs from {study.baseline}:")
+        for r in rows.itertuples():
+            values = f" ({study.baseline}: {r.baseline_value}, {spec}: {r.spec_value})" if r.baseline_value else ""
+            lines.append(f"  - `{r.setting}`{values}: {r.effect}. To equalise: {r.equalise}.")
+    if len(held):
+        at = "; ".join(f"{r.variant} at concurrency {r.concurrency}: {r.queued_requests} queued (cap {r.cap})"
+                       for r in held.itertuples())
+        lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
+    else:
+        lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
+                     "max-running-requests.")
+    return "\n".join(lines)
+
+
+def findings(study: Study) -> str:
+    """A short markdown summary: crossovers, best policy, accept length vs model."""
+    lines = []
+    if study.simulated:
+        lines.append(f"**{study.subtitle}.**\n")
+    lines.append(f"- {study.repeats_line}.")
+    for spec in study.spec_variants:
+        for metric, c in study.crossovers(spec).items():
+            lines.append(f"- **{spec}**, {metric}: {c.description}")
+        if study.max_repeats > 1:
+            for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
+                interval = ("no interval" if row.n < 2 else
+                            f"95% CI {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}")
+                lines.append(f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
+                             f"({interval}, n={row.n} paired repeats): {row.verdict}.")
+            continue
+        ci = study.per_request_ci(spec).merge(study.ratios(spec)[["concurrency", "queued_requests"]],
+                                              on="concurrency", how="left")
+        for row in ci.itertuples():
+            if row.ratio > 1.0:
+                queued = (f"; {int(row.queued_requests)} of {row.concurrency} requests queued in a server, so "
+                          "not like-for-like" if row.queued_requests > 0 else "")
+                lines.append(
+                    f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
+                    f"(requests' spread: {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}, "
+                    f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of one repeat; "
+                    f"{not_tested_text(study.max_repeats)}{queued})."
+                )
+    pol = study.policy()
+    runs = []
+    for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
+        levels = list(group["concurrency"])
+        span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
+        runs.append(f"{group['best_variant'].iloc[0]} at concurrency {span}")
+    lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
+    for m in study.manifests:
+        sim = m.get("simulation") or {}
+        expected = sim.get("expected_accept_length")
+        name = m.get("variant")
+        got = study.levels.loc[study.levels["variant"] == name, "accept_length"].dropna()
+        if expected and len(got):
+            lines.append(
+                f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels and repeats "
+                f"(n={len(got)} level measurements); "
+                f"the simulator's acceptance model expects {expected:.2f} per verify step (before the "
+                "prefill token and output-length truncation)."
+            )
+    return "\n".join(lines)
+
+def provenance_line(study: Study) -> str:
+    """Where the figures come from: measured or simulated, engine, SGLang and workbench versions, host, n."""
+    import workbench
+
+    sims = [m.get("simulation") or {} for m in study.manifests]
+    profile = next((s.get("profile") for s in sims if s.get("profile")), None)
+    versions = sorted({str(m.get("sglang_version")) for m in study.manifests if m.get("sglang_version")})
+    hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
+    engines = sorted(set(study.levels["engine"].dropna())) if "engine" in study.levels else []
+    counts = study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)
+    what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else "Measured"
+    parts = [what, f"engine {', '.join(engines) or 'unknown'}" + (f" (profile {profile})" if profile else "")]
+    if versions:
+        parts.append(f"SGLang {', '.join(versions)}" + (" rules" if study.simulated else ""))
+    parts.append(f"workbench {workbench.__version__}")
+    if hosts:
+        parts.append(f"host {', '.join(hosts)}")
+    n = study.max_repeats
+    parts.append(f"n={n} repeat{'' if n == 1 else 's'} per level")
+    if len(counts):
+        lo, hi = int(counts.min()), int(counts.max())
+        parts.append(f"{lo if lo == hi else f'{lo}–{hi}'} requests per level")
+    return ", ".join(parts) + "."
+
+def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
+    """``"ahead at 1 (1.03x), behind at 2–64 (0.46x–0.91x); crossover between concurrency 1 and 2 (≈ 1.2)"``."""
+    ratios = study.ratios(spec)
+    measured = list(ratios["concurrency"])
+    spans = ratio_spans(ratios["concurrency"], ratios[f"{metric}_ratio"])
+    by_level = dict(zip(ratios["concurrency"], ratios[f"{metric}_ratio"]))
+    parts = []
+    for side in ("ahead", "even", "behind"):
+        levels = spans[side]
+        if not levels:
+            continue
+        values = sorted(f"{by_level[c]:.2f}" for c in levels)
+        shown = f"{values[0]}x" if values[0] == values[-1] else f"{values[0]}x–{values[-1]}x"
+        parts.append(f"{side} at {levels_text(levels, measured)} ({shown})")
+    text = ", ".join(parts)
+    if study.max_repeats >= MIN_TEST_REPEATS:
+        words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
+                 "not distinguishable at this level": "not distinguishable"}
+        tested = [f"{words.get(v, v)} at {levels_text(list(g['concurrency']), measured)}"
+                  for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
+        text += f" (tested: {', '.join(tested)})"
+    if interval.kind == "claimed":
+        lower, upper = bracket_levels(interval.concurrency, measured)
+        text += (f"; crossover between concurrency {lower} and {upper} (≈ {interval.concurrency:.1f}, 95% "
+                 f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
+    elif interval.kind == "not_claimed":
+        text += "; no crossover can be claimed (the 95% intervals do not separate on both sides)"
+    elif crossover.kind == "interpolated":
+        first = "first " if len(crossover.crossings) > 1 else ""
+        text += (f"; {first}crossover between concurrency {crossover.lower} and {crossover.upper} "
+                 f"(≈ {crossover.concurrency:.1f})")
+        if len(crossover.crossings) > 1:
+            text += f", {len(crossover.crossings)} crossings in all"
+    elif crossover.kind == "below_range":
+        text += f"; crossover below concurrency {min(measured)}, the lowest level"
+    elif crossover.kind == "none_in_range":
+        text += f"; no crossover up to concurrency {max(measured)}"
+    return text
+
+def verdict(study: Study) -> str:
+    """The report's answer, as markdown, written from the data: it opens the report.
+
+    What it says, in order: the recommended policy (the variant with the highest total
+    output throughput at each level, :meth:`policy`); per speculative variant, where it is
+    ahead of and behind the baseline on total and per-request throughput (ratios to 3
+    significant figures) and its crossover, said as the two measured levels that bracket it
+    (the interpolated point only as "≈ concurrency", with its 95% interval when tested);
+    then the caveats that limit the conclusion: settings that differ beyond speculation
+    (:meth:`comparability`), levels where a server's queue held requests (:meth:`queued`),
+    the significance rule (:data:`workbench.analysis.SIGNIFICANCE_RULE`: with fewer than 3
+    repeats, "not tested"), and, for the simulated engine, that the figures are a model's;
+    last, the provenance (:meth:`provenance_line`).
+    """
+    lines = [f"**Verdict** — {study.provenance_line()}", ""]
+    pol = study.policy()
+    measured = list(pol["concurrency"])
+    spans = [f"**{v}** at concurrency {levels_text(list(g['concurrency']), measured)}"
+             for v, g in pol.groupby("best_variant", sort=False)]
+    lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}.")
+    names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
+    unfair = study.comparability()
+    held = study.queued()
+    alike: dict[str, list[str]] = {}
+    for spec in study.spec_variants:
+        crossovers, intervals = study.crossovers(spec), study.crossover_intervals(spec)
+        said = "; ".join(f"{names[m]}: {_metric_sentence(study, spec, m, crossovers[m], intervals[m])}"
+                         for m in COMPARED)
+        lines.append(f"- **{spec}** against {study.baseline} — {said}.")
+        for text in _queue_sentences(study, spec, held):
+            if text.endswith("like-for-like there.") and not text.startswith("Not"):
+                alike.setdefault(text, []).append(spec)  # said once, among the caveats
+            else:
+                lines.append(f"  - {text}")
+    caveats = [text.replace("both servers queue", "every server queues").replace(
+                   "both are full, so the pair is", "all are full, so the pairs are")
+               if len(specs) == len(study.spec_variants) > 1 else
+               text.replace("like-for-like there.", f"like-for-like there ({', '.join(specs)}).")
+               if len(study.spec_variants) > 1 else text for text, specs in alike.items()]
+    differs = unfair[~unfair["setting"].str.startswith("preflight")]
+    for spec, group in differs.groupby("variant", sort=False):
+        settings = ", ".join(f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}"
+                             for r in group.itertuples())
+        caveats.append(f"Not like-for-like: {spec} differs from {study.baseline} beyond speculation in {settings} "
+                       "(*Comparability* below says what each does and what can be equalised).")
+    n = study.max_repeats
+    if n < MIN_TEST_REPEATS:
+        caveats.append(f"Nothing here is tested for significance ({not_tested_text(n)} per level); the rule: "
+                       f"{SIGNIFICANCE_RULE}. Run with `-p repeats {MIN_TEST_REPEATS}` to test.")
+    else:
+        caveats.append(f"Significance rule: {SIGNIFICANCE_RULE}.")
+    if study.simulated:
+        caveats.append("The figures are the simulated engine's: a model calibrated to a few GPU measurements "
+                       "(docs/SIMULATOR.md), to choose what to measure, not a measurement.")
+    stand_ins = [m.get("variant") for m in study.manifests if m.get("sim_stand_in")]
+    if stand_ins:
+        caveats.append(f"{', '.join(stand_ins)}: the simulator runs a stand-in for the patch, not the patch.")
+    lines.append("- **Caveats**:")
+    lines += [f"  - {c}" for c in caveats]
+    return "\n".join(lines)
+
+def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
+    """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
+    out = []
+    caps = study.caps
+    pair = held[held["variant"].isin([spec, study.baseline])]
+    for c, group in pair.groupby("concurrency"):
+        q = dict(zip(group["variant"], group["queued_requests"]))
+        qb, qs = q.get(study.baseline, 0), q.get(spec, 0)
+        if qb == qs:
+            out.append(f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
+                       f"{caps.get(spec)} each): both are full, so the pair is like-for-like there.")
+            continue
+        who = [f"{q_} of {c} requests wait in {v}'s queue (max-running-requests {caps.get(v)})"
+               for v, q_ in ((spec, qs), (study.baseline, qb)) if q_]
+        others = [f"{v} (max-running-requests {caps.get(v, 'unknown')}) admits {'all' if not q_ else c - q_}"
+                  for v, q_ in ((spec, qs), (study.baseline, qb)) if not q_]
+        out.append(f"Not like-for-like at concurrency {c}: {' and '.join(who)}"
+                   f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "
+                   "server with one that is not.")
+    return out
