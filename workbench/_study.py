@@ -347,7 +347,7 @@ class Study:
         for spec in self.spec_variants:
             ratios = self.ratios(spec)
             differs = unfair[(unfair["variant"] == spec) & ~unfair["setting"].str.startswith("preflight")]
-            fairness = ([f"NOT LIKE-FOR-LIKE: " + "; ".join(
+            fairness = (["NOT LIKE-FOR-LIKE: " + "; ".join(
                 f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}" for r in differs.itertuples())]
                 if len(differs) else [])
             if self.max_repeats > 1:

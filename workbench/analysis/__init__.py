@@ -1,7 +1,7 @@
 """Analysis of the spec-versus-baseline trade-off: pure functions on DataFrames (ratios,
 crossovers, the best policy, bootstrap intervals over requests, t intervals over repeats;
 whether a pair is like-for-like, and the pure parts of a report's verdict; the envelope, the
-no-drafting threshold and per-batch-size schedules for SGLang and vLLM).
+no-drafting threshold and per-batch-size schedules for SGLang and vLLM)."""
 
 from workbench._faces import lazy_face as _lazy_face
 

@@ -9,7 +9,6 @@ imported when the command runs, not for ``--help``.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
