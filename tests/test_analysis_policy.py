@@ -48,11 +48,14 @@ def test_goodput_counts_requests_meeting_both_targets_per_second() -> None:
 
 
 def test_latency_ratio_is_baseline_over_spec() -> None:
-    lv = levels({"baseline": {1: [100.0, 120.0]}, "s": {1: [50.0, 60.0]}}, metric="mean_ttft_ms")
+    lv = levels({"baseline": {1: [100.0, 120.0, 110.0]}, "s": {1: [50.0, 60.0, 55.0]}}, metric="mean_ttft_ms")
     t = spec_ratio_table(lv, baseline="baseline", metric="mean_ttft_ms")
     row = t.iloc[0]
     assert row["ratio"] == pytest.approx(2.0) and row["orientation"] == "baseline/spec"
     assert row["ratio_lo"] == pytest.approx(2.0) and row["verdict"] == "spec ahead"  # identical paired ratios
+    # two repeats: an interval, but below the significance rule's 3 paired repeats no verdict
+    two = spec_ratio_table(lv[lv["repeat"] < 2], baseline="baseline", metric="mean_ttft_ms").iloc[0]
+    assert two["ratio_lo"] == pytest.approx(2.0) and two["verdict"] == "not tested: 2 repeats"
     up = spec_ratio_table(SWEEP, baseline="baseline", metric=M, specs=["s1"])
     assert up.iloc[0]["ratio"] == pytest.approx(math.sqrt(1.2 * 1.18)) and up.iloc[0]["orientation"] == "spec/baseline"
 
@@ -93,8 +96,14 @@ def test_predicted_policy_gain_and_a_measurement_that_agrees() -> None:
     pvm = predicted_vs_measured(rows, predicted="p (predicted)", measured="p (measured)", against=["baseline"],
                                 metric=M).set_index("concurrency")
     assert pvm.loc[4, "measured_over_predicted"] == pytest.approx(0.98)
-    # every repeat 2% lower: the paired interval is exactly 0.98, which excludes 1
-    assert set(pvm["agreement"]) == {"measured worse"}
+    # two repeats: below the significance rule, so no agreement is claimed either way
+    assert set(pvm["agreement"]) == {"not tested: 2 repeats"}
+    # a third repeat, every one 2% lower: the paired interval is exactly 0.98, which excludes 1
+    third = rows[rows["repeat"] == 1].assign(repeat=2)
+    pvm3 = predicted_vs_measured(pd.concat([rows, third], ignore_index=True), predicted="p (predicted)",
+                                 measured="p (measured)", against=["baseline"], metric=M)
+    assert set(pvm3["agreement"]) == {"measured worse"}
+    assert pvm3["measured_over_predicted_lo"].tolist() == pytest.approx([0.98] * 3)
     with pytest.raises(ConfigError, match="not measured"):
         policy_rows(SWEEP, {32: "s1"}, name="x")
 

@@ -407,7 +407,9 @@ def predicted_vs_measured(levels: pd.DataFrame, *, predicted: str, measured: str
         ``measured_gain`` (+ ``_lo``, ``_hi``), ``n``, and ``measured_over_predicted`` with its
         interval (the measured policy over the predicted one, paired by repeat) and ``agreement``:
         "agrees" when that interval contains 1, "measured better" / "measured worse" when it
-        excludes 1 (oriented: better means a higher gain), "n=1: no interval" otherwise.
+        excludes 1 (oriented: better means a higher gain), "n=1: no interval" for one repeat,
+        and the significance rule's "not tested: <n> repeats" below
+        :data:`~workbench.analysis.MIN_TEST_REPEATS` paired repeats.
     """
     pred = policy_gains(levels, policy=predicted, against=against, metric=metric, confidence=confidence)
     meas = policy_gains(levels, policy=measured, against=against, metric=metric, confidence=confidence)
@@ -420,7 +422,7 @@ def predicted_vs_measured(levels: pd.DataFrame, *, predicted: str, measured: str
     check = spec_ratio_table(levels, baseline=predicted, metric=metric, specs=[measured], confidence=confidence)
     words = {"spec ahead": "measured better", "baseline ahead": "measured worse",
              "not distinguishable at this level": "agrees", "n=1: no interval": "n=1: no interval"}
-    check = check.assign(agreement=check["verdict"].map(words)).rename(columns={
+    check = check.assign(agreement=check["verdict"].map(lambda v: words.get(v, v))).rename(columns={
         "ratio": "measured_over_predicted", "ratio_lo": "measured_over_predicted_lo",
         "ratio_hi": "measured_over_predicted_hi"})
     return out.merge(check[["concurrency", "measured_over_predicted", "measured_over_predicted_lo",
