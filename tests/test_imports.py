@@ -306,6 +306,16 @@ def test_imported_runs_join_the_catalogue_and_a_study(tmp_path: Path) -> None:
     assert ratio["ratio"].iloc[0] == pytest.approx(66.09843062822272 / 78.88820872766941)
     chart = charts.throughput_chart(means, subtitle=study.subtitle, variants=study.variants)
     assert chart.to_dict()["title"]["subtitle"][0].startswith("SIMULATED")
+    # the whole report reads them too: bench_serving records no per-request E2E for the EAGLE-3 file, so
+    # per-request speed is left out of that pair (and said so), never a failure or a made-up figure
+    assert study.compared("eagle3") == ("output_throughput_tok_s",)
+    drawn = study.charts()
+    assert "ratio_eagle3" in drawn and "throughput" in drawn and "latency_ttft" in drawn
+    assert "per-request tok/s not recorded for both" in str(drawn["ratio_eagle3"].to_dict()["title"])
+    verdict = study.verdict()
+    assert "per request: not recorded for both (not compared)" in verdict
+    assert "total output throughput: behind at 1–4 (0.65x–0.84x)" in verdict
+    assert "per-request tok/s: not recorded for both eagle3 and baseline" in study.findings()
 
 
 def test_cli_import_json_and_bad_input(tmp_path: Path) -> None:

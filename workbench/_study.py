@@ -241,13 +241,36 @@ class Study:
         """:func:`workbench.analysis.ratio_intervals` of ``spec`` over the baseline on ``metric``."""
         return ratio_intervals(self.levels, baseline=self.baseline, spec=spec, metric=metric)
 
+    def compared(self, spec: str) -> tuple[str, ...]:
+        """The :data:`COMPARED` metrics that ``spec`` and the baseline both recorded at a shared
+        concurrency, in :data:`COMPARED`'s order.
+
+        A run imported from another tool may lack one (sglang.bench_serving records no
+        per-request E2E, so no per-request tok/s); it is then left out of the ratios,
+        crossovers and charts of that pair, and the verdict says so.
+        """
+        lv = self.levels
+        out = []
+        for m in COMPARED:
+            if m not in lv.columns:
+                continue
+            has = lv[m].notna()
+            if set(lv.loc[has & (lv["variant"] == self.baseline), "concurrency"]) & set(
+                    lv.loc[has & (lv["variant"] == spec), "concurrency"]):
+                out.append(m)
+        return tuple(out)
+
     def ratios(self, spec: str) -> pd.DataFrame:
         """Spec/baseline ratios of :data:`COMPARED` at each shared level: ``<m>_ratio`` (geometric
         mean over paired repeats; the plain ratio for one), ``<m>_ratio_lo``, ``<m>_ratio_hi``
         (NaN for n=1), ``<m>_n`` and ``<m>_verdict``; ``queued_requests``: requests waiting in either
         server's queue at that level (:meth:`caps`)."""
+        metrics = self.compared(spec)
+        if not metrics:
+            raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no concurrency level at which both "
+                              f"recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)")
         out = None
-        for m in COMPARED:
+        for m in metrics:
             t = self.ratio_intervals(spec, m).rename(columns={
                 "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
                 "verdict": f"{m}_verdict"})
@@ -273,7 +296,7 @@ class Study:
     def crossover_intervals(self, spec: str) -> dict[str, CrossoverInterval]:
         """Per compared metric, the crossover of ``spec`` with its interval, claimed only where the
         intervals separate (:func:`workbench.analysis.crossover_interval`)."""
-        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m) for m in COMPARED}
+        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m) for m in self.compared(spec)}
 
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric, as charts draw it.
@@ -338,8 +361,9 @@ class Study:
         kw = {"variants": self.variants, "baseline": self.baseline}
         out: dict[str, alt.TopLevelMixin] = {
             "throughput": charts.throughput_chart(means, subtitle=lines, **kw),
-            "per_request": charts.per_request_chart(means, subtitle=lines, **kw),
         }
+        if means.get("mean_per_request_tok_s", pd.Series(dtype=float)).notna().any():
+            out["per_request"] = charts.per_request_chart(means, subtitle=lines, **kw)
         for metric in charts.LATENCIES:
             if any(f"{p}_{metric}" in means for p in ("p50", "p90", "p99")):
                 out[f"latency_{metric.removesuffix('_ms')}"] = charts.latency_chart(means, metric, subtitle=lines, **kw)
@@ -350,7 +374,10 @@ class Study:
             fairness = (["NOT LIKE-FOR-LIKE: " + "; ".join(
                 f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}" for r in differs.itertuples())]
                 if len(differs) else [])
-            if self.max_repeats > 1:
+            if "mean_per_request_tok_s" not in self.compared(spec):
+                ci = None  # not recorded for both (e.g. an imported sglang.bench_serving run)
+                ratio_lines = [*self.subtitle_lines, "per-request tok/s not recorded for both: total output only"]
+            elif self.max_repeats > 1:
                 m = "mean_per_request_tok_s"
                 ci = ratios[["concurrency", f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
                     columns={f"{m}_ratio_lo": "ratio_lo", f"{m}_ratio_hi": "ratio_hi"}).dropna()

@@ -63,6 +63,9 @@ def findings(study: Study) -> str:
     for spec in study.spec_variants:
         for metric, c in study.crossovers(spec).items():
             lines.append(f"- **{spec}**, {metric}: {c.description}")
+        if "mean_per_request_tok_s" not in study.compared(spec):
+            lines.append(f"  - per-request tok/s: not recorded for both {spec} and {study.baseline} (not compared).")
+            continue
         if study.max_repeats > 1:
             for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
                 interval = ("no interval" if row.n < 2 else
@@ -193,6 +196,7 @@ def verdict(study: Study) -> str:
     for spec in study.spec_variants:
         crossovers, intervals = study.crossovers(spec), study.crossover_intervals(spec)
         said = "; ".join(f"{names[m]}: {_metric_sentence(study, spec, m, crossovers[m], intervals[m])}"
+                         if m in crossovers else f"{names[m]}: not recorded for both (not compared)"
                          for m in COMPARED)
         lines.append(f"- **{spec}** against {study.baseline} — {said}.")
         for text in _queue_sentences(study, spec, held):
