@@ -162,3 +162,40 @@ def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
     stamps = [(p / "requests.parquet").stat().st_mtime_ns for p in runs]
     again = runner.invoke(app, args)  # the same sweep: resumed, nothing left to measure
     assert again.exit_code == 0 and [(p / "requests.parquet").stat().st_mtime_ns for p in runs] == stamps
+
+
+def test_bench_bad_load_options_exit_2_naming_the_option(tmp_path: Path) -> None:
+    for args, message in ((["--sweep", "batch", "--sweep-values", "1,2"], "--sweep must be one of"),
+                          (["--sweep", "output_len", "--sweep-values", "x"], "--sweep-values must be"),
+                          (["--sweep", "output_len"], "--sweep and --sweep-values go together"),
+                          (["--backend", "grpc"], "--backend must be one of")):
+        result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+    assert not list(tmp_path.iterdir())
+
+
+def test_bench_load_options_reach_the_plan_and_the_table_shows_the_swept_value(tmp_path: Path) -> None:
+    import pandas as pd
+
+    sharegpt = tmp_path / "chats.json"
+    sharegpt.write_text(json.dumps([{"id": f"c{i}", "conversations": [
+        {"from": "human", "value": f"Write a haiku about the number {i}."}, {"from": "gpt", "value": "..."}]}
+        for i in range(3)]))
+    runs = tmp_path / "runs"
+    result = runner.invoke(app, ["bench", "baseline", "--backend", "completions", "--sweep", "output_len",
+                                 "--sweep-values", "8,16", "--levels", "1", "--requests", "2", "--time-scale", "16",
+                                 "--prompt-set", f"sharegpt:{sharegpt}", "--no-progress", "--runs-dir", str(runs)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split()[:4] == ["variant", "output_len", "concurrency", "n"]
+    assert [line.split()[:4] for line in lines[1:3]] == [["baseline", "8", "1", "1"], ["baseline", "16", "1", "1"]]
+    (run,) = [p.parent for p in runs.glob("*/manifest.json")]
+    requests = pd.read_parquet(run / "requests.parquet")
+    levels = pd.read_parquet(run / "levels.parquet")
+    assert set(requests["backend"]) == {"completions"} and set(requests["prompt_id"]) <= {"c0", "c1", "c2"}
+    assert sorted(levels["sweep_value"]) == [8.0, 16.0] and set(levels["sweep"]) == {"output_len"}
+    assert sorted(levels["max_new_tokens"]) == [8, 16]
+    plan = json.loads((run / "manifest.json").read_text())["plan"]
+    assert (plan["backend"], plan["sweep"], plan["sweep_values"]) == ("completions", "output_len", [8, 16])
+    assert plan["prompt_set"] == f"sharegpt:{sharegpt}"

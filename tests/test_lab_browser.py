@@ -24,9 +24,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser import CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 FIXTURE = ROOT / "tests" / "fixtures" / "dynamic_disable" / "policies"
 
 pytestmark = [

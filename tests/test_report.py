@@ -14,6 +14,7 @@ import altair as alt
 import nbformat
 import pandas as pd
 import pytest
+from browser import CHROMIUM
 
 import workbench
 from workbench.charts import RENDERER_NAME, chart_mimebundle, enable_offline_renderer, save_chart
@@ -131,12 +132,12 @@ def test_chart_files_written(demo: ReportResult) -> None:
     assert root.tag.endswith("svg")
 
 
-@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="chromium is not installed (make test installs it)")
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (make test installs it)")
 def test_html_renders_in_headless_chromium_without_network(demo: ReportResult, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     proc = subprocess.run(
         [
-            "/usr/bin/chromium",
+            str(CHROMIUM),
             "--headless",
             "--no-sandbox",
             "--disable-gpu",

@@ -1,8 +1,9 @@
 """``workbench bench``: run a sweep from a terminal, into the runs folder, and print its summary.
 
 The same call the notebooks make (:func:`workbench.benchmark_variants`: the same plan,
-defaults, identity and resume rules), then one line per (variant, level): n repeats and
-the mean with its 95% interval of output tok/s, per-request tok/s and accept length.
+defaults, identity and resume rules; the load options are its ``load=``), then one line
+per (variant, level; with ``--sweep``, per swept value too): n repeats and the mean with
+its 95% interval of output tok/s, per-request tok/s and accept length.
 Registered in :mod:`workbench.cli` in one line. It lives at the root, not in
 ``workbench/bench/``, because it drives the root glue (variants, servers, store,
 analysis), which the bench package may not import (docs/ARCHITECTURE.md, rule 4).
@@ -14,6 +15,7 @@ command runs, so ``workbench --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
@@ -21,11 +23,27 @@ import typer
 from workbench.errors import ConfigError
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
-__all__ = ["bench_command", "parse_levels", "summary_lines"]
+__all__ = ["bench_command", "load_options", "parse_levels", "summary_lines"]
 
 #: Metrics of the summary, with their column titles and decimals.
 SUMMARY_METRICS = (("output_throughput_tok_s", "output tok/s", 1), ("mean_per_request_tok_s", "per-request tok/s", 1),
                    ("accept_length", "accept length", 2))
+
+
+def _parse_list(option: str, text: str, convert: Callable[[str], Any], what: str, example: str) -> list[Any]:
+    """The comma-separated parts of ``text``, each through ``convert``; the message names ``option``.
+
+    Raises:
+        ConfigError: a part ``convert`` refuses, or no part at all.
+    """
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = [convert(p) for p in parts]
+    except ValueError:
+        values = []
+    if not values:
+        raise ConfigError(f"{option} must be comma-separated {what}, e.g. {example}; got {text!r}")
+    return values
 
 
 def parse_levels(text: str) -> list[int]:
@@ -34,12 +52,42 @@ def parse_levels(text: str) -> list[int]:
     Raises:
         ConfigError: a part that is not a whole number (the plan checks the range).
     """
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    try:
-        return [int(p) for p in parts]
-    except ValueError:
-        raise ConfigError(f"--levels must be comma-separated whole numbers (requests in flight), e.g. 1,2,4; "
-                          f"got {text!r}") from None
+    return _parse_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
+
+
+def load_options(*, backend: str | None = None, temperature: float | None = None, ignore_eos: bool | None = None,
+                 input_len: int | None = None, sweep: str | None = None,
+                 sweep_values: str | None = None) -> dict[str, Any]:
+    """The ``load=`` of :func:`workbench.benchmark_variants` from the command's load options.
+
+    Only the options given are set, so a command without them plans the sweep the
+    notebooks' defaults plan (:data:`workbench.bench.LOAD_DEFAULTS`), with the same
+    identity. ``sweep_values`` is parsed like ``--levels``: whole numbers of tokens for
+    ``input_len`` and ``output_len``, numbers for ``temperature`` (the plan checks the range).
+
+    Raises:
+        ConfigError: an unknown ``--backend`` or ``--sweep``, ``--sweep-values`` that do not
+            parse, or one of ``--sweep`` and ``--sweep-values`` without the other; each
+            message names the option.
+    """
+    from workbench.bench import ROUTES, SWEEP_DIMENSIONS
+
+    if backend is not None and backend not in ROUTES:
+        raise ConfigError(f"--backend must be one of {', '.join(ROUTES)} (SGLang's native /generate, or the "
+                          f"OpenAI-compatible /v1/completions and /v1/chat/completions), got {backend!r}")
+    if sweep is not None and sweep not in SWEEP_DIMENSIONS:
+        raise ConfigError(f"--sweep must be one of {', '.join(SWEEP_DIMENSIONS)} (varied besides the concurrency), "
+                          f"got {sweep!r}")
+    if (sweep is None) != (sweep_values is None):
+        raise ConfigError("--sweep and --sweep-values go together, e.g. --sweep output_len --sweep-values 128,2048")
+    values = None
+    if sweep_values is not None:
+        values = (_parse_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
+                  if sweep == "temperature" else
+                  _parse_list("--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"))
+    given = {"backend": backend, "temperature": temperature, "ignore_eos": ignore_eos, "input_len": input_len,
+             "sweep": sweep, "sweep_values": values}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _cell(mean: float, lo: float, hi: float, digits: int) -> str:
@@ -50,11 +98,16 @@ def _cell(mean: float, lo: float, hi: float, digits: int) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def summary_lines(means: Any) -> list[str]:
-    """A text table of :func:`workbench.analysis.repeat_table` rows (variant, concurrency, n, metrics)."""
-    header = ["variant", "concurrency", "n", *[f"{title} (95% CI)" for _, title, _ in SUMMARY_METRICS]]
-    rows = [[str(r["variant"]), str(int(r["concurrency"])), str(int(r["n"])),
-             *[_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], d) for m, _, d in SUMMARY_METRICS]]
+def summary_lines(means: Any, sweep: str | None = None) -> list[str]:
+    """A text table of :func:`workbench.analysis.repeat_table` rows (variant, concurrency, n, metrics).
+
+    With ``sweep`` (a dimension of :data:`workbench.bench.SWEEP_DIMENSIONS`), the rows also
+    carry ``sweep_value``, shown in a column named after the dimension, after the variant.
+    """
+    swept = [sweep] if sweep else []
+    header = ["variant", *swept, "concurrency", "n", *[f"{title} (95% CI)" for _, title, _ in SUMMARY_METRICS]]
+    rows = [[str(r["variant"]), *[f"{r['sweep_value']:g}" for _ in swept], str(int(r["concurrency"])),
+             str(int(r["n"])), *[_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], d) for m, _, d in SUMMARY_METRICS]]
             for r in means.to_dict("records")]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
@@ -74,6 +127,24 @@ def bench_command(
     fresh: Annotated[bool, typer.Option("--fresh", help="Start new runs instead of resuming this sweep's.")] = False,
     runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Runs folder (relative: to the project root).")] = Path("data/runs"),
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Output tokens per request.")] = 256,
+    backend: Annotated[Optional[str], typer.Option(
+        "--backend", help="Route: generate (SGLang's /generate, default), completions (/v1/completions) or chat "
+        "(/v1/chat/completions).")] = None,
+    temperature: Annotated[Optional[float], typer.Option(
+        "--temperature", help="Sampling temperature (default 0.0: greedy).")] = None,
+    ignore_eos: Annotated[Optional[bool], typer.Option(
+        "--ignore-eos/--no-ignore-eos", help="Generate past EOS, so every request has --max-new-tokens "
+        "(default: on).")] = None,
+    input_len: Annotated[Optional[int], typer.Option(
+        "--input-len", help="Send random token ids of this many prompt tokens instead of the prompt set.")] = None,
+    prompt_set: Annotated[Optional[str], typer.Option(
+        "--prompt-set", help="Prompt set: a name (data/prompts/NAME.jsonl), a JSONL file, or sharegpt:PATH "
+        "(ShareGPT-style JSON/JSONL); default: default.")] = None,
+    sweep: Annotated[Optional[str], typer.Option(
+        "--sweep", help="Also vary input_len, output_len (= max new tokens) or temperature: every concurrency "
+        "level is measured at each of --sweep-values.")] = None,
+    sweep_values: Annotated[Optional[str], typer.Option(
+        "--sweep-values", help="Values of --sweep, e.g. 128,2048 (tokens) or 0,1 (temperature).")] = None,
     time_scale: Annotated[Optional[float], typer.Option(
         "--time-scale", help="Simulator only: simulated seconds per wall second (default 2).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars.")] = True,
@@ -87,24 +158,29 @@ def bench_command(
 ) -> None:
     """Benchmark VARIANT... at each concurrency level, repeat by repeat, and print a summary.
 
-    Runs the sweep into the runs folder exactly as the notebooks do; running the same
-    command again resumes it (finished levels are skipped), --fresh starts anew. Prints,
-    per variant and level, n repeats and the mean with its 95% interval. Exit status 1
+    Runs the sweep into the runs folder exactly as the notebooks do (the load options are
+    benchmark_variants' load=); running the same command again resumes it (finished
+    levels are skipped), --fresh starts anew. Prints, per variant and level (and swept
+    value, with --sweep), n repeats and the mean with its 95% interval. Exit status 1
     when a server failed (the others are still measured), 2 for bad input.
     """
     from workbench._investigation import benchmark_variants
 
     if not variants and grid is None:
         raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
+    load = load_options(backend=backend, temperature=temperature, ignore_eos=ignore_eos, input_len=input_len,
+                        sweep=sweep, sweep_values=sweep_values)
+    optional = {"prompt_set": prompt_set} if prompt_set is not None else {}
     failures: list[Any] = []
     paths = benchmark_variants(
         variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
         gpus=gpus, host=host, engine=engine, concurrency_levels=parse_levels(levels) if levels is not None else None,
         requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
-        max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append)
-    for line in summary_lines(_means(paths)):
+        max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append,
+        load=load, **optional)
+    for line in summary_lines(_means(paths, sweep), sweep):
         typer.echo(line)
-    for note in _crossovers(paths, variants or []):
+    for note in _crossovers(paths, variants or [], sweep):
         typer.echo(note)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     for failure in failures:
@@ -113,8 +189,8 @@ def bench_command(
         raise typer.Exit(code=1)
 
 
-def _means(paths: list[Path]) -> Any:
-    """Means and intervals over repeats of the runs' levels (one row per variant and concurrency)."""
+def _means(paths: list[Path], sweep: str | None) -> Any:
+    """Means and intervals over repeats of the runs' levels (one row per variant, sweep value and concurrency)."""
     from workbench.analysis import repeat_table
     from workbench.store import load_runs
 
@@ -122,16 +198,21 @@ def _means(paths: list[Path]) -> Any:
     for m, _, _ in SUMMARY_METRICS:
         if m not in levels:
             levels[m] = float("nan")
-    return repeat_table(levels, [m for m, _, _ in SUMMARY_METRICS])
+    by = ("variant", "sweep_value", "concurrency") if sweep else ("variant", "concurrency")
+    return repeat_table(levels, [m for m, _, _ in SUMMARY_METRICS], by=by)
 
 
-def _crossovers(paths: list[Path], variants: list[str]) -> list[str]:
-    """One line per speculative variant and metric when a variant named ``baseline`` was measured."""
+def _crossovers(paths: list[Path], variants: list[str], sweep: str | None) -> list[str]:
+    """One line per speculative variant and metric when a variant named ``baseline`` was measured
+    (none with a ``sweep``: a crossover over concurrency would mix the sweep's values)."""
     from workbench._investigation import load_study
 
     names = [Path(v).stem for v in variants]
     if "baseline" not in names or len(names) < 2:
         return []
+    if sweep:
+        return [f"(no crossover: the levels vary {sweep} as well as the concurrency; a crossover is over the "
+                f"concurrency at one setting, so sweep one {sweep} at a time for it)"]
     try:
         study = load_study(paths, baseline="baseline")
         return [f"{row.variant}, {row.metric}: {row.description}" for row in study.crossover_table().itertuples()]

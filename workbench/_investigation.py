@@ -354,7 +354,7 @@ def _progress_line(sweep: _Sweep, level: Any, *, done: int | None, total: int, e
     per_request = (ok["output_tokens"].astype(float) / (ok["e2e_ms"].astype(float) / 1000.0)).mean() if len(ok) \
         else float("nan")
     failed = len(level.requests) - len(ok)
-    report_progress(f"{sweep.variant.name}{repeat}: concurrency {plan.concurrency_levels[level.index]} done{count}: "
+    report_progress(f"{sweep.variant.name}{repeat}: {plan.level_label(level.index)} done{count}: "
                     f"{level.output_tok_s:.0f} output tok/s, {per_request:.1f} tok/s per request"
                     f"{f', {failed} failed' if failed else ''}{' (simulated)' if sweep.engine.simulated else ''}"
                     f" [{elapsed_s:.0f} s]")

@@ -40,6 +40,7 @@ _NAMES = {
     "records_to_frame": "_frames",
     "repeat_seed": "_plan",
     "RequestRecord": "_record",
+    "ROUTES": "_client",
     "run_sweep": "_sweep",
     "run_sweep_async": "_sweep",
     "run_sweep_on_host": "_onhost",
