@@ -508,6 +508,7 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
                 run = load_run(benchmark_variant("baseline", **args))
                 assert run.manifest["status"] == "complete" and len(run.requests) == 16
         finally:
+            thread.join(15)  # a sweep that failed early must not leave the thread to restart an sshd after us
             for proc in restarted:
                 _kill_sshd_tree(proc)
     assert_nothing_running(tmp_path, pgid["server"], wait_s=15)
