@@ -34,6 +34,7 @@ from workbench._study import Study
 from workbench.charts import METRIC_TITLES
 from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
+from workbench.report import reporting_progress
 from workbench.variants import Variant, load_variant
 
 #: The release whose adaptive batch-size tiers the derived config is written for and run under.
@@ -483,13 +484,15 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
 
 
 def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpot_ms: float | None = None,
-                         e2e_ms: float | None = None, progress: bool = True) -> PolicyStudy:
+                         e2e_ms: float | None = None, progress: bool | None = None) -> PolicyStudy:
     """The :class:`PolicyStudy` a :func:`dynamic_disable` run recorded (its ``study.json``), measured policies included.
 
     Args:
         index: the ``study.json`` file or the folder holding it.
         objective, tpot_ms, e2e_ms: override the recorded objective and goodput targets.
-        progress: a progress bar over the runs read (a widget in JupyterLab, text elsewhere).
+        progress: a progress bar over the runs read (a widget in JupyterLab, text elsewhere);
+            None (default): a bar, except in a notebook run by ``workbench report`` (whose
+            exported page would keep the bar's first frame).
 
     Raises:
         ConfigError: no index there, or a run it names is missing.
@@ -498,6 +501,8 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
 
     from workbench.store import load_runs
 
+    if progress is None:
+        progress = not reporting_progress()
     path = paths.resolve(index)
     path = path / INDEX_NAME if path.is_dir() else path
     if not path.is_file():
