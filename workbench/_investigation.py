@@ -18,19 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from workbench import paths
-from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan
-from workbench.bench import start_host_sweep
-from workbench.bench import add_log_series, run_sweep
+from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
+                             start_host_sweep)
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
 from workbench.report import report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.variants import Variant, load_variant
 from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
-from workbench.variants import LOG_LINES, prepare_launch
-from workbench.variants import TEMPLATE_PARAMETERS, apply_parameters, expand_grid, parameters_given
+from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
+                                load_variant, parameters_given, prepare_launch)
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
 LEVEL_LOG_LINES = 5000
@@ -347,13 +345,14 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
 
 def _progress_line(sweep: _Sweep, level: Any, *, done: int | None, total: int, elapsed_s: float) -> None:
     """One line for the terminal of ``workbench report`` (nothing elsewhere): the level just measured."""
+    if not reporting_progress():
+        return
     plan = sweep.plan
     repeat = f" repeat {level.repeat + 1}/{plan.repeats}" if plan.repeats > 1 else ""
     count = f" ({done}/{total})" if done is not None else ""
-    ok = level.requests[level.requests["error"].isna()] if len(level.requests) else level.requests
-    per_request = (ok["output_tokens"].astype(float) / (ok["e2e_ms"].astype(float) / 1000.0)).mean() if len(ok) \
-        else float("nan")
-    failed = len(level.requests) - len(ok)
+    rows = add_request_columns(level.requests) if len(level.requests) else None
+    per_request = float(rows["per_request_tok_s"].mean()) if rows is not None else float("nan")
+    failed = int((~rows["ok"]).sum()) if rows is not None else 0
     report_progress(f"{sweep.variant.name}{repeat}: {plan.level_label(level.index)} done{count}: "
                     f"{level.output_tok_s:.0f} output tok/s, {per_request:.1f} tok/s per request"
                     f"{f', {failed} failed' if failed else ''}{' (simulated)' if sweep.engine.simulated else ''}"
