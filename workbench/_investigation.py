@@ -23,7 +23,7 @@ from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_seri
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
-from workbench.report import report_progress, reporting_progress
+from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import load_run, load_runs, open_run, sweep_identity
 from workbench._study import Study
@@ -160,7 +160,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=paths.resolve(args["runs_dir"]),
-                  progress=not reporting_progress() if args["progress"] is None else bool(args["progress"]))
+                  progress=progress_bars(args["progress"]))
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:

@@ -34,7 +34,7 @@ from workbench._study import Study
 from workbench.charts import METRIC_TITLES
 from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
-from workbench.report import reporting_progress
+from workbench.report import progress_bars
 from workbench.variants import Variant, load_variant
 
 #: The release whose adaptive batch-size tiers the derived config is written for and run under.
@@ -501,8 +501,7 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
 
     from workbench.store import load_runs
 
-    if progress is None:
-        progress = not reporting_progress()
+    bars = progress_bars(progress)
     path = paths.resolve(index)
     path = path / INDEX_NAME if path.is_dir() else path
     if not path.is_file():
@@ -514,14 +513,14 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
     if missing:
         raise ConfigError(f"{path} names runs that are not there: {missing}")
     has_goodput = tpot_ms is not None or e2e_ms is not None
-    study = load_policy_study(list(tqdm(sweep, desc="reading sweep runs", disable=not progress)),
+    study = load_policy_study(list(tqdm(sweep, desc="reading sweep runs", disable=not bars)),
                               baseline=data["baseline"], objective=objective or data["objective"],
                               tpot_ms=tpot_ms if has_goodput else data.get("tpot_ms"),
                               e2e_ms=e2e_ms if has_goodput else data.get("e2e_ms"),
                               adaptive_version=data.get("adaptive_version", DEFAULT_ADAPTIVE_VERSION))
     study.settings = {**study.settings, **data.get("settings", {})}
     policies = read_policy_runs(data, folder)
-    for name, (run, run_dir) in tqdm(list(policies.items()), desc="reading policy runs", disable=not progress):
+    for name, (run, run_dir) in tqdm(list(policies.items()), desc="reading policy runs", disable=not bars):
         if run_dir is not None:
             requests, levels = load_runs([run_dir])
             run.levels = study.with_goodput(levels, requests)

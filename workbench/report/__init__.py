@@ -26,6 +26,7 @@ _NAMES = {
     "parse_param_value": "_params",
     "PROGRESS_FILE_ENV": "_progress",
     "ProgressTail": "_progress",
+    "progress_bars": "_progress",
     "report_progress": "_progress",
     "reporting_progress": "_progress",
     "ReportResult": "_runner",

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "executed_sources", "report_progress",
+__all__ = ["PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "executed_sources", "progress_bars", "report_progress",
            "reporting_progress"]
 
 #: The environment variable that names the progress file of the notebook being run.
@@ -32,6 +32,13 @@ PROGRESS_FILE_ENV = "WORKBENCH_PROGRESS_FILE"
 def reporting_progress() -> bool:
     """True inside a notebook run by ``workbench report`` (progress goes to its terminal as lines)."""
     return bool(os.environ.get(PROGRESS_FILE_ENV))
+
+
+def progress_bars(progress: bool | None) -> bool:
+    """Whether to draw tqdm bars: ``progress`` as given; None (the notebooks' default) draws them
+    except under ``workbench report``, whose terminal gets lines instead and whose exported page
+    would keep a bar's first frame."""
+    return not reporting_progress() if progress is None else bool(progress)
 
 
 def report_progress(line: str) -> bool:
