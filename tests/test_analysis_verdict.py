@@ -77,3 +77,12 @@ def test_eager_against_graphs_is_a_difference() -> None:
                                                            (64, math.nan, 0), (48, 48, 0)])
 def test_queued_requests(concurrency: int, cap: float | None, queued: int) -> None:
     assert queued_requests(concurrency, cap) == queued
+
+
+def test_interval_text_rounds_to_the_interval_and_drops_a_missing_one() -> None:
+    from workbench.analysis import interval_text
+
+    assert interval_text(812.345, 789.6, 835.1) == "810 (790–840)"  # half width 22.75: tens
+    assert interval_text(9.775, 9.767, 9.783) == "9.775 (9.767–9.783)"  # half width 0.008: thousandths
+    assert interval_text(1.2345) == "1.23" and interval_text(1.2345, float("nan"), float("nan")) == "1.23"
+    assert interval_text(float("nan"), 1.0, 2.0) == ""

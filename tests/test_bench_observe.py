@@ -218,3 +218,21 @@ def test_sweep_over_input_len_with_random_ids_stores_series(sim, tmp_path):
     assert (table["n_samples"] >= 2).all() and table["mean_running_reqs"].between(0, 2).all()
     assert set(table["sources"]) <= {"metrics", "log", "log, metrics"}  # per series, the source sampling it most
     server_series_chart(series, subtitle="test").to_dict()
+
+
+def test_server_series_summary_gives_each_series_its_interval_over_repeats() -> None:
+    import pandas as pd
+
+    from workbench._server_view import server_series_summary
+
+    rows = [{"variant": v, "level_index": 0, "level": "c=4", "concurrency": 4, "repeat": r,
+             "mean_running_reqs": 3.0 + d, "mean_server_gen_tok_s": 100.0 + 10 * d, "n_samples": 20, "sources": "log"}
+            for v in ("eagle3", "baseline") for r, d in enumerate((-1.0, 0.0, 1.0))]
+    rows.append({**rows[0], "variant": "solo", "repeat": 0})
+    out = server_series_summary(pd.DataFrame(rows), order=["baseline", "eagle3"]).set_index("variant")
+    assert list(out.index) == ["baseline", "eagle3", "solo"]
+    # 2, 3, 4: mean 3, s = 1, half width 4.302653 / sqrt(3) = 2.48 -> units
+    assert out.loc["baseline", "mean_running_reqs"] == "3 (1–5)" and out.loc["baseline", "n"] == 3
+    assert out.loc["baseline", "mean_server_gen_tok_s"] == "100 (80–120)"  # 90, 100, 110: half width 24.8
+    assert out.loc["baseline", "n_samples"] == 60
+    assert out.loc["solo", "mean_running_reqs"] == "2" and out.loc["solo", "n"] == 1  # n=1: the mean alone

@@ -34,7 +34,7 @@ def test_notebook_runs_against_an_ssh_host(sshd, tmp_path, monkeypatch, client) 
         parameters={"host": sshd.alias, "engine": "sim", "client": client,
                     "variants": ["baseline", "eagle3-topk4"], "concurrency_levels": [1, 4],
                     "requests_per_level": 8, "max_new_tokens": 64, "time_scale": 5.0,
-                    "runs_dir": str(runs_dir)},
+                    "repeats": 1, "runs_dir": str(runs_dir)},
     )
     html = result.html.read_text()
     assert "<svg" in html and "SIMULATED" in html

@@ -134,7 +134,7 @@ def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
                         "workbench 0.1.0, host local, n=1 repeat per level.")
     assert lines[2:] == [
         "- **Recommended policy** (highest total output throughput at each level): **eagle3** at concurrency 1; "
-        "**baseline** at concurrency 2–4.",
+        "**baseline** at concurrency 2–4 (margins over the runner-up not tested: 1 repeat).",
         "- **eagle3** against baseline — total output throughput: ahead at 1 (1.10x), behind at 2–4 (0.80x–0.94x); "
         "crossover between concurrency 1 and 2 (≈ 1.5); per request: ahead at 1 (1.10x), behind at 2–4 "
         "(0.80x–0.94x); crossover between concurrency 1 and 2 (≈ 1.5).",
@@ -184,6 +184,47 @@ def test_verdict_with_three_repeats_says_what_was_tested() -> None:
         "baseline ahead at 4–8); crossover between concurrency 2 and 4 (≈ 2.0, 95% interval 1.6–2.4, n=3 repeats).")
     assert ("  - Significance rule: a difference is called significant only with at least 3 paired repeats per level "
             "and a 95% Student t interval of the spec/baseline ratio that excludes 1.") in lines
+
+
+def test_policy_carries_n_the_best_mean_interval_and_the_paired_margin() -> None:
+    study = _repeated_study()
+    pol = study.policy().set_index("concurrency")
+    assert list(pol["n"]) == [3, 3, 3, 3]
+    # c=1: eagle3 98, 99, 100 -> 99 ± 4.302653 / sqrt(3) = 2.484
+    assert pol.loc[1, "best_variant"] == "eagle3" and pol.loc[1, "runner_up"] == "baseline"
+    assert round(pol.loc[1, "best_output_throughput_tok_s_lo"], 3) == 96.516
+    assert round(pol.loc[1, "best_output_throughput_tok_s_hi"], 3) == 101.484
+    # paired ratios 98/89, 99/90, 100/91: all 1.1 within 0.2%, so the margin is +10% and tested ahead
+    assert round(pol.loc[1, "margin"], 4) == 0.1 and pol.loc[1, "margin_verdict"] == "ahead"
+    assert 0.09 < pol.loc[1, "margin_lo"] < 0.1 < pol.loc[1, "margin_hi"] < 0.11
+    # c=2: 174/169, 171/170, 168/171 straddle 1
+    assert pol.loc[2, "margin_verdict"] == "not distinguishable at this level"
+    assert pol.loc[2, "margin_lo"] < 0 < pol.loc[2, "margin_hi"]
+    table = study.policy_table().set_index("concurrency")
+    assert list(table.columns) == ["best variant", "n", "output tok/s", "runner-up", "margin over runner-up",
+                                   "best vs runner-up"]
+    assert table.loc[1, "output tok/s"] == "99 (97–101)"
+    assert table.loc[4, "best variant"] == "baseline" and table.loc[4, "best vs runner-up"] == "ahead"
+    line = study.verdict().splitlines()[2]
+    assert line == ("- **Recommended policy** (highest total output throughput at each level): **eagle3** at "
+                    "concurrency 1–2; **baseline** at concurrency 4–8 (at concurrency 2 not distinguishable from the "
+                    "runner-up, n=3 repeats: either serves there).")
+    one = _study().policy()
+    assert list(one["margin_verdict"]) == ["not tested: 1 repeat"] * 3 and one["margin_lo"].isna().all()
+
+
+def test_latency_and_accept_length_charts_draw_the_intervals_they_announce() -> None:
+    study = _repeated_study()
+    levels = study.levels.assign(p50_tpot_ms=lambda d: 1000 / d["mean_per_request_tok_s"])
+    study = Study(levels=levels, requests=pd.DataFrame(), manifests=[], baseline="baseline")
+    charts = study.charts()
+    for name in ("latency_tpot", "accept_length"):
+        spec = charts[name].to_dict()
+        marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+        assert "errorbar" in marks, name
+    one = _study().charts()["accept_length"].to_dict()  # n=1: no bars
+    assert all((layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) != "errorbar"
+               for layer in one["layer"])
 
 
 def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:

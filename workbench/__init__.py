@@ -45,6 +45,7 @@ _NAMES = {
     "load_variant": "variants",
     "patch_diffs_html": "variants",
     "PolicyStudy": "_policy_study",
+    "resolve_engine": "engines",
     "run_notebook": "report",
     "save_study_charts": "_investigation",
     "setup_notebook": "_investigation",

@@ -16,7 +16,7 @@ import pandas as pd
 from workbench import charts
 from workbench.store import load_run
 
-__all__ = ["server_series", "server_series_table", "show_server_series"]
+__all__ = ["server_series", "server_series_summary", "server_series_table", "show_server_series"]
 
 #: Columns of the per-level table: series name -> column (the mean over the level's samples).
 TABLE_SERIES = {"num_running_reqs": "mean_running_reqs", "num_queue_reqs": "mean_queued_reqs",
@@ -72,6 +72,28 @@ def server_series_table(series: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+def server_series_summary(table: pd.DataFrame, order: Sequence[str] | None = None) -> pd.DataFrame:
+    """:func:`server_series_table` over repeats, for reading: one row per variant and level with
+    ``n`` (repeats), each series' mean of the repeats' means with its 95% Student t interval as text
+    (``"1014 (1010–1018)"``; the mean alone for n=1; :func:`workbench.analysis.interval_text`) and
+    ``n_samples`` (samples over all repeats). Variants in ``order`` (default: the table's)."""
+    if table.empty:
+        return table
+    from workbench.analysis import interval_text, repeat_table
+
+    keys = ["variant", "level_index", "level", "concurrency"]
+    series = [c for c in TABLE_SERIES.values() if c in table.columns]
+    stats = repeat_table(table, series, by=keys)
+    out = stats[keys + ["n"]].copy()
+    for col in series:
+        out[col] = [interval_text(v, lo, hi) for v, lo, hi in zip(stats[col], stats[f"{col}_lo"], stats[f"{col}_hi"])]
+    totals = table.groupby(keys)["n_samples"].sum()
+    out["n_samples"] = [int(totals[tuple(k)]) for k in stats[keys].itertuples(index=False)]
+    rank = {v: i for i, v in enumerate(dict.fromkeys([*(order or []), *table["variant"]]))}
+    return (out.sort_values(["variant", "level_index"], key=lambda c: c.map(rank) if c.name == "variant" else c)
+            .drop(columns="level_index").reset_index(drop=True))
+
+
 def show_server_series(runs: Sequence[str | Path]) -> None:
     """Display the section: a heading, the per-level table and the chart (repeat 0), or why there is none."""
     from IPython.display import Markdown, display
@@ -79,13 +101,14 @@ def show_server_series(runs: Sequence[str | Path]) -> None:
     series, levels = server_series(runs)
     display(Markdown("## What the server saw\nSampled during each level: the server's `/metrics` (with "
                      "`--enable-metrics`), its \"Decode batch\" / \"Prefill batch\" log lines, and the host's GPUs "
-                     "(nvidia-smi, where the load generator runs on the server's host). Means over each level's "
-                     "samples; n_samples per level."))
+                     "(nvidia-smi, where the load generator runs on the server's host). Each cell: the mean over "
+                     "the repeats of each repeat's mean over its samples, with its 95% interval over the n "
+                     "repeats (none for n=1); n_samples over all repeats."))
     if series.empty:
         display(Markdown("*No server-side observations in these runs* (the server served no `/metrics`, logged "
                          "no batch lines within the levels, and no GPU was sampled)."))
         return
-    display(server_series_table(series))
+    display(server_series_summary(server_series_table(series), order=list(dict.fromkeys(series["variant"]))))
     first = series[series["repeat"] == series["repeat"].min()]
     try:
         display(charts.server_series_chart(first, subtitle=[charts.provenance_subtitle(levels),

@@ -28,8 +28,11 @@ from workbench import _study_words
 from workbench._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
                                 find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
-                                ratio_intervals, repeat_table, round_to_interval, settings_differences)
+                                interval_text, ratio_intervals, repeat_table, settings_differences)
 from workbench.errors import ConfigError
+
+#: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
+_POLICY_WORDS = {"spec ahead": "ahead", "baseline ahead": "runner-up ahead (paired)"}
 
 #: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
 INTERVAL_METRICS = (
@@ -342,8 +345,58 @@ class Study:
         return pd.DataFrame(rows)
 
     def policy(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
-        """Best variant per concurrency on ``metric`` (mean over repeats; what to run at each load)."""
-        return best_policy(self.means(), metric=metric)
+        """Best variant per concurrency on ``metric`` (mean over repeats; what to run at each load).
+
+        Returns:
+            One row per concurrency: :func:`workbench.analysis.best_policy`'s ``concurrency``,
+            ``best_variant``, ``best_<metric>``, ``runner_up``, ``margin`` (best / runner-up - 1,
+            of the means), then ``n`` (the best variant's repeats), ``best_<metric>_lo`` / ``_hi``
+            (its 95% t interval over repeats; NaN for n=1), ``margin_lo`` / ``margin_hi`` (the
+            95% t interval of the paired best/runner-up ratio minus 1,
+            :func:`workbench.analysis.ratio_intervals`) and ``margin_verdict``: ``"ahead"``,
+            ``"not distinguishable at this level"``, ``"runner-up ahead (paired)"`` or
+            ``"not tested: <n> repeat(s)"`` under the significance rule.
+        """
+        means = self.means()
+        out = best_policy(means, metric=metric)
+        keyed = means.set_index(["variant", "concurrency"])
+        rows = []
+        for row in out.itertuples():
+            best = keyed.loc[(row.best_variant, row.concurrency)]
+            entry = {"n": int(best["n"]), f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
+                     f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
+                     "margin_lo": float("nan"), "margin_hi": float("nan"), "margin_verdict": None}
+            if isinstance(row.runner_up, str):
+                paired = ratio_intervals(self.levels[self.levels["concurrency"] == row.concurrency],
+                                         baseline=row.runner_up, spec=row.best_variant, metric=metric)
+                if len(paired):
+                    first = paired.iloc[0]
+                    entry.update(margin_lo=first["ratio_lo"] - 1.0, margin_hi=first["ratio_hi"] - 1.0,
+                                 margin_verdict=_POLICY_WORDS.get(first["verdict"], first["verdict"]))
+            rows.append(entry)
+        return pd.concat([out, pd.DataFrame(rows, index=out.index)], axis=1)
+
+    def policy_table(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
+        """:meth:`policy` for reading: ``concurrency``, ``best variant``, ``n``, the best mean with its
+        interval (``"143 (140–145)"``), ``runner-up``, the margin over it in per cent with its paired
+        interval (``"+52% (+45% to +60%)"``) and whether the best is ahead under the significance rule."""
+        pol = self.policy(metric)
+        shown = {"output_throughput_tok_s": "output tok/s", "mean_per_request_tok_s": "per-request tok/s"}.get(metric, metric)
+
+        def margin(row) -> str:
+            if row.margin != row.margin:
+                return ""
+            if row.margin_lo != row.margin_lo:
+                return f"{row.margin:+.1%}"
+            return f"{row.margin:+.1%} ({row.margin_lo:+.1%} to {row.margin_hi:+.1%})"
+
+        return pd.DataFrame({
+            "concurrency": pol["concurrency"], "best variant": pol["best_variant"], "n": pol["n"],
+            shown: [interval_text(v, lo, hi) for v, lo, hi in
+                    zip(pol[f"best_{metric}"], pol[f"best_{metric}_lo"], pol[f"best_{metric}_hi"])],
+            "runner-up": pol["runner_up"], "margin over runner-up": [margin(r) for r in pol.itertuples()],
+            "best vs runner-up": pol["margin_verdict"],
+        })
 
     # -- charts -------------------------------------------------------------
     @property
@@ -421,15 +474,6 @@ class Study:
         for col, shown in TABLES[kind]:
             if col not in means or means[col].isna().all():
                 continue
-            cells = []
-            for row in means.itertuples():
-                value, lo, hi = getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi")
-                if value != value:
-                    cells.append("")
-                    continue
-                half = (hi - lo) / 2 if lo == lo and hi == hi else None
-                point = round_to_interval(value, half)
-                cells.append(f"{point:g}" if half is None else
-                             f"{point:g} ({round_to_interval(lo, half):g}–{round_to_interval(hi, half):g})")
-            out[shown] = cells
+            out[shown] = [interval_text(getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi"))
+                          for row in means.itertuples()]
         return out.reset_index(drop=True)

@@ -169,6 +169,22 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
         text += f"; no crossover up to concurrency {max(measured)}"
     return text
 
+def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
+    """What the policy's margins over the runner-up support: the levels where the best is not
+    distinguishable from it, or that the margins were not tested (fewer than 3 repeats)."""
+    said = pol["margin_verdict"].dropna()
+    if said.empty:
+        return ""
+    untested = said[said.str.startswith("not tested")]
+    if len(untested):
+        return f" (margins over the runner-up {untested.iloc[0]})"
+    even = pol.loc[said.index[said == "not distinguishable at this level"], "concurrency"]
+    if even.empty:
+        return f" (ahead of the runner-up at every level, n={int(pol['n'].min())} repeats)"
+    return (f" (at concurrency {levels_text(list(even), measured)} not distinguishable from the runner-up, "
+            f"n={int(pol['n'].min())} repeats: either serves there)")
+
+
 def verdict(study: Study) -> str:
     """The report's answer, as markdown, written from the data: it opens the report.
 
@@ -188,7 +204,8 @@ def verdict(study: Study) -> str:
     measured = list(pol["concurrency"])
     spans = [f"**{v}** at concurrency {levels_text(list(g['concurrency']), measured)}"
              for v, g in pol.groupby("best_variant", sort=False)]
-    lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}.")
+    lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
+                 f"{_policy_caveat(pol, measured)}.")
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()
     held = study.queued()

@@ -9,6 +9,7 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "bracket_levels": "_verdict",
     "bracket_text": "_verdict",
+    "interval_text": "_verdict",
     "levels_text": "_verdict",
     "MIN_TEST_REPEATS": "_verdict",
     "not_tested_text": "_verdict",

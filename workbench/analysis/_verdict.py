@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_levels", "bracket_text", "levels_text", "not_tested_text",
-           "ratio_spans", "round_sig", "round_to_interval"]
+__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_levels", "bracket_text", "interval_text", "levels_text",
+           "not_tested_text", "ratio_spans", "round_sig", "round_to_interval"]
 
 #: The fewest paired repeats per level with which a difference is tested.
 MIN_TEST_REPEATS = 3
@@ -55,6 +55,22 @@ def round_to_interval(value: float, half_width: float | None) -> float:
     if half_width is None or math.isnan(half_width) or half_width <= 0:
         return round_sig(value)
     return round(value, -int(math.floor(math.log10(half_width))))
+
+
+def interval_text(value: float, lo: float | None = None, hi: float | None = None) -> str:
+    """A mean and its interval as a table cell: ``"812 (790–835)"``.
+
+    The three numbers are rounded to the first significant digit of the interval's half width
+    (:func:`round_to_interval`); without an interval (None or NaN bounds: n=1) the mean alone to
+    three significant figures; a NaN mean is ``""``. Example: ``interval_text(812.345, 789.6, 835.1)``
+    -> ``"810 (790–840)"``; ``interval_text(1.2345)`` -> ``"1.23"``.
+    """
+    if value is None or value != value:
+        return ""
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return f"{round_sig(value):g}"
+    half = (hi - lo) / 2
+    return f"{round_to_interval(value, half):g} ({round_to_interval(lo, half):g}–{round_to_interval(hi, half):g})"
 
 
 def levels_text(levels: Sequence[int], measured: Sequence[int]) -> str:

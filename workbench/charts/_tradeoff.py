@@ -196,6 +196,10 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
         detail="percentile:N",
         tooltip=["variant", "concurrency", "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)])
     layers: list[alt.Chart] = [lines]
+    bars = _latency_bars(levels, metric, cols, y_title, variants, baseline, floor=float(long["latency_ms"].min()) / 2
+                         if len(long) else 1.0)
+    if bars is not None:
+        layers.append(bars)
     rings = _queue_rings(long[long["percentile"] == "p50"].rename(columns={"latency_ms": "p50_latency_ms"}),
                          "p50_latency_ms")
     lines_of = _lines_of(subtitle)
@@ -203,6 +207,33 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
         layers.append(rings)
         lines_of = [*lines_of, QUEUE_NOTE + " (on p50)"]
     return alt.layer(*layers, title=_title(title, lines_of), width=WIDTH, height=HEIGHT)
+
+
+def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: str, variants: list[str] | None,
+                  baseline: str | None, *, floor: float) -> alt.Chart | None:
+    """Interval bars of each percentile where ``<col>_lo``/``_hi`` are present (means over repeats).
+
+    On the log axis a lower bound at or below 0 is drawn from ``floor`` (half the smallest latency
+    drawn); the tooltip gives the bound itself.
+    """
+    frames = []
+    for col in cols:
+        lo, hi = f"{col}_lo", f"{col}_hi"
+        if lo not in levels.columns or hi not in levels.columns:
+            continue
+        part = levels[["variant", "concurrency", col, lo, hi]].dropna().rename(
+            columns={col: "latency_ms", lo: "lo_ms", hi: "hi_ms"})
+        frames.append(part.assign(percentile=col.split("_")[0]))
+    data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if data.empty:
+        return None
+    data["lo_drawn_ms"] = data["lo_ms"].clip(lower=floor)
+    return alt.Chart(data).mark_errorbar(ticks=True, opacity=0.7).encode(
+        x=_x(), y=alt.Y("lo_drawn_ms:Q", title=y_title, scale=alt.Scale(type="log")), y2="hi_ms:Q",
+        color=variant_colour(variants, baseline), detail="percentile:N",
+        tooltip=["variant", "concurrency", "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title="mean (ms)"),
+                 alt.Tooltip("lo_ms:Q", format=".1f", title="95% low (ms)"),
+                 alt.Tooltip("hi_ms:Q", format=".1f", title="95% high (ms)")])
 
 
 def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
@@ -224,7 +255,16 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
     )
     client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
     server = base.transform_filter(alt.datum.source == "server (/server_info)").mark_point(filled=False, size=90, shape="diamond")
-    return alt.layer(client, server)
+    layers = [client, server]
+    if {"accept_length_lo", "accept_length_hi"} <= set(levels.columns):
+        bounds = levels[["variant", "concurrency", "accept_length", "accept_length_lo", "accept_length_hi"]].dropna()
+        if len(bounds):
+            layers.append(alt.Chart(bounds).mark_errorbar(ticks=True).encode(
+                x=_x(), y=alt.Y("accept_length_lo:Q", title="Accept length (tokens per verify)"), y2="accept_length_hi:Q",
+                color=variant_colour(variants, baseline),
+                tooltip=["variant", "concurrency", alt.Tooltip("accept_length:Q", format=".3f"),
+                         alt.Tooltip("accept_length_lo:Q", format=".3f"), alt.Tooltip("accept_length_hi:Q", format=".3f")]))
+    return alt.layer(*layers)
 
 
 def crossover_label(metric_name: str, concurrency: float, measured: list[int]) -> str:
