@@ -399,12 +399,18 @@ class EngineCore:
         whether a KV pool is modelled (``predict`` models none).
         """
         over = self.memory.overalloc
-        pages = self.memory.pages
+        pages = self.memory.pages if self.memory.page_size > 1 else None  # no call per request at page size 1
         delta = 0
         for e in emissions:
             req = e.request
-            held = 0 if e.finished else pages(req.prompt_tokens + req.output_tokens - 1
-                                               + (over - e.new_tokens if over else 0))
+            if e.finished:
+                held = 0
+            else:
+                held = req.prompt_tokens + req.output_tokens - 1
+                if over:
+                    held += over - e.new_tokens
+                if pages is not None:
+                    held = pages(held)
             delta += held - req.kv_held
             req.kv_held = held
         self.kv_used += delta
