@@ -18,12 +18,17 @@ requests per level) for the seed variants ``baseline`` and ``eagle3-topk4`` at l
 - ``predict@REV`` (with ``--engine-ref REV``): ``predict`` again, its engine core
   (``workbench/sim/_engine.py``) as it was at git revision ``REV``: an engine change, before
   and after, side by side.
+- ``kv-pool`` (with ``--kv-pool TOKENS``): the engine core built from the variants' parsed server
+  flags plus ``--max-total-tokens TOKENS`` under the same client: the KV accounting (admission,
+  retraction, each request's hold) that ``predict`` (unlimited memory) never runs; with
+  ``--engine-ref REV`` also ``kv-pool@REV``.
 
 Interleaved, so they see the same load; compare their ratios.
 
 Usage::
 
-    .venv/bin/python benchmarks/sim_offline_speed.py [--repeat 5] [--ref bbeb237] [--engine-ref REV] [--profile]
+    .venv/bin/python benchmarks/sim_offline_speed.py [--repeat 5] [--ref bbeb237] [--engine-ref REV]
+        [--kv-pool TOKENS] [--profile]
 """
 
 from __future__ import annotations
@@ -43,7 +48,10 @@ from workbench.bench import default_requests_per_level, prompt_schedule
 from workbench.sim import _calibrate as calibrate
 from workbench.sim import _predict as predict_mod
 from workbench.sim._engine import EngineCore
+from workbench.sim._offline import simulate_closed_loop
 from workbench.sim._profiles import load_profile
+from workbench.sim._server_args import parse_server_args
+from workbench.sim._variant_flags import variant_argv
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
 VARIANTS = ("baseline", "eagle3-topk4")
@@ -65,6 +73,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ref", default="bbeb237", help="git revision of the reference client loop")
     parser.add_argument("--engine-ref", default=None, help="also run predict with the engine core at this git revision")
+    parser.add_argument("--kv-pool", type=int, default=None, metavar="TOKENS",
+                        help="also run the engine with a KV pool of this many tokens (--max-total-tokens)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one predict run")
     args = parser.parse_args()
     profile = load_profile("seed-pcie-8gpu")
@@ -91,8 +101,8 @@ def main() -> int:
                                                                   max_new_tokens=256))
 
     runs = {"predict": run_predict, "engine": run_engine, "reference": run_reference}
-    if args.engine_ref:
-        old_core = _reference_module(args.engine_ref, "workbench/sim/_engine.py").EngineCore
+    old_core = _reference_module(args.engine_ref, "workbench/sim/_engine.py").EngineCore if args.engine_ref else None
+    if old_core is not None:
 
         def run_predict_at_ref() -> None:
             new_core = predict_mod.EngineCore
@@ -103,6 +113,24 @@ def main() -> int:
                 predict_mod.EngineCore = new_core
 
         runs[f"predict@{args.engine_ref}"] = run_predict_at_ref
+    if args.kv_pool:
+        pool = ["--max-total-tokens", str(args.kv_pool)]
+        servers = []
+        for v in VARIANTS:
+            _, argv, env = variant_argv(v)
+            servers.append(parse_server_args([*argv, *pool, "--sim-profile", str(profile.path)], environ=env))
+
+        def run_kv_pool(core: type = EngineCore) -> None:
+            for cfg in servers:
+                for c in LEVELS:
+                    engine = core.from_config(cfg, rng=random.Random(c))
+                    order = prompt_schedule(list(plan.prompt_lengths), default_requests_per_level(c),
+                                            rng=random.Random(0))
+                    simulate_closed_loop(engine, prompt_tokens=order, concurrency=c, max_new_tokens=256)
+
+        runs["kv-pool"] = run_kv_pool
+        if old_core is not None:
+            runs[f"kv-pool@{args.engine_ref}"] = lambda: run_kv_pool(old_core)
     run_predict()  # the first call parses the variants and counts the prompts' tokens once
     points = len(VARIANTS) * len(LEVELS)
     wall: dict[str, list[float]] = {k: [] for k in runs}

@@ -84,6 +84,18 @@ def test_threshold_is_the_last_level_of_the_leading_run_ahead() -> None:
     assert best_threshold(SWEEP, baseline="baseline", specs=["s1", "s3"], metric=M).spec == "s3"
 
 
+def test_threshold_of_point_predictions_n1() -> None:
+    # what_if's input: one prediction per level and no repeat column; the point values decide alone
+    points = SWEEP[SWEEP["repeat"] == 0].drop(columns="repeat")
+    t = find_threshold(points, baseline="baseline", spec="s1", metric=M)
+    assert (t.kind, t.no_draft_above) == ("threshold", 4) and "n=1" in t.description
+    assert (t.crossover.kind, t.crossover.n) == ("not_tested", 1)  # no interval, so no crossover claimed
+    # envelope (150, 330, 600): s3's policy gives up 320/330 at 4, s1's 120/150 at 1
+    assert best_threshold(points, baseline="baseline", specs=["s1", "s3"], metric=M).spec == "s3"
+    worse = points.assign(**{M: points[M].where(points["variant"] == "baseline", 1.0)})
+    assert best_threshold(worse, baseline="baseline", specs=["s1", "s3"], metric=M).kind == "never"
+
+
 def test_predicted_policy_gain_and_a_measurement_that_agrees() -> None:
     choice = {1: "s3", 4: "s1", 16: "baseline"}
     pred = policy_rows(SWEEP, choice, name="p (predicted)")

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from browser import CHROMIUM, first_screen, on_first_screen
+from workbench.analysis import per_request_ratio_ci
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
 from workbench.sim._calibrate import figures, seed_eagle3_spec
@@ -90,9 +91,6 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
     # Concurrency 1: the measured figures the profile is calibrated to.
     assert base.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["baseline_c1_per_request_tok_s"], rel=tol)
     assert eagle.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["eagle3_c1_per_request_tok_s"], rel=tol)
-    # Signs of the seed investigation: EAGLE-3 ahead at 1, baseline ahead above.
-    assert eagle.loc[1, "mean_per_request_tok_s"] > base.loc[1, "mean_per_request_tok_s"]
-    assert base.loc[8, "output_throughput_tok_s"] > eagle.loc[8, "output_throughput_tok_s"]
     # Real-time HTTP measurement vs the same engine on a virtual clock.
     from workbench.bench._prompts import load_prompts
     from workbench.sim._text import TextModel
@@ -104,6 +102,34 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
         for c in LEVELS:
             want = predicted[name][c][0]
             assert table.loc[c, "output_throughput_tok_s"] == pytest.approx(want, rel=tol), (name, c)
+    # The seed investigation's signs (EAGLE-3 ahead at 1, the baseline ahead at 8), asserted only where the
+    # predicted margin is large against what this run can resolve. The two variants run one after the other on
+    # a shared 2-core machine, so their measured per-request speed ratio (spec / baseline) carries
+    # request-to-request noise (acceptance draws, client timing), which the 95% bootstrap interval over requests
+    # measures (half-width about 1% at 1, 3-5% at 8), plus a shift between the two runs when load hits one and
+    # not the other, which `load_slack` allows for: 5% on the log ratio, about 3x the largest shift seen
+    # (-1.4% at 1, +2.0% at 8, in runs at load 1.8 and with four busy loops on the two cores, load 6).
+    # The ratio must agree with the prediction within that sum. At concurrency 1 the predicted margin (1.022,
+    # about 2%) is below it, so the sign is not asserted there (a strict sign check flaked under load); at 8
+    # (0.70) it is.
+    load_slack = 0.05
+    requests = pd.concat([runs["baseline"].requests, runs["eagle3-topk4"].requests], ignore_index=True)
+    ci = per_request_ratio_ci(requests, baseline="baseline", spec="eagle3-topk4").set_index("concurrency")
+    signed = []
+    for c in LEVELS:
+        want = predicted["eagle3"][c][1] / predicted["baseline"][c][1]
+        got, lo, hi = ci.loc[c, "ratio"], ci.loc[c, "ratio_lo"], ci.loc[c, "ratio_hi"]
+        slack = max(math.log(hi / got), math.log(got / lo)) + load_slack
+        assert abs(math.log(got / want)) <= slack, (c, got, want, slack)
+        if abs(math.log(want)) > slack:
+            assert (got > 1.0) == (want > 1.0), (c, got, want)
+            signed.append(c)
+    assert 8 in signed, "the baseline's predicted lead at 8 no longer exceeds this run's noise: no sign was tested"
+    # Output throughput at 8: each variant is held to its prediction within tol above, so a predicted lead of the
+    # baseline beyond (1 + tol) / (1 - tol) (about 1.48 against 1.22) cannot flip under that tolerance.
+    margin = predicted["baseline"][8][0] / predicted["eagle3"][8][0]
+    assert margin > (1 + tol) / (1 - tol), margin
+    assert base.loc[8, "output_throughput_tok_s"] > eagle.loc[8, "output_throughput_tok_s"]
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (make test installs it)")

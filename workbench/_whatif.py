@@ -12,7 +12,6 @@ PREDICTION of the simulated engine, and every table and chart says so.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import best_policy, bracket_text, find_crossover
+from workbench.analysis import best_policy, best_threshold, bracket_text, find_crossover
 from workbench.errors import ConfigError
 
 #: Within this fraction of the best configuration at every level, the simpler policy is recommended.
@@ -181,49 +180,38 @@ class WhatIf:
         return rows.sort_values(["concurrency", "variant"]).reset_index(drop=True).round(3)
 
     # -- policy -----------------------------------------------------------------
-    def _threshold_candidates(self) -> pd.DataFrame:
-        """Per configuration: the largest level up to which it beats the baseline at every level, and its score."""
-        ratios = self.ratios()
-        best = self.best_table().set_index("concurrency")["best_output_throughput_tok_s"]
-        base = self.levels[self.levels["variant"] == self.baseline].set_index("concurrency")["output_throughput_tok_s"]
-        rows = []
-        for name, group in ratios.groupby("variant", sort=False):
-            group = group.sort_values("concurrency")
-            threshold = None
-            for row in group.itertuples():
-                if row.output_ratio <= 1.0:
-                    break
-                threshold = int(row.concurrency)
-            if threshold is None:
-                continue
-            tput = [(r.output_throughput_tok_s if r.concurrency <= threshold else base[r.concurrency]) / best[r.concurrency]
-                    for r in group.itertuples()]
-            rows.append({"variant": name, "threshold": threshold,
-                         "score": math.exp(sum(math.log(x) for x in tput) / len(tput))})
-        return pd.DataFrame(rows, columns=["variant", "threshold", "score"])
-
     def _threshold_policy(self) -> dict[str, Any] | None:
-        """The best (configuration, threshold) pair, simulated as one server (drafting off above the threshold)."""
+        """The best (configuration, threshold) pair, simulated as one server (drafting off above the threshold).
+
+        The pair is :func:`workbench.analysis.best_threshold`'s on output throughput, the rule the
+        dynamic_disable notebook applies to measurements (``workbench._policy_study``): each
+        configuration's threshold is the highest level up to which it beats the baseline at every
+        level, scored by the geometric mean over levels of its policy's throughput over the best
+        configuration's. A prediction is one point per level (n=1), so the point values decide
+        alone. None when every configuration is behind already at the lowest level; one ahead at
+        every level drafts up to the highest level.
+        """
         if "threshold" in self._cache:
             return self._cache["threshold"]
         from workbench.sim import configuration, load_profile, predict
 
-        candidates = self._threshold_candidates()
-        if candidates.empty:
+        pick = best_threshold(self.levels, baseline=self.baseline, specs=self.configurations,
+                              metric="output_throughput_tok_s")
+        if pick.kind == "never":
             self._cache["threshold"] = None
             return None
-        pick = candidates.sort_values("score", ascending=False).iloc[0]
-        row = self.levels[self.levels["variant"] == pick["variant"]].iloc[0]
+        row = self.levels[self.levels["variant"] == pick.spec].iloc[0]
         top = int(self.levels["concurrency"].max())
+        limit = top if pick.no_draft_above is None else pick.no_draft_above
         prof = load_profile(self.profile)
         cfg = configuration(prof, self.template, topk=int(row["topk"]), num_steps=int(row["num_steps"]),
                             num_draft_tokens=int(row["num_draft_tokens"]), spec_v2=bool(row["spec_v2"]),
-                            spec_off_above=int(pick["threshold"]), max_running_requests=max(top, 48))
+                            spec_off_above=limit, max_running_requests=max(top, 48))
         s = self.settings
         levels = predict(prof, [cfg], levels=sorted(set(self.levels["concurrency"])),
                          requests_per_level=s.get("requests_per_level"), max_new_tokens=s.get("max_new_tokens"),
                          seed=s.get("seed"))
-        self._cache["threshold"] = {"variant": pick["variant"], "threshold": int(pick["threshold"]),
+        self._cache["threshold"] = {"variant": pick.spec, "threshold": limit,
                                     "name": cfg.name, "max_running_requests": cfg.max_running_requests,
                                     "levels": pd.DataFrame(levels)}
         return self._cache["threshold"]

@@ -389,6 +389,32 @@ class EngineCore:
                 f"#new_tokens_gained: {self.capacity - self.kv_used - free_before}, "
                 f"#new_token_ratio: {old:.4f} -> {self.new_token_ratio.value:.4f}")
 
+    def _hold_kv(self, emissions: list[Emission]) -> None:
+        """Set each decoded request's KV hold after the step and the pool's use from it.
+
+        A running request holds its committed tokens (prompt + output - 1: the last sampled token
+        has no KV yet) plus spec v2's over-allocation made before the step (``overalloc`` less the
+        tokens the step committed), in whole pages with ``--page-size`` > 1; a finished one holds
+        nothing. A pass of its own after the decode loop, so the loop has no per-request branch on
+        whether a KV pool is modelled (``predict`` models none).
+        """
+        over = self.memory.overalloc
+        pages = self.memory.pages if self.memory.page_size > 1 else None  # no call per request at page size 1
+        delta = 0
+        for e in emissions:
+            req = e.request
+            if e.finished:
+                held = 0
+            else:
+                held = req.prompt_tokens + req.output_tokens - 1
+                if over:
+                    held += over - e.new_tokens
+                if pages is not None:
+                    held = pages(held)
+            delta += held - req.kv_held
+            req.kv_held = held
+        self.kv_used += delta
+
     def _decode(self) -> Iteration:
         """One decode iteration over every running request, in one pass over them.
 
@@ -418,15 +444,11 @@ class EngineCore:
         spec = server_spec if steps == server_spec.num_steps else self.spec_for_steps(steps)
         if policy is not None and speculate and steps != self._probs_steps:
             self._invalidate_probs(steps)
-        track = capacity is not None
-        over = self.memory.overalloc
-        page = self.memory.page_size
         emissions: list[Emission] = []
         append = emissions.append
         still: list[SimRequest] = []  # the requests that keep running, in order
         keep = still.append
         kv_tokens = 0  # KV of the batch before the step (prompt + output of each request)
-        kv_delta = 0
         accepted_total = 0
         if speculate:
             rand = self.rng.random
@@ -458,13 +480,6 @@ class EngineCore:
                 req.output_tokens = out
                 new_tokens += gained
                 done = out >= req.max_new_tokens
-                if track:
-                    # KV held after the step: the committed tokens, plus spec v2's over-allocation made before it
-                    held = 0 if done else req.prompt_tokens + out - 1 + (over - gained if over else 0)
-                    if page > 1 and held:
-                        held = -(-held // page) * page
-                    kv_delta += held - req.kv_held
-                    req.kv_held = held
                 if done:
                     req.finished = True
                 else:
@@ -478,18 +493,13 @@ class EngineCore:
                 out += 1
                 req.output_tokens = out
                 done = out >= req.max_new_tokens
-                if track:
-                    held = 0 if done else req.prompt_tokens + out - 1 + (over - 1 if over else 0)
-                    if page > 1 and held:
-                        held = -(-held // page) * page
-                    kv_delta += held - req.kv_held
-                    req.kv_held = held
                 if done:
                     req.finished = True
                 else:
                     keep(req)
                 append(Emission(req, 1, done))
-        self.kv_used += kv_delta
+        if capacity is not None:
+            self._hold_kv(emissions)
         if speculate:
             duration_ms = self.cost.spec_decode_ms(n, kv_tokens, spec, accepted_total)
             self._interval_accepted += accepted_total
