@@ -22,7 +22,8 @@ __all__ = ["runs_app"]
 runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, delete and export stored runs.",
                        no_args_is_help=True)
 
-_RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs).")
+_RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the "
+                         "project root).")
 #: Columns `runs list` prints (all of them with --all-columns or --json).
 _SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "levels_completed",
           "label", "labels", "problem")

@@ -19,7 +19,7 @@ from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
 from workbench.store._resume import LOCK_NAME, lock_owner
-from workbench.store._runs import RUN_COLUMNS, default_runs_root, stored_units
+from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
@@ -105,7 +105,7 @@ def resolve_run(run: str | Path, *, root: str | Path | None = None) -> Path:
     """
     candidate = Path(run).expanduser()
     if not (candidate / "manifest.json").is_file():
-        base = Path(root).expanduser() if root is not None else default_runs_root()
+        base = runs_root(root)
         candidate = candidate if candidate.is_dir() else base / str(run)
     if candidate.is_dir() and not (candidate / "manifest.json").is_file():
         held = sorted(p.name for p in candidate.iterdir()) if candidate.is_dir() else []
@@ -217,7 +217,7 @@ def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     files (or is named like a run) but no manifest.json. ``problem`` says what is wrong
     with those and what to do (None for the others). A missing root gives an empty table.
     """
-    base = Path(root).expanduser() if root is not None else default_runs_root()
+    base = runs_root(root)
     folders = sorted(p for p in base.iterdir() if (p / "manifest.json").is_file() or _broken(p)) \
         if base.is_dir() else []
     listing = pd.DataFrame([_listing_row(folder) for folder in folders], columns=list(LISTING_COLUMNS))

@@ -37,7 +37,7 @@ import workbench
 from workbench.errors import HostError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_json, read_parquet, write_json, write_parquet
-from workbench.store._runs import REPO_ROOT, RUN_COLUMNS, SCHEMA_VERSION, _slug, _utc_iso, default_runs_root
+from workbench.store._runs import REPO_ROOT, RUN_COLUMNS, SCHEMA_VERSION, _slug, _utc_iso, runs_root
 
 __all__ = ["load_quarantine", "save_imported_run"]
 
@@ -68,7 +68,7 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
         extra: more manifest keys (e.g. ``server_info``, ``tool_version_source``).
         label: the user's label.
         measured_at: when the tool measured (ISO text, from its file); ``started_at``.
-        root: runs root (default :func:`default_runs_root`).
+        root: runs root (default :func:`runs_root`).
         now: the import time (default: the clock).
 
     Returns:
@@ -77,7 +77,7 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
     Raises:
         HostError: a file cannot be written (DiskFullError when the disk is full).
     """
-    base = Path(root).expanduser() if root is not None else default_runs_root()
+    base = runs_root(root)
     digest = hashlib.sha256(f"{tool}\0{variant}\0{source_sha256}".encode()).hexdigest()[:6]
     for existing in sorted(base.glob(f"*-{digest}/manifest.json")) if base.is_dir() else []:
         try:

@@ -25,7 +25,7 @@ from workbench.errors import ConfigError, HostError
 from workbench.store._catalog import list_runs, load_run
 from workbench.store._files import atomic_write, read_json
 from workbench.store._resume import LOCK_NAME, sweep_in_flight
-from workbench.store._runs import default_runs_root
+from workbench.store._runs import runs_root
 
 __all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels"]
 
@@ -36,10 +36,6 @@ CATALOGUE_COLUMNS = ("run_id", "state", "kind", "variant", "engine", "simulated"
                      "started_at", "levels_completed", "num_requests", "label", "labels", "problem", "path")
 #: Request columns holding lists (per-chunk gaps, tokens per chunk): JSON text in a CSV.
 _LIST_COLUMNS = ("itl_ms", "tokens_per_chunk")
-
-
-def _root(root: str | Path | None) -> Path:
-    return Path(root).expanduser() if root is not None else default_runs_root()
 
 
 def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.DataFrame | None = None) -> Path:
@@ -55,7 +51,7 @@ def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.Dat
     direct = Path(text).expanduser()
     if ("/" in text or direct.is_absolute()) and direct.is_dir():
         return direct
-    table = list_runs(_root(root)) if listing is None else listing
+    table = list_runs(root) if listing is None else listing
     ids = [str(i) for i in table["run_id"]]
     paths = [Path(p) for p in table["path"]]
     if text in ids:
@@ -66,7 +62,7 @@ def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.Dat
     if hits:
         raise ConfigError(f"{text!r} matches {len(hits)} runs ({', '.join(p.name for p in hits[:5])}"
                           f"{', ...' if len(hits) > 5 else ''}); give more of the run id")
-    raise ConfigError(f"No run {text!r} under {_root(root)}: give a run id, a unique prefix of one or a run "
+    raise ConfigError(f"No run {text!r} under {runs_root(root)}: give a run id, a unique prefix of one or a run "
                       "directory; `workbench runs list` (wb.list_runs()) shows what is stored")
 
 
@@ -118,7 +114,7 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
         string; ``problem`` what is wrong with a broken run and what to do, where
         :func:`list_runs` says (None otherwise). Broken runs are rows, never errors.
     """
-    listing = list_runs(_root(root))
+    listing = list_runs(root)
     out = pd.DataFrame({c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
                         for c in CATALOGUE_COLUMNS if c not in ("state", "labels")})
     out.insert(1, "state", listing["status"].fillna("unknown") if "status" in listing else "unknown")
@@ -192,10 +188,10 @@ def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path 
         ConfigError: a named run does not exist, or nothing could be read.
     """
     if runs:
-        listing = list_runs(_root(root))
+        listing = list_runs(root)
         paths = [find_run(r, root=root, listing=listing) for r in runs]
     else:
-        paths = [Path(p) for p in list_runs(_root(root))["path"]]
+        paths = [Path(p) for p in list_runs(root)["path"]]
     frames, skipped = [], []
     for path in paths:
         try:
