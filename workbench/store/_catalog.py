@@ -24,7 +24,7 @@ from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
-LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at",
+LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at",
                    "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label",
                    "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
 
@@ -210,6 +210,10 @@ def _listing_row(folder: Path) -> dict[str, Any]:
 def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     """One row per run directory under ``root``, oldest first (columns :data:`LISTING_COLUMNS`).
 
+    Oldest first is by ``started_at``; an imported run whose file recorded no measurement
+    time sorts by its ``imported_at`` instead, and a folder with neither (no readable
+    manifest) comes last, by name.
+
     ``status`` is the manifest's (``running``, ``complete``, ``failed``, ``incomplete``),
     except: ``interrupted`` for a ``running`` run whose sweep lock's process is gone (the
     sweep or its kernel was killed; running the sweep again resumes it), ``unreadable``
@@ -221,7 +225,14 @@ def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     folders = sorted(p for p in base.iterdir() if (p / "manifest.json").is_file() or _broken(p)) \
         if base.is_dir() else []
     listing = pd.DataFrame([_listing_row(folder) for folder in folders], columns=list(LISTING_COLUMNS))
-    return listing.sort_values(["started_at", "run_id"], na_position="first").reset_index(drop=True)
+    when = _utc(listing["started_at"]).fillna(_utc(listing["imported_at"]))
+    return (listing.assign(_when=when).sort_values(["_when", "run_id"], na_position="last")
+            .drop(columns="_when").reset_index(drop=True))
+
+
+def _utc(times: pd.Series) -> pd.Series:
+    """ISO times (any offset; None or text that is no time: NaT) as UTC timestamps."""
+    return pd.to_datetime(times, utc=True, errors="coerce", format="ISO8601").astype("datetime64[ns, UTC]")
 
 
 def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

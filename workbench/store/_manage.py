@@ -164,9 +164,11 @@ def _describe(path: Path) -> str:
         m = read_json(path / "manifest.json")
     except HostError:
         return f"{path} (no readable manifest)"
+    origin = (f"imported from {m.get('tool')} {m.get('source_file')}" if m.get("kind") == "import"
+              else f"host {m.get('host')}")
+    requests = "" if m.get("num_requests") is None else f", {m.get('num_requests')} request(s)"
     return (f"{path.name}: {m.get('variant')} on {m.get('engine')} ({'simulated' if m.get('simulated') else 'measured'}"
-            f", host {m.get('host')}), {m.get('status')}, {m.get('levels_completed')} level(s), "
-            f"{m.get('num_requests')} request(s)")
+            f", {origin}), {m.get('status')}, {m.get('levels_completed')} level(s){requests}")
 
 
 def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path | None = None,
