@@ -62,8 +62,8 @@ def test_list_is_oldest_first_with_untimed_imports_by_their_import_time(mixed) -
     assert listed.exit_code == 0, listed.output
     order = [line.split()[0] for line in listed.stdout.splitlines()[1:]]
     assert order == [made[k].name for k in ("earlier", "measured", "untimed", "rows", "broken")]
-    helped = runner.invoke(app, ["runs", "list", "--help"])
-    assert "by the time it was imported" in " ".join(helped.stdout.split())
+    helped = runner.invoke(app, ["runs", "list", "--help"]).stdout.replace("│", " ")
+    assert "by the time it was imported" in " ".join(helped.split())
 
 
 def test_imported_runs_count_their_requests_or_leave_them_unknown(mixed) -> None:
