@@ -96,3 +96,12 @@ def test_export_writes_csv_without_a_format_flag(mixed, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "wrote 2 rows to" in result.stderr
     assert list(pd.read_csv(out)["output_throughput_tok_s"]) == [80.0, 250.0]
+
+
+def test_compare_names_an_import_by_its_tool_and_file_not_a_host(mixed) -> None:
+    root, made = mixed
+    result = runner.invoke(app, ["runs", "compare", made["earlier"].name, made["rows"].name, "--runs-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    assert (f"#1 {made['earlier'].name}: earlier on vllm (measured), imported from vllm bench serve "
+            "/data/earlier.json, SGLang None") in result.stdout
+    assert "host None" not in result.stdout

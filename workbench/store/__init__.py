@@ -18,6 +18,7 @@ _NAMES = {
     "open_run": "_resume",
     "ResumedRun": "_resume",
     "run_labels": "_manage",
+    "run_origin": "_manage",
     "RunWriter": "_runs",
     "runs_root": "_runs",
     "save_imported_run": "_imported",

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -27,7 +29,8 @@ from workbench.store._files import atomic_write, read_json
 from workbench.store._resume import LOCK_NAME, sweep_in_flight
 from workbench.store._runs import runs_root
 
-__all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels"]
+__all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels",
+           "run_origin"]
 
 #: The sidecar file of a run's labels.
 LABELS_NAME = "labels.json"
@@ -159,13 +162,20 @@ def delete_run(run: str | Path, *, root: str | Path | None = None,
     return path
 
 
+def run_origin(manifest: Mapping[str, Any]) -> str:
+    """Where a run's figures came from, for a person: ``"host gpu1"``, or for an import (which has no
+    host) ``"imported from vllm bench serve /data/result.json"`` (its tool and file)."""
+    if manifest.get("kind") == "import":
+        return f"imported from {manifest.get('tool')} {manifest.get('source_file')}"
+    return f"host {manifest.get('host')}"
+
+
 def _describe(path: Path) -> str:
     try:
         m = read_json(path / "manifest.json")
     except HostError:
         return f"{path} (no readable manifest)"
-    origin = (f"imported from {m.get('tool')} {m.get('source_file')}" if m.get("kind") == "import"
-              else f"host {m.get('host')}")
+    origin = run_origin(m)
     requests = "" if m.get("num_requests") is None else f", {m.get('num_requests')} request(s)"
     return (f"{path.name}: {m.get('variant')} on {m.get('engine')} ({'simulated' if m.get('simulated') else 'measured'}"
             f", {origin}), {m.get('status')}, {m.get('levels_completed')} level(s){requests}")
