@@ -17,7 +17,7 @@ FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False, repeats=1)
 
 
 def test_bad_input_is_refused_before_launch(tmp_path) -> None:
-    with pytest.raises(ConfigError, match="known variants: .*baseline"):
+    with pytest.raises(ConfigError, match="Known variants: .*baseline"):
         benchmark_variant("no-such-variant", runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="concurrency_levels must be whole numbers >= 1"):
         benchmark_variant("baseline", concurrency_levels=[0, 2], runs_dir=tmp_path)

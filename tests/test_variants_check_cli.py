@@ -53,7 +53,8 @@ def test_refused_grid_points_count_and_exit_2(tmp_path: Path) -> None:
                     'num_draft_tokens = [2, 4]\n')
     result = runner.invoke(app, ["variants", "check", "--grid", str(grid)])
     assert result.exit_code == 2, result.output
-    assert "grid small: small-t2-s1-d2: ok" in result.output and "grid small: small-t2-s1-d4: refused: " in result.output
+    assert "grid small: small-t2-s1-d2: ok" in result.output
+    assert "grid small: small-t2-s1-d4: refused: " in result.output
     last = result.output.splitlines()[-1]
     assert "; grid small: 1 of 2 point(s) refused" in last and last.startswith("0 error(s)")
     clean = tmp_path / "clean.toml"
