@@ -86,13 +86,15 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
 
     args = _options("baseline", {"runs_dir": str(tmp_path), "progress": None})
     monkeypatch.delenv(PROGRESS_FILE_ENV, raising=False)
-    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert _prepare(args).progress is False  # stderr a file or pipe: no carriage-return frames
     monkeypatch.setattr(sys, "stderr", Terminal())
     assert _prepare(args).progress is True  # a terminal
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    ipython = types.ModuleType("IPython")  # a kernel's IPython: its running shell has a kernel
+    ipython.get_ipython = lambda: types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
     assert _prepare(args).progress is True  # tqdm.auto: a widget in JupyterLab
     monkeypatch.setenv(PROGRESS_FILE_ENV, str(tmp_path / "p"))
     assert _prepare(args).progress is False  # lines on the terminal instead, no bars in the report

@@ -45,7 +45,14 @@ def progress_bars(progress: bool | None) -> bool:
         return bool(progress)
     if reporting_progress():
         return False
-    return "ipykernel" in sys.modules or sys.stderr.isatty()
+    return _in_kernel() or sys.stderr.isatty()
+
+
+def _in_kernel() -> bool:
+    """True in a Jupyter kernel (JupyterLab, a notebook): IPython's running shell has a kernel."""
+    ipython = sys.modules.get("IPython")  # never imported here: a kernel has imported it already
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def report_progress(line: str) -> bool:
