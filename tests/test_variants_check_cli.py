@@ -4,6 +4,7 @@ the same way as by ``workbench bench`` (exit status 2, with the closest names)."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -57,6 +58,10 @@ def test_refused_grid_points_count_and_exit_2(tmp_path: Path) -> None:
     assert "grid small: small-t2-s1-d4: refused: " in result.output
     last = result.output.splitlines()[-1]
     assert "; grid small: 1 of 2 point(s) refused" in last and last.startswith("0 error(s)")
+    as_json = runner.invoke(app, ["variants", "check", "--grid", str(grid), "--json"])
+    assert as_json.exit_code == 2 and isinstance(json.loads(as_json.stdout), list)
+    assert as_json.stderr.splitlines()[-1] == "grid small: 1 of 2 point(s) refused"
+    assert "grid small: small-t2-s1-d4: refused: " in as_json.stderr
     clean = tmp_path / "clean.toml"
     clean.write_text('name = "clean"\ntemplate = "eagle3-topk4"\ntopk = [2]\nnum_steps = [1]\nnum_draft_tokens = [2]\n')
     ok = runner.invoke(app, ["variants", "check", "--grid", str(clean)])

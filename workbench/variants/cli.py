@@ -97,10 +97,9 @@ def check_command(
 
         expansion = expand_grid(grid, parameters={k: v for k, v in params.items() if v is not None}, host=host,
                                 sglang=sglang, engine=eng)
-        if not as_json:
-            for row in expansion.table.itertuples():
-                typer.echo(f"grid {expansion.grid.name}: {row.variant}: " +
-                           ("ok" if row.status == "ok" else f"refused: {row.reason}"))
+        for row in expansion.table.itertuples():  # with --json on stderr, so stdout stays one JSON list
+            typer.echo(f"grid {expansion.grid.name}: {row.variant}: " +
+                       ("ok" if row.status == "ok" else f"refused: {row.reason}"), err=as_json)
         names += expansion.variants
         if len(expansion.refused):
             refused = (f"; grid {expansion.grid.name}: {len(expansion.refused)} of {len(expansion.table)} point(s) "
@@ -110,6 +109,8 @@ def check_command(
     findings = sort_findings(found)
     if as_json:
         typer.echo(json.dumps([f.to_dict() for f in findings], indent=1))
+        if refused:
+            typer.echo(refused.lstrip("; "), err=True)
     else:
         shown = [f for f in findings if _SEVERITY.index(f.severity) <= _SEVERITY.index(min_severity)]
         for f in shown:
