@@ -464,8 +464,10 @@ def benchmark_variant(
             (:func:`workbench.store.runs_root`; relative paths are under the project root).
         progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
             with the unit being measured and the last level's output tok/s; None (default):
-            a bar, except in a notebook run by ``workbench report``, whose terminal gets one
-            line per level instead (:func:`workbench.report.report_progress`).
+            a bar in a Jupyter kernel or when stderr is a terminal, none in a notebook run by
+            ``workbench report`` (whose terminal gets one line per level instead,
+            :func:`workbench.report.report_progress`) nor when stderr is a file or a pipe
+            (:func:`workbench.report.progress_bars`).
         model_path, draft_model_path, tp_size, gpus: template parameters replacing the
             variant file's model, draft model (speculative variants only), ``tp-size`` and GPUs
             (``CUDA_VISIBLE_DEVICES``, e.g. ``"0,1"``); None keeps the file's
