@@ -198,8 +198,11 @@ def test_export_csv_levels_and_requests(runs, tmp_path_factory) -> None:
     lines = [l for l in stdout.stdout.splitlines() if l]
     assert len(lines) == 1 + 16 and json.loads(pd.read_csv(pd.io.common.StringIO(stdout.stdout))["itl_ms"][0]) \
         == [10.0] * 8
-    no_format = CliRunner().invoke(app, ["runs", "export", "--runs-dir", str(root)])
-    assert no_format.exit_code == 2 and "--csv" in no_format.output
+    # CSV is the one format: no flag needed (--csv, as above, is accepted and changes nothing)
+    plain = CliRunner().invoke(app, ["runs", "export", made["eagle3"].run_id, "--runs-dir", str(root)])
+    assert plain.exit_code == 0, plain.output
+    assert plain.stdout.splitlines()[0].startswith("run_id,variant,engine,simulated,")
+    assert len(plain.stdout.splitlines()) == 1 + 4
 
 
 def test_runs_help_is_cheap() -> None:

@@ -17,7 +17,7 @@ FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False, repeats=1)
 
 
 def test_bad_input_is_refused_before_launch(tmp_path) -> None:
-    with pytest.raises(ConfigError, match="known variants: .*baseline"):
+    with pytest.raises(ConfigError, match="Known variants: .*baseline"):
         benchmark_variant("no-such-variant", runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="concurrency_levels must be whole numbers >= 1"):
         benchmark_variant("baseline", concurrency_levels=[0, 2], runs_dir=tmp_path)
@@ -73,11 +73,28 @@ def test_benchmark_variants_refuses_a_keyword_benchmark_variant_does_not_take(tm
 
 
 def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report(monkeypatch, tmp_path) -> None:
+    import io
+    import sys
+    import types
+
     from workbench._investigation import _options, _prepare
     from workbench.report import PROGRESS_FILE_ENV
 
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
     args = _options("baseline", {"runs_dir": str(tmp_path), "progress": None})
     monkeypatch.delenv(PROGRESS_FILE_ENV, raising=False)
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert _prepare(args).progress is False  # stderr a file or pipe: no carriage-return frames
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert _prepare(args).progress is True  # a terminal
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    ipython = types.ModuleType("IPython")  # a kernel's IPython: its running shell has a kernel
+    ipython.get_ipython = lambda: types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
     assert _prepare(args).progress is True  # tqdm.auto: a widget in JupyterLab
     monkeypatch.setenv(PROGRESS_FILE_ENV, str(tmp_path / "p"))
     assert _prepare(args).progress is False  # lines on the terminal instead, no bars in the report

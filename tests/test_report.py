@@ -426,6 +426,19 @@ def test_report_progress_reaches_the_terminal_and_kernels_print_no_warning(tmp_p
     assert not list((tmp_path / "out").glob(".*progress"))
 
 
+KERNEL_BARS_CELL = """\
+import sys
+from workbench.report import progress_bars
+assert not sys.stderr.isatty()  # a kernel's stderr is no terminal, yet its bars are widgets
+assert progress_bars(None) is True"""
+
+
+def test_a_jupyter_kernel_draws_bars_by_default(tmp_path: Path, write_notebook) -> None:
+    # progress=False: no `workbench report` lines, so the kernel is like one JupyterLab started
+    nb = write_notebook(tmp_path / "nb" / "k.ipynb", setup=["x = 1"], parameters="n = 1\n", cells=[KERNEL_BARS_CELL])
+    run_notebook(nb, out_dir=tmp_path / "out", progress=False)
+
+
 def test_html_hides_parameters_code_and_folds_the_parameters(demo: ReportResult) -> None:
     page = demo.html.read_text(encoding="utf-8")
     assert "levels to sweep" not in page  # the parameters cell's code: its values are in the header

@@ -106,7 +106,8 @@ def test_grid_rules_follow_the_sglang_version() -> None:
 
 def test_variants_check_and_bench_take_a_grid(tmp_path) -> None:
     result = CliRunner().invoke(app, ["variants", "check", "--grid", "eagle3"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output  # refused points: bad input, as for `bench`
+    assert "; grid eagle3: 9 of 24 point(s) refused" in result.output
     assert "grid eagle3: eagle3-t4-s3-d16: ok" in result.output and "eagle3-t2-s2-d8: refused: " in result.output
     bad = CliRunner().invoke(app, ["bench", "--grid", "nope", "--runs-dir", str(tmp_path)])
     assert bad.exit_code == 2 and "No grid 'nope'" in bad.output

@@ -125,7 +125,9 @@ def bench_command(
         "--repeats", help="Times each level is measured (default: 3 on a real engine, 1 on the simulator).")] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="Name of the sweep (part of its identity).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start new runs instead of resuming this sweep's.")] = False,
-    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Runs folder (relative: to the project root).")] = Path("data/runs"),
+    runs_dir: Annotated[Optional[Path], typer.Option(
+        "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project "
+        "root).")] = None,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Output tokens per request.")] = 256,
     backend: Annotated[Optional[str], typer.Option(
         "--backend", help="Route: generate (SGLang's /generate, default), completions (/v1/completions) or chat "
@@ -147,7 +149,9 @@ def bench_command(
         "--sweep-values", help="Values of --sweep, e.g. 128,2048 (tokens) or 0,1 (temperature).")] = None,
     time_scale: Annotated[Optional[float], typer.Option(
         "--time-scale", help="Simulator only: simulated seconds per wall second (default 2).")] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars.")] = True,
+    progress: Annotated[Optional[bool], typer.Option(
+        "--progress/--no-progress", help="Progress bars (default: when stderr is a terminal; otherwise one line "
+        "per level on stderr, no bars).")] = None,
     model_path: ModelPathOption = None,
     draft_model_path: DraftModelPathOption = None,
     tp_size: TpSizeOption = None,
@@ -160,9 +164,11 @@ def bench_command(
 
     Runs the sweep into the runs folder exactly as the notebooks do (the load options are
     benchmark_variants' load=); running the same command again resumes it (finished
-    levels are skipped), --fresh starts anew. Prints, per variant and level (and swept
-    value, with --sweep), n repeats and the mean with its 95% interval. Exit status 1
-    when a server failed (the others are still measured), 2 for bad input.
+    levels are skipped, and a line per variant says how many are already on disk and in which
+    run), --fresh starts anew. Prints, per variant and level (and swept value, with --sweep),
+    n repeats and the mean with its 95% interval, then how many levels were measured now and
+    how many reused. Progress: bars on a terminal, else one line per level on stderr. Exit
+    status 1 when a server failed (the others are still measured), 2 for bad input.
     """
     from workbench._investigation import benchmark_variants
 
@@ -172,21 +178,60 @@ def bench_command(
                         sweep=sweep, sweep_values=sweep_values)
     optional = {"prompt_set": prompt_set} if prompt_set is not None else {}
     failures: list[Any] = []
-    paths = benchmark_variants(
-        variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
-        gpus=gpus, host=host, engine=engine, concurrency_levels=parse_levels(levels) if levels is not None else None,
-        requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
-        max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append,
-        load=load, **optional)
+    opened: dict[str, Any] = {}
+
+    def on_resume(resume: Any) -> None:  # before the variant's first server: what its run already holds
+        opened[resume.variant] = resume
+        if resume.stored:
+            typer.echo(resume.line(), err=True)
+
+    with _level_lines(progress):
+        paths = benchmark_variants(
+            variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
+            gpus=gpus, host=host, engine=engine,
+            concurrency_levels=parse_levels(levels) if levels is not None else None,
+            requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
+            max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append,
+            on_resume=on_resume, load=load, **optional)
     for line in summary_lines(_means(paths, sweep), sweep):
         typer.echo(line)
     for note in _crossovers(paths, variants or [], sweep):
         typer.echo(note)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
+    typer.echo(_tally(paths, opened.values()))
     for failure in failures:
         typer.echo(f"FAILED {failure.variant} ({failure.kind}); run {failure.run}:\n{failure.message}", err=True)
     if failures:
         raise typer.Exit(code=1)
+
+
+def _level_lines(progress: bool | None) -> Any:
+    """Where the default draws no bars (stderr is not a terminal: :func:`workbench.report.progress_bars`),
+    one line per level on stderr instead (:func:`workbench.report.progress_lines`); else nothing to do."""
+    import contextlib
+    import sys
+    import tempfile
+
+    from workbench.report import progress_bars, progress_lines, reporting_progress
+
+    if progress is not None or progress_bars(None) or reporting_progress():
+        return contextlib.nullcontext()  # bars, --no-progress, or already inside `workbench report`'s lines
+    stack = contextlib.ExitStack()
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="workbench-bench-"))
+    stack.enter_context(progress_lines(Path(folder) / "progress", stream=sys.stderr))
+    return stack
+
+
+def _tally(paths: list[Path], opened: Any) -> str:
+    """``"levels: 2 measured now, 5 reused from disk"``: units stored in ``paths`` now, against what their
+    runs held when opened (``opened``: the :class:`~workbench._investigation.SweepResume` of each variant)."""
+    from workbench.store import load_run
+
+    opened = list(opened)
+    reused = sum(r.stored for r in opened)
+    stored = sum(len(load_run(p).manifest.get("units_completed") or []) for p in paths)
+    what = "levels" if all(r.repeats == 1 for r in opened) else "levels x repeats"
+    return f"{what}: {stored - reused} measured now, {reused} reused from disk"
 
 
 def _means(paths: list[Path], sweep: str | None) -> Any:

@@ -18,20 +18,15 @@ from typing import Any
 
 import pandas as pd
 
-from workbench import paths
 from workbench.errors import ConfigError, HostError
 from workbench.store import catalogue, delete_run as _delete, export_tables, find_run, label_run as _label
-from workbench.store import load_run, run_labels
+from workbench.store import load_run, run_labels, run_origin
 
 __all__ = ["COMPARE_METRICS", "RunOverview", "compare_lines", "compare_runs", "delete_run", "export_runs",
            "label_run", "list_runs", "run_levels", "show_run", "stored_runs"]
 
 #: Metrics :func:`compare_runs` shows by default (level columns, units in the names).
 COMPARE_METRICS = ("output_throughput_tok_s", "mean_per_request_tok_s")
-
-
-def _root(runs_dir: str | Path | None) -> Path | None:
-    return None if runs_dir is None else paths.resolve(runs_dir)
 
 
 def list_runs(runs_dir: str | Path | None = None) -> pd.DataFrame:
@@ -47,7 +42,7 @@ def list_runs(runs_dir: str | Path | None = None) -> pd.DataFrame:
         ``levels_completed``, ``num_requests``, ``label`` (the sweep's), ``labels`` (yours),
         ``path``. A broken run is a row with its state, never an error.
     """
-    return catalogue(_root(runs_dir))
+    return catalogue(runs_dir)
 
 
 def stored_runs(runs: str | Path | Sequence[str | Path], *, runs_dir: str | Path | None = None) -> list[Path]:
@@ -67,9 +62,8 @@ def stored_runs(runs: str | Path | Sequence[str | Path], *, runs_dir: str | Path
     items = [runs] if isinstance(runs, (str, Path)) else list(runs)
     if not items:
         raise ConfigError("from_runs is empty; give run ids or directories (`workbench runs list` shows them)")
-    root = _root(runs_dir)
-    listing = catalogue(root)
-    found = [find_run(r, root=root, listing=listing) for r in items]
+    listing = catalogue(runs_dir)
+    found = [find_run(r, root=runs_dir, listing=listing) for r in items]
     if len(set(found)) < len(found):
         raise ConfigError(f"a run is named twice in {[str(r) for r in items]}; name each run once")
     for path in found:
@@ -86,7 +80,7 @@ def label_run(run: str | Path, *labels: str, remove: bool = False, runs_dir: str
     Raises:
         ConfigError: no such run or no label given.
     """
-    return _label(run, labels, remove=remove, root=_root(runs_dir))
+    return _label(run, labels, remove=remove, root=runs_dir)
 
 
 def delete_run(run: str | Path, *, runs_dir: str | Path | None = None,
@@ -99,7 +93,7 @@ def delete_run(run: str | Path, *, runs_dir: str | Path | None = None,
     Raises:
         ConfigError: no such run, or a sweep is writing it now.
     """
-    return _delete(run, root=_root(runs_dir), confirm=confirm)
+    return _delete(run, root=runs_dir, confirm=confirm)
 
 
 def _level_key(levels: pd.DataFrame) -> pd.DataFrame:
@@ -129,7 +123,7 @@ def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
     """
     from workbench.analysis import repeat_table
 
-    stored = load_run(find_run(run, root=_root(runs_dir)))
+    stored = load_run(find_run(run, root=runs_dir))
     levels = _level_key(stored.levels)
     for m in metrics:
         if m not in levels:
@@ -185,9 +179,8 @@ def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverv
     Raises:
         ConfigError: no such run.
     """
-    root = _root(runs_dir)
-    path = find_run(run, root=root)
-    listing = catalogue(root)
+    path = find_run(run, root=runs_dir)
+    listing = catalogue(runs_dir)
     row = listing[listing["path"] == str(path)]
     facts: dict[str, Any] = {"run_id": path.name, "path": str(path)}
     if len(row):
@@ -223,15 +216,15 @@ def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE
 
     Returns:
         :func:`run_levels` of each run, concatenated, with ``variant``, ``engine``,
-        ``simulated``, ``host`` and ``sglang_version`` of each (the provenance of its figures).
+        ``simulated``, ``host``, ``sglang_version`` and ``origin`` (``"host H"``, or ``"imported
+        from TOOL FILE"``: :func:`workbench.store.run_origin`) of each (the provenance of its figures).
 
     Raises:
         ConfigError: fewer than two runs, a run named twice, or one that cannot be read.
     """
     if len(runs) < 2:
         raise ConfigError("compare needs two or more runs, e.g. `workbench runs compare RUN_A RUN_B`")
-    root = _root(runs_dir)
-    found = [find_run(r, root=root) for r in runs]
+    found = [find_run(r, root=runs_dir) for r in runs]
     if len(set(found)) < len(found):
         raise ConfigError(f"a run is named twice in {list(map(str, runs))}; name each run once")
     frames = []
@@ -240,6 +233,7 @@ def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE
         table = run_levels(path, metrics=metrics)
         for i, key in enumerate(("variant", "engine", "simulated", "host", "sglang_version")):
             table.insert(1 + i, key, m.get(key))
+        table.insert(6, "origin", run_origin(m))
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
 
@@ -279,7 +273,7 @@ def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS)
     for i, run_id in enumerate(ids, start=1):
         r = table[table["run_id"] == run_id].iloc[0]
         where = "SIMULATED" if r["simulated"] else "measured"
-        out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), host {r['host']}, "
+        out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, "
                    f"SGLang {r['sglang_version']}")
     keys = table[["mode", "level_value"]].drop_duplicates().sort_values(["mode", "level_value"])
     for m in metrics:
@@ -316,7 +310,7 @@ def export_runs(runs: Iterable[str | Path] | None = None, *, out: str | Path | N
     """
     import warnings
 
-    table, skipped = export_tables(list(runs) if runs else None, root=_root(runs_dir), requests=requests)
+    table, skipped = export_tables(list(runs) if runs else None, root=runs_dir, requests=requests)
     for line in skipped:
         warnings.warn(f"left out of the export: {line}", stacklevel=2)
     if out is not None:

@@ -25,7 +25,7 @@ from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import load_run, load_runs, open_run, sweep_identity
+from workbench.store import load_run, load_runs, open_run, runs_root, sweep_identity
 from workbench._study import Study
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 load_variant, parameters_given, prepare_launch)
@@ -107,6 +107,32 @@ class SweepFailure:
     message: str
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepResume:
+    """What a variant's run held when :func:`benchmark_variants` opened it: the units it reuses.
+
+    Attributes:
+        variant: its name.
+        run: its run directory.
+        stored: (level, repeat) units already on disk, reused (0 for a new run or ``fresh``).
+        total: units of the plan (levels x repeats).
+        repeats: the plan's repeats.
+    """
+
+    variant: str
+    run: Path
+    stored: int
+    total: int
+    repeats: int
+
+    def line(self) -> str:
+        """``"eagle3-topk4: 5 of 7 levels already on disk (run R), measuring 2"`` (with repeats > 1 the
+        counts are of (level, repeat) units: ``"... of 14 levels x repeats ..."``)."""
+        what = "levels" if self.repeats == 1 else "levels x repeats"
+        return (f"{self.variant}: {self.stored} of {self.total} {what} already on disk (run {self.run.name}), "
+                f"measuring {self.total - self.stored}")
+
+
 def _variant_definition(v: Variant) -> dict[str, Any]:
     return {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env, "model_path": v.model_path,
             "draft_model_path": v.draft_model_path, "base": v.base, "sglang_version": v.sglang_version,
@@ -159,7 +185,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=paths.resolve(args["runs_dir"]),
+                  identity=identity, root=runs_root(args["runs_dir"]),
                   progress=progress_bars(args["progress"]))
 
 
@@ -216,8 +242,11 @@ def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
                       "host-side lease stops it once it runs out", stacklevel=3)
 
 
-def _run_pass(sweep: _Sweep, *, repeats: Sequence[int] | None, fresh: bool) -> Path:
+def _run_pass(sweep: _Sweep, *, repeats: Sequence[int] | None, fresh: bool,
+              on_open: Callable[[SweepResume], None] | None = None) -> Path:
     """Measure the units of ``sweep`` not stored yet (those of ``repeats`` only, when given) with one server.
+
+    ``on_open`` is told what the run held when it was opened, before anything is launched.
 
     Raises:
         _PassFailed: the server failed (ServerStartError, BenchmarkError); the run is
@@ -229,6 +258,9 @@ def _run_pass(sweep: _Sweep, *, repeats: Sequence[int] | None, fresh: bool) -> P
                       engine=eng, host=sweep.host, plan=plan, time_scale=float(plan.time_scale),
                       extra={"variant_definition": _variant_definition(v)})
     run = opened.writer
+    if on_open is not None:
+        on_open(SweepResume(v.name, run.path, stored=len(run.units_completed), total=len(plan.units()),
+                            repeats=plan.repeats))
     try:
         return _measure_pending(sweep, run, opened.previous, repeats)
     except (ServerError, BenchmarkError) as exc:
@@ -377,7 +409,7 @@ def benchmark_variant(
     repeats: int | None = None,
     label: str | None = None,
     fresh: bool = False,
-    runs_dir: str | Path = "data/runs",
+    runs_dir: str | Path | None = None,
     progress: bool | None = None,
     model_path: str | None = None,
     draft_model_path: str | None = None,
@@ -428,11 +460,14 @@ def benchmark_variant(
             (3 on a real engine, :data:`~workbench.engines.DEFAULT_SIM_REPEATS` on the simulator).
         label: your name for the sweep (part of its identity: another label is another run).
         fresh: start a new run even if this sweep was run before (the old run is kept).
-        runs_dir: runs root (relative paths are under the project root).
+        runs_dir: the runs folder; None: ``$WORKBENCH_RUNS_DIR`` or ``data/runs``
+            (:func:`workbench.store.runs_root`; relative paths are under the project root).
         progress: show a progress bar (tqdm.auto: a widget in JupyterLab, text elsewhere)
             with the unit being measured and the last level's output tok/s; None (default):
-            a bar, except in a notebook run by ``workbench report``, whose terminal gets one
-            line per level instead (:func:`workbench.report.report_progress`).
+            a bar in a Jupyter kernel or when stderr is a terminal, none in a notebook run by
+            ``workbench report`` (whose terminal gets one line per level instead,
+            :func:`workbench.report.report_progress`) nor when stderr is a file or a pipe
+            (:func:`workbench.report.progress_bars`).
         model_path, draft_model_path, tp_size, gpus: template parameters replacing the
             variant file's model, draft model (speculative variants only), ``tp-size`` and GPUs
             (``CUDA_VISIBLE_DEVICES``, e.g. ``"0,1"``); None keeps the file's
@@ -482,6 +517,7 @@ def benchmark_variants(
     fresh: bool = False,
     on_failure: Callable[[SweepFailure], None] | None = None,
     grid: str | Path | Mapping[str, Any] | None = None,
+    on_resume: Callable[[SweepResume], None] | None = None,
     **kwargs: Any,
 ) -> list[Path]:
     """:func:`benchmark_variant` for each variant, repeat by repeat, alternating their order.
@@ -500,6 +536,9 @@ def benchmark_variants(
         variants: names, files or :class:`Variant` objects.
         fresh: start new runs for every variant (see :func:`benchmark_variant`).
         on_failure: called with each :class:`SweepFailure`, as it happens.
+        on_resume: called once per variant, when its run is opened (before its first server
+            starts), with a :class:`SweepResume`: how many of the plan's units the run already
+            holds (reused, not measured again) and how many are left.
         grid: a grid of speculative settings (a name in ``data/grids/``, a grid file, or a
             mapping with ``template``, ``topk``, ``num_steps``, ``num_draft_tokens`` and an
             optional ``name``; :func:`workbench.variants.load_grid`): its points are measured
@@ -543,7 +582,8 @@ def benchmark_variants(
             if i in failed:
                 continue
             try:
-                paths[i] = _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started)
+                paths[i] = _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
+                                     on_open=on_resume if i not in started else None)
             except _PassFailed as exc:
                 failure = _failure(sweeps[i], exc.run, exc.error)
                 failed[i] = failure

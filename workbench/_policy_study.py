@@ -35,6 +35,7 @@ from workbench.charts import METRIC_TITLES
 from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
 from workbench.report import progress_bars
+from workbench.store import runs_root
 from workbench.variants import Variant, load_variant
 
 #: The release whose adaptive batch-size tiers the derived config is written for and run under.
@@ -270,7 +271,7 @@ class PolicyStudy:
             raise ConfigError("this study has no sweep settings (bench): build it with dynamic_disable(...) or "
                               "pass bench={...} with the sweep's keyword arguments")
         if not self.runs:
-            self.write_policies(policy_dir or Path(self.bench.get("runs_dir", "data/runs")) / "policies")
+            self.write_policies(policy_dir or runs_root(self.bench.get("runs_dir")) / "policies")
         runs = list(self.runs.values())
         if not resolve_engine(self.bench.get("host", "local"), self.bench.get("engine")).simulated:
             # a real SGLang runs only what its tree does: a threshold without a patch would measure always-on
@@ -571,7 +572,7 @@ def dynamic_disable(
     study = load_policy_study(dirs, baseline=baseline, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
                               adaptive_version=adaptive_version, bench=bench)
     study.settings = {v.name: variant_settings(v) for v in loaded}
-    folder = policy_dir or Path(bench.get("runs_dir", "data/runs")) / "policies"
+    folder = policy_dir or runs_root(bench.get("runs_dir")) / "policies"
     policy_runs: dict[str, Path] = {}
     if run_policies:
         study.write_policies(folder)

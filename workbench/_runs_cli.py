@@ -15,14 +15,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.errors import ConfigError
 
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, delete and export stored runs.",
                        no_args_is_help=True)
 
-_RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs).")
+_RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the "
+                         "project root).")
 #: Columns `runs list` prints (all of them with --all-columns or --json).
 _SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "levels_completed",
           "label", "labels", "problem")
@@ -34,7 +34,11 @@ def list_command(
     all_columns: Annotated[bool, typer.Option("--all-columns", help="Every column (path, times, tool...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run.")] = False,
 ) -> None:
-    """List every run, oldest first, with its state (complete, incomplete, failed, running, unreadable, ...)."""
+    """List every run, oldest first, with its state (complete, incomplete, failed, running, unreadable, ...).
+
+    Oldest first by start time; an imported run whose file has no measurement time by the time it
+    was imported; folders without a readable manifest last.
+    """
     from workbench._catalogue import list_runs
 
     table = list_runs(runs_dir)
@@ -110,15 +114,18 @@ def delete_command(
 @runs_app.command("export")
 def export_command(
     runs: Annotated[Optional[list[str]], typer.Argument(metavar="RUN", help="Runs (default: all).")] = None,
-    csv: Annotated[bool, typer.Option("--csv", help="Write CSV (the one format; required).")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="CSV file (default: standard output).")] = None,
+    csv: Annotated[bool, typer.Option("--csv", help="CSV, the one format: accepted, never needed.")] = False,
     requests: Annotated[bool, typer.Option(
         "--requests", help="One row per request instead of one per level and repeat.")] = False,
     runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
 ) -> None:
-    """Export runs' level rows (or request rows) as CSV: run_id, variant, engine, simulated first."""
-    if not csv:
-        raise ConfigError("give --csv: CSV is the export format (e.g. `workbench runs export --csv --out levels.csv`)")
+    """Export runs' level rows (or request rows) as CSV, on standard output or into --out FILE.
+
+    Columns run_id, variant, engine, simulated first. CSV is the only format, so there is
+    nothing to choose (--csv is accepted and changes nothing).
+    """
+    del csv  # CSV is what is written either way
     import warnings
 
     from workbench._catalogue import export_runs

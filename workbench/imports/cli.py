@@ -39,7 +39,8 @@ def import_command(
         "--engine says (default: measured).")] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with each run.")] = None,
     runs_dir: Annotated[Optional[Path], typer.Option(
-        "--runs-dir", help="Runs folder (default $WORKBENCH_RUNS_DIR or data/runs).")] = None,
+        "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project "
+        "root).")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Read and check only; store nothing.")] = False,
 ) -> None:

@@ -27,6 +27,7 @@ _NAMES = {
     "PROGRESS_FILE_ENV": "_progress",
     "ProgressTail": "_progress",
     "progress_bars": "_progress",
+    "progress_lines": "_progress",
     "report_progress": "_progress",
     "reporting_progress": "_progress",
     "ReportResult": "_runner",

@@ -12,18 +12,19 @@ arrives. Outside ``workbench report`` (JupyterLab, a script) the variable is uns
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "executed_sources", "progress_bars", "report_progress",
-           "reporting_progress"]
+__all__ = ["PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "executed_sources", "progress_bars", "progress_lines",
+           "report_progress", "reporting_progress"]
 
 #: The environment variable that names the progress file of the notebook being run.
 PROGRESS_FILE_ENV = "WORKBENCH_PROGRESS_FILE"
@@ -35,10 +36,23 @@ def reporting_progress() -> bool:
 
 
 def progress_bars(progress: bool | None) -> bool:
-    """Whether to draw tqdm bars: ``progress`` as given; None (the notebooks' default) draws them
-    except under ``workbench report``, whose terminal gets lines instead and whose exported page
-    would keep a bar's first frame."""
-    return not reporting_progress() if progress is None else bool(progress)
+    """Whether to draw tqdm bars: ``progress`` as given; None (the notebooks' and ``workbench bench``'s
+    default) draws them where someone watches them redrawn: in a Jupyter kernel (a widget) or when
+    stderr is a terminal. Not under ``workbench report``, whose terminal gets lines instead and whose
+    exported page would keep a bar's first frame, and not when stderr is a file or a pipe (a log,
+    CI), where a bar is carriage-return noise: there :func:`progress_lines` prints one line per level."""
+    if progress is not None:
+        return bool(progress)
+    if reporting_progress():
+        return False
+    return _in_kernel() or sys.stderr.isatty()
+
+
+def _in_kernel() -> bool:
+    """True in a Jupyter kernel (JupyterLab, a notebook): IPython's running shell has a kernel."""
+    ipython = sys.modules.get("IPython")  # never imported here: a kernel has imported it already
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def report_progress(line: str) -> bool:
@@ -127,6 +141,27 @@ def executed_sources(cells: Sequence[object]) -> list[str | None]:
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             out.append("# Parameters (injected by papermill)")
     return out
+
+
+@contextlib.contextmanager
+def progress_lines(path: str | Path, *, stream: TextIO | None = None, cells: CellWatch | None = None) -> Iterator[None]:
+    """While the block runs, :func:`report_progress` lines (this process's and its children's) go to ``stream``.
+
+    Names ``path`` as the progress file in :data:`PROGRESS_FILE_ENV` (restored on exit) and
+    tails it with a :class:`ProgressTail` (``stream``, ``cells`` as there). ``workbench report``
+    uses it around a notebook's kernel; ``workbench bench`` when its bars are off because stderr
+    is not a terminal (:func:`progress_bars`).
+    """
+    previous = os.environ.get(PROGRESS_FILE_ENV)
+    with ProgressTail(path, stream=stream, cells=cells):
+        os.environ[PROGRESS_FILE_ENV] = str(path)
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop(PROGRESS_FILE_ENV, None)
+            else:
+                os.environ[PROGRESS_FILE_ENV] = previous
 
 
 class ProgressTail:

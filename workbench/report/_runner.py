@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -32,7 +31,7 @@ BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
 from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._params import check_parameters, notebook_parameters
-from workbench.report._progress import PROGRESS_FILE_ENV, CellWatch, ProgressTail, executed_sources
+from workbench.report._progress import CellWatch, executed_sources, progress_lines
 from workbench.report._provenance import git_state, provenance
 
 __all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "ReportResult", "run_notebook"]
@@ -142,10 +141,10 @@ def _execute(
     quiet = _QuietReportDir()
     logging.getLogger("papermill").addFilter(quiet)
     progress_file = executed.with_name(f".{executed.stem}.progress")
-    previous = os.environ.get(PROGRESS_FILE_ENV)
     papermill_log = logging.getLogger("papermill")
     watch = CellWatch(executed_sources(nbformat.read(str(source), as_version=4).cells)) if progress else None
-    tail = ProgressTail(progress_file, stream=sys.stderr, cells=watch) if progress else contextlib.nullcontext()
+    # the kernel inherits the progress file's name (report_progress)
+    tail = progress_lines(progress_file, stream=sys.stderr, cells=watch) if progress else contextlib.nullcontext()
     propagate, level = papermill_log.propagate, papermill_log.level
     if watch is not None:  # papermill's records only reach the watch: the cells' own output stays in the notebook
         papermill_log.addHandler(watch)
@@ -153,8 +152,6 @@ def _execute(
         papermill_log.setLevel(logging.INFO)
     try:
         with tail:
-            if progress:
-                os.environ[PROGRESS_FILE_ENV] = str(progress_file)  # the kernel inherits it (report_progress)
             papermill.execute_notebook(
                 str(source),
                 str(executed),
@@ -197,10 +194,6 @@ def _execute(
             papermill_log.removeHandler(watch)
             papermill_log.propagate = propagate
             papermill_log.setLevel(level)
-        if previous is None:
-            os.environ.pop(PROGRESS_FILE_ENV, None)
-        else:
-            os.environ[PROGRESS_FILE_ENV] = previous
     return None, {}
 
 

@@ -5,7 +5,6 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "catalogue": "_manage",
-    "default_runs_root": "_runs",
     "delete_run": "_manage",
     "export_tables": "_manage",
     "find_run": "_manage",
@@ -19,7 +18,9 @@ _NAMES = {
     "open_run": "_resume",
     "ResumedRun": "_resume",
     "run_labels": "_manage",
+    "run_origin": "_manage",
     "RunWriter": "_runs",
+    "runs_root": "_runs",
     "save_imported_run": "_imported",
     "save_level": "_runs",
     "StoredRun": "_catalog",

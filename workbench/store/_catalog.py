@@ -19,12 +19,12 @@ from workbench.bench import default_requests_per_level
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
 from workbench.store._resume import LOCK_NAME, lock_owner
-from workbench.store._runs import RUN_COLUMNS, default_runs_root, stored_units
+from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
-LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at",
+LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at",
                    "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label",
                    "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
 
@@ -105,7 +105,7 @@ def resolve_run(run: str | Path, *, root: str | Path | None = None) -> Path:
     """
     candidate = Path(run).expanduser()
     if not (candidate / "manifest.json").is_file():
-        base = Path(root).expanduser() if root is not None else default_runs_root()
+        base = runs_root(root)
         candidate = candidate if candidate.is_dir() else base / str(run)
     if candidate.is_dir() and not (candidate / "manifest.json").is_file():
         held = sorted(p.name for p in candidate.iterdir()) if candidate.is_dir() else []
@@ -210,6 +210,10 @@ def _listing_row(folder: Path) -> dict[str, Any]:
 def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     """One row per run directory under ``root``, oldest first (columns :data:`LISTING_COLUMNS`).
 
+    Oldest first is by ``started_at``; an imported run whose file recorded no measurement
+    time sorts by its ``imported_at`` instead, and a folder with neither (no readable
+    manifest) comes last, by name.
+
     ``status`` is the manifest's (``running``, ``complete``, ``failed``, ``incomplete``),
     except: ``interrupted`` for a ``running`` run whose sweep lock's process is gone (the
     sweep or its kernel was killed; running the sweep again resumes it), ``unreadable``
@@ -217,11 +221,18 @@ def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     files (or is named like a run) but no manifest.json. ``problem`` says what is wrong
     with those and what to do (None for the others). A missing root gives an empty table.
     """
-    base = Path(root).expanduser() if root is not None else default_runs_root()
+    base = runs_root(root)
     folders = sorted(p for p in base.iterdir() if (p / "manifest.json").is_file() or _broken(p)) \
         if base.is_dir() else []
     listing = pd.DataFrame([_listing_row(folder) for folder in folders], columns=list(LISTING_COLUMNS))
-    return listing.sort_values(["started_at", "run_id"], na_position="first").reset_index(drop=True)
+    when = _utc(listing["started_at"]).fillna(_utc(listing["imported_at"]))
+    return (listing.assign(_when=when).sort_values(["_when", "run_id"], na_position="last")
+            .drop(columns="_when").reset_index(drop=True))
+
+
+def _utc(times: pd.Series) -> pd.Series:
+    """ISO times (any offset; None or text that is no time: NaT) as UTC timestamps."""
+    return pd.to_datetime(times, utc=True, errors="coerce", format="ISO8601").astype("datetime64[ns, UTC]")
 
 
 def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -37,7 +37,7 @@ import workbench
 from workbench.errors import HostError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_json, read_parquet, write_json, write_parquet
-from workbench.store._runs import REPO_ROOT, RUN_COLUMNS, SCHEMA_VERSION, _slug, _utc_iso, default_runs_root
+from workbench.store._runs import REPO_ROOT, RUN_COLUMNS, SCHEMA_VERSION, _slug, _utc_iso, runs_root
 
 __all__ = ["load_quarantine", "save_imported_run"]
 
@@ -68,7 +68,7 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
         extra: more manifest keys (e.g. ``server_info``, ``tool_version_source``).
         label: the user's label.
         measured_at: when the tool measured (ISO text, from its file); ``started_at``.
-        root: runs root (default :func:`default_runs_root`).
+        root: runs root (default :func:`runs_root`).
         now: the import time (default: the clock).
 
     Returns:
@@ -77,7 +77,7 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
     Raises:
         HostError: a file cannot be written (DiskFullError when the disk is full).
     """
-    base = Path(root).expanduser() if root is not None else default_runs_root()
+    base = runs_root(root)
     digest = hashlib.sha256(f"{tool}\0{variant}\0{source_sha256}".encode()).hexdigest()[:6]
     for existing in sorted(base.glob(f"*-{digest}/manifest.json")) if base.is_dir() else []:
         try:
@@ -98,7 +98,7 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
         "started_at": measured_at, "finished_at": None,
         "imported_at": _utc_iso(imported), "host": None, "client_location": None, "launch_command": None,
         "sglang_version": None, "time_scale": None, "plan": None, "levels_completed": len(units),
-        "units_completed": units, "num_requests": int(len(requests)), "identity": None, "label": label,
+        "units_completed": units, "num_requests": _num_requests(levels, requests), "identity": None, "label": label,
         "server_info": None, "tool": tool, "tool_version": tool_version, "source_file": source_file,
         "source_sha256": source_sha256, "quarantined": int(len(quarantine)),
         "workbench": {"version": workbench.__version__, **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
@@ -116,6 +116,17 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
         write_parquet(path / "quarantine.parquet", _with_run_columns(quarantine, constants))
     write_json(path / "manifest.json", manifest)  # last: the run is listed once it is complete
     return path, True
+
+
+def _num_requests(levels: pd.DataFrame, requests: pd.DataFrame) -> int | None:
+    """The requests an import holds: its request rows when it has them, else the sum of its level rows'
+    ``num_requests`` (the tool's own counts) when every level has one, else None (unknown, never 0)."""
+    if len(requests):
+        return int(len(requests))
+    counts = pd.to_numeric(levels["num_requests"], errors="coerce") if "num_requests" in levels else None
+    if counts is None or not len(counts) or counts.isna().any():
+        return None
+    return int(counts.sum())
 
 
 def load_quarantine(run_dir: str | Path) -> pd.DataFrame:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -25,9 +27,10 @@ from workbench.errors import ConfigError, HostError
 from workbench.store._catalog import list_runs, load_run
 from workbench.store._files import atomic_write, read_json
 from workbench.store._resume import LOCK_NAME, sweep_in_flight
-from workbench.store._runs import default_runs_root
+from workbench.store._runs import runs_root
 
-__all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels"]
+__all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels",
+           "run_origin"]
 
 #: The sidecar file of a run's labels.
 LABELS_NAME = "labels.json"
@@ -36,10 +39,6 @@ CATALOGUE_COLUMNS = ("run_id", "state", "kind", "variant", "engine", "simulated"
                      "started_at", "levels_completed", "num_requests", "label", "labels", "problem", "path")
 #: Request columns holding lists (per-chunk gaps, tokens per chunk): JSON text in a CSV.
 _LIST_COLUMNS = ("itl_ms", "tokens_per_chunk")
-
-
-def _root(root: str | Path | None) -> Path:
-    return Path(root).expanduser() if root is not None else default_runs_root()
 
 
 def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.DataFrame | None = None) -> Path:
@@ -55,7 +54,7 @@ def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.Dat
     direct = Path(text).expanduser()
     if ("/" in text or direct.is_absolute()) and direct.is_dir():
         return direct
-    table = list_runs(_root(root)) if listing is None else listing
+    table = list_runs(root) if listing is None else listing
     ids = [str(i) for i in table["run_id"]]
     paths = [Path(p) for p in table["path"]]
     if text in ids:
@@ -66,7 +65,7 @@ def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.Dat
     if hits:
         raise ConfigError(f"{text!r} matches {len(hits)} runs ({', '.join(p.name for p in hits[:5])}"
                           f"{', ...' if len(hits) > 5 else ''}); give more of the run id")
-    raise ConfigError(f"No run {text!r} under {_root(root)}: give a run id, a unique prefix of one or a run "
+    raise ConfigError(f"No run {text!r} under {runs_root(root)}: give a run id, a unique prefix of one or a run "
                       "directory; `workbench runs list` (wb.list_runs()) shows what is stored")
 
 
@@ -118,7 +117,7 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
         string; ``problem`` what is wrong with a broken run and what to do, where
         :func:`list_runs` says (None otherwise). Broken runs are rows, never errors.
     """
-    listing = list_runs(_root(root))
+    listing = list_runs(root)
     out = pd.DataFrame({c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
                         for c in CATALOGUE_COLUMNS if c not in ("state", "labels")})
     out.insert(1, "state", listing["status"].fillna("unknown") if "status" in listing else "unknown")
@@ -163,14 +162,23 @@ def delete_run(run: str | Path, *, root: str | Path | None = None,
     return path
 
 
+def run_origin(manifest: Mapping[str, Any]) -> str:
+    """Where a run's figures came from, for a person: ``"host gpu1"``, or for an import (which has no
+    host) ``"imported from vllm bench serve /data/result.json"`` (its tool and file)."""
+    if manifest.get("kind") == "import":
+        return f"imported from {manifest.get('tool')} {manifest.get('source_file')}"
+    return f"host {manifest.get('host')}"
+
+
 def _describe(path: Path) -> str:
     try:
         m = read_json(path / "manifest.json")
     except HostError:
         return f"{path} (no readable manifest)"
+    origin = run_origin(m)
+    requests = "" if m.get("num_requests") is None else f", {m.get('num_requests')} request(s)"
     return (f"{path.name}: {m.get('variant')} on {m.get('engine')} ({'simulated' if m.get('simulated') else 'measured'}"
-            f", host {m.get('host')}), {m.get('status')}, {m.get('levels_completed')} level(s), "
-            f"{m.get('num_requests')} request(s)")
+            f", {origin}), {m.get('status')}, {m.get('levels_completed')} level(s){requests}")
 
 
 def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path | None = None,
@@ -192,10 +200,10 @@ def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path 
         ConfigError: a named run does not exist, or nothing could be read.
     """
     if runs:
-        listing = list_runs(_root(root))
+        listing = list_runs(root)
         paths = [find_run(r, root=root, listing=listing) for r in runs]
     else:
-        paths = [Path(p) for p in list_runs(_root(root))["path"]]
+        paths = [Path(p) for p in list_runs(root)["path"]]
     frames, skipped = [], []
     for path in paths:
         try:

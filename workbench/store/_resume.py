@@ -31,7 +31,7 @@ from typing import Any
 
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet, to_jsonable
-from workbench.store._runs import RUN_COLUMNS, RunWriter, default_runs_root, new_run, stored_units
+from workbench.store._runs import RUN_COLUMNS, RunWriter, runs_root, new_run, stored_units
 
 __all__ = ["LOCK_NAME", "ResumedRun", "lock_owner", "open_run", "sweep_identity", "sweep_in_flight"]
 
@@ -224,7 +224,7 @@ def open_run(
         identity: from :func:`sweep_identity`.
         label: the user's label (recorded; it is part of ``identity`` already).
         fresh: start a new run even when one of this identity exists (which is kept).
-        root: runs root (default: :func:`~workbench.store._runs.default_runs_root`).
+        root: runs root (default: :func:`~workbench.store._runs.runs_root`).
         new_run_options: the other :func:`~workbench.store._runs.new_run` arguments, used
             for a new run only.
 
@@ -235,7 +235,7 @@ def open_run(
         ConfigError: another sweep is writing that run now.
         HostError: the run or its pointer cannot be written or read.
     """
-    base = Path(root).expanduser() if root is not None else default_runs_root()
+    base = runs_root(root)
     run_dir = None if fresh else _existing(base, identity)
     if run_dir is None:
         writer = new_run(variant, root=base, identity=identity, label=label, **new_run_options)

@@ -12,7 +12,7 @@ Layout of one run::
                           observed value (/metrics, batch log lines, GPU telemetry), when any
 
 ``run_id`` is ``<UTC start, %Y%m%dT%H%M%SZ>-<variant>-<6 hex>``. The root is the
-``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``<repo>/data/runs``.
+``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``data/runs`` (:func:`runs_root`).
 
 Writing: :func:`new_run` creates the directory and a ``status: "running"`` manifest;
 :func:`save_level` (pass it as ``run_sweep(on_level=run.save_level)``) rewrites
@@ -42,13 +42,15 @@ from typing import Any, Literal
 import pandas as pd
 
 import workbench
+from workbench import paths
 from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
 from workbench.errors import ConfigError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_parquet, to_jsonable, write_json, write_parquet
 
-__all__ = ["RunStatus", "RunWriter", "default_runs_root", "finish_run", "new_run", "save_level", "stored_units"]
+__all__ = ["RunStatus", "RunWriter", "finish_run", "new_run", "runs_root", "save_level",
+           "stored_units"]
 
 SCHEMA_VERSION = 1
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
@@ -63,10 +65,17 @@ STANDARD_KEYS = frozenset({
 RunStatus = Literal["running", "complete", "failed", "incomplete"]
 
 
-def default_runs_root() -> Path:
-    """``$WORKBENCH_RUNS_DIR`` if set, else ``<repo>/data/runs``."""
-    env = os.environ.get("WORKBENCH_RUNS_DIR")
-    return Path(env).expanduser() if env else REPO_ROOT / "data" / "runs"
+def runs_root(root: str | Path | None = None) -> Path:
+    """The runs folder, resolved the one way every command and notebook call uses.
+
+    ``root`` as given, else ``$WORKBENCH_RUNS_DIR``, else ``data/runs``; a relative path is
+    under the project root (:func:`workbench.paths.resolve`: ``$WORKBENCH_HOME`` or the checkout),
+    never the current directory, so a notebook (run in ``notebooks/``) and a terminal in the
+    checkout find the same runs.
+    """
+    if root is None:
+        root = os.environ.get("WORKBENCH_RUNS_DIR") or Path("data") / "runs"
+    return paths.resolve(root)
 
 
 def _utc_iso(moment: datetime) -> str:
@@ -268,7 +277,7 @@ def new_run(
     started = now()
     suffix = f"{rng.getrandbits(24):06x}" if rng is not None else secrets.token_hex(3)
     run_id = f"{started.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-{_slug(variant)}-{suffix}"
-    path = Path(root).expanduser() if root is not None else default_runs_root()
+    path = runs_root(root)
     path = path / run_id
     if path.exists():
         raise ConfigError(f"Run directory {path} already exists; pass another rng or wait a second")

@@ -6,6 +6,7 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "check_variant": "_check",
     "check_variants": "_check",
+    "default_baseline": "_check",
     "apply_parameters": "_template",
     "confirm_effective": "_effective",
     "draft_tree_problem": "_validate",
@@ -40,6 +41,7 @@ _NAMES = {
     "TEMPLATE_PARAMETERS": "_template",
     "trial_apply": "_patchcheck",
     "TrialResult": "_patchcheck",
+    "UnknownVariantError": "_variant",
     "Variant": "_variant",
     "variants_html": "_notebook",
     "variants_table": "_check",

@@ -31,7 +31,7 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts import Host, get_host
 from workbench.hosts import call_helper
 from workbench.hosts import host_python
-from workbench.variants._variant import Variant, list_variants, load_variant
+from workbench.variants._variant import UnknownVariantError, Variant, list_variants, load_variant
 from workbench.source import FlagTable, server_flags
 from workbench.source import sglang_release
 from workbench.source import version_key
@@ -256,7 +256,7 @@ def check_variants(
     host: str | Host | None = None,
     sglang: str | None = None,
     engine: str | Engine | None = None,
-    baseline: str = "baseline",
+    baseline: str | None = None,
     resources: bool = True,
     parameters: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
@@ -273,8 +273,13 @@ def check_variants(
             sim on this machine, sglang on an ssh host; :func:`workbench.engines.resolve_engine`):
             it picks the resource checks and, for SGLang, makes the host's installed SGLang
             the target.
-        baseline: the variant speculative variants are compared with (loaded from
-            ``data/variants`` when not among ``variants``; skipped when it does not exist).
+        baseline: the variant every speculative variant is compared with (loaded from
+            ``data/variants`` when not among ``variants``). None (default): each speculative
+            variant is compared with a plain variant of its own deployment
+            (:func:`default_baseline`: same model and TP size; one being checked before the
+            shipped ones, ``baseline`` or ``*-baseline`` by name first), so ``llama3-8b-eagle3``
+            meets ``llama3-8b-baseline``, not the 70B TP-8 ``baseline``; a variant with none is
+            named in a note and not compared.
         resources: check paths, disk and GPUs on the host.
         parameters: template parameters applied to every variant and the baseline
             (``model_path``, ``draft_model_path``, ``tp_size``, ``gpus``;
@@ -284,8 +289,11 @@ def check_variants(
         Findings, errors first within each variant's order (see :func:`findings_table`).
 
     Raises:
+        UnknownVariantError: a variant or ``baseline`` name with no file (bad input, as for
+            ``workbench bench``: its message has the closest names).
         ConfigError: an unknown engine name, or a template parameter that is unknown or does not fit a
-            variant (e.g. fewer ``gpus`` than its TP size); every other problem is a finding.
+            variant (e.g. fewer ``gpus`` than its TP size); every other problem (an invalid variant
+            file included) is a finding.
     """
     engine = None if engine is None else get_engine(engine)
     given = parameters_given(parameters)
@@ -294,6 +302,8 @@ def check_variants(
     for item in names:
         try:
             v = item if isinstance(item, Variant) else load_variant(item)
+        except UnknownVariantError:
+            raise  # a misspelt name is bad input, not a finding about a file
         except ConfigError as exc:
             out.append(Finding("error", str(item), None, str(exc), "fix the variant file or the name", "load"))
             continue
@@ -305,21 +315,74 @@ def check_variants(
     return out
 
 
-def _pairs(checks: list[VariantCheck], *, baseline: str, host: Any, sglang: str | None,
-           engine: str | Engine | None, cache: _Cache, parameters: Mapping[str, Any]) -> list[Finding]:  # fmt: skip
-    base = next((c for c in checks if c.variant.name == baseline), None)
-    if base is None and any(c.variant.speculative for c in checks):
-        try:
-            base = check_variant(apply_parameters(load_variant(baseline), **parameters), host=host, sglang=sglang,
-                                 engine=engine, resources=False, cache=cache)  # fmt: skip
-        except ConfigError:
-            return []
-    if base is None:
-        return []
+def default_baseline(variant: Variant, checked: Sequence[Variant], shipped: Sequence[Variant] = ()) -> Variant | None:
+    """The plain (non-speculative) variant ``variant`` is compared with when no baseline is named.
+
+    The rule: a variant that is not speculative, with the same ``model_path`` and TP size
+    (``tp-size``, 1 when unset), so the pair differs only in speculation; one of ``checked``
+    (the variants being checked) before one of ``shipped``; within each, one named
+    ``baseline`` or ``*-baseline`` first, then the earliest. None when there is none. This is
+    the pairing the simulator profiles' calibration points declare (``llama3-8b-eagle3`` with
+    ``llama3-8b-baseline`` in ``data/profiles/h100-llama3-8b-eagle3.toml``), and checking
+    ``baseline-cap48 eagle3-topk4`` pairs those two.
+    """
+    def tp(v: Variant) -> Any:
+        return v.flags.get("tp-size", 1)
+
+    for group in (checked, shipped):
+        fits = [c for c in group if not c.speculative and c.model_path == variant.model_path and tp(c) == tp(variant)]
+        named = [c for c in fits if c.name == "baseline" or c.name.endswith("-baseline")]
+        if fits:
+            return (named or fits)[0]
+    return None
+
+
+def _shipped(*, exclude: set[str], parameters: Mapping[str, Any]) -> list[Variant]:
+    """The shipped variants not in ``exclude``, with ``parameters`` applied; those the parameters do
+    not fit (e.g. fewer ``gpus`` than their TP size) or that do not load are left out: they could not
+    run as the baseline of what is checked."""
     out = []
-    for c in checks:
-        if c is base or not c.variant.speculative or c.rules is None:
+    for name in list_variants():
+        if name in exclude:
             continue
+        try:
+            out.append(apply_parameters(load_variant(name), **parameters))
+        except ConfigError:
+            continue
+    return out
+
+
+def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: Any, sglang: str | None,
+           engine: str | Engine | None, cache: _Cache, parameters: Mapping[str, Any]) -> list[Finding]:  # fmt: skip
+    specs = [c for c in checks if c.variant.speculative and c.rules is not None]
+    if not specs:
+        return []
+    by_name = {c.variant.name: c for c in checks}
+
+    def checked(v: Variant) -> VariantCheck:
+        if v.name not in by_name:
+            by_name[v.name] = check_variant(v, host=host, sglang=sglang, engine=engine, resources=False, cache=cache)
+        return by_name[v.name]
+
+    if baseline is not None:
+        named = by_name[baseline].variant if baseline in by_name else apply_parameters(load_variant(baseline),
+                                                                                        **parameters)
+        chosen = {c.variant.name: named for c in specs}
+    else:
+        shipped = _shipped(exclude=set(by_name), parameters=parameters)
+        chosen = {c.variant.name: default_baseline(c.variant, [k.variant for k in checks], shipped) for c in specs}
+    out = []
+    for c in specs:
+        plain = chosen[c.variant.name]
+        if plain is not None and plain.name == c.variant.name:
+            continue
+        if plain is None:
+            out.append(Finding("info", c.variant.name, None, f"not compared with a baseline: no plain variant of "
+                               f"{c.variant.model_path} at TP {c.variant.flags.get('tp-size', 1)} among those checked "
+                               "or shipped.", "write one (e.g. NAME-baseline.toml) or pass --baseline NAME",
+                               "pair-none"))  # fmt: skip
+            continue
+        base = checked(plain)
         same = (base.target is not None and c.target is not None and base.target.version == c.target.version
                 and "checkout" not in (base.target.kind, c.target.kind))  # fmt: skip
         out += compare_pair(base.variant, c.variant, base.resolved, c.resolved, c.rules, same_sglang=same)
@@ -351,5 +414,5 @@ def variants_table(variants: Sequence[str | Path | Variant] | None = None) -> pd
     return pd.DataFrame([{k: "" if v is None else v for k, v in row.items()} for row in rows], dtype=object)
 
 
-__all__ = ["Target", "VariantCheck", "check_variant", "check_variants", "findings_table", "resolve_target",
-           "variants_table"]  # fmt: skip
+__all__ = ["Target", "VariantCheck", "check_variant", "check_variants", "default_baseline", "findings_table",
+           "resolve_target", "variants_table"]  # fmt: skip

@@ -40,6 +40,7 @@ says so in words for manifests, data and charts.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -197,19 +198,34 @@ class Variant:
         return argv
 
 
+class UnknownVariantError(ConfigError):
+    """A variant name with no file (bad input: exit status 2 in every command), from :func:`load_variant`."""
+
+
+def _unknown_message(given: str, path: Path, directory: Path) -> str:
+    """What was looked up where, the closest names (difflib) and every known one."""
+    known = list_variants(directory)
+    close = difflib.get_close_matches(Path(given).stem, known, n=3, cutoff=0.6)
+    where = (f"no file {path}" if Path(given).suffix == ".toml"
+             else f"no {path.name} in {directory}; a name is looked up there, or give a .toml file")
+    hint = f" Did you mean {', '.join(close[:-1]) + ' or ' if len(close) > 1 else ''}{close[-1]}?" if close else ""
+    return f"Unknown variant {given!r} ({where}).{hint} Known variants: {', '.join(known) or 'none'}"
+
+
 def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) -> Variant:
     """Load a variant by name (``data/variants/<name>.toml``) or path.
 
     Raises:
-        ConfigError: unknown variant (lists the known ones) or an invalid file
-            (unknown keys, malformed base, missing patch file, unknown sim policy).
+        UnknownVariantError: no such name or file (a :class:`ConfigError` naming the folder
+            looked in, the closest names and every known one).
+        ConfigError: an invalid file (unknown keys, malformed base, missing patch file, unknown
+            sim policy).
     """
     path = Path(name_or_path)
     if path.suffix != ".toml":
         path = directory / f"{name_or_path}.toml"
     if not path.is_file():
-        known = ", ".join(list_variants(directory)) or "none"
-        raise ConfigError(f"Unknown variant {str(name_or_path)!r} (no file {path}); known variants: {known}")
+        raise UnknownVariantError(_unknown_message(str(name_or_path), path, directory))
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:

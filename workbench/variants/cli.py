@@ -44,8 +44,10 @@ def check_command(
     engine: Annotated[Optional[str], typer.Option(
         "--engine", help="'sim' or 'sglang': what would run them, for the resource checks and the target SGLang "
         "(default: sim locally, sglang elsewhere).")] = None,
-    baseline: Annotated[str, typer.Option(
-        "--baseline", help="Variant the speculative ones are compared with.")] = "baseline",
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", help="Variant every speculative one is compared with. Default: for each, a plain variant "
+        "of the same model and TP size: one being checked before a shipped one, 'baseline' or '*-baseline' by "
+        "name first; e.g. llama3-8b-baseline for llama3-8b-eagle3.")] = None,
     min_severity: Annotated[str, typer.Option(
         "--show", help="Lowest severity printed: error, warning or info.")] = "warning",
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as a JSON list.")] = False,
@@ -59,8 +61,12 @@ def check_command(
 ) -> None:
     """Validate variants against the SGLang they will run, before anything is launched.
 
-    One line per finding (severity, variant, flag, message and fix). Exit status 1
-    when any finding is an error, 0 otherwise (2 for bad options).
+    One line per finding (severity, variant, flag, message and fix), then the count. Each
+    speculative variant is compared with --baseline, or by default with a plain variant of
+    its own model and TP size (see --baseline). Exit status 2 for bad input, as in
+    `workbench bench`: a bad option, an unknown variant name (the closest names are
+    suggested) or grid points refused by the checks (named above the findings, counted on
+    the last line); else 1 when any finding is an error, 0 otherwise.
 
     Examples:
 
@@ -85,25 +91,33 @@ def check_command(
 
     params = {"model_path": model_path, "draft_model_path": draft_model_path, "tp_size": tp_size, "gpus": gpus}
     names: list = list(variants or [])
+    refused = ""
     if grid is not None:
         from workbench.variants._grid import expand_grid
 
         expansion = expand_grid(grid, parameters={k: v for k, v in params.items() if v is not None}, host=host,
                                 sglang=sglang, engine=eng)
-        if not as_json:
-            for row in expansion.table.itertuples():
-                typer.echo(f"grid {expansion.grid.name}: {row.variant}: " +
-                           ("ok" if row.status == "ok" else f"refused: {row.reason}"))
+        for row in expansion.table.itertuples():  # with --json on stderr, so stdout stays one JSON list
+            typer.echo(f"grid {expansion.grid.name}: {row.variant}: " +
+                       ("ok" if row.status == "ok" else f"refused: {row.reason}"), err=as_json)
         names += expansion.variants
+        if len(expansion.refused):
+            refused = (f"; grid {expansion.grid.name}: {len(expansion.refused)} of {len(expansion.table)} point(s) "
+                       "refused")
     found = check_variants(names or None, host=host, sglang=sglang, engine=eng, baseline=baseline,
                            parameters=params)
     findings = sort_findings(found)
     if as_json:
         typer.echo(json.dumps([f.to_dict() for f in findings], indent=1))
+        if refused:
+            typer.echo(refused.lstrip("; "), err=True)
     else:
         shown = [f for f in findings if _SEVERITY.index(f.severity) <= _SEVERITY.index(min_severity)]
         for f in shown:
             typer.echo(f.line())
-        typer.echo(count_line(findings) + ("" if min_severity == "info" else " (--show info lists the notes)"))
+        typer.echo(count_line(findings) + refused + ("" if min_severity == "info" else
+                                                     " (--show info lists the notes)"))
+    if refused:
+        raise typer.Exit(code=2)  # points `workbench bench --grid` would not launch: bad input, as there
     if has_errors(findings):
         raise typer.Exit(code=1)

@@ -1,0 +1,69 @@
+"""``workbench bench`` from a newcomer's side: the runs folder it writes to ($WORKBENCH_RUNS_DIR like
+``workbench runs``), what a resumed sweep says it reused, and plain progress lines when stderr is no
+terminal. Real simulated-engine sweeps, small and at a high time scale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from workbench.cli import app
+
+runner = CliRunner()
+SMALL = ["--levels", "1,2", "--requests", "2", "--max-new-tokens", "8", "--time-scale", "20"]
+
+
+@pytest.fixture()
+def env_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A runs folder named only by $WORKBENCH_RUNS_DIR."""
+    root = tmp_path / "env-runs"
+    monkeypatch.setenv("WORKBENCH_RUNS_DIR", str(root))
+    return root
+
+
+def test_bench_writes_where_runs_list_reads_and_resumes_saying_what_it_reused(env_runs: Path) -> None:
+    first = runner.invoke(app, ["bench", "baseline", *SMALL])
+    assert first.exit_code == 0, first.output
+    (run,) = [p.parent for p in env_runs.glob("*/manifest.json")]  # $WORKBENCH_RUNS_DIR, no --runs-dir
+    assert f"runs: {run}" in first.stdout
+    assert "levels: 2 measured now, 0 reused from disk" in first.stdout
+    assert "already on disk" not in first.output
+    listed = runner.invoke(app, ["runs", "list"])
+    assert listed.exit_code == 0 and run.name in listed.stdout
+
+    # the sweep stopped after its first level: the manifest (the commit point) lists one unit
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(units_completed=manifest["units_completed"][:1], status="incomplete")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    again = runner.invoke(app, ["bench", "baseline", *SMALL])
+    assert again.exit_code == 0, again.output
+    assert f"baseline: 1 of 2 levels already on disk (run {run.name}), measuring 1\n" in again.stderr
+    assert "levels: 1 measured now, 1 reused from disk" in again.stdout
+    assert [p.parent for p in env_runs.glob("*/manifest.json")] == [run]
+
+    done = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress"])
+    assert "baseline: 2 of 2 levels already on disk" in done.stderr
+    assert "levels: 0 measured now, 2 reused from disk" in done.stdout
+
+
+def test_an_explicit_runs_dir_wins_over_the_environment(env_runs: Path, tmp_path: Path) -> None:
+    given = tmp_path / "given"
+    result = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress", "--runs-dir", str(given)])
+    assert result.exit_code == 0, result.output
+    assert len(list(given.glob("*/manifest.json"))) == 1 and not env_runs.exists()
+
+
+def test_without_a_terminal_progress_is_one_line_per_level_not_bars(tmp_path: Path) -> None:
+    # CliRunner's stderr is no terminal, like a log file, a pipe or CI
+    result = runner.invoke(app, ["bench", "baseline", *SMALL, "--runs-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "\r" not in result.output and "it/s" not in result.output  # no tqdm frames
+    lines = [line.strip() for line in result.stderr.splitlines()]
+    assert "baseline: server ready on local (sim), measuring 2 level(s)" in lines
+    assert [line.split(":")[1].strip() for line in lines if " done (" in line] == [
+        "concurrency=1 done (1/2)", "concurrency=2 done (2/2)"]
+    quiet = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress", "--fresh", "--runs-dir", str(tmp_path)])
+    assert quiet.exit_code == 0 and " done (" not in quiet.output
