@@ -153,7 +153,8 @@ def level(records: list[RequestRecord]):
 def test_level_accept_length_achieved_concurrency_reads_and_waits():
     a = RequestRecord(output_tokens=12, spec_verify_ct=4, e2e_ms=1000.0, ttft_ms=100.0, start_s=0.0, end_s=1.0,
                       itl_ms=[100.0], chunks_per_read=[1, 2], tokens_per_read=[1, 11], tokens_per_chunk=[1, 5, 6],
-                      client_wait_ms=2.0, user_ttft_ms=102.0, user_e2e_ms=1002.0, accept_length=3.0)
+                      client_wait_ms=2.0, user_ttft_ms=102.0, user_e2e_ms=1002.0, accept_length=3.0,
+                      kernel_stamped_reads=2)
     b = RequestRecord(output_tokens=6, spec_verify_ct=4, e2e_ms=500.0, ttft_ms=50.0, start_s=0.5, end_s=1.0,
                       itl_ms=[60.0], chunks_per_read=[1, 1], tokens_per_read=[1, 5], tokens_per_chunk=[1, 5],
                       client_wait_ms=4.0, user_ttft_ms=54.0, user_e2e_ms=504.0, accept_length=1.5)
@@ -165,6 +166,7 @@ def test_level_accept_length_achieved_concurrency_reads_and_waits():
     assert row["accept_length"] == pytest.approx(18 / 8)  # sum(tokens) / sum(verify), not mean(3.0, 1.5)
     assert row["achieved_concurrency"] == pytest.approx(1.5 / 1.0) and row["concurrency"] == 2
     assert row["multi_chunk_read_fraction"] == pytest.approx(1 / 4) and row["max_chunks_per_read"] == 2
+    assert row["kernel_stamped_read_fraction"] == pytest.approx(2 / 4)  # a's two reads of the four
     assert row["mean_itl_ms"] == pytest.approx(80.0)
     # per-token ITL from tokens per read: 100/11 eleven times, 60/5 five times
     assert row["mean_itl_per_token_ms"] == pytest.approx((100.0 + 60.0) / 16)

@@ -16,7 +16,8 @@ and in a final chunk (``include_usage``); ``ignore_eos`` is SGLang's extension f
     {"model": M, "messages": [{"role": "user", "content": prompt}], ... the same}
 
 The body is read with :meth:`aiohttp.StreamReader.iter_any`, so each network read
-is timestamped as it arrives, decoded by the one :class:`~workbench.bench._sse.SSEDecoder`
+is timestamped as it arrives (with the kernel's receive stamp where the run's session
+made the socket, :mod:`workbench.bench._rxstamp`; else when the loop hands it over), decoded by the one :class:`~workbench.bench._sse.SSEDecoder`
 and accounted by :class:`~workbench.bench._record.StreamAccumulator` one read at a
 time (the chunks of one read share its arrival time), where all the timing rules live. Transport failures, HTTP errors, error chunks, malformed streams
 and timeouts become a :class:`~workbench.bench._record.RequestRecord` with
@@ -29,12 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
 
 from workbench.bench._record import RequestRecord, StreamAccumulator
+from workbench.bench._rxstamp import ArrivalClock, socket_of
 from workbench.bench._sse import SSEDecoder, StreamEvent
 from workbench.bench._timing import Timebase
 
@@ -221,6 +224,7 @@ async def send_request(
                               extra_sampling_params=extra_sampling_params, extra_body=extra_body)
     url = base_url.rstrip("/") + ROUTES[backend]
     timeout = aiohttp.ClientTimeout(total=timeout_s)
+    kernel_ok = tb.clock is time.perf_counter  # stamps map onto the real clock only (tests script theirs)
     start = tb.now()
     acc = StreamAccumulator(tb, start, prompt_id=prompt_id, max_new_tokens=max_new_tokens, backend=backend, due=due)
     try:
@@ -232,10 +236,12 @@ async def send_request(
                          kind="http_status")
                 return acc.finish(tb.now())
             decoder = SSEDecoder()
+            stamps = ArrivalClock(socket_of(resp.connection and resp.connection.transport) if kernel_ok else None,
+                                  tb.clock, start)
             async for data in resp.content.iter_any():
-                t = tb.now()
+                t, kernel = stamps.arrival(tb.now())
                 events = decoder.feed(data)
-                acc.on_read(events, t)
+                acc.on_read(events, t, kernel=kernel)
                 if observer is not None:
                     observer(events, t)
             t = tb.now()

@@ -25,6 +25,7 @@ tqdm (a GPU host's SGLang environment is not guaranteed to have them).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import random
 import resource
 import time
@@ -38,6 +39,7 @@ from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._prompts import Prompt, random_token_prompts
 from workbench.bench._client import ROUTES
 from workbench.bench._gpu import query_gpus
+from workbench.bench._rxstamp import stamped_socket
 from workbench.bench._observe import DEFAULT_OBSERVE_INTERVAL_S, MetricsSampler, Point, scrape_metrics
 from workbench.bench._record import RequestRecord
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
@@ -132,24 +134,34 @@ class LevelMeasured:
 
 SweepEvent = Union[SweepStarted, WarmupMeasured, LevelMeasured]
 
+#: aiohttp 3.12+ takes a ``socket_factory``; with an older one (a GPU host's SGLang environment may
+#: bring one) every read keeps the event loop's timing (``kernel_stamped_reads`` 0).
+_TAKES_SOCKET_FACTORY = "socket_factory" in inspect.signature(aiohttp.TCPConnector).parameters
 
-def open_session(streams: int | None = None) -> aiohttp.ClientSession:
+
+def open_session(streams: int | None = None, *, kernel_stamps: bool = True) -> aiohttp.ClientSession:
     """The one session a sweep uses: no cap on connections (the load generator sets the concurrency).
 
     aiohttp's connector caps a session at 100 connections by default (``limit``) and
     per host (``limit_per_host``); both are lifted here, so a level's concurrency is
-    never capped below its target by the pool.
+    never capped below its target by the pool. Its sockets carry the kernel's receive
+    stamps (:func:`workbench.bench._rxstamp.stamped_socket`, aiohttp 3.12+ on Linux), so
+    reads are timed when their bytes arrived, not when a busy event loop got to them.
 
     Args:
         streams: the most requests the sweep keeps in flight; when given, the process's
             open-file limit is checked (and raised) first, :func:`ensure_fd_limit`.
+        kernel_stamps: make sockets that carry the kernel's receive stamps (default True;
+            False: every read is timed when the event loop hands it over, as
+            ``sglang.bench_serving`` does; ``benchmarks/client_fidelity.py`` compares the two).
 
     Raises:
         BenchmarkError: the open-file limit cannot be raised to ``streams`` sockets.
     """
     if streams is not None:
         ensure_fd_limit(streams)
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0))
+    stamps = {"socket_factory": stamped_socket} if kernel_stamps and _TAKES_SOCKET_FACTORY else {}
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, **stamps))
 
 
 def ensure_fd_limit(streams: int, *, headroom: int = FD_HEADROOM) -> int:

@@ -31,6 +31,9 @@ Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unles
   repeated once per token; requests whose stream did not give tokens per chunk add none.
 - ``multi_chunk_read_fraction``: share of content reads that carried more than one
   chunk (the client, or the network, batched them); ``max_chunks_per_read``.
+- ``kernel_stamped_read_fraction``: share of content reads timed by the kernel's receive
+  stamp (:mod:`workbench.bench._rxstamp`) rather than when the client's event loop got to
+  them; NaN for rows stored before it was recorded.
 - ``client_wait_ms``, ``user_ttft_ms``, ``user_e2e_ms``: mean/p50/p90/p99 of the time a
   request waited in the client before it was sent, and TTFT/E2E with it (what the user
   behind the request experienced); NaN for rows stored before they were recorded.
@@ -172,6 +175,8 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
     reads = [int(c) for cells in (ok["chunks_per_read"] if "chunks_per_read" in ok else []) for c in cells]
     out["multi_chunk_read_fraction"] = (sum(c > 1 for c in reads) / len(reads)) if reads else float("nan")
     out["max_chunks_per_read"] = max(reads) if reads else float("nan")
+    stamped = float(ok["kernel_stamped_reads"].sum()) if "kernel_stamped_reads" in ok else float("nan")
+    out["kernel_stamped_read_fraction"] = stamped / len(reads) if reads else float("nan")
     over = (ok["e2e_ms"] - ok["server_e2e_ms"]) if "server_e2e_ms" in ok else pd.Series(dtype="float64")
     out["mean_e2e_over_server_ms"] = float(over.mean()) if over.notna().any() else float("nan")
     spec = ok[ok["spec_verify_ct"].astype("float64") > 0]

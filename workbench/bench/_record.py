@@ -37,7 +37,9 @@ for reads that carry several chunks:
   it brought, repeated per token) is derived from ``itl_ms`` and ``tokens_per_read``
   in :mod:`workbench.bench._metrics`, never from the number of chunks.
 - ``tokens_per_chunk``: completion tokens each content chunk added (empty when unknown).
-- ``num_chunks``: content chunks; ``num_reads``: content reads.
+- ``num_chunks``: content chunks; ``num_reads``: content reads; ``kernel_stamped_reads``: the
+  content reads timed by the kernel's receive stamp (:mod:`workbench.bench._rxstamp`) rather
+  than when the client's event loop got to them.
 - ``e2e_ms``: start to the last event received (the ``[DONE]`` sentinel normally).
 - ``tpot_ms``: ``(e2e_ms - ttft_ms) / (output_tokens - 1)``, with ``output_tokens``
   the server's completion_tokens (never the chunk count); NaN when fewer than 2 tokens.
@@ -116,6 +118,7 @@ class RequestRecord:
     output_tokens: int | None = None
     num_chunks: int = 0
     num_reads: int = 0
+    kernel_stamped_reads: int = 0
     ttft_ms: float = NAN
     e2e_ms: float = NAN
     tpot_ms: float = NAN
@@ -222,8 +225,9 @@ class StreamAccumulator:
         """Record the HTTP status of the response."""
         self._rec.http_status = status
 
-    def on_read(self, events: list[StreamEvent], t: float) -> None:
-        """Account the events decoded from one network read, all received at raw clock reading ``t``."""
+    def on_read(self, events: list[StreamEvent], t: float, *, kernel: bool = False) -> None:
+        """Account the events decoded from one network read, all received at raw clock reading ``t``
+        (``kernel``: ``t`` is the kernel's receive stamp, counted in ``kernel_stamped_reads``)."""
         self._read_chunks = self._read_tokens = 0
         for event in events:
             if self.done:
@@ -248,6 +252,7 @@ class StreamAccumulator:
         self._last_content_t = t
         self._rec.chunks_per_read.append(self._read_chunks)
         self._rec.tokens_per_read.append(self._read_tokens)
+        self._rec.kernel_stamped_reads += kernel
 
     def on_event(self, event: StreamEvent, t: float) -> None:
         """Account one decoded event received alone in a read at raw clock reading ``t``."""
@@ -413,6 +418,7 @@ REQUEST_DTYPES: dict[str, str] = {
     "output_tokens": "Int64",
     "num_chunks": "int64",
     "num_reads": "int64",
+    "kernel_stamped_reads": "int64",
     "ttft_ms": "float64",
     "e2e_ms": "float64",
     "tpot_ms": "float64",

@@ -1,0 +1,111 @@
+"""Kernel receive stamps: a read is timed when its bytes arrived, not when a busy client loop got to them.
+
+A real aiohttp server (tests/doubles/scripted_server.py, its own thread and loop) streams one chunk
+every 50 ms; right after the first chunk the client's event loop is blocked for 80 ms, over the second. With the
+run's session (stamped sockets) the chunk keeps its arrival time; with a plain session it is timed
+when the loop wakes, 30 ms late, and the next gap shrinks by as much.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import socket
+import time
+
+import aiohttp
+
+from doubles.scripted_server import ScriptedServer, StreamScript
+from workbench.bench._client import send_request
+from workbench.bench._measure import open_session
+from workbench.bench._record import RequestRecord
+from workbench.bench._rxstamp import ANCHOR_SLACK_S, ArrivalClock, StampedSocket, stamped_socket
+from workbench.bench._timing import Timebase
+
+SCRIPT = StreamScript(first_delay_s=0.05, chunk_tokens=(1, 1, 1, 1), gap_s=0.05)
+TOLERANCE_MS = 12.0  # a loaded machine may delay the server thread's writes, not the kernel's stamps
+
+
+def _measure(session_factory, block_s: float) -> RequestRecord:
+    """One 4-chunk stream; right after the first chunk's read the client loop sleeps ``block_s``."""
+    async def go() -> RequestRecord:
+        loop = asyncio.get_running_loop()
+        reads = []
+
+        def after_read(events, t) -> None:
+            reads.append(t)
+            if len(reads) == 1:
+                loop.call_soon(time.sleep, block_s)  # the loop is busy: nothing is read meanwhile
+
+        async with session_factory() as session:
+            return await send_request(session, srv.url, "hi", max_new_tokens=4, timebase=Timebase.start(),
+                                      timeout_s=10, observer=after_read)
+
+    with ScriptedServer(SCRIPT) as srv:
+        return asyncio.run(go())
+
+
+def test_a_read_delayed_by_a_busy_loop_keeps_its_kernel_arrival_time() -> None:
+    # chunks leave 50 ms apart; the loop sleeps 80 ms right after reading the first, over the second
+    stamped = _measure(open_session, 0.08)
+    assert stamped.error is None and stamped.num_chunks == 4 and stamped.num_reads == 4
+    assert stamped.kernel_stamped_reads == 4
+    assert all(abs(gap - 50.0) <= TOLERANCE_MS for gap in stamped.itl_ms), stamped.itl_ms
+
+    plain = _measure(aiohttp.ClientSession, 0.08)  # no socket factory: the loop's readings
+    assert plain.error is None and plain.kernel_stamped_reads == 0
+    assert plain.itl_ms[0] >= 75.0 and plain.itl_ms[1] <= 25.0, plain.itl_ms  # late by ~30 ms, then a 20 ms gap
+
+
+class _FakeSocket:
+    def __init__(self) -> None:
+        self.stamped_reads = 0
+        self.rx_epoch_s = math.nan
+
+    def stamp(self, epoch_s: float) -> None:
+        self.stamped_reads += 1
+        self.rx_epoch_s = epoch_s
+
+
+def test_arrival_clock_maps_stamps_and_keeps_the_loop_reading_when_a_stamp_cannot_be_this_read() -> None:
+    sock = _FakeSocket()
+    # the run's clock reads 128.0 when the epoch clock reads 4096.0; the request was sent at 127.5
+    # (binary fractions, so the mapped times are exact)
+    clock = ArrivalClock(sock, lambda: 128.0, 127.5, wall_clock=lambda: 4096.0)
+    assert clock.arrival(128.25) == (128.25, False)  # no stamped read yet
+    sock.stamp(4096.0625)
+    assert clock.arrival(128.25) == (128.0625, True)  # arrived 62.5 ms after the anchor
+    assert clock.arrival(128.375) == (128.375, False)  # no new stamped read since: not this read's stamp
+    sock.stamp(4096.0)  # before the previous arrival: out of order, not used
+    assert clock.arrival(128.4375) == (128.4375, False)
+    sock.stamp(4096.5 + 2 ** -11)  # 0.49 ms past the loop's reading (< ANCHOR_SLACK_S): the anchor's jitter
+    assert 2 ** -11 < ANCHOR_SLACK_S and clock.arrival(128.5) == (128.5, True)
+    sock.stamp(4097.0)  # a quarter second past it: not believable
+    assert clock.arrival(128.75) == (128.75, False)
+    assert ArrivalClock(None, lambda: 1.0, 0.0).arrival(2.0) == (2.0, False)
+
+
+def test_a_keep_alive_socket_stamped_before_the_request_is_not_used() -> None:
+    sock = _FakeSocket()
+    sock.stamp(4095.0)  # the previous response's last read
+    clock = ArrivalClock(sock, lambda: 128.0, 127.5, wall_clock=lambda: 4096.0)
+    assert clock.arrival(128.25) == (128.25, False)  # 4095.0 maps to 127.0, before this request's send
+
+
+def test_stamped_socket_turns_on_the_option_and_reads_the_stamp() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    addr = server.getsockname()
+    client = stamped_socket((socket.AF_INET, socket.SOCK_STREAM, 0, "", addr))
+    try:
+        assert isinstance(client, StampedSocket)
+        client.connect(addr)
+        peer, _ = server.accept()
+        sent = time.time()
+        peer.sendall(b"data")
+        time.sleep(0.03)  # the reader is 30 ms late
+        assert client.recv(64) == b"data"
+        assert client.stamped_reads == 1 and abs(client.rx_epoch_s - sent) < 0.01
+        peer.close()
+    finally:
+        client.close()
+        server.close()
