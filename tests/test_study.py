@@ -262,3 +262,19 @@ def test_verdict_of_a_measured_study_says_measured_and_has_no_simulation_caveat(
     assert lines[0] == ("**Verdict** — Measured, engine sglang, SGLang 0.5.9, workbench 0.1.0, host gpu-box, n=1 "
                         "repeat per level, 16 requests per level.")
     assert not [line for line in lines if "simulated engine" in line]
+
+
+def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind() -> None:
+    study = _repeated_study()
+    behind = [0.25 if (row.concurrency == 8 and row.repeat == 1) else 0.0 for row in study.levels.itertuples()]
+    study = Study(levels=study.levels.assign(sim_behind_schedule_wall_s=behind), requests=pd.DataFrame(),
+                  manifests=[{"variant": v, "simulation": {"time_scale": 4.0}} for v in ("baseline", "eagle3")],
+                  baseline="baseline")
+    line = next(x for x in study.verdict().splitlines() if "simulated engine's" in x)
+    assert line.endswith("It ran 4x faster than real time (times are simulated seconds), so this machine's CPU can "
+                         "shave the busiest levels (docs/PERFORMANCE.md); 2 of 24 level measurements fell behind its "
+                         "schedule (up to 0.25 wall s, at concurrency 8).")
+    calm = Study(levels=study.levels.assign(sim_behind_schedule_wall_s=0.0), requests=pd.DataFrame(),
+                 manifests=study.manifests, baseline="baseline")
+    assert "; no level fell behind the simulator's schedule." in calm.verdict()
+    assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said

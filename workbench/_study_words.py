@@ -169,6 +169,24 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
         text += f"; no crossover up to concurrency {max(measured)}"
     return text
 
+def _time_scale_text(study: Study) -> str:
+    """The simulator's time scale, and the levels where this machine's CPU set part of the timings
+    (``sim_behind_schedule_wall_s`` > 0), as one or two sentences; "" when it ran in real time."""
+    sims = [m.get("simulation") or {} for m in study.manifests]
+    scale = next((float(s["time_scale"]) for s in sims if s.get("time_scale")), 1.0)
+    if scale == 1.0:
+        return ""
+    text = (f" It ran {scale:g}x faster than real time (times are simulated seconds), so this machine's CPU "
+            "can shave the busiest levels (docs/PERFORMANCE.md)")
+    behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
+    late = study.levels.loc[behind[behind > 0].index]
+    if late.empty:
+        return text + "; no level fell behind the simulator's schedule."
+    return (text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
+            f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at concurrency "
+            f"{', '.join(str(int(c)) for c in sorted(set(late['concurrency'])))}).")
+
+
 def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
     """What the policy's margins over the runner-up support: the levels where the best is not
     distinguishable from it, or that the margins were not tested (fewer than 3 repeats)."""
@@ -240,7 +258,7 @@ def verdict(study: Study) -> str:
         caveats.append(f"Significance rule: {SIGNIFICANCE_RULE}.")
     if study.simulated:
         caveats.append("The figures are the simulated engine's: a model calibrated to a few GPU measurements "
-                       "(docs/SIMULATOR.md), to choose what to measure, not a measurement.")
+                       "(docs/SIMULATOR.md), to choose what to measure, not a measurement." + _time_scale_text(study))
     stand_ins = [m.get("variant") for m in study.manifests if m.get("sim_stand_in")]
     if stand_ins:
         caveats.append(f"{', '.join(stand_ins)}: the simulator runs a stand-in for the patch, not the patch.")
