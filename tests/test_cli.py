@@ -157,11 +157,19 @@ def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
     assert [(r[0], r[1], r[2]) for r in rows] == [("baseline", "1", "2"), ("baseline", "4", "2"),
                                                   ("eagle3-topk4", "1", "2"), ("eagle3-topk4", "4", "2")]
     assert all("[" in line for line in lines[1:5])  # every mean with its interval
-    assert "eagle3-topk4, output_throughput_tok_s:" in result.output
+    assert "  eagle3-topk4, output_throughput_tok_s:" in result.output
+    assert "\ncrossovers against baseline:\n" in result.output  # the first variant, as in the notebooks
+    assert "figures: SIMULATED: workbench sim engine" in result.output and "time scale 20x" in result.output
     runs = sorted(p.parent for p in tmp_path.glob("*/manifest.json"))
     stamps = [(p / "requests.parquet").stat().st_mtime_ns for p in runs]
     again = runner.invoke(app, args)  # the same sweep: resumed, nothing left to measure
     assert again.exit_code == 0 and [(p / "requests.parquet").stat().st_mtime_ns for p in runs] == stamps
+    swapped = ["bench", "eagle3-topk4", "baseline", *args[3:]]
+    wrong = runner.invoke(app, [*swapped, "--baseline", "baseline-cap48"])
+    assert wrong.exit_code == 2 and "--baseline 'baseline-cap48' is not one of the variants measured" in wrong.output
+    named = runner.invoke(app, [*swapped, "--baseline", "baseline"])  # resumed again: the same runs
+    assert named.exit_code == 0 and "\ncrossovers against baseline:\n" in named.output
+    assert [(p / "requests.parquet").stat().st_mtime_ns for p in runs] == stamps
 
 
 def test_bench_bad_load_options_exit_2_naming_the_option(tmp_path: Path) -> None:

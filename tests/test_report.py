@@ -263,7 +263,8 @@ def test_distribute_parameters_gives_each_notebook_its_own(tmp_path: Path, write
     with pytest.raises(ConfigError) as info:
         distribute_parameters(declared, {"hots": "x"})
     assert "'hots'" in str(info.value) and "levels" in str(info.value) and "a.ipynb" in str(info.value)
-    assert "no notebook declares parameter 'hots'." in str(info.value) and "declares it." in str(info.value)
+    assert "no notebook declares parameter 'hots'. 'hots': did you mean 'host'?" in str(info.value)
+    assert "declares it." in str(info.value) and "  a.ipynb: host, seed\n" in str(info.value)
     with pytest.raises(ConfigError) as info:
         distribute_parameters(declared, {"requests_per_level": 8, "concurrency_levels": [1]})
     assert "no notebook declares parameters 'requests_per_level' or 'concurrency_levels'." in str(info.value)
@@ -484,3 +485,16 @@ def test_cell_watch_names_a_long_cell_once_and_drops_cell_output() -> None:
         assert watch.due() is None  # between cells (or after the last): nothing runs
     finally:
         log.removeHandler(watch)
+
+
+def test_a_failing_cell_is_named_by_the_line_it_failed_at() -> None:
+    from workbench.report._runner import _failing_line
+
+    source = "import workbench as wb\n\nwb.setup_notebook()\nif from_runs:\n    runs = wb.stored_runs(from_runs)\n"
+    # IPython 8 colours its traceback; the cell's own frame says which line raised
+    traceback = ["\x1b[0;31mConfigError\x1b[0m    Traceback (most recent call last)",
+                 "Cell \x1b[0;32mIn[3], line 5\x1b[0m\n\x1b[1;32m      4\x1b[0m if from_runs:",
+                 "File \x1b[0;32m/x/workbench/_catalogue.py:66\x1b[0m, in \x1b[0;36mstored_runs\x1b[0m"]
+    assert _failing_line(source, traceback) == "runs = wb.stored_runs(from_runs)"
+    assert _failing_line(source, None) == "import workbench as wb"  # no frame: the cell's first line
+    assert _failing_line(source, ["Cell In[3], line 99"]) == "import workbench as wb"  # out of range

@@ -64,3 +64,17 @@ def test_from_runs_needs_runs_and_names_broken_ones(stored, tmp_path) -> None:
     with pytest.raises(ConfigError, match="cannot be reported on"):
         wb.stored_runs([runs[0], broken], runs_dir=root)
     assert wb.stored_runs(runs[0].name, runs_dir=root) == [runs[0]]
+
+
+def test_from_runs_refuses_unknown_runs_and_measuring_parameters_before_a_kernel(stored, tmp_path) -> None:
+    root, runs = stored
+    out = tmp_path / "reports"
+    unknown = CliRunner().invoke(app, ["report", "--from-runs", "nosuch", "-p", "runs_dir", str(root),
+                                       "--out", str(out)])
+    assert unknown.exit_code == 2 and "No run 'nosuch'" in unknown.output
+    assert "running " not in unknown.output and not out.exists()  # refused before any kernel started
+    ignored = CliRunner().invoke(app, ["report", "--from-runs", runs[0].name, runs[1].name, "-p", "runs_dir",
+                                       str(root), "-p", "repeats", "3", "--out", str(out)])
+    assert ignored.exit_code == 2 and not out.exists()
+    assert ("--from-runs renders stored runs and measures nothing, so repeats would be ignored" in ignored.output
+            and "workbench bench VARIANT... --repeats 3" in ignored.output)

@@ -147,7 +147,8 @@ def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
         "be equalised).",
         "  - Nothing here is tested for significance (not tested: 1 repeat per level); the rule: a difference is "
         "called significant only with at least 3 paired repeats per level and a 95% Student t interval of the "
-        "spec/baseline ratio that excludes 1. Run with `-p repeats 3` to test.",
+        "spec/baseline ratio that excludes 1. Measure with 3 repeats to test (`-p repeats 3` in a report that measures, "
+        "`workbench bench VARIANT... --repeats 3`).",
         "  - The figures are the simulated engine's: a model calibrated to a few GPU measurements "
         "(docs/SIMULATOR.md), to choose what to measure, not a measurement.",
     ]

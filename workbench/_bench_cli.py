@@ -156,6 +156,8 @@ def bench_command(
     draft_model_path: DraftModelPathOption = None,
     tp_size: TpSizeOption = None,
     gpus: GpusOption = None,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", help="The variant the crossovers are against (default: the first VARIANT).")] = None,
     grid: Annotated[Optional[str], typer.Option(
         "--grid", help="A grid (data/grids/NAME.toml or a file) of topk x num_steps x num_draft_tokens on a template "
         "variant: its points are measured after VARIANT..., each checked first (refused points are named).")] = None,
@@ -174,6 +176,9 @@ def bench_command(
 
     if not variants and grid is None:
         raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
+    if baseline is not None and baseline not in [Path(v).stem for v in variants or []]:
+        raise ConfigError(f"--baseline {baseline!r} is not one of the variants measured ({', '.join(variants or [])}); "
+                          "name one of them, e.g. --baseline " + (Path(variants[0]).stem if variants else "baseline"))
     load = load_options(backend=backend, temperature=temperature, ignore_eos=ignore_eos, input_len=input_len,
                         sweep=sweep, sweep_values=sweep_values)
     optional = {"prompt_set": prompt_set} if prompt_set is not None else {}
@@ -195,7 +200,7 @@ def bench_command(
             on_resume=on_resume, load=load, **optional)
     for line in summary_lines(_means(paths, sweep), sweep):
         typer.echo(line)
-    for note in _crossovers(paths, variants or [], sweep):
+    for note in _crossovers(paths, variants or [], sweep, baseline):
         typer.echo(note)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     typer.echo(_tally(paths, opened.values()))
@@ -247,19 +252,24 @@ def _means(paths: list[Path], sweep: str | None) -> Any:
     return repeat_table(levels, [m for m, _, _ in SUMMARY_METRICS], by=by)
 
 
-def _crossovers(paths: list[Path], variants: list[str], sweep: str | None) -> list[str]:
-    """One line per speculative variant and metric when a variant named ``baseline`` was measured
-    (none with a ``sweep``: a crossover over concurrency would mix the sweep's values)."""
+def _crossovers(paths: list[Path], variants: list[str], sweep: str | None, baseline: str | None = None) -> list[str]:
+    """Where the figures come from (SIMULATED or measured: the charts' provenance line), then one line
+    per speculative variant and metric against ``baseline`` (default: the first variant, as in the
+    notebooks); no crossover with one variant or with a ``sweep`` (a crossover over concurrency
+    would mix the sweep's values)."""
     from workbench._investigation import load_study
 
     names = [Path(v).stem for v in variants]
-    if "baseline" not in names or len(names) < 2:
-        return []
-    if sweep:
-        return [f"(no crossover: the levels vary {sweep} as well as the concurrency; a crossover is over the "
-                f"concurrency at one setting, so sweep one {sweep} at a time for it)"]
+    base = baseline or (names[0] if names else None)
     try:
-        study = load_study(paths, baseline="baseline")
-        return [f"{row.variant}, {row.metric}: {row.description}" for row in study.crossover_table().itertuples()]
+        study = load_study(paths, baseline=base if base in names else None)
     except ConfigError as exc:  # e.g. the baseline's server failed: no comparison to print
         return [f"(no crossover: {exc})"]
+    lines = ["figures: " + study.subtitle]
+    if len(names) < 2:
+        return lines
+    if sweep:
+        return [*lines, f"(no crossover: the levels vary {sweep} as well as the concurrency; a crossover is over "
+                        f"the concurrency at one setting, so sweep one {sweep} at a time for it)"]
+    return [*lines, f"crossovers against {study.baseline}:",
+            *(f"  {row.variant}, {row.metric}: {row.description}" for row in study.crossover_table().itertuples())]

@@ -253,7 +253,9 @@ def verdict(study: Study) -> str:
     n = study.max_repeats
     if n < MIN_TEST_REPEATS:
         caveats.append(f"Nothing here is tested for significance ({not_tested_text(n)} per level); the rule: "
-                       f"{SIGNIFICANCE_RULE}. Run with `-p repeats {MIN_TEST_REPEATS}` to test.")
+                       f"{SIGNIFICANCE_RULE}. Measure with {MIN_TEST_REPEATS} repeats to test (`-p repeats "
+                       f"{MIN_TEST_REPEATS}` in a report that measures, `workbench bench VARIANT... --repeats "
+                       f"{MIN_TEST_REPEATS}`).")
     else:
         caveats.append(f"Significance rule: {SIGNIFICANCE_RULE}.")
     if study.simulated:

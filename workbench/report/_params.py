@@ -10,6 +10,7 @@ receive).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -244,12 +245,14 @@ def distribute_parameters(
         if name not in RESERVED_PARAMETERS and not any(name in params for params in declared.values())
     ]
     if orphans:
-        listing = "\n".join(
-            f"  {nb}: {', '.join(p.describe() for p in params.values()) or '(no parameters cell)'}"
-            for nb, params in declared.items()
-        )
+        known = sorted({name for params in declared.values() for name in params})
+        hints = [f"{name!r}: did you mean {close[0]!r}?" for name in orphans
+                 if (close := difflib.get_close_matches(name, known, n=1, cutoff=0.75))]
+        listing = "\n".join(f"  {Path(nb).name}: {', '.join(params) or '(no parameters cell)'}"
+                             for nb, params in declared.items())
         raise ConfigError(
-            f"no notebook declares {_named(orphans)}. Known parameters:\n{listing}\n"
+            f"no notebook declares {_named(orphans)}." + (f" {' '.join(hints)}" if hints else "")
+            + f"\nKnown parameters:\n{listing}\n"
             f"Check the spelling, or pass the notebook that declares {'it' if len(orphans) == 1 else 'them'}."
         )
     return {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -85,6 +86,20 @@ def _first_line(source: str, limit: int = 80) -> str:
     lines = [line for line in source.splitlines() if line.strip()]
     line = lines[0].strip() if lines else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+#: The notebook cell's own frame in an IPython 8 traceback: ``Cell In[3], line 7``.
+_CELL_FRAME = re.compile(r"Cell In\s*\[\d*\],\s*line (\d+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _failing_line(source: str, traceback: list[str] | None, limit: int = 80) -> str:
+    """The line of ``source`` the cell failed at (its frame in ``traceback``), else its first line."""
+    found = _CELL_FRAME.search(_ANSI.sub("", "\n".join(traceback or [])))
+    lines = source.splitlines()
+    if found and 1 <= int(found.group(1)) <= len(lines) and lines[int(found.group(1)) - 1].strip():
+        return _first_line(lines[int(found.group(1)) - 1], limit)
+    return _first_line(source, limit)
 
 
 def _absolute_report_dir(value: Any) -> str:
@@ -175,7 +190,7 @@ def _execute(
     except PapermillExecutionError as exc:
         return exc, {
             "cell": f"In [{exc.exec_count}]",
-            "source": _first_line(exc.source),
+            "source": _failing_line(exc.source, exc.traceback),
             "ename": exc.ename,
             "evalue": exc.evalue,
         }

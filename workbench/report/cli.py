@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -32,6 +32,34 @@ _PARAM_FLAGS = ("-p", "--param")
 #: ``--from-runs RUN...``: the ``from_runs`` parameter (stored runs to report on, nothing measured).
 _FROM_RUNS = "--from-runs"
 FROM_RUNS_PARAMETER = "from_runs"
+
+#: What a from-runs report uses (the ``from_runs`` branch of spec_vs_baseline's sweep cell and what
+#: follows it); any other parameter would only change a measurement that does not happen.
+FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "report_dir", "progress"})
+
+#: Checks a from-runs report's runs before any kernel starts: ``check(runs, runs_dir)`` raises
+#: ConfigError for an unknown or unreadable run. Set by the root CLI (it may read the runs store;
+#: this package does not depend on it); None: the notebook's own check, inside the kernel.
+check_stored_runs: Optional[Callable[[list, Any], object]] = None
+
+
+def check_from_runs(given: Mapping[str, Any]) -> None:
+    """Refuse what a from-runs report cannot honour, before a kernel starts.
+
+    Raises:
+        ConfigError: a parameter that only changes a measurement (``repeats``, ``concurrency_levels``,
+            ...: nothing is measured), or a run :data:`check_stored_runs` cannot read.
+    """
+    ignored = sorted(set(given) - FROM_RUNS_APPLIES)
+    if ignored:
+        raise ConfigError(
+            f"--from-runs renders stored runs and measures nothing, so {', '.join(ignored)} would be ignored. "
+            f"Leave {'it' if len(ignored) == 1 else 'them'} out, or measure anew without --from-runs (e.g. "
+            "`make report P='repeats=3'`, or `workbench bench VARIANT... --repeats 3` and then "
+            "`workbench report --from-runs` on the runs it prints). With --from-runs only "
+            f"{', '.join(sorted(FROM_RUNS_APPLIES - {FROM_RUNS_PARAMETER}))} apply.")
+    if check_stored_runs is not None:
+        check_stored_runs(list(given[FROM_RUNS_PARAMETER]), given.get("runs_dir"))
 
 
 def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -119,6 +147,8 @@ def report_command(
     declared = {nb: notebook_parameters(nb) for nb in notebooks}
     if given.get(FROM_RUNS_PARAMETER) and not names:  # stored runs only: skip the notebooks that would measure
         declared = {nb: ps for nb, ps in declared.items() if FROM_RUNS_PARAMETER in ps}
+    if given.get(FROM_RUNS_PARAMETER):
+        check_from_runs(given)
     plan = distribute_parameters(declared, given)
 
     failures: list[str] = []
