@@ -246,6 +246,9 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
     cols = [c for c in ("accept_length", "server_accept_length") if c in levels.columns]
     long = levels.melt(id_vars=["variant", "concurrency"], value_vars=cols, var_name="source", value_name="accept_len").dropna()
     long["source"] = long["source"].map({"accept_length": "client (meta_info)", "server_accept_length": "server (/server_info)"})
+    if "server (/server_info)" in set(long["source"]):
+        subtitle = [*_lines_of(subtitle), "lines: the client's figure (output tokens / spec_verify_ct); hollow "
+                    "diamonds: the server's avg_spec_accept_length (/server_info after each level)"]
     base = alt.Chart(long, title=_title("Accept length", subtitle), width=WIDTH, height=HEIGHT).encode(
         x=_x(),
         y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
