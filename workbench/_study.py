@@ -112,12 +112,18 @@ class Study:
         return "; ".join(self.subtitle_lines)
 
     @property
+    def time_scale(self) -> float | None:
+        """The simulated engine's time scale (simulated seconds per wall second) from the runs'
+        manifests; None when no run records one (a real engine)."""
+        sims = [m.get("simulation") or {} for m in self.manifests]
+        return next((float(s["time_scale"]) for s in sims if s.get("time_scale")), None)
+
+    @property
     def subtitle_lines(self) -> list[str]:
         """Provenance as chart subtitle lines: where the figures come from, then each stand-in."""
         sims = [m.get("simulation") or {} for m in self.manifests]
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
-        scale = next((s.get("time_scale") for s in sims if s.get("time_scale")), None)
-        text = charts.provenance_subtitle(self.levels, profile=profile, time_scale=scale)
+        text = charts.provenance_subtitle(self.levels, profile=profile, time_scale=self.time_scale)
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
         return [text, *stand_ins]
 

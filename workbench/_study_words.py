@@ -172,9 +172,8 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
 def _time_scale_text(study: Study) -> str:
     """The simulator's time scale, and the levels where this machine's CPU set part of the timings
     (``sim_behind_schedule_wall_s`` > 0), as one or two sentences; "" when it ran in real time."""
-    sims = [m.get("simulation") or {} for m in study.manifests]
-    scale = next((float(s["time_scale"]) for s in sims if s.get("time_scale")), 1.0)
-    if scale == 1.0:
+    scale = study.time_scale
+    if scale is None or scale == 1.0:
         return ""
     text = (f" It ran {scale:g}x faster than real time (times are simulated seconds), so this machine's CPU "
             "can shave the busiest levels (docs/PERFORMANCE.md)")
