@@ -21,6 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.store.cli import RunsDirOption
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
 __all__ = ["bench_command", "load_options", "parse_levels", "summary_lines"]
@@ -125,9 +126,7 @@ def bench_command(
         "--repeats", help="Times each level is measured (default: 3 on a real engine, 1 on the simulator).")] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="Name of the sweep (part of its identity).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start new runs instead of resuming this sweep's.")] = False,
-    runs_dir: Annotated[Optional[Path], typer.Option(
-        "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project "
-        "root).")] = None,
+    runs_dir: RunsDirOption = None,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Output tokens per request.")] = 256,
     backend: Annotated[Optional[str], typer.Option(
         "--backend", help="Route: generate (SGLang's /generate, default), completions (/v1/completions) or chat "

@@ -15,14 +15,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from workbench.store.cli import RunsDirOption
 
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, delete and export stored runs.",
                        no_args_is_help=True)
 
-_RUNS_DIR = typer.Option("--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the "
-                         "project root).")
 #: Columns `runs list` prints (all of them with --all-columns or --json).
 _SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "levels_completed",
           "label", "labels", "problem")
@@ -30,7 +29,7 @@ _SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "
 
 @runs_app.command("list")
 def list_command(
-    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    runs_dir: RunsDirOption = None,
     all_columns: Annotated[bool, typer.Option("--all-columns", help="Every column (path, times, tool...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run.")] = False,
 ) -> None:
@@ -55,7 +54,7 @@ def list_command(
 @runs_app.command("show")
 def show_command(
     run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix of one, or run directory.")],
-    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """What a run is (provenance, state, labels) and its levels: mean [95% CI] (n repeats)."""
     from workbench._catalogue import show_run
@@ -69,7 +68,7 @@ def label_command(
     run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix of one, or run directory.")],
     labels: Annotated[list[str], typer.Argument(metavar="LABEL...", help="Labels to add (or remove).")],
     remove: Annotated[bool, typer.Option("--remove", help="Remove these labels instead.")] = False,
-    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """Add labels to a run (kept in its labels.json), or remove them with --remove; prints its labels."""
     from workbench._catalogue import label_run
@@ -84,7 +83,7 @@ def compare_command(
     metric: Annotated[Optional[list[str]], typer.Option(
         "--metric", "-m", help="Level column to compare (repeatable; default output_throughput_tok_s and "
         "mean_per_request_tok_s).")] = None,
-    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """Two or more runs' levels side by side: per metric and level, each run's mean [95% CI] (n repeats)."""
     from workbench._catalogue import COMPARE_METRICS, compare_lines, compare_runs
@@ -98,7 +97,7 @@ def compare_command(
 def delete_command(
     runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
-    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """Delete runs (their whole directories). Asks for each unless --yes; refuses a run being written."""
     from workbench._catalogue import delete_run
@@ -118,7 +117,7 @@ def export_command(
     csv: Annotated[bool, typer.Option("--csv", help="CSV, the one format: accepted, never needed.")] = False,
     requests: Annotated[bool, typer.Option(
         "--requests", help="One row per request instead of one per level and repeat.")] = False,
-    runs_dir: Annotated[Optional[Path], _RUNS_DIR] = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """Export runs' level rows (or request rows) as CSV, on standard output or into --out FILE.
 

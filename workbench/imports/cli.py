@@ -15,6 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from workbench.store.cli import RunsDirOption
+
 __all__ = ["import_command"]
 
 #: Level columns of the text summary (our names; missing values print as NaN).
@@ -38,9 +40,7 @@ def import_command(
         "--simulated/--measured", help="Whether the figures come from a simulator, where neither the file nor "
         "--engine says (default: measured).")] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with each run.")] = None,
-    runs_dir: Annotated[Optional[Path], typer.Option(
-        "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project "
-        "root).")] = None,
+    runs_dir: RunsDirOption = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Read and check only; store nothing.")] = False,
 ) -> None:
