@@ -18,6 +18,7 @@ _NAMES = {
     "benchmark_variant": "_investigation",
     "benchmark_variants": "_investigation",
     "CalibrationStudy": "_calibration_study",
+    "calibration_opening": "_openings",
     "callers_table": "source",
     "check_variants": "variants",
     "compare_runs": "_catalogue",
@@ -44,6 +45,7 @@ _NAMES = {
     "load_study": "_investigation",
     "load_variant": "variants",
     "patch_diffs_html": "variants",
+    "policy_opening": "_openings",
     "PolicyStudy": "_policy_study",
     "resolve_engine": "engines",
     "run_notebook": "report",
@@ -60,6 +62,7 @@ _NAMES = {
     "summary_table": "source",
     "variants_html": "variants",
     "what_if": "_whatif",
+    "what_if_opening": "_openings",
     "WhatIf": "_whatif",
 }
 

@@ -8,12 +8,15 @@ on disk); ``load_study`` turns run directories into a :class:`~workbench._study.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import inspect
+import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -287,8 +290,7 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
         # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
         with prepare_launch(v, host=sweep.host, engine=eng) as prep, \
-                ServerHandle.start(prep.launch_variant, host=sweep.host, engine=eng,
-                                   sim_options=sweep.sim_options(todo[0][0])) as server:
+                _started_server(sweep, prep.launch_variant, todo[0][0]) as server:
             info = server.server_info()
             report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
             run.record_server(
@@ -342,6 +344,21 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                               "one read after its last level", stacklevel=3)
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
+
+
+#: Held while a server starts: the servers of parallel passes start one at a time, since a start is
+#: CPU-bound (imports, the tokenizer, the prompt set) and would hold up the levels already measuring.
+_STARTING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _started_server(sweep: _Sweep, variant: Variant, repeat: int) -> Iterator[ServerHandle]:
+    """``variant``'s server for ``sweep``, started (one start at a time, :data:`_STARTING`) and stopped."""
+    with _STARTING:
+        server = ServerHandle.start(variant, host=sweep.host, engine=sweep.engine,
+                                    sim_options=sweep.sim_options(repeat))
+    with server:
+        yield server
 
 
 def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
@@ -518,6 +535,7 @@ def benchmark_variants(
     on_failure: Callable[[SweepFailure], None] | None = None,
     grid: str | Path | Mapping[str, Any] | None = None,
     on_resume: Callable[[SweepResume], None] | None = None,
+    parallel: int | None = None,
     **kwargs: Any,
 ) -> list[Path]:
     """:func:`benchmark_variant` for each variant, repeat by repeat, alternating their order.
@@ -526,6 +544,12 @@ def benchmark_variants(
     given order again, ...: one server per (repeat, variant), so drift over time (a
     warming host, another tenant) does not favour whichever variant always runs first.
     Every variant and parameter is validated before the first server is launched.
+
+    With ``parallel`` > 1 (the simulated engine on this machine only) up to that many of a
+    repeat's passes run at once, each with its own server and its own load generator (a
+    thread of this process): the repeats still run one after the other, and a level whose
+    server could not keep to its schedule because the CPU was busy says so in its
+    ``sim_behind_schedule_wall_s`` (docs/PERFORMANCE.md gives the fidelity measured so).
 
     A server that fails (never ready, or dead mid-sweep) is reported with its log's
     classification and tail (a :class:`UserWarning`, and ``on_failure``), its run keeps
@@ -545,6 +569,9 @@ def benchmark_variants(
             after ``variants``, each checked first against the SGLang it would run
             (:func:`workbench.variants.expand_grid`, with the template parameters in
             ``kwargs``); refused points are named with the reason in a :class:`UserWarning`.
+        parallel: passes measured at once within a repeat (default None: 1, one after the
+            other). Above 1 only on the simulated engine on this machine: on a GPU host the
+            servers would share its GPUs.
         kwargs: :func:`benchmark_variant`'s other keyword arguments.
 
     Returns:
@@ -553,7 +580,8 @@ def benchmark_variants(
 
     Raises:
         ConfigError: no variants and no grid, an unknown variant or bad file, a variant
-            named twice, a grid whose every point is refused, or an invalid parameter.
+            named twice, a grid whose every point is refused, an invalid parameter, or
+            ``parallel`` > 1 on a real engine or another host.
         HostError: the host or the runs folder cannot be used (DiskFullError: no room).
     """
     chosen: list[str | Path | Variant] = list(variants or [])
@@ -573,18 +601,30 @@ def benchmark_variants(
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(f"variant(s) {twice} named twice (runs and charts are keyed by name); name each once")
+    at_once = _parallel_passes(parallel, sweeps)
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
     started: set[int] = set()
     for repeat in range(sweeps[0].plan.repeats):
         order = list(range(len(sweeps))) if repeat % 2 == 0 else list(reversed(range(len(sweeps))))
-        for i in order:
-            if i in failed:
-                continue
+
+        def one_pass(i: int, repeat: int = repeat) -> tuple[int, Path | None, _PassFailed | None]:
             try:
-                paths[i] = _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
-                                     on_open=on_resume if i not in started else None)
+                return i, _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
+                                    on_open=on_resume if i not in started else None), None
             except _PassFailed as exc:
+                return i, None, exc
+
+        todo = [i for i in order if i not in failed]
+        if at_once > 1:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+                outcomes: Any = list(pool.map(one_pass, todo))
+        else:
+            outcomes = map(one_pass, todo)  # lazily: one pass after the other
+        for i, path, exc in outcomes:
+            if exc is None:
+                paths[i] = path
+            else:
                 failure = _failure(sweeps[i], exc.run, exc.error)
                 failed[i] = failure
                 paths[i] = failure.run
@@ -596,6 +636,22 @@ def benchmark_variants(
     return [paths[i] for i in range(len(sweeps))]
 
 
+def _parallel_passes(parallel: Any, sweeps: Sequence[_Sweep]) -> int:
+    """How many passes :func:`benchmark_variants` runs at once: ``parallel`` checked (None: 1).
+
+    Raises:
+        ConfigError: not a whole number >= 1, or above 1 for a real engine or another host.
+    """
+    if parallel is None:
+        return 1
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ConfigError(f"parallel must be a whole number >= 1 (passes measured at once), got {parallel!r}")
+    if parallel > 1 and not all(s.engine.simulated and is_local(s.host) for s in sweeps):
+        raise ConfigError(f"parallel={parallel} needs the simulated engine on this machine: servers on a GPU host "
+                          "would share its GPUs and time each other; leave parallel at 1 (or None) there")
+    return parallel
+
+
 def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     """What a failed pass of ``sweep`` leaves: its run and the classified error."""
     kind = getattr(exc, "kind", None) or classify_failure(str(exc)).kind
@@ -604,11 +660,14 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None,
+               seed_pair: Sequence[str] | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``).
+    (``benchmark_variants`` returns runs in the order of its ``variants``). ``seed_pair``: the seed
+    investigation's (uncapped baseline, speculative variant), set beside the like-for-like pair
+    (:meth:`Study.seed_figures`, :meth:`Study.cap_split`); kept only when both are among the runs.
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -621,7 +680,13 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> St
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     if baseline is None:
         baseline = manifests[0].get("variant") if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
+    names = {m.get("variant") for m in manifests}
+    pair = tuple(seed_pair) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names else None
+    if seed_pair and pair is None and len(seed_pair) != 2:
+        raise ConfigError(f"seed_pair must name two variants (the seed's baseline, its speculative variant), "
+                          f"got {list(seed_pair)!r}")
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline,
+                 seed_pair=pair if pair and pair[0] != baseline else None)
 
 
 def show_ratio_charts(study: Study) -> None:

@@ -24,7 +24,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench import _study_words
+from workbench import _seed_pair, _study_words
 from workbench._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
                                 find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
@@ -75,6 +75,9 @@ class Study:
     requests: pd.DataFrame
     manifests: list[dict[str, Any]]
     baseline: str
+    #: The seed investigation's own pair (its uncapped baseline, its speculative variant), measured beside
+    #: the like-for-like pair; None: not in these runs (:mod:`workbench._seed_pair`).
+    seed_pair: tuple[str, str] | None = None
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
     _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
         default_factory=dict, init=False, repr=False, compare=False)
@@ -98,8 +101,10 @@ class Study:
 
     @property
     def spec_variants(self) -> list[str]:
-        """Every variant but the baseline."""
-        return [v for v in self.variants if v != self.baseline]
+        """Every variant but the baseline (and the seed pair's own baseline, compared only in
+        :meth:`seed_figures` and :meth:`cap_split`)."""
+        seed_base = self.seed_pair[0] if self.seed_pair else None
+        return [v for v in self.variants if v not in (self.baseline, seed_base)]
 
     @property
     def simulated(self) -> bool:
@@ -208,6 +213,21 @@ class Study:
     def verdict(self) -> str:
         """:func:`workbench._study_words.verdict`: the answer that opens the report."""
         return _study_words.verdict(self)
+
+    def opening(self) -> str:
+        """:func:`workbench._openings.study_opening`: the five sentences that open the report."""
+        from workbench._openings import study_opening
+
+        return study_opening(self)
+
+    # -- the seed's pair (workbench._seed_pair) -------------------------------
+    def seed_figures(self) -> pd.DataFrame:
+        """:func:`workbench._seed_pair.seed_figures`: the seed's four figures against these runs'."""
+        return _seed_pair.seed_figures(self)
+
+    def cap_split(self) -> _seed_pair.CapSplit | None:
+        """:func:`workbench._seed_pair.cap_split`: the seed pair's gap split into the cap's factor and speculation's."""
+        return _seed_pair.cap_split(self)
 
     # -- tables -------------------------------------------------------------
     def means(self) -> pd.DataFrame:

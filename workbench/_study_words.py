@@ -238,6 +238,9 @@ def verdict(study: Study) -> str:
                 alike.setdefault(text, []).append(spec)  # said once, among the caveats
             else:
                 lines.append(f"  - {text}")
+    split = study.cap_split()
+    if split is not None:
+        lines.append(f"- **The seed's pair** (uncapped, as the seed measured it): {split.sentence(*study.seed_pair, study.baseline)}")
     caveats = [text.replace("both servers queue", "every server queues").replace(
                    "both are full, so the pair is", "all are full, so the pairs are")
                if len(specs) == len(study.spec_variants) > 1 else

@@ -20,6 +20,7 @@ _NAMES = {
     "highlight_lines": "_render",
     "history_diffs": "_history",
     "history_events": "_history",
+    "inspection_opening": "_verdict",
     "inspection_verdict": "_verdict",
     "history_table": "_history",
     "HTMLFragment": "_render",

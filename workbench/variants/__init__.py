@@ -18,6 +18,7 @@ _NAMES = {
     "Grid": "_grid",
     "grid_variants": "_grid",
     "GridExpansion": "_grid",
+    "findings_opening": "_findings",
     "findings_verdict": "_findings",
     "has_errors": "_findings",
     "LaunchTree": "_trees",

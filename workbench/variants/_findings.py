@@ -114,23 +114,13 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
     against = f"against SGLang {checked_against}" if checked_against else "each against its own SGLang version"
     lines = [f"**Verdict** — {len(names)} variant(s) checked {against}, before anything is launched: "
              f"{count_line(items)}.", ""]
-    errors: dict[str, Finding] = {}
-    for f in items:
-        if f.severity == "error" and " vs " not in f.variant:
-            errors.setdefault(f.variant, f)
-    starting = [n for n in names if n not in errors]
+    starting, errors, fair, pairs = _sorted_out(items, names, baseline)
     if starting:
         lines.append(f"- **Would start**: {', '.join(starting)}.")
     if errors:
         failing = "; ".join(f"{n} ({e.flag + ': ' if e.flag else ''}{e.problem.split('. ')[0].rstrip('.')})"
                             for n, e in errors.items())
         lines.append(f"- **Would not start**: {failing}.")
-    pairs: dict[str, list[str]] = {}
-    for f in items:
-        if " vs " in f.variant and f.severity in ("warning", "error"):
-            pairs.setdefault(f.variant.split(" vs ")[0], []).append(f.flag or f.check)
-    compared = [n for n in names if n != baseline and any(f.variant == f"{n} vs {baseline}" for f in items)]
-    fair = [n for n in compared if n not in pairs]
     if fair:
         lines.append(f"- **Like-for-like with {baseline}** (differ only in speculation): {', '.join(fair)}.")
     if pairs:
@@ -139,3 +129,42 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
                      "what SGLang itself changes (the 48 cap, overlap off under spec v1) can be matched on the "
                      "baseline only in part (`baseline-cap48` matches the cap).")
     return "\n".join(lines)
+
+
+def _sorted_out(items: list[Finding], names: list[str], baseline: str
+                ) -> tuple[list[str], dict[str, Finding], list[str], dict[str, list[str]]]:
+    """(variants that would start, the first error of each that would not, the speculative variants
+    like-for-like with ``baseline``, the others with the flags that differ)."""
+    errors: dict[str, Finding] = {}
+    for f in items:
+        if f.severity == "error" and " vs " not in f.variant:
+            errors.setdefault(f.variant, f)
+    starting = [n for n in names if n not in errors]
+    pairs: dict[str, list[str]] = {}
+    for f in items:
+        if " vs " in f.variant and f.severity in ("warning", "error"):
+            pairs.setdefault(f.variant.split(" vs ")[0], []).append(f.flag or f.check)
+    compared = [n for n in names if n != baseline and any(f.variant == f"{n} vs {baseline}" for f in items)]
+    return starting, errors, [n for n in compared if n not in pairs], pairs
+
+
+def findings_opening(findings: Iterable[Finding], *, variants: Iterable[str], baseline: str = "baseline") -> str:
+    """The report's first lines: at most five short sentences on which variants would start, which
+    pairs are like-for-like, the caveat that matters most, and that nothing was launched (markdown).
+
+    Args:
+        findings, variants, baseline: as :func:`findings_verdict`.
+    """
+    items, names = list(findings), list(variants)
+    starting, errors, fair, pairs = _sorted_out(items, names, baseline)
+    sentences = [f"{len(starting)} of {len(names)} variants would start"
+                 + (f"; {', '.join(f'`{n}`' for n in errors)} would not (see its finding)." if errors else ".")]
+    if fair:
+        sentences.append(f"Like-for-like with `{baseline}`: {', '.join(f'`{n}`' for n in fair)}.")
+    if pairs:
+        sentences.append(f"Not like-for-like with `{baseline}`: "
+                         + "; ".join(f"`{n}` ({', '.join(dict.fromkeys(flags))})" for n, flags in pairs.items()) + ".")
+    sentences.append("These are checks of SGLang's source: a server can still fail at start (memory, CUDA graphs).")
+    sentences.append("Nothing was launched or measured.")
+    return "**In short** — " + " ".join(sentences[:5])
+
