@@ -10,7 +10,7 @@ import pytest
 
 import workbench as wb
 from workbench import Study
-from workbench._openings import LEAD, MAX_SENTENCES
+from workbench.studies._openings import LEAD, MAX_SENTENCES
 from workbench.analysis import levels_text
 from workbench.source import inspection_opening
 from workbench.variants import Finding, findings_opening

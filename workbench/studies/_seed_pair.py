@@ -6,7 +6,7 @@ saturation; 93 versus 96 tok/s per request at concurrency 1: ``data/profiles/see
 not speculation. With ``baseline-cap48`` measured too, the gap at a level splits exactly into two
 factors: ``baseline / eagle3-topk4 = (baseline / baseline-cap48) x (baseline-cap48 / eagle3-topk4)``,
 the first the cap's, the second speculation's (of servers that admit the same 48 requests).
-Functions of a :class:`workbench._study.Study` whose ``seed_pair`` is set; pure over its tables.
+Functions of a :class:`workbench.studies.Study` whose ``seed_pair`` is set; pure over its tables.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["SEED_PROFILE", "CapSplit", "cap_split", "seed_figures"]
 #: The profile whose ``[calibration]`` holds the seed investigation's four figures.
 SEED_PROFILE = "seed-pcie-8gpu"
 
-#: A :class:`workbench._study.Study` (not imported: that module imports this one).
+#: A :class:`workbench.studies.Study` (not imported: that module imports this one).
 Study = Any
 
 

@@ -24,8 +24,8 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench import _seed_pair, _study_words
-from workbench._study_words import COMPARED
+from workbench.studies import _seed_pair, _study_words
+from workbench.studies._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
                                 find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
                                 interval_text, ratio_intervals, repeat_table, settings_differences)
@@ -76,7 +76,7 @@ class Study:
     manifests: list[dict[str, Any]]
     baseline: str
     #: The seed investigation's own pair (its uncapped baseline, its speculative variant), measured beside
-    #: the like-for-like pair; None: not in these runs (:mod:`workbench._seed_pair`).
+    #: the like-for-like pair; None: not in these runs (:mod:`workbench.studies._seed_pair`).
     seed_pair: tuple[str, str] | None = None
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
     _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
@@ -197,36 +197,36 @@ class Study:
         held["cap"] = held["variant"].map(self.caps)
         return held.reset_index(drop=True)
 
-    # -- words (workbench._study_words) ------------------------------------------
+    # -- words (workbench.studies._study_words) ------------------------------------------
     def comparability_text(self) -> str:
-        """:func:`workbench._study_words.comparability_text`: the report's *Comparability* section."""
+        """:func:`workbench.studies._study_words.comparability_text`: the report's *Comparability* section."""
         return _study_words.comparability_text(self)
 
     def findings(self) -> str:
-        """:func:`workbench._study_words.findings`: the details at the end of the report."""
+        """:func:`workbench.studies._study_words.findings`: the details at the end of the report."""
         return _study_words.findings(self)
 
     def provenance_line(self) -> str:
-        """:func:`workbench._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
+        """:func:`workbench.studies._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
         return _study_words.provenance_line(self)
 
     def verdict(self) -> str:
-        """:func:`workbench._study_words.verdict`: the answer that opens the report."""
+        """:func:`workbench.studies._study_words.verdict`: the answer that opens the report."""
         return _study_words.verdict(self)
 
     def opening(self) -> str:
-        """:func:`workbench._openings.study_opening`: the five sentences that open the report."""
-        from workbench._openings import study_opening
+        """:func:`workbench.studies._openings.study_opening`: the five sentences that open the report."""
+        from workbench.studies._openings import study_opening
 
         return study_opening(self)
 
-    # -- the seed's pair (workbench._seed_pair) -------------------------------
+    # -- the seed's pair (workbench.studies._seed_pair) -------------------------------
     def seed_figures(self) -> pd.DataFrame:
-        """:func:`workbench._seed_pair.seed_figures`: the seed's four figures against these runs'."""
+        """:func:`workbench.studies._seed_pair.seed_figures`: the seed's four figures against these runs'."""
         return _seed_pair.seed_figures(self)
 
     def cap_split(self) -> _seed_pair.CapSplit | None:
-        """:func:`workbench._seed_pair.cap_split`: the seed pair's gap split into the cap's factor and speculation's."""
+        """:func:`workbench.studies._seed_pair.cap_split`: the seed pair's gap split into the cap's factor and speculation's."""
         return _seed_pair.cap_split(self)
 
     # -- tables -------------------------------------------------------------
