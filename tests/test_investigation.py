@@ -31,7 +31,21 @@ def test_bad_input_is_refused_before_launch(tmp_path) -> None:
         benchmark_variant("baseline", engine="sglang", time_scale=2.0, runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="Unknown variant 'nope'"):
         benchmark_variants(["baseline", "nope"], runs_dir=tmp_path)  # checked before baseline runs
+    with pytest.raises(ConfigError, match="parallel must be a whole number >= 1"):
+        benchmark_variants(["baseline"], parallel=0, runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="needs the simulated engine on this machine"):
+        benchmark_variants(["baseline"], engine="sglang", parallel=2, runs_dir=tmp_path)
     assert not list(tmp_path.iterdir())  # nothing started, nothing written
+
+
+def test_parallel_passes_measure_every_variant_and_repeat(tmp_path) -> None:
+    runs = benchmark_variants(["baseline", "eagle3-topk1-v2"], concurrency_levels=[1, 4], runs_dir=tmp_path,
+                              parallel=2, **{**FAST, "repeats": 2})
+    assert [load_run(r).manifest["variant"] for r in runs] == ["baseline", "eagle3-topk1-v2"]
+    for run in runs:
+        stored = load_run(run)
+        assert stored.manifest["status"] == "complete"
+        assert sorted(zip(stored.levels["repeat"], stored.levels["concurrency"])) == [(0, 1), (0, 4), (1, 1), (1, 4)]
 
 
 def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
