@@ -58,6 +58,8 @@ class _Pending:
     sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
     first_token_seen: bool = False
     stream_interval: int = 1  # stream a chunk every this many output tokens (SGLang's --stream-interval)
+    generated: int = 0  # output tokens the engine produced for this request
+    handed: int = 0  # of them, those put on ``updates``
 
 
 class SimServer:
@@ -123,8 +125,14 @@ class SimServer:
     def _deliver(self, iteration: Iteration) -> None:
         for emission in iteration.emissions:
             pending = self.pending.get(emission.request.rid)
-            if pending is not None:
-                pending.updates.put_nowait((emission.new_tokens, emission.finished))
+            if pending is None:
+                continue
+            pending.generated += emission.new_tokens
+            interval = pending.stream_interval
+            if interval > 1 and not emission.finished and pending.generated % interval != 1:
+                continue  # no chunk is due (chunks' rule): the tokens wait, the request's task is not woken
+            pending.updates.put_nowait((pending.generated - pending.handed, emission.finished))
+            pending.handed = pending.generated
         if iteration.log_line:
             log.info(iteration.log_line)
 

@@ -26,6 +26,12 @@ MAX_SENTENCES = 5
 LEAD = "**In short** — "
 
 
+def _listed(levels: list[int]) -> str:
+    """``"1, 4, 16 and 32"``."""
+    words = [str(c) for c in levels]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def _join(sentences: list[str]) -> str:
     return LEAD + " ".join(s for s in sentences[:MAX_SENTENCES] if s)
 
@@ -80,8 +86,8 @@ def _study_caveat(study: Any, spec: str | None) -> str:
         return (f"Caveat: `{r.variant}` differs from `{study.baseline}` beyond speculation ({r.setting}), so that "
                 "pair is not like-for-like.")
     measured = sorted(int(c) for c in study.levels["concurrency"].unique())
-    return (f"Caveat: only concurrency {levels_text(measured, measured)} was measured, so a switch point lies "
-            "between two measured levels.")
+    return (f"Caveat: concurrency was measured only at {_listed(measured)}, so a switch point lies between two "
+            "measured levels.")
 
 
 def _provenance_sentence(study: Any) -> str:
@@ -142,8 +148,8 @@ def policy_opening(study: Any) -> str:
     else:
         what = f"Draft with `{t.spec}` up to {t.no_draft_above} running requests, and run `{t.baseline}` above."
     sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline)]
-    sentences.append(f"Caveat: only concurrency {levels_text(measured, measured)} was measured, and switching "
-                     "costs show only in the policy runs below.")
+    sentences.append(f"Caveat: concurrency was measured only at {_listed(measured)}, and switching costs show "
+                     "only in the policy runs below.")
     n = study.repeats
     sentences.append(f"These figures are SIMULATED (n={n} repeats), not GPU measurements." if study.simulated else
                      f"Measured with n={n} repeats per level.")
