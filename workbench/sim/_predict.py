@@ -41,7 +41,7 @@ STATS: dict[str, float | None] = {"mean": None, "p50": 50.0, "p90": 90.0, "p99":
 #: Per-request metrics a level summarises with :data:`STATS` (the bench's names).
 SUMMARIZED = ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
 #: The step-breakdown parts, in stacking order (``step_<part>_ms`` columns).
-STEP_PARTS = ("weights", "kv", "compute", "communication", "draft", "overhead")
+STEP_PARTS = ("weights", "kv", "compute", "communication", "draft", "kernels", "overhead")
 
 
 # -- configurations -------------------------------------------------------------------------------
