@@ -343,11 +343,16 @@ class RooflineCost:
         gpu = self.target.total(batch, batch, kv_tokens, batch) + self._eager(batch, self.target)
         return self._iteration(gpu, 1, self.deployment.overlap_schedule, batch)
 
-    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> float:
-        """One EAGLE iteration: ``num_steps`` draft forwards, a verify, a draft extend."""
+    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int, *,
+                       verify_tokens: int | None = None) -> float:
+        """One EAGLE iteration: ``num_steps`` draft forwards, a verify, a draft extend.
+
+        ``verify_tokens``: the verify's query tokens when they are not ``batch x num_draft_tokens`` (a ragged
+        verify, as adaptive verification runs: :mod:`workbench.sim._verify_budget`); default the full tree.
+        """
         if batch <= 0:
             return 0.0
-        return self._spec_parts(batch, kv_tokens, spec, accepted_tokens)[3]
+        return self._spec_parts(batch, kv_tokens, spec, accepted_tokens, verify_tokens)[3]
 
     def spec_gpu_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> tuple[float, float]:
         """(GPU milliseconds, of which the small kernels) of one EAGLE iteration replayed from CUDA graphs:
@@ -362,8 +367,9 @@ class RooflineCost:
         return self._prefill_parts(prompt_tokens, spec)[-1]
 
     # -- parts ----------------------------------------------------------------------------
-    def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int):
-        verify_tokens = batch * spec.num_draft_tokens
+    def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int, verify_tokens: int | None = None):
+        if verify_tokens is None:
+            verify_tokens = batch * spec.num_draft_tokens
         target = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens)
         draft = self._draft(batch, batch, kv_tokens, batch)
         wide = batch * spec.topk
@@ -372,7 +378,7 @@ class RooflineCost:
         draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
         eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
         kernels = 0.0 if self.spec_kernels is None else self.spec_kernels.step_ms(
-            batch, spec.num_steps, spec.topk, spec.num_draft_tokens)
+            batch, spec.num_steps, spec.topk, max(1, round(verify_tokens / batch)))
         gpu = sum(target) + self.target.fixed_ms + draft + eager + kernels
         total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch)
         return target, draft, gpu, total, kernels
