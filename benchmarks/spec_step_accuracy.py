@@ -33,12 +33,15 @@ def main(argv: list[str]) -> int:
             print("| measured ms | " + " | ".join(f"{v:.2f}" for v in g["measured_ms"]) + " |")
             print("| model ms | " + " | ".join(f"{v:.2f}" for v in g["model_ms"]) + " |")
             print("| error | " + " | ".join(f"{v:+.1f}%" for v in g["error_pct"]) + " |")
+            print("| error, shipped h200-llama3-8b terms (no fit) | "
+                  + " | ".join(f"{v:+.1f}%" for v in g["shipped_error_pct"]) + " |")
             if not fitted:
                 print("| error without the small kernels | "
                       + " | ".join(f"{v:+.1f}%" for v in g["error_no_kernels_pct"]) + " |")
                 print("| small kernels ms | " + " | ".join(f"{v:.3f}" for v in g["kernels_ms"]) + " |")
     held = rows[~rows["fitted"]]
-    for col, label in (("error_pct", "with the measured kernels"), ("error_no_kernels_pct", "without them")):
+    for col, label in (("error_pct", "with the measured kernels"), ("error_no_kernels_pct", "without them"),
+                       ("shipped_error_pct", "shipped h200-llama3-8b terms, no fit (out of the box)")):
         a = held[col].abs()
         print(f"\nheld out ({len(held)} points), {label}: median |error| {a.median():.1f}%, worst {a.max():.1f}%")
     worst = held["error_pct"].abs().max()

@@ -42,17 +42,21 @@ def _cost(efficiency, *, gpu: str, target: str, draft: str, kernels=None):
 
 
 def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "llama-3.1-8b-instruct",
-                       draft: str = "eagle3-llama3.1-8b") -> tuple[dict[str, float], pd.DataFrame]:
+                       draft: str = "eagle3-llama3.1-8b", shipped: str | None = "h200-llama3-8b",
+                       ) -> tuple[dict[str, float], pd.DataFrame]:
     """Fit on the table's decode rows; predict its whole spec steps.
 
     Args:
         path: a ``spec_step.csv`` of ``remote/gpu_spec_step.py`` (timed on a GPU).
         gpu, target, draft: ``data/gpus`` and ``data/models`` stems of the table's hardware and models.
+        shipped: a profile whose GPU terms, unfitted, also predict every row (the out-of-the-box error;
+            None: skip).
 
     Returns:
         (fitted terms, rows): one row per decode and whole-spec point with ``measured_ms``, ``model_ms``
         (with the measured small kernels), ``model_no_kernels_ms``, ``error_pct``, ``error_no_kernels_pct``,
-        ``kernels_ms`` and ``fitted`` (True for decode rows).
+        ``kernels_ms``, ``fitted`` (True for decode rows) and, with ``shipped``, ``shipped_ms`` and
+        ``shipped_error_pct`` (that profile's hardware terms, no fit, the measured kernels charged).
 
     Raises:
         ConfigError: a CPU test table, or one without decode or spec rows.
@@ -88,11 +92,19 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     fitted = eff(x)
     plain = _cost(fitted, gpu=gpu, target=target, draft=draft)
     full = _cost(fitted, gpu=gpu, target=target, draft=draft, kernels=kernels)
+    box = None
+    if shipped is not None:
+        from workbench.sim import load_profile
+
+        e = load_profile(shipped).physics.efficiency
+        box = _cost(Efficiency(**{t: getattr(e, t) for t in TERMS}), gpu=gpu, target=target, draft=draft,
+                    kernels=kernels)
     rows = []
     for r in decode.itertuples():
         m = decode_ms(plain, r)
         rows.append({"shape": "decode", "batch": int(r.batch), "measured_ms": r.median_ms, "model_ms": m,
-                     "model_no_kernels_ms": m, "kernels_ms": 0.0, "fitted": True})
+                     "model_no_kernels_ms": m, "kernels_ms": 0.0, "fitted": True,
+                     "shipped_ms": decode_ms(box, r) if box is not None else math.nan})
     for r in whole.itertuples():
         spec = SpecConfig(algorithm="EAGLE3", num_steps=int(r.num_steps), topk=int(r.topk),
                           num_draft_tokens=int(r.num_draft_tokens))
@@ -100,8 +112,10 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
         gpu_ms, kernels_ms = full.spec_gpu_ms(b, kv, spec, extend)
         rows.append({"shape": r.shape, "batch": b, "measured_ms": r.median_ms, "model_ms": gpu_ms,
                      "model_no_kernels_ms": plain.spec_gpu_ms(b, kv, spec, extend)[0], "kernels_ms": kernels_ms,
-                     "fitted": False})
+                     "fitted": False,
+                     "shipped_ms": box.spec_gpu_ms(b, kv, spec, extend)[0] if box is not None else math.nan})
     out = pd.DataFrame(rows)
     out["error_pct"] = 100 * (out["model_ms"] / out["measured_ms"] - 1)
     out["error_no_kernels_pct"] = 100 * (out["model_no_kernels_ms"] / out["measured_ms"] - 1)
+    out["shipped_error_pct"] = 100 * (out["shipped_ms"] / out["measured_ms"] - 1)
     return {t: getattr(fitted, t) for t in TERMS}, out
