@@ -61,9 +61,7 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     Raises:
         ConfigError: a CPU test table, or one without decode or spec rows.
     """
-    from workbench.sim import Efficiency
-    from workbench.sim._spec import SpecConfig
-    from workbench.sim._spec_kernels import SpecKernelCosts
+    from workbench.sim import Efficiency, SpecConfig, SpecKernelCosts
 
     path = Path(path)
     table = pd.read_csv(path)

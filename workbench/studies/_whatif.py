@@ -298,8 +298,7 @@ class WhatIf:
             ``baseline_tok_s``, and ``runs_on`` (which engine can run it, for the profile's SGLang version).
             A MODEL PREDICTION (steady state: no prefill, no queueing).
         """
-        from workbench.sim import configuration, load_profile
-        from workbench.sim._verify_budget import policy_support, policy_table
+        from workbench.sim import configuration, load_profile, policy_support, policy_table
 
         prof = load_profile(self.profile)
         cfg = configuration(prof, self.template, topk=1, num_steps=num_steps, num_draft_tokens=num_steps + 1,
