@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from workbench.calibration._spec_step import spec_step_accuracy
+from workbench.calibration._spec_step import spec_step_accuracy, spec_step_breakdown
 
 DEFAULT = "data/calibration/h200-2026-12-02-spec/spec_step.csv"
 
@@ -44,6 +44,16 @@ def main(argv: list[str]) -> int:
                        ("shipped_error_pct", "shipped h200-llama3-8b terms, no fit (out of the box)")):
         a = held[col].abs()
         print(f"\nheld out ({len(held)} points), {label}: median |error| {a.median():.1f}%, worst {a.max():.1f}%")
+    parts = spec_step_breakdown(argv[0] if argv else DEFAULT, terms)
+    print("\nthe parts, each timed alone, against the model's (error %, held out):")
+    for shape, g in parts.groupby("shape", sort=False):
+        print(f"\n{shape}:")
+        batches = sorted(g["batch"].unique())
+        print("| part | " + " | ".join(str(b) for b in batches) + " |")
+        print("|---|" + "---|" * len(batches))
+        for part, h in g.groupby("part", sort=False):
+            h = h.set_index("batch")
+            print(f"| {part} | " + " | ".join(f"{h.loc[b, 'error_pct']:+.0f}%" for b in batches) + " |")
     worst = held["error_pct"].abs().max()
     print("target (<= 10% per point):", "met" if worst <= 10 else "MISSED")
     return 0

@@ -117,3 +117,43 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     out["error_no_kernels_pct"] = 100 * (out["model_no_kernels_ms"] / out["measured_ms"] - 1)
     out["shipped_error_pct"] = 100 * (out["shipped_ms"] / out["measured_ms"] - 1)
     return {t: getattr(fitted, t) for t in TERMS}, out
+
+
+def spec_step_breakdown(path: str | Path, terms: dict[str, float], *, gpu: str = "h200",
+                        target: str = "llama-3.1-8b-instruct", draft: str = "eagle3-llama3.1-8b") -> pd.DataFrame:
+    """The whole step's parts, measured alone and modelled, with the terms :func:`spec_step_accuracy` fitted.
+
+    Each measured part carries its own small kernels, so the model's are grouped the same way: ``draft`` is the
+    draft extend and the draft forwards with their top-k and tree selection; ``verify`` the target's verify
+    forward with its LM head; ``tree_and_accept`` the tree's construction, the verification and the KV
+    bookkeeping. (Parts timed alone each pay a graph launch, 10-20 µs, that the whole step pays once.)
+
+    Returns:
+        One row per (shape, batch, part): ``measured_ms``, ``model_ms``, ``error_pct``.
+    """
+    from workbench.sim import Efficiency, SpecConfig, SpecKernelCosts
+
+    path = Path(path)
+    table = pd.read_csv(path)
+    kernels = SpecKernelCosts(path)
+    cost = _cost(Efficiency(**terms), gpu=gpu, target=target, draft=draft, kernels=kernels)
+    spec_rows = table[table["family"] == "spec"]
+    rows = []
+    for (shape, steps, topk, n, b), g in spec_rows.groupby(["shape", "num_steps", "topk", "num_draft_tokens", "batch"],
+                                                         sort=False):
+        part = g.set_index("part")["median_ms"]
+        spec = SpecConfig(algorithm="EAGLE3", num_steps=int(steps), topk=int(topk), num_draft_tokens=int(n))
+        b, ctx = int(b), int(g["context"].iloc[0])
+        brk = cost.spec_breakdown(b, b * ctx, spec, b * (int(steps) + 1))
+        gpu_ms, _ = cost.spec_gpu_ms(b, b * ctx, spec, b * (int(steps) + 1))
+        k = kernels.parts(b, int(steps), int(topk), int(n))
+        model = {"draft": brk.draft_ms + k["draft_topk"] + k["tree_select"],
+                 "verify": gpu_ms - brk.draft_ms - brk.kernels_ms,
+                 "tree_and_accept": k["tree_build"] + k["verify"] + k["kv_accept"]}
+        measured = {"draft": part["draft_extend"] + part.get("draft_steps", 0.0),
+                    "verify": part["verify_forward"],
+                    "tree_and_accept": part["tree"] * (int(topk) > 1) + part["accept"]}
+        for name in model:
+            rows.append({"shape": shape, "batch": b, "part": name, "measured_ms": measured[name],
+                         "model_ms": model[name], "error_pct": 100 * (model[name] / measured[name] - 1)})
+    return pd.DataFrame(rows)
