@@ -99,3 +99,16 @@ def test_whole_step_comparison_fits_decode_only_and_holds_the_spec_steps_out() -
     assert set(held["shape"]) == {"chain3", "chain7", "tree-2x4-16"} and len(held) == 27
     assert (held["kernels_ms"] > 0).all()
     assert (held["model_ms"] > held["model_no_kernels_ms"]).all()
+
+
+def test_whole_step_parts_are_compared_part_by_part() -> None:
+    from workbench.calibration._spec_step import spec_step_accuracy, spec_step_breakdown
+
+    terms, _ = spec_step_accuracy(TABLE)
+    parts = spec_step_breakdown(TABLE, terms)
+    assert len(parts) == 27 * 3 and set(parts["part"]) == {"draft", "verify", "tree_and_accept"}
+    assert (parts["measured_ms"] > 0).all() and (parts["model_ms"] > 0).all()
+    # the tree's construction is charged to trees only
+    chain = parts[(parts["shape"] == "chain3") & (parts["part"] == "tree_and_accept")]
+    tree = parts[(parts["shape"] == "tree-2x4-16") & (parts["part"] == "tree_and_accept")]
+    assert (tree["model_ms"].to_numpy() > chain["model_ms"].to_numpy()).all()
