@@ -4,8 +4,6 @@ test dependency), the small kernels' maths and a CPU test run of the tiny shapes
 from __future__ import annotations
 
 import csv
-import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,19 +11,14 @@ from pathlib import Path
 import pytest
 
 from blocked_imports import blocking_dir
+from torch_programs import needs_torch, run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 REMOTE = ROOT / "remote"
 SCRIPT = REMOTE / "gpu_spec_step.py"
 
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed in this venv (not a test "
-                                 "dependency); install a CPU wheel to run the program's torch path")
-
-
 def _run(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return run_program(SCRIPT, *args, env=env, timeout=timeout)
 
 
 def test_without_torch_it_refuses_and_says_why(tmp_path: Path) -> None:
