@@ -54,6 +54,7 @@ _NAMES = {
     "show_ratio_charts": "_investigation",
     "show_run": "_catalogue",
     "show_server_series": "_server_view",
+    "show_text": "_investigation",
     "source_panes": "source",
     "stored_runs": "_catalogue",
     "Study": "_study",
