@@ -44,3 +44,59 @@ def first_screen(html: Path, screenshot: Path, *texts: str) -> dict:
 def on_first_screen(box: dict | None) -> bool:
     """True when the box ends above the first screen's bottom edge."""
     return box is not None and box["y"] + box["height"] < VIEWPORT["height"]
+
+
+#: What script injected into a page leaves: an element with an ``on...`` handler, a ``javascript:``
+#: link target, an ``<img>`` pointing at a file that is not there, a ``<script>`` that calls ``alert``.
+_INJECTED_JS = """() => {
+  const all = [...document.querySelectorAll('*')];
+  const handlers = all.filter(e => [...e.attributes].some(a => a.name.toLowerCase().startsWith('on')));
+  const links = all.filter(e => ['href', 'src', 'action', 'formaction', 'xlink:href'].some(
+      n => (e.getAttribute(n) || '').trim().toLowerCase().startsWith('javascript:')));
+  const scripts = [...document.querySelectorAll('script')].filter(s => /alert\\s*\\(/.test(s.textContent));
+  const images = [...document.querySelectorAll('img')].filter(i => i.getAttribute('src') === 'x');
+  return [...new Set([...handlers, ...links, ...scripts, ...images])].map(e => e.outerHTML.slice(0, 200));
+}"""
+
+
+def script_probe(html: Path, *texts: str) -> dict:
+    """Open ``html`` (network refused) and report what script injected into it would do.
+
+    Returns:
+        ``dialogs`` (messages of every alert/confirm/prompt that fired, each dismissed),
+        ``injected`` (outerHTML, cut at 200 characters, of each element that injected markup
+        leaves: an ``on...`` attribute, a ``javascript:`` target, a ``<script>`` calling
+        ``alert``, an ``<img src=x>``), ``shown`` (for each of ``texts``: how many times the page's
+        visible text holds it literally) and ``fetched`` (URLs beyond files it asked for, refused).
+    """
+    from playwright.sync_api import sync_playwright
+
+    fetched: list[str] = []
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"])
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+
+            def refuse(route) -> None:
+                if route.request.url.startswith("file:"):
+                    route.continue_()
+                else:
+                    fetched.append(route.request.url)
+                    route.abort()
+
+            def dialog(d) -> None:
+                dialogs.append(d.message)
+                d.dismiss()
+
+            page.on("dialog", dialog)
+            page.route("**/*", refuse)
+            page.goto(html.resolve().as_uri(), wait_until="load")
+            page.wait_for_timeout(1000)  # an <img src=x onerror=...> fires once its load fails
+            injected = page.evaluate(_INJECTED_JS)
+            body = page.inner_text("body")
+        finally:
+            browser.close()
+    return {"dialogs": dialogs, "injected": injected, "shown": {t: body.count(t) for t in texts},
+            "fetched": fetched}

@@ -130,6 +130,7 @@ def _markdown_output_exporter():
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
     class _Exporter(HTMLExporter):
+        @jinja2.pass_context
         def markdown2html(self, context, source):  # noqa: D102 - nbconvert's filter, see above
             cell = context.get("cell", {})
             if cell.get("cell_type") == "markdown":
