@@ -123,7 +123,8 @@ def _markdown_output_exporter():
     markdown output (``wb.show_markdown``, ``IPython.display.Markdown``) carries data: variant names,
     imported fields, error messages. Its raw HTML is shown as text and its harmful link targets
     (``javascript:``, ``vbscript:``, ``file:``, non-image ``data:``) are dropped by mistune's
-    renderer (``escape=True``), so no data can place an element or a script in a shared report,
+    renderer (``escape=True`` and its protocol check, which nbconvert's renderer turns off by
+    default), so no data can place an element or a script in a shared report,
     whatever the code that wrote the markdown escaped (``workbench.markup`` is the first line).
     """
     from nbconvert import HTMLExporter
@@ -135,7 +136,8 @@ def _markdown_output_exporter():
             cell = context.get("cell", {})
             if cell.get("cell_type") == "markdown":
                 return super().markdown2html(context, source)
-            renderer = IPythonRenderer(escape=True, embed_images=False, anchor_link_text=self.anchor_link_text,
+            renderer = IPythonRenderer(escape=True, allow_harmful_protocols=None, embed_images=False,
+                                       anchor_link_text=self.anchor_link_text,
                                        exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
             return MarkdownWithMath(renderer=renderer).render(source)
 
