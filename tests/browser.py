@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
 VIEWPORT = {"width": 1366, "height": 768}
 
 
-def first_screen(html: Path, screenshot: Path, *texts: str) -> dict:
-    """Render ``html``; return the bounding box of each of ``texts`` (first match, None when absent),
-    ``fetched`` (URLs the page asked for beyond files: each refused) and ``scroll_width`` (px).
-
-    ``"Verdict"`` is matched exactly (the verdict's bold heading); other texts as substrings.
-    """
+@contextlib.contextmanager
+def offline_page(fetched: list[str]) -> Iterator:
+    """A chromium page at a laptop's viewport whose requests beyond files are refused (and listed in ``fetched``)."""
     from playwright.sync_api import sync_playwright
 
-    fetched: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
             "--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"])
@@ -31,13 +29,24 @@ def first_screen(html: Path, screenshot: Path, *texts: str) -> dict:
                     route.abort()
 
             page.route("**/*", refuse)
-            page.goto(html.resolve().as_uri())
-            page.screenshot(path=str(screenshot))
-            boxes = {t: page.get_by_text(t, exact=t == "Verdict").first.bounding_box(timeout=5000)
-                     if page.get_by_text(t, exact=t == "Verdict").count() else None for t in texts}
-            width = page.evaluate("document.documentElement.scrollWidth")
+            yield page
         finally:
             browser.close()
+
+
+def first_screen(html: Path, screenshot: Path, *texts: str) -> dict:
+    """Render ``html``; return the bounding box of each of ``texts`` (first match, None when absent),
+    ``fetched`` (URLs the page asked for beyond files: each refused) and ``scroll_width`` (px).
+
+    ``"Verdict"`` is matched exactly (the verdict's bold heading); other texts as substrings.
+    """
+    fetched: list[str] = []
+    with offline_page(fetched) as page:
+        page.goto(html.resolve().as_uri())
+        page.screenshot(path=str(screenshot))
+        boxes = {t: page.get_by_text(t, exact=t == "Verdict").first.bounding_box(timeout=5000)
+                 if page.get_by_text(t, exact=t == "Verdict").count() else None for t in texts}
+        width = page.evaluate("document.documentElement.scrollWidth")
     return {**boxes, "fetched": fetched, "scroll_width": width}
 
 
@@ -69,34 +78,18 @@ def script_probe(html: Path, *texts: str) -> dict:
         ``alert``, an ``<img src=x>``), ``shown`` (for each of ``texts``: how many times the page's
         visible text holds it literally) and ``fetched`` (URLs beyond files it asked for, refused).
     """
-    from playwright.sync_api import sync_playwright
-
     fetched: list[str] = []
     dialogs: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"])
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
 
-            def refuse(route) -> None:
-                if route.request.url.startswith("file:"):
-                    route.continue_()
-                else:
-                    fetched.append(route.request.url)
-                    route.abort()
+    def dialog(d) -> None:
+        dialogs.append(d.message)
+        d.dismiss()
 
-            def dialog(d) -> None:
-                dialogs.append(d.message)
-                d.dismiss()
-
-            page.on("dialog", dialog)
-            page.route("**/*", refuse)
-            page.goto(html.resolve().as_uri(), wait_until="load")
-            page.wait_for_timeout(1000)  # an <img src=x onerror=...> fires once its load fails
-            injected = page.evaluate(_INJECTED_JS)
-            body = page.inner_text("body")
-        finally:
-            browser.close()
+    with offline_page(fetched) as page:
+        page.on("dialog", dialog)
+        page.goto(html.resolve().as_uri(), wait_until="load")
+        page.wait_for_timeout(1000)  # an <img src=x onerror=...> fires once its load fails
+        injected = page.evaluate(_INJECTED_JS)
+        body = page.inner_text("body")
     return {"dialogs": dialogs, "injected": injected, "shown": {t: body.count(t) for t in texts},
             "fetched": fetched}
