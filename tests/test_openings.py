@@ -134,7 +134,13 @@ def test_what_if_and_calibration_openings() -> None:
                     levels=(1, 16, 64), requests_per_level=8, max_new_tokens=32)
     said = short(wb.what_if_opening(wi))
     chosen = wi.policy()[wi.policy()["recommended"].astype(bool)].iloc[0]
-    assert said[0] == f"Run {chosen['settings']} ({chosen['policy']}, predicted)."
+    if chosen["policy"] != "adaptive tiers":
+        assert said[0] == f"Run {chosen['settings']} ({chosen['policy']}, predicted)."
+    else:
+        best = wi.best_table()
+        for variant in best["best_variant"]:
+            assert f"`{variant}`" in said[0]
+        assert said[0].endswith("(predicted best at each level).")
     assert said[-1].startswith("Every figure is a MODEL PREDICTION")
     study = wb.load_calibration("data/calibration/h200-2026-12-01/llama3-8b.json", gpu="h200", profile="h200-llama3-8b")
     said = short(wb.calibration_opening(study))

@@ -192,7 +192,14 @@ def what_if_opening(wi: Any) -> str:
     pol = wi.policy()
     chosen = pol[pol["recommended"].astype(bool)]
     row = (chosen if len(chosen) else pol).iloc[0]
-    sentences = [f"Run {row['settings']} ({row['policy']}, predicted)."]
+    if row["policy"] != "adaptive tiers":  # a threshold, or topk-1 tiers: said as the policy table says them
+        sentences = [f"Run {row['settings']} ({row['policy']}, predicted)."]
+    else:  # the grid's tiers: the best configuration at each level
+        best = wi.best_table()
+        measured = sorted(int(c) for c in best["concurrency"])
+        spans = [f"`{v}` at concurrency {levels_text(c, measured)}" for v, c in _runs_of(best)]
+        sentences = [f"Run {', '.join(spans[:-1]) + ' and ' if len(spans) > 1 else ''}{spans[-1]} (predicted best "
+                     "at each level)."]
     xs = wi.crossover_table().dropna(subset=["crossover_concurrency"])
     if len(xs):
         best = xs.iloc[0]
