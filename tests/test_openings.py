@@ -59,7 +59,8 @@ def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
     policy = study.policy_table()
     spans = policy.groupby((policy["best variant"] != policy["best variant"].shift()).cumsum())
     runs = [(g["best variant"].iloc[0], list(g["concurrency"])) for _, g in spans]
-    assert said[0] == ("Run " + " and ".join(f"`{v}` at concurrency {levels_text(c, LEVELS)}" for v, c in runs)
+    spans = [f"`{v}` at concurrency {levels_text(c, LEVELS)}" for v, c in runs]
+    assert said[0] == ("Run " + (", ".join(spans[:-1]) + " and " if len(spans) > 1 else "") + spans[-1]
                        + ": the highest total output throughput there.")
     assert runs[0][0] == "eagle3-topk1-v2" and runs[-1][0] == "baseline"
     row = study.crossover_table().set_index(["variant", "metric"]).loc[("eagle3-topk1-v2", "output_throughput_tok_s")]

@@ -28,8 +28,12 @@ LEAD = "**In short** — "
 
 def _listed(levels: list[int]) -> str:
     """``"1, 4, 16 and 32"``."""
-    words = [str(c) for c in levels]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return _and([str(c) for c in levels])
+
+
+def _and(parts: list[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def _join(sentences: list[str]) -> str:
@@ -113,7 +117,7 @@ def study_opening(study: Any) -> str:
     pol = study.policy()
     measured = sorted(int(c) for c in pol["concurrency"])
     runs = _runs_of(pol)
-    plan = " and ".join(f"`{v}` at concurrency {levels_text(levels, measured)}" for v, levels in runs[:3])
+    plan = _and([f"`{v}` at concurrency {levels_text(levels, measured)}" for v, levels in runs[:3]])
     sentences = [f"Run {plan}{'' if len(runs) <= 3 else ' (more switches in the table below)'}: the highest "
                  "total output throughput there."]
     spec = _lead_spec(study)
@@ -198,8 +202,7 @@ def what_if_opening(wi: Any) -> str:
         best = wi.best_table()
         measured = sorted(int(c) for c in best["concurrency"])
         spans = [f"`{v}` at concurrency {levels_text(c, measured)}" for v, c in _runs_of(best)]
-        sentences = [f"Run {', '.join(spans[:-1]) + ' and ' if len(spans) > 1 else ''}{spans[-1]} (predicted best "
-                     "at each level)."]
+        sentences = [f"Run {_and(spans)} (predicted best at each level)."]
     xs = wi.crossover_table().dropna(subset=["crossover_concurrency"])
     if len(xs):
         best = xs.iloc[0]
