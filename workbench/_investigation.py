@@ -604,11 +604,18 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``).
+    (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
+    which workload to show when the runs hold several (a label of
+    :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
+    one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
+    chart's subtitle says which is shown).
+
+    Raises:
+        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline).
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -621,7 +628,7 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> St
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     if baseline is None:
         baseline = manifests[0].get("variant") if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline, workload=workload)
 
 
 def show_ratio_charts(study: Study) -> None:

@@ -26,9 +26,11 @@ import pandas as pd
 from workbench import charts
 from workbench import _study_words
 from workbench._study_words import COMPARED
-from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
-                                find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
-                                interval_text, ratio_intervals, repeat_table, settings_differences)
+from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
+                                choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
+                                per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
+                                settings_differences)
+from workbench.bench import workload_labels
 from workbench.errors import ConfigError
 
 #: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
@@ -64,17 +66,34 @@ SUMMARY_COLUMNS = (
 class Study:
     """Runs of several variants on one workload, compared against a baseline.
 
+    A study compares levels on one load axis (:attr:`load`): ``concurrency`` for closed-loop
+    runs, ``request_rate_req_s`` for open-loop ones (the workbench's own ``request_rates``
+    sweeps, sglang.bench_serving's default mode); runs of both kinds are refused
+    (:func:`workbench.analysis.load_axis`). It shows one workload (:attr:`workload`, named by
+    :func:`workbench.bench.workload_labels`): rows of other workloads in the same runs are
+    set aside (:attr:`other_workloads`), never taken as repeats, and every chart says which
+    workload it shows.
+
     Attributes:
-        levels: per-level rows of every run (``variant``, ``concurrency``, metrics).
-        requests: per-request rows of every run.
+        levels: per-level rows of the workload shown (``variant``, the load column,
+            ``workload``, metrics).
+        requests: per-request rows of those levels.
         manifests: the runs' manifests (dicts), in run order.
         baseline: the baseline variant's name.
+        workload: the workload to show; None (default): the one the most variants measured.
+
+    Raises:
+        ConfigError: no rows of the baseline, closed- and open-loop runs mixed, an unknown
+            ``workload``, or two runs measuring the same variant, level and repeat.
     """
 
     levels: pd.DataFrame
     requests: pd.DataFrame
     manifests: list[dict[str, Any]]
     baseline: str
+    workload: str | None = None
+    #: Workloads in the runs besides :attr:`workload` (their rows are not in :attr:`levels`).
+    other_workloads: list[str] = dataclasses.field(default_factory=list, init=False)
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
     _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
         default_factory=dict, init=False, repr=False, compare=False)
@@ -83,13 +102,47 @@ class Study:
         names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
         if self.baseline not in names:
             raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
-        keys = ["variant", "concurrency", *(["repeat"] if "repeat" in self.levels else [])]
+        self._axis: LoadAxis = load_axis(self.levels)
+        if "workload" not in self.levels:
+            self.levels = self.levels.assign(workload=workload_labels(self.levels))
+        self.workload, self.other_workloads = choose_workload(self.levels["workload"], self.levels["variant"],
+                                                              self.workload)
+        if self.other_workloads:
+            keep = self.levels["workload"] == self.workload
+            kept = self.levels[keep]
+            if {"run_id", "level_index"} <= set(self.requests.columns) and {"run_id", "level_index"} <= set(kept):
+                keys = pd.MultiIndex.from_frame(kept[["run_id", "level_index"]].drop_duplicates())
+                self.requests = self.requests[pd.MultiIndex.from_frame(
+                    self.requests[["run_id", "level_index"]]).isin(keys)].reset_index(drop=True)
+            self.levels = kept.reset_index(drop=True)
+            if self.baseline not in set(self.levels["variant"]):
+                raise ConfigError(f"the baseline {self.baseline!r} did not measure workload {self.workload!r}; "
+                                  f"pass workload= one of {[self.workload, *self.other_workloads]}")
+        keys = ["variant", self.load, *(["repeat"] if "repeat" in self.levels else [])]
         dupes = self.levels.groupby(keys).size()
         if (dupes > 1).any():
             raise ConfigError(
-                "several runs measure the same variant and concurrency: "
+                f"several runs measure the same variant and {self._axis.words} on workload {self.workload!r}: "
                 f"{list(dupes[dupes > 1].index)}; pass one run per variant"
             )
+
+    @property
+    def load(self) -> str:
+        """The level column this study compares on: ``"concurrency"`` (closed loop) or
+        ``"request_rate_req_s"`` (open loop)."""
+        return self._axis.column
+
+    @property
+    def load_axis(self) -> LoadAxis:
+        """:attr:`load` with its words, chart title and unit (:data:`workbench.analysis.LOAD_AXES`)."""
+        return self._axis
+
+    @property
+    def workload_line(self) -> str:
+        """The chart subtitle line naming the workload shown (and how many others were set aside)."""
+        others = (f" (the runs hold {len(self.other_workloads)} other workload(s), not shown: "
+                  "load_study(..., workload=...) picks one)") if self.other_workloads else ""
+        return f"workload: {self.workload}{others}"
 
     @property
     def variants(self) -> list[str]:
@@ -125,14 +178,14 @@ class Study:
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
         text = charts.provenance_subtitle(self.levels, profile=profile, time_scale=self.time_scale)
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
-        return [text, *stand_ins]
+        return [text, self.workload_line, *stand_ins]
 
     @property
     def max_repeats(self) -> int:
         """The most repeats any level has (1 for runs without repeats)."""
         if "repeat" not in self.levels or not len(self.levels):
             return 1
-        return int(self.levels.groupby(["variant", "concurrency"]).size().max())
+        return int(self.levels.groupby(["variant", self.load]).size().max())
 
     # -- fairness -----------------------------------------------------------
     @property
@@ -186,9 +239,9 @@ class Study:
         return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
 
     def queued(self) -> pd.DataFrame:
-        """Levels where a server's queue held requests: ``variant``, ``concurrency``, ``queued_requests``, ``cap``."""
+        """Levels where a server's queue held requests: ``variant``, the load column, ``queued_requests``, ``cap``."""
         means = self.means()
-        held = means[means["queued_requests"] > 0][["variant", "concurrency", "queued_requests"]].copy()
+        held = means[means["queued_requests"] > 0][["variant", self.load, "queued_requests"]].copy()
         held["cap"] = held["variant"].map(self.caps)
         return held.reset_index(drop=True)
 
@@ -211,19 +264,21 @@ class Study:
 
     # -- tables -------------------------------------------------------------
     def means(self) -> pd.DataFrame:
-        """One row per (variant, concurrency): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
+        """One row per (variant, level on :attr:`load`): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
         (and :data:`COMPARED`) as mean, ``_lo``, ``_hi`` (95% t interval; NaN for n=1), ``_n``."""
         metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length"])
                    if m in self.levels.columns]
-        table = repeat_table(self.levels, metrics)
+        table = repeat_table(self.levels, metrics, by=("variant", self.load))
+        table["workload"] = self.workload
         order = {v: i for i, v in enumerate(self.variants)}
         for col in [c for c in self.levels.columns if c in {"simulated", "engine"}]:
             if col in self.levels:
                 table[col] = table["variant"].map(self.levels.groupby("variant")[col].first())
         caps = self.caps
-        table["queued_requests"] = [queued_requests(c, caps.get(v)) for v, c in zip(table["variant"],
-                                                                                    table["concurrency"])]
-        return table.sort_values(["variant", "concurrency"], key=lambda s: s.map(order) if s.name == "variant"
+        # an open loop holds no fixed number of requests in flight: nothing is known to queue
+        table["queued_requests"] = [queued_requests(c, caps.get(v)) if self.load == "concurrency" else 0
+                                    for v, c in zip(table["variant"], table[self.load])]
+        return table.sort_values(["variant", self.load], key=lambda s: s.map(order) if s.name == "variant"
                                  else s).reset_index(drop=True)
 
     def summary(self) -> pd.DataFrame:
@@ -235,11 +290,13 @@ class Study:
         """
         if self.max_repeats == 1:
             cols = [c for c in SUMMARY_COLUMNS if c in self.levels.columns]
-            table = self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
+            if self.load not in cols:
+                cols.insert(1, self.load)
+            table = self.levels[cols].sort_values(["variant", self.load]).reset_index(drop=True)
             table.insert(2, "n", 1)
         else:
             means = self.means()
-            cols = ["variant", "concurrency", "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means
+            cols = ["variant", self.load, "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means
                                                       for s in ("", "_lo", "_hi")]
             table = means[cols]
         digits = {c: (2 if "accept" in c or "_req_s" in c else 1) for c in table.columns
@@ -248,7 +305,7 @@ class Study:
 
     def ratio_intervals(self, spec: str, metric: str) -> pd.DataFrame:
         """:func:`workbench.analysis.ratio_intervals` of ``spec`` over the baseline on ``metric``."""
-        return ratio_intervals(self.levels, baseline=self.baseline, spec=spec, metric=metric)
+        return ratio_intervals(self.levels, baseline=self.baseline, spec=spec, metric=metric, load=self.load)
 
     def compared(self, spec: str) -> tuple[str, ...]:
         """The :data:`COMPARED` metrics that ``spec`` and the baseline both recorded at a shared
@@ -264,8 +321,8 @@ class Study:
             if m not in lv.columns:
                 continue
             has = lv[m].notna()
-            if set(lv.loc[has & (lv["variant"] == self.baseline), "concurrency"]) & set(
-                    lv.loc[has & (lv["variant"] == spec), "concurrency"]):
+            if set(lv.loc[has & (lv["variant"] == self.baseline), self.load]) & set(
+                    lv.loc[has & (lv["variant"] == spec), self.load]):
                 out.append(m)
         return tuple(out)
 
@@ -276,18 +333,18 @@ class Study:
         server's queue at that level (:meth:`caps`)."""
         metrics = self.compared(spec)
         if not metrics:
-            raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no concurrency level at which both "
+            raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no {self._axis.words} level at which both "
                               f"recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)")
         out = None
         for m in metrics:
             t = self.ratio_intervals(spec, m).rename(columns={
                 "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
                 "verdict": f"{m}_verdict"})
-            out = t if out is None else out.merge(t, on="concurrency", how="outer")
+            out = t if out is None else out.merge(t, on=self.load, how="outer")
         caps = self.caps
         out["queued_requests"] = [max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
-                                  for c in out["concurrency"]]
-        return out.sort_values("concurrency").reset_index(drop=True)
+                                  if self.load == "concurrency" else 0 for c in out[self.load]]
+        return out.sort_values(self.load).reset_index(drop=True)
 
     def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
         """Bootstrap CI of the per-request tok/s ratio of ``spec`` over the baseline, per level.
@@ -299,13 +356,14 @@ class Study:
         key = (spec, confidence)
         if key not in self._ci_cache:
             self._ci_cache[key] = per_request_ratio_ci(self.requests, baseline=self.baseline, spec=spec,
-                                                       confidence=confidence)  # fmt: skip
+                                                       confidence=confidence, load=self.load)  # fmt: skip
         return self._ci_cache[key].copy()
 
     def crossover_intervals(self, spec: str) -> dict[str, CrossoverInterval]:
         """Per compared metric, the crossover of ``spec`` with its interval, claimed only where the
         intervals separate (:func:`workbench.analysis.crossover_interval`)."""
-        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m) for m in self.compared(spec)}
+        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m, load=self.load)
+                for m in self.compared(spec)}
 
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric, as charts draw it.
@@ -318,7 +376,7 @@ class Study:
         table = self.ratios(spec)
         out = {}
         for m, interval in self.crossover_intervals(spec).items():
-            point = find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m)
+            point = find_crossover(table[self.load], table[f"{m}_ratio"], metric=m, load=self.load)
             if interval.kind == "not_tested":
                 out[m] = dataclasses.replace(point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)")
             elif interval.kind == "claimed":
@@ -335,16 +393,16 @@ class Study:
         rows = []
         for spec in self.spec_variants:
             intervals = self.crossover_intervals(spec)
-            measured = sorted(int(c) for c in self.ratios(spec)["concurrency"])
+            measured = sorted(self._axis.value(c) for c in self.ratios(spec)[self.load])
             for metric, c in self.crossovers(spec).items():
                 iv = intervals[metric]
                 between = None
                 if c.concurrency is not None:
                     lo, hi = bracket_levels(c.concurrency, measured)
-                    between = str(lo) if lo == hi else f"{lo}–{hi}"
+                    between = f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
                 rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "not_tested"
                              else iv.kind, "between": between,
-                             "crossover_concurrency": None if c.concurrency is None else round(c.concurrency, 1),
+                             f"crossover_{self.load}": None if c.concurrency is None else round(c.concurrency, 1),
                              "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
                              "crossover_hi": None if iv.hi is None else round(iv.hi, 1), "n": iv.n,
                              "description": c.description})
@@ -364,17 +422,18 @@ class Study:
             ``"not tested: <n> repeat(s)"`` under the significance rule.
         """
         means = self.means()
-        out = best_policy(means, metric=metric)
-        keyed = means.set_index(["variant", "concurrency"])
+        out = best_policy(means, metric=metric, load=self.load)
+        keyed = means.set_index(["variant", self.load])
         rows = []
         for row in out.itertuples():
-            best = keyed.loc[(row.best_variant, row.concurrency)]
+            level = getattr(row, self.load)
+            best = keyed.loc[(row.best_variant, level)]
             entry = {"n": int(best["n"]), f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
                      f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
                      "margin_lo": float("nan"), "margin_hi": float("nan"), "margin_verdict": None}
             if isinstance(row.runner_up, str):
-                paired = ratio_intervals(self.levels[self.levels["concurrency"] == row.concurrency],
-                                         baseline=row.runner_up, spec=row.best_variant, metric=metric)
+                paired = ratio_intervals(self.levels[self.levels[self.load] == level],
+                                         baseline=row.runner_up, spec=row.best_variant, metric=metric, load=self.load)
                 if len(paired):
                     first = paired.iloc[0]
                     entry.update(margin_lo=first["ratio_lo"] - 1.0, margin_hi=first["ratio_hi"] - 1.0,
@@ -397,7 +456,7 @@ class Study:
             return f"{row.margin:+.1%} ({row.margin_lo:+.1%} to {row.margin_hi:+.1%})"
 
         return pd.DataFrame({
-            "concurrency": pol["concurrency"], "best variant": pol["best_variant"], "n": pol["n"],
+            self.load: pol[self.load], "best variant": pol["best_variant"], "n": pol["n"],
             shown: [interval_text(v, lo, hi) for v, lo, hi in
                     zip(pol[f"best_{metric}"], pol[f"best_{metric}_lo"], pol[f"best_{metric}_hi"])],
             "runner-up": pol["runner_up"], "margin over runner-up": [margin(r) for r in pol.itertuples()],
@@ -438,7 +497,7 @@ class Study:
                 ratio_lines = [*self.subtitle_lines, "per-request tok/s not recorded for both: total output only"]
             elif self.max_repeats > 1:
                 m = "mean_per_request_tok_s"
-                ci = ratios[["concurrency", f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
+                ci = ratios[[self.load, f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
                     columns={f"{m}_ratio_lo": "ratio_lo", f"{m}_ratio_hi": "ratio_hi"}).dropna()
                 ratio_lines = [*self.subtitle_lines, f"bars: 95% interval over n={self.max_repeats} paired repeats"
                                + ("" if self.max_repeats >= MIN_TEST_REPEATS else
@@ -476,7 +535,7 @@ class Study:
         if kind not in TABLES:
             raise ConfigError(f"table kind {kind!r} is not one of {sorted(TABLES)}")
         means = self.means()
-        out = means[["variant", "concurrency", "n", "queued_requests"]].rename(columns={"queued_requests": "queued"})
+        out = means[["variant", self.load, "n", "queued_requests"]].rename(columns={"queued_requests": "queued"})
         for col, shown in TABLES[kind]:
             if col not in means or means[col].isna().all():
                 continue

@@ -26,6 +26,12 @@ COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 Study = Any
 
 
+def _at(study: Study, levels: object) -> str:
+    """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: measured levels in the study's load words."""
+    axis = study.load_axis
+    return f"{axis.words} {levels}{axis.unit}"
+
+
 def comparability_text(study: Study) -> str:
     """Markdown for the report's *Comparability* section: per speculative variant, each setting that
     differs from the baseline beyond speculation with what it does and how (or whether) it can be
@@ -45,9 +51,12 @@ def comparability_text(study: Study) -> str:
             values = f" ({study.baseline}: {r.baseline_value}, {spec}: {r.spec_value})" if r.baseline_value else ""
             lines.append(f"  - `{r.setting}`{values}: {r.effect}. To equalise: {r.equalise}.")
     if len(held):
-        at = "; ".join(f"{r.variant} at concurrency {r.concurrency}: {r.queued_requests} queued (cap {r.cap})"
+        at = "; ".join(f"{r.variant} at {_at(study, getattr(r, study.load))}: {r.queued_requests} queued (cap {r.cap})"
                        for r in held.itertuples())
         lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
+    elif study.load != "concurrency":
+        lines.append("- **Queued requests**: not known for open-loop levels (requests arrive at a rate, so how "
+                     "many wait in a server's queue is not fixed by the load).")
     else:
         lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
                      "max-running-requests.")
@@ -70,17 +79,18 @@ def findings(study: Study) -> str:
             for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
                 interval = ("no interval" if row.n < 2 else
                             f"95% CI {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}")
-                lines.append(f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
-                             f"({interval}, n={row.n} paired repeats): {row.verdict}.")
+                lines.append(f"  - at {_at(study, getattr(row, study.load))}, {spec} is {row.ratio - 1:+.0%} per "
+                             f"request ({interval}, n={row.n} paired repeats): {row.verdict}.")
             continue
-        ci = study.per_request_ci(spec).merge(study.ratios(spec)[["concurrency", "queued_requests"]],
-                                              on="concurrency", how="left")
+        ci = study.per_request_ci(spec).merge(study.ratios(spec)[[study.load, "queued_requests"]],
+                                              on=study.load, how="left")
         for row in ci.itertuples():
             if row.ratio > 1.0:
-                queued = (f"; {int(row.queued_requests)} of {row.concurrency} requests queued in a server, so "
+                level = getattr(row, study.load)
+                queued = (f"; {int(row.queued_requests)} of {level} requests queued in a server, so "
                           "not like-for-like" if row.queued_requests > 0 else "")
                 lines.append(
-                    f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
+                    f"  - at {_at(study, level)}, {spec} is {row.ratio - 1:+.0%} per request "
                     f"(requests' spread: {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}, "
                     f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of one repeat; "
                     f"{not_tested_text(study.max_repeats)}{queued})."
@@ -88,9 +98,9 @@ def findings(study: Study) -> str:
     pol = study.policy()
     runs = []
     for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
-        levels = list(group["concurrency"])
-        span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
-        runs.append(f"{group['best_variant'].iloc[0]} at concurrency {span}")
+        levels = list(group[study.load])
+        span = f"{levels[0]:g}" if levels[0] == levels[-1] else f"{levels[0]:g}–{levels[-1]:g}"
+        runs.append(f"{group['best_variant'].iloc[0]} at {_at(study, span)}")
     lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
     for m in study.manifests:
         sim = m.get("simulation") or {}
@@ -115,7 +125,9 @@ def provenance_line(study: Study) -> str:
     versions = sorted({str(m.get("sglang_version")) for m in study.manifests if m.get("sglang_version")})
     hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
     engines = sorted(set(study.levels["engine"].dropna())) if "engine" in study.levels else []
-    counts = study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)
+    counts = (study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)).dropna()
+    if not len(counts) and "completed" in study.levels:  # a tool that records only the completed ones
+        counts = study.levels["completed"].dropna()
     what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else "Measured"
     parts = [what, f"engine {', '.join(engines) or 'unknown'}" + (f" (profile {profile})" if profile else "")]
     if versions:
@@ -133,9 +145,10 @@ def provenance_line(study: Study) -> str:
 def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
     """``"ahead at 1 (1.03x), behind at 2–64 (0.46x–0.91x); crossover between concurrency 1 and 2 (≈ 1.2)"``."""
     ratios = study.ratios(spec)
-    measured = list(ratios["concurrency"])
-    spans = ratio_spans(ratios["concurrency"], ratios[f"{metric}_ratio"])
-    by_level = dict(zip(ratios["concurrency"], ratios[f"{metric}_ratio"]))
+    load, axis = study.load, study.load_axis
+    measured = list(ratios[load])
+    spans = ratio_spans(ratios[load], ratios[f"{metric}_ratio"])
+    by_level = dict(zip(ratios[load], ratios[f"{metric}_ratio"]))
     parts = []
     for side in ("ahead", "even", "behind"):
         levels = spans[side]
@@ -148,25 +161,25 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
     if study.max_repeats >= MIN_TEST_REPEATS:
         words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
                  "not distinguishable at this level": "not distinguishable"}
-        tested = [f"{words.get(v, v)} at {levels_text(list(g['concurrency']), measured)}"
+        tested = [f"{words.get(v, v)} at {levels_text(list(g[load]), measured)}"
                   for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
         text += f" (tested: {', '.join(tested)})"
     if interval.kind == "claimed":
         lower, upper = bracket_levels(interval.concurrency, measured)
-        text += (f"; crossover between concurrency {lower} and {upper} (≈ {interval.concurrency:.1f}, 95% "
+        text += (f"; crossover between {axis.words} {lower} and {upper}{axis.unit} (≈ {interval.concurrency:.1f}, 95% "
                  f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
     elif interval.kind == "not_claimed":
         text += "; no crossover can be claimed (the 95% intervals do not separate on both sides)"
     elif crossover.kind == "interpolated":
         first = "first " if len(crossover.crossings) > 1 else ""
-        text += (f"; {first}crossover between concurrency {crossover.lower} and {crossover.upper} "
+        text += (f"; {first}crossover between {axis.words} {crossover.lower:g} and {crossover.upper:g}{axis.unit} "
                  f"(≈ {crossover.concurrency:.1f})")
         if len(crossover.crossings) > 1:
             text += f", {len(crossover.crossings)} crossings in all"
     elif crossover.kind == "below_range":
-        text += f"; crossover below concurrency {min(measured)}, the lowest level"
+        text += f"; crossover below {_at(study, f'{min(measured):g}')}, the lowest level"
     elif crossover.kind == "none_in_range":
-        text += f"; no crossover up to concurrency {max(measured)}"
+        text += f"; no crossover up to {_at(study, f'{max(measured):g}')}"
     return text
 
 def _time_scale_text(study: Study) -> str:
@@ -182,11 +195,11 @@ def _time_scale_text(study: Study) -> str:
     if late.empty:
         return text + "; no level fell behind the simulator's schedule."
     return (text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
-            f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at concurrency "
-            f"{', '.join(str(int(c)) for c in sorted(set(late['concurrency'])))}).")
+            f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at "
+            f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))}).")
 
 
-def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
+def _policy_caveat(study: Study, pol: pd.DataFrame, measured: list[float]) -> str:
     """What the policy's margins over the runner-up support: the levels where the best is not
     distinguishable from it, or that the margins were not tested (fewer than 3 repeats)."""
     said = pol["margin_verdict"].dropna()
@@ -195,10 +208,10 @@ def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
     untested = said[said.str.startswith("not tested")]
     if len(untested):
         return f" (margins over the runner-up {untested.iloc[0]})"
-    even = pol.loc[said.index[said == "not distinguishable at this level"], "concurrency"]
+    even = pol.loc[said.index[said == "not distinguishable at this level"], study.load]
     if even.empty:
         return f" (ahead of the runner-up at every level, n={int(pol['n'].min())} repeats)"
-    return (f" (at concurrency {levels_text(list(even), measured)} not distinguishable from the runner-up, "
+    return (f" (at {_at(study, levels_text(list(even), measured))} not distinguishable from the runner-up, "
             f"n={int(pol['n'].min())} repeats: either serves there)")
 
 
@@ -218,11 +231,11 @@ def verdict(study: Study) -> str:
     """
     lines = [f"**Verdict** — {study.provenance_line()}", ""]
     pol = study.policy()
-    measured = list(pol["concurrency"])
-    spans = [f"**{v}** at concurrency {levels_text(list(g['concurrency']), measured)}"
+    measured = list(pol[study.load])
+    spans = [f"**{v}** at {_at(study, levels_text(list(g[study.load]), measured))}"
              for v, g in pol.groupby("best_variant", sort=False)]
     lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
-                 f"{_policy_caveat(pol, measured)}.")
+                 f"{_policy_caveat(study, pol, measured)}.")
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()
     held = study.queued()
@@ -272,7 +285,7 @@ def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
     out = []
     caps = study.caps
     pair = held[held["variant"].isin([spec, study.baseline])]
-    for c, group in pair.groupby("concurrency"):
+    for c, group in pair.groupby(study.load):
         q = dict(zip(group["variant"], group["queued_requests"]))
         qb, qs = q.get(study.baseline, 0), q.get(spec, 0)
         if qb == qs:
