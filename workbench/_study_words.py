@@ -29,7 +29,8 @@ Study = Any
 def _at(study: Study, levels: object) -> str:
     """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: measured levels in the study's load words."""
     axis = study.load_axis
-    return f"{axis.words} {levels}{axis.unit}"
+    shown = f"{levels:g}" if isinstance(levels, (int, float)) else levels
+    return f"{axis.words} {shown}{axis.unit}"
 
 
 def comparability_text(study: Study) -> str:
