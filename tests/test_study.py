@@ -279,3 +279,23 @@ def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind()
                  manifests=study.manifests, baseline="baseline")
     assert "; no level fell behind the simulator's schedule." in calm.verdict()
     assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said
+
+
+def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(tmp_path) -> None:
+    """Greedy (temperature 0, the plan's default) outputs on the simulated engine: the shipped baseline and
+    EAGLE-3 return the same text for every prompt (by construction: lossless under greedy sampling); an
+    EAGLE-3 arm sent other prompts (a unique tag per request) did other work and is flagged."""
+    import workbench as wb
+
+    kw = {"concurrency_levels": [2], "requests_per_level": 6, "max_new_tokens": 16, "time_scale": 8.0,
+          "runs_dir": str(tmp_path), "progress": False}
+    base, spec = wb.benchmark_variants(["baseline", "eagle3-topk4"], **kw)
+    tagged = wb.benchmark_variant("eagle3-topk4", unique_prompts=True, label="tagged prompts", **kw)
+    same = wb.load_study([base, spec]).same_work()
+    assert len(same) == 1 and same[0].checked and same[0].prompts >= 5 and same[0].differing == 0
+    assert not same[0].flagged and "the same work" in wb.load_study([base, spec]).comparability_text()
+    other = wb.load_study([base, tagged])
+    work = other.same_work()[0]
+    assert work.flagged and work.differing == work.prompts
+    assert "**Same work** (FLAGGED)" in other.comparability_text()
+    assert f"Not the same work: {work.differing} of {work.prompts} prompts" in other.verdict()

@@ -29,7 +29,7 @@ from workbench._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
                                 choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
-                                settings_differences)
+                                same_outputs, settings_differences)
 from workbench.bench import workload_labels
 from workbench.errors import ConfigError
 
@@ -237,6 +237,13 @@ class Study:
         if not frames:
             return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
         return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
+
+    def same_work(self, *, tolerance: float | None = None) -> list:
+        """Per speculative variant, whether it returned the baseline's greedy outputs prompt by prompt
+        (:func:`workbench.analysis.same_outputs`; ``tolerance`` None: its default, 5% of prompts)."""
+        kw = {} if tolerance is None else {"tolerance": tolerance}
+        return [same_outputs(self.requests, baseline=self.baseline, spec=spec, load=self.load, **kw)
+                for spec in self.spec_variants]
 
     def queued(self) -> pd.DataFrame:
         """Levels where a server's queue held requests: ``variant``, the load column, ``queued_requests``, ``cap``."""

@@ -38,9 +38,12 @@ def comparability_text(study: Study) -> str:
     differs from the baseline beyond speculation with what it does and how (or whether) it can be
     equalised, and the levels where a server's queue held requests."""
     unfair, held = study.comparability(), study.queued()
+    same = [f"- **Same work** ({'FLAGGED' if w.flagged else 'checked' if w.checked else 'not checked'}): "
+            f"{w.text()}." for w in study.same_work()]
     if not study.server_infos:
-        return "No server settings were recorded in these runs' manifests: comparability cannot be checked."
-    lines = []
+        return "\n".join(["No server settings were recorded in these runs' manifests: comparability cannot be "
+                          "checked.", *same])
+    lines = list(same)
     for spec in study.spec_variants:
         rows = unfair[unfair["variant"] == spec]
         if not len(rows):
@@ -257,6 +260,9 @@ def verdict(study: Study) -> str:
                if len(specs) == len(study.spec_variants) > 1 else
                text.replace("like-for-like there.", f"like-for-like there ({', '.join(specs)}).")
                if len(study.spec_variants) > 1 else text for text, specs in alike.items()]
+    for work in study.same_work():
+        if work.flagged:
+            caveats.append(f"Not the same work: {work.text()} (*Comparability* below).")
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
     for spec, group in differs.groupby("variant", sort=False):
         settings = ", ".join(f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}"
