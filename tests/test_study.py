@@ -299,3 +299,30 @@ def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(t
     assert work.flagged and work.differing == work.prompts
     assert "**Same work** (FLAGGED)" in other.comparability_text()
     assert f"Not the same work: {work.differing} of {work.prompts} prompts" in other.verdict()
+
+
+def test_acceptance_by_position_of_a_simulated_eagle3_chain_matches_the_profiles_depth_model(tmp_path) -> None:
+    """An EAGLE-3 chain of 3 on the simulated engine: the acceptance rate at each draft position, from the
+    accept histograms its responses carry, is the profile's per-depth model within sampling error."""
+    import workbench as wb
+    from workbench.analysis import position_rates
+    from workbench.sim import load_profile, variant_config
+
+    kw = {"concurrency_levels": [4], "requests_per_level": 24, "max_new_tokens": 64, "time_scale": 8.0,
+          "runs_dir": str(tmp_path), "progress": False}
+    runs = wb.benchmark_variants(["baseline", "eagle3-topk1-steps3"], **kw)
+    study = wb.load_study(runs)
+    profile = load_profile("seed-pcie-8gpu")
+    spec = variant_config(profile, "eagle3-topk1-steps3").spec
+    pmf = profile.acceptance_for(None, regime="greedy").accept_distribution(spec)  # P(k drafts) per verify
+    model = [sum(pmf[j:]) for j in range(1, len(pmf))]
+    # each request weighed once (the model's mixture is over requests), 99.9% interval over the 24 requests
+    measured = position_rates(study.requests[study.requests["variant"] == "eagle3-topk1-steps3"],
+                              by=("variant",), confidence=0.999)
+    assert list(measured["position"]) == [1, 2, 3] and (measured["n_requests"] == 24).all()
+    for row, expected in zip(measured.itertuples(), model):
+        assert row.per_request_rate_lo <= expected <= row.per_request_rate_hi, (row, expected)
+    assert {"accept_positions", "accept_distribution"} <= set(study.charts())
+    text = study.acceptance_text()
+    assert "**eagle3-topk1-steps3** at concurrency 4: acceptance rate by draft position 1: " in text
+    assert "accept length by prompt category" in text

@@ -172,7 +172,10 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
         raise ConfigError(f"label must be a non-empty string naming the sweep (or None), got {label!r}")
     where = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
-    plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"], request_rates=args.get("request_rates"),
+    levels = args["concurrency_levels"]
+    if args.get("request_rates") is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
+        levels = None  # the closed-loop default stands aside for an open-loop sweep
+    plan = SweepPlan.build(concurrency_levels=levels, request_rates=args.get("request_rates"),
                            max_concurrency=args.get("max_concurrency"),
                            requests_per_level=args["requests_per_level"], max_new_tokens=args["max_new_tokens"],
                            prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
@@ -398,7 +401,7 @@ def benchmark_variant(
     host: str = "local",
     engine: str | Engine | None = None,
     client: Literal["host", "local"] | None = None,
-    concurrency_levels: Sequence[int] | None = None,
+    concurrency_levels: Sequence[int] | None = DEFAULT_CONCURRENCY_LEVELS,
     requests_per_level: int | None = None,
     max_new_tokens: int = 256,
     prompt_set: str | Path = "default",
@@ -440,8 +443,8 @@ def benchmark_variant(
             in this process, through the SSH tunnel. Default: ``"host"`` on an SSH host,
             ``"local"`` on the local host (where both measure the same). The manifest's
             ``client_location`` says which: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``.
-        concurrency_levels: closed-loop levels (requests in flight); None (default):
-            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64), or none with ``request_rates``.
+        concurrency_levels: closed-loop levels (requests in flight); default
+            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64; none with ``request_rates``).
         requests_per_level: requests per level; None:
             :func:`workbench.bench.default_requests_per_level`, ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).

@@ -29,7 +29,8 @@ from workbench._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
                                 choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
-                                same_outputs, settings_differences)
+                                same_outputs, settings_differences, position_rates, imported_position_rates,
+                                accept_length_distribution, accept_by_category)
 from workbench.bench import workload_labels
 from workbench.errors import ConfigError
 
@@ -244,6 +245,32 @@ class Study:
         kw = {} if tolerance is None else {"tolerance": tolerance}
         return [same_outputs(self.requests, baseline=self.baseline, spec=spec, load=self.load, **kw)
                 for spec in self.spec_variants]
+
+    # -- acceptance in detail (workbench.analysis._acceptance) ---------------------
+    def position_rates(self) -> pd.DataFrame:
+        """Acceptance rate at each draft position per (variant, level): measured from the requests'
+        accept histograms (:func:`workbench.analysis.position_rates`) and, for imported vLLM runs,
+        the rates the file gave (:func:`workbench.analysis.imported_position_rates`); ``source``
+        says which (``"requests"`` or ``"vllm"``)."""
+        by = ("variant", self.load)
+        measured = position_rates(self.requests, by=by).assign(source="requests")
+        imported = imported_position_rates(self.levels, by=by).assign(source="vllm")
+        frames = [f for f in (measured, imported) if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else measured
+
+    def accept_distribution(self) -> pd.DataFrame:
+        """Share of verify steps at each accept length per (variant, level)
+        (:func:`workbench.analysis.accept_length_distribution`)."""
+        return accept_length_distribution(self.requests, by=("variant", self.load))
+
+    def accept_by_category(self) -> pd.DataFrame:
+        """Accept length per prompt category of each variant, every level pooled
+        (:func:`workbench.analysis.accept_by_category`)."""
+        return accept_by_category(self.requests, by=("variant",))
+
+    def acceptance_text(self) -> str:
+        """:func:`workbench._study_words.acceptance_text`: the report's acceptance in detail."""
+        return _study_words.acceptance_text(self)
 
     def queued(self) -> pd.DataFrame:
         """Levels where a server's queue held requests: ``variant``, the load column, ``queued_requests``, ``cap``."""
@@ -517,6 +544,12 @@ class Study:
                                                         subtitle=[*ratio_lines, *fairness], ci=ci)
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
             out["accept_length"] = charts.accept_length_chart(means, subtitle=lines, **kw)
+        rates = self.position_rates()
+        if len(rates):
+            out["accept_positions"] = charts.position_rate_chart(rates, subtitle=lines, load=self.load, **kw)
+        dist = self.accept_distribution()
+        if len(dist):
+            out["accept_distribution"] = charts.accept_distribution_chart(dist, subtitle=lines, load=self.load, **kw)
         return out
 
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:

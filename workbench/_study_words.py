@@ -17,7 +17,7 @@ import pandas as pd
 from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
                                 levels_text, not_tested_text, ratio_spans)
 
-__all__ = ["COMPARED", "comparability_text", "findings", "provenance_line", "verdict"]
+__all__ = ["COMPARED", "acceptance_text", "comparability_text", "findings", "provenance_line", "verdict"]
 
 #: Level metrics compared between variants (higher is better for both).
 COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
@@ -65,6 +65,31 @@ def comparability_text(study: Study) -> str:
         lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
                      "max-running-requests.")
     return "\n".join(lines)
+
+
+def acceptance_text(study: Study) -> str:
+    """Markdown for the report's acceptance in detail: per speculative variant and level, the
+    acceptance rate at each draft position (n requests, verifies), then the accept length per
+    prompt category; says so where the runs recorded no per-request histograms."""
+    rates = study.position_rates()
+    lines = []
+    for spec in study.spec_variants:
+        mine = rates[rates["variant"] == spec]
+        if not len(mine):
+            lines.append(f"- **{spec}**: no per-position figures (the server sent no accept histogram: SGLang "
+                         "before 0.5.9, an OpenAI route, or an imported file without them).")
+            continue
+        for level, group in mine.groupby(study.load, sort=True):
+            shown = ", ".join(f"{r.position}: {r.rate:.2f}" for r in group.itertuples())
+            first = group.iloc[0]
+            where = "from vLLM's file" if first["source"] == "vllm" else (
+                f"n={int(first['n_requests'])} requests, {int(first['verifies'])} verifies")
+            lines.append(f"- **{spec}** at {_at(study, level)}: acceptance rate by draft position {shown} ({where}).")
+    cats = study.accept_by_category()
+    for spec, group in cats[cats["variant"].isin(study.spec_variants)].groupby("variant", sort=False):
+        shown = "; ".join(f"{r.prompt_category} {r.accept_length:.2f} (n={r.n_requests})" for r in group.itertuples())
+        lines.append(f"- **{spec}**, accept length by prompt category (every level pooled): {shown}.")
+    return "\n".join(lines) if lines else "No speculative variant in these runs."
 
 
 def findings(study: Study) -> str:

@@ -7,6 +7,10 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "accept_by_category": "_acceptance",
+    "accept_length_distribution": "_acceptance",
+    "imported_position_rates": "_acceptance",
+    "position_rates": "_acceptance",
     "bracket_levels": "_verdict",
     "bracket_text": "_verdict",
     "choose_workload": "_load",
