@@ -326,3 +326,30 @@ def test_acceptance_by_position_of_a_simulated_eagle3_chain_matches_the_profiles
     text = study.acceptance_text()
     assert "**eagle3-topk1-steps3** at concurrency 4: acceptance rate by draft position 1: " in text
     assert "accept length by prompt category" in text
+
+
+def test_goodput_under_ttft_and_tpot_targets_beside_throughput() -> None:
+    """Share of requests meeting both targets and those per second (GuideLLM's and inference-perf's SLO figures)."""
+    levels, requests = [], []
+    for c in (1, 2):
+        for name, ttft, tpot in (("baseline", 100.0, 30.0 * c), ("eagle3", 120.0, 15.0 * c)):
+            levels.append({"variant": name, "concurrency": c, "output_throughput_tok_s": 100.0 * c,
+                           "mean_per_request_tok_s": 50.0, "simulated": True, "engine": "sim"})
+            for i in range(4):
+                requests.append({"variant": name, "concurrency": c, "request_index": i, "error": None,
+                                 "ttft_ms": ttft + 50.0 * i, "tpot_ms": tpot, "e2e_ms": 1000.0, "output_tokens": 32,
+                                 "start_s": float(i), "end_s": float(i) + 1.0})
+    study = Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline",
+                  ttft_target_ms=200, tpot_target_ms=40)
+    means = study.means().set_index(["variant", "concurrency"])
+    # ttft 100, 150, 200, 250 (baseline) meet TTFT <= 200 for 3 of 4; at concurrency 2 its TPOT 60 fails them all
+    assert means.loc[("baseline", 1), "goodput_fraction"] == 0.75 and means.loc[("baseline", 2), "goodput_fraction"] == 0
+    assert means.loc[("eagle3", 2), "goodput_fraction"] == 0.5 and means.loc[("eagle3", 2), "goodput_req_s"] == 0.5
+    line = next(x for x in study.verdict().splitlines() if x.startswith("- **Goodput**"))
+    assert "TTFT ≤ 200 ms and TPOT ≤ 40 ms" in line and "best **baseline** at concurrency 1" in line
+    assert "**eagle3** at concurrency 2" in line and "baseline 0%–75%" in line
+    table = study.policy_table("goodput_req_s")
+    assert "goodput req/s (TTFT ≤ 200 ms and TPOT ≤ 40 ms)" in table.columns
+    with pytest.raises(Exception, match="ttft_target_ms must be a number of milliseconds > 0"):
+        Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline",
+              ttft_target_ms=0)

@@ -614,7 +614,8 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None) -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
+               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
@@ -622,7 +623,8 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workl
     which workload to show when the runs hold several (a label of
     :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
     one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
-    chart's subtitle says which is shown).
+    chart's subtitle says which is shown). ``ttft_target_ms`` and ``tpot_target_ms`` set goodput's
+    latency targets (:class:`Study`; None: no goodput).
 
     Raises:
         ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline).
@@ -638,7 +640,8 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workl
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     if baseline is None:
         baseline = manifests[0].get("variant") if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline, workload=workload)
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline, workload=workload,
+                 ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms)
 
 
 def show_ratio_charts(study: Study) -> None:

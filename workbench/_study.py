@@ -30,7 +30,7 @@ from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, Cro
                                 choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
                                 same_outputs, settings_differences, position_rates, imported_position_rates,
-                                accept_length_distribution, accept_by_category)
+                                accept_length_distribution, accept_by_category, goodput_levels)
 from workbench.bench import workload_labels
 from workbench.errors import ConfigError
 
@@ -82,10 +82,16 @@ class Study:
         manifests: the runs' manifests (dicts), in run order.
         baseline: the baseline variant's name.
         workload: the workload to show; None (default): the one the most variants measured.
+        ttft_target_ms, tpot_target_ms: latency targets (ms) for goodput: the share of requests
+            meeting both (``goodput_fraction``) and those requests per second (``goodput_req_s``),
+            GuideLLM's and inference-perf's SLO figures (:func:`workbench.analysis.goodput_levels`),
+            added to :attr:`levels` and shown beside throughput in the verdict and the policy.
+            None (default): not set.
 
     Raises:
         ConfigError: no rows of the baseline, closed- and open-loop runs mixed, an unknown
-            ``workload``, or two runs measuring the same variant, level and repeat.
+            ``workload``, two runs measuring the same variant, level and repeat, or a target not
+            > 0 ms.
     """
 
     levels: pd.DataFrame
@@ -93,6 +99,8 @@ class Study:
     manifests: list[dict[str, Any]]
     baseline: str
     workload: str | None = None
+    ttft_target_ms: float | None = None
+    tpot_target_ms: float | None = None
     #: Workloads in the runs besides :attr:`workload` (their rows are not in :attr:`levels`).
     other_workloads: list[str] = dataclasses.field(default_factory=list, init=False)
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
@@ -126,6 +134,35 @@ class Study:
                 f"several runs measure the same variant and {self._axis.words} on workload {self.workload!r}: "
                 f"{list(dupes[dupes > 1].index)}; pass one run per variant"
             )
+        for name, value in (("ttft_target_ms", self.ttft_target_ms), ("tpot_target_ms", self.tpot_target_ms)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ConfigError(f"{name} must be a number of milliseconds > 0 (or None: no goodput), got {value!r}")
+        if self.goodput_targets:
+            self.levels = self._with_goodput(self.levels)
+
+    @property
+    def goodput_targets(self) -> dict[str, float]:
+        """The latency targets set for goodput, ``{"ttft_ms": ..., "tpot_ms": ...}`` (those given)."""
+        return {k: float(v) for k, v in (("ttft_ms", self.ttft_target_ms), ("tpot_ms", self.tpot_target_ms))
+                if v is not None}
+
+    @property
+    def goodput_words(self) -> str:
+        """``"TTFT ≤ 500 ms and TPOT ≤ 50 ms"``: the targets as the report says them."""
+        return " and ".join(f"{k.removesuffix('_ms').upper()} ≤ {v:g} ms" for k, v in self.goodput_targets.items())
+
+    def _with_goodput(self, levels: pd.DataFrame) -> pd.DataFrame:
+        """``levels`` with ``goodput_fraction`` and ``goodput_req_s`` from the requests (NaN where a
+        level has no request rows with the timings, e.g. an imported bench_serving summary)."""
+        need = {"variant", self.load, "error", "ttft_ms", "tpot_ms", "e2e_ms", "start_s", "end_s"}
+        out = levels.drop(columns=[c for c in ("goodput_fraction", "goodput_req_s") if c in levels])
+        if need - set(self.requests.columns) or not len(self.requests):
+            return out.assign(goodput_fraction=float("nan"), goodput_req_s=float("nan"))
+        good = goodput_levels(self.requests, load=self.load, **self.goodput_targets)
+        keyed = out.assign(repeat=out["repeat"] if "repeat" in out else 0)
+        merged = keyed.merge(good[["variant", self.load, "repeat", "goodput_fraction", "goodput_req_s"]],
+                             on=["variant", self.load, "repeat"], how="left")
+        return merged if "repeat" in levels else merged.drop(columns=["repeat"])
 
     @property
     def load(self) -> str:
@@ -300,7 +337,8 @@ class Study:
     def means(self) -> pd.DataFrame:
         """One row per (variant, level on :attr:`load`): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
         (and :data:`COMPARED`) as mean, ``_lo``, ``_hi`` (95% t interval; NaN for n=1), ``_n``."""
-        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length"])
+        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length",
+                                             "goodput_req_s", "goodput_fraction"])
                    if m in self.levels.columns]
         table = repeat_table(self.levels, metrics, by=("variant", self.load))
         table["workload"] = self.workload
@@ -465,8 +503,10 @@ class Study:
             entry = {"n": int(best["n"]), f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
                      f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
                      "margin_lo": float("nan"), "margin_hi": float("nan"), "margin_verdict": None}
-            if isinstance(row.runner_up, str):
-                paired = ratio_intervals(self.levels[self.levels[self.load] == level],
+            at = self.levels[(self.levels[self.load] == level) & self.levels["variant"].isin([row.runner_up,
+                                                                                             row.best_variant])]
+            if isinstance(row.runner_up, str) and (at[metric] > 0).all():  # a ratio needs both above 0
+                paired = ratio_intervals(at,
                                          baseline=row.runner_up, spec=row.best_variant, metric=metric, load=self.load)
                 if len(paired):
                     first = paired.iloc[0]
@@ -480,7 +520,8 @@ class Study:
         interval (``"143 (140–145)"``), ``runner-up``, the margin over it in per cent with its paired
         interval (``"+52% (+45% to +60%)"``) and whether the best is ahead under the significance rule."""
         pol = self.policy(metric)
-        shown = {"output_throughput_tok_s": "output tok/s", "mean_per_request_tok_s": "per-request tok/s"}.get(metric, metric)
+        shown = {"output_throughput_tok_s": "output tok/s", "mean_per_request_tok_s": "per-request tok/s",
+                 "goodput_req_s": f"goodput req/s ({self.goodput_words})"}.get(metric, metric)
 
         def margin(row) -> str:
             if row.margin != row.margin:

@@ -265,6 +265,7 @@ def verdict(study: Study) -> str:
              for v, g in pol.groupby("best_variant", sort=False)]
     lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
                  f"{_policy_caveat(study, pol, measured)}.")
+    lines += _goodput_lines(study)
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()
     held = study.queued()
@@ -311,6 +312,31 @@ def verdict(study: Study) -> str:
     lines.append("- **Caveats**:")
     lines += [f"  - {c}" for c in caveats]
     return "\n".join(lines)
+
+def _goodput_lines(study: Study) -> list[str]:
+    """The verdict's goodput line, beside the throughput policy, when latency targets are set: the best
+    variant by goodput (requests meeting every target per second) and each variant's share meeting them."""
+    if not study.goodput_targets:
+        return []
+    means = study.means()
+    if "goodput_req_s" not in means or means["goodput_req_s"].isna().all():
+        return [f"- **Goodput** ({study.goodput_words}): not known (the runs have no per-request timings)."]
+    pol = study.policy("goodput_req_s")
+    measured = list(pol[study.load])
+    none = pol[~(pol["best_goodput_req_s"] > 0)]
+    pol = pol[pol["best_goodput_req_s"] > 0]
+    spans = [f"**{v}** at {_at(study, levels_text(list(g[study.load]), measured))}"
+             for v, g in pol.groupby("best_variant", sort=False)]
+    if len(none):
+        spans.append(f"no variant meets them at {_at(study, levels_text(list(none[study.load]), measured))}")
+    shares = []
+    for variant, group in means.groupby("variant", sort=False):
+        lo, hi = group["goodput_fraction"].min(), group["goodput_fraction"].max()
+        shares.append(f"{variant} {lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{variant} {lo:.0%}–{hi:.0%}")
+    return [f"- **Goodput** (requests meeting {study.goodput_words}, per second): best {'; '.join(spans)}"
+            f"{_policy_caveat(study, pol, measured)}; share of requests meeting the targets across levels: "
+            f"{', '.join(shares)}."]
+
 
 def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
     """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""

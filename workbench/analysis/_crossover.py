@@ -157,7 +157,7 @@ def best_policy(levels: pd.DataFrame, *, metric: str, higher_is_better: bool = T
                 "best_variant": best["variant"],
                 f"best_{metric}": best[metric],
                 "runner_up": None if second is None else second["variant"],
-                "margin": float("nan") if second is None else best[metric] / second[metric] - 1.0,
+                "margin": float("nan") if second is None or not second[metric] > 0 else best[metric] / second[metric] - 1.0,
             }
         )
     return pd.DataFrame(rows)
