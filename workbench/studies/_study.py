@@ -31,7 +31,6 @@ from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, Cro
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
                                 same_outputs, settings_differences, position_rates, imported_position_rates,
                                 accept_length_distribution, accept_by_category, goodput_levels)
-from workbench.bench import workload_labels
 from workbench.errors import ConfigError
 
 #: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
@@ -70,10 +69,10 @@ class Study:
     A study compares levels on one load axis (:attr:`load`): ``concurrency`` for closed-loop
     runs, ``request_rate_req_s`` for open-loop ones (the workbench's own ``request_rates``
     sweeps, sglang.bench_serving's default mode); runs of both kinds are refused
-    (:func:`workbench.analysis.load_axis`). It shows one workload (:attr:`workload`, named by
-    :func:`workbench.bench.workload_labels`): rows of other workloads in the same runs are
-    set aside (:attr:`other_workloads`), never taken as repeats, and every chart says which
-    workload it shows.
+    (:func:`workbench.analysis.load_axis`). It shows one workload (:attr:`workload`: the
+    ``workload`` column :func:`workbench.store.load_runs` labels rows with; a table built by hand
+    without one is a single workload): rows of other workloads in the same runs are set aside
+    (:attr:`other_workloads`), never taken as repeats, and every chart says which workload it shows.
 
     Attributes:
         levels: per-level rows of the workload shown (``variant``, the load column,
@@ -112,8 +111,8 @@ class Study:
         if self.baseline not in names:
             raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
         self._axis: LoadAxis = load_axis(self.levels)
-        if "workload" not in self.levels:
-            self.levels = self.levels.assign(workload=workload_labels(self.levels))
+        if "workload" not in self.levels:  # a table built by hand, not read by load_runs: one workload
+            self.levels = self.levels.assign(workload="default")
         self.workload, self.other_workloads = choose_workload(self.levels["workload"], self.levels["variant"],
                                                               self.workload)
         if self.other_workloads:

@@ -99,9 +99,9 @@ def delete_run(run: str | Path, *, runs_dir: str | Path | None = None,
 def _level_key(levels: pd.DataFrame) -> pd.DataFrame:
     """``levels`` with ``mode`` (closed / open, :func:`workbench.analysis.load_modes`), ``level_value``
     (the concurrency of a closed loop, the request rate of an open one) and ``workload``
-    (:func:`workbench.bench.workload_labels`, unless the rows carry it)."""
+    (:func:`workbench.store.with_workload`)."""
     from workbench.analysis import load_modes
-    from workbench.bench import workload_labels
+    from workbench.store import with_workload
 
     out = levels.copy()
     nan = pd.Series(math.nan, index=out.index)
@@ -109,9 +109,7 @@ def _level_key(levels: pd.DataFrame) -> pd.DataFrame:
     rate = pd.to_numeric(out["request_rate_req_s"], errors="coerce") if "request_rate_req_s" in out else nan
     out["mode"] = load_modes(out)
     out["level_value"] = conc.where(out["mode"] == "closed", rate)
-    if "workload" not in out or out["workload"].isna().any():
-        out["workload"] = out["workload"].fillna(workload_labels(out)) if "workload" in out else workload_labels(out)
-    return out[out["level_value"].notna()]
+    return with_workload(out[out["level_value"].notna()])
 
 
 def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
