@@ -71,7 +71,7 @@ def workload_labels(levels: pd.DataFrame) -> pd.Series:
     out = []
     for _, row in levels.iterrows():
         parts: dict[str, str] = {}
-        dataset = str(row.get("bench_serving_dataset_name") or row.get("vllm_dataset_name") or "random")
+        dataset = _text(row.get("bench_serving_dataset_name")) or _text(row.get("vllm_dataset_name")) or "random"
         for col, label in present:
             text = _text(row[col])
             if text is None or ("_random_" in col and not dataset.startswith("random")):

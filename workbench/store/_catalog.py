@@ -254,9 +254,17 @@ def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> 
     if not loaded:
         raise ConfigError("load_runs: no runs given")
     requests = [r.requests for r in loaded if len(r.requests)]
-    levels = [r.levels for r in loaded if len(r.levels)]
+    levels = [_with_prompt_set(r.levels, r.manifest) for r in loaded if len(r.levels)]
     return (pd.concat(requests, ignore_index=True) if requests else pd.DataFrame(columns=list(RUN_COLUMNS)),
             with_workload(pd.concat(levels, ignore_index=True)) if levels else pd.DataFrame(columns=list(RUN_COLUMNS)))
+
+
+def _with_prompt_set(levels: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """A measured run's levels with ``prompt_set`` from its plan (part of the workload), when they lack it."""
+    name = (manifest.get("plan") or {}).get("prompt_set")
+    if "prompt_set" in levels or not isinstance(name, str):
+        return levels
+    return levels.assign(prompt_set=name)
 
 
 def with_workload(levels: pd.DataFrame) -> pd.DataFrame:
