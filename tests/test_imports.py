@@ -398,3 +398,23 @@ def test_a_study_of_closed_and_open_loop_runs_is_refused(tmp_path: Path) -> None
     result = import_results([PUBLIC, BS / "bs059_baseline_details.jsonl"], runs_dir=tmp_path / "runs")
     with pytest.raises(ConfigError, match="mix closed-loop runs .* and open-loop runs .*Study them apart"):
         wb.load_study(list(result.runs["path"]), baseline="baseline")
+
+
+def test_vllm_request_rate_files_make_a_study_on_the_rate_with_per_position_rates(tmp_path: Path) -> None:
+    """vllm bench serve --request-rate 2 and 8 with no --max-concurrency (written by make_vllm.py --rates
+    from the workbench's own open-loop runs on the simulated engine: an EAGLE-3 chain of 3 and its baseline)."""
+    files = [FIX / "vllm" / "rates-baseline.json", FIX / "vllm" / "rates-eagle3-chain3.json"]
+    raw = [json.loads(line) for line in files[1].read_text().splitlines()]
+    result = import_results(files, runs_dir=tmp_path / "runs", engine="sim")
+    assert set(result.levels["mode"]) == {"open"} and result.levels["concurrency"].isna().all()
+    study = wb.load_study(list(result.runs["path"]), baseline="baseline")
+    assert study.load == "request_rate_req_s"
+    ratios = study.ratios("eagle3-chain3")
+    assert list(ratios["request_rate_req_s"]) == [2.0, 8.0]
+    assert ratios["output_throughput_tok_s_ratio"].iloc[0] == pytest.approx(
+        raw[0]["output_throughput"] / json.loads(files[0].read_text().splitlines()[0])["output_throughput"])
+    rates = study.position_rates()
+    assert set(rates["source"]) == {"vllm"} and list(rates["position"]) == [1, 2, 3, 1, 2, 3]
+    assert rates["rate"].iloc[:3].tolist() == pytest.approx(raw[0]["spec_decode_per_position_acceptance_rates"])
+    assert "at request rate 2 req/s: acceptance rate by draft position 1: " in study.acceptance_text()
+    assert "from vLLM's file" in study.acceptance_text() and "accept_positions" in study.charts()

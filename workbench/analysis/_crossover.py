@@ -130,7 +130,7 @@ def find_crossover(concurrency: list[float] | pd.Series, ratio: list[float] | pd
         )
     return Crossover(
         metric, "none_in_range", None, None, None,
-        f"Speculation is ahead of the baseline on {metric} at every level from {lo} to {hi}: "
+        f"Speculation is ahead of the baseline on {metric} at every level from {lo:g} to {hi:g}{axis.unit}: "
         "no crossover in range.",
     )
 
