@@ -383,6 +383,7 @@ def test_report_tables_of_a_request_rate_run(tmp_path: Path) -> None:
     assert means["output_throughput_tok_s"].iloc[2] == 2047.9108281108272 and (means["n"] == 1).all()
     verdict = study.verdict()
     assert "at request rate 1–16 req/s" in verdict and "300–3200 requests per level" in verdict
+    assert f"workload {RANDOM} (of 2 in these runs)" in verdict
     chart = study.charts()["throughput"].to_dict()
     x = chart["layer"][0]["encoding"]["x"] if "layer" in chart else chart["encoding"]["x"]
     assert x["field"] == "request_rate_req_s" and x["scale"]["type"] == "log"

@@ -169,6 +169,8 @@ def provenance_line(study: Study) -> str:
     if len(counts):
         lo, hi = int(counts.min()), int(counts.max())
         parts.append(f"{lo if lo == hi else f'{lo}–{hi}'} requests per level")
+    if study.other_workloads:  # the runs hold more than the workload shown: say which one this is
+        parts.append(f"workload {study.workload} (of {1 + len(study.other_workloads)} in these runs)")
     return ", ".join(parts) + "."
 
 def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
