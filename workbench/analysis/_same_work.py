@@ -27,6 +27,7 @@ import dataclasses
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.markup import code, literal
 
 __all__ = ["SAME_WORK_TOLERANCE", "SameWork", "same_outputs"]
 
@@ -74,14 +75,15 @@ class SameWork:
         return self.checked and self.share > self.tolerance
 
     def text(self) -> str:
-        """One sentence: what was compared and what it found."""
+        """One sentence of markdown (names escaped, :mod:`workbench.markup`): what was compared and what it found."""
+        spec, baseline = literal(self.spec), literal(self.baseline)
         if not self.checked:
-            return (f"{self.spec} vs {self.baseline}: outputs not compared (no greedy requests with output hashes "
+            return (f"{spec} vs {baseline}: outputs not compared (no greedy requests with output hashes "
                     "in both arms: temperature above 0, an imported file, or runs older than the hash)")
         head = (f"{self.differing} of {self.prompts} prompts ({self.share:.0%}; {self.differing_pairs} of "
-                f"{self.pairs} request pairs) returned different greedy output in {self.spec} and {self.baseline}")
+                f"{self.pairs} request pairs) returned different greedy output in {spec} and {baseline}")
         if self.flagged:
-            shown = ", ".join(f"`{p}`" for p in self.examples)
+            shown = ", ".join(code(p) for p in self.examples)
             return (f"{head}: above the {self.tolerance:.0%} tolerance, so the arms did not do the same work and "
                     f"their speeds are not comparable (e.g. {shown}); check the model, draft, chat template and "
                     "max_new_tokens of both")
