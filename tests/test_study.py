@@ -290,7 +290,7 @@ def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(t
     kw = {"concurrency_levels": [2], "requests_per_level": 6, "max_new_tokens": 16, "time_scale": 8.0,
           "runs_dir": str(tmp_path), "progress": False}
     base, spec = wb.benchmark_variants(["baseline", "eagle3-topk4"], **kw)
-    tagged = wb.benchmark_variant("eagle3-topk4", unique_prompts=True, label="tagged prompts", **kw)
+    tagged = wb.benchmark_variant("eagle3-topk4", unique_prompts=True, label="tagged-prompts", **kw)
     same = wb.load_study([base, spec]).same_work()
     assert len(same) == 1 and same[0].checked and same[0].prompts >= 5 and same[0].differing == 0
     assert not same[0].flagged and "the same work" in wb.load_study([base, spec]).comparability_text()
