@@ -83,15 +83,15 @@ def inspection_opening(name: str, definitions: pd.DataFrame, history: pd.DataFra
     sentences = []
     if len(found):
         first = found.groupby(found["version"].astype(str), sort=False).first()
-        where = "; ".join(f"{v} in `{r['path']}` lines {int(r['start_line'])}–{int(r['end_line'])}"
+        where = "; ".join(f"{literal(v)} in {code(r['path'])} lines {int(r['start_line'])}–{int(r['end_line'])}"
                           for v, r in first.iterrows())
-        sentences.append(f"`{name}` is defined in {where}.")
+        sentences.append(f"{code(name)} is defined in {where}.")
     missing = [v for v in versions if v not in set(found["version"].astype(str))]
     if missing:
-        sentences.append(f"It is not defined in {', '.join(missing)}.")
+        sentences.append(f"It is not defined in {', '.join(literal(v) for v in missing)}.")
     if history is not None and len(history):
         events = history_events(history)
-        said = ", ".join(f"{r.status} in {r.version}" for r in events.itertuples()) or "unchanged"
+        said = ", ".join(f"{r.status} in {literal(r.version)}" for r in events.itertuples()) or "unchanged"
         sentences.append(f"Over {len(history)} selected releases it was {said}.")
     sentences.append("Only the listed releases are compared: a change in another shows at the next listed one.")
     sentences.append("Read from SGLang's released source with `ast`: nothing was run or measured.")

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.analysis import bracket_levels, levels_text
+from workbench.markup import code, literal
 
 __all__ = ["MAX_SENTENCES", "calibration_opening", "policy_opening", "study_opening", "what_if_opening"]
 
@@ -40,29 +41,38 @@ def _join(sentences: list[str]) -> str:
     return LEAD + " ".join(s for s in sentences[:MAX_SENTENCES] if s)
 
 
-def _interval_words(interval: Any, measured: list[int], *, who: str, against: str) -> str:
-    """Where ``who`` stops paying against ``against``, from a :class:`workbench.analysis.CrossoverInterval`."""
+def _interval_words(interval: Any, measured: list, *, who: str, against: str, words: str = "concurrency",
+                    unit: str = "") -> str:
+    """Where ``who`` stops paying against ``against``, from a :class:`workbench.analysis.CrossoverInterval`
+    (``words`` and ``unit``: the load's, e.g. ``"request rate"`` and ``" req/s"``)."""
     if interval.kind == "claimed":
         lo, hi = bracket_levels(interval.concurrency, measured)
-        return (f"`{who}` stops paying between concurrency {lo} and {hi} (≈ {interval.concurrency:.0f}, 95% "
-                f"interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n}).")
+        return (f"{code(who)} stops paying between {words} {lo:g} and {hi:g}{unit} (≈ {interval.concurrency:.0f}, "
+                f"95% interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n}).")
     if interval.kind == "not_claimed":
-        return f"Where `{who}` stops paying against `{against}` cannot be pinned down: the 95% intervals overlap."
+        return f"Where {code(who)} stops paying against {code(against)} cannot be pinned down: the 95% intervals overlap."
     if interval.kind == "not_tested":
-        return f"Where `{who}` stops paying is not tested (n={interval.n}; 3 repeats are needed)."
+        return f"Where {code(who)} stops paying is not tested (n={interval.n}; 3 repeats are needed)."
     return ""
 
 
 # -- spec_vs_baseline -------------------------------------------------------------------------------
-def _runs_of(policy: pd.DataFrame) -> list[tuple[str, list[int]]]:
-    """The policy's best variant as runs of consecutive levels: ``[(variant, [levels...]), ...]``."""
-    out: list[tuple[str, list[int]]] = []
-    for variant, c in zip(policy["best_variant"], policy["concurrency"]):
+def _runs_of(policy: pd.DataFrame, load: str = "concurrency") -> list[tuple[str, list]]:
+    """The policy's best variant as runs of consecutive levels (of the ``load`` column):
+    ``[(variant, [levels...]), ...]``."""
+    out: list[tuple[str, list]] = []
+    for variant, c in zip(policy["best_variant"], policy[load]):
         if out and out[-1][0] == variant:
-            out[-1][1].append(int(c))
+            out[-1][1].append(c)
         else:
-            out.append((variant, [int(c)]))
+            out.append((variant, [c]))
     return out
+
+
+def _at(study: Any, levels: str) -> str:
+    """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: the study's load words."""
+    axis = study.load_axis
+    return f"{axis.words} {levels}{axis.unit}"
 
 
 def _lead_spec(study: Any) -> str | None:
@@ -71,10 +81,10 @@ def _lead_spec(study: Any) -> str | None:
     if not study.spec_variants:
         return None
     pol = study.policy()
-    first = pol.sort_values("concurrency")["best_variant"].iloc[0]
+    first = pol.sort_values(study.load)["best_variant"].iloc[0]
     if first in study.spec_variants:
         return first
-    ratios = {s: study.ratios(s).sort_values("concurrency")["output_throughput_tok_s_ratio"].iloc[0]
+    ratios = {s: study.ratios(s).sort_values(study.load)["output_throughput_tok_s_ratio"].iloc[0]
               for s in study.spec_variants if "output_throughput_tok_s" in study.compared(s)}
     return max(ratios, key=ratios.get) if ratios else None
 
@@ -87,11 +97,11 @@ def _study_caveat(study: Any, spec: str | None) -> str:
     lead = differs[differs["variant"] == spec]
     if len(lead) or len(differs):
         r = (lead if len(lead) else differs).iloc[0]
-        return (f"Caveat: `{r.variant}` differs from `{study.baseline}` beyond speculation ({r.setting}), so that "
+        return (f"Caveat: {code(r.variant)} differs from {code(study.baseline)} beyond speculation ({literal(r.setting)}), so that "
                 "pair is not like-for-like.")
-    measured = sorted(int(c) for c in study.levels["concurrency"].unique())
-    return (f"Caveat: concurrency was measured only at {_listed(measured)}, so a switch point lies between two "
-            "measured levels.")
+    measured = sorted(study.levels[study.load].unique())
+    return (f"Caveat: {study.load_axis.words} was measured only at {_listed([f'{c:g}' for c in measured])}"
+            f"{study.load_axis.unit}, so a switch point lies between two measured levels.")
 
 
 def _provenance_sentence(study: Any) -> str:
@@ -115,9 +125,9 @@ def study_opening(study: Any) -> str:
     measured, with n and the levels that fell behind the simulator's schedule.
     """
     pol = study.policy()
-    measured = sorted(int(c) for c in pol["concurrency"])
-    runs = _runs_of(pol)
-    plan = _and([f"`{v}` at concurrency {levels_text(levels, measured)}" for v, levels in runs[:3]])
+    measured = sorted(pol[study.load])
+    runs = _runs_of(pol, study.load)
+    plan = _and([f"{code(v)} at {_at(study, levels_text(levels, measured))}" for v, levels in runs[:3]])
     sentences = [f"Run {plan}{'' if len(runs) <= 3 else ' (more switches in the table below)'}: the highest "
                  "total output throughput there."]
     spec = _lead_spec(study)
@@ -125,11 +135,12 @@ def study_opening(study: Any) -> str:
         interval = study.crossover_intervals(spec).get("output_throughput_tok_s")
         if interval is not None:
             crossover = study.crossovers(spec)["output_throughput_tok_s"]
-            said = _interval_words(interval, measured, who=spec, against=study.baseline)
+            said = _interval_words(interval, measured, who=spec, against=study.baseline,
+                                   words=study.load_axis.words, unit=study.load_axis.unit)
             if not said:
-                said = (f"`{spec}` beats `{study.baseline}` at every level up to {max(measured)}."
+                said = (f"{code(spec)} beats {code(study.baseline)} at every level up to {max(measured)}."
                         if crossover.kind == "none_in_range" and pol["best_variant"].iloc[0] == spec else
-                        f"`{spec}` never beats `{study.baseline}` on total output throughput.")
+                        f"{code(spec)} never beats {code(study.baseline)} on total output throughput.")
             sentences.append(said)
     split = study.cap_split()
     if split is not None:
@@ -146,11 +157,11 @@ def policy_opening(study: Any) -> str:
     t = study.threshold()
     measured = sorted(int(c) for c in study.levels["concurrency"].unique())
     if t.kind == "always":
-        what = f"Keep drafting with `{t.spec}` at every measured concurrency (up to {max(measured)})."
+        what = f"Keep drafting with {code(t.spec)} at every measured concurrency (up to {max(measured)})."
     elif t.kind == "never":
-        what = f"Do not draft: `{t.baseline}` is ahead from concurrency {min(measured)}."
+        what = f"Do not draft: {code(t.baseline)} is ahead from concurrency {min(measured)}."
     else:
-        what = f"Draft with `{t.spec}` up to {t.no_draft_above} running requests, and run `{t.baseline}` above."
+        what = f"Draft with {code(t.spec)} up to {t.no_draft_above} running requests, and run {code(t.baseline)} above."
     sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline)]
     sentences.append(f"Caveat: concurrency was measured only at {_listed(measured)}, and switching costs show "
                      "only in the policy runs below.")
@@ -182,7 +193,7 @@ def calibration_opening(study: Any, *, whatif: pd.DataFrame | None = None) -> st
         where = (f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())} "
                  f"and {int(behind['batch'].iloc[0])}" if len(behind) else
                  f"pays at every batch up to {int(group['batch'].max())}")
-        sentences.append(f"What-if (SIMULATED): `{variant}` is {group['speedup'].iloc[0]:.2f}x plain decode at batch "
+        sentences.append(f"What-if (SIMULATED): {code(variant)} is {group['speedup'].iloc[0]:.2f}x plain decode at batch "
                          f"{int(group['batch'].iloc[0])} and {where}.")
     sentences.append("Caveat: attention was PyTorch SDPA, not SGLang's kernels, so long contexts say more about SDPA.")
     sentences.append("The timings are MEASURED on a GPU; the fit and the what-if are the model's.")
@@ -201,12 +212,12 @@ def what_if_opening(wi: Any) -> str:
     else:  # the grid's tiers: the best configuration at each level
         best = wi.best_table()
         measured = sorted(int(c) for c in best["concurrency"])
-        spans = [f"`{v}` at concurrency {levels_text(c, measured)}" for v, c in _runs_of(best)]
+        spans = [f"{code(v)} at concurrency {levels_text(c, measured)}" for v, c in _runs_of(best)]
         sentences = [f"Run {_and(spans)} (predicted best at each level)."]
     xs = wi.crossover_table().dropna(subset=["crossover_concurrency"])
     if len(xs):
         best = xs.iloc[0]
-        sentences.append(f"The configuration that pays longest, `{best['variant']}`, stops paying near concurrency "
+        sentences.append(f"The configuration that pays longest, {code(best['variant'])}, stops paying near concurrency "
                          f"{best['crossover_concurrency']:.0f} (one prediction: no interval).")
     sentences.append("Caveat: accept lengths are calibrated on the profile's own settings only; other settings' "
                      "are extrapolated.")

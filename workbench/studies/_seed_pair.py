@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.analysis import interval_text, round_sig
+from workbench.markup import code
 
 __all__ = ["SEED_PROFILE", "CapSplit", "cap_split", "seed_figures"]
 
@@ -50,9 +51,9 @@ class CapSplit:
     def sentence(self, seed_baseline: str, seed_spec: str, baseline: str) -> str:
         """``"At concurrency 64 the seed's `baseline` gives 2.03x `eagle3-topk4`'s output tok/s: 1.05x of
         it is the 48-request cap (against `baseline-cap48`), 1.93x speculation."``"""
-        return (f"At concurrency {self.concurrency} the seed's `{seed_baseline}` gives {self.gap:.2f}x "
-                f"`{seed_spec}`'s output tok/s: {self.cap:.2f}x of it is the 48-request cap (against "
-                f"`{baseline}`), {self.speculation:.2f}x speculation.")
+        return (f"At concurrency {self.concurrency} the seed's {code(seed_baseline)} gives {self.gap:.2f}x "
+                f"{code(seed_spec)}'s output tok/s: {self.cap:.2f}x of it is the 48-request cap (against "
+                f"{code(baseline)}), {self.speculation:.2f}x speculation.")
 
 
 def _means(study: Study) -> pd.DataFrame:
@@ -61,7 +62,7 @@ def _means(study: Study) -> pd.DataFrame:
 
 def cap_split(study: Study) -> CapSplit | None:
     """The seed pair's gap at the highest level all three share, split; None without a seed pair."""
-    if not study.seed_pair:
+    if not study.seed_pair or study.load != "concurrency":  # the seed measured closed-loop levels
         return None
     seed_base, seed_spec = study.seed_pair
     names = {seed_base, seed_spec, study.baseline}

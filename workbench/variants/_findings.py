@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from workbench.markup import literal
+from workbench.markup import code, literal
 
 Severity = Literal["error", "warning", "info"]
 
@@ -162,12 +162,13 @@ def findings_opening(findings: Iterable[Finding], *, variants: Iterable[str], ba
     items, names = list(findings), list(variants)
     starting, errors, fair, pairs = _sorted_out(items, names, baseline)
     sentences = [f"{len(starting)} of {len(names)} variants would start"
-                 + (f"; {', '.join(f'`{n}`' for n in errors)} would not (see its finding)." if errors else ".")]
+                 + (f"; {', '.join(code(n) for n in errors)} would not (see its finding)." if errors else ".")]
     if fair:
-        sentences.append(f"Like-for-like with `{baseline}`: {', '.join(f'`{n}`' for n in fair)}.")
+        sentences.append(f"Like-for-like with {code(baseline)}: {', '.join(code(n) for n in fair)}.")
     if pairs:
-        sentences.append(f"Not like-for-like with `{baseline}`: "
-                         + "; ".join(f"`{n}` ({', '.join(dict.fromkeys(flags))})" for n, flags in pairs.items()) + ".")
+        sentences.append(f"Not like-for-like with {code(baseline)}: "
+                         + "; ".join(f"{code(n)} ({literal(', '.join(dict.fromkeys(flags)))})"
+                                     for n, flags in pairs.items()) + ".")
     sentences.append("These are checks of SGLang's source: a server can still fail at start (memory, CUDA graphs).")
     sentences.append("Nothing was launched or measured.")
     return "**In short** — " + " ".join(sentences[:5])
