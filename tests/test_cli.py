@@ -146,6 +146,18 @@ def test_bench_bad_input_exits_2(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+def test_bench_refuses_duplicate_empty_and_unbounded_sizes_before_anything_runs(tmp_path: Path) -> None:
+    for args, message in ((["--levels", "1,2,2"], "concurrency_levels names 2 more than once"),
+                          (["--levels", "1,,2"], "--levels has an empty part (position 2)"),
+                          (["--levels", "1,1000000"], "above 16,384 requests in flight"),
+                          (["--input-len", "99999999"], "input_len 99,999,999 is above 1,048,576 tokens"),
+                          (["--time-scale", "1000"], "time scale 1000 is above 20")):
+        result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+    assert not list(tmp_path.iterdir())
+
+
 def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
     args = ["bench", "baseline", "eagle3-topk4", "--levels", "1,4", "--requests", "4", "--repeats", "2",
             "--max-new-tokens", "16", "--time-scale", "20", "--no-progress", "--runs-dir", str(tmp_path)]

@@ -15,7 +15,6 @@ command runs, so ``workbench --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
@@ -24,36 +23,23 @@ from workbench.errors import ConfigError
 from workbench.store.cli import RunsDirOption
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
-__all__ = ["bench_command", "load_options", "parse_levels", "summary_lines"]
+__all__ = ["bench_command", "load_options", "parse_levels", "schedule_lines", "summary_lines"]
 
 #: Metrics of the summary, with their column titles and decimals.
 SUMMARY_METRICS = (("output_throughput_tok_s", "output tok/s", 1), ("mean_per_request_tok_s", "per-request tok/s", 1),
                    ("accept_length", "accept length", 2))
 
 
-def _parse_list(option: str, text: str, convert: Callable[[str], Any], what: str, example: str) -> list[Any]:
-    """The comma-separated parts of ``text``, each through ``convert``; the message names ``option``.
-
-    Raises:
-        ConfigError: a part ``convert`` refuses, or no part at all.
-    """
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    try:
-        values = [convert(p) for p in parts]
-    except ValueError:
-        values = []
-    if not values:
-        raise ConfigError(f"{option} must be comma-separated {what}, e.g. {example}; got {text!r}")
-    return values
-
-
 def parse_levels(text: str) -> list[int]:
     """``"1,2,4"`` -> ``[1, 2, 4]``.
 
     Raises:
-        ConfigError: a part that is not a whole number (the plan checks the range).
+        ConfigError: an empty part (``"1,,2"``) or one that is not a whole number (the plan checks the
+            range and refuses a level named twice).
     """
-    return _parse_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
+    from workbench.bench import parse_number_list
+
+    return parse_number_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
 
 
 def load_options(*, backend: str | None = None, temperature: float | None = None, ignore_eos: bool | None = None,
@@ -71,7 +57,7 @@ def load_options(*, backend: str | None = None, temperature: float | None = None
             parse, or one of ``--sweep`` and ``--sweep-values`` without the other; each
             message names the option.
     """
-    from workbench.bench import ROUTES, SWEEP_DIMENSIONS
+    from workbench.bench import ROUTES, SWEEP_DIMENSIONS, parse_number_list
 
     if backend is not None and backend not in ROUTES:
         raise ConfigError(f"--backend must be one of {', '.join(ROUTES)} (SGLang's native /generate, or the "
@@ -83,9 +69,9 @@ def load_options(*, backend: str | None = None, temperature: float | None = None
         raise ConfigError("--sweep and --sweep-values go together, e.g. --sweep output_len --sweep-values 128,2048")
     values = None
     if sweep_values is not None:
-        values = (_parse_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
+        values = (parse_number_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
                   if sweep == "temperature" else
-                  _parse_list("--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"))
+                  parse_number_list("--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"))
     given = {"backend": backend, "temperature": temperature, "ignore_eos": ignore_eos, "input_len": input_len,
              "sweep": sweep, "sweep_values": values}
     return {k: v for k, v in given.items() if v is not None}
@@ -201,6 +187,8 @@ def bench_command(
         typer.echo(line)
     for note in _crossovers(paths, variants or [], sweep, baseline):
         typer.echo(note)
+    for note in schedule_lines(paths):
+        typer.echo(note, err=True)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     typer.echo(_tally(paths, opened.values()))
     for failure in failures:
@@ -224,6 +212,22 @@ def _level_lines(progress: bool | None) -> Any:
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="workbench-bench-"))
     stack.enter_context(progress_lines(Path(folder) / "progress", stream=sys.stderr))
     return stack
+
+
+def schedule_lines(paths: list[Path]) -> list[str]:
+    """One ``WARNING`` line per stored simulated level whose timings are not the model's
+    (``sim_schedule_problem``, :func:`workbench.bench.schedule_problem`), naming the variant and level."""
+    from workbench.store import load_runs
+
+    _, levels = load_runs(paths)
+    if "sim_schedule_problem" not in levels:
+        return []
+    lines = []
+    for row in levels[levels["sim_schedule_problem"].notna()].to_dict("records"):
+        repeat = f" repeat {int(row['repeat']) + 1}" if row.get("repeat", 0) == row.get("repeat", 0) else ""
+        lines.append(f"WARNING {row['variant']} concurrency {int(row['concurrency'])}{repeat}: figures not the "
+                     f"model's: {row['sim_schedule_problem']}")
+    return lines
 
 
 def _tally(paths: list[Path], opened: Any) -> str:

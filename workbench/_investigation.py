@@ -28,7 +28,7 @@ from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import load_run, load_runs, open_run, runs_root, sweep_identity
 from workbench._study import Study
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
-                                load_variant, parameters_given, prepare_launch)
+                                Finding, load_variant, parameters_given, preflight, prepare_launch)
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
 LEVEL_LOG_LINES = 5000
@@ -82,6 +82,7 @@ class _Sweep:
     identity: str
     root: Path
     progress: bool
+    preflight: list[Finding]
 
     def sim_options(self, repeat: int) -> dict[str, Any] | None:
         """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
@@ -179,6 +180,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats, **dict(args["load"] or {}))
     _warn_graph_below_concurrency(v, plan)
+    checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
@@ -186,7 +188,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=runs_root(args["runs_dir"]),
-                  progress=progress_bars(args["progress"]))
+                  progress=progress_bars(args["progress"]), preflight=checked)
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -285,8 +287,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             return run.path
         desc = v.name if repeats is None or plan.repeats == 1 else \
             f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
-        # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
-        with prepare_launch(v, host=sweep.host, engine=eng) as prep, \
+        # The (patched) tree first (the pre-flight ran in _prepare); the tree is removed after the server stops.
+        with prepare_launch(v, host=sweep.host, engine=eng, findings=sweep.preflight) as prep, \
                 ServerHandle.start(prep.launch_variant, host=sweep.host, engine=eng,
                                    sim_options=sweep.sim_options(todo[0][0])) as server:
             info = server.server_info()

@@ -171,19 +171,34 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
 
 def _time_scale_text(study: Study) -> str:
     """The simulator's time scale, and the levels where this machine's CPU set part of the timings
-    (``sim_behind_schedule_wall_s`` > 0), as one or two sentences; "" when it ran in real time."""
+    (``sim_behind_schedule_wall_s`` > 0), as one or two sentences, then the levels past the stated bounds
+    (``sim_schedule_problem``, :func:`workbench.bench.schedule_problem`); "" when it ran in real time
+    and no level was marked."""
     scale = study.time_scale
+    marked = _schedule_text(study)
     if scale is None or scale == 1.0:
-        return ""
+        return marked
     text = (f" It ran {scale:g}x faster than real time (times are simulated seconds), so this machine's CPU "
             "can shave the busiest levels (docs/PERFORMANCE.md)")
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
     late = study.levels.loc[behind[behind > 0].index]
     if late.empty:
-        return text + "; no level fell behind the simulator's schedule."
+        return text + "; no level fell behind the simulator's schedule." + marked
     return (text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
             f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at concurrency "
-            f"{', '.join(str(int(c)) for c in sorted(set(late['concurrency'])))}).")
+            f"{', '.join(str(int(c)) for c in sorted(set(late['concurrency'])))})." + marked)
+
+
+def _schedule_text(study: Study) -> str:
+    """" **Timings not the model's** at ...: <why>." for the levels marked ``sim_schedule_problem``; "" for none."""
+    problems = study.levels.get("sim_schedule_problem", pd.Series(dtype=object)).dropna()
+    if problems.empty:
+        return ""
+    marked = study.levels.loc[problems.index]
+    where = ", ".join(f"{v} at concurrency {int(c)}" for v, c in
+                      sorted({(str(v), int(c)) for v, c in zip(marked["variant"], marked["concurrency"])}))
+    return (f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}): "
+            f"{problems.iloc[0]}.")
 
 
 def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
