@@ -355,7 +355,8 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
     sweep stops marching into further levels of that server.
     """
     tail = server.logs_tail(30)
-    failure = classify_failure(tail) if alive else server_died(tail)
+    launch = server.launch_text  # the env and command: a tail that repeats neither is still classified
+    failure = classify_failure(tail, launch=launch) if alive else server_died(tail, launch=launch)
     first_error = str(level.requests["error"].dropna().iloc[0])
     failed = int(level.requests["error"].notna().sum())
     state = "still running" if alive else "no longer running"
