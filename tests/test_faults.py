@@ -468,8 +468,9 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     restarted: list[subprocess.Popen] = []
     with running_sshd(tmp_path / "sshd") as sshd:
         monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(sshd.config_file))
-        # four levels of ~0.4 s: the host-side runner still has work when the host drops after the first
-        args = dict(host=sshd.alias, engine="sim", concurrency_levels=[1, 1, 1, 1], requests_per_level=4,
+        # four levels of ~0.4-0.8 s (each named once: a plan refuses a level twice): the host-side runner still has
+        # work when the host drops after the first
+        args = dict(host=sshd.alias, engine="sim", concurrency_levels=[1, 2, 3, 4], requests_per_level=8,
                     max_new_tokens=32, time_scale=10.0, runs_dir=tmp_path / "runs", progress=False, repeats=1)
 
         def outage_after_first_level() -> None:
