@@ -493,7 +493,7 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
                 run = load_run(benchmark_variant("baseline", **args))
                 thread.join(10)
                 assert run.manifest["status"] == "complete" and list(run.levels["level_index"]) == [0, 1, 2, 3]
-                assert len(run.requests) == 16 and run.requests["error"].isna().all()
+                assert len(run.requests) == 32 and run.requests["error"].isna().all()
             else:
                 with pytest.raises(HostError) as err:
                     benchmark_variant("baseline", **args)
@@ -507,7 +507,7 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
                 restarted.append(_restart_sshd(sshd))
                 time.sleep(0.5)
                 run = load_run(benchmark_variant("baseline", **args))
-                assert run.manifest["status"] == "complete" and len(run.requests) == 16
+                assert run.manifest["status"] == "complete" and len(run.requests) == 32
         finally:
             thread.join(15)  # a sweep that failed early must not leave the thread to restart an sshd after us
             for proc in restarted:

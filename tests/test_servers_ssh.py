@@ -127,7 +127,9 @@ def test_registry_listing_and_cli_stop(sshd: SSHD, state_dir: str) -> None:  # n
 
 def test_lease_watchdog_stops_a_server_without_heartbeats(sshd: SSHD, state_dir: str) -> None:  # noqa: F811
     orphan = _start(sshd, state_dir, lease_s=2, heartbeat_s=None, wait=False)  # like a killed kernel
-    kept = _start(sshd, state_dir, lease_s=2, heartbeat_s=0.4, wait=False)
+    # renewed every 0.4 s, a lease of 6 s holds on a loaded machine (a 2 s one once lapsed there: one SSH
+    # heartbeat round trip delayed past it); the renewal is checked at twice that
+    kept = _start(sshd, state_dir, lease_s=6, heartbeat_s=0.4, wait=False)
     try:
         deadline = time.monotonic() + 30
         while orphan.alive:
@@ -135,7 +137,7 @@ def test_lease_watchdog_stops_a_server_without_heartbeats(sshd: SSHD, state_dir:
             time.sleep(0.3)
         assert "[workbench watchdog] lease expired: no client heartbeat" in orphan.logs_tail(20)
         assert _nothing_left(orphan.process.pgid, orphan.process.start_time)
-        while time.time() - kept.started_at < 3.5:  # well past its 2 s lease
+        while time.time() - kept.started_at < 12.0:  # twice its 6 s lease
             time.sleep(0.2)
         assert kept.alive  # its heartbeats renewed the lease
         rows = _cli(sshd, state_dir).output
