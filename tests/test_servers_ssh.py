@@ -205,3 +205,35 @@ def test_bad_arguments_are_refused_before_anything_starts(sshd: SSHD, state_dir:
     with pytest.raises(ConfigError, match="not both"):
         ServerHandle.start(with_env, host=LocalHost(), gpus=[1], state_dir=state_dir)
     assert not os.path.exists(state_dir) or not os.listdir(state_dir)
+
+
+def test_servers_shows_and_stops_only_this_checkouts_servers(state_dir: str) -> None:
+    def cli(*args: str):
+        return runner.invoke(app, ["servers", "--python", PY, "--state-dir", state_dir, *args])
+
+    ours = ServerHandle.start(load_variant("baseline"), host=LocalHost(), engine="sim", python=PY,
+                              state_dir=state_dir, sim_options=FAST)
+    theirs = ServerHandle.start(load_variant("eagle3-topk4"), host=LocalHost(), engine="sim", python=PY,
+                                state_dir=state_dir, sim_options=FAST)
+    try:
+        record = Path(theirs.record.path)  # as if another checkout of this user had started it
+        data = json.loads(record.read_text())
+        data["client"]["checkout"] = "/home/someone/other-checkout"
+        record.write_text(json.dumps(data))
+        listing = cli()
+        assert listing.exit_code == 0 and ours.id in listing.output and theirs.id not in listing.output
+        assert "this checkout" in listing.output and "1 of other checkouts not shown" in listing.output
+        every = cli("--any-checkout")
+        row = next(line for line in every.output.splitlines() if line.startswith(theirs.id))
+        assert ":/home/someone/other-checkout" in row
+        refused = cli("--stop", theirs.id)
+        assert refused.exit_code == 2 and "belongs to" in refused.output and "--any-checkout" in refused.output
+        stopped = cli("--stop", "--all")  # this checkout's only
+        assert f"stopped {ours.id}" in stopped.output and theirs.id not in stopped.output
+        assert theirs.alive and not ours.alive
+        assert f"stopped {theirs.id}" in cli("--stop", "--all", "--any-checkout").output
+        assert not theirs.alive
+    finally:
+        for server in (ours, theirs):
+            server.close()
+            server.stop()
