@@ -3,7 +3,7 @@
 Plain keyword arguments, no global state. ``benchmark_variants`` runs the whole
 launch -> ready -> sweep -> stop cycle per variant (servers are context-managed, so
 a failing or interrupted cell stops what it started; measured levels are already
-on disk); ``load_study`` turns run directories into a :class:`~workbench._study.Study`.
+on disk); ``load_study`` turns run directories into a :class:`~workbench.studies.Study`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from workbench.hosts import is_local
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import load_run, load_runs, open_run, runs_root, sweep_identity
-from workbench._study import Study
+from workbench.studies import Study
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 Finding, load_variant, parameters_given, preflight, prepare_launch)
 
