@@ -120,7 +120,7 @@ def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level
     [problem] = run.levels["sim_schedule_problem"]
     assert "of the mean E2E was spent outside the server (bound 5%" in problem, problem
     study = load_study([run.path])
-    from workbench._study_words import _time_scale_text
+    from workbench.studies._study_words import _time_scale_text
 
     assert "**Timings not the model's** in 1 of 1 level measurements (baseline at concurrency 1)" in \
         _time_scale_text(study)
