@@ -40,7 +40,7 @@ from workbench.errors import ConfigError
 from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
 from workbench.imports._checks import violations
 from workbench.imports._rows import ImportedLevel, to_engine_time
-from workbench.store import save_imported_run
+from workbench.store import save_imported_run, writable_runs_root
 
 __all__ = ["ImportResult", "Format", "detect_format", "import_results", "read_results"]
 
@@ -313,11 +313,14 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
     Raises:
         ConfigError: no path given, a path that does not exist or is in no known format, a
             malformed file (the message names the file and place), contradicting ``simulated``.
-        HostError: a run directory cannot be written.
+        HostError: the runs folder or a run directory cannot be written (checked first:
+            :func:`workbench.store.writable_runs_root`, ConfigError when it names a file).
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not items:
         raise ConfigError("import_results: no files given")
+    if store:
+        runs_dir = writable_runs_root(runs_dir)  # a file or read-only folder: said before any file is read
     groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}
     for item in items:  # every file first: a bad one stops the import before anything is stored
         source = Path(item).expanduser().resolve()

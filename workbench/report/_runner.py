@@ -153,6 +153,7 @@ def _execute(
     from traitlets.config import Config
 
     has_language = nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language")
+    kernel_log = executed.with_name(f".{executed.stem}.kernel.log")
     quiet = _QuietReportDir()
     logging.getLogger("papermill").addFilter(quiet)
     progress_file = executed.with_name(f".{executed.stem}.progress")
@@ -180,6 +181,7 @@ def _execute(
                 # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
                 # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7).
                 config=Config({"KernelManager": {"transport": "ipc"}}),
+                kernel_manager_class=_kernel_manager(kernel_log),
             )
     except NoSuchKernel as exc:
         raise ReportError(
@@ -205,11 +207,32 @@ def _execute(
         return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
     finally:
         logging.getLogger("papermill").removeFilter(quiet)
+        if kernel_log.is_file() and not kernel_log.stat().st_size:
+            kernel_log.unlink()
         if watch is not None:
             papermill_log.removeHandler(watch)
             papermill_log.propagate = propagate
             papermill_log.setLevel(level)
     return None, {}
+
+
+def _kernel_manager(log: Path) -> type:
+    """A kernel manager whose kernel writes its own process's stderr to ``log``, not to this terminal.
+
+    The cells' output reaches the notebook through the kernel's messages either way; the process's
+    stderr holds only the kernel's own log lines, such as the ZMQ traceback ipykernel prints when it
+    is shut down in the middle of a cell (Ctrl-C of ``workbench report``). The file is removed when
+    the run left it empty.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class _LoggedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            with open(log, "ab") as stderr:  # the kernel keeps its own descriptor
+                kw.setdefault("stderr", stderr)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return _LoggedKernelManager
 
 
 def run_notebook(

@@ -14,6 +14,7 @@ command runs, so ``workbench --help`` stays fast.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -175,7 +176,7 @@ def bench_command(
         if resume.stored:
             typer.echo(resume.line(), err=True)
 
-    with _level_lines(progress):
+    with _level_lines(progress), warnings.catch_warnings(record=True) as caught:  # shown below, one line each
         paths = benchmark_variants(
             variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
             gpus=gpus, host=host, engine=engine,
@@ -183,18 +184,43 @@ def bench_command(
             requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
             max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append,
             on_resume=on_resume, load=load, **optional)
-    for line in summary_lines(_means(paths, sweep), sweep):
-        typer.echo(line)
-    for note in _crossovers(paths, variants or [], sweep, baseline):
-        typer.echo(note)
-    for note in schedule_lines(paths):
-        typer.echo(note, err=True)
+    for line in _warning_lines(caught, failed={f.variant for f in failures}):
+        typer.echo(line, err=True)
+    measured = [p for p, n in zip(paths, _units(paths)) if n]
+    if measured:
+        for line in summary_lines(_means(measured, sweep), sweep):
+            typer.echo(line)
+        for note in _crossovers(measured, variants or [], sweep, baseline):
+            typer.echo(note)
+        for note in schedule_lines(measured):
+            typer.echo(note, err=True)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     typer.echo(_tally(paths, opened.values()))
-    for failure in failures:
-        typer.echo(f"FAILED {failure.variant} ({failure.kind}); run {failure.run}:\n{failure.message}", err=True)
+    for failure in failures:  # one line each: the kind, what to do, what the run keeps (details: its manifest)
+        typer.echo(f"error: {failure.line()}", err=True)
     if failures:
         raise typer.Exit(code=1)
+
+
+def _units(paths: list[Path]) -> list[int]:
+    """Units (level x repeat) each run holds."""
+    from workbench.store import load_run
+
+    return [len(load_run(p).manifest.get("units_completed") or []) for p in paths]
+
+
+def _warning_lines(caught: list[Any], *, failed: set[str]) -> list[str]:
+    """``warning: <message>`` per warning the sweep raised (no source path), first line of each; the
+    "server failed" warnings of ``failed`` variants are left out (their ``error:`` line says it)."""
+    lines = []
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            continue
+        text = str(w.message)
+        if any(text.startswith(f"{name}: server failed (") for name in failed):
+            continue
+        lines.append(f"warning: {text.splitlines()[0] if text else w.category.__name__}")
+    return list(dict.fromkeys(lines))
 
 
 def _level_lines(progress: bool | None) -> Any:

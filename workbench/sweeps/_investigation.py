@@ -21,11 +21,11 @@ from workbench import paths
 from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
                              start_host_sweep)
 from workbench.engines import Engine, resolve_engine
-from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
+from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import load_run, load_runs, open_run, runs_root, sweep_identity
+from workbench.store import load_run, load_runs, open_run, sweep_identity, writable_runs_root
 from workbench.studies import Study
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 Finding, load_variant, parameters_given, preflight, prepare_launch)
@@ -100,12 +100,24 @@ class SweepFailure:
         kind: the failure's class from the server log (``workbench.servers`` kinds:
             ``out_of_memory``, ``cuda_graph``, ..., ``unknown``).
         message: what went wrong, with the server log's tail.
+        suggestion: what to do about it (the classification's advice; '' when none).
+        measured: units (level x repeat) its run holds; 0 when the server failed before the first.
     """
 
     variant: str
     run: Path
     kind: str
     message: str
+    suggestion: str = ""
+    measured: int = 0
+
+    def line(self) -> str:
+        """One line for a terminal: the variant, the failure's kind, what to do, and what its run keeps."""
+        kept = (f"{self.measured} level(s) measured before it are kept in {self.run}; running the same sweep again "
+                "resumes it" if self.measured else
+                f"nothing was measured; its run {self.run} is marked failed (`workbench runs delete` removes it)")
+        return (f"{self.variant}: the server failed ({self.kind}): {self.suggestion or 'see its log tail in the run manifest'}"
+                f" ({kept})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +199,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=runs_root(args["runs_dir"]),
+                  identity=identity, root=writable_runs_root(args["runs_dir"]),
                   progress=progress_bars(args["progress"]), preflight=checked)
 
 
@@ -374,7 +386,7 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
         f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
         f"not charted) and no further level of this server is measured. Measured levels are kept in {run.path}; "
         f"running the same sweep again resumes it. Server log tail:\n{tail}")
-    error.kind, error.log_tail = failure.kind, tail  # read by _failure, as a ServerStartError's
+    error.kind, error.log_tail, error.suggestion = failure.kind, tail, failure.suggestion  # read by _failure
     raise error
 
 
@@ -601,10 +613,17 @@ def benchmark_variants(
 
 def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     """What a failed pass of ``sweep`` leaves: its run and the classified error."""
-    kind = getattr(exc, "kind", None) or classify_failure(str(exc)).kind
+    classified = classify_failure(str(exc))
+    kind = getattr(exc, "kind", None) or classified.kind
+    suggestion = getattr(exc, "suggestion", None) or (classified.suggestion if classified.kind == kind else "")
     tail = getattr(exc, "log_tail", "")
     message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
-    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
+    try:
+        measured = len(load_run(run).manifest.get("units_completed") or [])
+    except WorkbenchError:
+        measured = 0
+    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message, suggestion=suggestion,
+                        measured=measured)
 
 
 def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
