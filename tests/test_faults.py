@@ -513,3 +513,19 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
             for proc in restarted:
                 _kill_sshd_tree(proc)
     assert_nothing_running(tmp_path, pgid["server"], wait_s=15)
+
+
+def test_a_refused_host_key_stops_a_sweep_before_any_run_is_opened(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with running_sshd(tmp_path / "sshd") as sshd:
+        unknown = tmp_path / "empty_known_hosts"
+        unknown.write_text("")
+        config = tmp_path / "ssh_config"
+        config.write_text(sshd.config_file.read_text().replace(str(sshd.known_hosts), str(unknown)))
+        monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(config))
+        with pytest.raises(ConfigError, match=r"(?s)Pre-flight checks of variant 'baseline' for host 'wbtest'.*"
+                                              r"nothing was launched.*the host refused the connection"):
+            benchmark_variant("baseline", host=sshd.alias, engine="sim", concurrency_levels=[1],
+                              runs_dir=tmp_path / "runs", **FAST)
+        assert unknown.read_text() == ""  # never recorded silently
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())  # no empty failed run
