@@ -25,6 +25,7 @@ Limits, said where the rows are used (``kernel_stamped_reads`` per request):
 
 from __future__ import annotations
 
+import atexit
 import math
 import socket
 import struct
@@ -95,6 +96,7 @@ def keep_stamping_on() -> None:
         keeper.close()
         return
     _KEEPER.append(keeper)
+    atexit.register(keeper.close)  # closed at exit, not left to the collector
 
 
 def stamped_socket(addr_info: Any) -> socket.socket:
