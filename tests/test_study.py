@@ -279,3 +279,14 @@ def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind()
                  manifests=study.manifests, baseline="baseline")
     assert "; no level fell behind the simulator's schedule." in calm.verdict()
     assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said
+
+
+def test_queues_alike_beside_unequal_settings_are_not_called_like_for_like() -> None:
+    # issue 24: "like-for-like there" was said just before "Not like-for-like" caveats for the same pair
+    study = _study()
+    study.manifests = [{**m, "server_info": {**m["server_info"], "max_running_requests": 2}} for m in MANIFESTS]
+    assert not study.comparability().empty  # overlap scheduling still differs
+    caveats = study.verdict().split("- **Caveats**:")[1]
+    assert "like-for-like there" not in caveats
+    assert ("both are full, so queueing favours neither there (their other settings differ: next caveat)."
+            in caveats and "Not like-for-like: eagle3 differs from baseline" in caveats)

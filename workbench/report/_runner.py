@@ -25,6 +25,7 @@ from typing import Any
 
 import nbformat
 
+from workbench import paths
 from workbench.errors import ConfigError, ReportError
 
 #: Exception names raised in a notebook that mean its input was bad (``workbench report`` exits 2).
@@ -290,11 +291,10 @@ def run_notebook(
             f"out_dir {out} is the notebook's own folder: the executed copy would overwrite {source.name}; "
             "choose another out_dir (default 'reports')."
         )
-    if "report_dir" in given:
-        given["report_dir"] = _absolute_report_dir(given["report_dir"])
-    else:
-        given["report_dir"] = str(out / source.stem)
-    report_dir = Path(given["report_dir"])
+    report_dir = Path(_absolute_report_dir(given["report_dir"])) if "report_dir" in given else out / source.stem
+    # injected as a report shows it (relative to the project or ~): the notebooks read it with
+    # workbench.paths.resolve, and the shared report prints no absolute path of this machine
+    given["report_dir"] = paths.shown(report_dir)
     out.mkdir(parents=True, exist_ok=True)
     if "report_dir" in declared or "report_dir" in (parameters or {}):
         report_dir.mkdir(parents=True, exist_ok=True)

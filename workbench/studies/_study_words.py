@@ -253,12 +253,9 @@ def verdict(study: Study) -> str:
                 alike.setdefault(text, []).append(spec)  # said once, among the caveats
             else:
                 lines.append(f"  - {text}")
-    caveats = [text.replace("both servers queue", "every server queues").replace(
-                   "both are full, so the pair is", "all are full, so the pairs are")
-               if len(specs) == len(study.spec_variants) > 1 else
-               text.replace("like-for-like there.", f"like-for-like there ({', '.join(specs)}).")
-               if len(study.spec_variants) > 1 else text for text, specs in alike.items()]
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
+    unlike = set(differs["variant"])
+    caveats = [_queued_alike(text, specs, study.spec_variants, unlike) for text, specs in alike.items()]
     for spec, group in differs.groupby("variant", sort=False):
         settings = ", ".join(f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}"
                              for r in group.itertuples())
@@ -281,6 +278,24 @@ def verdict(study: Study) -> str:
     lines.append("- **Caveats**:")
     lines += [f"  - {c}" for c in caveats]
     return "\n".join(lines)
+
+def _queued_alike(text: str, specs: list[str], all_specs: list[str], unlike: set[str]) -> str:
+    """The caveat for pairs that queue alike at a level (``text`` as :func:`_queue_sentences` says it for
+    one pair), for the ``specs`` it holds for. A pair whose settings differ beyond speculation
+    (``unlike``, the next caveat says how) is not called like-for-like: queueing favours neither there."""
+    if set(specs) & unlike:
+        text = text.replace("so the pair is like-for-like there.",
+                            "so queueing favours neither there (their other settings differ: next caveat).")
+    if len(specs) == len(all_specs) > 1:
+        return text.replace("both servers queue", "every server queues").replace(
+            "both are full, so the pair is", "all are full, so the pairs are").replace(
+            "so queueing favours neither there (their other settings differ", "so queueing favours none there ("
+            "some other settings differ")
+    if len(all_specs) > 1:
+        return text.replace("there.", f"there ({', '.join(specs)}).").replace(
+            "there (their other", f"there ({', '.join(specs)}; their other")
+    return text
+
 
 def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
     """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
