@@ -170,3 +170,10 @@ def test_tiers_do_not_turn_drafting_on_again_on_a_return_within_the_spread() -> 
                    "s1": {1: [120, 119, 121], 16: [590, 600, 595], 32: [800, 805, 798]}})
     kept = step_tiers(real, baseline="baseline", steps={"s1": 1}, metric=M)
     assert [(t.start, t.candidate_steps) for t in kept] == [(1, (1,)), (16, (0,)), (32, (1,))] and not kept[-1].note
+
+
+def test_an_untested_threshold_says_it_may_move_between_runs_with_its_ratios() -> None:
+    once = levels({"baseline": {1: [100], 4: [300], 16: [600]}, "s1": {1: [120], 4: [330], 16: [560]}})
+    said = find_threshold(once, baseline="baseline", spec="s1", metric=M).description
+    assert ("Not stable across runs until tested: the ratio is 1.10x (n=1, no interval) at 4 and 0.93x (n=1, "
+            "no interval) at 16, so another run of the same sweep may put N at another level") in said

@@ -317,7 +317,20 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
         text = (f"No drafting above {limit} running requests: {spec} is ahead of {baseline} on {metric} up to "
                 f"concurrency {limit} and behind at {measured[lead]} (means over n={n} repeats). "
                 f"{crossover.description}")
+        if crossover.kind != "claimed":  # the switch point may move between runs of the same sweep
+            at = ratios.set_index("concurrency")
+            text += (f" Not stable across runs until tested: the ratio is {_ratio_cell(at, limit)} at {limit} and "
+                     f"{_ratio_cell(at, measured[lead])} at {measured[lead]}, so another run of the same sweep may "
+                     "put N at another level (two runs of the defaults, one repeat each, gave 4 and 16).")
     return Threshold(spec, baseline, metric, kind, limit, measured, crossover, text)
+
+
+def _ratio_cell(ratios: pd.DataFrame, concurrency: int) -> str:
+    """``"1.05x [0.98, 1.12]"`` (the paired ratio and its 95% interval), or ``"1.05x (n=1, no interval)"``."""
+    row = ratios.loc[concurrency]
+    if row["ratio_lo"] == row["ratio_lo"]:
+        return f"{row['ratio']:.2f}x [{row['ratio_lo']:.2f}, {row['ratio_hi']:.2f}]"
+    return f"{row['ratio']:.2f}x (n={int(row['n'])}, no interval)"
 
 
 def best_threshold(levels: pd.DataFrame, *, baseline: str, specs: Sequence[str], metric: str,
