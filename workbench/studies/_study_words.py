@@ -203,10 +203,10 @@ def _schedule_text(study: Study) -> str:
     if problems.empty:
         return ""
     marked = study.levels.loc[problems.index]
-    where = ", ".join(f"{v} at concurrency {int(c)}" for v, c in
+    where = ", ".join(f"{literal(v)} at concurrency {int(c)}" for v, c in
                       sorted({(str(v), int(c)) for v, c in zip(marked["variant"], marked["concurrency"])}))
     return (f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}): "
-            f"{problems.iloc[0]}.")
+            f"{literal(problems.iloc[0])}.")
 
 
 def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
