@@ -286,6 +286,29 @@ class WhatIf:
         table.insert(1, "recommended", table["policy"] == pick)
         return table
 
+    def verify_policies(self, *, num_steps: int = 7, spec_v2: bool = True, context: int = 1024,
+                        batches: Sequence[int] | None = None) -> pd.DataFrame:
+        """Adaptive verification and a goodput controller beside static speculation (step level).
+
+        A chain of ``num_steps`` drafts on the template's flags (:func:`workbench.sim._verify_budget.policy_table`:
+        vLLM PRs #47808 and #52228's verify budget, with a perfect acceptance estimator; the goodput rule of vLLM
+        PR #44336), at each batch (default: this what-if's levels), every request at ``context`` cached tokens.
+
+        Returns:
+            One row per (batch, policy): ``gain`` over the baseline's tok/s, ``verify_tokens``, ``drafts``, ``tok_s``,
+            ``baseline_tok_s``, and ``runs_on`` (which engine can run it, for the profile's SGLang version).
+            A MODEL PREDICTION (steady state: no prefill, no queueing).
+        """
+        from workbench.sim import configuration, load_profile, policy_support, policy_table
+
+        prof = load_profile(self.profile)
+        cfg = configuration(prof, self.template, topk=1, num_steps=num_steps, num_draft_tokens=num_steps + 1,
+                            spec_v2=spec_v2)
+        levels = batches or sorted(self.levels["concurrency"].unique())
+        table = pd.DataFrame(policy_table(prof, cfg, self.baseline, batches=[int(b) for b in levels], context=context))
+        support = policy_support(prof.sglang_version)
+        return table.assign(configuration=cfg.name, runs_on=table["policy"].map(support))
+
     def findings(self) -> str:
         """A short markdown summary: crossover range, best per concurrency, recommended policy."""
         xs = self.crossover_table()
