@@ -14,6 +14,7 @@ command runs, so ``workbench --help`` stays fast.
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -274,8 +275,11 @@ def schedule_lines(paths: list[Path]) -> list[str]:
     lines = []
     for row in levels[levels["sim_schedule_problem"].notna()].to_dict("records"):
         repeat = f" repeat {int(row['repeat']) + 1}" if row.get("repeat", 0) == row.get("repeat", 0) else ""
-        lines.append(f"WARNING {row['variant']} concurrency {int(row['concurrency'])}{repeat}: figures not the "
-                     f"model's: {row['sim_schedule_problem']}")
+        rate = row.get("request_rate_req_s")
+        level = (f"request rate {rate:g} req/s" if isinstance(rate, float) and math.isfinite(rate)
+                 else f"concurrency {int(row['concurrency'])}")
+        lines.append(f"WARNING {row['variant']} {level}{repeat}: figures not the model's: "
+                     f"{row['sim_schedule_problem']}")
     return lines
 
 
