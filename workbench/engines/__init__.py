@@ -11,6 +11,7 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "DEFAULT_SIM_REPEATS": "_sim",
     "DEFAULT_SIM_TIME_SCALE": "_sim",
+    "MAX_SIM_TIME_SCALE": "_sim",
     "Engine": "_base",
     "engine_names": "_registry",
     "ENGINES": "_registry",

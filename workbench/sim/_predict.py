@@ -402,8 +402,9 @@ def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None,
     acceptance's prompt set and temperature).
 
     Raises:
-        ConfigError: a level or count below 1, a negative temperature, or a prompt set without acceptance
-            figures in the profile.
+        ConfigError: a level outside [1, ``workbench.bench.MAX_CONCURRENCY``] or named twice
+            (:func:`workbench.bench.check_concurrency_levels`, the sweep plan's check), a count below 1, a
+            negative temperature, or a prompt set without acceptance figures in the profile.
     """
     if prompt_set is not None and prompt_set not in profile.prompt_sets:
         raise ConfigError(f"prompt set {prompt_set!r}: profile {profile.name} has no acceptance figures for it; "
@@ -411,14 +412,18 @@ def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None,
     if temperature is not None and temperature < 0:
         raise ConfigError(f"temperature must be >= 0, got {temperature}")
     w = profile.workload
-    lv = tuple(int(c) for c in (levels if levels is not None else w.get("levels", (1, 2, 4, 8, 16, 32, 64))))
-    if not lv or min(lv) < 1:
-        raise ConfigError(f"levels must be concurrencies >= 1, got {list(lv)}")
+    from workbench.bench import check_concurrency_levels
+
+    lv = check_concurrency_levels(list(levels if levels is not None else w.get("levels", (1, 2, 4, 8, 16, 32, 64))),
+                                  "levels")
     if requests_per_level is not None and requests_per_level < 1:
         raise ConfigError(f"requests_per_level must be >= 1, got {requests_per_level}")
     tokens = int(max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens", 256))
-    if tokens < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1, got {tokens}")
+    from workbench.bench import MAX_TOKENS
+
+    if not 1 <= tokens <= MAX_TOKENS:
+        raise ConfigError(f"max_new_tokens must be in [1, {MAX_TOKENS:,}] (past that, longer than the context of the "
+                          f"models served), got {tokens}")
     outputs = None
     if max_new_tokens is None and "output_tokens" in w:
         raw = w["output_tokens"]

@@ -22,6 +22,8 @@ _NAMES = {
     "run_origin": "_manage",
     "RunWriter": "_runs",
     "runs_root": "_runs",
+    "runs_root_source": "_runs",
+    "writable_runs_root": "_runs",
     "save_imported_run": "_imported",
     "save_level": "_runs",
     "StoredRun": "_catalog",

@@ -24,16 +24,16 @@ from workbench import paths
 from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
                              start_host_sweep)
 from workbench.engines import Engine, resolve_engine
-from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
+from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
 from workbench.markup import literal
 from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import load_run, load_runs, open_run, runs_root, sweep_identity
+from workbench.store import load_run, load_runs, open_run, sweep_identity, writable_runs_root
 from workbench.studies import Study
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
-                                load_variant, parameters_given, prepare_launch)
+                                Finding, load_variant, parameters_given, preflight, prepare_launch)
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
 LEVEL_LOG_LINES = 5000
@@ -87,6 +87,7 @@ class _Sweep:
     identity: str
     root: Path
     progress: bool
+    preflight: list[Finding]
 
     def sim_options(self, repeat: int) -> dict[str, Any] | None:
         """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
@@ -104,12 +105,24 @@ class SweepFailure:
         kind: the failure's class from the server log (``workbench.servers`` kinds:
             ``out_of_memory``, ``cuda_graph``, ..., ``unknown``).
         message: what went wrong, with the server log's tail.
+        suggestion: what to do about it (the classification's advice; '' when none).
+        measured: units (level x repeat) its run holds; 0 when the server failed before the first.
     """
 
     variant: str
     run: Path
     kind: str
     message: str
+    suggestion: str = ""
+    measured: int = 0
+
+    def line(self) -> str:
+        """One line for a terminal: the variant, the failure's kind, what to do, and what its run keeps."""
+        kept = (f"{self.measured} level(s) measured before it are kept in {self.run}; running the same sweep again "
+                "resumes it" if self.measured else
+                f"nothing was measured; its run {self.run} is marked failed (`workbench runs delete` removes it)")
+        return (f"{self.variant}: the server failed ({self.kind}): {self.suggestion or 'see its log tail in the run manifest'}"
+                f" ({kept})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,14 +201,15 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats, **dict(args["load"] or {}))
     _warn_graph_below_concurrency(v, plan)
+    checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=runs_root(args["runs_dir"]),
-                  progress=progress_bars(args["progress"]))
+                  identity=identity, root=writable_runs_root(args["runs_dir"]),
+                  progress=progress_bars(args["progress"]), preflight=checked)
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -294,8 +308,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             return run.path
         desc = v.name if repeats is None or plan.repeats == 1 else \
             f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
-        # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
-        with prepare_launch(v, host=sweep.host, engine=eng) as prep, \
+        # The (patched) tree first (the pre-flight ran in _prepare); the tree is removed after the server stops.
+        with prepare_launch(v, host=sweep.host, engine=eng, findings=sweep.preflight) as prep, \
                 _started_server(sweep, prep.launch_variant, todo[0][0]) as server:
             info = server.server_info()
             report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
@@ -376,7 +390,8 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
     sweep stops marching into further levels of that server.
     """
     tail = server.logs_tail(30)
-    failure = classify_failure(tail) if alive else server_died(tail)
+    launch = server.launch_text  # the env and command: a tail that repeats neither is still classified
+    failure = classify_failure(tail, launch=launch) if alive else server_died(tail, launch=launch)
     first_error = str(level.requests["error"].dropna().iloc[0])
     failed = int(level.requests["error"].notna().sum())
     state = "still running" if alive else "no longer running"
@@ -394,7 +409,7 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
         f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
         f"not charted) and no further level of this server is measured. Measured levels are kept in {run.path}; "
         f"running the same sweep again resumes it. Server log tail:\n{tail}")
-    error.kind, error.log_tail = failure.kind, tail  # read by _failure, as a ServerStartError's
+    error.kind, error.log_tail, error.suggestion = failure.kind, tail, failure.suggestion  # read by _failure
     raise error
 
 
@@ -666,10 +681,17 @@ def _parallel_passes(parallel: Any, sweeps: Sequence[_Sweep]) -> int:
 
 def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     """What a failed pass of ``sweep`` leaves: its run and the classified error."""
-    kind = getattr(exc, "kind", None) or classify_failure(str(exc)).kind
+    classified = classify_failure(str(exc))
+    kind = getattr(exc, "kind", None) or classified.kind
+    suggestion = getattr(exc, "suggestion", None) or (classified.suggestion if classified.kind == kind else "")
     tail = getattr(exc, "log_tail", "")
     message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
-    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
+    try:
+        measured = len(load_run(run).manifest.get("units_completed") or [])
+    except WorkbenchError:
+        measured = 0
+    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message, suggestion=suggestion,
+                        measured=measured)
 
 
 def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
@@ -749,6 +771,6 @@ def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
     folder = paths.resolve(report_dir)
     saved = study.save_charts(folder)
     return pd.DataFrame(
-        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": str(folder)}
+        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": paths.shown(folder)}
          for stem, files in saved.items()]
     )

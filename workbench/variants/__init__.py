@@ -32,6 +32,7 @@ _NAMES = {
     "patch_diffs_html": "_notebook",
     "PatchCheck": "_patchfile",
     "patched_changes": "_patchcheck",
+    "preflight": "_preflight",
     "prepare_launch": "_preflight",
     "prepare_tree": "_trees",
     "PreparedLaunch": "_preflight",
