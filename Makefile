@@ -35,7 +35,7 @@ help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
 	@echo "make test     run the tests (installs chromium/openssh-server when root and missing)"
 	@echo "make lab      start JupyterLab on notebooks/ (127.0.0.1) with the project's kernel (ARGS=...)"
-	@echo "make venv     create .venv and install the project (pip install -e '.[test]')"
+	@echo "make venv     create .venv and install the project (pip install -e '.[test,fleet]': Ray for the fleet tests)"
 	@echo "make check-py312  install into a Python 3.12 venv ($(VENV312)), import everything, run a fast test subset"
 	@echo "make clean    remove reports/ and caches; make distclean also removes .venv"
 
@@ -60,7 +60,7 @@ $(BIN)/python:
 # as "python3" inside the venv, so papermill runs notebooks with the venv's interpreter.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
-	$(BIN)/python -m pip install $(PIP_QUIET) -e '.[test]'
+	$(BIN)/python -m pip install $(PIP_QUIET) -e '.[test,fleet]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench .venv)"
 	@touch $@
 
