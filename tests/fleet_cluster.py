@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,6 +54,8 @@ class Cluster:
     worker_ns: str
     root: Path
     python: str
+    #: Ray's session folder: short (its socket paths must stay under 108 bytes), removed by :func:`stop`.
+    ray_temp: Path
 
     @property
     def address(self) -> str:
@@ -106,15 +109,21 @@ def _ray_start(cluster: Cluster, ns: str, *extra: str) -> None:
     ray = str(Path(cluster.python).with_name("ray"))
     argv = [ray, "start", "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "2", "--object-store-memory",
             str(150 * 2**20), "--disable-usage-stats", *extra]
-    done = cluster.exec(ns, argv, capture_output=True, timeout=180)
-    if done.returncode != 0:
-        raise RuntimeError(f"ray start in {ns} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    for attempt in range(3):  # a raylet that has not registered within Ray's 30 s (a loaded machine): again
+        done = cluster.exec(ns, argv, capture_output=True, timeout=180)
+        if done.returncode == 0:
+            return
+        kill_namespace(cluster, ns)
+        if "timed out during startup" not in done.stderr + done.stdout:
+            break
+    raise RuntimeError(f"ray start in {ns} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
 def start(root: Path) -> Cluster:
     """Make the namespaces and start Ray in them (about 20-60 s on 2 loaded cores)."""
     tag = f"{os.getpid() % 100000}"
-    cluster = Cluster(head_ns=f"wbfleetA{tag}", worker_ns=f"wbfleetB{tag}", root=root, python=sys.executable)
+    cluster = Cluster(head_ns=f"wbfleetA{tag}", worker_ns=f"wbfleetB{tag}", root=root, python=sys.executable,
+                      ray_temp=Path(tempfile.mkdtemp(prefix="wbray", dir="/tmp")))
     veth_a, veth_b = f"wbfa{tag}", f"wbfb{tag}"
     try:
         _ip("netns", "add", cluster.head_ns)
@@ -128,7 +137,7 @@ def start(root: Path) -> Cluster:
             _ip("-n", ns, "link", "set", "lo", "up")
             cluster.servers_dir(ns).mkdir(parents=True, exist_ok=True)
         _ray_start(cluster, cluster.head_ns, "--head", "--include-dashboard=false", "--node-ip-address", HEAD_IP, "--port", str(RAY_PORT),
-                   "--temp-dir", str(root / "ray-head"))
+                   "--temp-dir", str(cluster.ray_temp))
         _ray_start(cluster, cluster.worker_ns, "--address", cluster.address, "--node-ip-address", WORKER_IP)
     except BaseException:
         stop(cluster)
@@ -156,3 +165,4 @@ def stop(cluster: Cluster) -> None:
         if subprocess.run(["ip", "netns", "pids", ns], capture_output=True).returncode == 0:
             kill_namespace(cluster, ns)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    shutil.rmtree(cluster.ray_temp, ignore_errors=True)

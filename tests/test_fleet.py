@@ -1,0 +1,197 @@
+"""Sweeps on a fleet with the real engine: Ray 2.60, a head and a worker in two network namespaces
+(fake GPUs, ``--num-gpus=4`` each), the simulated SGLang engine as the server (tests/fleet_cluster.py).
+
+One cluster serves every test of this module (it takes about 20-60 s and 1.9 GB to start); each
+test drives a sweep from inside the head's namespace (tests/fleet_driver.py) and checks that no
+server is left in either namespace. Skipped, with the reason, where namespaces cannot be made.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+import fleet_cluster as fc
+
+pytestmark = pytest.mark.e2e
+
+ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -e '.[test,fleet]' (make test does)")
+
+#: Bounds stated in docs/FLEET.md for a server to be gone after each fault (seconds), on 2 loaded cores.
+KILLED_WORKER_BOUND_S = 10.0
+KILLED_DRIVER_BOUND_S = 10.0
+CANCEL_BOUND_S = 5.0
+
+FAST = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 4, "max_new_tokens": 16, "repeats": 2}
+#: Units long enough to be interrupted while they measure (about 15-30 s each).
+SLOW = {"tp_size": 2, "concurrency_levels": [1, 4], "requests_per_level": 48, "max_new_tokens": 64, "repeats": 2,
+        "time_scale": 1.0}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    why = fc.namespaces_unavailable()
+    if why:
+        pytest.skip(f"no two-host Ray cluster here: {why}")
+    made = fc.start(tmp_path_factory.mktemp("fleet"))
+    try:
+        yield made
+    finally:
+        fc.stop(made)
+
+
+def _spec(cluster: fc.Cluster, tmp_path: Path, options: dict, *, variants=("baseline", "eagle3-topk4"),
+          runs_dir: Path | None = None, name: str = "sweep") -> Path:
+    spec = {"address": cluster.address, "variants": list(variants), "runs_dir": str(runs_dir or tmp_path / "runs"),
+            "out": str(tmp_path / f"{name}.json"), "options": options}
+    path = tmp_path / f"{name}.spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def _drive(cluster: fc.Cluster, spec: Path, timeout_s: float = 240) -> dict:
+    done = cluster.exec(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
+                        capture_output=True, timeout=timeout_s)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(Path(json.loads(spec.read_text())["out"]).read_text())
+
+
+def _start_driver(cluster: fc.Cluster, spec: Path):
+    return cluster.popen(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
+                         stdout=open(spec.with_suffix(".out"), "w"), stderr=open(spec.with_suffix(".err"), "w"))
+
+
+def _manifests(runs_dir: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(runs_dir.glob("*/manifest.json"))]
+
+
+def _wait_for(what, timeout_s: float, *, proc=None, spec: Path | None = None):
+    start = time.monotonic()
+    while not (found := what()):
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the driver ended first ({proc.returncode}): {spec.with_suffix('.err').read_text()[-3000:]}")
+        assert time.monotonic() - start < timeout_s, "timed out waiting"
+        time.sleep(0.2)
+    return found
+
+
+def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_then_resumes_with_nothing_to_submit(cluster, tmp_path):
+    result = _drive(cluster, _spec(cluster, tmp_path, FAST))
+    assert result["failures"] == []
+    manifests = _manifests(tmp_path / "runs")
+    assert [m["status"] for m in manifests] == ["complete", "complete"]
+    units = [u for m in manifests for u in m["fleet_units"]]
+    assert len(units) == 4 and all(u["error"] is None for u in units)
+    assert {u["host"] for u in units} == {fc.HEAD_IP, fc.WORKER_IP}
+    for u in units:  # units that overlapped on a host had disjoint GPUs (Ray's CUDA_VISIBLE_DEVICES)
+        assert len(u["gpus"].split(",")) == 2
+        for other in units:
+            if other is not u and other["host"] == u["host"] and other["label"] in u["co_tenants"]:
+                assert not set(u["gpus"].split(",")) & set(other["gpus"].split(","))
+    assert any(u["co_tenants"] for u in units), "some units ran at the same time"
+    import pandas as pd
+
+    for m in manifests:  # today's layout: one run per variant, every unit stored, rows tagged
+        rows = pd.read_parquet(tmp_path / "runs" / m["run_id"] / "requests.parquet")
+        assert sorted(map(tuple, m["units_completed"])) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        by_repeat = rows.groupby("repeat")[["fleet_host", "fleet_gpus"]].first().to_dict("index")
+        placed = {u["repeat"]: {"fleet_host": u["host"], "fleet_gpus": u["gpus"]} for u in m["fleet_units"]}
+        assert by_repeat == placed
+        assert m["host"] == f"fleet:{cluster.address}"
+    assert cluster.servers() == []
+    again = _drive(cluster, _spec(cluster, tmp_path, FAST, name="again"))
+    assert again["runs"] == result["runs"]
+    assert [(r["stored"], r["total"]) for r in again["resumed"]] == [(4, 4), (4, 4)]
+    assert [m["fleet_units"] for m in _manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
+
+
+def _watchdogs(cluster: fc.Cluster) -> list[tuple[int, int]]:
+    """``(server pid, owner pid)`` of each server's watchdog (the owner is the Ray worker running the unit)."""
+    out = []
+    for _, _, cmd in cluster.processes("server_watchdog.py"):
+        server, owner = re.search(r"--pid (\d+)", cmd), re.search(r"--owner-pid (\d+)", cmd)
+        if server and owner:
+            out.append((int(server.group(1)), int(owner.group(1))))
+    return out
+
+
+def _gone(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_a_killed_worker_leaves_no_server_and_its_unit_is_retried(cluster, tmp_path):
+    spec = _spec(cluster, tmp_path, SLOW, variants=["baseline"])
+    driver = _start_driver(cluster, spec)
+    try:
+        server, worker = _wait_for(lambda: _watchdogs(cluster), 120, proc=driver, spec=spec)[0]
+        time.sleep(2)  # measuring now
+        killed = time.monotonic()
+        import os
+
+        os.kill(worker, signal.SIGKILL)
+        while not _gone(server):
+            assert time.monotonic() - killed < KILLED_WORKER_BOUND_S, "the killed worker's server still runs"
+            time.sleep(0.1)
+        print(f"killed worker: its server was gone after {time.monotonic() - killed:.1f} s")
+        assert driver.wait(timeout=240) == 0, spec.with_suffix(".err").read_text()[-3000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    (manifest,) = _manifests(tmp_path / "runs")
+    assert manifest["status"] == "complete"  # Ray ran the crashed unit again (max_retries)
+    assert len(manifest["units_completed"]) == 4
+    fc_wait = cluster.wait_no_servers(CANCEL_BOUND_S)
+    assert fc_wait <= CANCEL_BOUND_S
+
+
+def test_a_killed_driver_leaves_no_server_and_a_rerun_submits_exactly_the_missing_units(cluster, tmp_path):
+    spec = _spec(cluster, tmp_path, SLOW, variants=["baseline", "eagle3-topk4"])
+    driver = _start_driver(cluster, spec)
+    try:
+        _wait_for(lambda: len(cluster.servers()) >= 2, 120, proc=driver, spec=spec)
+        time.sleep(1)
+        killed = time.monotonic()
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=10)
+        took = cluster.wait_no_servers(KILLED_DRIVER_BOUND_S)
+        print(f"killed driver: no server left after {time.monotonic() - killed:.1f} s")
+        assert took <= KILLED_DRIVER_BOUND_S
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    before = _manifests(tmp_path / "runs")
+    missing = {(m["variant"], r) for m in before for r in range(2)
+               if {(r, 0), (r, 1)} - {tuple(u) for u in m["units_completed"]}}
+    assert missing, "the driver was killed before every unit finished"
+    result = _drive(cluster, _spec(cluster, tmp_path, SLOW, name="rerun"), timeout_s=300)
+    after = _manifests(tmp_path / "runs")
+    assert [m["status"] for m in after] == ["complete", "complete"]
+    submitted = {(m["variant"], u["repeat"]) for m in after for u in m["fleet_units"]}
+    assert submitted == missing
+    assert sorted(r["variant"] for r in result["resumed"]) == ["baseline", "eagle3-topk4"]
+    assert cluster.servers() == []
+
+
+def test_ctrl_c_cancels_every_unit_and_stops_their_servers_within_the_bound(cluster, tmp_path):
+    spec = _spec(cluster, tmp_path, SLOW, variants=["baseline", "eagle3-topk4"])
+    driver = _start_driver(cluster, spec)
+    try:
+        _wait_for(lambda: len(cluster.servers()) >= 2, 120, proc=driver, spec=spec)
+        time.sleep(1)
+        interrupted = time.monotonic()
+        driver.send_signal(signal.SIGINT)
+        took = cluster.wait_no_servers(CANCEL_BOUND_S)
+        print(f"Ctrl-C: no server left after {time.monotonic() - interrupted:.1f} s")
+        assert took <= CANCEL_BOUND_S
+        assert driver.wait(timeout=30) != 0  # KeyboardInterrupt, after cancelling
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    manifests = _manifests(tmp_path / "runs")
+    assert {m["status"] for m in manifests} == {"incomplete"}
+    assert all("interrupted" in (m["error"] or "") for m in manifests)
