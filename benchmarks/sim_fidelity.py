@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from workbench.bench._prompts import load_prompts
-from workbench._investigation import benchmark_variant
+from workbench import benchmark_variant
 from workbench.sim._calibrate import figures
 from workbench.sim._profiles import load_profile
 from workbench.sim._text import TextModel

@@ -208,7 +208,7 @@ def test_sweep_over_input_len_with_random_ids_stores_series(sim, tmp_path):
     counters = stored.series[stored.series["name"] == "generation_tokens_total"]
     assert counters.groupby("level_index")["value"].max().diff().iloc[-1] >= 4 * 40  # level 1 added its tokens
     # the report's section reads it back: a per-level table and a small chart
-    from workbench._server_view import server_series, server_series_table
+    from workbench.studies._server_view import server_series, server_series_table
     from workbench.charts import server_series_chart
 
     series, run_levels = server_series([run.path])
@@ -223,7 +223,7 @@ def test_sweep_over_input_len_with_random_ids_stores_series(sim, tmp_path):
 def test_server_series_summary_gives_each_series_its_interval_over_repeats() -> None:
     import pandas as pd
 
-    from workbench._server_view import server_series_summary
+    from workbench.studies._server_view import server_series_summary
 
     rows = [{"variant": v, "level_index": 0, "level": "c=4", "concurrency": 4, "repeat": r,
              "mean_running_reqs": 3.0 + d, "mean_server_gen_tok_s": 100.0 + 10 * d, "n_samples": 20, "sources": "log"}

@@ -22,7 +22,7 @@ from workbench.bench._sweep import run_sweep
 from workbench.errors import BenchmarkError, ConfigError, HostError
 from workbench.errors import ConnectionLost
 from workbench.hosts import LocalHost, SSHHost
-from workbench._investigation import benchmark_variant
+from workbench import benchmark_variant
 from workbench.servers import ServerHandle
 from workbench.variants import load_variant
 from workbench.store import load_run

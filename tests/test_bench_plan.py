@@ -35,7 +35,7 @@ def test_build_resolves_levels_requests_and_prompt_sets() -> None:
 
 
 def test_defaults_are_defined_once() -> None:
-    from workbench._investigation import benchmark_variant
+    from workbench import benchmark_variant
     from workbench.sim import _calibrate
 
     plan = SweepPlan.build(prompt_set=PROMPTS)

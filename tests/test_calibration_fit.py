@@ -152,7 +152,7 @@ def test_stored_table_is_the_program_format() -> None:
 
 
 def test_calibration_verdict_states_fit_errors_misses_knee_and_whatif(llama_fit) -> None:
-    from workbench._calibration_study import CalibrationStudy
+    from workbench.studies import CalibrationStudy
 
     study = CalibrationStudy(llama_fit, "h200-llama3-8b")
     s = whatif_speedup("h200-llama3-8b", baseline="llama3-8b-baseline", spec_variants=["llama3-8b-eagle3-bs1"],

@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from workbench._investigation import benchmark_variant
+from workbench import benchmark_variant
 from workbench.cli import app
 from workbench.engines import (DEFAULT_SIM_TIME_SCALE, ENGINES, Engine, SGLangEngine, SimEngine, engine_names,
                                get_engine, resolve_engine)

@@ -40,7 +40,7 @@ from workbench.hosts._sshconnect import open_connection
 from workbench.servers import ServerHandle
 from workbench.store import list_runs, load_run
 from workbench.variants import load_variant
-from workbench._investigation import benchmark_variant, benchmark_variants, load_study
+from workbench import benchmark_variant, benchmark_variants, load_study
 
 FAST = dict(max_new_tokens=16, time_scale=20.0, progress=False, repeats=1)
 
@@ -185,7 +185,7 @@ def test_speculation_preflight_names_dp_attention_hybrid_backends_and_mla_topk()
 
 
 def test_cuda_graph_limit_below_the_planned_concurrency_is_warned_before_launch(tmp_path: Path) -> None:
-    from workbench._investigation import _warn_graph_below_concurrency
+    from workbench.sweeps._investigation import _warn_graph_below_concurrency
 
     path = tmp_path / "small-graphs.toml"
     base = load_variant("eagle3-topk4").path.read_text()
@@ -281,7 +281,7 @@ def test_a_host_python_without_aiohttp_is_named(tmp_path: Path) -> None:
 
 KILLABLE = textwrap.dedent("""
     import sys
-    from workbench._investigation import benchmark_variant
+    from workbench import benchmark_variant
     benchmark_variant("baseline", concurrency_levels=[1, 2, 4], repeats=1, runs_dir=sys.argv[1], max_new_tokens=32,
                       time_scale=4.0, progress=False, requests_per_level=4)
 """)

@@ -28,8 +28,8 @@ KILLED_DRIVER_BOUND_S = 10.0
 CANCEL_BOUND_S = 5.0
 
 FAST = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 4, "max_new_tokens": 16, "repeats": 2}
-#: Units long enough to be interrupted while they measure (about 15-30 s each).
-SLOW = {"tp_size": 2, "concurrency_levels": [1, 4], "requests_per_level": 48, "max_new_tokens": 64, "repeats": 2,
+#: Units long enough to be interrupted while they measure (about 10 s of load each).
+SLOW = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 12, "max_new_tokens": 64, "repeats": 2,
         "time_scale": 1.0}
 
 

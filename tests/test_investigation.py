@@ -10,7 +10,7 @@ from server_killer import ServerKiller
 from workbench.errors import BenchmarkError, ConfigError
 from workbench.hosts import LocalHost
 from workbench.hosts import _processes as processes
-from workbench._investigation import benchmark_variant, benchmark_variants, load_study
+from workbench import benchmark_variant, benchmark_variants, load_study
 from workbench.store import load_run
 
 FAST = dict(max_new_tokens=32, time_scale=20.0, progress=False, repeats=1)
@@ -77,7 +77,7 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
     import sys
     import types
 
-    from workbench._investigation import _options, _prepare
+    from workbench.sweeps._investigation import _options, _prepare
     from workbench.report import PROGRESS_FILE_ENV
 
     class Terminal(io.StringIO):
@@ -104,7 +104,7 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
 def test_notebook_tables_wrap_column_names_at_underscores() -> None:
     import pandas as pd
 
-    from workbench._investigation import _narrow_html
+    from workbench.sweeps._investigation import _narrow_html
 
     page = _narrow_html(pd.DataFrame({"mean_per_request_tok_s": [1.5], "n": [3]}))
     assert "mean_\u200bper_\u200brequest_\u200btok_\u200bs" in page and "<table" in page

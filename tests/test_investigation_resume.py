@@ -15,7 +15,7 @@ from server_killer import ServerKiller, kill_when_stored
 from workbench.errors import ConfigError
 from workbench.hosts import LocalHost
 from workbench.hosts import _processes as processes
-from workbench._investigation import benchmark_variant, benchmark_variants
+from workbench import benchmark_variant, benchmark_variants
 from workbench.store import list_runs, load_run
 
 FAST = dict(max_new_tokens=16, time_scale=20.0, progress=False, requests_per_level=3)
@@ -92,7 +92,7 @@ def test_a_server_dying_is_reported_and_the_sweep_goes_on(tmp_path: Path) -> Non
 
 KILLABLE = textwrap.dedent("""
     import sys
-    from workbench._investigation import benchmark_variant
+    from workbench import benchmark_variant
     benchmark_variant("baseline", concurrency_levels=[1, 2, 4], repeats=2, runs_dir=sys.argv[1],
                       max_new_tokens=16, time_scale=4.0, progress=False, requests_per_level=4)
 """)

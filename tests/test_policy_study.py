@@ -1,4 +1,4 @@
-"""The policy study (workbench/_policy_study.py) on a stored sweep of the simulated engine (tests/fixtures/dynamic_disable).
+"""The policy study (workbench/studies/_policy_study.py) on a stored sweep of the simulated engine (tests/fixtures/dynamic_disable).
 
 The fixture was made by a real ``wb.dynamic_disable`` run (its README says how); these tests read it and
 check what the study derives, writes and draws, without sweeping. The derived adaptive variant is parsed by

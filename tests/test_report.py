@@ -494,7 +494,7 @@ def test_a_failing_cell_is_named_by_the_line_it_failed_at() -> None:
     # IPython 8 colours its traceback; the cell's own frame says which line raised
     traceback = ["\x1b[0;31mConfigError\x1b[0m    Traceback (most recent call last)",
                  "Cell \x1b[0;32mIn[3], line 5\x1b[0m\n\x1b[1;32m      4\x1b[0m if from_runs:",
-                 "File \x1b[0;32m/x/workbench/_catalogue.py:66\x1b[0m, in \x1b[0;36mstored_runs\x1b[0m"]
+                 "File \x1b[0;32m/x/workbench/sweeps/_catalogue.py:66\x1b[0m, in \x1b[0;36mstored_runs\x1b[0m"]
     assert _failing_line(source, traceback) == "runs = wb.stored_runs(from_runs)"
     assert _failing_line(source, None) == "import workbench as wb"  # no frame: the cell's first line
     assert _failing_line(source, ["Cell In[3], line 99"]) == "import workbench as wb"  # out of range

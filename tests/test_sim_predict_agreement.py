@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench._investigation import benchmark_variant
+from workbench import benchmark_variant
 from workbench.sim import load_profile, predict
 from workbench.store import load_run
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import workbench._study as study_module
+import workbench.studies._study as study_module
 from workbench import Study
 
 

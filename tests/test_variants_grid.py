@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import workbench as wb
-from workbench._investigation import _options, _prepare
+from workbench.sweeps._investigation import _options, _prepare
 from workbench.cli import app
 from workbench.errors import ConfigError
 from workbench.store import load_run

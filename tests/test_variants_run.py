@@ -17,7 +17,7 @@ import nbformat
 from typer.testing import CliRunner
 
 from workbench.cli import app
-from workbench._investigation import benchmark_variant, load_study
+from workbench import benchmark_variant, load_study
 from browser import CHROMIUM, first_screen, on_first_screen
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook

@@ -28,15 +28,14 @@ from typer.core import TyperGroup
 
 import workbench
 from workbench.calibration.cli import calibrate_app
-from workbench._bench_cli import bench_command
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
-from workbench._runs_cli import runs_app
 from workbench.imports.cli import import_command
 from workbench.report import cli as report_cli
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
 from workbench.sim.cli import sim_app
+from workbench.sweeps.cli import bench_command, runs_app
 from workbench.source.cli import inspect_command
 from workbench.variants.cli import variants_app
 
@@ -81,7 +80,7 @@ def _main(
 
 def _check_report_runs(runs: list, runs_dir) -> None:
     """``report --from-runs``: the runs are checked readable before a kernel starts."""
-    from workbench._catalogue import stored_runs  # the runs store: only when --from-runs is given
+    from workbench.sweeps import stored_runs  # the runs store: only when --from-runs is given
 
     stored_runs(runs, runs_dir=runs_dir)
 

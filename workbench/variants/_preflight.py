@@ -1,6 +1,6 @@
 """Before and after a launch: pre-flight checks, the tree to launch from, and the run's provenance.
 
-:func:`prepare_launch` is what :func:`workbench._investigation.benchmark_variant`
+:func:`prepare_launch` is what :func:`workbench.sweeps.benchmark_variant`
 wraps a server in::
 
     with prepare_launch(variant, host=host, engine=engine) as prep:     # checks; patched tree

@@ -184,7 +184,7 @@ class WhatIf:
         """The best (configuration, threshold) pair, simulated as one server (drafting off above the threshold).
 
         The pair is :func:`workbench.analysis.best_threshold`'s on output throughput, the rule the
-        dynamic_disable notebook applies to measurements (``workbench._policy_study``): each
+        dynamic_disable notebook applies to measurements (``workbench.studies._policy_study``): each
         configuration's threshold is the highest level up to which it beats the baseline at every
         level, scored by the geometric mean over levels of its policy's throughput over the best
         configuration's. A prediction is one point per level (n=1), so the point values decide

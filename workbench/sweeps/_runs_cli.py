@@ -1,8 +1,9 @@
 """``workbench runs``: the run catalogue from a terminal (list, show, label, compare, delete, export).
 
-Registered in :mod:`workbench.cli` in one line (``app.add_typer(runs_app, name="runs")``). It
-lives at the root, beside ``_bench_cli.py``, because ``compare`` and ``show`` summarise levels
-with the analysis package, which the store may not import (docs/ARCHITECTURE.md, rule 4).
+Registered in :mod:`workbench.cli` in one line (``app.add_typer(runs_app, name="runs")``, through
+:mod:`workbench.sweeps.cli`). It lives in ``sweeps/``, beside ``_bench_cli.py``, because ``compare``
+and ``show`` summarise levels with the analysis package, which the store may not import
+(docs/ARCHITECTURE.md, rule 4).
 Importing it is cheap (typer only); pandas and the store are imported when a command runs.
 Formats and the imported runs' contract: docs/RUNS.md.
 """
@@ -38,7 +39,7 @@ def list_command(
     Oldest first by start time; an imported run whose file has no measurement time by the time it
     was imported; folders without a readable manifest last.
     """
-    from workbench._catalogue import list_runs
+    from workbench.sweeps._catalogue import list_runs
 
     table = list_runs(runs_dir)
     if as_json:
@@ -57,7 +58,7 @@ def show_command(
     runs_dir: RunsDirOption = None,
 ) -> None:
     """What a run is (provenance, state, labels) and its levels: mean [95% CI] (n repeats)."""
-    from workbench._catalogue import show_run
+    from workbench.sweeps._catalogue import show_run
 
     for line in show_run(run, runs_dir=runs_dir).lines():
         typer.echo(line)
@@ -71,7 +72,7 @@ def label_command(
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Add labels to a run (kept in its labels.json), or remove them with --remove; prints its labels."""
-    from workbench._catalogue import label_run
+    from workbench.sweeps._catalogue import label_run
 
     now = label_run(run, *labels, remove=remove, runs_dir=runs_dir)
     typer.echo(f"labels: {', '.join(now) if now else '(none)'}")
@@ -86,7 +87,7 @@ def compare_command(
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Two or more runs' levels side by side: per metric and level, each run's mean [95% CI] (n repeats)."""
-    from workbench._catalogue import COMPARE_METRICS, compare_lines, compare_runs
+    from workbench.sweeps._catalogue import COMPARE_METRICS, compare_lines, compare_runs
 
     metrics = tuple(metric) if metric else COMPARE_METRICS
     for line in compare_lines(compare_runs(runs, metrics=metrics, runs_dir=runs_dir), metrics):
@@ -100,7 +101,7 @@ def delete_command(
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Delete runs (their whole directories). Asks for each unless --yes; refuses a run being written."""
-    from workbench._catalogue import delete_run
+    from workbench.sweeps._catalogue import delete_run
 
     def ask(description: str) -> bool:
         return yes or typer.confirm(f"delete {description}?", default=False)
@@ -127,7 +128,7 @@ def export_command(
     del csv  # CSV is what is written either way
     import warnings
 
-    from workbench._catalogue import export_runs
+    from workbench.sweeps._catalogue import export_runs
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,4 +1,4 @@
-"""The JupyterLab panel of a :class:`~workbench._policy_study.PolicyStudy`: widgets that redraw its charts.
+"""The JupyterLab panel of a :class:`~workbench.studies._policy_study.PolicyStudy`: widgets that redraw its charts.
 
 Pick the speculative variants, the metric drawn and the objective, and slide the "no drafting
 above N" threshold; the envelope chart (with the slid threshold) and the predicted gain of that
@@ -31,7 +31,7 @@ def _gain_html(study: Any, variants: list[str], limit: int, metric: str) -> str:
 
 
 def build_panel(study: Any) -> Any:
-    """The panel of a :class:`~workbench._policy_study.PolicyStudy` as an ``ipywidgets.VBox`` (see the module docstring)."""
+    """The panel of a :class:`~workbench.studies._policy_study.PolicyStudy` as an ``ipywidgets.VBox`` (see the module docstring)."""
     import ipywidgets as w
     from IPython.display import display
 

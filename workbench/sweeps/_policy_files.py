@@ -1,6 +1,6 @@
 """Policies as files: the derived threshold and adaptive-tiers policies written as variants, and a study's index.
 
-A policy the policy study derives (:mod:`workbench._policy_study`) becomes a variant file that any
+A policy the policy study derives (:mod:`workbench.studies._policy_study`) becomes a variant file that any
 user can launch, check or edit: the threshold as its speculative variant plus "no drafting above N"
 (the workbench's patch for spec v1 of SGLang 0.5.9, and on the simulated engine its ``sim_policy``
 stand-in), the adaptive tiers as an EAGLE-3 topk-1 variant with ``--speculative-adaptive`` and the

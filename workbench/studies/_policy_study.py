@@ -28,9 +28,9 @@ from workbench import charts, paths
 from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
                                 higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
                                 repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
-from workbench._policy_files import (INDEX_NAME, PolicyRun, adaptive_variant, read_policy_runs, threshold_variant,
-                                     variant_settings, write_index)
-from workbench._study import Study
+from workbench.sweeps import (INDEX_NAME, PolicyRun, adaptive_variant, read_policy_runs, threshold_variant,
+                              variant_settings, write_index)
+from workbench.studies._study import Study
 from workbench.charts import METRIC_TITLES
 from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
@@ -265,7 +265,7 @@ class PolicyStudy:
             ConfigError: the study has no sweep settings (loaded from runs: pass ``bench``), or as
                 :func:`workbench.benchmark_variants`.
         """
-        from workbench._investigation import benchmark_variants, load_study
+        from workbench.sweeps import benchmark_variants, load_study
 
         if not self.bench:
             raise ConfigError("this study has no sweep settings (bench): build it with dynamic_disable(...) or "
@@ -447,7 +447,7 @@ class PolicyStudy:
         Redraws the envelope chart and the predicted gain of the slid threshold from the same
         functions as the static charts; exported HTML shows those static charts instead.
         """
-        from workbench._policy_panel import build_panel
+        from workbench.studies._policy_panel import build_panel
 
         return build_panel(self)
 
@@ -469,7 +469,7 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
     Raises:
         ConfigError: the baseline has no runs, a bad objective, or goodput without a target.
     """
-    from workbench._investigation import load_study
+    from workbench.sweeps import load_study
 
     study = load_study(runs, baseline=baseline)
     settings = {}
@@ -563,7 +563,7 @@ def dynamic_disable(
     Raises:
         ConfigError: the baseline is not among ``variants``, or as :func:`workbench.benchmark_variants`.
     """
-    from workbench._investigation import benchmark_variants
+    from workbench.sweeps import benchmark_variants
 
     loaded = [load_variant(v) for v in variants]
     if baseline not in [v.name for v in loaded]:

@@ -1,7 +1,7 @@
 """The run catalogue for notebooks and the ``workbench runs`` command: list, show, label, compare, delete, export.
 
 The store does the bookkeeping (:func:`workbench.store.catalogue`, labels, deletion,
-export tables); this root module adds what needs the analysis package: each run's levels
+export tables); this module (in `workbench.sweeps`) adds what needs the analysis package: each run's levels
 as means over repeats with n and a 95% Student t interval
 (:func:`workbench.analysis.repeat_table`), side by side for :func:`compare_runs`.
 Runs measured here, on other hosts, under other SGLang versions, and imported from other

@@ -3,7 +3,7 @@
 Plain keyword arguments, no global state. ``benchmark_variants`` runs the whole
 launch -> ready -> sweep -> stop cycle per variant (servers are context-managed, so
 a failing or interrupted cell stops what it started; measured levels are already
-on disk); ``load_study`` turns run directories into a :class:`~workbench._study.Study`.
+on disk); ``load_study`` turns run directories into a :class:`~workbench.studies.Study`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from workbench.hosts import is_local
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import ResumedRun, load_run, load_runs, open_run, runs_root, sweep_identity
-from workbench.sweeps import (Fleet, FleetUnit, Placement, UnitOutcome, UnitRecorder, host_summary, replay,
-                              run_units, unit_entry)
-from workbench._study import Study
+from workbench.studies import Study
+from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, UnitOutcome, run_units
+from workbench.sweeps._fleet_hosts import host_summary, unit_entry
+from workbench.sweeps._fleet_record import UnitRecorder, replay
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 load_variant, parameters_given, prepare_launch)
 

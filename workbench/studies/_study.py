@@ -24,8 +24,8 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench import _study_words
-from workbench._study_words import COMPARED
+from workbench.studies import _study_words
+from workbench.studies._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
                                 find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
                                 interval_text, ratio_intervals, repeat_table, settings_differences)
@@ -192,21 +192,21 @@ class Study:
         held["cap"] = held["variant"].map(self.caps)
         return held.reset_index(drop=True)
 
-    # -- words (workbench._study_words) ------------------------------------------
+    # -- words (workbench.studies._study_words) ------------------------------------------
     def comparability_text(self) -> str:
-        """:func:`workbench._study_words.comparability_text`: the report's *Comparability* section."""
+        """:func:`workbench.studies._study_words.comparability_text`: the report's *Comparability* section."""
         return _study_words.comparability_text(self)
 
     def findings(self) -> str:
-        """:func:`workbench._study_words.findings`: the details at the end of the report."""
+        """:func:`workbench.studies._study_words.findings`: the details at the end of the report."""
         return _study_words.findings(self)
 
     def provenance_line(self) -> str:
-        """:func:`workbench._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
+        """:func:`workbench.studies._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
         return _study_words.provenance_line(self)
 
     def verdict(self) -> str:
-        """:func:`workbench._study_words.verdict`: the answer that opens the report."""
+        """:func:`workbench.studies._study_words.verdict`: the answer that opens the report."""
         return _study_words.verdict(self)
 
     # -- tables -------------------------------------------------------------

@@ -4,9 +4,9 @@ The same call the notebooks make (:func:`workbench.benchmark_variants`: the same
 defaults, identity and resume rules; the load options are its ``load=``), then one line
 per (variant, level; with ``--sweep``, per swept value too): n repeats and the mean with
 its 95% interval of output tok/s, per-request tok/s and accept length.
-Registered in :mod:`workbench.cli` in one line. It lives at the root, not in
-``workbench/bench/``, because it drives the root glue (variants, servers, store,
-analysis), which the bench package may not import (docs/ARCHITECTURE.md, rule 4).
+Registered in :mod:`workbench.cli` in one line (through :mod:`workbench.sweeps.cli`). It lives in
+``sweeps/``, not in ``workbench/bench/``, because it drives variants, servers, store and
+analysis, which the bench package may not import (docs/ARCHITECTURE.md, rule 4).
 
 Importing this module is cheap (typer only); the sweep machinery is imported when the
 command runs, so ``workbench --help`` stays fast.
@@ -171,7 +171,7 @@ def bench_command(
     how many reused. Progress: bars on a terminal, else one line per level on stderr. Exit
     status 1 when a server failed (the others are still measured), 2 for bad input.
     """
-    from workbench._investigation import benchmark_variants
+    from workbench.sweeps._investigation import benchmark_variants
 
     if not variants and grid is None:
         raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
@@ -228,7 +228,7 @@ def _level_lines(progress: bool | None) -> Any:
 
 def _tally(paths: list[Path], opened: Any) -> str:
     """``"levels: 2 measured now, 5 reused from disk"``: units stored in ``paths`` now, against what their
-    runs held when opened (``opened``: the :class:`~workbench._investigation.SweepResume` of each variant)."""
+    runs held when opened (``opened``: the :class:`~workbench.sweeps._investigation.SweepResume` of each variant)."""
     from workbench.store import load_run
 
     opened = list(opened)
@@ -256,7 +256,7 @@ def _crossovers(paths: list[Path], variants: list[str], sweep: str | None, basel
     per speculative variant and metric against ``baseline`` (default: the first variant, as in the
     notebooks); no crossover with one variant or with a ``sweep`` (a crossover over concurrency
     would mix the sweep's values)."""
-    from workbench._investigation import load_study
+    from workbench.sweeps._investigation import load_study
 
     names = [Path(v).stem for v in variants]
     base = baseline or (names[0] if names else None)

@@ -1,6 +1,6 @@
 """The words of a spec-versus-baseline study: the verdict that opens the report, comparability, findings.
 
-Functions of a :class:`workbench._study.Study` (which delegates its ``verdict``,
+Functions of a :class:`workbench.studies._study.Study` (which delegates its ``verdict``,
 ``comparability_text``, ``findings`` and ``provenance_line`` methods here), returning markdown.
 Every sentence is written from the study's tables: the numbers come from
 :mod:`workbench.analysis` (ratios, crossovers, intervals, the significance rule, fairness) and
@@ -22,7 +22,7 @@ __all__ = ["COMPARED", "comparability_text", "findings", "provenance_line", "ver
 #: Level metrics compared between variants (higher is better for both).
 COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 
-#: A :class:`workbench._study.Study` (not imported: that module imports this one).
+#: A :class:`workbench.studies._study.Study` (not imported: that module imports this one).
 Study = Any
 
 
