@@ -80,7 +80,7 @@ def _wait_for(what, timeout_s: float, *, proc=None, spec: Path | None = None):
     return found
 
 
-def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_then_resumes_with_nothing_to_submit(cluster, tmp_path):
+def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_fleet_resumes_it(cluster, tmp_path):
     result = _drive(cluster, _spec(cluster, tmp_path, FAST))
     assert result["failures"] == []
     manifests = _manifests(tmp_path / "runs")
@@ -104,9 +104,15 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_then_resumes_w
         assert by_repeat == placed
         assert m["host"] == f"fleet:{cluster.address}"
     assert cluster.servers() == []
-    again = _drive(cluster, _spec(cluster, tmp_path, FAST, name="again"))
-    assert again["runs"] == result["runs"]
-    assert [(r["stored"], r["total"]) for r in again["resumed"]] == [(4, 4), (4, 4)]
+    # The same sweep from the terminal (`workbench bench --fleet`): same plan, same identity, nothing left to submit.
+    cli = Path(cluster.python).with_name("workbench")
+    again = cluster.exec(cluster.head_ns, [str(cli), "bench", "baseline", "eagle3-topk4", "--fleet", cluster.address,
+                                           "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens",
+                                           "16", "--repeats", "2", "--runs-dir", str(tmp_path / "runs"),
+                                           "--no-progress"], capture_output=True, timeout=180)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count("4 of 4 levels x repeats already on disk") == 2, again.stderr[-3000:]
+    assert "runs: " + ", ".join(result["runs"]) in again.stdout
     assert [m["fleet_units"] for m in _manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
 
 
