@@ -131,6 +131,9 @@ class UnitOutcome:
         placement: where its last attempt ran (None when it never returned).
         result: what ``task`` returned (None when it did not return).
         finished_at: UTC wall-clock seconds when the driver saw it finish.
+        submitted_at: UTC wall-clock seconds when the driver submitted it (its last submission;
+            ``placement.started_at - submitted_at`` is the fleet's overhead before the unit runs:
+            Ray's scheduling, a worker process, unpickling).
         error: why it did not return: a Ray system error after its retries (worker crash,
             lost node), an exception ``task`` raised, or ``"cancelled"``; None when it returned.
     """
@@ -140,6 +143,7 @@ class UnitOutcome:
     result: Any
     finished_at: float
     error: str | None = None
+    submitted_at: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -247,6 +251,7 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
     remote = ray.remote(_execute)
     waiting = list(units)
     running: dict[Any, tuple[FleetUnit, str | None]] = {}  # ObjectRef -> (unit, pinned host)
+    submitted: dict[Any, float] = {}
     hosts = _Hosts(ray)
     outcomes: list[UnitOutcome] = []
 
@@ -268,7 +273,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
                 hosts.busy.add(host)
             waiting.pop(0)
-            running[remote.options(**options).remote(task, unit.payload)] = (unit, host)
+            ref = remote.options(**options).remote(task, unit.payload)
+            running[ref], submitted[ref] = (unit, host), clock()
 
     try:
         submit()
@@ -277,7 +283,7 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             for ref in done:
                 unit, host = running.pop(ref)
                 hosts.busy.discard(host)
-                outcome = _collect(ray, ref, unit, clock())
+                outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted.pop(ref))
                 outcomes.append(outcome)
                 if on_done is not None:
                     on_done(outcome)

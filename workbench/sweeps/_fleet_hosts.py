@@ -36,14 +36,16 @@ def unit_entry(outcome: UnitOutcome, others: Sequence[UnitOutcome]) -> dict[str,
 
     Keys: ``label``, ``repeat`` (from the unit's key ``(variant index, repeat)``), ``host``,
     ``hostname``, ``node_id``, ``gpus`` (``CUDA_VISIBLE_DEVICES``), ``worker_pid``,
-    ``started_at``/``finished_at`` (UTC seconds), ``duration_s``, ``co_tenants`` and ``error``
+    ``submitted_at``/``started_at``/``server_ready_at``/``finished_at`` (UTC seconds; started
+    and ready on the worker's clock), ``duration_s``, ``co_tenants`` and ``error``
     (None when it returned).
     """
     where = outcome.placement
     return {"label": outcome.unit.label, "repeat": outcome.unit.key[1], "host": where and where.host,
             "hostname": where and where.hostname, "node_id": where and where.node_id,
             "gpus": ",".join(where.gpus) if where else None, "worker_pid": where and where.pid,
-            "started_at": where and where.started_at, "finished_at": outcome.finished_at,
+            "submitted_at": outcome.submitted_at, "started_at": where and where.started_at,
+            "server_ready_at": getattr(outcome.result, "ready_at", None), "finished_at": outcome.finished_at,
             "duration_s": None if where is None else round(outcome.finished_at - where.started_at, 3),
             "co_tenants": co_tenants(outcome, others), "error": outcome.error}
 

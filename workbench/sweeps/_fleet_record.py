@@ -15,6 +15,7 @@ Every request row a recorder keeps is tagged with where it was measured: ``fleet
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ class UnitRecorder:
         status: what ``finish`` (or leaving the ``with`` block on an error) said.
         error: the error text a failing unit finished with.
         failure: what the task found when the unit's server failed (set by the task; None).
+        ready_at: UTC wall-clock seconds (``time.time()``) of the first ``record_server`` call,
+            i.e. when the unit's server was ready (None before).
     """
 
     def __init__(self, path: Path, pending: Sequence[tuple[int, int]], *, tags: Mapping[str, str]) -> None:
@@ -49,6 +52,7 @@ class UnitRecorder:
         self.status: str | None = None
         self.error: str | None = None
         self.failure: Any = None
+        self.ready_at: float | None = None
 
     @property
     def units_completed(self) -> list[tuple[int, int]]:
@@ -67,6 +71,7 @@ class UnitRecorder:
     def record_server(self, **keys: Any) -> None:
         """Keep :meth:`RunWriter.record_server <workbench.store.RunWriter.record_server>`'s call."""
         self.calls.append(("record_server", (), keys))
+        self.ready_at = self.ready_at or time.time()
 
     def annotate(self, **keys: Any) -> None:
         """Keep :meth:`RunWriter.annotate <workbench.store.RunWriter.annotate>`'s call."""
