@@ -116,6 +116,17 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
     assert [m["fleet_units"] for m in _manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
 
 
+def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_retried(cluster, tmp_path):
+    spec = tmp_path / "inject.spec.json"
+    spec.write_text(json.dumps({"address": cluster.address, "inject": str(tmp_path), "out": str(tmp_path / "inject.json")}))
+    outcomes = {o["label"]: o for o in _drive(cluster, spec, timeout_s=180)["outcomes"]}
+    raised, crashed = outcomes["raises"], outcomes["crashes"]
+    assert not raised["ok"] and not raised["lost"] and "ValueError: injected unit exception" in raised["error"]
+    assert (tmp_path / "raises.attempts").read_text().count("attempt") == 1  # an exception is not retried
+    assert crashed["ok"] and crashed["result"].endswith("at attempt 2")  # the crashed worker's unit ran again
+    assert (tmp_path / "crashes.attempts").read_text().count("attempt") == 2
+
+
 def _watchdogs(cluster: fc.Cluster) -> list[tuple[int, int]]:
     """``(server pid, owner pid)`` of each server's watchdog (the owner is the Ray worker running the unit)."""
     out = []

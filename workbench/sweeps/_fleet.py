@@ -134,6 +134,8 @@ class UnitOutcome:
         submitted_at: UTC wall-clock seconds when the driver submitted it (its last submission;
             ``placement.started_at - submitted_at`` is the fleet's overhead before the unit runs:
             Ray's scheduling, a worker process, unpickling).
+        lost: True when the error is Ray's (its worker crashed or its node was lost, after the
+            retries), False when ``task`` raised or the unit was cancelled.
         error: why it did not return: a Ray system error after its retries (worker crash,
             lost node), an exception ``task`` raised, or ``"cancelled"``; None when it returned.
     """
@@ -144,6 +146,7 @@ class UnitOutcome:
     finished_at: float
     error: str | None = None
     submitted_at: float | None = None
+    lost: bool = False
 
     @property
     def ok(self) -> bool:
@@ -305,7 +308,7 @@ def _collect(ray: Any, ref: Any, unit: FleetUnit, now: float) -> UnitOutcome:
         cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else exc
         return UnitOutcome(unit, None, None, now, f"the unit raised {type(cause).__name__}: {cause}")
     except ray.exceptions.RayError as exc:  # worker crashed / node lost, after max_retries
-        return UnitOutcome(unit, None, None, now, f"{type(exc).__name__} after its retries: {exc}")
+        return UnitOutcome(unit, None, None, now, f"{type(exc).__name__} after its retries: {exc}", lost=True)
     return UnitOutcome(unit, placement, result, now)
 
 

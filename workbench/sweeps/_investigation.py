@@ -751,8 +751,9 @@ def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *
         if recorder is not None:
             replay(recorder, writers[i])
         failure = recorder.failure if recorder is not None else None
-        if outcome.error is not None and outcome.error != "cancelled":
-            failure = SweepFailure(variant=sweeps[i].variant.name, run=writers[i].path, kind="killed",
+        if outcome.error is not None and outcome.error != "cancelled":  # lost: its worker or node; else it raised
+            failure = SweepFailure(variant=sweeps[i].variant.name, run=writers[i].path,
+                                   kind="killed" if outcome.lost else "unknown",
                                    message=f"{outcome.unit.label}: {outcome.error}")
         mine = [o for o in outcomes if o.unit.key[0] == i]
         writers[i].annotate(fleet_units=[unit_entry(o, outcomes) for o in mine])
