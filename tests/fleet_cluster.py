@@ -66,7 +66,10 @@ class Cluster:
 
     def env(self, ns: str) -> dict[str, str]:
         return {**os.environ, "WORKBENCH_SERVERS_DIR": str(self.servers_dir(ns)), "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_DISABLE_DOCKER_CPU_WARNING": "1", "PYTHONUNBUFFERED": "1"}
+                "RAY_DISABLE_DOCKER_CPU_WARNING": "1", "PYTHONUNBUFFERED": "1",
+                # a raylet waits this long for its dashboard agent (a Python process) to come up: on 2 loaded
+                # cores it can take longer than the default, and the node start then fails
+                "RAY_agent_register_timeout_ms": "120000"}
 
     def exec(self, ns: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         return subprocess.run(["ip", "netns", "exec", ns, *argv], env=self.env(ns), text=True, **kwargs)
@@ -165,4 +168,5 @@ def stop(cluster: Cluster) -> None:
         if subprocess.run(["ip", "netns", "pids", ns], capture_output=True).returncode == 0:
             kill_namespace(cluster, ns)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    shutil.rmtree(cluster.ray_temp, ignore_errors=True)
+    if not os.environ.get("FLEET_KEEP_RAY_LOGS"):
+        shutil.rmtree(cluster.ray_temp, ignore_errors=True)

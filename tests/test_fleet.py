@@ -165,6 +165,32 @@ def test_a_killed_worker_leaves_no_server_and_its_unit_is_retried(cluster, tmp_p
     assert cluster.servers() == []
 
 
+def test_a_server_killed_mid_unit_is_classified_with_its_log_tail_and_not_retried(cluster, tmp_path):
+    spec = _spec(cluster, tmp_path, {**SLOW, "repeats": 1}, variants=["baseline"])
+    driver = _start_driver(cluster, spec)
+    try:
+        _wait_for(lambda: _watchdogs(cluster), 120, proc=driver, spec=spec)
+        time.sleep(8)  # ready (about 4 s here) and measuring its first level (about 10 s)
+        for ns, pid, cmd in cluster.processes("server_watchdog.py"):
+            group = int(re.search(r"--pgid (\d+)", cmd).group(1))
+            import os
+
+            os.killpg(group, signal.SIGKILL)  # the server dies; its worker lives on
+        assert driver.wait(timeout=120) == 0, spec.with_suffix(".err").read_text()[-3000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    result = json.loads((tmp_path / "sweep.json").read_text())
+    (failure,) = result["failures"]
+    assert failure["variant"] == "baseline" and failure["kind"] == "killed" and "Server log tail" in failure["message"]
+    (manifest,) = _manifests(tmp_path / "runs")
+    assert manifest["status"] == "failed" and len(manifest["units_completed"]) < 2
+    assert [f["kind"] for f in manifest["failed_levels"]] == ["killed"]  # the level it cut, kept apart
+    (unit,) = manifest["fleet_units"]  # one attempt: a server failure is the unit's own, never retried by Ray
+    assert unit["error"] is None
+    assert cluster.servers() == []
+
+
 def _signal_mid_sweep(cluster: fc.Cluster, tmp_path: Path, sig: int, bound_s: float) -> int:
     """Start a two-variant sweep, send its driver ``sig`` once two servers run, check that no server is left
     within ``bound_s``; the driver's exit status."""
