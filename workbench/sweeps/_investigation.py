@@ -736,8 +736,9 @@ def _benchmark_on_fleet(sweeps: Sequence[_Sweep], fleet: str | Fleet, *, fresh: 
 
 
 def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *,
-         on_failure: Callable[[SweepFailure], None] | None, progress: bool) -> list[Path]:
+               on_failure: Callable[[SweepFailure], None] | None, progress: bool) -> list[Path]:
     units = _units(sweeps, writers)
+    earlier = [list(w.manifest.get("fleet_units") or []) for w in writers]  # units of earlier runs of this sweep
     outcomes: list[UnitOutcome] = []
     failures: dict[int, list[SweepFailure]] = {}
     from tqdm.auto import tqdm
@@ -756,7 +757,7 @@ def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *
                                    kind="killed" if outcome.lost else "unknown",
                                    message=f"{outcome.unit.label}: {outcome.error}")
         mine = [o for o in outcomes if o.unit.key[0] == i]
-        writers[i].annotate(fleet_units=[unit_entry(o, outcomes) for o in mine])
+        writers[i].annotate(fleet_units=earlier[i] + [unit_entry(o, outcomes) for o in mine])
         where = outcome.placement.host if outcome.placement else "nowhere"
         report_progress(f"{outcome.unit.label}: {'failed' if failure else 'done'} on {where} "
                         f"({len(outcomes)}/{len(units)} units)")
@@ -775,7 +776,7 @@ def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *
         bar.close()
     for i, w in enumerate(writers):  # co-tenants again, now that every unit's interval is known
         if any(o.unit.key[0] == i for o in outcomes):
-            w.annotate(fleet_units=[unit_entry(o, outcomes) for o in outcomes if o.unit.key[0] == i])
+            w.annotate(fleet_units=earlier[i] + [unit_entry(o, outcomes) for o in outcomes if o.unit.key[0] == i])
     for row in host_summary(outcomes):
         report_progress(f"fleet host {row['host']}: {row['units']} unit(s) done, {row['failed']} failed, "
                         f"GPUs {row['gpus_used'] or '-'}, busy {row['busy_s']:.0f} s")
