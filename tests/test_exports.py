@@ -17,7 +17,7 @@ PACKAGE_DIR = Path(workbench.__file__).resolve().parent
 #: Public modules a package may have besides its face: its command-line verbs and ``python -m`` entry.
 PUBLIC_MODULES = {"__init__", "__main__", "cli"}
 #: Shared leaf modules at the root, importable by every package.
-ROOT_LEAVES = {"errors", "paths", "gitinfo", "cli", "_faces"}
+ROOT_LEAVES = {"errors", "paths", "gitinfo", "markup", "names", "cli", "_faces"}
 PACKAGES = sorted(p.name for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").is_file())
 
 
@@ -166,7 +166,7 @@ def test_no_engine_name_comparisons_outside_engines() -> None:
 
 
 #: Which packages each package may import (docs/ARCHITECTURE.md, rule 4). The shared leaves
-#: (errors, paths, gitinfo, _faces and the root's ``__version__``) are open to all; only the
+#: (errors, paths, gitinfo, markup, names, _faces and the root's ``__version__``) are open to all; only the
 #: root's ``cli`` (one line per verb) may import every package.
 ALLOWED: dict[str, set[str]] = {
     "analysis": set(),
@@ -188,8 +188,9 @@ ALLOWED: dict[str, set[str]] = {
                "variants"},
 }
 #: The only modules at the package root: the face, the command, the shared leaves.
-ROOT_MODULES = {"__init__", "cli", "errors", "paths", "gitinfo", "_faces"}
-_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces"}
+ROOT_MODULES = {"__init__", "cli", "errors", "paths", "gitinfo", "markup", "names", "_faces"}
+_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench.markup", "workbench.names",
+           "workbench._faces"}
 
 
 def test_every_package_has_a_dependency_rule() -> None:
@@ -212,7 +213,8 @@ def test_packages_import_only_what_the_architecture_allows() -> None:
                          if module not in _LEAVES | {"workbench"})
             continue
         for line, module, names in _imports(path, module_level_only=False):
-            if module in _LEAVES or (module == "workbench" and set(names) <= {"paths", "gitinfo", "errors"}):
+            if module in _LEAVES or (module == "workbench" and set(names) <= {"paths", "gitinfo", "errors", "markup",
+                                                                              "names"}):
                 continue
             target = _owner(module)
             if target not in (home, "workbench") and target.split(".")[1] not in ALLOWED[home.split(".")[1]]:

@@ -54,6 +54,7 @@ _NAMES = {
     "show_ratio_charts": "sweeps",
     "show_run": "sweeps",
     "show_server_series": "studies",
+    "show_text": "sweeps",
     "source_panes": "source",
     "stored_runs": "sweeps",
     "Study": "studies",

@@ -35,6 +35,7 @@ _NAMES = {
     "show_markdown": "_investigation",
     "show_ratio_charts": "_investigation",
     "show_run": "_catalogue",
+    "show_text": "_investigation",
     "stored_runs": "_catalogue",
     "threshold_variant": "_policy_files",
     "UnitOutcome": "_fleet",

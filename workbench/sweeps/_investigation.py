@@ -23,6 +23,8 @@ from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_seri
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
+from workbench.markup import literal
+from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import ResumedRun, load_run, load_runs, open_run, runs_root, sweep_identity
@@ -171,8 +173,8 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
-    if label is not None and (not isinstance(label, str) or not label.strip()):
-        raise ConfigError(f"label must be a non-empty string naming the sweep (or None), got {label!r}")
+    if label is not None:
+        check_name(label, what="label", fix="Pass another label (or None for none)")
     where = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
     plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"],
@@ -833,10 +835,20 @@ def show_ratio_charts(study: Study) -> None:
 
 
 def show_markdown(text: str) -> None:
-    """Display markdown text in the notebook."""
+    """Display markdown the workbench wrote (a verdict, findings) in the notebook.
+
+    The data inside it is already placed literally (:mod:`workbench.markup`); an exported report
+    also shows any raw HTML in it as text (``workbench.report``'s ``export_html``).
+    """
     from IPython.display import Markdown, display
 
     display(Markdown(text))
+
+
+def show_text(text: str) -> None:
+    """Display plain text (a sentence written from the data, such as a threshold's description)
+    exactly as it is: as markdown with every markup character escaped (:func:`workbench.markup.literal`)."""
+    show_markdown(literal(text))
 
 
 def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
