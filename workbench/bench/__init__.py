@@ -56,6 +56,8 @@ _NAMES = {
     "Unit": "_plan",
     "Timebase": "_timing",
     "TOKENIZER_DIR": "_tokenizer",
+    "WORKLOAD_COLUMNS": "_workload",
+    "workload_labels": "_workload",
 }
 
 __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

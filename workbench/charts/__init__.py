@@ -4,6 +4,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "accept_distribution_chart": "_acceptance",
     "accept_length_chart": "_tradeoff",
     "breakdown_chart": "_whatif",
     "calibration_fit_chart": "_calibration",
@@ -21,6 +22,7 @@ _NAMES = {
     "per_request_chart": "_tradeoff",
     "policy_chart": "_whatif",
     "policy_envelope_chart": "_policy",
+    "position_rate_chart": "_acceptance",
     "provenance_subtitle": "_tradeoff",
     "ratio_chart": "_tradeoff",
     "ratio_heatmap": "_whatif",

@@ -14,6 +14,7 @@ _NAMES = {
     "load_quarantine": "_imported",
     "load_run": "_catalog",
     "load_runs": "_catalog",
+    "with_workload": "_catalog",
     "new_run": "_runs",
     "open_run": "_resume",
     "ResumedRun": "_resume",

@@ -177,7 +177,11 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
         check_name(label, what="label", fix="Pass another label (or None for none)")
     where = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
-    plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"],
+    levels = args["concurrency_levels"]
+    if args.get("request_rates") is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
+        levels = None  # the closed-loop default stands aside for an open-loop sweep
+    plan = SweepPlan.build(concurrency_levels=levels, request_rates=args.get("request_rates"),
+                           max_concurrency=args.get("max_concurrency"),
                            requests_per_level=args["requests_per_level"], max_new_tokens=args["max_new_tokens"],
                            prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
                            warmup_requests=args["warmup_requests"],
@@ -409,11 +413,13 @@ def benchmark_variant(
     host: str = "local",
     engine: str | Engine | None = None,
     client: Literal["host", "local"] | None = None,
-    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
+    concurrency_levels: Sequence[int] | None = DEFAULT_CONCURRENCY_LEVELS,
     requests_per_level: int | None = None,
     max_new_tokens: int = 256,
     prompt_set: str | Path = "default",
     seed: int = 0,
+    request_rates: Sequence[float] | None = None,
+    max_concurrency: int | None = None,
     sim_profile: str = "seed-pcie-8gpu",
     time_scale: float | None = None,
     warmup_requests: int = 1,
@@ -450,13 +456,17 @@ def benchmark_variant(
             ``"local"`` on the local host (where both measure the same). The manifest's
             ``client_location`` says which: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``.
         concurrency_levels: closed-loop levels (requests in flight); default
-            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64).
+            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64; none with ``request_rates``).
         requests_per_level: requests per level; None:
             :func:`workbench.bench.default_requests_per_level`, ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).
         prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
         seed: seeds the prompt order and the simulator's acceptance sampling (repeat
             ``r`` uses :func:`workbench.bench.repeat_seed`\\ ``(seed, r)``).
+        request_rates: open loop instead: one level per rate (engine-time requests/s, Poisson
+            arrivals; ``inf`` sends all at once); a study then compares the levels on the request
+            rate (:attr:`Study.load`). Not with ``concurrency_levels``.
+        max_concurrency: open loop only: a cap on requests in flight (None: none).
         sim_profile: simulator profile (sim engine only).
         time_scale: simulated seconds per wall second (sim engine only; 1 = real time);
             None: the engine's default, :data:`~workbench.engines.DEFAULT_SIM_TIME_SCALE`
@@ -805,11 +815,20 @@ def _check_fleet_arguments(kwargs: dict[str, Any]) -> None:
         raise ConfigError("on a fleet the load generator runs beside the server on the unit's node; drop client=")
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
+               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``).
+    (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
+    which workload to show when the runs hold several (a label of
+    :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
+    one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
+    chart's subtitle says which is shown). ``ttft_target_ms`` and ``tpot_target_ms`` set goodput's
+    latency targets (:class:`Study`; None: no goodput).
+
+    Raises:
+        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline).
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -822,7 +841,8 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> St
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     if baseline is None:
         baseline = manifests[0].get("variant") if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline, workload=workload,
+                 ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms)
 
 
 def show_ratio_charts(study: Study) -> None:
