@@ -222,3 +222,22 @@ def test_packages_import_only_what_the_architecture_allows() -> None:
             elif target == "workbench" and module != "workbench" or (module == "workbench" and names):
                 found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module} (root glue)")
     assert found == []
+
+
+#: Where Ray (the optional ``fleet`` extra) may be imported: the fleet modules of ``sweeps/`` only.
+_RAY_HOMES = re.compile(r"^workbench/sweeps/_fleet[a-z_]*\.py$")
+
+
+def test_only_the_fleet_modules_import_ray() -> None:
+    """The core and the GPU-host helpers (remote/) never import Ray: it is the ``fleet`` extra
+    (docs/FLEET.md), and a host runs the helpers with nothing but the standard library."""
+    found = []
+    for path in [*sorted(PACKAGE_DIR.rglob("*.py")), *sorted((PACKAGE_DIR.parent / "remote").rglob("*.py"))]:
+        where = path.relative_to(PACKAGE_DIR.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "ray" or n.startswith("ray.") for n in names) and not _RAY_HOMES.match(where):
+                found.append(f"{where}:{node.lineno}")
+    assert found == []
+    assert any(_RAY_HOMES.match(p.relative_to(PACKAGE_DIR.parent).as_posix()) for p in PACKAGE_DIR.rglob("*.py"))

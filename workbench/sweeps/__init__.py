@@ -5,7 +5,9 @@ notebook cell: :func:`benchmark_variant`, :func:`benchmark_variants`), the polic
 policy study writes and runs (``_policy_files``), the run catalogue for notebooks and
 ``workbench runs`` (:func:`list_runs`, :func:`show_run`, :func:`label_run`,
 :func:`compare_runs`, :func:`delete_run`, :func:`export_runs`), and the ``bench`` and ``runs``
-verbs (``cli.py``). What reads runs and explains them is :mod:`workbench.studies`; the map is
+verbs (``cli.py``). On a fleet (a Ray cluster, docs/FLEET.md) the same units run as Ray tasks
+with GPU slots (``_fleet``: :class:`Fleet`, :func:`run_units`), their writes recorded on the
+workers and replayed into the local runs (``_fleet_record``). What reads runs and explains them is :mod:`workbench.studies`; the map is
 docs/ARCHITECTURE.md.
 """
 
@@ -13,7 +15,10 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it.
 _NAMES = {
+    "Fleet": "_fleet",
+    "FleetUnit": "_fleet",
     "INDEX_NAME": "_policy_files",
+    "Placement": "_fleet",
     "PolicyRun": "_policy_files",
     "adaptive_variant": "_policy_files",
     "benchmark_variant": "_investigation",
@@ -33,6 +38,9 @@ _NAMES = {
     "show_text": "_investigation",
     "stored_runs": "_catalogue",
     "threshold_variant": "_policy_files",
+    "UnitOutcome": "_fleet",
+    "run_units": "_fleet",
+    "host_summary": "_fleet_hosts",
     "variant_settings": "_policy_files",
     "write_index": "_policy_files",
 }
