@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 import workbench as wb
 from workbench.cli import app
+from workbench.errors import ConfigError
 from workbench.store import new_run, save_imported_run
 
 T0 = datetime(2026, 6, 1, 9, 0, 0, tzinfo=timezone.utc)
@@ -112,5 +113,26 @@ def test_compare_names_an_import_by_its_tool_and_file_not_a_host(mixed) -> None:
     result = runner.invoke(app, ["runs", "compare", made["earlier"].name, made["rows"].name, "--runs-dir", str(root)])
     assert result.exit_code == 0, result.output
     assert (f"#1 {made['earlier'].name}: earlier on vllm (measured), imported from vllm bench serve "
-            "/data/earlier.json, SGLang None") in result.stdout
-    assert "host None" not in result.stdout
+            "/data/earlier.json, vllm bench serve 0.11.0") in result.stdout
+    assert "host None" not in result.stdout and "None" not in result.stdout
+
+
+def test_run_software_names_the_tool_or_says_the_version_is_unknown() -> None:
+    from workbench.sweeps._catalogue import run_software
+
+    assert run_software({"kind": "measure", "sglang_version": "0.5.9"}) == "SGLang 0.5.9"
+    assert run_software({"kind": "measure", "sglang_version": None}) == "SGLang version unknown"
+    assert run_software({"kind": "import", "tool": "sglang.bench_serving", "tool_version": None}) == (
+        "sglang.bench_serving version unknown")
+    assert run_software({"kind": "import", "tool": "x", "sglang_version": "0.5.23"}) == "SGLang 0.5.23"
+
+
+def test_load_study_takes_the_run_ids_and_prefixes_the_cli_takes(mixed, monkeypatch) -> None:
+    root, made = mixed
+    prefix = made["earlier"].name[:-3]  # a unique prefix, as `workbench runs show` accepts
+    study = wb.load_study([prefix, made["rows"].name], runs_dir=root)
+    assert {m["run_id"] for m in study.manifests} == {made["earlier"].name, made["rows"].name}
+    monkeypatch.setenv("WORKBENCH_RUNS_DIR", str(root))  # the default runs folder, as for every command
+    assert wb.load_study([prefix]).manifests[0]["run_id"] == made["earlier"].name
+    with pytest.raises(ConfigError, match=r"matches \d runs"):
+        wb.load_study(["2026"], runs_dir=root)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +222,8 @@ def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE
     Returns:
         :func:`run_levels` of each run, concatenated, with ``variant``, ``engine``,
         ``simulated``, ``host``, ``sglang_version`` and ``origin`` (``"host H"``, or ``"imported
-        from TOOL FILE"``: :func:`workbench.store.run_origin`) of each (the provenance of its figures).
+        from TOOL FILE"``: :func:`workbench.store.run_origin`) and ``software`` (:func:`run_software`)
+        of each (the provenance of its figures).
 
     Raises:
         ConfigError: fewer than two runs, a run named twice, or one that cannot be read.
@@ -239,8 +240,20 @@ def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE
         for i, key in enumerate(("variant", "engine", "simulated", "host", "sglang_version")):
             table.insert(1 + i, key, m.get(key))
         table.insert(6, "origin", run_origin(m))
+        table.insert(7, "software", run_software(m))
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
+
+
+def run_software(manifest: Mapping[str, Any]) -> str:
+    """What produced a run's figures, for a person: ``"SGLang 0.5.9"``; for an import whose server
+    version is unknown, its tool and version (``"vllm bench serve 0.11.0"``, ``"sglang.bench_serving
+    version unknown"``); ``"SGLang version unknown"`` for a run that recorded none."""
+    if manifest.get("sglang_version"):
+        return f"SGLang {manifest['sglang_version']}"
+    if manifest.get("kind") == "import":
+        return f"{manifest.get('tool') or 'unknown tool'} {manifest.get('tool_version') or 'version unknown'}"
+    return "SGLang version unknown"
 
 
 def _cell(row: Any, m: str) -> str:
@@ -282,8 +295,7 @@ def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS)
     for i, run_id in enumerate(ids, start=1):
         r = table[table["run_id"] == run_id].iloc[0]
         where = "SIMULATED" if r["simulated"] else "measured"
-        out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, "
-                   f"SGLang {r['sglang_version']}")
+        out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, {r['software']}")
     table = table if "workload" in table else table.assign(workload="default")
     keys = table[["workload", "mode", "level_value"]].drop_duplicates().sort_values(["workload", "mode",
                                                                                       "level_value"])

@@ -30,7 +30,8 @@ from workbench.markup import literal
 from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import ResumedRun, load_run, load_runs, open_run, runs_root, sweep_identity, writable_runs_root
+from workbench.store import (ResumedRun, catalogue, find_run, load_run, load_runs, open_run, runs_root, sweep_identity,
+                             writable_runs_root)
 from workbench.studies import Study
 from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, UnitOutcome, run_units
 from workbench.sweeps._fleet_hosts import host_summary, unit_entry
@@ -898,8 +899,10 @@ def _check_fleet_arguments(kwargs: dict[str, Any]) -> None:
 
 def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
                ttft_target_ms: float | None = None, tpot_target_ms: float | None = None,
-               seed_pair: Sequence[str] | None = None) -> Study:
-    """A :class:`Study` over run directories (or run ids under the default runs root).
+               seed_pair: Sequence[str] | None = None, runs_dir: str | Path | None = None) -> Study:
+    """A :class:`Study` over runs: run directories, run ids or unique prefixes of one, resolved as
+    every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
+    None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
     (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
@@ -913,11 +916,15 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workl
 
     Raises:
         ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline),
-            or a ``seed_pair`` that does not name two variants.
+            a ``seed_pair`` that does not name two variants, or a run that matches nothing (or a prefix
+            that matches several: they are named).
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
     """
+    if runs and not all(isinstance(r, Path) and r.is_dir() for r in runs):
+        listing = catalogue(runs_dir)  # read once, not once per run
+        runs = [r if isinstance(r, Path) and r.is_dir() else find_run(r, root=runs_dir, listing=listing) for r in runs]
     requests, levels = load_runs(runs)
     manifests = [load_run(r).manifest for r in runs]
     stand_in = {m.get("run_id"): m.get("sim_stand_in") for m in manifests}
