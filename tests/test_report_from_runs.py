@@ -36,8 +36,8 @@ def test_report_from_runs_measures_nothing(stored, tmp_path) -> None:
     before = _snapshot(root)
     cache, out = tmp_path / "cache", tmp_path / "reports"
     ids = [runs[0].name, runs[1].name[:-3]]  # an id and a unique prefix
-    result = CliRunner().invoke(app, ["report", "--from-runs", *ids, "-p", "runs_dir", str(root), "--out", str(out)],
-                                env={"WORKBENCH_CACHE_DIR": str(cache)})
+    result = CliRunner().invoke(app, ["report", "--from-runs", *ids, "--runs-dir", str(root), "--out", str(out)],
+                                env={"WORKBENCH_CACHE_DIR": str(cache)})  # --runs-dir, as bench, runs and import take
     assert result.exit_code == 0, result.output
     started = [line for line in result.output.splitlines() if line.startswith("running ") and ".ipynb" in line]
     assert len(started) == 1 and "spec_vs_baseline.ipynb" in started[0]  # only the notebook declaring from_runs
@@ -45,6 +45,7 @@ def test_report_from_runs_measures_nothing(stored, tmp_path) -> None:
     assert "SIMULATED" in html and "FAILED" not in html
     executed = json.loads((out / "spec_vs_baseline.ipynb").read_text())
     assert executed["metadata"]["papermill"]["parameters"]["from_runs"] == ids
+    assert executed["metadata"]["papermill"]["parameters"]["runs_dir"] == str(root)
     text = json.dumps(executed["cells"])
     assert runs[0].name in text and runs[1].name in text
     assert not list(cache.glob("servers/*")), "a server was launched"  # the local server registry stays empty
@@ -134,3 +135,14 @@ def test_report_from_the_workbenchs_own_open_loop_sweep(tmp_path) -> None:
     html, cells = _render([r.name for r in runs], root, tmp_path / "reports")
     assert "SIMULATED" in html and "eagle3-topk4** against baseline" in cells and "request rate 2" in cells
     assert "Request rate (req/s, open loop)" in html
+
+
+def test_report_runs_dir_is_checked_like_the_other_commands_before_a_kernel(stored, tmp_path) -> None:
+    root, runs = stored
+    out = tmp_path / "reports"
+    unknown = CliRunner().invoke(app, ["report", "--from-runs", "nosuch", "--runs-dir", str(root), "--out", str(out)])
+    assert unknown.exit_code == 2 and f"No run 'nosuch' under {root}" in unknown.output
+    both = CliRunner().invoke(app, ["report", "--from-runs", runs[0].name, "--runs-dir", str(root),
+                                    "-p", "runs_dir", str(tmp_path), "--out", str(out)])
+    assert both.exit_code == 2 and "name different runs folders" in both.output
+    assert "running " not in unknown.output + both.output and not out.exists()

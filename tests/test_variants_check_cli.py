@@ -82,3 +82,13 @@ def test_a_misspelt_name_exits_2_with_the_closest_names_in_both_commands(tmp_pat
     assert baseline.exit_code == 2 and "Did you mean baseline or baseline-cap48?" in baseline.output
     missing = runner.invoke(app, ["variants", "check", str(tmp_path / "nope.toml")])
     assert missing.exit_code == 2 and f"(no file {tmp_path / 'nope.toml'})" in missing.output
+
+
+def test_an_sglang_that_is_not_a_release_is_bad_input_exit_2_as_the_help_says() -> None:
+    for bad in ("abc", "latest", "0.5.9-final"):
+        result = runner.invoke(app, ["variants", "check", "baseline", "--sglang", bad])
+        assert result.exit_code == 2, (bad, result.output)
+        assert f"--sglang: SGLang version {bad!r} is not a release version" in result.output
+        assert "e.g. --sglang 0.5.9" in result.output and "0 error(s)" not in result.output
+    helped = " ".join(runner.invoke(app, ["variants", "check", "--help"]).stdout.replace("│", " ").split())
+    assert "Exit status 2 for bad input" in helped and "--sglang that is not a release version" in helped

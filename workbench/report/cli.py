@@ -25,6 +25,12 @@ __all__ = ["FROM_RUNS_PARAMETER", "REPORT_CONTEXT", "REPORT_METAVAR", "report_co
 #: parsed by :func:`split_report_args` (typer has no repeatable two-value option).
 REPORT_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
+#: ``--runs-dir``, worded as ``workbench.store.cli.RunsDirOption`` (bench, runs, import); defined here
+#: because ``report`` imports no other package (docs/ARCHITECTURE.md). It reaches the notebooks as
+#: their ``runs_dir`` parameter, which resolves it by the same rule (``workbench.store.runs_root``).
+RunsDirOption = Annotated[Optional[Path], typer.Option(
+    "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project root).")]
+
 #: Usage-line placeholder for the words :func:`split_report_args` parses.
 REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [--from-runs RUN...] [OPTIONS]"
 
@@ -103,6 +109,22 @@ def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, s
     return notebooks, pairs
 
 
+def with_runs_dir(given: dict[str, Any], runs_dir: Path | None) -> dict[str, Any]:
+    """``{"runs_dir": ...}`` for the notebooks that declare it, from ``--runs-dir`` (taken out of
+    ``given``, so a notebook set without it is not refused) or ``-p runs_dir``; empty when neither.
+
+    Raises:
+        ConfigError: ``--runs-dir`` and ``-p runs_dir`` name different folders.
+    """
+    if runs_dir is None:
+        return {}
+    if given.get("runs_dir") is not None and str(given["runs_dir"]) != str(runs_dir):
+        raise ConfigError(f"--runs-dir {runs_dir} and -p runs_dir {given['runs_dir']} name different runs folders; "
+                          "give one of them")
+    given.pop("runs_dir", None)
+    return {"runs_dir": str(runs_dir)}
+
+
 def report_command(
     ctx: typer.Context,
     params_file: Annotated[
@@ -118,6 +140,7 @@ def report_command(
         Optional[float],
         typer.Option("--cell-timeout", help="Fail a cell that runs longer than this many seconds."),
     ] = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """Run notebooks with papermill and write offline HTML reports.
 
@@ -129,6 +152,9 @@ def report_command(
 
     --from-runs RUN... renders from stored runs (ids, prefixes or run directories) without
     measuring anything: only the notebooks that declare from_runs run (spec_vs_baseline).
+
+    --runs-dir DIR is the runs folder, as for bench, runs and import: it reaches every notebook
+    that declares runs_dir (the same as -p runs_dir DIR, which it may not contradict).
     """
     # imported here, not at the top: papermill, nbformat and yaml cost seconds that `--help` need not pay
     from workbench.report._params import distribute_parameters, load_params_file, notebook_parameters, parse_param_pairs
@@ -137,6 +163,7 @@ def report_command(
     names, pairs = split_report_args(ctx.args)
     given: dict[str, Any] = load_params_file(params_file) if params_file is not None else {}
     given.update(parse_param_pairs(pairs))
+    given_runs_dir = with_runs_dir(given, runs_dir)
 
     if names:
         notebooks = [Path(n) for n in names]
@@ -149,8 +176,10 @@ def report_command(
     if given.get(FROM_RUNS_PARAMETER) and not names:  # stored runs only: skip the notebooks that would measure
         declared = {nb: ps for nb, ps in declared.items() if FROM_RUNS_PARAMETER in ps}
     if given.get(FROM_RUNS_PARAMETER):
-        check_from_runs(given)
+        check_from_runs({**given, **given_runs_dir})
     plan = distribute_parameters(declared, given)
+    for nb, params in plan.items():  # --runs-dir: to the notebooks that declare runs_dir, never an error elsewhere
+        params.update({k: v for k, v in given_runs_dir.items() if k in declared[nb]})
 
     failures: list[str] = []
     bad_input = 0

@@ -64,9 +64,10 @@ def check_command(
     One line per finding (severity, variant, flag, message and fix), then the count. Each
     speculative variant is compared with --baseline, or by default with a plain variant of
     its own model and TP size (see --baseline). Exit status 2 for bad input, as in
-    `workbench bench`: a bad option, an unknown variant name (the closest names are
-    suggested) or grid points refused by the checks (named above the findings, counted on
-    the last line); else 1 when any finding is an error, 0 otherwise.
+    `workbench bench`: a bad option (an --sglang that is not a release version included), an
+    unknown variant name (the closest names are suggested) or grid points refused by the
+    checks (named above the findings, counted on the last line); else 1 when any finding is
+    an error, 0 otherwise.
 
     Examples:
 
@@ -83,6 +84,13 @@ def check_command(
     if host and sglang:
         raise ConfigError("Give --host or --sglang, not both: --host checks against the SGLang on that host.")
     eng = None if engine is None else get_engine(engine)  # an unknown name: ConfigError listing the known ones
+    if sglang is not None:
+        from workbench.source import version_key
+
+        try:  # not a release version: bad input (exit 2), refused before any check, not a finding
+            version_key(sglang)
+        except ConfigError as exc:
+            raise ConfigError(f"--sglang: {exc} Give a release, e.g. --sglang 0.5.9.") from None
     if min_severity not in _SEVERITY:
         raise ConfigError(f"--show must be one of {', '.join(_SEVERITY)}, not {min_severity!r}")
     # imported here, not at the top: the checks (pandas, the source and host machinery) cost a second
