@@ -115,13 +115,16 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
     assert _prepare({**args, "progress": True}).progress is True
 
 
-def test_notebook_tables_wrap_column_names_at_underscores() -> None:
+def test_notebook_tables_go_through_the_readable_formatter() -> None:
     import pandas as pd
 
     from workbench.sweeps._investigation import _narrow_html
 
-    page = _narrow_html(pd.DataFrame({"mean_per_request_tok_s": [1.5], "n": [3]}))
-    assert "mean_\u200bper_\u200brequest_\u200btok_\u200bs" in page and "<table" in page
+    frame = pd.DataFrame({"mean_per_request_tok_s": [1.23456], "n": [3]})
+    page = _narrow_html(frame)
+    assert "<th>mean per request (tok/s)</th>" in page and "<td>1.23</td>" in page and "<table" in page
+    assert "<th>0</th>" not in page  # no row numbers
+    assert frame["mean_per_request_tok_s"].iloc[0] == 1.23456  # the frame is left as it is
 
 
 def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level_marked(tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ _NAMES = {
     "not_tested_text": "_verdict",
     "queued_requests": "_fairness",
     "ratio_spans": "_verdict",
+    "readable_html": "_readable",
+    "readable_table": "_readable",
     "round_sig": "_verdict",
     "same_outputs": "_same_work",
     "SAME_WORK_TOLERANCE": "_same_work",

@@ -72,7 +72,8 @@ def interval_text(value: float, lo: float | None = None, hi: float | None = None
     if lo is None or hi is None or lo != lo or hi != hi:
         return f"{round_sig(value):g}"
     half = (hi - lo) / 2
-    return f"{round_to_interval(value, half):g} ({round_to_interval(lo, half):g}–{round_to_interval(hi, half):g})"
+    shown = [round_to_interval(v, half) + 0.0 for v in (value, lo, hi)]  # + 0.0: no "-0"
+    return f"{shown[0]:g} ({shown[1]:g}–{shown[2]:g})"
 
 
 def level_number(value: float) -> float | int:

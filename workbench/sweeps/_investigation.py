@@ -26,6 +26,7 @@ from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_seri
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
+from workbench.analysis import readable_html
 from workbench.markup import literal
 from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
@@ -46,21 +47,17 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-#: Zero-width space: a line may break there (after each ``_`` of a column name) and nothing shows.
-_BREAK = "\u200b"
-
-
 def _narrow_html(frame: pd.DataFrame) -> str:
-    """A DataFrame's HTML with its column names breakable after each ``_``, so tables of many
-    snake_case columns wrap their headers and fit a laptop screen instead of scrolling sideways."""
-    shown = frame.rename(columns=lambda c: str(c).replace("_", "_" + _BREAK) if isinstance(c, str) else c)
-    return shown._repr_html_() or ""
+    """A DataFrame's HTML as a person reads it (:func:`workbench.analysis.readable_html`: numbers rounded
+    to what they support, fractions as %, units in the headings, missing as an em dash, no row numbers);
+    the frame itself, and what is stored, stay as they are."""
+    return readable_html(frame)
 
 
 def setup_notebook() -> None:
     """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
-    spec for JupyterLab); table text in full; floats to 4 significant figures; column names that wrap
-    at ``_`` (in IPython only)."""
+    spec for JupyterLab); table text in full; floats to 4 significant figures in text output; tables
+    shown through one formatter (:func:`workbench.analysis.readable_html`, in IPython only)."""
     import pandas as pd
 
     from workbench.charts import enable_offline_renderer
