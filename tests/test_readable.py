@@ -33,7 +33,7 @@ def test_calibration_residuals_and_errors_are_percentages_and_times_carry_ms() -
     assert shown.iloc[0].tolist() == ["lm_head:T1:q1:C0", "0.266", "0.256", "-3.5%", "no"]
     errors = pd.DataFrame({"median_abs_error_pct": [18.5731], "context": [32768], "measured_knee_tokens": [math.nan]})
     shown = readable_table(errors)
-    assert list(shown.columns) == ["median abs error (%)", "context", "measured knee (tokens)"]
+    assert list(shown.columns) == ["median abs error (%)", "context", "measured knee tokens"]
     assert shown.iloc[0].tolist() == ["18.6", "32768", MISSING]  # no "NaN"
 
 
@@ -72,7 +72,9 @@ def test_a_meaningful_index_stays_and_markup_is_escaped() -> None:
 
 def test_cells_and_titles() -> None:
     assert readable_value(2.0) == "2" and readable_value(12345.678) == "12300" and readable_value("x") == "x"
-    assert readable_value(-0.0001, "fraction") == "-0.0%" and readable_value(0.0, "ratio") == "0.00"
+    assert readable_value(-0.0001, "change") == "-0.0%" and readable_value(0.0, "change") == "0.0%"
+    assert readable_value(0.3681, "fraction") == "37%" and readable_value(0.0, "ratio") == "0.00"
+    assert column_title("num_draft_tokens") == "num draft tokens" and column_title("prefill_time_share") == "prefill time share"
     assert column_title("ttft_p50_ms") == "ttft p50 (ms)" and column_title("n") == "n"
     assert column_title("mean_token_usage_pct") == "mean token usage (%)"
     assert interval_text(2, -0.3, 4) == "2 (0–4)"  # no "-0"

@@ -8,9 +8,9 @@ Rules, by column name (the names the workbench writes, STYLE.md rule 7):
 
 - ``X`` beside ``X_lo`` and ``X_hi``: one column ``X``, ``"mean (lo–hi)"`` rounded to the
   interval (:func:`interval_text`).
-- fractions (``margin``, ``residual``, ``error``, ``*_share``, ``*_fraction``, ``*_efficiency``,
-  ``*_shortfall``, ``gain_over_*``): percentages, ``"+9.3%"``; ``*_pct`` columns (already
-  percent) as other numbers, their name ending ``(%)``.
+- signed fractions (``margin``, ``residual``, ``error``, ``gain_over_*``): percentages with their
+  sign, ``"+9.3%"``; shares (``*_share``, ``*_fraction``, ``*_efficiency``, ``*_shortfall``):
+  ``"37%"``; ``*_pct`` columns (already percent) as other numbers, their name ending ``(%)``.
 - ratios (``*ratio*``, ``speedup*``, ``*_over_*``, ``*_gain``): 2 decimals, ``"1.10"``.
 - other numbers: three significant figures (:func:`round_sig`); whole numbers as integers.
 - booleans ``"yes"``/``"no"``; missing (None, NaN) an em dash.
@@ -35,16 +35,20 @@ __all__ = ["MISSING", "column_kind", "column_title", "readable_html", "readable_
 MISSING = "—"
 
 _UNITS = (("_tok_s", "tok/s"), ("_req_s", "req/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"), ("_gib", "GiB"),
-          ("_mib", "MiB"), ("_tokens", "tokens"))
-_FRACTION = re.compile(r"(^|_)(margin|residual|error|share|fraction|efficiency|shortfall)$|^gain_over_")
+          ("_mib", "MiB"))
+_CHANGE = re.compile(r"(^|_)(margin|residual|error)$|^gain_over_")
+_FRACTION = re.compile(r"(^|_)(share|fraction|efficiency|shortfall)$")
 _RATIO = re.compile(r"ratio|speedup|_over_|(^|_)gain$")
 
 
 def column_kind(name: str) -> str:
-    """``"pct"`` (already percent), ``"fraction"`` (shown as percent), ``"ratio"`` or ``"number"``."""
+    """``"pct"`` (already percent), ``"change"`` (a signed fraction: shown as ``+x%``), ``"fraction"``
+    (shown as ``x%``), ``"ratio"`` or ``"number"``."""
     name = name.lower()
     if name.endswith("_pct"):
         return "pct"
+    if _CHANGE.search(name):
+        return "change"
     if _FRACTION.search(name):
         return "fraction"
     if _RATIO.search(name):
@@ -71,7 +75,7 @@ def _missing(value: Any) -> bool:
 def readable_value(value: Any, kind: str = "number", lo: Any = None, hi: Any = None) -> str:
     """One cell as text, by its column's kind (:func:`column_kind`), with its interval when given.
 
-    Examples: ``readable_value(0.03227, "fraction")`` -> ``"+3.2%"``; ``readable_value(1.0956, "ratio",
+    Examples: ``readable_value(0.03227, "change")`` -> ``"+3.2%"``; ``readable_value(1.0956, "ratio",
     0.389, 3.088)`` -> ``"1.10 (0.39–3.09)"``; ``readable_value(float("nan"))`` -> ``"—"``.
     """
     if _missing(value):
@@ -82,11 +86,12 @@ def readable_value(value: Any, kind: str = "number", lo: Any = None, hi: Any = N
         return str(value)
     value = float(value)
     bounds = None if _missing(lo) or _missing(hi) else (float(lo), float(hi))
-    if kind == "fraction":
+    if kind in ("change", "fraction"):
         digits = 1 if abs(value) < 0.1 else 0
-        text = f"{value * 100 + 0.0:+.{digits}f}%"
+        sign = "+" if kind == "change" and value != 0 else ""
+        text = f"{value * 100 + 0.0:{sign}.{digits}f}%"
         if bounds:
-            text += f" ({bounds[0] * 100 + 0.0:+.{digits}f}% to {bounds[1] * 100 + 0.0:+.{digits}f}%)"
+            text += f" ({bounds[0] * 100 + 0.0:{sign}.{digits}f}% to {bounds[1] * 100 + 0.0:{sign}.{digits}f}%)"
         return text
     if kind == "ratio":
         text = f"{value + 0.0:.2f}"
