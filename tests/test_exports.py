@@ -182,8 +182,7 @@ ALLOWED: dict[str, set[str]] = {
     "charts": {"analysis"},
     "calibration": {"analysis", "hosts", "sim"},
     "imports": {"bench", "engines", "store"},
-    "studies": {"analysis", "calibration", "charts", "engines", "report", "sim", "store", "variants",
-                "sweeps"},  # sweeps: until the policy study's launching half moves there
+    "studies": {"analysis", "calibration", "charts", "engines", "report", "sim", "store", "variants"},
     "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "report", "servers", "store", "studies",
                "variants"},
 }
@@ -194,6 +193,24 @@ _LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbenc
 
 def test_every_package_has_a_dependency_rule() -> None:
     assert sorted(ALLOWED) == PACKAGES
+
+
+#: What launches a server or a sweep, or writes a run: a study never imports these (nor sweeps, servers, bench).
+_LAUNCHING = {"workbench.store": {"new_run", "open_run", "finish_run", "save_level", "RunWriter", "save_imported_run",
+                                  "delete_run", "label_run", "sweep_in_flight"},
+              "workbench.variants": {"prepare_launch"}, "workbench.hosts": set()}
+
+
+def test_a_study_never_launches_or_writes_a_run() -> None:
+    found = []
+    for name, path in _modules().items():
+        if _owner(name) != "workbench.studies":
+            continue
+        for line, module, names in _imports(path, module_level_only=False):
+            if _owner(module) in {"workbench.sweeps", "workbench.servers", "workbench.bench", "workbench.hosts"} \
+                    or set(names) & _LAUNCHING.get(module, set()):
+                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module} {names}")
+    assert found == []
 
 
 def test_the_root_holds_only_the_face_the_command_and_the_leaves() -> None:

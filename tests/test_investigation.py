@@ -104,7 +104,7 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
 def test_notebook_tables_wrap_column_names_at_underscores() -> None:
     import pandas as pd
 
-    from workbench.sweeps._investigation import _narrow_html
+    from workbench.studies._notebook import _narrow_html
 
     page = _narrow_html(pd.DataFrame({"mean_per_request_tok_s": [1.5], "n": [3]}))
     assert "mean_\u200bper_\u200brequest_\u200btok_\u200bs" in page and "<table" in page

@@ -17,6 +17,7 @@ the text says "not distinguishable at this level". With one repeat the figures s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -483,3 +484,25 @@ class Study:
             out[shown] = [interval_text(getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi"))
                           for row in means.itertuples()]
         return out.reset_index(drop=True)
+
+
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
+    """A :class:`Study` over run directories (or run ids under the default runs root).
+
+    ``baseline`` names the variant the others are compared with; None: the first run's variant
+    (``benchmark_variants`` returns runs in the order of its ``variants``).
+
+    Rows of runs whose figures come from a simulator stand-in for a patch carry its
+    label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
+    """
+    from workbench.store import load_run, load_runs
+
+    requests, levels = load_runs(runs)
+    manifests = [load_run(r).manifest for r in runs]
+    stand_in = {m.get("run_id"): m.get("sim_stand_in") for m in manifests}
+    for frame in (requests, levels):
+        if "run_id" in frame:
+            frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
+    if baseline is None:
+        baseline = manifests[0].get("variant") if manifests else "baseline"
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)

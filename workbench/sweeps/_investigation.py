@@ -1,9 +1,9 @@
-"""Entry points for the investigation notebooks: one call per notebook cell.
+"""Benchmarking variants from a notebook cell or ``workbench bench``: one call per cell.
 
 Plain keyword arguments, no global state. ``benchmark_variants`` runs the whole
 launch -> ready -> sweep -> stop cycle per variant (servers are context-managed, so
 a failing or interrupted cell stops what it started; measured levels are already
-on disk); ``load_study`` turns run directories into a :class:`~workbench.studies.Study`.
+on disk). Reading the runs back is :func:`workbench.studies.load_study`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from workbench import paths
 from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
@@ -25,47 +25,12 @@ from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import load_run, load_runs, open_run, runs_root, sweep_identity
-from workbench.studies import Study
+from workbench.store import load_run, open_run, runs_root, sweep_identity
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 load_variant, parameters_given, prepare_launch)
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
 LEVEL_LOG_LINES = 5000
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-#: Zero-width space: a line may break there (after each ``_`` of a column name) and nothing shows.
-_BREAK = "\u200b"
-
-
-def _narrow_html(frame: pd.DataFrame) -> str:
-    """A DataFrame's HTML with its column names breakable after each ``_``, so tables of many
-    snake_case columns wrap their headers and fit a laptop screen instead of scrolling sideways."""
-    shown = frame.rename(columns=lambda c: str(c).replace("_", "_" + _BREAK) if isinstance(c, str) else c)
-    return shown._repr_html_() or ""
-
-
-def setup_notebook() -> None:
-    """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
-    spec for JupyterLab); table text in full; floats to 4 significant figures; column names that wrap
-    at ``_`` (in IPython only)."""
-    import pandas as pd
-
-    from workbench.charts import enable_offline_renderer
-
-    enable_offline_renderer()
-    pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
-    pd.set_option("display.float_format", "{:.4g}".format)  # no six-decimal noise on model figures
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - notebooks always have IPython
-        return
-    shell = get_ipython()
-    if shell is not None:
-        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _narrow_html)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -602,55 +567,3 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     tail = getattr(exc, "log_tail", "")
     message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
-
-
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
-    """A :class:`Study` over run directories (or run ids under the default runs root).
-
-    ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``).
-
-    Rows of runs whose figures come from a simulator stand-in for a patch carry its
-    label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
-    """
-    requests, levels = load_runs(runs)
-    manifests = [load_run(r).manifest for r in runs]
-    stand_in = {m.get("run_id"): m.get("sim_stand_in") for m in manifests}
-    for frame in (requests, levels):
-        if "run_id" in frame:
-            frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
-    if baseline is None:
-        baseline = manifests[0].get("variant") if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
-
-
-def show_ratio_charts(study: Study) -> None:
-    """Display the spec/baseline ratio chart of every speculative variant."""
-    from IPython.display import display
-
-    for stem, chart in study.charts().items():
-        if stem.startswith("ratio_"):
-            display(chart)
-
-
-def show_markdown(text: str) -> None:
-    """Display markdown text in the notebook."""
-    from IPython.display import Markdown, display
-
-    display(Markdown(text))
-
-
-def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
-    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root).
-
-    Returns:
-        One row per chart: ``chart``, ``png`` and ``svg`` file names, and ``folder``.
-    """
-    import pandas as pd
-
-    folder = paths.resolve(report_dir)
-    saved = study.save_charts(folder)
-    return pd.DataFrame(
-        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": str(folder)}
-         for stem, files in saved.items()]
-    )

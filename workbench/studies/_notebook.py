@@ -1,0 +1,80 @@
+"""Notebook display helpers: set a notebook up for reports, show a study's charts and words, save its charts.
+
+The cells of the investigation notebooks call these through the root face (``wb.setup_notebook()``,
+``wb.show_ratio_charts(study)``, ``wb.show_markdown(study.verdict())``, ``wb.save_study_charts(...)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from workbench import paths
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.studies._study import Study
+
+
+#: Zero-width space: a line may break there (after each ``_`` of a column name) and nothing shows.
+_BREAK = "\u200b"
+
+
+def _narrow_html(frame: pd.DataFrame) -> str:
+    """A DataFrame's HTML with its column names breakable after each ``_``, so tables of many
+    snake_case columns wrap their headers and fit a laptop screen instead of scrolling sideways."""
+    shown = frame.rename(columns=lambda c: str(c).replace("_", "_" + _BREAK) if isinstance(c, str) else c)
+    return shown._repr_html_() or ""
+
+
+def setup_notebook() -> None:
+    """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
+    spec for JupyterLab); table text in full; floats to 4 significant figures; column names that wrap
+    at ``_`` (in IPython only)."""
+    import pandas as pd
+
+    from workbench.charts import enable_offline_renderer
+
+    enable_offline_renderer()
+    pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
+    pd.set_option("display.float_format", "{:.4g}".format)  # no six-decimal noise on model figures
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - notebooks always have IPython
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _narrow_html)
+
+
+def show_ratio_charts(study: Study) -> None:
+    """Display the spec/baseline ratio chart of every speculative variant."""
+    from IPython.display import display
+
+    for stem, chart in study.charts().items():
+        if stem.startswith("ratio_"):
+            display(chart)
+
+
+def show_markdown(text: str) -> None:
+    """Display markdown text in the notebook."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(text))
+
+
+def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
+    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root).
+
+    Returns:
+        One row per chart: ``chart``, ``png`` and ``svg`` file names, and ``folder``.
+    """
+    import pandas as pd
+
+    folder = paths.resolve(report_dir)
+    saved = study.save_charts(folder)
+    return pd.DataFrame(
+        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": str(folder)}
+         for stem, files in saved.items()]
+    )
