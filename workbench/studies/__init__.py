@@ -10,6 +10,8 @@ simulator's offline what-if (:class:`WhatIf`, :func:`what_if`), a stored GPU cal
 :mod:`workbench.sweeps`. The map is docs/ARCHITECTURE.md.
 """
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it.
@@ -35,4 +37,25 @@ _NAMES = {
     "what_if": "_whatif",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.studies._calibration_study import CalibrationStudy as CalibrationStudy
+    from workbench.studies._policy_study import DEFAULT_ADAPTIVE_VERSION as DEFAULT_ADAPTIVE_VERSION
+    from workbench.studies._policy_index import INDEX_NAME as INDEX_NAME
+    from workbench.studies._policy_index import PolicyRun as PolicyRun
+    from workbench.studies._policy_study import PolicyStudy as PolicyStudy
+    from workbench.studies._study import Study as Study
+    from workbench.studies._whatif import WhatIf as WhatIf
+    from workbench.studies._calibration_study import load_calibration as load_calibration
+    from workbench.studies._policy_study import load_dynamic_disable as load_dynamic_disable
+    from workbench.studies._policy_study import load_policy_study as load_policy_study
+    from workbench.studies._study import load_study as load_study
+    from workbench.studies._notebook import save_study_charts as save_study_charts
+    from workbench.studies._notebook import setup_notebook as setup_notebook
+    from workbench.studies._notebook import show_markdown as show_markdown
+    from workbench.studies._policy_study import show_panel as show_panel
+    from workbench.studies._notebook import show_ratio_charts as show_ratio_charts
+    from workbench.studies._server_view import show_server_series as show_server_series
+    from workbench.studies._policy_index import variant_settings as variant_settings
+    from workbench.studies._whatif import what_if as what_if
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

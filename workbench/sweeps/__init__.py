@@ -10,6 +10,8 @@ verbs (``cli.py``). What reads runs and explains them is :mod:`workbench.studies
 docs/ARCHITECTURE.md.
 """
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it.
@@ -28,4 +30,18 @@ _NAMES = {
     "write_policies": "_policy_sweep",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.sweeps._investigation import benchmark_variant as benchmark_variant
+    from workbench.sweeps._investigation import benchmark_variants as benchmark_variants
+    from workbench.sweeps._catalogue import compare_runs as compare_runs
+    from workbench.sweeps._catalogue import delete_run as delete_run
+    from workbench.sweeps._policy_sweep import dynamic_disable as dynamic_disable
+    from workbench.sweeps._catalogue import export_runs as export_runs
+    from workbench.sweeps._catalogue import label_run as label_run
+    from workbench.sweeps._catalogue import list_runs as list_runs
+    from workbench.sweeps._policy_sweep import measure_policies as measure_policies
+    from workbench.sweeps._catalogue import show_run as show_run
+    from workbench.sweeps._catalogue import stored_runs as stored_runs
+    from workbench.sweeps._policy_sweep import write_policies as write_policies
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
