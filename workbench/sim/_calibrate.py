@@ -13,12 +13,13 @@ point in turn and predicts it. Validation points (``[validation]``) are only eve
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, default_requests_per_level
 from workbench.errors import ConfigError
@@ -189,7 +190,7 @@ def figures(
         Dict with the keys of :data:`FIGURES` (tok/s) and ``"baseline"`` / ``"eagle3"`` sweeps
         as returned by :func:`sweep_stats`.
     """
-    common = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
+    common: dict[str, Any] = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
     base = sweep_stats(profile, SpecConfig(), cost=cost or variant_cost(profile, "baseline"), **common)
     eagle = sweep_stats(profile, seed_eagle3_spec(), cost=cost or variant_cost(profile, "eagle3-topk4"), **common)
     first = min(levels)
@@ -300,8 +301,9 @@ def profile_workload(profile: SimProfile) -> Workload:
         text = TextModel()
         lengths = tuple(text.count_tokens(p.text) for p in load_prompts(w.get("prompt_set", "default")))
     rule = w.get("requests_per_level", REQUESTS_RULE)
+    requests: Callable[[int], int]
     if isinstance(rule, int):
-        requests: Callable[[int], int] = lambda c, n=rule: max(n, c)  # noqa: E731
+        requests = functools.partial(max, rule)  # at least the profile's count, and the concurrency
     elif re.sub(r"\s", "", str(rule)) == re.sub(r"\s", "", REQUESTS_RULE):
         requests = default_requests_per_level
     else:
@@ -347,10 +349,11 @@ class Predictor:
         """Each point's predicted value with these efficiency terms (one offline level per pair needed)."""
         cache: dict[tuple[str, int], tuple[float, float]] = {}
 
-        def at(variant: str, c: int) -> tuple[float, float]:
-            if (variant, c) not in cache:
-                cache[variant, c] = self.level(variant, c, efficiency)
-            return cache[variant, c]
+        def at(variant: str | None, c: int | None) -> tuple[float, float]:
+            key = (cast(str, variant), cast(int, c))  # each metric's point names what it needs
+            if key not in cache:
+                cache[key] = self.level(*key, efficiency)
+            return cache[key]
 
         out = []
         for p in points:
@@ -404,8 +407,9 @@ _UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficien
           "cpu_per_request_ms": 1e3, "layer_fixed_us": 1e4, "moe_layer_floor_us": 1e4, "routing_overlap": 0.99}
 
 
-def _efficiency(base: Efficiency, terms: Sequence[str], x: Sequence[float]) -> Efficiency:
-    return dataclasses.replace(base, **{t: min(math.exp(v), _UPPER[t]) for t, v in zip(terms, x)})
+def _efficiency(base: Efficiency, terms: Sequence[str], x: Iterable[float]) -> Efficiency:
+    changes: dict[str, Any] = {t: min(math.exp(v), _UPPER[t]) for t, v in zip(terms, x)}
+    return dataclasses.replace(base, **changes)
 
 
 def fit(
@@ -432,6 +436,9 @@ def fit(
     """
     import numpy as np
 
+    if profile.physics is None:
+        raise ConfigError(f"profile {profile.name} has no [physics] table: only a physical profile's efficiency terms "
+                          "can be fitted")
     terms = tuple(terms if terms is not None else profile.physics.fit_terms)
     if not terms or len(terms) > 3:
         raise ConfigError(f"fit {len(terms)} terms: need 1 to 3 ({terms})")

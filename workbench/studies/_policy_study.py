@@ -129,14 +129,14 @@ class PolicyStudy:
     def subtitle(self) -> list[str]:
         """Chart subtitle lines: provenance (SIMULATED when so; :attr:`workbench.Study.subtitle_lines`, stand-ins
         included), the SGLang rules of the sweep, n."""
-        if "subtitle" not in self._cache:
+        if ("subtitle",) not in self._cache:
             first = Study(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
             versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or "?")
                                for m in self.manifests})
             n = self.repeats
             rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
-            self._cache["subtitle"] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
-        return list(self._cache["subtitle"])
+            self._cache[("subtitle",)] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
+        return list(self._cache[("subtitle",)])
 
     # -- tables -------------------------------------------------------------------------------------
     def means(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -364,7 +364,7 @@ class PolicyStudy:
         return out
 
     def envelope_chart(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
-                       no_draft_above: int | None = None) -> alt.LayerChart:
+                       no_draft_above: int | None = None) -> alt.LayerChart | alt.FacetChart:
         """The envelope chart of ``variants`` (the baseline always kept) with a threshold rule at ``no_draft_above``."""
         metric = metric or self.metric
         names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
@@ -409,7 +409,7 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
     study = load_study(runs, baseline=baseline)
     settings = {}
     for m in study.manifests:
-        name = m.get("variant")
+        name = m["variant"]
         definition = m.get("variant_definition") or {}
         v = Variant(name=name, model_path=str(definition.get("model_path") or "?"), flags=dict(definition.get("flags")
                                                                                                or {}))

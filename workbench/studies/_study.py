@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import pandas as pd
@@ -279,12 +279,12 @@ class Study:
         if not metrics:
             raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no concurrency level at which both "
                               f"recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)")
-        out = None
-        for m in metrics:
-            t = self.ratio_intervals(spec, m).rename(columns={
-                "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
-                "verdict": f"{m}_verdict"})
-            out = t if out is None else out.merge(t, on="concurrency", how="outer")
+        tables = [self.ratio_intervals(spec, m).rename(columns={
+            "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
+            "verdict": f"{m}_verdict"}) for m in metrics]
+        out = tables[0]
+        for t in tables[1:]:
+            out = out.merge(t, on="concurrency", how="outer")
         caps = self.caps
         out["queued_requests"] = [max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
                                   for c in out["concurrency"]]
@@ -323,8 +323,8 @@ class Study:
             if interval.kind == "not_tested":
                 out[m] = dataclasses.replace(point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)")
             elif interval.kind == "claimed":
-                out[m] = Crossover(m, "interpolated", interval.concurrency, None, None, interval.description,
-                                   ((0, 0, interval.concurrency),))
+                claimed = cast(float, interval.concurrency)  # a claimed crossover has its concurrency
+                out[m] = Crossover(m, "interpolated", claimed, None, None, interval.description, ((0, 0, claimed),))
             else:
                 out[m] = Crossover(m, "none_in_range", None, None, None, interval.description)
         return out
@@ -418,7 +418,7 @@ class Study:
         """Every chart of the study, by file stem (means over repeats, with interval bars when n > 1)."""
         means = self.means()
         lines = [*self.subtitle_lines, self.repeats_line]
-        kw = {"variants": self.variants, "baseline": self.baseline}
+        kw: dict[str, Any] = {"variants": self.variants, "baseline": self.baseline}
         out: dict[str, alt.TopLevelMixin] = {
             "throughput": charts.throughput_chart(means, subtitle=lines, **kw),
         }
@@ -503,6 +503,5 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> St
     for frame in (requests, levels):
         if "run_id" in frame:
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
-    if baseline is None:
-        baseline = manifests[0].get("variant") if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline)
+    first = cast(str, manifests[0].get("variant")) if manifests else "baseline"
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=first if baseline is None else baseline)

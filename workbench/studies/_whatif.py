@@ -132,7 +132,7 @@ class WhatIf:
     def crossover_table(self) -> pd.DataFrame:
         """One row per configuration: settings, ratio at the lowest level, and the crossover on each metric."""
         if "crossovers" not in self._cache:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for name, group in self.ratios().groupby("variant", sort=False):
                 group = group.sort_values("concurrency")
                 out_x = find_crossover(group["concurrency"], group["output_ratio"], metric="output_throughput_tok_s")
@@ -254,7 +254,7 @@ class WhatIf:
         of the best configuration at every level; otherwise adaptive tiers.
         """
         best = self.best_table().set_index("concurrency")["best_output_throughput_tok_s"]
-        rows = []
+        rows: list[dict[str, Any]] = []
         threshold = self._threshold_policy()
         if threshold is not None:
             sim = threshold["levels"].set_index("concurrency")["output_throughput_tok_s"]

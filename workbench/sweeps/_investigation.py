@@ -135,7 +135,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise ConfigError(f"label must be a non-empty string naming the sweep (or None), got {label!r}")
-    where = client or ("local" if is_local(host) else "host")
+    where: Literal["host", "local"] = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
     plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"],
                            requests_per_level=args["requests_per_level"], max_new_tokens=args["max_new_tokens"],
