@@ -10,7 +10,7 @@ import workbench as wb
 @pytest.fixture(scope="module")
 def wi():
     return wb.what_if("seed-pcie-8gpu", topk=(1, 4), num_steps=(1, 2), num_draft_tokens=(2, 8, 16),
-                      spec_v2=(False, True), levels=(1, 4, 16, 64), requests_per_level=8, max_new_tokens=32)
+                      spec_v2=(False, True), concurrency_levels=(1, 4, 16, 64), requests_per_level=8, max_new_tokens=32)
 
 
 def test_grid_and_levels(wi) -> None:

@@ -38,9 +38,6 @@ FIGURES = (
     "eagle3_saturation_output_tok_s",
 )
 
-#: How a profile's ``[workload] requests_per_level`` spells the sweep plan's default rule
-#: (:func:`workbench.bench.default_requests_per_level`).
-REQUESTS_RULE = "max(16, 2 * concurrency)"
 
 #: Metrics a point may name.
 METRICS = ("output_tok_s", "per_request_tok_s", "saturation_output_tok_s", "speedup")
@@ -289,27 +286,17 @@ class Workload:
 
 def profile_workload(profile: SimProfile) -> Workload:
     """The profile's ``[workload]``: a shipped prompt set counted with the shipped tokenizer, or
-    fixed ``prompt_tokens``; ``requests_per_level`` an integer or :data:`REQUESTS_RULE`."""
-    w = profile.workload
-    if "prompt_tokens" in w:
-        lengths = w["prompt_tokens"]
-        lengths = tuple(int(x) for x in (lengths if isinstance(lengths, list) else [lengths]))
-    else:
-        from workbench.bench import load_prompts
-        from workbench.sim._text import TextModel
+    fixed ``prompt_tokens`` (:func:`workbench.sim._predict.workload_prompt_lengths`); ``requests_per_level``
+    a count (:func:`workbench.sim._predict.workload_requests`; at least the concurrency) or left out
+    for the bench's rule."""
+    from workbench.sim._predict import workload_prompt_lengths, workload_requests
 
-        text = TextModel()
-        lengths = tuple(text.count_tokens(p.text) for p in load_prompts(w.get("prompt_set", "default")))
-    rule = w.get("requests_per_level", REQUESTS_RULE)
-    requests: Callable[[int], int]
-    if isinstance(rule, int):
-        requests = functools.partial(max, rule)  # at least the profile's count, and the concurrency
-    elif re.sub(r"\s", "", str(rule)) == re.sub(r"\s", "", REQUESTS_RULE):
-        requests = default_requests_per_level
-    else:
-        raise ConfigError(f"profile {profile.name}: requests_per_level {rule!r} is neither an integer nor {REQUESTS_RULE!r}")
-    return Workload(lengths, int(w.get("max_new_tokens", 256)), tuple(w.get("levels", DEFAULT_CONCURRENCY_LEVELS)),
-                    requests, int(w.get("seed", 0)))
+    w = profile.workload
+    count = workload_requests(profile)
+    requests: Callable[[int], int] = (default_requests_per_level if count is None
+                                      else functools.partial(max, count))  # at least the concurrency
+    return Workload(workload_prompt_lengths(profile), int(w.get("max_new_tokens", 256)),
+                    tuple(w.get("levels", DEFAULT_CONCURRENCY_LEVELS)), requests, int(w.get("seed", 0)))
 
 
 class Predictor:
