@@ -163,6 +163,6 @@ def test_calibration_verdict_states_fit_errors_misses_knee_and_whatif(llama_fit)
     assert lines[3] == ("- **Largest miss**: held-out decode at context 32768: median |error| 55% over 2 points, the model "
                         "under-predicting.")
     assert lines[4] == "- **Knee** (a decode step 10% slower than at one token) at context 0: measured near 25 tokens, the model 140."
-    assert lines[5].startswith("- **What-if (SIMULATED, step level)**: llama3-8b-eagle3-bs1 2.52x plain decode at batch 1, "
+    assert lines[5].startswith("- **What-if (SIMULATED, step level)**: llama3-8b-eagle3-bs1 2.50x plain decode at batch 1, "
                                "stops paying between batch 8 and 32")
     assert lines[-1].startswith("- **Caveats**: attention here is PyTorch SDPA")

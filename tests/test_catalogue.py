@@ -133,9 +133,9 @@ def test_labels_live_beside_the_manifest(runs) -> None:
     root, made = runs
     rid = made["eagle3"].run_id
     manifest_before = (made["eagle3"].path / "manifest.json").read_bytes()
-    assert wb.label_run(rid, "keep", "driver 550", runs_dir=root) == ["keep", "driver 550"]
-    assert wb.label_run(rid, "keep", "new", runs_dir=root) == ["keep", "driver 550", "new"]
-    assert wb.label_run(rid, "driver 550", remove=True, runs_dir=root) == ["keep", "new"]
+    assert wb.label_run(rid, "keep", "driver-550", runs_dir=root) == ["keep", "driver-550"]
+    assert wb.label_run(rid, "keep", "new", runs_dir=root) == ["keep", "driver-550", "new"]
+    assert wb.label_run(rid, "driver-550", remove=True, runs_dir=root) == ["keep", "new"]
     assert (made["eagle3"].path / "manifest.json").read_bytes() == manifest_before
     assert wb.list_runs(root).set_index("run_id").loc[rid, "labels"] == "keep, new"
     with pytest.raises(ConfigError, match="non-empty"):

@@ -4,7 +4,6 @@ tiny shapes (labelled, never a calibration)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from blocked_imports import blocking_dir
+from torch_programs import needs_torch, run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 REMOTE = ROOT / "remote"
@@ -22,14 +22,8 @@ SCRIPT = REMOTE / "gpu_calibrate.py"
 sys.path.insert(0, str(REMOTE))
 import _gpu_calibrate_plan as plan_mod  # noqa: E402
 
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed in this venv (not a test "
-                                 "dependency); install a CPU wheel to run the program's torch path")
-
-
 def _run(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return run_program(SCRIPT, *args, env=env, timeout=timeout)
 
 
 # -- the plan ---------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def test_repeats_rows_and_resume_skip_finished_work(tmp_path: Path) -> None:
 def test_bad_repeats_and_label_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="repeats must be a whole number >= 1"):
         benchmark_variant("baseline", repeats=0, runs_dir=tmp_path)
-    with pytest.raises(ConfigError, match="label must be a non-empty string"):
+    with pytest.raises(ConfigError, match="label ' ' is not allowed: a name is 1 to 60 ASCII"):
         benchmark_variant("baseline", label=" ", runs_dir=tmp_path)
     assert not list(tmp_path.iterdir())
 

@@ -56,6 +56,7 @@ _NAMES = {
     "show_ratio_charts": "studies",
     "show_run": "sweeps",
     "show_server_series": "studies",
+    "show_text": "studies",
     "source_panes": "source",
     "stored_runs": "sweeps",
     "Study": "studies",
@@ -105,6 +106,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies import show_ratio_charts as show_ratio_charts
     from workbench.sweeps import show_run as show_run
     from workbench.studies import show_server_series as show_server_series
+    from workbench.studies import show_text as show_text
     from workbench.source import source_panes as source_panes
     from workbench.sweeps import stored_runs as stored_runs
     from workbench.studies import Study as Study

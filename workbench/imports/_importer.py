@@ -37,6 +37,7 @@ import pandas as pd
 from workbench.bench import summarize_levels
 from workbench.engines import engine_names, get_engine, server_info_engine
 from workbench.errors import ConfigError
+from workbench.names import check_name
 from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
 from workbench.imports._checks import violations
 from workbench.imports._rows import ImportedLevel, to_engine_time
@@ -314,16 +315,24 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
 
     Raises:
         ConfigError: no path given, a path that does not exist or is in no known format, a
-            malformed file (the message names the file and place), contradicting ``simulated``.
+            malformed file (the message names the file and place), contradicting ``simulated``,
+            a run name (``variant``, or a tool's tag, label or file name) or ``label`` that breaks
+            :data:`workbench.names.NAME_RULE`.
         HostError: a run directory cannot be written.
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not items:
         raise ConfigError("import_results: no files given")
+    if variant is not None:
+        check_name(variant, fix="Pass another --variant")
+    if label is not None:
+        check_name(label, what="label", fix="Pass another --label")
     groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}
     for item in items:  # every file first: a bad one stops the import before anything is stored
         source = Path(item).expanduser().resolve()
         for lvl in read_results(source, variant=variant):
+            check_name(lvl.variant, what=f"run name from {source.name} ({lvl.source_record}: the tool's tag or label, "
+                       "else the file's name)", fix="Pass --variant NAME to name the runs of this import")
             groups.setdefault((lvl.tool, lvl.variant), []).append((source, lvl))
     levels_out, quarantine_out, requests_out, runs = [], [], [], []
     digests: dict[Path, str] = {}

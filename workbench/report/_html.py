@@ -116,8 +116,35 @@ def inline_svg(svg: str, prefix: str) -> str:
     return body
 
 
-def _exporter():
+def _markdown_output_exporter():
+    """nbconvert's HTML exporter, rendering the markdown a cell *outputs* with raw HTML escaped.
+
+    A notebook's markdown cells are its author's text and render as nbconvert renders them. A
+    markdown output (``wb.show_markdown``, ``IPython.display.Markdown``) carries data: variant names,
+    imported fields, error messages. Its raw HTML is shown as text and its harmful link targets
+    (``javascript:``, ``vbscript:``, ``file:``, non-image ``data:``) are dropped by mistune's
+    renderer (``escape=True`` and its protocol check, which nbconvert's renderer turns off by
+    default), so no data can place an element or a script in a shared report,
+    whatever the code that wrote the markdown escaped (``workbench.markup`` is the first line).
+    """
     from nbconvert import HTMLExporter
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class _Exporter(HTMLExporter):
+        @jinja2.pass_context
+        def markdown2html(self, context, source):  # noqa: D102 - nbconvert's filter, see above
+            cell = context.get("cell", {})
+            if cell.get("cell_type") == "markdown":
+                return super().markdown2html(context, source)
+            renderer = IPythonRenderer(escape=True, allow_harmful_protocols=None, embed_images=False,
+                                       anchor_link_text=self.anchor_link_text,
+                                       exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+            return MarkdownWithMath(renderer=renderer).render(source)
+
+    return _Exporter
+
+
+def _exporter():
     from traitlets.config import Config
 
     config = Config()
@@ -125,7 +152,7 @@ def _exporter():
     # The parameters cells are in the header already; setup and glue cells tagged hide-input show only their output.
     config.TagRemovePreprocessor.enabled = True
     config.TagRemovePreprocessor.remove_input_tags = set(HIDDEN_INPUT_TAGS)
-    exporter = HTMLExporter(
+    exporter = _markdown_output_exporter()(
         config=config,
         template_name="lab",
         template_file=_TEMPLATE_NAME,

@@ -19,7 +19,11 @@ _NAMES = {
     "predict": "_predict",
     "profile_variants": "_predict",
     "RooflineCost": "_roofline",
+    "policy_support": "_verify_budget",
+    "policy_table": "_verify_budget",
     "spec_grid": "_predict",
+    "SpecConfig": "_spec",
+    "SpecKernelCosts": "_spec_kernels",
     "step_breakdown": "_calibrate",
     "STEP_PARTS": "_predict",
     "StepBreakdown": "_roofline",
@@ -41,7 +45,11 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sim._predict import predict as predict
     from workbench.sim._predict import profile_variants as profile_variants
     from workbench.sim._roofline import RooflineCost as RooflineCost
+    from workbench.sim._verify_budget import policy_support as policy_support
+    from workbench.sim._verify_budget import policy_table as policy_table
     from workbench.sim._predict import spec_grid as spec_grid
+    from workbench.sim._spec import SpecConfig as SpecConfig
+    from workbench.sim._spec_kernels import SpecKernelCosts as SpecKernelCosts
     from workbench.sim._calibrate import step_breakdown as step_breakdown
     from workbench.sim._predict import STEP_PARTS as STEP_PARTS
     from workbench.sim._roofline import StepBreakdown as StepBreakdown

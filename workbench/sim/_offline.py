@@ -76,7 +76,7 @@ def simulate_closed_loop(
     *,
     prompt_tokens: Sequence[int],
     concurrency: int,
-    max_new_tokens: int,
+    max_new_tokens: int | Sequence[int],
     chunks: bool = True,
 ) -> ClosedLoopResult:
     """Simulate one closed-loop level.
@@ -86,7 +86,8 @@ def simulate_closed_loop(
         prompt_tokens: prompt length (tokens) of each request, in send order; its
             length is the number of requests.
         concurrency: requests kept in flight.
-        max_new_tokens: output tokens per request.
+        max_new_tokens: output tokens per request: one count for all, or one per request in send order
+            (as long as ``prompt_tokens``: output lengths drawn from a workload's distribution).
         chunks: record every chunk (``itl_ms``, ``tokens_per_chunk``); False leaves those
             lists empty and is several times cheaper per iteration.
 
@@ -95,10 +96,15 @@ def simulate_closed_loop(
         clock from 0) and the level's iteration counters.
 
     Raises:
-        ValueError: concurrency < 1 or the engine is not idle.
+        ValueError: concurrency < 1, the engine is not idle, or per-request output lengths that do not
+            match the prompts one for one.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
+    if not isinstance(max_new_tokens, int):
+        if len(max_new_tokens) != len(prompt_tokens) or min(max_new_tokens, default=1) < 1:
+            raise ValueError(f"per-request output lengths must be one per prompt ({len(prompt_tokens)}) and >= 1; "
+                             f"got {len(max_new_tokens)} values")
     if not engine.idle:
         raise ValueError("run_closed_loop needs an idle engine")
     if chunks:
@@ -106,8 +112,12 @@ def simulate_closed_loop(
     return _ends_only(engine, prompt_tokens, concurrency, max_new_tokens)
 
 
+def _lengths(max_new_tokens: int | Sequence[int], total: int) -> Sequence[int]:
+    return [max_new_tokens] * total if isinstance(max_new_tokens, int) else max_new_tokens
+
+
 def _with_chunks(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: int,
-                 max_new_tokens: int) -> ClosedLoopResult:
+                 max_new_tokens: int | Sequence[int]) -> ClosedLoopResult:
     now = 0.0
     result = ClosedLoopResult([])
     starts: dict[str, float] = {}
@@ -115,12 +125,13 @@ def _with_chunks(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: 
     tokens: dict[str, list[int]] = {}
     rows = result.rows
     total = len(prompt_tokens)
+    outputs = _lengths(max_new_tokens, total)
     sent = 0
 
     def send() -> None:
         nonlocal sent
         rid = f"r{sent}"
-        engine.submit(SimRequest(rid=rid, prompt_tokens=int(prompt_tokens[sent]), max_new_tokens=max_new_tokens))
+        engine.submit(SimRequest(rid=rid, prompt_tokens=int(prompt_tokens[sent]), max_new_tokens=int(outputs[sent])))
         starts[rid], times[rid], tokens[rid] = now, [], []
         sent += 1
 
@@ -148,20 +159,21 @@ def _with_chunks(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: 
 
 
 def _ends_only(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: int,
-               max_new_tokens: int) -> ClosedLoopResult:
+               max_new_tokens: int | Sequence[int]) -> ClosedLoopResult:
     now = 0.0
     result = ClosedLoopResult([])
     starts: dict[str, float] = {}
     firsts: dict[str, float] = {}
     rows = result.rows
     total = len(prompt_tokens)
+    outputs = _lengths(max_new_tokens, total)
     sent = 0
     running = engine.running
 
     def send() -> None:
         nonlocal sent
         rid = f"r{sent}"
-        engine.submit(SimRequest(rid=rid, prompt_tokens=int(prompt_tokens[sent]), max_new_tokens=max_new_tokens))
+        engine.submit(SimRequest(rid=rid, prompt_tokens=int(prompt_tokens[sent]), max_new_tokens=int(outputs[sent])))
         starts[rid] = now
         sent += 1
 

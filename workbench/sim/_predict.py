@@ -41,7 +41,7 @@ STATS: dict[str, float | None] = {"mean": None, "p50": 50.0, "p90": 90.0, "p99":
 #: Per-request metrics a level summarises with :data:`STATS` (the bench's names).
 SUMMARIZED = ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
 #: The step-breakdown parts, in stacking order (``step_<part>_ms`` columns).
-STEP_PARTS = ("weights", "kv", "compute", "communication", "draft", "overhead")
+STEP_PARTS = ("weights", "kv", "compute", "communication", "draft", "kernels", "overhead")
 
 
 # -- configurations -------------------------------------------------------------------------------
@@ -369,11 +369,14 @@ class PredictionPlan:
         concurrency_levels: the closed loop's concurrency levels.
         requests_per_level: a fixed count, or None for the bench's rule
             (:func:`workbench.bench.default_requests_per_level`: ``max(16, 2 x concurrency)``).
-        max_new_tokens: output tokens per request.
+        max_new_tokens: output tokens per request (with ``output_lengths``, their largest).
         prompt_lengths: prompt lengths of the prompt set (tokens), scheduled as the bench does.
         seed: prompt order and acceptance sampling.
         prompt_set: the prompt set whose acceptance figures apply (None: the profile's workload's).
         temperature: the requests' temperature (None: the workload's); picks greedy or sampled figures.
+        output_lengths: the workload's output lengths (``[workload] output_tokens``, a list of token counts):
+            each request draws one, as a workload that stops at EOS varies; None: every request runs to
+            ``max_new_tokens`` (the bench's ``ignore_eos``).
     """
 
     concurrency_levels: tuple[int, ...]
@@ -383,6 +386,20 @@ class PredictionPlan:
     seed: int = 0
     prompt_set: str | None = None
     temperature: float | None = None
+    output_lengths: tuple[int, ...] | None = None
+
+    def outputs(self, n: int) -> int | tuple[int, ...]:
+        """Output tokens of ``n`` requests: the fixed count, or one per request drawn from
+        :attr:`output_lengths` (seeded, as the prompts are scheduled)."""
+        if self.output_lengths is None:
+            return self.max_new_tokens
+        return _schedule(self.output_lengths, n, self.seed + 1)
+
+    @property
+    def mean_output_tokens(self) -> float:
+        """Mean output tokens per request."""
+        ol = self.output_lengths
+        return sum(ol) / len(ol) if ol else float(self.max_new_tokens)
 
     def acceptance(self, profile: SimProfile):
         """The acceptance model of this plan's prompt set and temperature."""
@@ -426,8 +443,19 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
     tokens = int(max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens", 256))
     if tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {tokens}")
+    outputs = None
+    if max_new_tokens is None and "output_tokens" in w:
+        raw = w["output_tokens"]
+        try:
+            outputs = tuple(int(x) for x in (raw if isinstance(raw, list) else [raw]))
+        except (TypeError, ValueError):
+            outputs = ()
+        if not outputs or min(outputs) < 1:
+            raise ConfigError(f"profile {profile.name}: [workload] output_tokens must be a list of token counts >= 1, "
+                              f"got {raw!r}")
+        tokens = max(outputs)
     return PredictionPlan(lv, requests_per_level, tokens, workload_prompt_lengths(profile),
-                          int(seed if seed is not None else w.get("seed", 0)), prompt_set, temperature)
+                          int(seed if seed is not None else w.get("seed", 0)), prompt_set, temperature, outputs)
 
 
 def simulate_level(profile: SimProfile, config: Configuration, plan: PredictionPlan, concurrency: int, *,
@@ -438,7 +466,7 @@ def simulate_level(profile: SimProfile, config: Configuration, plan: PredictionP
                         rng=random.Random(plan.seed * 1_000_003 + concurrency), spec_policy=config.spec_policy())
     order = _schedule(plan.prompt_lengths, plan.requests(concurrency), plan.seed)
     return simulate_closed_loop(engine, prompt_tokens=order, concurrency=concurrency,
-                                max_new_tokens=plan.max_new_tokens, chunks=chunks)
+                                max_new_tokens=plan.outputs(len(order)), chunks=chunks)
 
 
 def _step_columns(profile: SimProfile, config: Configuration, result: ClosedLoopResult, summary: dict[str, Any],
@@ -455,7 +483,7 @@ def _step_columns(profile: SimProfile, config: Configuration, result: ClosedLoop
         return out
     batch = max(1, round(result.mean_decode_batch))
     prompts = plan.prompt_lengths
-    kv = round(batch * (sum(prompts) / len(prompts) + plan.max_new_tokens / 2))
+    kv = round(batch * (sum(prompts) / len(prompts) + plan.mean_output_tokens / 2))
     cost = _cost(profile, config)
     speculating = config.spec.enabled and result.spec_iterations > result.decode_iterations / 2
     if speculating and hasattr(cost, "spec_breakdown"):

@@ -39,7 +39,9 @@ from workbench.errors import ConfigError
 from workbench.sim._acceptance import AcceptanceModel
 from workbench.sim._cost_model import CostModel
 from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
+from workbench.paths import PACKAGE_ROOT
 from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
+from workbench.sim._spec_kernels import SpecKernelCosts
 
 #: Where shipped profiles live.
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "data" / "profiles"
@@ -66,6 +68,9 @@ class Physics:
         fit_terms: the efficiency terms a calibration may fit.
         defaults: what SGLang runs with when a flag is absent (tp_size, custom_all_reduce,
             cuda_graph_max_bs, mem_fraction_static).
+        spec_kernels: the speculative step's small kernels measured on the GPU (``[spec_kernels]``:
+            ``table``, a ``remote/gpu_spec_step.py`` CSV relative to the project root, and ``verify``,
+            ``"greedy"`` by default), or None: not charged.
     """
 
     gpu: GpuSpec
@@ -76,6 +81,7 @@ class Physics:
     efficiency: Efficiency
     fit_terms: tuple[str, ...]
     defaults: dict[str, Any]
+    spec_kernels: SpecKernelCosts | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,7 +202,7 @@ class SimProfile:
             assert self.cost is not None  # a legacy profile always has [cost] (checked on load)
             return self.cost
         return RooflineCost(self.physics.target, self.deployment(args), efficiency or self.physics.efficiency,
-                            draft=self.physics.draft)
+                            draft=self.physics.draft, spec_kernels=self.physics.spec_kernels)
 
     def kv_capacity_tokens(self, args: dict[str, Any] | None = None, *, sglang_version: str | None = None) -> int:
         """KV-cache tokens the server would hold (``max_total_num_tokens``), from memory and the flags.
@@ -241,9 +247,23 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
         raise ConfigError(f"Profile {path}: at most 3 fitted terms, got {len(terms)}")
     defaults = {k: dep[k] for k in ("tp_size", "custom_all_reduce", "cuda_graph_max_bs", "mem_fraction_static")
                 if k in dep}
+    kernels = data.get("spec_kernels")
+    spec_kernels = None
+    if kernels is not None:
+        if "table" not in kernels:
+            raise ConfigError(f"Profile {path}: [spec_kernels] needs table = \"data/calibration/.../spec_step.csv\"")
+        spec_kernels = _spec_kernel_costs(str(kernels["table"]), str(kernels.get("verify", "greedy")))
     return Physics(gpu=gpu, gpus=int(dep.get("gpus", 1)), interconnect=interconnect,
                    target=load_model_config(dep["target"]), draft=draft,
-                   efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults)
+                   efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults,
+                   spec_kernels=spec_kernels)
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_kernel_costs(table: str, verify: str) -> SpecKernelCosts:
+    """One loaded table per (file, regime): profiles that share a table share its curves."""
+    path = Path(table)
+    return SpecKernelCosts(path if path.is_absolute() else PACKAGE_ROOT / path, verify=verify)
 
 
 #: Sub-tables of ``[acceptance]`` (and of each prompt set's table) holding the figures of one sampling regime.

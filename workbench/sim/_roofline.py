@@ -164,6 +164,9 @@ class StepBreakdown:
         draft_ms: every draft-model forward of the iteration (its own roofline and collectives).
         overhead_ms: exposed CPU time, eager launch costs and the fixed GPU time per layer.
         touched_experts: experts per MoE layer the target's tokens touch (None for dense models).
+        kernels_ms: the speculative step's small kernels (draft top-k, tree selection and building,
+            verification, KV bookkeeping), from the profile's measured table
+            (:class:`~workbench.sim._spec_kernels.SpecKernelCosts`); 0 without one.
     """
 
     kind: str
@@ -176,12 +179,13 @@ class StepBreakdown:
     draft_ms: float
     overhead_ms: float
     touched_experts: float | None = None
+    kernels_ms: float = 0.0
 
     @property
     def total_ms(self) -> float:
         """The iteration's duration."""
         return (self.weights_ms + self.kv_ms + self.compute_ms + self.communication_ms
-                + self.draft_ms + self.overhead_ms)
+                + self.draft_ms + self.overhead_ms + self.kernels_ms)
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """A flat row (with ``total_ms``) for a table."""
@@ -297,19 +301,22 @@ class RooflineCost:
         deployment: GPU, TP, interconnect and SGLang flags.
         efficiency: fitted and fixed efficiency terms.
         draft: the draft model's shape (None: speculative steps cannot be costed).
+        spec_kernels: the measured small kernels of a speculative step
+            (:class:`~workbench.sim._spec_kernels.SpecKernelCosts`); None charges them nothing.
 
     Raises:
         ConfigError: ``tp_size`` < 1.
     """
 
     def __init__(self, target: ModelConfig, deployment: Deployment, efficiency: Efficiency,
-                 draft: ModelConfig | None = None) -> None:
+                 draft: ModelConfig | None = None, spec_kernels=None) -> None:
         if deployment.tp_size < 1:
             raise ConfigError(f"--tp-size must be >= 1, got {deployment.tp_size}")
         self.target_config, self.draft_config = target, draft
         self.deployment, self.efficiency = deployment, efficiency
         self.target = _Forward(target, deployment, efficiency)
         self.draft = _Forward(draft, deployment, efficiency) if draft is not None else None
+        self.spec_kernels = spec_kernels
         self._cpu = efficiency.cpu_overhead_ms
         self._cpu_req = efficiency.cpu_per_request_ms
         self._graph_bs = deployment.cuda_graph_max_bs
@@ -336,11 +343,22 @@ class RooflineCost:
         gpu = self.target.total(batch, batch, kv_tokens, batch) + self._eager(batch, self.target)
         return self._iteration(gpu, 1, self.deployment.overlap_schedule, batch)
 
-    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> float:
-        """One EAGLE iteration: ``num_steps`` draft forwards, a verify, a draft extend."""
+    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int, *,
+                       verify_tokens: int | None = None) -> float:
+        """One EAGLE iteration: ``num_steps`` draft forwards, a verify, a draft extend.
+
+        ``verify_tokens``: the verify's query tokens when they are not ``batch x num_draft_tokens`` (a ragged
+        verify, as adaptive verification runs: :mod:`workbench.sim._verify_budget`); default the full tree.
+        """
         if batch <= 0:
             return 0.0
-        return self._spec_parts(batch, kv_tokens, spec, accepted_tokens)[-1]
+        return self._spec_parts(batch, kv_tokens, spec, accepted_tokens, verify_tokens)[3]
+
+    def spec_gpu_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> tuple[float, float]:
+        """(GPU milliseconds, of which the small kernels) of one EAGLE iteration replayed from CUDA graphs:
+        :meth:`spec_decode_ms` without its CPU phases (what a GPU timing of the whole step measures)."""
+        parts = self._spec_parts(batch, kv_tokens, spec, accepted_tokens)
+        return parts[2], parts[4]
 
     def prefill_ms(self, prompt_tokens: list[int], spec: SpecConfig) -> float:
         """One prefill iteration over these prompt chunks (tokens each); the draft runs too when speculative."""
@@ -349,8 +367,9 @@ class RooflineCost:
         return self._prefill_parts(prompt_tokens, spec)[-1]
 
     # -- parts ----------------------------------------------------------------------------
-    def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int):
-        verify_tokens = batch * spec.num_draft_tokens
+    def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int, verify_tokens: int | None = None):
+        if verify_tokens is None:
+            verify_tokens = batch * spec.num_draft_tokens
         target = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens)
         draft = self._draft(batch, batch, kv_tokens, batch)
         wide = batch * spec.topk
@@ -358,9 +377,11 @@ class RooflineCost:
             draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
         draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
         eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
-        gpu = sum(target) + self.target.fixed_ms + draft + eager
+        kernels = 0.0 if self.spec_kernels is None else self.spec_kernels.step_ms(
+            batch, spec.num_steps, spec.topk, max(1, round(verify_tokens / batch)))
+        gpu = sum(target) + self.target.fixed_ms + draft + eager + kernels
         total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch)
-        return target, draft, gpu, total
+        return target, draft, gpu, total, kernels
 
     def _prefill_parts(self, prompt_tokens: list[int], spec: SpecConfig):
         tokens, seqs = sum(prompt_tokens), len(prompt_tokens)
@@ -400,10 +421,12 @@ class RooflineCost:
         return out
 
     # -- breakdowns (for notebooks) -------------------------------------------------------
-    def _breakdown(self, kind: str, batch: int, tokens: int, target, draft: float, total: float) -> StepBreakdown:
+    def _breakdown(self, kind: str, batch: int, tokens: int, target, draft: float, total: float,
+                   kernels: float = 0.0) -> StepBreakdown:
         w, k, c, m = target
         touched = self.target.touched(tokens, batch) if self.target.is_moe else None
-        return StepBreakdown(kind, batch, tokens, w, k, c, m, draft, total - (w + k + c + m + draft), touched)
+        return StepBreakdown(kind, batch, tokens, w, k, c, m, draft, total - (w + k + c + m + draft + kernels), touched,
+                             kernels)
 
     def decode_breakdown(self, batch: int, kv_tokens: int) -> StepBreakdown:
         """:meth:`decode_ms` split into its parts."""
@@ -412,8 +435,8 @@ class RooflineCost:
 
     def spec_breakdown(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int) -> StepBreakdown:
         """:meth:`spec_decode_ms` split into its parts (the verify's in weights..communication)."""
-        target, draft, _, total = self._spec_parts(batch, kv_tokens, spec, accepted_tokens)
-        return self._breakdown("spec", batch, batch * spec.num_draft_tokens, target, draft, total)
+        target, draft, _, total, kernels = self._spec_parts(batch, kv_tokens, spec, accepted_tokens)
+        return self._breakdown("spec", batch, batch * spec.num_draft_tokens, target, draft, total, kernels)
 
     def prefill_breakdown(self, prompt_tokens: list[int], spec: SpecConfig) -> StepBreakdown:
         """:meth:`prefill_ms` split into its parts."""

@@ -1,20 +1,22 @@
 """The source report's answer: where a name is defined in each version, how it changed, who uses it.
 
 Pure text from the tables :func:`workbench.source.inspect_name` returns (definitions,
-references, history); nothing is read or run here.
+references, history); nothing is read or run here. Names, paths and versions (a tree's label is
+the user's text) are placed through :mod:`workbench.markup`, so they display as written.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from workbench.markup import code, literal
 from workbench.source._history import history_events
 
 __all__ = ["inspection_verdict"]
 
 
 def _where(row: pd.Series) -> str:
-    return f"`{row['path']}` lines {int(row['start_line'])}–{int(row['end_line'])} ({row['kind']})"
+    return f"{code(row['path'])} lines {int(row['start_line'])}–{int(row['end_line'])} ({literal(row['kind'])})"
 
 
 def inspection_verdict(name: str, definitions: pd.DataFrame, references: pd.DataFrame | None = None,
@@ -35,33 +37,34 @@ def inspection_verdict(name: str, definitions: pd.DataFrame, references: pd.Data
         ``"- **Defined** in 0.5.9: `srt/managers/utils.py` lines 182–206 (function)"``.
     """
     versions = list(dict.fromkeys(definitions["version"].astype(str)))
-    lines = [f"**Verdict** — `{name}` read from SGLang's source ({', '.join(versions)}): parsed with `ast`, "
+    lines = [f"**Verdict** — {code(name)} read from SGLang's source ({literal(', '.join(versions))}): parsed with `ast`, "
              "nothing imported or run.", ""]
     found = definitions[definitions["found"].astype(bool)]
-    where = [f"{v}: " + "; ".join(_where(r) for _, r in g.iterrows())
+    where = [f"{literal(v)}: " + "; ".join(_where(r) for _, r in g.iterrows())
              for v, g in found.groupby(found["version"].astype(str), sort=False)]
     if where:
         lines.append(f"- **Defined** in {' — '.join(where)}.")
     missing = [v for v in versions if v not in set(found["version"].astype(str))]
     if missing:
-        lines.append(f"- **Not defined** in {', '.join(missing)}.")
+        lines.append(f"- **Not defined** in {literal(', '.join(missing))}.")
     digests = found.groupby(found["version"].astype(str), sort=False)["sha256"].first()
     if len(digests) > 1:
         same = digests.nunique() == 1
         lines.append(f"- **Text**: {'identical in every version shown' if same else 'differs between versions'} "
-                     f"({', '.join(f'{v} {d[:8]}' for v, d in digests.items())}, sha256).")
+                     f"({', '.join(f'{literal(v)} {d[:8]}' for v, d in digests.items())}, sha256).")
     if history is not None and len(history):
         events = history_events(history)
-        said = "; ".join(f"{r.status} in {r.version}" + (f" (from `{r.previous_path}`)" if r.moved and r.previous_path
+        said = "; ".join(f"{r.status} in {literal(r.version)}" + (f" (from {code(r.previous_path)})"
+                                                                  if r.moved and r.previous_path
                                                           else "") for r in events.itertuples())
-        span = f"{history['version'].iloc[0]} to {history['version'].iloc[-1]}"
+        span = f"{literal(history['version'].iloc[0])} to {literal(history['version'].iloc[-1])}"
         lines.append(f"- **History** over {len(history)} selected releases ({span}): {said or 'no change'}.")
     if references is not None:
         refs = references[references["found"].astype(bool)] if "found" in references else references
         per = refs.groupby(refs["version"].astype(str), sort=False).agg(n=("path", "size"), files=("path", "nunique"))
         if len(per):
             lines.append("- **Referenced** (calls, imports, attribute reads): " + "; ".join(
-                f"{v}: {r.n} in {r.files} file{'s' if r.files != 1 else ''}" for v, r in per.iterrows()) + ".")
+                f"{literal(v)}: {r.n} in {r.files} file{'s' if r.files != 1 else ''}" for v, r in per.iterrows()) + ".")
     lines.append("- **Caveats**: the history compares the listed releases only (a change in a release not listed "
                  "shows at the next listed one); references are matched by the name's last part, so a method of "
                  "the same name in another class counts too.")

@@ -5,7 +5,7 @@ directory it finds, with the status it reads), so a run that listing reports as 
 (manifest missing or unreadable, a sweep killed mid-level) is shown here with that state
 rather than failing the catalogue. Nothing here re-scans the runs folder.
 
-A run's **labels** are the user's words about it after the fact (``"before driver update"``,
+A run's **labels** are the user's words about it after the fact (``"before-driver-update"``,
 ``"keep"``), kept in ``<run>/labels.json`` beside the manifest: the sweep's own ``label``
 is part of its identity (resuming depends on it) and the manifest is rewritten by the sweep
 writing it, so labels never touch either. Imported runs (``kind: "import"`` in their
@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError, HostError
+from workbench.names import check_name
 from workbench.store._catalog import list_runs, load_run
 from workbench.store._files import atomic_write, read_json
 from workbench.store._resume import LOCK_NAME, sweep_in_flight
@@ -88,14 +89,20 @@ def label_run(run: str | Path, labels: Iterable[str], *, remove: bool = False,
     Labels are kept in ``<run>/labels.json`` (not the manifest: see the module docstring),
     in the order they were added, without duplicates. A run being written may be labelled.
 
+    A label added keeps to :data:`workbench.names.NAME_RULE`; any label the run has may be
+    removed (also one stored before the rule).
+
     Raises:
-        ConfigError: no such run, or an empty label.
+        ConfigError: no such run, no label given, or a label added breaks the rule.
         HostError: the file cannot be written.
     """
     path = find_run(run, root=root)
     given = [str(x).strip() for x in labels]
     if not given or any(not x for x in given):
         raise ConfigError("label_run needs one or more non-empty labels, e.g. `workbench runs label RUN keep`")
+    if not remove:
+        for x in given:
+            check_name(x, what="label", fix="Give another label")
     current = run_labels(path)
     if remove:
         updated = [x for x in current if x not in given]

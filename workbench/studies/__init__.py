@@ -33,6 +33,7 @@ _NAMES = {
     "show_panel": "_policy_study",
     "show_ratio_charts": "_notebook",
     "show_server_series": "_server_view",
+    "show_text": "_notebook",
     "variant_settings": "_policy_index",
     "what_if": "_whatif",
 }
@@ -55,6 +56,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies._policy_study import show_panel as show_panel
     from workbench.studies._notebook import show_ratio_charts as show_ratio_charts
     from workbench.studies._server_view import show_server_series as show_server_series
+    from workbench.studies._notebook import show_text as show_text
     from workbench.studies._policy_index import variant_settings as variant_settings
     from workbench.studies._whatif import what_if as what_if
 else:

@@ -16,6 +16,7 @@ import pandas as pd
 from workbench import charts
 from workbench.analysis import round_sig
 from workbench.calibration import CalibrationFit, cost_model, fit_table, load_table, whatif_crossovers, whatif_speedup
+from workbench.markup import literal
 from workbench.paths import resolve
 
 #: Points shown in the kernel-group chart (those the table has).
@@ -118,8 +119,8 @@ class CalibrationStudy:
         """
         pts = self.fit.points.dropna(subset=["residual"])
         fitted, held = pts[pts["fitted"].astype(bool)], pts[~pts["fitted"].astype(bool)]
-        lines = [f"**Verdict** — {self.fit.table.provenance()}; fitted by the workbench roofline "
-                 f"(data/gpus/{self.fit.gpu}.toml): {len(fitted)} points fitted, {len(held)} held out.", ""]
+        lines = [f"**Verdict** — {literal(self.fit.table.provenance())}; fitted by the workbench roofline "
+                 f"(data/gpus/{literal(self.fit.gpu)}.toml): {len(fitted)} points fitted, {len(held)} held out.", ""]
 
         def pct(values: pd.Series) -> str:
             return f"{float(round_sig(values.abs().median() * 100, 2)):g}%"
@@ -131,7 +132,7 @@ class CalibrationStudy:
         if len(out):
             worst = out.loc[out["median_abs_error_pct"].idxmax()]
             side = "under" if worst["mean_error_pct"] < 0 else "over"
-            lines.append(f"- **Largest miss**: held-out {worst['family']} at context {int(worst['context'])}: median "
+            lines.append(f"- **Largest miss**: held-out {literal(worst['family'])} at context {int(worst['context'])}: median "
                          f"|error| {round_sig(float(worst['median_abs_error_pct']), 2):g}% over {int(worst['points'])} "
                          f"points, the model {side}-predicting.")
         knees = self.knees().dropna(subset=["measured_knee_tokens"])
@@ -148,7 +149,7 @@ class CalibrationStudy:
                 where = "ahead at every batch up to " + str(int(group["batch"].max())) if behind.empty else (
                     f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())}"
                     f" and {int(behind['batch'].iloc[0])}")
-                lines.append(f"- **What-if (SIMULATED, step level)**: {variant} {at1['speedup']:.2f}x plain decode at "
+                lines.append(f"- **What-if (SIMULATED, step level)**: {literal(variant)} {at1['speedup']:.2f}x plain decode at "
                              f"batch {int(at1['batch'])}, {where} (accept length {at1['accept_length']:.2f}, the "
                              "profile's, from published figures).")
         lines.append("- **Caveats**: attention here is PyTorch SDPA, not SGLang's FlashInfer or FA3, so the long-context "

@@ -1,7 +1,7 @@
 """Notebook display helpers: set a notebook up for reports, show a study's charts and words, save its charts.
 
 The cells of the investigation notebooks call these through the root face (``wb.setup_notebook()``,
-``wb.show_ratio_charts(study)``, ``wb.show_markdown(study.verdict())``, ``wb.save_study_charts(...)``).
+``wb.show_ratio_charts(study)``, ``wb.show_markdown(study.verdict())``, ``wb.show_text(...)``, ``wb.save_study_charts(...)``).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench import paths
+from workbench.markup import literal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,10 +59,20 @@ def show_ratio_charts(study: Study) -> None:
 
 
 def show_markdown(text: str) -> None:
-    """Display markdown text in the notebook."""
+    """Display markdown the workbench wrote (a verdict, findings) in the notebook.
+
+    The data inside it is already placed literally (:mod:`workbench.markup`); an exported report
+    also shows any raw HTML in it as text (``workbench.report``'s ``export_html``).
+    """
     from IPython.display import Markdown, display
 
     display(Markdown(text))
+
+
+def show_text(text: str) -> None:
+    """Display plain text (a sentence written from the data, such as a threshold's description)
+    exactly as it is: as markdown with every markup character escaped (:func:`workbench.markup.literal`)."""
+    show_markdown(literal(text))
 
 
 def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from workbench.studies._policy_index import INDEX_NAME, PolicyRun, read_policy_r
 from workbench.studies._study import Study, load_study
 from workbench.charts import METRIC_TITLES
 from workbench.errors import ConfigError
+from workbench.markup import literal
 from workbench.report import progress_bars
 from workbench.variants import Variant
 
@@ -293,14 +294,14 @@ class PolicyStudy:
         """The answer first (threshold, adaptive config, vLLM schedule, gains), then the caveats and provenance (markdown)."""
         m = self.metric
         t = self.threshold()
-        lines = [f"**Verdict ({self.subtitle[0]}).** Objective: {self.objective} ({m})."]
+        lines = [f"**Verdict ({literal(self.subtitle[0])}).** Objective: {self.objective} ({m})."]
         if t.kind == "always":
-            lines.append(f"- **Keep drafting**: {t.description}")
+            lines.append(f"- **Keep drafting**: {literal(t.description)}")
         elif t.kind == "never":
-            lines.append(f"- **Do not draft**: {t.description}")
+            lines.append(f"- **Do not draft**: {literal(t.description)}")
         else:
-            lines.append(f"- **No drafting above {t.no_draft_above} running requests**, drafting with {t.spec}. "
-                         f"{t.description}")
+            lines.append(f"- **No drafting above {t.no_draft_above} running requests**, drafting with "
+                         f"{literal(t.spec)}. {literal(t.description)}")
         if self.topk_variants(1):
             p = self.sglang_policy()
             if p.config:
@@ -310,23 +311,23 @@ class PolicyStudy:
         g = self.gains(m)
         for (policy, against), part in (g.groupby(["policy", "against"], sort=False) if len(g) else []):
             if (part["predicted_gain"] == 1.0).all():
-                lines.append(f"- {policy} runs the same variant as {against} at every level: predicted gain 0; "
+                lines.append(f"- {literal(policy)} runs the same variant as {literal(against)} at every level: predicted gain 0; "
                              + ("measured " + ", ".join(f"{_pct(r, 'measured_gain')} at {int(r['concurrency'])}"
                                                        for _, r in part.iterrows())
                                 if "measured_gain" in part and part["measured_gain"].notna().any() else "not run")
                              + f" (n={int(part['n'].min())} repeats).")
                 continue
             best = part.loc[part["predicted_gain"].idxmax()]
-            text = (f"- {policy} over {against}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
+            text = (f"- {literal(policy)} over {literal(against)}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
                     f"{int(best['concurrency'])}")
             if "measured_gain" in part and part["measured_gain"].notna().any():
                 text += f", measured {_pct(best, 'measured_gain')} there ({best['agreement']})"
             lines.append(text + f"; n={int(best['n'])} repeats.")
-        lines.append(f"- Caveats: {'; '.join(self.subtitle)}. Levels "
+        lines.append(f"- Caveats: {literal('; '.join(self.subtitle))}. Levels "
                      f"{', '.join(str(int(c)) for c in sorted(set(self.levels['concurrency'])))} only: the switch "
                      "lies somewhere between the last level ahead and the next; a policy's prediction is assembled "
                      "from static variants and leaves out what switching costs (measured: the policy run as one "
-                     f"server). Adaptive tiers run under SGLang {self.adaptive_version}'s rules, the sweep under its "
+                     f"server). Adaptive tiers run under SGLang {literal(self.adaptive_version)}'s rules, the sweep under its "
                      "variants' own.")
         return "\n".join(lines)
 

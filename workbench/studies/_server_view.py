@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench import charts
+from workbench.markup import literal
 from workbench.store import load_run
 
 __all__ = ["server_series", "server_series_summary", "server_series_table", "show_server_series"]
@@ -114,4 +115,4 @@ def show_server_series(runs: Sequence[str | Path]) -> None:
         display(charts.server_series_chart(first, subtitle=[charts.provenance_subtitle(levels),
                                                             "repeat 1 of each level; one line per level"]))
     except ValueError as exc:
-        display(Markdown(f"*No chart: {exc}.*"))
+        display(Markdown(f"*No chart: {literal(exc)}.*"))

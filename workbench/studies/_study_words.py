@@ -2,6 +2,8 @@
 
 Functions of a :class:`workbench.studies._study.Study` (which delegates its ``verdict``,
 ``comparability_text``, ``findings`` and ``provenance_line`` methods here), returning markdown.
+Every name and value from the runs (variant names, settings, hosts, versions) is placed through
+:func:`workbench.markup.literal` (or :func:`~workbench.markup.code`), so it displays as written.
 Every sentence is written from the study's tables: the numbers come from
 :mod:`workbench.analysis` (ratios, crossovers, intervals, the significance rule, fairness) and
 are rounded here for reading, ratios to two decimals, crossovers as the measured levels that
@@ -16,6 +18,7 @@ import pandas as pd
 
 from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
                                 levels_text, not_tested_text, ratio_spans)
+from workbench.markup import code, literal
 
 __all__ = ["COMPARED", "comparability_text", "findings", "provenance_line", "verdict"]
 
@@ -34,18 +37,21 @@ def comparability_text(study: Study) -> str:
     if not study.server_infos:
         return "No server settings were recorded in these runs' manifests: comparability cannot be checked."
     lines = []
+    base = literal(study.baseline)
     for spec in study.spec_variants:
         rows = unfair[unfair["variant"] == spec]
         if not len(rows):
-            lines.append(f"- **{spec}**: like-for-like with {study.baseline} (the servers reported the same "
+            lines.append(f"- **{literal(spec)}**: like-for-like with {base} (the servers reported the same "
                          "settings beyond speculation).")
             continue
-        lines.append(f"- **{spec}** differs from {study.baseline}:")
+        lines.append(f"- **{literal(spec)}** differs from {base}:")
         for r in rows.itertuples():
-            values = f" ({study.baseline}: {r.baseline_value}, {spec}: {r.spec_value})" if r.baseline_value else ""
-            lines.append(f"  - `{r.setting}`{values}: {r.effect}. To equalise: {r.equalise}.")
+            values = (f" ({base}: {literal(r.baseline_value)}, {literal(spec)}: {literal(r.spec_value)})"
+                      if r.baseline_value else "")
+            lines.append(f"  - {code(r.setting)}{values}: {r.effect}. To equalise: {r.equalise}.")
     if len(held):
-        at = "; ".join(f"{r.variant} at concurrency {r.concurrency}: {r.queued_requests} queued (cap {r.cap})"
+        at = "; ".join(f"{literal(r.variant)} at concurrency {r.concurrency}: {r.queued_requests} queued "
+                       f"(cap {r.cap})"
                        for r in held.itertuples())
         lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
     else:
@@ -62,16 +68,17 @@ def findings(study: Study) -> str:
     lines.append(f"- {study.repeats_line}.")
     for spec in study.spec_variants:
         for metric, c in study.crossovers(spec).items():
-            lines.append(f"- **{spec}**, {metric}: {c.description}")
+            lines.append(f"- **{literal(spec)}**, {metric}: {c.description}")
         if "mean_per_request_tok_s" not in study.compared(spec):
-            lines.append(f"  - per-request tok/s: not recorded for both {spec} and {study.baseline} (not compared).")
+            lines.append(f"  - per-request tok/s: not recorded for both {literal(spec)} and {literal(study.baseline)} "
+                         "(not compared).")
             continue
         if study.max_repeats > 1:
             for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
                 interval = ("no interval" if row.n < 2 else
                             f"95% CI {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}")
-                lines.append(f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
-                             f"({interval}, n={row.n} paired repeats): {row.verdict}.")
+                lines.append(f"  - at concurrency {row.concurrency}, {literal(spec)} is {row.ratio - 1:+.0%} "
+                             f"per request ({interval}, n={row.n} paired repeats): {row.verdict}.")
             continue
         ci = study.per_request_ci(spec).merge(study.ratios(spec)[["concurrency", "queued_requests"]],
                                               on="concurrency", how="left")
@@ -80,7 +87,7 @@ def findings(study: Study) -> str:
                 queued = (f"; {int(row.queued_requests)} of {row.concurrency} requests queued in a server, so "
                           "not like-for-like" if row.queued_requests > 0 else "")
                 lines.append(
-                    f"  - at concurrency {row.concurrency}, {spec} is {row.ratio - 1:+.0%} per request "
+                    f"  - at concurrency {row.concurrency}, {literal(spec)} is {row.ratio - 1:+.0%} per request "
                     f"(requests' spread: {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}, "
                     f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of one repeat; "
                     f"{not_tested_text(study.max_repeats)}{queued})."
@@ -90,7 +97,7 @@ def findings(study: Study) -> str:
     for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
         levels = list(group["concurrency"])
         span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
-        runs.append(f"{group['best_variant'].iloc[0]} at concurrency {span}")
+        runs.append(f"{literal(group['best_variant'].iloc[0])} at concurrency {span}")
     lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
     for m in study.manifests:
         sim = m.get("simulation") or {}
@@ -99,7 +106,7 @@ def findings(study: Study) -> str:
         got = study.levels.loc[study.levels["variant"] == name, "accept_length"].dropna()
         if expected and len(got):
             lines.append(
-                f"- {name}: measured accept length {got.min():.2f}–{got.max():.2f} across levels and repeats "
+                f"- {literal(name)}: measured accept length {got.min():.2f}–{got.max():.2f} across levels and repeats "
                 f"(n={len(got)} level measurements); "
                 f"the simulator's acceptance model expects {expected:.2f} per verify step (before the "
                 "prefill token and output-length truncation)."
@@ -117,12 +124,13 @@ def provenance_line(study: Study) -> str:
     engines = sorted(set(study.levels["engine"].dropna())) if "engine" in study.levels else []
     counts = study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)
     what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else "Measured"
-    parts = [what, f"engine {', '.join(engines) or 'unknown'}" + (f" (profile {profile})" if profile else "")]
+    parts = [what, f"engine {literal(', '.join(engines) or 'unknown')}"
+             + (f" (profile {literal(profile)})" if profile else "")]
     if versions:
-        parts.append(f"SGLang {', '.join(versions)}" + (" rules" if study.simulated else ""))
-    parts.append(f"workbench {workbench.__version__}")
+        parts.append(f"SGLang {literal(', '.join(versions))}" + (" rules" if study.simulated else ""))
+    parts.append(f"workbench {literal(workbench.__version__)}")
     if hosts:
-        parts.append(f"host {', '.join(hosts)}")
+        parts.append(f"host {literal(', '.join(hosts))}")
     n = study.max_repeats
     parts.append(f"n={n} repeat{'' if n == 1 else 's'} per level")
     if len(counts):
@@ -219,7 +227,7 @@ def verdict(study: Study) -> str:
     lines = [f"**Verdict** — {study.provenance_line()}", ""]
     pol = study.policy()
     measured = list(pol["concurrency"])
-    spans = [f"**{v}** at concurrency {levels_text(list(g['concurrency']), measured)}"
+    spans = [f"**{literal(v)}** at concurrency {levels_text(list(g['concurrency']), measured)}"
              for v, g in pol.groupby("best_variant", sort=False)]
     lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
                  f"{_policy_caveat(pol, measured)}.")
@@ -232,7 +240,7 @@ def verdict(study: Study) -> str:
         said = "; ".join(f"{names[m]}: {_metric_sentence(study, spec, m, crossovers[m], intervals[m])}"
                          if m in crossovers else f"{names[m]}: not recorded for both (not compared)"
                          for m in COMPARED)
-        lines.append(f"- **{spec}** against {study.baseline} — {said}.")
+        lines.append(f"- **{literal(spec)}** against {literal(study.baseline)} — {said}.")
         for text in _queue_sentences(study, spec, held):
             if text.endswith("like-for-like there.") and not text.startswith("Not"):
                 alike.setdefault(text, []).append(spec)  # said once, among the caveats
@@ -241,13 +249,13 @@ def verdict(study: Study) -> str:
     caveats = [text.replace("both servers queue", "every server queues").replace(
                    "both are full, so the pair is", "all are full, so the pairs are")
                if len(specs) == len(study.spec_variants) > 1 else
-               text.replace("like-for-like there.", f"like-for-like there ({', '.join(specs)}).")
+               text.replace("like-for-like there.", f"like-for-like there ({literal(', '.join(specs))}).")
                if len(study.spec_variants) > 1 else text for text, specs in alike.items()]
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
     for spec, group in differs.groupby("variant", sort=False):
-        settings = ", ".join(f"{r.setting} {r.baseline_value} (baseline) vs {r.spec_value}"
+        settings = ", ".join(f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
                              for r in group.itertuples())
-        caveats.append(f"Not like-for-like: {spec} differs from {study.baseline} beyond speculation in {settings} "
+        caveats.append(f"Not like-for-like: {literal(spec)} differs from {literal(study.baseline)} beyond speculation in {settings} "
                        "(*Comparability* below says what each does and what can be equalised).")
     n = study.max_repeats
     if n < MIN_TEST_REPEATS:
@@ -262,7 +270,7 @@ def verdict(study: Study) -> str:
                        "(docs/SIMULATOR.md), to choose what to measure, not a measurement." + _time_scale_text(study))
     stand_ins = [m.get("variant") for m in study.manifests if m.get("sim_stand_in")]
     if stand_ins:
-        caveats.append(f"{', '.join(stand_ins)}: the simulator runs a stand-in for the patch, not the patch.")
+        caveats.append(f"{literal(', '.join(stand_ins))}: the simulator runs a stand-in for the patch, not the patch.")
     lines.append("- **Caveats**:")
     lines += [f"  - {c}" for c in caveats]
     return "\n".join(lines)
@@ -277,11 +285,11 @@ def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
         qb, qs = q.get(study.baseline, 0), q.get(spec, 0)
         if qb == qs:
             out.append(f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
-                       f"{caps.get(spec)} each): both are full, so the pair is like-for-like there.")
+                       f"{literal(caps.get(spec))} each): both are full, so the pair is like-for-like there.")
             continue
-        who = [f"{q_} of {c} requests wait in {v}'s queue (max-running-requests {caps.get(v)})"
+        who = [f"{q_} of {c} requests wait in {literal(v)}'s queue (max-running-requests {literal(caps.get(v))})"
                for v, q_ in ((spec, qs), (study.baseline, qb)) if q_]
-        others = [f"{v} (max-running-requests {caps.get(v, 'unknown')}) admits {'all' if not q_ else c - q_}"
+        others = [f"{literal(v)} (max-running-requests {literal(caps.get(v, 'unknown'))}) admits {'all' if not q_ else c - q_}"
                   for v, q_ in ((spec, qs), (study.baseline, qb)) if not q_]
         out.append(f"Not like-for-like at concurrency {c}: {' and '.join(who)}"
                    f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "

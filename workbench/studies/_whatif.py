@@ -22,6 +22,7 @@ import pandas as pd
 from workbench import charts
 from workbench.analysis import best_policy, best_threshold, bracket_text, find_crossover
 from workbench.errors import ConfigError
+from workbench.markup import literal
 
 #: Within this fraction of the best configuration at every level, the simpler policy is recommended.
 POLICY_TOLERANCE = 0.02
@@ -286,10 +287,33 @@ class WhatIf:
         table.insert(1, "recommended", table["policy"] == pick)
         return table
 
+    def verify_policies(self, *, num_steps: int = 7, spec_v2: bool = True, context: int = 1024,
+                        batches: Sequence[int] | None = None) -> pd.DataFrame:
+        """Adaptive verification and a goodput controller beside static speculation (step level).
+
+        A chain of ``num_steps`` drafts on the template's flags (:func:`workbench.sim._verify_budget.policy_table`:
+        vLLM PRs #47808 and #52228's verify budget, with a perfect acceptance estimator; the goodput rule of vLLM
+        PR #44336), at each batch (default: this what-if's levels), every request at ``context`` cached tokens.
+
+        Returns:
+            One row per (batch, policy): ``gain`` over the baseline's tok/s, ``verify_tokens``, ``drafts``, ``tok_s``,
+            ``baseline_tok_s``, and ``runs_on`` (which engine can run it, for the profile's SGLang version).
+            A MODEL PREDICTION (steady state: no prefill, no queueing).
+        """
+        from workbench.sim import configuration, load_profile, policy_support, policy_table
+
+        prof = load_profile(self.profile)
+        cfg = configuration(prof, self.template, topk=1, num_steps=num_steps, num_draft_tokens=num_steps + 1,
+                            spec_v2=spec_v2)
+        levels = batches or sorted(self.levels["concurrency"].unique())
+        table = pd.DataFrame(policy_table(prof, cfg, self.baseline, batches=[int(b) for b in levels], context=context))
+        support = policy_support(prof.sglang_version)
+        return table.assign(configuration=cfg.name, runs_on=table["policy"].map(support))
+
     def findings(self) -> str:
         """A short markdown summary: crossover range, best per concurrency, recommended policy."""
         xs = self.crossover_table()
-        lines = [f"**{self.subtitle_lines[0]}.**", ""]
+        lines = [f"**{literal(self.subtitle_lines[0])}.**", ""]
         n = len(xs)
         ahead = xs[xs["ratio_at_lowest_level"] > 1.0]
         lo_level = int(self.levels["concurrency"].min())
@@ -302,20 +326,21 @@ class WhatIf:
             first, last = crossed["crossover_concurrency"].min(), crossed.iloc[0]
             lines.append(f"- Crossover (output throughput), where a configuration has one in range: the earliest "
                          f"{bracket_text(first, measured)}, the latest "
-                         f"{bracket_text(last['crossover_concurrency'], measured)} ({last['variant']}).")
+                         f"{bracket_text(last['crossover_concurrency'], measured)} ({literal(last['variant'])}).")
         for kind, count in xs["crossover_kind"].value_counts().items():
             if kind in ("below_range", "none_in_range"):
                 words = "behind the baseline at every level" if kind == "below_range" else "ahead at every level"
                 lines.append(f"- {count} configurations are {words}.")
         best = self.best_table()
         lines.append("- Best configuration per concurrency (output throughput): " + "; ".join(
-            f"{int(r.concurrency)}: {r.best_variant} ({r.gain_over_baseline:+.0%} vs baseline)" for r in best.itertuples())
+            f"{int(r.concurrency)}: {literal(r.best_variant)} ({r.gain_over_baseline:+.0%} vs baseline)"
+            for r in best.itertuples())
             + ".")
         pol = self.policy()
         rec = pol[pol["recommended"]]
         if len(rec):
             r = rec.iloc[0]
-            lines.append(f"- Recommended policy: **{r['policy']}**: {r['settings']} "
+            lines.append(f"- Recommended policy: **{literal(r['policy'])}**: {literal(r['settings'])} "
                          f"(gives up at most {r['worst_shortfall']:.1%} of the best predicted throughput at any level).")
         else:
             lines.append("- Recommended policy: plain decoding (no configuration beats the baseline at any level).")
@@ -329,8 +354,8 @@ class WhatIf:
         lines = self.findings().splitlines()[2:]
         policy = [line for line in lines if line.startswith("- Recommended policy")]
         rest = [line for line in lines if not line.startswith("- Recommended policy")]
-        head = (f"**Verdict** — {self.subtitle_lines[0]}; {self.subtitle_lines[1]}; workbench "
-                f"{workbench.__version__}; one prediction per configuration and level (a model's output: nothing "
+        head = (f"**Verdict** — {literal(self.subtitle_lines[0])}; {literal(self.subtitle_lines[1])}; workbench "
+                f"{literal(workbench.__version__)}; one prediction per configuration and level (a model's output: nothing "
                 "here is measured or tested).")
         caveat = ("- **Caveats**: every figure is the simulator's cost and acceptance model, calibrated on the "
                   "profile's own settings only; other settings' accept lengths are extrapolated. Use it to choose "

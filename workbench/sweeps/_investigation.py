@@ -23,6 +23,7 @@ from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_seri
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
 from workbench.hosts import is_local
+from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import load_run, open_run, runs_root, sweep_identity
@@ -133,8 +134,8 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
-    if label is not None and (not isinstance(label, str) or not label.strip()):
-        raise ConfigError(f"label must be a non-empty string naming the sweep (or None), got {label!r}")
+    if label is not None:
+        check_name(label, what="label", fix="Pass another label (or None for none)")
     where: Literal["host", "local"] = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
     plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"],

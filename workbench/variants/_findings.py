@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from workbench.markup import literal
+
 Severity = Literal["error", "warning", "info"]
 
 #: Severities from worst to mildest (the order of tables and CLI output).
@@ -111,7 +113,7 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
     """
     items = list(findings)
     names = list(variants)
-    against = f"against SGLang {checked_against}" if checked_against else "each against its own SGLang version"
+    against = f"against SGLang {literal(checked_against)}" if checked_against else "each against its own SGLang version"
     lines = [f"**Verdict** — {len(names)} variant(s) checked {against}, before anything is launched: "
              f"{count_line(items)}.", ""]
     errors: dict[str, Finding] = {}
@@ -120,9 +122,10 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
             errors.setdefault(f.variant, f)
     starting = [n for n in names if n not in errors]
     if starting:
-        lines.append(f"- **Would start**: {', '.join(starting)}.")
+        lines.append(f"- **Would start**: {literal(', '.join(starting))}.")
     if errors:
-        failing = "; ".join(f"{n} ({e.flag + ': ' if e.flag else ''}{e.problem.split('. ')[0].rstrip('.')})"
+        failing = "; ".join(f"{literal(n)} ({literal(e.flag) + ': ' if e.flag else ''}"
+                            f"{e.problem.split('. ')[0].rstrip('.')})"
                             for n, e in errors.items())
         lines.append(f"- **Would not start**: {failing}.")
     pairs: dict[str, list[str]] = {}
@@ -132,10 +135,11 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
     compared = [n for n in names if n != baseline and any(f.variant == f"{n} vs {baseline}" for f in items)]
     fair = [n for n in compared if n not in pairs]
     if fair:
-        lines.append(f"- **Like-for-like with {baseline}** (differ only in speculation): {', '.join(fair)}.")
+        lines.append(f"- **Like-for-like with {literal(baseline)}** (differ only in speculation): "
+                     f"{literal(', '.join(fair))}.")
     if pairs:
-        unfair = "; ".join(f"{n} ({', '.join(dict.fromkeys(flags))})" for n, flags in pairs.items())
-        lines.append(f"- **Not like-for-like with {baseline}**: {unfair}. The findings below name each fix; "
+        unfair = "; ".join(f"{literal(n)} ({literal(', '.join(dict.fromkeys(flags)))})" for n, flags in pairs.items())
+        lines.append(f"- **Not like-for-like with {literal(baseline)}**: {unfair}. The findings below name each fix; "
                      "what SGLang itself changes (the 48 cap, overlap off under spec v1) can be matched on the "
                      "baseline only in part (`baseline-cap48` matches the cap).")
     return "\n".join(lines)

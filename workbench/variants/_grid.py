@@ -33,6 +33,7 @@ import pandas as pd
 
 from workbench.engines import Engine
 from workbench.errors import ConfigError
+from workbench.names import check_name
 from workbench.hosts import Host
 from workbench.variants._variant import VARIANTS_DIR, Variant, load_variant
 from workbench.variants._template import apply_parameters
@@ -125,8 +126,7 @@ def load_grid(grid: str | Path | Mapping[str, Any] | Grid, *, directory: Path = 
                           "num_steps = [2, 3], num_draft_tokens = [4, 8])")
     template = str(data["template"])
     prefix = str(data.get("name") or Path(template).stem)
-    if not prefix.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise ConfigError(f"{where}: name {prefix!r} must be letters, digits, '-', '_' or '.' (it names variants)")
+    check_name(prefix, what="grid name (the prefix of its variants' names)", fix=f"Change 'name' in {where}")
     return Grid(name=prefix, template=template, description=str(data.get("description", "")), path=path,
                 **{key: _axis(where, key, data[key]) for key in AXES})
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench.errors import ConfigError
+from workbench.names import check_name
 
 #: Where shipped variants live.
 VARIANTS_DIR = Path(__file__).resolve().parents[2] / "data" / "variants"
@@ -123,7 +124,7 @@ class Variant:
     """One server configuration to benchmark.
 
     Attributes:
-        name: short identifier (used in run ids and charts).
+        name: short identifier (used in run ids and charts); :data:`workbench.names.NAME_RULE`.
         model_path: target model path or hub id on the host.
         description: one line for people.
         draft_model_path: draft model for speculative variants, else None.
@@ -147,6 +148,9 @@ class Variant:
     sglang_version: str | None = None
     patches: tuple[Path, ...] = ()
     sim_policy: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_name(self.name, fix=f"Change 'name' in {self.path}" if self.path else "Rename it")
 
     @property
     def speculative(self) -> bool:
@@ -218,11 +222,12 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
     Raises:
         UnknownVariantError: no such name or file (a :class:`ConfigError` naming the folder
             looked in, the closest names and every known one).
-        ConfigError: an invalid file (unknown keys, malformed base, missing patch file, unknown
-            sim policy).
+        ConfigError: an invalid file (unknown keys, a name breaking :data:`workbench.names.NAME_RULE`,
+            malformed base, missing patch file, unknown sim policy).
     """
     path = Path(name_or_path)
     if path.suffix != ".toml":
+        check_name(str(name_or_path), fix="Give the name of a file in data/variants/, or a path ending in .toml")
         path = directory / f"{name_or_path}.toml"
     if not path.is_file():
         raise UnknownVariantError(_unknown_message(str(name_or_path), path, directory))
