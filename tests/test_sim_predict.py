@@ -152,7 +152,7 @@ def test_output_lengths_drawn_per_request_break_the_lockstep_of_equal_lengths(tm
 
     prof = load_profile("seed-pcie-8gpu")
     cfg = P.variant_configuration(prof, "baseline")
-    fixed = P.prediction_plan(prof, levels=[1, 2])
+    fixed = P.prediction_plan(prof, concurrency_levels=[1, 2])
     spread = dataclasses.replace(fixed, output_lengths=tuple(range(128, 385, 16)), max_new_tokens=384)
     ttft = {}
     for name, plan in (("fixed", fixed), ("spread", spread)):

@@ -270,28 +270,7 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                                       launch_command=server.command),
             )
 
-            started = time.monotonic()
-
-            def on_level(level: Any) -> None:
-                # the server's batch log lines within the level's window join its observations; a log
-                # that cannot be read (the host dropped) costs those lines only, never the level's rows
-                try:
-                    log_text = server.logs_tail(LEVEL_LOG_LINES)
-                except (HostError, ServerError):
-                    log_text = ""
-                level = prep.label_level(add_log_series(level, log_text))
-                _progress_line(sweep, level, done=todo.index(level.unit) + 1 if level.unit in todo else None,
-                               total=len(todo), elapsed_s=time.monotonic() - started)
-                errors = level.requests["error"].notna() if len(level.requests) else None
-                if errors is None or not errors.any():
-                    run.save_level(level)
-                    return
-                alive = server.alive
-                if alive and not errors.all():
-                    run.save_level(level)  # some requests failed; the server still serves
-                    return
-                _fail_level(run, level, server, alive=alive, variant=v.name, label=plan.unit_label(level.unit))
-
+            on_level = _LevelSink(sweep, run, server, prep, todo)
             if sweep.where == "host":
                 with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
                     run.annotate(client={"python": hosted.python, "pid": hosted.process.pid,
@@ -308,6 +287,49 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                               "one read after its last level", stacklevel=3)
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
+
+
+class _LevelSink:
+    """Where each level a server measured goes (the sweep's ``on_level``): labelled, reported, then stored or failed.
+
+    Labelled: the server's batch log lines within the level's window join its observations (a log that
+    cannot be read, because the host dropped, costs those lines only, never the level's rows) and the
+    launch's labels (stand-in, effective settings) join its rows. Reported: one progress line. Then
+    stored (:meth:`RunWriter.save_level <workbench.store.RunWriter.save_level>`), also when some
+    requests failed while the server still serves; a level whose server died, or whose every request
+    failed, is kept apart by :func:`_fail_level`, which stops the pass.
+    """
+
+    def __init__(self, sweep: _Sweep, run: Any, server: ServerHandle, prep: Any, todo: Sequence[Any]) -> None:
+        self.sweep, self.run, self.server, self.prep, self.todo = sweep, run, server, prep, list(todo)
+        self.started = time.monotonic()
+
+    def __call__(self, level: Any) -> None:
+        level = self.label(level)
+        _progress_line(self.sweep, level, done=self.todo.index(level.unit) + 1 if level.unit in self.todo else None,
+                       total=len(self.todo), elapsed_s=time.monotonic() - self.started)
+        self.store(level)
+
+    def label(self, level: Any) -> Any:
+        """The level with the server's batch log lines and the launch's labels."""
+        try:
+            log_text = self.server.logs_tail(LEVEL_LOG_LINES)
+        except (HostError, ServerError):
+            log_text = ""
+        return self.prep.label_level(add_log_series(level, log_text))
+
+    def store(self, level: Any) -> None:
+        """Store the level, or keep it apart as failed and stop the pass (BenchmarkError)."""
+        errors = level.requests["error"].notna() if len(level.requests) else None
+        if errors is None or not errors.any():
+            self.run.save_level(level)
+            return
+        alive = self.server.alive
+        if alive and not errors.all():
+            self.run.save_level(level)  # some requests failed; the server still serves
+            return
+        _fail_level(self.run, level, self.server, alive=alive, variant=self.sweep.variant.name,
+                    label=self.sweep.plan.unit_label(level.unit))
 
 
 def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
