@@ -90,6 +90,22 @@ def test_static_tools_see_the_same_face(package: str) -> None:
     assert seen == tables, "run tools/sync_faces.py to rewrite the block from the tables"
 
 
+def test_sync_faces_rewrites_a_stale_block(tmp_path: Path) -> None:
+    """tools/sync_faces.py: the tree's blocks match; a name added to a table is added to its block."""
+    import subprocess
+    import sys
+
+    tool = [sys.executable, str(TREE / "tools" / "sync_faces.py")]
+    assert subprocess.run([*tool, "--check"], capture_output=True, text=True).returncode == 0
+    shutil.copytree(TREE / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    face = tmp_path / "workbench" / "servers" / "__init__.py"
+    face.write_text(face.read_text().replace("_NAMES = {", '_NAMES = {\n    "planted": "_handle",', 1))
+    stale = subprocess.run([*tool, "--check", "--root", str(tmp_path)], capture_output=True, text=True)
+    assert stale.returncode == 1 and "workbench/servers/__init__.py" in stale.stdout
+    subprocess.run([*tool, "--root", str(tmp_path)], check=True, capture_output=True)
+    assert "    from workbench.servers._handle import planted as planted\n" in face.read_text()
+
+
 # -- reading a tree ---------------------------------------------------------------------------------
 def _modules(tree: Path) -> dict[str, Path]:
     """``{dotted module name: file}`` of every module of the package in ``tree``."""

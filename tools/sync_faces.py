@@ -51,13 +51,15 @@ def face_block(path: Path) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report the faces whose block differs")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout holding workbench/ (default: this one)")
     args = parser.parse_args(argv)
-    faces = [ROOT / "workbench" / "__init__.py", *sorted((ROOT / "workbench").glob("*/__init__.py"))]
+    root = args.root
+    faces = [root / "workbench" / "__init__.py", *sorted((root / "workbench").glob("*/__init__.py"))]
     stale = []
     for path in faces:
         old, new = face_block(path)
         if old != new:
-            stale.append(str(path.relative_to(ROOT)))
+            stale.append(str(path.relative_to(root)))
             if not args.check:
                 path.write_text(new, encoding="utf-8")
     for name in stale:
