@@ -155,3 +155,36 @@ def test_zero_accept_length_of_non_speculative_request_is_nan():
     assert math.isnan(rec.meta_spec_accept_length) and math.isnan(rec.accept_length)
     rec = run([(0.1, chunk("ab", 2, finish={"type": "length"}, spec_verify_ct=0)), (0.1, DONE)])
     assert rec.spec_verify_ct == 0 and math.isnan(rec.accept_length)
+
+
+def test_output_hash_of_the_cumulative_generate_text_and_the_accept_histogram():
+    import hashlib
+
+    events = spec_stream()
+    events[3] = (0.200, chunk("a bcd ef", 6, finish={"type": "length", "length": 6}, spec_verify_ct=3,
+                              spec_accept_histogram=[1, 1, 1]))
+    rec = run(events)
+    assert rec.output_hash == hashlib.sha256(b"a bcd ef").hexdigest()[:16]  # the last text, not the chunks joined
+    assert rec.spec_accept_histogram == [1, 1, 1]  # 3 verifies: 0, 1 and 2 drafts accepted
+    newer = spec_stream()
+    newer[3] = (0.200, chunk("a bcd ef", 6, finish={"type": "length", "length": 6}, spec_verify_ct=3,
+                             spec_correct_drafts_histogram=[0, 3]))  # the 0.5.12+ name
+    assert run(newer).spec_accept_histogram == [0, 3]
+    assert run([(0.1, chunk("x", 1, finish={"type": "length", "length": 1})), (0.2, DONE)]).spec_accept_histogram == []
+    failed = run([(0.1, chunk("a", 1)), (0.2, StreamEvent("error", {"message": "boom"}, ""))])
+    assert not failed.ok and failed.output_hash is None
+    frame = records_to_frame([rec, failed])
+    assert frame["output_hash"].iloc[0] == rec.output_hash and frame["output_hash"].isna().iloc[1]
+
+
+def test_output_hash_of_openai_deltas_joined():
+    import hashlib
+
+    tb = Timebase(clock=lambda: 0.0, origin=0.0, epoch_at_origin=0.0)
+    acc = StreamAccumulator(tb, 0.0, backend="completions")
+    for t, text in ((0.1, "Hel"), (0.2, "lo")):
+        acc.on_event(StreamEvent("chunk", {"id": "c", "choices": [{"text": text, "finish_reason": None}]}, ""), t)
+    acc.on_event(StreamEvent("chunk", {"id": "c", "choices": [{"text": "", "finish_reason": "length"}],
+                                       "usage": {"prompt_tokens": 2, "completion_tokens": 2}}, ""), 0.3)
+    acc.on_event(DONE, 0.3)
+    assert acc.finish(0.3).output_hash == hashlib.sha256(b"Hello").hexdigest()[:16]

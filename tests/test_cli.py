@@ -172,6 +172,22 @@ def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
     assert [(p / "requests.parquet").stat().st_mtime_ns for p in runs] == stamps
 
 
+def test_bench_open_loop_prints_its_levels_per_request_rate(tmp_path: Path) -> None:
+    args = ["bench", "baseline", "eagle3-topk4", "--request-rates", "2,8", "--requests", "4", "--max-new-tokens", "8",
+            "--time-scale", "16", "--no-progress", "--runs-dir", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split()[:5] == ["variant", "request", "rate", "(req/s)", "n"]
+    assert [line.split()[:3] for line in lines[1:5]] == [["baseline", "2", "1"], ["baseline", "8", "1"],
+                                                         ["eagle3-topk4", "2", "1"], ["eagle3-topk4", "8", "1"]]
+    assert "\ncrossovers against baseline:\n" in result.output and "req/s" in result.output.split("crossovers")[1]
+    both = runner.invoke(app, [*args, "--levels", "1"])
+    assert both.exit_code == 2 and "give --levels (closed loop" in both.output
+    bad = runner.invoke(app, ["bench", "baseline", "--request-rates", "fast", "--runs-dir", str(tmp_path)])
+    assert bad.exit_code == 2 and "--request-rates must be comma-separated numbers" in bad.output
+
+
 def test_bench_bad_load_options_exit_2_naming_the_option(tmp_path: Path) -> None:
     for args, message in ((["--sweep", "batch", "--sweep-values", "1,2"], "--sweep must be one of"),
                           (["--sweep", "output_len", "--sweep-values", "x"], "--sweep-values must be"),

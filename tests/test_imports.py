@@ -231,6 +231,13 @@ def test_vllm_save_result_with_spec_decode_and_queue_keys() -> None:
     speeds = np.array(raw["output_lens"]) / np.array(raw["latencies"])  # from --save-detailed's rows
     assert row["mean_per_request_tok_s"] == pytest.approx(speeds.mean(), rel=1e-12)
     assert row["p90_per_request_tok_s"] == pytest.approx(np.percentile(speeds, 90), rel=1e-12)
+    # the standard deviations under vLLM's name (np.std over the requests; no column of ours has that definition)
+    assert row["vllm_std_ttft_ms"] == raw["std_ttft_ms"] and row["vllm_std_itl_ms"] == raw["std_itl_ms"]
+    assert row["vllm_std_client_queue_time_ms"] == raw["std_client_queue_time_ms"]
+    assert row["vllm_std_ttft_ms"] == pytest.approx(np.std(np.array(raw["ttfts"]) * 1000), rel=1e-9)
+    assert _nan(row["vllm_std_e2el_ms"]) == ("std_e2el_ms" not in raw)  # a figure not written stays missing
+    # vLLM's per-position acceptance rates are kept as they were written (fractions, one per draft position)
+    assert row["vllm_spec_decode_per_position_acceptance_rates"] == raw["spec_decode_per_position_acceptance_rates"]
 
 
 def test_vllm_appended_file_and_sweep_folder() -> None:
@@ -341,3 +348,74 @@ def test_cli_import_json_and_bad_input(tmp_path: Path) -> None:
 def test_simulated_flag_cannot_contradict_the_recorded_server() -> None:
     with pytest.raises(ConfigError, match="contradicts"):
         import_results(BS / "bs056_baseline.jsonl", store=False, simulated=False)
+
+
+# -- request-rate runs and several workloads: a real public file ---------------------------------
+# sglang.bench_serving JSONL of datacrunch-research/h200-benchmarks (sglang/outputs/
+# llama_3_3_70b_online_output.jsonl, commit c091ef530a52): open loop at 1-16 req/s with no
+# concurrency cap (bench_serving's default mode), random 1024/1024 prompts and then ShareGPT at 4 and 8 req/s.
+PUBLIC = BS / "public_h200_llama70b_online.jsonl"
+RANDOM = "dataset=random in=1024 out=1024 backend=sglang"
+SHAREGPT = "dataset=sharegpt backend=sglang"
+
+
+def test_a_file_of_several_workloads_imports_as_several_levels_never_repeats(tmp_path: Path) -> None:
+    result = import_results(PUBLIC, runs_dir=tmp_path / "runs", engine="sglang")
+    levels = result.levels
+    assert len(levels) == 7 and set(levels["mode"]) == {"open"} and levels["concurrency"].isna().all()
+    assert list(levels["workload"]) == [RANDOM] * 5 + [SHAREGPT] * 2
+    assert (levels["repeat"] == 0).all() and levels["level_index"].is_unique  # ShareGPT at 4 req/s is its own level
+    shown = wb.show_run(result.runs["run_id"].iloc[0], runs_dir=tmp_path / "runs")
+    assert list(shown.levels["n"]) == [1] * 7  # no interval over two workloads
+    text = "\n".join(shown.lines())
+    assert "workload" in text and f"{SHAREGPT}                  4 req/s" in text and "[-" not in text
+
+
+def test_report_tables_of_a_request_rate_run(tmp_path: Path) -> None:
+    """The crash (``Study.max_repeats``: cannot convert float NaN to integer) and the empty means of a
+    run measured at request rates with no concurrency cap."""
+    run = import_results(PUBLIC, runs_dir=tmp_path / "runs", engine="sglang").runs["path"].iloc[0]
+    study = wb.load_study([run])
+    assert study.load == "request_rate_req_s" and study.max_repeats == 1
+    assert study.workload == RANDOM and study.other_workloads == [SHAREGPT]
+    means = study.means()
+    assert list(means["request_rate_req_s"]) == [1.0, 2.0, 4.0, 8.0, 16.0]
+    assert means["output_throughput_tok_s"].iloc[2] == 2047.9108281108272 and (means["n"] == 1).all()
+    verdict = study.verdict()
+    assert "at request rate 1–16 req/s" in verdict and "300–3200 requests per level" in verdict
+    assert f"workload {RANDOM} (of 2 in these runs)" in verdict
+    chart = study.charts()["throughput"].to_dict()
+    x = chart["layer"][0]["encoding"]["x"] if "layer" in chart else chart["encoding"]["x"]
+    assert x["field"] == "request_rate_req_s" and x["scale"]["type"] == "log"
+    assert f"workload: {RANDOM}" in chart["title"]["subtitle"][1]
+    assert "Infinity" not in json.dumps(chart) and "NaN" not in json.dumps(chart)
+    other = wb.load_study([run], workload=SHAREGPT)
+    assert list(other.means()["output_throughput_tok_s"]) == [746.0750970739618, 1471.0864833760852]
+    with pytest.raises(ConfigError, match="workload 'nope' is not in these runs"):
+        wb.load_study([run], workload="nope")
+
+
+def test_a_study_of_closed_and_open_loop_runs_is_refused(tmp_path: Path) -> None:
+    result = import_results([PUBLIC, BS / "bs059_baseline_details.jsonl"], runs_dir=tmp_path / "runs")
+    with pytest.raises(ConfigError, match="mix closed-loop runs .* and open-loop runs .*Study them apart"):
+        wb.load_study(list(result.runs["path"]), baseline="baseline")
+
+
+def test_vllm_request_rate_files_make_a_study_on_the_rate_with_per_position_rates(tmp_path: Path) -> None:
+    """vllm bench serve --request-rate 2 and 8 with no --max-concurrency (written by make_vllm.py --rates
+    from the workbench's own open-loop runs on the simulated engine: an EAGLE-3 chain of 3 and its baseline)."""
+    files = [FIX / "vllm" / "rates-baseline.json", FIX / "vllm" / "rates-eagle3-chain3.json"]
+    raw = [json.loads(line) for line in files[1].read_text().splitlines()]
+    result = import_results(files, runs_dir=tmp_path / "runs", engine="sim")
+    assert set(result.levels["mode"]) == {"open"} and result.levels["concurrency"].isna().all()
+    study = wb.load_study(list(result.runs["path"]), baseline="baseline")
+    assert study.load == "request_rate_req_s"
+    ratios = study.ratios("eagle3-chain3")
+    assert list(ratios["request_rate_req_s"]) == [2.0, 8.0]
+    assert ratios["output_throughput_tok_s_ratio"].iloc[0] == pytest.approx(
+        raw[0]["output_throughput"] / json.loads(files[0].read_text().splitlines()[0])["output_throughput"])
+    rates = study.position_rates()
+    assert set(rates["source"]) == {"vllm"} and list(rates["position"]) == [1, 2, 3, 1, 2, 3]
+    assert rates["rate"].iloc[:3].tolist() == pytest.approx(raw[0]["spec_decode_per_position_acceptance_rates"])
+    assert "at request rate 2 req/s: acceptance rate by draft position 1: " in study.acceptance_text()
+    assert "from vLLM's file" in study.acceptance_text() and "accept_positions" in study.charts()

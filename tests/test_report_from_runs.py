@@ -78,3 +78,40 @@ def test_from_runs_refuses_unknown_runs_and_measuring_parameters_before_a_kernel
     assert ignored.exit_code == 2 and not out.exists()
     assert ("--from-runs renders stored runs and measures nothing, so repeats would be ignored" in ignored.output
             and "workbench bench VARIANT... --repeats 3" in ignored.output)
+
+
+# -- request-rate runs: a real public bench_serving file and the workbench's own open-loop sweep --------------
+
+PUBLIC = Path(__file__).parent / "fixtures" / "imports" / "bench_serving" / "public_h200_llama70b_online.jsonl"
+
+
+def _render(run_ids: list[str], root: Path, out: Path, *extra: str) -> tuple[str, str]:
+    result = CliRunner().invoke(app, ["report", "--from-runs", *run_ids, "-p", "runs_dir", str(root), *extra,
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    html = (out / "spec_vs_baseline.html").read_text()
+    assert "FAILED" not in html and "Traceback" not in html
+    return html, json.dumps(json.loads((out / "spec_vs_baseline.ipynb").read_text())["cells"], ensure_ascii=False)
+
+
+def test_report_from_a_request_rate_file_of_two_workloads(tmp_path) -> None:
+    """sglang.bench_serving at 1-16 req/s with no concurrency cap, random and ShareGPT prompts in one file
+    (datacrunch-research/h200-benchmarks): it used to stop with ``cannot convert float NaN to integer``."""
+    root = tmp_path / "runs"
+    run = wb.import_results(PUBLIC, runs_dir=root, engine="sglang").runs["run_id"].iloc[0]
+    html, cells = _render([run], root, tmp_path / "reports")
+    assert "at request rate 1–16 req/s" in cells and "workload: dataset=random in=1024 out=1024" in cells
+    assert "Request rate (req/s, open loop)" in html
+    _, shared = _render([run], root, tmp_path / "sharegpt", "-p", "workload", "dataset=sharegpt backend=sglang")
+    assert "at request rate 4–8 req/s" in shared and "workload: dataset=sharegpt backend=sglang" in shared
+
+
+def test_report_from_the_workbenchs_own_open_loop_sweep(tmp_path) -> None:
+    root = tmp_path / "runs"
+    runs = wb.benchmark_variants(["baseline", "eagle3-topk4"], request_rates=[2.0, 8.0], requests_per_level=4,
+                                 max_new_tokens=8, time_scale=8.0, runs_dir=str(root), progress=False)
+    study = wb.load_study(runs)
+    assert study.load == "request_rate_req_s" and list(study.ratios("eagle3-topk4")["request_rate_req_s"]) == [2.0, 8.0]
+    html, cells = _render([r.name for r in runs], root, tmp_path / "reports")
+    assert "SIMULATED" in html and "eagle3-topk4** against baseline" in cells and "request rate 2" in cells
+    assert "Request rate (req/s, open loop)" in html

@@ -279,3 +279,77 @@ def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind()
                  manifests=study.manifests, baseline="baseline")
     assert "; no level fell behind the simulator's schedule." in calm.verdict()
     assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said
+
+
+def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(tmp_path) -> None:
+    """Greedy (temperature 0, the plan's default) outputs on the simulated engine: the shipped baseline and
+    EAGLE-3 return the same text for every prompt (by construction: lossless under greedy sampling); an
+    EAGLE-3 arm sent other prompts (a unique tag per request) did other work and is flagged."""
+    import workbench as wb
+
+    kw = {"concurrency_levels": [2], "requests_per_level": 6, "max_new_tokens": 16, "time_scale": 8.0,
+          "runs_dir": str(tmp_path), "progress": False}
+    base, spec = wb.benchmark_variants(["baseline", "eagle3-topk4"], **kw)
+    tagged = wb.benchmark_variant("eagle3-topk4", unique_prompts=True, label="tagged-prompts", **kw)
+    same = wb.load_study([base, spec]).same_work()
+    assert len(same) == 1 and same[0].checked and same[0].prompts >= 5 and same[0].differing == 0
+    assert not same[0].flagged and "the same work" in wb.load_study([base, spec]).comparability_text()
+    other = wb.load_study([base, tagged])
+    work = other.same_work()[0]
+    assert work.flagged and work.differing == work.prompts
+    assert "**Same work** (FLAGGED)" in other.comparability_text()
+    assert f"Not the same work: {work.differing} of {work.prompts} prompts" in other.verdict()
+
+
+def test_acceptance_by_position_of_a_simulated_eagle3_chain_matches_the_profiles_depth_model(tmp_path) -> None:
+    """An EAGLE-3 chain of 3 on the simulated engine: the acceptance rate at each draft position, from the
+    accept histograms its responses carry, is the profile's per-depth model within sampling error."""
+    import workbench as wb
+    from workbench.analysis import position_rates
+    from workbench.sim import load_profile, variant_config
+
+    kw = {"concurrency_levels": [4], "requests_per_level": 24, "max_new_tokens": 64, "time_scale": 8.0,
+          "runs_dir": str(tmp_path), "progress": False}
+    runs = wb.benchmark_variants(["baseline", "eagle3-topk1-steps3"], **kw)
+    study = wb.load_study(runs)
+    profile = load_profile("seed-pcie-8gpu")
+    spec = variant_config(profile, "eagle3-topk1-steps3").spec
+    pmf = profile.acceptance_for(None, regime="greedy").accept_distribution(spec)  # P(k drafts) per verify
+    model = [sum(pmf[j:]) for j in range(1, len(pmf))]
+    # each request weighed once (the model's mixture is over requests), 99.9% interval over the 24 requests
+    measured = position_rates(study.requests[study.requests["variant"] == "eagle3-topk1-steps3"],
+                              by=("variant",), confidence=0.999)
+    assert list(measured["position"]) == [1, 2, 3] and (measured["n_requests"] == 24).all()
+    for row, expected in zip(measured.itertuples(), model):
+        assert row.per_request_rate_lo <= expected <= row.per_request_rate_hi, (row, expected)
+    assert {"accept_positions", "accept_distribution"} <= set(study.charts())
+    text = study.acceptance_text()
+    assert "**eagle3-topk1-steps3** at concurrency 4: acceptance rate by draft position 1: " in text
+    assert "accept length by prompt category" in text
+
+
+def test_goodput_under_ttft_and_tpot_targets_beside_throughput() -> None:
+    """Share of requests meeting both targets and those per second (GuideLLM's and inference-perf's SLO figures)."""
+    levels, requests = [], []
+    for c in (1, 2):
+        for name, ttft, tpot in (("baseline", 100.0, 30.0 * c), ("eagle3", 120.0, 15.0 * c)):
+            levels.append({"variant": name, "concurrency": c, "output_throughput_tok_s": 100.0 * c,
+                           "mean_per_request_tok_s": 50.0, "simulated": True, "engine": "sim"})
+            for i in range(4):
+                requests.append({"variant": name, "concurrency": c, "request_index": i, "error": None,
+                                 "ttft_ms": ttft + 50.0 * i, "tpot_ms": tpot, "e2e_ms": 1000.0, "output_tokens": 32,
+                                 "start_s": float(i), "end_s": float(i) + 1.0})
+    study = Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline",
+                  ttft_target_ms=200, tpot_target_ms=40)
+    means = study.means().set_index(["variant", "concurrency"])
+    # ttft 100, 150, 200, 250 (baseline) meet TTFT <= 200 for 3 of 4; at concurrency 2 its TPOT 60 fails them all
+    assert means.loc[("baseline", 1), "goodput_fraction"] == 0.75 and means.loc[("baseline", 2), "goodput_fraction"] == 0
+    assert means.loc[("eagle3", 2), "goodput_fraction"] == 0.5 and means.loc[("eagle3", 2), "goodput_req_s"] == 0.5
+    line = next(x for x in study.verdict().splitlines() if x.startswith("- **Goodput**"))
+    assert "TTFT ≤ 200 ms and TPOT ≤ 40 ms" in line and "best **baseline** at concurrency 1" in line
+    assert "**eagle3** at concurrency 2" in line and "baseline 0%–75%" in line
+    table = study.policy_table("goodput_req_s")
+    assert "goodput req/s (TTFT ≤ 200 ms and TPOT ≤ 40 ms)" in table.columns
+    with pytest.raises(Exception, match="ttft_target_ms must be a number of milliseconds > 0"):
+        Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline",
+              ttft_target_ms=0)

@@ -9,15 +9,28 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "accept_by_category": "_acceptance",
+    "accept_length_distribution": "_acceptance",
+    "imported_position_rates": "_acceptance",
+    "position_rates": "_acceptance",
     "bracket_levels": "_verdict",
     "bracket_text": "_verdict",
+    "choose_workload": "_load",
     "interval_text": "_verdict",
+    "level_number": "_verdict",
     "levels_text": "_verdict",
+    "LOAD_AXES": "_load",
+    "load_axis": "_load",
+    "load_modes": "_load",
+    "LoadAxis": "_load",
     "MIN_TEST_REPEATS": "_verdict",
     "not_tested_text": "_verdict",
     "queued_requests": "_fairness",
     "ratio_spans": "_verdict",
     "round_sig": "_verdict",
+    "same_outputs": "_same_work",
+    "SAME_WORK_TOLERANCE": "_same_work",
+    "SameWork": "_same_work",
     "round_to_interval": "_verdict",
     "settings_differences": "_fairness",
     "SIGNIFICANCE_RULE": "_verdict",
@@ -53,15 +66,28 @@ _NAMES = {
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.analysis._acceptance import accept_by_category as accept_by_category
+    from workbench.analysis._acceptance import accept_length_distribution as accept_length_distribution
+    from workbench.analysis._acceptance import imported_position_rates as imported_position_rates
+    from workbench.analysis._acceptance import position_rates as position_rates
     from workbench.analysis._verdict import bracket_levels as bracket_levels
     from workbench.analysis._verdict import bracket_text as bracket_text
+    from workbench.analysis._load import choose_workload as choose_workload
     from workbench.analysis._verdict import interval_text as interval_text
+    from workbench.analysis._verdict import level_number as level_number
     from workbench.analysis._verdict import levels_text as levels_text
+    from workbench.analysis._load import LOAD_AXES as LOAD_AXES
+    from workbench.analysis._load import load_axis as load_axis
+    from workbench.analysis._load import load_modes as load_modes
+    from workbench.analysis._load import LoadAxis as LoadAxis
     from workbench.analysis._verdict import MIN_TEST_REPEATS as MIN_TEST_REPEATS
     from workbench.analysis._verdict import not_tested_text as not_tested_text
     from workbench.analysis._fairness import queued_requests as queued_requests
     from workbench.analysis._verdict import ratio_spans as ratio_spans
     from workbench.analysis._verdict import round_sig as round_sig
+    from workbench.analysis._same_work import same_outputs as same_outputs
+    from workbench.analysis._same_work import SAME_WORK_TOLERANCE as SAME_WORK_TOLERANCE
+    from workbench.analysis._same_work import SameWork as SameWork
     from workbench.analysis._verdict import round_to_interval as round_to_interval
     from workbench.analysis._fairness import settings_differences as settings_differences
     from workbench.analysis._verdict import SIGNIFICANCE_RULE as SIGNIFICANCE_RULE

@@ -74,41 +74,47 @@ def _need(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 # -- goodput -------------------------------------------------------------------------------------
 def goodput_levels(requests: pd.DataFrame, *, tpot_ms: float | None = None,
-                   e2e_ms: float | None = None) -> pd.DataFrame:
+                   e2e_ms: float | None = None, ttft_ms: float | None = None,
+                   load: str = "concurrency") -> pd.DataFrame:
     """Goodput per level: completed requests meeting the targets, per second of the level.
 
-    A request counts when it completed without error, its TPOT is at most ``tpot_ms`` (when
-    given; a request with one output token has no TPOT and passes) and its E2E latency at most
-    ``e2e_ms`` (when given). The level's duration is first start to last end over all its rows,
-    as :func:`workbench.bench.summarize_levels` takes it (DistServe's goodput, Zhong et al. 2024,
-    with these two service-level objectives).
+    A request counts when it completed without error, its TTFT is at most ``ttft_ms`` (when
+    given), its TPOT at most ``tpot_ms`` (when given; a request with one output token has no
+    TPOT and passes) and its E2E latency at most ``e2e_ms`` (when given). The level's duration
+    is first start to last end over all its rows, as :func:`workbench.bench.summarize_levels`
+    takes it (DistServe's goodput, Zhong et al. 2024; GuideLLM and inference-perf report the
+    share of requests meeting TTFT and TPOT targets, our ``goodput_fraction``).
 
     Args:
-        requests: request rows with ``variant``, ``concurrency``, ``error``, ``tpot_ms``,
-            ``e2e_ms``, ``start_s``, ``end_s`` and optionally ``repeat``.
-        tpot_ms, e2e_ms: the targets in milliseconds (at least one).
+        requests: request rows with ``variant``, the ``load`` column, ``error``, ``ttft_ms``
+            (with ``ttft_ms``), ``tpot_ms``, ``e2e_ms``, ``start_s``, ``end_s`` and optionally ``repeat``.
+        tpot_ms, e2e_ms, ttft_ms: the targets in milliseconds (at least one).
+        load: the level column (``"request_rate_req_s"`` for open-loop levels).
 
     Returns:
-        One row per (variant, concurrency, repeat): ``goodput_req_s``, ``goodput_fraction``
+        One row per (variant, level, repeat): ``goodput_req_s``, ``goodput_fraction``
         (meeting / all requests) and ``goodput_requests`` (all requests of the level).
 
     Raises:
         ConfigError: no target, a target not > 0, or missing columns.
     """
-    if tpot_ms is None and e2e_ms is None:
-        raise ConfigError("goodput needs a target: give tpot_ms and/or e2e_ms (milliseconds)")
-    for name, value in (("tpot_ms", tpot_ms), ("e2e_ms", e2e_ms)):
-        if value is not None and not (isinstance(value, (int, float)) and value > 0):
+    if tpot_ms is None and e2e_ms is None and ttft_ms is None:
+        raise ConfigError("goodput needs a target: give ttft_ms, tpot_ms and/or e2e_ms (milliseconds)")
+    for name, value in (("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms), ("e2e_ms", e2e_ms)):
+        if value is not None and (isinstance(value, bool) or not (isinstance(value, (int, float)) and value > 0)):
             raise ConfigError(f"goodput target {name} must be a number of milliseconds > 0, got {value!r}")
-    _need(requests, ["variant", "concurrency", "error", "tpot_ms", "e2e_ms", "start_s", "end_s"], "request table")
+    _need(requests, ["variant", load, "error", "tpot_ms", "e2e_ms", "start_s", "end_s",
+                     *(["ttft_ms"] if ttft_ms is not None else [])], "request table")
     rows = requests.assign(repeat=requests["repeat"] if "repeat" in requests else 0)
     good = rows["error"].isna()
+    if ttft_ms is not None:
+        good &= rows["ttft_ms"].astype(float) <= ttft_ms
     if tpot_ms is not None:
         good &= rows["tpot_ms"].astype(float).fillna(0.0) <= tpot_ms
     if e2e_ms is not None:
         good &= rows["e2e_ms"].astype(float) <= e2e_ms
     rows = rows.assign(_good=good)
-    out = rows.groupby(["variant", "concurrency", "repeat"], sort=True).agg(
+    out = rows.groupby(["variant", load, "repeat"], sort=True).agg(
         _n=("_good", "size"), _good=("_good", "sum"), _start=("start_s", "min"), _end=("end_s", "max")).reset_index()
     duration = (out["_end"] - out["_start"]).astype(float)
     out["goodput_req_s"] = np.where(duration > 0, out["_good"] / duration.where(duration > 0), np.nan)

@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from workbench.analysis._load import LOAD_AXES
 from workbench.analysis._verdict import MIN_TEST_REPEATS, not_tested_text
 from workbench.errors import ConfigError
 
@@ -235,8 +236,9 @@ def ratio_intervals(
     spec: str,
     metric: str,
     confidence: float = 0.95,
+    load: str = "concurrency",
 ) -> pd.DataFrame:
-    """The spec/baseline ratio of ``metric`` at each shared concurrency, with its interval over repeats.
+    """The spec/baseline ratio of ``metric`` at each shared level, with its interval over repeats.
 
     Repeats are paired by their ``repeat`` index (a table without the column is one
     repeat). Example: paired ratios 1.1, 1.2, 1.0 -> log ratios with mean 0.092543 and
@@ -249,9 +251,11 @@ def ratio_intervals(
         metric: the level column compared (higher or lower is better: the verdict only
             says which is larger).
         confidence: two-sided confidence level.
+        load: the level column (``"concurrency"``, or ``"request_rate_req_s"`` for open-loop
+            levels: :func:`workbench.analysis.load_axis`).
 
     Returns:
-        One row per concurrency both variants measured: ``concurrency``, ``n`` (paired
+        One row per level both variants measured: the ``load`` column, ``n`` (paired
         repeats), ``ratio`` (geometric mean of the paired ratios), ``ratio_lo``,
         ``ratio_hi`` (NaN when ``n`` < 2), ``verdict`` (``"spec ahead"``, ``"baseline
         ahead"``, ``"not distinguishable at this level"``, or ``"not tested: <n> repeat(s)"`` below
@@ -263,26 +267,26 @@ def ratio_intervals(
             ratio is not positive.
     """
     _check_confidence(confidence)
-    need = {"variant", "concurrency", metric}
+    need = {"variant", load, metric}
     if need - set(levels.columns):
         raise ConfigError(f"level table lacks columns {sorted(need - set(levels.columns))}")
     for name in (baseline, spec):
         if name not in set(levels["variant"]):
             raise ConfigError(f"variant {name!r} not in the level table; have {sorted(set(levels['variant']))}")
     table = levels.assign(repeat=levels["repeat"] if "repeat" in levels else 0)
-    base = table[table["variant"] == baseline].set_index(["concurrency", "repeat"])[metric]
-    other = table[table["variant"] == spec].set_index(["concurrency", "repeat"])[metric]
+    base = table[table["variant"] == baseline].set_index([load, "repeat"])[metric]
+    other = table[table["variant"] == spec].set_index([load, "repeat"])[metric]
     paired = pd.concat({"b": base, "s": other}, axis=1, join="inner").dropna()
     if paired.empty:
-        raise ConfigError(f"{baseline!r} and {spec!r} share no (concurrency, repeat) with a {metric} value")
+        raise ConfigError(f"{baseline!r} and {spec!r} share no ({LOAD_AXES[load].words}, repeat) with a {metric} value")
     if ((paired["b"] <= 0) | (paired["s"] <= 0)).any():
         raise ConfigError(f"{metric} must be positive to take a ratio; found values <= 0")
     rows = []
-    for c, group in paired.groupby(level="concurrency", sort=True):
+    for c, group in paired.groupby(level=load, sort=True):
         logs = np.log(group["s"].to_numpy(float) / group["b"].to_numpy(float))
         iv = mean_interval(logs, confidence=confidence)
         lo, hi = math.exp(iv.lo) if iv.n > 1 else math.nan, math.exp(iv.hi) if iv.n > 1 else math.nan
-        rows.append({"concurrency": int(c), "n": iv.n, "ratio": math.exp(iv.mean), "ratio_lo": lo, "ratio_hi": hi,
+        rows.append({load: LOAD_AXES[load].value(c), "n": iv.n, "ratio": math.exp(iv.mean), "ratio_lo": lo, "ratio_hi": hi,
                      "verdict": _verdict(iv.n, lo, hi)})
     return pd.DataFrame(rows)
 
@@ -300,9 +304,10 @@ class CrossoverInterval:
             ``not_claimed`` (the intervals do not separate on both sides), or
             ``not_tested`` (fewer than :data:`~workbench.analysis._verdict.MIN_TEST_REPEATS` paired
             repeats at some level: nothing claimed).
-        concurrency: where the point ratio crosses 1 between those levels (None unless claimed).
-        lo, hi: the interval's bounds in concurrency (``2 ** log2_lo``; None unless claimed).
-        log2_lo, log2_hi: the same on log2(concurrency).
+        concurrency: where the point ratio crosses 1 between those levels (None unless claimed),
+            in the table's load (a concurrency, or a request rate in req/s for open-loop levels).
+        lo, hi: the interval's bounds in that load (``2 ** log2_lo``; None unless claimed).
+        log2_lo, log2_hi: the same on log2 of the load.
         n: the fewest paired repeats at the levels it rests on.
         description: one sentence for people, with n and the interval.
     """
@@ -331,11 +336,11 @@ def _crossings(x: Sequence[float], y: Sequence[float]) -> list[float]:
     return out
 
 
-def _levels_text(concurrency: Iterable[int]) -> str:
-    return ", ".join(str(int(c)) for c in concurrency)
+def _levels_text(values: Iterable[float], load: str = "concurrency") -> str:
+    return ", ".join(f"{LOAD_AXES[load].value(c):g}" for c in values)
 
 
-def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterval:
+def crossover_interval(ratios: pd.DataFrame, *, metric: str, load: str = "concurrency") -> CrossoverInterval:
     """The crossover of a :func:`ratio_intervals` table, claimed only where the intervals separate.
 
     Claimed when a level whose verdict is ``spec ahead`` (or ``baseline ahead``) is followed,
@@ -347,13 +352,17 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterva
     0.98) at 4 -> crossover at log2 1.0 (concurrency 2.0); the lower curve crosses 1 at
     log2 0.4, the upper at log2 1.6: interval 2**0.4 = 1.32 to 2**1.6 = 3.03.
 
+    ``load="request_rate_req_s"`` reads a ratio table of open-loop levels: the same on log2 of
+    the request rate, the crossover then being the rate at which speculation stops paying.
+
     Raises:
         ConfigError: an empty table or a missing column.
     """
-    need = {"concurrency", "n", "ratio", "ratio_lo", "ratio_hi", "verdict"}
+    need = {load, "n", "ratio", "ratio_lo", "ratio_hi", "verdict"}
     if need - set(ratios.columns) or ratios.empty:
         raise ConfigError(f"need a ratio_intervals table (columns {sorted(need)}), got {list(ratios.columns)}")
-    table = ratios.sort_values("concurrency").reset_index(drop=True)
+    axis = LOAD_AXES[load]
+    table = ratios.sort_values(load).reset_index(drop=True)
     n_min = int(table["n"].min())
     if n_min < MIN_TEST_REPEATS:
         return CrossoverInterval(metric, "not_tested", None, None, None, None, None, n_min,
@@ -373,7 +382,7 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterva
             break
     words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
              NOT_DISTINGUISHABLE: NOT_DISTINGUISHABLE}
-    parts = [f"{words[v]} at concurrency {_levels_text(table.loc[table['verdict'] == v, 'concurrency'])}"
+    parts = [f"{words[v]} at {axis.words} {_levels_text(table.loc[table['verdict'] == v, load], load)}{axis.unit}"
              for v in words if (table["verdict"] == v).any()]
     summary = f"{'; '.join(parts)} (95% intervals over n>={n_min} repeats)"
     if found is None:
@@ -381,7 +390,7 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterva
                                  f"No crossover can be claimed on {metric}: {summary}.")
     i, j = found
     seg = table.iloc[i:j + 1]
-    x = [math.log2(c) for c in seg["concurrency"]]
+    x = [math.log2(c) for c in seg[load]]
     point = _crossings(x, list(seg["ratio"]))
     band = _crossings(x, list(seg["ratio_lo"])) + _crossings(x, list(seg["ratio_hi"]))
     x_point = point[0] if point else (x[0] + x[-1]) / 2.0
@@ -391,6 +400,6 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str) -> CrossoverInterva
     n_seg = int(seg["n"].min())
     return CrossoverInterval(
         metric, "claimed", c_point, c_lo, c_hi, log2_lo, log2_hi, n_seg,
-        f"Speculation {direction} the baseline on {metric} near concurrency {c_point:.1f} (95% interval "
-        f"{c_lo:.1f}–{c_hi:.1f}, on log concurrency between {int(seg['concurrency'].iloc[0])} and "
-        f"{int(seg['concurrency'].iloc[-1])}; n={n_seg} repeats); {summary}.")
+        f"Speculation {direction} the baseline on {metric} near {axis.words} {c_point:.1f}{axis.unit} (95% interval "
+        f"{c_lo:.1f}–{c_hi:.1f}, on log {axis.words} between {_levels_text([seg[load].iloc[0]], load)} and "
+        f"{_levels_text([seg[load].iloc[-1]], load)}{axis.unit}; n={n_seg} repeats); {summary}.")

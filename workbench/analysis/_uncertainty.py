@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from workbench.analysis._load import LOAD_AXES
 from workbench.errors import ConfigError
 
 
@@ -28,6 +29,7 @@ def per_request_ratio_ci(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    load: str = "concurrency",
 ) -> pd.DataFrame:
     """Bootstrap CI of mean per-request tok/s (spec / baseline) at each shared level.
 
@@ -38,9 +40,10 @@ def per_request_ratio_ci(
         confidence: two-sided confidence level in (0, 1); default 0.95.
         resamples: bootstrap resamples per level (default 2000).
         seed: seed of the resampling (``numpy.random.default_rng``).
+        load: the column naming a level (``"request_rate_req_s"`` for open-loop levels).
 
     Returns:
-        One row per shared concurrency: ``concurrency``, ``ratio`` (point estimate),
+        One row per shared level: the ``load`` column, ``ratio`` (point estimate),
         ``ratio_lo``, ``ratio_hi``, ``n_baseline``, ``n_spec``, ``paired`` (bool), and
         ``excludes_1`` (the interval excludes 1: the requests of this one run differ, which is not
         a significance test; see :data:`workbench.analysis.SIGNIFICANCE_RULE`).
@@ -49,26 +52,26 @@ def per_request_ratio_ci(
         ConfigError: missing columns, bad confidence, or fewer than 2 completed
             requests of a variant at a level.
     """
-    need = {"variant", "concurrency", "output_tokens", "e2e_ms", "error"}
+    need = {"variant", load, "output_tokens", "e2e_ms", "error"}
     if need - set(requests.columns):
         raise ConfigError(f"request table lacks columns {sorted(need - set(requests.columns))}")
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
     ok = requests[requests["error"].isna()]
     speed = ok["output_tokens"].astype(float) / (ok["e2e_ms"].astype(float) / 1000.0)
-    frame = pd.DataFrame({"variant": ok["variant"], "concurrency": ok["concurrency"], "speed": speed,
+    frame = pd.DataFrame({"variant": ok["variant"], "level": ok[load], "speed": speed,
                           "pair": _pair_keys(ok)})
     rng = np.random.default_rng(seed)
     alpha = (1.0 - confidence) / 2.0
     rows = []
-    levels = sorted(set(frame.loc[frame["variant"] == baseline, "concurrency"])
-                    & set(frame.loc[frame["variant"] == spec, "concurrency"]))
+    levels = sorted(set(frame.loc[frame["variant"] == baseline, "level"])
+                    & set(frame.loc[frame["variant"] == spec, "level"]))
     for c in levels:
-        fb = frame[(frame["variant"] == baseline) & (frame["concurrency"] == c)].set_index("pair")["speed"]
-        fs = frame[(frame["variant"] == spec) & (frame["concurrency"] == c)].set_index("pair")["speed"]
+        fb = frame[(frame["variant"] == baseline) & (frame["level"] == c)].set_index("pair")["speed"]
+        fs = frame[(frame["variant"] == spec) & (frame["level"] == c)].set_index("pair")["speed"]
         b, s = fb.to_numpy(), fs.to_numpy()
         if len(b) < 2 or len(s) < 2:
-            raise ConfigError(f"need at least 2 completed requests per variant at concurrency {c}")
+            raise ConfigError(f"need at least 2 completed requests per variant at {LOAD_AXES[load].text(c)}")
         paired = fb.index.notna().all() and fb.index.is_unique and set(fb.index) == set(fs.index)
         if paired:
             s = fs.loc[fb.index].to_numpy()
@@ -78,7 +81,7 @@ def per_request_ratio_ci(
             ratios = (rng.choice(s, size=(resamples, len(s))).mean(axis=1)
                       / rng.choice(b, size=(resamples, len(b))).mean(axis=1))
         lo, hi = np.quantile(ratios, [alpha, 1.0 - alpha])
-        rows.append({"concurrency": int(c), "ratio": float(s.mean() / b.mean()), "ratio_lo": float(lo),
+        rows.append({load: LOAD_AXES[load].value(c), "ratio": float(s.mean() / b.mean()), "ratio_lo": float(lo),
                      "ratio_hi": float(hi), "n_baseline": len(b), "n_spec": len(s), "paired": bool(paired),
                      "excludes_1": bool(lo > 1.0 or hi < 1.0)})
     return pd.DataFrame(rows)

@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_levels", "bracket_text", "interval_text", "levels_text",
-           "not_tested_text", "ratio_spans", "round_sig", "round_to_interval"]
+from workbench.analysis._load import LOAD_AXES
+
+__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_levels", "bracket_text", "interval_text", "level_number",
+           "levels_text", "not_tested_text", "ratio_spans", "round_sig", "round_to_interval"]
 
 #: The fewest paired repeats per level with which a difference is tested.
 MIN_TEST_REPEATS = 3
@@ -73,16 +75,22 @@ def interval_text(value: float, lo: float | None = None, hi: float | None = None
     return f"{round_to_interval(value, half):g} ({round_to_interval(lo, half):g}–{round_to_interval(hi, half):g})"
 
 
-def levels_text(levels: Sequence[int], measured: Sequence[int]) -> str:
+def level_number(value: float) -> float | int:
+    """A level as written: an int when whole (a concurrency, ``4`` req/s), else the float (``0.5`` req/s)."""
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
+def levels_text(levels: Sequence[float], measured: Sequence[float]) -> str:
     """``levels`` as runs of consecutive ``measured`` levels: ``"1"``, ``"2–64"``, ``"1, 4–8 and 32"``.
 
     Args:
         levels: a subset of ``measured``.
         measured: every level of the sweep (order does not matter).
     """
-    order = sorted(set(int(c) for c in measured))
-    chosen = set(int(c) for c in levels)
-    runs: list[list[int]] = []
+    order = sorted(set(level_number(c) for c in measured))
+    chosen = set(level_number(c) for c in levels)
+    runs: list[list[float]] = []
     for c in order:
         if c not in chosen:
             continue
@@ -94,38 +102,40 @@ def levels_text(levels: Sequence[int], measured: Sequence[int]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
 
 
-def bracket_levels(concurrency: float, measured: Sequence[int]) -> tuple[int, int]:
+def bracket_levels(concurrency: float, measured: Sequence[float]) -> tuple[float, float]:
     """The measured levels either side of an interpolated ``concurrency`` (equal when it is one of them).
 
     Outside the measured range, the nearest level twice. Example: 1.228 in [1, 2, 4] -> (1, 2);
     4.0 -> (4, 4).
     """
-    order = sorted(int(c) for c in measured)
+    order = sorted(level_number(c) for c in measured)
     lower = max([c for c in order if c <= concurrency] or [order[0]])
     upper = min([c for c in order if c >= concurrency] or [order[-1]])
     return lower, upper
 
 
-def bracket_text(concurrency: float, measured: Sequence[int]) -> str:
+def bracket_text(concurrency: float, measured: Sequence[float], *, load: str = "concurrency") -> str:
     """Where a crossover lies, in measured levels, the point only as a concurrency label.
 
-    Example: 1.228 in [1, 2, 4] -> ``"between concurrency 1 and 2 (≈ 1.2)"``; 4.0 -> ``"at concurrency 4"``.
+    Example: 1.228 in [1, 2, 4] -> ``"between concurrency 1 and 2 (≈ 1.2)"``; 4.0 -> ``"at concurrency 4"``;
+    with ``load="request_rate_req_s"``, ``"between request rate 1 and 2 req/s (≈ 1.2)"``.
     """
+    axis = LOAD_AXES[load]
     lower, upper = bracket_levels(concurrency, measured)
     if lower == upper:
-        return f"at concurrency {lower}"
-    return f"between concurrency {lower} and {upper} (≈ {concurrency:.1f})"
+        return f"at {axis.words} {lower}{axis.unit}"
+    return f"between {axis.words} {lower} and {upper}{axis.unit} (≈ {concurrency:.1f})"
 
 
-def ratio_spans(concurrency: Sequence[int], ratio: Sequence[float], *, digits: int = 2) -> dict[str, list[int]]:
+def ratio_spans(concurrency: Sequence[float], ratio: Sequence[float], *, digits: int = 2) -> dict[str, list[float]]:
     """The levels where a spec/baseline ratio, rounded to ``digits`` decimals as reported, is above 1
     (``"ahead"``), below (``"behind"``) or 1 (``"even"``).
 
     NaN ratios are left out. Example: ratios 1.03, 1.004, 0.91, 0.46 at 1, 2, 4, 64 ->
     ``{"ahead": [1], "behind": [4, 64], "even": [2]}`` (1.004 is reported as 1.00).
     """
-    out: dict[str, list[int]] = {"ahead": [], "behind": [], "even": []}
-    for c, r in sorted(zip((int(c) for c in concurrency), ratio)):
+    out: dict[str, list[float]] = {"ahead": [], "behind": [], "even": []}
+    for c, r in sorted(zip((level_number(c) for c in concurrency), ratio)):
         if r != r:
             continue
         shown = round(float(r), digits)

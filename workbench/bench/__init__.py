@@ -58,6 +58,8 @@ _NAMES = {
     "Unit": "_plan",
     "Timebase": "_timing",
     "TOKENIZER_DIR": "_tokenizer",
+    "WORKLOAD_COLUMNS": "_workload",
+    "workload_labels": "_workload",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -107,5 +109,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._plan import Unit as Unit
     from workbench.bench._timing import Timebase as Timebase
     from workbench.bench._tokenizer import TOKENIZER_DIR as TOKENIZER_DIR
+    from workbench.bench._workload import WORKLOAD_COLUMNS as WORKLOAD_COLUMNS
+    from workbench.bench._workload import workload_labels as workload_labels
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

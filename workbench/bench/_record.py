@@ -55,6 +55,16 @@ for reads that carry several chunks:
   sent no ``spec_verify_ct`` (not speculative, or an OpenAI route) or it is 0.
 - ``meta_spec_accept_length``: the server's ``meta_info.spec_accept_length`` (0.5.4+),
   for cross-checking; NaN when absent or when ``spec_verify_ct`` is missing or 0.
+- ``spec_accept_histogram``: the request's verify steps counted by how many draft tokens each
+  accepted (index k: verifies that accepted k drafts, the bonus token not counted), as the
+  server's final ``meta_info`` gives it: ``spec_accept_histogram`` (SGLang 0.5.9 to 0.5.20) or
+  ``spec_correct_drafts_histogram`` (0.5.12 on; docs of /work/shared/sglang-facts.md §1);
+  empty when the server sent neither (older versions, the OpenAI routes, not speculative).
+- ``output_hash``: the first 16 hex digits of the SHA-256 of the output text (UTF-8) of a
+  completed request: ``/generate``'s last ``text`` (cumulative, SGLang's default stream), the
+  OpenAI routes' deltas joined. Under greedy sampling a spec server and its baseline must
+  return the same text for the same prompt; :func:`workbench.analysis.same_outputs` compares
+  them. None for a failed request or an empty output.
 - ``error_kind``: the class of a failure (:data:`ERROR_KINDS`); ``error_type`` the
   precise exception or rule, ``error`` the message (the server's error text quoted),
   ``http_status`` the status when a response came.
@@ -69,6 +79,7 @@ it where pandas may be absent); the pandas table of records is built by
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -132,6 +143,8 @@ class RequestRecord:
     spec_verify_ct: int | None = None
     accept_length: float = NAN
     meta_spec_accept_length: float = NAN
+    spec_accept_histogram: list[int] = dataclasses.field(default_factory=list)
+    output_hash: str | None = None
     server_e2e_ms: float = NAN
     start_epoch_s: float = NAN
     end_epoch_s: float = NAN
@@ -194,6 +207,7 @@ class StreamAccumulator:
         self._usage: dict[str, Any] | None = None  # OpenAI: the last usage seen
         self._finish: str | None = None  # OpenAI: the finish_reason sent
         self._rid: str | None = None
+        self._text: list[str] = []  # /generate: the last (cumulative) text; OpenAI: every delta
         self._done = False
         self._failed_at: float | None = None
 
@@ -293,6 +307,7 @@ class StreamAccumulator:
             return
         self._meta = meta
         if text:
+            self._text[:] = [text]
             self._content(ct, t)
 
     def _on_openai_chunk(self, chunk: dict[str, Any], t: float) -> None:
@@ -323,6 +338,7 @@ class StreamAccumulator:
                       kind="protocol")
             return
         if text:
+            self._text.append(text)
             self._content(_int_or_none(usage.get("completion_tokens")) if isinstance(usage, dict) else None, t)
 
     def _finish_generate(self, rec: RequestRecord, last: float) -> None:
@@ -336,6 +352,9 @@ class StreamAccumulator:
         rec.server_e2e_ms = _float_or_nan(meta.get("e2e_latency")) * 1000.0
         rec.meta_spec_accept_length = _float_or_nan(meta.get("spec_accept_length"))
         rec.spec_verify_ct = _int_or_none(meta.get("spec_verify_ct"))
+        hist = meta.get("spec_correct_drafts_histogram", meta.get("spec_accept_histogram"))
+        if isinstance(hist, list) and all(_int_or_none(v) is not None for v in hist):
+            rec.spec_accept_histogram = list(hist)
         finish = meta.get("finish_reason")
         if isinstance(finish, dict):
             rec.finish_reason = str(finish.get("type"))
@@ -397,6 +416,9 @@ class StreamAccumulator:
             rec.user_e2e_ms = rec.client_wait_ms + rec.e2e_ms
         rec.start_epoch_s, rec.end_epoch_s = tb.epoch_s(self._start), tb.epoch_s(end)
         rec.start_s, rec.end_s = tb.run_s(self._start), tb.run_s(end)
+        text = "".join(self._text)
+        if rec.error is None and text:
+            rec.output_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         return rec
 
 
@@ -432,6 +454,8 @@ REQUEST_DTYPES: dict[str, str] = {
     "spec_verify_ct": "Int64",
     "accept_length": "float64",
     "meta_spec_accept_length": "float64",
+    "spec_accept_histogram": "object",
+    "output_hash": "str",
     "server_e2e_ms": "float64",
     "start_epoch_s": "float64",
     "end_epoch_s": "float64",
@@ -468,7 +492,7 @@ def record_from_json(obj: Mapping[str, Any]) -> RequestRecord:
         raise ValueError(f"not RequestRecord fields: {sorted(unknown)}")
     values: dict[str, Any] = {name: (NAN if name in _FLOAT_FIELDS and value is None else value)
                               for name, value in obj.items()}
-    for name in ("itl_ms", "tokens_per_chunk", "chunks_per_read", "tokens_per_read"):
+    for name in ("itl_ms", "tokens_per_chunk", "chunks_per_read", "tokens_per_read", "spec_accept_histogram"):
         if name in values:
             values[name] = list(values[name])
     return RequestRecord(**values)

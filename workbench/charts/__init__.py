@@ -6,6 +6,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "accept_distribution_chart": "_acceptance",
     "accept_length_chart": "_tradeoff",
     "breakdown_chart": "_whatif",
     "calibration_fit_chart": "_calibration",
@@ -23,6 +24,7 @@ _NAMES = {
     "per_request_chart": "_tradeoff",
     "policy_chart": "_whatif",
     "policy_envelope_chart": "_policy",
+    "position_rate_chart": "_acceptance",
     "provenance_subtitle": "_tradeoff",
     "ratio_chart": "_tradeoff",
     "ratio_heatmap": "_whatif",
@@ -38,6 +40,7 @@ _NAMES = {
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.charts._acceptance import accept_distribution_chart as accept_distribution_chart
     from workbench.charts._tradeoff import accept_length_chart as accept_length_chart
     from workbench.charts._whatif import breakdown_chart as breakdown_chart
     from workbench.charts._calibration import calibration_fit_chart as calibration_fit_chart
@@ -55,6 +58,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.charts._tradeoff import per_request_chart as per_request_chart
     from workbench.charts._whatif import policy_chart as policy_chart
     from workbench.charts._policy import policy_envelope_chart as policy_envelope_chart
+    from workbench.charts._acceptance import position_rate_chart as position_rate_chart
     from workbench.charts._tradeoff import provenance_subtitle as provenance_subtitle
     from workbench.charts._tradeoff import ratio_chart as ratio_chart
     from workbench.charts._whatif import ratio_heatmap as ratio_heatmap

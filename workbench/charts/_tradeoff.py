@@ -5,7 +5,9 @@ Every function takes the per-level table (one row per variant and concurrency, a
 of :func:`workbench.analysis.repeat_table`, whose ``<metric>_lo``/``_hi`` columns are drawn
 as 95% interval bars) and returns a chart;
 nothing is saved here (see :func:`workbench.charts.save_chart`). Concurrency is
-drawn on a log2 axis, since sweeps double it. When any row is simulated, the
+drawn on a log2 axis, since sweeps double it; a table of open-loop levels (means with a
+``request_rate_req_s`` column and no ``concurrency``, or rows whose ``mode`` is open) is
+drawn against the request rate, also on log2. When any row is simulated, the
 subtitle says so: figures from the simulated engine are never unlabelled.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from workbench.analysis import Crossover, bracket_text
+from workbench.analysis import LOAD_AXES, Crossover, bracket_text, level_number, load_axis
 
 WIDTH, HEIGHT = 520, 300
 
@@ -57,9 +59,10 @@ def _queue_rings(data: pd.DataFrame, y: str) -> alt.Chart | None:
     if "queued_requests" not in data.columns or not (data["queued_requests"].fillna(0) > 0).any():
         return None
     held = data[data["queued_requests"].fillna(0) > 0]
+    load = _load_of(data)
     return (alt.Chart(held).mark_point(shape="circle", size=260, filled=False, strokeWidth=2, color=QUEUE_COLOUR)
-            .encode(x=_x(), y=alt.Y(f"{y}:Q"),
-                    tooltip=["variant", "concurrency", alt.Tooltip("queued_requests:Q", title="queued requests")]))
+            .encode(x=_x(load), y=alt.Y(f"{y}:Q"),
+                    tooltip=["variant", load, alt.Tooltip("queued_requests:Q", title="queued requests")]))
 
 
 def provenance_subtitle(levels: pd.DataFrame, *, profile: str | None = None, time_scale: float | None = None) -> str:
@@ -76,8 +79,23 @@ def provenance_subtitle(levels: pd.DataFrame, *, profile: str | None = None, tim
     return "Measured on " + ", ".join(engines or ["sglang"])
 
 
-def _x() -> alt.X:
-    return alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128, 256]), title="Concurrency (requests in flight)")
+def _load_of(table: pd.DataFrame) -> str:
+    """The load column a chart's x axis is: ``request_rate_req_s`` for a table of open-loop levels
+    (:func:`workbench.analysis.load_axis`; a table of means has only its own load column), else
+    ``concurrency``."""
+    if "request_rate_req_s" not in table.columns:
+        return "concurrency"
+    if "concurrency" not in table.columns:
+        return "request_rate_req_s"
+    return load_axis(table).column
+
+
+def _x(load: str = "concurrency") -> alt.X:
+    """The x axis: log2 concurrency with the doubling grid's ticks, or log2 request rate (req/s)."""
+    if load == "concurrency":
+        return alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2),
+                     axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128, 256]), title=LOAD_AXES[load].title)
+    return alt.X(f"{load}:Q", scale=alt.Scale(type="log", base=2), title=LOAD_AXES[load].title)
 
 
 Subtitle = str | list[str]
@@ -95,21 +113,22 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
            variants: list[str] | None, baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
+    load = _load_of(levels)
     bounds = [f"{column}_lo", f"{column}_hi"]
     has_ci = all(b in levels.columns for b in bounds) and levels[bounds].notna().all(axis=1).any()
     extra = [c for c in ["n", *bounds] if c in levels.columns] if has_ci else [c for c in ["n"] if c in levels]
     extra += [c for c in ["queued_requests"] if c in levels.columns]
-    data = levels[["variant", "concurrency", column, *extra]].dropna(subset=[column])
+    data = levels[["variant", load, column, *extra]].dropna(subset=[column])
     rings = _queue_rings(data, column)
     if rings is not None:
         subtitle = [*_lines_of(subtitle), QUEUE_NOTE]
-    tooltip = ["variant", "concurrency", alt.Tooltip(f"{column}:Q", format=".1f"),
+    tooltip = ["variant", load, alt.Tooltip(f"{column}:Q", format=".1f"),
                *[alt.Tooltip(f"{c}:Q", format=".1f" if c != "n" else "d") for c in extra]]
     line = (
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
-            x=_x(),
+            x=_x(load),
             y=alt.Y(f"{column}:Q", title=y_title),
             color=variant_colour(variants, baseline),
             tooltip=tooltip,
@@ -120,7 +139,7 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
         layers.append(
             alt.Chart(data.dropna(subset=bounds))
             .mark_errorbar(ticks=True)
-            .encode(x=_x(), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q",
+            .encode(x=_x(load), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q",
                     color=variant_colour(variants, baseline), tooltip=tooltip)
         )
     if rings is not None:
@@ -183,7 +202,8 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     cols = [f"{p}_{metric}" for p in PERCENTILES if f"{p}_{metric}" in levels.columns]
     if not cols:
         raise KeyError(f"level table has none of p50/p90/p99_{metric}")
-    keep = ["variant", "concurrency", *[c for c in ["queued_requests"] if c in levels.columns]]
+    load = _load_of(levels)
+    keep = ["variant", load, *[c for c in ["queued_requests"] if c in levels.columns]]
     long = levels.melt(id_vars=keep, value_vars=cols, var_name="percentile", value_name="latency_ms").dropna(
         subset=["latency_ms"])
     long = long[long["latency_ms"] > 0]
@@ -191,11 +211,11 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     title, y_title = LATENCIES[metric]
     y = alt.Y("latency_ms:Q", title=y_title, scale=alt.Scale(type="log"))
     lines = alt.Chart(long).mark_line(point=True).encode(
-        x=_x(), y=y, color=variant_colour(variants, baseline),
+        x=_x(load), y=y, color=variant_colour(variants, baseline),
         strokeDash=alt.StrokeDash("percentile:N", title="Percentile", legend=alt.Legend(symbolType="stroke"),
                                   scale=alt.Scale(domain=list(PERCENTILES), range=list(PERCENTILES.values()))),
         detail="percentile:N",
-        tooltip=["variant", "concurrency", "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)])
+        tooltip=["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)])
     layers: list[alt.Chart] = [lines]
     bars = _latency_bars(levels, metric, cols, y_title, variants, baseline, floor=float(long["latency_ms"].min()) / 2
                          if len(long) else 1.0)
@@ -217,12 +237,13 @@ def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: s
     On the log axis a lower bound at or below 0 is drawn from ``floor`` (half the smallest latency
     drawn); the tooltip gives the bound itself.
     """
+    load = _load_of(levels)
     frames = []
     for col in cols:
         lo, hi = f"{col}_lo", f"{col}_hi"
         if lo not in levels.columns or hi not in levels.columns:
             continue
-        part = levels[["variant", "concurrency", col, lo, hi]].dropna().rename(
+        part = levels[["variant", load, col, lo, hi]].dropna().rename(
             columns={col: "latency_ms", lo: "lo_ms", hi: "hi_ms"})
         frames.append(part.assign(percentile=col.split("_")[0]))
     data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -230,9 +251,9 @@ def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: s
         return None
     data["lo_drawn_ms"] = data["lo_ms"].clip(lower=floor)
     return alt.Chart(data).mark_errorbar(ticks=True, opacity=0.7).encode(
-        x=_x(), y=alt.Y("lo_drawn_ms:Q", title=y_title, scale=alt.Scale(type="log")), y2="hi_ms:Q",
+        x=_x(load), y=alt.Y("lo_drawn_ms:Q", title=y_title, scale=alt.Scale(type="log")), y2="hi_ms:Q",
         color=variant_colour(variants, baseline), detail="percentile:N",
-        tooltip=["variant", "concurrency", "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title="mean (ms)"),
+        tooltip=["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title="mean (ms)"),
                  alt.Tooltip("lo_ms:Q", format=".1f", title="95% low (ms)"),
                  alt.Tooltip("hi_ms:Q", format=".1f", title="95% high (ms)")])
 
@@ -244,40 +265,41 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
     Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
     and the server's ``avg_spec_accept_length`` as hollow points where present.
     """
+    load = _load_of(levels)
     cols = [c for c in ("accept_length", "server_accept_length") if c in levels.columns]
-    long = levels.melt(id_vars=["variant", "concurrency"], value_vars=cols, var_name="source", value_name="accept_len").dropna()
+    long = levels.melt(id_vars=["variant", load], value_vars=cols, var_name="source", value_name="accept_len").dropna()
     long["source"] = long["source"].map({"accept_length": "client (meta_info)", "server_accept_length": "server (/server_info)"})
     if "server (/server_info)" in set(long["source"]):
         subtitle = [*_lines_of(subtitle), "lines: the client's figure (output tokens / spec_verify_ct); hollow "
                     "diamonds: the server's avg_spec_accept_length (/server_info after each level)"]
     base = alt.Chart(long, title=_title("Accept length", subtitle), width=WIDTH, height=HEIGHT).encode(
-        x=_x(),
+        x=_x(load),
         y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
                 scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3])),
         color=variant_colour(variants, baseline),
-        tooltip=["variant", "concurrency", "source", alt.Tooltip("accept_len:Q", format=".2f")],
+        tooltip=["variant", load, "source", alt.Tooltip("accept_len:Q", format=".2f")],
     )
     client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
     server = base.transform_filter(alt.datum.source == "server (/server_info)").mark_point(filled=False, size=90, shape="diamond")
     layers = [client, server]
     if {"accept_length_lo", "accept_length_hi"} <= set(levels.columns):
-        bounds = levels[["variant", "concurrency", "accept_length", "accept_length_lo", "accept_length_hi"]].dropna()
+        bounds = levels[["variant", load, "accept_length", "accept_length_lo", "accept_length_hi"]].dropna()
         if len(bounds):
             layers.append(alt.Chart(bounds).mark_errorbar(ticks=True).encode(
-                x=_x(), y=alt.Y("accept_length_lo:Q", title="Accept length (tokens per verify)"), y2="accept_length_hi:Q",
+                x=_x(load), y=alt.Y("accept_length_lo:Q", title="Accept length (tokens per verify)"), y2="accept_length_hi:Q",
                 color=variant_colour(variants, baseline),
-                tooltip=["variant", "concurrency", alt.Tooltip("accept_length:Q", format=".3f"),
+                tooltip=["variant", load, alt.Tooltip("accept_length:Q", format=".3f"),
                          alt.Tooltip("accept_length_lo:Q", format=".3f"), alt.Tooltip("accept_length_hi:Q", format=".3f")]))
     return alt.layer(*layers)
 
 
-def crossover_label(metric_name: str, concurrency: float, measured: list[int]) -> str:
+def crossover_label(metric_name: str, concurrency: float, measured: list[float], load: str = "concurrency") -> str:
     """The label of a crossover's rule: the measured levels that bracket it, the point only as a concurrency.
 
     Example: ``crossover_label("total output tok/s", 1.228, [1, 2, 4])`` ->
     ``"total output tok/s crossover: between concurrency 1 and 2 (≈ 1.2)"``.
     """
-    return f"{metric_name} crossover: {bracket_text(concurrency, measured)}"
+    return f"{metric_name} crossover: {bracket_text(concurrency, measured, load=load)}"
 
 
 def ratio_chart(
@@ -300,54 +322,55 @@ def ratio_chart(
             drawn as error bars on the per-request ratio.
     """
     names = {"output_throughput_tok_s": "total output tok/s", "mean_per_request_tok_s": "per-request tok/s"}
+    load = _load_of(ratios)
     metrics = [m for m in crossovers if f"{m}_ratio" in ratios.columns]
-    long = ratios.melt(id_vars=["concurrency"], value_vars=[f"{m}_ratio" for m in metrics], var_name="metric", value_name="ratio")
+    long = ratios.melt(id_vars=[load], value_vars=[f"{m}_ratio" for m in metrics], var_name="metric", value_name="ratio")
     long["metric"] = long["metric"].str.removesuffix("_ratio").map(lambda m: names.get(m, m))
     lines = (
         alt.Chart(long)
         .mark_line(point=True)
         .encode(
-            x=_x(),
+            x=_x(load),
             y=alt.Y("ratio:Q", title=f"{spec} / baseline", scale=alt.Scale(zero=False)),
             color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS)),
-            tooltip=["concurrency", "metric", alt.Tooltip("ratio:Q", format=".3f")],
+            tooltip=[load, "metric", alt.Tooltip("ratio:Q", format=".3f")],
         )
     )
     one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(y="ratio:Q")
     points = [(m, x) for m, c in crossovers.items() if c.concurrency is not None
               for x in ([cx for _, _, cx in c.crossings] or [c.concurrency])]
-    measured = sorted(int(c) for c in ratios["concurrency"])
-    marks: list[dict[str, Any]] = [{"concurrency": x, "label": crossover_label(names.get(m, m), x, measured), "row": i}
+    measured = sorted(level_number(c) for c in ratios[load])
+    marks: list[dict[str, Any]] = [{load: x, "label": crossover_label(names.get(m, m), x, measured, load), "row": i}
              for i, (m, x) in enumerate(points)]
     notes = [f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None]
     layers = [lines, one]
     notes_queue = []
     if "queued_requests" in ratios.columns and (ratios["queued_requests"].fillna(0) > 0).any():
-        held = long.merge(ratios[["concurrency", "queued_requests"]], on="concurrency")
+        held = long.merge(ratios[[load, "queued_requests"]], on=load)
         held = held[held["queued_requests"] > 0]
         layers.append(alt.Chart(held).mark_point(shape="circle", size=260, filled=False, strokeWidth=2,
                                                  color=QUEUE_COLOUR)
-                      .encode(x=_x(), y="ratio:Q", tooltip=["concurrency", "metric", alt.Tooltip(
+                      .encode(x=_x(load), y="ratio:Q", tooltip=[load, "metric", alt.Tooltip(
                           "queued_requests:Q", title="requests queued (either server)")]))
         notes_queue = [QUEUE_NOTE.replace("the server's queue", "either server's queue")]
     if ci is not None and len(ci):
         layers.append(
             alt.Chart(ci.assign(metric=names["mean_per_request_tok_s"]))
             .mark_errorbar(ticks=True)
-            .encode(x="concurrency:Q", y=alt.Y("ratio_lo:Q", title=""), y2="ratio_hi:Q",
+            .encode(x=f"{load}:Q", y=alt.Y("ratio_lo:Q", title=""), y2="ratio_hi:Q",
                     color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS)),
-                    tooltip=["concurrency", alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")])
+                    tooltip=[load, alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")])
         )
     if marks:
         mark_df = pd.DataFrame(marks)
-        layers.append(alt.Chart(mark_df).mark_rule(color="firebrick", strokeDash=[6, 3]).encode(x="concurrency:Q"))
-        lo, hi = math.log2(ratios["concurrency"].min()), math.log2(ratios["concurrency"].max())
+        layers.append(alt.Chart(mark_df).mark_rule(color="firebrick", strokeDash=[6, 3]).encode(x=f"{load}:Q"))
+        lo, hi = math.log2(ratios[load].min()), math.log2(ratios[load].max())
         for mark in marks:  # one text layer per label, stacked from the top so they never overlap
-            right_half = math.log2(mark["concurrency"]) > (lo + hi) / 2  # label inward, away from the legend
+            right_half = math.log2(mark[load]) > (lo + hi) / 2  # label inward, away from the legend
             layers.append(
                 alt.Chart(pd.DataFrame([mark]))
                 .mark_text(align="right" if right_half else "left", dx=-4 if right_half else 4, color="firebrick")
-                .encode(x="concurrency:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
+                .encode(x=f"{load}:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
             )
     full_subtitle = [*_lines_of(subtitle), *notes, *notes_queue]
     return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)

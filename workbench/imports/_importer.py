@@ -4,8 +4,10 @@
 Each file or folder is recognised by its content (:func:`detect_format`), read into
 :class:`~workbench.imports._rows.ImportedLevel` rows by its tool's module, checked
 (:mod:`workbench.imports._checks`), and grouped into runs: one run per (tool, source,
-variant), its levels numbered by (concurrency, request rate) and a level measured again
-in the same run counted as another ``repeat`` (``run=<n>`` of a vLLM sweep gives its own).
+variant), its levels numbered by (workload, concurrency, request rate) and a level measured
+again on the same workload in the same run counted as another ``repeat`` (``run=<n>`` of a
+vLLM sweep gives its own); rows of different workloads (a bench_serving file holding random
+and ShareGPT runs at one rate) are different levels, each with its ``workload`` label.
 Each run is stored as a run directory of kind ``import`` in the runs folder
 (:func:`workbench.store.save_imported_run`), so ``wb.load_runs``, ``wb.load_study`` and the
 run catalogue see it beside measured runs.
@@ -34,7 +36,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from workbench.bench import summarize_levels
+from workbench.bench import summarize_levels, workload_labels
 from workbench.engines import engine_names, get_engine, server_info_engine
 from workbench.errors import ConfigError
 from workbench.names import check_name
@@ -241,19 +243,24 @@ def _fill_per_request_speed(lvl: ImportedLevel) -> None:
 
 
 def _number_levels(levels: list[ImportedLevel]) -> list[dict[str, Any]]:
-    """Rows of one run with ``level_index`` (by concurrency, then request rate) and ``repeat``."""
-    def key(lvl: ImportedLevel) -> tuple[float, float, str]:
+    """Rows of one run with ``workload`` (:func:`workbench.bench.workload_labels`), ``level_index``
+    (by workload, then concurrency, then request rate) and ``repeat``: only the same load on the
+    same workload is another repeat."""
+    workloads = list(workload_labels(pd.DataFrame([lvl.values for lvl in levels]))) if levels else []
+
+    def key(lvl: ImportedLevel, workload: str) -> tuple[str, float, float, str]:
         conc = lvl.values.get("concurrency", math.nan)
         rate = lvl.values.get("request_rate_req_s", math.nan)
-        return (math.inf if math.isnan(conc) else conc, math.inf if math.isnan(rate) else rate,
+        return (workload, math.inf if math.isnan(conc) else conc, math.inf if math.isnan(rate) else rate,
                 str(lvl.values.get("mode")))
 
-    order = {k: i for i, k in enumerate(sorted({key(lvl) for lvl in levels}))}
-    seen: dict[tuple[float, float, str], int] = {}
+    keys = [key(lvl, w) for lvl, w in zip(levels, workloads)]
+    order = {k: i for i, k in enumerate(sorted(set(keys)))}
+    seen: dict[tuple[str, float, float, str], int] = {}
     rows = []
-    for lvl in levels:
-        k = key(lvl)
+    for lvl, k in zip(levels, keys):
         row = lvl.row()
+        row["workload"] = k[0]
         given = lvl.values.get("repeat")
         row["level_index"] = order[k]
         row["repeat"] = int(given) if given is not None else seen.get(k, 0)
@@ -264,7 +271,7 @@ def _number_levels(levels: list[ImportedLevel]) -> list[dict[str, Any]]:
 
 
 def _front(frame: pd.DataFrame) -> pd.DataFrame:
-    first = [c for c in ("variant", "level_index", "repeat", "reason") if c in frame]
+    first = [c for c in ("variant", "workload", "level_index", "repeat", "reason") if c in frame]
     return frame[first + [c for c in frame.columns if c not in first]]
 
 

@@ -26,6 +26,9 @@ Read from vLLM's source (vllm-project/vllm ``vllm/benchmarks/serve.py``,
   ``--max-concurrency`` slot before the request is sent) is the load generator's
   ``client_wait_ms`` and queue-inclusive E2E its ``user_e2e_ms``; both are also kept as
   ``vllm_<stat>_client_queue_time_ms`` and ``vllm_<stat>_e2el_including_client_queue_ms``.
+  The standard deviations ``std_<m>_ms`` (``np.std`` over the requests: the population
+  deviation, ddof 0; we have no column of that definition) are kept as ``vllm_std_<m>_ms``,
+  NaN where the file has none.
 - a sweep folder (``-o DIR``, experiment ``DIR/<name>/``) holds one directory per
   combination, ``SERVE--<serve params>-BENCH--<bench params>`` (either part may be absent),
   with ``run=<n>.json`` per repeat (a result file plus ``run_number`` and the overrides),
@@ -129,6 +132,8 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str) -> 
         for stat, our_stat in _STATS:
             v[f"vllm_{stat}_{theirs}_ms"] = number(obj.get(f"{stat}_{theirs}_ms"))
             v[f"{our_stat}_{ours}"] = v[f"vllm_{stat}_{theirs}_ms"]
+    for theirs in (*(t for t, _ in _OURS), "client_queue_time", "e2el_including_client_queue"):
+        v[f"vllm_std_{theirs}_ms"] = number(obj.get(f"std_{theirs}_ms"))  # population std over requests (np.std)
     for key in ("request_goodput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests",
                 "burstiness", "spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"):
         v[f"vllm_{key}"] = number(obj.get(key))

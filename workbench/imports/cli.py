@@ -20,7 +20,7 @@ from workbench.store.cli import RunsDirOption
 __all__ = ["import_command"]
 
 #: Level columns of the text summary (our names; missing values print as NaN).
-SUMMARY = ("variant", "level_index", "repeat", "concurrency", "request_rate_req_s", "completed",
+SUMMARY = ("variant", "workload", "level_index", "repeat", "concurrency", "request_rate_req_s", "completed",
            "output_throughput_tok_s", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "accept_length")
 
 

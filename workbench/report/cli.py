@@ -35,7 +35,8 @@ FROM_RUNS_PARAMETER = "from_runs"
 
 #: What a from-runs report uses (the ``from_runs`` branch of spec_vs_baseline's sweep cell and what
 #: follows it); any other parameter would only change a measurement that does not happen.
-FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "report_dir", "progress"})
+FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "workload", "ttft_target_ms",
+                               "tpot_target_ms", "report_dir", "progress"})
 
 #: Checks a from-runs report's runs before any kernel starts: ``check(runs, runs_dir)`` raises
 #: ConfigError for an unknown or unreadable run. Set by the root CLI (it may read the runs store;

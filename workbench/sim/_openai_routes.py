@@ -65,7 +65,8 @@ async def _serve(http: web.Request, server: SimServer, kind: str) -> web.StreamR
         await resp.write(oa.SSE_DONE)
         return resp
     prompt_tokens = len(req.prompt) if isinstance(req.prompt, list) else server.text.count_tokens(req.prompt)
-    pending = server.submit(prompt_tokens, req.max_new_tokens, temperature=req.temperature, top_k=req.top_k)
+    pending = server.submit(prompt_tokens, req.max_new_tokens, temperature=req.temperature, top_k=req.top_k,
+                            prompt=req.prompt)
     created = int(time.time())
     if not req.stream:
         try:

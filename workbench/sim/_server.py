@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -56,6 +57,27 @@ class _Pending:
     text_parts: list[str] = dataclasses.field(default_factory=list)
     sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
     first_token_seen: bool = False
+    #: What the output tokens are drawn from: the prompt under greedy sampling (:func:`greedy_text_key`),
+    #: so a spec server and its baseline return the same tokens for the same prompt; else the rid.
+    text_key: str | None = None
+
+
+def greedy_text_key(prompt: str | list[int], temperature: float | None) -> str | None:
+    """The key a request's output tokens are drawn from when it samples greedily, else None.
+
+    Under greedy sampling (temperature 0) speculative decoding is lossless: the target model's
+    argmax decides every token whatever was drafted, so a spec server and its baseline return
+    the same tokens for the same prompt (Leviathan et al. 2023, "Fast Inference from
+    Transformers via Speculative Decoding", §2.3; SGLang verifies by the target's greedy
+    choice at temperature 0). The simulator keeps that by construction: a greedy request's
+    output is a function of its prompt alone (text, or token ids), never of the server's
+    settings, the batch or the rid. Sampled requests (temperature > 0, or None: SGLang's
+    default 1.0) draw from their rid.
+    """
+    if temperature is None or temperature != 0:
+        return None
+    body = prompt if isinstance(prompt, str) else ",".join(str(int(t)) for t in prompt)
+    return "greedy:" + hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
 
 
 class SimServer:
@@ -137,13 +159,16 @@ class SimServer:
         return model
 
     def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None, *,
-               temperature: float | None = 1.0, top_k: int | None = None) -> _Pending:
+               temperature: float | None = 1.0, top_k: int | None = None,
+               prompt: str | list[int] | None = None) -> _Pending:
         """Queue one engine request; ``temperature``/``top_k`` pick its acceptance (SGLang's default
-        temperature is 1.0: a request that names none samples)."""
+        temperature is 1.0: a request that names none samples); with ``prompt`` (its text or token
+        ids) a greedy request's output tokens follow from the prompt (:func:`greedy_text_key`)."""
         rid = rid or uuid.uuid4().hex
         request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens,
                              acceptance=self.acceptance_for(temperature, top_k))
-        pending = _Pending(request=request, created=time.time())
+        pending = _Pending(request=request, created=time.time(),
+                           text_key=None if prompt is None else greedy_text_key(prompt, temperature))
         self.pending[rid] = pending
         self.engine.submit(request)
         self._wake.set()
@@ -171,7 +196,8 @@ class SimServer:
             plist = params if isinstance(params, list) else [params] * len(prompts)
             outs = []
             for prompt, sp in zip(prompts, plist):
-                checked = self._check(sp, prompt if isinstance(prompt, str) else None, prompt if isinstance(prompt, list) else None)
+                checked = self._check(sp, prompt if isinstance(prompt, str) else None,
+                                      prompt if isinstance(prompt, list) else None)
                 if isinstance(checked, web.Response):
                     return checked
                 outs.append(self._submit_checked(checked))
@@ -189,8 +215,8 @@ class SimServer:
         return await self._stream(http, pending)
 
     def _submit_checked(self, checked: tuple) -> _Pending:
-        prompt_tokens, max_new, rid, temperature, top_k = checked
-        return self.submit(prompt_tokens, max_new, rid, temperature=temperature, top_k=top_k)
+        prompt_tokens, max_new, rid, temperature, top_k, prompt = checked
+        return self.submit(prompt_tokens, max_new, rid, temperature=temperature, top_k=top_k, prompt=prompt)
 
     def _check(self, params: Any, text: Any, input_ids: Any, rid: Any = None) -> tuple | web.Response:
         if not isinstance(params, dict):
@@ -211,7 +237,7 @@ class SimServer:
             return _error(400, f"temperature must be a number, got {temperature!r}")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
             return _error(400, f"top_k must be an integer, got {top_k!r}")
-        return prompt_tokens, max_new, rid, temperature, top_k
+        return prompt_tokens, max_new, rid, temperature, top_k, text if isinstance(text, str) else input_ids
 
     def _advance(self, pending: _Pending, new_tokens: int, finished: bool = False) -> None:
         req = pending.request
@@ -222,7 +248,7 @@ class SimServer:
             self.metrics.finished(req.prompt_tokens, len(pending.output_ids) + new_tokens,
                                   (time.time() - pending.created) * self.time_scale)
         start = len(pending.output_ids)
-        ids = self.text.output_ids(req.rid, start, new_tokens)
+        ids = self.text.output_ids(pending.text_key or req.rid, start, new_tokens)
         pending.output_ids.extend(ids)
         pending.text_parts.extend(self.text.piece(i) for i in ids)
 

@@ -16,6 +16,7 @@ _NAMES = {
     "load_quarantine": "_imported",
     "load_run": "_catalog",
     "load_runs": "_catalog",
+    "with_workload": "_catalog",
     "new_run": "_runs",
     "open_run": "_resume",
     "ResumedRun": "_resume",
@@ -41,6 +42,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._imported import load_quarantine as load_quarantine
     from workbench.store._catalog import load_run as load_run
     from workbench.store._catalog import load_runs as load_runs
+    from workbench.store._catalog import with_workload as with_workload
     from workbench.store._runs import new_run as new_run
     from workbench.store._resume import open_run as open_run
     from workbench.store._resume import ResumedRun as ResumedRun

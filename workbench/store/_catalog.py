@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.bench import default_requests_per_level
+from workbench.bench import default_requests_per_level, workload_labels
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet
 from workbench.store._resume import LOCK_NAME, lock_owner
@@ -243,7 +243,8 @@ def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> 
         root: runs root for ids.
 
     Returns:
-        ``(requests, levels)``, each with ``run_id``, ``variant``, ``engine`` and ``simulated``.
+        ``(requests, levels)``, each with ``run_id``, ``variant``, ``engine`` and ``simulated``;
+        ``levels`` also with ``workload`` (:func:`with_workload`).
 
     Raises:
         ConfigError: no runs given or one does not exist.
@@ -253,6 +254,23 @@ def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> 
     if not loaded:
         raise ConfigError("load_runs: no runs given")
     requests = [r.requests for r in loaded if len(r.requests)]
-    levels = [r.levels for r in loaded if len(r.levels)]
+    levels = [_with_prompt_set(r.levels, r.manifest) for r in loaded if len(r.levels)]
     return (pd.concat(requests, ignore_index=True) if requests else pd.DataFrame(columns=list(RUN_COLUMNS)),
-            pd.concat(levels, ignore_index=True) if levels else pd.DataFrame(columns=list(RUN_COLUMNS)))
+            with_workload(pd.concat(levels, ignore_index=True)) if levels else pd.DataFrame(columns=list(RUN_COLUMNS)))
+
+
+def _with_prompt_set(levels: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """A measured run's levels with ``prompt_set`` from its plan (part of the workload), when they lack it."""
+    name = (manifest.get("plan") or {}).get("prompt_set")
+    if "prompt_set" in levels or not isinstance(name, str):
+        return levels
+    return levels.assign(prompt_set=name)
+
+
+def with_workload(levels: pd.DataFrame) -> pd.DataFrame:
+    """``levels`` with a ``workload`` label on every row (:func:`workbench.bench.workload_labels`), keeping
+    the label a row already has (imported runs store it; the workbench's own runs are labelled on reading)."""
+    labels = workload_labels(levels)
+    if "workload" in levels:
+        labels = levels["workload"].where(levels["workload"].notna(), labels)
+    return levels.assign(workload=labels.astype(object))

@@ -27,9 +27,11 @@ import pandas as pd
 from workbench import charts
 from workbench.studies import _study_words
 from workbench.studies._study_words import COMPARED
-from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, best_policy, crossover_interval,
-                                find_crossover, not_tested_text, per_request_ratio_ci, queued_requests,
-                                interval_text, ratio_intervals, repeat_table, settings_differences)
+from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
+                                choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
+                                per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
+                                same_outputs, settings_differences, position_rates, imported_position_rates,
+                                accept_length_distribution, accept_by_category, goodput_levels)
 from workbench.errors import ConfigError
 
 #: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
@@ -65,17 +67,42 @@ SUMMARY_COLUMNS = (
 class Study:
     """Runs of several variants on one workload, compared against a baseline.
 
+    A study compares levels on one load axis (:attr:`load`): ``concurrency`` for closed-loop
+    runs, ``request_rate_req_s`` for open-loop ones (the workbench's own ``request_rates``
+    sweeps, sglang.bench_serving's default mode); runs of both kinds are refused
+    (:func:`workbench.analysis.load_axis`). It shows one workload (:attr:`workload`: the
+    ``workload`` column :func:`workbench.store.load_runs` labels rows with; a table built by hand
+    without one is a single workload): rows of other workloads in the same runs are set aside
+    (:attr:`other_workloads`), never taken as repeats, and every chart says which workload it shows.
+
     Attributes:
-        levels: per-level rows of every run (``variant``, ``concurrency``, metrics).
-        requests: per-request rows of every run.
+        levels: per-level rows of the workload shown (``variant``, the load column,
+            ``workload``, metrics).
+        requests: per-request rows of those levels.
         manifests: the runs' manifests (dicts), in run order.
         baseline: the baseline variant's name.
+        workload: the workload to show; None (default): the one the most variants measured.
+        ttft_target_ms, tpot_target_ms: latency targets (ms) for goodput: the share of requests
+            meeting both (``goodput_fraction``) and those requests per second (``goodput_req_s``),
+            GuideLLM's and inference-perf's SLO figures (:func:`workbench.analysis.goodput_levels`),
+            added to :attr:`levels` and shown beside throughput in the verdict and the policy.
+            None (default): not set.
+
+    Raises:
+        ConfigError: no rows of the baseline, closed- and open-loop runs mixed, an unknown
+            ``workload``, two runs measuring the same variant, level and repeat, or a target not
+            > 0 ms.
     """
 
     levels: pd.DataFrame
     requests: pd.DataFrame
     manifests: list[dict[str, Any]]
     baseline: str
+    workload: str | None = None
+    ttft_target_ms: float | None = None
+    tpot_target_ms: float | None = None
+    #: Workloads in the runs besides :attr:`workload` (their rows are not in :attr:`levels`).
+    other_workloads: list[str] = dataclasses.field(default_factory=list, init=False)
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
     _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
         default_factory=dict, init=False, repr=False, compare=False)
@@ -84,13 +111,76 @@ class Study:
         names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
         if self.baseline not in names:
             raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
-        keys = ["variant", "concurrency", *(["repeat"] if "repeat" in self.levels else [])]
+        self._axis: LoadAxis = load_axis(self.levels)
+        if "workload" not in self.levels:  # a table built by hand, not read by load_runs: one workload
+            self.levels = self.levels.assign(workload="default")
+        self.workload, self.other_workloads = choose_workload(self.levels["workload"], self.levels["variant"],
+                                                              self.workload)
+        if self.other_workloads:
+            keep = self.levels["workload"] == self.workload
+            kept = self.levels[keep]
+            if {"run_id", "level_index"} <= set(self.requests.columns) and {"run_id", "level_index"} <= set(kept):
+                keys = pd.MultiIndex.from_frame(kept[["run_id", "level_index"]].drop_duplicates())
+                self.requests = self.requests[pd.MultiIndex.from_frame(
+                    self.requests[["run_id", "level_index"]]).isin(keys)].reset_index(drop=True)
+            self.levels = kept.reset_index(drop=True)
+            if self.baseline not in set(self.levels["variant"]):
+                raise ConfigError(f"the baseline {self.baseline!r} did not measure workload {self.workload!r}; "
+                                  f"pass workload= one of {[self.workload, *self.other_workloads]}")
+        keys = ["variant", self.load, *(["repeat"] if "repeat" in self.levels else [])]
         dupes = self.levels.groupby(keys).size()
         if (dupes > 1).any():
             raise ConfigError(
-                "several runs measure the same variant and concurrency: "
+                f"several runs measure the same variant and {self._axis.words} on workload {self.workload!r}: "
                 f"{list(dupes[dupes > 1].index)}; pass one run per variant"
             )
+        for name, value in (("ttft_target_ms", self.ttft_target_ms), ("tpot_target_ms", self.tpot_target_ms)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ConfigError(f"{name} must be a number of milliseconds > 0 (or None: no goodput), got {value!r}")
+        if self.goodput_targets:
+            self.levels = self._with_goodput(self.levels)
+
+    @property
+    def goodput_targets(self) -> dict[str, float]:
+        """The latency targets set for goodput, ``{"ttft_ms": ..., "tpot_ms": ...}`` (those given)."""
+        return {k: float(v) for k, v in (("ttft_ms", self.ttft_target_ms), ("tpot_ms", self.tpot_target_ms))
+                if v is not None}
+
+    @property
+    def goodput_words(self) -> str:
+        """``"TTFT ≤ 500 ms and TPOT ≤ 50 ms"``: the targets as the report says them."""
+        return " and ".join(f"{k.removesuffix('_ms').upper()} ≤ {v:g} ms" for k, v in self.goodput_targets.items())
+
+    def _with_goodput(self, levels: pd.DataFrame) -> pd.DataFrame:
+        """``levels`` with ``goodput_fraction`` and ``goodput_req_s`` from the requests (NaN where a
+        level has no request rows with the timings, e.g. an imported bench_serving summary)."""
+        need = {"variant", self.load, "error", "ttft_ms", "tpot_ms", "e2e_ms", "start_s", "end_s"}
+        out = levels.drop(columns=[c for c in ("goodput_fraction", "goodput_req_s") if c in levels])
+        if need - set(self.requests.columns) or not len(self.requests):
+            return out.assign(goodput_fraction=float("nan"), goodput_req_s=float("nan"))
+        good = goodput_levels(self.requests, load=self.load, **self.goodput_targets)
+        keyed = out.assign(repeat=out["repeat"] if "repeat" in out else 0)
+        merged = keyed.merge(good[["variant", self.load, "repeat", "goodput_fraction", "goodput_req_s"]],
+                             on=["variant", self.load, "repeat"], how="left")
+        return merged if "repeat" in levels else merged.drop(columns=["repeat"])
+
+    @property
+    def load(self) -> str:
+        """The level column this study compares on: ``"concurrency"`` (closed loop) or
+        ``"request_rate_req_s"`` (open loop)."""
+        return self._axis.column
+
+    @property
+    def load_axis(self) -> LoadAxis:
+        """:attr:`load` with its words, chart title and unit (:data:`workbench.analysis.LOAD_AXES`)."""
+        return self._axis
+
+    @property
+    def workload_line(self) -> str:
+        """The chart subtitle line naming the workload shown (and how many others were set aside)."""
+        others = (f" (the runs hold {len(self.other_workloads)} other workload(s), not shown: "
+                  "load_study(..., workload=...) picks one)") if self.other_workloads else ""
+        return f"workload: {self.workload}{others}"
 
     @property
     def variants(self) -> list[str]:
@@ -126,14 +216,14 @@ class Study:
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
         text = charts.provenance_subtitle(self.levels, profile=profile, time_scale=self.time_scale)
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
-        return [text, *stand_ins]
+        return [text, self.workload_line, *stand_ins]
 
     @property
     def max_repeats(self) -> int:
         """The most repeats any level has (1 for runs without repeats)."""
         if "repeat" not in self.levels or not len(self.levels):
             return 1
-        return int(self.levels.groupby(["variant", "concurrency"]).size().max())
+        return int(self.levels.groupby(["variant", self.load]).size().max())
 
     # -- fairness -----------------------------------------------------------
     @property
@@ -186,10 +276,43 @@ class Study:
             return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
         return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
 
+    def same_work(self, *, tolerance: float | None = None) -> list:
+        """Per speculative variant, whether it returned the baseline's greedy outputs prompt by prompt
+        (:func:`workbench.analysis.same_outputs`; ``tolerance`` None: its default, 5% of prompts)."""
+        kw = {} if tolerance is None else {"tolerance": tolerance}
+        return [same_outputs(self.requests, baseline=self.baseline, spec=spec, load=self.load, **kw)
+                for spec in self.spec_variants]
+
+    # -- acceptance in detail (workbench.analysis._acceptance) ---------------------
+    def position_rates(self) -> pd.DataFrame:
+        """Acceptance rate at each draft position per (variant, level): measured from the requests'
+        accept histograms (:func:`workbench.analysis.position_rates`) and, for imported vLLM runs,
+        the rates the file gave (:func:`workbench.analysis.imported_position_rates`); ``source``
+        says which (``"requests"`` or ``"vllm"``)."""
+        by = ("variant", self.load)
+        measured = position_rates(self.requests, by=by).assign(source="requests")
+        imported = imported_position_rates(self.levels, by=by).assign(source="vllm")
+        frames = [f for f in (measured, imported) if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else measured
+
+    def accept_distribution(self) -> pd.DataFrame:
+        """Share of verify steps at each accept length per (variant, level)
+        (:func:`workbench.analysis.accept_length_distribution`)."""
+        return accept_length_distribution(self.requests, by=("variant", self.load))
+
+    def accept_by_category(self) -> pd.DataFrame:
+        """Accept length per prompt category of each variant, every level pooled
+        (:func:`workbench.analysis.accept_by_category`)."""
+        return accept_by_category(self.requests, by=("variant",))
+
+    def acceptance_text(self) -> str:
+        """:func:`workbench.studies._study_words.acceptance_text`: the report's acceptance in detail."""
+        return _study_words.acceptance_text(self)
+
     def queued(self) -> pd.DataFrame:
-        """Levels where a server's queue held requests: ``variant``, ``concurrency``, ``queued_requests``, ``cap``."""
+        """Levels where a server's queue held requests: ``variant``, the load column, ``queued_requests``, ``cap``."""
         means = self.means()
-        held = means[means["queued_requests"] > 0][["variant", "concurrency", "queued_requests"]].copy()
+        held = means[means["queued_requests"] > 0][["variant", self.load, "queued_requests"]].copy()
         held["cap"] = held["variant"].map(self.caps)
         return held.reset_index(drop=True)
 
@@ -212,19 +335,22 @@ class Study:
 
     # -- tables -------------------------------------------------------------
     def means(self) -> pd.DataFrame:
-        """One row per (variant, concurrency): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
+        """One row per (variant, level on :attr:`load`): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
         (and :data:`COMPARED`) as mean, ``_lo``, ``_hi`` (95% t interval; NaN for n=1), ``_n``."""
-        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length"])
+        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length",
+                                             "goodput_req_s", "goodput_fraction"])
                    if m in self.levels.columns]
-        table = repeat_table(self.levels, metrics)
+        table = repeat_table(self.levels, metrics, by=("variant", self.load))
+        table["workload"] = self.workload
         order = {v: i for i, v in enumerate(self.variants)}
         for col in [c for c in self.levels.columns if c in {"simulated", "engine"}]:
             if col in self.levels:
                 table[col] = table["variant"].map(self.levels.groupby("variant")[col].first())
         caps = self.caps
-        table["queued_requests"] = [queued_requests(c, caps.get(v)) for v, c in zip(table["variant"],
-                                                                                    table["concurrency"])]
-        return table.sort_values(["variant", "concurrency"], key=lambda s: s.map(order) if s.name == "variant"
+        # an open loop holds no fixed number of requests in flight: nothing is known to queue
+        table["queued_requests"] = [queued_requests(c, caps.get(v)) if self.load == "concurrency" else 0
+                                    for v, c in zip(table["variant"], table[self.load])]
+        return table.sort_values(["variant", self.load], key=lambda s: s.map(order) if s.name == "variant"
                                  else s).reset_index(drop=True)
 
     def summary(self) -> pd.DataFrame:
@@ -236,11 +362,13 @@ class Study:
         """
         if self.max_repeats == 1:
             cols = [c for c in SUMMARY_COLUMNS if c in self.levels.columns]
-            table = self.levels[cols].sort_values(["variant", "concurrency"]).reset_index(drop=True)
+            if self.load not in cols:
+                cols.insert(1, self.load)
+            table = self.levels[cols].sort_values(["variant", self.load]).reset_index(drop=True)
             table.insert(2, "n", 1)
         else:
             means = self.means()
-            cols = ["variant", "concurrency", "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means
+            cols = ["variant", self.load, "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means
                                                       for s in ("", "_lo", "_hi")]
             table = means[cols]
         digits = {c: (2 if "accept" in c or "_req_s" in c else 1) for c in table.columns
@@ -249,7 +377,7 @@ class Study:
 
     def ratio_intervals(self, spec: str, metric: str) -> pd.DataFrame:
         """:func:`workbench.analysis.ratio_intervals` of ``spec`` over the baseline on ``metric``."""
-        return ratio_intervals(self.levels, baseline=self.baseline, spec=spec, metric=metric)
+        return ratio_intervals(self.levels, baseline=self.baseline, spec=spec, metric=metric, load=self.load)
 
     def compared(self, spec: str) -> tuple[str, ...]:
         """The :data:`COMPARED` metrics that ``spec`` and the baseline both recorded at a shared
@@ -265,8 +393,8 @@ class Study:
             if m not in lv.columns:
                 continue
             has = lv[m].notna()
-            if set(lv.loc[has & (lv["variant"] == self.baseline), "concurrency"]) & set(
-                    lv.loc[has & (lv["variant"] == spec), "concurrency"]):
+            if set(lv.loc[has & (lv["variant"] == self.baseline), self.load]) & set(
+                    lv.loc[has & (lv["variant"] == spec), self.load]):
                 out.append(m)
         return tuple(out)
 
@@ -277,18 +405,18 @@ class Study:
         server's queue at that level (:meth:`caps`)."""
         metrics = self.compared(spec)
         if not metrics:
-            raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no concurrency level at which both "
+            raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no {self._axis.words} level at which both "
                               f"recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)")
         tables = [self.ratio_intervals(spec, m).rename(columns={
             "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
             "verdict": f"{m}_verdict"}) for m in metrics]
         out = tables[0]
         for t in tables[1:]:
-            out = out.merge(t, on="concurrency", how="outer")
+            out = out.merge(t, on=self.load, how="outer")
         caps = self.caps
         out["queued_requests"] = [max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
-                                  for c in out["concurrency"]]
-        return out.sort_values("concurrency").reset_index(drop=True)
+                                  if self.load == "concurrency" else 0 for c in out[self.load]]
+        return out.sort_values(self.load).reset_index(drop=True)
 
     def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
         """Bootstrap CI of the per-request tok/s ratio of ``spec`` over the baseline, per level.
@@ -300,13 +428,14 @@ class Study:
         key = (spec, confidence)
         if key not in self._ci_cache:
             self._ci_cache[key] = per_request_ratio_ci(self.requests, baseline=self.baseline, spec=spec,
-                                                       confidence=confidence)  # fmt: skip
+                                                       confidence=confidence, load=self.load)  # fmt: skip
         return self._ci_cache[key].copy()
 
     def crossover_intervals(self, spec: str) -> dict[str, CrossoverInterval]:
         """Per compared metric, the crossover of ``spec`` with its interval, claimed only where the
         intervals separate (:func:`workbench.analysis.crossover_interval`)."""
-        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m) for m in self.compared(spec)}
+        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m, load=self.load)
+                for m in self.compared(spec)}
 
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric, as charts draw it.
@@ -319,7 +448,7 @@ class Study:
         table = self.ratios(spec)
         out = {}
         for m, interval in self.crossover_intervals(spec).items():
-            point = find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m)
+            point = find_crossover(table[self.load], table[f"{m}_ratio"], metric=m, load=self.load)
             if interval.kind == "not_tested":
                 out[m] = dataclasses.replace(point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)")
             elif interval.kind == "claimed":
@@ -336,16 +465,16 @@ class Study:
         rows = []
         for spec in self.spec_variants:
             intervals = self.crossover_intervals(spec)
-            measured = sorted(int(c) for c in self.ratios(spec)["concurrency"])
+            measured = sorted(self._axis.value(c) for c in self.ratios(spec)[self.load])
             for metric, c in self.crossovers(spec).items():
                 iv = intervals[metric]
                 between = None
                 if c.concurrency is not None:
                     lo, hi = bracket_levels(c.concurrency, measured)
-                    between = str(lo) if lo == hi else f"{lo}–{hi}"
+                    between = f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
                 rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "not_tested"
                              else iv.kind, "between": between,
-                             "crossover_concurrency": None if c.concurrency is None else round(c.concurrency, 1),
+                             f"crossover_{self.load}": None if c.concurrency is None else round(c.concurrency, 1),
                              "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
                              "crossover_hi": None if iv.hi is None else round(iv.hi, 1), "n": iv.n,
                              "description": c.description})
@@ -365,17 +494,20 @@ class Study:
             ``"not tested: <n> repeat(s)"`` under the significance rule.
         """
         means = self.means()
-        out = best_policy(means, metric=metric)
-        keyed = means.set_index(["variant", "concurrency"])
+        out = best_policy(means, metric=metric, load=self.load)
+        keyed = means.set_index(["variant", self.load])
         rows = []
         for row in out.itertuples():
-            best = keyed.loc[(row.best_variant, row.concurrency)]
+            level = getattr(row, self.load)
+            best = keyed.loc[(row.best_variant, level)]
             entry = {"n": int(best["n"]), f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
                      f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
                      "margin_lo": float("nan"), "margin_hi": float("nan"), "margin_verdict": None}
-            if isinstance(row.runner_up, str):
-                paired = ratio_intervals(self.levels[self.levels["concurrency"] == row.concurrency],
-                                         baseline=row.runner_up, spec=row.best_variant, metric=metric)
+            at = self.levels[(self.levels[self.load] == level) & self.levels["variant"].isin([row.runner_up,
+                                                                                             row.best_variant])]
+            if isinstance(row.runner_up, str) and (at[metric] > 0).all():  # a ratio needs both above 0
+                paired = ratio_intervals(at,
+                                         baseline=row.runner_up, spec=row.best_variant, metric=metric, load=self.load)
                 if len(paired):
                     first = paired.iloc[0]
                     entry.update(margin_lo=first["ratio_lo"] - 1.0, margin_hi=first["ratio_hi"] - 1.0,
@@ -388,7 +520,8 @@ class Study:
         interval (``"143 (140–145)"``), ``runner-up``, the margin over it in per cent with its paired
         interval (``"+52% (+45% to +60%)"``) and whether the best is ahead under the significance rule."""
         pol = self.policy(metric)
-        shown = {"output_throughput_tok_s": "output tok/s", "mean_per_request_tok_s": "per-request tok/s"}.get(metric, metric)
+        shown = {"output_throughput_tok_s": "output tok/s", "mean_per_request_tok_s": "per-request tok/s",
+                 "goodput_req_s": f"goodput req/s ({self.goodput_words})"}.get(metric, metric)
 
         def margin(row) -> str:
             if row.margin != row.margin:
@@ -398,7 +531,7 @@ class Study:
             return f"{row.margin:+.1%} ({row.margin_lo:+.1%} to {row.margin_hi:+.1%})"
 
         return pd.DataFrame({
-            "concurrency": pol["concurrency"], "best variant": pol["best_variant"], "n": pol["n"],
+            self.load: pol[self.load], "best variant": pol["best_variant"], "n": pol["n"],
             shown: [interval_text(v, lo, hi) for v, lo, hi in
                     zip(pol[f"best_{metric}"], pol[f"best_{metric}_lo"], pol[f"best_{metric}_hi"])],
             "runner-up": pol["runner_up"], "margin over runner-up": [margin(r) for r in pol.itertuples()],
@@ -439,7 +572,7 @@ class Study:
                 ratio_lines = [*self.subtitle_lines, "per-request tok/s not recorded for both: total output only"]
             elif self.max_repeats > 1:
                 m = "mean_per_request_tok_s"
-                ci = ratios[["concurrency", f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
+                ci = ratios[[self.load, f"{m}_ratio_lo", f"{m}_ratio_hi"]].rename(
                     columns={f"{m}_ratio_lo": "ratio_lo", f"{m}_ratio_hi": "ratio_hi"}).dropna()
                 ratio_lines = [*self.subtitle_lines, f"bars: 95% interval over n={self.max_repeats} paired repeats"
                                + ("" if self.max_repeats >= MIN_TEST_REPEATS else
@@ -452,6 +585,12 @@ class Study:
                                                         subtitle=[*ratio_lines, *fairness], ci=ci)
         if self.levels.get("accept_length", pd.Series(dtype=float)).notna().any():
             out["accept_length"] = charts.accept_length_chart(means, subtitle=lines, **kw)
+        rates = self.position_rates()
+        if len(rates):
+            out["accept_positions"] = charts.position_rate_chart(rates, subtitle=lines, load=self.load, **kw)
+        dist = self.accept_distribution()
+        if len(dist):
+            out["accept_distribution"] = charts.accept_distribution_chart(dist, subtitle=lines, load=self.load, **kw)
         return out
 
     def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:
@@ -477,7 +616,7 @@ class Study:
         if kind not in TABLES:
             raise ConfigError(f"table kind {kind!r} is not one of {sorted(TABLES)}")
         means = self.means()
-        out = means[["variant", "concurrency", "n", "queued_requests"]].rename(columns={"queued_requests": "queued"})
+        out = means[["variant", self.load, "n", "queued_requests"]].rename(columns={"queued_requests": "queued"})
         for col, shown in TABLES[kind]:
             if col not in means or means[col].isna().all():
                 continue
@@ -486,11 +625,20 @@ class Study:
         return out.reset_index(drop=True)
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> Study:
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
+               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``).
+    (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
+    which workload to show when the runs hold several (a label of
+    :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
+    one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
+    chart's subtitle says which is shown). ``ttft_target_ms`` and ``tpot_target_ms`` set goodput's
+    latency targets (:class:`Study`; None: no goodput).
+
+    Raises:
+        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline).
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -504,4 +652,5 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None) -> St
         if "run_id" in frame:
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     first = cast(str, manifests[0].get("variant")) if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=first if baseline is None else baseline)
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=first if baseline is None else baseline,
+                 workload=workload, ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms)

@@ -20,7 +20,7 @@ from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, 
                                 levels_text, not_tested_text, ratio_spans)
 from workbench.markup import code, literal
 
-__all__ = ["COMPARED", "comparability_text", "findings", "provenance_line", "verdict"]
+__all__ = ["COMPARED", "acceptance_text", "comparability_text", "findings", "provenance_line", "verdict"]
 
 #: Level metrics compared between variants (higher is better for both).
 COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
@@ -29,14 +29,24 @@ COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 Study = Any
 
 
+def _at(study: Study, levels: object) -> str:
+    """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: measured levels in the study's load words."""
+    axis = study.load_axis
+    shown = f"{levels:g}" if isinstance(levels, (int, float)) else levels
+    return f"{axis.words} {shown}{axis.unit}"
+
+
 def comparability_text(study: Study) -> str:
     """Markdown for the report's *Comparability* section: per speculative variant, each setting that
     differs from the baseline beyond speculation with what it does and how (or whether) it can be
     equalised, and the levels where a server's queue held requests."""
     unfair, held = study.comparability(), study.queued()
+    same = [f"- **Same work** ({'FLAGGED' if w.flagged else 'checked' if w.checked else 'not checked'}): "
+            f"{w.text()}." for w in study.same_work()]
     if not study.server_infos:
-        return "No server settings were recorded in these runs' manifests: comparability cannot be checked."
-    lines = []
+        return "\n".join(["No server settings were recorded in these runs' manifests: comparability cannot be "
+                          "checked.", *same])
+    lines = list(same)
     base = literal(study.baseline)
     for spec in study.spec_variants:
         rows = unfair[unfair["variant"] == spec]
@@ -50,14 +60,44 @@ def comparability_text(study: Study) -> str:
                       if r.baseline_value else "")
             lines.append(f"  - {code(r.setting)}{values}: {r.effect}. To equalise: {r.equalise}.")
     if len(held):
-        at = "; ".join(f"{literal(r.variant)} at concurrency {r.concurrency}: {r.queued_requests} queued "
+        at = "; ".join(f"{literal(r.variant)} at {_at(study, getattr(r, study.load))}: {r.queued_requests} queued "
                        f"(cap {r.cap})"
                        for r in held.itertuples())
         lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
+    elif study.load != "concurrency":
+        lines.append("- **Queued requests**: not known for open-loop levels (requests arrive at a rate, so how "
+                     "many wait in a server's queue is not fixed by the load).")
     else:
         lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
                      "max-running-requests.")
     return "\n".join(lines)
+
+
+def acceptance_text(study: Study) -> str:
+    """Markdown for the report's acceptance in detail: per speculative variant and level, the
+    acceptance rate at each draft position (n requests, verifies), then the accept length per
+    prompt category; says so where the runs recorded no per-request histograms."""
+    rates = study.position_rates()
+    lines = []
+    for spec in study.spec_variants:
+        mine = rates[rates["variant"] == spec]
+        if not len(mine):
+            lines.append(f"- **{literal(spec)}**: no per-position figures (the server sent no accept histogram: SGLang "
+                         "before 0.5.9, an OpenAI route, or an imported file without them).")
+            continue
+        for level, group in mine.groupby(study.load, sort=True):
+            shown = ", ".join(f"{r.position}: {r.rate:.2f}" for r in group.itertuples())
+            first = group.iloc[0]
+            where = "from vLLM's file" if first["source"] == "vllm" else (
+                f"n={int(first['n_requests'])} requests, {int(first['verifies'])} verifies")
+            lines.append(f"- **{literal(spec)}** at {_at(study, level)}: acceptance rate by draft position {shown} "
+                         f"({where}).")
+    cats = study.accept_by_category()
+    for spec, group in cats[cats["variant"].isin(study.spec_variants)].groupby("variant", sort=False):
+        shown = "; ".join(f"{literal(r.prompt_category)} {r.accept_length:.2f} (n={r.n_requests})"
+                          for r in group.itertuples())
+        lines.append(f"- **{literal(spec)}**, accept length by prompt category (every level pooled): {shown}.")
+    return "\n".join(lines) if lines else "No speculative variant in these runs."
 
 
 def findings(study: Study) -> str:
@@ -77,17 +117,19 @@ def findings(study: Study) -> str:
             for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
                 interval = ("no interval" if row.n < 2 else
                             f"95% CI {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}")
-                lines.append(f"  - at concurrency {row.concurrency}, {literal(spec)} is {row.ratio - 1:+.0%} "
-                             f"per request ({interval}, n={row.n} paired repeats): {row.verdict}.")
+                lines.append(f"  - at {_at(study, getattr(row, study.load))}, {literal(spec)} is "
+                             f"{row.ratio - 1:+.0%} per request ({interval}, n={row.n} paired repeats): "
+                             f"{row.verdict}.")
             continue
-        ci = study.per_request_ci(spec).merge(study.ratios(spec)[["concurrency", "queued_requests"]],
-                                              on="concurrency", how="left")
+        ci = study.per_request_ci(spec).merge(study.ratios(spec)[[study.load, "queued_requests"]],
+                                              on=study.load, how="left")
         for row in ci.itertuples():
             if row.ratio > 1.0:
-                queued = (f"; {int(row.queued_requests)} of {row.concurrency} requests queued in a server, so "
+                level = getattr(row, study.load)
+                queued = (f"; {int(row.queued_requests)} of {level} requests queued in a server, so "
                           "not like-for-like" if row.queued_requests > 0 else "")
                 lines.append(
-                    f"  - at concurrency {row.concurrency}, {literal(spec)} is {row.ratio - 1:+.0%} per request "
+                    f"  - at {_at(study, level)}, {literal(spec)} is {row.ratio - 1:+.0%} per request "
                     f"(requests' spread: {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}, "
                     f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of one repeat; "
                     f"{not_tested_text(study.max_repeats)}{queued})."
@@ -95,9 +137,9 @@ def findings(study: Study) -> str:
     pol = study.policy()
     runs = []
     for variant, group in pol.groupby((pol["best_variant"] != pol["best_variant"].shift()).cumsum()):
-        levels = list(group["concurrency"])
-        span = f"{levels[0]}" if levels[0] == levels[-1] else f"{levels[0]}–{levels[-1]}"
-        runs.append(f"{literal(group['best_variant'].iloc[0])} at concurrency {span}")
+        levels = list(group[study.load])
+        span = f"{levels[0]:g}" if levels[0] == levels[-1] else f"{levels[0]:g}–{levels[-1]:g}"
+        runs.append(f"{literal(group['best_variant'].iloc[0])} at {_at(study, span)}")
     lines.append(f"- Best total output throughput: {'; '.join(runs)}.")
     for m in study.manifests:
         sim = m.get("simulation") or {}
@@ -122,7 +164,9 @@ def provenance_line(study: Study) -> str:
     versions = sorted({str(m.get("sglang_version")) for m in study.manifests if m.get("sglang_version")})
     hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
     engines = sorted(set(study.levels["engine"].dropna())) if "engine" in study.levels else []
-    counts = study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)
+    counts = (study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)).dropna()
+    if not len(counts) and "completed" in study.levels:  # a tool that records only the completed ones
+        counts = study.levels["completed"].dropna()
     what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else "Measured"
     parts = [what, f"engine {literal(', '.join(engines) or 'unknown')}"
              + (f" (profile {literal(profile)})" if profile else "")]
@@ -136,14 +180,17 @@ def provenance_line(study: Study) -> str:
     if len(counts):
         lo, hi = int(counts.min()), int(counts.max())
         parts.append(f"{lo if lo == hi else f'{lo}–{hi}'} requests per level")
+    if study.other_workloads:  # the runs hold more than the workload shown: say which one this is
+        parts.append(f"workload {literal(study.workload)} (of {1 + len(study.other_workloads)} in these runs)")
     return ", ".join(parts) + "."
 
 def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
     """``"ahead at 1 (1.03x), behind at 2–64 (0.46x–0.91x); crossover between concurrency 1 and 2 (≈ 1.2)"``."""
     ratios = study.ratios(spec)
-    measured = list(ratios["concurrency"])
-    spans = ratio_spans(ratios["concurrency"], ratios[f"{metric}_ratio"])
-    by_level = dict(zip(ratios["concurrency"], ratios[f"{metric}_ratio"]))
+    load, axis = study.load, study.load_axis
+    measured = list(ratios[load])
+    spans = ratio_spans(ratios[load], ratios[f"{metric}_ratio"])
+    by_level = dict(zip(ratios[load], ratios[f"{metric}_ratio"]))
     parts = []
     for side in ("ahead", "even", "behind"):
         levels = spans[side]
@@ -156,25 +203,25 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
     if study.max_repeats >= MIN_TEST_REPEATS:
         words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
                  "not distinguishable at this level": "not distinguishable"}
-        tested = [f"{words.get(v, v)} at {levels_text(list(g['concurrency']), measured)}"
+        tested = [f"{words.get(v, v)} at {levels_text(list(g[load]), measured)}"
                   for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
         text += f" (tested: {', '.join(tested)})"
     if interval.kind == "claimed":
         lower, upper = bracket_levels(cast(float, interval.concurrency), measured)  # claimed: it has one
-        text += (f"; crossover between concurrency {lower} and {upper} (≈ {interval.concurrency:.1f}, 95% "
+        text += (f"; crossover between {axis.words} {lower} and {upper}{axis.unit} (≈ {interval.concurrency:.1f}, 95% "
                  f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
     elif interval.kind == "not_claimed":
         text += "; no crossover can be claimed (the 95% intervals do not separate on both sides)"
     elif crossover.kind == "interpolated":
         first = "first " if len(crossover.crossings) > 1 else ""
-        text += (f"; {first}crossover between concurrency {crossover.lower} and {crossover.upper} "
+        text += (f"; {first}crossover between {axis.words} {crossover.lower:g} and {crossover.upper:g}{axis.unit} "
                  f"(≈ {crossover.concurrency:.1f})")
         if len(crossover.crossings) > 1:
             text += f", {len(crossover.crossings)} crossings in all"
     elif crossover.kind == "below_range":
-        text += f"; crossover below concurrency {min(measured)}, the lowest level"
+        text += f"; crossover below {_at(study, f'{min(measured):g}')}, the lowest level"
     elif crossover.kind == "none_in_range":
-        text += f"; no crossover up to concurrency {max(measured)}"
+        text += f"; no crossover up to {_at(study, f'{max(measured):g}')}"
     return text
 
 def _time_scale_text(study: Study) -> str:
@@ -190,11 +237,11 @@ def _time_scale_text(study: Study) -> str:
     if late.empty:
         return text + "; no level fell behind the simulator's schedule."
     return (text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
-            f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at concurrency "
-            f"{', '.join(str(int(c)) for c in sorted(set(late['concurrency'])))}).")
+            f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at "
+            f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))}).")
 
 
-def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
+def _policy_caveat(study: Study, pol: pd.DataFrame, measured: list[float]) -> str:
     """What the policy's margins over the runner-up support: the levels where the best is not
     distinguishable from it, or that the margins were not tested (fewer than 3 repeats)."""
     said = pol["margin_verdict"].dropna()
@@ -203,10 +250,10 @@ def _policy_caveat(pol: pd.DataFrame, measured: list[int]) -> str:
     untested = said[said.str.startswith("not tested")]
     if len(untested):
         return f" (margins over the runner-up {untested.iloc[0]})"
-    even = pol.loc[said.index[said == "not distinguishable at this level"], "concurrency"]
+    even = pol.loc[said.index[said == "not distinguishable at this level"], study.load]
     if even.empty:
         return f" (ahead of the runner-up at every level, n={int(pol['n'].min())} repeats)"
-    return (f" (at concurrency {levels_text(list(even), measured)} not distinguishable from the runner-up, "
+    return (f" (at {_at(study, levels_text(list(even), measured))} not distinguishable from the runner-up, "
             f"n={int(pol['n'].min())} repeats: either serves there)")
 
 
@@ -226,11 +273,12 @@ def verdict(study: Study) -> str:
     """
     lines = [f"**Verdict** — {study.provenance_line()}", ""]
     pol = study.policy()
-    measured = list(pol["concurrency"])
-    spans = [f"**{literal(v)}** at concurrency {levels_text(list(g['concurrency']), measured)}"
+    measured = list(pol[study.load])
+    spans = [f"**{literal(v)}** at {_at(study, levels_text(list(g[study.load]), measured))}"
              for v, g in pol.groupby("best_variant", sort=False)]
     lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
-                 f"{_policy_caveat(pol, measured)}.")
+                 f"{_policy_caveat(study, pol, measured)}.")
+    lines += _goodput_lines(study)
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()
     held = study.queued()
@@ -251,6 +299,9 @@ def verdict(study: Study) -> str:
                if len(specs) == len(study.spec_variants) > 1 else
                text.replace("like-for-like there.", f"like-for-like there ({literal(', '.join(specs))}).")
                if len(study.spec_variants) > 1 else text for text, specs in alike.items()]
+    for work in study.same_work():
+        if work.flagged:
+            caveats.append(f"Not the same work: {work.text()} (*Comparability* below).")
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
     for spec, group in differs.groupby("variant", sort=False):
         settings = ", ".join(f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
@@ -275,12 +326,38 @@ def verdict(study: Study) -> str:
     lines += [f"  - {c}" for c in caveats]
     return "\n".join(lines)
 
+def _goodput_lines(study: Study) -> list[str]:
+    """The verdict's goodput line, beside the throughput policy, when latency targets are set: the best
+    variant by goodput (requests meeting every target per second) and each variant's share meeting them."""
+    if not study.goodput_targets:
+        return []
+    means = study.means()
+    if "goodput_req_s" not in means or means["goodput_req_s"].isna().all():
+        return [f"- **Goodput** ({study.goodput_words}): not known (the runs have no per-request timings)."]
+    pol = study.policy("goodput_req_s")
+    measured = list(pol[study.load])
+    none = pol[~(pol["best_goodput_req_s"] > 0)]
+    pol = pol[pol["best_goodput_req_s"] > 0]
+    spans = [f"**{v}** at {_at(study, levels_text(list(g[study.load]), measured))}"
+             for v, g in pol.groupby("best_variant", sort=False)]
+    if len(none):
+        spans.append(f"no variant meets them at {_at(study, levels_text(list(none[study.load]), measured))}")
+    shares = []
+    for variant, group in means.groupby("variant", sort=False):
+        lo, hi = group["goodput_fraction"].min(), group["goodput_fraction"].max()
+        name = literal(variant)
+        shares.append(f"{name} {lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{name} {lo:.0%}–{hi:.0%}")
+    return [f"- **Goodput** (requests meeting {study.goodput_words}, per second): best {'; '.join(spans)}"
+            f"{_policy_caveat(study, pol, measured)}; share of requests meeting the targets across levels: "
+            f"{', '.join(shares)}."]
+
+
 def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
     """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
     out = []
     caps = study.caps
     pair = held[held["variant"].isin([spec, study.baseline])]
-    for c, group in pair.groupby("concurrency"):
+    for c, group in pair.groupby(study.load):
         q = dict(zip(group["variant"], group["queued_requests"]))
         qb, qs = q.get(study.baseline, 0), q.get(spec, 0)
         if qb == qs:

@@ -24,7 +24,7 @@ from workbench.errors import ConfigError
 from workbench.store.cli import RunsDirOption
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
-__all__ = ["bench_command", "load_options", "parse_levels", "summary_lines"]
+__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "summary_lines"]
 
 #: Metrics of the summary, with their column titles and decimals.
 SUMMARY_METRICS = (("output_throughput_tok_s", "output tok/s", 1), ("mean_per_request_tok_s", "per-request tok/s", 1),
@@ -54,6 +54,15 @@ def parse_levels(text: str) -> list[int]:
         ConfigError: a part that is not a whole number (the plan checks the range).
     """
     return _parse_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
+
+
+def parse_rates(text: str) -> list[float]:
+    """``"0.5,2,8"`` -> ``[0.5, 2.0, 8.0]`` (``inf``: all requests at once).
+
+    Raises:
+        ConfigError: a part that is not a number (the plan checks the range).
+    """
+    return _parse_list("--request-rates", text, float, "numbers (requests per second)", "0.5,2,8")
 
 
 def load_options(*, backend: str | None = None, temperature: float | None = None, ignore_eos: bool | None = None,
@@ -100,14 +109,18 @@ def _cell(mean: float, lo: float, hi: float, digits: int) -> str:
 
 
 def summary_lines(means: Any, sweep: str | None = None) -> list[str]:
-    """A text table of :func:`workbench.analysis.repeat_table` rows (variant, concurrency, n, metrics).
+    """A text table of :func:`workbench.analysis.repeat_table` rows (variant, level, n, metrics).
 
-    With ``sweep`` (a dimension of :data:`workbench.bench.SWEEP_DIMENSIONS`), the rows also
-    carry ``sweep_value``, shown in a column named after the dimension, after the variant.
+    The level is the ``concurrency`` column, or ``request_rate_req_s`` (shown as
+    ``request rate (req/s)``) for a table of open-loop levels without one. With ``sweep`` (a
+    dimension of :data:`workbench.bench.SWEEP_DIMENSIONS`), the rows also carry ``sweep_value``,
+    shown in a column named after the dimension, after the variant.
     """
     swept = [sweep] if sweep else []
-    header = ["variant", *swept, "concurrency", "n", *[f"{title} (95% CI)" for _, title, _ in SUMMARY_METRICS]]
-    rows = [[str(r["variant"]), *[f"{r['sweep_value']:g}" for _ in swept], str(int(r["concurrency"])),
+    load = "concurrency" if "concurrency" in means else "request_rate_req_s"
+    shown = {"concurrency": "concurrency", "request_rate_req_s": "request rate (req/s)"}[load]
+    header = ["variant", *swept, shown, "n", *[f"{title} (95% CI)" for _, title, _ in SUMMARY_METRICS]]
+    rows = [[str(r["variant"]), *[f"{r['sweep_value']:g}" for _ in swept], f"{float(r[load]):g}",
              str(int(r["n"])), *[_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], d) for m, _, d in SUMMARY_METRICS]]
             for r in means.to_dict("records")]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
@@ -121,6 +134,9 @@ def bench_command(
     host: Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")] = "local",
     engine: Annotated[Optional[str], typer.Option(help="'sim' or 'sglang' (default: sim locally, sglang on a host).")] = None,
     levels: Annotated[Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")] = None,
+    request_rates: Annotated[Optional[str], typer.Option(
+        "--request-rates", help="Open loop instead of --levels: request rates in req/s (Poisson arrivals), e.g. "
+        "0.5,2,8; the summary and crossovers are then per rate.")] = None,
     requests: Annotated[Optional[int], typer.Option("--requests", help="Requests per level (default max(16, 2c)).")] = None,
     repeats: Annotated[Optional[int], typer.Option(
         "--repeats", help="Times each level is measured (default: 3 on a real engine, 1 on the simulator).")] = None,
@@ -178,9 +194,14 @@ def bench_command(
     if baseline is not None and baseline not in [Path(v).stem for v in variants or []]:
         raise ConfigError(f"--baseline {baseline!r} is not one of the variants measured ({', '.join(variants or [])}); "
                           "name one of them, e.g. --baseline " + (Path(variants[0]).stem if variants else "baseline"))
+    if levels is not None and request_rates is not None:
+        raise ConfigError("give --levels (closed loop: requests in flight) or --request-rates (open loop: requests "
+                          "per second), not both")
     load = load_options(backend=backend, temperature=temperature, ignore_eos=ignore_eos, input_len=input_len,
                         sweep=sweep, sweep_values=sweep_values)
-    optional = {"prompt_set": prompt_set} if prompt_set is not None else {}
+    optional: dict[str, Any] = {"prompt_set": prompt_set} if prompt_set is not None else {}
+    if request_rates is not None:
+        optional["request_rates"] = parse_rates(request_rates)
     failures: list[Any] = []
     opened: dict[str, Any] = {}
 
@@ -239,15 +260,19 @@ def _tally(paths: list[Path], opened: Any) -> str:
 
 
 def _means(paths: list[Path], sweep: str | None) -> Any:
-    """Means and intervals over repeats of the runs' levels (one row per variant, sweep value and concurrency)."""
+    """Means and intervals over repeats of the runs' levels (one row per variant, sweep value and level: the
+    concurrency, or the request rate of open-loop runs)."""
     from workbench.analysis import repeat_table
     from workbench.store import load_runs
+
+    from workbench.analysis import load_axis
 
     _, levels = load_runs(paths)
     for m, _, _ in SUMMARY_METRICS:
         if m not in levels:
             levels[m] = float("nan")
-    by = ("variant", "sweep_value", "concurrency") if sweep else ("variant", "concurrency")
+    load = load_axis(levels).column
+    by = ("variant", "sweep_value", load) if sweep else ("variant", load)
     return repeat_table(levels, [m for m, _, _ in SUMMARY_METRICS], by=by)
 
 

@@ -97,15 +97,19 @@ def delete_run(run: str | Path, *, runs_dir: str | Path | None = None,
 
 
 def _level_key(levels: pd.DataFrame) -> pd.DataFrame:
-    """``levels`` with ``mode`` (closed / open) and ``level_value`` (concurrency, or request rate)."""
+    """``levels`` with ``mode`` (closed / open, :func:`workbench.analysis.load_modes`), ``level_value``
+    (the concurrency of a closed loop, the request rate of an open one) and ``workload``
+    (:func:`workbench.store.with_workload`)."""
+    from workbench.analysis import load_modes
+    from workbench.store import with_workload
+
     out = levels.copy()
-    conc = pd.to_numeric(out["concurrency"], errors="coerce") if "concurrency" in out else pd.Series(math.nan,
-                                                                                                      index=out.index)
-    rate = (pd.to_numeric(out["request_rate_req_s"], errors="coerce") if "request_rate_req_s" in out
-            else pd.Series(math.nan, index=out.index))
-    out["mode"] = ["closed" if c == c else "open" for c in conc]
-    out["level_value"] = conc.where(conc.notna(), rate)
-    return out[out["level_value"].notna()]
+    nan = pd.Series(math.nan, index=out.index)
+    conc = pd.to_numeric(out["concurrency"], errors="coerce") if "concurrency" in out else nan
+    rate = pd.to_numeric(out["request_rate_req_s"], errors="coerce") if "request_rate_req_s" in out else nan
+    out["mode"] = load_modes(out)
+    out["level_value"] = conc.where(out["mode"] == "closed", rate)
+    return with_workload(out[out["level_value"].notna()])
 
 
 def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
@@ -113,7 +117,8 @@ def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
     """One run's levels as means over its repeats, with n and 95% intervals.
 
     Returns:
-        One row per level: ``run_id``, ``mode`` (``closed``: ``level_value`` is the
+        One row per level: ``run_id``, ``workload`` (levels of different workloads are never
+        repeats of each other), ``mode`` (``closed``: ``level_value`` is the
         concurrency; ``open``: the request rate in req/s), ``level_value``, ``n`` and, per
         metric, ``<m>``, ``<m>_lo``, ``<m>_hi``, ``<m>_n`` (NaN interval for n < 2). Metrics
         the run did not record are NaN.
@@ -129,10 +134,10 @@ def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
         if m not in levels:
             levels[m] = math.nan
     if not len(levels):
-        return pd.DataFrame(columns=["run_id", "mode", "level_value", "n",
+        return pd.DataFrame(columns=["run_id", "workload", "mode", "level_value", "n",
                                      *[f"{m}{s}" for m in metrics for s in ("", "_lo", "_hi", "_n")]])
     levels["run_id"] = stored.run_id
-    return repeat_table(levels, list(metrics), by=("run_id", "mode", "level_value"))
+    return repeat_table(levels, list(metrics), by=("run_id", "workload", "mode", "level_value"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,10 +258,14 @@ def _level_label(mode: str, value: float) -> str:
 
 
 def _table_lines(table: pd.DataFrame, metrics: Sequence[str]) -> list[str]:
-    header = ["level", *[f"{m} (95% CI)" for m in metrics]]
-    rows = [[_level_label(r["mode"], r["level_value"]), *[_cell(r, m) for m in metrics]]
-            for _, r in table.iterrows()]
-    return _aligned(header, rows)
+    several = "workload" in table and table["workload"].nunique() > 1  # then each row says which
+    header = [*(["workload"] if several else []), "level", *[f"{m} (95% CI)" for m in metrics]]
+    rows = [[*([str(r["workload"])] if several else []), _level_label(r["mode"], r["level_value"]),
+             *[_cell(r, m) for m in metrics]] for _, r in table.iterrows()]
+    lines = _aligned(header, rows)
+    if not several and "workload" in table and len(table):
+        lines.insert(0, f"workload: {table['workload'].iloc[0]}")
+    return lines
 
 
 def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -275,17 +284,22 @@ def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS)
         where = "SIMULATED" if r["simulated"] else "measured"
         out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, "
                    f"SGLang {r['sglang_version']}")
-    keys = table[["mode", "level_value"]].drop_duplicates().sort_values(["mode", "level_value"])
+    table = table if "workload" in table else table.assign(workload="default")
+    keys = table[["workload", "mode", "level_value"]].drop_duplicates().sort_values(["workload", "mode",
+                                                                                      "level_value"])
+    several = keys["workload"].nunique() > 1
     for m in metrics:
         out += ["", f"{m}: mean [95% CI] (n repeats)"]
         rows = []
-        for mode, value in keys.itertuples(index=False):
+        for workload, mode, value in keys.itertuples(index=False):
             cells = []
             for run_id in ids:
-                hit = table[(table["run_id"] == run_id) & (table["mode"] == mode) & (table["level_value"] == value)]
+                hit = table[(table["run_id"] == run_id) & (table["workload"] == workload) & (table["mode"] == mode)
+                            & (table["level_value"] == value)]
                 cells.append(_cell(hit.iloc[0], m) if len(hit) else "not measured")
-            rows.append([_level_label(mode, value), *cells])
-        out += _aligned(["level", *[f"#{i}" for i in range(1, len(ids) + 1)]], rows)
+            rows.append([*([str(workload)] if several else []), _level_label(mode, value), *cells])
+        out += _aligned([*(["workload"] if several else []), "level", *[f"#{i}" for i in range(1, len(ids) + 1)]],
+                        rows)
     return out
 
 

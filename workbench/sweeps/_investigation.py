@@ -138,7 +138,11 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
         check_name(label, what="label", fix="Pass another label (or None for none)")
     where: Literal["host", "local"] = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
-    plan = SweepPlan.build(concurrency_levels=args["concurrency_levels"],
+    levels = args["concurrency_levels"]
+    if args.get("request_rates") is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
+        levels = None  # the closed-loop default stands aside for an open-loop sweep
+    plan = SweepPlan.build(concurrency_levels=levels, request_rates=args.get("request_rates"),
+                           max_concurrency=args.get("max_concurrency"),
                            requests_per_level=args["requests_per_level"], max_new_tokens=args["max_new_tokens"],
                            prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
                            warmup_requests=args["warmup_requests"],
@@ -385,11 +389,13 @@ def benchmark_variant(
     host: str = "local",
     engine: str | Engine | None = None,
     client: Literal["host", "local"] | None = None,
-    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
+    concurrency_levels: Sequence[int] | None = DEFAULT_CONCURRENCY_LEVELS,
     requests_per_level: int | None = None,
     max_new_tokens: int = 256,
     prompt_set: str | Path = "default",
     seed: int = 0,
+    request_rates: Sequence[float] | None = None,
+    max_concurrency: int | None = None,
     sim_profile: str = "seed-pcie-8gpu",
     time_scale: float | None = None,
     warmup_requests: int = 1,
@@ -426,13 +432,17 @@ def benchmark_variant(
             ``"local"`` on the local host (where both measure the same). The manifest's
             ``client_location`` says which: ``"host:<alias>"``, ``"local (tunnel)"`` or ``"local"``.
         concurrency_levels: closed-loop levels (requests in flight); default
-            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64).
+            :data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS` (1 to 64; none with ``request_rates``).
         requests_per_level: requests per level; None:
             :func:`workbench.bench.default_requests_per_level`, ``max(16, 2 * concurrency)``.
         max_new_tokens: output tokens per request (ignore_eos on).
         prompt_set: prompt set name (``data/prompts/<name>.jsonl``) or path.
         seed: seeds the prompt order and the simulator's acceptance sampling (repeat
             ``r`` uses :func:`workbench.bench.repeat_seed`\\ ``(seed, r)``).
+        request_rates: open loop instead: one level per rate (engine-time requests/s, Poisson
+            arrivals; ``inf`` sends all at once); a study then compares the levels on the request
+            rate (:attr:`Study.load`). Not with ``concurrency_levels``.
+        max_concurrency: open loop only: a cap on requests in flight (None: none).
         sim_profile: simulator profile (sim engine only).
         time_scale: simulated seconds per wall second (sim engine only; 1 = real time);
             None: the engine's default, :data:`~workbench.engines.DEFAULT_SIM_TIME_SCALE`
