@@ -58,7 +58,7 @@ _NAMES = {
     "show_server_series": "studies",
     "show_text": "studies",
     "source_panes": "source",
-    "stored_runs": "sweeps",
+    "stored_runs": "store",
     "Study": "studies",
     "summary_table": "source",
     "variants_html": "variants",
@@ -108,7 +108,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies import show_server_series as show_server_series
     from workbench.studies import show_text as show_text
     from workbench.source import source_panes as source_panes
-    from workbench.sweeps import stored_runs as stored_runs
+    from workbench.store import stored_runs as stored_runs
     from workbench.studies import Study as Study
     from workbench.source import summary_table as summary_table
     from workbench.variants import variants_html as variants_html

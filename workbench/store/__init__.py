@@ -27,6 +27,7 @@ _NAMES = {
     "save_imported_run": "_imported",
     "save_level": "_runs",
     "StoredRun": "_catalog",
+    "stored_runs": "_manage",
     "sweep_identity": "_resume",
     "sweep_in_flight": "_resume",
 }
@@ -53,6 +54,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._imported import save_imported_run as save_imported_run
     from workbench.store._runs import save_level as save_level
     from workbench.store._catalog import StoredRun as StoredRun
+    from workbench.store._manage import stored_runs as stored_runs
     from workbench.store._resume import sweep_identity as sweep_identity
     from workbench.store._resume import sweep_in_flight as sweep_in_flight
 else:

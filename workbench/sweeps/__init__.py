@@ -26,7 +26,6 @@ _NAMES = {
     "list_runs": "_catalogue",
     "measure_policies": "_policy_sweep",
     "show_run": "_catalogue",
-    "stored_runs": "_catalogue",
     "write_policies": "_policy_sweep",
 }
 
@@ -41,7 +40,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sweeps._catalogue import list_runs as list_runs
     from workbench.sweeps._policy_sweep import measure_policies as measure_policies
     from workbench.sweeps._catalogue import show_run as show_run
-    from workbench.sweeps._catalogue import stored_runs as stored_runs
     from workbench.sweeps._policy_sweep import write_policies as write_policies
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
