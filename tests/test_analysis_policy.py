@@ -150,3 +150,30 @@ def test_pareto_front_per_gpu() -> None:
     assert list(pts["pareto"]) == [False, True, True]  # (a, 1) is beaten by (b, 1) on both axes
     with pytest.raises(ConfigError, match="no GPU count"):
         pareto_points(means, gpus={"a": 8})
+
+
+def test_tiers_do_not_turn_drafting_on_again_on_a_return_within_the_spread() -> None:
+    # issue 24: tiers that turned drafting off at 16 and on again at 32 beside "no drafting above 4"
+    noisy = levels({
+        "baseline": {1: [100, 101], 4: [300, 302], 16: [600, 640], 32: [700, 760]},
+        "s1": {1: [120, 119], 4: [330, 331], 16: [590, 600], 32: [770, 720]},  # 32: 1.10x then 0.95x
+    })
+    tiers = step_tiers(noisy, baseline="baseline", steps={"s1": 1}, metric=M)
+    assert [(t.start, t.candidate_steps) for t in tiers] == [(1, (1,)), (16, (0,))]
+    assert "s1 measured 1.02x the baseline at 32 (95% interval" in tiers[-1].note and "won at 16" in tiers[-1].note
+    t = find_threshold(noisy, baseline="baseline", spec="s1", metric=M)
+    assert t.no_draft_above == 4  # the tiers now say what the threshold says
+    p = sglang_policy(tiers, None, sglang_version="0.5.16")
+    assert list(p.config) == ["1", "16"] and "Left off: s1 measured 1.02x" in p.note
+    # a return that the repeats separate from the baseline is kept
+    real = levels({"baseline": {1: [100, 101, 99], 16: [600, 610, 605], 32: [700, 702, 698]},
+                   "s1": {1: [120, 119, 121], 16: [590, 600, 595], 32: [800, 805, 798]}})
+    kept = step_tiers(real, baseline="baseline", steps={"s1": 1}, metric=M)
+    assert [(t.start, t.candidate_steps) for t in kept] == [(1, (1,)), (16, (0,)), (32, (1,))] and not kept[-1].note
+
+
+def test_an_untested_threshold_says_it_may_move_between_runs_with_its_ratios() -> None:
+    once = levels({"baseline": {1: [100], 4: [300], 16: [600]}, "s1": {1: [120], 4: [330], 16: [560]}})
+    said = find_threshold(once, baseline="baseline", spec="s1", metric=M).description
+    assert ("Not stable across runs until tested: the ratio is 1.10x (n=1, no interval) at 4 and 0.93x (n=1, "
+            "no interval) at 16, so another run of the same sweep may put N at another level") in said

@@ -138,3 +138,21 @@ def test_optional_server_e2e_column():
     rows = plain_level().drop(columns=["server_e2e_ms"])
     row = summarize_levels(rows).iloc[0]
     assert math.isnan(row["mean_e2e_over_server_ms"]) and row["completed"] == 2
+
+
+def test_a_simulated_level_past_either_schedule_bound_is_marked_with_the_reason() -> None:
+    from workbench.bench._metrics import MAX_BEHIND_SCHEDULE_SHARE, MAX_OUTSIDE_SERVER_SHARE, schedule_problem
+
+    kept = dict(simulated=True, time_scale=2.0, duration_s=72.0, sim_behind_schedule_wall_s=0.1,
+                mean_e2e_over_server_ms=10.0, mean_e2e_ms=1000.0)
+    assert schedule_problem(kept) is None  # 0.1 of 36 wall s behind, 1% outside the server
+    # concurrency 4096 (issue 24): 15 s behind in a 72 s level (at 1x) is 21%, past the 2% bound
+    overload = schedule_problem({**kept, "time_scale": 1.0, "sim_behind_schedule_wall_s": 15.0})
+    assert overload.startswith("the simulator fell 15.00 wall s behind its schedule, 21% of the level")
+    # time scale 1000 at c=1: 7.6 tok/s where 2x gave 79.4, so about 90% of the client's E2E was overhead
+    scaled = schedule_problem({**kept, "time_scale": 1000.0, "mean_e2e_over_server_ms": 900.0,
+                               "sim_behind_schedule_wall_s": 0.0})
+    assert scaled.startswith("90% of the mean E2E was spent outside the server") and "time scale 1000" in scaled
+    assert schedule_problem({**kept, "simulated": False, "sim_behind_schedule_wall_s": 15.0}) is None  # real time
+    assert schedule_problem({**kept, "mean_e2e_over_server_ms": NAN, "sim_behind_schedule_wall_s": NAN}) is None
+    assert MAX_BEHIND_SCHEDULE_SHARE == 0.02 and MAX_OUTSIDE_SERVER_SHARE == 0.05  # the bounds the docs state

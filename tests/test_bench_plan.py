@@ -150,3 +150,41 @@ def test_a_prompt_set_that_cannot_be_read_fails_at_build() -> None:
 def test_counts_must_match_the_levels() -> None:
     with pytest.raises(ConfigError, match="requests_per_level has 1 counts for 2 levels; give one count per level"):
         SweepPlan(concurrency_levels=(1, 2), requests_per_level=(4,), prompts=tuple(PROMPTS))
+
+
+@pytest.mark.parametrize("build, named", [
+    (dict(concurrency_levels=[1, 2, 2]), "concurrency_levels names 2 more than once"),
+    (dict(request_rates=[1.0, 1.0]), "request_rates names 1.0 more than once"),
+    (dict(concurrency_levels=[1], input_len=None, sweep="output_len", sweep_values=[64, 64]),
+     "sweep_values (output_len) names 64 more than once"),
+])
+def test_a_level_named_twice_is_refused_not_measured_twice(build: dict, named: str) -> None:
+    # measured twice with one seed and prompt order, it would be stored and shown as n=2 with an interval
+    with pytest.raises(ConfigError) as err:
+        SweepPlan.build(requests_per_level=4, prompt_set=["x"], **build)
+    assert named in str(err.value) and "repeats" in str(err.value)
+
+
+@pytest.mark.parametrize("build, bound", [
+    (dict(concurrency_levels=[1, 1_000_000]), "above 16,384 requests in flight"),
+    (dict(concurrency_levels=[1], input_len=99_999_999), "input_len 99,999,999 is above 1,048,576 tokens"),
+    (dict(concurrency_levels=[1], max_new_tokens=10**8), "max_new_tokens 100,000,000 is above 1,048,576 tokens"),
+    (dict(concurrency_levels=[1], requests_per_level=10**7), "is above 1,000,000, the most one level may send"),
+])
+def test_sizes_have_bounds_that_say_why(build: dict, bound: str) -> None:
+    with pytest.raises(ConfigError, match="") as err:
+        SweepPlan.build(prompt_set=["x"], **{"requests_per_level": 4, **build})
+    assert bound in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("text, where", [("1,,2", "has an empty part (position 2)"), ("1,2,", "has an empty part (position 3)"),
+                                         (",", "is empty"), ("", "is empty"), (" ", "is empty")])
+def test_an_empty_level_on_the_command_line_is_refused(text: str, where: str) -> None:
+    from workbench.bench import parse_number_list
+
+    with pytest.raises(ConfigError) as err:
+        parse_number_list("--levels", text, int, "whole numbers", "1,2,4")
+    assert f"--levels {where}" in str(err.value)
+    assert parse_number_list("--levels", " 1, 2 ,4", int, "whole numbers", "1,2,4") == [1, 2, 4]
+    with pytest.raises(ConfigError, match="'x' is not one"):
+        parse_number_list("--levels", "1,x", int, "whole numbers", "1,2,4")

@@ -225,5 +225,27 @@ def test_list_show_and_label_from_the_command_line(runs) -> None:
     assert labelled.exit_code == 0 and "labels: keep" in labelled.output
     shown = runner.invoke(app, ["runs", "show", made["eagle3"].run_id[:20], "--runs-dir", str(root)])
     assert shown.exit_code == 0 and "labels: keep" in shown.output and "c=4" in shown.output
-    empty = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "none")])
-    assert empty.exit_code == 0 and "no runs stored" in empty.output
+    missing = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "none")])
+    assert missing.exit_code == 1 and f"no runs folder: {root / 'none'} (from --runs-dir) does not exist" in \
+        missing.output
+    (root / "empty").mkdir()
+    empty = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "empty")])
+    assert empty.exit_code == 0 and "no runs stored in" in empty.output and "folder exists" in empty.output
+    (root / "a-file").write_text("x")
+    named_file = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "a-file")])
+    assert named_file.exit_code == 2 and "is a file, not a folder" in named_file.output
+
+
+def test_a_run_whose_rows_cannot_be_read_is_listed_broken_not_complete(runs) -> None:
+    from workbench.store import list_runs
+
+    root, made = runs
+    path = made["baseline"].path
+    status = {r["run_id"]: r["status"] for r in list_runs(root).to_dict("records")}
+    assert status[path.name] == "complete"
+    (path / "requests.parquet").write_bytes(b"PAR1 cut short by a copy")  # the footer is gone
+    row = next(r for r in list_runs(root).to_dict("records") if r["run_id"] == path.name)
+    assert row["status"] == "broken" and "requests.parquet cannot be read" in row["problem"]
+    assert "restore the file from a backup, or delete the run" in row["problem"]
+    listed = CliRunner().invoke(app, ["runs", "list", "--runs-dir", str(root)])
+    assert listed.exit_code == 0 and "broken" in listed.output

@@ -146,6 +146,18 @@ def test_bench_bad_input_exits_2(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+def test_bench_refuses_duplicate_empty_and_unbounded_sizes_before_anything_runs(tmp_path: Path) -> None:
+    for args, message in ((["--levels", "1,2,2"], "concurrency_levels names 2 more than once"),
+                          (["--levels", "1,,2"], "--levels has an empty part (position 2)"),
+                          (["--levels", "1,1000000"], "above 16,384 requests in flight"),
+                          (["--input-len", "99999999"], "input_len 99,999,999 is above 1,048,576 tokens"),
+                          (["--time-scale", "1000"], "time scale 1000 is above 20")):
+        result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+    assert not list(tmp_path.iterdir())
+
+
 def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
     args = ["bench", "baseline", "eagle3-topk4", "--levels", "1,4", "--requests", "4", "--repeats", "2",
             "--max-new-tokens", "16", "--time-scale", "20", "--no-progress", "--runs-dir", str(tmp_path)]
@@ -223,3 +235,66 @@ def test_bench_load_options_reach_the_plan_and_the_table_shows_the_swept_value(t
     plan = json.loads((run / "manifest.json").read_text())["plan"]
     assert (plan["backend"], plan["sweep"], plan["sweep_values"]) == ("completions", "output_len", [8, 16])
     assert plan["prompt_set"] == f"sharegpt:{sharegpt}"
+
+
+def _one_line_error(result, exit_code: int) -> str:
+    """The command's single ``error:`` line (asserting the exit status and that no traceback or raw
+    Python warning reached the terminal)."""
+    assert result.exit_code == exit_code, result.output
+    assert "Traceback" not in result.output and "UserWarning" not in result.output, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    return line
+
+
+def test_a_runs_folder_that_is_a_file_ends_bench_and_import_with_one_line(tmp_path: Path, monkeypatch) -> None:
+    runs_file = tmp_path / "runs"
+    runs_file.write_text("not a folder")
+    monkeypatch.setenv("WORKBENCH_RUNS_DIR", str(runs_file))
+    bench = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--no-progress"])
+    assert f"runs folder {runs_file} (from $WORKBENCH_RUNS_DIR) is a file" in _one_line_error(bench, 2)
+    imported = runner.invoke(app, ["import", str(tmp_path / "results.jsonl")])
+    assert "is a file, not a folder" in _one_line_error(imported, 2)
+    nested = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--no-progress", "--runs-dir",
+                                 str(runs_file / "below")])
+    assert "a part of its path is a file" in _one_line_error(nested, 2)
+
+
+def test_a_single_failed_server_ends_with_its_classified_failure_and_exit_1(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "0.05")  # the simulator cannot be ready that fast
+    monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
+    result = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
+                                 "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
+    line = _one_line_error(result, 1)
+    assert line.startswith("error: baseline: the server failed (timeout): It was still starting when the ready "
+                           "timeout ran out: raise ready_timeout_s") and "nothing was measured" in line
+    assert "level table lacks columns" not in result.output
+    listed = runner.invoke(app, ["runs", "list", "--runs-dir", str(tmp_path / "runs")])
+    assert " failed " in listed.output and "failed before any level was measured" in listed.output
+    again = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
+                                "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
+    assert again.exit_code == 1 and len(list((tmp_path / "runs").iterdir())) == 1  # reused, not a second empty run
+
+
+def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, write_notebook) -> None:
+    import os
+    import signal
+    import time
+
+    marker = tmp_path / "cell-running"
+    nb = write_notebook(tmp_path / "slow.ipynb", parameters="x = 1",
+                        cells=[f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"])
+    workbench_cli = Path(sys.executable).with_name("workbench")  # the console script, as a user runs it
+    proc = subprocess.Popen([str(workbench_cli), "report", str(nb), "--out", str(tmp_path / "r")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():  # the kernel is inside the cell (its own Ctrl-C handler installed)
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)"), err

@@ -35,7 +35,7 @@ def report(tmp_path_factory):
     result = run_notebook(
         NOTEBOOK, out_dir=out,
         parameters={"variants": ["baseline", "eagle3-topk4"], "concurrency_levels": LEVELS,  # time_scale: the
-                    "runs_dir": str(runs), "repeats": 2},  # notebook's simulator default (4), checked below
+                    "runs_dir": str(runs), "repeats": 2},  # notebook's simulator default (8), checked below
     )
     run_dirs = sorted(p.parent for p in runs.glob("*/manifest.json"))
     return result, {load_run(p).manifest["variant"]: load_run(p) for p in run_dirs}
@@ -56,7 +56,7 @@ def test_report_files_and_manifests(report) -> None:
         assert (run.path / "requests.parquet").is_file() and (run.path / "levels.parquet").is_file()
         m = run.manifest
         assert m["status"] == "complete" and m["engine"] == "sim" and m["simulated"] is True
-        assert m["sglang_version"] == "0.5.9" and m["time_scale"] == 4.0
+        assert m["sglang_version"] == "0.5.9" and m["time_scale"] == 8.0
         assert "workbench.sim" in " ".join(m["launch_command"]) and m["server_info"]["simulated"] is True
         assert m["plan"]["concurrency_levels"] == LEVELS == run.plan["concurrency_levels"]
         assert m["plan"]["requests_per_level"] == [max(16, 2 * c) for c in LEVELS]

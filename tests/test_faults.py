@@ -469,8 +469,9 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     restarted: list[subprocess.Popen] = []
     with running_sshd(tmp_path / "sshd") as sshd:
         monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(sshd.config_file))
-        # four levels of ~0.4 s: the host-side runner still has work when the host drops after the first
-        args = dict(host=sshd.alias, engine="sim", concurrency_levels=[1, 1, 1, 1], requests_per_level=4,
+        # four levels of ~0.4-0.8 s (each named once: a plan refuses a level twice): the host-side runner still has
+        # work when the host drops after the first
+        args = dict(host=sshd.alias, engine="sim", concurrency_levels=[1, 2, 3, 4], requests_per_level=8,
                     max_new_tokens=32, time_scale=10.0, runs_dir=tmp_path / "runs", progress=False, repeats=1)
 
         def outage_after_first_level() -> None:
@@ -493,7 +494,7 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
                 run = load_run(benchmark_variant("baseline", **args))
                 thread.join(10)
                 assert run.manifest["status"] == "complete" and list(run.levels["level_index"]) == [0, 1, 2, 3]
-                assert len(run.requests) == 16 and run.requests["error"].isna().all()
+                assert len(run.requests) == 32 and run.requests["error"].isna().all()
             else:
                 with pytest.raises(HostError) as err:
                     benchmark_variant("baseline", **args)
@@ -507,9 +508,25 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
                 restarted.append(_restart_sshd(sshd))
                 time.sleep(0.5)
                 run = load_run(benchmark_variant("baseline", **args))
-                assert run.manifest["status"] == "complete" and len(run.requests) == 16
+                assert run.manifest["status"] == "complete" and len(run.requests) == 32
         finally:
             thread.join(15)  # a sweep that failed early must not leave the thread to restart an sshd after us
             for proc in restarted:
                 _kill_sshd_tree(proc)
     assert_nothing_running(tmp_path, pgid["server"], wait_s=15)
+
+
+def test_a_refused_host_key_stops_a_sweep_before_any_run_is_opened(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with running_sshd(tmp_path / "sshd") as sshd:
+        unknown = tmp_path / "empty_known_hosts"
+        unknown.write_text("")
+        config = tmp_path / "ssh_config"
+        config.write_text(sshd.config_file.read_text().replace(str(sshd.known_hosts), str(unknown)))
+        monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(config))
+        with pytest.raises(ConfigError, match=r"(?s)Pre-flight checks of variant 'baseline' for host 'wbtest'.*"
+                                              r"nothing was launched.*the host refused the connection"):
+            benchmark_variant("baseline", host=sshd.alias, engine="sim", concurrency_levels=[1],
+                              runs_dir=tmp_path / "runs", **FAST)
+        assert unknown.read_text() == ""  # never recorded silently
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())  # no empty failed run

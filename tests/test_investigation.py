@@ -31,7 +31,21 @@ def test_bad_input_is_refused_before_launch(tmp_path) -> None:
         benchmark_variant("baseline", engine="sglang", time_scale=2.0, runs_dir=tmp_path)
     with pytest.raises(ConfigError, match="Unknown variant 'nope'"):
         benchmark_variants(["baseline", "nope"], runs_dir=tmp_path)  # checked before baseline runs
+    with pytest.raises(ConfigError, match="parallel must be a whole number >= 1"):
+        benchmark_variants(["baseline"], parallel=0, runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="needs the simulated engine on this machine"):
+        benchmark_variants(["baseline"], engine="sglang", parallel=2, runs_dir=tmp_path)
     assert not list(tmp_path.iterdir())  # nothing started, nothing written
+
+
+def test_parallel_passes_measure_every_variant_and_repeat(tmp_path) -> None:
+    runs = benchmark_variants(["baseline", "eagle3-topk1-v2"], concurrency_levels=[1, 4], runs_dir=tmp_path,
+                              parallel=2, **{**FAST, "repeats": 2})
+    assert [load_run(r).manifest["variant"] for r in runs] == ["baseline", "eagle3-topk1-v2"]
+    for run in runs:
+        stored = load_run(run)
+        assert stored.manifest["status"] == "complete"
+        assert sorted(zip(stored.levels["repeat"], stored.levels["concurrency"])) == [(0, 1), (0, 4), (1, 1), (1, 4)]
 
 
 def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
@@ -108,3 +122,36 @@ def test_notebook_tables_wrap_column_names_at_underscores() -> None:
 
     page = _narrow_html(pd.DataFrame({"mean_per_request_tok_s": [1.5], "n": [3]}))
     assert "mean_\u200bper_\u200brequest_\u200btok_\u200bs" in page and "<table" in page
+
+
+def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level_marked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="time scale 1000 is above 20, the most the simulated engine keeps schedule"):
+        benchmark_variant("baseline", time_scale=1000.0, runs_dir=tmp_path)
+    assert not list(tmp_path.iterdir())
+    # at 20x, 16-token requests at concurrency 1: each request's few ms of HTTP count 20 times over
+    run = load_run(benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=4, runs_dir=tmp_path,
+                                     **{**FAST, "max_new_tokens": 16}))
+    [problem] = run.levels["sim_schedule_problem"]
+    assert "of the mean E2E was spent outside the server (bound 5%" in problem, problem
+    study = load_study([run.path])
+    from workbench.studies._study_words import _time_scale_text
+
+    assert "**Timings not the model's** in 1 of 1 level measurements (baseline at concurrency 1)" in \
+        _time_scale_text(study)
+
+
+def test_bench_on_the_simulator_runs_the_notebooks_pre_flight_before_any_run(tmp_path: Path) -> None:
+    import dataclasses
+
+    from workbench.variants import load_variant
+
+    base = load_variant("baseline")
+    refused = dataclasses.replace(base, name="refused-flag", flags={**base.flags, "no-such-flag": 1})
+    with pytest.raises(ConfigError, match=r"Pre-flight checks of variant 'refused-flag' .*\(sim\).*nothing was "
+                                          r"launched:\n.*`--no-such-flag` is not a flag of SGLang 0\.5\.9"):
+        benchmark_variants(["baseline", refused], runs_dir=tmp_path, concurrency_levels=[1], **FAST)
+    v2 = load_variant("eagle3-topk1-v2")
+    topk4 = dataclasses.replace(v2, name="v2-topk4", flags={**v2.flags, "speculative-eagle-topk": 4})
+    with pytest.raises(ConfigError, match="Pre-flight checks of variant 'v2-topk4'"):
+        benchmark_variant(topk4, runs_dir=tmp_path, concurrency_levels=[1], **FAST)
+    assert not list(tmp_path.iterdir())  # nothing launched, no empty run

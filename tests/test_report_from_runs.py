@@ -80,6 +80,25 @@ def test_from_runs_refuses_unknown_runs_and_measuring_parameters_before_a_kernel
             and "workbench bench VARIANT... --repeats 3" in ignored.output)
 
 
+def test_a_shared_report_prints_no_absolute_path_of_the_machine(stored, tmp_path) -> None:
+    import shutil
+
+    from workbench.paths import PACKAGE_ROOT
+
+    root, runs = stored
+    home = tmp_path / "home"
+    shutil.copytree(root, home / "runs")
+    out = home / "reports"
+    result = CliRunner().invoke(app, ["report", "--from-runs", runs[0].name, runs[1].name, "-p", "runs_dir", "~/runs",
+                                      "--out", str(out)],
+                                env={"HOME": str(home), "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    html = (out / "spec_vs_baseline.html").read_text()
+    assert "~/reports/spec_vs_baseline" in html  # where the charts are, as the reader's own machine would say it
+    for private in (str(home), str(tmp_path), str(PACKAGE_ROOT)):
+        assert private not in html, f"{private} is printed in the report"
+
+
 # -- request-rate runs: a real public bench_serving file and the workbench's own open-loop sweep --------------
 
 PUBLIC = Path(__file__).parent / "fixtures" / "imports" / "bench_serving" / "public_h200_llama70b_online.jsonl"

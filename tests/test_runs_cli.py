@@ -98,6 +98,15 @@ def test_export_writes_csv_without_a_format_flag(mixed, tmp_path: Path) -> None:
     assert list(pd.read_csv(out)["output_throughput_tok_s"]) == [80.0, 250.0]
 
 
+def test_export_out_creates_no_folder_the_user_did_not_name(mixed, tmp_path: Path) -> None:
+    root, made = mixed
+    for out, message in ((tmp_path / "no" / "such" / "tree" / "levels.csv", "does not exist (nothing is created)"),
+                         (tmp_path, "is a folder; name a CSV file in it")):
+        result = runner.invoke(app, ["runs", "export", made["earlier"].name, "--out", str(out), "--runs-dir", str(root)])
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert not (tmp_path / "no").exists()
+
+
 def test_compare_names_an_import_by_its_tool_and_file_not_a_host(mixed) -> None:
     root, made = mixed
     result = runner.invoke(app, ["runs", "compare", made["earlier"].name, made["rows"].name, "--runs-dir", str(root)])

@@ -31,14 +31,36 @@ def test_every_kind_but_timeout_and_lease_has_a_real_excerpt() -> None:
     assert kinds == set(KINDS) - {"timeout", "lease_expired", "killed"}
 
 
+def _launch(path: Path) -> str:
+    """The ``# Launch:`` header line of a fixture (what the workbench knows of the server's launch), or ''."""
+    found = re.search(r"^# Launch: (.*)$", path.read_text().partition("# ---\n")[0], re.MULTILINE)
+    return found.group(1) if found else ""
+
+
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=[p.stem for p in FIXTURE_FILES])
 def test_real_log_excerpt_is_classified(path: Path) -> None:
     expect, _, body = _load(path)
-    failure = classify(body)
+    failure = classify(body, launch=_launch(path))
     assert failure.kind == expect
     assert failure.suggestion
     if expect != "unknown":
         assert failure.evidence and failure.evidence in body
+
+
+def test_the_three_held_out_shapes_of_issue_24_are_classified_with_advice() -> None:
+    negative = classify(_load(FIXTURES / "oom_negative_profiled_kv_7691.log")[2])
+    assert negative.kind == "out_of_memory" and "profiled value -561981" in negative.evidence
+    assert "negative budget for the KV cache" in negative.suggestion and "Raise --mem-fraction-static" in \
+        negative.suggestion
+    path = FIXTURES / "spec_v2_topk_no_env_13352.log"
+    tail = _load(path)[2]
+    assert "SPEC_V2" not in tail and "eagle_worker_v2" not in tail and classify(tail).kind == "unknown"
+    known = classify(tail, launch=_launch(path))  # the env the workbench launched it with decides
+    assert known.kind == "spec_v2_topk" and "speculative-eagle-topk = 1" in known.suggestion
+    assert "SGLANG_ENABLE_SPEC_V2" not in known.evidence  # the launch is a condition, never the evidence
+    ci = _load(FIXTURES / "scheduler_exception_ci_prefix_14077.log")[2]
+    plain = classify(_load(FIXTURES / "scheduler_exception_14077.log")[2])
+    assert classify(ci) == plain and plain.kind == "scheduler_exception"
 
 
 def test_capture_failure_caused_by_oom_is_a_capture_failure() -> None:

@@ -127,7 +127,9 @@ def test_registry_listing_and_cli_stop(sshd: SSHD, state_dir: str) -> None:  # n
 
 def test_lease_watchdog_stops_a_server_without_heartbeats(sshd: SSHD, state_dir: str) -> None:  # noqa: F811
     orphan = _start(sshd, state_dir, lease_s=2, heartbeat_s=None, wait=False)  # like a killed kernel
-    kept = _start(sshd, state_dir, lease_s=2, heartbeat_s=0.4, wait=False)
+    # renewed every 0.4 s, a lease of 6 s holds on a loaded machine (a 2 s one once lapsed there: one SSH
+    # heartbeat round trip delayed past it); the renewal is checked at twice that
+    kept = _start(sshd, state_dir, lease_s=6, heartbeat_s=0.4, wait=False)
     try:
         deadline = time.monotonic() + 30
         while orphan.alive:
@@ -135,7 +137,7 @@ def test_lease_watchdog_stops_a_server_without_heartbeats(sshd: SSHD, state_dir:
             time.sleep(0.3)
         assert "[workbench watchdog] lease expired: no client heartbeat" in orphan.logs_tail(20)
         assert _nothing_left(orphan.process.pgid, orphan.process.start_time)
-        while time.time() - kept.started_at < 3.5:  # well past its 2 s lease
+        while time.time() - kept.started_at < 12.0:  # twice its 6 s lease
             time.sleep(0.2)
         assert kept.alive  # its heartbeats renewed the lease
         rows = _cli(sshd, state_dir).output
@@ -203,3 +205,35 @@ def test_bad_arguments_are_refused_before_anything_starts(sshd: SSHD, state_dir:
     with pytest.raises(ConfigError, match="not both"):
         ServerHandle.start(with_env, host=LocalHost(), gpus=[1], state_dir=state_dir)
     assert not os.path.exists(state_dir) or not os.listdir(state_dir)
+
+
+def test_servers_shows_and_stops_only_this_checkouts_servers(state_dir: str) -> None:
+    def cli(*args: str):
+        return runner.invoke(app, ["servers", "--python", PY, "--state-dir", state_dir, *args])
+
+    ours = ServerHandle.start(load_variant("baseline"), host=LocalHost(), engine="sim", python=PY,
+                              state_dir=state_dir, sim_options=FAST)
+    theirs = ServerHandle.start(load_variant("eagle3-topk4"), host=LocalHost(), engine="sim", python=PY,
+                                state_dir=state_dir, sim_options=FAST)
+    try:
+        record = Path(theirs.record.path)  # as if another checkout of this user had started it
+        data = json.loads(record.read_text())
+        data["client"]["checkout"] = "/home/someone/other-checkout"
+        record.write_text(json.dumps(data))
+        listing = cli()
+        assert listing.exit_code == 0 and ours.id in listing.output and theirs.id not in listing.output
+        assert "this checkout" in listing.output and "1 of other checkouts not shown" in listing.output
+        every = cli("--any-checkout")
+        row = next(line for line in every.output.splitlines() if line.startswith(theirs.id))
+        assert ":/home/someone/other-checkout" in row
+        refused = cli("--stop", theirs.id)
+        assert refused.exit_code == 2 and "belongs to" in refused.output and "--any-checkout" in refused.output
+        stopped = cli("--stop", "--all")  # this checkout's only
+        assert f"stopped {ours.id}" in stopped.output and theirs.id not in stopped.output
+        assert theirs.alive and not ours.alive
+        assert f"stopped {theirs.id}" in cli("--stop", "--all", "--any-checkout").output
+        assert not theirs.alive
+    finally:
+        for server in (ours, theirs):
+            server.close()
+            server.stop()

@@ -133,6 +133,10 @@ def test_cli_predict_tables_and_errors() -> None:
     assert bad.exit_code == 2 and "Unknown variant" in bad.output and "Traceback" not in bad.output
     bad = runner.invoke(app, ["sim", "predict", "baseline", "--levels", "1,x"])
     assert bad.exit_code == 2
+    for levels, message in (("1000000", "above 16,384 requests in flight"), ("1,1", "names 1 more than once"),
+                            ("1,,2", "--levels has an empty part")):
+        bad = runner.invoke(app, ["sim", "predict", "baseline", "--levels", levels])
+        assert bad.exit_code == 2 and message in bad.output and "Traceback" not in bad.output, bad.output
 
 
 def test_sim_predict_help_imports_no_heavy_package() -> None:

@@ -50,6 +50,22 @@ def test_streaming_generate_shapes(eagle_server) -> None:
                                                 "total_retractions", "completion_tokens", "cached_tokens"]
 
 
+def test_stream_interval_streams_every_kth_token_like_sglang(eagle_server) -> None:
+    """SGLang 0.5.9 streams at 1, k+1, 2k+1, ... output tokens and at the end (scheduler_output_processor_mixin)."""
+    body = {"text": "Write a Python function that parses a CSV file.", "stream": True,
+            "sampling_params": {"max_new_tokens": 40, "temperature": 0.0, "ignore_eos": True, "stream_interval": 8}}
+    status, raw = post_json(eagle_server.url + "/generate", body)
+    chunks = sse_events(raw)[:-1]
+    tokens = [c["meta_info"]["completion_tokens"] for c in chunks]
+    assert status == 200 and tokens[0] == 1 and tokens[-1] == 40
+    assert all(t % 8 == 1 for t in tokens[:-1]) and len(tokens) <= 40 // 8 + 2
+    assert chunks[-1]["text"].startswith(chunks[-2]["text"]) and len(chunks[-1]["output_ids"]) == 40
+    assert chunks[-1]["meta_info"]["spec_verify_ct"] > len(tokens)  # verify rounds that streamed nothing
+    body["sampling_params"]["stream_interval"] = 0
+    status, raw = post_json(eagle_server.url + "/generate", body)
+    assert status == 400 and "stream_interval" in json.loads(raw)["error"]["message"]
+
+
 def test_non_streaming_batch_and_errors(eagle_server) -> None:
     status, raw = post_json(eagle_server.url + "/generate", {"text": "hello", "sampling_params": {"max_new_tokens": 5}})
     body = json.loads(raw)

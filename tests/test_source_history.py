@@ -133,3 +133,22 @@ def test_unified_diff_matches_difflib_apart_from_the_offsets() -> None:
         f"@@ -{int(a) + 99},{b} +{int(c) + 199},{d} @@" for a, b, c, d in headers]  # fmt: skip
     assert unified_diff(old, old) == ""
     assert unified_diff("", "x\n", fromfile="a", tofile="b").splitlines()[2] == "@@ -0,0 +1 @@"
+
+
+def test_a_rename_that_came_with_a_move_is_linked_both_ways() -> None:
+    # 0.5.12: auto_choose_speculative_params in srt/server_args.py; by 0.5.19 _auto_choose_speculative_params in
+    # srt/arg_groups/speculative_hook.py, its `self` replaced by (server_args, model_arch): same job, new name and path
+    df = definition_history("auto_choose_speculative_params", versions=["0.5.12", "0.5.19", "0.5.23"])
+    moved = df.iloc[1]
+    assert (moved["status"], moved["path"], moved["qualname"]) == (
+        "moved+changed", "srt/arg_groups/speculative_hook.py", "_auto_choose_speculative_params")
+    assert moved["renamed"] and moved["previous_qualname"] == "auto_choose_speculative_params"
+    assert moved["previous_path"] == "srt/server_args.py" and df.iloc[2]["status"] == "unchanged"
+    [change] = history_diffs(df)
+    assert change.old_path == "srt/server_args.py" and "-def auto_choose_speculative_params(self: ServerArgs):" \
+        in change.diff
+    back = definition_history("_auto_choose_speculative_params", versions=["0.5.12", "0.5.19"], include_source=False)
+    assert list(back["status"]) == ["absent", "moved+changed"] and back.iloc[1]["renamed"]
+    assert back.iloc[1]["previous_qualname"] == "auto_choose_speculative_params"
+    plain = definition_history("get_alloc_len_per_decode", versions=["0.5.9", "0.5.16"], include_source=False)
+    assert not plain["renamed"].any()  # a move alone is not a rename

@@ -281,6 +281,17 @@ def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind()
     assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said
 
 
+def test_queues_alike_beside_unequal_settings_are_not_called_like_for_like() -> None:
+    # issue 24: "like-for-like there" was said just before "Not like-for-like" caveats for the same pair
+    study = _study()
+    study.manifests = [{**m, "server_info": {**m["server_info"], "max_running_requests": 2}} for m in MANIFESTS]
+    assert not study.comparability().empty  # overlap scheduling still differs
+    caveats = study.verdict().split("- **Caveats**:")[1]
+    assert "like-for-like there" not in caveats
+    assert ("both are full, so queueing favours neither there (their other settings differ: next caveat)."
+            in caveats and "Not like-for-like: eagle3 differs from baseline" in caveats)
+
+
 def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(tmp_path) -> None:
     """Greedy (temperature 0, the plan's default) outputs on the simulated engine: the shipped baseline and
     EAGLE-3 return the same text for every prompt (by construction: lossless under greedy sampling); an

@@ -20,6 +20,7 @@ _NAMES = {
     "benchmark_variant": "sweeps",
     "benchmark_variants": "sweeps",
     "CalibrationStudy": "studies",
+    "calibration_opening": "studies",
     "callers_table": "source",
     "check_variants": "variants",
     "compare_runs": "sweeps",
@@ -46,6 +47,7 @@ _NAMES = {
     "load_study": "studies",
     "load_variant": "variants",
     "patch_diffs_html": "variants",
+    "policy_opening": "studies",
     "PolicyStudy": "studies",
     "resolve_engine": "engines",
     "run_notebook": "report",
@@ -63,6 +65,7 @@ _NAMES = {
     "summary_table": "source",
     "variants_html": "variants",
     "what_if": "studies",
+    "what_if_opening": "studies",
     "WhatIf": "studies",
 }
 
@@ -70,6 +73,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sweeps import benchmark_variant as benchmark_variant
     from workbench.sweeps import benchmark_variants as benchmark_variants
     from workbench.studies import CalibrationStudy as CalibrationStudy
+    from workbench.studies import calibration_opening as calibration_opening
     from workbench.source import callers_table as callers_table
     from workbench.variants import check_variants as check_variants
     from workbench.sweeps import compare_runs as compare_runs
@@ -96,6 +100,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies import load_study as load_study
     from workbench.variants import load_variant as load_variant
     from workbench.variants import patch_diffs_html as patch_diffs_html
+    from workbench.studies import policy_opening as policy_opening
     from workbench.studies import PolicyStudy as PolicyStudy
     from workbench.engines import resolve_engine as resolve_engine
     from workbench.report import run_notebook as run_notebook
@@ -113,6 +118,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.source import summary_table as summary_table
     from workbench.variants import variants_html as variants_html
     from workbench.studies import what_if as what_if
+    from workbench.studies import what_if_opening as what_if_opening
     from workbench.studies import WhatIf as WhatIf
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -16,7 +16,8 @@ this module nor any verb's ``--help`` imports those packages.
 
 Errors: a :class:`~workbench.errors.WorkbenchError` raised by any subcommand is
 printed as one message on stderr, without a traceback; the exit status is 2 for
-:class:`~workbench.errors.ConfigError` (bad input) and 1 for the rest.
+:class:`~workbench.errors.ConfigError` (bad input) and 1 for the rest. Ctrl-C ends any
+command with one line and status 130 (128 + SIGINT, as shells report it).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class _WorkbenchGroup(TyperGroup):
         except WorkbenchError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(code=2 if isinstance(exc, ConfigError) else 1) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted (Ctrl-C): stopped. What was stored is kept: a sweep resumes where it stopped "
+                       "when run again, and its servers are stopped (`workbench servers` shows any left).", err=True)
+            raise typer.Exit(code=130) from None
 
 
 app = typer.Typer(

@@ -157,11 +157,12 @@ class BenchmarkError(WorkbenchError):
     """The load generator could not measure a level (server unreachable, all requests failed).
 
     Attributes:
-        kind, log_tail: set when the server died during the level (as a :class:`ServerStartError`'s).
+        kind, log_tail, suggestion: set when the server died during the level (as a :class:`ServerStartError`'s).
     """
 
     kind: str | None = None
     log_tail: str = ""
+    suggestion: str = ""
 
 
 class SourceError(WorkbenchError):

@@ -25,3 +25,23 @@ def cache_dir() -> Path:
     """Per-user cache (``$WORKBENCH_CACHE_DIR`` or ``~/.cache/specbench-workbench``)."""
     env = os.environ.get("WORKBENCH_CACHE_DIR")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "specbench-workbench"
+
+
+def shown(path: str | Path) -> str:
+    """``path`` as a report or a shared table shows it: relative to :func:`project_root` when inside it
+    (``reports/spec_vs_baseline``), ``~/...`` when inside the home folder, else as given. A report is
+    meant to be shared, so it does not print the absolute paths of the machine that made it; every
+    form is one :func:`resolve` reads back to the same folder on this machine.
+    """
+    p = Path(path).expanduser()
+    if not p.is_absolute():
+        return str(p)
+    for base, prefix in ((project_root(), ""), (Path.home(), "~/")):
+        try:
+            rel = str(p.resolve().relative_to(base.resolve()))
+        except (ValueError, OSError, RuntimeError):
+            continue
+        if rel == ".":
+            return "." if not prefix else "~"
+        return prefix + rel
+    return str(p)

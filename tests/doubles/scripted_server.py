@@ -100,6 +100,8 @@ class ScriptedServer:
         url: ``http://127.0.0.1:<port>``.
         bodies: JSON bodies of the ``/generate`` requests, in arrival order.
         in_flight_log: ``(time.perf_counter(), in_flight)`` after every change.
+        write_times: ``time.perf_counter()`` after each write of a stream's chunks, in order (the
+            server's own send times, which a loaded machine may delay).
         max_in_flight: the most ``/generate`` requests open at once.
         flush_calls: number of ``/flush_cache`` calls.
     """
@@ -121,6 +123,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.in_flight_log: list[tuple[float, int]] = []
+        self.write_times: list[float] = []
         self.flush_calls = 0
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -192,6 +195,7 @@ class ScriptedServer:
                 if groups[0] <= 0 or last:
                     groups.pop(0)
                     await resp.write(pending)
+                    self.write_times.append(time.perf_counter())
                     pending = b""
                     if not last:
                         await asyncio.sleep(script.gap_s)

@@ -325,7 +325,20 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
         text = (f"No drafting above {limit} running requests: {spec} is ahead of {baseline} on {metric} up to "
                 f"concurrency {limit} and behind at {measured[lead]} (means over n={n} repeats). "
                 f"{crossover.description}")
+        if crossover.kind != "claimed":  # the switch point may move between runs of the same sweep
+            at = ratios.set_index("concurrency")
+            text += (f" Not stable across runs until tested: the ratio is {_ratio_cell(at, limit)} at {limit} and "
+                     f"{_ratio_cell(at, measured[lead])} at {measured[lead]}, so another run of the same sweep may "
+                     "put N at another level (two runs of the defaults, one repeat each, gave 4 and 16).")
     return Threshold(spec, baseline, metric, kind, limit, measured, crossover, text)
+
+
+def _ratio_cell(ratios: pd.DataFrame, concurrency: int) -> str:
+    """``"1.05x [0.98, 1.12]"`` (the paired ratio and its 95% interval), or ``"1.05x (n=1, no interval)"``."""
+    row = ratios.loc[concurrency]
+    if row["ratio_lo"] == row["ratio_lo"]:
+        return f"{row['ratio']:.2f}x [{row['ratio_lo']:.2f}, {row['ratio_hi']:.2f}]"
+    return f"{row['ratio']:.2f}x (n={int(row['n'])}, no interval)"
 
 
 def best_threshold(levels: pd.DataFrame, *, baseline: str, specs: Sequence[str], metric: str,
@@ -447,12 +460,16 @@ class Tier:
         best_steps: the best num_steps measured at ``start``'s level (0: the baseline).
         candidate_steps: ``best_steps`` and any other within the tolerance, sorted.
         variant: the variant measured best there.
+        note: why the tier is not simply the best measured there ('' when it is): a speculative
+            variant measured ahead again after drafting lost at a lower level, left off (see
+            :func:`step_tiers`), with its ratio and interval.
     """
 
     start: int
     best_steps: int
     candidate_steps: tuple[int, ...]
     variant: str
+    note: str = ""
 
 
 def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int], metric: str,
@@ -462,7 +479,11 @@ def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int],
     At each measured concurrency the best of ``baseline`` and ``steps``' variants (mean over
     repeats) sets the tier's steps; variants within ``tolerance`` (relative, on the mean) join its
     candidates. Consecutive levels with the same candidates merge into one tier. The first tier
-    starts at batch size 1 even when the lowest level is higher (an extrapolation).
+    starts at batch size 1 even when the lowest level is higher (an extrapolation). Once plain
+    decoding is best at a level, a speculative variant best at a higher level turns drafting on
+    again only when its paired ratio's 95% interval excludes 1; otherwise drafting stays off and the
+    tier's ``note`` says what was measured (:func:`_reentry`), so the tiers agree with the sweep's
+    "no drafting above N".
 
     Args:
         levels: one row per (variant, concurrency, repeat).
@@ -481,20 +502,53 @@ def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int],
     if tolerance < 0:
         raise ConfigError(f"tolerance must be >= 0, got {tolerance}")
     of = {baseline: 0, **{v: int(s) for v, s in steps.items()}}
-    means = repeat_table(levels[levels["variant"].isin(list(of))].dropna(subset=[metric]), [metric])
+    rows = levels[levels["variant"].isin(list(of))].dropna(subset=[metric])
+    means = repeat_table(rows, [metric])
     up = higher_is_better(metric)
     tiers: list[Tier] = []
+    off_at: int | None = None  # the first level where plain decoding was best
     for c, group in means.groupby("concurrency", sort=True):
         ordered = group.sort_values(metric, ascending=not up)
         best = ordered.iloc[0]
         near = ordered[(ordered[metric] >= best[metric] * (1 - tolerance)) if up
                        else (ordered[metric] <= best[metric] * (1 + tolerance))]
         cands = tuple(sorted({of[v] for v in near["variant"]}))
+        note = ""
+        if off_at is not None and of[best["variant"]] > 0:
+            note = _reentry(rows, baseline=baseline, spec=str(best["variant"]), concurrency=int(c), off_at=off_at,
+                            metric=metric)
+            if note:  # not separated from the baseline: drafting stays off, as below this level
+                best, cands = ordered[ordered["variant"] == baseline].iloc[0], (0,)
+        if of[best["variant"]] == 0 and off_at is None:
+            off_at = int(c)
         start = 1 if not tiers else int(c)
         if tiers and tiers[-1].candidate_steps == cands:
+            if note:
+                tiers[-1] = dataclasses.replace(tiers[-1], note="; ".join(filter(None, (tiers[-1].note, note))))
             continue
-        tiers.append(Tier(start, of[best["variant"]], cands, best["variant"]))
+        tiers.append(Tier(start, of[best["variant"]], cands, best["variant"], note))
     return tiers
+
+
+def _reentry(rows: pd.DataFrame, *, baseline: str, spec: str, concurrency: int, off_at: int, metric: str) -> str:
+    """Why ``spec``, measured ahead at ``concurrency`` after plain decoding won at ``off_at``, is left off
+    there: its paired ratio to the baseline with the interval (or that it was measured once); '' when the
+    ratio's 95% interval excludes 1 (the return is real, and the tier keeps it).
+
+    Speculation's gain falls as the batch grows (more tokens per step leave less idle compute to
+    draft with), so drafting that loses at one batch size and wins again at a larger one is
+    most likely the run-to-run spread; a policy that turns drafting off and on again on it would
+    contradict the "no drafting above N" the same sweep gives.
+    """
+    at = rows[rows["concurrency"] == concurrency]
+    ratio = spec_ratio_table(at, baseline=baseline, metric=metric, specs=[spec]).iloc[0]
+    lo, hi, n = ratio["ratio_lo"], ratio["ratio_hi"], int(ratio["n"])
+    if n >= 2 and lo == lo and (lo > 1.0 or hi < 1.0):
+        return ""
+    spread = f"95% interval {lo:.2f}-{hi:.2f}, n={n}" if n >= 2 and lo == lo else f"n={n}, no interval"
+    return (f"{spec} measured {ratio['ratio']:.2f}x the baseline at {concurrency} ({spread}) after plain decoding "
+            f"won at {off_at}: not separated from it, so drafting stays off there; measure with 3 or more repeats "
+            "to test whether the return is real")
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -562,10 +616,11 @@ def sglang_policy(tiers: Sequence[Tier], threshold: Threshold | None, *, sglang_
                                  "down_hysteresis": down_hysteresis} for t in tiers}
         flags = ("--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "1", "--speculative-adaptive",
                  "--speculative-adaptive-config", "CONFIG.json", "--speculative-num-steps", str(max(steps)))
+        left_off = "; ".join(t.note for t in tiers if t.note)
         return SglangPolicy(sglang_version, "adaptive_tiers", config, flags, None,
                             "batch sizes are padded to the next CUDA-graph size, then routed to the largest tier "
                             "key at or below it; between two measured levels the lower level's choice is an "
-                            "extrapolation")
+                            "extrapolation" + (f". Left off: {left_off}" if left_off else ""))
     limit = None if threshold is None else threshold.no_draft_above
     why = ("--speculative-adaptive arrived in 0.5.11 without batch-size tiers (a single EMA over candidate steps "
            ">= 1, which cannot turn drafting off)" if version >= ADAPTIVE_SINCE

@@ -15,6 +15,11 @@ _NAMES = {
     "add_log_series": "_series",
     "add_request_columns": "_metrics",
     "build_request_body": "_client",
+    "check_concurrency_levels": "_plan",
+    "MAX_CONCURRENCY": "_plan",
+    "MAX_REQUESTS_PER_LEVEL": "_plan",
+    "MAX_TOKENS": "_plan",
+    "parse_number_list": "_plan",
     "ensure_fd_limit": "_measure",
     "load_sharegpt": "_prompts",
     "parse_batch_log": "_batchlog",
@@ -66,6 +71,11 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._series import add_log_series as add_log_series
     from workbench.bench._metrics import add_request_columns as add_request_columns
     from workbench.bench._client import build_request_body as build_request_body
+    from workbench.bench._plan import check_concurrency_levels as check_concurrency_levels
+    from workbench.bench._plan import MAX_CONCURRENCY as MAX_CONCURRENCY
+    from workbench.bench._plan import MAX_REQUESTS_PER_LEVEL as MAX_REQUESTS_PER_LEVEL
+    from workbench.bench._plan import MAX_TOKENS as MAX_TOKENS
+    from workbench.bench._plan import parse_number_list as parse_number_list
     from workbench.bench._measure import ensure_fd_limit as ensure_fd_limit
     from workbench.bench._prompts import load_sharegpt as load_sharegpt
     from workbench.bench._batchlog import parse_batch_log as parse_batch_log

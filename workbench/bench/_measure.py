@@ -39,7 +39,7 @@ from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._prompts import Prompt, random_token_prompts
 from workbench.bench._client import ROUTES
 from workbench.bench._gpu import query_gpus
-from workbench.bench._rxstamp import stamped_socket
+from workbench.bench._rxstamp import keep_stamping_on, stamped_socket
 from workbench.bench._observe import DEFAULT_OBSERVE_INTERVAL_S, MetricsSampler, Point, scrape_metrics
 from workbench.bench._record import RequestRecord
 from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
@@ -161,6 +161,8 @@ def open_session(streams: int | None = None, *, kernel_stamps: bool = True) -> a
     if streams is not None:
         ensure_fd_limit(streams)
     stamps: dict[str, Any] = {"socket_factory": stamped_socket} if kernel_stamps and _TAKES_SOCKET_FACTORY else {}
+    if stamps:
+        keep_stamping_on()  # before the first connection: its first response's packets are stamped too
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, **stamps))
 
 

@@ -51,6 +51,14 @@ Definitions follow sglang ``bench_serving.py`` 0.5.x ``calculate_metrics`` unles
 - ``sim_behind_schedule_wall_s`` (level info): wall seconds a simulated engine fell
   behind its own schedule during the level; > 0 means the machine, not the model,
   set some of the timings.
+- ``sim_schedule_problem`` (simulated levels only; None elsewhere and when the level kept
+  time): why the level's figures are not the model's, when either bound is passed: the
+  engine fell behind its schedule for more than :data:`MAX_BEHIND_SCHEDULE_SHARE` of the
+  level's wall time (overload: too many streams for this machine's CPU), or more than
+  :data:`MAX_OUTSIDE_SERVER_SHARE` of the mean client E2E was spent outside the server
+  (``mean_e2e_over_server_ms``: the wall-clock HTTP and client overheads, multiplied by the
+  time scale; a time scale too high for this machine). Measured on the seed profile
+  (docs/PERFORMANCE.md): at 2x both shares stay below 0.5%; at 50x figures are 25-40% low.
 
 Statistics are ``mean``, ``p50``, ``p90``, ``p99`` (numpy ``percentile``, linear
 interpolation, as bench_serving), NaN for no data.
@@ -64,7 +72,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["STATS", "LEVEL_INFO_COLUMNS", "add_request_columns", "summarize_level", "summarize_levels",
+__all__ = ["STATS", "LEVEL_INFO_COLUMNS", "MAX_BEHIND_SCHEDULE_SHARE", "MAX_OUTSIDE_SERVER_SHARE",
+           "add_request_columns", "schedule_problem", "summarize_level", "summarize_levels",
            "itl_per_token"]
 
 #: Statistic names and the percentile each takes (None: the mean).
@@ -86,6 +95,48 @@ LEVEL_INFO_COLUMNS = ("flush_ok", "flush_attempts", "flush_error", "server_accep
                       "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s",
                       "observe_problems")
 _NAN_INFO = ("server_accept_length", "server_gen_throughput_tok_s", "sim_behind_schedule_wall_s")
+
+#: A simulated level whose engine fell behind its schedule for more than this share of the level's
+#: wall time is marked (``sim_schedule_problem``): the CPU, not the model, set that much of its timing.
+MAX_BEHIND_SCHEDULE_SHARE = 0.02
+
+#: A simulated level whose mean client E2E lies more than this share outside the server's own E2E
+#: is marked: the wall-clock overheads, times the time scale, are part of its figures.
+MAX_OUTSIDE_SERVER_SHARE = 0.05
+
+
+def schedule_problem(level: dict[str, Any]) -> str | None:
+    """Why a simulated level's timings are not the model's (see ``sim_schedule_problem``), or None.
+
+    Args:
+        level: one level's columns: ``simulated``, ``time_scale``, ``duration_s`` (engine s),
+            ``sim_behind_schedule_wall_s``, ``mean_e2e_over_server_ms``, ``mean_e2e_ms``;
+            missing or NaN values pass.
+    """
+    simulated = level.get("simulated")
+    if not isinstance(simulated, (bool, np.bool_)) or not simulated:
+        return None
+    problems = []
+    scale = _number(level.get("time_scale"))
+    behind, duration = _number(level.get("sim_behind_schedule_wall_s")), _number(level.get("duration_s"))
+    if scale > 0 and duration > 0 and behind / (duration / scale) > MAX_BEHIND_SCHEDULE_SHARE:
+        problems.append(f"the simulator fell {behind:.2f} wall s behind its schedule, "
+                        f"{behind / (duration / scale):.0%} of the level (bound {MAX_BEHIND_SCHEDULE_SHARE:.0%}: "
+                        "more streams than this machine's CPU keeps up with)")
+    outside, e2e = _number(level.get("mean_e2e_over_server_ms")), _number(level.get("mean_e2e_ms"))
+    if e2e > 0 and outside / e2e > MAX_OUTSIDE_SERVER_SHARE:
+        problems.append(f"{outside / e2e:.0%} of the mean E2E was spent outside the server (bound "
+                        f"{MAX_OUTSIDE_SERVER_SHARE:.0%}: wall-clock HTTP and client overheads x the time scale "
+                        f"{scale:g}; use a lower time scale)")
+    return "; ".join(problems) or None
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float, NaN when it is not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _stats(values: Iterable[float], name: str) -> dict[str, float]:
@@ -202,7 +253,8 @@ def summarize_levels(requests: pd.DataFrame, level_info: pd.DataFrame | None = N
             of :data:`LEVEL_INFO_COLUMNS`; joined on the keys. Missing columns are NaN/None.
 
     Returns:
-        DataFrame sorted by keys; columns per :func:`summarize_level` plus level info.
+        DataFrame sorted by keys; columns per :func:`summarize_level` plus level info and
+        ``sim_schedule_problem`` (:func:`schedule_problem`).
     """
     keys = [k for k in ("run_id", "level_index", "repeat") if k in requests]
     if "level_index" not in keys:
@@ -220,4 +272,6 @@ def summarize_levels(requests: pd.DataFrame, level_info: pd.DataFrame | None = N
     for col in LEVEL_INFO_COLUMNS:
         if col not in levels:
             levels[col] = np.nan if col in _NAN_INFO else None
+    levels["sim_schedule_problem"] = pd.Series([schedule_problem(r) for r in levels.to_dict("records")],
+                                               index=levels.index, dtype=object)
     return levels.sort_values(keys).reset_index(drop=True)

@@ -29,7 +29,8 @@ from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, ROUTES
 from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts, load_sharegpt
 from workbench.errors import ConfigError
 
-__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LOAD_DEFAULTS", "SWEEP_DIMENSIONS", "PromptSet", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
+__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LOAD_DEFAULTS", "MAX_CONCURRENCY", "MAX_REQUESTS_PER_LEVEL", "MAX_TOKENS",
+           "SWEEP_DIMENSIONS", "PromptSet", "check_concurrency_levels", "parse_number_list", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
            "repeat_seed"]
 
 #: Closed-loop levels when none are given (requests in flight).
@@ -87,16 +88,94 @@ def _as_list(name: str, value: Any, example: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _concurrency_levels(value: Any) -> tuple[int, ...]:
-    levels = _as_list("concurrency_levels", value, "[1, 2, 4]")
+def _no_repeats(name: str, values: Sequence[Any], example: str) -> None:
+    """Refuse a list that names a value twice: a level measured twice is not two repeats of it
+    (they share a seed and a prompt order), yet it would be stored and shown as n=2 with an interval."""
+    seen, twice = set(), []
+    for value in values:
+        if value in seen and value not in twice:
+            twice.append(value)
+        seen.add(value)
+    if twice:
+        raise ConfigError(f"{name} names {', '.join(repr(v) for v in twice)} more than once in {list(values)!r}; "
+                          f"give each value once, e.g. {example} (for several measurements of a level use "
+                          "repeats, which gives each its own seed and prompt order)")
+
+
+#: The most requests in flight a level may ask for. Each is one TCP connection and one SSE
+#: stream in this client's one event loop; at 4,096 the simulated server already fell 15 s
+#: behind its schedule in a 72 s level (issue 24), so far beyond that the client and the
+#: machine, not the server, set the timings.
+MAX_CONCURRENCY = 16_384
+
+#: The most requests one level may send: its rows are held in memory until the level is stored.
+MAX_REQUESTS_PER_LEVEL = 1_000_000
+
+#: The most tokens a prompt (``input_len``) or an output (``max_new_tokens``) may have: 2**20,
+#: past the context length of the models served (SGLang refuses a request longer than
+#: ``--context-length``), and 8 MB of token ids per random prompt.
+MAX_TOKENS = 1_048_576
+
+
+def check_concurrency_levels(value: Any, name: str = "concurrency_levels") -> tuple[int, ...]:
+    """``value`` as a tuple of concurrencies (requests in flight), checked once for every entry point.
+
+    Args:
+        value: a list of whole numbers.
+        name: the parameter or option named in the message (``--levels`` on a command line).
+
+    Raises:
+        ConfigError: not a list, empty, a level that is not a whole number in
+            [1, :data:`MAX_CONCURRENCY`], or a level named twice.
+    """
+    levels = _as_list(name, value, "[1, 2, 4]")
     if not levels:
-        raise ConfigError("concurrency_levels is empty; give at least one concurrency (requests in flight), "
-                          "e.g. [1, 2, 4]")
+        raise ConfigError(f"{name} is empty; give at least one concurrency (requests in flight), e.g. [1, 2, 4]")
     for level in levels:
         if not _is_whole(level) or level < 1:
-            raise ConfigError(f"concurrency_levels must be whole numbers >= 1 (requests in flight), got {level!r} "
+            raise ConfigError(f"{name} must be whole numbers >= 1 (requests in flight), got {level!r} "
                               f"in {list(levels)!r}; e.g. [1, 2, 4]")
-    return tuple(int(level) for level in levels)
+        if level > MAX_CONCURRENCY:
+            raise ConfigError(f"{name}: concurrency {level!r} is above {MAX_CONCURRENCY:,} requests in flight, the "
+                              "most one client process can drive without setting the timings itself (one TCP "
+                              "connection and SSE stream each; the simulator fell 15 s behind its schedule at "
+                              "4,096); give smaller levels")
+    levels = tuple(int(level) for level in levels)
+    _no_repeats(name, levels, "[1, 2, 4]")
+    return levels
+
+
+def _concurrency_levels(value: Any) -> tuple[int, ...]:
+    return check_concurrency_levels(value)
+
+
+def parse_number_list(option: str, text: str, convert: Callable[[str], Any], what: str, example: str) -> list[Any]:
+    """The comma-separated parts of ``text`` (a command-line option), each through ``convert``.
+
+    Spaces around parts are ignored; ranges, duplicates and bounds are the plan's checks.
+
+    Args:
+        option: the option named in the message, e.g. ``"--levels"``.
+        text: what the user typed, e.g. ``"1,2,4"``.
+        convert: ``int`` or ``float``.
+        what, example: the message's description of a part and an example of the whole.
+
+    Raises:
+        ConfigError: an empty part (``"1,,2"``, a trailing comma), a part ``convert`` refuses,
+            or no part at all.
+    """
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts) or not all(parts):
+        where = "is empty" if not any(parts) else f"has an empty part (position {parts.index('') + 1})"
+        raise ConfigError(f"{option} {where}: it must be comma-separated {what}, e.g. {example}; got {text!r}")
+    values = []
+    for part in parts:
+        try:
+            values.append(convert(part))
+        except ValueError:
+            raise ConfigError(f"{option} must be comma-separated {what}, e.g. {example}; {part!r} is not one "
+                              f"(got {text!r})") from None
+    return values
 
 
 def _request_rates(value: Any) -> tuple[float, ...]:
@@ -108,14 +187,29 @@ def _request_rates(value: Any) -> tuple[float, ...]:
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not float(rate) > 0:
             raise ConfigError(f"request_rates must be numbers > 0 (engine-time requests/s; inf sends all at once), "
                               f"got {rate!r} in {list(rates)!r}")
-    return tuple(float(rate) for rate in rates)
+    rates = tuple(float(rate) for rate in rates)
+    _no_repeats("request_rates", rates, "[0.5, 2.0, inf]")
+    return rates
 
 
 def _requests_count(value: Any, where: str) -> int:
     if not _is_whole(value) or value < 1:
         raise ConfigError(f"requests_per_level must be a whole number >= 1 (or a function of the concurrency "
                           f"returning one), got {value!r} for {where}")
+    if value > MAX_REQUESTS_PER_LEVEL:
+        raise ConfigError(f"requests_per_level {value!r} for {where} is above {MAX_REQUESTS_PER_LEVEL:,}, the most "
+                          "one level may send (its rows are held in memory until the level is stored); split the "
+                          "work into repeats or levels")
     return int(value)
+
+
+def _tokens(name: str, value: Any, meaning: str) -> int:
+    """A token count in [1, :data:`MAX_TOKENS`]."""
+    count = _whole_at_least(name, value, 1, meaning)
+    if count > MAX_TOKENS:
+        raise ConfigError(f"{name} {count:,} is above {MAX_TOKENS:,} tokens, past the context length of the models "
+                          "served (SGLang refuses a request longer than --context-length); give a smaller count")
+    return count
 
 
 def _requests_reach_concurrency(levels: Sequence[int], counts: Sequence[int]) -> None:
@@ -228,10 +322,6 @@ def _temperature(value: Any, where: str = "temperature") -> float:
     return float(value)
 
 
-def _optional_whole(name: str, value: Any, minimum: int, meaning: str) -> int | None:
-    return None if value is None else _whole_at_least(name, value, minimum, meaning)
-
-
 def _sweep(dimension: Any, values: Any) -> tuple[str | None, tuple[Any, ...] | None]:
     if dimension is None:
         if values is not None:
@@ -244,10 +334,13 @@ def _sweep(dimension: Any, values: Any) -> tuple[str | None, tuple[Any, ...] | N
     if values is None or isinstance(values, (str, bytes)) or not tuple(values):
         raise ConfigError(f"sweep={dimension!r} needs sweep_values: a non-empty list of values, e.g. "
                           f"{ {'input_len': [128, 1024], 'output_len': [64, 512], 'temperature': [0.0, 1.0]}[dimension]}")
-    if dimension == "temperature":
-        return dimension, tuple(_temperature(v, "sweep_values (temperature)") for v in values)
     name = f"sweep_values ({dimension})"
-    return dimension, tuple(_whole_at_least(name, v, 1, "tokens") for v in values)
+    if dimension == "temperature":
+        checked = tuple(_temperature(v, "sweep_values (temperature)") for v in values)
+    else:
+        checked = tuple(_tokens(name, v, "tokens") for v in values)
+    _no_repeats(name, checked, "[128, 1024]")
+    return dimension, checked
 
 
 def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str | None]:
@@ -363,8 +456,8 @@ class SweepPlan:
             raise ConfigError(f"model must be a string (the OpenAI 'model' field) or None, got {self.model!r}")
         put("temperature", _temperature(self.temperature))
         put("ignore_eos", _flag("ignore_eos", self.ignore_eos))
-        put("input_len", _optional_whole("input_len", self.input_len, 1,
-                                         "prompt tokens of random-token prompts; None: the prompt set"))
+        put("input_len", None if self.input_len is None else _tokens(
+            "input_len", self.input_len, "prompt tokens of random-token prompts; None: the prompt set"))
         put("random_vocab_size", _whole_at_least("random_vocab_size", self.random_vocab_size, 1001,
                                                  "random token ids are drawn from [1000, random_vocab_size)"))
         sweep, values = _sweep(self.sweep, self.sweep_values)
@@ -397,7 +490,7 @@ class SweepPlan:
         put("max_concurrency", _max_concurrency(self.max_concurrency, self.mode))
         if self.prompt_set is not None:
             put("prompt_set", str(self.prompt_set))
-        put("max_new_tokens", _whole_at_least("max_new_tokens", self.max_new_tokens, 1, "output tokens per request"))
+        put("max_new_tokens", _tokens("max_new_tokens", self.max_new_tokens, "output tokens per request"))
         put("seed", _seed(self.seed))
         put("time_scale", _time_scale(self.time_scale))
         put("warmup_requests", _whole_at_least("warmup_requests", self.warmup_requests, 0,

@@ -25,13 +25,16 @@ Limits, said where the rows are used (``kernel_stamped_reads`` per request):
 
 from __future__ import annotations
 
+import atexit
+import math
 import socket
 import struct
 import time
 import weakref
 from typing import Any
 
-__all__ = ["ANCHOR_SLACK_S", "SO_TIMESTAMPNS", "ArrivalClock", "StampedSocket", "stamped_socket", "socket_of"]
+__all__ = ["ANCHOR_SLACK_S", "SO_TIMESTAMPNS", "ArrivalClock", "StampedSocket", "keep_stamping_on", "stamped_socket",
+           "socket_of"]
 
 #: ``SO_TIMESTAMPNS`` (Linux ``asm-generic/socket.h``: ``SO_TIMESTAMPNS_OLD`` = 35; Python's
 #: ``socket`` module does not export it). Its control message type has the same number.
@@ -68,13 +71,43 @@ class StampedSocket(socket.socket):
         return data
 
 
+#: The datagram socket :func:`keep_stamping_on` holds for the process's life (None until then).
+_KEEPER: list[socket.socket] = []
+
+
+def keep_stamping_on() -> None:
+    """Hold one socket with ``SO_TIMESTAMPNS`` on for the rest of the process (once; cheap).
+
+    Linux stamps arriving packets only while some socket asks for it: the first to ask switches
+    stamping on for the whole stack and the last to close switches it off (``net_enable_timestamp``
+    and ``net_disable_timestamp`` in ``net/core/dev.c``, a static key switched by deferred work). A
+    packet that arrives before the switch carries no stamp, and TCP then gives the read none, so a
+    process whose sockets come and go (a session per sweep, other processes' on a shared machine)
+    lost the first reads' stamps now and then (issue 24, a read-stamp count short on a busy machine).
+    Held open from the first stamped socket on, the switch happens once, long before the next
+    response arrives. Refused options (not Linux) are ignored.
+    """
+    if _KEEPER:
+        return
+    keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        keeper.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        keeper.close()
+        return
+    _KEEPER.append(keeper)
+    atexit.register(keeper.close)  # closed at exit, not left to the collector
+
+
 def stamped_socket(addr_info: Any) -> socket.socket:
     """``socket_factory`` for :class:`aiohttp.TCPConnector`: a :class:`StampedSocket` with
-    ``SO_TIMESTAMPNS`` on, or a plain socket where the option is refused (not Linux).
+    ``SO_TIMESTAMPNS`` on, or a plain socket where the option is refused (not Linux). Stamping is
+    then kept on for the process (:func:`keep_stamping_on`).
 
     Args:
         addr_info: ``(family, type, proto, canonname, sockaddr)`` as :func:`socket.getaddrinfo` gives.
     """
+    keep_stamping_on()
     family, kind, proto = addr_info[0], addr_info[1], addr_info[2]
     sock = StampedSocket(family, kind, proto)
     try:
@@ -101,6 +134,25 @@ def socket_of(transport: Any) -> StampedSocket | None:
     return sock if sock is not None and sock.fileno() == fd else None
 
 
+#: Tries at reading the two clocks together (:func:`_anchor`); the closest pair is kept.
+ANCHOR_TRIES = 5
+
+
+def _anchor(clock: Any, wall_clock: Any) -> tuple[float, float]:
+    """``(monotonic, epoch)`` read at one instant: the epoch clock between two monotonic reads, the
+    pair whose two monotonic reads are closest of :data:`ANCHOR_TRIES` (the midpoint). One try alone
+    can straddle a preemption on a loaded machine (milliseconds to tens of them), which would map
+    every kernel stamp of the response that much off and past :data:`ANCHOR_SLACK_S`."""
+    spread, raw, epoch = math.inf, 0.0, 0.0
+    for _ in range(ANCHOR_TRIES):
+        before, now_epoch, after = clock(), wall_clock(), clock()
+        if after - before < spread:
+            spread, raw, epoch = after - before, (before + after) / 2, now_epoch
+        if spread <= ANCHOR_SLACK_S / 10:
+            break
+    return raw, epoch
+
+
 class ArrivalClock:
     """Arrival times of one response's reads on the run's monotonic clock, from kernel stamps.
 
@@ -115,8 +167,7 @@ class ArrivalClock:
         self._sock = sock
         self._start = start
         self._last = start
-        self._anchor_raw = clock()
-        self._anchor_epoch = wall_clock()
+        self._anchor_raw, self._anchor_epoch = _anchor(clock, wall_clock)
         self._seen = sock.stamped_reads if sock is not None else 0
         self._pending = sock is not None and sock.stamped_reads > 0  # the headers' read may carry body bytes
 

@@ -33,6 +33,7 @@ import altair as alt
 import pandas as pd
 import vl_convert as vlc
 
+from workbench import paths
 from workbench.errors import ConfigError, ReportError
 
 __all__ = [
@@ -212,5 +213,5 @@ def save_charts(charts: Mapping[str, alt.TopLevelMixin], out_dir: str | Path, *,
     rows = []
     for stem, chart in charts.items():
         files = save_chart(chart, folder, f"{prefix}{stem}")
-        rows.append({"chart": stem, **{fmt: p.name for fmt, p in files.items()}, "folder": str(folder)})
+        rows.append({"chart": stem, **{fmt: p.name for fmt, p in files.items()}, "folder": paths.shown(folder)})
     return pd.DataFrame(rows)

@@ -18,11 +18,18 @@ from workbench.engines._base import Engine, variant_argv
 if TYPE_CHECKING:
     from workbench.variants import Variant
 
-__all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "SIM_ENGINE", "SimEngine"]
+__all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "MAX_SIM_TIME_SCALE", "SIM_ENGINE", "SimEngine"]
 
 #: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
 #: real time at 2x, docs/PERFORMANCE.md).
 DEFAULT_SIM_TIME_SCALE = 2.0
+
+#: The highest time scale a sweep may ask of the simulated engine. Each request's wall-clock HTTP and
+#: client overheads count the time scale times over: with 64-token requests the c=16 output tok/s
+#: was 7% low at 10x and 25-40% low at 50x, and 1000x gave 7.6 tok/s where 2x gave 79.4 at c=1
+#: (docs/PERFORMANCE.md, issue 24), while the engine's own behind-schedule measure stayed at 0. Up to
+#: this bound each level still measures its own distortion (``sim_schedule_problem``).
+MAX_SIM_TIME_SCALE = 20.0
 
 #: Repeats per level when none are given: 1. One repeat of the default report's sweep (4
 #: variants, levels 1..64, time scale 2) measures for about 435 s of wall time (its engine
@@ -69,10 +76,22 @@ class SimEngine(Engine):
         """``requested`` (simulated seconds per wall second), default :data:`DEFAULT_SIM_TIME_SCALE`.
 
         Its range (a finite number > 0) is the sweep plan's one check
-        (:class:`workbench.bench.SweepPlan`), not repeated here.
+        (:class:`workbench.bench.SweepPlan`), not repeated here; this engine's own bound is
+        :data:`MAX_SIM_TIME_SCALE`.
+
+        Raises:
+            ConfigError: ``requested`` above :data:`MAX_SIM_TIME_SCALE`.
         """
         if requested is None:
             return self.default_time_scale
+        if isinstance(requested, (int, float)) and requested > MAX_SIM_TIME_SCALE:
+            from workbench.errors import ConfigError
+
+            raise ConfigError(
+                f"time scale {requested:g} is above {MAX_SIM_TIME_SCALE:g}, the most the simulated engine keeps "
+                f"schedule at: each request's wall-clock HTTP and client overheads count {requested:g} times over "
+                f"(at 50x figures came out 25-40% low, docs/PERFORMANCE.md); give --time-scale "
+                f"{MAX_SIM_TIME_SCALE:g} or less ({DEFAULT_SIM_TIME_SCALE:g} for figures you quote)")
         return float(requested)
 
     def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:

@@ -43,7 +43,7 @@ from workbench.names import check_name
 from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
 from workbench.imports._checks import violations
 from workbench.imports._rows import ImportedLevel, to_engine_time
-from workbench.store import save_imported_run
+from workbench.store import save_imported_run, writable_runs_root
 
 __all__ = ["ImportResult", "Format", "detect_format", "import_results", "read_results"]
 
@@ -325,7 +325,8 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
             malformed file (the message names the file and place), contradicting ``simulated``,
             a run name (``variant``, or a tool's tag, label or file name) or ``label`` that breaks
             :data:`workbench.names.NAME_RULE`.
-        HostError: a run directory cannot be written.
+        HostError: the runs folder or a run directory cannot be written (checked first:
+            :func:`workbench.store.writable_runs_root`, ConfigError when it names a file).
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not items:
@@ -334,6 +335,8 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         check_name(variant, fix="Pass another --variant")
     if label is not None:
         check_name(label, what="label", fix="Pass another --label")
+    if store:
+        runs_dir = writable_runs_root(runs_dir)  # a file or read-only folder: said before any file is read
     groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}
     for item in items:  # every file first: a bad one stops the import before anything is stored
         source = Path(item).expanduser().resolve()

@@ -25,6 +25,7 @@ from typing import Any
 
 import nbformat
 
+from workbench import paths
 from workbench.errors import ConfigError, ReportError
 
 #: Exception names raised in a notebook that mean its input was bad (``workbench report`` exits 2).
@@ -153,6 +154,7 @@ def _execute(
     from traitlets.config import Config
 
     has_language = nbformat.read(str(source), as_version=4).metadata.get("kernelspec", {}).get("language")
+    kernel_log = executed.with_name(f".{executed.stem}.kernel.log")
     quiet = _QuietReportDir()
     logging.getLogger("papermill").addFilter(quiet)
     progress_file = executed.with_name(f".{executed.stem}.progress")
@@ -180,6 +182,7 @@ def _execute(
                 # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
                 # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7).
                 config=Config({"KernelManager": {"transport": "ipc"}}),
+                kernel_manager_class=_kernel_manager(kernel_log),
             )
     except NoSuchKernel as exc:
         raise ReportError(
@@ -205,11 +208,32 @@ def _execute(
         return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
     finally:
         logging.getLogger("papermill").removeFilter(quiet)
+        if kernel_log.is_file() and not kernel_log.stat().st_size:
+            kernel_log.unlink()
         if watch is not None:
             papermill_log.removeHandler(watch)
             papermill_log.propagate = propagate
             papermill_log.setLevel(level)
     return None, {}
+
+
+def _kernel_manager(log: Path) -> type:
+    """A kernel manager whose kernel writes its own process's stderr to ``log``, not to this terminal.
+
+    The cells' output reaches the notebook through the kernel's messages either way; the process's
+    stderr holds only the kernel's own log lines, such as the ZMQ traceback ipykernel prints when it
+    is shut down in the middle of a cell (Ctrl-C of ``workbench report``). The file is removed when
+    the run left it empty.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class _LoggedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            with open(log, "ab") as stderr:  # the kernel keeps its own descriptor
+                kw.setdefault("stderr", stderr)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return _LoggedKernelManager
 
 
 def run_notebook(
@@ -267,11 +291,10 @@ def run_notebook(
             f"out_dir {out} is the notebook's own folder: the executed copy would overwrite {source.name}; "
             "choose another out_dir (default 'reports')."
         )
-    if "report_dir" in given:
-        given["report_dir"] = _absolute_report_dir(given["report_dir"])
-    else:
-        given["report_dir"] = str(out / source.stem)
-    report_dir = Path(given["report_dir"])
+    report_dir = Path(_absolute_report_dir(given["report_dir"])) if "report_dir" in given else out / source.stem
+    # injected as a report shows it (relative to the project or ~): the notebooks read it with
+    # workbench.paths.resolve, and the shared report prints no absolute path of this machine
+    given["report_dir"] = paths.shown(report_dir)
     out.mkdir(parents=True, exist_ok=True)
     if "report_dir" in declared or "report_dir" in (parameters or {}):
         report_dir.mkdir(parents=True, exist_ok=True)

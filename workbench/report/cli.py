@@ -35,7 +35,7 @@ FROM_RUNS_PARAMETER = "from_runs"
 
 #: What a from-runs report uses (the ``from_runs`` branch of spec_vs_baseline's sweep cell and what
 #: follows it); any other parameter would only change a measurement that does not happen.
-FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "workload", "ttft_target_ms",
+FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "seed_pair", "workload", "ttft_target_ms",
                                "tpot_target_ms", "report_dir", "progress"})
 
 def check_from_runs(given: Mapping[str, Any]) -> None:

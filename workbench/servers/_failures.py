@@ -26,13 +26,20 @@ Kinds (:data:`KINDS`)::
     killed          it died mid-sweep leaving no error in its log: a signal (kill -9, the kernel's
                     OOM killer, a job scheduler) (set by :func:`died`)
     unknown         none of the above
+
+Two things are read besides the patterns. Every line is read without a leading CI timestamp
+(``2025-05-01T10:00:00.1234567Z ``, as GitHub Actions writes them; :func:`strip_prefixes`), so a
+traceback copied from a CI log is classified like the same traceback from a terminal. And the
+server's launch (its command line and environment, ``launch``), which the workbench knows even when
+the log tail does not repeat it, counts for a rule's condition: a spec v2 shape error whose tail
+carries neither ``SGLANG_ENABLE_SPEC_V2`` nor a spec v2 worker frame is still a spec v2 failure.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 FailureKind = Literal[
@@ -147,6 +154,16 @@ _RULES: tuple[_Rule, ...] = (
           "CUDA-graph capture failed: lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static (e.g. 0.8); "
           "--disable-cuda-graph avoids it at a large speed cost.",
           requires=re.compile(r"Capture cuda graph begin(?![\s\S]*Capture cuda graph end)", _I)),
+    # Profiling at start-up found a negative budget for the KV cache (the weights, the draft and the graphs'
+    # reserve already take more than --mem-fraction-static leaves): "max_total_tokens=131072 is larger than
+    # the profiled value -561981" (sglang#7691), or the count or memory left logged negative.
+    _Rule("out_of_memory", re.compile(
+        r"^.*(?:profiled value -\d|max_total_num_tokens\s*[=:]\s*-\d|#tokens:\s*-\d|(?:rest|avail(?:able)?)[_ ]"
+        r"(?:gpu[_ ])?mem(?:ory)?\s*[=:]\s*-\d).*$", _M | _I),
+          "Profiling GPU memory at start-up left a negative budget for the KV cache: the weights (with the "
+          "draft model and the CUDA-graph reserve) take more than --mem-fraction-static leaves. Raise "
+          "--mem-fraction-static (e.g. 0.9), spread the model over more GPUs (--tp-size), or lower "
+          "--cuda-graph-max-bs; check nothing else holds GPU memory (nvidia-smi)."),
     _Rule("out_of_memory", re.compile(r"^.*Not enough memory(?:\.| to allocate KV cache).*$", _M),
           "The weights leave too little GPU memory for the KV cache: raise --mem-fraction-static (e.g. 0.9), "
           "spread the model over more GPUs (--tp-size), or lower --context-length / --max-running-requests."),
@@ -185,18 +202,33 @@ TIMEOUT_SUGGESTION = ("It was still starting when the ready timeout ran out: rai
                       "else look for a hang (NCCL, a download) in the log.")
 
 
-def classify(log_text: str) -> Failure:
+#: A CI runner's timestamp at the start of a line (GitHub Actions: ``2025-05-01T10:00:00.1234567Z ``).
+_CI_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z? ?", _M)
+
+
+def strip_prefixes(log_text: str) -> str:
+    """``log_text`` with each line's leading CI timestamp removed (the rest of every line kept)."""
+    return _CI_PREFIX.sub("", log_text)
+
+
+def classify(log_text: str, *, launch: str = "") -> Failure:
     """Classify a failed start from its log text.
 
     Args:
-        log_text: the server's log (its tail is enough; a few hundred lines).
+        log_text: the server's log (its tail is enough; a few hundred lines); CI timestamp prefixes
+            are ignored (:func:`strip_prefixes`).
+        launch: what the workbench knows of the server's launch: its command line and environment
+            (``KEY=value`` words), e.g. from :func:`launch_text`; read by the rules' conditions
+            only, never quoted as evidence. Default: nothing.
 
     Returns:
         The first rule that matches (see the module docstring for the order), or
-        kind ``"unknown"``. ``evidence`` is the matching line, stripped.
+        kind ``"unknown"``. ``evidence`` is the matching line, stripped (a part of one line of
+        ``log_text``).
     """
+    log_text = strip_prefixes(log_text)
     for rule in _RULES:
-        if rule.requires is not None and not rule.requires.search(log_text):
+        if rule.requires is not None and not (rule.requires.search(log_text) or rule.requires.search(launch)):
             continue
         match = rule.pattern.search(log_text)
         if match is None:
@@ -238,13 +270,18 @@ def _scheduler_exception(log_text: str) -> Failure | None:
 classify_failure = classify
 
 
-def timed_out(log_text: str) -> Failure:
+def launch_text(command: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """The ``launch`` of :func:`classify`: ``KEY=value`` words of ``env`` then the command line."""
+    return " ".join([*(f"{k}={v}" for k, v in (env or {}).items()), *map(str, command)])
+
+
+def timed_out(log_text: str, *, launch: str = "") -> Failure:
     """The failure of a server that never became ready but is still running.
 
     A known pattern in the log (e.g. a capture failure that hangs instead of
-    exiting) wins; otherwise the kind is ``"timeout"``.
+    exiting) wins; otherwise the kind is ``"timeout"``. ``launch``: as :func:`classify`.
     """
-    found = classify(log_text)
+    found = classify(log_text, launch=launch)
     return found if found.kind != "unknown" else Failure("timeout", TIMEOUT_SUGGESTION)
 
 
@@ -254,15 +291,16 @@ KILLED_SUGGESTION = ("The server's processes are gone and its log names no error
                      "again.")
 
 
-def died(log_text: str) -> Failure:
+def died(log_text: str, *, launch: str = "") -> Failure:
     """The failure of a server whose processes ended while it was being measured.
 
     A known pattern in the log (an OOM, a scheduler exception) wins; otherwise the
     kind is ``"killed"``: a process that exits on its own leaves an error in its log,
     one killed by a signal (SIGKILL) leaves nothing. The signal itself cannot be read:
     the server is not the workbench's child (it runs detached, in its own session).
+    ``launch``: as :func:`classify`.
     """
-    found = classify(log_text)
+    found = classify(log_text, launch=launch)
     return found if found.kind != "unknown" else Failure("killed", KILLED_SUGGESTION)
 
 

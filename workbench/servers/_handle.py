@@ -29,7 +29,8 @@ from typing import IO, Any
 from workbench.engines import Engine, get_engine, resolve_engine
 from workbench.errors import HostError, ServerError, WorkbenchError
 from workbench.hosts import Forward, Host, SpawnedProcess, call_helper, get_host, host_python, processes, servers_dir
-from workbench.servers import _launch as launch, _lease as lease, _registry as registry, _watch as watch
+from workbench.servers import _failures as failures, _launch as launch, _lease as lease, _registry as registry
+from workbench.servers import _watch as watch
 from workbench.variants import Variant
 
 _LIVE: "weakref.WeakSet[ServerHandle]" = weakref.WeakSet()
@@ -299,6 +300,11 @@ class ServerHandle:
                     "same sweep again stops it at once.")
         return "It is detached: stop it with `workbench servers --stop`."
 
+    @property
+    def launch_text(self) -> str:
+        """Its environment (``KEY=value``) and command line, for the failure classifier (its ``launch``)."""
+        return failures.launch_text(self.command, self.variant.env)
+
     # -- ready wait and logs -------------------------------------------------
     def wait_ready(
         self,
@@ -323,7 +329,8 @@ class ServerHandle:
         """
         not_ready = watch.wait_until_ready(
             self._status, lambda: self._get_status("/health_generate", timeout_s=10), port=self.port,
-            limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=on_line)
+            limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=on_line,
+            launch=self.launch_text)
         if not_ready is not None:
             raise watch.start_error(not_ready, variant=self.variant.name, engine=self.engine, host=self.host.name,
                                     command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)

@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 import workbench
+from workbench import paths
 from workbench.errors import HostError, ServerError
 from workbench.hosts import Host, SpawnedProcess, processes
 from workbench.hosts import call_helper
@@ -142,12 +143,34 @@ def variant_dict(variant: Variant) -> dict[str, Any]:
 
 
 def client_info() -> dict[str, Any]:
-    """Who is starting a server (for people reading ``workbench servers``)."""
+    """Who is starting a server (for people reading ``workbench servers``): the client's ``host``,
+    ``user``, ``pid`` and ``checkout`` (the workbench checkout the client runs from,
+    :data:`workbench.paths.PACKAGE_ROOT`), which scopes what ``workbench servers`` shows and stops."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = None
-    return {"host": socket.gethostname(), "user": user, "pid": os.getpid()}
+    return {"host": socket.gethostname(), "user": user, "pid": os.getpid(), "checkout": str(paths.PACKAGE_ROOT)}
+
+
+def is_ours(record: ServerRecord) -> bool:
+    """True when this checkout on this machine started ``record``'s server (its ``client`` says so).
+
+    A record without a checkout (written before checkouts were recorded) is nobody's here: it is
+    shown and stopped only when every checkout is asked for.
+    """
+    mine = client_info()
+    client = record.client or {}
+    return client.get("checkout") == mine["checkout"] and client.get("host") == mine["host"]
+
+
+def owner_text(record: ServerRecord) -> str:
+    """Whose server it is: ``"this checkout"``, else ``"<user>@<host>:<checkout>"`` from its record."""
+    if is_ours(record):
+        return "this checkout"
+    client = record.client or {}
+    where = client.get("checkout") or "an unrecorded checkout"
+    return f"{client.get('user') or '?'}@{client.get('host') or '?'}:{where}"
 
 
 def write_record(host: Host, directory: str, record: ServerRecord) -> ServerRecord:

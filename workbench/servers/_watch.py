@@ -93,6 +93,7 @@ def wait_until_ready(
     on_line: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    launch: str = "",
 ) -> NotReady | None:
     """Poll until the server is ready; None when it is, else why not.
 
@@ -106,6 +107,8 @@ def wait_until_ready(
         on_line: called with each log line (from the start of the log) while waiting.
         clock: monotonic seconds (injectable for tests).
         sleep: waits a number of seconds (injectable for tests).
+        launch: the server's command and environment, for the classifier
+            (:func:`workbench.servers._failures.launch_text`).
     """
     deadline = clock() + limit_s
     recent: collections.deque[str] = collections.deque(maxlen=_RECENT_LINES)
@@ -127,10 +130,10 @@ def wait_until_ready(
             return None
         if not status.get("alive"):
             text = "\n".join(recent)
-            return NotReady(failures.classify(text), text, exited=True)
+            return NotReady(failures.classify(text, launch=launch), text, exited=True)
         if clock() > deadline:
             text = "\n".join(recent)
-            return NotReady(failures.timed_out(text), text, exited=False, waited_s=limit_s)
+            return NotReady(failures.timed_out(text, launch=launch), text, exited=False, waited_s=limit_s)
         polls += 1
         sleep(delay)
         delay = min(delay * 1.5, 2.0)

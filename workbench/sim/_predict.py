@@ -421,28 +421,30 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
     the workload the profile's figures were measured with, so a default prediction reproduces them.
 
     Raises:
-        ConfigError: a level or count below 1, a negative temperature, or a prompt set without acceptance
-            figures in the profile.
+        ConfigError: a level outside [1, ``workbench.bench.MAX_CONCURRENCY``] or named twice
+            (:func:`workbench.bench.check_concurrency_levels`, the sweep plan's check), a count below 1, a
+            negative temperature, or a prompt set without acceptance figures in the profile.
     """
     if prompt_set is not None and prompt_set not in profile.prompt_sets:
         raise ConfigError(f"prompt set {prompt_set!r}: profile {profile.name} has no acceptance figures for it; "
                           f"known: {', '.join(profile.prompt_sets) or 'none'}")
     if temperature is not None and temperature < 0:
         raise ConfigError(f"temperature must be >= 0, got {temperature}")
-    from workbench.bench import DEFAULT_CONCURRENCY_LEVELS
+    from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, check_concurrency_levels
 
     w = profile.workload
     given = concurrency_levels if concurrency_levels is not None else w.get("levels", DEFAULT_CONCURRENCY_LEVELS)
-    lv = tuple(int(c) for c in given)
-    if not lv or min(lv) < 1:
-        raise ConfigError(f"concurrency_levels must be concurrencies >= 1, got {list(lv)}")
+    lv = check_concurrency_levels(list(given), "concurrency_levels")
     if requests_per_level is None:
         requests_per_level = workload_requests(profile)
     if requests_per_level is not None and requests_per_level < 1:
         raise ConfigError(f"requests_per_level must be >= 1, got {requests_per_level}")
     tokens = int(max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens", 256))
-    if tokens < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1, got {tokens}")
+    from workbench.bench import MAX_TOKENS
+
+    if not 1 <= tokens <= MAX_TOKENS:
+        raise ConfigError(f"max_new_tokens must be in [1, {MAX_TOKENS:,}] (past that, longer than the context of the "
+                          f"models served), got {tokens}")
     outputs = None
     if max_new_tokens is None and "output_tokens" in w:
         raw = w["output_tokens"]

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any, cast
 
+import orjson
 from aiohttp import web
 
 from workbench.sim import _api_shapes as api_shapes
@@ -57,6 +58,9 @@ class _Pending:
     text_parts: list[str] = dataclasses.field(default_factory=list)
     sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
     first_token_seen: bool = False
+    stream_interval: int = 1  # stream a chunk every this many output tokens (SGLang's --stream-interval)
+    generated: int = 0  # output tokens the engine produced for this request
+    handed: int = 0  # of them, those put on ``updates``
     #: What the output tokens are drawn from: the prompt under greedy sampling (:func:`greedy_text_key`),
     #: so a spec server and its baseline return the same tokens for the same prompt; else the rid.
     text_key: str | None = None
@@ -143,8 +147,14 @@ class SimServer:
     def _deliver(self, iteration: Iteration) -> None:
         for emission in iteration.emissions:
             pending = self.pending.get(emission.request.rid)
-            if pending is not None:
-                pending.updates.put_nowait((emission.new_tokens, emission.finished))
+            if pending is None:
+                continue
+            pending.generated += emission.new_tokens
+            interval = pending.stream_interval
+            if interval > 1 and not emission.finished and pending.generated % interval != 1:
+                continue  # no chunk is due (chunks' rule): the tokens wait, the request's task is not woken
+            pending.updates.put_nowait((pending.generated - pending.handed, emission.finished))
+            pending.handed = pending.generated
         if iteration.log_line:
             log.info(iteration.log_line)
 
@@ -160,15 +170,18 @@ class SimServer:
 
     def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None, *,
                temperature: float | None = 1.0, top_k: int | None = None,
-               prompt: str | list[int] | None = None) -> _Pending:
+               prompt: str | list[int] | None = None, stream_interval: int | None = None) -> _Pending:
         """Queue one engine request; ``temperature``/``top_k`` pick its acceptance (SGLang's default
         temperature is 1.0: a request that names none samples); with ``prompt`` (its text or token
-        ids) a greedy request's output tokens follow from the prompt (:func:`greedy_text_key`)."""
+        ids) a greedy request's output tokens follow from the prompt (:func:`greedy_text_key`);
+        ``stream_interval``: the request's ``sampling_params.stream_interval`` (None: the server's
+        ``--stream-interval``)."""
         rid = rid or uuid.uuid4().hex
         request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens,
                              acceptance=self.acceptance_for(temperature, top_k))
         pending = _Pending(request=request, created=time.time(),
-                           text_key=None if prompt is None else greedy_text_key(prompt, temperature))
+                           text_key=None if prompt is None else greedy_text_key(prompt, temperature),
+                           stream_interval=stream_interval or int(self.config.args.get("stream_interval") or 1))
         self.pending[rid] = pending
         self.engine.submit(request)
         self._wake.set()
@@ -215,8 +228,9 @@ class SimServer:
         return await self._stream(http, pending)
 
     def _submit_checked(self, checked: tuple) -> _Pending:
-        prompt_tokens, max_new, rid, temperature, top_k, prompt = checked
-        return self.submit(prompt_tokens, max_new, rid, temperature=temperature, top_k=top_k, prompt=prompt)
+        prompt_tokens, max_new, rid, temperature, top_k, prompt, stream_interval = checked
+        return self.submit(prompt_tokens, max_new, rid, temperature=temperature, top_k=top_k, prompt=prompt,
+                           stream_interval=stream_interval)
 
     def _check(self, params: Any, text: Any, input_ids: Any, rid: Any = None) -> tuple | web.Response:
         if not isinstance(params, dict):
@@ -237,7 +251,10 @@ class SimServer:
             return _error(400, f"temperature must be a number, got {temperature!r}")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
             return _error(400, f"top_k must be an integer, got {top_k!r}")
-        return prompt_tokens, max_new, rid, temperature, top_k, text if isinstance(text, str) else input_ids
+        interval = params.get("stream_interval")
+        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval < 1):
+            return _error(400, f"stream_interval must be a positive integer, got {interval!r}")
+        return prompt_tokens, max_new, rid, temperature, top_k, text if isinstance(text, str) else input_ids, interval
 
     def _advance(self, pending: _Pending, new_tokens: int, finished: bool = False) -> None:
         req = pending.request
@@ -296,7 +313,13 @@ class SimServer:
                 return body
 
     async def chunks(self, pending: _Pending):
-        """The ``/generate`` stream of one request as bodies, one per engine update.
+        """The ``/generate`` stream of one request as bodies, one per engine update that streams.
+
+        With a stream interval k > 1 (the request's ``sampling_params.stream_interval``, else the
+        server's ``--stream-interval``) an update streams when the request then holds 1, k+1,
+        2k+1, ... output tokens, and the last always does: SGLang 0.5.9's rule
+        (``srt/managers/scheduler_output_processor_mixin.py``, ``stream_output_generation``),
+        so a speculative step that jumps past such a count sends nothing until the next.
 
         The first chunk gets ``response_sent_to_client_ts`` when the version has it. The
         request leaves the server when the stream ends; if the consumer goes away (the
@@ -304,10 +327,13 @@ class SimServer:
         """
         first = True
         finished = False
+        interval = pending.stream_interval
         try:
             while True:
                 new, final = await pending.updates.get()
                 self._advance(pending, new, final)
+                if not (final or interval == 1 or len(pending.output_ids) % interval == 1):
+                    continue  # SGLang 0.5.9 streams at 1, k+1, 2k+1, ... tokens and at the end
                 body = self._body(pending, final=final, stream=True)
                 if first and self.shape.response_sent_ts:
                     body["meta_info"]["response_sent_to_client_ts"] = time.time()
@@ -329,7 +355,9 @@ class SimServer:
             async for body in chunks:
                 if self.emit_timestamps:  # opt-in: when this chunk left the server (client fidelity checks)
                     body["meta_info"]["emit_ts"] = time.time()
-                await resp.write(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
+                # orjson, as SGLang's http_server streams (compact, UTF-8): the stdlib encoder was a third
+                # of the server's CPU at concurrency 64 (docs/PERFORMANCE.md)
+                await resp.write(b"data: " + orjson.dumps(body) + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         finally:
             await chunks.aclose()

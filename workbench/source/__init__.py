@@ -22,6 +22,7 @@ _NAMES = {
     "highlight_lines": "_render",
     "history_diffs": "_history",
     "history_events": "_history",
+    "inspection_opening": "_verdict",
     "inspection_verdict": "_verdict",
     "history_table": "_history",
     "HTMLFragment": "_render",
@@ -60,6 +61,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.source._render import highlight_lines as highlight_lines
     from workbench.source._history import history_diffs as history_diffs
     from workbench.source._history import history_events as history_events
+    from workbench.source._verdict import inspection_opening as inspection_opening
     from workbench.source._verdict import inspection_verdict as inspection_verdict
     from workbench.source._history import history_table as history_table
     from workbench.source._render import HTMLFragment as HTMLFragment

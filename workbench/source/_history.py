@@ -3,7 +3,13 @@
 :func:`definition_history` searches every release in a range (see
 :mod:`workbench.source._versions` for the range forms) and pairs each release's
 definitions with the previous release's by qualified name, so a function that
-moved to another file is followed, not lost. :func:`history_diffs` turns the
+moved to another file is followed, not lost. A definition renamed in the same release
+it moved (as ``auto_choose_speculative_params`` in ``srt/server_args.py`` of 0.5.12
+became ``_auto_choose_speculative_params`` in ``srt/arg_groups/speculative_hook.py`` by
+0.5.19) is followed too: where the name disappears, the release's definitions of its
+other spellings (a leading underscore added or dropped, and any ``also_named``) continue
+it when their body is similar enough (:data:`RENAME_SIMILARITY`); the row says
+``renamed`` and ``previous_qualname``. :func:`history_diffs` turns the
 releases where a body changed into unified diffs numbered with the real files'
 line numbers.
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -27,13 +34,27 @@ from workbench.source._versions import VersionSpec, select_versions
 #: Columns of :func:`definition_history`'s frame, in order.
 HISTORY_COLUMNS = [
     "version", "found", "status", "path", "start_line", "end_line", "qualname", "kind", "signature", "sha256",
-    "changed_since_previous", "moved", "previous_version", "previous_path", "previous_sha256", "source",
+    "changed_since_previous", "moved", "previous_version", "previous_path", "previous_sha256", "renamed",
+    "previous_qualname", "source",
 ]  # fmt: skip
 #: ``status`` values: the first release of the range; absent (before and now); first seen
 #: after absent; gone after present; same body, same file; body changed; file changed; both.
 STATUSES = ("first", "absent", "added", "removed", "unchanged", "changed", "moved", "moved+changed")
 #: Lines of context around each change in :func:`history_diffs`.
 DIFF_CONTEXT = 3
+#: How alike (difflib's ratio of the bodies without their ``def`` line, 0 to 1) a definition under
+#: another name must be to the one that disappeared to continue its history. The rename of
+#: ``auto_choose_speculative_params`` (0.5.12 -> 0.5.19, the ``self`` argument replaced by two) scores
+#: about 0.8; unrelated functions of one module score far lower.
+RENAME_SIMILARITY = 0.6
+
+
+def spellings(name: str) -> list[str]:
+    """Other spellings a renamed ``name`` is looked for under: its last segment with a leading
+    underscore dropped or added (``_f`` <-> ``f``; ``C._m`` <-> ``C.m``)."""
+    head, _, last = name.rpartition(".")
+    twin = last[1:] if last.startswith("_") and not last.startswith("__") else f"_{last}"
+    return [f"{head}.{twin}" if head else twin] if twin else []
 
 
 def definition_history(
@@ -43,6 +64,7 @@ def definition_history(
     include_prereleases: bool = False,
     include_source: bool = True,
     timeout_s: float = SEARCH_TIMEOUT_S,
+    also_named: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Where ``name`` is defined in each release of a range, and what changed from release to release.
 
@@ -53,6 +75,8 @@ def definition_history(
         include_prereleases: let series and ranges include pre-releases such as ``0.5.0rc0``.
         include_source: keep the ``source`` column (needed by :func:`history_diffs`).
         timeout_s: limit for each release's search, in seconds.
+        also_named: names it may have been renamed to (or from), besides :func:`spellings`; searched in
+            the same round trip, used only where the name itself disappears.
 
     Returns:
         One row per (release, definition found), oldest release first, with
@@ -62,15 +86,17 @@ def definition_history(
         there, else the one that moved); with a single definition on both sides the
         two are paired whatever their qualified names. ``changed_since_previous`` is
         True when the body's sha256 differs from its pair's, or the name appeared or
-        disappeared; ``moved`` when the file differs from its pair's. ``status`` is one
-        of :data:`STATUSES`. ``df.attrs`` holds ``name``, ``versions`` and ``searches``.
+        disappeared; ``moved`` when the file differs from its pair's; ``renamed`` when its
+        pair had another name (``previous_qualname``). ``status`` is one of
+        :data:`STATUSES`. ``df.attrs`` holds ``name``, ``versions`` and ``searches``.
 
     Raises:
         ConfigError: a bad name or version range.
         SourceError: the index could not be listed or a release not fetched.
     """
     picked = select_versions(versions, include_prereleases=include_prereleases)
-    found = find_definition(name, versions=picked, include_source=True, timeout_s=timeout_s)
+    others = [n for n in dict.fromkeys([*spellings(name), *also_named]) if n != name]
+    found = find_definition([name, *others], versions=picked, include_source=True, timeout_s=timeout_s)
     return history_frame(name, picked, found, include_source=include_source)
 
 
@@ -82,14 +108,26 @@ def history_frame(name: str, picked: list[str], found: pd.DataFrame, *, include_
     Args:
         name: the name looked up.
         picked: the releases, oldest first.
-        found: a :func:`workbench.source.find_definition` frame (with ``source``) holding those releases.
+        found: a :func:`workbench.source.find_definition` frame (with ``source``) holding those releases;
+            rows of other queries (its other spellings) continue the history only where the name followed
+            so far disappears and such a row's body is alike (:func:`_renamed`).
         include_source: keep the ``source`` column.
     """
     rows: list[dict[str, Any]] = []
     previous: list[dict[str, Any]] = []
+    followed = name  # the query whose definitions are the history now (changes at a rename)
+    if "query" not in found:
+        found = found.assign(query=name)
     for index, version in enumerate(picked):
-        current = [dict(r) for _, r in found[(found["version"] == version) & found["found"]].iterrows()]
+        here = found[(found["version"] == version) & found["found"]]
+        current = [dict(r) for _, r in here[here["query"] == followed].iterrows()]
+        if not current and previous:
+            current, followed = _renamed(previous, [dict(r) for _, r in here[here["query"] != followed].iterrows()],
+                                         followed)
         prev_version = picked[index - 1] if index else None
+        if current and not previous and index:  # first seen here: renamed from another spelling?
+            before = found[(found["version"] == prev_version) & found["found"] & (found["query"] != followed)]
+            previous = _renamed(current, [dict(r) for _, r in before.iterrows()], followed)[0]
         if not current:
             status = "first" if index == 0 else ("removed" if previous else "absent")
             rows.append({"version": version, "found": False, "status": "absent" if status == "first" else status,
@@ -107,14 +145,17 @@ def history_frame(name: str, picked: list[str], found: pd.DataFrame, *, include_
                 changed, moved = pair["sha256"] != row["sha256"], pair["path"] != row["path"]
                 status = "moved+changed" if moved and changed else "moved" if moved else (
                     "changed" if changed else "unchanged")  # fmt: skip
+                renamed = pair["qualname"] != row["qualname"]
                 base.update(status=status, changed_since_previous=changed, moved=moved,
-                            previous_path=pair["path"], previous_sha256=pair["sha256"])  # fmt: skip
+                            previous_path=pair["path"], previous_sha256=pair["sha256"], renamed=renamed,
+                            previous_qualname=pair["qualname"] if renamed else None)  # fmt: skip
             rows.append(base)
         previous = current
     frame = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
     for column in ("start_line", "end_line"):
         frame[column] = frame[column].astype("Int64")
-    for column in ("found", "changed_since_previous", "moved"):
+    frame["renamed"] = frame["renamed"].fillna(False)
+    for column in ("found", "changed_since_previous", "moved", "renamed"):
         frame[column] = frame[column].astype(bool)
     for column in frame.columns:
         if frame[column].dtype == "float64" or frame[column].isna().all():
@@ -123,6 +164,30 @@ def history_frame(name: str, picked: list[str], found: pd.DataFrame, *, include_
         frame = frame.drop(columns=["source"])
     frame.attrs.update(name=name, versions=picked, searches=found.attrs.get("searches", {}))
     return frame
+
+
+def _body(source: str) -> str:
+    """A definition's text without its decorators and ``def``/``class`` line (what a rename keeps)."""
+    lines = source.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def ", "class "))), 0)
+    return "\n".join(lines[start + 1:])
+
+
+def _renamed(previous: list[dict[str, Any]], others: list[dict[str, Any]],
+             followed: str) -> tuple[list[dict[str, Any]], str]:
+    """Where the followed name disappeared: the definition under another spelling that continues it
+    (the most alike to one of ``previous``, at least :data:`RENAME_SIMILARITY`) and its query; else
+    ``([], followed)``."""
+    best, score = None, RENAME_SIMILARITY
+    for candidate in others:
+        for before in previous:
+            ratio = difflib.SequenceMatcher(None, _body(str(before.get("source") or "")),
+                                            _body(str(candidate.get("source") or "")), autojunk=False).ratio()
+            if ratio >= score:
+                best, score = candidate, ratio
+    if best is None:
+        return [], followed
+    return [best], str(best["query"])
 
 
 def _pair(row: dict[str, Any], current: list[dict[str, Any]], previous: list[dict[str, Any]]) -> dict | None:
@@ -211,7 +276,9 @@ def history_diffs(df: pd.DataFrame, *, context: int = DIFF_CONTEXT) -> list[Chan
         context: lines of unchanged context around each hunk (default 3).
 
     Returns:
-        The changes (moves without a body change are not included: their diff is empty).
+        The changes (moves without a body change are not included: their diff is empty; nor is a rename
+        from a spelling whose release the frame holds no row of, e.g. the first release where a name
+        asked for appears, renamed from another).
 
     Raises:
         KeyError: ``df`` has no ``source`` column (made with ``include_source=False``).
@@ -220,7 +287,10 @@ def history_diffs(df: pd.DataFrame, *, context: int = DIFF_CONTEXT) -> list[Chan
         raise KeyError("history_diffs needs the 'source' column; call definition_history(include_source=True)")
     changes = []
     for _, row in df[df["found"] & df["status"].isin(["changed", "moved+changed"])].iterrows():
-        old = df[(df["version"] == row["previous_version"]) & (df["sha256"] == row["previous_sha256"])].iloc[0]
+        olds = df[(df["version"] == row["previous_version"]) & (df["sha256"] == row["previous_sha256"])]
+        if olds.empty:
+            continue
+        old = olds.iloc[0]
         diff = unified_diff(
             old["source"], row["source"], old_start=int(old["start_line"]), new_start=int(row["start_line"]),
             fromfile=f"{old['version']}/{old['path']}", tofile=f"{row['version']}/{row['path']}", context=context,

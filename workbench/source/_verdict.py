@@ -69,3 +69,30 @@ def inspection_verdict(name: str, definitions: pd.DataFrame, references: pd.Data
                  "shows at the next listed one); references are matched by the name's last part, so a method of "
                  "the same name in another class counts too.")
     return "\n".join(lines)
+
+
+def inspection_opening(name: str, definitions: pd.DataFrame, history: pd.DataFrame | None = None) -> str:
+    """The report's first lines: at most five short sentences on where ``name`` is defined, how it
+    changed, the caveat that matters most, and that nothing was measured (markdown).
+
+    Args:
+        name, definitions, history: as :func:`inspection_verdict`.
+    """
+    found = definitions[definitions["found"].astype(bool)]
+    versions = list(dict.fromkeys(definitions["version"].astype(str)))
+    sentences = []
+    if len(found):
+        first = found.groupby(found["version"].astype(str), sort=False).first()
+        where = "; ".join(f"{literal(v)} in {code(r['path'])} lines {int(r['start_line'])}–{int(r['end_line'])}"
+                          for v, r in first.iterrows())
+        sentences.append(f"{code(name)} is defined in {where}.")
+    missing = [v for v in versions if v not in set(found["version"].astype(str))]
+    if missing:
+        sentences.append(f"It is not defined in {', '.join(literal(v) for v in missing)}.")
+    if history is not None and len(history):
+        events = history_events(history)
+        said = ", ".join(f"{r.status} in {literal(r.version)}" for r in events.itertuples()) or "unchanged"
+        sentences.append(f"Over {len(history)} selected releases it was {said}.")
+    sentences.append("Only the listed releases are compared: a change in another shows at the next listed one.")
+    sentences.append("Read from SGLang's released source with `ast`: nothing was run or measured.")
+    return "**In short** — " + " ".join(sentences[:5])

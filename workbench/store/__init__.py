@@ -24,6 +24,8 @@ _NAMES = {
     "run_origin": "_manage",
     "RunWriter": "_runs",
     "runs_root": "_runs",
+    "runs_root_source": "_runs",
+    "writable_runs_root": "_runs",
     "save_imported_run": "_imported",
     "save_level": "_runs",
     "StoredRun": "_catalog",
@@ -51,6 +53,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._manage import run_origin as run_origin
     from workbench.store._runs import RunWriter as RunWriter
     from workbench.store._runs import runs_root as runs_root
+    from workbench.store._runs import runs_root_source as runs_root_source
+    from workbench.store._runs import writable_runs_root as writable_runs_root
     from workbench.store._imported import save_imported_run as save_imported_run
     from workbench.store._runs import save_level as save_level
     from workbench.store._catalog import StoredRun as StoredRun

@@ -17,7 +17,7 @@ import pandas as pd
 
 from workbench.bench import default_requests_per_level, workload_labels
 from workbench.errors import ConfigError, HostError
-from workbench.store._files import read_json, read_parquet
+from workbench.store._files import parquet_problem, read_json, read_parquet
 from workbench.store._resume import LOCK_NAME, lock_owner
 from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
 
@@ -196,6 +196,16 @@ def _listing_row(folder: Path) -> dict[str, Any]:
             m = read_json(manifest_path)
         except HostError as exc:
             m, problem = {"run_id": folder.name, "status": "unreadable"}, str(exc)
+    corrupt = [found for name in ("requests.parquet", "levels.parquet")
+               if (folder / name).is_file() and (found := parquet_problem(folder / name))]
+    if corrupt and problem is None:
+        m = {**m, "status": "broken"}
+        problem = ("; ".join(corrupt) + ": the run's rows are lost or damaged (a disk error, or a copy cut short); "
+                   "restore the file from a backup, or delete the run and measure it again")
+    if m.get("status") == "failed" and not m.get("units_completed") and problem is None:
+        said = str(m.get("error") or "no error recorded").strip().splitlines()[0][:300]
+        problem = (f"failed before any level was measured, nothing is stored ({said}); fix that and run the same "
+                   "sweep again (it reuses this run), or `workbench runs delete` it")
     if m.get("status") == "running":
         owner, lock = lock_owner(folder)
         if owner == "dead":
@@ -218,7 +228,9 @@ def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     except: ``interrupted`` for a ``running`` run whose sweep lock's process is gone (the
     sweep or its kernel was killed; running the sweep again resumes it), ``unreadable``
     for a manifest that cannot be read, and ``broken`` for a folder that holds a run's
-    files (or is named like a run) but no manifest.json. ``problem`` says what is wrong
+    files (or is named like a run) but no manifest.json, or whose ``requests.parquet`` or
+    ``levels.parquet`` cannot be read (its footer is checked, :func:`parquet_problem`). A
+    ``failed`` run that holds no unit (its server never served a level) says so in ``problem``. ``problem`` says what is wrong
     with those and what to do (None for the others). A missing root gives an empty table.
     """
     base = runs_root(root)

@@ -147,3 +147,16 @@ def read_parquet(path: Path) -> pd.DataFrame:
             frame[col] = [v.tolist() if isinstance(v, np.ndarray) else v for v in frame[col]]
     return frame
 
+
+def parquet_problem(path: Path) -> str | None:
+    """Why the Parquet file at ``path`` cannot be read (its footer and schema, not its rows), or None.
+
+    Cheap (the footer only): for listing runs, where reading every table would be slow.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        return f"{path.name} cannot be read ({exc})"
+    return None

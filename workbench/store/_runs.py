@@ -34,6 +34,7 @@ import os
 import random
 import re
 import secrets
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,12 +45,12 @@ import pandas as pd
 from workbench import __version__, paths
 from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, HostError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_parquet, to_jsonable, write_json, write_parquet
 
-__all__ = ["RunStatus", "RunWriter", "finish_run", "new_run", "runs_root", "save_level",
-           "stored_units"]
+__all__ = ["RunStatus", "RunWriter", "finish_run", "new_run", "runs_root", "runs_root_source", "save_level",
+           "stored_units", "writable_runs_root"]
 
 SCHEMA_VERSION = 1
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
@@ -75,6 +76,40 @@ def runs_root(root: str | Path | None = None) -> Path:
     if root is None:
         root = os.environ.get("WORKBENCH_RUNS_DIR") or Path("data") / "runs"
     return paths.resolve(root)
+
+
+def runs_root_source(root: str | Path | None = None) -> str:
+    """Where :func:`runs_root` took the folder from: ``"--runs-dir"`` (given), ``"$WORKBENCH_RUNS_DIR"``
+    or ``"the default data/runs"`` (for messages)."""
+    if root is not None:
+        return "--runs-dir"
+    return "$WORKBENCH_RUNS_DIR" if os.environ.get("WORKBENCH_RUNS_DIR") else "the default data/runs"
+
+
+def writable_runs_root(root: str | Path | None = None) -> Path:
+    """:func:`runs_root`, created if missing and checked writable: before a sweep launches anything.
+
+    Raises:
+        ConfigError: the path names a file, not a folder.
+        HostError: the folder cannot be created or written (read-only, no permission, no room),
+            naming it, where it came from and what to do.
+    """
+    base = runs_root(root)
+    where = f"runs folder {base} (from {runs_root_source(root)})"
+    if base.exists() and not base.is_dir():
+        raise ConfigError(f"The {where} is a file, not a folder: point --runs-dir or WORKBENCH_RUNS_DIR at a "
+                          "folder (a new one is created)")
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=base, prefix=".write-check-"):
+            pass
+    except NotADirectoryError as exc:
+        raise ConfigError(f"The {where} cannot be created: a part of its path is a file ({exc.filename}); point "
+                          "--runs-dir or WORKBENCH_RUNS_DIR at a folder") from exc
+    except OSError as exc:
+        raise HostError(f"The {where} cannot be written: {exc.strerror or exc}. Make it writable, or point "
+                        "--runs-dir or WORKBENCH_RUNS_DIR at a folder you can write") from exc
+    return base
 
 
 def _utc_iso(moment: datetime) -> str:

@@ -23,10 +23,12 @@ _NAMES = {
     "PolicyStudy": "_policy_study",
     "Study": "_study",
     "WhatIf": "_whatif",
+    "calibration_opening": "_openings",
     "load_calibration": "_calibration_study",
     "load_dynamic_disable": "_policy_study",
     "load_policy_study": "_policy_study",
     "load_study": "_study",
+    "policy_opening": "_openings",
     "save_study_charts": "_notebook",
     "setup_notebook": "_notebook",
     "show_markdown": "_notebook",
@@ -36,6 +38,7 @@ _NAMES = {
     "show_text": "_notebook",
     "variant_settings": "_policy_index",
     "what_if": "_whatif",
+    "what_if_opening": "_openings",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -46,10 +49,12 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies._policy_study import PolicyStudy as PolicyStudy
     from workbench.studies._study import Study as Study
     from workbench.studies._whatif import WhatIf as WhatIf
+    from workbench.studies._openings import calibration_opening as calibration_opening
     from workbench.studies._calibration_study import load_calibration as load_calibration
     from workbench.studies._policy_study import load_dynamic_disable as load_dynamic_disable
     from workbench.studies._policy_study import load_policy_study as load_policy_study
     from workbench.studies._study import load_study as load_study
+    from workbench.studies._openings import policy_opening as policy_opening
     from workbench.studies._notebook import save_study_charts as save_study_charts
     from workbench.studies._notebook import setup_notebook as setup_notebook
     from workbench.studies._notebook import show_markdown as show_markdown
@@ -59,5 +64,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies._notebook import show_text as show_text
     from workbench.studies._policy_index import variant_settings as variant_settings
     from workbench.studies._whatif import what_if as what_if
+    from workbench.studies._openings import what_if_opening as what_if_opening
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

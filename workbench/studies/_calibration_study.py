@@ -17,7 +17,7 @@ from workbench import charts
 from workbench.analysis import round_sig
 from workbench.calibration import CalibrationFit, cost_model, fit_table, load_table, whatif_crossovers, whatif_speedup
 from workbench.markup import literal
-from workbench.paths import resolve
+from workbench.paths import resolve, shown
 
 #: Points shown in the kernel-group chart (those the table has).
 GROUP_POINTS = ("decode:T1:q1:C0", "decode:T128:q1:C2048", "verify:T256:q16:C2048", "prefill:T4096:q4096:C0")
@@ -175,7 +175,7 @@ class CalibrationStudy:
         rows = []
         for stem, chart in self.charts(whatif=whatif).items():
             paths = charts.save_chart(chart, folder, f"{self.fit.table.name}-{stem}")
-            rows.append({"chart": stem, **{k: Path(v).name for k, v in paths.items()}, "folder": str(folder)})
+            rows.append({"chart": stem, **{k: Path(v).name for k, v in paths.items()}, "folder": shown(folder)})
         return pd.DataFrame(rows)
 
 

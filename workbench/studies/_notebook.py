@@ -86,6 +86,6 @@ def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
     folder = paths.resolve(report_dir)
     saved = study.save_charts(folder)
     return pd.DataFrame(
-        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": str(folder)}
+        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": paths.shown(folder)}
          for stem, files in saved.items()]
     )

@@ -20,10 +20,14 @@ from workbench.store import load_run
 __all__ = ["server_series", "server_series_summary", "server_series_table", "show_server_series"]
 
 #: Columns of the per-level table: series name -> column (the mean over the level's samples).
+#: SGLang's ``token_usage`` is a fraction of the KV pool; the table shows it in per cent (:data:`PERCENT`).
 TABLE_SERIES = {"num_running_reqs": "mean_running_reqs", "num_queue_reqs": "mean_queued_reqs",
-                "token_usage": "mean_token_usage", "gen_throughput": "mean_server_gen_tok_s",
+                "token_usage": "mean_token_usage_pct", "gen_throughput": "mean_server_gen_tok_s",
                 "spec_accept_length": "mean_server_accept_length", "gpu_util_pct": "mean_gpu_util_pct",
                 "power_w": "mean_gpu_power_w"}
+
+#: Series given as fractions (0..1) that the table shows in per cent.
+PERCENT = frozenset({"token_usage"})
 
 
 def server_series(runs: Sequence[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -57,10 +61,12 @@ def server_series_table(series: pd.DataFrame) -> pd.DataFrame:
     """Per variant, level and repeat: the mean of each series over the level's samples, with
     the number of samples ``n_samples`` (per series, the most of any) and the sources used. Each
     series comes from the source that sampled it most often in its run (``/metrics`` is sampled
-    every 0.5 s, the log has a line per batch); an accept length of 0 (no speculation) is left out."""
+    every 0.5 s, the log has a line per batch); an accept length of 0 (no speculation) is left out;
+    the KV pool's token usage is in per cent (``mean_token_usage_pct``)."""
     if series.empty:
         return pd.DataFrame()
-    keep = series[series["name"].isin(list(TABLE_SERIES))]
+    keep = series[series["name"].isin(list(TABLE_SERIES))].copy()
+    keep.loc[keep["name"].isin(PERCENT), "value"] *= 100.0
     # SGLang reports accept length 0 when nothing was speculated: not a value
     keep = keep[~((keep["name"] == "spec_accept_length") & (keep["value"] == 0))]
     counts = keep.groupby(["run_id", "name", "source"])["value"].transform("size")

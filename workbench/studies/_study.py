@@ -25,7 +25,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
-from workbench.studies import _study_words
+from workbench.studies import _seed_pair, _study_words
 from workbench.studies._study_words import COMPARED
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
                                 choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
@@ -101,6 +101,9 @@ class Study:
     workload: str | None = None
     ttft_target_ms: float | None = None
     tpot_target_ms: float | None = None
+    #: The seed investigation's own pair (its uncapped baseline, its speculative variant), measured beside
+    #: the like-for-like pair; None: not in these runs (:mod:`workbench.studies._seed_pair`).
+    seed_pair: tuple[str, str] | None = None
     #: Workloads in the runs besides :attr:`workload` (their rows are not in :attr:`levels`).
     other_workloads: list[str] = dataclasses.field(default_factory=list, init=False)
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
@@ -189,8 +192,10 @@ class Study:
 
     @property
     def spec_variants(self) -> list[str]:
-        """Every variant but the baseline."""
-        return [v for v in self.variants if v != self.baseline]
+        """Every variant but the baseline (and the seed pair's own baseline, compared only in
+        :meth:`seed_figures` and :meth:`cap_split`)."""
+        seed_base = self.seed_pair[0] if self.seed_pair else None
+        return [v for v in self.variants if v not in (self.baseline, seed_base)]
 
     @property
     def simulated(self) -> bool:
@@ -332,6 +337,21 @@ class Study:
     def verdict(self) -> str:
         """:func:`workbench.studies._study_words.verdict`: the answer that opens the report."""
         return _study_words.verdict(self)
+
+    def opening(self) -> str:
+        """:func:`workbench.studies._openings.study_opening`: the five sentences that open the report."""
+        from workbench.studies._openings import study_opening
+
+        return study_opening(self)
+
+    # -- the seed's pair (workbench.studies._seed_pair) -------------------------------
+    def seed_figures(self) -> pd.DataFrame:
+        """:func:`workbench.studies._seed_pair.seed_figures`: the seed's four figures against these runs'."""
+        return _seed_pair.seed_figures(self)
+
+    def cap_split(self) -> _seed_pair.CapSplit | None:
+        """:func:`workbench.studies._seed_pair.cap_split`: the seed pair's gap split into the cap's factor and speculation's."""
+        return _seed_pair.cap_split(self)
 
     # -- tables -------------------------------------------------------------
     def means(self) -> pd.DataFrame:
@@ -626,7 +646,8 @@ class Study:
 
 
 def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
-               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None) -> Study:
+               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None,
+               seed_pair: Sequence[str] | None = None) -> Study:
     """A :class:`Study` over run directories (or run ids under the default runs root).
 
     ``baseline`` names the variant the others are compared with; None: the first run's variant
@@ -635,10 +656,13 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workl
     :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
     one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
     chart's subtitle says which is shown). ``ttft_target_ms`` and ``tpot_target_ms`` set goodput's
-    latency targets (:class:`Study`; None: no goodput).
+    latency targets (:class:`Study`; None: no goodput). ``seed_pair``: the seed investigation's
+    (uncapped baseline, speculative variant), set beside the like-for-like pair
+    (:meth:`Study.seed_figures`, :meth:`Study.cap_split`); kept only when both are among the runs.
 
     Raises:
-        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline).
+        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline),
+            or a ``seed_pair`` that does not name two variants.
 
     Rows of runs whose figures come from a simulator stand-in for a patch carry its
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
@@ -652,5 +676,13 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workl
         if "run_id" in frame:
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
     first = cast(str, manifests[0].get("variant")) if manifests else "baseline"
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=first if baseline is None else baseline,
-                 workload=workload, ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms)
+    chosen = first if baseline is None else baseline
+    names = {m.get("variant") for m in manifests}
+    pair = ((seed_pair[0], seed_pair[1]) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names
+            else None)
+    if seed_pair and pair is None and len(seed_pair) != 2:
+        raise ConfigError(f"seed_pair must name two variants (the seed's baseline, its speculative variant), "
+                          f"got {list(seed_pair)!r}")
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=chosen, workload=workload,
+                 ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms,
+                 seed_pair=pair if pair and pair[0] != chosen else None)

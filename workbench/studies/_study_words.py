@@ -226,19 +226,34 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
 
 def _time_scale_text(study: Study) -> str:
     """The simulator's time scale, and the levels where this machine's CPU set part of the timings
-    (``sim_behind_schedule_wall_s`` > 0), as one or two sentences; "" when it ran in real time."""
+    (``sim_behind_schedule_wall_s`` > 0), as one or two sentences, then the levels past the stated bounds
+    (``sim_schedule_problem``, :func:`workbench.bench.schedule_problem`); "" when it ran in real time
+    and no level was marked."""
     scale = study.time_scale
+    marked = _schedule_text(study)
     if scale is None or scale == 1.0:
-        return ""
+        return marked
     text = (f" It ran {scale:g}x faster than real time (times are simulated seconds), so this machine's CPU "
             "can shave the busiest levels (docs/PERFORMANCE.md)")
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
     late = study.levels.loc[behind[behind > 0].index]
     if late.empty:
-        return text + "; no level fell behind the simulator's schedule."
+        return text + "; no level fell behind the simulator's schedule." + marked
     return (text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
             f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at "
-            f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))}).")
+            f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))}).") + marked
+
+
+def _schedule_text(study: Study) -> str:
+    """" **Timings not the model's** at ...: <why>." for the levels marked ``sim_schedule_problem``; "" for none."""
+    problems = study.levels.get("sim_schedule_problem", pd.Series(dtype=object)).dropna()
+    if problems.empty:
+        return ""
+    marked = study.levels.loc[problems.index]
+    where = ", ".join(f"{literal(v)} at {_at(study, f'{c:g}')}" for v, c in
+                      sorted({(str(v), float(c)) for v, c in zip(marked["variant"], marked[study.load])}))
+    return (f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}): "
+            f"{literal(problems.iloc[0])}.")
 
 
 def _policy_caveat(study: Study, pol: pd.DataFrame, measured: list[float]) -> str:
@@ -294,15 +309,15 @@ def verdict(study: Study) -> str:
                 alike.setdefault(text, []).append(spec)  # said once, among the caveats
             else:
                 lines.append(f"  - {text}")
-    caveats = [text.replace("both servers queue", "every server queues").replace(
-                   "both are full, so the pair is", "all are full, so the pairs are")
-               if len(specs) == len(study.spec_variants) > 1 else
-               text.replace("like-for-like there.", f"like-for-like there ({literal(', '.join(specs))}).")
-               if len(study.spec_variants) > 1 else text for text, specs in alike.items()]
+    split = study.cap_split()
+    if split is not None:
+        lines.append(f"- **The seed's pair** (uncapped, as the seed measured it): {split.sentence(*study.seed_pair, study.baseline)}")
+    differs = unfair[~unfair["setting"].str.startswith("preflight")]
+    unlike = set(differs["variant"])
+    caveats = [_queued_alike(text, specs, study.spec_variants, unlike) for text, specs in alike.items()]
     for work in study.same_work():
         if work.flagged:
             caveats.append(f"Not the same work: {work.text()} (*Comparability* below).")
-    differs = unfair[~unfair["setting"].str.startswith("preflight")]
     for spec, group in differs.groupby("variant", sort=False):
         settings = ", ".join(f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
                              for r in group.itertuples())
@@ -325,6 +340,24 @@ def verdict(study: Study) -> str:
     lines.append("- **Caveats**:")
     lines += [f"  - {c}" for c in caveats]
     return "\n".join(lines)
+
+def _queued_alike(text: str, specs: list[str], all_specs: list[str], unlike: set[str]) -> str:
+    """The caveat for pairs that queue alike at a level (``text`` as :func:`_queue_sentences` says it for
+    one pair), for the ``specs`` it holds for. A pair whose settings differ beyond speculation
+    (``unlike``, the next caveat says how) is not called like-for-like: queueing favours neither there."""
+    if set(specs) & unlike:
+        text = text.replace("so the pair is like-for-like there.",
+                            "so queueing favours neither there (their other settings differ: next caveat).")
+    if len(specs) == len(all_specs) > 1:
+        return text.replace("both servers queue", "every server queues").replace(
+            "both are full, so the pair is", "all are full, so the pairs are").replace(
+            "so queueing favours neither there (their other settings differ", "so queueing favours none there ("
+            "some other settings differ")
+    if len(all_specs) > 1:
+        return text.replace("there.", f"there ({literal(', '.join(specs))}).").replace(
+            "there (their other", f"there ({literal(', '.join(specs))}; their other")
+    return text
+
 
 def _goodput_lines(study: Study) -> list[str]:
     """The verdict's goodput line, beside the throughput policy, when latency targets are set: the best

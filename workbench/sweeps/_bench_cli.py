@@ -14,8 +14,9 @@ command runs, so ``workbench --help`` stays fast.
 
 from __future__ import annotations
 
+import math
+import warnings
 from pathlib import Path
-from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
@@ -24,36 +25,23 @@ from workbench.errors import ConfigError
 from workbench.store.cli import RunsDirOption
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
-__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "summary_lines"]
+__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "schedule_lines", "summary_lines"]
 
 #: Metrics of the summary, with their column titles and decimals.
 SUMMARY_METRICS = (("output_throughput_tok_s", "output tok/s", 1), ("mean_per_request_tok_s", "per-request tok/s", 1),
                    ("accept_length", "accept length", 2))
 
 
-def _parse_list(option: str, text: str, convert: Callable[[str], Any], what: str, example: str) -> list[Any]:
-    """The comma-separated parts of ``text``, each through ``convert``; the message names ``option``.
-
-    Raises:
-        ConfigError: a part ``convert`` refuses, or no part at all.
-    """
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    try:
-        values = [convert(p) for p in parts]
-    except ValueError:
-        values = []
-    if not values:
-        raise ConfigError(f"{option} must be comma-separated {what}, e.g. {example}; got {text!r}")
-    return values
-
-
 def parse_levels(text: str) -> list[int]:
     """``"1,2,4"`` -> ``[1, 2, 4]``.
 
     Raises:
-        ConfigError: a part that is not a whole number (the plan checks the range).
+        ConfigError: an empty part (``"1,,2"``) or one that is not a whole number (the plan checks the
+            range and refuses a level named twice).
     """
-    return _parse_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
+    from workbench.bench import parse_number_list
+
+    return parse_number_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
 
 
 def parse_rates(text: str) -> list[float]:
@@ -62,7 +50,9 @@ def parse_rates(text: str) -> list[float]:
     Raises:
         ConfigError: a part that is not a number (the plan checks the range).
     """
-    return _parse_list("--request-rates", text, float, "numbers (requests per second)", "0.5,2,8")
+    from workbench.bench import parse_number_list
+
+    return parse_number_list("--request-rates", text, float, "numbers (requests per second)", "0.5,2,8")
 
 
 def load_options(*, backend: str | None = None, temperature: float | None = None, ignore_eos: bool | None = None,
@@ -80,7 +70,7 @@ def load_options(*, backend: str | None = None, temperature: float | None = None
             parse, or one of ``--sweep`` and ``--sweep-values`` without the other; each
             message names the option.
     """
-    from workbench.bench import ROUTES, SWEEP_DIMENSIONS
+    from workbench.bench import ROUTES, SWEEP_DIMENSIONS, parse_number_list
 
     if backend is not None and backend not in ROUTES:
         raise ConfigError(f"--backend must be one of {', '.join(ROUTES)} (SGLang's native /generate, or the "
@@ -92,9 +82,9 @@ def load_options(*, backend: str | None = None, temperature: float | None = None
         raise ConfigError("--sweep and --sweep-values go together, e.g. --sweep output_len --sweep-values 128,2048")
     values = None
     if sweep_values is not None:
-        values = (_parse_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
+        values = (parse_number_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
                   if sweep == "temperature" else
-                  _parse_list("--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"))
+                  parse_number_list("--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"))
     given = {"backend": backend, "temperature": temperature, "ignore_eos": ignore_eos, "input_len": input_len,
              "sweep": sweep, "sweep_values": values}
     return {k: v for k, v in given.items() if v is not None}
@@ -210,7 +200,7 @@ def bench_command(
         if resume.stored:
             typer.echo(resume.line(), err=True)
 
-    with _level_lines(progress):
+    with _level_lines(progress), warnings.catch_warnings(record=True) as caught:  # shown below, one line each
         paths = benchmark_variants(
             variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
             gpus=gpus, host=host, engine=engine,
@@ -218,16 +208,43 @@ def bench_command(
             requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
             max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append,
             on_resume=on_resume, load=load, **optional)
-    for line in summary_lines(_means(paths, sweep), sweep):
-        typer.echo(line)
-    for note in _crossovers(paths, variants or [], sweep, baseline):
-        typer.echo(note)
+    for line in _warning_lines(caught, failed={f.variant for f in failures}):
+        typer.echo(line, err=True)
+    measured = [p for p, n in zip(paths, _units(paths)) if n]
+    if measured:
+        for line in summary_lines(_means(measured, sweep), sweep):
+            typer.echo(line)
+        for note in _crossovers(measured, variants or [], sweep, baseline):
+            typer.echo(note)
+        for note in schedule_lines(measured):
+            typer.echo(note, err=True)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     typer.echo(_tally(paths, opened.values()))
-    for failure in failures:
-        typer.echo(f"FAILED {failure.variant} ({failure.kind}); run {failure.run}:\n{failure.message}", err=True)
+    for failure in failures:  # one line each: the kind, what to do, what the run keeps (details: its manifest)
+        typer.echo(f"error: {failure.line()}", err=True)
     if failures:
         raise typer.Exit(code=1)
+
+
+def _units(paths: list[Path]) -> list[int]:
+    """Units (level x repeat) each run holds."""
+    from workbench.store import load_run
+
+    return [len(load_run(p).manifest.get("units_completed") or []) for p in paths]
+
+
+def _warning_lines(caught: list[Any], *, failed: set[str]) -> list[str]:
+    """``warning: <message>`` per warning the sweep raised (no source path), first line of each; the
+    "server failed" warnings of ``failed`` variants are left out (their ``error:`` line says it)."""
+    lines = []
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            continue
+        text = str(w.message)
+        if any(text.startswith(f"{name}: server failed (") for name in failed):
+            continue
+        lines.append(f"warning: {text.splitlines()[0] if text else w.category.__name__}")
+    return list(dict.fromkeys(lines))
 
 
 def _level_lines(progress: bool | None) -> Any:
@@ -245,6 +262,25 @@ def _level_lines(progress: bool | None) -> Any:
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="workbench-bench-"))
     stack.enter_context(progress_lines(Path(folder) / "progress", stream=sys.stderr))
     return stack
+
+
+def schedule_lines(paths: list[Path]) -> list[str]:
+    """One ``WARNING`` line per stored simulated level whose timings are not the model's
+    (``sim_schedule_problem``, :func:`workbench.bench.schedule_problem`), naming the variant and level."""
+    from workbench.store import load_runs
+
+    _, levels = load_runs(paths)
+    if "sim_schedule_problem" not in levels:
+        return []
+    lines = []
+    for row in levels[levels["sim_schedule_problem"].notna()].to_dict("records"):
+        repeat = f" repeat {int(row['repeat']) + 1}" if row.get("repeat", 0) == row.get("repeat", 0) else ""
+        rate = row.get("request_rate_req_s")
+        level = (f"request rate {rate:g} req/s" if isinstance(rate, float) and math.isfinite(rate)
+                 else f"concurrency {int(row['concurrency'])}")
+        lines.append(f"WARNING {row['variant']} {level}{repeat}: figures not the model's: "
+                     f"{row['sim_schedule_problem']}")
+    return lines
 
 
 def _tally(paths: list[Path], opened: Any) -> str:

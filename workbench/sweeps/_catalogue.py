@@ -281,7 +281,8 @@ def export_runs(runs: Iterable[str | Path] | None = None, *, out: str | Path | N
     Args:
         runs: run ids, prefixes or directories; None: every run in the runs folder
             (unreadable ones are left out with a warning naming them).
-        out: a CSV file to write (relative: to the current directory); None: write nothing.
+        out: a CSV file to write (relative: to the current directory) in a folder that exists
+            (none is created: a mistyped path must not grow a tree); None: write nothing.
         requests: the request rows (one per request) instead of the level rows (one per
             level and repeat); list columns become JSON text.
         runs_dir: the runs folder.
@@ -290,19 +291,29 @@ def export_runs(runs: Iterable[str | Path] | None = None, *, out: str | Path | N
         The table written.
 
     Raises:
-        ConfigError: a named run does not exist, or no run has rows.
+        ConfigError: a named run does not exist, no run has rows, or ``out``'s folder does not exist
+            or ``out`` is a folder (checked before any run is read).
         HostError: ``out`` cannot be written.
     """
     import warnings
 
+    target = None if out is None else _export_target(Path(out).expanduser())
     table, skipped = export_tables(list(runs) if runs else None, root=runs_dir, requests=requests)
     for line in skipped:
         warnings.warn(f"left out of the export: {line}", stacklevel=2)
-    if out is not None:
-        target = Path(out).expanduser()
+    if target is not None:
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
             table.to_csv(target, index=False)
         except OSError as exc:
             raise HostError(f"Cannot write {target}: {exc.strerror or exc}") from exc
     return table
+
+
+def _export_target(target: Path) -> Path:
+    """``target`` when it can be a CSV file in an existing folder; else the :class:`ConfigError` saying so."""
+    if target.is_dir():
+        raise ConfigError(f"--out {target} is a folder; name a CSV file in it, e.g. {target / 'runs.csv'}")
+    if not target.parent.is_dir():
+        raise ConfigError(f"--out {target}: folder {target.parent} does not exist (nothing is created); create it "
+                          "first or name a file in an existing folder")
+    return target

@@ -8,12 +8,15 @@ on disk). Reading the runs back is :func:`workbench.studies.load_study`.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import inspect
+import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,14 +24,14 @@ from workbench import paths
 from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
                              start_host_sweep)
 from workbench.engines import Engine, resolve_engine
-from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError
+from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
 from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import load_run, open_run, runs_root, sweep_identity
+from workbench.store import load_run, open_run, sweep_identity, writable_runs_root
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
-                                load_variant, parameters_given, prepare_launch)
+                                Finding, load_variant, parameters_given, preflight, prepare_launch)
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
 LEVEL_LOG_LINES = 5000
@@ -48,6 +51,7 @@ class _Sweep:
     identity: str
     root: Path
     progress: bool
+    preflight: list[Finding]
 
     def sim_options(self, repeat: int) -> dict[str, Any] | None:
         """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
@@ -65,12 +69,24 @@ class SweepFailure:
         kind: the failure's class from the server log (``workbench.servers`` kinds:
             ``out_of_memory``, ``cuda_graph``, ..., ``unknown``).
         message: what went wrong, with the server log's tail.
+        suggestion: what to do about it (the classification's advice; '' when none).
+        measured: units (level x repeat) its run holds; 0 when the server failed before the first.
     """
 
     variant: str
     run: Path
     kind: str
     message: str
+    suggestion: str = ""
+    measured: int = 0
+
+    def line(self) -> str:
+        """One line for a terminal: the variant, the failure's kind, what to do, and what its run keeps."""
+        kept = (f"{self.measured} level(s) measured before it are kept in {self.run}; running the same sweep again "
+                "resumes it" if self.measured else
+                f"nothing was measured; its run {self.run} is marked failed (`workbench runs delete` removes it)")
+        return (f"{self.variant}: the server failed ({self.kind}): {self.suggestion or 'see its log tail in the run manifest'}"
+                f" ({kept})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,14 +165,15 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats, **dict(args["load"] or {}))
     _warn_graph_below_concurrency(v, plan)
+    checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
     options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
                                "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=runs_root(args["runs_dir"]),
-                  progress=progress_bars(args["progress"]))
+                  identity=identity, root=writable_runs_root(args["runs_dir"]),
+                  progress=progress_bars(args["progress"]), preflight=checked)
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -255,10 +272,9 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             return run.path
         desc = v.name if repeats is None or plan.repeats == 1 else \
             f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
-        # Pre-flight checks and the (patched) tree first; the tree is removed after the server stops.
-        with prepare_launch(v, host=sweep.host, engine=eng) as prep, \
-                ServerHandle.start(prep.launch_variant, host=sweep.host, engine=eng,
-                                   sim_options=sweep.sim_options(todo[0][0])) as server:
+        # The (patched) tree first (the pre-flight ran in _prepare); the tree is removed after the server stops.
+        with prepare_launch(v, host=sweep.host, engine=eng, findings=sweep.preflight) as prep, \
+                _started_server(sweep, prep.launch_variant, todo[0][0]) as server:
             info = server.server_info()
             report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
             run.record_server(
@@ -336,6 +352,21 @@ class _LevelSink:
                     label=self.sweep.plan.unit_label(level.unit))
 
 
+#: Held while a server starts: the servers of parallel passes start one at a time, since a start is
+#: CPU-bound (imports, the tokenizer, the prompt set) and would hold up the levels already measuring.
+_STARTING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _started_server(sweep: _Sweep, variant: Variant, repeat: int) -> Iterator[ServerHandle]:
+    """``variant``'s server for ``sweep``, started (one start at a time, :data:`_STARTING`) and stopped."""
+    with _STARTING:
+        server = ServerHandle.start(variant, host=sweep.host, engine=sweep.engine,
+                                    sim_options=sweep.sim_options(repeat))
+    with server:
+        yield server
+
+
 def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
     """Keep ``level`` apart as failed (not a measured unit) and stop the pass with a BenchmarkError.
 
@@ -345,7 +376,8 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
     sweep stops marching into further levels of that server.
     """
     tail = server.logs_tail(30)
-    failure = classify_failure(tail) if alive else server_died(tail)
+    launch = server.launch_text  # the env and command: a tail that repeats neither is still classified
+    failure = classify_failure(tail, launch=launch) if alive else server_died(tail, launch=launch)
     first_error = str(level.requests["error"].dropna().iloc[0])
     failed = int(level.requests["error"].notna().sum())
     state = "still running" if alive else "no longer running"
@@ -363,7 +395,7 @@ def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, vari
         f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
         f"not charted) and no further level of this server is measured. Measured levels are kept in {run.path}; "
         f"running the same sweep again resumes it. Server log tail:\n{tail}")
-    error.kind, error.log_tail = failure.kind, tail  # read by _failure, as a ServerStartError's
+    error.kind, error.log_tail, error.suggestion = failure.kind, tail, failure.suggestion  # read by _failure
     raise error
 
 
@@ -516,6 +548,7 @@ def benchmark_variants(
     on_failure: Callable[[SweepFailure], None] | None = None,
     grid: str | Path | Mapping[str, Any] | None = None,
     on_resume: Callable[[SweepResume], None] | None = None,
+    parallel: int | None = None,
     **kwargs: Any,
 ) -> list[Path]:
     """:func:`benchmark_variant` for each variant, repeat by repeat, alternating their order.
@@ -524,6 +557,12 @@ def benchmark_variants(
     given order again, ...: one server per (repeat, variant), so drift over time (a
     warming host, another tenant) does not favour whichever variant always runs first.
     Every variant and parameter is validated before the first server is launched.
+
+    With ``parallel`` > 1 (the simulated engine on this machine only) up to that many of a
+    repeat's passes run at once, each with its own server and its own load generator (a
+    thread of this process): the repeats still run one after the other, and a level whose
+    server could not keep to its schedule because the CPU was busy says so in its
+    ``sim_behind_schedule_wall_s`` (docs/PERFORMANCE.md gives the fidelity measured so).
 
     A server that fails (never ready, or dead mid-sweep) is reported with its log's
     classification and tail (a :class:`UserWarning`, and ``on_failure``), its run keeps
@@ -543,6 +582,9 @@ def benchmark_variants(
             after ``variants``, each checked first against the SGLang it would run
             (:func:`workbench.variants.expand_grid`, with the template parameters in
             ``kwargs``); refused points are named with the reason in a :class:`UserWarning`.
+        parallel: passes measured at once within a repeat (default None: 1, one after the
+            other). Above 1 only on the simulated engine on this machine: on a GPU host the
+            servers would share its GPUs.
         kwargs: :func:`benchmark_variant`'s other keyword arguments.
 
     Returns:
@@ -551,7 +593,8 @@ def benchmark_variants(
 
     Raises:
         ConfigError: no variants and no grid, an unknown variant or bad file, a variant
-            named twice, a grid whose every point is refused, or an invalid parameter.
+            named twice, a grid whose every point is refused, an invalid parameter, or
+            ``parallel`` > 1 on a real engine or another host.
         HostError: the host or the runs folder cannot be used (DiskFullError: no room).
     """
     chosen: list[str | Path | Variant] = list(variants or [])
@@ -571,18 +614,30 @@ def benchmark_variants(
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(f"variant(s) {twice} named twice (runs and charts are keyed by name); name each once")
+    at_once = _parallel_passes(parallel, sweeps)
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
     started: set[int] = set()
     for repeat in range(sweeps[0].plan.repeats):
         order = list(range(len(sweeps))) if repeat % 2 == 0 else list(reversed(range(len(sweeps))))
-        for i in order:
-            if i in failed:
-                continue
+
+        def one_pass(i: int, repeat: int = repeat) -> tuple[int, Path | None, _PassFailed | None]:
             try:
-                paths[i] = _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
-                                     on_open=on_resume if i not in started else None)
+                return i, _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
+                                    on_open=on_resume if i not in started else None), None
             except _PassFailed as exc:
+                return i, None, exc
+
+        todo = [i for i in order if i not in failed]
+        if at_once > 1:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+                outcomes: Any = list(pool.map(one_pass, todo))
+        else:
+            outcomes = map(one_pass, todo)  # lazily: one pass after the other
+        for i, path, exc in outcomes:
+            if exc is None:
+                paths[i] = path
+            else:
                 failure = _failure(sweeps[i], exc.run, exc.error)
                 failed[i] = failure
                 paths[i] = failure.run
@@ -594,9 +649,33 @@ def benchmark_variants(
     return [paths[i] for i in range(len(sweeps))]
 
 
+def _parallel_passes(parallel: Any, sweeps: Sequence[_Sweep]) -> int:
+    """How many passes :func:`benchmark_variants` runs at once: ``parallel`` checked (None: 1).
+
+    Raises:
+        ConfigError: not a whole number >= 1, or above 1 for a real engine or another host.
+    """
+    if parallel is None:
+        return 1
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ConfigError(f"parallel must be a whole number >= 1 (passes measured at once), got {parallel!r}")
+    if parallel > 1 and not all(s.engine.simulated and is_local(s.host) for s in sweeps):
+        raise ConfigError(f"parallel={parallel} needs the simulated engine on this machine: servers on a GPU host "
+                          "would share its GPUs and time each other; leave parallel at 1 (or None) there")
+    return parallel
+
+
 def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     """What a failed pass of ``sweep`` leaves: its run and the classified error."""
-    kind = getattr(exc, "kind", None) or classify_failure(str(exc)).kind
+    classified = classify_failure(str(exc))
+    kind = getattr(exc, "kind", None) or classified.kind
+    suggestion = getattr(exc, "suggestion", None) or (classified.suggestion if classified.kind == kind else "")
     tail = getattr(exc, "log_tail", "")
     message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
-    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message)
+    try:
+        measured = len(load_run(run).manifest.get("units_completed") or [])
+    except WorkbenchError:
+        measured = 0
+    return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message, suggestion=suggestion,
+                        measured=measured)
+

@@ -34,19 +34,31 @@ def list_command(
     all_columns: Annotated[bool, typer.Option("--all-columns", help="Every column (path, times, tool...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run.")] = False,
 ) -> None:
-    """List every run, oldest first, with its state (complete, incomplete, failed, running, unreadable, ...).
+    """List every run, oldest first, with its state (complete, incomplete, failed, running, broken, ...).
+
+    A runs folder that does not exist is said so (exit 1), apart from one that holds no run (exit 0).
 
     Oldest first by start time; an imported run whose file has no measurement time by the time it
     was imported; folders without a readable manifest last.
     """
+    from workbench.errors import ConfigError
+    from workbench.store import runs_root, runs_root_source
     from workbench.sweeps._catalogue import list_runs
 
+    base, source = runs_root(runs_dir), runs_root_source(runs_dir)
+    if base.exists() and not base.is_dir():
+        raise ConfigError(f"The runs folder {base} (from {source}) is a file, not a folder: point --runs-dir or "
+                          "WORKBENCH_RUNS_DIR at the folder your runs are in")
+    if not base.exists():
+        typer.echo(f"no runs folder: {base} (from {source}) does not exist; `workbench bench`, `workbench import` "
+                   "or a notebook creates it, or point --runs-dir at the folder your runs are in", err=True)
+        raise typer.Exit(code=1)
     table = list_runs(runs_dir)
     if as_json:
         typer.echo(table.to_json(orient="records", indent=1))
         return
     if not len(table):
-        typer.echo("no runs stored" + (f" in {runs_dir}" if runs_dir else ""))
+        typer.echo(f"no runs stored in {base} (the folder exists and holds no run)")
         return
     shown = table if all_columns else table[list(_SHOWN)]
     typer.echo(shown.astype(object).where(shown.notna(), "").to_string(index=False))

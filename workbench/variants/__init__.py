@@ -20,6 +20,7 @@ _NAMES = {
     "Grid": "_grid",
     "grid_variants": "_grid",
     "GridExpansion": "_grid",
+    "findings_opening": "_findings",
     "findings_verdict": "_findings",
     "has_errors": "_findings",
     "LaunchTree": "_trees",
@@ -33,6 +34,7 @@ _NAMES = {
     "patch_diffs_html": "_notebook",
     "PatchCheck": "_patchfile",
     "patched_changes": "_patchcheck",
+    "preflight": "_preflight",
     "prepare_launch": "_preflight",
     "prepare_tree": "_trees",
     "PreparedLaunch": "_preflight",
@@ -64,6 +66,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants._grid import Grid as Grid
     from workbench.variants._grid import grid_variants as grid_variants
     from workbench.variants._grid import GridExpansion as GridExpansion
+    from workbench.variants._findings import findings_opening as findings_opening
     from workbench.variants._findings import findings_verdict as findings_verdict
     from workbench.variants._findings import has_errors as has_errors
     from workbench.variants._trees import LaunchTree as LaunchTree
@@ -77,6 +80,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants._notebook import patch_diffs_html as patch_diffs_html
     from workbench.variants._patchfile import PatchCheck as PatchCheck
     from workbench.variants._patchcheck import patched_changes as patched_changes
+    from workbench.variants._preflight import preflight as preflight
     from workbench.variants._preflight import prepare_launch as prepare_launch
     from workbench.variants._trees import prepare_tree as prepare_tree
     from workbench.variants._preflight import PreparedLaunch as PreparedLaunch

@@ -27,7 +27,7 @@ from typing import Any, Literal, cast
 import pandas as pd
 
 from workbench.engines import Engine, get_engine, resolve_engine
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import ConfigError, HostAuthError, HostKeyError, WorkbenchError
 from workbench.hosts import Host, get_host
 from workbench.hosts import call_helper
 from workbench.hosts import host_python
@@ -206,6 +206,10 @@ def check_variant(
         try:
             out += check_resources(variant, host=run_host, engine=resolve_engine(run_host, engine),
                                    resolved=resolved)  # fmt: skip
+        except (HostKeyError, HostAuthError) as exc:  # the host refuses us: nothing can run there, an error
+            out.append(Finding("error", name, None, f"the host refused the connection: {exc}",
+                               "fix the host key or credentials as the message says, then check again",
+                               "host"))  # fmt: skip
         except WorkbenchError as exc:
             out.append(Finding("warning", name, None, f"host resources not checked: {exc}",
                                "check that the host is reachable", "resources"))  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from workbench.markup import literal
+from workbench.markup import code, literal
 
 Severity = Literal["error", "warning", "info"]
 
@@ -116,11 +116,7 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
     against = f"against SGLang {literal(checked_against)}" if checked_against else "each against its own SGLang version"
     lines = [f"**Verdict** — {len(names)} variant(s) checked {against}, before anything is launched: "
              f"{count_line(items)}.", ""]
-    errors: dict[str, Finding] = {}
-    for f in items:
-        if f.severity == "error" and " vs " not in f.variant:
-            errors.setdefault(f.variant, f)
-    starting = [n for n in names if n not in errors]
+    starting, errors, fair, pairs = _sorted_out(items, names, baseline)
     if starting:
         lines.append(f"- **Would start**: {literal(', '.join(starting))}.")
     if errors:
@@ -128,12 +124,6 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
                             f"{e.problem.split('. ')[0].rstrip('.')})"
                             for n, e in errors.items())
         lines.append(f"- **Would not start**: {failing}.")
-    pairs: dict[str, list[str]] = {}
-    for f in items:
-        if " vs " in f.variant and f.severity in ("warning", "error"):
-            pairs.setdefault(f.variant.split(" vs ")[0], []).append(f.flag or f.check)
-    compared = [n for n in names if n != baseline and any(f.variant == f"{n} vs {baseline}" for f in items)]
-    fair = [n for n in compared if n not in pairs]
     if fair:
         lines.append(f"- **Like-for-like with {literal(baseline)}** (differ only in speculation): "
                      f"{literal(', '.join(fair))}.")
@@ -143,3 +133,43 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
                      "what SGLang itself changes (the 48 cap, overlap off under spec v1) can be matched on the "
                      "baseline only in part (`baseline-cap48` matches the cap).")
     return "\n".join(lines)
+
+
+def _sorted_out(items: list[Finding], names: list[str], baseline: str
+                ) -> tuple[list[str], dict[str, Finding], list[str], dict[str, list[str]]]:
+    """(variants that would start, the first error of each that would not, the speculative variants
+    like-for-like with ``baseline``, the others with the flags that differ)."""
+    errors: dict[str, Finding] = {}
+    for f in items:
+        if f.severity == "error" and " vs " not in f.variant:
+            errors.setdefault(f.variant, f)
+    starting = [n for n in names if n not in errors]
+    pairs: dict[str, list[str]] = {}
+    for f in items:
+        if " vs " in f.variant and f.severity in ("warning", "error"):
+            pairs.setdefault(f.variant.split(" vs ")[0], []).append(f.flag or f.check)
+    compared = [n for n in names if n != baseline and any(f.variant == f"{n} vs {baseline}" for f in items)]
+    return starting, errors, [n for n in compared if n not in pairs], pairs
+
+
+def findings_opening(findings: Iterable[Finding], *, variants: Iterable[str], baseline: str = "baseline") -> str:
+    """The report's first lines: at most five short sentences on which variants would start, which
+    pairs are like-for-like, the caveat that matters most, and that nothing was launched (markdown).
+
+    Args:
+        findings, variants, baseline: as :func:`findings_verdict`.
+    """
+    items, names = list(findings), list(variants)
+    starting, errors, fair, pairs = _sorted_out(items, names, baseline)
+    sentences = [f"{len(starting)} of {len(names)} variants would start"
+                 + (f"; {', '.join(code(n) for n in errors)} would not (see its finding)." if errors else ".")]
+    if fair:
+        sentences.append(f"Like-for-like with {code(baseline)}: {', '.join(code(n) for n in fair)}.")
+    if pairs:
+        sentences.append(f"Not like-for-like with {code(baseline)}: "
+                         + "; ".join(f"{code(n)} ({literal(', '.join(dict.fromkeys(flags)))})"
+                                     for n, flags in pairs.items()) + ".")
+    sentences.append("These are checks of SGLang's source: a server can still fail at start (memory, CUDA graphs).")
+    sentences.append("Nothing was launched or measured.")
+    return "**In short** — " + " ".join(sentences[:5])
+

@@ -8,14 +8,19 @@ wraps a server in::
             extra = prep.manifest_extra(server_info=..., log_text=..., launch_command=server.command)
     # the isolated tree is removed here
 
-What happens depends on the engine (:class:`workbench.engines.Engine`). On an
-engine that runs SGLang's code (``runs_sglang_code``: SGLang itself) every check
-runs and errors found before launch raise :class:`ConfigError` (the message lists
-them); the variant is launched from its tree (a patched worktree or release copy,
-see :mod:`workbench.variants._trees`). On the simulated engine nothing of SGLang
-runs: only host resources are checked, patches are recorded (text and sha256) but
-not applied, and the variant's ``sim_policy`` stands in for them, labelled as such
-in the manifest (``sim_stand_in``) and in every stored row.
+Every engine gets the same pre-flight (:func:`preflight`): every check of
+:func:`workbench.variants._check.check_variant`, the one the notebooks run, against the
+SGLang the variant targets (the host's installed SGLang for the real engine, the release
+the simulator emulates otherwise); errors raise :class:`ConfigError` (the message lists
+them) before anything launches, so a simulated run is never stored as a run of a release
+that would refuse the variant. What differs is after it (:class:`workbench.engines.Engine`).
+On an engine that runs SGLang's code (``runs_sglang_code``: SGLang itself) the variant is
+launched from its tree (a patched worktree or release copy, see
+:mod:`workbench.variants._trees`). On the simulated engine nothing of SGLang runs:
+patches are recorded (text and sha256) but not applied, and the variant's ``sim_policy``
+stands in for them, labelled as such in the manifest (``sim_stand_in``) and in every
+stored row; a release whose flags cannot be read (offline, no cached wheel) is a warning
+there, since the simulator does not need it.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ from workbench.variants._check import check_variant
 from workbench.variants._effective import confirm_effective, effective_settings
 from workbench.variants._findings import Finding, has_errors, sort_findings
 from workbench.variants._patchfile import load_patch
-from workbench.variants._resources import check_resources
 from workbench.variants._trees import LaunchTree, prepare_tree
 
 #: Lines of the server log read for :func:`confirm_effective` (fallbacks are logged at start-up).
@@ -126,6 +130,29 @@ class PreparedLaunch:
         return dataclasses.replace(level, requests=requests, info=info)
 
 
+def preflight(variant: Variant, *, host: str | Host = "local", engine: str | Engine | None = None) -> list[Finding]:
+    """The pre-flight checks of ``variant`` on ``host`` and ``engine``: the findings, or the refusal.
+
+    The same checks on every engine (the module docstring): flags, spec rules, patches and host
+    resources (:func:`workbench.variants._check.check_variant`).
+
+    Raises:
+        ConfigError: the checks found errors (listed in the message, which says nothing was launched),
+            or the engine name is unknown.
+    """
+    h = get_host(host)
+    eng = resolve_engine(h, engine)
+    findings = check_variant(variant, host=h, engine=eng).findings
+    if not eng.runs_sglang_code:  # the simulator needs no SGLang source: an unreadable release only limits the check
+        findings = [dataclasses.replace(f, severity="warning", fix=f"{f.fix}; the flags were not checked")
+                    if f.check == "target" and f.severity == "error" else f for f in findings]
+    if has_errors(findings):
+        lines = "\n".join(f.line() for f in sort_findings(findings) if f.severity == "error")
+        raise ConfigError(f"Pre-flight checks of variant {variant.name!r} for host {h.name!r} ({eng.name}) found "
+                          f"errors; nothing was launched:\n{lines}")  # fmt: skip
+    return findings
+
+
 @contextlib.contextmanager
 def prepare_launch(
     variant: Variant,
@@ -134,6 +161,7 @@ def prepare_launch(
     engine: str | Engine | None = None,
     python: str | None = None,
     check: bool = True,
+    findings: list[Finding] | None = None,
 ) -> Iterator[PreparedLaunch]:
     """Check ``variant`` for ``host`` and ``engine``, prepare its tree, and remove the tree afterwards.
 
@@ -141,11 +169,12 @@ def prepare_launch(
         variant: the variant.
         host: where it will run.
         engine: the engine, a name or an Engine (default: the host's,
-            :func:`workbench.engines.resolve_engine`). The simulated engine: host resources
-            only (missing paths are warnings); patches recorded, not applied. SGLang: every
-            check of :func:`workbench.variants._check.check_variant`, then the patched tree.
+            :func:`workbench.engines.resolve_engine`). Every engine: :func:`preflight`. The
+            simulated engine: patches recorded, not applied. SGLang: then the patched tree.
         python: the host's interpreter for the server (default: see :func:`host_python`).
         check: run the pre-flight checks (default True).
+        findings: the findings of a :func:`preflight` already run for this variant, host and
+            engine (a sweep checks every variant before its first launch); not checked again.
 
     Raises:
         ConfigError: the checks found errors (listed in the message), a patch does not apply,
@@ -154,15 +183,8 @@ def prepare_launch(
     h = get_host(host)
     eng = resolve_engine(h, engine)
     py = host_python(h, python)
-    findings: list[Finding] = []
-    if check and eng.runs_sglang_code:
-        findings = check_variant(variant, host=h, engine=eng).findings
-    elif check:
-        findings = check_resources(variant, host=h, engine=eng)
-    if has_errors(findings):
-        lines = "\n".join(f.line() for f in sort_findings(findings) if f.severity == "error")
-        raise ConfigError(f"Pre-flight checks of variant {variant.name!r} for host {h.name!r} ({eng.name}) found "
-                          f"errors; nothing was launched:\n{lines}")  # fmt: skip
+    if findings is None:
+        findings = preflight(variant, host=h, engine=eng) if check else []
     tree = prepare_tree(variant, host=h, python=py) if eng.runs_sglang_code else None
     try:
         installed = None

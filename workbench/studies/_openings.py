@@ -1,0 +1,225 @@
+"""The few sentences that open a report: the answer a person reads in ten seconds.
+
+Each report opens with at most :data:`MAX_SENTENCES` short plain sentences (markdown, one paragraph):
+what to run at which concurrency, where speculation stops paying (with its interval), the one caveat
+that matters most, and whether the figures are simulated or measured. The detail (the verdict's
+per-variant lines, the tables) follows below them, unchanged. Every sentence is written from the same
+tables the detail uses (``tests/test_openings.py`` checks the facts against them and counts the words).
+The inspect-source and variants reports' openings live beside their verdicts
+(:func:`workbench.source.inspection_opening`, :func:`workbench.variants.findings_opening`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from workbench.analysis import bracket_levels, levels_text
+from workbench.markup import code, literal
+
+__all__ = ["MAX_SENTENCES", "calibration_opening", "policy_opening", "study_opening", "what_if_opening"]
+
+#: The most sentences an opening has.
+MAX_SENTENCES = 5
+
+#: How an opening starts (the tests find it by this).
+LEAD = "**In short** — "
+
+
+def _listed(levels: list[Any]) -> str:
+    """``"1, 4, 16 and 32"``."""
+    return _and([str(c) for c in levels])
+
+
+def _and(parts: list[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _join(sentences: list[str]) -> str:
+    return LEAD + " ".join(s for s in sentences[:MAX_SENTENCES] if s)
+
+
+def _interval_words(interval: Any, measured: list, *, who: str, against: str, words: str = "concurrency",
+                    unit: str = "") -> str:
+    """Where ``who`` stops paying against ``against``, from a :class:`workbench.analysis.CrossoverInterval`
+    (``words`` and ``unit``: the load's, e.g. ``"request rate"`` and ``" req/s"``)."""
+    if interval.kind == "claimed":
+        lo, hi = bracket_levels(interval.concurrency, measured)
+        return (f"{code(who)} stops paying between {words} {lo:g} and {hi:g}{unit} (≈ {interval.concurrency:.0f}, "
+                f"95% interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n}).")
+    if interval.kind == "not_claimed":
+        return f"Where {code(who)} stops paying against {code(against)} cannot be pinned down: the 95% intervals overlap."
+    if interval.kind == "not_tested":
+        return f"Where {code(who)} stops paying is not tested (n={interval.n}; 3 repeats are needed)."
+    return ""
+
+
+# -- spec_vs_baseline -------------------------------------------------------------------------------
+def _runs_of(policy: pd.DataFrame, load: str = "concurrency") -> list[tuple[str, list]]:
+    """The policy's best variant as runs of consecutive levels (of the ``load`` column):
+    ``[(variant, [levels...]), ...]``."""
+    out: list[tuple[str, list]] = []
+    for variant, c in zip(policy["best_variant"], policy[load]):
+        if out and out[-1][0] == variant:
+            out[-1][1].append(c)
+        else:
+            out.append((variant, [c]))
+    return out
+
+
+def _at(study: Any, levels: str) -> str:
+    """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: the study's load words."""
+    axis = study.load_axis
+    return f"{axis.words} {levels}{axis.unit}"
+
+
+def _lead_spec(study: Any) -> str | None:
+    """The speculative variant the opening speaks of: the one best at the lowest level, else the one with
+    the highest output-throughput ratio there."""
+    if not study.spec_variants:
+        return None
+    pol = study.policy()
+    first = pol.sort_values(study.load)["best_variant"].iloc[0]
+    if first in study.spec_variants:
+        return first
+    ratios = {s: study.ratios(s).sort_values(study.load)["output_throughput_tok_s_ratio"].iloc[0]
+              for s in study.spec_variants if "output_throughput_tok_s" in study.compared(s)}
+    return max(ratios, key=lambda s: ratios[s]) if ratios else None
+
+
+def _study_caveat(study: Any, spec: str | None) -> str:
+    """The caveat that matters most: a setting that differs beyond speculation (the lead pair's first,
+    else any pair's), else that the levels between the measured ones are not measured."""
+    unfair = study.comparability()
+    differs = unfair[~unfair["setting"].str.startswith("preflight")]
+    lead = differs[differs["variant"] == spec]
+    if len(lead) or len(differs):
+        r = (lead if len(lead) else differs).iloc[0]
+        return (f"Caveat: {code(r.variant)} differs from {code(study.baseline)} beyond speculation ({literal(r.setting)}), so that "
+                "pair is not like-for-like.")
+    measured = sorted(study.levels[study.load].unique())
+    return (f"Caveat: {study.load_axis.words} was measured only at {_listed([f'{c:g}' for c in measured])}"
+            f"{study.load_axis.unit}, so a switch point lies between two measured levels.")
+
+
+def _provenance_sentence(study: Any) -> str:
+    n = study.max_repeats
+    if not study.simulated:
+        hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
+        return f"Measured on {', '.join(hosts) or 'the host'} with n={n} repeats per level."
+    behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
+    scale = study.time_scale
+    return (f"All figures are SIMULATED ({scale:g}x real time, n={n} repeats; {int((behind > 0).sum())} of "
+            f"{len(study.levels)} level measurements fell behind schedule), not GPU measurements.")
+
+
+def study_opening(study: Any) -> str:
+    """The spec-versus-baseline report's opening (markdown, at most :data:`MAX_SENTENCES` sentences).
+
+    In order: what to run at which concurrency (:meth:`Study.policy`, highest total output
+    throughput); where the lead speculative variant stops paying against the baseline, with its
+    95% interval (:meth:`Study.crossover_intervals`); with the seed's pair, what the 48-request cap
+    accounts for of its gap (:meth:`Study.cap_split`); the caveat that matters most; simulated or
+    measured, with n and the levels that fell behind the simulator's schedule.
+    """
+    pol = study.policy()
+    measured = sorted(pol[study.load])
+    runs = _runs_of(pol, study.load)
+    plan = _and([f"{code(v)} at {_at(study, levels_text(levels, measured))}" for v, levels in runs[:3]])
+    sentences = [f"Run {plan}{'' if len(runs) <= 3 else ' (more switches in the table below)'}: the highest "
+                 "total output throughput there."]
+    spec = _lead_spec(study)
+    if spec is not None:
+        interval = study.crossover_intervals(spec).get("output_throughput_tok_s")
+        if interval is not None:
+            crossover = study.crossovers(spec)["output_throughput_tok_s"]
+            said = _interval_words(interval, measured, who=spec, against=study.baseline,
+                                   words=study.load_axis.words, unit=study.load_axis.unit)
+            if not said:
+                said = (f"{code(spec)} beats {code(study.baseline)} at every level up to {max(measured)}."
+                        if crossover.kind == "none_in_range" and pol["best_variant"].iloc[0] == spec else
+                        f"{code(spec)} never beats {code(study.baseline)} on total output throughput.")
+            sentences.append(said)
+    split = study.cap_split()
+    if split is not None:
+        sentences.append(split.sentence(*study.seed_pair, study.baseline))
+    sentences.append(_study_caveat(study, spec))
+    sentences.append(_provenance_sentence(study))
+    return _join(sentences)
+
+
+# -- dynamic_disable --------------------------------------------------------------------------------
+def policy_opening(study: Any) -> str:
+    """The dynamic-disable report's opening: the threshold (what to run where), where drafting stops
+    paying with its interval, the caveat of the measured levels, simulated or measured."""
+    t = study.threshold()
+    measured = sorted(int(c) for c in study.levels["concurrency"].unique())
+    if t.kind == "always":
+        what = f"Keep drafting with {code(t.spec)} at every measured concurrency (up to {max(measured)})."
+    elif t.kind == "never":
+        what = f"Do not draft: {code(t.baseline)} is ahead from concurrency {min(measured)}."
+    else:
+        what = f"Draft with {code(t.spec)} up to {t.no_draft_above} running requests, and run {code(t.baseline)} above."
+    sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline)]
+    sentences.append(f"Caveat: concurrency was measured only at {_listed(measured)}, and switching costs show "
+                     "only in the policy runs below.")
+    n = study.repeats
+    sentences.append(f"These figures are SIMULATED (n={n} repeats), not GPU measurements." if study.simulated else
+                     f"Measured with n={n} repeats per level.")
+    return _join(sentences)
+
+
+# -- calibration ------------------------------------------------------------------------------------
+def calibration_opening(study: Any, *, whatif: pd.DataFrame | None = None) -> str:
+    """The calibration report's opening: how well the fit predicts held-out GPU points, its largest
+    miss, the what-if's answer (where EAGLE-3 stops paying), the caveat, measured and simulated parts."""
+    from workbench.analysis import round_sig
+
+    summary = study.summary()
+    held = summary[summary["set"] == "held out"]
+    pts = study.points()
+    sentences = [f"The roofline fitted to {int(pts['fitted'].astype(bool).sum())} GPU points predicts the "
+                 f"{int((~pts['fitted'].astype(bool)).sum())} held-out ones with a median error of "
+                 f"{round_sig(float(pts.loc[~pts['fitted'].astype(bool), 'residual'].abs().median()) * 100, 2):g}%."]
+    if len(held):
+        worst = held.loc[held["median_abs_error_pct"].idxmax()]
+        sentences.append(f"It misses most on {worst['family']} at context {int(worst['context'])} "
+                         f"({round_sig(float(worst['median_abs_error_pct']), 2):g}% median).")
+    if whatif is not None and len(whatif):
+        variant, group = next(iter(whatif.sort_values("batch").groupby("variant", sort=False)))
+        behind = group[group["speedup"] < 1.0]
+        where = (f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())} "
+                 f"and {int(behind['batch'].iloc[0])}" if len(behind) else
+                 f"pays at every batch up to {int(group['batch'].max())}")
+        sentences.append(f"What-if (SIMULATED): {code(variant)} is {group['speedup'].iloc[0]:.2f}x plain decode at batch "
+                         f"{int(group['batch'].iloc[0])} and {where}.")
+    sentences.append("Caveat: attention was PyTorch SDPA, not SGLang's kernels, so long contexts say more about SDPA.")
+    sentences.append("The timings are MEASURED on a GPU; the fit and the what-if are the model's.")
+    return _join(sentences)
+
+
+# -- what_if ----------------------------------------------------------------------------------------
+def what_if_opening(wi: Any) -> str:
+    """The what-if report's opening: the recommended policy, the configuration that pays longest and
+    where it stops, the caveat (extrapolated acceptance), MODEL PREDICTION."""
+    pol = wi.policy()
+    chosen = pol[pol["recommended"].astype(bool)]
+    row = (chosen if len(chosen) else pol).iloc[0]
+    if row["policy"] != "adaptive tiers":  # a threshold, or topk-1 tiers: said as the policy table says them
+        sentences = [f"Run {row['settings']} ({row['policy']}, predicted)."]
+    else:  # the grid's tiers: the best configuration at each level
+        best = wi.best_table()
+        measured = sorted(int(c) for c in best["concurrency"])
+        spans = [f"{code(v)} at concurrency {levels_text(c, measured)}" for v, c in _runs_of(best)]
+        sentences = [f"Run {_and(spans)} (predicted best at each level)."]
+    xs = wi.crossover_table().dropna(subset=["crossover_concurrency"])
+    if len(xs):
+        best = xs.iloc[0]
+        sentences.append(f"The configuration that pays longest, {code(best['variant'])}, stops paying near concurrency "
+                         f"{best['crossover_concurrency']:.0f} (one prediction: no interval).")
+    sentences.append("Caveat: accept lengths are calibrated on the profile's own settings only; other settings' "
+                     "are extrapolated.")
+    sentences.append("Every figure is a MODEL PREDICTION: measure the chosen settings with `spec_vs_baseline`.")
+    return _join(sentences)
