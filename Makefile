@@ -35,7 +35,7 @@ help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
 	@echo "make test     mypy over workbench/, then the tests (installs chromium/openssh-server when root and missing)"
 	@echo "make lab      start JupyterLab on lab/ (working copies of notebooks/; 127.0.0.1) with the project's kernel (ARGS=...)"
-	@echo "make venv     create .venv and install the project (uv pip install -e '.[test]'; INSTALLER=pip for pip)"
+	@echo "make venv     create .venv and install the project (uv pip install -e '.[test,fleet]': Ray for the fleet tests; INSTALLER=pip for pip)"
 	@echo "make check-py312  install into a Python 3.12 venv ($(VENV312)), import everything, run a fast test subset"
 	@echo "make clean    remove reports/ and caches; make distclean also removes .venv"
 
@@ -68,10 +68,10 @@ INSTALLER ?= uv
 $(STAMP): pyproject.toml | $(BIN)/python
 ifeq ($(INSTALLER),uv)
 	$(BIN)/python -m pip install $(PIP_QUIET) uv
-	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q -e '.[test]'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q -e '.[test,fleet]'
 else
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
-	$(BIN)/python -m pip install $(PIP_QUIET) -e '.[test]'
+	$(BIN)/python -m pip install $(PIP_QUIET) -e '.[test,fleet]'
 endif
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench .venv)"
 	@touch $@

@@ -79,28 +79,45 @@ def measured(tmp_path_factory):
     return root, runs
 
 
-def test_spec_vs_baseline_shows_hostile_stored_names_and_imported_fields_as_text(measured, tmp_path) -> None:
+def test_spec_vs_baseline_shows_hostile_stored_names_as_text(measured, tmp_path) -> None:
     root, (baseline, spec) = measured
     old = tmp_path / "stored-before-the-rule"
     old.mkdir()
     hostile_baseline = _rename_run(baseline, old, variant=IMG, host=f"{SCRIPT} {LINK}")
+    out = tmp_path / "reports"
+    result = wb.run_notebook(NOTEBOOKS / "spec_vs_baseline.ipynb", out_dir=out, parameters={
+        "from_runs": [str(hostile_baseline), str(spec)], "runs_dir": str(root)})
+    _assert_safe(result.html, IMG, f"{SCRIPT} {LINK}")
 
-    records = [json.loads(line) for line in (FIXTURES / "imports/bench_serving/bs059_baseline_details.jsonl")
+
+def _import(tmp_path: Path, fixture: str, variant: str, *, attention_backend: str | None) -> Path:
+    """``fixture`` (a bench_serving JSONL) imported as ``variant`` by ``workbench import``, with a hostile
+    tag and, when given, a recorded ``attention_backend``; the stored run's directory."""
+    records = [json.loads(line) for line in (FIXTURES / "imports/bench_serving" / fixture)
                .read_text().splitlines() if line.strip()]
     for r in records:
         r["tag"] = TAG
-        r["server_info"]["attention_backend"] = SERVER_INFO  # a setting the comparability text names
-    jsonl = tmp_path / "bench_serving.jsonl"
+        if attention_backend is not None:
+            r["server_info"]["attention_backend"] = attention_backend
+    jsonl = tmp_path / f"{variant}.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
-    imported_root = tmp_path / "imported"  # the tag as the run's name is refused (tests/test_names.py)
-    done = CliRunner().invoke(app, ["import", str(jsonl), "--variant", "imported", "--runs-dir", str(imported_root)])
+    runs_root = tmp_path / "imported"  # the tag as the run's name is refused (tests/test_names.py)
+    before = set(runs_root.iterdir()) if runs_root.exists() else set()
+    done = CliRunner().invoke(app, ["import", str(jsonl), "--variant", variant, "--runs-dir", str(runs_root)])
     assert done.exit_code == 0, done.output
-    (imported,) = [p for p in imported_root.iterdir() if p.is_dir()]
+    (run,) = [p for p in set(runs_root.iterdir()) - before if p.is_dir()]
+    return run
 
+
+def test_spec_vs_baseline_shows_imported_fields_as_text(tmp_path) -> None:
+    # Both files hold the same workload (random-ids 256/32), so the study compares them; the spec
+    # arm's recorded attention backend is a setting the comparability text names.
+    base = _import(tmp_path, "bs059_baseline_details.jsonl", "imported-base", attention_backend="fa3")
+    spec = _import(tmp_path, "bs059_eagle3.jsonl", "imported-spec", attention_backend=SERVER_INFO)
     out = tmp_path / "reports"
     result = wb.run_notebook(NOTEBOOKS / "spec_vs_baseline.ipynb", out_dir=out, parameters={
-        "from_runs": [str(hostile_baseline), str(spec), str(imported)], "runs_dir": str(root)})
-    _assert_safe(result.html, IMG, f"{SCRIPT} {LINK}", SERVER_INFO)
+        "from_runs": [str(base), str(spec)], "baseline": "imported-base", "runs_dir": str(tmp_path / "imported")})
+    _assert_safe(result.html, SERVER_INFO)
 
 
 def test_variants_report_shows_a_variant_files_markup_as_text(tmp_path) -> None:

@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import functools
 import importlib
+import re
 import shutil
 import types
 from collections.abc import Callable, Iterator
@@ -510,3 +511,22 @@ def test_no_import_cycle(module_level_only: bool) -> None:
         if v not in index:
             connect(v)
     assert cycles == []
+
+
+#: Where Ray (the optional ``fleet`` extra) may be imported: the fleet modules of ``sweeps/`` only.
+_RAY_HOMES = re.compile(r"^workbench/sweeps/_fleet[a-z_]*\.py$")
+
+
+def test_only_the_fleet_modules_import_ray() -> None:
+    """The core and the GPU-host helpers (remote/) never import Ray: it is the ``fleet`` extra
+    (docs/FLEET.md), and a host runs the helpers with nothing but the standard library."""
+    found = []
+    for path in [*sorted(PACKAGE_DIR.rglob("*.py")), *sorted((PACKAGE_DIR.parent / "remote").rglob("*.py"))]:
+        where = path.relative_to(PACKAGE_DIR.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "ray" or n.startswith("ray.") for n in names) and not _RAY_HOMES.match(where):
+                found.append(f"{where}:{node.lineno}")
+    assert found == []
+    assert any(_RAY_HOMES.match(p.relative_to(PACKAGE_DIR.parent).as_posix()) for p in PACKAGE_DIR.rglob("*.py"))

@@ -108,10 +108,11 @@ def _provenance_sentence(study: Any) -> str:
     n = study.max_repeats
     if not study.simulated:
         hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
-        return f"Measured on {', '.join(hosts) or 'the host'} with n={n} repeats per level."
+        return f"Measured on {literal(', '.join(hosts)) or 'the host'} with n={n} repeats per level."
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
-    scale = study.time_scale
-    return (f"All figures are SIMULATED ({scale:g}x real time, n={n} repeats; {int((behind > 0).sum())} of "
+    scale = study.time_scale  # None for runs that recorded none (imports of a simulated server)
+    pace = f"{scale:g}x real time" if scale is not None else "time scale not recorded"
+    return (f"All figures are SIMULATED ({pace}, n={n} repeats; {int((behind > 0).sum())} of "
             f"{len(study.levels)} level measurements fell behind schedule), not GPU measurements.")
 
 

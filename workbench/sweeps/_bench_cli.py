@@ -166,6 +166,12 @@ def bench_command(
     grid: Annotated[Optional[str], typer.Option(
         "--grid", help="A grid (data/grids/NAME.toml or a file) of topk x num_steps x num_draft_tokens on a template "
         "variant: its points are measured after VARIANT..., each checked first (refused points are named).")] = None,
+    fleet: Annotated[Optional[str], typer.Option(
+        "--fleet", help="Run the (variant, repeat) units as Ray tasks on this Ray cluster (host:6379, or auto), as "
+        "many at once as its GPU slots allow; replaces --host (docs/FLEET.md; needs the fleet extra).")] = None,
+    one_unit_per_host: Annotated[bool, typer.Option(
+        "--one-unit-per-host", help="With --fleet: at most one unit at a time on each host (no neighbours sharing "
+        "its CPU, PCIe and memory bandwidth).")] = False,
 ) -> None:
     """Benchmark VARIANT... at each concurrency level, repeat by repeat, and print a summary.
 
@@ -174,9 +180,11 @@ def bench_command(
     levels are skipped, and a line per variant says how many are already on disk and in which
     run), --fresh starts anew. Prints, per variant and level (and swept value, with --sweep),
     n repeats and the mean with its 95% interval, then how many levels were measured now and
-    how many reused. Progress: bars on a terminal, else one line per level on stderr. Exit
+    how many reused. Progress: bars on a terminal, else one line per level on stderr (per unit,
+    with the host it ran on, with --fleet). Exit
     status 1 when a server failed (the others are still measured), 2 for bad input.
     """
+    from workbench.sweeps._fleet import Fleet
     from workbench.sweeps._investigation import benchmark_variants
 
     if not variants and grid is None:
@@ -192,6 +200,10 @@ def bench_command(
     optional: dict[str, Any] = {"prompt_set": prompt_set} if prompt_set is not None else {}
     if request_rates is not None:
         optional["request_rates"] = parse_rates(request_rates)
+    if fleet is not None:
+        optional["fleet"] = Fleet.of(Fleet(fleet, one_unit_per_host=one_unit_per_host))
+    elif one_unit_per_host:
+        raise ConfigError("--one-unit-per-host is a rule of a fleet; give --fleet ADDRESS too")
     failures: list[Any] = []
     opened: dict[str, Any] = {}
 

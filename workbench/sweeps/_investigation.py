@@ -29,7 +29,10 @@ from workbench.hosts import is_local
 from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import load_run, open_run, sweep_identity, writable_runs_root
+from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writable_runs_root
+from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, UnitOutcome, run_units
+from workbench.sweeps._fleet_hosts import host_summary, unit_entry
+from workbench.sweeps._fleet_record import UnitRecorder, replay
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 Finding, load_variant, parameters_given, preflight, prepare_launch)
 
@@ -240,18 +243,25 @@ def _run_pass(sweep: _Sweep, *, repeats: Sequence[int] | None, fresh: bool,
             marked failed (the units stored before are kept).
         ConfigError, HostError (DiskFullError): as :func:`benchmark_variant`.
     """
-    v, eng, plan = sweep.variant, sweep.engine, sweep.plan
+    opened = _open(sweep, fresh=fresh, on_open=on_open)
+    run = opened.writer
+    try:
+        return _measure_pending(sweep, run, opened.previous, repeats)
+    except (ServerError, BenchmarkError) as exc:
+        raise _PassFailed(run.path, exc) from exc
+
+
+def _open(sweep: _Sweep, *, fresh: bool, on_open: Callable[[SweepResume], None] | None = None) -> ResumedRun:
+    """Open (resume, or create) and lock the run of ``sweep``; ``on_open`` is told what it held."""
+    v, plan = sweep.variant, sweep.plan
     opened = open_run(v.name, identity=sweep.identity, label=sweep.label, fresh=fresh, root=sweep.root,
-                      engine=eng, host=sweep.host, plan=plan, time_scale=float(plan.time_scale),
+                      engine=sweep.engine, host=sweep.host, plan=plan, time_scale=float(plan.time_scale),
                       extra={"variant_definition": _variant_definition(v)})
     run = opened.writer
     if on_open is not None:
         on_open(SweepResume(v.name, run.path, stored=len(run.units_completed), total=len(plan.units()),
                             repeats=plan.repeats))
-    try:
-        return _measure_pending(sweep, run, opened.previous, repeats)
-    except (ServerError, BenchmarkError) as exc:
-        raise _PassFailed(run.path, exc) from exc
+    return opened
 
 
 class _PassFailed(Exception):
@@ -549,6 +559,7 @@ def benchmark_variants(
     grid: str | Path | Mapping[str, Any] | None = None,
     on_resume: Callable[[SweepResume], None] | None = None,
     parallel: int | None = None,
+    fleet: str | Fleet | None = None,
     **kwargs: Any,
 ) -> list[Path]:
     """:func:`benchmark_variant` for each variant, repeat by repeat, alternating their order.
@@ -585,6 +596,12 @@ def benchmark_variants(
         parallel: passes measured at once within a repeat (default None: 1, one after the
             other). Above 1 only on the simulated engine on this machine: on a GPU host the
             servers would share its GPUs.
+        fleet: run the sweep's (variant, repeat) units as Ray tasks on this cluster (an address
+            such as ``"10.0.0.5:6379"`` or ``"auto"``, or a :class:`workbench.sweeps.Fleet`),
+            as many at once as its GPU slots allow (each unit takes the variant's ``tp_size x
+            dp_size``), instead of one server after another here; ``host`` and ``client`` then
+            stay unset. Same plan, identity (plus "on a fleet") and resume rules; a failed unit
+            does not stop the variant's other units. Needs the ``fleet`` extra (Ray); docs/FLEET.md.
         kwargs: :func:`benchmark_variant`'s other keyword arguments.
 
     Returns:
@@ -594,9 +611,12 @@ def benchmark_variants(
     Raises:
         ConfigError: no variants and no grid, an unknown variant or bad file, a variant
             named twice, a grid whose every point is refused, an invalid parameter, or
-            ``parallel`` > 1 on a real engine or another host.
-        HostError: the host or the runs folder cannot be used (DiskFullError: no room).
+            ``parallel`` > 1 on a real engine or another host (or with ``fleet``).
+        HostError: the host or the runs folder cannot be used (DiskFullError: no room); on a
+            fleet, the cluster cannot be reached.
     """
+    if fleet is not None:
+        _check_fleet_arguments(kwargs)
     chosen: list[str | Path | Variant] = list(variants or [])
     if grid is not None:
         params = {k: kwargs.get(k) for k in TEMPLATE_PARAMETERS}
@@ -614,6 +634,12 @@ def benchmark_variants(
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(f"variant(s) {twice} named twice (runs and charts are keyed by name); name each once")
+    if fleet is not None:
+        if parallel not in (None, 1):
+            raise ConfigError(f"parallel={parallel} and fleet cannot be combined: on a fleet as many units run at once "
+                              "as its GPU slots allow; leave parallel unset")
+        return _benchmark_on_fleet(sweeps, fleet, fresh=fresh, on_failure=on_failure, on_resume=on_resume,
+                                   progress=sweeps[0].progress)
     at_once = _parallel_passes(parallel, sweeps)
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
@@ -679,3 +705,178 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message, suggestion=suggestion,
                         measured=measured)
 
+
+# -- on a fleet (docs/FLEET.md) ------------------------------------------------------------
+# The same unit as Ray tasks: _fleet_unit runs _measure_pending on a Ray worker into a recorder, and
+# _benchmark_on_fleet replays each finished unit into the variant's local run (workbench.sweeps).
+
+#: Server failure kinds (``workbench.servers``) that another attempt may not meet: the port taken between
+#: asking for a free one and binding it, a lease that ran out while the worker was starved. Retried by Ray.
+TRANSIENT_KINDS = frozenset({"port_in_use", "lease_expired"})
+
+
+@dataclasses.dataclass(frozen=True)
+class _FleetWork:
+    """What one unit's Ray task gets: the validated sweep, the repeat and its units, the local run."""
+
+    sweep: _Sweep
+    repeat: int
+    units: tuple[tuple[int, int], ...]
+    run_path: Path
+
+
+class TransientUnitFailure(Exception):
+    """A unit's server failed in a way another attempt may not meet (:data:`TRANSIENT_KINDS`): Ray retries it."""
+
+
+def _fleet_unit(work: _FleetWork, placement: Placement) -> UnitRecorder:
+    """The Ray task of one unit: measure ``work`` on this node with the GPUs Ray gave it.
+
+    Returns:
+        The recorder of the unit's writes; ``recorder.failure`` is a :class:`SweepFailure`
+        when its server failed (classified, log tail attached; not retried), else None.
+
+    Raises:
+        TransientUnitFailure: the server failed transiently (Ray runs the unit again).
+    """
+    sweep = work.sweep
+    variant = apply_parameters(sweep.variant, gpus=",".join(placement.gpus)) if placement.gpus else sweep.variant
+    here = dataclasses.replace(sweep, variant=variant, host="local", where="local", progress=False)
+    recorder = UnitRecorder(work.run_path, work.units,
+                            tags={"fleet_host": placement.host, "fleet_gpus": ",".join(placement.gpus)})
+    try:
+        _measure_pending(here, recorder, None, [work.repeat])
+    except (ServerError, BenchmarkError) as exc:
+        failure = _failure(here, work.run_path, exc)
+        if failure.kind in TRANSIENT_KINDS:
+            raise TransientUnitFailure(failure.message) from None
+        recorder.failure = failure
+    return recorder
+
+
+def _on_fleet(sweep: _Sweep, fleet: Fleet) -> _Sweep:
+    """``sweep`` as the driver keeps it: its run's host is the fleet, and its identity says so (a fleet
+    sweep resumes fleet runs, whatever the cluster's address is today)."""
+    return dataclasses.replace(sweep, host=fleet.name, identity=sweep_identity({"sweep": sweep.identity,
+                                                                                "fleet": True}))
+
+
+def _units(sweeps: Sequence[_Sweep], writers: Sequence[Any]) -> list[FleetUnit]:
+    """One unit per (variant, repeat) with levels not on disk, repeat by repeat, variants alternating their
+    order (as one host runs them), so the first units placed are a fair mix."""
+    units = []
+    repeats = sweeps[0].plan.repeats
+    for repeat in range(repeats):
+        order = range(len(sweeps)) if repeat % 2 == 0 else reversed(range(len(sweeps)))
+        for i in order:
+            todo = tuple(u for u in writers[i].pending_units(sweeps[i].plan) if u[0] == repeat)
+            if not todo:
+                continue
+            name = sweeps[i].variant.name
+            label = name if repeats == 1 else f"{name} repeat {repeat + 1}/{repeats}"
+            units.append(FleetUnit(key=(i, repeat), label=label, gpus=sweeps[i].variant.gpus_wanted,
+                                   payload=_FleetWork(sweeps[i], repeat, todo, writers[i].path)))
+    return units
+
+
+def _benchmark_on_fleet(sweeps: Sequence[_Sweep], fleet: str | Fleet, *, fresh: bool,
+                       on_failure: Callable[[SweepFailure], None] | None,
+                       on_resume: Callable[[SweepResume], None] | None, progress: bool) -> list[Path]:
+    """Measure ``sweeps`` (validated by :func:`workbench._investigation._prepare`) on a Ray cluster.
+
+    Every unit not on disk is submitted at once; Ray runs as many as the GPU slots allow
+    (one per host at a time with ``Fleet(one_unit_per_host=True)``). A unit whose server fails
+    is reported (a :class:`UserWarning`, ``on_failure``) with its classification and log tail
+    and its levels measured before are kept; the variant's other units go on. The runs are
+    finished ``complete``, ``incomplete`` (units left: cancelled) or ``failed``.
+
+    Returns:
+        The run directories, in the order of ``sweeps``.
+
+    Raises:
+        ConfigError: Ray is missing, a unit needs more GPUs than any node has, or a run is
+            being written by another sweep.
+        HostError: the cluster cannot be reached; DiskFullError: no room for a level.
+        KeyboardInterrupt: Ctrl-C, after every unit was cancelled (their servers stopped).
+    """
+    fleet = Fleet.of(fleet)
+    kept = [_on_fleet(s, fleet) for s in sweeps]
+    writers: list[Any] = []
+    try:
+        for s in kept:
+            writers.append(_open(s, fresh=fresh, on_open=on_resume).writer)
+            writers[-1].annotate(fleet={"address": fleet.address, "one_unit_per_host": fleet.one_unit_per_host,
+                                        "max_retries": fleet.max_retries})
+        return _run_fleet(kept, writers, fleet, on_failure=on_failure, progress=progress)
+    finally:
+        for s, w in zip(kept, writers):
+            if w.manifest.get("status") == "running":
+                w.finish(status="incomplete", error="the fleet sweep was interrupted; run it again to resume")
+
+
+def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *,
+               on_failure: Callable[[SweepFailure], None] | None, progress: bool) -> list[Path]:
+    units = _units(sweeps, writers)
+    earlier = [list(w.manifest.get("fleet_units") or []) for w in writers]  # units of earlier runs of this sweep
+    outcomes: list[UnitOutcome] = []
+    failures: dict[int, list[SweepFailure]] = {}
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(units), disable=not progress or not units, unit="unit", desc="fleet")
+
+    def on_done(outcome: UnitOutcome) -> None:
+        i = outcome.unit.key[0]
+        outcomes.append(outcome)
+        recorder = outcome.result
+        if recorder is not None:
+            replay(recorder, writers[i])
+        failure = recorder.failure if recorder is not None else None
+        if outcome.error is not None and outcome.error != "cancelled":  # lost: its worker or node; else it raised
+            failure = SweepFailure(variant=sweeps[i].variant.name, run=writers[i].path,
+                                   kind="killed" if outcome.lost else "unknown",
+                                   message=f"{outcome.unit.label}: {outcome.error}")
+        mine = [o for o in outcomes if o.unit.key[0] == i]
+        writers[i].annotate(fleet_units=earlier[i] + [unit_entry(o, outcomes) for o in mine])
+        where = outcome.placement.host if outcome.placement else "nowhere"
+        report_progress(f"{outcome.unit.label}: {'failed' if failure else 'done'} on {where} "
+                        f"({len(outcomes)}/{len(units)} units)")
+        bar.update(1)
+        bar.set_postfix_str(" ".join(f"{r['host']}:{r['units']}" for r in host_summary(outcomes)))
+        if failure is not None:
+            failures.setdefault(i, []).append(failure)
+            warnings.warn(f"{failure.variant}: a unit failed ({failure.kind}) on {where}; the other units go on. "
+                          f"{failure.message}", stacklevel=4)
+            if on_failure is not None:
+                on_failure(failure)
+
+    try:
+        run_units(units, _fleet_unit, retry_exceptions=(TransientUnitFailure,), fleet=fleet, on_done=on_done)
+    finally:
+        bar.close()
+    for i, w in enumerate(writers):  # co-tenants again, now that every unit's interval is known
+        if any(o.unit.key[0] == i for o in outcomes):
+            w.annotate(fleet_units=earlier[i] + [unit_entry(o, outcomes) for o in outcomes if o.unit.key[0] == i])
+    for row in host_summary(outcomes):
+        report_progress(f"fleet host {row['host']}: {row['units']} unit(s) done, {row['failed']} failed, "
+                        f"GPUs {row['gpus_used'] or '-'}, busy {row['busy_s']:.0f} s")
+    for i, (s, w) in enumerate(zip(sweeps, writers)):
+        if w.pending_units(s.plan):
+            status = "failed" if i in failures else "incomplete"
+            w.finish(status=status, error="; ".join(f.message.splitlines()[0] for f in failures.get(i, [])) or None)
+        else:
+            w.finish(status="complete")
+    return [w.path for w in writers]
+
+
+def _check_fleet_arguments(kwargs: dict[str, Any]) -> None:
+    """Refuse ``benchmark_variants`` keywords that a fleet replaces.
+
+    Raises:
+        ConfigError: ``host`` other than ``"local"`` (the fleet's nodes are the hosts), or
+            ``client="host"`` (on a fleet the load generator always runs beside the server).
+    """
+    if kwargs.get("host", "local") != "local":
+        raise ConfigError(f"host={kwargs['host']!r} and fleet= both say where to run; a fleet replaces host "
+                          "(each unit runs on the node Ray places it on): drop host")
+    if kwargs.get("client") not in (None, "local"):
+        raise ConfigError("on a fleet the load generator runs beside the server on the unit's node; drop client=")

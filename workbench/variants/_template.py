@@ -82,10 +82,9 @@ def apply_parameters(
         flags["tp-size"] = tp_size
     indices = parse_gpus(gpus)
     if indices is not None:
-        tp = int(next((flags[k] for k in _TP_KEYS if k in flags), 1))
-        dp = int(flags.get("dp-size", 1) or 1)
-        if len(indices) < tp * dp:
-            raise ConfigError(f"variant {variant.name!r} runs at --tp-size {tp} x --dp-size {dp} = {tp * dp} GPUs, "
+        need = dataclasses.replace(variant, flags=flags).gpus_wanted
+        if len(indices) < need:
+            raise ConfigError(f"variant {variant.name!r} runs at --tp-size x --dp-size = {need} GPUs, "
                               f"but gpus names {len(indices)} ({','.join(map(str, indices))}); give as many GPUs "
                               "or a smaller tp_size")
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, indices))

@@ -158,6 +158,13 @@ class Variant:
         return bool(self.flags.get("speculative-algorithm"))
 
     @property
+    def gpus_wanted(self) -> int:
+        """GPUs one server of this variant takes: ``--tp-size`` (or ``--tensor-parallel-size``) x
+        ``--dp-size``, each 1 when the variant does not set it (SGLang's defaults, ``server_args.py``)."""
+        tp = next((self.flags[k] for k in ("tp-size", "tensor-parallel-size") if self.flags.get(k)), 1)
+        return int(tp) * int(self.flags.get("dp-size") or 1)
+
+    @property
     def parsed_base(self) -> Base:
         """:attr:`base` parsed (raises ConfigError when malformed)."""
         return parse_base(self.base)

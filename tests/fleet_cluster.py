@@ -1,0 +1,172 @@
+"""A real two-host Ray cluster on this machine, for the fleet tests (docs/FLEET.md).
+
+Two network namespaces joined by a veth pair (10.231.0.1/30 and 10.231.0.2/30, nothing
+else is ever a target) stand for two hosts: Ray rewrites a 127.0.0.1 node address to the
+machine's routable one, so two nodes on one machine need namespaces (Ray 2.60). A head
+runs in the first, a worker joins it from the second, each with ``--num-gpus=4`` fake GPUs
+and its own servers registry (``WORKBENCH_SERVERS_DIR``). Everything is stopped by the
+namespaces' own process ids (never ``ray stop``, which would stop every Ray on the machine)
+and the namespaces are deleted, also when a start fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HEAD_IP, WORKER_IP = "10.231.0.1", "10.231.0.2"
+GPUS_PER_NODE = 4
+RAY_PORT = 6379
+
+
+def namespaces_unavailable() -> str | None:
+    """Why the cluster cannot be made here (None: it can)."""
+    if sys.platform != "linux":
+        return "network namespaces are Linux only"
+    if os.geteuid() != 0:
+        return "network namespaces need root (CI runs the tests as root)"
+    if shutil.which("ip") is None:
+        return "the `ip` command (iproute2) is missing"
+    probe = f"wbprobe{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"`ip netns add` failed: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+@dataclasses.dataclass
+class Cluster:
+    """The running cluster: its namespaces, addresses and folders."""
+
+    head_ns: str
+    worker_ns: str
+    root: Path
+    python: str
+    #: Ray's session folder: short (its socket paths must stay under 108 bytes), removed by :func:`stop`.
+    ray_temp: Path
+
+    @property
+    def address(self) -> str:
+        return f"{HEAD_IP}:{RAY_PORT}"
+
+    def servers_dir(self, ns: str) -> Path:
+        return self.root / ns / "servers"
+
+    def env(self, ns: str) -> dict[str, str]:
+        return {**os.environ, "WORKBENCH_SERVERS_DIR": str(self.servers_dir(ns)), "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_DISABLE_DOCKER_CPU_WARNING": "1", "PYTHONUNBUFFERED": "1",
+                # a raylet waits this long for its dashboard agent (a Python process) to come up: on 2 loaded
+                # cores it can take longer than the default, and the node start then fails
+                "RAY_agent_register_timeout_ms": "120000"}
+
+    def exec(self, ns: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", ns, *argv], env=self.env(ns), text=True, **kwargs)
+
+    def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", ns, *argv], env=self.env(ns), text=True, **kwargs)
+
+    def pids(self, ns: str) -> list[int]:
+        out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def processes(self, needle: str) -> list[tuple[str, int, str]]:
+        """``(namespace, pid, cmdline)`` of the namespaces' processes whose command line contains ``needle``."""
+        found = []
+        for ns in (self.head_ns, self.worker_ns):
+            for pid in self.pids(ns):
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if needle in cmd:
+                    found.append((ns, pid, cmd))
+        return found
+
+    def servers(self) -> list[tuple[str, int, str]]:
+        """The simulated SGLang servers running in either namespace."""
+        return self.processes("-m workbench.sim")
+
+    def wait_no_servers(self, timeout_s: float) -> float:
+        """Seconds until no server runs in either namespace; raises AssertionError past ``timeout_s``."""
+        start = time.monotonic()
+        while self.servers():
+            if time.monotonic() - start > timeout_s:
+                raise AssertionError(f"servers still running after {timeout_s} s: {self.servers()}")
+            time.sleep(0.2)
+        return time.monotonic() - start
+
+
+def _ray_start(cluster: Cluster, ns: str, *extra: str) -> None:
+    ray = str(Path(cluster.python).with_name("ray"))
+    argv = [ray, "start", "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "2", "--object-store-memory",
+            str(150 * 2**20), "--disable-usage-stats", *extra]
+    for attempt in range(3):  # a raylet that has not registered within Ray's 30 s (a loaded machine): again
+        done = cluster.exec(ns, argv, capture_output=True, timeout=180)
+        if done.returncode == 0:
+            return
+        kill_namespace(cluster, ns)
+        if "timed out during startup" not in done.stderr + done.stdout:
+            break
+    raise RuntimeError(f"ray start in {ns} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def start(root: Path) -> Cluster:
+    """Make the namespaces and start Ray in them (about 20-60 s on 2 loaded cores)."""
+    tag = f"{os.getpid() % 100000}"
+    cluster = Cluster(head_ns=f"wbfleetA{tag}", worker_ns=f"wbfleetB{tag}", root=root, python=sys.executable,
+                      ray_temp=Path(tempfile.mkdtemp(prefix="wbray", dir="/tmp")))
+    veth_a, veth_b = f"wbfa{tag}", f"wbfb{tag}"
+    try:
+        _ip("netns", "add", cluster.head_ns)
+        _ip("netns", "add", cluster.worker_ns)
+        _ip("link", "add", veth_a, "type", "veth", "peer", "name", veth_b)
+        _ip("link", "set", veth_a, "netns", cluster.head_ns)
+        _ip("link", "set", veth_b, "netns", cluster.worker_ns)
+        for ns, dev, addr in ((cluster.head_ns, veth_a, HEAD_IP), (cluster.worker_ns, veth_b, WORKER_IP)):
+            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            cluster.servers_dir(ns).mkdir(parents=True, exist_ok=True)
+        _ray_start(cluster, cluster.head_ns, "--head", "--include-dashboard=false", "--node-ip-address", HEAD_IP, "--port", str(RAY_PORT),
+                   "--temp-dir", str(cluster.ray_temp))
+        _ray_start(cluster, cluster.worker_ns, "--address", cluster.address, "--node-ip-address", WORKER_IP)
+    except BaseException:
+        stop(cluster)
+        raise
+    return cluster
+
+
+def kill_namespace(cluster: Cluster, ns: str) -> None:
+    """SIGKILL every process of ``ns`` (its Ray node, workers and servers), until none is left."""
+    for _ in range(50):
+        pids = cluster.pids(ns)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
+def stop(cluster: Cluster) -> None:
+    """Stop every process in the namespaces, then delete them (which removes the veth pair)."""
+    for ns in (cluster.worker_ns, cluster.head_ns):
+        if subprocess.run(["ip", "netns", "pids", ns], capture_output=True).returncode == 0:
+            kill_namespace(cluster, ns)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    if not os.environ.get("FLEET_KEEP_RAY_LOGS"):
+        shutil.rmtree(cluster.ray_temp, ignore_errors=True)

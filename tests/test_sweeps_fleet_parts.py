@@ -1,0 +1,119 @@
+"""The fleet's parts that need no cluster: the Fleet value, co-tenants and the per-host summary,
+and a unit's writes recorded and replayed into a real local run (the Ray side: tests/test_fleet.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import workbench as wb
+from workbench.bench import SweepPlan
+from workbench.errors import ConfigError
+from workbench.store import load_run, new_run
+from workbench.sweeps import Fleet, FleetUnit, Placement, UnitOutcome, host_summary
+from workbench.sweeps._fleet_hosts import co_tenants, unit_entry
+from workbench.sweeps._fleet_record import UnitRecorder, replay
+from workbench.bench._record import RequestRecord
+from workbench.bench._frames import records_to_frame
+from workbench.bench._sweep import LevelResult
+
+
+def _outcome(label: str, host: str, gpus: tuple[str, ...], start: float, end: float, error=None) -> UnitOutcome:
+    where = Placement(node_id=f"n-{host}", host=host, hostname=host, gpus=gpus, pid=1, started_at=start)
+    return UnitOutcome(FleetUnit(key=(0, 0), label=label, gpus=len(gpus), payload=None), where, None, end, error,
+                       submitted_at=start - 0.5)
+
+
+def test_fleet_of_an_address_and_its_refusals():
+    assert Fleet.of(" 10.0.0.5:6379 ") == Fleet("10.0.0.5:6379")
+    assert Fleet.of("auto").name == "fleet:auto"
+    kept = Fleet("h:6379", one_unit_per_host=True)
+    assert Fleet.of(kept) is kept
+    with pytest.raises(ConfigError, match="Ray cluster address"):
+        Fleet.of("")
+    with pytest.raises(ConfigError, match="max_retries"):
+        Fleet.of(Fleet("h:6379", max_retries=-1))
+
+
+def test_co_tenants_are_the_units_overlapping_in_time_on_the_same_host():
+    a = _outcome("a", "10.0.0.1", ("0",), 0, 10)
+    b = _outcome("b", "10.0.0.1", ("1",), 5, 15)  # overlaps a
+    c = _outcome("c", "10.0.0.1", ("0",), 10, 20)  # starts as a ends: not beside a, beside b
+    d = _outcome("d", "10.0.0.2", ("0",), 0, 20)  # another host
+    every = [a, b, c, d]
+    assert co_tenants(a, every) == ["b"]
+    assert co_tenants(b, every) == ["a", "c"]
+    assert co_tenants(d, every) == []
+    entry = unit_entry(b, every)
+    assert (entry["host"], entry["gpus"], entry["duration_s"], entry["submitted_at"]) == ("10.0.0.1", "1", 10, 4.5)
+
+
+def test_host_summary_counts_units_failures_gpus_and_busy_seconds():
+    rows = host_summary([_outcome("a", "10.0.0.1", ("0", "1"), 0, 10), _outcome("b", "10.0.0.1", ("2",), 0, 4),
+                         _outcome("c", "10.0.0.2", ("0",), 0, 3, error="WorkerCrashedError after its retries"),
+                         UnitOutcome(FleetUnit((1, 0), "d", 1, None), None, None, 9.0, "cancelled")])
+    assert rows == [{"host": "10.0.0.1", "units": 2, "failed": 0, "gpus_used": "0,1,2", "busy_s": 14.0},
+                    {"host": "10.0.0.2", "units": 0, "failed": 1, "gpus_used": "0", "busy_s": 3.0},
+                    {"host": None, "units": 0, "failed": 1, "gpus_used": "", "busy_s": 0.0}]
+
+
+def _level(plan: SweepPlan, repeat: int, index: int) -> LevelResult:
+    records = [RequestRecord(request_index=i, prompt_id=f"p{i}", output_tokens=16, prompt_tokens=8, ttft_ms=10.0 + i,
+                             e2e_ms=100.0, tpot_ms=6.0, itl_ms=[6.0] * 15, tokens_per_chunk=[1] * 16, start_s=0.01 * i,
+                             end_s=0.01 * i + 0.1, time_scale=1.0) for i in range(2)]
+    requests = records_to_frame(records, dict(level_index=index, mode="closed", concurrency=plan.concurrency_levels[index],
+                                              request_rate_req_s=float("inf")))
+    info = pd.DataFrame([dict(level_index=index, flush_ok=True, flush_attempts=1, flush_error=None,
+                              server_accept_length=float("nan"), server_gen_throughput_tok_s=float("nan"),
+                              server_info_error=None)])
+    return LevelResult(requests=requests, info=info, server_info={"version": "sim"}, plan=plan, index=index,
+                       repeat=repeat)
+
+
+def test_a_recorded_unit_replays_into_the_local_run_with_its_rows_tagged(tmp_path):
+    plan = SweepPlan.build(concurrency_levels=[1, 2], requests_per_level=2, max_new_tokens=16, repeats=2)
+    writer = new_run("baseline", engine="sim", plan=plan, root=tmp_path)
+    recorder = UnitRecorder(writer.path, [(1, 0), (1, 1)], tags={"fleet_host": "10.0.0.2", "fleet_gpus": "2,3"})
+    assert recorder.pending_units(plan) == [(1, 0), (1, 1)]
+    with recorder:
+        recorder.record_server(launch_command=["python", "-m", "workbench.sim"], client_location="local",
+                               server_info={"version": "sim"}, server_process={"pid": 7})
+        recorder.save_level(_level(plan, 1, 0))
+        assert recorder.pending_units(plan) == [(1, 1)]
+        recorder.save_level(_level(plan, 1, 1))
+    assert recorder.status == "complete" and recorder.ready_at is not None
+    assert [name for name, _, _ in recorder.calls] == ["record_server", "save_level", "save_level"]
+    assert replay(recorder, writer) == 2
+    writer.finish(status="incomplete")
+    stored = load_run(writer.path)
+    assert sorted(map(tuple, stored.manifest["units_completed"])) == [(1, 0), (1, 1)]
+    assert stored.manifest["server_process"] == {"pid": 7}
+    assert set(stored.requests["fleet_host"]) == {"10.0.0.2"} and set(stored.requests["fleet_gpus"]) == {"2,3"}
+
+
+def test_a_unit_that_raises_finishes_its_recorder_failed():
+    recorder = UnitRecorder(None, [(0, 0)], tags={})
+    with pytest.raises(RuntimeError):
+        with recorder:
+            raise RuntimeError("boom")
+    assert (recorder.status, recorder.error) == ("failed", "RuntimeError: boom")
+
+
+@pytest.mark.parametrize("kwargs, match", [({"host": "gpu-box"}, "a fleet replaces host"),
+                                           ({"client": "host"}, "load generator runs beside the server")])
+def test_benchmark_variants_refuses_what_a_fleet_replaces(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        wb.benchmark_variants(["baseline"], fleet="10.0.0.5:6379", **kwargs)
+
+
+def test_a_unit_larger_than_every_node_is_refused_before_submission():
+    from workbench.sweeps._fleet import _check_fits
+
+    class _Ray:  # the two calls _check_fits makes of ray: what ray.nodes() answers on 2 x 4 GPUs
+        @staticmethod
+        def nodes():
+            return [{"Alive": True, "Resources": {"GPU": 4.0}}, {"Alive": False, "Resources": {"GPU": 8.0}}]
+
+    _check_fits(_Ray, [FleetUnit((0, 0), "baseline", 4, None)])
+    with pytest.raises(ConfigError, match="baseline asks for 8 GPU.*largest node of the fleet has 4"):
+        _check_fits(_Ray, [FleetUnit((0, 0), "baseline", 8, None)])

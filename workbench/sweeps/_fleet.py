@@ -1,0 +1,325 @@
+"""A sweep's units as Ray tasks: GPU slots, parallel scheduling, retries and cancellation.
+
+The unit itself stays the workbench's (launch the server, wait until ready, run the load
+generator beside it, classify a failure, stop it: ``task`` below); Ray only places it. Each
+unit is one Ray task asking for ``num_gpus`` GPU slots: Ray gives tasks disjoint
+``CUDA_VISIBLE_DEVICES`` on a node and runs as many at once as the nodes' free slots allow
+(Ray 2.60, measured with fake GPUs, ``ray start --num-gpus=4``; docs/FLEET.md).
+
+Faults (Ray's semantics, Ray 2.60 ``ray.remote`` ``max_retries``):
+
+- a worker process that crashed, or a node that was lost, fails the task with a Ray
+  system error and Ray runs it again, up to ``max_retries`` times;
+- an exception raised by ``task`` is not retried (``retry_exceptions`` stays off): the
+  unit's own failures (a server that never became ready) are classified by ``task`` and
+  returned as its result, never raised;
+- Ctrl-C (``KeyboardInterrupt``) in :func:`run_units` cancels every unit: ``ray.cancel``
+  raises ``KeyboardInterrupt`` inside a running task, whose ``with`` blocks stop its server;
+  a unit still running :data:`CANCEL_GRACE_S` seconds later is cancelled with ``force=True``
+  (its worker is killed; the server's host-side watchdog, which watches the worker's pid,
+  stops the server within a second or two: :mod:`workbench.servers`).
+
+Ray is imported only here and in the other ``_fleet*`` modules (the ``fleet`` extra,
+``pip install specbench-workbench[fleet]``); nothing else in the workbench imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workbench.errors import ConfigError
+
+__all__ = ["CANCEL_GRACE_S", "Fleet", "FleetUnit", "Placement", "UnitOutcome", "connect", "run_units"]
+
+#: Seconds a cancelled unit gets to stop its server before its worker is killed (force cancel).
+CANCEL_GRACE_S = 3.0
+#: Default retries of a unit whose worker crashed or whose node was lost.
+DEFAULT_MAX_RETRIES = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Fleet:
+    """Where a sweep's units run: a Ray cluster, and how units share its hosts.
+
+    Attributes:
+        address: the Ray cluster's address as ``ray.init`` takes it (``"10.0.0.5:6379"``,
+            ``"auto"`` for the cluster this machine belongs to, ``"ray://host:10001"``).
+        one_unit_per_host: run at most one unit at a time on each host (a host is a node IP):
+            neighbours share CPU, PCIe and memory bandwidth, so this measures each unit alone
+            at the cost of idle GPUs. Default False: as many as the GPU slots allow.
+        max_retries: how often Ray runs a unit again whose worker crashed or node was lost.
+    """
+
+    address: str
+    one_unit_per_host: bool = False
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+    @classmethod
+    def of(cls, fleet: str | Fleet) -> Fleet:
+        """``fleet`` as a :class:`Fleet` (an address string gets the defaults).
+
+        Raises:
+            ConfigError: neither a non-empty address nor a Fleet, or a negative ``max_retries``.
+        """
+        if isinstance(fleet, Fleet):
+            chosen = fleet
+        elif isinstance(fleet, str) and fleet.strip():
+            chosen = cls(address=fleet.strip())
+        else:
+            raise ConfigError(f"fleet must be a Ray cluster address (e.g. '10.0.0.5:6379' or 'auto') or a "
+                              f"workbench.sweeps.Fleet, got {fleet!r}")
+        if isinstance(chosen.max_retries, bool) or not isinstance(chosen.max_retries, int) or chosen.max_retries < 0:
+            raise ConfigError(f"Fleet.max_retries must be a whole number >= 0, got {chosen.max_retries!r}")
+        return chosen
+
+    @property
+    def name(self) -> str:
+        """``"fleet:<address>"``: what a run's manifest records as its host."""
+        return f"fleet:{self.address}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetUnit:
+    """One unit of work to place on the fleet.
+
+    Attributes:
+        key: the caller's key for it (e.g. ``(variant index, repeat)``).
+        label: words for progress lines (``"eagle3-topk4 repeat 2"``).
+        gpus: GPU slots it asks for (``tp_size x dp_size``; 0 for a CPU-only engine).
+        payload: what ``task`` gets (picklable).
+    """
+
+    key: Any
+    label: str
+    gpus: int
+    payload: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where a unit ran, as its Ray worker saw it.
+
+    Attributes:
+        node_id: the Ray node's id.
+        host: the node's IP address (``ray.util.get_node_ip_address()``).
+        hostname: the node's host name.
+        gpus: the GPU ids Ray gave the task (``ray.get_gpu_ids()``, as strings), which are
+            also its ``CUDA_VISIBLE_DEVICES``.
+        pid: the worker's process id.
+        started_at: UTC wall-clock seconds (``time.time()``) when the task began on the worker.
+    """
+
+    node_id: str
+    host: str
+    hostname: str
+    gpus: tuple[str, ...]
+    pid: int
+    started_at: float
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitOutcome:
+    """What became of one unit.
+
+    Attributes:
+        unit: the unit.
+        placement: where its last attempt ran (None when it never returned).
+        result: what ``task`` returned (None when it did not return).
+        finished_at: UTC wall-clock seconds when the driver saw it finish.
+        submitted_at: UTC wall-clock seconds when the driver submitted it (its last submission;
+            ``placement.started_at - submitted_at`` is the fleet's overhead before the unit runs:
+            Ray's scheduling, a worker process, unpickling).
+        lost: True when the error is Ray's (its worker crashed or its node was lost, after the
+            retries), False when ``task`` raised or the unit was cancelled.
+        error: why it did not return: a Ray system error after its retries (worker crash,
+            lost node), an exception ``task`` raised, or ``"cancelled"``; None when it returned.
+    """
+
+    unit: FleetUnit
+    placement: Placement | None
+    result: Any
+    finished_at: float
+    error: str | None = None
+    submitted_at: float | None = None
+    lost: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when ``task`` returned."""
+        return self.error is None
+
+
+def _ray() -> Any:
+    """The ``ray`` module, or a ConfigError saying how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("Sweeps on a fleet need Ray: pip install 'specbench-workbench[fleet]' (ray[default]); "
+                          f"importing it failed: {exc}") from None
+    return ray
+
+
+def connect(fleet: Fleet) -> Any:
+    """Join the Ray cluster at ``fleet.address`` as a driver (once per process); returns ``ray``.
+
+    Raises:
+        ConfigError: Ray is not installed.
+        HostError: the cluster cannot be reached.
+    """
+    from workbench.errors import HostError
+
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(address=fleet.address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise HostError(f"Cannot join the Ray cluster at {fleet.address!r}: {exc}. Start one with `workbench fleet "
+                        "up HOST...` or `ray start --head`, and pass its address (host:6379) as fleet=") from exc
+    return ray
+
+
+def _execute(task: Callable[[Any, Placement], Any], payload: Any) -> tuple[Placement, Any]:
+    """The Ray task body: where it runs, then ``task(payload, placement)``."""
+    import ray
+
+    placement = Placement(node_id=ray.get_runtime_context().get_node_id(), host=ray.util.get_node_ip_address(),
+                          hostname=socket.gethostname(), gpus=tuple(str(g) for g in ray.get_gpu_ids()),
+                          pid=os.getpid(), started_at=time.time())
+    return placement, task(payload, placement)
+
+
+def _check_fits(ray: Any, units: Sequence[FleetUnit]) -> None:
+    """Refuse units no node could ever hold (they would wait forever).
+
+    Raises:
+        ConfigError: naming the unit, its GPUs and the largest node's.
+    """
+    most = max((float(n.get("Resources", {}).get("GPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0.0)
+    too_big = sorted({(u.gpus, u.label) for u in units if u.gpus > most})
+    if too_big:
+        gpus, label = too_big[-1]
+        raise ConfigError(f"{label} asks for {gpus} GPU(s), but the largest node of the fleet has {most:g}: lower "
+                          "tp_size (or dp_size), or add a node with more GPUs")
+
+
+class _Hosts:
+    """For ``one_unit_per_host``: which node IPs are busy, and a node to pin the next unit to."""
+
+    def __init__(self, ray: Any) -> None:
+        self._ray = ray
+        self.busy: set[str] = set()
+
+    def free_node(self, gpus: int) -> tuple[str, str] | None:
+        """``(node id, host)`` of an alive node on a host without a unit and with ``gpus`` slots."""
+        for node in self._ray.nodes():
+            host = node.get("NodeManagerAddress")
+            if node.get("Alive") and host not in self.busy and float(node.get("Resources", {}).get("GPU", 0)) >= gpus:
+                return node["NodeID"], host
+        return None
+
+
+def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any], *, fleet: Fleet,
+              on_done: Callable[[UnitOutcome], None] | None = None,
+              retry_exceptions: Sequence[type[BaseException]] = (),
+              clock: Callable[[], float] = time.time) -> list[UnitOutcome]:
+    """Run every unit as a Ray task on ``fleet`` and collect the outcomes as they finish.
+
+    Args:
+        units: the units (their ``gpus`` are the tasks' ``num_gpus``).
+        task: a module-level function ``task(payload, placement) -> result`` (it runs on a
+            Ray worker: it must be importable there, and its result picklable).
+        fleet: the cluster and its sharing rule.
+        on_done: called in the driver with each :class:`UnitOutcome` as soon as it finishes
+            (e.g. to store its rows), in finishing order.
+        retry_exceptions: exceptions of ``task`` that Ray retries like a crash (up to
+            ``fleet.max_retries``); any other exception is reported, not retried.
+        clock: UTC wall clock for ``finished_at``.
+
+    Returns:
+        The outcomes in finishing order (cancelled units last, with ``error="cancelled"``).
+
+    Raises:
+        ConfigError: Ray is not installed, or a unit asks for more GPUs than any node has.
+        HostError: the cluster cannot be reached.
+        KeyboardInterrupt: after cancelling every unit (Ctrl-C).
+    """
+    ray = connect(fleet)
+    _check_fits(ray, units)
+    remote = ray.remote(_execute)
+    waiting = list(units)
+    running: dict[Any, tuple[FleetUnit, str | None]] = {}  # ObjectRef -> (unit, pinned host)
+    submitted: dict[Any, float] = {}
+    hosts = _Hosts(ray)
+    outcomes: list[UnitOutcome] = []
+
+    def submit() -> None:
+        while waiting:
+            unit = waiting[0]
+            # GPU slots bound how many run at once; a CPU-only unit (the simulator without GPUs) takes a CPU slot
+            options: dict[str, Any] = {"num_gpus": unit.gpus, "num_cpus": 0 if unit.gpus else 1,
+                                       "max_retries": fleet.max_retries,
+                                       "retry_exceptions": list(retry_exceptions) or False}
+            host = None
+            if fleet.one_unit_per_host:
+                free = hosts.free_node(unit.gpus)
+                if free is None:
+                    return
+                node_id, host = free
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
+                hosts.busy.add(host)
+            waiting.pop(0)
+            ref = remote.options(**options).remote(task, unit.payload)
+            running[ref], submitted[ref] = (unit, host), clock()
+
+    try:
+        submit()
+        while running:
+            done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
+            for ref in done:
+                unit, host = running.pop(ref)
+                hosts.busy.discard(host)
+                outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted.pop(ref))
+                outcomes.append(outcome)
+                if on_done is not None:
+                    on_done(outcome)
+            submit()
+    except KeyboardInterrupt:
+        outcomes += _cancel(ray, running, clock)
+        outcomes += [UnitOutcome(u, None, None, clock(), "cancelled") for u in waiting]
+        raise
+    return outcomes
+
+
+def _collect(ray: Any, ref: Any, unit: FleetUnit, now: float) -> UnitOutcome:
+    """The outcome of a finished task (its result, or the error that ended it)."""
+    try:
+        placement, result = ray.get(ref)
+    except ray.exceptions.TaskCancelledError:
+        return UnitOutcome(unit, None, None, now, "cancelled")
+    except ray.exceptions.RayTaskError as exc:  # task raised: not retried, reported
+        cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else exc
+        return UnitOutcome(unit, None, None, now, f"the unit raised {type(cause).__name__}: {cause}")
+    except ray.exceptions.RayError as exc:  # worker crashed / node lost, after max_retries
+        return UnitOutcome(unit, None, None, now, f"{type(exc).__name__} after its retries: {exc}", lost=True)
+    return UnitOutcome(unit, placement, result, now)
+
+
+def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
+            clock: Callable[[], float]) -> list[UnitOutcome]:
+    """Cancel every running unit: softly (``KeyboardInterrupt`` in the task, whose ``with`` blocks stop
+    the server), then with ``force=True`` for those still running after :data:`CANCEL_GRACE_S`."""
+    refs = list(running)
+    for ref in refs:
+        ray.cancel(ref, force=False)
+    _, left = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_S) if refs else ([], [])
+    for ref in left:
+        ray.cancel(ref, force=True)
+    return [UnitOutcome(unit, None, None, clock(), "cancelled") for unit, _ in running.values()]
