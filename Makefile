@@ -1,6 +1,6 @@
 # Workbench tasks. The two that matter:
 #   make report   run the notebooks, write reports/ (HTML, executed notebooks, charts)
-#   make test     run the test suite
+#   make test     type-check the package (mypy) and run the test suite
 # Both create .venv (python3.11) and install the project into it when needed.
 #   make lab      start JupyterLab on lab/ (working copies of notebooks/) with the project's kernel (ARGS='--port 8890' ...)
 #
@@ -33,7 +33,7 @@ P_ARGS := $(foreach kv,$(P),-p $(firstword $(subst =, ,$(kv))) '$(patsubst $(fir
 
 help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
-	@echo "make test     run the tests (installs chromium/openssh-server when root and missing)"
+	@echo "make test     mypy over workbench/, then the tests (installs chromium/openssh-server when root and missing)"
 	@echo "make lab      start JupyterLab on lab/ (working copies of notebooks/; 127.0.0.1) with the project's kernel (ARGS=...)"
 	@echo "make venv     create .venv and install the project (uv pip install -e '.[test,fleet]': Ray for the fleet tests; INSTALLER=pip for pip)"
 	@echo "make check-py312  install into a Python 3.12 venv ($(VENV312)), import everything, run a fast test subset"
@@ -43,6 +43,7 @@ report: $(STAMP)
 	$(BIN)/workbench report $(ARGS) $(P_ARGS)
 
 test: $(STAMP) system-deps
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(ARGS)
 
 # JupyterLab from the venv: its kernel "python3" (installed into the venv by $(STAMP)) is the

@@ -100,11 +100,11 @@ def _trace(cfg, order: list[int], concurrency: int, seed: int, policy=None) -> d
 def collect() -> dict[str, Any]:
     profile = load_profile("seed-pcie-8gpu")
     out: dict[str, Any] = {}
-    plan = predict_mod.prediction_plan(profile, levels=LEVELS, max_new_tokens=256, seed=0)
+    plan = predict_mod.prediction_plan(profile, concurrency_levels=LEVELS, max_new_tokens=256, seed=0)
     # 1. the prediction (predict's engine: unlimited memory), summary rows and every request row
     for v in VARIANTS:
         config = predict_mod.variant_configuration(profile, v)
-        out[f"predict/{v}"] = predict_mod.predict(profile, [config], levels=LEVELS, max_new_tokens=256, seed=0)
+        out[f"predict/{v}"] = predict_mod.predict(profile, [config], concurrency_levels=LEVELS, max_new_tokens=256, seed=0)
         for c in LEVELS:
             for chunks in (False, True):
                 out[f"simulate_level/{v}/{c}/chunks={chunks}"] = _loop(

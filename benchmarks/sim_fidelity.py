@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from workbench.bench._prompts import load_prompts
+from workbench.bench import load_prompts
 from workbench import benchmark_variant
 from workbench.sim._calibrate import figures
 from workbench.sim._profiles import load_profile

@@ -78,12 +78,12 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one predict run")
     args = parser.parse_args()
     profile = load_profile("seed-pcie-8gpu")
-    plan = predict_mod.prediction_plan(profile, levels=LEVELS, max_new_tokens=256, seed=0)
+    plan = predict_mod.prediction_plan(profile, concurrency_levels=LEVELS, max_new_tokens=256, seed=0)
     configs = [predict_mod.variant_configuration(profile, v) for v in VARIANTS]
     reference = _reference_module(args.ref)
 
     def run_predict() -> None:
-        predict_mod.predict(profile, list(VARIANTS), levels=LEVELS, max_new_tokens=256, seed=0)
+        predict_mod.predict(profile, list(VARIANTS), concurrency_levels=LEVELS, max_new_tokens=256, seed=0)
 
     def run_engine() -> None:
         for cfg in configs:

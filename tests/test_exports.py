@@ -1,12 +1,21 @@
 """The package structure: each package's face is exactly what it exports, other packages use
-only that face, and no module-level import cycle exists (docs/ARCHITECTURE.md)."""
+only that face, and no module-level import cycle exists (docs/ARCHITECTURE.md).
+
+Every check is a function of a source tree (the folder holding ``workbench/``, ``benchmarks/``
+and ``tools/``), so each is also run on a scratch copy with one rule break planted in it, and
+must find that break (``test_a_planted_break_is_caught``).
+"""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import importlib
 import re
+import shutil
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +23,31 @@ import pytest
 import workbench
 
 PACKAGE_DIR = Path(workbench.__file__).resolve().parent
+TREE = PACKAGE_DIR.parent
 #: Public modules a package may have besides its face: its command-line verbs and ``python -m`` entry.
 PUBLIC_MODULES = {"__init__", "__main__", "cli"}
 #: Shared leaf modules at the root, importable by every package.
 ROOT_LEAVES = {"errors", "paths", "gitinfo", "markup", "names", "cli", "_faces"}
-PACKAGES = sorted(p.name for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").is_file())
+#: The only modules at the package root: the face, the command, the shared leaves.
+ROOT_MODULES = {"__init__", "cli", "errors", "paths", "gitinfo", "markup", "names", "_faces"}
+#: Folders of scripts outside the package: they use the faces only (rule 2).
+SCRIPT_FOLDERS = ("benchmarks", "tools")
+#: A benchmark that measures one package's internals (white box) may reach into that package only.
+WHITE_BOX = {
+    "benchmarks/calibrate_profile.py": "workbench.sim",  # the fit's internals, on the stored table
+    "benchmarks/client_fidelity.py": "workbench.bench",  # the client's loop and timebase, without a server
+    "benchmarks/sim_engine_identity.py": "workbench.sim",  # every engine iteration, dumped byte for byte
+    "benchmarks/sim_fidelity.py": "workbench.sim",  # the text model and calibration figures
+    "benchmarks/sim_offline_speed.py": "workbench.sim",  # the offline engine's inner loop, timed
+    "benchmarks/spec_step_accuracy.py": "workbench.calibration",  # the whole-step fit's errors, part by part
+}
+
+
+def _packages(tree: Path) -> list[str]:
+    return sorted(p.name for p in (tree / "workbench").iterdir() if (p / "__init__.py").is_file())
+
+
+PACKAGES = _packages(TREE)
 
 
 def _face_tables(package: str) -> dict[str, str]:
@@ -41,82 +70,414 @@ def test_face_exports_exactly_its_all(package: str) -> None:
     assert list(module.__all__) == sorted(module.__all__)
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_modules_behind_a_face_are_private(package: str) -> None:
-    files = sorted(p.stem for p in (PACKAGE_DIR / package).glob("*.py"))
-    assert [f for f in files if f not in PUBLIC_MODULES and not f.startswith("_")] == []
+@pytest.mark.parametrize("package", ["workbench", *(f"workbench.{p}" for p in PACKAGES)])
+def test_static_tools_see_the_same_face(package: str) -> None:
+    """A face's ``if TYPE_CHECKING:`` block imports exactly its tables' names from their modules, so mypy and
+    editors see the real names and types of what ``__getattr__`` loads on first use."""
+    module = importlib.import_module(package)
+    tables = _face_tables(package)
+    seen: dict[str, str] = {}
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    blocks = [n for n in tree.body if isinstance(n, ast.If) and _is_type_checking(n.test)]
+    assert len(blocks) == 1, "one TYPE_CHECKING block"
+    for node in blocks[0].body:
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname == alias.name or (node.module == package and alias.asname), ast.unparse(node)
+            seen[alias.asname or alias.name] = (f"{node.module}.{alias.name}" if node.module == package
+                                                else node.module)
+    if package == "workbench":  # the root names packages' faces
+        tables = {n: m for n, m in tables.items()}
+    assert seen == tables, "run tools/sync_faces.py to rewrite the block from the tables"
 
 
-def _modules() -> dict[str, Path]:
+def test_sync_faces_rewrites_a_stale_block(tmp_path: Path) -> None:
+    """tools/sync_faces.py: the tree's blocks match; a name added to a table is added to its block."""
+    import subprocess
+    import sys
+
+    tool = [sys.executable, str(TREE / "tools" / "sync_faces.py")]
+    assert subprocess.run([*tool, "--check"], capture_output=True, text=True).returncode == 0
+    shutil.copytree(TREE / "workbench", tmp_path / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    face = tmp_path / "workbench" / "servers" / "__init__.py"
+    face.write_text(face.read_text().replace("_NAMES = {", '_NAMES = {\n    "planted": "_handle",', 1))
+    stale = subprocess.run([*tool, "--check", "--root", str(tmp_path)], capture_output=True, text=True)
+    assert stale.returncode == 1 and "workbench/servers/__init__.py" in stale.stdout
+    subprocess.run([*tool, "--root", str(tmp_path)], check=True, capture_output=True)
+    assert "    from workbench.servers._handle import planted as planted\n" in face.read_text()
+
+
+# -- reading a tree ---------------------------------------------------------------------------------
+def _modules(tree: Path) -> dict[str, Path]:
+    """``{dotted module name: file}`` of every module of the package in ``tree``."""
     out = {}
-    for path in PACKAGE_DIR.rglob("*.py"):
-        rel = path.relative_to(PACKAGE_DIR.parent).with_suffix("")
-        parts = list(rel.parts)
+    for path in sorted((tree / "workbench").rglob("*.py")):
+        parts = list(path.relative_to(tree).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
     return out
 
 
-def _imports(path: Path, *, module_level_only: bool) -> list[tuple[int, str, list[str]]]:
-    """``(line, imported module, names)`` of the workbench imports in a file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: list[tuple[int, str, list[str]]] = []
-
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.append((node.lineno, node.module, [a.name for a in node.names]))
-            elif isinstance(node, ast.Import):
-                found.extend((node.lineno, a.name, []) for a in node.names)
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
-            if not module_level_only or isinstance(node, (ast.If, ast.Try)):
-                for child in ast.iter_child_nodes(node):
-                    if isinstance(child, ast.stmt):
-                        visit([child])
-                if isinstance(node, ast.Try):
-                    for handler in node.handlers:
-                        visit(handler.body)
-
-    visit(tree.body)
-    # ``from workbench import charts, paths`` imports the package workbench.charts (and the leaf paths)
-    for i, (line, mod, names) in enumerate(list(found)):
-        if mod == "workbench" and set(names) & set(PACKAGES):
-            found[i] = (line, mod, [n for n in names if n not in PACKAGES])
-            found.extend((line, f"workbench.{n}", []) for n in names if n in PACKAGES)
-    return [(line, mod, names) for line, mod, names in found if mod == "workbench" or mod.startswith("workbench.")]
+def _scripts(tree: Path) -> dict[str, Path]:
+    """``{"benchmarks/x.py": file}`` of the scripts outside the package."""
+    return {str(p.relative_to(tree)): p for folder in SCRIPT_FOLDERS for p in sorted((tree / folder).glob("*.py"))}
 
 
-def _owner(module: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class Import:
+    """One workbench import of a file: ``from module import names`` (``names`` empty for ``import module``)."""
+
+    line: int
+    module: str
+    names: tuple[str, ...]
+    module_level: bool  # runs when the file is imported (not inside a function)
+    type_only: bool  # under ``if TYPE_CHECKING:``: seen by type checkers, never run
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(text: str) -> ast.Module:
+    """A source's tree, parsed once per text (the planted-break cases re-read the same files)."""
+    return ast.parse(text)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and (getattr(n, "id", None) == "TYPE_CHECKING"
+                                                            or getattr(n, "attr", None) == "TYPE_CHECKING")
+               for n in ast.walk(test))
+
+
+def _imports(path: Path, name: str, modules: dict[str, Path]) -> list[Import]:
+    """Every workbench import of a file: ``import``/``from`` (relative ones resolved), ``importlib.import_module``
+    and ``__import__`` of a literal name, and ``workbench.X.Y`` reached as attributes after ``import workbench``;
+    ``from workbench import charts`` counts as importing the package workbench.charts."""
+    tree = _parse(path.read_text(encoding="utf-8"))
+    is_package = path.name == "__init__.py"
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    found: list[Import] = []
+
+    def add(node: ast.AST, module: str, names: tuple[str, ...], level: bool, typed: bool) -> None:
+        if module == "workbench" and names:  # a subpackage named in ``from workbench import ...``
+            subs = tuple(n for n in names if f"workbench.{n}" in modules and n not in ROOT_LEAVES)
+            found.extend(Import(node.lineno, f"workbench.{n}", (), level, typed) for n in subs)
+            names = tuple(n for n in names if n not in subs)
+            if not names and subs:
+                return
+        found.append(Import(node.lineno, module, names, level, typed))
+
+    def attribute_chain(node: ast.Attribute) -> list[str] | None:
+        parts: list[str] = []
+        cur: ast.expr = node
+        while isinstance(cur, ast.Attribute):
+            parts.append(cur.attr)
+            cur = cur.value
+        if isinstance(cur, ast.Name) and cur.id == "workbench":
+            return ["workbench", *reversed(parts)]
+        return None
+
+    bound_root = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "workbench" and a.asname is None
+                                                       for a in n.names) for n in ast.walk(tree))
+
+    def visit(node: ast.AST, level: bool, typed: bool) -> None:
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                module = ".".join([*base, *([module] if module else [])])
+            add(node, module, tuple(a.name for a in node.names), level, typed)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(node, alias.name, (), level, typed)
+            return
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in {"import_module", "__import__"}:
+                add(node, node.args[0].value, (), level, typed)
+        if isinstance(node, ast.Attribute) and bound_root:
+            chain = attribute_chain(node)
+            if chain is not None:
+                cut = max(i for i in range(1, len(chain) + 1) if ".".join(chain[:i]) in modules)
+                add(node, ".".join(chain[:cut]), tuple(chain[cut:cut + 1]), level, typed)
+                return
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, level, True)
+            for child in node.orelse:
+                visit(child, level, typed)
+            return
+        inner = level and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner, typed)
+
+    visit(tree, True, False)
+    return [i for i in found if i.module == "workbench" or i.module.startswith("workbench.")]
+
+
+def _owner(module: str, packages: list[str] = PACKAGES) -> str:
     """The package a module belongs to (``workbench.bench._sse`` -> ``workbench.bench``)."""
     parts = module.split(".")
-    return ".".join(parts[:2]) if len(parts) > 1 and parts[1] in PACKAGES else "workbench"
+    return ".".join(parts[:2]) if len(parts) > 1 and parts[1] in packages else "workbench"
 
 
-def test_other_packages_import_only_through_the_face() -> None:
+def _is_private(imp: Import) -> bool:
+    """The import names a private module or a private name (``_x``; dunders such as ``__version__`` are not)."""
+    def private(part: str) -> bool:
+        return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+    return (any(private(p) for p in imp.module.split(".")[1:]) and imp.module != "workbench._faces"
+            or any(private(n) for n in imp.names))
+
+
+def _rel(path: Path, tree: Path) -> str:
+    return str(path.relative_to(tree))
+
+
+# -- the checks (each returns what breaks its rule; [] is a pass) ------------------------------------
+def face_reaches(tree: Path) -> list[str]:
+    """Rule 2: other packages, benchmarks and tools import only a package's face (type-only imports too)."""
+    packages, modules = _packages(tree), _modules(tree)
     reaches = []
-    for name, path in _modules().items():
-        for line, module, names in _imports(path, module_level_only=False):
-            target = module.split(".")
-            private = (any(part.startswith("_") for part in target[1:]) and module != "workbench._faces"
-                       or any(n.startswith("_") for n in names))
-            if private and _owner(module) != _owner(name):
-                reaches.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module}")
-    assert reaches == []
+    for name, path in modules.items():
+        for imp in _imports(path, name, modules):
+            if _is_private(imp) and _owner(imp.module, packages) != _owner(name, packages):
+                reaches.append(f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}")
+    for script, path in _scripts(tree).items():
+        for imp in _imports(path, "__script__", modules):
+            if _is_private(imp) and WHITE_BOX.get(script) != _owner(imp.module, packages):
+                reaches.append(f"{script}:{imp.line} imports {imp.module} {list(imp.names)}")
+    return reaches
 
 
+def public_modules_behind_faces(tree: Path) -> list[str]:
+    """Rule 1: every module behind a face is private, in nested folders too (only a package's top has verbs)."""
+    found = []
+    for package in _packages(tree):
+        for path in sorted((tree / "workbench" / package).rglob("*.py")):
+            parts = path.relative_to(tree / "workbench" / package).with_suffix("").parts
+            folders, stem = parts[:-1], parts[-1]
+            if any(not f.startswith("_") for f in folders) or (
+                    not folders and stem not in PUBLIC_MODULES and not stem.startswith("_")):
+                found.append(_rel(path, tree))
+    return found
+
+
+#: The engines' names: only workbench.engines compares a value with them.
+ENGINE_NAMES = {"sim", "sglang"}
+
+
+def _names_an_engine(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in ENGINE_NAMES
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_an_engine(e) for e in node.elts)
+    return False
+
+
+def engine_name_comparisons(tree: Path) -> list[str]:
+    """Rule 5: no comparison (``==``, ``!=``, ``in``, ``not in``, ``is``) with an engine's name outside engines/."""
+    files = [p for p in sorted((tree / "workbench").rglob("*.py"))
+             if "engines" not in p.relative_to(tree / "workbench").parts]
+    files += list(_scripts(tree).values())
+    found = []
+    for path in files:
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(_names_an_engine(e) for e in [node.left, *node.comparators]):
+                found.append(f"{_rel(path, tree)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+#: Which packages each package may import (docs/ARCHITECTURE.md, rule 4). The shared leaves
+#: (errors, paths, gitinfo, markup, names, _faces and the root's ``__version__``) are open to all; only the
+#: root's ``cli`` (one line per verb) may import every package.
+ALLOWED: dict[str, set[str]] = {
+    "analysis": set(),
+    "report": {"store"},  # a from-runs report's runs are checked readable before a kernel starts
+    "hosts": set(),
+    "engines": {"hosts"},
+    "source": {"hosts"},
+    "bench": {"hosts", "engines"},
+    "sim": {"bench", "variants"},
+    "variants": {"hosts", "engines", "source"},
+    "servers": {"hosts", "engines", "variants"},
+    "store": {"bench", "engines"},
+    "charts": {"analysis"},
+    "calibration": {"analysis", "hosts", "sim"},
+    "imports": {"bench", "engines", "store"},
+    "studies": {"analysis", "calibration", "charts", "engines", "report", "sim", "store", "variants"},
+    "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "report", "servers", "store", "studies",
+               "variants"},
+}
+#: Packages a package may name for type checkers only (under ``if TYPE_CHECKING:``), beside ALLOWED: an
+#: engine's methods take a Variant, and variants imports engines at run time.
+TYPE_ONLY_ALLOWED: dict[str, set[str]] = {"engines": {"variants"}}
+_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench.markup", "workbench.names",
+           "workbench._faces"}
+#: What a package may take from the root face itself.
+_ROOT_NAMES = {"paths", "gitinfo", "errors", "markup", "names", "__version__"}
+
+
+def disallowed_imports(tree: Path) -> list[str]:
+    """Rule 4: each package imports only the packages ALLOWED names, never the root's glue; the root's own
+    modules (its face and the leaves) import only each other; the command (``cli``) imports any package."""
+    packages, modules = _packages(tree), _modules(tree)
+    found = []
+    for name, path in modules.items():
+        home = _owner(name, packages)
+        if name == "workbench.cli":
+            continue
+        for imp in _imports(path, name, modules):
+            if name == "workbench" and imp.type_only and _owner(imp.module, packages) != "workbench" \
+                    and imp.module.count(".") == 1:
+                continue  # the root face names each package's face for type checkers
+            where = f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
+            if imp.module in _LEAVES or (imp.module == "workbench" and set(imp.names) <= _ROOT_NAMES):
+                continue
+            target = _owner(imp.module, packages)
+            if home == "workbench":
+                found.append(where)
+            elif target == "workbench":
+                found.append(where + " (root glue)")
+            elif target != home and target.split(".")[1] not in ALLOWED.get(home.split(".")[1], set()) | (
+                    TYPE_ONLY_ALLOWED.get(home.split(".")[1], set()) if imp.type_only else set()):
+                found.append(where)
+    return found
+
+
+#: What launches a server or a sweep, or writes a run: a study never imports these (nor sweeps, servers, bench).
+_LAUNCHING = {"workbench.store": {"new_run", "open_run", "finish_run", "save_level", "RunWriter", "save_imported_run",
+                                  "delete_run", "label_run", "sweep_in_flight"},
+              "workbench.variants": {"prepare_launch"}}
+_LAUNCHERS = {"workbench.sweeps", "workbench.servers", "workbench.bench", "workbench.hosts"}
+
+
+def study_launches(tree: Path) -> list[str]:
+    """A study never launches or writes a run."""
+    packages, modules = _packages(tree), _modules(tree)
+    return [f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
+            for name, path in modules.items() if _owner(name, packages) == "workbench.studies"
+            for imp in _imports(path, name, modules)
+            if _owner(imp.module, packages) in _LAUNCHERS or set(imp.names) & _LAUNCHING.get(imp.module, set())]
+
+
+def stray_root_modules(tree: Path) -> list[str]:
+    """Nothing at the package root but the face, the command and the shared leaves."""
+    return sorted(p.name for p in (tree / "workbench").glob("*.py") if p.stem not in ROOT_MODULES)
+
+
+CHECKS: dict[str, Callable[[Path], list[str]]] = {
+    "face_reaches": face_reaches, "public_modules_behind_faces": public_modules_behind_faces,
+    "engine_name_comparisons": engine_name_comparisons, "disallowed_imports": disallowed_imports,
+    "study_launches": study_launches, "stray_root_modules": stray_root_modules,
+}
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
+def test_the_tree_keeps_the_rule(check: str) -> None:
+    assert CHECKS[check](TREE) == []
+
+
+def test_every_package_has_a_dependency_rule() -> None:
+    assert sorted(ALLOWED) == PACKAGES
+
+
+def test_every_white_box_benchmark_exists() -> None:
+    assert [s for s in WHITE_BOX if not (TREE / s).is_file()] == []
+
+
+# -- planted breaks: each must be caught ------------------------------------------------------------
+#: (check, file, text appended to it) -- each a rule break the check must find.
+PLANTED = {
+    "relative import of a private module": ("face_reaches", "workbench/engines/_base.py",
+                                            "from ..hosts._resolve import get_host\n"),
+    "relative import of a disallowed package": ("disallowed_imports", "workbench/hosts/_base.py",
+                                                "from ..servers import ServerHandle\n"),
+    "importlib of a private module": ("face_reaches", "workbench/analysis/_policy.py",
+                                      "def _late():\n    import importlib\n"
+                                      "    return importlib.import_module('workbench.hosts._resolve')\n"),
+    "importlib of a disallowed package": ("disallowed_imports", "workbench/analysis/_policy.py",
+                                          "from importlib import import_module\n_s = import_module('workbench.servers')\n"),
+    "TYPE_CHECKING import of a disallowed package": ("disallowed_imports", "workbench/analysis/_policy.py",
+                                                     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                                     "    from workbench.servers import ServerHandle\n"),
+    "TYPE_CHECKING import of a private module": ("face_reaches", "workbench/charts/_tradeoff.py",
+                                                 "import typing\nif typing.TYPE_CHECKING:\n"
+                                                 "    from workbench.analysis._policy import Tier\n"),
+    "import workbench, then workbench.servers": ("disallowed_imports", "workbench/analysis/_policy.py",
+                                                 "import workbench\n\ndef _late():\n"
+                                                 "    return workbench.servers.ServerHandle\n"),
+    "import workbench, then a private module": ("face_reaches", "workbench/charts/_tradeoff.py",
+                                                "import workbench.analysis\n_t = workbench.analysis._policy.Tier\n"),
+    "import workbench, then the root's glue": ("disallowed_imports", "workbench/charts/_tradeoff.py",
+                                               "import workbench\n_f = workbench.benchmark_variants\n"),
+    "engine name compared with !=": ("engine_name_comparisons", "workbench/bench/_plan.py",
+                                     "def _odd(engine):\n    return engine != 'sim'\n"),
+    "engine name compared with in": ("engine_name_comparisons", "workbench/store/_runs.py",
+                                     "def _odd(name):\n    return name in {'sim', 'sglang'}\n"),
+    "engine name compared in a benchmark": ("engine_name_comparisons", "benchmarks/cli_startup.py",
+                                            "_SIM = 'sglang' == __name__\n"),
+    "public module in a nested package": ("public_modules_behind_faces", "workbench/sim/kernels/fast.py", "X = 1\n"),
+    "public module behind a face": ("public_modules_behind_faces", "workbench/sim/fast.py", "X = 1\n"),
+    "benchmark reaching a private module": ("face_reaches", "benchmarks/cli_startup.py",
+                                            "from workbench.hosts._resolve import get_host\n"),
+    "white-box benchmark reaching another package": ("face_reaches", "benchmarks/sim_engine_identity.py",
+                                                     "from workbench.bench._sse import parse_sse\n"),
+    "tool reaching a private module": ("face_reaches", "tools/build_tokenizer.py",
+                                       "from workbench.bench._prompts import load_prompts\n"),
+    "study importing a launcher": ("study_launches", "workbench/studies/_study.py",
+                                   "def _late():\n    from workbench.sweeps import benchmark_variants\n"),
+    "study writing a run": ("study_launches", "workbench/studies/_server_view.py",
+                            "from workbench.store import new_run\n"),
+    "module left at the root": ("stray_root_modules", "workbench/_glue.py", "X = 1\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of the package, the benchmarks and the tools (sources only), restored after each planted break."""
+    root = tmp_path_factory.mktemp("tree")
+    for folder in ("workbench", *SCRIPT_FOLDERS):
+        shutil.copytree(TREE / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    yield root
+
+
+@pytest.mark.parametrize("case", sorted(PLANTED))
+def test_a_planted_break_is_caught(case: str, scratch: Path) -> None:
+    check, file, text = PLANTED[case]
+    target = scratch / file
+    before = target.read_text(encoding="utf-8") if target.exists() else None
+    clean = CHECKS[check](scratch)
+    created = [] if target.parent.exists() else [target.parent]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.write_text((before or "") + "\n" + text, encoding="utf-8")
+        caught = CHECKS[check](scratch)
+    finally:
+        if before is None:
+            target.unlink()
+            for folder in created:
+                shutil.rmtree(folder)
+        else:
+            target.write_text(before, encoding="utf-8")
+    assert clean == [] and len(caught) > len(clean), (case, caught)
+    assert any(file in c for c in caught) or check == "stray_root_modules", caught
+
+
+# -- import cycles (on the real tree: faces resolve names through their tables) ----------------------
 @pytest.mark.parametrize("module_level_only", [True, False], ids=["module-level", "any-level"])
 def test_no_import_cycle(module_level_only: bool) -> None:
-    modules = _modules()
+    modules = _modules(TREE)
     faces = {p: _face_tables(p) for p in ["workbench", *(f"workbench.{p}" for p in PACKAGES)]}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
-        for _, module, names in _imports(path, module_level_only=module_level_only):
-            if module in faces and names:  # a face import: an edge to each name's defining module
-                targets = {faces[module].get(n, f"{module}.{n}") for n in names}
+        for imp in _imports(path, name, modules):
+            if imp.type_only or (module_level_only and not imp.module_level):
+                continue
+            if imp.module in faces and imp.names:  # a face import: an edge to each name's defining module
+                targets = {faces[imp.module].get(n, f"{imp.module}.{n}") for n in imp.names}
             else:
-                targets = {module}
+                targets = {imp.module}
             graph[name].update(t for t in targets if t in modules and t != name)
     # Tarjan's strongly connected components
     index: dict[str, int] = {}
@@ -150,78 +511,6 @@ def test_no_import_cycle(module_level_only: bool) -> None:
         if v not in index:
             connect(v)
     assert cycles == []
-
-
-#: An engine's name compared with a string (``engine == "sim"``, ``"sglang" in ...``, ``engine not in (...)``).
-_ENGINE_COMPARISON = re.compile(r"""== ?['"](sim|sglang)['"]|['"](sim|sglang)['"] ?(==|!=|in)|engine not in|in \(['"]sim""")
-
-
-def test_no_engine_name_comparisons_outside_engines() -> None:
-    """What differs between engines is asked of the engine (workbench.engines), never switched on its name."""
-    found = [f"{path.relative_to(PACKAGE_DIR.parent)}:{n}: {line.strip()}"
-             for path in sorted(PACKAGE_DIR.rglob("*.py")) if "engines" not in path.relative_to(PACKAGE_DIR).parts
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if _ENGINE_COMPARISON.search(line)]
-    assert found == []
-
-
-#: Which packages each package may import (docs/ARCHITECTURE.md, rule 4). The shared leaves
-#: (errors, paths, gitinfo, markup, names, _faces and the root's ``__version__``) are open to all; only the
-#: root's ``cli`` (one line per verb) may import every package.
-ALLOWED: dict[str, set[str]] = {
-    "analysis": set(),
-    "report": set(),
-    "hosts": set(),
-    "engines": {"hosts"},
-    "source": {"hosts"},
-    "bench": {"hosts", "engines"},
-    "sim": {"bench", "variants"},
-    "variants": {"hosts", "engines", "source"},
-    "servers": {"hosts", "engines", "variants"},
-    "store": {"bench", "engines"},
-    "charts": {"analysis"},
-    "calibration": {"analysis", "hosts", "sim"},
-    "imports": {"bench", "engines", "store"},
-    "studies": {"analysis", "calibration", "charts", "engines", "report", "sim", "store", "variants",
-                "sweeps"},  # sweeps: until the policy study's launching half moves there
-    "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "report", "servers", "store", "studies",
-               "variants"},
-}
-#: The only modules at the package root: the face, the command, the shared leaves.
-ROOT_MODULES = {"__init__", "cli", "errors", "paths", "gitinfo", "markup", "names", "_faces"}
-_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench.markup", "workbench.names",
-           "workbench._faces"}
-
-
-def test_every_package_has_a_dependency_rule() -> None:
-    assert sorted(ALLOWED) == PACKAGES
-
-
-def test_the_root_holds_only_the_face_the_command_and_the_leaves() -> None:
-    assert sorted(p.stem for p in PACKAGE_DIR.glob("*.py")) == sorted(ROOT_MODULES)
-
-
-def test_packages_import_only_what_the_architecture_allows() -> None:
-    found = []
-    for name, path in _modules().items():
-        home = _owner(name)
-        if name == "workbench.cli":  # the command: one line per verb, so it may import every package
-            continue
-        if home == "workbench":  # the face and the leaves import only each other
-            found.extend(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module}"
-                         for line, module, _ in _imports(path, module_level_only=False)
-                         if module not in _LEAVES | {"workbench"})
-            continue
-        for line, module, names in _imports(path, module_level_only=False):
-            if module in _LEAVES or (module == "workbench" and set(names) <= {"paths", "gitinfo", "errors", "markup",
-                                                                              "names"}):
-                continue
-            target = _owner(module)
-            if target not in (home, "workbench") and target.split(".")[1] not in ALLOWED[home.split(".")[1]]:
-                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module}")
-            elif target == "workbench" and module != "workbench" or (module == "workbench" and names):
-                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {module} (root glue)")
-    assert found == []
 
 
 #: Where Ray (the optional ``fleet`` extra) may be imported: the fleet modules of ``sweeps/`` only.

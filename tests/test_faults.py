@@ -9,6 +9,7 @@ process table (the server's process group, anything started under the test's fol
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -260,7 +261,7 @@ def test_a_server_that_never_becomes_ready_is_stopped_and_named(tmp_path: Path,
     monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "2")
     failures = []
     with pytest.warns(UserWarning, match="baseline: server failed \\(timeout\\)"):
-        (path,) = benchmark_variants(["baseline"], engine=NeverReady(), concurrency_levels=[1], requests_per_level=2,
+        (path,) = benchmark_variants(["baseline"], engine=NeverReady(**dataclasses.asdict(get_engine("sim"))), concurrency_levels=[1], requests_per_level=2,
                                      runs_dir=tmp_path / "runs", on_failure=failures.append, **FAST)
     assert failures[0].kind == "timeout" and "ready timeout" in failures[0].message
     assert load_run(path).manifest["status"] == "failed"

@@ -118,7 +118,7 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
 def test_notebook_tables_go_through_the_readable_formatter() -> None:
     import pandas as pd
 
-    from workbench.sweeps._investigation import _narrow_html
+    from workbench.studies._notebook import _narrow_html
 
     frame = pd.DataFrame({"mean_per_request_tok_s": [1.23456], "n": [3]})
     page = _narrow_html(frame)

@@ -1,4 +1,4 @@
-"""The policy study (workbench/studies/_policy_study.py) on a stored sweep of the simulated engine (tests/fixtures/dynamic_disable).
+"""The policy study (workbench/studies/_policy_study.py, and writing its policies: workbench/sweeps/_policy_sweep.py) on a stored sweep of the simulated engine (tests/fixtures/dynamic_disable).
 
 The fixture was made by a real ``wb.dynamic_disable`` run (its README says how); these tests read it and
 check what the study derives, writes and draws, without sweeping. The derived adaptive variant is parsed by
@@ -16,6 +16,7 @@ import pytest
 import workbench as wb
 from workbench.errors import ConfigError
 from workbench.sim import load_profile, variant_config
+from workbench.sweeps import measure_policies, write_policies
 from workbench.variants import load_variant
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "dynamic_disable" / "policies"
@@ -98,7 +99,7 @@ def test_charts_are_aggregated_and_labelled(study: wb.PolicyStudy) -> None:
 
 def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_would(tmp_path: Path) -> None:
     study = wb.load_dynamic_disable(FIXTURE, progress=False)  # its own: write_policies replaces its runs
-    runs = study.write_policies(tmp_path)
+    runs = write_policies(study, tmp_path)
     threshold, adaptive = runs["threshold"], runs["adaptive tiers"]
     v = load_variant(threshold.path)
     assert v.sim_policy == {"spec_off_above": study.threshold().no_draft_above}
@@ -109,7 +110,7 @@ def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_woul
     assert cfg.adaptive_config == study.sglang_policy().config
     assert not math.isnan(float(cfg.spec.num_steps))
     with pytest.raises(ConfigError, match="no sweep settings"):
-        study.run_policies()
+        measure_policies(study)
 
 
 @pytest.mark.e2e
@@ -131,10 +132,10 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
 
 def test_a_threshold_without_a_patch_is_not_run_on_a_real_engine(tmp_path: Path) -> None:
     study = wb.load_dynamic_disable(FIXTURE, progress=False)
-    study.write_policies(tmp_path)
+    write_policies(study, tmp_path)
     study.runs.pop("adaptive tiers")
     assert not study.runs["threshold"].variant.patches  # eagle3-topk1-v2 is spec v2: no patch covers it
     study.bench = {"host": "local", "engine": "sglang", "runs_dir": str(tmp_path / "runs")}
     with pytest.warns(UserWarning, match="would run it always-on; not run"):
-        assert study.run_policies() == {}
+        assert measure_policies(study) == {}
     assert not (tmp_path / "runs").exists()

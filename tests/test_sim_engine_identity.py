@@ -32,7 +32,7 @@ def _setup(variant: str, extra: list[str], c: int):
     profile = load_profile("seed-pcie-8gpu")
     _, argv, env = variant_argv(variant)
     cfg = parse_server_args([*argv, *extra, "--sim-profile", str(profile.path)], environ=env)
-    plan = predict_mod.prediction_plan(profile, levels=(c,), max_new_tokens=256, seed=0)
+    plan = predict_mod.prediction_plan(profile, concurrency_levels=(c,), max_new_tokens=256, seed=0)
     order = list(predict_mod._schedule(plan.prompt_lengths, max(16, 2 * c), 0))
     return cfg, order, 7 * c + 1
 

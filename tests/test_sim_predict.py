@@ -55,15 +55,15 @@ def test_configuration_matches_the_shipped_variant(profile) -> None:
     shipped = P.variant_configuration(profile, "eagle3-topk1-v2")
     built = P.configuration(profile, "eagle3-topk4", topk=1, num_steps=2, num_draft_tokens=3, spec_v2=True)
     assert built.spec == shipped.spec
-    assert P.predict(profile, [built], levels=[1, 4]) [1]["output_throughput_tok_s"] == pytest.approx(
-        P.predict(profile, [shipped], levels=[1, 4])[1]["output_throughput_tok_s"])
+    assert P.predict(profile, [built], concurrency_levels=[1, 4]) [1]["output_throughput_tok_s"] == pytest.approx(
+        P.predict(profile, [shipped], concurrency_levels=[1, 4])[1]["output_throughput_tok_s"])
 
 
 @pytest.mark.parametrize("variant", ["baseline", "eagle3-topk4"])
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_fast_summary_equals_the_bench_summary(profile, variant: str, concurrency: int) -> None:
     config = P.variant_configuration(profile, variant)
-    plan = P.prediction_plan(profile, levels=[concurrency], max_new_tokens=64)
+    plan = P.prediction_plan(profile, concurrency_levels=[concurrency], max_new_tokens=64)
     rows = P.simulate_level(profile, config, plan, concurrency, chunks=True).rows
     fast = P.summarize_rows(rows)
     bench = summarize_level(pd.DataFrame(rows))
@@ -77,7 +77,7 @@ def test_fast_summary_equals_the_bench_summary(profile, variant: str, concurrenc
 
 def test_recording_only_the_ends_changes_no_figure(profile) -> None:
     config = P.variant_configuration(profile, "eagle3-topk4")
-    plan = P.prediction_plan(profile, levels=[4], max_new_tokens=48)
+    plan = P.prediction_plan(profile, concurrency_levels=[4], max_new_tokens=48)
     full = P.simulate_level(profile, config, plan, 4, chunks=True)
     ends = P.simulate_level(profile, config, plan, 4, chunks=False)
     strip = lambda rows: [{k: v for k, v in r.items() if k not in ("itl_ms", "tokens_per_chunk")} for r in rows]  # noqa: E731
@@ -97,7 +97,7 @@ def test_closed_loop_keeps_its_concurrency(profile) -> None:
 
 
 def test_predict_rows_carry_the_level_tables_keys_and_a_breakdown(profile) -> None:
-    rows = P.predict(profile, ["baseline", "eagle3-topk4"], levels=[1, 16], requests_per_level=8, max_new_tokens=32)
+    rows = P.predict(profile, ["baseline", "eagle3-topk4"], concurrency_levels=[1, 16], requests_per_level=8, max_new_tokens=32)
     assert [(r["variant"], r["concurrency"]) for r in rows] == [
         ("baseline", 1), ("baseline", 16), ("eagle3-topk4", 1), ("eagle3-topk4", 16)]
     for r in rows:
@@ -156,7 +156,7 @@ def test_output_lengths_drawn_per_request_break_the_lockstep_of_equal_lengths(tm
 
     prof = load_profile("seed-pcie-8gpu")
     cfg = P.variant_configuration(prof, "baseline")
-    fixed = P.prediction_plan(prof, levels=[1, 2])
+    fixed = P.prediction_plan(prof, concurrency_levels=[1, 2])
     spread = dataclasses.replace(fixed, output_lengths=tuple(range(128, 385, 16)), max_new_tokens=384)
     ttft = {}
     for name, plan in (("fixed", fixed), ("spread", spread)):

@@ -58,7 +58,7 @@ def test_http_and_offline_throughput_agree_within_2_percent(tmp_path, fixed_acce
                                      max_new_tokens=TOKENS, time_scale=SCALE, seed=0,
                                      sim_profile=str(fixed_acceptance_profile), runs_dir=tmp_path, progress=False))
     measured = run.levels.set_index("concurrency")
-    offline = {r["concurrency"]: r for r in predict(load_profile(fixed_acceptance_profile), [variant], levels=LEVELS,
+    offline = {r["concurrency"]: r for r in predict(load_profile(fixed_acceptance_profile), [variant], concurrency_levels=LEVELS,
                                                      requests_per_level=REQUESTS, max_new_tokens=TOKENS, seed=0)}
     ratios = {c: measured.loc[c, "output_throughput_tok_s"] / offline[c]["output_throughput_tok_s"] for c in LEVELS}
     print(f"\n{variant}: HTTP / offline output tok/s = " + ", ".join(

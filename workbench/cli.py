@@ -32,7 +32,6 @@ from workbench.calibration.cli import calibrate_app
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.hosts.cli import host_app
 from workbench.imports.cli import import_command
-from workbench.report import cli as report_cli
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
 from workbench.sim.cli import sim_app
@@ -82,15 +81,6 @@ def _main(
 ) -> None:
     """Workbench for finding when speculative decoding beats plain decoding in SGLang."""
 
-
-def _check_report_runs(runs: list, runs_dir) -> None:
-    """``report --from-runs``: the runs are checked readable before a kernel starts."""
-    from workbench.sweeps import stored_runs  # the runs store: only when --from-runs is given
-
-    stored_runs(runs, runs_dir=runs_dir)
-
-
-report_cli.check_stored_runs = _check_report_runs
 
 # --- subcommands: one line each -------------------------------------------------------------
 app.command("report", context_settings=REPORT_CONTEXT, options_metavar=REPORT_METAVAR)(report_command)

@@ -154,7 +154,15 @@ class ServerStartError(ServerError):
 
 
 class BenchmarkError(WorkbenchError):
-    """The load generator could not measure a level (server unreachable, all requests failed)."""
+    """The load generator could not measure a level (server unreachable, all requests failed).
+
+    Attributes:
+        kind, log_tail, suggestion: set when the server died during the level (as a :class:`ServerStartError`'s).
+    """
+
+    kind: str | None = None
+    log_tail: str = ""
+    suggestion: str = ""
 
 
 class SourceError(WorkbenchError):
@@ -162,4 +170,10 @@ class SourceError(WorkbenchError):
 
 
 class ReportError(WorkbenchError):
-    """A notebook failed while regenerating a report; the partial output notebook is kept."""
+    """A notebook failed while regenerating a report; the partial output notebook is kept.
+
+    Attributes:
+        bad_input: the notebook refused its input (a parameter, a variant file): exit status 2.
+    """
+
+    bad_input: bool = False

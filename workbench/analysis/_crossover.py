@@ -40,10 +40,10 @@ class Crossover:
     metric: str
     kind: CrossoverKind
     concurrency: float | None
-    lower: int | None
-    upper: int | None
+    lower: float | None
+    upper: float | None
     description: str
-    crossings: tuple[tuple[int, int, float], ...] = ()
+    crossings: tuple[tuple[float, float, float], ...] = ()
 
 
 def ratio_table(levels: pd.DataFrame, *, baseline: str, spec: str, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -99,7 +99,7 @@ def find_crossover(concurrency: list[float] | pd.Series, ratio: list[float] | pd
         raise ConfigError("no level with a valid ratio to locate a crossover")
     if pairs[0][0] <= 0:
         raise ConfigError(f"{axis.words} levels must be positive")
-    crossings: list[tuple[int, int, float]] = []
+    crossings: list[tuple[float, float, float]] = []
     for (c0, r0), (c1, r1) in zip(pairs, pairs[1:]):
         if (r0 - 1.0) * (r1 - 1.0) < 0:
             frac = (1.0 - r0) / (r1 - r0)

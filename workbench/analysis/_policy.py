@@ -31,7 +31,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -310,6 +310,8 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
     finite = ratios.dropna(subset=["ratio"])
     crossover = crossover_interval(finite if len(finite) else ratios.fillna({"n": 1}), metric=metric)
     n = int(levels[levels["variant"].isin([baseline, spec])].groupby(["variant", "concurrency"]).size().min())
+    kind: Literal["threshold", "always", "never"]
+    limit: int | None
     if lead == len(ahead):
         kind, limit = "always", None
         text = (f"{spec} is ahead of {baseline} on {metric} at every measured level ({', '.join(map(str, measured))}): "
@@ -572,7 +574,7 @@ class SglangPolicy:
 
     sglang_version: str
     kind: Literal["adaptive_tiers", "threshold", "none"]
-    config: dict[str, dict[str, object]] | None
+    config: dict[str, dict[str, Any]] | None
     flags: tuple[str, ...]
     no_draft_above: int | None
     note: str
@@ -646,7 +648,7 @@ def vllm_schedule(tiers: Sequence[Tier], *, max_batch_size: int) -> list[list[in
         raise ConfigError("vllm_schedule needs at least one tier (step_tiers)")
     if max_batch_size < tiers[-1].start:
         raise ConfigError(f"max_batch_size {max_batch_size} is below the last tier's start {tiers[-1].start}")
-    out = []
+    out: list[list[int]] = []
     for i, t in enumerate(tiers):
         end = tiers[i + 1].start - 1 if i + 1 < len(tiers) else max_batch_size
         if out and out[-1][2] == t.best_steps:

@@ -22,7 +22,7 @@ import asyncio
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -34,14 +34,19 @@ from workbench.errors import ConfigError
 
 __all__ = ["closed_loop", "open_loop", "poisson_arrivals", "prompt_schedule"]
 
+#: What :func:`prompt_schedule` cycles through: prompts (or their lengths, offline).
+P = TypeVar("P")
+
 #: Called after each finished request (for progress bars).
 OnDone = Callable[[RequestRecord], None]
 
 
-def prompt_schedule(prompts: Sequence[Prompt], num_requests: int, *, rng: random.Random) -> list[Prompt]:
+def prompt_schedule(prompts: Sequence[P], num_requests: int, *, rng: random.Random) -> list[P]:
     """Prompts for ``num_requests`` requests: one seeded shuffle of the set, cycled.
 
-    Every prompt is used once before any repeats. Calling this with a fresh
+    ``prompts`` are :class:`Prompt` objects, or anything else a caller cycles through (the
+    simulator's offline loop passes prompt lengths). Every prompt is used once before any repeats.
+    Calling this with a fresh
     ``random.Random(seed)`` gives the same schedule for the same seed, so every
     concurrency level of a sweep sends the same prompt sequence.
 

@@ -29,8 +29,8 @@ import inspect
 import random
 import resource
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Optional, Union
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any, Optional, Union, cast
 
 import aiohttp
 
@@ -160,7 +160,7 @@ def open_session(streams: int | None = None, *, kernel_stamps: bool = True) -> a
     """
     if streams is not None:
         ensure_fd_limit(streams)
-    stamps = {"socket_factory": stamped_socket} if kernel_stamps and _TAKES_SOCKET_FACTORY else {}
+    stamps: dict[str, Any] = {"socket_factory": stamped_socket} if kernel_stamps and _TAKES_SOCKET_FACTORY else {}
     if stamps:
         keep_stamping_on()  # before the first connection: its first response's packets are stamped too
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, **stamps))
@@ -233,7 +233,7 @@ async def measure_sweep(
     observe_interval_s: float = DEFAULT_OBSERVE_INTERVAL_S,
     clock: Clock = time.perf_counter,
     wall_clock: Clock = time.time,
-) -> AsyncIterator[SweepEvent]:
+) -> AsyncGenerator[SweepEvent, None]:
     """Run ``plan`` against the server at ``base_url``, yielding events as they are measured.
 
     Args:
@@ -307,7 +307,8 @@ async def measure_sweep(
             await sampler.start()
         try:
             if plan.request_rates is None:
-                records = await closed_loop(session, base_url, schedule, concurrency=plan.level_concurrency(index),
+                records = await closed_loop(session, base_url, schedule,  # closed loop: never None
+                                            concurrency=cast(int, plan.level_concurrency(index)),
                                             on_done=reporter(index), **request_args(index))
             else:
                 records = await open_loop(session, base_url, schedule, request_rate=plan.level_request_rate(index),

@@ -184,7 +184,7 @@ def _request_rates(value: Any) -> tuple[float, ...]:
         raise ConfigError("request_rates is empty; give at least one rate (requests/s), or None for a "
                           "closed-loop sweep over concurrency_levels")
     for rate in rates:
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not rate > 0:
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not float(rate) > 0:
             raise ConfigError(f"request_rates must be numbers > 0 (engine-time requests/s; inf sends all at once), "
                               f"got {rate!r} in {list(rates)!r}")
     rates = tuple(float(rate) for rate in rates)
@@ -268,7 +268,7 @@ def _time_scale(value: Any) -> float | Literal["auto"]:
 def _timeout_s(value: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) > 0:
         raise ConfigError(f"timeout_s must be a number of seconds > 0, or None for no limit, got {value!r}")
     return float(value)
 
@@ -549,24 +549,26 @@ class SweepPlan:
             ConfigError: an invalid parameter (one message per mistake, naming it), or
                 a prompt set that cannot be read.
         """
+        closed: tuple[int, ...] = ()  # the closed loop's concurrencies
+        rates: tuple[float, ...] | None = None  # the open loop's request rates
         if request_rates is None:
-            mode, levels = "closed", _concurrency_levels(DEFAULT_CONCURRENCY_LEVELS if concurrency_levels is None
-                                                         else concurrency_levels)
+            closed = _concurrency_levels(DEFAULT_CONCURRENCY_LEVELS if concurrency_levels is None
+                                         else concurrency_levels)
         elif concurrency_levels is not None:
             raise ConfigError("give concurrency_levels (closed loop) or request_rates (open loop), not both")
         else:
-            mode, levels = "open", _request_rates(request_rates)
+            rates = _request_rates(request_rates)
         unknown = sorted(set(load) - set(LOAD_DEFAULTS))
         if unknown:
             raise ConfigError(f"unknown sweep plan parameters {unknown}; the load parameters are {sorted(LOAD_DEFAULTS)}")
         sweep_values = load.get("sweep_values")
         grid = 1 if sweep_values is None or isinstance(sweep_values, (str, bytes)) else max(1, len(tuple(sweep_values)))
         rule = default_requests_per_level if requests_per_level is None else requests_per_level
-        counts = tuple(rule(level if mode == "closed" else 1) if callable(rule) else rule for level in levels) * grid
+        per_level = closed if rates is None else (1,) * len(rates)  # the open loop's rule is called with 1
+        counts = tuple(rule(c) if callable(rule) else rule for c in per_level) * grid
         random_input = load.get("input_len") is not None or load.get("sweep") == "input_len"
         prompts, name = ((), None) if random_input else _resolve_prompt_set(prompt_set)
-        return cls(concurrency_levels=levels if mode == "closed" else (), requests_per_level=counts,
-                   prompts=prompts, request_rates=levels if mode == "open" else None,
+        return cls(concurrency_levels=closed, requests_per_level=counts, prompts=prompts, request_rates=rates,
                    max_concurrency=max_concurrency, prompt_set=name, max_new_tokens=max_new_tokens, seed=seed,
                    time_scale=time_scale, warmup_requests=warmup_requests, flush=flush,
                    unique_prompts=unique_prompts, timeout_s=timeout_s,
@@ -616,7 +618,7 @@ class SweepPlan:
         prompt set), ``sweep`` and ``sweep_value`` (None without a sweep dimension)."""
         out = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "input_len": self.input_len,
                "sweep": self.sweep, "sweep_value": None}
-        if self.sweep_values is not None:
+        if self.sweep is not None and self.sweep_values is not None:
             value = self.sweep_values[index // self._num_base_levels]
             out[SWEEP_DIMENSIONS[self.sweep]] = value
             out["sweep_value"] = value

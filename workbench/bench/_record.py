@@ -329,7 +329,7 @@ class StreamAccumulator:
         if isinstance(choice.get("finish_reason"), str):
             self._finish = choice["finish_reason"]
         if self._rec.backend == "chat":
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            delta: dict[str, Any] = choice["delta"] if isinstance(choice.get("delta"), dict) else {}
             text = delta.get("content") or delta.get("reasoning_content")
         else:
             text = choice.get("text")
@@ -490,7 +490,8 @@ def record_from_json(obj: Mapping[str, Any]) -> RequestRecord:
     unknown = set(obj) - set(REQUEST_DTYPES)
     if unknown:
         raise ValueError(f"not RequestRecord fields: {sorted(unknown)}")
-    values = {name: (NAN if name in _FLOAT_FIELDS and value is None else value) for name, value in obj.items()}
+    values: dict[str, Any] = {name: (NAN if name in _FLOAT_FIELDS and value is None else value)
+                              for name, value in obj.items()}
     for name in ("itl_ms", "tokens_per_chunk", "chunks_per_read", "tokens_per_read", "spec_accept_histogram"):
         if name in values:
             values[name] = list(values[name])

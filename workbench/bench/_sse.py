@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
+_loads: Callable[[str | bytes], Any]
+_OrjsonError: type[ValueError]
 try:  # SGLang depends on orjson, so a GPU host's environment has it; the standard library otherwise
     from orjson import JSONDecodeError as _OrjsonError
     from orjson import loads as _loads

@@ -18,7 +18,7 @@ __all__ = ["WORKLOAD_COLUMNS", "workload_labels"]
 
 #: ``(column, label)`` of the columns that tell workloads apart, in the order a label names them:
 #: the workbench's own level columns, then the imported tools' (docs/IMPORTS.md).
-WORKLOAD_COLUMNS: tuple[tuple[str, str], ...] = (
+WORKLOAD_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("prompt_set", "prompts"),
     ("bench_serving_dataset_name", "dataset"),
     ("vllm_dataset_name", "dataset"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,7 +95,10 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     if shipped is not None:
         from workbench.sim import load_profile
 
-        e = load_profile(shipped).physics.efficiency
+        physics = load_profile(shipped).physics
+        if physics is None:
+            raise ConfigError(f"profile {shipped!r} has no [physics] table: no shipped GPU terms to compare with")
+        e = physics.efficiency
         box = _cost(Efficiency(**{t: getattr(e, t) for t in TERMS}), gpu=gpu, target=target, draft=draft,
                     kernels=kernels)
     rows = []
@@ -119,7 +123,7 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     return {t: getattr(fitted, t) for t in TERMS}, out
 
 
-def spec_step_breakdown(path: str | Path, terms: dict[str, float], *, gpu: str = "h200",
+def spec_step_breakdown(path: str | Path, terms: dict[str, Any], *, gpu: str = "h200",
                         target: str = "llama-3.1-8b-instruct", draft: str = "eagle3-llama3.1-8b") -> pd.DataFrame:
     """The whole step's parts, measured alone and modelled, with the terms :func:`spec_step_accuracy` fitted.
 

@@ -22,7 +22,7 @@ def _level_names(table: pd.DataFrame, load: str) -> pd.Series:
 
 
 def position_rate_chart(rates: pd.DataFrame, *, subtitle: Subtitle, load: str = "concurrency",
-                        variants: list[str] | None = None, baseline: str | None = None) -> alt.LayerChart:
+                        variants: list[str] | None = None, baseline: str | None = None) -> alt.LayerChart | alt.FacetChart:
     """Acceptance rate at each draft position (share of verifies accepting at least that many drafts).
 
     Args:

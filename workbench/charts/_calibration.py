@@ -21,7 +21,7 @@ def _tokens_x() -> alt.X:
 
 
 def calibration_fit_chart(points: pd.DataFrame, knees: pd.DataFrame, *, subtitle: Subtitle,
-                          model: pd.DataFrame | None = None) -> alt.LayerChart:
+                          model: pd.DataFrame | None = None) -> alt.LayerChart | alt.FacetChart:
     """Decode step time against tokens per step, one colour per context: measured points, the
     fitted model's line (``model``: ``tokens``, ``context``, ``model_ms`` on a fine grid; else the
     model at the measured points) and a tick at each measured knee.
@@ -81,7 +81,7 @@ def kernel_group_chart(groups: pd.DataFrame, *, subtitle: Subtitle) -> alt.Chart
                  ).resolve_scale(y="independent")
 
 
-def whatif_chart(speedups: pd.DataFrame, *, subtitle: Subtitle) -> alt.LayerChart:
+def whatif_chart(speedups: pd.DataFrame, *, subtitle: Subtitle) -> alt.LayerChart | alt.FacetChart:
     """EAGLE-3 over plain decoding (tokens per ms) against batch, per variant, with the tie at 1."""
     x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128]),
               title="Running requests (batch)")

@@ -54,7 +54,7 @@ def _interval_layers(data: pd.DataFrame, x: alt.X, y: str, lo: str, hi: str, y_t
 
 def policy_envelope_chart(means: pd.DataFrame, best: pd.DataFrame, *, metric: str, y_title: str, baseline: str,
                           variants: list[str], subtitle: Subtitle, no_draft_above: int | None = None,
-                          title: str = "Best of the variants per concurrency") -> alt.LayerChart:
+                          title: str = "Best of the variants per concurrency") -> alt.LayerChart | alt.FacetChart:
     """Each variant's mean (with its interval), the envelope (best per level) and the threshold.
 
     Args:
@@ -87,7 +87,7 @@ def policy_envelope_chart(means: pd.DataFrame, best: pd.DataFrame, *, metric: st
 
 
 def spec_ratio_chart(ratios: pd.DataFrame, *, baseline: str, variants: list[str], subtitle: Subtitle,
-                     y_title: str, no_draft_above: int | None = None) -> alt.LayerChart:
+                     y_title: str, no_draft_above: int | None = None) -> alt.LayerChart | alt.FacetChart:
     """Oriented spec/baseline ratio per variant and concurrency with intervals, a rule at 1.
 
     Args:
@@ -109,7 +109,7 @@ def spec_ratio_chart(ratios: pd.DataFrame, *, baseline: str, variants: list[str]
                      width=WIDTH, height=HEIGHT)
 
 
-def pareto_chart(points: pd.DataFrame, *, baseline: str, variants: list[str], subtitle: Subtitle) -> alt.LayerChart:
+def pareto_chart(points: pd.DataFrame, *, baseline: str, variants: list[str], subtitle: Subtitle) -> alt.LayerChart | alt.FacetChart:
     """Per-request tok/s against total output tok/s per GPU: each variant's sweep and the Pareto front.
 
     Args:

@@ -83,7 +83,7 @@ def _vl_convert_version(spec: dict[str, Any]) -> str:
     )
     if not same_major:
         raise ReportError(
-            f"vl-convert {vlc.__version__} bundles Vega-Lite {', '.join(available)} but the chart "
+            f"vl-convert {getattr(vlc, '__version__', '?')} bundles Vega-Lite {', '.join(available)} but the chart "
             f"needs Vega-Lite {wanted}; upgrade vl-convert-python (pip install -U vl-convert-python)."
         )
     return same_major[-1]

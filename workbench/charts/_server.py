@@ -44,7 +44,7 @@ def server_series_chart(series: pd.DataFrame, *, subtitle: Subtitle, width: int 
             .agg(value=("value", "mean"), source=("source", "first"))
             .assign(series=lambda d: d["name"].map(SERVER_CHART_NAMES)))
     variants = list(dict.fromkeys(data["variant"]))
-    rows = []
+    rows: list[alt.FacetChart] = []
     for name, title in SERVER_CHART_NAMES.items():
         part = data[data["name"] == name]
         if part.empty:

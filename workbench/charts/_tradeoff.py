@@ -14,6 +14,7 @@ subtitle says so: figures from the simulated engine are never unlabelled.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -109,7 +110,7 @@ def _title(text: str, subtitle: Subtitle) -> alt.TitleParams:
 
 
 def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: Subtitle,
-           variants: list[str] | None, baseline: str | None = None) -> alt.Chart | alt.LayerChart:
+           variants: list[str] | None, baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
     load = _load_of(levels)
@@ -149,7 +150,7 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
 
 
 def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
-                     baseline: str | None = None) -> alt.Chart | alt.LayerChart:
+                     baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """Total output throughput (tok/s, all requests) against concurrency, one line per variant.
 
     ``variants`` fixes the colour order (pass the same list to every chart); ``baseline`` draws
@@ -160,7 +161,7 @@ def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list
 
 
 def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
-                      baseline: str | None = None) -> alt.Chart | alt.LayerChart:
+                      baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency (as :func:`throughput_chart`)."""
     return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle,
                   variants, baseline)
@@ -178,7 +179,7 @@ PERCENTILES = {"p50": [1, 0], "p90": [6, 3], "p99": [2, 2]}
 
 
 def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, variants: list[str] | None = None,
-                  baseline: str | None = None) -> alt.LayerChart:
+                  baseline: str | None = None) -> alt.LayerChart | alt.FacetChart:
     """p50, p90 and p99 of a latency against concurrency, one colour per variant (the baseline grey).
 
     Args:
@@ -258,7 +259,7 @@ def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: s
 
 
 def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
-                        baseline: str | None = None) -> alt.Chart:
+                        baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """Accept length (tokens per verify, bonus included) against concurrency, speculative variants.
 
     Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
@@ -308,7 +309,7 @@ def ratio_chart(
     spec: str,
     subtitle: Subtitle,
     ci: pd.DataFrame | None = None,
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """Spec/baseline ratio per metric against concurrency, a rule at 1, crossovers marked.
 
     Args:
@@ -339,7 +340,7 @@ def ratio_chart(
     points = [(m, x) for m, c in crossovers.items() if c.concurrency is not None
               for x in ([cx for _, _, cx in c.crossings] or [c.concurrency])]
     measured = sorted(level_number(c) for c in ratios[load])
-    marks = [{load: x, "label": crossover_label(names.get(m, m), x, measured, load), "row": i}
+    marks: list[dict[str, Any]] = [{load: x, "label": crossover_label(names.get(m, m), x, measured, load), "row": i}
              for i, (m, x) in enumerate(points)]
     notes = [f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None]
     layers = [lines, one]

@@ -18,7 +18,7 @@ PART_COLOURS = {"weights": "#4e79a7", "kv": "#76b7b2", "compute": "#59a14f", "co
 
 
 def envelope_chart(levels: pd.DataFrame, *, metric: str, title: str, y_title: str, baseline: str,
-                   highlight: list[str], subtitle: Subtitle) -> alt.LayerChart:
+                   highlight: list[str], subtitle: Subtitle) -> alt.LayerChart | alt.FacetChart:
     """Every configuration as a thin grey line, the baseline in black, ``highlight`` in colour.
 
     Args:

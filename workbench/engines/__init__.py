@@ -5,6 +5,8 @@ None for the host's default) into the engine; nothing else in the workbench comp
 an engine's name.
 """
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
@@ -22,4 +24,17 @@ _NAMES = {
     "SimEngine": "_sim",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.engines._sim import DEFAULT_SIM_REPEATS as DEFAULT_SIM_REPEATS
+    from workbench.engines._sim import DEFAULT_SIM_TIME_SCALE as DEFAULT_SIM_TIME_SCALE
+    from workbench.engines._sim import MAX_SIM_TIME_SCALE as MAX_SIM_TIME_SCALE
+    from workbench.engines._base import Engine as Engine
+    from workbench.engines._registry import engine_names as engine_names
+    from workbench.engines._registry import ENGINES as ENGINES
+    from workbench.engines._registry import get_engine as get_engine
+    from workbench.engines._registry import resolve_engine as resolve_engine
+    from workbench.engines._registry import server_info_engine as server_info_engine
+    from workbench.engines._sglang import SGLangEngine as SGLangEngine
+    from workbench.engines._sim import SimEngine as SimEngine
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -1,21 +1,24 @@
-"""The :class:`Engine` protocol: everything that differs between the engines that serve a variant.
+"""The :class:`Engine` record: everything that differs between the engines that serve a variant.
 
 An engine is what runs a server variant on a host: the simulated engine
 (:mod:`workbench.sim`) or SGLang itself. The rest of the workbench never asks an
 engine's name; it asks the engine: how to launch a variant, which pre-flight checks
 apply, what time scale and ready timeout to use, how to label the rows it produced.
-One class per engine implements the protocol (:mod:`workbench.engines._sim`,
-:mod:`workbench.engines._sglang`); :mod:`workbench.engines._registry` maps names to
-them and picks the default one for a host.
+One subclass per engine implements the methods (:mod:`workbench.engines._sim`,
+:mod:`workbench.engines._sglang`) and one instance of it gives the values of the fields,
+each written once; :mod:`workbench.engines._registry` maps names to them and picks the
+default one for a host.
 
-Each attribute below is a plain value (an engine is an immutable object) and each
+Each field below is a plain value (an engine is an immutable object) and each
 method is pure: no engine touches a host, a file or the network.
 """
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from workbench.variants import Variant
@@ -26,8 +29,8 @@ __all__ = ["Engine", "PathSeverity", "variant_argv"]
 PathSeverity = Literal["warning", "error"]
 
 
-@runtime_checkable
-class Engine(Protocol):
+@dataclasses.dataclass(frozen=True)
+class Engine(abc.ABC):
     """What serves a variant, and everything about it that the workbench must know.
 
     Attributes:
@@ -88,6 +91,7 @@ class Engine(Protocol):
     unapplied_patch_note: str
     version_meaning: str
 
+    @abc.abstractmethod
     def launch_argv(
         self,
         variant: Variant,
@@ -112,6 +116,7 @@ class Engine(Protocol):
         """
         ...
 
+    @abc.abstractmethod
     def time_scale(self, requested: float | None) -> float:
         """The time scale to run at: ``requested``, or :attr:`default_time_scale` for None.
 
@@ -121,6 +126,7 @@ class Engine(Protocol):
         """
         ...
 
+    @abc.abstractmethod
     def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:
         """The engine options a benchmark passes to :meth:`launch_argv` (None: the engine takes none).
 
@@ -131,10 +137,12 @@ class Engine(Protocol):
         """
         ...
 
+    @abc.abstractmethod
     def stand_in(self, variant: Variant) -> str | None:
         """Words for what runs in place of the variant's patches on this engine, or None when they run."""
         ...
 
+    @abc.abstractmethod
     def answered(self, server_info: Mapping[str, Any]) -> bool:
         """True when a server's ``/server_info`` answer says this engine served it.
 
@@ -145,7 +153,7 @@ class Engine(Protocol):
 
     def labels(self) -> dict[str, Any]:
         """The columns every stored row of this engine carries: ``{"engine": name, "simulated": bool}``."""
-        ...
+        return {"engine": self.name, "simulated": self.simulated}
 
 
 def variant_argv(variant: Variant, module: str, *, python: str, port: int, listen_host: str) -> list[str]:

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench.engines._base import Engine
-from workbench.engines._sglang import SGLangEngine
-from workbench.engines._sim import SimEngine
+from workbench.engines._sglang import SGLANG_ENGINE
+from workbench.engines._sim import SIM_ENGINE
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["ENGINES", "engine_names", "get_engine", "resolve_engine", "server_info_engine"]
 
 #: Name -> engine, for every engine the workbench can launch.
-ENGINES: dict[str, Engine] = {e.name: e for e in (SimEngine(), SGLangEngine())}
+ENGINES: dict[str, Engine] = {e.name: e for e in (SIM_ENGINE, SGLANG_ENGINE)}
 #: The engine on this machine when none is named (no GPU needed), and on any other host.
 LOCAL_DEFAULT = "sim"
 REMOTE_DEFAULT = "sglang"

@@ -12,43 +12,20 @@ long default ready timeout (SGLang's own launch waits up to 30 min).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench.engines._base import PathSeverity, variant_argv
+from workbench.engines._base import Engine, variant_argv
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from workbench.variants import Variant
 
-__all__ = ["SGLangEngine"]
+__all__ = ["SGLANG_ENGINE", "SGLangEngine"]
 
 
-@dataclasses.dataclass(frozen=True)
-class SGLangEngine:
+class SGLangEngine(Engine):
     """A real SGLang server (``sglang.launch_server``); see :class:`~workbench.engines.Engine`."""
-
-    name: str = "sglang"
-    simulated: bool = False
-    description: str = "SGLang itself (python -m sglang.launch_server) on the host's GPUs"
-    launch_module: str = "sglang.launch_server"
-    default_time_scale: float = 1.0
-    #: Three repeats per level: the fewest whose Student t interval (2 degrees of
-    #: freedom, t = 4.30 at 95%) separates differences of a few percent between runs.
-    default_repeats: int = 3
-    unique_prompts: bool = True
-    ready_timeout_s: float = 1800.0
-    uploads_workbench: bool = False
-    runs_sglang_code: bool = True
-    checks_installed_sglang: bool = True
-    wants_gpus: bool = True
-    missing_path_severity: PathSeverity = "error"
-    missing_path_note: str = ""
-    hub_id_note: str = "the server downloads it into the Hugging Face cache"
-    gpu_skip_note: str = ""
-    unapplied_patch_note: str = ""
-    version_meaning: str = "the SGLang version the server runs"
 
     def launch_argv(
         self,
@@ -91,6 +68,27 @@ class SGLangEngine:
         """True for any ``/server_info`` answer without the simulator's ``simulation`` block."""
         return not isinstance(server_info.get("simulation"), dict)
 
-    def labels(self) -> dict[str, Any]:
-        """``{"engine": "sglang", "simulated": False}``."""
-        return {"engine": self.name, "simulated": self.simulated}
+
+#: SGLang's values.
+SGLANG_ENGINE = SGLangEngine(
+    name="sglang",
+    simulated=False,
+    description="SGLang itself (python -m sglang.launch_server) on the host's GPUs",
+    launch_module="sglang.launch_server",
+    default_time_scale=1.0,
+    # Three repeats per level: the fewest whose Student t interval (2 degrees of
+    # freedom, t = 4.30 at 95%) separates differences of a few percent between runs.
+    default_repeats=3,
+    unique_prompts=True,
+    ready_timeout_s=1800.0,
+    uploads_workbench=False,
+    runs_sglang_code=True,
+    checks_installed_sglang=True,
+    wants_gpus=True,
+    missing_path_severity="error",
+    missing_path_note="",
+    hub_id_note="the server downloads it into the Hugging Face cache",
+    gpu_skip_note="",
+    unapplied_patch_note="",
+    version_meaning="the SGLang version the server runs",
+)

@@ -10,16 +10,15 @@ from the uploaded workbench bundle.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench.engines._base import PathSeverity, variant_argv
+from workbench.engines._base import Engine, variant_argv
 
 if TYPE_CHECKING:
     from workbench.variants import Variant
 
-__all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "MAX_SIM_TIME_SCALE", "SimEngine"]
+__all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "MAX_SIM_TIME_SCALE", "SIM_ENGINE", "SimEngine"]
 
 #: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
 #: real time at 2x, docs/PERFORMANCE.md).
@@ -41,28 +40,8 @@ MAX_SIM_TIME_SCALE = 20.0
 DEFAULT_SIM_REPEATS = 1
 
 
-@dataclasses.dataclass(frozen=True)
-class SimEngine:
+class SimEngine(Engine):
     """The simulated SGLang engine (:mod:`workbench.sim`); see :class:`~workbench.engines.Engine`."""
-
-    name: str = "sim"
-    simulated: bool = True
-    description: str = "the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU"
-    launch_module: str = "workbench.sim"
-    default_time_scale: float = DEFAULT_SIM_TIME_SCALE
-    default_repeats: int = DEFAULT_SIM_REPEATS
-    unique_prompts: bool = False
-    ready_timeout_s: float = 60.0
-    uploads_workbench: bool = True
-    runs_sglang_code: bool = False
-    checks_installed_sglang: bool = False
-    wants_gpus: bool = False
-    missing_path_severity: PathSeverity = "warning"
-    missing_path_note: str = " (the simulated engine does not read it, so the run itself will work)"
-    hub_id_note: str = "the simulated engine loads no weights"
-    gpu_skip_note: str = "GPU memory not checked: the simulated engine needs no GPU."
-    unapplied_patch_note: str = "not applied: the simulated engine runs no SGLang code"
-    version_meaning: str = "the SGLang version whose HTTP API the simulated engine emulates"
 
     def launch_argv(
         self,
@@ -127,6 +106,25 @@ class SimEngine:
         """True when ``/server_info`` carries the simulator's ``simulation`` block."""
         return isinstance(server_info.get("simulation"), dict)
 
-    def labels(self) -> dict[str, Any]:
-        """``{"engine": "sim", "simulated": True}``."""
-        return {"engine": self.name, "simulated": self.simulated}
+
+#: The simulated engine's values.
+SIM_ENGINE = SimEngine(
+    name="sim",
+    simulated=True,
+    description="the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU",
+    launch_module="workbench.sim",
+    default_time_scale=DEFAULT_SIM_TIME_SCALE,
+    default_repeats=DEFAULT_SIM_REPEATS,
+    unique_prompts=False,
+    ready_timeout_s=60.0,
+    uploads_workbench=True,
+    runs_sglang_code=False,
+    checks_installed_sglang=False,
+    wants_gpus=False,
+    missing_path_severity="warning",
+    missing_path_note=" (the simulated engine does not read it, so the run itself will work)",
+    hub_id_note="the simulated engine loads no weights",
+    gpu_skip_note="GPU memory not checked: the simulated engine needs no GPU.",
+    unapplied_patch_note="not applied: the simulated engine runs no SGLang code",
+    version_meaning="the SGLang version whose HTTP API the simulated engine emulates",
+)

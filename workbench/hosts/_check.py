@@ -21,7 +21,7 @@ from typing import Any
 from workbench.errors import ConfigError, HostError, WorkbenchError
 from workbench.hosts import Host, get_host
 from workbench.hosts._upload import MIN_PYTHON
-from workbench.hosts._helpers import call_helper
+from workbench.hosts._helpers import call_helper, last_json_object
 from workbench.hosts._env import host_python
 
 #: What ``--require`` accepts.
@@ -111,7 +111,7 @@ def check_host(
         res = h.run([py, "-c", _PROBE], timeout_s=120, check=False)
     except HostError as exc:  # unreachable, authentication, host key: the message says what to do
         return HostReport(host=h.name, usable=False, error=str(exc))
-    facts = _last_json(res.stdout)
+    facts = last_json_object(res.stdout)
     if not res.ok or facts is None:
         return HostReport(host=h.name, usable=False, error=(
             f"No usable Python at `{py}` on host {h.name!r} (exit status {res.exit_status}: "
@@ -164,17 +164,6 @@ def _has_sglang(state: dict[str, Any]) -> bool:
     if (state.get("installed") or {}).get("version"):
         return True
     return any(c.get("version") for c in state.get("checkouts", []))
-
-
-def _last_json(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
 
 
 def _git_text(git: dict[str, Any] | None) -> str:

@@ -172,7 +172,7 @@ def call_helper(
             exc.result,
         ) from exc
     where = f"remote helper {name!r} ({path}) on host {host.name!r}"
-    answer = _decode(result.stdout)
+    answer = last_json_object(result.stdout)
     if answer is None:
         raise CommandError(
             f"The {where} gave no JSON answer; does `{python}` exist there and is it Python 3.8 or newer? "
@@ -213,10 +213,10 @@ def _run_uploaded(host: Host, name: str, payload: bytes, *, timeout_s: float, py
     return path, host.run([python, path], stdin=payload, timeout_s=timeout_s, check=False)
 
 
-def _decode(stdout: str) -> dict[str, Any] | None:
-    """The JSON object in ``stdout`` (whole, else its last non-empty line), or None when there is none."""
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    for candidate in (stdout, lines[-1] if lines else ""):
+def last_json_object(stdout: str) -> dict[str, Any] | None:
+    """The JSON object a command printed last: ``stdout`` whole, else its last line that is one (lines a
+    script printed before its answer are skipped), or None when there is none."""
+    for candidate in (stdout, *reversed(stdout.strip().splitlines())):
         try:
             answer = json.loads(candidate)
         except ValueError:

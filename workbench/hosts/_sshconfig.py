@@ -180,7 +180,7 @@ def resolve(alias: str, *, config: paramiko.SSHConfig) -> SSHTarget:
     return SSHTarget(
         alias=alias,
         hostname=opts.get("hostname", alias),
-        port=_number(opts.get("port", "22"), "Port", where, int),
+        port=int(_number(opts.get("port", "22"), "Port", where, int)),
         user=opts.get("user") or getpass.getuser(),
         identity_files=tuple(os.path.expanduser(f) for f in opts.get("identityfile", [])),
         identities_only=opts.get("identitiesonly", "no").lower() == "yes",

@@ -169,7 +169,7 @@ def _requests(export: Path) -> pd.DataFrame | None:
     path = export.with_name("profile_export.jsonl")
     if not path.is_file():
         return None
-    rows = []
+    rows: list[dict[str, Any]] = []
     for _, record in json_lines(path, hint="AIPerf writes one record per request and line"):
         if not isinstance(record, Mapping):
             raise ConfigError(f"{path}: expected one JSON object per line")
@@ -240,7 +240,7 @@ def _aggregate_level(path: Path, obj: Mapping[str, Any], *, variant: str | None)
     labels = [str(x) for x in meta.get("run_labels") or []]
     first_run = next((root / "profile_runs" / label / "profile_export_aiperf.json" for label in labels
                       if (root / "profile_runs" / label / "profile_export_aiperf.json").is_file()), None)
-    shape = _load_shape(_load(first_run)) if first_run else {
+    shape: dict[str, Any] = _load_shape(_load(first_run)) if first_run else {
         "concurrency": math.nan, "request_rate_req_s": math.nan, "mode": None, "streamed": None,
         "per_chunk_usage": False}
     v = _values(_aggregate_getter(obj), path, per_chunk_usage=shape["per_chunk_usage"])

@@ -91,7 +91,7 @@ def _request_rows(bench: Mapping[str, Any]) -> pd.DataFrame | None:
     bad = groups.get("errored") or []
     if len(ok) != int(number(totals.get("successful")) or 0) or len(bad) != int(number(totals.get("errored")) or 0):
         return None
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, (req, error) in enumerate([(r, None) for r in ok] + [(r, "errored") for r in bad]):
         e2e = ms(req.get("request_latency"), "s")
         ttft = number(req.get("time_to_first_token_ms"))

@@ -283,7 +283,9 @@ def _run_frames(group: list[ImportedLevel], *, name: str, tool: str, engine: str
         if lvl.time_scale is not None and lvl.time_scale != 1.0:
             lvl.values, lvl.requests = to_engine_time(lvl.values, lvl.requests, lvl.time_scale)
         lvl.values["time_scale"] = lvl.time_scale if lvl.time_scale is not None else math.nan
-    clean, bad, reqs = [], [], []
+    clean: list[Any] = []
+    bad: list[Any] = []
+    reqs: list[Any] = []
     for lvl, row in zip(group, _number_levels(group)):
         row.update(engine=engine, simulated=simulated)
         reasons = violations(row, streamed=lvl.streamed)

@@ -67,7 +67,8 @@ def looks_like(obj: Mapping[str, Any]) -> bool:
 def parse_objects(text: str, path: Path) -> list[dict[str, Any]]:
     """Every JSON object of a result file (``--append-result`` writes several, newline-separated)."""
     decoder = json.JSONDecoder()
-    out, pos = [], 0
+    out: list[Any] = []
+    pos = 0
     while True:
         while pos < len(text) and text[pos].isspace():
             pos += 1
@@ -190,8 +191,8 @@ def read_vllm_sweep(folder: Path, *, variant: str | None = None) -> list[Importe
     Raises:
         ConfigError: no ``run=<n>.json`` file in the folder's combination folders.
     """
-    files = sorted((p for p in folder.glob("*/run=*.json") if _RUN_FILE.match(p.name)),
-                   key=lambda p: (p.parent.name, int(_RUN_FILE.match(p.name).group(1))))
+    named = [(p, m) for p in folder.glob("*/run=*.json") if (m := _RUN_FILE.match(p.name))]
+    files = [p for p, _ in sorted(named, key=lambda pm: (pm[0].parent.name, int(pm[1].group(1))))]
     if not files:
         raise ConfigError(f"{folder}: no <combination>/run=<n>.json files; pass a vllm bench sweep serve "
                           "experiment folder (the one holding SERVE-...-BENCH-... folders)")

@@ -6,6 +6,8 @@ writes ``reports/spec_vs_baseline.ipynb`` (executed, with provenance),
 notebook saves in ``reports/spec_vs_baseline/``.
 """
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
@@ -35,4 +37,29 @@ _NAMES = {
     "run_notebook": "_runner",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.report._progress import CellWatch as CellWatch
+    from workbench.report._params import check_parameters as check_parameters
+    from workbench.report._discovery import default_notebooks as default_notebooks
+    from workbench.report._discovery import DEFAULT_OUT_DIR as DEFAULT_OUT_DIR
+    from workbench.report._params import distribute_parameters as distribute_parameters
+    from workbench.report._html import export_html as export_html
+    from workbench.report._html import external_resources as external_resources
+    from workbench.report._discovery import find_notebooks_dir as find_notebooks_dir
+    from workbench.report._params import load_params_file as load_params_file
+    from workbench.report._discovery import NOTEBOOK_ORDER as NOTEBOOK_ORDER
+    from workbench.report._params import notebook_parameters as notebook_parameters
+    from workbench.report._params import NotebookParameter as NotebookParameter
+    from workbench.report._params import parse_param_pairs as parse_param_pairs
+    from workbench.report._params import parse_param_value as parse_param_value
+    from workbench.report._progress import PROGRESS_FILE_ENV as PROGRESS_FILE_ENV
+    from workbench.report._progress import ProgressTail as ProgressTail
+    from workbench.report._progress import progress_bars as progress_bars
+    from workbench.report._progress import progress_lines as progress_lines
+    from workbench.report._progress import report_progress as report_progress
+    from workbench.report._progress import reporting_progress as reporting_progress
+    from workbench.report._runner import ReportResult as ReportResult
+    from workbench.report._params import RESERVED_PARAMETERS as RESERVED_PARAMETERS
+    from workbench.report._runner import run_notebook as run_notebook
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "executed_sources", "progress_bars", "progress_lines",
            "report_progress", "reporting_progress"]
@@ -131,7 +131,7 @@ class CellWatch(logging.Handler):
         return f"cell {number}/{len(self.sources)} running for {elapsed:.0f} s: {_telling_line(source)}"
 
 
-def executed_sources(cells: Sequence[object]) -> list[str | None]:
+def executed_sources(cells: Sequence[Any]) -> list[str | None]:
     """The sources :class:`CellWatch` numbers, for a notebook papermill runs with parameters: its code
     cells' sources (None for other cells), with the cell papermill injects after the ``parameters``
     cell (papermill ``parameterize``: ``injected-parameters``, right after the tagged cell)."""

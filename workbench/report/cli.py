@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -18,18 +18,13 @@ import typer
 
 from workbench.errors import ConfigError, ReportError
 from workbench.report._discovery import DEFAULT_OUT_DIR, default_notebooks, find_notebooks_dir
+from workbench.store.cli import RunsDirOption
 
 __all__ = ["FROM_RUNS_PARAMETER", "REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
 
 #: Click context settings the command needs: NOTEBOOK and ``-p NAME VALUE`` are
 #: parsed by :func:`split_report_args` (typer has no repeatable two-value option).
 REPORT_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
-
-#: ``--runs-dir``, worded as ``workbench.store.cli.RunsDirOption`` (bench, runs, import); defined here
-#: because ``report`` imports no other package (docs/ARCHITECTURE.md). It reaches the notebooks as
-#: their ``runs_dir`` parameter, which resolves it by the same rule (``workbench.store.runs_root``).
-RunsDirOption = Annotated[Optional[Path], typer.Option(
-    "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project root).")]
 
 #: Usage-line placeholder for the words :func:`split_report_args` parses.
 REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [--from-runs RUN...] [OPTIONS]"
@@ -44,18 +39,13 @@ FROM_RUNS_PARAMETER = "from_runs"
 FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "seed_pair", "workload", "ttft_target_ms",
                                "tpot_target_ms", "report_dir", "progress"})
 
-#: Checks a from-runs report's runs before any kernel starts: ``check(runs, runs_dir)`` raises
-#: ConfigError for an unknown or unreadable run. Set by the root CLI (it may read the runs store;
-#: this package does not depend on it); None: the notebook's own check, inside the kernel.
-check_stored_runs: Optional[Callable[[list, Any], object]] = None
-
-
 def check_from_runs(given: Mapping[str, Any]) -> None:
     """Refuse what a from-runs report cannot honour, before a kernel starts.
 
     Raises:
         ConfigError: a parameter that only changes a measurement (``repeats``, ``concurrency_levels``,
-            ...: nothing is measured), or a run :data:`check_stored_runs` cannot read.
+            ...: nothing is measured), or a run :func:`workbench.store.stored_runs` cannot read (checked
+            before a kernel starts; the store is imported only then).
     """
     ignored = sorted(set(given) - FROM_RUNS_APPLIES)
     if ignored:
@@ -65,8 +55,9 @@ def check_from_runs(given: Mapping[str, Any]) -> None:
             "`make report P='repeats=3'`, or `workbench bench VARIANT... --repeats 3` and then "
             "`workbench report --from-runs` on the runs it prints). With --from-runs only "
             f"{', '.join(sorted(FROM_RUNS_APPLIES - {FROM_RUNS_PARAMETER}))} apply.")
-    if check_stored_runs is not None:
-        check_stored_runs(list(given[FROM_RUNS_PARAMETER]), given.get("runs_dir"))
+    from workbench.store import stored_runs
+
+    stored_runs(list(given[FROM_RUNS_PARAMETER]), runs_dir=given.get("runs_dir"))
 
 
 def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:

@@ -1,5 +1,7 @@
 """Server variants and their lifecycle on a host."""
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
@@ -9,4 +11,9 @@ _NAMES = {
     "ServerHandle": "_handle",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.servers._failures import classify_failure as classify_failure
+    from workbench.servers._failures import server_died as server_died
+    from workbench.servers._handle import ServerHandle as ServerHandle
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

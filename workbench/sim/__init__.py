@@ -1,5 +1,7 @@
 """The simulated SGLang engine: a cost model, continuous batching and EAGLE acceptance behind SGLang's HTTP API."""
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
@@ -29,4 +31,29 @@ _NAMES = {
     "variant_configuration": "_predict",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.sim._predict import configuration as configuration
+    from workbench.sim._predict import Configuration as Configuration
+    from workbench.sim._predict import grid_configurations as grid_configurations
+    from workbench.sim._predict import GridPoint as GridPoint
+    from workbench.sim._roofline import Deployment as Deployment
+    from workbench.sim._roofline import Efficiency as Efficiency
+    from workbench.sim._profiles import list_profiles as list_profiles
+    from workbench.sim._hardware import load_gpu as load_gpu
+    from workbench.sim._hardware import load_model_config as load_model_config
+    from workbench.sim._profiles import load_profile as load_profile
+    from workbench.sim._predict import predict as predict
+    from workbench.sim._predict import profile_variants as profile_variants
+    from workbench.sim._roofline import RooflineCost as RooflineCost
+    from workbench.sim._verify_budget import policy_support as policy_support
+    from workbench.sim._verify_budget import policy_table as policy_table
+    from workbench.sim._predict import spec_grid as spec_grid
+    from workbench.sim._spec import SpecConfig as SpecConfig
+    from workbench.sim._spec_kernels import SpecKernelCosts as SpecKernelCosts
+    from workbench.sim._calibrate import step_breakdown as step_breakdown
+    from workbench.sim._predict import STEP_PARTS as STEP_PARTS
+    from workbench.sim._roofline import StepBreakdown as StepBreakdown
+    from workbench.sim._variant_flags import variant_config as variant_config
+    from workbench.sim._predict import variant_configuration as variant_configuration
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

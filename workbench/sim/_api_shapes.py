@@ -408,7 +408,7 @@ def _model_info_0523(*, model_path: str, tokenizer_path: str, weight_version: st
 _OLD_ROUTES = {"server_info_routes": ("/get_server_info",), "model_info_routes": ("/get_model_info",)}
 _NEW_ROUTES = {"server_info_routes": ("/server_info", "/get_server_info"),
                "model_info_routes": ("/model_info", "/get_model_info")}
-_PYDANTIC_05 = dict(chat_chunks="pydantic", usage_reasoning_tokens=True, usage_completion_details=False,
+_PYDANTIC_05: dict[str, Any] = dict(chat_chunks="pydantic", usage_reasoning_tokens=True, usage_completion_details=False,
                     message_tool_calls=True, metadata_weight_versions=False)
 
 #: SGLang versions whose HTTP shapes the simulator reproduces -> their shapes.

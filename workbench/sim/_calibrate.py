@@ -13,12 +13,13 @@ point in turn and predicts it. Validation points (``[validation]``) are only eve
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, default_requests_per_level
 from workbench.errors import ConfigError
@@ -37,9 +38,6 @@ FIGURES = (
     "eagle3_saturation_output_tok_s",
 )
 
-#: How a profile's ``[workload] requests_per_level`` spells the sweep plan's default rule
-#: (:func:`workbench.bench.default_requests_per_level`).
-REQUESTS_RULE = "max(16, 2 * concurrency)"
 
 #: Metrics a point may name.
 METRICS = ("output_tok_s", "per_request_tok_s", "saturation_output_tok_s", "speedup")
@@ -189,7 +187,7 @@ def figures(
         Dict with the keys of :data:`FIGURES` (tok/s) and ``"baseline"`` / ``"eagle3"`` sweeps
         as returned by :func:`sweep_stats`.
     """
-    common = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
+    common: dict[str, Any] = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
     base = sweep_stats(profile, SpecConfig(), cost=cost or variant_cost(profile, "baseline"), **common)
     eagle = sweep_stats(profile, seed_eagle3_spec(), cost=cost or variant_cost(profile, "eagle3-topk4"), **common)
     first = min(levels)
@@ -288,26 +286,17 @@ class Workload:
 
 def profile_workload(profile: SimProfile) -> Workload:
     """The profile's ``[workload]``: a shipped prompt set counted with the shipped tokenizer, or
-    fixed ``prompt_tokens``; ``requests_per_level`` an integer or :data:`REQUESTS_RULE`."""
-    w = profile.workload
-    if "prompt_tokens" in w:
-        lengths = w["prompt_tokens"]
-        lengths = tuple(int(x) for x in (lengths if isinstance(lengths, list) else [lengths]))
-    else:
-        from workbench.bench import load_prompts
-        from workbench.sim._text import TextModel
+    fixed ``prompt_tokens`` (:func:`workbench.sim._predict.workload_prompt_lengths`); ``requests_per_level``
+    a count (:func:`workbench.sim._predict.workload_requests`; at least the concurrency) or left out
+    for the bench's rule."""
+    from workbench.sim._predict import workload_prompt_lengths, workload_requests
 
-        text = TextModel()
-        lengths = tuple(text.count_tokens(p.text) for p in load_prompts(w.get("prompt_set", "default")))
-    rule = w.get("requests_per_level", REQUESTS_RULE)
-    if isinstance(rule, int):
-        requests: Callable[[int], int] = lambda c, n=rule: max(n, c)  # noqa: E731
-    elif re.sub(r"\s", "", str(rule)) == re.sub(r"\s", "", REQUESTS_RULE):
-        requests = default_requests_per_level
-    else:
-        raise ConfigError(f"profile {profile.name}: requests_per_level {rule!r} is neither an integer nor {REQUESTS_RULE!r}")
-    return Workload(lengths, int(w.get("max_new_tokens", 256)), tuple(w.get("levels", DEFAULT_CONCURRENCY_LEVELS)),
-                    requests, int(w.get("seed", 0)))
+    w = profile.workload
+    count = workload_requests(profile)
+    requests: Callable[[int], int] = (default_requests_per_level if count is None
+                                      else functools.partial(max, count))  # at least the concurrency
+    return Workload(workload_prompt_lengths(profile), int(w.get("max_new_tokens", 256)),
+                    tuple(w.get("levels", DEFAULT_CONCURRENCY_LEVELS)), requests, int(w.get("seed", 0)))
 
 
 class Predictor:
@@ -347,10 +336,11 @@ class Predictor:
         """Each point's predicted value with these efficiency terms (one offline level per pair needed)."""
         cache: dict[tuple[str, int], tuple[float, float]] = {}
 
-        def at(variant: str, c: int) -> tuple[float, float]:
-            if (variant, c) not in cache:
-                cache[variant, c] = self.level(variant, c, efficiency)
-            return cache[variant, c]
+        def at(variant: str | None, c: int | None) -> tuple[float, float]:
+            key = (cast(str, variant), cast(int, c))  # each metric's point names what it needs
+            if key not in cache:
+                cache[key] = self.level(*key, efficiency)
+            return cache[key]
 
         out = []
         for p in points:
@@ -404,8 +394,9 @@ _UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficien
           "cpu_per_request_ms": 1e3, "layer_fixed_us": 1e4, "moe_layer_floor_us": 1e4, "routing_overlap": 0.99}
 
 
-def _efficiency(base: Efficiency, terms: Sequence[str], x: Sequence[float]) -> Efficiency:
-    return dataclasses.replace(base, **{t: min(math.exp(v), _UPPER[t]) for t, v in zip(terms, x)})
+def _efficiency(base: Efficiency, terms: Sequence[str], x: Iterable[float]) -> Efficiency:
+    changes: dict[str, Any] = {t: min(math.exp(v), _UPPER[t]) for t, v in zip(terms, x)}
+    return dataclasses.replace(base, **changes)
 
 
 def fit(
@@ -432,6 +423,9 @@ def fit(
     """
     import numpy as np
 
+    if profile.physics is None:
+        raise ConfigError(f"profile {profile.name} has no [physics] table: only a physical profile's efficiency terms "
+                          "can be fitted")
     terms = tuple(terms if terms is not None else profile.physics.fit_terms)
     if not terms or len(terms) > 3:
         raise ConfigError(f"fit {len(terms)} terms: need 1 to 3 ({terms})")

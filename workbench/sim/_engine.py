@@ -36,7 +36,7 @@ import collections
 import dataclasses
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from workbench.sim._acceptance import AcceptanceModel
 from workbench.sim._cost_model import StepCost
@@ -176,9 +176,9 @@ class EngineCore:
         self.chunked_prefill_size = chunked_prefill_size
         self.decode_log_interval = decode_log_interval
         self.rng = rng
-        if spec_policy is not None and not hasattr(spec_policy, "steps"):
-            spec_policy = FunctionPolicy(spec_policy, spec.num_steps)
-        self.spec_policy: SpecPolicy | None = spec_policy if spec.enabled else None
+        policy = (FunctionPolicy(spec_policy, spec.num_steps) if spec_policy is not None
+                  and not hasattr(spec_policy, "steps") else cast("SpecPolicy | None", spec_policy))
+        self.spec_policy: SpecPolicy | None = policy if spec.enabled else None
         self.memory = memory or MemoryRules()
         self.capacity = self.memory.capacity_tokens
         self.off_cost = off_cost or SpecOffCost()
@@ -286,12 +286,18 @@ class EngineCore:
             return self._decode()
         return None
 
+    @property
+    def _pool(self) -> int:
+        """The KV pool's size in tokens: asked only where memory is limited (a capacity was given)."""
+        assert self.capacity is not None, "asked only where memory is limited"
+        return self.capacity
+
     def _rem_total_tokens(self) -> float:
         """``PrefillAdder.rem_total_tokens`` before anything is added: the free pool minus the running
         requests' estimated future tokens (0.5.9 ``srt/managers/schedule_policy.py``)."""
         ratio = self.new_token_ratio.value
         future = sum(min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) for r in self.running)
-        return self.capacity - self.kv_used - future * ratio
+        return self._pool - self.kv_used - future * ratio
 
     def _prefill(self) -> Iteration | None:
         budget = self.chunked_prefill_size
@@ -367,9 +373,9 @@ class EngineCore:
             order = list(running)  # spec: only from the back (the newest)
         else:
             order = sorted(running, key=lambda r: (r.output_tokens, -r.prompt_tokens), reverse=True)
-        free_before = self.capacity - self.kv_used
+        free_before = self._pool - self.kv_used
         retracted: list[SimRequest] = []
-        while not retracted or self.capacity - self.kv_used < self._decode_need(order):
+        while not retracted or self._pool - self.kv_used < self._decode_need(order):
             if len(order) == 1:
                 break  # always keep one (SGLang raises if even that one does not fit)
             req = order.pop()
@@ -386,7 +392,7 @@ class EngineCore:
         self.new_token_ratio.after_retraction(sum(r.output_tokens for r in self.running), len(self.running),
                                               sum(r.max_new_tokens for r in self.running))
         return (f"KV cache pool is full. Retract requests. #retracted_reqs: {len(retracted)}, "
-                f"#new_tokens_gained: {self.capacity - self.kv_used - free_before}, "
+                f"#new_tokens_gained: {self._pool - self.kv_used - free_before}, "
                 f"#new_token_ratio: {old:.4f} -> {self.new_token_ratio.value:.4f}")
 
     def _hold_kv(self, emissions: list[Emission]) -> None:

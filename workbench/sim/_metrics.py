@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ class SimMetrics:
             ("gen_throughput", "The generation throughput (token/s).", engine.last_gen_throughput),
             ("num_queue_reqs", "The number of requests in the waiting queue.", len(engine.waiting)),
             ("cache_hit_rate", "The prefix cache hit rate.", 0.0),
-            ("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", engine.capacity),
+            ("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
+             math.inf if engine.capacity is None else engine.capacity),  # None: an unlimited pool
             ("spec_accept_length", "The average acceptance length of speculative decoding.",
              engine.last_accept_length if spec_enabled else 0.0),
         ]

@@ -57,11 +57,11 @@ async def _serve(http: web.Request, server: SimServer, kind: str) -> web.StreamR
     except oa.OpenAIError as err:
         return _error(err)
     if req.lora_adapter is not None:  # raised by the tokenizer manager, inside the stream when streaming
-        err = oa.lora_error(req.lora_adapter)
+        lora = oa.lora_error(req.lora_adapter)
         if not req.stream:
-            return _error(err)
+            return _error(lora)
         resp = await _open_stream(http)
-        await resp.write(err.stream_line())
+        await resp.write(lora.stream_line())
         await resp.write(oa.SSE_DONE)
         return resp
     prompt_tokens = len(req.prompt) if isinstance(req.prompt, list) else server.text.count_tokens(req.prompt)

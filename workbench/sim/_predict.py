@@ -286,6 +286,22 @@ def workload_prompt_lengths(profile: SimProfile) -> tuple[int, ...]:
     return _prompt_lengths(str(w.get("prompt_set", "default")))
 
 
+def workload_requests(profile: SimProfile) -> int | None:
+    """The profile's ``[workload] requests_per_level``: a count, or None when left out (the bench's rule,
+    :func:`workbench.bench.default_requests_per_level`: ``max(16, 2 x concurrency)``).
+
+    Raises:
+        ConfigError: a value that is not a whole number >= 1.
+    """
+    value = profile.workload.get("requests_per_level")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"profile {profile.name}: [workload] requests_per_level must be a whole number >= 1, or "
+                          f"left out for the bench's rule max(16, 2 x concurrency); got {value!r}")
+    return value
+
+
 @functools.lru_cache(maxsize=256)
 def _schedule(lengths: tuple[int, ...], n: int, seed: int) -> tuple[int, ...]:
     from workbench.bench import prompt_schedule
@@ -350,8 +366,9 @@ class PredictionPlan:
     """The workload a prediction simulates (validated once; see :func:`prediction_plan`).
 
     Attributes:
-        levels: concurrency levels.
-        requests_per_level: a fixed count, or None for ``max(16, 2 x concurrency)``.
+        concurrency_levels: the closed loop's concurrency levels.
+        requests_per_level: a fixed count, or None for the bench's rule
+            (:func:`workbench.bench.default_requests_per_level`: ``max(16, 2 x concurrency)``).
         max_new_tokens: output tokens per request (with ``output_lengths``, their largest).
         prompt_lengths: prompt lengths of the prompt set (tokens), scheduled as the bench does.
         seed: prompt order and acceptance sampling.
@@ -362,7 +379,7 @@ class PredictionPlan:
             ``max_new_tokens`` (the bench's ``ignore_eos``).
     """
 
-    levels: tuple[int, ...]
+    concurrency_levels: tuple[int, ...]
     requests_per_level: int | None
     max_new_tokens: int
     prompt_lengths: tuple[int, ...]
@@ -395,11 +412,13 @@ class PredictionPlan:
         return self.requests_per_level or default_requests_per_level(concurrency)
 
 
-def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None, requests_per_level: int | None = None,
-                    max_new_tokens: int | None = None, seed: int | None = None, prompt_set: str | None = None,
-                    temperature: float | None = None) -> PredictionPlan:
-    """The plan, each unset value from the profile's ``[workload]`` (levels, output tokens, seed, the
-    acceptance's prompt set and temperature).
+def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | None = None,
+                    requests_per_level: int | None = None, max_new_tokens: int | None = None, seed: int | None = None,
+                    prompt_set: str | None = None, temperature: float | None = None) -> PredictionPlan:
+    """The plan, each unset value from the profile's ``[workload]`` (levels, requests per level, output
+    tokens, seed, the acceptance's prompt set and temperature), else the bench's defaults
+    (:data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS`, :func:`workbench.bench.default_requests_per_level`):
+    the workload the profile's figures were measured with, so a default prediction reproduces them.
 
     Raises:
         ConfigError: a level outside [1, ``workbench.bench.MAX_CONCURRENCY``] or named twice
@@ -411,11 +430,13 @@ def prediction_plan(profile: SimProfile, *, levels: Sequence[int] | None = None,
                           f"known: {', '.join(profile.prompt_sets) or 'none'}")
     if temperature is not None and temperature < 0:
         raise ConfigError(f"temperature must be >= 0, got {temperature}")
-    w = profile.workload
-    from workbench.bench import check_concurrency_levels
+    from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, check_concurrency_levels
 
-    lv = check_concurrency_levels(list(levels if levels is not None else w.get("levels", (1, 2, 4, 8, 16, 32, 64))),
-                                  "levels")
+    w = profile.workload
+    given = concurrency_levels if concurrency_levels is not None else w.get("levels", DEFAULT_CONCURRENCY_LEVELS)
+    lv = check_concurrency_levels(list(given), "concurrency_levels")
+    if requests_per_level is None:
+        requests_per_level = workload_requests(profile)
     if requests_per_level is not None and requests_per_level < 1:
         raise ConfigError(f"requests_per_level must be >= 1, got {requests_per_level}")
     tokens = int(max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens", 256))
@@ -489,7 +510,7 @@ def predict(
     profile: SimProfile | str,
     configurations: Sequence[Configuration | str | Path],
     *,
-    levels: Sequence[int] | None = None,
+    concurrency_levels: Sequence[int] | None = None,
     requests_per_level: int | None = None,
     max_new_tokens: int | None = None,
     seed: int | None = None,
@@ -501,8 +522,9 @@ def predict(
     Args:
         profile: a profile or its name.
         configurations: :class:`Configuration` values or variant names/files.
-        levels: concurrency levels (default: the profile's workload levels).
-        requests_per_level: requests per level (default ``max(16, 2 x concurrency)``).
+        concurrency_levels: concurrency levels (default: the profile's workload levels).
+        requests_per_level: requests per level (default: the profile's workload's, else
+            ``max(16, 2 x concurrency)``).
         max_new_tokens: output tokens per request (default: the profile's workload's).
         seed: prompt order and acceptance sampling (default: the profile's workload's).
         prompt_set: the prompt set whose acceptance figures apply (``[acceptance.prompt_sets]``; default:
@@ -522,13 +544,13 @@ def predict(
         ConfigError: unknown profile or variant, or settings the server would refuse.
     """
     prof = load_profile(profile) if isinstance(profile, str) else profile
-    plan = prediction_plan(prof, levels=levels, requests_per_level=requests_per_level,
+    plan = prediction_plan(prof, concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
                            max_new_tokens=max_new_tokens, seed=seed, prompt_set=prompt_set, temperature=temperature)
     configs = [c if isinstance(c, Configuration) else variant_configuration(prof, c) for c in configurations]
     rows = []
     for config in configs:
         head = {"profile": prof.name, **config.describe()}
-        for c in plan.levels:
+        for c in plan.concurrency_levels:
             result = simulate_level(prof, config, plan, c)
             summary = summarize_rows(result.rows)
             row = {**head, "concurrency": c, "max_new_tokens": plan.max_new_tokens, "simulated": True,

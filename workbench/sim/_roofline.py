@@ -241,7 +241,7 @@ class _Forward:
         self.fixed_ms = layers * (eff.layer_fixed_us + (eff.moe_layer_floor_us if model.is_moe else 0.0)) / 1e3
         self.own_token = 1.0 - eff.routing_overlap  # an extra token of a request counts this much
 
-    def touched(self, tokens: int, seqs: int | None = None) -> float:
+    def touched(self, tokens: float, seqs: int | None = None) -> float:
         """Experts per layer the batch's tokens touch: ``seqs`` requests route independently, each
         request's tokens beyond its first count ``1 - routing_overlap`` (None: every token independent)."""
         if seqs is not None and 0 < seqs < tokens:
@@ -386,7 +386,7 @@ class RooflineCost:
     def _prefill_parts(self, prompt_tokens: list[int], spec: SpecConfig):
         tokens, seqs = sum(prompt_tokens), len(prompt_tokens)
         target = self.target.parts(tokens, seqs, 0, seqs)
-        draft = self._draft(tokens, seqs, 0, seqs) + self.draft.eager_ms if spec.enabled else 0.0
+        draft = self._draft(tokens, seqs, 0, seqs) + self.draft.eager_ms if spec.enabled and self.draft is not None else 0.0
         gpu = sum(target) + self.target.fixed_ms + draft + self.target.eager_ms  # SGLang 0.5.9 runs extend without CUDA graphs
         overlap = self.deployment.overlap_schedule and (not spec.enabled or spec.spec_v2)
         total = self._iteration(gpu, 1, overlap, seqs)

@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from aiohttp import web
@@ -203,7 +203,7 @@ class SimServer:
         text, input_ids = body.get("text"), body.get("input_ids")
         params = body.get("sampling_params") or {}
         if isinstance(text, list) or (isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], list)):
-            prompts = text if isinstance(text, list) else input_ids
+            prompts: list[Any] = text if isinstance(text, list) else cast(list, input_ids)  # a list of lists here
             if body.get("stream"):
                 return _error(400, "The simulator does not stream batched (list) prompts; send one prompt per request")
             plist = params if isinstance(params, list) else [params] * len(prompts)

@@ -130,7 +130,8 @@ def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int
             best = c
     out["goodput"] = best
     slots = sorted((p for row in surv for p in row), reverse=True)
-    best_av, gained = None, 0.0
+    best_av: StepChoice | None = None
+    gained = 0.0
     for n in range(len(slots) + 1):
         if n:
             gained += slots[n - 1]
@@ -138,7 +139,8 @@ def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int
                        spec_ms(K, batch + n, batch + gained))
         if best_av is None or c.tok_s > best_av.tok_s:
             best_av = c
-    out["adaptive_verification"] = best_av
+    if best_av is not None:  # always: the loop runs at least once (n = 0)
+        out["adaptive_verification"] = best_av
     return out
 
 

@@ -96,8 +96,8 @@ def _levels_option(text: str | None) -> list[int] | None:
 def predict_command(
     variants: Annotated[list[str], typer.Argument(help="variant names (data/variants/NAME.toml) or files")],
     profile: Annotated[str, typer.Option("--profile", help="profile name (data/profiles/NAME.toml) or path")] = "seed-pcie-8gpu",
-    levels: Annotated[Optional[str], typer.Option("--levels", help="concurrency levels, e.g. 1,2,4 (default: the profile's)")] = None,
-    requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="requests per level (default: max(16, 2 x concurrency))")] = None,
+    levels: Annotated[Optional[str], typer.Option("--concurrency-levels", "--levels", help="concurrency levels, e.g. 1,2,4 (default: the profile's workload's)")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="requests per level (default: the profile's workload's, else max(16, 2 x concurrency))")] = None,
     max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", min=1, help="output tokens per request (default: the profile's)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="prompt order and acceptance sampling (default: the profile's)")] = None,
     prompt_set: Annotated[Optional[str], typer.Option("--prompt-set", help="prompt set whose acceptance figures apply (the profile's [acceptance.prompt_sets]; default: the workload's)")] = None,
@@ -119,10 +119,11 @@ def predict_command(
 
     try:
         prof = load_profile(profile)
-        plan = prediction_plan(prof, levels=_levels_option(levels), requests_per_level=requests,
+        plan = prediction_plan(prof, concurrency_levels=_levels_option(levels), requests_per_level=requests,
                                max_new_tokens=max_new_tokens, seed=seed, prompt_set=prompt_set,
                                temperature=temperature)
-        rows = predict(prof, variants, levels=plan.levels, requests_per_level=requests,
+        rows = predict(prof, variants, concurrency_levels=plan.concurrency_levels,
+                       requests_per_level=plan.requests_per_level,
                        max_new_tokens=plan.max_new_tokens, seed=plan.seed, prompt_set=prompt_set,
                        temperature=temperature)
     except ConfigError as exc:
@@ -131,11 +132,11 @@ def predict_command(
     if as_json:
         clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
         typer.echo(json.dumps({"profile": prof.name, "prediction": "offline", "simulated": True,
-                               "levels": list(plan.levels), "requests_per_level": requests,
+                               "levels": list(plan.concurrency_levels), "requests_per_level": plan.requests_per_level,
                                "max_new_tokens": plan.max_new_tokens, "seed": plan.seed,
                                "prompt_set": prompt_set, "temperature": temperature, "rows": clean}, indent=1))
         return
-    rule = f"{requests} requests" if requests else "max(16, 2c) requests"
+    rule = f"{plan.requests_per_level} requests" if plan.requests_per_level else "max(16, 2c) requests"
     typer.echo(f"MODEL PREDICTION (offline simulator, virtual clock; not a measurement): profile {prof.name}, "
                f"{rule} per level, {plan.max_new_tokens} output tokens, seed {plan.seed}"
                + (f", prompt set {prompt_set}" if prompt_set else "")

@@ -125,7 +125,7 @@ def _consume(flag: Flag, token: str, explicit: str | None, tokens: list[str], i:
     nargs = flag.nargs
     if not flag.takes_value:
         return [], i, None
-    following = []
+    following: list[str] = []
     while i + len(following) < len(tokens) and not looks_like_flag(tokens[i + len(following)]):
         following.append(tokens[i + len(following)])
     if nargs in (None, "?") or isinstance(nargs, str) and nargs not in ("*", "+"):

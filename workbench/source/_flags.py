@@ -129,7 +129,8 @@ def last_release_with(option: str, before: str, *, steps: int) -> tuple[FlagTabl
     """(the flags of the newest release up to ``before`` that has ``option``, the release after it),
     walking back at most ``steps`` releases from ``before``; None when none of them has it (or the
     package index cannot be listed)."""
-    newer, version = before, before
+    newer: str = before
+    version: str | None = before
     for _ in range(steps):
         try:
             version = previous_release(newer)

@@ -1,5 +1,7 @@
 """Run directories: raw request rows, per-level summaries and a manifest per run."""
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
@@ -27,8 +29,37 @@ _NAMES = {
     "save_imported_run": "_imported",
     "save_level": "_runs",
     "StoredRun": "_catalog",
+    "stored_runs": "_manage",
     "sweep_identity": "_resume",
     "sweep_in_flight": "_resume",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.store._manage import catalogue as catalogue
+    from workbench.store._manage import delete_run as delete_run
+    from workbench.store._manage import export_tables as export_tables
+    from workbench.store._manage import find_run as find_run
+    from workbench.store._runs import finish_run as finish_run
+    from workbench.store._manage import label_run as label_run
+    from workbench.store._catalog import list_runs as list_runs
+    from workbench.store._imported import load_quarantine as load_quarantine
+    from workbench.store._catalog import load_run as load_run
+    from workbench.store._catalog import load_runs as load_runs
+    from workbench.store._catalog import with_workload as with_workload
+    from workbench.store._runs import new_run as new_run
+    from workbench.store._resume import open_run as open_run
+    from workbench.store._resume import ResumedRun as ResumedRun
+    from workbench.store._manage import run_labels as run_labels
+    from workbench.store._manage import run_origin as run_origin
+    from workbench.store._runs import RunWriter as RunWriter
+    from workbench.store._runs import runs_root as runs_root
+    from workbench.store._runs import runs_root_source as runs_root_source
+    from workbench.store._runs import writable_runs_root as writable_runs_root
+    from workbench.store._imported import save_imported_run as save_imported_run
+    from workbench.store._runs import save_level as save_level
+    from workbench.store._catalog import StoredRun as StoredRun
+    from workbench.store._manage import stored_runs as stored_runs
+    from workbench.store._resume import sweep_identity as sweep_identity
+    from workbench.store._resume import sweep_in_flight as sweep_in_flight
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

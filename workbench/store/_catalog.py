@@ -24,7 +24,7 @@ from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
-LISTING_COLUMNS = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at",
+LISTING_COLUMNS: tuple[str, ...] = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at",
                    "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label",
                    "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
 

@@ -50,7 +50,7 @@ def _write_error(path: Path, exc: OSError) -> HostError:
     return HostError(f"Cannot write {path}: {exc.strerror or exc}")
 
 
-def atomic_write(path: Path, writer: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, writer: Callable[[Path], object]) -> None:
     """Create or replace ``path`` atomically; ``writer(tmp_path)`` writes the content.
 
     Raises:

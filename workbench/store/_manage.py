@@ -31,7 +31,7 @@ from workbench.store._resume import LOCK_NAME, sweep_in_flight
 from workbench.store._runs import runs_root
 
 __all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels",
-           "run_origin"]
+           "run_origin", "stored_runs"]
 
 #: The sidecar file of a run's labels.
 LABELS_NAME = "labels.json"
@@ -229,3 +229,32 @@ def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path 
         if column in table:
             table[column] = [None if v is None else json.dumps(np.asarray(v).tolist()) for v in table[column]]
     return table, skipped
+
+
+def stored_runs(runs: str | Path | Sequence[str | Path], *, runs_dir: str | Path | None = None) -> list[Path]:
+    """The directories of stored runs, checked readable: what a report renders from without measuring.
+
+    Args:
+        runs: one run or several: run ids, unique prefixes of one, or run directories.
+        runs_dir: the runs folder for ids (relative: to the project root).
+
+    Returns:
+        The run directories, in the order given.
+
+    Raises:
+        ConfigError: no runs given, an unknown run, one named twice, or one that cannot be
+            read (its state and why are named, e.g. a missing or corrupt manifest).
+    """
+    items = [runs] if isinstance(runs, (str, Path)) else list(runs)
+    if not items:
+        raise ConfigError("from_runs is empty; give run ids or directories (`workbench runs list` shows them)")
+    listing = catalogue(runs_dir)
+    found = [find_run(r, root=runs_dir, listing=listing) for r in items]
+    if len(set(found)) < len(found):
+        raise ConfigError(f"a run is named twice in {[str(r) for r in items]}; name each run once")
+    for path in found:
+        try:
+            load_run(path)
+        except (ConfigError, HostError) as exc:
+            raise ConfigError(f"run {path.name} cannot be reported on: {exc}") from None
+    return found

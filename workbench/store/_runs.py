@@ -42,8 +42,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-import workbench
-from workbench import paths
+from workbench import __version__, paths
 from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
 from workbench.errors import ConfigError, HostError
@@ -55,7 +54,7 @@ __all__ = ["RunStatus", "RunWriter", "finish_run", "new_run", "runs_root", "runs
 
 SCHEMA_VERSION = 1
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
-REPO_ROOT = Path(workbench.__file__).resolve().parents[1]
+REPO_ROOT = paths.PACKAGE_ROOT
 #: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
 STANDARD_KEYS = frozenset({
     "schema_version", "run_id", "variant", "engine", "simulated", "status", "error", "started_at", "finished_at",
@@ -339,7 +338,7 @@ def new_run(
         "identity": identity,
         "label": label,
         "server_info": info,
-        "workbench": {"version": workbench.__version__,
+        "workbench": {"version": __version__,
                       **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
     }
     clash = set(extra or {}) & set(manifest)

@@ -160,7 +160,7 @@ class CalibrationStudy:
     def charts(self, *, whatif: pd.DataFrame | None = None) -> dict[str, alt.TopLevelMixin]:
         """The notebook's charts by stem."""
         sub = self.measured_subtitle
-        out = {"fit": charts.calibration_fit_chart(self.fit.points, self.knees(), subtitle=sub, model=self.model_curve()),
+        out: dict[str, alt.TopLevelMixin] = {"fit": charts.calibration_fit_chart(self.fit.points, self.knees(), subtitle=sub, model=self.model_curve()),
                "residuals": charts.residual_chart(self.fit.points, subtitle=sub),
                "kernel_groups": charts.kernel_group_chart(self.group_table(), subtitle=sub)}
         if whatif is not None:

@@ -27,7 +27,7 @@ MAX_SENTENCES = 5
 LEAD = "**In short** — "
 
 
-def _listed(levels: list[int]) -> str:
+def _listed(levels: list[Any]) -> str:
     """``"1, 4, 16 and 32"``."""
     return _and([str(c) for c in levels])
 
@@ -86,7 +86,7 @@ def _lead_spec(study: Any) -> str | None:
         return first
     ratios = {s: study.ratios(s).sort_values(study.load)["output_throughput_tok_s_ratio"].iloc[0]
               for s in study.spec_variants if "output_throughput_tok_s" in study.compared(s)}
-    return max(ratios, key=ratios.get) if ratios else None
+    return max(ratios, key=lambda s: ratios[s]) if ratios else None
 
 
 def _study_caveat(study: Any, spec: str | None) -> str:

@@ -1,14 +1,14 @@
-"""When to stop speculating, as a policy you can run: sweep, derive, run the policy, compare.
+"""When to stop speculating, read from a sweep: derive the policies, compare them with their measurement.
 
-:func:`dynamic_disable` sweeps a baseline and speculative variants (topk 4 and topk 1 over
-num_steps) with :func:`workbench.benchmark_variants`, derives from the measurements (through
-:mod:`workbench.analysis`) the "no drafting above N" threshold, SGLang's
+:class:`PolicyStudy` derives from a sweep of a baseline and speculative variants (topk 4 and topk 1
+over num_steps; through :mod:`workbench.analysis`) the "no drafting above N" threshold, SGLang's
 ``--speculative-adaptive-config`` batch-size tiers and vLLM's ``num_speculative_tokens_per_batch_size``,
-writes each policy as a variant (``<policy_dir>/*.toml``, the adaptive config beside it), runs
-those variants with the same plan, and reports each policy's predicted gain over always-on and
-always-off beside its measured one, with intervals over repeats. :class:`PolicyStudy` holds the
-tables, the charts (:mod:`workbench.charts._policy`) and, in JupyterLab, an ipywidgets panel
-that redraws them from the same functions.
+and reports each policy's predicted gain over always-on and always-off beside its measured one,
+with intervals over repeats. It holds the tables, the charts (:mod:`workbench.charts._policy`) and,
+in JupyterLab, an ipywidgets panel that redraws them from the same functions. It never launches or
+writes anything: sweeping, writing the policies as variant files and running them is
+:func:`workbench.sweeps.dynamic_disable` (``workbench/sweeps/_policy_sweep.py``: ``write_policies``,
+``measure_policies``).
 """
 
 from __future__ import annotations
@@ -28,16 +28,13 @@ from workbench import charts, paths
 from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
                                 higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
                                 repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
-from workbench.sweeps import (INDEX_NAME, PolicyRun, adaptive_variant, read_policy_runs, threshold_variant,
-                              variant_settings, write_index)
-from workbench.studies._study import Study
+from workbench.studies._policy_index import INDEX_NAME, PolicyRun, read_policy_runs, variant_settings
+from workbench.studies._study import Study, load_study
 from workbench.charts import METRIC_TITLES
-from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
 from workbench.markup import literal
 from workbench.report import progress_bars
-from workbench.store import runs_root
-from workbench.variants import Variant, load_variant
+from workbench.variants import Variant
 
 #: The release whose adaptive batch-size tiers the derived config is written for and run under.
 DEFAULT_ADAPTIVE_VERSION = "0.5.16"
@@ -59,7 +56,7 @@ class PolicyStudy:
         tpot_ms, e2e_ms: the goodput targets (None: not set).
         adaptive_version: the SGLang release the adaptive config is written for.
         bench: the keyword arguments of the sweep (the policies are run with the same).
-        runs: policy -> its :class:`PolicyRun` (after :meth:`write_policies`).
+        runs: policy -> its :class:`PolicyRun` (after :func:`workbench.sweeps.write_policies`).
     """
 
     levels: pd.DataFrame
@@ -133,14 +130,14 @@ class PolicyStudy:
     def subtitle(self) -> list[str]:
         """Chart subtitle lines: provenance (SIMULATED when so; :attr:`workbench.Study.subtitle_lines`, stand-ins
         included), the SGLang rules of the sweep, n."""
-        if "subtitle" not in self._cache:
+        if ("subtitle",) not in self._cache:
             first = Study(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
             versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or "?")
                                for m in self.manifests})
             n = self.repeats
             rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
-            self._cache["subtitle"] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
-        return list(self._cache["subtitle"])
+            self._cache[("subtitle",)] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
+        return list(self._cache[("subtitle",)])
 
     # -- tables -------------------------------------------------------------------------------------
     def means(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -229,67 +226,7 @@ class PolicyStudy:
                      "note": "K = the best num_steps at topk 1; inclusive batch-size ranges"})
         return pd.DataFrame(rows)
 
-    # -- policies as variants -----------------------------------------------------------------------
-    def write_policies(self, policy_dir: str | Path) -> dict[str, PolicyRun]:
-        """Write the threshold and adaptive-tiers policies as variant files (and the adaptive JSON) into ``policy_dir``.
-
-        File names carry a hash of their content, so a changed policy is another sweep and never
-        resumes the runs of an old one. A policy that never switches (speculation ahead or behind at
-        every level) is not written: it is one of the swept variants already.
-
-        Returns:
-            policy -> :class:`PolicyRun` (also kept in :attr:`runs`).
-        """
-        folder = paths.resolve(policy_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.runs = {}
-        t = self.threshold()
-        if t.kind == "threshold":
-            self.runs["threshold"] = threshold_variant(load_variant(t.spec), t, folder)
-        topk1 = self.topk_variants(1)
-        policy = sglang_policy(self.tiers(), None, sglang_version=self.adaptive_version) if topk1 else None
-        if policy is not None and policy.kind == "adaptive_tiers":
-            best = self.envelope(variants=[self.baseline, *topk1]).sort_values("concurrency")
-            choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
-            always_on = next((v for v in best["best_variant"] if v != self.baseline), next(iter(topk1)))
-            self.runs["adaptive tiers"] = adaptive_variant(load_variant(next(iter(topk1))), policy, folder,
-                                                           always_on=always_on, choice=choice)
-        return self.runs
-
-    def run_policies(self, policy_dir: str | Path | None = None) -> dict[str, Path]:
-        """Write the policies (when not yet) and measure each as one server with the sweep's plan.
-
-        Returns:
-            policy -> its run directory.
-
-        Raises:
-            ConfigError: the study has no sweep settings (loaded from runs: pass ``bench``), or as
-                :func:`workbench.benchmark_variants`.
-        """
-        from workbench.sweeps import benchmark_variants, load_study
-
-        if not self.bench:
-            raise ConfigError("this study has no sweep settings (bench): build it with dynamic_disable(...) or "
-                              "pass bench={...} with the sweep's keyword arguments")
-        if not self.runs:
-            self.write_policies(policy_dir or runs_root(self.bench.get("runs_dir")) / "policies")
-        runs = list(self.runs.values())
-        if not resolve_engine(self.bench.get("host", "local"), self.bench.get("engine")).simulated:
-            # a real SGLang runs only what its tree does: a threshold without a patch would measure always-on
-            for run in [r for r in runs if r.policy == "threshold" and not r.variant.patches]:
-                warnings.warn(f"{run.variant.name}: no patch switches drafting off in {run.always_on}'s SGLang "
-                              "(data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9 only), so a real "
-                              "engine would run it always-on; not run. Its prediction is still shown.", stacklevel=2)
-                runs.remove(run)
-        if not runs:
-            return {}
-        dirs = benchmark_variants([r.variant for r in runs], **self.bench)
-        measured = load_study(dirs, baseline=runs[0].variant.name)
-        rows = self.with_goodput(measured.levels, measured.requests)
-        for run in runs:
-            run.levels = rows[rows["variant"] == run.variant.name].copy()
-        return {run.policy: d for run, d in zip(runs, dirs)}
-
+    # -- policies measured -------------------------------------------------------------------------
     def attach_policy_levels(self, policy: str, levels: pd.DataFrame) -> None:
         """Use ``levels`` (rows of a stored run of ``policy``'s variant) as its measurement."""
         if policy not in self.runs:
@@ -428,7 +365,7 @@ class PolicyStudy:
         return out
 
     def envelope_chart(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
-                       no_draft_above: int | None = None) -> alt.LayerChart:
+                       no_draft_above: int | None = None) -> alt.LayerChart | alt.FacetChart:
         """The envelope chart of ``variants`` (the baseline always kept) with a threshold rule at ``no_draft_above``."""
         metric = metric or self.metric
         names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
@@ -470,12 +407,10 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
     Raises:
         ConfigError: the baseline has no runs, a bad objective, or goodput without a target.
     """
-    from workbench.sweeps import load_study
-
     study = load_study(runs, baseline=baseline)
     settings = {}
     for m in study.manifests:
-        name = m.get("variant")
+        name = m["variant"]
         definition = m.get("variant_definition") or {}
         v = Variant(name=name, model_path=str(definition.get("model_path") or "?"), flags=dict(definition.get("flags")
                                                                                                or {}))
@@ -527,58 +462,6 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
             requests, levels = load_runs([run_dir])
             run.levels = study.with_goodput(levels, requests)
         study.runs[name] = run
-    return study
-
-
-def dynamic_disable(
-    variants: Sequence[str | Path],
-    *,
-    baseline: str = "baseline",
-    objective: str = "throughput",
-    tpot_ms: float | None = None,
-    e2e_ms: float | None = None,
-    adaptive_version: str = DEFAULT_ADAPTIVE_VERSION,
-    run_policies: bool = True,
-    policy_dir: str | Path | None = None,
-    **bench: Any,
-) -> PolicyStudy:
-    """Sweep ``variants`` (the baseline among them), derive the policies, run them, return the study.
-
-    Args:
-        variants: variant names or files; the baseline must be one of them. Their topk and
-            num_steps are read from their flags (a sweep over num_steps at topk 1 gives the
-            adaptive tiers).
-        baseline: the plain-decoding variant.
-        objective: ``"per_request"`` (mean per-request tok/s), ``"throughput"`` (total output
-            tok/s) or ``"goodput"`` (requests/s meeting ``tpot_ms`` and/or ``e2e_ms``).
-        tpot_ms, e2e_ms: goodput targets in milliseconds.
-        adaptive_version: the SGLang release (0.5.16 or later) the adaptive config is written for
-            and run under on the simulated engine.
-        run_policies: write and measure the derived policies with the same plan.
-        policy_dir: where the policy variants, the adaptive config and ``study.json`` (the index
-            :func:`load_dynamic_disable` reads; the latest study written there) go (default
-            ``<runs_dir>/policies``).
-        bench: :func:`workbench.benchmark_variants`' keyword arguments (host, levels, requests,
-            repeats, time scale, ...), used for the sweep and the policies alike.
-
-    Raises:
-        ConfigError: the baseline is not among ``variants``, or as :func:`workbench.benchmark_variants`.
-    """
-    from workbench.sweeps import benchmark_variants
-
-    loaded = [load_variant(v) for v in variants]
-    if baseline not in [v.name for v in loaded]:
-        raise ConfigError(f"the baseline {baseline!r} must be among the variants swept: {[v.name for v in loaded]}")
-    dirs = benchmark_variants(loaded, **bench)
-    study = load_policy_study(dirs, baseline=baseline, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
-                              adaptive_version=adaptive_version, bench=bench)
-    study.settings = {v.name: variant_settings(v) for v in loaded}
-    folder = policy_dir or runs_root(bench.get("runs_dir")) / "policies"
-    policy_runs: dict[str, Path] = {}
-    if run_policies:
-        study.write_policies(folder)
-        policy_runs = study.run_policies()
-    write_index(study, dirs, policy_runs, folder)
     return study
 
 

@@ -102,7 +102,9 @@ def seed_figures(study: Study) -> pd.DataFrame:
     tolerance = float(calibration.get("tolerance", 0.10))
     roles = dict(zip(("baseline", "eagle3-topk4"), study.seed_pair))
     means = study.means()
-    rows, metrics, values = [], [], {}
+    rows: list[Any] = []
+    metrics: list[Any] = []
+    values: dict[Any, Any] = {}
     for point in calibration.get("points", []):
         variant = roles.get(point["variant"], point["variant"])
         mine = means[means["variant"] == variant]

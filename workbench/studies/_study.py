@@ -17,8 +17,9 @@ the text says "not distinguishable at this level". With one repeat the figures s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import pandas as pd
@@ -426,12 +427,12 @@ class Study:
         if not metrics:
             raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no {self._axis.words} level at which both "
                               f"recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)")
-        out = None
-        for m in metrics:
-            t = self.ratio_intervals(spec, m).rename(columns={
-                "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
-                "verdict": f"{m}_verdict"})
-            out = t if out is None else out.merge(t, on=self.load, how="outer")
+        tables = [self.ratio_intervals(spec, m).rename(columns={
+            "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
+            "verdict": f"{m}_verdict"}) for m in metrics]
+        out = tables[0]
+        for t in tables[1:]:
+            out = out.merge(t, on=self.load, how="outer")
         caps = self.caps
         out["queued_requests"] = [max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
                                   if self.load == "concurrency" else 0 for c in out[self.load]]
@@ -471,8 +472,8 @@ class Study:
             if interval.kind == "not_tested":
                 out[m] = dataclasses.replace(point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)")
             elif interval.kind == "claimed":
-                out[m] = Crossover(m, "interpolated", interval.concurrency, None, None, interval.description,
-                                   ((0, 0, interval.concurrency),))
+                claimed = cast(float, interval.concurrency)  # a claimed crossover has its concurrency
+                out[m] = Crossover(m, "interpolated", claimed, None, None, interval.description, ((0, 0, claimed),))
             else:
                 out[m] = Crossover(m, "none_in_range", None, None, None, interval.description)
         return out
@@ -570,7 +571,7 @@ class Study:
         """Every chart of the study, by file stem (means over repeats, with interval bars when n > 1)."""
         means = self.means()
         lines = [*self.subtitle_lines, self.repeats_line]
-        kw = {"variants": self.variants, "baseline": self.baseline}
+        kw: dict[str, Any] = {"variants": self.variants, "baseline": self.baseline}
         out: dict[str, alt.TopLevelMixin] = {
             "throughput": charts.throughput_chart(means, subtitle=lines, **kw),
         }
@@ -642,3 +643,52 @@ class Study:
             out[shown] = [interval_text(getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi"))
                           for row in means.itertuples()]
         return out.reset_index(drop=True)
+
+
+def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
+               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None,
+               seed_pair: Sequence[str] | None = None, runs_dir: str | Path | None = None) -> Study:
+    """A :class:`Study` over runs: run directories, run ids or unique prefixes of one, resolved as
+    every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
+    None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
+
+    ``baseline`` names the variant the others are compared with; None: the first run's variant
+    (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
+    which workload to show when the runs hold several (a label of
+    :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
+    one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
+    chart's subtitle says which is shown). ``ttft_target_ms`` and ``tpot_target_ms`` set goodput's
+    latency targets (:class:`Study`; None: no goodput). ``seed_pair``: the seed investigation's
+    (uncapped baseline, speculative variant), set beside the like-for-like pair
+    (:meth:`Study.seed_figures`, :meth:`Study.cap_split`); kept only when both are among the runs.
+
+    Raises:
+        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline),
+            a ``seed_pair`` that does not name two variants, or a run that matches nothing (or a prefix
+            that matches several: they are named).
+
+    Rows of runs whose figures come from a simulator stand-in for a patch carry its
+    label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
+    """
+    from workbench.store import catalogue, find_run, load_run, load_runs
+
+    if runs and not all(isinstance(r, Path) and r.is_dir() for r in runs):
+        listing = catalogue(runs_dir)  # read once, not once per run
+        runs = [r if isinstance(r, Path) and r.is_dir() else find_run(r, root=runs_dir, listing=listing) for r in runs]
+    requests, levels = load_runs(runs)
+    manifests = [load_run(r).manifest for r in runs]
+    stand_in = {m.get("run_id"): m.get("sim_stand_in") for m in manifests}
+    for frame in (requests, levels):
+        if "run_id" in frame:
+            frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
+    first = cast(str, manifests[0].get("variant")) if manifests else "baseline"
+    chosen = first if baseline is None else baseline
+    names = {m.get("variant") for m in manifests}
+    pair = ((seed_pair[0], seed_pair[1]) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names
+            else None)
+    if seed_pair and pair is None and len(seed_pair) != 2:
+        raise ConfigError(f"seed_pair must name two variants (the seed's baseline, its speculative variant), "
+                          f"got {list(seed_pair)!r}")
+    return Study(levels=levels, requests=requests, manifests=manifests, baseline=chosen, workload=workload,
+                 ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms,
+                 seed_pair=pair if pair and pair[0] != chosen else None)

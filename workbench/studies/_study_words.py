@@ -12,7 +12,7 @@ bracket them (the interpolated point only as "≈ c", a concurrency).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -207,7 +207,7 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
                   for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
         text += f" (tested: {', '.join(tested)})"
     if interval.kind == "claimed":
-        lower, upper = bracket_levels(interval.concurrency, measured)
+        lower, upper = bracket_levels(cast(float, interval.concurrency), measured)  # claimed: it has one
         text += (f"; crossover between {axis.words} {lower} and {upper}{axis.unit} (≈ {interval.concurrency:.1f}, 95% "
                  f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
     elif interval.kind == "not_claimed":

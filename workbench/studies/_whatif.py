@@ -37,7 +37,7 @@ def what_if(
     num_steps: Sequence[int] = (1, 2, 3, 4, 5),
     num_draft_tokens: Sequence[int] = (2, 4, 8, 16, 32),
     spec_v2: Sequence[bool] = (False, True),
-    levels: Sequence[int] | None = None,
+    concurrency_levels: Sequence[int] | None = None,
     requests_per_level: int | None = None,
     max_new_tokens: int | None = None,
     seed: int | None = None,
@@ -51,8 +51,9 @@ def what_if(
             configuration keeps (default: the profile's calibrated one).
         topk, num_steps, num_draft_tokens, spec_v2: the grid; each combination is resolved under
             SGLang 0.5.9's rules, and those it refuses are listed in :attr:`WhatIf.grid`.
-        levels: concurrency levels (default: the profile's workload levels).
-        requests_per_level: requests per level (default ``max(16, 2 x concurrency)``).
+        concurrency_levels: concurrency levels (default: the profile's workload levels).
+        requests_per_level: requests per level (default: the profile's workload's, else
+            ``max(16, 2 x concurrency)``).
         max_new_tokens: output tokens per request (default: the profile's workload's).
         seed: prompt order and acceptance sampling (default: the profile's workload's).
 
@@ -68,11 +69,11 @@ def what_if(
     configs = grid_configurations(prof, template, grid)
     if not configs:
         raise ConfigError("the grid has no configuration SGLang 0.5.9 accepts; see spec_grid's refusals")
-    rows = predict(prof, [baseline, *configs], levels=levels, requests_per_level=requests_per_level,
+    rows = predict(prof, [baseline, *configs], concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
                    max_new_tokens=max_new_tokens, seed=seed)
     return WhatIf(profile=prof.name, baseline=baseline, template=template, levels=pd.DataFrame(rows),
                   grid=pd.DataFrame([dataclasses.asdict(p) for p in grid]),
-                  settings={"levels": levels, "requests_per_level": requests_per_level,
+                  settings={"concurrency_levels": concurrency_levels, "requests_per_level": requests_per_level,
                             "max_new_tokens": max_new_tokens, "seed": seed})
 
 
@@ -133,7 +134,7 @@ class WhatIf:
     def crossover_table(self) -> pd.DataFrame:
         """One row per configuration: settings, ratio at the lowest level, and the crossover on each metric."""
         if "crossovers" not in self._cache:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for name, group in self.ratios().groupby("variant", sort=False):
                 group = group.sort_values("concurrency")
                 out_x = find_crossover(group["concurrency"], group["output_ratio"], metric="output_throughput_tok_s")
@@ -209,7 +210,7 @@ class WhatIf:
                             num_draft_tokens=int(row["num_draft_tokens"]), spec_v2=bool(row["spec_v2"]),
                             spec_off_above=limit, max_running_requests=max(top, 48))
         s = self.settings
-        levels = predict(prof, [cfg], levels=sorted(set(self.levels["concurrency"])),
+        levels = predict(prof, [cfg], concurrency_levels=sorted(set(self.levels["concurrency"])),
                          requests_per_level=s.get("requests_per_level"), max_new_tokens=s.get("max_new_tokens"),
                          seed=s.get("seed"))
         self._cache["threshold"] = {"variant": pick.spec, "threshold": limit,
@@ -255,7 +256,7 @@ class WhatIf:
         of the best configuration at every level; otherwise adaptive tiers.
         """
         best = self.best_table().set_index("concurrency")["best_output_throughput_tok_s"]
-        rows = []
+        rows: list[dict[str, Any]] = []
         threshold = self._threshold_policy()
         if threshold is not None:
             sim = threshold["levels"].set_index("concurrency")["output_throughput_tok_s"]

@@ -329,7 +329,7 @@ def _crossovers(paths: list[Path], variants: list[str], sweep: str | None, basel
     per speculative variant and metric against ``baseline`` (default: the first variant, as in the
     notebooks); no crossover with one variant or with a ``sweep`` (a crossover over concurrency
     would mix the sweep's values)."""
-    from workbench.sweeps._investigation import load_study
+    from workbench.studies import load_study
 
     names = [Path(v).stem for v in variants]
     base = baseline or (names[0] if names else None)

@@ -45,35 +45,6 @@ def list_runs(runs_dir: str | Path | None = None) -> pd.DataFrame:
     return catalogue(runs_dir)
 
 
-def stored_runs(runs: str | Path | Sequence[str | Path], *, runs_dir: str | Path | None = None) -> list[Path]:
-    """The directories of stored runs, checked readable: what a report renders from without measuring.
-
-    Args:
-        runs: one run or several: run ids, unique prefixes of one, or run directories.
-        runs_dir: the runs folder for ids (relative: to the project root).
-
-    Returns:
-        The run directories, in the order given.
-
-    Raises:
-        ConfigError: no runs given, an unknown run, one named twice, or one that cannot be
-            read (its state and why are named, e.g. a missing or corrupt manifest).
-    """
-    items = [runs] if isinstance(runs, (str, Path)) else list(runs)
-    if not items:
-        raise ConfigError("from_runs is empty; give run ids or directories (`workbench runs list` shows them)")
-    listing = catalogue(runs_dir)
-    found = [find_run(r, root=runs_dir, listing=listing) for r in items]
-    if len(set(found)) < len(found):
-        raise ConfigError(f"a run is named twice in {[str(r) for r in items]}; name each run once")
-    for path in found:
-        try:
-            load_run(path)
-        except (ConfigError, HostError) as exc:
-            raise ConfigError(f"run {path.name} cannot be reported on: {exc}") from None
-    return found
-
-
 def label_run(run: str | Path, *labels: str, remove: bool = False, runs_dir: str | Path | None = None) -> list[str]:
     """Add labels to a run (``remove=True``: take them away); returns its labels.
 

@@ -1,9 +1,9 @@
-"""Entry points for the investigation notebooks: one call per notebook cell.
+"""Benchmarking variants from a notebook cell or ``workbench bench``: one call per cell.
 
 Plain keyword arguments, no global state. ``benchmark_variants`` runs the whole
 launch -> ready -> sweep -> stop cycle per variant (servers are context-managed, so
 a failing or interrupted cell stops what it started; measured levels are already
-on disk); ``load_study`` turns run directories into a :class:`~workbench.studies.Study`.
+on disk). Reading the runs back is :func:`workbench.studies.load_study`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from workbench import paths
 from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
@@ -26,14 +26,10 @@ from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_seri
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
-from workbench.analysis import readable_html
-from workbench.markup import literal
 from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
-from workbench.store import (ResumedRun, catalogue, find_run, load_run, load_runs, open_run, runs_root, sweep_identity,
-                             writable_runs_root)
-from workbench.studies import Study
+from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writable_runs_root
 from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, UnitOutcome, run_units
 from workbench.sweeps._fleet_hosts import host_summary, unit_entry
 from workbench.sweeps._fleet_record import UnitRecorder, replay
@@ -42,36 +38,6 @@ from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_p
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
 LEVEL_LOG_LINES = 5000
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def _narrow_html(frame: pd.DataFrame) -> str:
-    """A DataFrame's HTML as a person reads it (:func:`workbench.analysis.readable_html`: numbers rounded
-    to what they support, fractions as %, units in the headings, missing as an em dash, no row numbers);
-    the frame itself, and what is stored, stay as they are."""
-    return readable_html(frame)
-
-
-def setup_notebook() -> None:
-    """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
-    spec for JupyterLab); table text in full; floats to 4 significant figures in text output; tables
-    shown through one formatter (:func:`workbench.analysis.readable_html`, in IPython only)."""
-    import pandas as pd
-
-    from workbench.charts import enable_offline_renderer
-
-    enable_offline_renderer()
-    pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
-    pd.set_option("display.float_format", "{:.4g}".format)  # no six-decimal noise on model figures
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - notebooks always have IPython
-        return
-    shell = get_ipython()
-    if shell is not None:
-        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _narrow_html)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +155,7 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
     if label is not None:
         check_name(label, what="label", fix="Pass another label (or None for none)")
-    where = client or ("local" if is_local(host) else "host")
+    where: Literal["host", "local"] = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
     levels = args["concurrency_levels"]
     if args.get("request_rates") is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
@@ -334,28 +300,7 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                                       launch_command=server.command),
             )
 
-            started = time.monotonic()
-
-            def on_level(level: Any) -> None:
-                # the server's batch log lines within the level's window join its observations; a log
-                # that cannot be read (the host dropped) costs those lines only, never the level's rows
-                try:
-                    log_text = server.logs_tail(LEVEL_LOG_LINES)
-                except (HostError, ServerError):
-                    log_text = ""
-                level = prep.label_level(add_log_series(level, log_text))
-                _progress_line(sweep, level, done=todo.index(level.unit) + 1 if level.unit in todo else None,
-                               total=len(todo), elapsed_s=time.monotonic() - started)
-                errors = level.requests["error"].notna() if len(level.requests) else None
-                if errors is None or not errors.any():
-                    run.save_level(level)
-                    return
-                alive = server.alive
-                if alive and not errors.all():
-                    run.save_level(level)  # some requests failed; the server still serves
-                    return
-                _fail_level(run, level, server, alive=alive, variant=v.name, label=plan.unit_label(level.unit))
-
+            on_level = _LevelSink(sweep, run, server, prep, todo)
             if sweep.where == "host":
                 with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
                     run.annotate(client={"python": hosted.python, "pid": hosted.process.pid,
@@ -372,6 +317,49 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                               "one read after its last level", stacklevel=3)
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
+
+
+class _LevelSink:
+    """Where each level a server measured goes (the sweep's ``on_level``): labelled, reported, then stored or failed.
+
+    Labelled: the server's batch log lines within the level's window join its observations (a log that
+    cannot be read, because the host dropped, costs those lines only, never the level's rows) and the
+    launch's labels (stand-in, effective settings) join its rows. Reported: one progress line. Then
+    stored (:meth:`RunWriter.save_level <workbench.store.RunWriter.save_level>`), also when some
+    requests failed while the server still serves; a level whose server died, or whose every request
+    failed, is kept apart by :func:`_fail_level`, which stops the pass.
+    """
+
+    def __init__(self, sweep: _Sweep, run: Any, server: ServerHandle, prep: Any, todo: Sequence[Any]) -> None:
+        self.sweep, self.run, self.server, self.prep, self.todo = sweep, run, server, prep, list(todo)
+        self.started = time.monotonic()
+
+    def __call__(self, level: Any) -> None:
+        level = self.label(level)
+        _progress_line(self.sweep, level, done=self.todo.index(level.unit) + 1 if level.unit in self.todo else None,
+                       total=len(self.todo), elapsed_s=time.monotonic() - self.started)
+        self.store(level)
+
+    def label(self, level: Any) -> Any:
+        """The level with the server's batch log lines and the launch's labels."""
+        try:
+            log_text = self.server.logs_tail(LEVEL_LOG_LINES)
+        except (HostError, ServerError):
+            log_text = ""
+        return self.prep.label_level(add_log_series(level, log_text))
+
+    def store(self, level: Any) -> None:
+        """Store the level, or keep it apart as failed and stop the pass (BenchmarkError)."""
+        errors = level.requests["error"].notna() if len(level.requests) else None
+        if errors is None or not errors.any():
+            self.run.save_level(level)
+            return
+        alive = self.server.alive
+        if alive and not errors.all():
+            self.run.save_level(level)  # some requests failed; the server still serves
+            return
+        _fail_level(self.run, level, self.server, alive=alive, variant=self.sweep.variant.name,
+                    label=self.sweep.plan.unit_label(level.unit))
 
 
 #: Held while a server starts: the servers of parallel passes start one at a time, since a start is
@@ -892,91 +880,3 @@ def _check_fleet_arguments(kwargs: dict[str, Any]) -> None:
                           "(each unit runs on the node Ray places it on): drop host")
     if kwargs.get("client") not in (None, "local"):
         raise ConfigError("on a fleet the load generator runs beside the server on the unit's node; drop client=")
-
-
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
-               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None,
-               seed_pair: Sequence[str] | None = None, runs_dir: str | Path | None = None) -> Study:
-    """A :class:`Study` over runs: run directories, run ids or unique prefixes of one, resolved as
-    every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
-    None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
-
-    ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
-    which workload to show when the runs hold several (a label of
-    :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
-    one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every
-    chart's subtitle says which is shown). ``ttft_target_ms`` and ``tpot_target_ms`` set goodput's
-    latency targets (:class:`Study`; None: no goodput). ``seed_pair``: the seed investigation's
-    (uncapped baseline, speculative variant), set beside the like-for-like pair
-    (:meth:`Study.seed_figures`, :meth:`Study.cap_split`); kept only when both are among the runs.
-
-    Raises:
-        ConfigError: as :class:`Study` (closed- and open-loop runs mixed, an unknown workload, no baseline),
-            a ``seed_pair`` that does not name two variants, or a run that matches nothing (or a prefix
-            that matches several: they are named).
-
-    Rows of runs whose figures come from a simulator stand-in for a patch carry its
-    label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
-    """
-    if runs and not all(isinstance(r, Path) and r.is_dir() for r in runs):
-        listing = catalogue(runs_dir)  # read once, not once per run
-        runs = [r if isinstance(r, Path) and r.is_dir() else find_run(r, root=runs_dir, listing=listing) for r in runs]
-    requests, levels = load_runs(runs)
-    manifests = [load_run(r).manifest for r in runs]
-    stand_in = {m.get("run_id"): m.get("sim_stand_in") for m in manifests}
-    for frame in (requests, levels):
-        if "run_id" in frame:
-            frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
-    if baseline is None:
-        baseline = manifests[0].get("variant") if manifests else "baseline"
-    names = {m.get("variant") for m in manifests}
-    pair = tuple(seed_pair) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names else None
-    if seed_pair and pair is None and len(seed_pair) != 2:
-        raise ConfigError(f"seed_pair must name two variants (the seed's baseline, its speculative variant), "
-                          f"got {list(seed_pair)!r}")
-    return Study(levels=levels, requests=requests, manifests=manifests, baseline=baseline, workload=workload,
-                 ttft_target_ms=ttft_target_ms, tpot_target_ms=tpot_target_ms,
-                 seed_pair=pair if pair and pair[0] != baseline else None)
-
-
-def show_ratio_charts(study: Study) -> None:
-    """Display the spec/baseline ratio chart of every speculative variant."""
-    from IPython.display import display
-
-    for stem, chart in study.charts().items():
-        if stem.startswith("ratio_"):
-            display(chart)
-
-
-def show_markdown(text: str) -> None:
-    """Display markdown the workbench wrote (a verdict, findings) in the notebook.
-
-    The data inside it is already placed literally (:mod:`workbench.markup`); an exported report
-    also shows any raw HTML in it as text (``workbench.report``'s ``export_html``).
-    """
-    from IPython.display import Markdown, display
-
-    display(Markdown(text))
-
-
-def show_text(text: str) -> None:
-    """Display plain text (a sentence written from the data, such as a threshold's description)
-    exactly as it is: as markdown with every markup character escaped (:func:`workbench.markup.literal`)."""
-    show_markdown(literal(text))
-
-
-def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
-    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root).
-
-    Returns:
-        One row per chart: ``chart``, ``png`` and ``svg`` file names, and ``folder``.
-    """
-    import pandas as pd
-
-    folder = paths.resolve(report_dir)
-    saved = study.save_charts(folder)
-    return pd.DataFrame(
-        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": paths.shown(folder)}
-         for stem, files in saved.items()]
-    )

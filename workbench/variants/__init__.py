@@ -1,5 +1,7 @@
 """Variants: pre-flight validation against the target SGLang's own source, patched trees, provenance."""
 
+import typing as _typing
+
 from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
@@ -49,4 +51,49 @@ _NAMES = {
     "variants_table": "_check",
 }
 
-__all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
+if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.variants._check import check_variant as check_variant
+    from workbench.variants._check import check_variants as check_variants
+    from workbench.variants._check import default_baseline as default_baseline
+    from workbench.variants._template import apply_parameters as apply_parameters
+    from workbench.variants._effective import confirm_effective as confirm_effective
+    from workbench.variants._validate import draft_tree_problem as draft_tree_problem
+    from workbench.variants._effective import effective_settings as effective_settings
+    from workbench.variants._findings import Finding as Finding
+    from workbench.variants._notebook import findings_html as findings_html
+    from workbench.variants._findings import findings_table as findings_table
+    from workbench.variants._grid import expand_grid as expand_grid
+    from workbench.variants._grid import Grid as Grid
+    from workbench.variants._grid import grid_variants as grid_variants
+    from workbench.variants._grid import GridExpansion as GridExpansion
+    from workbench.variants._findings import findings_opening as findings_opening
+    from workbench.variants._findings import findings_verdict as findings_verdict
+    from workbench.variants._findings import has_errors as has_errors
+    from workbench.variants._trees import LaunchTree as LaunchTree
+    from workbench.variants._variant import list_variants as list_variants
+    from workbench.variants._grid import load_grid as load_grid
+    from workbench.variants._patchfile import load_patch as load_patch
+    from workbench.variants._variant import load_variant as load_variant
+    from workbench.variants._preflight import LOG_LINES as LOG_LINES
+    from workbench.variants._patchfile import Patch as Patch
+    from workbench.variants._template import parameters_given as parameters_given
+    from workbench.variants._notebook import patch_diffs_html as patch_diffs_html
+    from workbench.variants._patchfile import PatchCheck as PatchCheck
+    from workbench.variants._patchcheck import patched_changes as patched_changes
+    from workbench.variants._preflight import preflight as preflight
+    from workbench.variants._preflight import prepare_launch as prepare_launch
+    from workbench.variants._trees import prepare_tree as prepare_tree
+    from workbench.variants._preflight import PreparedLaunch as PreparedLaunch
+    from workbench.variants._rules import read_rules as read_rules
+    from workbench.variants._check import resolve_target as resolve_target
+    from workbench.variants._rules import SpecRules as SpecRules
+    from workbench.variants._check import Target as Target
+    from workbench.variants._template import TEMPLATE_PARAMETERS as TEMPLATE_PARAMETERS
+    from workbench.variants._patchcheck import trial_apply as trial_apply
+    from workbench.variants._patchcheck import TrialResult as TrialResult
+    from workbench.variants._variant import UnknownVariantError as UnknownVariantError
+    from workbench.variants._variant import Variant as Variant
+    from workbench.variants._notebook import variants_html as variants_html
+    from workbench.variants._check import variants_table as variants_table
+else:
+    __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -371,7 +371,7 @@ def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: Any, sglan
     if baseline is not None:
         named = by_name[baseline].variant if baseline in by_name else apply_parameters(load_variant(baseline),
                                                                                         **parameters)
-        chosen = {c.variant.name: named for c in specs}
+        chosen: dict[str, Variant | None] = {c.variant.name: named for c in specs}
     else:
         shipped = _shipped(exclude=set(by_name), parameters=parameters)
         chosen = {c.variant.name: default_baseline(c.variant, [k.variant for k in checks], shipped) for c in specs}
@@ -389,7 +389,8 @@ def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: Any, sglan
         base = checked(plain)
         same = (base.target is not None and c.target is not None and base.target.version == c.target.version
                 and "checkout" not in (base.target.kind, c.target.kind))  # fmt: skip
-        out += compare_pair(base.variant, c.variant, base.resolved, c.resolved, c.rules, same_sglang=same)
+        rules = cast(SpecRules, c.rules)  # specs are the checks whose rules were read
+        out += compare_pair(base.variant, c.variant, base.resolved, c.resolved, rules, same_sglang=same)
         if base.target is not None and c.target is not None and base.target.label != c.target.label:
             out.append(Finding("warning", f"{c.variant.name} vs {base.variant.name}", "sglang_version",
                                f"the pair targets different SGLang: {base.target.label} vs {c.target.label}.",
