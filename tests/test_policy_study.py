@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,11 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     assert "Verdict (SIMULATED" in page and "speculative-adaptive-config" in page
     assert "reading sweep runs" in page  # tqdm.auto as text under papermill (a widget in JupyterLab)
     assert "live in JupyterLab only" in page  # the panel's stand-in in exported HTML
+    # its tables through the one formatter: the envelope's margin a percentage, no NaN, no row numbers
+    envelope = page[page.index("<th>runner up</th>"):]
+    envelope = envelope[:envelope.index("</table>")]
+    assert re.search(r"<td>[+-]\d+(\.\d)?%</td>", envelope) and not re.search(r"<td>0\.\d{3,}</td>", envelope)
+    assert "NaN" not in page and "<th>0</th>" not in page
     assert sorted(p.name for p in result.charts) == sorted(
         f"dynamic_disable_{stem}.{fmt}" for stem in ("envelope", "gains", "pareto", "ratios") for fmt in ("png", "svg"))
 

@@ -78,3 +78,13 @@ def test_cells_and_titles() -> None:
     assert column_title("ttft_p50_ms") == "ttft p50 (ms)" and column_title("n") == "n"
     assert column_title("mean_token_usage_pct") == "mean token usage (%)"
     assert interval_text(2, -0.3, 4) == "2 (0–4)"  # no "-0"
+
+
+def test_inspect_source_tables_show_yes_no_and_a_dash_not_true_false_none() -> None:
+    history = pd.DataFrame({"version": ["0.5.2", "0.5.13"], "status": ["absent", "moved+changed"],
+                            "path": [None, "srt/mem_cache/common.py"], "changed_since_previous": [False, True],
+                            "moved": [False, True], "line": [13, 951]})
+    shown = readable_table(history)
+    assert list(shown.columns) == ["version", "status", "path", "changed since previous", "moved", "line"]
+    assert shown.iloc[0].tolist() == ["0.5.2", "absent", MISSING, "no", "no", "13"]
+    assert shown.iloc[1].tolist() == ["0.5.13", "moved+changed", "srt/mem_cache/common.py", "yes", "yes", "951"]
