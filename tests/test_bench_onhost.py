@@ -127,7 +127,7 @@ def test_on_the_local_host_the_runner_gives_run_sweeps_tables(tmp_path: Path) ->
         local = run_sweep(srv.url, plan, progress=False)
     assert [len(lvl.requests) for lvl in levels] == [3, 3]
     timing = ["ttft_ms", "e2e_ms", "tpot_ms", "itl_ms", "client_wait_ms", "user_ttft_ms", "user_e2e_ms", "start_epoch_s",
-              "end_epoch_s", "start_s", "end_s", "chunks_per_read", "tokens_per_read", "num_reads"]
+              "end_epoch_s", "start_s", "end_s", "chunks_per_read", "tokens_per_read", "num_reads", "kernel_stamped_reads"]
     for a, b in ((remote.requests, local.requests), (remote.warmup, local.warmup)):
         assert list(a.columns) == list(b.columns) and (a.dtypes == b.dtypes).all()
         pd.testing.assert_frame_equal(a.drop(columns=timing + ["rid"]), b.drop(columns=timing + ["rid"]))
@@ -143,7 +143,7 @@ def test_runner_failures_surface_as_the_workbench_errors(tmp_path: Path) -> None
     slow = StreamScript(first_delay_s=0.01, chunk_tokens=(1,) * 10, gap_s=0.05)  # 0.5 s a request
     with ScriptedServer(slow, server_info=sim_info) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
-        common = dict(concurrency_levels=[1, 1], requests_per_level=1, max_new_tokens=10, prompt_set=PROMPTS)
+        common = dict(concurrency_levels=[1, 2], requests_per_level=2, max_new_tokens=10, prompt_set=PROMPTS)
         sweeps_dir = str(tmp_path / "sweeps")
         with pytest.raises(ConfigError, match="time_scale=4.0"):
             run_sweep_on_host("local", port, SweepPlan.build(time_scale=1.0, **common), progress=False, poll_s=0.05,
@@ -189,7 +189,7 @@ class FlakyHost(LocalHost):
 
 def test_following_retries_a_lost_connection_then_gives_up_leaving_the_runner(tmp_path: Path) -> None:
     script = StreamScript(first_delay_s=0.01, chunk_tokens=(1, 1), gap_s=0.1)  # 0.1 s a request
-    plan = SweepPlan.build(concurrency_levels=[1, 1, 1], requests_per_level=2, max_new_tokens=2, prompt_set=PROMPTS)
+    plan = SweepPlan.build(concurrency_levels=[1, 2], requests_per_level=3, max_new_tokens=2, prompt_set=PROMPTS)
     sweeps_dir = str(tmp_path / "sweeps")
     with ScriptedServer(script) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
@@ -201,7 +201,7 @@ def test_following_retries_a_lost_connection_then_gives_up_leaving_the_runner(tm
 
         result = run_sweep_on_host(host, port, plan, on_level=drop_three_polls, progress=False, poll_s=0.02,
                                    sweeps_dir=sweeps_dir)
-        assert host.failed == 3 and list(result.levels["completed"]) == [2, 2, 2]
+        assert host.failed == 3 and list(result.levels["completed"]) == [3, 3]
 
         sweep = start_host_sweep(host, port, plan, sweeps_dir=sweeps_dir)
         host.fail = 10**6  # the host is gone for good
@@ -215,7 +215,7 @@ def test_following_retries_a_lost_connection_then_gives_up_leaving_the_runner(tm
             assert time.monotonic() < deadline
             time.sleep(0.05)
     later = read_host_sweep(host, sweep.results_path)
-    assert list(later.levels["completed"]) == [2, 2, 2]
+    assert list(later.levels["completed"]) == [3, 3]
 
 
 def test_benchmark_variant_client_choice_on_the_local_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,6 +38,7 @@ _NAMES = {
     "history_events": "source",
     "history_table": "source",
     "import_results": "imports",
+    "is_local": "hosts",
     "label_run": "sweeps",
     "list_runs": "sweeps",
     "list_variants": "variants",
@@ -91,6 +92,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.source import history_events as history_events
     from workbench.source import history_table as history_table
     from workbench.imports import import_results as import_results
+    from workbench.hosts import is_local as is_local
     from workbench.sweeps import label_run as label_run
     from workbench.sweeps import list_runs as list_runs
     from workbench.variants import list_variants as list_variants
