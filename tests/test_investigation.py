@@ -131,9 +131,9 @@ def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level
     with pytest.raises(ConfigError, match="time scale 1000 is above 20, the most the simulated engine keeps schedule"):
         benchmark_variant("baseline", time_scale=1000.0, runs_dir=tmp_path)
     assert not list(tmp_path.iterdir())
-    # at 20x, 16-token requests at concurrency 1: each request's few ms of HTTP count 20 times over
+    # at 20x, 2-token requests at concurrency 1: each request's few ms of HTTP count 20 times over a ~40 ms E2E
     run = load_run(benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=4, runs_dir=tmp_path,
-                                     **{**FAST, "max_new_tokens": 16}))
+                                     **{**FAST, "max_new_tokens": 2}))
     [problem] = run.levels["sim_schedule_problem"]
     assert "of the mean E2E was spent outside the server (bound 5%" in problem, problem
     study = load_study([run.path])

@@ -50,7 +50,7 @@ def test_unknown_prompt_set_is_refused() -> None:
 
 
 def test_offline_prediction_follows_temperature() -> None:
-    common = dict(levels=[1], requests_per_level=4, max_new_tokens=256)
+    common = dict(concurrency_levels=[1], requests_per_level=4, max_new_tokens=256)
     greedy = predict("h100-llama3-8b-eagle3", ["llama3-8b-eagle3"], **common)[0]
     sampled = predict("h100-llama3-8b-eagle3", ["llama3-8b-eagle3"], temperature=1.0, **common)[0]
     prof = load_profile("h100-llama3-8b-eagle3")

@@ -47,6 +47,7 @@ COMPANION_MODULES: dict[str, tuple[str, ...]] = {
     "find_definitions": ("_find_definitions_index.py",),
     "server_flags": ("_server_flags_tree.py", "_server_flags_records.py"),
     "gpu_calibrate": ("_gpu_calibrate_plan.py", "_gpu_calibrate_torch.py"),
+    "gpu_spec_step": ("_gpu_calibrate_plan.py", "_gpu_calibrate_torch.py", "gpu_calibrate.py", "_gpu_spec_kernels.py"),
 }
 
 #: Default limit for one helper run, in seconds.
