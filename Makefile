@@ -67,7 +67,7 @@ $(BIN)/python:
 INSTALLER ?= uv
 $(STAMP): pyproject.toml | $(BIN)/python
 ifeq ($(INSTALLER),uv)
-	$(BIN)/python -m pip install $(PIP_QUIET) uv
+	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip uv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q -e '.[test,fleet]'
 else
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
