@@ -66,7 +66,7 @@ def predicted(variants: list[str], levels: list[int], repeats: int) -> pd.DataFr
     """Per (variant, level): the offline prediction's output tok/s, averaged over the repeats' seeds."""
     rows = []
     for r in range(repeats):
-        rows += predict("seed-pcie-8gpu", variants, levels=levels, seed=repeat_seed(0, r))
+        rows += predict("seed-pcie-8gpu", variants, concurrency_levels=levels, seed=repeat_seed(0, r))
     frame = pd.DataFrame(rows)
     return frame.groupby(["variant", "concurrency"])["output_throughput_tok_s"].mean().rename(
         "predicted_tok_s").reset_index()
