@@ -14,6 +14,7 @@ from workbench.bench._plan import SweepPlan
 from workbench.bench._loadgen import closed_loop, open_loop, poisson_arrivals, prompt_schedule
 from workbench.bench._prompts import Prompt
 from doubles.scripted_server import ScriptedServer, StreamScript
+from undisturbed import until_undisturbed
 from workbench.bench._server_api import fetch_server_info, flush_cache, server_accept_length
 from workbench.bench._sweep import run_sweep
 from workbench.bench._timing import Timebase
@@ -98,18 +99,25 @@ def test_poisson_arrivals():
 @pytest.mark.parametrize("scale", [1.0, 2.0])
 def test_open_loop_follows_the_arrival_schedule(scale):
     rate = 40.0  # engine-time requests/s; the wall rate is rate * scale
-    with ScriptedServer(StreamScript(first_delay_s=0.01)) as srv:
-        async def go():
-            async with aiohttp.ClientSession() as session:
-                tb = Timebase.start(time_scale=scale)
-                recs = await open_loop(session, srv.url, PROMPTS * 2, request_rate=rate, rng=random.Random(5),
-                                       max_new_tokens=1, timebase=tb)
-                return recs
-        records = asyncio.run(go())
     expected = poisson_arrivals(10, rate, rng=random.Random(5))
-    starts = [r.start_s - records[0].start_s for r in records]
-    assert all(r.ok for r in records)
-    assert all(abs(s - e) < 0.03 * scale for s, e in zip(starts, expected))  # start_s is engine time
+
+    def measure():
+        with ScriptedServer(StreamScript(first_delay_s=0.01)) as srv:
+            async def go():
+                async with aiohttp.ClientSession() as session:
+                    tb = Timebase.start(time_scale=scale)
+                    return await open_loop(session, srv.url, PROMPTS * 2, request_rate=rate, rng=random.Random(5),
+                                           max_new_tokens=1, timebase=tb)
+            return asyncio.run(go())
+
+    def check(records):
+        starts = [r.start_s - records[0].start_s for r in records]
+        assert all(r.ok for r in records), records
+        assert all(abs(s - e) < 0.03 * scale for s, e in zip(starts, expected)), (starts, expected)  # engine time
+
+    # 30 ms is a tenth of the schedule's span: a loaded machine's preemption of the loop can exceed it in
+    # one try (measured again); a schedule not followed, or not scaled, misses it in every try
+    until_undisturbed(measure, check)
 
 
 def test_flush_cache_retries_while_busy_and_server_info_fallback():

@@ -18,7 +18,8 @@ import pytest
 
 import fleet_cluster as fc
 
-pytestmark = pytest.mark.e2e
+# one worker runs them all, one at a time (pytest-xdist's loadgroup): they share the module's cluster
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("fleet")]
 
 ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -e '.[test,fleet]' (make test does)")
 

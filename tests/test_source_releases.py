@@ -34,11 +34,13 @@ def test_release_is_downloaded_unpacked_and_then_free(version: str, wheel_tag: s
     assert release.wheel == f"sglang-{version}{wheel_tag}"
     assert (cache_dir() / "wheels" / release.wheel).is_file() and len(release.wheel_sha256) == 64
     wheels_before = sorted(p.name for p in (cache_dir() / "wheels").iterdir())
-    started = time.perf_counter()
-    again = sglang_release(version)
-    elapsed = time.perf_counter() - started
-    assert again == release
-    assert elapsed < 0.05, f"a cached release took {elapsed:.3f} s (pip takes > 0.5 s): the cache was not used"
+    elapsed = []
+    for _ in range(3):  # the fastest of three: one lookup can lose the CPU for longer on a loaded machine
+        started = time.perf_counter()
+        again = sglang_release(version)
+        elapsed.append(time.perf_counter() - started)
+        assert again == release
+    assert min(elapsed) < 0.05, f"a cached release took {min(elapsed):.3f} s (pip takes > 0.5 s): the cache was not used"
     assert sorted(p.name for p in (cache_dir() / "wheels").iterdir()) == wheels_before
 
 
