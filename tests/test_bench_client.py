@@ -18,6 +18,7 @@ import pytest
 from workbench.bench._client import build_generate_body, send_generate
 from workbench.bench._record import RequestRecord
 from doubles.scripted_server import ScriptedServer, StreamScript
+from undisturbed import until_undisturbed
 from workbench.bench._timing import Timebase
 
 SLACK_MS = 30.0  # allowed lateness of a measured interval (ms)
@@ -55,29 +56,37 @@ def spec_server():
         yield srv
 
 
-def test_streamed_timings_match_script(spec_server):
-    rec = measure(spec_server.url)
+def _check_timings(rec: RequestRecord) -> None:
     assert rec.ok, rec.error
+    assert within(rec.ttft_ms, 100.0), rec.ttft_ms
+    assert len(rec.itl_ms) == 2 and gaps_ok(rec, 100.0, 50.0), rec.itl_ms
+    assert within(rec.e2e_ms, 200.0), rec.e2e_ms
+    # e2e - ttft: a late first chunk shortens it as much as a late last chunk lengthens it, so +-slack
+    assert abs(rec.tpot_ms * 5 - 100.0) <= SLACK_MS, rec.tpot_ms
+
+
+def test_streamed_timings_match_script(spec_server):
+    # 30 ms of lateness is several scheduler slices at a load of 8-16 on 2 cores: one disturbed request is
+    # measured again (tests/undisturbed.py); a timing measured from the wrong point fails every try
+    rec = until_undisturbed(lambda: measure(spec_server.url), _check_timings, tries=5)
     assert rec.http_status == 200 and rec.prompt_id == "h1" and rec.max_new_tokens == 6
-    assert within(rec.ttft_ms, 100.0)
-    assert len(rec.itl_ms) == 2 and gaps_ok(rec, 100.0, 50.0)
     assert rec.tokens_per_chunk == [1, 3, 2] and rec.num_chunks == 3
     assert rec.output_tokens == 6 and rec.prompt_tokens == 10
-    assert within(rec.e2e_ms, 200.0)
     assert rec.tpot_ms == pytest.approx((rec.e2e_ms - rec.ttft_ms) / 5)
-    # e2e - ttft: a late first chunk shortens it as much as a late last chunk lengthens it, so +-slack
-    assert abs(rec.tpot_ms * 5 - 100.0) <= SLACK_MS
     assert rec.spec_verify_ct == 3
     assert rec.accept_length == pytest.approx(2.0) == rec.meta_spec_accept_length
     assert rec.finish_reason == "length"
     assert rec.end_epoch_s - rec.start_epoch_s == pytest.approx(rec.e2e_ms / 1000.0, abs=1e-6)
 
 
+def _check_scaled(rec: RequestRecord) -> None:
+    assert rec.ok and rec.time_scale == 4.0, rec
+    assert within(rec.ttft_ms, 400.0, 4 * SLACK_MS), rec.ttft_ms
+    assert len(rec.itl_ms) == 2 and gaps_ok(rec, 400.0, 200.0, 4 * SLACK_MS), rec.itl_ms
+
+
 def test_time_scale_reports_engine_time(spec_server):
-    rec = measure(spec_server.url, time_scale=4.0)
-    assert rec.ok and rec.time_scale == 4.0
-    assert within(rec.ttft_ms, 400.0, 4 * SLACK_MS)
-    assert len(rec.itl_ms) == 2 and gaps_ok(rec, 400.0, 200.0, 4 * SLACK_MS)
+    rec = until_undisturbed(lambda: measure(spec_server.url, time_scale=4.0), _check_scaled, tries=5)
     assert (rec.end_epoch_s - rec.start_epoch_s) * 1000 == pytest.approx(rec.e2e_ms / 4.0, abs=1e-3)
 
 

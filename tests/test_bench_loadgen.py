@@ -43,20 +43,30 @@ def steady_fraction(log: list[tuple[float, int]], target: int) -> float:
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_closed_loop_keeps_exactly_concurrency_in_flight(concurrency):
-    script = StreamScript(first_delay_s=0.02, chunk_tokens=(1, 1, 1), gap_s=0.02)
-    with ScriptedServer(script) as srv:
-        async def go():
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-                schedule = prompt_schedule(PROMPTS, 6 * concurrency, rng=random.Random(1))
-                return await closed_loop(session, srv.url, schedule, concurrency=concurrency,
-                                         max_new_tokens=3, timebase=Timebase.start())
-        records = asyncio.run(go())
-        log = list(srv.in_flight_log)
-    assert len(records) == 6 * concurrency and all(r.ok for r in records)
-    assert [r.request_index for r in records] == list(range(6 * concurrency))
-    assert srv.max_in_flight == concurrency
-    assert max(n for _, n in log) == concurrency
-    assert steady_fraction(log, concurrency) > 0.85
+    # 200 ms requests: a client loop's wake-up, tens of ms late on a loaded machine, stays a small share
+    script = StreamScript(first_delay_s=0.05, chunk_tokens=(1, 1, 1), gap_s=0.075)
+
+    def measure():
+        with ScriptedServer(script) as srv:
+            async def go():
+                async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+                    schedule = prompt_schedule(PROMPTS, 6 * concurrency, rng=random.Random(1))
+                    return await closed_loop(session, srv.url, schedule, concurrency=concurrency,
+                                             max_new_tokens=3, timebase=Timebase.start())
+            records = asyncio.run(go())
+            return records, list(srv.in_flight_log), srv.max_in_flight
+
+    def check(measured):
+        records, log, max_in_flight = measured
+        assert len(records) == 6 * concurrency and all(r.ok for r in records)
+        assert [r.request_index for r in records] == list(range(6 * concurrency))
+        assert max_in_flight == concurrency and max(n for _, n in log) == concurrency, (max_in_flight, log)
+        # the time share at the target: each replacement waits for the client loop to wake, which a loaded
+        # machine delays by tens of ms against 200 ms requests in one try (measured again); a loop that
+        # waits for a batch, or starts one short, stays below it in every try
+        assert steady_fraction(log, concurrency) > 0.85, steady_fraction(log, concurrency)
+
+    until_undisturbed(measure, check)
 
 
 def test_closed_loop_fewer_requests_than_concurrency():
