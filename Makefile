@@ -42,13 +42,14 @@ help:
 report: $(STAMP)
 	$(BIN)/workbench report $(ARGS) $(P_ARGS)
 
-# Two pytest workers (pytest-xdist): most tests wait on servers, kernels and sshd, so two share 2 cores
-# well; tests that must not run beside each other carry one xdist_group mark (--dist loadgroup keeps a
-# group on one worker). TEST_WORKERS=0 runs them in this process, one at a time.
+# Two pytest workers (pytest-xdist): most tests wait on servers, kernels and sshd, so two share 2 cores.
+# --dist loadfile keeps each test module on one worker: a module-scoped fixture (the fleet tests' Ray
+# cluster) starts once, and a module's tests never run beside each other (xdist 3.8's loadgroup did not
+# keep a group together under pytest 9.2). TEST_WORKERS=0 runs them in this process, one at a time.
 TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) $(ARGS)
+	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(ARGS)
 
 # JupyterLab from the venv: its kernel "python3" (installed into the venv by $(STAMP)) is the
 # project's interpreter, so notebooks import this checkout. Loopback only unless ARGS says otherwise.

@@ -18,8 +18,9 @@ import pytest
 
 import fleet_cluster as fc
 
-# one worker runs them all, one at a time (pytest-xdist's loadgroup): they share the module's cluster
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("fleet")]
+# under `make test` one worker runs this module's tests, one at a time (pytest-xdist's --dist loadfile):
+# they share the module's cluster
+pytestmark = pytest.mark.e2e
 
 ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -e '.[test,fleet]' (make test does)")
 
