@@ -120,9 +120,9 @@ class SweepResume:
 
 
 def _variant_definition(v: Variant) -> dict[str, Any]:
-    return {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env, "model_path": v.model_path,
-            "draft_model_path": v.draft_model_path, "base": v.base, "sglang_version": v.sglang_version,
-            "patches": [str(p) for p in v.patches], "sim_policy": v.sim_policy}
+    """What a run's manifest and its sweep's identity record of the variant: :meth:`Variant.to_dict` without
+    ``name`` (recorded beside it) and ``description`` (words that change no figure)."""
+    return {k: value for k, value in v.to_dict().items() if k not in ("name", "description")}
 
 
 def _options(variant: str | Path | Variant, kwargs: Mapping[str, Any]) -> SweepOptions:
