@@ -23,6 +23,7 @@ settings, the environment and the rows), rewritten after each row. Exit status: 
 Usage::
 
     python remote/gpu_spec_step.py --preset llama3-8b --out DIR
+    python remote/gpu_spec_step.py --families decode,spec --step-shapes tree-8x8-64,tree-7x4-16 --out DIR   # wide trees
     python remote/gpu_spec_step.py --preset tiny --device cpu --batches 1,2 --out DIR   # a test, never a calibration
 """
 
@@ -43,7 +44,8 @@ COLUMNS = ["family", "part", "shape", "num_steps", "topk", "num_draft_tokens", "
            "rows", "median_ms", "min_ms", "p90_ms", "mean_ms", "reps", "cuda_graph", "sm_clock_mhz",
            "mem_clock_mhz", "device", "timer"]
 #: Spec shapes (name, num_steps, topk, num_draft_tokens): SGLang's rules (topk 1: N = steps + 1).
-#: The whole step runs for the first three; the kernels also for the shipped wider trees.
+#: The whole step runs for the first three by default (``--step-shapes`` picks any of the kernel shapes); the
+#: kernels also for the shipped wider trees.
 STEP_SHAPES = [("chain3", 3, 1, 4), ("chain7", 7, 1, 8), ("tree-2x4-16", 2, 4, 16)]
 KERNEL_SHAPES = STEP_SHAPES + [("tree-7x4-16", 7, 4, 16), ("tree-8x8-64", 8, 8, 64)]
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
