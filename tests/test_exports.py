@@ -294,14 +294,15 @@ def engine_name_comparisons(tree: Path) -> list[str]:
 ALLOWED: dict[str, set[str]] = {
     "markup": set(),
     "names": set(),
-    "analysis": {"markup"},
+    "releases": set(),
+    "analysis": {"markup", "releases"},
     "report": {"store"},  # a from-runs report's runs are checked readable before a kernel starts
     "hosts": set(),
     "engines": {"hosts"},
     "source": {"hosts", "markup"},
     "bench": {"hosts", "engines"},
-    "sim": {"bench", "variants"},
-    "variants": {"hosts", "engines", "markup", "names", "source"},
+    "sim": {"bench", "releases", "variants"},
+    "variants": {"hosts", "engines", "markup", "names", "releases", "source"},
     "servers": {"hosts", "engines", "variants"},
     "store": {"bench", "engines", "names"},
     "charts": {"analysis"},
