@@ -16,6 +16,7 @@ _NAMES = {
     "measures": "_schedule",
     "MEASURES_KEY": "_schedule",
     "run_beside": "_schedule",
+    "spare_cpu_only": "_schedule",
     "split_by_measuring": "_schedule",
     "CellWatch": "_progress",
     "check_parameters": "_params",
@@ -47,6 +48,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.report._schedule import measures as measures
     from workbench.report._schedule import MEASURES_KEY as MEASURES_KEY
     from workbench.report._schedule import run_beside as run_beside
+    from workbench.report._schedule import spare_cpu_only as spare_cpu_only
     from workbench.report._schedule import split_by_measuring as split_by_measuring
     from workbench.report._progress import CellWatch as CellWatch
     from workbench.report._params import check_parameters as check_parameters

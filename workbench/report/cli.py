@@ -8,6 +8,7 @@ imported when the command runs, not for ``--help``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
@@ -152,8 +153,9 @@ def report_command(
 
     With no NOTEBOOK, runs every notebook in notebooks/: inspect_source.ipynb,
     spec_vs_baseline.ipynb, then the others alphabetically; the notebooks that measure
-    nothing (metadata workbench_report.measures false) run first, side by side in
-    processes of their own, then the others one at a time. Each -p NAME VALUE
+    nothing (metadata workbench_report.measures false) run side by side in processes
+    of their own on spare CPU only (SCHED_IDLE), while the others run one at a time.
+    Each -p NAME VALUE
     (repeatable; VALUE is YAML, e.g. -p concurrency_levels "[1,2,4]") goes to the
     notebooks whose parameters cell declares NAME; a NAME no notebook declares is
     an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/.
@@ -208,25 +210,29 @@ def report_command(
             typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)")
         typer.echo(f"  took {result.duration_s:.0f} s")
 
-    # the notebooks that measure nothing side by side first, each in its own process; then the others alone
+    # the notebooks that measure nothing start first, side by side on spare CPU only, each in its own process;
+    # the others run here meanwhile, one at a time
     beside, alone = split_by_measuring(list(plan))
     run = functools.partial(_run_one, plan=plan, out=out, kernel=kernel, cell_timeout=cell_timeout)
     if beside:
         import papermill  # noqa: F401  (imported once here, shared by the forked children)
 
-        typer.echo(f"running {len(beside)} notebooks that measure nothing at once: "
-                   + ", ".join(nb.name for nb in beside))
+        typer.echo(f"running {len(beside)} notebooks that measure nothing at once, on spare CPU only"
+                   + (" (beside the others)" if alone else "") + ": " + ", ".join(nb.name for nb in beside))
         for nb in beside:
             typer.echo(f"running {nb} with {_shown(plan[nb])}")
-        for nb, result, exc in run_beside(beside, functools.partial(run, label=True)):
+    started_beside: contextlib.AbstractContextManager[Any] = (
+        run_beside(beside, functools.partial(run, label=True)) if beside else contextlib.nullcontext(lambda: iter(())))
+    with started_beside as beside_finished:
+        for nb in alone:
+            typer.echo(f"running {nb} with {_shown(plan[nb])}")
+            try:
+                result, exc = run(nb), None
+            except ReportError as error:
+                result, exc = None, error
             finished(nb, result, exc)
-    for nb in alone:
-        typer.echo(f"running {nb} with {_shown(plan[nb])}")
-        try:
-            result, exc = run(nb), None
-        except ReportError as error:
-            result, exc = None, error
-        finished(nb, result, exc)
+        for nb, result, exc in beside_finished():
+            finished(nb, result, exc)
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     typer.echo(f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
                f"{f'{minutes} min ' if minutes else ''}{seconds} s")
