@@ -523,7 +523,7 @@ def benchmark_variant(
             the tag would only add a few prompt tokens).
         repeats: how many times each level is measured, each with its own seed and prompt
             order; None: the engine's :attr:`~workbench.engines.Engine.default_repeats`
-            (3 on a real engine, :data:`~workbench.engines.DEFAULT_SIM_REPEATS` on the simulator).
+            (3 on a real engine, 1 on the simulator: ``workbench.engines._sim.DEFAULT_SIM_REPEATS``).
         label: your name for the sweep (part of its identity: another label is another run).
         fresh: start a new run even if this sweep was run before (the old run is kept).
         runs_dir: the runs folder; None: ``$WORKBENCH_RUNS_DIR`` or ``data/runs``
