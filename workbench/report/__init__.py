@@ -12,11 +12,8 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
-    "BESIDE_AT_ONCE": "_schedule",
     "measures": "_schedule",
     "MEASURES_KEY": "_schedule",
-    "run_beside": "_schedule",
-    "spare_cpu_only": "_schedule",
     "split_by_measuring": "_schedule",
     "CellWatch": "_progress",
     "default_notebooks": "_discovery",
@@ -39,11 +36,8 @@ _NAMES = {
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
-    from workbench.report._schedule import BESIDE_AT_ONCE as BESIDE_AT_ONCE
     from workbench.report._schedule import measures as measures
     from workbench.report._schedule import MEASURES_KEY as MEASURES_KEY
-    from workbench.report._schedule import run_beside as run_beside
-    from workbench.report._schedule import spare_cpu_only as spare_cpu_only
     from workbench.report._schedule import split_by_measuring as split_by_measuring
     from workbench.report._progress import CellWatch as CellWatch
     from workbench.report._discovery import default_notebooks as default_notebooks
