@@ -12,6 +12,9 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "measures": "_schedule",
+    "MEASURES_KEY": "_schedule",
+    "split_by_measuring": "_schedule",
     "CellWatch": "_progress",
     "default_notebooks": "_discovery",
     "distribute_parameters": "_params",
@@ -33,6 +36,9 @@ _NAMES = {
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.report._schedule import measures as measures
+    from workbench.report._schedule import MEASURES_KEY as MEASURES_KEY
+    from workbench.report._schedule import split_by_measuring as split_by_measuring
     from workbench.report._progress import CellWatch as CellWatch
     from workbench.report._discovery import default_notebooks as default_notebooks
     from workbench.report._params import distribute_parameters as distribute_parameters
