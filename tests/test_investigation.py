@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,23 @@ def test_parallel_passes_measure_every_variant_and_repeat(tmp_path) -> None:
         stored = load_run(run)
         assert stored.manifest["status"] == "complete"
         assert sorted(zip(stored.levels["repeat"], stored.levels["concurrency"])) == [(0, 1), (0, 4), (1, 1), (1, 4)]
+
+
+def test_chained_repeats_skip_a_failed_variant_and_finish_the_others(tmp_path) -> None:
+    # parallel >= the variants: each variant's repeats run in its own thread; eagle3's server is killed in
+    # its first repeat, so its second is skipped while the baseline measures both of its repeats
+    killer = ServerKiller(tmp_path, lambda m: m["variant"] == "eagle3-topk4" and m.get("levels_completed", 0) >= 1)
+    failures = []
+    with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
+        runs = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2, 4], requests_per_level=4,
+                                  runs_dir=tmp_path, parallel=2, on_failure=failures.append,
+                                  **{**FAST, "repeats": 2, "max_new_tokens": 64, "time_scale": 8.0})
+    killer.join()
+    assert [f.variant for f in failures] == ["eagle3-topk4"]
+    spec, base = load_run(runs[0]), load_run(runs[1])
+    assert spec.manifest["status"] == "failed" and spec.manifest["units_completed"] == [[0, 0]]
+    assert base.manifest["status"] == "complete" and sorted(set(base.levels["repeat"])) == [0, 1]
+    assert not processes.group_members(LocalHost(), killer.pgid)
 
 
 def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
@@ -112,7 +131,7 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
     assert _prepare(args).progress is True  # tqdm.auto: a widget in JupyterLab
     monkeypatch.setenv(PROGRESS_FILE_ENV, str(tmp_path / "p"))
     assert _prepare(args).progress is False  # lines on the terminal instead, no bars in the report
-    assert _prepare({**args, "progress": True}).progress is True
+    assert _prepare(dataclasses.replace(args, progress=True)).progress is True
 
 
 def test_notebook_tables_go_through_the_readable_formatter() -> None:
@@ -158,3 +177,16 @@ def test_bench_on_the_simulator_runs_the_notebooks_pre_flight_before_any_run(tmp
     with pytest.raises(ConfigError, match="Pre-flight checks of variant 'v2-topk4'"):
         benchmark_variant(topk4, runs_dir=tmp_path, concurrency_levels=[1], **FAST)
     assert not list(tmp_path.iterdir())  # nothing launched, no empty run
+
+
+def test_the_options_record_is_exactly_benchmark_variants_parameters() -> None:
+    """One place states the parameters and their defaults (benchmark_variant's signature); the typed record that
+    the validation step reads has a field for each, of the same name, and nothing else."""
+    from workbench.sweeps._investigation import _options
+    from workbench.sweeps._options import SweepOptions
+
+    assert [f.name for f in dataclasses.fields(SweepOptions)] == list(inspect.signature(benchmark_variant).parameters)
+    options = _options("baseline", {"concurrency_levels": [1, 2]})
+    assert options.concurrency_levels == [1, 2] and options.host == "local" and options.fresh is False
+    with pytest.raises(ConfigError, match="no_such_option"):
+        _options("baseline", {"no_such_option": 1})

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.releases import ADAPTIVE_SINCE
 from workbench.sim._api_shapes import get_shape
 from workbench.sim._memory import MemoryRules, default_max_running_requests, memory_rules
 from workbench.sim._policies import (
@@ -28,14 +29,13 @@ from workbench.sim._policies import (
     load_adaptive_config,
 )
 from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
+from workbench.releases import release_at_least, release_number
 from workbench.sim._spec import (
-    ADAPTIVE_SINCE,
+    ADAPTIVE_EMULATED_SINCE,
     ALGORITHMS_BY_VERSION,
     EAGLE_MAX_RUNNING_REQUESTS,
     SpecConfig,
     resolve_spec,
-    version_at_least,
-    version_key,
 )
 
 
@@ -251,15 +251,15 @@ def rules_version_for(version: str) -> str:
     """
     if version in ALGORITHMS_BY_VERSION:
         return version
-    key = version_key(version)
+    key = release_number(version)
     if not key:
         raise ConfigError(f"--sim-sglang-version {version!r} is not an SGLang version such as 0.5.12")
-    older = [v for v in ALGORITHMS_BY_VERSION if version_key(v) <= key]
+    older = [v for v in ALGORITHMS_BY_VERSION if release_number(v) <= key]
     if not older:
         raise ConfigError(f"SGLang {version} is older than every version the simulator emulates "
-                          f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=version_key))}); pass one of those "
+                          f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=release_number))}); pass one of those "
                           "with --sim-sglang-version")
-    return max(older, key=version_key)
+    return max(older, key=release_number)
 
 
 def _api_shape_for(version: str) -> str:
@@ -269,8 +269,8 @@ def _api_shape_for(version: str) -> str:
 
     if version in EMULATED_VERSIONS or version not in ALGORITHMS_BY_VERSION:
         return version
-    older = [v for v in EMULATED_VERSIONS if version_key(v) <= version_key(version)]
-    return max(older, key=version_key) if older else version
+    older = [v for v in EMULATED_VERSIONS if release_number(v) <= release_number(version)]
+    return max(older, key=release_number) if older else version
 
 
 def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | None:
@@ -280,17 +280,18 @@ def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | Non
         ConfigError: the flags on an SGLang version without them, or a bad config file.
     """
     if not args["speculative_adaptive"]:
-        if args["speculative_adaptive_config"] is not None and not version_at_least(version, ADAPTIVE_SINCE):
+        if args["speculative_adaptive_config"] is not None and not release_at_least(version, ADAPTIVE_EMULATED_SINCE):
             raise ConfigError(_no_adaptive(version, "--speculative-adaptive-config"))
         return None
-    if not version_at_least(version, ADAPTIVE_SINCE):
+    if not release_at_least(version, ADAPTIVE_EMULATED_SINCE):
         raise ConfigError(_no_adaptive(version, "--speculative-adaptive"))
     return load_adaptive_config(args["speculative_adaptive_config"], version)
 
 
 def _no_adaptive(version: str, flag: str) -> str:
-    return (f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in 0.5.11; the "
-            f"simulator emulates it from {ADAPTIVE_SINCE}); run with --sim-sglang-version {ADAPTIVE_SINCE} or later "
+    return (f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in {ADAPTIVE_SINCE}; "
+            f"the simulator emulates it from {ADAPTIVE_EMULATED_SINCE}); run with --sim-sglang-version "
+            f"{ADAPTIVE_EMULATED_SINCE} or later "
             f"(emulated: {', '.join(ALGORITHMS_BY_VERSION)}), or use a profile of such a version")
 
 
