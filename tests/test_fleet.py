@@ -26,6 +26,8 @@ ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -
 KILLED_WORKER_BOUND_S = 10.0
 KILLED_DRIVER_BOUND_S = 10.0
 CANCEL_BOUND_S = 5.0
+#: The issue's target for the fleet's overhead per unit, submission to the unit starting on its (warm) worker.
+OVERHEAD_TARGET_S = 2.0
 
 FAST = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 4, "max_new_tokens": 16, "repeats": 2}
 #: Units long enough to be interrupted while they measure (about 10 s of load each).
@@ -94,6 +96,17 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
             if other is not u and other["host"] == u["host"] and other["label"] in u["co_tenants"]:
                 assert not set(u["gpus"].split(",")) & set(other["gpus"].split(","))
     assert any(u["co_tenants"] for u in units), "some units ran at the same time"
+    # Prestarted workers: one per unit slot (2 hosts x 4 GPUs / 2 per unit), warmed before the first submission,
+    # and every unit ran on one of them, starting within the issue's 2 s of its submission (no cold worker).
+    (prestart,) = {json.dumps(m["fleet_prestart"], sort_keys=True) for m in manifests}
+    prestart = json.loads(prestart)
+    assert (prestart["wanted"], prestart["warmed"]) == (4, 4)
+    warm = {tuple(w) for w in prestart["workers"]}
+    assert {(u["host"], u["worker_pid"]) for u in units} <= warm
+    overheads = [u["started_at"] - u["submitted_at"] for u in units]
+    print(f"prestart {prestart['seconds']:.1f} s; overhead per unit (submission to start): "
+          + ", ".join(f"{x:.2f}" for x in overheads) + " s")
+    assert max(overheads) <= OVERHEAD_TARGET_S
     import pandas as pd
 
     for m in manifests:  # today's layout: one run per variant, every unit stored, rows tagged
@@ -114,6 +127,21 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
     assert again.stderr.count("4 of 4 levels x repeats already on disk") == 2, again.stderr[-3000:]
     assert "runs: " + ", ".join(result["runs"]) in again.stdout
     assert [m["fleet_units"] for m in _manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
+    # The two-host runs render as today's report (`workbench report --from-runs`), which says where each unit ran.
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    out = tmp_path / "reports"
+    shown = CliRunner().invoke(app, ["report", "--from-runs", *[Path(r).name for r in result["runs"]], "--runs-dir",
+                                     str(tmp_path / "runs"), "--out", str(out)],
+                               env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    assert shown.exit_code == 0, shown.output[-3000:]
+    html = (out / "spec_vs_baseline.html").read_text()
+    assert "FAILED" not in html and "Where each unit ran" in html
+    assert "4 units ran on a fleet of 2 host(s)" in html and "every unit returned" in html
+    for u in units:
+        assert u["host"] in html and u["gpus"] in html
 
 
 def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_retried(cluster, tmp_path):
