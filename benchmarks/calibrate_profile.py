@@ -34,7 +34,7 @@ def main() -> int:
     eff = profile.physics.efficiency
     print(f"\nsweeps with {', '.join(f'{t} = {getattr(eff, t):.4g}' for t in profile.physics.fit_terms)}")
     print(f"{'c':>4s} " + " ".join(f"{v[:22]:>22s}" for v in variants) + "   (output tok/s / per-request tok/s)")
-    for c in predictor.workload.levels:
+    for c in predictor.plan.concurrency_levels:
         cells = [predictor.level(v, c, eff) for v in variants]
         print(f"{c:4d} " + " ".join(f"{o:11.1f} /{r:8.1f}  " for o, r in cells))
     return 0

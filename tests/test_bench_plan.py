@@ -12,7 +12,7 @@ import math
 import nbformat
 import pytest
 
-from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, SweepPlan, default_requests_per_level
+from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, ClosedLoop, SweepPlan, default_requests_per_level
 from workbench.bench._prompts import PROMPTS_DIR, Prompt
 from workbench.errors import ConfigError
 from workbench.paths import resolve
@@ -34,6 +34,18 @@ def test_build_resolves_levels_requests_and_prompt_sets() -> None:
     assert open_plan.level_label(0) == "request_rate=2.5 req/s"
 
 
+@pytest.mark.parametrize("given", [
+    {"concurrency_levels": (1, 1)}, {"concurrency_levels": (0,)}, {"requests_per_level": 0},
+    {"concurrency_levels": (1, 64), "requests_per_level": 8}, {"max_new_tokens": 0}, {"seed": 1.5}])
+def test_the_closed_loop_refuses_what_the_sweep_plan_refuses_with_its_message(given: dict) -> None:
+    """One set of checks: the offline predictions' ClosedLoop and SweepPlan.build say the same thing."""
+    with pytest.raises(ConfigError) as plan_error:
+        SweepPlan.build(prompt_set=PROMPTS, **given)
+    with pytest.raises(ConfigError) as loop_error:
+        ClosedLoop(**given)
+    assert str(loop_error.value).split(" for ")[0] == str(plan_error.value).split(" for ")[0]
+
+
 def test_defaults_are_defined_once() -> None:
     from workbench import benchmark_variant
     from workbench.sim import _calibrate
@@ -45,9 +57,13 @@ def test_defaults_are_defined_once() -> None:
     assert inspect.signature(benchmark_variant).parameters["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
     assert inspect.signature(benchmark_variant).parameters["requests_per_level"].default is None
     sweep_stats = inspect.signature(_calibrate.sweep_stats).parameters
-    assert sweep_stats["levels"].default is DEFAULT_CONCURRENCY_LEVELS
+    assert sweep_stats["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
     assert sweep_stats["requests"].default is default_requests_per_level
-    assert inspect.signature(_calibrate.figures).parameters["levels"].default is DEFAULT_CONCURRENCY_LEVELS
+    assert inspect.signature(_calibrate.figures).parameters["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
+    # the offline predictions' closed loop: the plan's defaults, and a profile's workload through its checks
+    loop = ClosedLoop()
+    assert loop.concurrency_levels == DEFAULT_CONCURRENCY_LEVELS and loop.max_new_tokens == plan.max_new_tokens
+    assert [loop.requests(c) for c in DEFAULT_CONCURRENCY_LEVELS] == list(plan.requests_per_level)
     # the notebook's parameters cell must write a literal; it writes the same levels
     nb = nbformat.read(resolve("notebooks/spec_vs_baseline.ipynb"), as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))

@@ -97,7 +97,7 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
 
     text = TextModel()
     lengths = [text.count_tokens(p.text) for p in load_prompts()]
-    predicted = figures(profile, prompt_lengths=lengths, max_new_tokens=256, levels=LEVELS)
+    predicted = figures(profile, prompt_lengths=lengths, max_new_tokens=256, concurrency_levels=LEVELS)
     for name, table in (("baseline", base), ("eagle3", eagle)):
         for c in LEVELS:
             want = predicted[name][c][0]

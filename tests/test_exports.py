@@ -27,9 +27,9 @@ TREE = PACKAGE_DIR.parent
 #: Public modules a package may have besides its face: its command-line verbs and ``python -m`` entry.
 PUBLIC_MODULES = {"__init__", "__main__", "cli"}
 #: Shared leaf modules at the root, importable by every package.
-ROOT_LEAVES = {"errors", "paths", "gitinfo", "markup", "names", "cli", "_faces"}
-#: The only modules at the package root: the face, the command, the shared leaves.
-ROOT_MODULES = {"__init__", "cli", "errors", "paths", "gitinfo", "markup", "names", "_faces"}
+ROOT_LEAVES = {"errors", "paths", "gitinfo", "cli", "_faces"}
+#: Exactly the modules at the package root: the face, the command, the shared leaves, the face helper.
+ROOT_MODULES = {"__init__", "cli", "errors", "paths", "gitinfo", "_faces"}
 #: Folders of scripts outside the package: they use the faces only (rule 2).
 SCRIPT_FOLDERS = ("benchmarks", "tools")
 #: A benchmark that measures one package's internals (white box) may reach into that package only.
@@ -289,33 +289,35 @@ def engine_name_comparisons(tree: Path) -> list[str]:
 
 
 #: Which packages each package may import (docs/ARCHITECTURE.md, rule 4). The shared leaves
-#: (errors, paths, gitinfo, markup, names, _faces and the root's ``__version__``) are open to all; only the
+#: (errors, paths, gitinfo, _faces and the root's ``__version__``) are open to all; only the
 #: root's ``cli`` (one line per verb) may import every package.
 ALLOWED: dict[str, set[str]] = {
-    "analysis": set(),
+    "markup": set(),
+    "names": set(),
+    "releases": set(),
+    "analysis": {"markup", "releases"},
     "report": {"store"},  # a from-runs report's runs are checked readable before a kernel starts
     "hosts": set(),
     "engines": {"hosts"},
-    "source": {"hosts"},
+    "source": {"hosts", "markup"},
     "bench": {"hosts", "engines"},
-    "sim": {"bench", "variants"},
-    "variants": {"hosts", "engines", "source"},
+    "sim": {"bench", "releases", "variants"},
+    "variants": {"hosts", "engines", "markup", "names", "releases", "source"},
     "servers": {"hosts", "engines", "variants"},
-    "store": {"bench", "engines"},
+    "store": {"bench", "engines", "names"},
     "charts": {"analysis"},
     "calibration": {"analysis", "hosts", "sim"},
-    "imports": {"bench", "engines", "store"},
-    "studies": {"analysis", "calibration", "charts", "engines", "report", "sim", "store", "variants"},
-    "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "report", "servers", "store", "studies",
+    "imports": {"bench", "engines", "names", "store"},
+    "studies": {"analysis", "calibration", "charts", "engines", "markup", "report", "sim", "store", "variants"},
+    "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "names", "report", "servers", "store", "studies",
                "variants"},
 }
 #: Packages a package may name for type checkers only (under ``if TYPE_CHECKING:``), beside ALLOWED: an
 #: engine's methods take a Variant, and variants imports engines at run time.
 TYPE_ONLY_ALLOWED: dict[str, set[str]] = {"engines": {"variants"}}
-_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench.markup", "workbench.names",
-           "workbench._faces"}
+_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces"}
 #: What a package may take from the root face itself.
-_ROOT_NAMES = {"paths", "gitinfo", "errors", "markup", "names", "__version__"}
+_ROOT_NAMES = {"paths", "gitinfo", "errors", "__version__"}
 
 
 def disallowed_imports(tree: Path) -> list[str]:
@@ -362,8 +364,11 @@ def study_launches(tree: Path) -> list[str]:
 
 
 def stray_root_modules(tree: Path) -> list[str]:
-    """Nothing at the package root but the face, the command and the shared leaves."""
-    return sorted(p.name for p in (tree / "workbench").glob("*.py") if p.stem not in ROOT_MODULES)
+    """The package root holds exactly ROOT_MODULES (the face, the command, the shared leaves, the face helper):
+    a module beside them is reported, and so is one of them gone (moved away, or into a folder)."""
+    present = {p.stem for p in (tree / "workbench").glob("*.py")}
+    return sorted([f"{m}.py (not a root module)" for m in present - ROOT_MODULES]
+                  + [f"{m}.py (missing from the root)" for m in ROOT_MODULES - present])
 
 
 CHECKS: dict[str, Callable[[Path], list[str]]] = {
@@ -430,6 +435,7 @@ PLANTED = {
     "study writing a run": ("study_launches", "workbench/studies/_server_view.py",
                             "from workbench.store import new_run\n"),
     "module left at the root": ("stray_root_modules", "workbench/_glue.py", "X = 1\n"),
+    "a leaf put back at the root": ("stray_root_modules", "workbench/markup.py", "def literal(v):\n    return v\n"),
 }
 
 
@@ -462,6 +468,19 @@ def test_a_planted_break_is_caught(case: str, scratch: Path) -> None:
             target.write_text(before, encoding="utf-8")
     assert clean == [] and len(caught) > len(clean), (case, caught)
     assert any(file in c for c in caught) or check == "stray_root_modules", caught
+
+
+def test_a_root_module_gone_is_caught(scratch: Path) -> None:
+    """The root list is exact: a root module moved away (here ``gitinfo.py`` into a folder) is reported too."""
+    source = scratch / "workbench" / "gitinfo.py"
+    moved = scratch / "workbench" / "_moved_gitinfo.py"
+    assert stray_root_modules(scratch) == []
+    source.rename(moved)
+    try:
+        caught = stray_root_modules(scratch)
+    finally:
+        moved.rename(source)
+    assert caught == ["_moved_gitinfo.py (not a root module)", "gitinfo.py (missing from the root)"]
 
 
 # -- import cycles (on the real tree: faces resolve names through their tables) ----------------------

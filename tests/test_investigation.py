@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
@@ -112,7 +114,7 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
     assert _prepare(args).progress is True  # tqdm.auto: a widget in JupyterLab
     monkeypatch.setenv(PROGRESS_FILE_ENV, str(tmp_path / "p"))
     assert _prepare(args).progress is False  # lines on the terminal instead, no bars in the report
-    assert _prepare({**args, "progress": True}).progress is True
+    assert _prepare(dataclasses.replace(args, progress=True)).progress is True
 
 
 def test_notebook_tables_go_through_the_readable_formatter() -> None:
@@ -158,3 +160,16 @@ def test_bench_on_the_simulator_runs_the_notebooks_pre_flight_before_any_run(tmp
     with pytest.raises(ConfigError, match="Pre-flight checks of variant 'v2-topk4'"):
         benchmark_variant(topk4, runs_dir=tmp_path, concurrency_levels=[1], **FAST)
     assert not list(tmp_path.iterdir())  # nothing launched, no empty run
+
+
+def test_the_options_record_is_exactly_benchmark_variants_parameters() -> None:
+    """One place states the parameters and their defaults (benchmark_variant's signature); the typed record that
+    the validation step reads has a field for each, of the same name, and nothing else."""
+    from workbench.sweeps._investigation import _options
+    from workbench.sweeps._options import SweepOptions
+
+    assert [f.name for f in dataclasses.fields(SweepOptions)] == list(inspect.signature(benchmark_variant).parameters)
+    options = _options("baseline", {"concurrency_levels": [1, 2]})
+    assert options.concurrency_levels == [1, 2] and options.host == "local" and options.fresh is False
+    with pytest.raises(ConfigError, match="no_such_option"):
+        _options("baseline", {"no_such_option": 1})

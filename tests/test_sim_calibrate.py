@@ -9,14 +9,17 @@ import tomllib
 
 import pytest
 
+from workbench.bench import ClosedLoop
 from workbench.errors import ConfigError
 from workbench.paths import PACKAGE_ROOT
 from workbench.sim import _calibrate as cal
+from workbench.sim._predict import PredictionPlan
 from workbench.sim._profiles import load_profile
 
 H100 = load_profile("h100-llama3-8b-eagle3")
 #: A tiny workload so a fit runs in a second or two.
-TINY = cal.Workload(prompt_lengths=(64, 96), max_new_tokens=24, levels=(1, 4), requests=lambda c: max(6, c), seed=0)
+TINY = PredictionPlan(ClosedLoop(concurrency_levels=(1, 4), requests_per_level=6, max_new_tokens=24, seed=0),
+                      prompt_lengths=(64, 96))
 
 
 def _points(predictor: cal.Predictor, efficiency) -> list[cal.Point]:

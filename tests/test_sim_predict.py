@@ -97,7 +97,7 @@ def test_closed_loop_keeps_its_concurrency(profile) -> None:
 
 
 def test_predict_rows_carry_the_level_tables_keys_and_a_breakdown(profile) -> None:
-    rows = P.predict(profile, ["baseline", "eagle3-topk4"], concurrency_levels=[1, 16], requests_per_level=8, max_new_tokens=32)
+    rows = P.predict(profile, ["baseline", "eagle3-topk4"], concurrency_levels=[1, 16], requests_per_level=16, max_new_tokens=32)
     assert [(r["variant"], r["concurrency"]) for r in rows] == [
         ("baseline", 1), ("baseline", 16), ("eagle3-topk4", 1), ("eagle3-topk4", 16)]
     for r in rows:
@@ -106,7 +106,7 @@ def test_predict_rows_carry_the_level_tables_keys_and_a_breakdown(profile) -> No
             assert key in r
         parts = sum(r[f"step_{p}_ms"] for p in P.STEP_PARTS)
         assert parts == pytest.approx(r["step_total_ms"])
-        assert r["num_requests"] == 8 and r["simulated"] is True
+        assert r["num_requests"] == 16 and r["simulated"] is True
     assert math.isnan(rows[0]["accept_length"]) and rows[2]["accept_length"] > 1.5
     assert rows[2]["step_draft_ms"] > 0 and rows[0]["step_draft_ms"] == 0
     # the decode step the breakdown costs is the one the level ran (mean running batch, mean KV)
@@ -157,7 +157,8 @@ def test_output_lengths_drawn_per_request_break_the_lockstep_of_equal_lengths(tm
     prof = load_profile("seed-pcie-8gpu")
     cfg = P.variant_configuration(prof, "baseline")
     fixed = P.prediction_plan(prof, concurrency_levels=[1, 2])
-    spread = dataclasses.replace(fixed, output_lengths=tuple(range(128, 385, 16)), max_new_tokens=384)
+    spread = dataclasses.replace(fixed, output_lengths=tuple(range(128, 385, 16)),
+                                 load=dataclasses.replace(fixed.load, max_new_tokens=384))
     ttft = {}
     for name, plan in (("fixed", fixed), ("spread", spread)):
         for c in (1, 2):

@@ -74,3 +74,20 @@ def test_public_names() -> None:
     assert sorted(pkg.__all__) == sorted(set(pkg.__all__))
     for name in pkg.__all__:
         assert getattr(pkg, name) is not None, name
+
+
+def test_a_variant_is_serialised_one_way_and_rebuilt_one_way() -> None:
+    """One to_dict/from_dict pair: every shipped variant round-trips; a manifest's definition (no name) and a
+    server record written before the pair (six keys) rebuild the same settings."""
+    from workbench.paths import PACKAGE_ROOT
+    from workbench.variants import Variant, load_variant
+
+    for file in sorted((PACKAGE_ROOT / "data" / "variants").glob("*.toml")):
+        v = load_variant(file)
+        assert Variant.from_dict(v.to_dict()) == v, file.name
+    v = load_variant("eagle3-topk4-off-above-8")
+    definition = {k: x for k, x in v.to_dict().items() if k not in ("name", "description")}
+    assert Variant.from_dict(definition, name=v.name).flags == v.flags
+    old_record = {k: v.to_dict()[k] for k in ("name", "description", "model_path", "draft_model_path", "flags", "env")}
+    rebuilt = Variant.from_dict(old_record)
+    assert (rebuilt.name, rebuilt.flags, rebuilt.patches, rebuilt.sim_policy) == (v.name, v.flags, (), {})

@@ -13,7 +13,7 @@ from workbench.source import sglang_release
 from workbench.hosts import LocalHost
 from workbench.source._flags import server_flags
 from workbench.variants import check_variant, check_variants, read_rules, resolve_target
-from workbench.variants._rules import ADAPTIVE_SINCE
+from workbench.releases import ADAPTIVE_SINCE
 from workbench.variants._findings import Finding, findings_table, has_errors
 from workbench.variants._resources import HostFacts, judge_resources
 

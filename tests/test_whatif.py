@@ -10,7 +10,7 @@ import workbench as wb
 @pytest.fixture(scope="module")
 def wi():
     return wb.what_if("seed-pcie-8gpu", topk=(1, 4), num_steps=(1, 2), num_draft_tokens=(2, 8, 16),
-                      spec_v2=(False, True), concurrency_levels=(1, 4, 16, 64), requests_per_level=8, max_new_tokens=32)
+                      spec_v2=(False, True), concurrency_levels=(1, 4, 16, 64), requests_per_level=64, max_new_tokens=32)
 
 
 def test_grid_and_levels(wi) -> None:
@@ -66,7 +66,7 @@ def test_what_if_shows_adaptive_verification_and_the_goodput_controller() -> Non
     import workbench as wb
 
     wi = wb.what_if("h100-llama3-8b-eagle3", topk=[1], num_steps=[3], num_draft_tokens=[4], spec_v2=[True],
-                    concurrency_levels=[1, 64], requests_per_level=4, max_new_tokens=16)
+                    concurrency_levels=[1, 64], requests_per_level=64, max_new_tokens=16)
     t = wi.verify_policies(num_steps=7)
     assert set(t["policy"]) == {"static", "goodput", "adaptive_verification"}
     assert set(t["batch"]) == {1, 64} and t["configuration"].iloc[0] == "topk1-steps7-draft8-v2"

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -39,6 +38,7 @@ import pandas as pd
 from workbench.analysis._crossover import best_policy
 from workbench.analysis._repeats import CrossoverInterval, crossover_interval, ratio_intervals, repeat_table
 from workbench.errors import ConfigError
+from workbench.releases import ADAPTIVE_SINCE, ADAPTIVE_TIERS_SINCE, release_at_least, release_number
 
 __all__ = ["OBJECTIVES", "SglangPolicy", "Threshold", "Tier", "best_threshold", "envelope", "find_threshold",
            "goodput_levels", "higher_is_better", "pareto_points", "policy_gains", "policy_rows", "predicted_vs_measured",
@@ -54,11 +54,6 @@ OBJECTIVES: dict[str, str] = {
 #: The verdict of a level where a value is 0 or less (no ratio: e.g. no request met the goodput target).
 ZERO = "a value is 0: no ratio"
 
-#: First SGLang release whose ``--speculative-adaptive-config`` has batch-size tiers (PR #24055;
-#: ``srt/speculative/adaptive_spec_params.py`` ``_load_adaptive_config``).
-TIERS_SINCE = (0, 5, 16)
-#: First SGLang release with ``--speculative-adaptive`` (0.5.11; run only under spec v1 there).
-ADAPTIVE_SINCE = (0, 5, 11)
 
 
 def higher_is_better(metric: str) -> bool:
@@ -551,12 +546,6 @@ def _reentry(rows: pd.DataFrame, *, baseline: str, spec: str, concurrency: int, 
             "to test whether the return is real")
 
 
-def _version(text: str) -> tuple[int, ...]:
-    """``"0.5.16.post1"`` -> ``(0, 5, 16)``; ``()`` when it does not start with a release number."""
-    match = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text))
-    return tuple(int(g) for g in match.groups(default="0")) if match else ()
-
-
 @dataclasses.dataclass(frozen=True)
 class SglangPolicy:
     """What to give an SGLang release to switch speculation with the batch size.
@@ -604,14 +593,13 @@ def sglang_policy(tiers: Sequence[Tier], threshold: Threshold | None, *, sglang_
     """
     if not tiers:
         raise ConfigError("sglang_policy needs at least one tier (step_tiers)")
-    version = _version(sglang_version)
-    if not version:
+    if not release_number(sglang_version):
         raise ConfigError(f"not an SGLang version: {sglang_version!r} (e.g. '0.5.23')")
     steps = sorted({s for t in tiers for s in t.candidate_steps})
     if steps == [0]:
         return SglangPolicy(sglang_version, "none", None, (), 0,
                             "plain decoding was best at every measured level: launch without speculation")
-    if version >= TIERS_SINCE:
+    if release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
         config = {str(t.start): {"candidate_steps": list(t.candidate_steps), "up_hysteresis": up_hysteresis,
                                  "down_hysteresis": down_hysteresis} for t in tiers}
         flags = ("--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "1", "--speculative-adaptive",
@@ -622,8 +610,8 @@ def sglang_policy(tiers: Sequence[Tier], threshold: Threshold | None, *, sglang_
                             "key at or below it; between two measured levels the lower level's choice is an "
                             "extrapolation" + (f". Left off: {left_off}" if left_off else ""))
     limit = None if threshold is None else threshold.no_draft_above
-    why = ("--speculative-adaptive arrived in 0.5.11 without batch-size tiers (a single EMA over candidate steps "
-           ">= 1, which cannot turn drafting off)" if version >= ADAPTIVE_SINCE
+    why = (f"--speculative-adaptive arrived in {ADAPTIVE_SINCE} without batch-size tiers (a single EMA over candidate "
+           "steps >= 1, which cannot turn drafting off)" if release_at_least(sglang_version, ADAPTIVE_SINCE)
            else "this release has no adaptive speculation")
     if threshold is None or threshold.kind == "always":
         return SglangPolicy(sglang_version, "threshold", None, (), None,

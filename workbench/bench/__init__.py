@@ -16,6 +16,8 @@ _NAMES = {
     "add_request_columns": "_metrics",
     "build_request_body": "_client",
     "check_concurrency_levels": "_plan",
+    "ClosedLoop": "_plan",
+    "DEFAULT_MAX_NEW_TOKENS": "_plan",
     "MAX_CONCURRENCY": "_plan",
     "MAX_REQUESTS_PER_LEVEL": "_plan",
     "MAX_TOKENS": "_plan",
@@ -72,6 +74,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._metrics import add_request_columns as add_request_columns
     from workbench.bench._client import build_request_body as build_request_body
     from workbench.bench._plan import check_concurrency_levels as check_concurrency_levels
+    from workbench.bench._plan import ClosedLoop as ClosedLoop
+    from workbench.bench._plan import DEFAULT_MAX_NEW_TOKENS as DEFAULT_MAX_NEW_TOKENS
     from workbench.bench._plan import MAX_CONCURRENCY as MAX_CONCURRENCY
     from workbench.bench._plan import MAX_REQUESTS_PER_LEVEL as MAX_REQUESTS_PER_LEVEL
     from workbench.bench._plan import MAX_TOKENS as MAX_TOKENS

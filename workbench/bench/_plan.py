@@ -18,6 +18,7 @@ host-side runner imports it where those may be absent.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 import numbers
@@ -29,12 +30,14 @@ from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, ROUTES
 from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts, load_sharegpt
 from workbench.errors import ConfigError
 
-__all__ = ["DEFAULT_CONCURRENCY_LEVELS", "LOAD_DEFAULTS", "MAX_CONCURRENCY", "MAX_REQUESTS_PER_LEVEL", "MAX_TOKENS",
+__all__ = ["ClosedLoop", "DEFAULT_CONCURRENCY_LEVELS", "DEFAULT_MAX_NEW_TOKENS", "LOAD_DEFAULTS", "MAX_CONCURRENCY", "MAX_REQUESTS_PER_LEVEL", "MAX_TOKENS",
            "SWEEP_DIMENSIONS", "PromptSet", "check_concurrency_levels", "parse_number_list", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
            "repeat_seed"]
 
 #: Closed-loop levels when none are given (requests in flight).
 DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+#: Output tokens per request when none are given.
+DEFAULT_MAX_NEW_TOKENS = 256
 
 #: A prompt-set name (``data/prompts/<name>.jsonl``), a JSONL path, or the prompts themselves.
 PromptSet = Union[str, Path, Sequence[Union[Prompt, str]]]
@@ -355,6 +358,63 @@ def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str 
 
 
 @dataclasses.dataclass(frozen=True)
+class ClosedLoop:
+    """The closed-loop part of a :class:`SweepPlan` (levels, requests, output tokens, seed), for a sweep that
+    is run on a model instead of a server (the simulator's offline predictions and its calibration).
+
+    The same names, defaults, checks and messages as :meth:`SweepPlan.build`, and one more use of the
+    requests rule: :meth:`requests` answers for any concurrency (a calibration point may sit between the
+    levels).
+
+    Attributes:
+        concurrency_levels: requests in flight per level, in order (checked by
+            :func:`check_concurrency_levels`).
+        requests_per_level: one count for every level (at least each level's concurrency, at most
+            :data:`MAX_REQUESTS_PER_LEVEL`), or None for :func:`default_requests_per_level`.
+        max_new_tokens: output tokens per request, in [1, :data:`MAX_TOKENS`].
+        seed: seeds the prompt schedule.
+
+    Raises:
+        ConfigError: on construction, naming the first invalid field (the sweep plan's message).
+    """
+
+    concurrency_levels: tuple[int, ...] = DEFAULT_CONCURRENCY_LEVELS
+    requests_per_level: int | None = None
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        put = functools.partial(object.__setattr__, self)
+        put("concurrency_levels", _concurrency_levels(self.concurrency_levels))
+        if self.requests_per_level is not None:
+            put("requests_per_level", _requests_count(self.requests_per_level, "every level"))
+            _requests_reach_concurrency(self.concurrency_levels, [self.requests_per_level] * len(self.concurrency_levels))
+        put("max_new_tokens", _tokens("max_new_tokens", self.max_new_tokens, "output tokens per request"))
+        put("seed", _seed(self.seed))
+
+    def requests(self, concurrency: int) -> int:
+        """Requests a level at ``concurrency`` sends: the count, else :func:`default_requests_per_level`.
+
+        Raises:
+            ConfigError: a count below ``concurrency`` (the sweep plan's refusal: such a level never has
+                ``concurrency`` requests in flight).
+        """
+        if self.requests_per_level is None:
+            return default_requests_per_level(concurrency)
+        _requests_reach_concurrency([concurrency], [self.requests_per_level])
+        return self.requests_per_level
+
+    @staticmethod
+    def check_temperature(value: Any) -> float:
+        """A request temperature as the sweep plan checks it (a finite number >= 0; 0.0: greedy).
+
+        Raises:
+            ConfigError: anything else, with the sweep plan's message.
+        """
+        return _temperature(value)
+
+
+@dataclasses.dataclass(frozen=True)
 class SweepPlan:
     """Everything a sweep sends, validated and JSON-ready (prompt texts included).
 
@@ -428,7 +488,7 @@ class SweepPlan:
     request_rates: tuple[float, ...] | None = None
     max_concurrency: int | None = None
     prompt_set: str | None = None
-    max_new_tokens: int = 256
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     seed: int = 0
     time_scale: float | Literal["auto"] = 1.0
     warmup_requests: int = 1
@@ -509,7 +569,7 @@ class SweepPlan:
         request_rates: Sequence[float] | None = None,
         max_concurrency: int | None = None,
         requests_per_level: RequestsPerLevel = None,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         prompt_set: PromptSet = "default",
         seed: int = 0,
         time_scale: float | Literal["auto"] = 1.0,

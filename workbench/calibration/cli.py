@@ -11,6 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from workbench.hosts.cli import HOST_OPTION
+
 calibrate_app = typer.Typer(
     help="Time a model's kernel groups on a GPU host (remote/gpu_calibrate.py) and fit the simulator's "
          "efficiency terms to the table.",
@@ -93,7 +95,7 @@ def _fit_and_write(paths: list[Path], *, gpu: Optional[str], write_profile: Opti
 @calibrate_app.callback()
 def calibrate_command(
     ctx: typer.Context,
-    host: Annotated[Optional[str], typer.Option("--host", help="'local' or an ssh config alias")] = None,
+    host: Annotated[Optional[str], HOST_OPTION] = None,
     preset: Annotated[Optional[str], typer.Option("--preset", help="shape preset(s), comma-separated: llama3-8b, "
                                                   "qwen3-30b-a3b (tiny, tiny-moe: CPU test shapes)")] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="target model: a data/models stem or a .toml file")] = None,

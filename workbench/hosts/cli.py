@@ -13,8 +13,13 @@ from typing import Annotated, Optional
 import typer
 
 
-__all__ = ["host_app"]
+__all__ = ["ConfigOpt", "HOST_OPTION", "HostOpt", "PythonOpt", "host_app"]
 
+#: The ``--host`` option, declared once for every command that runs on or reads from a host (each
+#: command gives its default: ``Annotated[str, HOST_OPTION] = "local"``, or ``Optional[str]`` with None
+#: where no host means something else, as in ``variants check``).
+HOST_OPTION = typer.Option("--host", "-H", help="'local' or an ssh config alias.")
+HostOpt = Annotated[str, HOST_OPTION]
 ConfigOpt = Annotated[Optional[str], typer.Option("-F", "--ssh-config", help="ssh config file (like ssh -F).")]
 PythonOpt = Annotated[Optional[str], typer.Option(
     "--python", help="Interpreter on the host (default: python3, or $WORKBENCH_REMOTE_PYTHON).")]

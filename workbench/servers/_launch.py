@@ -142,7 +142,7 @@ def spawn_server(
             if wd is not None:
                 watchdog = {"pid": wd.pid, "pgid": wd.pgid, "start_time": wd.start_time, "log_path": wd.log_path}
         return registry.write_record(host, directory, registry.ServerRecord(
-            id=server_id, variant=registry.variant_dict(variant), engine=engine.name, port=port, command=argv,
+            id=server_id, variant=variant.to_dict(), engine=engine.name, port=port, command=argv,
             pid=proc.pid, pgid=proc.pgid, start_time=proc.start_time, log_path=proc.log_path,
             heartbeat_path=heartbeat_path, watchdog=watchdog, lease_s=lease_s, detached=detached,
             gpus=gpus, python=python, started_at=time.time(), client=registry.client_info(),

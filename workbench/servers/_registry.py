@@ -107,10 +107,7 @@ class ServerRecord:
 
     def to_variant(self) -> Variant:
         """The :class:`Variant` it runs (without its source file)."""
-        v = self.variant
-        return Variant(name=str(v["name"]), model_path=str(v["model_path"]), description=str(v.get("description", "")),
-                       draft_model_path=v.get("draft_model_path"), flags=dict(v.get("flags") or {}),
-                       env={str(k): str(x) for k, x in (v.get("env") or {}).items()})
+        return Variant.from_dict(self.variant)
 
     def to_json(self) -> dict[str, Any]:
         """The record as written to the host (``path`` left out)."""
@@ -136,10 +133,7 @@ class ServerRecord:
             raise ServerError(f"Server registry record {path or data.get('id')!r} is malformed: {exc}") from exc
 
 
-def variant_dict(variant: Variant) -> dict[str, Any]:
-    """A variant's definition as stored in a record."""
-    return {"name": variant.name, "description": variant.description, "model_path": variant.model_path,
-            "draft_model_path": variant.draft_model_path, "flags": dict(variant.flags), "env": dict(variant.env)}
+
 
 
 def client_info() -> dict[str, Any]:

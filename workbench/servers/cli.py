@@ -16,16 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.hosts.cli import ConfigOpt, HostOpt, PythonOpt
 
 if TYPE_CHECKING:
     from workbench.servers._registry import ServerEntry
 
 __all__ = ["servers_command"]
 
-HostOpt = Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")]
-ConfigOpt = Annotated[Optional[str], typer.Option("-F", "--ssh-config", help="ssh config file (like ssh -F).")]
-PythonOpt = Annotated[Optional[str], typer.Option(
-    "--python", help="Interpreter on the host (default: python3, or $WORKBENCH_REMOTE_PYTHON).")]
 
 
 def servers_command(

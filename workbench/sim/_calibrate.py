@@ -13,7 +13,6 @@ point in turn and predicts it. Validation points (``[validation]``) are only eve
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import random
 import re
@@ -25,6 +24,7 @@ from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, default_requests_per_lev
 from workbench.errors import ConfigError
 from workbench.sim._engine import EngineCore
 from workbench.sim._offline import run_closed_loop
+from workbench.sim._predict import PredictionPlan, prediction_plan
 from workbench.sim._profiles import SimProfile
 from workbench.sim._roofline import Efficiency
 from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig
@@ -158,15 +158,16 @@ def sweep_stats(
     cost=None,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
-    levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
+    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
     requests: Callable[[int], int] = default_requests_per_level,
     seed: int = 0,
 ) -> dict[int, tuple[float, float]]:
-    """``{concurrency: (output tok/s, mean per-request tok/s)}`` of an offline sweep."""
+    """``{concurrency: (output tok/s, mean per-request tok/s)}`` of an offline sweep (the sweep plan's default
+    levels and requests rule, :mod:`workbench.bench`, unless given)."""
     return {
         c: level_figures(offline_level(profile, spec, cost=cost, concurrency=c, prompt_lengths=prompt_lengths,
                                        max_new_tokens=max_new_tokens, num_requests=requests(c), seed=seed))
-        for c in levels
+        for c in concurrency_levels
     }
 
 
@@ -176,7 +177,7 @@ def figures(
     cost=None,
     prompt_lengths: Sequence[int],
     max_new_tokens: int,
-    levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
+    concurrency_levels: Sequence[int] = DEFAULT_CONCURRENCY_LEVELS,
     seed: int = 0,
 ) -> dict[str, object]:
     """The four seed figures of an offline sweep of ``baseline`` and ``eagle3-topk4``, plus both sweeps.
@@ -187,10 +188,11 @@ def figures(
         Dict with the keys of :data:`FIGURES` (tok/s) and ``"baseline"`` / ``"eagle3"`` sweeps
         as returned by :func:`sweep_stats`.
     """
-    common: dict[str, Any] = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, levels=levels, seed=seed)
+    common: dict[str, Any] = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens,
+                                  concurrency_levels=concurrency_levels, seed=seed)
     base = sweep_stats(profile, SpecConfig(), cost=cost or variant_cost(profile, "baseline"), **common)
     eagle = sweep_stats(profile, seed_eagle3_spec(), cost=cost or variant_cost(profile, "eagle3-topk4"), **common)
-    first = min(levels)
+    first = min(concurrency_levels)
     return {
         "baseline_c1_per_request_tok_s": base[first][1],
         "eagle3_c1_per_request_tok_s": eagle[first][1],
@@ -264,54 +266,25 @@ def points_from_levels(levels: Any, *, metrics: Sequence[str] = ("output_tok_s",
     return out
 
 
-# -- the workload and the predictor --------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Workload:
-    """The benchmark workload a profile's points were measured with (``[workload]``).
-
-    Attributes:
-        prompt_lengths: prompt length of each distinct prompt (tokens).
-        max_new_tokens: output tokens per request.
-        levels: concurrency levels swept for a saturation figure.
-        requests: requests per level, as a function of the concurrency.
-        seed: prompt order and acceptance sampling seed.
-    """
-
-    prompt_lengths: tuple[int, ...]
-    max_new_tokens: int
-    levels: tuple[int, ...]
-    requests: Callable[[int], int]
-    seed: int = 0
-
-
-def profile_workload(profile: SimProfile) -> Workload:
-    """The profile's ``[workload]``: a shipped prompt set counted with the shipped tokenizer, or
-    fixed ``prompt_tokens`` (:func:`workbench.sim._predict.workload_prompt_lengths`); ``requests_per_level``
-    a count (:func:`workbench.sim._predict.workload_requests`; at least the concurrency) or left out
-    for the bench's rule."""
-    from workbench.sim._predict import workload_prompt_lengths, workload_requests
-
-    w = profile.workload
-    count = workload_requests(profile)
-    requests: Callable[[int], int] = (default_requests_per_level if count is None
-                                      else functools.partial(max, count))  # at least the concurrency
-    return Workload(workload_prompt_lengths(profile), int(w.get("max_new_tokens", 256)),
-                    tuple(w.get("levels", DEFAULT_CONCURRENCY_LEVELS)), requests, int(w.get("seed", 0)))
-
-
+# -- the predictor -------------------------------------------------------------------------------
 class Predictor:
     """Predicts points with the offline engine, for any efficiency terms of one profile.
 
     Args:
         profile: a physical profile.
-        workload: the workload (default: the profile's).
+        plan: the workload the points were measured with (default: the profile's ``[workload]``,
+            :func:`workbench.sim._predict.prediction_plan`: the one plan of offline predictions, its levels,
+            requests per level, output tokens and seed checked as a sweep plan checks them).
+
+    Raises:
+        ConfigError: a profile without physics, or a ``[workload]`` the sweep plan refuses.
     """
 
-    def __init__(self, profile: SimProfile, workload: Workload | None = None) -> None:
+    def __init__(self, profile: SimProfile, plan: PredictionPlan | None = None) -> None:
         if profile.physics is None:
             raise ConfigError(f"profile {profile.name} has no physics ([deployment]); nothing to calibrate")
         self.profile = profile
-        self.workload = workload or profile_workload(profile)
+        self.plan = plan or prediction_plan(profile)
         self._configs: dict[str, Any] = {}
         self.levels_run = 0
 
@@ -323,11 +296,11 @@ class Predictor:
     def level(self, variant: str, concurrency: int, efficiency: Efficiency) -> tuple[float, float]:
         """(output tok/s, mean per-request tok/s) of one variant at one level."""
         cfg = self._config(variant)
-        w = self.workload
+        plan = self.plan
         rows = offline_level(
             self.profile, cfg.spec, cost=self.profile.cost_for(cfg.args, efficiency=efficiency),
-            concurrency=concurrency, prompt_lengths=w.prompt_lengths, max_new_tokens=w.max_new_tokens,
-            num_requests=w.requests(concurrency), seed=w.seed, config=cfg,
+            concurrency=concurrency, prompt_lengths=plan.prompt_lengths, max_new_tokens=plan.max_new_tokens,
+            num_requests=plan.requests(concurrency), seed=plan.seed, config=cfg,
         )
         self.levels_run += 1
         return level_figures(rows)
@@ -349,7 +322,7 @@ class Predictor:
             elif p.metric == "per_request_tok_s":
                 out.append(at(p.variant, p.concurrency)[1])
             elif p.metric == "saturation_output_tok_s":
-                out.append(max(at(p.variant, c)[0] for c in self.workload.levels))
+                out.append(max(at(p.variant, c)[0] for c in self.plan.concurrency_levels))
             else:
                 out.append(at(p.variant, p.concurrency)[0] / at(p.baseline, p.concurrency)[0])
         return out

@@ -26,7 +26,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.sim._engine import EngineCore
@@ -34,6 +34,9 @@ from workbench.sim._offline import ClosedLoopResult, simulate_closed_loop
 from workbench.sim._profiles import SimProfile, load_profile
 from workbench.sim._spec import SpecConfig, resolve_spec
 from workbench.sim._variant_flags import variant_argv
+
+if TYPE_CHECKING:
+    from workbench.bench import ClosedLoop
 
 #: Statistics of a level summary and the percentile each takes (None: the mean); the bench's
 #: ``summarize_level`` definitions (numpy ``percentile``, linear interpolation).
@@ -363,15 +366,13 @@ def summarize_rows(rows: Sequence[dict]) -> dict[str, Any]:
 # -- prediction ------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class PredictionPlan:
-    """The workload a prediction simulates (validated once; see :func:`prediction_plan`).
+    """The workload a prediction or a calibration simulates (validated once; see :func:`prediction_plan`).
 
     Attributes:
-        concurrency_levels: the closed loop's concurrency levels.
-        requests_per_level: a fixed count, or None for the bench's rule
-            (:func:`workbench.bench.default_requests_per_level`: ``max(16, 2 x concurrency)``).
-        max_new_tokens: output tokens per request (with ``output_lengths``, their largest).
+        load: the closed loop (:class:`workbench.bench.ClosedLoop`, the sweep plan's levels, requests per
+            level, output tokens and seed, with its checks and defaults); its fields are also read
+            through this plan (``plan.concurrency_levels``, ...).
         prompt_lengths: prompt lengths of the prompt set (tokens), scheduled as the bench does.
-        seed: prompt order and acceptance sampling.
         prompt_set: the prompt set whose acceptance figures apply (None: the profile's workload's).
         temperature: the requests' temperature (None: the workload's); picks greedy or sampled figures.
         output_lengths: the workload's output lengths (``[workload] output_tokens``, a list of token counts):
@@ -379,14 +380,31 @@ class PredictionPlan:
             ``max_new_tokens`` (the bench's ``ignore_eos``).
     """
 
-    concurrency_levels: tuple[int, ...]
-    requests_per_level: int | None
-    max_new_tokens: int
+    load: ClosedLoop
     prompt_lengths: tuple[int, ...]
-    seed: int = 0
     prompt_set: str | None = None
     temperature: float | None = None
     output_lengths: tuple[int, ...] | None = None
+
+    @property
+    def concurrency_levels(self) -> tuple[int, ...]:
+        """The closed loop's concurrency levels."""
+        return self.load.concurrency_levels
+
+    @property
+    def requests_per_level(self) -> int | None:
+        """A fixed count, or None for the bench's rule (``max(16, 2 x concurrency)``)."""
+        return self.load.requests_per_level
+
+    @property
+    def max_new_tokens(self) -> int:
+        """Output tokens per request (with ``output_lengths``, their largest)."""
+        return self.load.max_new_tokens
+
+    @property
+    def seed(self) -> int:
+        """Prompt order and acceptance sampling."""
+        return self.load.seed
 
     def outputs(self, n: int) -> int | tuple[int, ...]:
         """Output tokens of ``n`` requests: the fixed count, or one per request drawn from
@@ -406,45 +424,44 @@ class PredictionPlan:
         return profile.acceptance_for(self.prompt_set, temperature=self.temperature)
 
     def requests(self, concurrency: int) -> int:
-        """Requests sent at a level."""
-        from workbench.bench import default_requests_per_level
+        """Requests sent at a level (:meth:`workbench.bench.ClosedLoop.requests`).
 
-        return self.requests_per_level or default_requests_per_level(concurrency)
+        Raises:
+            ConfigError: a fixed count below ``concurrency``.
+        """
+        return self.load.requests(concurrency)
 
 
 def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | None = None,
                     requests_per_level: int | None = None, max_new_tokens: int | None = None, seed: int | None = None,
                     prompt_set: str | None = None, temperature: float | None = None) -> PredictionPlan:
     """The plan, each unset value from the profile's ``[workload]`` (levels, requests per level, output
-    tokens, seed, the acceptance's prompt set and temperature), else the bench's defaults
-    (:data:`workbench.bench.DEFAULT_CONCURRENCY_LEVELS`, :func:`workbench.bench.default_requests_per_level`):
-    the workload the profile's figures were measured with, so a default prediction reproduces them.
+    tokens, seed, the acceptance's prompt set and temperature), else the sweep plan's defaults
+    (:class:`workbench.bench.ClosedLoop`): the workload the profile's figures were measured with, so a
+    default prediction reproduces them.
 
     Raises:
-        ConfigError: a level outside [1, ``workbench.bench.MAX_CONCURRENCY``] or named twice
-            (:func:`workbench.bench.check_concurrency_levels`, the sweep plan's check), a count below 1, a
-            negative temperature, or a prompt set without acceptance figures in the profile.
+        ConfigError: what the sweep plan refuses (a level outside [1, ``workbench.bench.MAX_CONCURRENCY``]
+            or named twice, a count below 1 or below a level's concurrency, an output count outside [1,
+            ``workbench.bench.MAX_TOKENS``], a negative temperature; its messages), or a prompt set without
+            acceptance figures in the profile.
     """
     if prompt_set is not None and prompt_set not in profile.prompt_sets:
         raise ConfigError(f"prompt set {prompt_set!r}: profile {profile.name} has no acceptance figures for it; "
                           f"known: {', '.join(profile.prompt_sets) or 'none'}")
-    if temperature is not None and temperature < 0:
-        raise ConfigError(f"temperature must be >= 0, got {temperature}")
-    from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, check_concurrency_levels
+    from workbench.bench import ClosedLoop
 
+    if temperature is not None:
+        temperature = ClosedLoop.check_temperature(temperature)
     w = profile.workload
-    given = concurrency_levels if concurrency_levels is not None else w.get("levels", DEFAULT_CONCURRENCY_LEVELS)
-    lv = check_concurrency_levels(list(given), "concurrency_levels")
-    if requests_per_level is None:
-        requests_per_level = workload_requests(profile)
-    if requests_per_level is not None and requests_per_level < 1:
-        raise ConfigError(f"requests_per_level must be >= 1, got {requests_per_level}")
-    tokens = int(max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens", 256))
-    from workbench.bench import MAX_TOKENS
-
-    if not 1 <= tokens <= MAX_TOKENS:
-        raise ConfigError(f"max_new_tokens must be in [1, {MAX_TOKENS:,}] (past that, longer than the context of the "
-                          f"models served), got {tokens}")
+    defaults = ClosedLoop()  # what the profile leaves out
+    levels = concurrency_levels if concurrency_levels is not None else w.get("levels", defaults.concurrency_levels)
+    load = ClosedLoop(
+        concurrency_levels=tuple(levels),
+        requests_per_level=requests_per_level if requests_per_level is not None else workload_requests(profile),
+        max_new_tokens=max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens",
+                                                                               defaults.max_new_tokens),
+        seed=seed if seed is not None else w.get("seed", defaults.seed))
     outputs = None
     if max_new_tokens is None and "output_tokens" in w:
         raw = w["output_tokens"]
@@ -455,9 +472,8 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
         if not outputs or min(outputs) < 1:
             raise ConfigError(f"profile {profile.name}: [workload] output_tokens must be a list of token counts >= 1, "
                               f"got {raw!r}")
-        tokens = max(outputs)
-    return PredictionPlan(lv, requests_per_level, tokens, workload_prompt_lengths(profile),
-                          int(seed if seed is not None else w.get("seed", 0)), prompt_set, temperature, outputs)
+        load = dataclasses.replace(load, max_new_tokens=max(outputs))
+    return PredictionPlan(load, workload_prompt_lengths(profile), prompt_set, temperature, outputs)
 
 
 def simulate_level(profile: SimProfile, config: Configuration, plan: PredictionPlan, concurrency: int, *,

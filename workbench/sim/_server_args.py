@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.releases import ADAPTIVE_SINCE
 from workbench.sim._api_shapes import get_shape
 from workbench.sim._memory import MemoryRules, default_max_running_requests, memory_rules
 from workbench.sim._policies import (
@@ -29,7 +30,7 @@ from workbench.sim._policies import (
 )
 from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
 from workbench.sim._spec import (
-    ADAPTIVE_SINCE,
+    ADAPTIVE_EMULATED_SINCE,
     ALGORITHMS_BY_VERSION,
     EAGLE_MAX_RUNNING_REQUESTS,
     SpecConfig,
@@ -280,17 +281,18 @@ def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | Non
         ConfigError: the flags on an SGLang version without them, or a bad config file.
     """
     if not args["speculative_adaptive"]:
-        if args["speculative_adaptive_config"] is not None and not version_at_least(version, ADAPTIVE_SINCE):
+        if args["speculative_adaptive_config"] is not None and not version_at_least(version, ADAPTIVE_EMULATED_SINCE):
             raise ConfigError(_no_adaptive(version, "--speculative-adaptive-config"))
         return None
-    if not version_at_least(version, ADAPTIVE_SINCE):
+    if not version_at_least(version, ADAPTIVE_EMULATED_SINCE):
         raise ConfigError(_no_adaptive(version, "--speculative-adaptive"))
     return load_adaptive_config(args["speculative_adaptive_config"], version)
 
 
 def _no_adaptive(version: str, flag: str) -> str:
-    return (f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in 0.5.11; the "
-            f"simulator emulates it from {ADAPTIVE_SINCE}); run with --sim-sglang-version {ADAPTIVE_SINCE} or later "
+    return (f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in {ADAPTIVE_SINCE}; "
+            f"the simulator emulates it from {ADAPTIVE_EMULATED_SINCE}); run with --sim-sglang-version "
+            f"{ADAPTIVE_EMULATED_SINCE} or later "
             f"(emulated: {', '.join(ALGORITHMS_BY_VERSION)}), or use a profile of such a version")
 
 

@@ -25,6 +25,7 @@ import dataclasses
 from typing import Literal
 
 from workbench.errors import ConfigError
+from workbench.releases import ADAPTIVE_SINCE
 
 Algorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 
@@ -36,10 +37,6 @@ ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
     "0.5.16": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK"),
     "0.5.23": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO"),
 }
-
-#: First version with ``--speculative-adaptive`` that the simulator emulates (the flag is in 0.5.11's
-#: source, where only spec v1 runs it; 0.5.12 is the first emulated release that has it).
-ADAPTIVE_SINCE = "0.5.12"
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -56,6 +53,12 @@ def version_key(version: str) -> tuple[int, ...]:
 def version_at_least(version: str, reference: str) -> bool:
     """True when ``version`` is ``reference`` or later."""
     return version_key(version) >= version_key(reference)
+
+
+#: First emulated version with ``--speculative-adaptive``: the first of :data:`ALGORITHMS_BY_VERSION` at or after
+#: the release that has the flag (:data:`workbench.releases.ADAPTIVE_SINCE`, 0.5.11, which runs it only under
+#: spec v1 and is not emulated), so 0.5.12.
+ADAPTIVE_EMULATED_SINCE = min((v for v in ALGORITHMS_BY_VERSION if version_at_least(v, ADAPTIVE_SINCE)), key=version_key)
 
 #: max_running_requests default for the EAGLE family (SGLang 0.5.9 ``srt/server_args.py``).
 EAGLE_MAX_RUNNING_REQUESTS = 48

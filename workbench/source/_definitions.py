@@ -216,6 +216,17 @@ def callers_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["version", "caller", "path", "calls", "lines"])
 
 
+def line_ranges(df: pd.DataFrame) -> list[str]:
+    """Each row's ``start_line``-``end_line`` as ``"182-206"`` (``""`` where either is missing)."""
+    return [f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else ""
+            for s, e in zip(df["start_line"], df["end_line"], strict=True)]
+
+
+def short_digest(value: object, missing: object = None) -> object:
+    """A sha256 cut to its first 12 hex digits for display (``missing`` where there is none)."""
+    return value[:12] if isinstance(value, str) else missing
+
+
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """The frame without its long text columns, with a ``lines`` column (``"182-206"``), for display.
 
@@ -230,15 +241,11 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     if {"enclosing", "found"} <= set(table.columns):
         table["enclosing"] = table["enclosing"].where(~table["found"] | table["enclosing"].notna(), MODULE_LEVEL)
     if {"start_line", "end_line"} <= set(df.columns):
-        lines = [
-            f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else ""
-            for s, e in zip(df["start_line"], df["end_line"], strict=True)
-        ]
-        table.insert(table.columns.get_loc("start_line"), "lines", lines)
+        table.insert(table.columns.get_loc("start_line"), "lines", line_ranges(df))
         table = table.drop(columns=[c for c in ("start_line", "end_line", "def_line") if c in table.columns])
     for column in ("sha256", "previous_sha256"):
         if column in table.columns:
-            table[column] = table[column].map(lambda h: h[:12] if isinstance(h, str) else h)
+            table[column] = table[column].map(short_digest)
     return table
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.source._definitions import SEARCH_TIMEOUT_S, find_definition
+from workbench.source._definitions import SEARCH_TIMEOUT_S, find_definition, line_ranges, short_digest
 from workbench.source._versions import VersionSpec, select_versions
 
 #: Columns of :func:`definition_history`'s frame, in order.
@@ -215,8 +215,7 @@ def history_table(df: pd.DataFrame) -> pd.DataFrame:
     Returns:
         :data:`TABLE_COLUMNS` (``lines`` as ``"182-206"``, ``sha256`` cut to 12 digits).
     """
-    lines = [f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else "" for s, e in zip(df["start_line"], df["end_line"])]
-    table = df.assign(lines=lines, sha256=df["sha256"].map(lambda h: h[:12] if isinstance(h, str) else ""))
+    table = df.assign(lines=line_ranges(df), sha256=df["sha256"].map(lambda h: short_digest(h, "")))
     table = table[TABLE_COLUMNS].copy()
     for column in ("path", "previous_path"):
         table[column] = table[column].map(lambda v: v if isinstance(v, str) else "")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.hosts.cli import ConfigOpt, HostOpt
 from workbench.source._defaults import DEFAULT_VERSIONS
 
 if TYPE_CHECKING:
@@ -42,10 +43,8 @@ def inspect_command(
     tree: Annotated[
         Optional[str], typer.Option("--tree", help="A source tree on --host to search too (e.g. python/sglang).")
     ] = None,
-    host: Annotated[str, typer.Option("--host", help="Where --tree is: 'local' or an ssh config alias.")] = "local",
-    ssh_config: Annotated[
-        Optional[str], typer.Option("--ssh-config", help="ssh config that defines --host (default ~/.ssh/config).")
-    ] = None,
+    host: HostOpt = "local",
+    ssh_config: ConfigOpt = None,
     history: Annotated[
         Optional[str],
         typer.Option("--history", help="Releases to trace, as FROM..TO (0.5.2..0.5.23) or a series (0.5.x)."),
@@ -126,21 +125,11 @@ def _plain(value: Any) -> Any:
 
 
 def _view(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """The display columns of a result frame (``lines`` built from the line range; digests shortened)."""
-    import pandas as pd
+    """The display columns of a result frame: :func:`workbench.source.summary_table` (``lines``, short digests,
+    ``<module>`` for a module-level reference) with ``found`` as yes/no."""
+    from workbench.source._definitions import summary_table
 
-    from workbench.source._definitions import MODULE_LEVEL
-
-    view = frame.copy()
-    if "lines" in columns and "start_line" in view.columns:
-        view["lines"] = [
-            f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else "" for s, e in zip(view["start_line"], view["end_line"])
-        ]
-    if "sha256" in view.columns:
-        view["sha256"] = view["sha256"].map(lambda h: h[:12] if isinstance(h, str) else "")
-    if "enclosing" in view.columns and "found" in view.columns:
-        view["enclosing"] = view["enclosing"].where(~view["found"].astype(bool) | view["enclosing"].notna(),
-                                                    MODULE_LEVEL)  # fmt: skip
+    view = summary_table(frame)
     if "found" in view.columns:
         view["found"] = view["found"].map(lambda f: "yes" if f else "no")
     return view[[c for c in columns if c in view.columns]]

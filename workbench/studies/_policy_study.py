@@ -412,9 +412,7 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
     for m in study.manifests:
         name = m["variant"]
         definition = m.get("variant_definition") or {}
-        v = Variant(name=name, model_path=str(definition.get("model_path") or "?"), flags=dict(definition.get("flags")
-                                                                                               or {}))
-        settings[name] = variant_settings(v)
+        settings[name] = variant_settings(Variant.from_dict(definition, name=name))
     return PolicyStudy(levels=study.levels, requests=study.requests, manifests=study.manifests, baseline=baseline,
                        settings=settings, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
                        adaptive_version=adaptive_version, bench=dict(bench or {}))

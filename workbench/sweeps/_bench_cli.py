@@ -22,6 +22,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.engines.cli import EngineOpt
+from workbench.hosts.cli import HostOpt
 from workbench.store.cli import RunsDirOption
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
 
@@ -121,8 +123,8 @@ def summary_lines(means: Any, sweep: str | None = None) -> list[str]:
 def bench_command(
     variants: Annotated[Optional[list[str]], typer.Argument(
         metavar="VARIANT", help="Variant names (data/variants/) or files (or --grid).")] = None,
-    host: Annotated[str, typer.Option("--host", "-H", help="'local' or an ssh config alias.")] = "local",
-    engine: Annotated[Optional[str], typer.Option(help="'sim' or 'sglang' (default: sim locally, sglang on a host).")] = None,
+    host: HostOpt = "local",
+    engine: EngineOpt = None,
     levels: Annotated[Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")] = None,
     request_rates: Annotated[Optional[str], typer.Option(
         "--request-rates", help="Open loop instead of --levels: request rates in req/s (Poisson arrivals), e.g. "

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench import paths
-from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, SweepPlan, add_log_series, add_request_columns, run_sweep,
-                             start_host_sweep)
+from workbench.bench import (DEFAULT_CONCURRENCY_LEVELS, DEFAULT_MAX_NEW_TOKENS, SweepPlan, add_log_series,
+                             add_request_columns, run_sweep, start_host_sweep)
 from workbench.engines import Engine, resolve_engine
 from workbench.errors import BenchmarkError, ConfigError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
@@ -33,6 +33,7 @@ from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writ
 from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, Prestart, UnitOutcome, run_units
 from workbench.sweeps._fleet_hosts import host_summary, unit_entry
 from workbench.sweeps._fleet_record import UnitRecorder, replay
+from workbench.sweeps._options import SweepOptions
 from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
                                 Finding, load_variant, parameters_given, preflight, prepare_launch)
 
@@ -119,13 +120,13 @@ class SweepResume:
 
 
 def _variant_definition(v: Variant) -> dict[str, Any]:
-    return {"path": str(v.path) if v.path else None, "flags": v.flags, "env": v.env, "model_path": v.model_path,
-            "draft_model_path": v.draft_model_path, "base": v.base, "sglang_version": v.sglang_version,
-            "patches": [str(p) for p in v.patches], "sim_policy": v.sim_policy}
+    """What a run's manifest and its sweep's identity record of the variant: :meth:`Variant.to_dict` without
+    ``name`` (recorded beside it) and ``description`` (words that change no figure)."""
+    return {k: value for k, value in v.to_dict().items() if k not in ("name", "description")}
 
 
-def _options(variant: str | Path | Variant, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`benchmark_variant`'s arguments for ``variant`` and ``kwargs``, defaults filled in.
+def _options(variant: str | Path | Variant, kwargs: Mapping[str, Any]) -> SweepOptions:
+    """:func:`benchmark_variant`'s options for ``variant`` and ``kwargs``, its defaults filled in.
 
     Raises:
         ConfigError: a keyword :func:`benchmark_variant` does not take.
@@ -135,21 +136,21 @@ def _options(variant: str | Path | Variant, kwargs: Mapping[str, Any]) -> dict[s
     except TypeError as exc:
         raise ConfigError(f"{exc}; see help(workbench.benchmark_variant) for the parameters") from None
     bound.apply_defaults()
-    return dict(bound.arguments)
+    return SweepOptions(**bound.arguments)
 
 
-def _prepare(args: Mapping[str, Any]) -> _Sweep:
+def _prepare(options: SweepOptions) -> _Sweep:
     """Validate everything about one variant's sweep (nothing is launched).
 
     Args:
-        args: :func:`benchmark_variant`'s arguments, all of them (:func:`_options`).
+        options: :func:`benchmark_variant`'s arguments, all of them.
     """
-    variant, host, engine, client = args["variant"], args["host"], args["engine"], args["client"]
-    time_scale, label, repeats = args["time_scale"], args["label"], args["repeats"]
-    unique_prompts, sim_profile, seed = args["unique_prompts"], args["sim_profile"], args["seed"]
+    host, client, time_scale, label = options.host, options.client, options.time_scale, options.label
+    sim_profile, seed = options.sim_profile, options.seed
+    variant = options.variant
     v = apply_parameters(variant if isinstance(variant, Variant) else load_variant(variant),
-                         **parameters_given({k: args[k] for k in TEMPLATE_PARAMETERS}))
-    eng = resolve_engine(host, engine)
+                         **parameters_given(options.template_parameters(TEMPLATE_PARAMETERS)))
+    eng = resolve_engine(host, options.engine)
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
         raise ConfigError(f"client must be 'host' or 'local', got {client!r}")
@@ -157,26 +158,26 @@ def _prepare(args: Mapping[str, Any]) -> _Sweep:
         check_name(label, what="label", fix="Pass another label (or None for none)")
     where: Literal["host", "local"] = client or ("local" if is_local(host) else "host")
     # The sweep's one validated value, built before anything is launched.
-    levels = args["concurrency_levels"]
-    if args.get("request_rates") is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
+    levels = options.concurrency_levels
+    if options.request_rates is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
         levels = None  # the closed-loop default stands aside for an open-loop sweep
-    plan = SweepPlan.build(concurrency_levels=levels, request_rates=args.get("request_rates"),
-                           max_concurrency=args.get("max_concurrency"),
-                           requests_per_level=args["requests_per_level"], max_new_tokens=args["max_new_tokens"],
-                           prompt_set=args["prompt_set"], seed=seed, time_scale=time_scale,
-                           warmup_requests=args["warmup_requests"],
+    unique_prompts, repeats = options.unique_prompts, options.repeats
+    plan = SweepPlan.build(concurrency_levels=levels, request_rates=options.request_rates,
+                           max_concurrency=options.max_concurrency, requests_per_level=options.requests_per_level,
+                           max_new_tokens=options.max_new_tokens, prompt_set=options.prompt_set, seed=seed,
+                           time_scale=time_scale, warmup_requests=options.warmup_requests,
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
-                           repeats=eng.default_repeats if repeats is None else repeats, **dict(args["load"] or {}))
+                           repeats=eng.default_repeats if repeats is None else repeats, **dict(options.load or {}))
     _warn_graph_below_concurrency(v, plan)
     checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
-    options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
+    engine_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
                                "variant_definition": _variant_definition(v), "engine": eng.name, "host": str(host),
-                               "engine_options": options, "engine_code": _engine_code(eng, sim_profile),
+                               "engine_options": engine_options, "engine_code": _engine_code(eng, sim_profile),
                                "client": where, "label": label})
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=writable_runs_root(args["runs_dir"]),
-                  progress=progress_bars(args["progress"]), preflight=checked)
+                  identity=identity, root=writable_runs_root(options.runs_dir),
+                  progress=progress_bars(options.progress), preflight=checked)
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -320,36 +321,61 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
 
 
 class _LevelSink:
-    """Where each level a server measured goes (the sweep's ``on_level``): labelled, reported, then stored or failed.
-
-    Labelled: the server's batch log lines within the level's window join its observations (a log that
-    cannot be read, because the host dropped, costs those lines only, never the level's rows) and the
-    launch's labels (stand-in, effective settings) join its rows. Reported: one progress line. Then
-    stored (:meth:`RunWriter.save_level <workbench.store.RunWriter.save_level>`), also when some
-    requests failed while the server still serves; a level whose server died, or whose every request
-    failed, is kept apart by :func:`_fail_level`, which stops the pass.
-    """
+    """The sweep's ``on_level``: each level a server measured, labelled, reported, then kept (one step each,
+    in this order; each step is its own collaborator)."""
 
     def __init__(self, sweep: _Sweep, run: Any, server: ServerHandle, prep: Any, todo: Sequence[Any]) -> None:
-        self.sweep, self.run, self.server, self.prep, self.todo = sweep, run, server, prep, list(todo)
-        self.started = time.monotonic()
+        self.labels = _LevelLabels(server, prep)
+        self.progress = _LevelProgress(sweep, todo)
+        self.keeper = _LevelKeeper(run, server, variant=sweep.variant.name, plan=sweep.plan)
 
     def __call__(self, level: Any) -> None:
-        level = self.label(level)
-        _progress_line(self.sweep, level, done=self.todo.index(level.unit) + 1 if level.unit in self.todo else None,
-                       total=len(self.todo), elapsed_s=time.monotonic() - self.started)
-        self.store(level)
+        level = self.labels(level)
+        self.progress(level)
+        self.keeper(level)
 
-    def label(self, level: Any) -> Any:
-        """The level with the server's batch log lines and the launch's labels."""
+
+class _LevelLabels:
+    """Labels a measured level: the server's batch log lines within the level's window join its observations
+    (a log that cannot be read, because the host dropped, costs those lines only, never the level's rows),
+    and the launch's labels (stand-in, effective settings) join its rows."""
+
+    def __init__(self, server: ServerHandle, prep: Any) -> None:
+        self.server, self.prep = server, prep
+
+    def __call__(self, level: Any) -> Any:
         try:
             log_text = self.server.logs_tail(LEVEL_LOG_LINES)
         except (HostError, ServerError):
             log_text = ""
         return self.prep.label_level(add_log_series(level, log_text))
 
-    def store(self, level: Any) -> None:
-        """Store the level, or keep it apart as failed and stop the pass (BenchmarkError)."""
+
+class _LevelProgress:
+    """Reports a measured level: one line on ``workbench report``'s terminal (:func:`_progress_line`), with
+    how many of the pass's units are done and the time since the pass began."""
+
+    def __init__(self, sweep: _Sweep, todo: Sequence[Any]) -> None:
+        self.sweep, self.todo = sweep, list(todo)
+        self.started = time.monotonic()
+
+    def __call__(self, level: Any) -> None:
+        done = self.todo.index(level.unit) + 1 if level.unit in self.todo else None
+        _progress_line(self.sweep, level, done=done, total=len(self.todo), elapsed_s=time.monotonic() - self.started)
+
+
+class _LevelKeeper:
+    """The failure policy: where a measured level goes in its run.
+
+    Stored (:meth:`RunWriter.save_level <workbench.store.RunWriter.save_level>`) when no request failed,
+    or when some failed while the server still serves; a level whose server died, or whose every request
+    failed, is kept apart by :func:`_fail_level`, which stops the pass (BenchmarkError).
+    """
+
+    def __init__(self, run: Any, server: ServerHandle, *, variant: str, plan: SweepPlan) -> None:
+        self.run, self.server, self.variant, self.plan = run, server, variant, plan
+
+    def __call__(self, level: Any) -> None:
         errors = level.requests["error"].notna() if len(level.requests) else None
         if errors is None or not errors.any():
             self.run.save_level(level)
@@ -358,8 +384,8 @@ class _LevelSink:
         if alive and not errors.all():
             self.run.save_level(level)  # some requests failed; the server still serves
             return
-        _fail_level(self.run, level, self.server, alive=alive, variant=self.sweep.variant.name,
-                    label=self.sweep.plan.unit_label(level.unit))
+        _fail_level(self.run, level, self.server, alive=alive, variant=self.variant,
+                    label=self.plan.unit_label(level.unit))
 
 
 #: Held while a server starts: the servers of parallel passes start one at a time, since a start is
@@ -433,7 +459,7 @@ def benchmark_variant(
     client: Literal["host", "local"] | None = None,
     concurrency_levels: Sequence[int] | None = DEFAULT_CONCURRENCY_LEVELS,
     requests_per_level: int | None = None,
-    max_new_tokens: int = 256,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     prompt_set: str | Path = "default",
     seed: int = 0,
     request_rates: Sequence[float] | None = None,
@@ -536,8 +562,13 @@ def benchmark_variant(
             level measured before an error.
         DiskFullError: no room to store a level; earlier levels are intact.
     """
-    arguments = dict(locals())  # every parameter, as given (one place states them: this signature)
-    sweep = _prepare(arguments)
+    sweep = _prepare(SweepOptions(
+        variant=variant, host=host, engine=engine, client=client, concurrency_levels=concurrency_levels,
+        requests_per_level=requests_per_level, max_new_tokens=max_new_tokens, prompt_set=prompt_set, seed=seed,
+        request_rates=request_rates, max_concurrency=max_concurrency, sim_profile=sim_profile, time_scale=time_scale,
+        warmup_requests=warmup_requests, unique_prompts=unique_prompts, repeats=repeats, label=label, fresh=fresh,
+        runs_dir=runs_dir, progress=progress, model_path=model_path, draft_model_path=draft_model_path,
+        tp_size=tp_size, gpus=gpus, load=load))
     try:
         return _run_pass(sweep, repeats=None, fresh=fresh)
     except _PassFailed as failed:

@@ -19,7 +19,7 @@ from typing import Any
 from workbench.variants._variant import Variant
 from workbench.source import version_key
 from workbench.variants._findings import Finding
-from workbench.variants._rules import ADAPTIVE_SINCE
+from workbench.releases import ADAPTIVE_SINCE
 
 LOUD = "EFFECTIVE SETTING DIFFERS FROM THE VARIANT:"
 

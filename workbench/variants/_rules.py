@@ -52,12 +52,6 @@ _CAP48 = ("max_running_requests = 48", "max_running_requests=48")
 _MIXED = "Mixed chunked prefill is disabled"
 PATTERNS = (_ENV_FALSE, _ENV_TRUE, _V2_TOPK, _V1, _ADAPTIVE, _ADAPTIVE_V1, *_CAP48, _MIXED)
 
-#: The first release whose source has ``--speculative-adaptive`` (``srt/server_args.py``) and
-#: ``adaptive_unsupported_reason`` (``srt/speculative/adaptive_spec_params.py``); 0.5.10.post1 has
-#: neither. Read from the 0.5.x wheels (tests check it); the team notes (../shared/sglang-facts.md)
-#: say 0.5.12, and 0.5.11 runs it only under spec v1 (:attr:`SpecRules.adaptive_needs_v1`). For
-#: messages only: checks use the target version's own flags and rules.
-ADAPTIVE_SINCE = "0.5.11"
 
 #: The EAGLE family (NEXTN is an alias of EAGLE).
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")

@@ -25,7 +25,8 @@ from typing import Any
 from workbench.variants._variant import MANAGED_FLAGS, Variant
 from workbench.source import FlagError, FlagTable
 from workbench.variants._findings import Finding
-from workbench.variants._rules import ADAPTIVE_SINCE, EAGLE_FAMILY, SpecRules
+from workbench.releases import ADAPTIVE_SINCE
+from workbench.variants._rules import EAGLE_FAMILY, SpecRules
 
 #: Flags that are speculative settings (compared pairs may differ in these).
 SPEC_PREFIX = "speculative_"

@@ -43,6 +43,7 @@ import dataclasses
 import difflib
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -151,6 +152,35 @@ class Variant:
 
     def __post_init__(self) -> None:
         check_name(self.name, fix=f"Change 'name' in {self.path}" if self.path else "Rename it")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready (paths as strings, ``patches`` a list): what a server record, a run's
+        manifest (``variant_definition``, without ``name`` and ``description``) and a sweep's identity store.
+        :meth:`from_dict` rebuilds the variant from it."""
+        return {"name": self.name, "description": self.description, "model_path": self.model_path,
+                "draft_model_path": self.draft_model_path, "flags": dict(self.flags), "env": dict(self.env),
+                "path": str(self.path) if self.path else None, "base": self.base, "sglang_version": self.sglang_version,
+                "patches": [str(p) for p in self.patches], "sim_policy": dict(self.sim_policy)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **given: Any) -> "Variant":
+        """The variant :meth:`to_dict` wrote, or a part of it (a key left out takes the field's default; a
+        missing ``model_path`` is ``"?"``: a record of a run that did not keep it).
+
+        Args:
+            data: keys of :meth:`to_dict` (unknown keys are ignored).
+            given: fields to set whatever ``data`` holds, e.g. ``name=`` for a manifest's ``variant_definition``.
+
+        Raises:
+            ConfigError: a name that breaks :data:`workbench.names.NAME_RULE`.
+        """
+        d = {**data, **given}
+        path = d.get("path")
+        return cls(name=str(d["name"]), model_path=str(d.get("model_path") or "?"),
+                   description=str(d.get("description") or ""), draft_model_path=d.get("draft_model_path"),
+                   flags=dict(d.get("flags") or {}), env={str(k): str(x) for k, x in (d.get("env") or {}).items()},
+                   path=Path(path) if path else None, base=d.get("base"), sglang_version=d.get("sglang_version"),
+                   patches=tuple(Path(x) for x in d.get("patches") or ()), sim_policy=dict(d.get("sim_policy") or {}))
 
     @property
     def speculative(self) -> bool:

@@ -16,6 +16,8 @@ import typer
 
 from workbench.engines import get_engine
 from workbench.errors import ConfigError
+from workbench.engines.cli import EngineOpt
+from workbench.hosts.cli import HOST_OPTION
 
 __all__ = ["DraftModelPathOption", "GpusOption", "ModelPathOption", "TpSizeOption", "variants_app"]
 
@@ -36,14 +38,10 @@ _SEVERITY = ("error", "warning", "info")
 def check_command(
     variants: Annotated[Optional[list[str]], typer.Argument(
         metavar="[VARIANT]...", help="Variant names (data/variants/NAME.toml) or files; default: all shipped.")] = None,
-    host: Annotated[Optional[str], typer.Option(
-        "--host", help="Host they would run on ('local' or an ssh alias): paths, disk, GPUs, and the SGLang "
-        "installed there (on 'local' only with --engine sglang: the simulated engine runs there).")] = None,
+    host: Annotated[Optional[str], HOST_OPTION] = None,
     sglang: Annotated[Optional[str], typer.Option(
         "--sglang", help="Check against this SGLang release instead of each variant's own.")] = None,
-    engine: Annotated[Optional[str], typer.Option(
-        "--engine", help="'sim' or 'sglang': what would run them, for the resource checks and the target SGLang "
-        "(default: sim locally, sglang elsewhere).")] = None,
+    engine: EngineOpt = None,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", help="Variant every speculative one is compared with. Default: for each, a plain variant "
         "of the same model and TP size: one being checked before a shipped one, 'baseline' or '*-baseline' by "
@@ -68,6 +66,10 @@ def check_command(
     unknown variant name (the closest names are suggested) or grid points refused by the
     checks (named above the findings, counted on the last line); else 1 when any finding is
     an error, 0 otherwise.
+
+    --host names the host they would run on: its paths, disk, GPUs and installed SGLang are checked
+    (on 'local' only with --engine sglang, since the simulated engine runs there); --engine says what
+    would run them, for the resource checks and the target SGLang.
 
     Examples:
 
