@@ -19,6 +19,9 @@ Faults (Ray's semantics, Ray 2.60 ``ray.remote`` ``max_retries``):
   (its worker is killed; the server's host-side watchdog, which watches the worker's pid,
   stops the server within a second or two: :mod:`workbench.servers`).
 
+Before the first submission :func:`run_units` prestarts one warm worker per unit slot
+(:func:`_prestart`), so no unit waits for a worker process to start and import the workbench.
+
 Ray is imported only here and in the other ``_fleet*`` modules (the ``fleet`` extra,
 ``pip install specbench-workbench[fleet]``); nothing else in the workbench imports it.
 """
@@ -253,7 +256,7 @@ def _warm_up(gate: Any, wanted: int, task: Callable[[Any, Placement], Any], payl
     ray.get(gate.arrive.remote())
     deadline = time.monotonic() + PRESTART_TIMEOUT_S
     while ray.get(gate.count.remote()) < wanted and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.2)  # a few actor calls a second per warm-up: cheap on a loaded node
     return ray.util.get_node_ip_address(), os.getpid()
 
 
