@@ -8,7 +8,10 @@ result). Target: at most 10% per held-out point.
 
 Usage::
 
-    .venv/bin/python benchmarks/spec_step_accuracy.py [TABLE]
+    .venv/bin/python benchmarks/spec_step_accuracy.py [TABLE [KERNELS_TABLE]]
+
+KERNELS_TABLE (default: TABLE) costs the small kernels, for a table timed without them: the wide trees'
+run ``data/calibration/h200-2026-12-02-spec-trees/`` takes the first run's kernel rows.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ DEFAULT = "data/calibration/h200-2026-12-02-spec/spec_step.csv"
 
 
 def main(argv: list[str]) -> int:
-    terms, rows = spec_step_accuracy(argv[0] if argv else DEFAULT)
+    path = argv[0] if argv else DEFAULT
+    kernels = argv[1] if len(argv) > 1 else None
+    terms, rows = spec_step_accuracy(path, kernels_table=kernels)
     print("fitted on", int(rows["fitted"].sum()), "decode points:",
           ", ".join(f"{k} = {v:.4g}" for k, v in terms.items()))
     for fitted, label in ((True, "decode (fitted)"), (False, "whole spec step (held out)")):
@@ -44,7 +49,7 @@ def main(argv: list[str]) -> int:
                        ("shipped_error_pct", "shipped h200-llama3-8b terms, no fit (out of the box)")):
         a = held[col].abs()
         print(f"\nheld out ({len(held)} points), {label}: median |error| {a.median():.1f}%, worst {a.max():.1f}%")
-    parts = spec_step_breakdown(argv[0] if argv else DEFAULT, terms)
+    parts = spec_step_breakdown(path, terms, kernels_table=kernels)
     print("\nthe parts, each timed alone, against the model's (error %, held out):")
     for shape, g in parts.groupby("shape", sort=False):
         print(f"\n{shape}:")

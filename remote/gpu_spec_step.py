@@ -23,6 +23,7 @@ settings, the environment and the rows), rewritten after each row. Exit status: 
 Usage::
 
     python remote/gpu_spec_step.py --preset llama3-8b --out DIR
+    python remote/gpu_spec_step.py --families decode,spec --step-shapes tree-8x8-64,tree-7x4-16 --out DIR   # wide trees
     python remote/gpu_spec_step.py --preset tiny --device cpu --batches 1,2 --out DIR   # a test, never a calibration
 """
 
@@ -43,7 +44,8 @@ COLUMNS = ["family", "part", "shape", "num_steps", "topk", "num_draft_tokens", "
            "rows", "median_ms", "min_ms", "p90_ms", "mean_ms", "reps", "cuda_graph", "sm_clock_mhz",
            "mem_clock_mhz", "device", "timer"]
 #: Spec shapes (name, num_steps, topk, num_draft_tokens): SGLang's rules (topk 1: N = steps + 1).
-#: The whole step runs for the first three; the kernels also for the shipped wider trees.
+#: The whole step runs for the first three by default (``--step-shapes`` picks any of the kernel shapes); the
+#: kernels also for the shipped wider trees.
 STEP_SHAPES = [("chain3", 3, 1, 4), ("chain7", 7, 1, 8), ("tree-2x4-16", 2, 4, 16)]
 KERNEL_SHAPES = STEP_SHAPES + [("tree-7x4-16", 7, 4, 16), ("tree-8x8-64", 8, 8, 64)]
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
@@ -57,6 +59,9 @@ def parse_args(argv):
     ap.add_argument("--batches", default=",".join(str(b) for b in BATCHES))
     ap.add_argument("--context", type=int, default=1024, help="cached tokens per request (default 1024)")
     ap.add_argument("--families", default="kernels,decode,spec", help="which families to time")
+    ap.add_argument("--step-shapes", default=",".join(n for n, _, _, _ in STEP_SHAPES),
+                    help="spec shapes whose whole step is timed (names of the kernel shapes: %s)"
+                    % ", ".join(n for n, _, _, _ in KERNEL_SHAPES))
     ap.add_argument("--reps", type=int, default=20, help="timed replays per callable (default 20)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default="spec-step")
@@ -162,6 +167,13 @@ def main(argv=None):
         sys.stderr.write("gpu_spec_step: refused: --preset must be one with a draft: %s\n" % ", ".join(
             sorted(p for p, v in plan_mod.PRESETS.items() if v.get("draft"))))
         return 2
+    known = {n: shape for shape in KERNEL_SHAPES for n in shape[:1]}
+    wanted = [n for n in args.step_shapes.split(",") if n]
+    if not wanted or any(n not in known for n in wanted):
+        sys.stderr.write("gpu_spec_step: refused: --step-shapes takes names of %s, got %r\n"
+                         % (", ".join(known), args.step_shapes))
+        return 2
+    step_shapes = [known[n] for n in wanted]
     pre = plan_mod.PRESETS[args.preset]
     t_shape = plan_mod.rank_shape(plan_mod.load_model(pre["target"]), 1)
     d_shape = plan_mod.rank_shape(plan_mod.load_model(pre["draft"]), 1)
@@ -178,16 +190,17 @@ def main(argv=None):
     clocks = cal.Clocks(device.type == "cuda")
     settings = {"preset": args.preset, "target": t_shape, "draft": d_shape, "batches": args.batches,
                 "context": args.context, "reps": args.reps, "warmup": args.warmup, "families": args.families,
-                "step_shapes": STEP_SHAPES, "kernel_shapes": KERNEL_SHAPES, "attention": "sdpa (fused kernels on CUDA)",
+                "step_shapes": step_shapes, "kernel_shapes": KERNEL_SHAPES, "attention": "sdpa (fused kernels on CUDA)",
                 "note": "random weights; PyTorch equivalents of SGLang's kernels (see _gpu_spec_kernels.py)"}
     table = Table(args.out, settings, env, clocks)
     torch.manual_seed(args.seed)
     Bmax = max(args.batches)
-    Nmax = max(n for _, _, _, n in STEP_SHAPES)
+    Nmax = max(n for _, _, _, n in step_shapes)
+    Smax = max(steps for _, steps, _, _ in step_shapes)
     started = time.monotonic()
     target = tm.Stack(t_shape, layers=t_shape["layers"], device=device, pool_tokens=Bmax * (args.context + Nmax),
                       attention="sdpa")
-    draft = tm.Stack(d_shape, layers=1, device=device, pool_tokens=Bmax * (args.context + 8), attention="sdpa",
+    draft = tm.Stack(d_shape, layers=1, device=device, pool_tokens=Bmax * (args.context + max(8, Smax + 1)), attention="sdpa",
                      fused_fc=True)
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -209,7 +222,7 @@ def main(argv=None):
                           batch=B, context=args.context, tokens=B, rows=B)
             if "spec" not in args.families:
                 continue
-            for name, steps, k, N in STEP_SHAPES:
+            for name, steps, k, N in step_shapes:
                 f = _shape_fields(name, steps, k, N)
                 step = sk.SpecStep(target, draft, sk.Point(name, steps, k, N), batch=B, context=args.context,
                                    device=device, seed=args.seed)

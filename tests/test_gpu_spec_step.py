@@ -31,6 +31,8 @@ def test_without_torch_it_refuses_and_says_why(tmp_path: Path) -> None:
     (["--families", "kernels,bogus"], "unknown --families bogus"),
     (["--batches", "1,x"], "comma-separated integers"),
     (["--batches", "0"], "positive integers"),
+    (["--step-shapes", "chain3,tree-9x9-81"], "--step-shapes takes names of chain3, chain7"),
+    (["--step-shapes", ""], "--step-shapes takes names of"),
 ])
 def test_bad_requests_are_refused(tmp_path: Path, args: list[str], message: str) -> None:
     r = _run("--out", str(tmp_path), *args)

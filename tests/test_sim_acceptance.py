@@ -154,7 +154,8 @@ def test_parameters_solved_from_published_accept_lengths() -> None:
     assert two.expected_accept_length(chain7) == pytest.approx(2.45, abs=1e-4)
     with pytest.raises(ConfigError, match="given and solved"):
         AcceptanceModel.from_table({**table, "alpha": 0.6})
-    with pytest.raises(ConfigError, match="no sibling"):  # a tree cannot accept less than its chain
+    # a calibrated draft's tree never accepts less than its chain: the error names the draft calibration
+    with pytest.raises(ConfigError, match="less than a calibrated draft's tree.*draft_calibration"):
         AcceptanceModel.from_table({**table, "tree": {"num_steps": 8, "topk": 8, "num_draft_tokens": 64,
                                                       "accept_length": 2.0}})
     with pytest.raises(ConfigError, match="unknown keys"):
@@ -230,3 +231,38 @@ def test_chain_positions_match_the_published_per_position_rates() -> None:
     at_least = [sum(pmf[d:]) for d in range(1, 8)]
     for d, (model, pub) in enumerate(zip(at_least, published), 1):
         assert abs(model - pub) <= 0.006, (d, model, pub)
+
+
+def test_a_tree_below_its_chain_solves_the_draft_calibration() -> None:
+    """A draft that under-rates its best candidate (``p_d ** c``, c > 1) spends a small tree on siblings and
+    accepts less than the chain of the same depth; such a point solves ``draft_calibration`` instead of
+    being refused, with ``sibling`` given or from a second, larger tree."""
+    chain = {"num_steps": 7, "accept_length": 3.53}
+    base = AcceptanceModel.from_table({"depth_decay": 1.0, "concentration": 50.0, "sibling": 0.3, "chain": chain})
+    small = SpecConfig("EAGLE3", 3, 4, 8)
+    truth = dataclasses.replace(base, draft_calibration=4.0)
+    assert truth.expected_accept_length(small) < base.expected_accept_length(CHAIN3)  # below its chain
+    assert base.expected_accept_length(small) > base.expected_accept_length(CHAIN3)   # a calibrated draft is above
+    assert truth.expected_accept_length(CHAIN3) == base.expected_accept_length(CHAIN3)  # chains are unchanged
+    published = round(truth.expected_accept_length(small), 3)
+    one = AcceptanceModel.from_table({"depth_decay": 1.0, "concentration": 50.0, "sibling": 0.3, "chain": chain,
+                                      "tree": {"num_steps": 3, "topk": 4, "num_draft_tokens": 8,
+                                               "accept_length": published}})
+    assert one.sibling == 0.3 and one.draft_calibration > 1.0
+    assert one.expected_accept_length(small) == pytest.approx(published, abs=0.05)
+    # two trees solve both: the values that made them come back
+    wide = SpecConfig("EAGLE3", 5, 4, 16)
+    points = [{"num_steps": 5, "topk": 4, "num_draft_tokens": 16,
+               "accept_length": round(truth.expected_accept_length(wide), 3)},
+              {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": published}]
+    two = AcceptanceModel.from_table({"depth_decay": 1.0, "concentration": 50.0, "chain": chain, "tree": points})
+    assert two.sibling == pytest.approx(0.3, abs=0.01)
+    assert two.draft_calibration == pytest.approx(4.0, rel=0.05)
+    assert two.expected_accept_length(small) == pytest.approx(published, abs=0.01)
+    assert len(two.points) == 3
+    with pytest.raises(ConfigError, match="given and solved"):
+        AcceptanceModel.from_table({"sibling": 0.3, "chain": chain, "tree": [
+            {"num_steps": 8, "topk": 8, "num_draft_tokens": 64, "accept_length": 4.45},
+            {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": 2.6}]})
+    with pytest.raises(ValueError, match="draft_calibration must be > 0"):
+        dataclasses.replace(base, draft_calibration=0.0)

@@ -165,3 +165,36 @@ def test_step_breakdown_through_the_face() -> None:
     assert spec.communication_ms > base.communication_ms  # the verify's 16 tokens per request over PCIe
     prefill = step_breakdown("h100-llama3-8b-eagle3", "llama3-8b-baseline", batch=1, kv_tokens=0, prompt_tokens=[640])
     assert prefill.kind == "prefill" and prefill.communication_ms == 0.0
+
+
+def test_moe_tokens_cost_beyond_the_touched_experts() -> None:
+    """``moe_token_us`` charges each token of an MoE layer on top of the touched experts' reads, divided by TP:
+    a verify's extra tokens still cost once every expert is touched (docs/SIMULATOR.md, the MoE profile)."""
+    plain = _cost(QWEN_MOE, tp=2, draft=None)
+    per_token = _cost(QWEN_MOE, tp=2, draft=None, eff=dataclasses.replace(EFF, moe_token_us=0.192))
+    assert per_token.target.touched(256) == pytest.approx(128, abs=0.01)  # every expert touched
+    extra = {c: c.target.groups(1024, 64, 0, 64)["experts"][0] - c.target.groups(256, 64, 0, 64)["experts"][0]
+             for c in (plain, per_token)}
+    assert extra[plain] == pytest.approx(0.0, abs=1e-5)  # bytes alone: more tokens are (almost) free
+    assert extra[per_token] - extra[plain] == pytest.approx(768 * 48 * 0.192 / 2 / 1e3, rel=1e-9)  # 768 tokens, 48 layers, TP 2
+    dense = _cost(eff=dataclasses.replace(EFF, moe_token_us=0.192))
+    assert dense.target.total(64, 64, 0, 64) == _cost().target.total(64, 64, 0, 64)  # a dense model is unaffected
+
+
+def test_moe_token_cost_is_the_h200_expert_table() -> None:
+    """The shipped 0.192 µs per token is the least-squares slope of the H200 expert-group timings (Qwen3-30B-A3B's
+    experts alone, 8 layers timed, uniform routing; its rows at contexts 0 and 2,048) over 1-1,024 tokens, beside
+    2.9 µs per touched expert."""
+    import numpy as np
+    import pandas as pd
+
+    table = pd.read_csv("data/calibration/h200-2026-12-01/qwen3-30b-a3b.csv")
+    rows = table[(table["group"] == "experts") & (table["tokens"] <= 1024) & table["context"].isin([0, 2048])]
+    per_layer = rows["median_ms"].to_numpy(float) / rows["layers_timed"].to_numpy(float) * 1e3  # µs
+    design = np.c_[np.ones(len(rows)), rows["touched_experts"].to_numpy(float), rows["tokens"].to_numpy(float)]
+    (floor, per_expert, per_token), *_ = np.linalg.lstsq(design, per_layer, rcond=None)
+    assert per_token == pytest.approx(0.192, abs=0.002)
+    assert per_expert == pytest.approx(2.91, abs=0.02) and floor == pytest.approx(57, abs=1.0)
+    fit = design @ np.array([floor, per_expert, per_token])
+    assert np.max(np.abs(fit / per_layer - 1)[rows["tokens"].to_numpy() >= 4]) < 0.05
+    assert load_profile("h100x2-qwen3-30b-a3b-eagle3").physics.efficiency.moe_token_us == 0.192

@@ -44,7 +44,7 @@ def _cost(efficiency, *, gpu: str, target: str, draft: str, kernels=None):
 
 def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "llama-3.1-8b-instruct",
                        draft: str = "eagle3-llama3.1-8b", shipped: str | None = "h200-llama3-8b",
-                       ) -> tuple[dict[str, float], pd.DataFrame]:
+                       kernels_table: str | Path | None = None) -> tuple[dict[str, float], pd.DataFrame]:
     """Fit on the table's decode rows; predict its whole spec steps.
 
     Args:
@@ -52,6 +52,8 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
         gpu, target, draft: ``data/gpus`` and ``data/models`` stems of the table's hardware and models.
         shipped: a profile whose GPU terms, unfitted, also predict every row (the out-of-the-box error;
             None: skip).
+        kernels_table: the ``spec_step.csv`` whose ``kernels`` rows cost the small kernels (default: ``path``;
+            a table timed with ``--families decode,spec`` has none of its own).
 
     Returns:
         (fitted terms, rows): one row per decode and whole-spec point with ``measured_ms``, ``model_ms``
@@ -73,7 +75,7 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     if len(decode) <= len(TERMS) or whole.empty:
         raise ConfigError(f"{path} needs more than {len(TERMS)} decode rows and some spec rows; rerun "
                           "remote/gpu_spec_step.py with --families decode,spec")
-    kernels = SpecKernelCosts(path)
+    kernels = SpecKernelCosts(kernels_table or path)
 
     def eff(x):
         return Efficiency(**{t: min(math.exp(v), _UPPER[t]) for t, v in zip(TERMS, x)})
@@ -124,13 +126,16 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
 
 
 def spec_step_breakdown(path: str | Path, terms: dict[str, Any], *, gpu: str = "h200",
-                        target: str = "llama-3.1-8b-instruct", draft: str = "eagle3-llama3.1-8b") -> pd.DataFrame:
+                        target: str = "llama-3.1-8b-instruct", draft: str = "eagle3-llama3.1-8b",
+                        kernels_table: str | Path | None = None) -> pd.DataFrame:
     """The whole step's parts, measured alone and modelled, with the terms :func:`spec_step_accuracy` fitted.
 
     Each measured part carries its own small kernels, so the model's are grouped the same way: ``draft`` is the
     draft extend and the draft forwards with their top-k and tree selection; ``verify`` the target's verify
     forward with its LM head; ``tree_and_accept`` the tree's construction, the verification and the KV
     bookkeeping. (Parts timed alone each pay a graph launch, 10-20 µs, that the whole step pays once.)
+
+    ``kernels_table``: as :func:`spec_step_accuracy`'s.
 
     Returns:
         One row per (shape, batch, part): ``measured_ms``, ``model_ms``, ``error_pct``.
@@ -139,7 +144,7 @@ def spec_step_breakdown(path: str | Path, terms: dict[str, Any], *, gpu: str = "
 
     path = Path(path)
     table = pd.read_csv(path)
-    kernels = SpecKernelCosts(path)
+    kernels = SpecKernelCosts(kernels_table or path)
     cost = _cost(Efficiency(**terms), gpu=gpu, target=target, draft=draft, kernels=kernels)
     spec_rows = table[table["family"] == "spec"]
     rows = []

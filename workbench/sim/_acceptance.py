@@ -101,7 +101,7 @@ class AcceptPoint:
 
 @functools.lru_cache(maxsize=16384)
 def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, topk: int,
-             num_draft_tokens: int) -> tuple[float, ...]:
+             num_draft_tokens: int, draft_calibration: float = 1.0) -> tuple[float, ...]:
     """Exact distribution of the drafts one verify accepts, for one request's ``alpha``.
 
     Args:
@@ -109,6 +109,11 @@ def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, t
         depth_decay: factor on the top-1 acceptance per extra depth.
         sibling: probability that the next-ranked candidate holds the target's token.
         num_steps, topk, num_draft_tokens: the speculative settings (SGLang's flags).
+        draft_calibration: exponent ``c`` of the draft's own probability for its best candidate,
+            ``p_d ** c`` (its other candidates share the rest as the target's do); the tree is built
+            and pruned by these draft scores, the acceptance follows the target's ``m_d``. 1: a
+            calibrated draft (scores = reach probabilities); above 1 the draft under-rates its best
+            candidate and spends the budget on siblings, so a small tree can accept less than its chain.
 
     Returns:
         ``(P(0 accepted), P(1), ..., P(D))``, ``D`` the deepest depth in the verified tree.
@@ -119,15 +124,22 @@ def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, t
         p = top[depth - 1]
         return p if rank == 0 else (1.0 - p) * sibling * (1.0 - sibling) ** (rank - 1)
 
-    # candidates: (score, depth, parent index or -1, match probability)
-    nodes: list[tuple[float, int, int, float]] = [(match(1, j), 1, -1, match(1, j)) for j in range(topk)]
+    def score(depth: int, rank: int) -> float:
+        if draft_calibration == 1.0:
+            return match(depth, rank)
+        q = top[depth - 1] ** draft_calibration
+        return q if rank == 0 else (1.0 - q) * sibling * (1.0 - sibling) ** (rank - 1)
+
+    # candidates: (draft score, depth, parent index or -1, match probability, reach probability)
+    nodes: list[tuple[float, int, int, float, float]] = [
+        (score(1, j), 1, -1, match(1, j), match(1, j)) for j in range(topk)]
     beam = list(range(len(nodes)))
     for depth in range(2, num_steps + 1):
         fresh = []
         for b in beam:
             for j in range(topk):
                 m = match(depth, j)
-                nodes.append((nodes[b][0] * m, depth, b, m))
+                nodes.append((nodes[b][0] * score(depth, j), depth, b, m, nodes[b][4] * m))
                 fresh.append(len(nodes) - 1)
         beam = sorted(fresh, key=lambda i: (-nodes[i][0], i))[:topk]
     chosen = sorted(sorted(range(len(nodes)), key=lambda i: (-nodes[i][0], i))[: num_draft_tokens - 1])
@@ -142,7 +154,7 @@ def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, t
     pmf = [0.0] * (deepest + 1)
     pmf[0] = 1.0 - children_mass[-1]
     for i in kept:
-        pmf[nodes[i][1]] += nodes[i][0] * (1.0 - children_mass.get(i, 0.0))
+        pmf[nodes[i][1]] += nodes[i][4] * (1.0 - children_mass.get(i, 0.0))
     return tuple(max(0.0, x) for x in pmf)
 
 
@@ -183,6 +195,9 @@ class AcceptanceModel:
         concentration: Beta concentration (a + b) of the per-request alpha; larger means requests
             are more alike; ``float('inf')`` disables the spread.
         bins: equal-probability bins the per-request Beta is discretised into.
+        draft_calibration: exponent ``c`` of the draft's own score for its best candidate
+            (``p_d ** c``, :func:`tree_pmf`), which builds and prunes the tree; 1 (the default) is a
+            calibrated draft; > 0. Changes only trees (``topk > 1``).
         points: the published accept lengths the parameters were solved from (provenance).
     """
 
@@ -191,6 +206,7 @@ class AcceptanceModel:
     sibling: float = 0.2
     concentration: float = 20.0
     bins: int = DEFAULT_BINS
+    draft_calibration: float = 1.0
     points: tuple[AcceptPoint, ...] = ()
 
     def __post_init__(self) -> None:
@@ -202,6 +218,8 @@ class AcceptanceModel:
             raise ValueError(f"sibling must be in [0, 1), got {self.sibling}")
         if self.concentration <= 0 or self.bins < 1:
             raise ValueError("concentration must be > 0 and bins >= 1")
+        if not self.draft_calibration > 0.0:
+            raise ValueError(f"draft_calibration must be > 0, got {self.draft_calibration}")
 
     # -- per-request and per-step sampling ---------------------------------
     @property
@@ -219,7 +237,8 @@ class AcceptanceModel:
         if not spec.enabled:
             return (1.0,)
         alpha = self.alpha if request_alpha is None else request_alpha
-        return tree_pmf(alpha, self.depth_decay, self.sibling, spec.num_steps, spec.topk, spec.num_draft_tokens)
+        return tree_pmf(alpha, self.depth_decay, self.sibling, spec.num_steps, spec.topk, spec.num_draft_tokens,
+                        self.draft_calibration if spec.topk > 1 else 1.0)
 
     def depth_probs(self, spec: SpecConfig, request_alpha: float | None = None) -> list[float]:
         """Continuation probabilities ``[h_1, ..., h_D]``: ``P(accepted >= d | accepted >= d - 1)``.
@@ -263,12 +282,14 @@ class AcceptanceModel:
     def from_table(cls, table: Mapping[str, Any]) -> AcceptanceModel:
         """Build from a profile's ``[acceptance]`` table, solving parameters from published points.
 
-        Keys: ``alpha``, ``depth_decay``, ``sibling``, ``concentration``, ``bins`` (given values), and
-        ``chain`` (one point table or a list of up to two, ``topk`` 1: ``num_steps``, ``accept_length``,
-        ``source``) and ``tree`` (one point with ``topk > 1``, ``num_draft_tokens``). One chain point
-        solves ``alpha`` (``depth_decay`` given), two solve both; the tree point then solves ``sibling``.
-        A solved parameter may not also be given. Other keys (``source``, ``why``, ``prompt_sets``) are
-        ignored here.
+        Keys: ``alpha``, ``depth_decay``, ``sibling``, ``concentration``, ``bins``, ``draft_calibration``
+        (given values), and ``chain`` (one point table or a list of up to two, ``topk`` 1: ``num_steps``,
+        ``accept_length``, ``source``) and ``tree`` (one point or a list of up to two, ``topk > 1``,
+        ``num_draft_tokens``). One chain point solves ``alpha`` (``depth_decay`` given), two solve both.
+        One tree point solves ``sibling`` (at the given ``draft_calibration``, default 1), or, with
+        ``sibling`` given, ``draft_calibration``; two tree points solve both (a tree that accepts less
+        than its chain needs the draft calibration). A solved parameter may not also be given. Other keys
+        (``source``, ``why``, ``prompt_sets``) are ignored here.
 
         Raises:
             ConfigError: a parameter given twice, a malformed point, or a point no parameter value reaches.
@@ -279,7 +300,7 @@ class AcceptanceModel:
 
     @classmethod
     def _from_table(cls, table: Mapping[str, Any]) -> AcceptanceModel:
-        fields = {"alpha", "depth_decay", "sibling", "concentration", "bins"}
+        fields = {"alpha", "depth_decay", "sibling", "concentration", "bins", "draft_calibration"}
         unknown = set(table) - fields - {"chain", "tree", "source", "why", "prompt_sets"}
         if unknown:
             raise ConfigError(f"[acceptance] unknown keys {sorted(unknown)}; known: {sorted(fields)}, chain, tree, "
@@ -287,22 +308,27 @@ class AcceptanceModel:
         given = {k: table[k] for k in fields if k in table}
         chain = table.get("chain", [])
         chain = [chain] if isinstance(chain, Mapping) else list(chain)
-        tree = table.get("tree")
+        tree = table.get("tree", [])
+        tree = [tree] if isinstance(tree, Mapping) else list(tree)
         try:
             chain_pts = tuple(AcceptPoint(**dict(p)) for p in chain)
-            tree_pt = AcceptPoint(**dict(tree)) if tree is not None else None
+            tree_pts = tuple(AcceptPoint(**dict(p)) for p in tree)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"[acceptance] point is malformed: {exc}") from exc
-        if any(p.topk != 1 for p in chain_pts) or (tree_pt is not None and tree_pt.topk < 2):
-            raise ConfigError("[acceptance] chain points need topk 1 and the tree point topk > 1")
-        if len(chain_pts) > 2:
-            raise ConfigError("[acceptance] at most two chain points (they set alpha and depth_decay)")
-        solved = ({"alpha"} if chain_pts else set()) | ({"depth_decay"} if len(chain_pts) == 2 else set()) \
-            | ({"sibling"} if tree_pt else set())
+        if any(p.topk != 1 for p in chain_pts) or any(p.topk < 2 for p in tree_pts):
+            raise ConfigError("[acceptance] chain points need topk 1 and tree points topk > 1")
+        if len(chain_pts) > 2 or len(tree_pts) > 2:
+            raise ConfigError("[acceptance] at most two chain points (they set alpha and depth_decay) and two tree "
+                              "points (sibling and draft_calibration)")
+        solved = ({"alpha"} if chain_pts else set()) | ({"depth_decay"} if len(chain_pts) == 2 else set())
+        if len(tree_pts) == 2:
+            solved |= {"sibling", "draft_calibration"}
+        elif tree_pts:
+            solved |= {"draft_calibration"} if "sibling" in given and "draft_calibration" not in given else {"sibling"}
         if solved & set(given):
             raise ConfigError(f"[acceptance] {sorted(solved & set(given))} given and solved from a point; give one")
         model = cls(**given)
-        return solve(model, chain_pts, tree_pt)
+        return solve(model, chain_pts, tree_pts, solve_draft="draft_calibration" in solved)
 
 
 @functools.lru_cache(maxsize=64)
@@ -330,14 +356,66 @@ def _bisect(f, lo: float, hi: float, what: str, iterations: int = 48) -> float:
     return 0.5 * (lo + hi)
 
 
-def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (), tree: AcceptPoint | None = None) -> AcceptanceModel:
-    """``model`` with ``alpha`` (one chain point), ``depth_decay`` (two) and ``sibling`` (a tree point)
-    solved so that its expected accept lengths equal the points'. Exact expectations, bisection."""
+#: Range of the draft calibration exponent a tree point may solve.
+DRAFT_CALIBRATION_RANGE = (0.25, 8.0)
+#: Largest miss (accept length) allowed where the tree's shape changes in steps with the draft calibration.
+TREE_STEP_TOLERANCE = 0.05
+
+
+def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (),
+          tree: AcceptPoint | Sequence[AcceptPoint] | None = None, *, solve_draft: bool = False) -> AcceptanceModel:
+    """``model`` with ``alpha`` (one chain point), ``depth_decay`` (two), ``sibling`` (a tree point) and
+    ``draft_calibration`` (``solve_draft``: from a second tree point, or from the one point with ``sibling``
+    given) solved so that its expected accept lengths equal the points'. Exact expectations, bisection.
+
+    The accept length falls as ``draft_calibration`` rises (the draft spends the tree on siblings), but in
+    steps where the tree's shape changes; where no value lands within :data:`TREE_STEP_TOLERANCE` of a
+    point, ConfigError says so.
+    """
     chain = tuple(sorted(chain, key=lambda p: p.num_steps))
+    trees: tuple[AcceptPoint, ...] = () if tree is None else (tree,) if isinstance(tree, AcceptPoint) else tuple(tree)
+    trees = tuple(sorted(trees, key=lambda p: (-p.spec.num_draft_tokens, -p.num_steps)))  # the largest tree first
 
     def with_alpha(m: AcceptanceModel, point: AcceptPoint) -> AcceptanceModel:
         f = lambda a: dataclasses.replace(m, alpha=a).expected_accept_length(point.spec) - point.accept_length  # noqa: E731
         return dataclasses.replace(m, alpha=_bisect(f, 1e-4, 1.0 - 1e-4, "alpha"))
+
+    def with_sibling(m: AcceptanceModel, point: AcceptPoint) -> AcceptanceModel:
+        g = lambda s: dataclasses.replace(m, sibling=s).expected_accept_length(point.spec) - point.accept_length  # noqa: E731
+        if m.draft_calibration != 1.0 and g(0.0) > 0:
+            # a miscalibrated draft's tree is its chain at sibling 0 (no sibling scores), dips below it, then
+            # rises with sibling: take the root on the rising branch (where a wider tree gains, as at c = 1)
+            grid = [i / 20 for i in range(20)] + [0.999]
+            values = [g(v) for v in grid]
+            rising = [(a, b) for a, b, fa, fb in zip(grid, grid[1:], values, values[1:]) if fa < 0 <= fb]
+            if rising:
+                lo, hi = rising[-1]
+                return dataclasses.replace(m, sibling=_bisect(g, lo, hi, "sibling", iterations=24))
+        try:
+            return dataclasses.replace(m, sibling=_bisect(g, 0.0, 0.999, "sibling", iterations=30))
+        except ConfigError as exc:
+            if g(0.0) > 0 and not solve_draft:
+                raise ConfigError(
+                    f"[acceptance] the tree {point.num_steps}/{point.topk}/{point.spec.num_draft_tokens} accepts "
+                    f"{point.accept_length}, less than a calibrated draft's tree ever does ({g(0.0) + point.accept_length:.3f} "
+                    "at sibling 0): its draft does not rank candidates by the target's acceptance. Give a second, "
+                    "larger tree point (or sibling) so that draft_calibration is solved too") from exc
+            raise
+
+    def with_draft(m: AcceptanceModel, point: AcceptPoint) -> AcceptanceModel:
+        lo, hi = DRAFT_CALIBRATION_RANGE
+
+        def h(c: float) -> float:  # increasing in c: the model falls below the point as c rises
+            return point.accept_length - dataclasses.replace(m, draft_calibration=c).expected_accept_length(point.spec)
+
+        c = _bisect(h, lo, hi, "draft_calibration", iterations=40)
+        best = min((c, hi, lo, 1.0), key=lambda v: abs(h(v)))
+        if abs(h(best)) > TREE_STEP_TOLERANCE:
+            raise ConfigError(
+                f"[acceptance] no draft_calibration lands the tree {point.num_steps}/{point.topk}/"
+                f"{point.spec.num_draft_tokens} on {point.accept_length} (closest {point.accept_length - h(best):.3f} at "
+                f"{best:.3g}: the tree's shape changes in steps there); drop the point or give draft_calibration")
+        return dataclasses.replace(m, draft_calibration=best)
 
     if len(chain) == 1:
         model = with_alpha(model, chain[0])
@@ -355,7 +433,46 @@ def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (), tree: Accep
 
         decay = _bisect(f, 0.3, 1.0, "depth_decay", iterations=30)
         model = with_alpha(dataclasses.replace(model, depth_decay=decay), chain[0])
-    if tree is not None:
-        g = lambda s: dataclasses.replace(model, sibling=s).expected_accept_length(tree.spec) - tree.accept_length  # noqa: E731
-        model = dataclasses.replace(model, sibling=_bisect(g, 0.0, 0.999, "sibling", iterations=30))
-    return dataclasses.replace(model, points=tuple(chain) + ((tree,) if tree else ()))
+    if len(trees) == 1:
+        model = with_draft(model, trees[0]) if solve_draft else with_sibling(model, trees[0])
+    elif len(trees) == 2:
+        large, small = trees
+
+        def at(c: float) -> AcceptanceModel:
+            return with_sibling(dataclasses.replace(model, draft_calibration=c), large)
+
+        def k(c: float) -> float:
+            try:
+                m = at(c)
+            except ConfigError:  # the large tree is out of reach at this c: c is too large
+                return 1.0
+            return small.accept_length - m.expected_accept_length(small.spec)
+
+        # k is not monotone in c (sibling moves with it to hold the large tree): scan, then bisect the
+        # sign change nearest c = 1 (the least miscalibrated draft that meets both points)
+        lo, hi = DRAFT_CALIBRATION_RANGE
+        grid = [lo * (hi / lo) ** (i / 15) for i in range(16)] + [1.0]
+        grid.sort()
+        values = [k(c) for c in grid]
+        brackets = [(a, b) for (a, fa), (b, fb) in zip(zip(grid, values), zip(grid[1:], values[1:])) if fa * fb <= 0]
+        if brackets:
+            a, b = min(brackets, key=lambda ab: min(abs(math.log(ab[0])), abs(math.log(ab[1]))))
+            fa = k(a)
+            for _ in range(20):
+                mid = math.sqrt(a * b)
+                fm = k(mid)
+                if fm * fa <= 0:
+                    b = mid
+                else:
+                    a, fa = mid, fm
+            best = math.sqrt(a * b)
+        else:
+            best = min(grid, key=lambda v: abs(k(v)))
+        if abs(k(best)) > TREE_STEP_TOLERANCE:
+            raise ConfigError(
+                f"[acceptance] no (sibling, draft_calibration) meets both trees ({large.accept_length} at "
+                f"{large.num_steps}/{large.topk}/{large.spec.num_draft_tokens}, {small.accept_length} at "
+                f"{small.num_steps}/{small.topk}/{small.spec.num_draft_tokens}); closest miss {abs(k(best)):.3f} "
+                f"at draft_calibration {best:.3g}: the small tree's shape changes in steps there")
+        model = at(best)
+    return dataclasses.replace(model, points=tuple(chain) + trees)

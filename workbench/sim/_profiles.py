@@ -296,17 +296,19 @@ def _overlay(table: dict[str, Any], override: dict[str, Any], model: AcceptanceM
     """
     merged = dict(table)
     carry = list(override.get("carry", []))
-    unknown = set(carry) - {"alpha", "depth_decay", "sibling"}
+    unknown = set(carry) - {"alpha", "depth_decay", "sibling", "draft_calibration"}
     if unknown:
-        raise ConfigError(f"[acceptance] carry names {sorted(unknown)}; it may name alpha, depth_decay, sibling")
+        raise ConfigError(f"[acceptance] carry names {sorted(unknown)}; it may name alpha, depth_decay, sibling, "
+                          "draft_calibration")
     solved_here = {"chain": {"alpha"} | ({"depth_decay"} if isinstance(override.get("chain"), list)
                                          and len(override["chain"]) == 2 else set()),
-                   "tree": {"sibling"}}
+                   "tree": {"sibling"} | ({"draft_calibration"} if isinstance(override.get("tree"), list)
+                                          and len(override["tree"]) == 2 else set())}
     for key, params in solved_here.items():  # a set's own point replaces the value it solves
         if key in override:
             for p in params:
                 merged.pop(p, None)
-    for param, point in (("alpha", "chain"), ("sibling", "tree")):  # a set's own value replaces a point
+    for param, point in (("alpha", "chain"), ("sibling", "tree"), ("draft_calibration", "tree")):  # a value replaces a point
         if (param in override or param in carry) and point not in override:
             merged.pop(point, None)
     for param in carry:

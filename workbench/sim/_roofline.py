@@ -30,7 +30,14 @@ rotary, elementwise), which scales with neither bytes nor FLOPs (fitted to GPU t
 ``workbench calibrate``; 0 in profiles fitted before it existed). An MoE layer adds its fused-MoE
 floor (``moe_layer_floor_us``): the routing top-k, the block alignment of the tokens per expert,
 two grouped-GEMM launches, the activation and the weighted sum, whose time at one token is several
-times the bytes it reads (the intercept of a published kernel time against touched experts).
+times the bytes it reads (the intercept of a published kernel time against touched experts). Its
+grouped GEMMs at a few tokens per expert do not hide their work under the weight reads: each token
+adds ``moe_token_us`` per layer (at TP 1; divided by ``tp``, whose ranks each hold a ``1/tp`` slice of
+every expert) on top of the touched experts' bytes, until the FLOPs ceiling takes over. On one H200
+(``data/calibration/h200-2026-12-01/qwen3-30b-a3b.csv``, its rows at contexts 0 and 2,048: the expert
+group timed alone at 1-1,024 tokens) the expert time per layer is 57 us + 2.91 us per touched expert +
+0.192 us per token (within 5% from 4 tokens up): once every expert is touched, more tokens still cost,
+which a ``max(bytes, FLOPs)`` cannot say below the compute knee.
 
 A scheduler iteration adds CPU work (per phase, ``cpu_overhead_ms`` plus ``cpu_per_request_ms``
 per running request): with the overlap
@@ -84,6 +91,9 @@ class Efficiency:
             of the experts' bytes or FLOPs; 0 for a dense model.
         routing_overlap: share of a request's extra tokens in one step (beyond its first) whose
             expert picks repeat its other tokens' (0..1): 0 is independent uniform routing.
+        moe_token_us: GPU time per token per MoE layer at TP 1 (µs; divided by ``tp``), added to
+            the touched experts' weight reads: the routing, permutation and grouped-GEMM tiles of
+            one token at a few tokens per expert; 0 for a dense model (and in profiles before it).
     """
 
     hbm_efficiency: float = 0.8
@@ -98,6 +108,7 @@ class Efficiency:
     layer_fixed_us: float = 0.0
     moe_layer_floor_us: float = 0.0
     routing_overlap: float = 0.0
+    moe_token_us: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency"):
@@ -105,7 +116,7 @@ class Efficiency:
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
         for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us",
-                     "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us"):
+                     "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us", "moe_token_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.routing_overlap < 1.0:
@@ -221,6 +232,7 @@ class _Forward:
         self.route_keep = 1.0 - model.num_experts_per_tok / model.num_experts if model.is_moe else 1.0
         self.expert_mem = layers * expert_params * b / tp / bw                         # ms per touched expert
         self.expert_flop = 2.0 * layers * model.num_experts_per_tok * expert_params / tp / flops  # ms per token
+        self.expert_token = layers * eff.moe_token_us / tp / 1e3 if model.is_moe else 0.0        # ms per token
         kv_heads = max(1.0, model.num_key_value_heads / tp)   # SGLang replicates KV heads when tp > kv heads
         self.kv_mem = layers * 2 * kv_heads * hd * b / bw                              # ms per token read
         self.attn_flop = layers * 4.0 * (model.num_attention_heads / tp) * hd / flops  # ms per (query, key) pair
@@ -253,7 +265,8 @@ class _Forward:
         ``attention``, ``lm_head``; a group takes the larger of the two."""
         out = {"dense": (self.dense_mem, self.dense_flop * tokens)}
         if self.is_moe:
-            out["experts"] = (self.expert_mem * self.touched(tokens, seqs), self.expert_flop * tokens)
+            out["experts"] = (self.expert_mem * self.touched(tokens, seqs) + self.expert_token * tokens,
+                              self.expert_flop * tokens)
         per_seq = tokens / seqs if seqs else 0.0
         pairs = per_seq * kv_tokens + tokens * (per_seq + 1.0) / 2.0
         out["attention"] = (self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs)
