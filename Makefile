@@ -19,7 +19,10 @@ VENV   ?= .venv
 PYTHON312 ?= python3.12
 VENV312   ?= .venv-py312
 BIN    := $(VENV)/bin
+# Two installs, each with its stamp: the core and the notebooks' dependencies (`make report`, `make lab`),
+# then the test and fleet extras on top (`make test`, `make venv`); either order works from a fresh clone.
 STAMP  := $(VENV)/.make-installed
+TEST_STAMP := $(VENV)/.make-installed-test
 ARGS   ?=
 P      ?=
 # Debian packages the tests use: chromium (rendered-report check), openssh-server (SSH tests).
@@ -35,14 +38,17 @@ help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
 	@echo "make test     mypy over workbench/, then the tests (installs chromium/openssh-server when root and missing)"
 	@echo "make lab      start JupyterLab on lab/ (working copies of notebooks/; 127.0.0.1) with the project's kernel (ARGS=...)"
-	@echo "make venv     create .venv and install the project (uv pip install -e '.[test,fleet]': Ray for the fleet tests; INSTALLER=pip for pip)"
+	@echo "make venv     create .venv and install the project with its test and fleet extras (uv; INSTALLER=pip for pip); make report installs the core alone"
 	@echo "make check-py312  install into a Python 3.12 venv ($(VENV312)), import everything, run a fast test subset"
 	@echo "make clean    remove reports/ and caches; make distclean also removes .venv"
 
+# compileall: the package's bytecode, written once and read by every kernel and simulated server the
+# report starts (they compile it again in memory otherwise when PYTHONDONTWRITEBYTECODE is set)
 report: $(STAMP)
+	@$(BIN)/python -m compileall -q workbench >/dev/null
 	$(BIN)/workbench report $(ARGS) $(P_ARGS)
 
-test: $(STAMP) system-deps
+test: $(TEST_STAMP) system-deps
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(ARGS)
 
@@ -54,7 +60,7 @@ lab: $(STAMP)
 	$(BIN)/python tools/lab_notebooks.py
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=lab $(if $(filter 0,$(shell id -u)),--allow-root) $(ARGS)
 
-venv: $(STAMP)
+venv: $(TEST_STAMP)
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 1; }
@@ -64,16 +70,30 @@ $(BIN)/python:
 # as "python3" inside the venv, so papermill runs notebooks with the venv's interpreter.
 # INSTALLER=uv (the default): pip installs uv (from PyPI) into the venv, and uv installs the project,
 # about 25 s from a cold cache on 2 cores against pip's 70 s (docs/PERFORMANCE.md); INSTALLER=pip: pip alone.
+# tools/warm_bytecode.py then writes the .pyc files of what a report imports (uv writes none), so no
+# kernel or server compiles pandas, altair or aiohttp from source at every start where
+# PYTHONDONTWRITEBYTECODE is set (about 5 s of CPU a kernel; docs/PERFORMANCE.md).
 INSTALLER ?= uv
+UV := VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q
 $(STAMP): pyproject.toml | $(BIN)/python
 ifeq ($(INSTALLER),uv)
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip uv
-	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip install -q -e '.[test,fleet]'
+	$(UV) -e .
 else
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	$(BIN)/python -m pip install $(PIP_QUIET) -e .
+endif
+	$(BIN)/python tools/warm_bytecode.py
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench .venv)"
+	@touch $@
+
+# The test extra (mypy, pytest, playwright, openai) and the fleet extra (Ray), on top of the core.
+$(TEST_STAMP): $(STAMP)
+ifeq ($(INSTALLER),uv)
+	$(UV) -e '.[test,fleet]'
+else
 	$(BIN)/python -m pip install $(PIP_QUIET) -e '.[test,fleet]'
 endif
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench .venv)"
 	@touch $@
 
 # Python 3.12 is supported besides the 3.11 of .venv: install the project into its own venv, import

@@ -38,7 +38,7 @@ def main() -> int:
     profile = load_profile()
     text = TextModel()
     lengths = [text.count_tokens(p.text) for p in load_prompts()]
-    predicted = figures(profile, prompt_lengths=lengths, max_new_tokens=256, levels=LEVELS)
+    predicted = figures(profile, prompt_lengths=lengths, max_new_tokens=256, concurrency_levels=LEVELS)
     results = []
     for scale in args.time_scale:
         with tempfile.TemporaryDirectory() as runs_dir:

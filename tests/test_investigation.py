@@ -50,6 +50,23 @@ def test_parallel_passes_measure_every_variant_and_repeat(tmp_path) -> None:
         assert sorted(zip(stored.levels["repeat"], stored.levels["concurrency"])) == [(0, 1), (0, 4), (1, 1), (1, 4)]
 
 
+def test_chained_repeats_skip_a_failed_variant_and_finish_the_others(tmp_path) -> None:
+    # parallel >= the variants: each variant's repeats run in its own thread; eagle3's server is killed in
+    # its first repeat, so its second is skipped while the baseline measures both of its repeats
+    killer = ServerKiller(tmp_path, lambda m: m["variant"] == "eagle3-topk4" and m.get("levels_completed", 0) >= 1)
+    failures = []
+    with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
+        runs = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2, 4], requests_per_level=4,
+                                  runs_dir=tmp_path, parallel=2, on_failure=failures.append,
+                                  **{**FAST, "repeats": 2, "max_new_tokens": 64, "time_scale": 8.0})
+    killer.join()
+    assert [f.variant for f in failures] == ["eagle3-topk4"]
+    spec, base = load_run(runs[0]), load_run(runs[1])
+    assert spec.manifest["status"] == "failed" and spec.manifest["units_completed"] == [[0, 0]]
+    assert base.manifest["status"] == "complete" and sorted(set(base.levels["repeat"])) == [0, 1]
+    assert not processes.group_members(LocalHost(), killer.pgid)
+
+
 def test_server_dying_mid_sweep_keeps_measured_levels(tmp_path) -> None:
     killer = ServerKiller(tmp_path, lambda m: m.get("levels_completed", 0) >= 1)
     with pytest.raises(BenchmarkError, match="died during concurrency=|Every request of a level failed") as err:

@@ -36,11 +36,11 @@ def test_no_other_module_states_a_release_fact() -> None:
 
 def test_each_package_words_the_same_fact() -> None:
     from workbench.analysis import Tier, sglang_policy
-    from workbench.sim._spec import ADAPTIVE_EMULATED_SINCE, ALGORITHMS_BY_VERSION, version_key
+    from workbench.sim._spec import ADAPTIVE_EMULATED_SINCE, ALGORITHMS_BY_VERSION
 
     # the simulator emulates some releases only: its threshold is the first emulated one at or after the fact
     assert ADAPTIVE_EMULATED_SINCE == min((v for v in ALGORITHMS_BY_VERSION if release_at_least(v, ADAPTIVE_SINCE)),
-                                          key=version_key) == "0.5.12"
+                                          key=release_number) == "0.5.12"
     tiers = [Tier(start=1, best_steps=3, candidate_steps=(3,), variant="eagle3-steps3"),
              Tier(start=8, best_steps=0, candidate_steps=(0,), variant="baseline")]
     assert ADAPTIVE_TIERS_SINCE == "0.5.16"

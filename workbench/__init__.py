@@ -67,7 +67,6 @@ _NAMES = {
     "variants_html": "variants",
     "what_if": "studies",
     "what_if_opening": "studies",
-    "WhatIf": "studies",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -121,6 +120,5 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants import variants_html as variants_html
     from workbench.studies import what_if as what_if
     from workbench.studies import what_if_opening as what_if_opening
-    from workbench.studies import WhatIf as WhatIf
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -32,7 +32,6 @@ _NAMES = {
     "round_sig": "_verdict",
     "same_outputs": "_same_work",
     "SAME_WORK_TOLERANCE": "_same_work",
-    "SameWork": "_same_work",
     "round_to_interval": "_verdict",
     "settings_differences": "_fairness",
     "SIGNIFICANCE_RULE": "_verdict",
@@ -46,7 +45,6 @@ _NAMES = {
     "find_threshold": "_policy",
     "goodput_levels": "_policy",
     "higher_is_better": "_policy",
-    "Interval": "_repeats",
     "mean_interval": "_repeats",
     "OBJECTIVES": "_policy",
     "pareto_points": "_policy",
@@ -91,7 +89,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.analysis._verdict import round_sig as round_sig
     from workbench.analysis._same_work import same_outputs as same_outputs
     from workbench.analysis._same_work import SAME_WORK_TOLERANCE as SAME_WORK_TOLERANCE
-    from workbench.analysis._same_work import SameWork as SameWork
     from workbench.analysis._verdict import round_to_interval as round_to_interval
     from workbench.analysis._fairness import settings_differences as settings_differences
     from workbench.analysis._verdict import SIGNIFICANCE_RULE as SIGNIFICANCE_RULE
@@ -105,7 +102,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.analysis._policy import find_threshold as find_threshold
     from workbench.analysis._policy import goodput_levels as goodput_levels
     from workbench.analysis._policy import higher_is_better as higher_is_better
-    from workbench.analysis._repeats import Interval as Interval
     from workbench.analysis._repeats import mean_interval as mean_interval
     from workbench.analysis._policy import OBJECTIVES as OBJECTIVES
     from workbench.analysis._policy import pareto_points as pareto_points

@@ -14,13 +14,8 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "add_log_series": "_series",
     "add_request_columns": "_metrics",
-    "build_request_body": "_client",
-    "check_concurrency_levels": "_plan",
     "ClosedLoop": "_plan",
     "DEFAULT_MAX_NEW_TOKENS": "_plan",
-    "MAX_CONCURRENCY": "_plan",
-    "MAX_REQUESTS_PER_LEVEL": "_plan",
-    "MAX_TOKENS": "_plan",
     "parse_number_list": "_plan",
     "ensure_fd_limit": "_measure",
     "load_sharegpt": "_prompts",
@@ -29,7 +24,6 @@ _NAMES = {
     "parse_query_csv": "_gpu",
     "random_token_prompts": "_prompts",
     "send_request": "_client",
-    "SERIES_COLUMNS": "_series",
     "SWEEP_DIMENSIONS": "_plan",
     "build_generate_body": "_client",
     "closed_loop": "_loadgen",
@@ -51,7 +45,6 @@ _NAMES = {
     "RequestRecord": "_record",
     "ROUTES": "_client",
     "run_sweep": "_sweep",
-    "run_sweep_async": "_sweep",
     "run_sweep_on_host": "_onhost",
     "send_generate": "_client",
     "SSEDecoder": "_sse",
@@ -62,23 +55,16 @@ _NAMES = {
     "summarize_levels": "_metrics",
     "SweepPlan": "_plan",
     "SweepResult": "_sweep",
-    "Unit": "_plan",
     "Timebase": "_timing",
     "TOKENIZER_DIR": "_tokenizer",
-    "WORKLOAD_COLUMNS": "_workload",
     "workload_labels": "_workload",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.bench._series import add_log_series as add_log_series
     from workbench.bench._metrics import add_request_columns as add_request_columns
-    from workbench.bench._client import build_request_body as build_request_body
-    from workbench.bench._plan import check_concurrency_levels as check_concurrency_levels
     from workbench.bench._plan import ClosedLoop as ClosedLoop
     from workbench.bench._plan import DEFAULT_MAX_NEW_TOKENS as DEFAULT_MAX_NEW_TOKENS
-    from workbench.bench._plan import MAX_CONCURRENCY as MAX_CONCURRENCY
-    from workbench.bench._plan import MAX_REQUESTS_PER_LEVEL as MAX_REQUESTS_PER_LEVEL
-    from workbench.bench._plan import MAX_TOKENS as MAX_TOKENS
     from workbench.bench._plan import parse_number_list as parse_number_list
     from workbench.bench._measure import ensure_fd_limit as ensure_fd_limit
     from workbench.bench._prompts import load_sharegpt as load_sharegpt
@@ -87,7 +73,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._gpu import parse_query_csv as parse_query_csv
     from workbench.bench._prompts import random_token_prompts as random_token_prompts
     from workbench.bench._client import send_request as send_request
-    from workbench.bench._series import SERIES_COLUMNS as SERIES_COLUMNS
     from workbench.bench._plan import SWEEP_DIMENSIONS as SWEEP_DIMENSIONS
     from workbench.bench._client import build_generate_body as build_generate_body
     from workbench.bench._loadgen import closed_loop as closed_loop
@@ -109,7 +94,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._record import RequestRecord as RequestRecord
     from workbench.bench._client import ROUTES as ROUTES
     from workbench.bench._sweep import run_sweep as run_sweep
-    from workbench.bench._sweep import run_sweep_async as run_sweep_async
     from workbench.bench._onhost import run_sweep_on_host as run_sweep_on_host
     from workbench.bench._client import send_generate as send_generate
     from workbench.bench._sse import SSEDecoder as SSEDecoder
@@ -120,10 +104,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._metrics import summarize_levels as summarize_levels
     from workbench.bench._plan import SweepPlan as SweepPlan
     from workbench.bench._sweep import SweepResult as SweepResult
-    from workbench.bench._plan import Unit as Unit
     from workbench.bench._timing import Timebase as Timebase
     from workbench.bench._tokenizer import TOKENIZER_DIR as TOKENIZER_DIR
-    from workbench.bench._workload import WORKLOAD_COLUMNS as WORKLOAD_COLUMNS
     from workbench.bench._workload import workload_labels as workload_labels
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -8,10 +8,8 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "CalibrationFit": "_fit",
     "CalibrationRequest": "_runner",
-    "CalibrationRun": "_runner",
     "cost_model": "_fit",
     "fit_table": "_fit",
-    "GpuTable": "_table",
     "knees": "_fit",
     "load_table": "_table",
     "load_tables": "_table",
@@ -20,16 +18,13 @@ _NAMES = {
     "step_points": "_table",
     "whatif_crossovers": "_whatif",
     "whatif_speedup": "_whatif",
-    "write_profile": "_profile",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.calibration._fit import CalibrationFit as CalibrationFit
     from workbench.calibration._runner import CalibrationRequest as CalibrationRequest
-    from workbench.calibration._runner import CalibrationRun as CalibrationRun
     from workbench.calibration._fit import cost_model as cost_model
     from workbench.calibration._fit import fit_table as fit_table
-    from workbench.calibration._table import GpuTable as GpuTable
     from workbench.calibration._fit import knees as knees
     from workbench.calibration._table import load_table as load_table
     from workbench.calibration._table import load_tables as load_tables
@@ -38,6 +33,5 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.calibration._table import step_points as step_points
     from workbench.calibration._whatif import whatif_crossovers as whatif_crossovers
     from workbench.calibration._whatif import whatif_speedup as whatif_speedup
-    from workbench.calibration._profile import write_profile as write_profile
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -70,7 +70,8 @@ def _gpu_stem(table) -> str:
 
 
 def _fit_and_write(paths: list[Path], *, gpu: Optional[str], write_profile: Optional[str], carry: str) -> None:
-    from workbench.calibration import fit_table, load_table, profile_text, write_profile as write
+    from workbench.calibration import fit_table, load_table, profile_text
+    from workbench.calibration._profile import write_profile as write
     from workbench.paths import project_root
 
     for path in paths:

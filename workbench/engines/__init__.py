@@ -11,9 +11,7 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
-    "DEFAULT_SIM_REPEATS": "_sim",
     "DEFAULT_SIM_TIME_SCALE": "_sim",
-    "MAX_SIM_TIME_SCALE": "_sim",
     "Engine": "_base",
     "engine_names": "_registry",
     "ENGINES": "_registry",
@@ -25,9 +23,7 @@ _NAMES = {
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
-    from workbench.engines._sim import DEFAULT_SIM_REPEATS as DEFAULT_SIM_REPEATS
     from workbench.engines._sim import DEFAULT_SIM_TIME_SCALE as DEFAULT_SIM_TIME_SCALE
-    from workbench.engines._sim import MAX_SIM_TIME_SCALE as MAX_SIM_TIME_SCALE
     from workbench.engines._base import Engine as Engine
     from workbench.engines._registry import engine_names as engine_names
     from workbench.engines._registry import ENGINES as ENGINES

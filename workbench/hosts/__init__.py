@@ -18,10 +18,8 @@ _NAMES = {
     "Host": "_base",
     "host_python": "_env",
     "is_local": "_resolve",
-    "LOCAL_NAMES": "_resolve",
     "LocalHost": "_local",
     "parse_requirements": "_check",
-    "quote_command": "_base",
     "render_check": "_check",
     "require_python": "_upload",
     "servers_dir": "_env",
@@ -45,10 +43,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.hosts._base import Host as Host
     from workbench.hosts._env import host_python as host_python
     from workbench.hosts._resolve import is_local as is_local
-    from workbench.hosts._resolve import LOCAL_NAMES as LOCAL_NAMES
     from workbench.hosts._local import LocalHost as LocalHost
     from workbench.hosts._check import parse_requirements as parse_requirements
-    from workbench.hosts._base import quote_command as quote_command
     from workbench.hosts._check import render_check as render_check
     from workbench.hosts._upload import require_python as require_python
     from workbench.hosts._env import servers_dir as servers_dir

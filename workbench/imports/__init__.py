@@ -9,18 +9,12 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "detect_format": "_importer",
     "import_results": "_importer",
-    "ImportedLevel": "_rows",
-    "ImportResult": "_importer",
-    "read_results": "_importer",
     "violations": "_checks",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.imports._importer import detect_format as detect_format
     from workbench.imports._importer import import_results as import_results
-    from workbench.imports._rows import ImportedLevel as ImportedLevel
-    from workbench.imports._importer import ImportResult as ImportResult
-    from workbench.imports._importer import read_results as read_results
     from workbench.imports._checks import violations as violations
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

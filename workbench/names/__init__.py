@@ -12,13 +12,11 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "check_name": "_rule",
-    "MAX_NAME_LENGTH": "_rule",
     "NAME_RULE": "_rule",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.names._rule import check_name as check_name
-    from workbench.names._rule import MAX_NAME_LENGTH as MAX_NAME_LENGTH
     from workbench.names._rule import NAME_RULE as NAME_RULE
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

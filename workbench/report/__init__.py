@@ -12,18 +12,17 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "measures": "_schedule",
+    "MEASURES_KEY": "_schedule",
+    "split_by_measuring": "_schedule",
     "CellWatch": "_progress",
-    "check_parameters": "_params",
     "default_notebooks": "_discovery",
-    "DEFAULT_OUT_DIR": "_discovery",
     "distribute_parameters": "_params",
     "export_html": "_html",
     "external_resources": "_html",
-    "find_notebooks_dir": "_discovery",
     "load_params_file": "_params",
     "NOTEBOOK_ORDER": "_discovery",
     "notebook_parameters": "_params",
-    "NotebookParameter": "_params",
     "parse_param_pairs": "_params",
     "parse_param_value": "_params",
     "PROGRESS_FILE_ENV": "_progress",
@@ -33,23 +32,21 @@ _NAMES = {
     "report_progress": "_progress",
     "reporting_progress": "_progress",
     "ReportResult": "_runner",
-    "RESERVED_PARAMETERS": "_params",
     "run_notebook": "_runner",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.report._schedule import measures as measures
+    from workbench.report._schedule import MEASURES_KEY as MEASURES_KEY
+    from workbench.report._schedule import split_by_measuring as split_by_measuring
     from workbench.report._progress import CellWatch as CellWatch
-    from workbench.report._params import check_parameters as check_parameters
     from workbench.report._discovery import default_notebooks as default_notebooks
-    from workbench.report._discovery import DEFAULT_OUT_DIR as DEFAULT_OUT_DIR
     from workbench.report._params import distribute_parameters as distribute_parameters
     from workbench.report._html import export_html as export_html
     from workbench.report._html import external_resources as external_resources
-    from workbench.report._discovery import find_notebooks_dir as find_notebooks_dir
     from workbench.report._params import load_params_file as load_params_file
     from workbench.report._discovery import NOTEBOOK_ORDER as NOTEBOOK_ORDER
     from workbench.report._params import notebook_parameters as notebook_parameters
-    from workbench.report._params import NotebookParameter as NotebookParameter
     from workbench.report._params import parse_param_pairs as parse_param_pairs
     from workbench.report._params import parse_param_value as parse_param_value
     from workbench.report._progress import PROGRESS_FILE_ENV as PROGRESS_FILE_ENV
@@ -59,7 +56,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.report._progress import report_progress as report_progress
     from workbench.report._progress import reporting_progress as reporting_progress
     from workbench.report._runner import ReportResult as ReportResult
-    from workbench.report._params import RESERVED_PARAMETERS as RESERVED_PARAMETERS
     from workbench.report._runner import run_notebook as run_notebook
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

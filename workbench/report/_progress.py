@@ -144,16 +144,17 @@ def executed_sources(cells: Sequence[Any]) -> list[str | None]:
 
 
 @contextlib.contextmanager
-def progress_lines(path: str | Path, *, stream: TextIO | None = None, cells: CellWatch | None = None) -> Iterator[None]:
+def progress_lines(path: str | Path, *, stream: TextIO | None = None, cells: CellWatch | None = None,
+                   prefix: str = "  ") -> Iterator[None]:
     """While the block runs, :func:`report_progress` lines (this process's and its children's) go to ``stream``.
 
     Names ``path`` as the progress file in :data:`PROGRESS_FILE_ENV` (restored on exit) and
-    tails it with a :class:`ProgressTail` (``stream``, ``cells`` as there). ``workbench report``
+    tails it with a :class:`ProgressTail` (``stream``, ``cells``, ``prefix`` as there). ``workbench report``
     uses it around a notebook's kernel; ``workbench bench`` when its bars are off because stderr
     is not a terminal (:func:`progress_bars`).
     """
     previous = os.environ.get(PROGRESS_FILE_ENV)
-    with ProgressTail(path, stream=stream, cells=cells):
+    with ProgressTail(path, stream=stream, cells=cells, prefix=prefix):
         os.environ[PROGRESS_FILE_ENV] = str(path)
         try:
             yield

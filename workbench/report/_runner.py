@@ -17,7 +17,9 @@ import contextlib
 import dataclasses
 import logging
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -140,6 +142,7 @@ def _execute(
     kernel: str,
     cell_timeout_s: float | None,
     progress: bool,
+    progress_label: str | None = None,
 ) -> tuple[BaseException | None, dict[str, Any]]:
     """Run papermill; return (the failure or None, what to record about it).
 
@@ -161,8 +164,11 @@ def _execute(
     papermill_log = logging.getLogger("papermill")
     watch = CellWatch(executed_sources(nbformat.read(str(source), as_version=4).cells)) if progress else None
     # the kernel inherits the progress file's name (report_progress)
-    tail = progress_lines(progress_file, stream=sys.stderr, cells=watch) if progress else contextlib.nullcontext()
+    prefix = f"  [{progress_label}] " if progress_label else "  "
+    tail = (progress_lines(progress_file, stream=sys.stderr, cells=watch, prefix=prefix) if progress
+            else contextlib.nullcontext())
     propagate, level = papermill_log.propagate, papermill_log.level
+    sockets = _kernel_sockets()
     if watch is not None:  # papermill's records only reach the watch: the cells' own output stays in the notebook
         papermill_log.addHandler(watch)
         papermill_log.propagate = False
@@ -180,8 +186,9 @@ def _execute(
                 log_output=watch is not None,  # "Executing Cell N" records for the watch
                 execution_timeout=cell_timeout_s,
                 # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
-                # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7).
-                config=Config({"KernelManager": {"transport": "ipc"}}),
+                # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7); in a
+                # folder of this run's own (_kernel_sockets), never shared with another kernel.
+                config=Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}}),
                 kernel_manager_class=_kernel_manager(kernel_log),
             )
     except NoSuchKernel as exc:
@@ -207,6 +214,7 @@ def _execute(
     except RuntimeError as exc:  # nbclient's DeadKernelError and kernel start-up failures
         return exc, {"cell": None, "source": "", "ename": type(exc).__name__, "evalue": str(exc)}
     finally:
+        shutil.rmtree(sockets, ignore_errors=True)
         logging.getLogger("papermill").removeFilter(quiet)
         if kernel_log.is_file() and not kernel_log.stat().st_size:
             kernel_log.unlink()
@@ -215,6 +223,25 @@ def _execute(
             papermill_log.propagate = propagate
             papermill_log.setLevel(level)
     return None, {}
+
+
+#: The longest folder path for a kernel's IPC sockets: a Unix socket's path is at most 107 bytes (Linux
+#: ``sun_path``), and the socket names add ``/kernel-N``.
+_SOCKET_DIR_MAX = 90
+
+
+def _kernel_sockets() -> Path:
+    """A new private folder (mode 0700) for one kernel's IPC sockets, removed by the caller.
+
+    jupyter_client names a kernel's IPC sockets ``kernel-ipc-1`` ... ``kernel-ipc-5`` relative to the
+    working directory unless told otherwise, and picks the numbers by which files exist *before* the
+    kernel binds them. Two kernels started at once from one folder (papermill changes into the notebook's
+    folder; the reports' notebooks share one) then take the same five names, the second binding over the
+    first's sockets, and a client reads the other kernel's messages, signed with another key:
+    jupyter_client's "Invalid Signature". A folder per kernel keeps every kernel's sockets its own.
+    """
+    base = tempfile.gettempdir()
+    return Path(tempfile.mkdtemp(prefix="wb-kernel-", dir=base if len(base) < _SOCKET_DIR_MAX - 20 else "/tmp"))
 
 
 def _kernel_manager(log: Path) -> type:
@@ -244,6 +271,7 @@ def run_notebook(
     kernel_name: str | None = None,
     cell_timeout_s: float | None = None,
     progress: bool = False,
+    progress_label: str | None = None,
 ) -> ReportResult:
     """Execute a notebook with papermill and export it as an offline HTML report.
 
@@ -265,6 +293,8 @@ def run_notebook(
         progress: print the notebook's progress lines on stderr as they come (one per measured
             level: :func:`workbench.report.report_progress`); notebooks then show no progress
             bars of their own.
+        progress_label: put ``[label]`` before each progress line (None: nothing), so the lines of
+            notebooks run at once can be told apart (``workbench report`` gives each its name).
 
     Returns:
         A :class:`ReportResult` naming every file written.
@@ -303,8 +333,8 @@ def run_notebook(
     git = git_state(source.parent)
     started = _now()
     failure, error_info = _execute(
-        source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress
-    )
+        source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress,
+        progress_label=progress_label)
     record = provenance(
         notebook=source,
         parameters=given,

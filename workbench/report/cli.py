@@ -8,6 +8,8 @@ imported when the command runs, not for ``--help``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -116,6 +118,20 @@ def with_runs_dir(given: dict[str, Any], runs_dir: Path | None) -> dict[str, Any
     return {"runs_dir": str(runs_dir)}
 
 
+def _shown(params: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
+
+
+def _run_one(nb: Path, *, plan: Mapping[Path, dict[str, Any]], out: Path, kernel: str | None,
+             cell_timeout: float | None, label: bool = False) -> Any:
+    """:func:`run_notebook` for one notebook of the plan, progress on (lines labelled with its name when
+    ``label``: it runs beside others). Module level, so a child process can be given it by name."""
+    from workbench.report._runner import run_notebook
+
+    return run_notebook(nb, out_dir=out, parameters=plan[nb], kernel_name=kernel, cell_timeout_s=cell_timeout,
+                        progress=True, progress_label=nb.stem if label else None)
+
+
 def report_command(
     ctx: typer.Context,
     params_file: Annotated[
@@ -136,7 +152,10 @@ def report_command(
     """Run notebooks with papermill and write offline HTML reports.
 
     With no NOTEBOOK, runs every notebook in notebooks/: inspect_source.ipynb,
-    spec_vs_baseline.ipynb, then the others alphabetically. Each -p NAME VALUE
+    spec_vs_baseline.ipynb, then the others alphabetically; the notebooks that measure
+    nothing (metadata workbench_report.measures false) run side by side in processes
+    of their own on spare CPU only (SCHED_IDLE), while the others run one at a time.
+    Each -p NAME VALUE
     (repeatable; VALUE is YAML, e.g. -p concurrency_levels "[1,2,4]") goes to the
     notebooks whose parameters cell declares NAME; a NAME no notebook declares is
     an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/.
@@ -149,7 +168,7 @@ def report_command(
     """
     # imported here, not at the top: papermill, nbformat and yaml cost seconds that `--help` need not pay
     from workbench.report._params import distribute_parameters, load_params_file, notebook_parameters, parse_param_pairs
-    from workbench.report._runner import run_notebook
+    from workbench.report._schedule import run_beside, split_by_measuring
 
     names, pairs = split_report_args(ctx.args)
     given: dict[str, Any] = load_params_file(params_file) if params_file is not None else {}
@@ -175,28 +194,45 @@ def report_command(
     failures: list[str] = []
     bad_input = 0
     started = time.monotonic()
-    for nb, params in plan.items():
-        shown = " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
-        typer.echo(f"running {nb} with {shown}")
-        try:
-            result = run_notebook(
-                nb,
-                out_dir=out,
-                parameters=params,
-                kernel_name=kernel,
-                cell_timeout_s=cell_timeout,
-                progress=True,
-            )
-        except ReportError as exc:
+
+    def finished(nb: Path, result: Any, exc: BaseException | None) -> None:
+        nonlocal bad_input
+        if isinstance(exc, ReportError):
             failures.append(str(nb))
             bad_input += bool(getattr(exc, "bad_input", False))
             typer.echo(f"FAILED {nb}: {exc}", err=True)
-            continue
+            return
+        if exc is not None:
+            raise exc
         typer.echo(f"  report:   {result.html}")
         typer.echo(f"  notebook: {result.executed}")
         if result.charts:
             typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)")
         typer.echo(f"  took {result.duration_s:.0f} s")
+
+    # the notebooks that measure nothing start first, side by side on spare CPU only, each in its own process;
+    # the others run here meanwhile, one at a time
+    beside, alone = split_by_measuring(list(plan))
+    run = functools.partial(_run_one, plan=plan, out=out, kernel=kernel, cell_timeout=cell_timeout)
+    if beside:
+        import papermill  # noqa: F401  (imported once here, shared by the forked children)
+
+        typer.echo(f"running {len(beside)} notebooks that measure nothing at once, on spare CPU only"
+                   + (" (beside the others)" if alone else "") + ": " + ", ".join(nb.name for nb in beside))
+        for nb in beside:
+            typer.echo(f"running {nb} with {_shown(plan[nb])}")
+    started_beside: contextlib.AbstractContextManager[Any] = (
+        run_beside(beside, functools.partial(run, label=True)) if beside else contextlib.nullcontext(lambda: iter(())))
+    with started_beside as beside_finished:
+        for nb in alone:
+            typer.echo(f"running {nb} with {_shown(plan[nb])}")
+            try:
+                result, exc = run(nb), None
+            except ReportError as error:
+                result, exc = None, error
+            finished(nb, result, exc)
+        for nb, result, exc in beside_finished():
+            finished(nb, result, exc)
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     typer.echo(f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
                f"{f'{minutes} min ' if minutes else ''}{seconds} s")

@@ -28,10 +28,16 @@ from typing import IO, Any
 
 from workbench.engines import Engine, get_engine, resolve_engine
 from workbench.errors import HostError, ServerError, WorkbenchError
-from workbench.hosts import Forward, Host, SpawnedProcess, call_helper, get_host, host_python, processes, servers_dir
+from workbench.hosts import (Forward, Host, SpawnedProcess, call_helper, get_host, host_python, is_local, processes,
+                             servers_dir)
 from workbench.servers import _failures as failures, _launch as launch, _lease as lease, _registry as registry
 from workbench.servers import _watch as watch
 from workbench.variants import Variant
+
+#: The longest wait between two ready checks of a server on this machine, in seconds (2 s elsewhere):
+#: a simulated server is ready about a second after its start, and a sweep's servers start one at a
+#: time, so each 2 s wait past its readiness would hold up every start after it.
+LOCAL_MAX_POLL_S = 0.5
 
 _LIVE: "weakref.WeakSet[ServerHandle]" = weakref.WeakSet()
 
@@ -319,7 +325,9 @@ class ServerHandle:
         Args:
             timeout_s: limit in seconds (default: see :func:`workbench.servers._watch.ready_timeout`:
                 ``WORKBENCH_READY_TIMEOUT_S``, else the engine's).
-            poll_s: first delay between checks; it grows to 2 s while the server loads.
+            poll_s: first delay between checks; it grows to 2 s while the server loads (to
+                :data:`LOCAL_MAX_POLL_S` on this machine, where the servers of a sweep start one
+                after another and a check costs a local process).
             on_line: called with each log line (from the start of the log) while waiting.
 
         Raises:
@@ -330,7 +338,7 @@ class ServerHandle:
         not_ready = watch.wait_until_ready(
             self._status, lambda: self._get_status("/health_generate", timeout_s=10), port=self.port,
             limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=on_line,
-            launch=self.launch_text)
+            launch=self.launch_text, max_poll_s=LOCAL_MAX_POLL_S if is_local(self.host) else 2.0)
         if not_ready is not None:
             raise watch.start_error(not_ready, variant=self.variant.name, engine=self.engine, host=self.host.name,
                                     command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)

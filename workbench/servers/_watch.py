@@ -94,6 +94,7 @@ def wait_until_ready(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     launch: str = "",
+    max_poll_s: float = 2.0,
 ) -> NotReady | None:
     """Poll until the server is ready; None when it is, else why not.
 
@@ -103,12 +104,14 @@ def wait_until_ready(
             Asked once the port listens (and every 30th poll regardless).
         port: the server's port on the host (to see when it listens).
         limit_s: how long to wait, in seconds.
-        poll_s: first delay between polls; it grows by half each poll up to 2 s.
+        poll_s: first delay between polls; it grows by half each poll up to ``max_poll_s``.
         on_line: called with each log line (from the start of the log) while waiting.
         clock: monotonic seconds (injectable for tests).
         sleep: waits a number of seconds (injectable for tests).
         launch: the server's command and environment, for the classifier
             (:func:`workbench.servers._failures.launch_text`).
+        max_poll_s: the longest delay between polls (default 2 s; a server on this machine, where a
+            poll is a local process and a start takes about a second, uses 0.5 s).
     """
     deadline = clock() + limit_s
     recent: collections.deque[str] = collections.deque(maxlen=_RECENT_LINES)
@@ -136,7 +139,7 @@ def wait_until_ready(
             return NotReady(failures.timed_out(text, launch=launch), text, exited=False, waited_s=limit_s)
         polls += 1
         sleep(delay)
-        delay = min(delay * 1.5, 2.0)
+        delay = min(delay * 1.5, max_poll_s)
 
 
 def start_error(

@@ -7,12 +7,9 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "configuration": "_predict",
-    "Configuration": "_predict",
     "grid_configurations": "_predict",
-    "GridPoint": "_predict",
     "Deployment": "_roofline",
     "Efficiency": "_roofline",
-    "list_profiles": "_profiles",
     "load_gpu": "_hardware",
     "load_model_config": "_hardware",
     "load_profile": "_profiles",
@@ -33,12 +30,9 @@ _NAMES = {
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.sim._predict import configuration as configuration
-    from workbench.sim._predict import Configuration as Configuration
     from workbench.sim._predict import grid_configurations as grid_configurations
-    from workbench.sim._predict import GridPoint as GridPoint
     from workbench.sim._roofline import Deployment as Deployment
     from workbench.sim._roofline import Efficiency as Efficiency
-    from workbench.sim._profiles import list_profiles as list_profiles
     from workbench.sim._hardware import load_gpu as load_gpu
     from workbench.sim._hardware import load_model_config as load_model_config
     from workbench.sim._profiles import load_profile as load_profile

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from workbench.errors import ConfigError
 from workbench.releases import ADAPTIVE_TIERS_SINCE
-from workbench.sim._spec import version_at_least
+from workbench.releases import release_at_least
 
 #: ``[policies].spec_off_overhead`` when a profile has none: (batch size, fractional TPOT increase) of
 #: the public vLLM measurement (vLLM issue #49548; see the module docstring). ASSUMPTION for SGLang.
@@ -342,9 +342,9 @@ def load_adaptive_config(path: str | Path | None, sglang_version: str) -> dict[s
         ConfigError: unreadable file, not JSON, not an object.
     """
     if path is None:
-        if version_at_least(sglang_version, "0.5.23"):
+        if release_at_least(sglang_version, "0.5.23"):
             return json.loads(json.dumps(DEFAULT_TIERS_0_5_23))
-        if version_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
+        if release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
             return json.loads(json.dumps(DEFAULT_TIERS_0_5_16))
         return {}
     try:
@@ -360,7 +360,7 @@ def load_adaptive_config(path: str | Path | None, sglang_version: str) -> dict[s
 
 def adaptive_candidate_union(config: Mapping[str, Any], sglang_version: str) -> list[int] | None:
     """0.5.16+: the union of the tiers' candidate steps (``resolve_candidate_steps_from_config``); else None."""
-    if not version_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
+    if not release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
         return None
     return sorted({s for entry in tier_entries(config).values() for s in entry["candidate_steps"]})
 
@@ -368,7 +368,7 @@ def adaptive_candidate_union(config: Mapping[str, Any], sglang_version: str) -> 
 def adaptive_policy(sglang_version: str, initial_steps: int, config: Mapping[str, Any], *,
                     cuda_graph_max_bs: int) -> AdaptiveEma | AdaptiveTiers:
     """The adaptive policy of the emulated version (0.5.12: :class:`AdaptiveEma`; 0.5.16+: :class:`AdaptiveTiers`)."""
-    if version_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
+    if release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
         graph_bs = spec_capture_batch_sizes(cuda_graph_max_bs) if cuda_graph_max_bs > 0 else None
         return AdaptiveTiers(initial_steps, config, graph_bs)
     return AdaptiveEma(initial_steps, config)

@@ -441,9 +441,9 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
     default prediction reproduces them.
 
     Raises:
-        ConfigError: what the sweep plan refuses (a level outside [1, ``workbench.bench.MAX_CONCURRENCY``]
+        ConfigError: what the sweep plan refuses (a level outside [1, 16,384] (the bench's ``MAX_CONCURRENCY``)
             or named twice, a count below 1 or below a level's concurrency, an output count outside [1,
-            ``workbench.bench.MAX_TOKENS``], a negative temperature; its messages), or a prompt set without
+            1,048,576], a negative temperature; its messages), or a prompt set without
             acceptance figures in the profile.
     """
     if prompt_set is not None and prompt_set not in profile.prompt_sets:

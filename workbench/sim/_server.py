@@ -35,7 +35,7 @@ from workbench.sim import _openai_routes as openai_routes
 from workbench.sim._contract import contract_error
 from workbench.sim._engine import EngineCore, Iteration, SimRequest
 from workbench.sim._metrics import SimMetrics
-from workbench.sim._spec import version_key
+from workbench.releases import release_number
 from workbench.sim._openai import ChatTemplate
 from workbench.sim._profiles import acceptance_regime
 from workbench.sim._server_args import SimServerConfig
@@ -108,7 +108,7 @@ class SimServer:
             self.acceptance_for(temperature)
         self.emit_timestamps = bool(config.args.get("sim_emit_timestamps"))
         self.metrics = SimMetrics(self.served_model_name,
-                                  spec_accept_rate=version_key(self.shape.version) >= (0, 5, 4))
+                                  spec_accept_rate=release_number(self.shape.version) >= (0, 5, 4))
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
         self.max_lag_s = 0.0

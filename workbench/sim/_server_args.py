@@ -29,14 +29,13 @@ from workbench.sim._policies import (
     load_adaptive_config,
 )
 from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
+from workbench.releases import release_at_least, release_number
 from workbench.sim._spec import (
     ADAPTIVE_EMULATED_SINCE,
     ALGORITHMS_BY_VERSION,
     EAGLE_MAX_RUNNING_REQUESTS,
     SpecConfig,
     resolve_spec,
-    version_at_least,
-    version_key,
 )
 
 
@@ -252,15 +251,15 @@ def rules_version_for(version: str) -> str:
     """
     if version in ALGORITHMS_BY_VERSION:
         return version
-    key = version_key(version)
+    key = release_number(version)
     if not key:
         raise ConfigError(f"--sim-sglang-version {version!r} is not an SGLang version such as 0.5.12")
-    older = [v for v in ALGORITHMS_BY_VERSION if version_key(v) <= key]
+    older = [v for v in ALGORITHMS_BY_VERSION if release_number(v) <= key]
     if not older:
         raise ConfigError(f"SGLang {version} is older than every version the simulator emulates "
-                          f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=version_key))}); pass one of those "
+                          f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=release_number))}); pass one of those "
                           "with --sim-sglang-version")
-    return max(older, key=version_key)
+    return max(older, key=release_number)
 
 
 def _api_shape_for(version: str) -> str:
@@ -270,8 +269,8 @@ def _api_shape_for(version: str) -> str:
 
     if version in EMULATED_VERSIONS or version not in ALGORITHMS_BY_VERSION:
         return version
-    older = [v for v in EMULATED_VERSIONS if version_key(v) <= version_key(version)]
-    return max(older, key=version_key) if older else version
+    older = [v for v in EMULATED_VERSIONS if release_number(v) <= release_number(version)]
+    return max(older, key=release_number) if older else version
 
 
 def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | None:
@@ -281,10 +280,10 @@ def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | Non
         ConfigError: the flags on an SGLang version without them, or a bad config file.
     """
     if not args["speculative_adaptive"]:
-        if args["speculative_adaptive_config"] is not None and not version_at_least(version, ADAPTIVE_EMULATED_SINCE):
+        if args["speculative_adaptive_config"] is not None and not release_at_least(version, ADAPTIVE_EMULATED_SINCE):
             raise ConfigError(_no_adaptive(version, "--speculative-adaptive-config"))
         return None
-    if not version_at_least(version, ADAPTIVE_EMULATED_SINCE):
+    if not release_at_least(version, ADAPTIVE_EMULATED_SINCE):
         raise ConfigError(_no_adaptive(version, "--speculative-adaptive"))
     return load_adaptive_config(args["speculative_adaptive_config"], version)
 

@@ -25,7 +25,7 @@ import dataclasses
 from typing import Literal
 
 from workbench.errors import ConfigError
-from workbench.releases import ADAPTIVE_SINCE
+from workbench.releases import ADAPTIVE_SINCE, release_at_least, release_number
 
 Algorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 
@@ -39,26 +39,10 @@ ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
 }
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """``"0.5.12"`` -> ``(0, 5, 12)`` (suffixes such as ``.post5`` or ``rc0`` are dropped)."""
-    out = []
-    for part in version.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
-def version_at_least(version: str, reference: str) -> bool:
-    """True when ``version`` is ``reference`` or later."""
-    return version_key(version) >= version_key(reference)
-
-
 #: First emulated version with ``--speculative-adaptive``: the first of :data:`ALGORITHMS_BY_VERSION` at or after
 #: the release that has the flag (:data:`workbench.releases.ADAPTIVE_SINCE`, 0.5.11, which runs it only under
 #: spec v1 and is not emulated), so 0.5.12.
-ADAPTIVE_EMULATED_SINCE = min((v for v in ALGORITHMS_BY_VERSION if version_at_least(v, ADAPTIVE_SINCE)), key=version_key)
+ADAPTIVE_EMULATED_SINCE = min((v for v in ALGORITHMS_BY_VERSION if release_at_least(v, ADAPTIVE_SINCE)), key=release_number)
 
 #: max_running_requests default for the EAGLE family (SGLang 0.5.9 ``srt/server_args.py``).
 EAGLE_MAX_RUNNING_REQUESTS = 48
@@ -156,7 +140,7 @@ def resolve_spec(
             "--speculative-eagle-topk or --speculative-num-draft-tokens given without "
             "--speculative-num-steps: SGLang asserts here; pass all three explicitly"
         )
-    if adaptive_steps is not None and version_at_least(sglang_version, "0.5.16"):
+    if adaptive_steps is not None and release_at_least(sglang_version, "0.5.16"):
         # 0.5.16 _init_adaptive_speculative_params (srt/arg_groups/speculative_hook.py)
         topk = 1 if topk is None else topk
         if num_steps is None:
@@ -165,8 +149,8 @@ def resolve_spec(
             raise ConfigError(f"--speculative-num-steps={num_steps} is not in the adaptive config candidate_steps "
                               f"{adaptive_steps} (SGLang {sglang_version}); pass one of those values")
         num_draft_tokens = num_steps + 1
-    v2_default = version_at_least(sglang_version, "0.5.12")
-    if version_at_least(sglang_version, "0.5.16"):
+    v2_default = release_at_least(sglang_version, "0.5.12")
+    if release_at_least(sglang_version, "0.5.16"):
         enable_spec_v2 = True  # the variable is gone; V1 was deleted (PR #25464)
     elif enable_spec_v2 is None:
         enable_spec_v2 = v2_default
@@ -175,9 +159,9 @@ def resolve_spec(
             "Spec v2 currently only supports topk = 1 (SGLang 0.5.9 with SGLANG_ENABLE_SPEC_V2=1); "
             "use --speculative-eagle-topk 1 or unset SGLANG_ENABLE_SPEC_V2"
         )
-    if enable_spec_v2 and topk is not None and topk > 1 and not version_at_least(sglang_version, "0.5.16"):
+    if enable_spec_v2 and topk is not None and topk > 1 and not release_at_least(sglang_version, "0.5.16"):
         enable_spec_v2 = False  # 0.5.12: an explicit topk > 1 quietly falls back to v1, overlap off
-    if algo == "NGRAM" and not version_at_least(sglang_version, "0.5.16"):
+    if algo == "NGRAM" and not release_at_least(sglang_version, "0.5.16"):
         enable_spec_v2 = False  # spec v2 covers EAGLE, EAGLE3 and STANDALONE up to 0.5.12
     if num_steps is None:
         # 0.5.9 auto_choose_speculative_params for architectures other than Llama/Grok;

@@ -9,15 +9,11 @@ _NAMES = {
     "cache_dir": "_releases",
     "callers_table": "_definitions",
     "Change": "_history",
-    "DEFAULT_VERSIONS": "_defaults",
     "definition_history": "_history",
     "diff_panes": "_render",
     "find_definition": "_definitions",
     "find_references": "_definitions",
-    "Flag": "_flag_records",
     "FlagError": "_flag_records",
-    "FlagMatch": "_flag_records",
-    "FlagProblem": "_flag_records",
     "FlagTable": "_flag_table",
     "highlight_lines": "_render",
     "history_diffs": "_history",
@@ -27,18 +23,14 @@ _NAMES = {
     "history_table": "_history",
     "HTMLFragment": "_render",
     "index_versions": "_versions",
-    "Inspection": "_inspection",
     "inspect_name": "_inspection",
-    "LineRange": "_lines",
     "previous_release": "_versions",
     "read_lines": "_lines",
-    "Release": "_releases",
     "search_tree": "_definitions",
     "select_versions": "_versions",
     "server_flags": "_flags",
     "sglang_release": "_releases",
     "source_panes": "_render",
-    "SpeculativeAlgorithms": "_flag_records",
     "summary_table": "_definitions",
     "unified_diff": "_history",
     "version_key": "_versions",
@@ -48,15 +40,11 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.source._releases import cache_dir as cache_dir
     from workbench.source._definitions import callers_table as callers_table
     from workbench.source._history import Change as Change
-    from workbench.source._defaults import DEFAULT_VERSIONS as DEFAULT_VERSIONS
     from workbench.source._history import definition_history as definition_history
     from workbench.source._render import diff_panes as diff_panes
     from workbench.source._definitions import find_definition as find_definition
     from workbench.source._definitions import find_references as find_references
-    from workbench.source._flag_records import Flag as Flag
     from workbench.source._flag_records import FlagError as FlagError
-    from workbench.source._flag_records import FlagMatch as FlagMatch
-    from workbench.source._flag_records import FlagProblem as FlagProblem
     from workbench.source._flag_table import FlagTable as FlagTable
     from workbench.source._render import highlight_lines as highlight_lines
     from workbench.source._history import history_diffs as history_diffs
@@ -66,18 +54,14 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.source._history import history_table as history_table
     from workbench.source._render import HTMLFragment as HTMLFragment
     from workbench.source._versions import index_versions as index_versions
-    from workbench.source._inspection import Inspection as Inspection
     from workbench.source._inspection import inspect_name as inspect_name
-    from workbench.source._lines import LineRange as LineRange
     from workbench.source._versions import previous_release as previous_release
     from workbench.source._lines import read_lines as read_lines
-    from workbench.source._releases import Release as Release
     from workbench.source._definitions import search_tree as search_tree
     from workbench.source._versions import select_versions as select_versions
     from workbench.source._flags import server_flags as server_flags
     from workbench.source._releases import sglang_release as sglang_release
     from workbench.source._render import source_panes as source_panes
-    from workbench.source._flag_records import SpeculativeAlgorithms as SpeculativeAlgorithms
     from workbench.source._definitions import summary_table as summary_table
     from workbench.source._history import unified_diff as unified_diff
     from workbench.source._versions import version_key as version_key

@@ -22,16 +22,13 @@ _NAMES = {
     "ResumedRun": "_resume",
     "run_labels": "_manage",
     "run_origin": "_manage",
-    "RunWriter": "_runs",
     "runs_root": "_runs",
     "runs_root_source": "_runs",
     "writable_runs_root": "_runs",
     "save_imported_run": "_imported",
     "save_level": "_runs",
-    "StoredRun": "_catalog",
     "stored_runs": "_manage",
     "sweep_identity": "_resume",
-    "sweep_in_flight": "_resume",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -51,15 +48,12 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._resume import ResumedRun as ResumedRun
     from workbench.store._manage import run_labels as run_labels
     from workbench.store._manage import run_origin as run_origin
-    from workbench.store._runs import RunWriter as RunWriter
     from workbench.store._runs import runs_root as runs_root
     from workbench.store._runs import runs_root_source as runs_root_source
     from workbench.store._runs import writable_runs_root as writable_runs_root
     from workbench.store._imported import save_imported_run as save_imported_run
     from workbench.store._runs import save_level as save_level
-    from workbench.store._catalog import StoredRun as StoredRun
     from workbench.store._manage import stored_runs as stored_runs
     from workbench.store._resume import sweep_identity as sweep_identity
-    from workbench.store._resume import sweep_in_flight as sweep_in_flight
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -62,6 +62,11 @@ class StoredRun:
         return _plan_of(self.manifest)
 
 
+#: What manifests written before the sweep plan recorded as ``requests_per_level`` when the default rule
+#: (:func:`workbench.bench.default_requests_per_level`) was used: this exact text, the one that code wrote.
+_OLD_DEFAULT_RULE_TEXT = "max(16, 2 * concurrency)"
+
+
 def _plan_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
     """The sweep plan a manifest records (see :attr:`StoredRun.plan`)."""
     if manifest.get("plan") is not None:
@@ -74,7 +79,7 @@ def _plan_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
     counts = old.get("requests_per_level")
     if isinstance(counts, str):  # the rule's text, written when the default was used
         counts = [default_requests_per_level(int(c) if closed else 1) for c in levels] \
-            if counts.replace(" ", "") == "max(16,2*concurrency)" else None
+            if counts == _OLD_DEFAULT_RULE_TEXT else None
     elif isinstance(counts, (int, float)):
         counts = [int(counts)] * len(levels)
     return {

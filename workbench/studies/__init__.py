@@ -22,7 +22,6 @@ _NAMES = {
     "PolicyRun": "_policy_index",
     "PolicyStudy": "_policy_study",
     "Study": "_study",
-    "WhatIf": "_whatif",
     "calibration_opening": "_openings",
     "load_calibration": "_calibration_study",
     "load_dynamic_disable": "_policy_study",
@@ -48,7 +47,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies._policy_index import PolicyRun as PolicyRun
     from workbench.studies._policy_study import PolicyStudy as PolicyStudy
     from workbench.studies._study import Study as Study
-    from workbench.studies._whatif import WhatIf as WhatIf
     from workbench.studies._openings import calibration_opening as calibration_opening
     from workbench.studies._calibration_study import load_calibration as load_calibration
     from workbench.studies._policy_study import load_dynamic_disable as load_dynamic_disable

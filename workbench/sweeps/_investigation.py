@@ -523,7 +523,7 @@ def benchmark_variant(
             the tag would only add a few prompt tokens).
         repeats: how many times each level is measured, each with its own seed and prompt
             order; None: the engine's :attr:`~workbench.engines.Engine.default_repeats`
-            (3 on a real engine, :data:`~workbench.engines.DEFAULT_SIM_REPEATS` on the simulator).
+            (3 on a real engine, 1 on the simulator: ``workbench.engines._sim.DEFAULT_SIM_REPEATS``).
         label: your name for the sweep (part of its identity: another label is another run).
         fresh: start a new run even if this sweep was run before (the old run is kept).
         runs_dir: the runs folder; None: ``$WORKBENCH_RUNS_DIR`` or ``data/runs``
@@ -605,6 +605,9 @@ def benchmark_variants(
     thread of this process): the repeats still run one after the other, and a level whose
     server could not keep to its schedule because the CPU was busy says so in its
     ``sim_behind_schedule_wall_s`` (docs/PERFORMANCE.md gives the fidelity measured so).
+    With ``parallel`` at least the number of variants, each variant runs its repeats one after
+    the other in its own thread, every variant at once: a variant's next repeat starts when its
+    last one ends, not when the slowest variant's does.
 
     A server that fails (never ready, or dead mid-sweep) is reported with its log's
     classification and tail (a :class:`UserWarning`, and ``on_failure``), its run keeps
@@ -675,34 +678,54 @@ def benchmark_variants(
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
     started: set[int] = set()
-    for repeat in range(sweeps[0].plan.repeats):
-        order = list(range(len(sweeps))) if repeat % 2 == 0 else list(reversed(range(len(sweeps))))
+    lock = threading.Lock()  # the chains below report from their own threads
 
-        def one_pass(i: int, repeat: int = repeat) -> tuple[int, Path | None, _PassFailed | None]:
-            try:
-                return i, _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
-                                    on_open=on_resume if i not in started else None), None
-            except _PassFailed as exc:
-                return i, None, exc
+    def one_pass(i: int, repeat: int) -> tuple[int, Path | None, _PassFailed | None]:
+        try:
+            return i, _run_pass(sweeps[i], repeats=[repeat], fresh=fresh and i not in started,
+                                on_open=on_resume if i not in started else None), None
+        except _PassFailed as exc:
+            return i, None, exc
 
-        todo = [i for i in order if i not in failed]
-        if at_once > 1:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
-                outcomes: Any = list(pool.map(one_pass, todo))
-        else:
-            outcomes = map(one_pass, todo)  # lazily: one pass after the other
-        for i, path, exc in outcomes:
+    def settle(i: int, path: Path | None, exc: _PassFailed | None) -> None:
+        with lock:
             if exc is None:
-                paths[i] = path
+                paths[i] = path  # type: ignore[assignment]
             else:
                 failure = _failure(sweeps[i], exc.run, exc.error)
                 failed[i] = failure
                 paths[i] = failure.run
                 warnings.warn(f"{failure.variant}: server failed ({failure.kind}); going on with the next variant. "
-                              f"{failure.message}", stacklevel=2)
+                              f"{failure.message}", stacklevel=3)
                 if on_failure is not None:
                     on_failure(failure)
             started.add(i)
+
+    repeats = sweeps[0].plan.repeats
+    if at_once > 1 and at_once >= len(sweeps):
+        # A slot for every variant: each variant's repeats one after the other in its own thread, all
+        # variants at once, so no variant waits at the end of a repeat for the slowest one (the repeats'
+        # server starts still take turns, _STARTING). Every pass has the same company for most of its
+        # time, which is what the alternating order below gives one pass after another.
+        def chain(i: int) -> None:
+            for repeat in range(repeats):
+                settle(*one_pass(i, repeat))
+                if i in failed:
+                    return  # that variant's later repeats are skipped, as below
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(sweeps)) as pool:
+            list(pool.map(chain, range(len(sweeps))))
+        return [paths[i] for i in range(len(sweeps))]
+    for repeat in range(repeats):
+        order = list(range(len(sweeps))) if repeat % 2 == 0 else list(reversed(range(len(sweeps))))
+        todo = [i for i in order if i not in failed]
+        if at_once > 1:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+                outcomes: Any = list(pool.map(lambda i, r=repeat: one_pass(i, r), todo))
+        else:
+            outcomes = (one_pass(i, repeat) for i in todo)  # lazily: one pass after the other
+        for outcome in outcomes:
+            settle(*outcome)
     return [paths[i] for i in range(len(sweeps))]
 
 

@@ -17,35 +17,26 @@ _NAMES = {
     "findings_html": "_notebook",
     "findings_table": "_findings",
     "expand_grid": "_grid",
-    "Grid": "_grid",
     "grid_variants": "_grid",
-    "GridExpansion": "_grid",
     "findings_opening": "_findings",
     "findings_verdict": "_findings",
     "has_errors": "_findings",
-    "LaunchTree": "_trees",
     "list_variants": "_variant",
     "load_grid": "_grid",
     "load_patch": "_patchfile",
     "load_variant": "_variant",
     "LOG_LINES": "_preflight",
-    "Patch": "_patchfile",
     "parameters_given": "_template",
     "patch_diffs_html": "_notebook",
-    "PatchCheck": "_patchfile",
     "patched_changes": "_patchcheck",
     "preflight": "_preflight",
     "prepare_launch": "_preflight",
     "prepare_tree": "_trees",
-    "PreparedLaunch": "_preflight",
     "read_rules": "_rules",
     "resolve_target": "_check",
-    "SpecRules": "_rules",
     "Target": "_check",
     "TEMPLATE_PARAMETERS": "_template",
     "trial_apply": "_patchcheck",
-    "TrialResult": "_patchcheck",
-    "UnknownVariantError": "_variant",
     "Variant": "_variant",
     "variants_html": "_notebook",
     "variants_table": "_check",
@@ -63,35 +54,26 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants._notebook import findings_html as findings_html
     from workbench.variants._findings import findings_table as findings_table
     from workbench.variants._grid import expand_grid as expand_grid
-    from workbench.variants._grid import Grid as Grid
     from workbench.variants._grid import grid_variants as grid_variants
-    from workbench.variants._grid import GridExpansion as GridExpansion
     from workbench.variants._findings import findings_opening as findings_opening
     from workbench.variants._findings import findings_verdict as findings_verdict
     from workbench.variants._findings import has_errors as has_errors
-    from workbench.variants._trees import LaunchTree as LaunchTree
     from workbench.variants._variant import list_variants as list_variants
     from workbench.variants._grid import load_grid as load_grid
     from workbench.variants._patchfile import load_patch as load_patch
     from workbench.variants._variant import load_variant as load_variant
     from workbench.variants._preflight import LOG_LINES as LOG_LINES
-    from workbench.variants._patchfile import Patch as Patch
     from workbench.variants._template import parameters_given as parameters_given
     from workbench.variants._notebook import patch_diffs_html as patch_diffs_html
-    from workbench.variants._patchfile import PatchCheck as PatchCheck
     from workbench.variants._patchcheck import patched_changes as patched_changes
     from workbench.variants._preflight import preflight as preflight
     from workbench.variants._preflight import prepare_launch as prepare_launch
     from workbench.variants._trees import prepare_tree as prepare_tree
-    from workbench.variants._preflight import PreparedLaunch as PreparedLaunch
     from workbench.variants._rules import read_rules as read_rules
     from workbench.variants._check import resolve_target as resolve_target
-    from workbench.variants._rules import SpecRules as SpecRules
     from workbench.variants._check import Target as Target
     from workbench.variants._template import TEMPLATE_PARAMETERS as TEMPLATE_PARAMETERS
     from workbench.variants._patchcheck import trial_apply as trial_apply
-    from workbench.variants._patchcheck import TrialResult as TrialResult
-    from workbench.variants._variant import UnknownVariantError as UnknownVariantError
     from workbench.variants._variant import Variant as Variant
     from workbench.variants._notebook import variants_html as variants_html
     from workbench.variants._check import variants_table as variants_table
