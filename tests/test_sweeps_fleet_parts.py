@@ -117,3 +117,48 @@ def test_a_unit_larger_than_every_node_is_refused_before_submission():
     _check_fits(_Ray, [FleetUnit((0, 0), "baseline", 4, None)])
     with pytest.raises(ConfigError, match="baseline asks for 8 GPU.*largest node of the fleet has 4"):
         _check_fits(_Ray, [FleetUnit((0, 0), "baseline", 8, None)])
+
+
+def test_the_warm_up_plan_puts_a_warm_worker_on_every_slot_a_unit_could_take():
+    from workbench.sweeps._fleet import _warm_plan
+
+    nodes = [{"Alive": True, "NodeID": "a", "Resources": {"GPU": 4.0, "CPU": 2.0}},
+             {"Alive": True, "NodeID": "b", "Resources": {"GPU": 8.0, "CPU": 16.0}},
+             {"Alive": False, "NodeID": "dead", "Resources": {"GPU": 8.0}}]
+    units = [FleetUnit((0, r), f"u{r}", 2, None) for r in range(8)]
+    plan = _warm_plan(nodes, units, one_unit_per_host=False)
+    assert (plan.count("a"), plan.count("b"), "dead" in plan) == (2, 4, False)  # 4/2 and 8/2 slots of 2 GPUs
+    # never more per node than there are units (Ray may place all of them on one node)
+    assert _warm_plan(nodes, units[:3], one_unit_per_host=False).count("b") == 3
+    assert _warm_plan(nodes, units, one_unit_per_host=True) == ["a", "b"]
+    cpu_only = [FleetUnit((0, r), f"c{r}", 0, None) for r in range(3)]  # the simulator without GPUs: CPU slots
+    assert _warm_plan(nodes, cpu_only, one_unit_per_host=False) == ["a", "a", "b", "b", "b"]
+    assert _warm_plan(nodes, [], one_unit_per_host=False) == []
+    # a node too small for the smallest unit gets none (the unit is refused or waits for another node)
+    assert _warm_plan(nodes, [FleetUnit((0, 0), "big", 8, None)], one_unit_per_host=True) == ["b"]
+
+
+def test_the_report_says_where_each_fleet_unit_ran_and_which_did_not_return():
+    from workbench.studies._fleet_view import FLEET_COLUMNS, fleet_placement, fleet_placement_line
+
+    entry = {"label": "baseline repeat 1/2", "repeat": 0, "host": "10.0.0.5", "hostname": "gpu-a", "gpus": "0,1",
+             "co_tenants": ["eagle3-topk4 repeat 1/2"], "duration_s": 12.5, "error": None}
+    lost = {**entry, "label": "baseline repeat 2/2", "repeat": 1, "host": None, "hostname": None, "gpus": None,
+            "co_tenants": [], "duration_s": None, "error": "NodeDiedError after its retries: node lost"}
+    other = {**entry, "label": "eagle3-topk4 repeat 1/2", "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3",
+             "co_tenants": []}
+    manifests = [{"variant": "baseline", "fleet_units": [entry, lost]}, {"variant": "eagle3-topk4",
+                                                                        "fleet_units": [other]},
+                 {"variant": "one-host"}]
+    table = fleet_placement(manifests)
+    assert list(table.columns) == list(FLEET_COLUMNS)
+    assert table.astype(object).where(table.notna(), None).to_dict("records") == [
+        {"variant": "baseline", "repeat": 1, "host": "10.0.0.5", "hostname": "gpu-a", "gpus": "0,1",
+         "co_tenants": "eagle3-topk4 repeat 1/2", "duration_s": 12.5, "outcome": "ok"},
+        {"variant": "baseline", "repeat": 2, "host": None, "hostname": None, "gpus": None, "co_tenants": "none",
+         "duration_s": None, "outcome": "NodeDiedError after its retries: node lost"},
+        {"variant": "eagle3-topk4", "repeat": 1, "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3",
+         "co_tenants": "none", "duration_s": 12.5, "outcome": "ok"}]
+    assert fleet_placement_line(manifests) == ("3 units ran on a fleet of 2 host(s) (10.0.0.5: 1, 10.0.0.6: 1); "
+                                               "1 did not return (baseline repeat 2).")
+    assert fleet_placement([{"variant": "one-host"}]) is None and fleet_placement_line([]) == ""

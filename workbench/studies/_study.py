@@ -330,6 +330,19 @@ class Study:
         """:func:`workbench.studies._study_words.findings`: the details at the end of the report."""
         return _study_words.findings(self)
 
+    def fleet_placement(self) -> pd.DataFrame | None:
+        """Where each unit ran, for runs from a fleet (:func:`workbench.studies._fleet_view.fleet_placement`:
+        variant, repeat, host, hostname, GPUs, co-tenants, duration, outcome); None when none came from one."""
+        from workbench.studies._fleet_view import fleet_placement
+
+        return fleet_placement(self.manifests)
+
+    def fleet_placement_line(self) -> str:
+        """One sentence: units per fleet host and those that did not return; ``""`` without fleet runs."""
+        from workbench.studies._fleet_view import fleet_placement_line
+
+        return fleet_placement_line(self.manifests)
+
     def provenance_line(self) -> str:
         """:func:`workbench.studies._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
         return _study_words.provenance_line(self)

@@ -19,6 +19,9 @@ Faults (Ray's semantics, Ray 2.60 ``ray.remote`` ``max_retries``):
   (its worker is killed; the server's host-side watchdog, which watches the worker's pid,
   stops the server within a second or two: :mod:`workbench.servers`).
 
+Before the first submission :func:`run_units` prestarts one warm worker per unit slot
+(:func:`_prestart`), so no unit waits for a worker process to start and import the workbench.
+
 Ray is imported only here and in the other ``_fleet*`` modules (the ``fleet`` extra,
 ``pip install specbench-workbench[fleet]``); nothing else in the workbench imports it.
 """
@@ -29,17 +32,20 @@ import dataclasses
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
 
-__all__ = ["CANCEL_GRACE_S", "Fleet", "FleetUnit", "Placement", "UnitOutcome", "connect", "run_units"]
+__all__ = ["CANCEL_GRACE_S", "Fleet", "FleetUnit", "Placement", "Prestart", "UnitOutcome", "connect", "run_units"]
 
 #: Seconds a cancelled unit gets to stop its server before its worker is killed (force cancel).
 CANCEL_GRACE_S = 3.0
 #: Default retries of a unit whose worker crashed or whose node was lost.
 DEFAULT_MAX_RETRIES = 2
+#: Seconds the driver waits for the prestarted workers before it submits the units anyway (a node whose
+#: GPUs another job holds cannot take its warm-up; its units then start on cold workers).
+PRESTART_TIMEOUT_S = 120.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +214,118 @@ def _check_fits(ray: Any, units: Sequence[FleetUnit]) -> None:
                           "tp_size (or dp_size), or add a node with more GPUs")
 
 
+@dataclasses.dataclass(frozen=True)
+class Prestart:
+    """The workers started before the first unit was submitted (:func:`run_units`, ``prestart=True``).
+
+    Attributes:
+        wanted: warm-up tasks submitted: on each node, as many as its GPU slots hold units of the
+            smallest unit's size (one with ``one_unit_per_host``), at most the number of units.
+        warmed: those that ran, each in its own worker process, all alive at once.
+        seconds: wall-clock seconds from the first warm-up's submission to the last one's return.
+        workers: ``(node IP, worker pid)`` of each warmed worker.
+    """
+
+    wanted: int
+    warmed: int
+    seconds: float
+    workers: tuple[tuple[str, int], ...]
+
+
+class _Gate:
+    """A Ray actor that counts the warm-up tasks which have started: each waits until all have, so no two
+    share a worker (Ray would otherwise run a quick warm-up on the worker another just left)."""
+
+    def __init__(self) -> None:
+        self.arrived = 0
+
+    def arrive(self) -> int:
+        self.arrived += 1
+        return self.arrived
+
+    def count(self) -> int:
+        return self.arrived
+
+
+def _warm_up(gate: Any, wanted: int, task: Callable[[Any, Placement], Any], payload: Any) -> tuple[str, int]:
+    """A warm-up task: by the time it runs, its worker has imported Ray, and unpickling ``task`` and a unit's
+    ``payload`` (its arguments) imported every module a unit needs. Waits (polling the gate) until all
+    ``wanted`` warm-ups run at once, at most :data:`PRESTART_TIMEOUT_S`; returns ``(node IP, pid)``."""
+    import ray
+
+    ray.get(gate.arrive.remote())
+    deadline = time.monotonic() + PRESTART_TIMEOUT_S
+    while ray.get(gate.count.remote()) < wanted and time.monotonic() < deadline:
+        time.sleep(0.2)  # a few actor calls a second per warm-up: cheap on a loaded node
+    return ray.util.get_node_ip_address(), os.getpid()
+
+
+def _unit_options(gpus: int) -> dict[str, Any]:
+    """The Ray resources of a unit of ``gpus`` GPUs: its GPU slots, or a CPU slot for a CPU-only unit."""
+    return {"num_gpus": gpus, "num_cpus": 0 if gpus else 1}
+
+
+def _warm_plan(nodes: Sequence[Mapping[str, Any]], units: Sequence[FleetUnit], *,
+               one_unit_per_host: bool) -> list[str]:
+    """The node id of each warm-up task to run: on every alive node, as many as its slots hold units of the
+    smallest unit's size (GPU slots, or CPU slots for CPU-only units; one with ``one_unit_per_host``), at most
+    ``len(units)`` per node, so wherever Ray places a unit a warm worker waits there.
+
+    Args:
+        nodes: ``ray.nodes()`` (dicts with ``Alive``, ``NodeID`` and ``Resources``).
+        units: the units to run.
+    """
+    if not units:
+        return []
+    gpus = min(u.gpus for u in units)
+    plan: list[str] = []
+    for node in nodes:
+        if not node.get("Alive"):
+            continue
+        have = float(node.get("Resources", {}).get("GPU" if gpus else "CPU", 0))
+        slots = min(1, int(have // (gpus or 1))) if one_unit_per_host else int(have // (gpus or 1))
+        plan += [node["NodeID"]] * min(slots, len(units))
+    return plan
+
+
+def _prestart(ray: Any, units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any], fleet: Fleet,
+              clock: Callable[[], float]) -> Prestart:
+    """Start and warm the workers the units will run on, before any is submitted (:class:`Prestart`).
+
+    A Ray worker process is started for a task the first time one needs it, and imports Ray and then
+    (unpickling the task) the workbench: 18-22 s per unit on 2 loaded cores (docs/FLEET.md). Here one
+    warm-up task per unit slot, pinned to its node and asking for the unit's resources, pays that before
+    the first submission; Ray keeps the idle worker and runs the next task of the same resource shape
+    (this driver's units) on it. Warm-ups that cannot start within :data:`PRESTART_TIMEOUT_S` are cancelled.
+    """
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    plan = _warm_plan(ray.nodes(), units, one_unit_per_host=fleet.one_unit_per_host)
+    if not plan:
+        return Prestart(0, 0, 0.0, ())
+    gpus = min(u.gpus for u in units)
+    started = clock()
+    gate = ray.remote(num_cpus=0)(_Gate).remote()
+    warm = ray.remote(_warm_up)
+    refs = [warm.options(**_unit_options(gpus), max_retries=0,
+                         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(
+        gate, len(plan), task, units[0].payload) for node_id in plan]
+    try:
+        done, left = ray.wait(refs, num_returns=len(refs), timeout=PRESTART_TIMEOUT_S + 10)
+        workers = []
+        for ref in done:
+            try:
+                workers.append(tuple(ray.get(ref)))
+            except ray.exceptions.RayError:
+                pass
+    finally:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        ray.kill(gate)
+    return Prestart(wanted=len(plan), warmed=len(set(workers)), seconds=round(clock() - started, 3),
+                    workers=tuple(sorted(set(workers))))
+
+
 class _Hosts:
     """For ``one_unit_per_host``: which node IPs are busy, and a node to pin the next unit to."""
 
@@ -226,7 +344,8 @@ class _Hosts:
 
 def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any], *, fleet: Fleet,
               on_done: Callable[[UnitOutcome], None] | None = None,
-              retry_exceptions: Sequence[type[BaseException]] = (),
+              retry_exceptions: Sequence[type[BaseException]] = (), prestart: bool = True,
+              on_prestart: Callable[[Prestart], None] | None = None,
               clock: Callable[[], float] = time.time) -> list[UnitOutcome]:
     """Run every unit as a Ray task on ``fleet`` and collect the outcomes as they finish.
 
@@ -239,6 +358,10 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             (e.g. to store its rows), in finishing order.
         retry_exceptions: exceptions of ``task`` that Ray retries like a crash (up to
             ``fleet.max_retries``); any other exception is reported, not retried.
+        prestart: before submitting, start one warm worker per unit slot (:func:`_prestart`:
+            Ray and the unit's modules imported), so a unit starts within a fraction of a second of
+            its submission instead of a cold worker's start. Default True.
+        on_prestart: called in the driver with the :class:`Prestart` (when ``prestart``).
         clock: UTC wall clock for ``finished_at``.
 
     Returns:
@@ -251,6 +374,10 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
     """
     ray = connect(fleet)
     _check_fits(ray, units)
+    if prestart:
+        warmed = _prestart(ray, units, task, fleet, clock)
+        if on_prestart is not None:
+            on_prestart(warmed)
     remote = ray.remote(_execute)
     waiting = list(units)
     running: dict[Any, tuple[FleetUnit, str | None]] = {}  # ObjectRef -> (unit, pinned host)
@@ -262,8 +389,7 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
         while waiting:
             unit = waiting[0]
             # GPU slots bound how many run at once; a CPU-only unit (the simulator without GPUs) takes a CPU slot
-            options: dict[str, Any] = {"num_gpus": unit.gpus, "num_cpus": 0 if unit.gpus else 1,
-                                       "max_retries": fleet.max_retries,
+            options: dict[str, Any] = {**_unit_options(unit.gpus), "max_retries": fleet.max_retries,
                                        "retry_exceptions": list(retry_exceptions) or False}
             host = None
             if fleet.one_unit_per_host:

@@ -30,7 +30,7 @@ from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writable_runs_root
-from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, UnitOutcome, run_units
+from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, Prestart, UnitOutcome, run_units
 from workbench.sweeps._fleet_hosts import host_summary, unit_entry
 from workbench.sweeps._fleet_record import UnitRecorder, replay
 from workbench.sweeps._options import SweepOptions
@@ -904,7 +904,8 @@ def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *
                 on_failure(failure)
 
     try:
-        run_units(units, _fleet_unit, retry_exceptions=(TransientUnitFailure,), fleet=fleet, on_done=on_done)
+        run_units(units, _fleet_unit, retry_exceptions=(TransientUnitFailure,), fleet=fleet, on_done=on_done,
+                  on_prestart=lambda warm: _prestarted(warm, writers))
     finally:
         bar.close()
     for i, w in enumerate(writers):  # co-tenants again, now that every unit's interval is known
@@ -920,6 +921,15 @@ def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *
         else:
             w.finish(status="complete")
     return [w.path for w in writers]
+
+
+def _prestarted(warm: Prestart, writers: Sequence[Any]) -> None:
+    """Record the workers warmed before the first submission (manifest ``fleet_prestart``) and say so."""
+    for w in writers:
+        w.annotate(fleet_prestart={"wanted": warm.wanted, "warmed": warm.warmed, "seconds": warm.seconds,
+                                   "workers": [list(x) for x in warm.workers]})
+    report_progress(f"fleet: {warm.warmed} of {warm.wanted} worker(s) warmed in {warm.seconds:.1f} s before the "
+                    "first unit was submitted")
 
 
 def _check_fleet_arguments(kwargs: dict[str, Any]) -> None:
