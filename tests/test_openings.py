@@ -132,7 +132,7 @@ def test_policy_opening_from_the_stored_study() -> None:
 
 def test_what_if_and_calibration_openings() -> None:
     wi = wb.what_if("seed-pcie-8gpu", topk=(1,), num_steps=(1, 2), num_draft_tokens=(2, 3), spec_v2=(True,),
-                    concurrency_levels=(1, 16, 64), requests_per_level=8, max_new_tokens=32)
+                    concurrency_levels=(1, 16, 64), requests_per_level=64, max_new_tokens=32)
     said = short(wb.what_if_opening(wi))
     chosen = wi.policy()[wi.policy()["recommended"].astype(bool)].iloc[0]
     if chosen["policy"] != "adaptive tiers":

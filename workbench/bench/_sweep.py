@@ -334,7 +334,8 @@ def run_sweep(base_url: str, plan: SweepPlan, **options: Any) -> SweepResult:
 
     Works in scripts and in Jupyter/papermill: when an event loop is already running
     in this thread, the sweep runs on a fresh loop in a worker thread and this call
-    waits for it. In async code prefer ``await run_sweep_async(...)``.
+    waits for it (the coroutine it runs, :func:`run_sweep_async`, is internal: the face exports
+    this call only).
     """
     sweep = run_sweep_async(base_url, plan, **options)
     try:
