@@ -238,13 +238,19 @@ class _Gate:
 
     def __init__(self) -> None:
         self.arrived = 0
+        self.closed = False
 
     def arrive(self) -> int:
         self.arrived += 1
         return self.arrived
 
     def count(self) -> int:
-        return self.arrived
+        """The warm-ups that have started, or a number no warm-up waits for once the driver closed the gate."""
+        return 1 << 30 if self.closed else self.arrived
+
+    def close(self) -> None:
+        """End the prestart: every warm-up still waiting (or starting later) returns at its next poll."""
+        self.closed = True
 
 
 def _warm_up(gate: Any, wanted: int, task: Callable[[Any, Placement], Any], payload: Any) -> tuple[str, int]:
@@ -296,7 +302,8 @@ def _prestart(ray: Any, units: Sequence[FleetUnit], task: Callable[[Any, Placeme
     (unpickling the task) the workbench: 18-22 s per unit on 2 loaded cores (docs/FLEET.md). Here one
     warm-up task per unit slot, pinned to its node and asking for the unit's resources, pays that before
     the first submission; Ray keeps the idle worker and runs the next task of the same resource shape
-    (this driver's units) on it. Warm-ups that cannot start within :data:`PRESTART_TIMEOUT_S` are cancelled.
+    (this driver's units) on it. Warm-ups that cannot all start within :data:`PRESTART_TIMEOUT_S` are
+    released through the gate (never ``ray.cancel``: see the comment below) and the units are submitted.
     """
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -312,16 +319,21 @@ def _prestart(ray: Any, units: Sequence[FleetUnit], task: Callable[[Any, Placeme
         gate, len(plan), task, units[0].payload) for node_id in plan]
     try:
         done, left = ray.wait(refs, num_returns=len(refs), timeout=PRESTART_TIMEOUT_S + 10)
-        workers = []
-        for ref in done:
-            try:
-                workers.append(tuple(ray.get(ref)))
-            except ray.exceptions.RayError:
-                pass
     finally:
-        for ref in refs:
-            ray.cancel(ref, force=True)
-        ray.kill(gate)
+        # No ray.cancel here: cancelling a task whose reply is in flight crashes the driver in Ray 2.60
+        # (task_manager.cc "Tried to complete task that was not pending", the race of ray-project/ray
+        # PR #54798). Closing the gate ends each waiting warm-up at its next poll instead; one that has
+        # not started yet returns as soon as it does, holding its slot for a moment.
+        ray.get(gate.close.remote())
+    workers = []
+    for ref in done:
+        try:
+            workers.append(tuple(ray.get(ref)))
+        except ray.exceptions.RayError:
+            pass
+    if left:
+        ray.wait(left, num_returns=len(left), timeout=2.0)
+    ray.kill(gate)  # an actor, not a task: a warm-up starting later fails at once on the dead gate
     return Prestart(wanted=len(plan), warmed=len(set(workers)), seconds=round(clock() - started, 3),
                     workers=tuple(sorted(set(workers))))
 
@@ -418,7 +430,10 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                     on_done(outcome)
             submit()
     except KeyboardInterrupt:
-        outcomes += _cancel(ray, running, clock)
+        for outcome in _cancel(ray, running, clock):
+            outcomes.append(outcome)
+            if outcome.error != "cancelled" and on_done is not None:
+                on_done(outcome)  # it finished before the Ctrl-C was seen: its rows are kept like any other's
         outcomes += [UnitOutcome(u, None, None, clock(), "cancelled") for u in waiting]
         raise
     return outcomes
@@ -441,11 +456,20 @@ def _collect(ray: Any, ref: Any, unit: FleetUnit, now: float) -> UnitOutcome:
 def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
             clock: Callable[[], float]) -> list[UnitOutcome]:
     """Cancel every running unit: softly (``KeyboardInterrupt`` in the task, whose ``with`` blocks stop
-    the server), then with ``force=True`` for those still running after :data:`CANCEL_GRACE_S`."""
-    refs = list(running)
+    the server), then with ``force=True`` for those still running after :data:`CANCEL_GRACE_S`.
+
+    Returns:
+        One outcome per unit of ``running``: its real outcome (:func:`_collect`) for a unit that had
+        already finished, ``error="cancelled"`` for the others.
+    """
+    # a unit that already finished is not cancelled (cancelling a task whose reply is in flight is the
+    # Ray 2.60 race that crashes the driver: see _prestart); the window left is a unit finishing just now
+    finished, refs = ray.wait(list(running), num_returns=len(running), timeout=0) if running else ([], [])
     for ref in refs:
         ray.cancel(ref, force=False)
     _, left = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_S) if refs else ([], [])
     for ref in left:
         ray.cancel(ref, force=True)
-    return [UnitOutcome(unit, None, None, clock(), "cancelled") for unit, _ in running.values()]
+    now = clock()
+    return ([_collect(ray, ref, running[ref][0], now) for ref in finished]
+            + [UnitOutcome(running[ref][0], None, None, now, "cancelled") for ref in refs])
