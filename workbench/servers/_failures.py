@@ -22,6 +22,9 @@ Kinds (:data:`KINDS`)::
     custom_all_reduce  custom all-reduce on GPUs without peer access (PCIe)
     kv_pool_exhausted  the KV-cache pool ran out while serving (at runtime, not at start)
     scheduler_exception  SGLang's scheduler raised; the evidence is the last frame inside sglang
+    multi_node      a server spanning nodes (``--nnodes``) lost its group: a rank could not reach
+                    ``--dist-init-addr`` (torch.distributed's rendezvous timed out), or a peer rank's
+                    connection closed
     timeout         still not ready when the ready timeout ran out (set by the caller)
     killed          it died mid-sweep leaving no error in its log: a signal (kill -9, the kernel's
                     OOM killer, a job scheduler) (set by :func:`died`)
@@ -45,14 +48,14 @@ from typing import Literal
 FailureKind = Literal[
     "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
     "draft_weights", "eagle3_no_draft", "attention_backend", "custom_all_reduce", "kv_pool_exhausted",
-    "scheduler_exception", "timeout", "killed", "unknown",
+    "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
 ]
 
 #: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
 KINDS: tuple[str, ...] = (
     "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
     "draft_weights", "eagle3_no_draft", "attention_backend", "custom_all_reduce", "kv_pool_exhausted",
-    "scheduler_exception", "timeout", "killed", "unknown",
+    "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
 )
 
 
@@ -171,6 +174,17 @@ _RULES: tuple[_Rule, ...] = (
                                       _M | _I),
           "The GPUs ran out of memory: check that nothing else holds them (nvidia-smi, `workbench servers`), "
           "lower --mem-fraction-static (e.g. 0.8) or --cuda-graph-max-bs, or use more GPUs (--tp-size)."),
+    # A multi-node server (--nnodes > 1): torch.distributed's TCP rendezvous at --dist-init-addr timed out (a
+    # client rank: "The client socket has timed out after 600000ms while trying to connect to (host, 8000)",
+    # sglang#2561; rank 0: "Timed out after N seconds waiting for clients. 1/2 clients joined"), or a peer's
+    # connection closed (gloo's "Connection closed by peer").
+    _Rule("multi_node", re.compile(
+        r"^.*(?:client socket has timed out after \d+m?s while trying to connect to|DistNetworkError|"
+        r"DistStoreError|waiting for clients\. \d+/\d+ clients joined|Connection closed by peer).*$", _M),
+          "A rank of this multi-node server could not reach the others at --dist-init-addr, or lost them: check "
+          "that every node reaches rank 0's address and port (firewall, the right interface: GLOO_SOCKET_IFNAME / "
+          "NCCL_SOCKET_IFNAME), that every rank got the same --nnodes and --dist-init-addr, and read the other "
+          "ranks' log tails for the rank that failed first."),
     _Rule("port_in_use", re.compile(
         r"^.*(?:address already in use|Errno 98\]|EADDRINUSE|is not available in \d+ seconds|"
         r"port \d+ is (?:already )?in use).*$", _M | _I),

@@ -7,9 +7,11 @@ import json
 import logging
 import signal
 import sys
+from typing import Any
 
 from aiohttp import web
 
+from workbench.sim import _rendezvous as _rdv
 from workbench.errors import WorkbenchError
 from workbench.sim._server import SimServer
 from workbench.sim._server_args import parse_server_args
@@ -32,11 +34,75 @@ def main(argv: list[str] | None = None) -> int:
         "SIMULATED SGLang %s server (workbench sim engine, profile %s, time scale %s): %s",
         config.sglang_version, config.profile.name, config.args["sim_time_scale"], config.spec.label(),
     )
-    return asyncio.run(_serve(server, config.args["host"], config.args["port"], log))
+    args = config.args
+    if args["nnodes"] > 1 and args["node_rank"] > 0:
+        return asyncio.run(_serve_rank(args, log))
+    return asyncio.run(_serve(server, args["host"], args["port"], log, args))
 
 
-async def _serve(server: SimServer, host: str, port: int, log: logging.Logger) -> int:
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+async def _form_group(args: dict[str, Any], log: logging.Logger) -> _rdv.Group | None:
+    """Rank 0 of a multi-node server: wait for every other rank (None for a one-node server)."""
+    if args["nnodes"] == 1:
+        return None
+    return await _rdv.host_group(args["dist_init_addr"], args["nnodes"], timeout_s=args["sim_dist_timeout"], log=log)
+
+
+async def _serve(server: SimServer, host: str, port: int, log: logging.Logger, args: dict[str, Any]) -> int:
+    try:
+        group = await _form_group(args, log)
+    except _rdv.RendezvousError as exc:
+        log.error("%s", exc)
+        return 1
+    except OSError as exc:
+        log.error("Failed to bind the --dist-init-addr port: %s (address already in use?)", exc)
+        return 1
+    watching = asyncio.ensure_future(group.watch(log)) if group is not None else None
+    try:
+        return await _serve_http(server.app(), host, port, log)
+    finally:
+        if watching is not None:
+            watching.cancel()
+        if group is not None:
+            await group.close()
+
+
+async def _serve_rank(args: dict[str, Any], log: logging.Logger) -> int:
+    """A rank > 0: join rank 0, then serve SGLang's dummy health server until rank 0 goes away or SIGTERM."""
+    rank, nnodes, addr = args["node_rank"], args["nnodes"], args["dist_init_addr"]
+    try:
+        reader, writer = await _rdv.join_group(addr, rank, nnodes, timeout_s=args["sim_dist_timeout"], log=log)
+    except _rdv.RendezvousError as exc:
+        log.error("%s", exc)
+        return 1
+    log.info("SIMULATED: rank %d of %d joined its group at %s; serving the dummy health check only", rank, nnodes,
+             addr)
+    gone = asyncio.ensure_future(reader.read())  # b"" when rank 0's connection closes
+    served = asyncio.ensure_future(_serve_http(_health_app(), args["host"], args["port"], log, ready_line=False))
+    done, _ = await asyncio.wait({gone, served}, return_when=asyncio.FIRST_COMPLETED)
+    if served in done:
+        gone.cancel()
+        writer.close()
+        return served.result()
+    host, port = _rdv.split_addr(addr)
+    log.error("RuntimeError: Connection closed by peer [%s]:%d (SIMULATED: rank 0 went away; rank %d exits with "
+              "its group)", host, port, rank)
+    served.cancel()
+    return 1
+
+
+def _health_app() -> web.Application:
+    """SGLang's ``launch_dummy_health_check_server`` (0.5.9 ``srt/utils/common.py``): 200 on three paths."""
+    async def ok(_: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    app = web.Application()
+    for path in ("/ping", "/health", "/health_generate"):
+        app.router.add_get(path, ok)
+    return app
+
+
+async def _serve_http(app: web.Application, host: str, port: int, log: logging.Logger, *, ready_line: bool = True) -> int:
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -46,7 +112,8 @@ async def _serve(server: SimServer, host: str, port: int, log: logging.Logger) -
         await runner.cleanup()
         return 1
     log.info("Uvicorn running on http://%s:%s (Press CTRL+C to quit)", host, port)
-    log.info("The server is fired up and ready to roll!")
+    if ready_line:
+        log.info("The server is fired up and ready to roll!")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

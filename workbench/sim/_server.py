@@ -455,6 +455,10 @@ class SimServer:
             "iterations": self.iterations,
             "behind_schedule_s": round(self.behind_schedule_s, 4),
             "max_lag_s": round(self.max_lag_s, 4),
+            "multi_node": ({"nnodes": self.config.args["nnodes"], "dist_init_addr": self.config.args["dist_init_addr"],
+                            "note": "SIMULATED: the ranks met over TCP at --dist-init-addr (no NCCL, no GPUs); "
+                                    "the performance model is the one-node model of --tp-size, with no "
+                                    "inter-node cost"} if self.config.args.get("nnodes", 1) > 1 else None),
         }
 
     async def flush_cache(self, http: web.Request) -> web.Response:

@@ -29,6 +29,7 @@ from workbench.sim._policies import (
     load_adaptive_config,
 )
 from workbench.sim._profiles import DEFAULT_PROFILE, SimProfile, load_profile
+from workbench.sim._rendezvous import DEFAULT_TIMEOUT_S, RendezvousError, split_addr
 from workbench.releases import release_at_least, release_number
 from workbench.sim._spec import (
     ADAPTIVE_EMULATED_SINCE,
@@ -84,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     # --speculative-adaptive(-config): SGLang 0.5.11+ (srt/server_args.py); refused below for older versions
     p.add_argument("--speculative-adaptive", action="store_true")
     p.add_argument("--speculative-adaptive-config", default=None)
+    # a server spanning nodes (SGLang 0.5.9 srt/server_args.py; --nccl-init-addr is its older alias): the ranks
+    # meet at --dist-init-addr, SIMULATED over TCP (workbench.sim._rendezvous)
+    p.add_argument("--dist-init-addr", "--nccl-init-addr", dest="dist_init_addr", default=None)
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=0)
     sim = p.add_argument_group("simulator (not SGLang flags)")
     sim.add_argument("--sim-profile", default=DEFAULT_PROFILE, help="profile name or TOML path")
     sim.add_argument("--sim-time-scale", type=float, default=1.0,
@@ -104,7 +110,37 @@ def build_parser() -> argparse.ArgumentParser:
                           "for measuring a client's timing error (benchmarks/client_fidelity.py)")
     sim.add_argument("--sim-spec-off-above", type=int, default=None,
                      help="stand-in for a patch: no drafting when more than N requests run")
+    sim.add_argument("--sim-dist-timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                     help="seconds a rank of a multi-node server waits for its group at --dist-init-addr")
     return p
+
+
+def _check_nodes(args: dict[str, Any]) -> None:
+    """The multi-node flags as SGLang 0.5.9 checks them (``ServerArgs.check_server_args``), and a rank in range.
+
+    Raises:
+        ConfigError: ``--nnodes`` below 1, ``--node-rank`` outside ``0 .. nnodes - 1``, ``--tp-size`` that
+            ``--nnodes`` does not divide, ``--dp-size`` > 1 across nodes, or no ``--dist-init-addr``.
+    """
+    nnodes, rank, tp = args["nnodes"], args["node_rank"], args["tp_size"]
+    if nnodes < 1:
+        raise ConfigError(f"--nnodes must be at least 1, got {nnodes}")
+    if not 0 <= rank < nnodes:
+        raise ConfigError(f"--node-rank {rank} is out of range for --nnodes {nnodes} (0 .. {nnodes - 1})")
+    if nnodes == 1:
+        return
+    if tp % nnodes:
+        raise ConfigError(f"tp_size must be divisible by number of nodes (SGLang asserts here): --tp-size {tp}, "
+                          f"--nnodes {nnodes}")
+    if args["dp_size"] > 1:
+        raise ConfigError("multi-node data parallel is not supported unless dp attention! (SGLang asserts here; "
+                          "the simulator has no dp attention)")
+    if not args["dist_init_addr"]:
+        raise ConfigError("please provide --dist-init-addr as host:port of head node (SGLang asserts here)")
+    try:
+        split_addr(args["dist_init_addr"])
+    except RendezvousError as exc:
+        raise ConfigError(f"{exc} (SGLang asserts here)") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,6 +245,7 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
             args["disable_overlap_schedule"] = True  # spec v1 runs without overlap
     if args["tp_size"] is None:
         args["tp_size"] = profile.default_tp_size
+    _check_nodes(args)
     capacity = None
     if profile.physics is not None:
         profile.deployment(args)  # the flags must fit the profile's host (e.g. --tp-size <= its GPUs)

@@ -96,14 +96,19 @@ class FleetUnit:
     Attributes:
         key: the caller's key for it (e.g. ``(variant index, repeat)``).
         label: words for progress lines (``"eagle3-topk4 repeat 2"``).
-        gpus: GPU slots it asks for (``tp_size x dp_size``; 0 for a CPU-only engine).
+        gpus: GPU slots it asks for (``tp_size x dp_size``; 0 for a CPU-only engine); per node for a unit
+            spanning nodes.
         payload: what ``task`` gets (picklable).
+        nnodes: the nodes its server spans (default 1). Above 1 the unit gets a placement group of one
+            bundle of ``gpus`` per node (``STRICT_SPREAD``) and its task runs in bundle 0
+            (:mod:`workbench.sweeps._fleet_multinode`).
     """
 
     key: Any
     label: str
     gpus: int
     payload: Any
+    nnodes: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,6 +211,9 @@ def _check_fits(ray: Any, units: Sequence[FleetUnit]) -> None:
     Raises:
         ConfigError: naming the unit, its GPUs and the largest node's.
     """
+    from workbench.sweeps._fleet_multinode import check_groups_fit
+
+    check_groups_fit(ray.nodes(), list(units))
     most = max((float(n.get("Resources", {}).get("GPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0.0)
     too_big = sorted({(u.gpus, u.label) for u in units if u.gpus > most})
     if too_big:
@@ -390,10 +398,13 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
         warmed = _prestart(ray, units, task, fleet, clock)
         if on_prestart is not None:
             on_prestart(warmed)
+    from workbench.sweeps._fleet_multinode import group_options, remove_group
+
     remote = ray.remote(_execute)
     waiting = list(units)
     running: dict[Any, tuple[FleetUnit, str | None]] = {}  # ObjectRef -> (unit, pinned host)
     submitted: dict[Any, float] = {}
+    groups: dict[Any, Any] = {}  # ObjectRef -> the placement group of a unit spanning nodes
     hosts = _Hosts(ray)
     outcomes: list[UnitOutcome] = []
 
@@ -404,6 +415,12 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             options: dict[str, Any] = {**_unit_options(unit.gpus), "max_retries": fleet.max_retries,
                                        "retry_exceptions": list(retry_exceptions) or False}
             host = None
+            if unit.nnodes > 1:  # a placement group of one bundle per node (never pinned: it spans hosts)
+                waiting.pop(0)
+                spread, group = group_options(unit)
+                ref = remote.options(**{**options, **spread}).remote(task, unit.payload)
+                running[ref], submitted[ref], groups[ref] = (unit, None), clock(), group
+                continue
             if fleet.one_unit_per_host:
                 free = hosts.free_node(unit.gpus)
                 if free is None:
@@ -424,6 +441,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             for ref in done:
                 unit, host = running.pop(ref)
                 hosts.busy.discard(host)
+                if ref in groups:
+                    remove_group(groups.pop(ref))
                 outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted.pop(ref))
                 outcomes.append(outcome)
                 if on_done is not None:
@@ -436,6 +455,9 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                 on_done(outcome)  # it finished before the Ctrl-C was seen: its rows are kept like any other's
         outcomes += [UnitOutcome(u, None, None, clock(), "cancelled") for u in waiting]
         raise
+    finally:
+        for group in groups.values():  # cancelled units' groups (whatever still runs in one is killed by Ray)
+            remove_group(group)
     return outcomes
 
 

@@ -32,9 +32,10 @@ from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writable_runs_root
 from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, Prestart, UnitOutcome, run_units
 from workbench.sweeps._fleet_hosts import host_summary, unit_entry
+from workbench.sweeps._fleet_multinode import rank_group
 from workbench.sweeps._fleet_record import UnitRecorder, replay
 from workbench.sweeps._options import SweepOptions
-from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid,
+from workbench.variants import (LOG_LINES, TEMPLATE_PARAMETERS, Variant, apply_parameters, expand_grid, gpus_per_node, nnodes_of,
                                 Finding, load_variant, parameters_given, preflight, prepare_launch)
 
 #: Server log lines read after each level for its batch lines (a level's window is a small part of them).
@@ -56,6 +57,9 @@ class _Sweep:
     root: Path
     progress: bool
     preflight: list[Finding]
+    #: Called with the server's handle once it is started, before its ready wait (a multi-node unit's rank
+    #: group watches rank 0 through it: workbench.sweeps._fleet_multinode); None: nothing.
+    on_server: Callable[[ServerHandle], None] | None = None
 
     def sim_options(self, repeat: int) -> dict[str, Any] | None:
         """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
@@ -178,6 +182,20 @@ def _prepare(options: SweepOptions) -> _Sweep:
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=writable_runs_root(options.runs_dir),
                   progress=progress_bars(options.progress), preflight=checked)
+
+
+def _one_node_only(sweeps: Sequence[_Sweep]) -> None:
+    """Refuse a variant spanning nodes (``nnodes`` > 1) outside a fleet: its ranks need a node each.
+
+    Raises:
+        ConfigError: naming the variant and the fix (``fleet=``).
+    """
+    for s in sweeps:
+        nodes = nnodes_of(s.variant)
+        if nodes > 1:
+            raise ConfigError(f"{s.variant.name} spans {nodes} nodes (nnodes = {nodes} in its flags): run it on a "
+                              "fleet (fleet='HEAD:6379', `workbench bench --fleet`), which starts a rank on each "
+                              "node, or drop nnodes to run it on one host")
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -398,7 +416,14 @@ def _started_server(sweep: _Sweep, variant: Variant, repeat: int) -> Iterator[Se
     """``variant``'s server for ``sweep``, started (one start at a time, :data:`_STARTING`) and stopped."""
     with _STARTING:
         server = ServerHandle.start(variant, host=sweep.host, engine=sweep.engine,
-                                    sim_options=sweep.sim_options(repeat))
+                                    sim_options=sweep.sim_options(repeat), wait=sweep.on_server is None)
+        if sweep.on_server is not None:
+            try:
+                sweep.on_server(server)
+                server.wait_ready()
+            except BaseException:
+                server.stop()
+                raise
     with server:
         yield server
 
@@ -570,6 +595,7 @@ def benchmark_variant(
         runs_dir=runs_dir, progress=progress, model_path=model_path, draft_model_path=draft_model_path,
         tp_size=tp_size, gpus=gpus, load=load))
     try:
+        _one_node_only([sweep])
         return _run_pass(sweep, repeats=None, fresh=fresh)
     except _PassFailed as failed:
         raise failed.error
@@ -674,6 +700,7 @@ def benchmark_variants(
                               "as its GPU slots allow; leave parallel unset")
         return _benchmark_on_fleet(sweeps, fleet, fresh=fresh, on_failure=on_failure, on_resume=on_resume,
                                    progress=sweeps[0].progress)
+    _one_node_only(sweeps)
     at_once = _parallel_passes(parallel, sweeps)
     paths: dict[int, Path] = {}
     failed: dict[int, SweepFailure] = {}
@@ -794,17 +821,23 @@ def _fleet_unit(work: _FleetWork, placement: Placement) -> UnitRecorder:
         TransientUnitFailure: the server failed transiently (Ray runs the unit again).
     """
     sweep = work.sweep
-    variant = apply_parameters(sweep.variant, gpus=",".join(placement.gpus)) if placement.gpus else sweep.variant
-    here = dataclasses.replace(sweep, variant=variant, host="local", where="local", progress=False)
     recorder = UnitRecorder(work.run_path, work.units,
                             tags={"fleet_host": placement.host, "fleet_gpus": ",".join(placement.gpus)})
-    try:
-        _measure_pending(here, recorder, None, [work.repeat])
-    except (ServerError, BenchmarkError) as exc:
-        failure = _failure(here, work.run_path, exc)
-        if failure.kind in TRANSIENT_KINDS:
-            raise TransientUnitFailure(failure.message) from None
-        recorder.failure = failure
+    # a variant spanning nodes: ranks > 0 start on the other nodes of the unit's placement group, rank 0 is
+    # this unit's server (its per-node command); one node: the group is the variant itself
+    with rank_group(sweep.variant, placement, engine=sweep.engine.name,
+                    sim_options=sweep.sim_options(work.repeat)) as group:
+        variant = group.variant
+        variant = apply_parameters(variant, gpus=",".join(placement.gpus)) if placement.gpus else variant
+        here = dataclasses.replace(sweep, variant=variant, host="local", where="local", progress=False,
+                                   on_server=group.adopt)
+        try:
+            _measure_pending(here, recorder, None, [work.repeat])
+        except (ServerError, BenchmarkError) as exc:
+            failure = group.explain(_failure(here, work.run_path, exc))
+            if failure.kind in TRANSIENT_KINDS:
+                raise TransientUnitFailure(failure.message) from None
+            recorder.failure = failure
     return recorder
 
 
@@ -828,8 +861,10 @@ def _units(sweeps: Sequence[_Sweep], writers: Sequence[Any]) -> list[FleetUnit]:
                 continue
             name = sweeps[i].variant.name
             label = name if repeats == 1 else f"{name} repeat {repeat + 1}/{repeats}"
-            units.append(FleetUnit(key=(i, repeat), label=label, gpus=sweeps[i].variant.gpus_wanted,
-                                   payload=_FleetWork(sweeps[i], repeat, todo, writers[i].path)))
+            variant = sweeps[i].variant  # a unit spanning nodes asks for its GPUs per node, on nnodes nodes
+            units.append(FleetUnit(key=(i, repeat), label=label, gpus=gpus_per_node(variant),
+                                   payload=_FleetWork(sweeps[i], repeat, todo, writers[i].path),
+                                   nnodes=nnodes_of(variant)))
     return units
 
 

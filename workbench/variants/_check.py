@@ -10,7 +10,8 @@ version the simulated engine emulates. Its flags come from
 :func:`workbench.source.server_flags` (that version's own source) and its
 speculative rules from :func:`workbench.variants._rules.read_rules`.
 
-Then: flags (:func:`~workbench.variants._validate.check_flags`), speculative rules,
+Then: flags (:func:`~workbench.variants._validate.check_flags`), the multi-node flags
+(:func:`~workbench.variants._multinode.check_multinode`), speculative rules,
 patches (checked on a scratch copy of the target: file and hunk named on failure),
 host resources (paths, disk, GPUs), and each speculative variant against the
 baseline for comparability.
@@ -36,6 +37,7 @@ from workbench.source import FlagTable, server_flags
 from workbench.source import sglang_release
 from workbench.source import version_key
 from workbench.variants._findings import Finding, findings_table
+from workbench.variants._multinode import check_multinode
 from workbench.variants._patchcheck import trial_apply
 from workbench.variants._resources import check_resources
 from workbench.variants._rules import SpecRules, read_rules, tree_version
@@ -197,6 +199,7 @@ def check_variant(
     later = functools.cache(lambda: _later_table(variant, target, cache))
     flag_findings, resolved = check_flags(variant, table, later=later)
     out += flag_findings
+    out += check_multinode(variant)
     has_adaptive = table.get("--speculative-adaptive") is not None
     out += check_spec(variant, resolved, rules, has_adaptive_flag=has_adaptive)
     out += implicit_notes(variant, resolved, rules)
