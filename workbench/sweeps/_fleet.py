@@ -380,7 +380,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             ``fleet.max_retries``); any other exception is reported, not retried.
         prestart: before submitting, start one warm worker per unit slot (:func:`_prestart`:
             Ray and the unit's modules imported), so a unit starts within a fraction of a second of
-            its submission instead of a cold worker's start. Default True.
+            its submission instead of a cold worker's start; units spanning nodes are left out (their
+            ranks' actors start workers of their own). Default True.
         on_prestart: called in the driver with the :class:`Prestart` (when ``prestart``).
         clock: UTC wall clock for ``finished_at``.
 
@@ -395,7 +396,9 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
     ray = connect(fleet)
     _check_fits(ray, units)
     if prestart:
-        warmed = _prestart(ray, units, task, fleet, clock)
+        # a unit spanning nodes gains nothing from a warm worker: its ranks > 0 are actors, each in a worker of
+        # its own that no warm-up can start, and its rank 0 waits for them (workbench.sweeps._fleet_multinode)
+        warmed = _prestart(ray, [u for u in units if u.nnodes == 1], task, fleet, clock)
         if on_prestart is not None:
             on_prestart(warmed)
     from workbench.sweeps._fleet_multinode import group_options, remove_group

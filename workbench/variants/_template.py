@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.variants._multinode import gpus_per_node, nnodes_of
 from workbench.variants._variant import Variant
 
 __all__ = ["TEMPLATE_PARAMETERS", "apply_parameters", "parameters_given", "parse_gpus"]
@@ -82,9 +83,11 @@ def apply_parameters(
         flags["tp-size"] = tp_size
     indices = parse_gpus(gpus)
     if indices is not None:
-        need = dataclasses.replace(variant, flags=flags).gpus_wanted
+        shaped = dataclasses.replace(variant, flags=flags)
+        need = gpus_per_node(shaped)  # a server spanning nodes takes its share on each node
         if len(indices) < need:
-            raise ConfigError(f"variant {variant.name!r} runs at --tp-size x --dp-size = {need} GPUs, "
+            per = f" / --nnodes {nnodes_of(shaped)} per node" if nnodes_of(shaped) > 1 else ""
+            raise ConfigError(f"variant {variant.name!r} runs at --tp-size x --dp-size{per} = {need} GPUs, "
                               f"but gpus names {len(indices)} ({','.join(map(str, indices))}); give as many GPUs "
                               "or a smaller tp_size")
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, indices))
