@@ -195,3 +195,27 @@ def test_the_simulator_refuses_the_multinode_flags_as_sglang_does() -> None:
                            "--dist-init-addr", "h:1"])
     config = parse_server_args(["--model-path", "m", "--tp-size", "2", "--nnodes", "2", "--nccl-init-addr", "h:1"])
     assert config.args["dist_init_addr"] == "h:1"  # SGLang's older alias
+
+
+def test_a_unit_spanning_more_nodes_than_the_fleet_has_is_refused_before_submission() -> None:
+    from workbench.sweeps._fleet import FleetUnit
+    from workbench.sweeps._fleet_multinode import check_groups_fit
+
+    # ray.nodes()'s shape (Ray 2.60): two alive nodes of 4 GPUs, one dead node
+    nodes = [{"Alive": True, "NodeID": "a", "Resources": {"GPU": 4.0, "CPU": 2.0}},
+             {"Alive": True, "NodeID": "b", "Resources": {"GPU": 4.0, "CPU": 2.0}},
+             {"Alive": False, "NodeID": "c", "Resources": {"GPU": 8.0}}]
+    check_groups_fit(nodes, [FleetUnit(key=0, label="two", gpus=4, payload=None, nnodes=2)])
+    with pytest.raises(ConfigError, match="spans 3 nodes of 2 GPU.* has 2 node"):
+        check_groups_fit(nodes, [FleetUnit(key=0, label="three", gpus=2, payload=None, nnodes=3)])
+    with pytest.raises(ConfigError, match="spans 2 nodes of 8 GPU.* has 0 node"):
+        check_groups_fit(nodes, [FleetUnit(key=0, label="big", gpus=8, payload=None, nnodes=2)])
+
+
+def test_a_variant_spanning_nodes_is_refused_off_a_fleet(tmp_path: Path) -> None:
+    import workbench as wb
+
+    with pytest.raises(ConfigError, match="spans 2 nodes .*run it on a fleet"):
+        wb.benchmark_variants([BASE], runs_dir=tmp_path / "runs", progress=False, concurrency_levels=[1],
+                              requests_per_level=1)
+    assert not list((tmp_path / "runs").glob("*/manifest.json"))  # refused before anything ran

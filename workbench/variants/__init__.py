@@ -22,7 +22,6 @@ _NAMES = {
     "gpus_per_node": "_multinode",
     "nnodes_of": "_multinode",
     "rank_variant": "_multinode",
-    "check_multinode": "_multinode",
     "findings_verdict": "_findings",
     "has_errors": "_findings",
     "list_variants": "_variant",
@@ -63,7 +62,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants._multinode import gpus_per_node as gpus_per_node
     from workbench.variants._multinode import nnodes_of as nnodes_of
     from workbench.variants._multinode import rank_variant as rank_variant
-    from workbench.variants._multinode import check_multinode as check_multinode
     from workbench.variants._findings import findings_verdict as findings_verdict
     from workbench.variants._findings import has_errors as has_errors
     from workbench.variants._variant import list_variants as list_variants
