@@ -162,27 +162,26 @@ def test_rank0_serves_http_only_after_rank1_joined_and_rank1_exits_when_rank0_go
         _stop(rank0, *(p for p in (rank1,) if p is not None))
 
 
+def _alone(tmp_path: Path, rank: int, timeout_s: str) -> str:
+    """The log of rank ``rank`` of 2 started with no other rank, after it exited with status 1."""
+    proc, log = _sim(tmp_path, f"alone{rank}", "--node-rank", str(rank), "--dist-init-addr", f"127.0.0.1:{_port()}",
+                     "--port", str(_port()), "--sim-dist-timeout", timeout_s)
+    try:
+        assert proc.wait(timeout=60) == 1
+    finally:
+        _stop(proc)
+    return log.read_text()
+
+
 def test_a_rank_that_cannot_reach_rank0_exits_within_its_bound_with_torchs_message(tmp_path: Path) -> None:
     start = time.monotonic()
-    rank1, log1 = _sim(tmp_path, "alone", "--node-rank", "1", "--dist-init-addr", f"127.0.0.1:{_port()}",
-                       "--port", str(_port()), "--sim-dist-timeout", "2")
-    try:
-        assert rank1.wait(timeout=60) == 1
-    finally:
-        _stop(rank1)
-    text = log1.read_text()
+    text = _alone(tmp_path, 1, "2")
     assert "DistNetworkError: The client socket has timed out after 2000ms while trying to connect to" in text
     failure = classify_failure(text)
     assert failure.kind == "multi_node" and "--dist-init-addr" in failure.suggestion
     print(f"rank 1 alone exited after {time.monotonic() - start:.1f} s (bound 2 s plus its start)")
-    rank0, log0 = _sim(tmp_path, "lonely0", "--node-rank", "0", "--dist-init-addr", f"127.0.0.1:{_port()}",
-                       "--port", str(_port()), "--sim-dist-timeout", "1")
-    try:
-        assert rank0.wait(timeout=60) == 1
-    finally:
-        _stop(rank0)
-    assert "waiting for clients. 0/1 clients joined" in log0.read_text()
-    assert classify_failure(log0.read_text()).kind == "multi_node"
+    text = _alone(tmp_path, 0, "1")  # rank 0 whose rank 1 never comes
+    assert "waiting for clients. 0/1 clients joined" in text and classify_failure(text).kind == "multi_node"
 
 
 def test_the_simulator_refuses_the_multinode_flags_as_sglang_does() -> None:

@@ -830,7 +830,7 @@ def _fleet_unit(work: _FleetWork, placement: Placement) -> UnitRecorder:
         variant = group.variant
         variant = apply_parameters(variant, gpus=",".join(placement.gpus)) if placement.gpus else variant
         here = dataclasses.replace(sweep, variant=variant, host="local", where="local", progress=False,
-                                   on_server=group.adopt)
+                                   on_server=group.adopt if group.nnodes > 1 else None)
         try:
             _measure_pending(here, recorder, None, [work.repeat])
         except (ServerError, BenchmarkError) as exc:
