@@ -185,3 +185,5 @@ def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_kil
     rows = pd.read_parquet(tmp_path / "runs" / manifest["run_id"] / "requests.parquet")
     done = rows[rows["repeat"] == repeat]  # unit 1: every level stored, measured against rank 0
     assert len(done) == 16 and done["error"].isna().all() and set(done["fleet_host"]) == {ip0}
+    (ranks_tag,) = set(done["fleet_ranks"])  # every row says where each rank ran
+    assert ranks_tag.startswith(f"rank 0 on {ip0} (GPUs ") and f"; rank 1 on {({fc.HEAD_IP, fc.WORKER_IP} - {ip0}).pop()}" in ranks_tag

@@ -175,6 +175,14 @@ class RankGroup:
         self._closing = threading.Event()
         self._watcher: threading.Thread | None = None
 
+    def row_tags(self, placement: Any) -> dict[str, str]:
+        """Extra tags of every request row (none on one node): ``fleet_ranks``, each rank's host and GPUs,
+        e.g. ``"rank 0 on 10.0.0.5 (GPUs 0,1); rank 1 on 10.0.0.6 (GPUs 0,1)"``."""
+        if self.nnodes == 1:
+            return {}
+        ranks = [(0, self.host, ",".join(placement.gpus))] + [(r["rank"], r["host"], r["gpus"]) for r in self.ranks]
+        return {"fleet_ranks": "; ".join(f"rank {r} on {h} (GPUs {g or '-'})" for r, h, g in ranks)}
+
     def adopt(self, server: ServerHandle) -> None:
         """Take rank 0's handle (the unit's ``on_server``) and start watching the other ranks."""
         self._rank0 = server

@@ -821,12 +821,12 @@ def _fleet_unit(work: _FleetWork, placement: Placement) -> UnitRecorder:
         TransientUnitFailure: the server failed transiently (Ray runs the unit again).
     """
     sweep = work.sweep
-    recorder = UnitRecorder(work.run_path, work.units,
-                            tags={"fleet_host": placement.host, "fleet_gpus": ",".join(placement.gpus)})
     # a variant spanning nodes: ranks > 0 start on the other nodes of the unit's placement group, rank 0 is
     # this unit's server (its per-node command); one node: the group is the variant itself
     with rank_group(sweep.variant, placement, engine=sweep.engine.name,
                     sim_options=sweep.sim_options(work.repeat)) as group:
+        recorder = UnitRecorder(work.run_path, work.units, tags={
+            "fleet_host": placement.host, "fleet_gpus": ",".join(placement.gpus), **group.row_tags(placement)})
         variant = group.variant
         variant = apply_parameters(variant, gpus=",".join(placement.gpus)) if placement.gpus else variant
         here = dataclasses.replace(sweep, variant=variant, host="local", where="local", progress=False,
