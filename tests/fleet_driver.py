@@ -1,7 +1,8 @@
 """The driver of a fleet test sweep, run inside the head's namespace (``python fleet_driver.py SPEC.json``).
 
 SPEC: ``{"address", "variants", "runs_dir", "options": benchmark_variants keywords, "out": result file,
-"one_unit_per_host": bool}``. Writes ``{"runs": [...], "failures": [...], "resumed": [...]}`` to ``out``.
+"one_unit_per_host": bool}``. Writes ``{"runs": [...], "failures": [...], "resumed": [...]}`` to ``out``,
+also when the sweep is interrupted (``"runs": None``; the failures reported before it).
 
 With ``"inject": FOLDER`` it runs two units through ``workbench.sweeps.run_units`` instead: one whose
 task raises, one whose worker crashes (``os._exit``) on its first attempt; each attempt appends a line
@@ -58,16 +59,20 @@ def main(spec_path: str) -> None:
         return inject(spec)
     failures, resumed = [], []
     fleet = Fleet(spec["address"], one_unit_per_host=spec.get("one_unit_per_host", False))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        runs = wb.benchmark_variants(spec["variants"], fleet=fleet, runs_dir=spec["runs_dir"], progress=False,
-                                     on_failure=lambda f: failures.append({"variant": f.variant, "kind": f.kind,
-                                                                           "message": f.message}),
-                                     on_resume=lambda r: resumed.append({"variant": r.variant, "stored": r.stored,
-                                                                         "total": r.total}),
-                                     **spec["options"])
-    with open(spec["out"], "w", encoding="utf-8") as fh:
-        json.dump({"runs": [str(r) for r in runs], "failures": failures, "resumed": resumed}, fh)
+    runs = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runs = wb.benchmark_variants(spec["variants"], fleet=fleet, runs_dir=spec["runs_dir"], progress=False,
+                                         on_failure=lambda f: failures.append({"variant": f.variant, "kind": f.kind,
+                                                                               "message": f.message}),
+                                         on_resume=lambda r: resumed.append({"variant": r.variant,
+                                                                             "stored": r.stored, "total": r.total}),
+                                         **spec["options"])
+    finally:  # also after Ctrl-C (KeyboardInterrupt, re-raised): the failures reported before it, "runs" None
+        with open(spec["out"], "w", encoding="utf-8") as fh:
+            json.dump({"runs": None if runs is None else [str(r) for r in runs], "failures": failures,
+                       "resumed": resumed}, fh)
 
 
 if __name__ == "__main__":

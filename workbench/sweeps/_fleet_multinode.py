@@ -249,7 +249,8 @@ class RankGroup:
         if self.nnodes == 1:
             return failure
         tails = self._tails()
-        kind, suggestion, head = failure.kind, failure.suggestion, failure.message.splitlines()[0]
+        kind, suggestion = failure.kind, failure.suggestion
+        head = failure.message.splitlines()[0].removesuffix("Server log tail:").rstrip()  # the tails follow
         if self.first_exit is not None:
             rank, host, hostname, tail, launch = next(t for t in tails if t[0] == self.first_exit.rank)
             found = server_died(tail, launch=launch)
