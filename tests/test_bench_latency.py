@@ -240,7 +240,9 @@ def test_client_wait_in_the_open_loop_counts_the_wait_for_a_slot():
 def test_1024_streams_are_not_capped_by_the_pool_or_the_fd_limit():
     prompts = [Prompt(f"p{i}", "coding", "x") for i in range(1024)]
     ensure_fd_limit(2 * 1024)  # client and server sockets live in this one process
-    with ScriptedServer(StreamScript(first_delay_s=1.0, chunk_tokens=(1,))) as srv:
+    # every answer waits until all 1024 are open (at most 45 s), not a fixed second: on a loaded machine
+    # connecting 1024 streams can take longer than that, and the first would finish before the last opened
+    with ScriptedServer(StreamScript(chunk_tokens=(1,), until_in_flight=1024, until_in_flight_timeout_s=45.0)) as srv:
         async def go():
             async with open_session(1024) as session:
                 return await closed_loop(session, srv.url, prompts, concurrency=1024, max_new_tokens=1,

@@ -51,6 +51,11 @@ class StreamScript:
             is between writes. None: one chunk per write.
         disconnect_after_chunks: if set, close the connection (without ending the
             chunked body) after this many chunks.
+        until_in_flight: if set, hold every answer (before ``first_delay_s``) until this many
+            requests are open at once, at most ``until_in_flight_timeout_s``: a test of how many
+            streams a client keeps open then holds on a loaded machine, where connecting them all
+            takes longer than any fixed delay.
+        until_in_flight_timeout_s: the most seconds an answer waits for ``until_in_flight``.
     """
 
     first_delay_s: float = 0.0
@@ -64,6 +69,8 @@ class StreamScript:
     hold_s: float = 0.0
     write_groups: Sequence[int] | None = None
     disconnect_after_chunks: int | None = None
+    until_in_flight: int | None = None
+    until_in_flight_timeout_s: float = 30.0
 
 
 def _chunk(rid: str, text: str, completion: int, prompt_tokens: int, finish: dict | None,
@@ -123,6 +130,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.in_flight_log: list[tuple[float, int]] = []
+        self._reached: dict[int, asyncio.Event] = {}  # in-flight count -> set once it was reached
         self.write_times: list[float] = []
         self.flush_calls = 0
         self.url = ""
@@ -135,6 +143,18 @@ class ScriptedServer:
         self.in_flight += delta
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self.in_flight_log.append((time.perf_counter(), self.in_flight))
+        for count, reached in self._reached.items():
+            if self.in_flight >= count:
+                reached.set()
+
+    async def _until_in_flight(self, count: int, timeout_s: float) -> None:
+        reached = self._reached.setdefault(count, asyncio.Event())
+        if self.max_in_flight >= count:
+            reached.set()
+        try:
+            await asyncio.wait_for(reached.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass  # the test's own assertion on max_in_flight says what was reached
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, kind="completions")
@@ -164,6 +184,8 @@ class ScriptedServer:
         counted = True
         try:
             await resp.prepare(request)
+            if script.until_in_flight is not None:
+                await self._until_in_flight(script.until_in_flight, script.until_in_flight_timeout_s)
             await asyncio.sleep(script.first_delay_s)
             completion, text = 0, ""
             groups = list(script.write_groups or [1] * len(script.chunk_tokens))
