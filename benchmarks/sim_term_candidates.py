@@ -39,8 +39,8 @@ SPECFORGE_339 = {(3, 1, 4): 1.86, (7, 4, 16): 2.52, (3, 3, 8): 2.20, (3, 3, 4): 
 
 def _profile_fits(name: str, candidates: list[tuple[str, list[str], dict[str, float]]]) -> None:
     """Fit each candidate's terms on the profile's calibration points only; print the held-out errors."""
+    from workbench.sim import load_profile
     from workbench.sim._calibrate import Predictor, fit, profile_points
-    from workbench.sim._profiles import load_profile
 
     prof = load_profile(name)
     cal, val = profile_points(prof, "calibration"), profile_points(prof, "validation")
@@ -80,8 +80,7 @@ def moe() -> None:
 
 
 def h200_moe() -> None:
-    from workbench.calibration._fit import fit_table
-    from workbench.calibration._table import load_table
+    from workbench.calibration import fit_table, load_table
     from workbench.sim import Efficiency
 
     table = load_table("data/calibration/h200-2026-12-01/qwen3-30b-a3b.json")
@@ -101,8 +100,8 @@ def h200_moe() -> None:
 
 
 def draft() -> None:
+    from workbench.sim import SpecConfig
     from workbench.sim._acceptance import AcceptanceModel
-    from workbench.sim._spec import SpecConfig
 
     chain = {"num_steps": 3, "accept_length": 1.86}
     point = {key: {"num_steps": key[0], "topk": key[1], "num_draft_tokens": key[2], "accept_length": value}
