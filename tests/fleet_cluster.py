@@ -89,6 +89,10 @@ class Cluster:
     def env(self, ns: str) -> dict[str, str]:
         return {**os.environ, "WORKBENCH_SERVERS_DIR": str(self.servers_dir(ns)), "RAY_USAGE_STATS_ENABLED": "0",
                 "RAY_DISABLE_DOCKER_CPU_WARNING": "1", "PYTHONUNBUFFERED": "1",
+                # explicit: with the mode unset, Ray 2.60's `ray start --head` turns token authentication on
+                # whenever ~/.ray/auth_token exists (any local ray.init() on this machine writes one), and the
+                # worker node, started the same way, was then refused by the head ("InvalidAuthToken")
+                "RAY_AUTH_MODE": "disabled",
                 # a raylet waits this long for its dashboard agent (a Python process) to come up: on 2 loaded
                 # cores it can take longer than the default, and the node start then fails
                 "RAY_agent_register_timeout_ms": "120000",

@@ -39,6 +39,7 @@ WHITE_BOX = {
     "benchmarks/sim_engine_identity.py": "workbench.sim",  # every engine iteration, dumped byte for byte
     "benchmarks/sim_fidelity.py": "workbench.sim",  # the text model and calibration figures
     "benchmarks/sim_offline_speed.py": "workbench.sim",  # the offline engine's inner loop, timed
+    "benchmarks/sim_term_candidates.py": "workbench.sim",  # candidate terms fitted through the calibration's internals
     "benchmarks/spec_step_accuracy.py": "workbench.calibration",  # the whole-step fit's errors, part by part
 }
 

@@ -155,3 +155,20 @@ def test_every_unfitted_efficiency_number_carries_its_source(name: str) -> None:
     for line in dep.splitlines():
         if NUMBER.match(line):
             assert "#" in line, f"{name}: {line.strip()!r} names no source"
+
+
+def test_fit_separates_the_per_phase_constant_from_the_host_time_per_draft_step() -> None:
+    """A deep tree (8 steps) and a chain (3 steps) pay the per-phase constant alike but ``num_steps - 1`` draft
+    steps apart: the fit recovers both from model-made points (``benchmarks/sim_term_candidates.py`` fits the
+    same term on the published points)."""
+    predictor = cal.Predictor(H100, TINY)
+    truth = dataclasses.replace(H100.physics.efficiency, cpu_overhead_ms=0.6, cpu_per_draft_step_ms=0.3)
+    shape = [cal.Point("chain1", "llama3-8b-eagle3", "output_tok_s", 1.0, 1),
+             cal.Point("tree1", "llama3-8b-eagle3-bs1", "output_tok_s", 1.0, 1),
+             cal.Point("chain4", "llama3-8b-eagle3", "speedup", 1.0, 4, baseline="llama3-8b-baseline")]
+    pts = [dataclasses.replace(p, value=v) for p, v in zip(shape, predictor.predict(shape, truth))]
+    start = dataclasses.replace(H100.physics.efficiency, cpu_overhead_ms=1.0, cpu_per_draft_step_ms=0.1)
+    result = cal.fit(H100, pts, terms=("cpu_overhead_ms", "cpu_per_draft_step_ms"), predictor=predictor, start=start)
+    assert result.values["cpu_overhead_ms"] == pytest.approx(0.6, rel=0.02)
+    assert result.values["cpu_per_draft_step_ms"] == pytest.approx(0.3, rel=0.02)
+    assert result.max_abs_residual < 1e-3

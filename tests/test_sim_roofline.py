@@ -198,3 +198,49 @@ def test_moe_token_cost_is_the_h200_expert_table() -> None:
     fit = design @ np.array([floor, per_expert, per_token])
     assert np.max(np.abs(fit / per_layer - 1)[rows["tokens"].to_numpy() >= 4]) < 0.05
     assert load_profile("h100x2-qwen3-30b-a3b-eagle3").physics.efficiency.moe_token_us == 0.192
+
+
+def test_draft_step_host_time_charges_each_draft_forward_after_the_first() -> None:
+    """``cpu_per_draft_step_ms`` adds host time per draft step beyond the first (SGLang v0.4.4 plans FlashInfer's
+    decode attention once per step on the host): exposed under spec v1, hidden under the GPU with spec v2."""
+    host = _cost(eff=dataclasses.replace(EFF, cpu_per_draft_step_ms=0.25))
+    tree = SpecConfig("EAGLE3", num_steps=8, topk=8, num_draft_tokens=64)
+    for spec, steps in ((CHAIN, 2), (tree, 7)):
+        assert host.spec_decode_ms(4, 4000, spec, 8) - _cost().spec_decode_ms(4, 4000, spec, 8) == \
+            pytest.approx(0.25 * steps, rel=1e-9)
+        assert host.spec_gpu_ms(4, 4000, spec, 8) == _cost().spec_gpu_ms(4, 4000, spec, 8)  # host time, not GPU
+    v2 = SpecConfig("EAGLE3", num_steps=3, topk=1, num_draft_tokens=4, spec_v2=True)
+    assert host.spec_decode_ms(4, 4000, v2, 8) == _cost().spec_decode_ms(4, 4000, v2, 8)  # overlapped: 0.5 ms < GPU
+    assert host.decode_ms(4, 4000) == _cost().decode_ms(4, 4000)
+    with pytest.raises(ValueError, match="cpu_per_draft_step_ms must be >= 0"):
+        dataclasses.replace(EFF, cpu_per_draft_step_ms=-1.0)
+
+
+def test_verify_mask_cost_scales_with_context_times_draft_tokens() -> None:
+    """``verify_mask_ns`` charges the verify's custom mask, ``seq_lens_sum x num_draft_tokens + num_draft_tokens^2 x
+    batch`` elements (SGLang v0.4.4 ``build_tree_kernel``), as GPU time."""
+    masked = _cost(eff=dataclasses.replace(EFF, verify_mask_ns=2.0))
+    tree = SpecConfig("EAGLE3", num_steps=8, topk=8, num_draft_tokens=64)
+    for spec in (CHAIN, tree):
+        n = spec.num_draft_tokens
+        extra = masked.spec_gpu_ms(2, 3000, spec, 4)[0] - _cost().spec_gpu_ms(2, 3000, spec, 4)[0]
+        assert extra == pytest.approx(2.0e-6 * (3000 * n + n * n * 2), rel=1e-9)
+
+
+def test_expert_flops_efficiency_applies_to_the_experts_only() -> None:
+    """``expert_flops_efficiency`` sets the grouped expert GEMMs' FLOP/s apart from the dense GEMMs' (None: the
+    same ``flops_efficiency``); the H200 table's expert rows reach 198 TFLOP/s at 4,096 tokens."""
+    import pandas as pd
+
+    same = _cost(QWEN_MOE, draft=None)
+    grouped = _cost(QWEN_MOE, draft=None, eff=dataclasses.replace(EFF, expert_flops_efficiency=0.2))
+    a, b = same.target.groups(4096, 4096, 0, 1), grouped.target.groups(4096, 4096, 0, 1)
+    assert b["experts"][1] == pytest.approx(a["experts"][1] * 0.6 / 0.2, rel=1e-9)
+    assert b["dense"] == a["dense"] and b["lm_head"] == a["lm_head"]
+    with pytest.raises(ValueError, match="expert_flops_efficiency must be in"):
+        dataclasses.replace(EFF, expert_flops_efficiency=1.5)
+    table = pd.read_csv("data/calibration/h200-2026-12-01/qwen3-30b-a3b.csv")
+    row = table[(table["group"] == "experts") & (table["tokens"] == 4096) & (table["context"] == 0)].iloc[0]
+    per_layer_s = row["median_ms"] / row["layers_timed"] / 1e3
+    flops = 2 * 4096 * QWEN_MOE.num_experts_per_tok * 3 * QWEN_MOE.hidden_size * QWEN_MOE.moe_intermediate_size
+    assert flops / per_layer_s / 1e12 == pytest.approx(198.3, abs=1.0)

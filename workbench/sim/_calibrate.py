@@ -364,7 +364,8 @@ class FitResult:
 
 
 _UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficiency": 1.0, "cpu_overhead_ms": 1e3,
-          "cpu_per_request_ms": 1e3, "layer_fixed_us": 1e4, "moe_layer_floor_us": 1e4, "routing_overlap": 0.99}
+          "cpu_per_request_ms": 1e3, "layer_fixed_us": 1e4, "moe_layer_floor_us": 1e4, "routing_overlap": 0.99,
+          "cpu_per_draft_step_ms": 1e3, "verify_mask_ns": 1e3}
 
 
 def _efficiency(base: Efficiency, terms: Sequence[str], x: Iterable[float]) -> Efficiency:

@@ -94,6 +94,21 @@ class Efficiency:
         moe_token_us: GPU time per token per MoE layer at TP 1 (µs; divided by ``tp``), added to
             the touched experts' weight reads: the routing, permutation and grouped-GEMM tiles of
             one token at a few tokens per expert; 0 for a dense model (and in profiles before it).
+        cpu_per_draft_step_ms: host time per draft forward after the first of a speculative
+            iteration (ms; ``num_steps - 1`` of them, exposed under spec v1): SGLang v0.4.4's
+            ``FlashInferMultiStepDraftBackend.common_template`` plans FlashInfer's decode attention on
+            the host (``fast_decode_plan``) once per draft step before the draft's CUDA graph replays,
+            so a deep tree pays more host time than a short chain; 0 unless fitted.
+        verify_mask_ns: time per element of the verify's custom attention mask (ns), per verify:
+            SGLang v0.4.4 builds a ``seq_lens_sum x num_draft_tokens + num_draft_tokens^2 x batch``
+            boolean mask (``build_tree_kernel``), packs it (FlashInfer's ``segment_packbits`` in
+            the prefill ``plan``) and its custom-mask prefill kernel reads it in every layer; 0 unless
+            fitted.
+        expert_flops_efficiency: achieved fraction of the data-sheet dense FLOP/s in an MoE layer's grouped
+            expert GEMMs (0..1]; None (the default) uses ``flops_efficiency``. A grouped GEMM over 128
+            small experts reaches far less than a dense GEMM: torch ``grouped_mm`` on one H200 reached
+            198 TFLOP/s (0.20 of the data sheet) for Qwen3-30B-A3B's experts at 4,096 tokens
+            (``data/calibration/h200-2026-12-01/qwen3-30b-a3b.csv``), where a dense GEMM reaches about 0.5.
     """
 
     hbm_efficiency: float = 0.8
@@ -109,6 +124,9 @@ class Efficiency:
     moe_layer_floor_us: float = 0.0
     routing_overlap: float = 0.0
     moe_token_us: float = 0.0
+    cpu_per_draft_step_ms: float = 0.0
+    verify_mask_ns: float = 0.0
+    expert_flops_efficiency: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency"):
@@ -116,16 +134,19 @@ class Efficiency:
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
         for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us",
-                     "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us", "moe_token_us"):
+                     "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us", "moe_token_us",
+                     "cpu_per_draft_step_ms", "verify_mask_ns"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.expert_flops_efficiency is not None and not 0.0 < self.expert_flops_efficiency <= 1.0:
+            raise ValueError(f"expert_flops_efficiency must be in (0, 1], got {self.expert_flops_efficiency}")
         if not 0.0 <= self.routing_overlap < 1.0:
             raise ValueError(f"routing_overlap must be in [0, 1), got {self.routing_overlap}")
 
 
 #: Efficiency terms a calibration may fit.
 FITTABLE = ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency", "cpu_overhead_ms", "cpu_per_request_ms",
-            "layer_fixed_us", "moe_layer_floor_us", "routing_overlap")
+            "layer_fixed_us", "moe_layer_floor_us", "routing_overlap", "cpu_per_draft_step_ms", "verify_mask_ns")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,7 +252,9 @@ class _Forward:
         self.n_experts = model.num_experts
         self.route_keep = 1.0 - model.num_experts_per_tok / model.num_experts if model.is_moe else 1.0
         self.expert_mem = layers * expert_params * b / tp / bw                         # ms per touched expert
-        self.expert_flop = 2.0 * layers * model.num_experts_per_tok * expert_params / tp / flops  # ms per token
+        expert_eff = eff.flops_efficiency if eff.expert_flops_efficiency is None else eff.expert_flops_efficiency
+        expert_flops = tflops * 1e12 * expert_eff / 1e3
+        self.expert_flop = 2.0 * layers * model.num_experts_per_tok * expert_params / tp / expert_flops  # ms per token
         self.expert_token = layers * eff.moe_token_us / tp / 1e3 if model.is_moe else 0.0        # ms per token
         kv_heads = max(1.0, model.num_key_value_heads / tp)   # SGLang replicates KV heads when tp > kv heads
         self.kv_mem = layers * 2 * kv_heads * hd * b / bw                              # ms per token read
@@ -341,8 +364,8 @@ class RooflineCost:
                               f"for {self.target_config.name}")
         return self.draft.total(tokens, seqs, kv_tokens, logits)
 
-    def _iteration(self, gpu_ms: float, phases: int, overlap: bool, batch: int) -> float:
-        cpu = phases * (self._cpu + self._cpu_req * batch)
+    def _iteration(self, gpu_ms: float, phases: int, overlap: bool, batch: int, extra_cpu_ms: float = 0.0) -> float:
+        cpu = phases * (self._cpu + self._cpu_req * batch) + extra_cpu_ms
         return max(gpu_ms, cpu) if overlap else gpu_ms + cpu
 
     def _eager(self, batch: int, forward: _Forward) -> float:
@@ -392,8 +415,10 @@ class RooflineCost:
         eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
         kernels = 0.0 if self.spec_kernels is None else self.spec_kernels.step_ms(
             batch, spec.num_steps, spec.topk, max(1, round(verify_tokens / batch)))
-        gpu = sum(target) + self.target.fixed_ms + draft + eager + kernels
-        total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch)
+        mask = self.efficiency.verify_mask_ns * 1e-6 * (kv_tokens + verify_tokens) * max(1, round(verify_tokens / batch))
+        gpu = sum(target) + self.target.fixed_ms + draft + eager + kernels + mask
+        host = self.efficiency.cpu_per_draft_step_ms * max(0, spec.num_steps - 1)
+        total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch, host)
         return target, draft, gpu, total, kernels
 
     def _prefill_parts(self, prompt_tokens: list[int], spec: SpecConfig):
