@@ -1,7 +1,7 @@
 """A server spanning two nodes on the real engine: Ray 2.60, a head and a worker in two network namespaces
 (fake GPUs), the simulated SGLang engine's ranks meeting at --dist-init-addr (tests/fleet_cluster.py).
 
-One cluster serves this module (the pattern of tests/test_fleet.py); each test drives a sweep from the head's
+One cluster serves this module (tests/test_fleet.py's module-scoped fixture); each test drives a sweep from the head's
 namespace (tests/fleet_driver.py) and checks that no server is left. Skipped, with the reason, where
 namespaces cannot be made. The parts without Ray are tests/test_multinode_units.py.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import fleet_cluster as fc
+from test_fleet import cluster  # noqa: F401 - the module-scoped two-namespace cluster (one per module using it)
 
 pytestmark = pytest.mark.e2e
 
@@ -46,27 +47,6 @@ OPTIONS = {"concurrency_levels": [1, 2], "requests_per_level": 4, "max_new_token
            "time_scale": 1.0}
 #: Bound for every rank to be gone after Ctrl-C in the driver (docs/FLEET.md; the one-node bound).
 CANCEL_BOUND_S = 5.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    why = fc.namespaces_unavailable()
-    if why:
-        pytest.skip(f"no two-host Ray cluster here: {why}")
-    # Ray 2.60 turns token authentication on for a head started with RAY_AUTH_MODE unset when ~/.ray/auth_token
-    # exists (ray/_private/authentication/authentication_token_setup.py), and a worker without the mode then
-    # cannot join it: this cluster says which mode it runs in (off, as tests/fleet_cluster.py assumes)
-    mode = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = mode or "disabled"
-    try:
-        made = fc.start(tmp_path_factory.mktemp("fleet-multinode"))
-        try:
-            yield made
-        finally:
-            fc.stop(made)
-    finally:
-        if mode is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
 
 
 def _variant_file(tmp_path: Path) -> str:
