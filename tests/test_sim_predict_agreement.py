@@ -13,7 +13,8 @@ that arrives while an iteration runs waiting for the next one.
 On a quiet machine the fronts agree within 2% (docs/PERFORMANCE.md). A loaded machine adds to the
 front's overheads (it measured 3.7% beside other work, issue 24), and each level measures what it
 added: the share of the client's E2E spent outside the server and the share of the level the engine
-spent behind its schedule (the two measures of ``sim_schedule_problem``). The bound is 2% plus those
+spent behind its schedule (the two measures of ``sim_schedule_problem``), and the share of the level
+the client held fewer than its concurrency open (a late next request). The bound is 2% plus those
 measured shares, so it holds under load without hiding a disagreement the level cannot explain.
 """
 
@@ -36,11 +37,15 @@ TOLERANCE = 0.02
 
 
 def _explained(level) -> float:
-    """The disagreement a level's own measures explain: the share of the mean E2E outside the server
-    plus the share of the level's wall time the simulator fell behind its schedule."""
+    """The disagreement a level's own measures explain: the share of the mean E2E outside the server,
+    the share of the level's wall time the simulator fell behind its schedule, and the share of the
+    level the client held fewer requests open than its concurrency (``1 - achieved_concurrency /
+    concurrency``: a loaded client sends each next request late; on a quiet machine only the level's
+    last requests draining, 0.2-0.4% here)."""
     outside = max(0.0, float(level["mean_e2e_over_server_ms"])) / float(level["mean_e2e_ms"])
     behind = float(level["sim_behind_schedule_wall_s"] or 0.0) / (float(level["duration_s"]) / SCALE)
-    return outside + behind
+    short = max(0.0, 1.0 - float(level["achieved_concurrency"]) / float(level.name))
+    return outside + behind + short
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +69,7 @@ def test_http_and_offline_throughput_agree_within_2_percent(tmp_path, fixed_acce
     print(f"\n{variant}: HTTP / offline output tok/s = " + ", ".join(
         f"c={c}: {r:.4f} (accept length {measured.loc[c, 'accept_length']:.3f} / {offline[c]['accept_length']:.3f}, "
         f"behind schedule {measured.loc[c, 'sim_behind_schedule_wall_s']:.3f} s, client E2E over the server's "
-        f"{measured.loc[c, 'mean_e2e_over_server_ms']:.1f} ms)" for c, r in ratios.items()))
+        f"{measured.loc[c, 'mean_e2e_over_server_ms']:.1f} ms, achieved concurrency "
+        f"{measured.loc[c, 'achieved_concurrency']:.2f})" for c, r in ratios.items()))
     bounds = {c: TOLERANCE + _explained(measured.loc[c]) for c in LEVELS}
     assert all(abs(r - 1.0) <= bounds[c] for c, r in ratios.items()), (ratios, bounds)
