@@ -213,8 +213,9 @@ def _check_fits(ray: Any, units: Sequence[FleetUnit]) -> None:
     """
     from workbench.sweeps._fleet_multinode import check_groups_fit
 
-    check_groups_fit(ray.nodes(), list(units))
-    most = max((float(n.get("Resources", {}).get("GPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0.0)
+    nodes = ray.nodes()
+    check_groups_fit(nodes, list(units))
+    most = max((float(n.get("Resources", {}).get("GPU", 0)) for n in nodes if n.get("Alive")), default=0.0)
     too_big = sorted({(u.gpus, u.label) for u in units if u.gpus > most})
     if too_big:
         gpus, label = too_big[-1]
@@ -252,9 +253,9 @@ class _Gate:
         self.arrived += 1
         return self.arrived
 
-    def count(self) -> int:
-        """The warm-ups that have started, or a number no warm-up waits for once the driver closed the gate."""
-        return 1 << 30 if self.closed else self.arrived
+    def ready(self, wanted: int) -> bool:
+        """True once ``wanted`` warm-ups have started, or the driver closed the gate."""
+        return self.closed or self.arrived >= wanted
 
     def close(self) -> None:
         """End the prestart: every warm-up still waiting (or starting later) returns at its next poll."""
@@ -269,7 +270,7 @@ def _warm_up(gate: Any, wanted: int, task: Callable[[Any, Placement], Any], payl
 
     ray.get(gate.arrive.remote())
     deadline = time.monotonic() + PRESTART_TIMEOUT_S
-    while ray.get(gate.count.remote()) < wanted and time.monotonic() < deadline:
+    while not ray.get(gate.ready.remote(wanted)) and time.monotonic() < deadline:
         time.sleep(0.2)  # a few actor calls a second per warm-up: cheap on a loaded node
     return ray.util.get_node_ip_address(), os.getpid()
 
@@ -452,7 +453,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                     on_done(outcome)
             submit()
     except KeyboardInterrupt:
-        for outcome in _cancel(ray, running, clock):
+        for ref, outcome in _cancel(ray, running, clock).items():
+            outcome = dataclasses.replace(outcome, submitted_at=submitted.get(ref))
             outcomes.append(outcome)
             if outcome.error != "cancelled" and on_done is not None:
                 on_done(outcome)  # it finished before the Ctrl-C was seen: its rows are kept like any other's
@@ -479,12 +481,12 @@ def _collect(ray: Any, ref: Any, unit: FleetUnit, now: float) -> UnitOutcome:
 
 
 def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
-            clock: Callable[[], float]) -> list[UnitOutcome]:
+            clock: Callable[[], float]) -> dict[Any, UnitOutcome]:
     """Cancel every running unit: softly (``KeyboardInterrupt`` in the task, whose ``with`` blocks stop
     the server), then with ``force=True`` for those still running after :data:`CANCEL_GRACE_S`.
 
     Returns:
-        One outcome per unit of ``running``: its real outcome (:func:`_collect`) for a unit that had
+        The outcome of each unit of ``running``, by its ObjectRef: its real outcome (:func:`_collect`) for a unit that had
         already finished, ``error="cancelled"`` for the others.
     """
     # a unit that already finished is not cancelled (cancelling a task whose reply is in flight is the
@@ -496,5 +498,5 @@ def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
     for ref in left:
         ray.cancel(ref, force=True)
     now = clock()
-    return ([_collect(ray, ref, running[ref][0], now) for ref in finished]
-            + [UnitOutcome(running[ref][0], None, None, now, "cancelled") for ref in refs])
+    return {**{ref: _collect(ray, ref, running[ref][0], now) for ref in finished},
+            **{ref: UnitOutcome(running[ref][0], None, None, now, "cancelled") for ref in refs}}
