@@ -280,9 +280,10 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
     import signal
     import time
 
-    marker = tmp_path / "cell-running"
+    marker, cleaned = tmp_path / "cell-running", tmp_path / "cell-cleaned-up"
     nb = write_notebook(tmp_path / "slow.ipynb", parameters="x = 1",
-                        cells=[f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)"])
+                        cells=[f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
+                               f"try:\n    time.sleep(120)\nfinally:\n    pathlib.Path({str(cleaned)!r}).touch()"])
     workbench_cli = Path(sys.executable).with_name("workbench")  # the console script, as a user runs it
     proc = subprocess.Popen([str(workbench_cli), "report", str(nb), "--out", str(tmp_path / "r")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -297,4 +298,9 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
-    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)"), err
+    assert "Traceback" not in err and "exception" not in err and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)"), err
+    # the cell got its own KeyboardInterrupt (its finally/with blocks ran: what stops a notebook's servers)
+    assert cleaned.exists()
+    kernel_pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):  # and its kernel is gone
+        os.kill(kernel_pid, 0)

@@ -102,7 +102,41 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM outside the event loop (while the plan is read or the loop starts)."""
     raise Stopped("stopped by SIGTERM")
+
+
+async def _run_until_sigterm(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
+                             units: list[tuple[int, int]] | None) -> None:
+    """:func:`run_plan`, ended by SIGTERM through the loop: the sweep task is cancelled (its ``finally`` blocks
+    close the streams) and :class:`Stopped` raised here.
+
+    A handler installed with ``signal.signal`` that raises would raise inside whatever callback the loop
+    happens to run, where asyncio logs and drops the exception ("Exception in callback ...") and the sweep
+    went on to exit 0; the loop's own handler (``add_signal_handler``) runs between callbacks.
+
+    Raises:
+        Stopped: SIGTERM arrived.
+    """
+    loop = asyncio.get_running_loop()
+    sweep = asyncio.current_task()
+    assert sweep is not None
+    stopped: list[bool] = []
+
+    def on_sigterm() -> None:
+        stopped.append(True)
+        sweep.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        await run_plan(base_url, plan, writer, units)
+    except asyncio.CancelledError:
+        if stopped:
+            raise Stopped("stopped by SIGTERM") from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         writer = SweepLogWriter(out)
         _say(f"pid {os.getpid()}: {plan.num_levels} levels, {plan.total_requests} requests against {args.url}")
         try:
-            asyncio.run(run_plan(args.url, plan, writer, units))
+            asyncio.run(_run_until_sigterm(args.url, plan, writer, units))
         except Stopped as exc:
             writer.failed("Stopped", str(exc))
             _say(str(exc))

@@ -34,6 +34,7 @@ from workbench.errors import ConfigError, ReportError
 BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
 from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
+from workbench.report._interrupt import KernelProcesses, run_interruptibly
 from workbench.report._params import check_parameters, notebook_parameters
 from workbench.report._progress import CellWatch, executed_sources, progress_lines
 from workbench.report._provenance import git_state, provenance
@@ -169,13 +170,14 @@ def _execute(
             else contextlib.nullcontext())
     propagate, level = papermill_log.propagate, papermill_log.level
     sockets = _kernel_sockets()
+    kernels = KernelProcesses()
     if watch is not None:  # papermill's records only reach the watch: the cells' own output stays in the notebook
         papermill_log.addHandler(watch)
         papermill_log.propagate = False
         papermill_log.setLevel(logging.INFO)
     try:
         with tail:
-            papermill.execute_notebook(
+            run_interruptibly(lambda: papermill.execute_notebook(
                 str(source),
                 str(executed),
                 parameters=parameters,
@@ -189,8 +191,8 @@ def _execute(
                 # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7); in a
                 # folder of this run's own (_kernel_sockets), never shared with another kernel.
                 config=Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}}),
-                kernel_manager_class=_kernel_manager(kernel_log),
-            )
+                kernel_manager_class=_kernel_manager(kernel_log, kernels),
+            ), kernels)  # Ctrl-C: the cell interrupted, the kernel stopped, then KeyboardInterrupt (_interrupt.py)
     except NoSuchKernel as exc:
         raise ReportError(
             f"cannot run {source}: no Jupyter kernel named {kernel!r} in this environment. "
@@ -244,8 +246,9 @@ def _kernel_sockets() -> Path:
     return Path(tempfile.mkdtemp(prefix="wb-kernel-", dir=base if len(base) < _SOCKET_DIR_MAX - 20 else "/tmp"))
 
 
-def _kernel_manager(log: Path) -> type:
-    """A kernel manager whose kernel writes its own process's stderr to ``log``, not to this terminal.
+def _kernel_manager(log: Path, kernels: KernelProcesses) -> type:
+    """A kernel manager whose kernel writes its own process's stderr to ``log``, not to this terminal, and
+    whose kernel process is recorded in ``kernels`` (for Ctrl-C: :func:`workbench.report._interrupt.run_interruptibly`).
 
     The cells' output reaches the notebook through the kernel's messages either way; the process's
     stderr holds only the kernel's own log lines, such as the ZMQ traceback ipykernel prints when it
@@ -259,6 +262,7 @@ def _kernel_manager(log: Path) -> type:
             with open(log, "ab") as stderr:  # the kernel keeps its own descriptor
                 kw.setdefault("stderr", stderr)
                 await super()._async_launch_kernel(kernel_cmd, **kw)
+            kernels.add(getattr(self.provisioner, "process", None))  # jupyter_client 8's LocalProvisioner
 
     return _LoggedKernelManager
 
