@@ -48,14 +48,16 @@ report: $(STAMP)
 	@$(BIN)/python -m compileall -q workbench >/dev/null
 	$(BIN)/workbench report $(ARGS) $(P_ARGS)
 
-# Two pytest workers (pytest-xdist): most tests wait on servers, kernels and sshd, so two share 2 cores.
+# Three pytest workers (pytest-xdist): most tests wait on servers, kernels, sshd and Ray (the suite's own
+# processes used about half of one core over a whole run), so three share 2 cores.
 # --dist loadfile keeps each test module on one worker: a module-scoped fixture (the fleet tests' Ray
 # cluster) starts once, and a module's tests never run beside each other (xdist 3.8's loadgroup did not
-# keep a group together under pytest 9.2). TEST_WORKERS=0 runs them in this process, one at a time.
-TEST_WORKERS ?= 2
+# keep a group together under pytest 9.2). --no-loadscope-reorder keeps the modules in the order
+# tests/conftest.py gives them (the slowest first). TEST_WORKERS=0 runs them in this process, one at a time.
+TEST_WORKERS ?= 3
 test: $(TEST_STAMP) system-deps
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(ARGS)
+	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(ARGS)
 
 # JupyterLab from the venv: its kernel "python3" (installed into the venv by $(STAMP)) is the
 # project's interpreter, so notebooks import this checkout. Loopback only unless ARGS says otherwise.

@@ -52,3 +52,31 @@ def _write_notebook(
 def write_notebook() -> NotebookWriter:
     """``write_notebook(path, setup=[...], parameters="x = 1", cells=[...]) -> path``: a small real notebook."""
     return _write_notebook
+
+
+#: The test modules that take longest (seconds, loaded 2-core runs of 2026-12-02, ``--durations``), run first:
+#: pytest-xdist's ``--dist loadfile`` hands modules out in collection order (``--no-loadscope-reorder``,
+#: the Makefile's), and a long module handed out last runs alone at the end while the other workers idle
+#: (test_fleet.py about 530 s, test_policy_study.py's notebook 20-320 s depending on the load). Longest first
+#: is the usual greedy rule for packing jobs onto workers.
+SLOWEST_FIRST = (
+    "test_fleet.py",
+    "test_fleet_ssh.py",
+    "test_policy_study.py",
+    "test_fleet_multinode.py",
+    "test_e2e_spec_vs_baseline.py",
+    "test_report_from_runs.py",
+    "test_e2e_notebook_over_ssh.py",
+    "test_e2e_report_injection.py",
+    "test_faults.py",
+    "test_sim_predict_agreement.py",
+    "test_servers_ssh.py",
+    "test_lab_browser.py",
+    "test_report_beside.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the modules of :data:`SLOWEST_FIRST` first, in that order; the others keep their order."""
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -101,8 +101,15 @@ def _health_app() -> web.Application:
     return app
 
 
+#: Seconds the simulated server gives open requests after SIGTERM/SIGINT before it closes them.
+SHUTDOWN_TIMEOUT_S = 1.0
+
+
 async def _serve_http(app: web.Application, host: str, port: int, log: logging.Logger, *, ready_line: bool = True) -> int:
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # SIGTERM ends the server within about a second, streams in flight cut as a killed server cuts them: aiohttp's
+    # default waits up to 60 s for open handlers, and a stop that waits on its own load generator's streams (a
+    # cancelled fleet unit, a Ctrl-C'd sweep) then outlasted the 5 s the workbench promises (docs/FLEET.md).
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
