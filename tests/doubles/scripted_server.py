@@ -109,6 +109,10 @@ class ScriptedServer:
         in_flight_log: ``(time.perf_counter(), in_flight)`` after every change.
         write_times: ``time.perf_counter()`` after each write of a stream's chunks, in order (the
             server's own send times, which a loaded machine may delay).
+        write_windows: per request index, ``(epoch before, epoch after)`` (``time.time()``, seconds) of each
+            write of its chunks and of its ``[DONE]``, in order: the kernel's receive stamp of what a write
+            sent over loopback lies inside its window, however late a loaded machine ran the write.
+        request_epochs: per request index, ``time.time()`` when its handler began (after the client sent it).
         max_in_flight: the most ``/generate`` requests open at once.
         flush_calls: number of ``/flush_cache`` calls.
     """
@@ -132,6 +136,8 @@ class ScriptedServer:
         self.in_flight_log: list[tuple[float, int]] = []
         self._reached: dict[int, asyncio.Event] = {}  # in-flight count -> set once it was reached
         self.write_times: list[float] = []
+        self.write_windows: dict[int, list[tuple[float, float]]] = {}
+        self.request_epochs: dict[int, float] = {}
         self.flush_calls = 0
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -171,8 +177,11 @@ class ScriptedServer:
                              bool(options.get("continuous_usage_stats")))
 
     async def _generate(self, request: web.Request, kind: str = "generate") -> web.StreamResponse:
+        begun = time.time()
         body = await request.json()
         index = len(self.bodies)
+        self.request_epochs[index] = begun
+        windows = self.write_windows.setdefault(index, [])
         self.bodies.append(body)
         script = self._script(body, index) if callable(self._script) else self._script
         if script.status != 200:
@@ -216,8 +225,10 @@ class ScriptedServer:
                 groups[0] -= 1
                 if groups[0] <= 0 or last:
                     groups.pop(0)
+                    before = time.time()
                     await resp.write(pending)
                     self.write_times.append(time.perf_counter())
+                    windows.append((before, time.time()))
                     pending = b""
                     if not last:
                         await asyncio.sleep(script.gap_s)
@@ -233,7 +244,9 @@ class ScriptedServer:
             self._set_in_flight(-1)
             counted = False
             if script.send_done:
+                before = time.time()
                 await resp.write(b"data: [DONE]\n\n")
+                windows.append((before, time.time()))
             await resp.write_eof()
         finally:
             if counted:

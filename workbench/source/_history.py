@@ -154,7 +154,7 @@ def history_frame(name: str, picked: list[str], found: pd.DataFrame, *, include_
     frame = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
     for column in ("start_line", "end_line"):
         frame[column] = frame[column].astype("Int64")
-    frame["renamed"] = frame["renamed"].fillna(False)
+    frame["renamed"] = frame["renamed"].astype(object).fillna(False)  # all-None is float64: fill as objects
     for column in ("found", "changed_since_previous", "moved", "renamed"):
         frame[column] = frame[column].astype(bool)
     for column in frame.columns:
