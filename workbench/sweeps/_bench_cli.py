@@ -253,14 +253,13 @@ _JOB_SETS = frozenset({"fleet", "detach", "runs_dir", "progress", "host"})
 def job_arguments(ctx: Any) -> list[str]:
     """The ``bench`` arguments given on this command line (those left at their defaults left out, so the job
     plans the sweep as this command would), less those the job sets itself (:data:`_JOB_SETS`)."""
-    import click
-
     argv: list[str] = []
-    for param in ctx.command.params:
-        if param.name in _JOB_SETS or ctx.get_parameter_source(param.name) == click.core.ParameterSource.DEFAULT:
+    for param in ctx.command.params:  # typer's own click: compared by names, not classes
+        source = ctx.get_parameter_source(param.name)
+        if param.name in _JOB_SETS or source is None or source.name == "DEFAULT":
             continue
         value = ctx.params[param.name]
-        if isinstance(param, click.Argument):
+        if param.param_type_name == "argument":
             argv += [str(v) for v in (value or [])]
             continue
         opt = next(o for o in param.opts if o.startswith("--"))

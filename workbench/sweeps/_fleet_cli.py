@@ -120,6 +120,7 @@ def cancel_command(job: JobArg = None, name: NameOpt = "default") -> None:
     """Stop the fleet's job: its sweep is cancelled as by Ctrl-C (each unit's server stopped)."""
     from workbench.sweeps._fleet_job import cancel_job
 
-    chosen, status, seconds = cancel_job(name, job)
-    typer.echo(f"job {chosen}: {status} {seconds:.1f} s after the stop request; what it finished stays on the head "
+    chosen, status, seconds, asked_at = cancel_job(name, job)
+    typer.echo(f"job {chosen}: {status} {seconds:.1f} s after the stop request (sent at {asked_at:.3f} UTC seconds); "
+               f"what it finished stays on the head "
                f"(`workbench fleet attach {chosen}` pulls it)")

@@ -38,7 +38,13 @@ STOP_WAIT_S = 8
 #: The job statuses after which nothing changes (Ray's ``JobStatus``).
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 #: Runs the workbench's CLI with the arguments after it (the entrypoint needs no console script on the PATH).
-_CLI = "from workbench.cli import app; app()"
+#: A job's process may inherit SIGINT blocked or ignored (Ray blocks it in its processes; the job supervisor
+#: unblocks it only when its own environment says so, and Python installs no handler for a signal ignored at
+#: its start): unblocked here, and both SIGINT and SIGTERM raise KeyboardInterrupt, so a stopped job cancels its
+#: sweep as Ctrl-C does, whichever signal Ray sends.
+_CLI = ("import signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+        "signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "signal.signal(signal.SIGTERM, signal.default_int_handler); from workbench.cli import app; app()")
 
 
 def _client(base: str, state: FleetState) -> Any:
@@ -92,11 +98,11 @@ def job_status(name: str, job: str | None = None) -> tuple[str, str]:
         return chosen, str(_client(base, state).get_job_status(chosen))
 
 
-def cancel_job(name: str, job: str | None = None, *, timeout_s: float = 60.0) -> tuple[str, str, float]:
+def cancel_job(name: str, job: str | None = None, *, timeout_s: float = 60.0) -> tuple[str, str, float, float]:
     """Stop ``job`` (default: the fleet's last) and wait until Ray says it ended.
 
     Returns:
-        ``(job id, final status, seconds from the stop request to that status)``.
+        ``(job id, final status, seconds from the stop request to that status, the stop request's UTC time)``.
 
     Raises:
         HostError: still not ended after ``timeout_s``.
@@ -105,12 +111,12 @@ def cancel_job(name: str, job: str | None = None, *, timeout_s: float = 60.0) ->
     chosen = _job(state, job)
     with dashboard(state) as base:
         client = _client(base, state)
-        start = time.monotonic()
+        start, asked_at = time.monotonic(), time.time()
         client.stop_job(chosen)
         while time.monotonic() - start < timeout_s:
             status = str(client.get_job_status(chosen)).split(".")[-1]
             if status in TERMINAL:
-                return chosen, status, time.monotonic() - start
+                return chosen, status, time.monotonic() - start, asked_at
             time.sleep(0.2)
     raise HostError(f"job {chosen} of fleet {name!r} did not end within {timeout_s:.0f} s of its stop request")
 
