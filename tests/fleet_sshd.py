@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import fleet_cluster as fc
-from sshd_fixture import SSHD_BINARY, _keygen
+from sshd_fixture import SSHD_BINARY, _keygen, stop_process
 
 PORT = 2222
 ALIASES = {"fleethead": fc.HEAD_IP, "fleetworker": fc.WORKER_IP}
@@ -103,9 +103,4 @@ def start(cluster: fc.Cluster, work: Path) -> FleetSSH:
 def stop(ssh: FleetSSH) -> None:
     """Stop both sshds (by their own process ids)."""
     for proc in ssh.procs.values():
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
