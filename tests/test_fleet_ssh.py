@@ -36,10 +36,10 @@ CANCEL_BOUND_S = 10.0
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 NAME = f"t{os.getpid() % 100000}"
 SMALL = ["baseline", "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens", "16",
-         "--repeats", "2"]
+         "--repeats", "1"]
 #: About 40 s of load per unit at time scale 1: long enough to be cancelled while measuring.
 SLOW = ["baseline", "--tp-size", "2", "--levels", "1,2", "--requests", "16", "--max-new-tokens", "128",
-        "--repeats", "2", "--time-scale", "1", "--label", "slow"]
+        "--repeats", "1", "--time-scale", "1", "--label", "slow"]
 
 
 class Fleet:
@@ -188,7 +188,7 @@ def test_detached_sweep_attach_pulls_only_new(fleet):
     (manifest,) = _runs(fleet)
     assert manifest["status"] == "complete", manifest["status"]
     assert {u["host"] for u in manifest["fleet_units"]} <= {fc.HEAD_IP, fc.WORKER_IP}
-    assert len(manifest["fleet_units"]) == 2 and all(u["error"] is None for u in manifest["fleet_units"])
+    assert len(manifest["fleet_units"]) == 1 and all(u["error"] is None for u in manifest["fleet_units"])
     listed = fleet.cli("runs", "list", "--runs-dir", str(fleet.runs)).stdout
     assert manifest["run_id"] in listed
     assert not list(fleet.runs.glob(".pull-*")), "a temporary pull folder was left"
@@ -197,7 +197,7 @@ def test_detached_sweep_attach_pulls_only_new(fleet):
 def test_cancel_stops_every_server_within_bound(fleet):
     out = fleet.cli("bench", *SLOW, "--fleet", NAME, "--detach").stdout
     job = out.split("job: ", 1)[1].split()[0]
-    _wait(lambda: len(fleet.cluster.servers()) >= 2, 420)
+    _wait(lambda: fleet.cluster.servers(), 420)
     time.sleep(3)  # the servers are measuring
     assert fleet.cluster.servers()
     start = time.monotonic()
