@@ -75,3 +75,4 @@ def test_detach_needs_a_fleet_of_fleet_up():
     assert out.exit_code == 2 and "no fleet named 'nosuch'" in out.output
     out = runner.invoke(app, ["fleet", "up"])
     assert out.exit_code == 2
+

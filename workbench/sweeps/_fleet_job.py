@@ -7,9 +7,9 @@ driver joins the cluster it runs in: Ray sets ``RAY_ADDRESS`` for it) and ``--ru
 folder on the head. The job is the sweep's driver: it runs on the head and goes on when the workbench that
 submitted it disconnects; its units write each level on the head as they finish (today's store, atomic).
 
-``workbench fleet attach [JOB]`` pulls from the head's runs folder every file that changed since the last
-pull (size and mtime, recorded in the fleet file) into the local runs folder: a run folder new here is
-copied into a hidden temporary folder beside it and renamed into place whole; a run already here gets its
+``workbench fleet attach [JOB]`` pulls from the head's runs folder into the local runs folder every file that
+changed since the last pull into that folder (size and mtime, recorded in the fleet file per local folder; a
+run deleted here is pulled again): a run folder new here is copied into a hidden temporary folder beside it and renamed into place whole; a run already here gets its
 changed files each replaced atomically, ``manifest.json`` last, so ``runs list`` and ``report --from-runs``
 never see a half-pulled run. ``workbench fleet cancel [JOB]`` stops the job: its driver gets SIGINT (the job
 is submitted with ``RAY_JOB_STOP_SIGNAL=SIGINT``), i.e. the sweep's Ctrl-C (every unit cancelled, its server
@@ -148,12 +148,14 @@ def pull_runs(name: str, runs_root: Path) -> dict[str, list[str]]:
 
     state = load_state(name)
     host = get_host(state.head, config_file=state.ssh_config)
+    seen = state.pulled.setdefault(str(runs_root.resolve()), {})  # per local runs folder
     changed: dict[str, list[str]] = {}
     remote = _remote_files(host, state.runs_dir)
     for rel, stamp in sorted(remote.items()):
-        if rel.count("/") == 0 or state.pulled.get(rel) == list(stamp):
+        run = rel.split("/", 1)[0]
+        if rel.count("/") == 0 or (seen.get(rel) == list(stamp) and (runs_root / run).exists()):
             continue
-        changed.setdefault(rel.split("/", 1)[0], []).append(rel)
+        changed.setdefault(run, []).append(rel)
     runs_root.mkdir(parents=True, exist_ok=True)
     for run, files in changed.items():
         files.sort(key=lambda rel: rel.endswith("/manifest.json"))  # the manifest last
@@ -169,6 +171,6 @@ def pull_runs(name: str, runs_root: Path) -> dict[str, list[str]]:
             if whole and into.exists():
                 shutil.rmtree(into, ignore_errors=True)
         for rel in (r for r in remote if r.startswith(run + "/")):
-            state.pulled[rel] = list(remote[rel])
+            seen[rel] = list(remote[rel])
         save_state(state)
     return {run: sorted(files) for run, files in changed.items()}

@@ -4,8 +4,8 @@ One file per fleet name, ``<project>/.fleet/<name>.json`` (``$WORKBENCH_FLEET_DI
 ``<project>/.fleet`` when set), plus the fleet's Ray token beside it, ``<name>.token``, mode 0600.
 The file records each process ``fleet up`` started (host alias, pid, process-group id, kernel start
 time, log path), so ``fleet down`` stops exactly those and nothing else; the jobs submitted to the
-fleet; and, per file of the head's runs folder, the size and mtime last pulled into the local runs
-folder (so a repeated ``fleet attach`` pulls only what changed).
+fleet; and, per local runs folder and file of the head's runs folder, the size and mtime last pulled
+(so a repeated ``fleet attach`` pulls only what changed).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class FleetState:
         started: one entry per process started: ``alias``, ``role`` (``head``/``worker``), ``ip``, ``pid``,
             ``pgid``, ``start_time``, ``log_path``, ``command``. Empty for a cluster ``fleet up`` did not start.
         jobs: submission id -> ``{"submitted_at": UTC seconds, "argv": the bench arguments}``.
-        pulled: path relative to ``runs_dir`` -> ``[size, mtime]`` of the copy last pulled.
+        pulled: local runs folder -> {path relative to ``runs_dir`` -> ``[size, mtime]`` of the copy last pulled there}.
     """
 
     name: str
@@ -72,7 +72,7 @@ class FleetState:
     ssh_config: str | None = None
     started: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     jobs: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    pulled: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    pulled: dict[str, dict[str, list[float]]] = dataclasses.field(default_factory=dict)
 
     @property
     def path(self) -> Path:
