@@ -211,10 +211,11 @@ def test_cancel_stops_every_server_within_bound(fleet):
           f"{os.getloadavg()[0]:.1f}); {cancelled.stdout.strip()}")
     fleet.cli("fleet", "attach", job, "--name", NAME, "--runs-dir", str(fleet.work / "cancelled-runs"))
     pulled = [json.loads(p.read_text()) for p in (fleet.work / "cancelled-runs").glob("*/manifest.json")]
-    print("the cancelled sweep's runs:", [(m["variant"], m["status"], len(m.get("units_completed") or []))
-                                          for m in pulled])
+    print("runs pulled after the cancel:", [(m["label"], m["status"], len(m.get("units_completed") or []))
+                                            for m in pulled])
     assert "STOPPED" in cancelled.stdout
-    assert [m["variant"] for m in pulled] == ["baseline"]  # what it stored before the cancel, pulled by attach
+    # into a new local folder: the earlier sweep's run and the cancelled one, as far as it got (its label: "slow")
+    assert sorted((m["label"] or "", m["status"]) for m in pulled) == [("", "complete"), ("slow", "incomplete")]
     assert gone_s <= CANCEL_BOUND_S, f"servers left {gone_s:.2f} s after the stop request"
     status = json.loads(fleet.cli("fleet", "status", "--name", NAME, "--json").stdout)
     assert status["units_running"] == 0
