@@ -218,3 +218,26 @@ def stop(cluster: Cluster) -> None:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     if not os.environ.get("FLEET_KEEP_RAY_LOGS"):
         shutil.rmtree(cluster.ray_temp, ignore_errors=True)
+
+
+def make_namespaces(root: Path, prefix: str = "wbssh") -> Cluster:
+    """Only the two namespaces and their veth pair (no Ray): for tests that start Ray themselves, such as
+    ``workbench fleet up`` over SSH (tests/fleet_sshd.py). Stop with :func:`stop`, which also deletes them."""
+    tag = f"{os.getpid() % 100000}"
+    cluster = Cluster(head_ns=f"{prefix}A{tag}", worker_ns=f"{prefix}B{tag}", root=root, python=sys.executable,
+                      ray_temp=Path(tempfile.mkdtemp(prefix="wbray", dir="/tmp")))
+    veth_a, veth_b = f"{prefix[:3]}a{tag}", f"{prefix[:3]}b{tag}"
+    try:
+        _ip("netns", "add", cluster.head_ns)
+        _ip("netns", "add", cluster.worker_ns)
+        _ip("link", "add", veth_a, "type", "veth", "peer", "name", veth_b)
+        for ns, dev, addr in ((cluster.head_ns, veth_a, HEAD_IP), (cluster.worker_ns, veth_b, WORKER_IP)):
+            _ip("link", "set", dev, "netns", ns)
+            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            cluster.servers_dir(ns).mkdir(parents=True, exist_ok=True)
+    except BaseException:
+        stop(cluster)
+        raise
+    return cluster

@@ -174,12 +174,17 @@ def running_sshd(work: Path) -> Iterator[SSHD]:
         server.write_config("ssh_config", {ALIAS: server.options()})
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    """SIGTERM ``proc`` (an sshd this module or tests/fleet_sshd.py started), SIGKILL after ``timeout_s``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(scope="session")

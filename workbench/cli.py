@@ -35,7 +35,7 @@ from workbench.imports.cli import import_command
 from workbench.report.cli import REPORT_CONTEXT, REPORT_METAVAR, report_command
 from workbench.servers.cli import servers_command
 from workbench.sim.cli import sim_app
-from workbench.sweeps.cli import bench_command, runs_app
+from workbench.sweeps.cli import bench_command, fleet_app, runs_app
 from workbench.source.cli import inspect_command
 from workbench.variants.cli import variants_app
 
@@ -92,4 +92,5 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(calibrate_app, name="calibrate")
 app.command("bench")(bench_command)
 app.add_typer(runs_app, name="runs")
+app.add_typer(fleet_app, name="fleet")
 app.command("import")(import_command)

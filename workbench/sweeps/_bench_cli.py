@@ -121,6 +121,7 @@ def summary_lines(means: Any, sweep: str | None = None) -> list[str]:
 
 
 def bench_command(
+    ctx: typer.Context,
     variants: Annotated[Optional[list[str]], typer.Argument(
         metavar="VARIANT", help="Variant names (data/variants/) or files (or --grid).")] = None,
     host: HostOpt = "local",
@@ -174,6 +175,9 @@ def bench_command(
     one_unit_per_host: Annotated[bool, typer.Option(
         "--one-unit-per-host", help="With --fleet: at most one unit at a time on each host (no neighbours sharing "
         "its CPU, PCIe and memory bandwidth).")] = False,
+    detach: Annotated[bool, typer.Option(
+        "--detach", help="With --fleet NAME (a fleet of `workbench fleet up`): submit the sweep as a Ray job on it "
+        "and return; it goes on without this command, `workbench fleet attach` pulls its units.")] = False,
 ) -> None:
     """Benchmark VARIANT... at each concurrency level, repeat by repeat, and print a summary.
 
@@ -186,11 +190,13 @@ def bench_command(
     with the host it ran on, with --fleet). Exit
     status 1 when a server failed (the others are still measured), 2 for bad input.
     """
+    if not variants and grid is None:
+        raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
+    if detach:
+        return _submit(ctx, fleet, host, runs_dir)
     from workbench.sweeps._fleet import Fleet
     from workbench.sweeps._investigation import benchmark_variants
 
-    if not variants and grid is None:
-        raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
     if baseline is not None and baseline not in [Path(v).stem for v in variants or []]:
         raise ConfigError(f"--baseline {baseline!r} is not one of the variants measured ({', '.join(variants or [])}); "
                           "name one of them, e.g. --baseline " + (Path(variants[0]).stem if variants else "baseline"))
@@ -238,6 +244,46 @@ def bench_command(
         typer.echo(f"error: {failure.line()}", err=True)
     if failures:
         raise typer.Exit(code=1)
+
+
+#: Options of ``bench`` that a detached sweep's job sets itself (``--fleet auto``, the head's runs folder, no bars).
+_JOB_SETS = frozenset({"fleet", "detach", "runs_dir", "progress", "host"})
+
+
+def job_arguments(ctx: Any) -> list[str]:
+    """The ``bench`` arguments given on this command line (those left at their defaults left out, so the job
+    plans the sweep as this command would), less those the job sets itself (:data:`_JOB_SETS`)."""
+    argv: list[str] = []
+    for param in ctx.command.params:  # typer's own click: compared by names, not classes
+        source = ctx.get_parameter_source(param.name)
+        if param.name in _JOB_SETS or source is None or source.name == "DEFAULT":
+            continue
+        value = ctx.params[param.name]
+        if param.param_type_name == "argument":
+            argv += [str(v) for v in (value or [])]
+            continue
+        opt = next(o for o in param.opts if o.startswith("--"))
+        if param.is_flag:
+            no = next((o for o in param.secondary_opts if o.startswith("--")), None)
+            argv += [opt] if value else ([no] if no else [])
+        elif value is not None:
+            argv += [opt, str(value)]
+    return argv
+
+
+def _submit(ctx: Any, fleet: str | None, host: str, runs_dir: Any) -> None:
+    """``bench --detach``: submit the sweep as a Ray job on fleet ``fleet`` and say how to follow it."""
+    from workbench.sweeps._fleet_job import submit_sweep
+
+    if fleet is None:
+        raise ConfigError("--detach submits the sweep as a job on a fleet: give --fleet NAME (a fleet brought up by "
+                          "`workbench fleet up`)")
+    if host != "local" or runs_dir is not None:
+        raise ConfigError("--detach runs the sweep on the fleet's head into its runs folder: leave out --host and "
+                          "--runs-dir (`workbench fleet attach --runs-dir DIR` chooses where its units are pulled)")
+    job = submit_sweep(fleet, job_arguments(ctx))
+    typer.echo(f"job: {job} on fleet {fleet}; it goes on without this command. Pull its finished units with "
+               f"`workbench fleet attach {job} --name {fleet}`, stop it with `workbench fleet cancel {job} --name {fleet}`")
 
 
 def _units(paths: list[Path]) -> list[int]:
