@@ -144,9 +144,13 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
     assert shown.exit_code == 0, shown.output[-3000:]
     html = (out / "spec_vs_baseline.html").read_text()
     assert "FAILED" not in html and "Where each unit ran" in html
-    assert "4 units ran on a fleet of 2 host(s)" in html and "every unit returned" in html
+    assert "4 units ran on a fleet of 2 host(s)" in html and "every unit finished" in html
     for u in units:
         assert u["host"] in html and u["gpus"] in html
+    assert all(u["outcome"] == "done" and u["failure_kind"] is None for u in units)
+    assert "Per host" in html and html.count("<td>done</td>") == 4  # one row per unit; one row per host below
+    for host in (fc.HEAD_IP, fc.WORKER_IP):
+        assert re.search(rf"<td>{re.escape(host)}</td>\s*<td>\d</td>\s*<td>0</td>", html), host
 
 
 def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_retried(cluster, tmp_path):
