@@ -18,7 +18,12 @@ them with ``--num-gpus=4`` fake GPUs). Each run:
 
 The server is the simulated SGLang engine (no GPU, no NCCL, no real SGLang here).
 
-    sudo .venv/bin/python benchmarks/fleet_dead_head.py [--runs 1] [--driver worker|head] [--out /tmp/fleet_dead_head]
+``--gcs-reconnect-timeout-s S`` starts both nodes with ``RAY_gcs_rpc_server_reconnect_timeout_s=S``
+(Ray's config: how long a raylet and its workers wait for a lost GCS before they exit; 60 s by default
+in Ray 2.60, ``ray/_private/ray_constants.py`` and ``src/ray/common/ray_config_def.h``).
+
+    sudo .venv/bin/python benchmarks/fleet_dead_head.py [--runs 1] [--driver head|worker] \
+        [--gcs-reconnect-timeout-s S] [--out /tmp/fleet_dead_head]
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import fleet_cluster as fc  # noqa: E402
 #: Seconds the worker's namespace is watched after the head is killed (Ray 2.60's own bound is 60-65 s).
 WATCH_S = 150.0
 #: Seconds a driver may take to have a server running on the worker (its start, the prestart, the server's).
-FIRST_SERVER_S = 300.0
+FIRST_SERVER_S = 420.0
 
 
 def _options(requests: int) -> dict:
@@ -102,7 +107,9 @@ def one_run(out: Path, *, driver_ns: str, requests: int) -> dict:
         if driver.poll() is None:
             driver.kill()
         result_file = out / "sweep.json"
-        return {"driver_in": driver_ns, "servers_on_worker_at_kill": servers_before, **seen,
+        return {"driver_in": driver_ns,
+                "gcs_reconnect_timeout_s": os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s", "Ray's default"),
+                "servers_on_worker_at_kill": servers_before, **seen,
                 "servers_left_at_end": len(_worker_servers(cluster)), "driver_returncode": driver.poll(),
                 "driver_result": json.loads(result_file.read_text()) if result_file.exists() else None,
                 "driver_stderr_tail": stderr.read_text(errors="replace").strip().splitlines()[-6:],
@@ -116,14 +123,18 @@ def one_run(out: Path, *, driver_ns: str, requests: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1, help="runs, each with a fresh cluster (default 1)")
-    parser.add_argument("--driver", choices=("worker", "head"), default="worker",
-                        help="the namespace the driver runs in (default worker: it survives the head)")
+    parser.add_argument("--driver", choices=("head", "worker"), default="head",
+                        help="the namespace the driver runs in (default head, the usual place; worker: it survives)")
+    parser.add_argument("--gcs-reconnect-timeout-s", type=int, default=None,
+                        help="RAY_gcs_rpc_server_reconnect_timeout_s for both nodes (default: Ray's own, 60 s)")
     parser.add_argument("--requests", type=int, default=40, help="requests of the one level (default 40: minutes)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/fleet_dead_head"), help="work folder (emptied first)")
     args = parser.parse_args()
     why = fc.namespaces_unavailable()
     if why:
         raise SystemExit(f"cannot make the two-host cluster: {why}")
+    if args.gcs_reconnect_timeout_s is not None:  # the nodes' environment is this process's (fleet_cluster.Cluster.env)
+        os.environ["RAY_gcs_rpc_server_reconnect_timeout_s"] = str(args.gcs_reconnect_timeout_s)
     results = []
     for run in range(args.runs):
         folder = args.out / f"run{run + 1}"
