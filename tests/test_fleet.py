@@ -276,7 +276,8 @@ LOST_HOST_BOUND_S = 10.0
 # Keep this test LAST in the module: it kills the worker node for good (the cluster has only its head afterwards;
 # the module's fixture then stops what is left), which saves restarting a node (20-60 s on 2 loaded cores).
 def test_a_lost_host_has_its_units_run_again_on_the_surviving_node_and_leaves_no_server(cluster, tmp_path):
-    spec = _spec(cluster, tmp_path, SLOW, variants=["baseline", "eagle3-topk4"])  # 4 units of 2 GPUs, 4 slots a host
+    # 4 units of 2 GPUs on 2 hosts of 4: two on each; half SLOW's requests (a unit is still measuring at the kill)
+    spec = _spec(cluster, tmp_path, {**SLOW, "requests_per_level": 4}, variants=["baseline", "eagle3-topk4"])
     driver = _start_driver(cluster, spec)
     try:
         _wait_for(lambda: [s for s in cluster.servers() if s[0] == cluster.worker_ns], FIRST_SERVER_S, proc=driver,
