@@ -7,7 +7,9 @@ written. Where the markup comes from:
 
 - stored runs whose variant name and host carry markup: what a workbench before the name rule
   (``workbench.names``) stored from a variant file named ``<img src=x onerror=...>``; made here
-  by giving measured runs those names on disk, since every entry now refuses such a name;
+  by giving measured runs those names on disk, since every entry now refuses such a name; one of
+  them also as a fleet run whose unit's host name, co-tenant and failure carry markup (the
+  report's *Where each unit ran*);
 - ``workbench import`` of a bench_serving JSONL whose ``tag`` and ``server_info`` carry markup,
   imported under ``--variant`` (the tag as a run name is refused: ``tests/test_names.py``), brings
   its ``server_info`` into the comparability text;
@@ -44,6 +46,7 @@ SCRIPT = "<script>alert(102)</script>"
 LINK = "[click](javascript:alert(103))"
 TAG = "<img src=x onerror=alert(104)>"
 SERVER_INFO = "<svg onload=alert(105)>"
+FLEET = "<img src=x onerror=alert(106)>"
 
 
 def _rename_run(run: Path, into: Path, *, variant: str, host: str) -> Path:
@@ -84,10 +87,16 @@ def test_spec_vs_baseline_shows_hostile_stored_names_as_text(measured, tmp_path)
     old = tmp_path / "stored-before-the-rule"
     old.mkdir()
     hostile_baseline = _rename_run(baseline, old, variant=IMG, host=f"{SCRIPT} {LINK}")
+    manifest = json.loads((hostile_baseline / "manifest.json").read_text())
+    manifest["fleet_units"] = [{"label": f"{IMG} repeat 1/1", "repeat": 0, "host": "10.0.0.5", "hostname": SCRIPT,
+                                "gpus": "0,1", "co_tenants": [LINK], "duration_s": 4.0, "error": None,
+                                "outcome": "failed", "failure_kind": "killed", "failure": f"BenchmarkError: {FLEET}"}]
+    (hostile_baseline / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "reports"
     result = wb.run_notebook(NOTEBOOKS / "spec_vs_baseline.ipynb", out_dir=out, parameters={
         "from_runs": [str(hostile_baseline), str(spec)], "runs_dir": str(root)})
-    _assert_safe(result.html, IMG, f"{SCRIPT} {LINK}")
+    _assert_safe(result.html, IMG, f"{SCRIPT} {LINK}", f"BenchmarkError: {FLEET}")
+    assert "Where each unit ran" in result.html.read_text()
 
 
 def _import(tmp_path: Path, fixture: str, variant: str, *, attention_backend: str | None) -> Path:

@@ -144,9 +144,13 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
     assert shown.exit_code == 0, shown.output[-3000:]
     html = (out / "spec_vs_baseline.html").read_text()
     assert "FAILED" not in html and "Where each unit ran" in html
-    assert "4 units ran on a fleet of 2 host(s)" in html and "every unit returned" in html
+    assert "4 units ran on a fleet of 2 host(s)" in html and "every unit finished" in html
     for u in units:
         assert u["host"] in html and u["gpus"] in html
+    assert all(u["outcome"] == "done" and u["failure_kind"] is None for u in units)
+    assert "Per host" in html and html.count("<td>done</td>") == 4  # one row per unit; one row per host below
+    for host in (fc.HEAD_IP, fc.WORKER_IP):
+        assert re.search(rf"<td>{re.escape(host)}</td>\s*<td>\d</td>\s*<td>0</td>", html), host
 
 
 def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_retried(cluster, tmp_path):
@@ -263,3 +267,57 @@ def test_ctrl_c_cancels_every_unit_and_stops_their_servers_within_the_bound(clus
     manifests = _manifests(tmp_path / "runs")
     assert {m["status"] for m in manifests} == {"incomplete"}
     assert all("interrupted" in (m["error"] or "") for m in manifests)
+
+
+#: Bound on the lost host's servers being gone after its processes are killed (seconds; docs/FLEET.md).
+LOST_HOST_BOUND_S = 10.0
+
+
+# Keep this test LAST in the module: it kills the worker node for good (the cluster has only its head afterwards;
+# the module's fixture then stops what is left), which saves restarting a node (20-60 s on 2 loaded cores).
+def test_a_lost_host_has_its_units_run_again_on_the_surviving_node_and_leaves_no_server(cluster, tmp_path):
+    # 4 units of 2 GPUs on 2 hosts of 4: two on each; half SLOW's requests (a unit is still measuring at the kill)
+    spec = _spec(cluster, tmp_path, {**SLOW, "requests_per_level": 4}, variants=["baseline", "eagle3-topk4"])
+    driver = _start_driver(cluster, spec)
+    try:
+        _wait_for(lambda: [s for s in cluster.servers() if s[0] == cluster.worker_ns], FIRST_SERVER_S, proc=driver,
+                  spec=spec)
+        time.sleep(2)  # measuring now
+        on_worker = {pid for ns, pid, _ in cluster.servers() if ns == cluster.worker_ns}
+        lost, lost_at = time.monotonic(), time.time()
+        fc.kill_namespace(cluster, cluster.worker_ns)  # the host is gone: its raylet, workers and servers
+        while any(not _gone(pid) for pid in on_worker) or cluster.pids(cluster.worker_ns):
+            assert time.monotonic() - lost < LOST_HOST_BOUND_S, "the lost host still runs processes"
+            time.sleep(0.1)
+        gone_s = time.monotonic() - lost
+        # Ray marks the node dead (its health checks fail) and runs its units again on the head
+        assert driver.wait(timeout=420) == 0, spec.with_suffix(".err").read_text()[-3000:]
+        ended_s = time.monotonic() - lost
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert cluster.servers() == []
+    manifests = _manifests(tmp_path / "runs")
+    units = [u for m in manifests for u in m["fleet_units"]]
+    again = [u for u in units if u["started_at"] and u["started_at"] > lost_at]  # the lost host's units, run again
+    print(f"lost host: its {len(on_worker)} server(s) gone {gone_s:.1f} s after the kill; the sweep ended "
+          f"{ended_s:.1f} s after it; units: " + "; ".join(
+              f"{u['label']} {u['outcome']} on {u['host']} (started {u['started_at'] - lost_at:+.1f} s after the kill)"
+              if u["started_at"] else f"{u['label']} {u['outcome']} ({u['failure_kind']}: {u['failure']})"
+              for u in units))
+    assert len(units) == 4 and on_worker
+    assert again or any(u["outcome"] == "failed" for u in units), "the lost host's units were neither run nor reported"
+    for u in units:  # every unit ran again on the head, or is reported failed as Ray reported it
+        assert (u["outcome"], u["host"]) == ("done", fc.HEAD_IP) or (
+            u["outcome"], u["failure_kind"]) == ("failed", "killed") and "Error" in u["failure"], u
+    import pandas as pd
+
+    for m in manifests:  # the units that finished are on disk, each level of each repeat
+        done = {u["repeat"] for u in m["fleet_units"] if u["outcome"] == "done"}
+        assert {r for r, _ in m["units_completed"]} == done
+        rows = pd.read_parquet(tmp_path / "runs" / m["run_id"] / "requests.parquet")
+        assert set(rows["fleet_host"]) <= {fc.HEAD_IP}
+        assert m["status"] == ("complete" if len(done) == 2 else "failed")
+    from workbench.studies._fleet_view import fleet_section
+
+    assert fc.WORKER_IP not in fleet_section(manifests)  # the report: every unit where it ended, on the head

@@ -43,6 +43,7 @@ def test_report_from_runs_measures_nothing(stored, tmp_path) -> None:
     assert len(started) == 1 and "spec_vs_baseline.ipynb" in started[0]  # only the notebook declaring from_runs
     html = (out / "spec_vs_baseline.html").read_text()
     assert "SIMULATED" in html and "FAILED" not in html
+    assert "Where each unit ran" not in html  # runs from one host: no fleet section at all
     executed = json.loads((out / "spec_vs_baseline.ipynb").read_text())
     assert executed["metadata"]["papermill"]["parameters"]["from_runs"] == ids
     assert executed["metadata"]["papermill"]["parameters"]["runs_dir"] == str(root)

@@ -138,27 +138,85 @@ def test_the_warm_up_plan_puts_a_warm_worker_on_every_slot_a_unit_could_take():
     assert _warm_plan(nodes, [FleetUnit((0, 0), "big", 8, None)], one_unit_per_host=True) == ["b"]
 
 
-def test_the_report_says_where_each_fleet_unit_ran_and_which_did_not_return():
-    from workbench.studies._fleet_view import FLEET_COLUMNS, fleet_placement, fleet_placement_line
+def test_the_report_says_where_each_fleet_unit_ran_and_which_failed():
+    from workbench.studies._fleet_view import FLEET_COLUMNS, fleet_host_table, fleet_placement, fleet_placement_line
 
     entry = {"label": "baseline repeat 1/2", "repeat": 0, "host": "10.0.0.5", "hostname": "gpu-a", "gpus": "0,1",
-             "co_tenants": ["eagle3-topk4 repeat 1/2"], "duration_s": 12.5, "error": None}
+             "co_tenants": ["eagle3-topk4 repeat 1/2"], "duration_s": 12.5, "error": None, "outcome": "done",
+             "failure_kind": None, "failure": None}
     lost = {**entry, "label": "baseline repeat 2/2", "repeat": 1, "host": None, "hostname": None, "gpus": None,
-            "co_tenants": [], "duration_s": None, "error": "NodeDiedError after its retries: node lost"}
-    other = {**entry, "label": "eagle3-topk4 repeat 1/2", "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3",
-             "co_tenants": []}
+            "co_tenants": [], "duration_s": None, "error": "NodeDiedError after its retries: node lost",
+            "outcome": "failed", "failure_kind": "killed", "failure": "NodeDiedError after its retries: node lost"}
+    # an entry written before outcomes were recorded: its error (Ray's) says it failed, kind unknown
+    old = {k: v for k, v in {**entry, "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3", "co_tenants": [],
+                             "duration_s": 3.0, "error": "WorkerCrashedError after its retries"}.items()
+           if k not in ("outcome", "failure_kind", "failure")}
     manifests = [{"variant": "baseline", "fleet_units": [entry, lost]}, {"variant": "eagle3-topk4",
-                                                                        "fleet_units": [other]},
+                                                                        "fleet_units": [old]},
                  {"variant": "one-host"}]
     table = fleet_placement(manifests)
     assert list(table.columns) == list(FLEET_COLUMNS)
     assert table.astype(object).where(table.notna(), None).to_dict("records") == [
         {"variant": "baseline", "repeat": 1, "host": "10.0.0.5", "hostname": "gpu-a", "gpus": "0,1",
-         "co_tenants": "eagle3-topk4 repeat 1/2", "duration_s": 12.5, "outcome": "ok"},
+         "co_tenants": "eagle3-topk4 repeat 1/2", "duration_s": 12.5, "outcome": "done", "failure_kind": None,
+         "failure": None},
         {"variant": "baseline", "repeat": 2, "host": None, "hostname": None, "gpus": None, "co_tenants": "none",
-         "duration_s": None, "outcome": "NodeDiedError after its retries: node lost"},
+         "duration_s": None, "outcome": "failed", "failure_kind": "killed",
+         "failure": "NodeDiedError after its retries: node lost"},
         {"variant": "eagle3-topk4", "repeat": 1, "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3",
-         "co_tenants": "none", "duration_s": 12.5, "outcome": "ok"}]
+         "co_tenants": "none", "duration_s": 3.0, "outcome": "failed", "failure_kind": None,
+         "failure": "WorkerCrashedError after its retries"}]
     assert fleet_placement_line(manifests) == ("3 units ran on a fleet of 2 host(s) (10.0.0.5: 1, 10.0.0.6: 1); "
-                                               "1 did not return (baseline repeat 2).")
+                                               "2 failed (baseline repeat 2: killed, eagle3-topk4 repeat 1: failed).")
+    hosts = fleet_host_table(manifests)
+    assert hosts.astype(object).where(hosts.notna(), None).to_dict("records") == [
+        {"host": "10.0.0.5", "units": 1, "failed": 0, "gpus_used": "0,1", "busy_s": 12.5},
+        {"host": "10.0.0.6", "units": 0, "failed": 1, "gpus_used": "2,3", "busy_s": 3.0},
+        {"host": None, "units": 0, "failed": 1, "gpus_used": "", "busy_s": 0.0}]
     assert fleet_placement([{"variant": "one-host"}]) is None and fleet_placement_line([]) == ""
+    assert fleet_host_table([{"variant": "one-host"}]) is None
+
+
+def test_the_fleet_section_places_every_value_literally_and_is_empty_for_one_host_runs():
+    from workbench.studies._fleet_view import fleet_section
+
+    hostile = "<img src=x onerror=alert(1)>"
+    unit = {"label": f"{hostile} repeat 1/1", "repeat": 0, "host": "10.0.0.5", "hostname": "[x](javascript:1)",
+            "gpus": "0|1", "co_tenants": ["*b*"], "duration_s": 2.5, "error": None, "outcome": "failed",
+            "failure_kind": "oom", "failure": f"BenchmarkError: {hostile}"}
+    text = fleet_section([{"variant": hostile, "fleet_units": [unit]}])
+    assert text.startswith("### Where each unit ran\n")
+    import re
+
+    unescaped = re.compile(r"(?<!\\)(<img|\]\(javascript|\*b|\|1)")  # markup not preceded by a backslash
+    assert unescaped.findall(text) == []
+    assert "\\<img src=x onerror=alert(1)\\>" in text and "\\[x\\](javascript:1)" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 4  # the unit table's heading and row, the host table's heading and row
+    assert "| 2.5 | failed (oom): BenchmarkError: \\<img" in rows[1]
+    assert rows[2].startswith("| host | units_done | units_failed |") and rows[3] == "| 10.0.0.5 | 0 | 1 | 0\\|1 | 2.5 |"
+    assert fleet_section([{"variant": "one-host"}]) == "" and fleet_section([]) == ""
+
+
+def test_a_units_entry_records_its_outcome_and_the_failures_kind_in_one_line():
+    from workbench.sweeps._fleet_hosts import unit_failure
+
+    from workbench.sweeps._investigation import SweepFailure
+
+    class Recorded:  # what the task returns: a recorder whose failure is the unit's classified server failure
+        failure = SweepFailure(variant="baseline", run=None, kind="oom", message="ServerError: out of memory\ntail")
+
+    where = Placement(node_id="n", host="10.0.0.1", hostname="h", gpus=("0",), pid=1, started_at=0.0)
+    failed_server = UnitOutcome(FleetUnit((0, 0), "a", 1, None), where, Recorded(), 5.0)
+    lost = UnitOutcome(FleetUnit((0, 1), "b", 1, None), None, None, 6.0, "NodeDiedError after its retries: gone\nmore",
+                       lost=True)
+    raised = UnitOutcome(FleetUnit((0, 2), "c", 1, None), None, None, 6.0, "the unit raised ValueError: x")
+    cancelled = UnitOutcome(FleetUnit((0, 3), "d", 1, None), None, None, 6.0, "cancelled")
+    done = _outcome("e", "10.0.0.1", ("1",), 0, 4)
+    every = [failed_server, lost, raised, cancelled, done]
+    assert [unit_failure(o) and unit_failure(o)[0] for o in every] == ["oom", "killed", "unknown", "cancelled", None]
+    entries = [unit_entry(o, every) for o in every]
+    assert [(e["outcome"], e["failure_kind"], e["failure"]) for e in entries[:2]] == [
+        ("failed", "oom", "ServerError: out of memory"), ("failed", "killed", "NodeDiedError after its retries: gone")]
+    assert (entries[4]["outcome"], entries[4]["failure_kind"], entries[4]["failure"]) == ("done", None, None)
+    assert [(r["host"], r["units"], r["failed"]) for r in host_summary(every)] == [("10.0.0.1", 1, 1), (None, 0, 3)]

@@ -16,6 +16,8 @@ _NAMES = {
     "bracket_levels": "_verdict",
     "bracket_text": "_verdict",
     "choose_workload": "_load",
+    "fleet_hosts": "_fleet_hosts",
+    "HOST_COLUMNS": "_fleet_hosts",
     "interval_text": "_verdict",
     "level_number": "_verdict",
     "levels_text": "_verdict",
@@ -73,6 +75,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.analysis._verdict import bracket_levels as bracket_levels
     from workbench.analysis._verdict import bracket_text as bracket_text
     from workbench.analysis._load import choose_workload as choose_workload
+    from workbench.analysis._fleet_hosts import fleet_hosts as fleet_hosts
+    from workbench.analysis._fleet_hosts import HOST_COLUMNS as HOST_COLUMNS
     from workbench.analysis._verdict import interval_text as interval_text
     from workbench.analysis._verdict import level_number as level_number
     from workbench.analysis._verdict import levels_text as levels_text

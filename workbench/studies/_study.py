@@ -332,16 +332,31 @@ class Study:
 
     def fleet_placement(self) -> pd.DataFrame | None:
         """Where each unit ran, for runs from a fleet (:func:`workbench.studies._fleet_view.fleet_placement`:
-        variant, repeat, host, hostname, GPUs, co-tenants, duration, outcome); None when none came from one."""
+        variant, repeat, host, hostname, GPUs, co-tenants, duration, outcome, failure kind and line); None when
+        none came from one."""
         from workbench.studies._fleet_view import fleet_placement
 
         return fleet_placement(self.manifests)
 
     def fleet_placement_line(self) -> str:
-        """One sentence: units per fleet host and those that did not return; ``""`` without fleet runs."""
+        """One sentence (plain text): units per fleet host and those that failed; ``""`` without fleet runs."""
         from workbench.studies._fleet_view import fleet_placement_line
 
         return fleet_placement_line(self.manifests)
+
+    def fleet_hosts(self) -> pd.DataFrame | None:
+        """Per host of a fleet sweep (:func:`workbench.studies._fleet_view.fleet_host_table`: units done,
+        failed, GPUs used, seconds busy); None when no run came from a fleet."""
+        from workbench.studies._fleet_view import fleet_host_table
+
+        return fleet_host_table(self.manifests)
+
+    def fleet_section(self) -> str:
+        """The report's *Where each unit ran* (markdown, every value placed literally:
+        :func:`workbench.studies._fleet_view.fleet_section`); ``""`` when no run came from a fleet."""
+        from workbench.studies._fleet_view import fleet_section
+
+        return fleet_section(self.manifests)
 
     def provenance_line(self) -> str:
         """:func:`workbench.studies._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""

@@ -31,7 +31,7 @@ from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writable_runs_root
 from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, Prestart, UnitOutcome, run_units
-from workbench.sweeps._fleet_hosts import host_summary, unit_entry
+from workbench.sweeps._fleet_hosts import host_summary, unit_entry, unit_failure
 from workbench.sweeps._fleet_multinode import rank_group
 from workbench.sweeps._fleet_record import UnitRecorder, replay
 from workbench.sweeps._options import SweepOptions
@@ -920,10 +920,10 @@ def _run_fleet(sweeps: Sequence[_Sweep], writers: Sequence[Any], fleet: Fleet, *
         if recorder is not None:
             replay(recorder, writers[i])
         failure = recorder.failure if recorder is not None else None
-        if outcome.error is not None and outcome.error != "cancelled":  # lost: its worker or node; else it raised
-            failure = SweepFailure(variant=sweeps[i].variant.name, run=writers[i].path,
-                                   kind="killed" if outcome.lost else "unknown",
-                                   message=f"{outcome.unit.label}: {outcome.error}")
+        failed = unit_failure(outcome)
+        if outcome.error is not None and failed is not None and failed[0] != "cancelled":  # lost, or it raised
+            failure = SweepFailure(variant=sweeps[i].variant.name, run=writers[i].path, kind=failed[0],
+                                   message=f"{outcome.unit.label}: {failed[1]}")
         mine = [o for o in outcomes if o.unit.key[0] == i]
         writers[i].annotate(fleet_units=earlier[i] + [unit_entry(o, outcomes) for o in mine])
         where = outcome.placement.host if outcome.placement else "nowhere"
