@@ -57,22 +57,24 @@ def write_notebook() -> NotebookWriter:
 #: The test modules that take longest (seconds, loaded 2-core runs of 2026-12-02, ``--durations``), run first:
 #: pytest-xdist's ``--dist loadfile`` hands modules out in collection order (``--no-loadscope-reorder``,
 #: the Makefile's), and a long module handed out last runs alone at the end while the other workers idle
-#: (test_fleet.py about 530 s, test_policy_study.py's notebook 20-320 s depending on the load). Longest first
-#: is the usual greedy rule for packing jobs onto workers.
+#: (test_fleet.py about 530-860 s before it was split in two, test_policy_study.py's notebook 20-320 s depending on the
+#: load). Longest first is the usual greedy rule for packing jobs onto workers; the Ray modules are interleaved with
+#: others so that at most two clusters start at once on three workers.
 SLOWEST_FIRST = (
     "test_fleet.py",
-    "test_fleet_ssh.py",
+    "test_fleet_interrupts.py",
     "test_policy_study.py",
-    "test_fleet_multinode.py",
+    "test_fleet_ssh.py",
     "test_e2e_spec_vs_baseline.py",
+    "test_fleet_multinode.py",
     "test_report_from_runs.py",
-    "test_e2e_notebook_over_ssh.py",
     "test_e2e_report_injection.py",
     "test_faults.py",
-    "test_sim_predict_agreement.py",
+    "test_e2e_notebook_over_ssh.py",
     "test_servers_ssh.py",
-    "test_lab_browser.py",
     "test_report_beside.py",
+    "test_sim_predict_agreement.py",
+    "test_lab_browser.py",
 )
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 import fleet_cluster as fc
+import fleet_sweeps as fs
+from fleet_sweeps import cluster  # noqa: F401 - this module's own two-namespace cluster
 
 # under `make test` one worker runs this module's tests, one at a time (pytest-xdist's --dist loadfile):
 # they share the module's cluster
@@ -24,74 +26,33 @@ pytestmark = pytest.mark.e2e
 
 ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -e '.[test,fleet]' (make test does)")
 
-#: Bounds stated in docs/FLEET.md for a server to be gone after each fault (seconds), on 2 loaded cores.
-KILLED_WORKER_BOUND_S = 10.0
-KILLED_DRIVER_BOUND_S = 10.0
-CANCEL_BOUND_S = 5.0
-#: Seconds a driver may take to have its first server running: its own start, the prestart of one warm worker
-#: per unit slot (89-124 s at a load average of 12-17 on 2 cores; docs/FLEET.md) and the server's start.
-FIRST_SERVER_S = 300.0
-#: The issue's target for the fleet's overhead per unit, submission to the unit starting on its (warm) worker.
-OVERHEAD_TARGET_S = 2.0
 
-FAST = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 4, "max_new_tokens": 16, "repeats": 2}
-#: Units long enough to be interrupted while they measure (about 10 s of load each).
-SLOW = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 8, "max_new_tokens": 64, "repeats": 2,
-        "time_scale": 1.0}
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    why = fc.namespaces_unavailable()
-    if why:
-        pytest.skip(f"no two-host Ray cluster here: {why}")
-    made = fc.start(tmp_path_factory.mktemp("fleet"))
-    try:
-        yield made
-    finally:
-        fc.stop(made)
+def _notebook_on_the_fleet(cluster: fc.Cluster, tmp_path: Path) -> Path:
+    """Run notebooks/spec_vs_baseline.ipynb with ``fleet=`` from the head's namespace (a kernel there, as JupyterLab on
+    the head would be), sweeping :data:`fleet_sweeps.FAST`; returns its HTML report."""
+    root = Path(__file__).resolve().parents[1]
+    options = {"fleet": cluster.address, "variants": ["baseline", "eagle3-topk4"], "seed_pair": None,
+               "concurrency_levels": fs.FAST["concurrency_levels"], "requests_per_level": fs.FAST["requests_per_level"],
+               "max_new_tokens": fs.FAST["max_new_tokens"], "repeats": fs.FAST["repeats"], "tp_size": fs.FAST["tp_size"],
+               "time_scale": 8.0, "stream_interval": 1,  # the plan `workbench bench --time-scale 8` sweeps
+               "runs_dir": str(tmp_path / "runs"), "report_dir": str(tmp_path / "charts")}
+    cli = Path(cluster.python).with_name("workbench")
+    argv = [str(cli), "report", str(root / "notebooks" / "spec_vs_baseline.ipynb"), "--out", str(tmp_path / "notebook")]
+    for name, value in options.items():
+        argv += ["-p", name, json.dumps(value)]
+    done = cluster.exec(cluster.head_ns, argv, capture_output=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return tmp_path / "notebook" / "spec_vs_baseline.html"
 
 
-def _spec(cluster: fc.Cluster, tmp_path: Path, options: dict, *, variants=("baseline", "eagle3-topk4"),
-          runs_dir: Path | None = None, name: str = "sweep") -> Path:
-    spec = {"address": cluster.address, "variants": list(variants), "runs_dir": str(runs_dir or tmp_path / "runs"),
-            "out": str(tmp_path / f"{name}.json"), "options": options}
-    path = tmp_path / f"{name}.spec.json"
-    path.write_text(json.dumps(spec))
-    return path
-
-
-def _drive(cluster: fc.Cluster, spec: Path, timeout_s: float = 420) -> dict:
-    done = cluster.exec(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
-                        capture_output=True, timeout=timeout_s)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(Path(json.loads(spec.read_text())["out"]).read_text())
-
-
-def _start_driver(cluster: fc.Cluster, spec: Path):
-    return cluster.popen(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
-                         stdout=open(spec.with_suffix(".out"), "w"), stderr=open(spec.with_suffix(".err"), "w"))
-
-
-def _manifests(runs_dir: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(runs_dir.glob("*/manifest.json"))]
-
-
-def _wait_for(what, timeout_s: float, *, proc=None, spec: Path | None = None):
-    start = time.monotonic()
-    while not (found := what()):
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the driver ended first ({proc.returncode}): {spec.with_suffix('.err').read_text()[-3000:]}")
-        assert time.monotonic() - start < timeout_s, "timed out waiting"
-        time.sleep(0.2)
-    return found
-
-
-def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_fleet_resumes_it(cluster, tmp_path):
-    result = _drive(cluster, _spec(cluster, tmp_path, FAST))
-    assert result["failures"] == []
-    manifests = _manifests(tmp_path / "runs")
+def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_fleet_resumes_it(
+        cluster, tmp_path):
+    page = _notebook_on_the_fleet(cluster, tmp_path).read_text()
+    assert "Where each unit ran" in page and "4 units ran on a fleet of 2 host(s)" in page
+    manifests = fs.manifests(tmp_path / "runs")
     assert [m["status"] for m in manifests] == ["complete", "complete"]
+    assert not [f for m in manifests for f in m.get("failed_levels") or []]
+    result = {"runs": [str(tmp_path / "runs" / m["run_id"]) for m in manifests]}
     units = [u for m in manifests for u in m["fleet_units"]]
     assert len(units) == 4 and all(u["error"] is None for u in units)
     assert {u["host"] for u in units} == {fc.HEAD_IP, fc.WORKER_IP}
@@ -111,7 +72,7 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
     overheads = [u["started_at"] - u["submitted_at"] for u in units]
     print(f"prestart {prestart['seconds']:.1f} s; overhead per unit (submission to start): "
           + ", ".join(f"{x:.2f}" for x in overheads) + " s")
-    assert max(overheads) <= OVERHEAD_TARGET_S
+    assert max(overheads) <= fs.OVERHEAD_TARGET_S
     import pandas as pd
 
     for m in manifests:  # today's layout: one run per variant, every unit stored, rows tagged
@@ -126,12 +87,12 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
     cli = Path(cluster.python).with_name("workbench")
     again = cluster.exec(cluster.head_ns, [str(cli), "bench", "baseline", "eagle3-topk4", "--fleet", cluster.address,
                                            "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens",
-                                           "16", "--repeats", "2", "--runs-dir", str(tmp_path / "runs"),
+                                           "16", "--repeats", "2", "--time-scale", "8", "--runs-dir", str(tmp_path / "runs"),
                                            "--no-progress"], capture_output=True, timeout=180)
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stderr.count("4 of 4 levels x repeats already on disk") == 2, again.stderr[-3000:]
-    assert "runs: " + ", ".join(result["runs"]) in again.stdout
-    assert [m["fleet_units"] for m in _manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
+    assert all(run in again.stdout for run in result["runs"]), again.stdout
+    assert [m["fleet_units"] for m in fs.manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
     # The two-host runs render as today's report (`workbench report --from-runs`), which says where each unit ran.
     from typer.testing import CliRunner
 
@@ -156,7 +117,7 @@ def test_a_grid_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_flee
 def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_retried(cluster, tmp_path):
     spec = tmp_path / "inject.spec.json"
     spec.write_text(json.dumps({"address": cluster.address, "inject": str(tmp_path), "out": str(tmp_path / "inject.json")}))
-    outcomes = {o["label"]: o for o in _drive(cluster, spec, timeout_s=180)["outcomes"]}
+    outcomes = {o["label"]: o for o in fs.drive(cluster, spec, timeout_s=180)["outcomes"]}
     raised, crashed = outcomes["raises"], outcomes["crashes"]
     assert not raised["ok"] and not raised["lost"] and "ValueError: injected unit exception" in raised["error"]
     assert (tmp_path / "raises.attempts").read_text().count("attempt") == 1  # an exception is not retried
@@ -164,129 +125,47 @@ def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_
     assert (tmp_path / "crashes.attempts").read_text().count("attempt") == 2
 
 
-def _watchdogs(cluster: fc.Cluster) -> list[tuple[int, int]]:
-    """``(server pid, owner pid)`` of each server's watchdog (the owner is the Ray worker running the unit)."""
-    out = []
-    for _, _, cmd in cluster.processes("server_watchdog.py"):
-        server, owner = re.search(r"--pid (\d+)", cmd), re.search(r"--owner-pid (\d+)", cmd)
-        if server and owner:
-            out.append((int(server.group(1)), int(owner.group(1))))
-    return out
-
-
-def _gone(pid: int) -> bool:
-    return not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
-
-
 def test_a_killed_worker_leaves_no_server_and_its_unit_is_retried(cluster, tmp_path):
-    spec = _spec(cluster, tmp_path, SLOW, variants=["baseline"])
-    driver = _start_driver(cluster, spec)
+    spec = fs.spec_file(cluster, tmp_path, fs.SLOW, variants=["baseline"])
+    driver = fs.start_driver(cluster, spec)
     try:
-        server, worker = _wait_for(lambda: _watchdogs(cluster), FIRST_SERVER_S, proc=driver, spec=spec)[0]
+        server, worker = fs.wait_for(lambda: fs.watchdogs(cluster), fs.FIRST_SERVER_S, proc=driver, spec=spec)[0]
         time.sleep(2)  # measuring now
         killed = time.monotonic()
         import os
 
         os.kill(worker, signal.SIGKILL)
-        while not _gone(server):
-            assert time.monotonic() - killed < KILLED_WORKER_BOUND_S, "the killed worker's server still runs"
+        while not fs.gone(server):
+            assert time.monotonic() - killed < fs.KILLED_WORKER_BOUND_S, "the killed worker's server still runs"
             time.sleep(0.1)
         print(f"killed worker: its server was gone after {time.monotonic() - killed:.1f} s")
         assert driver.wait(timeout=420) == 0, spec.with_suffix(".err").read_text()[-3000:]
     finally:
         if driver.poll() is None:
             driver.kill()
-    (manifest,) = _manifests(tmp_path / "runs")
+    (manifest,) = fs.manifests(tmp_path / "runs")
     assert manifest["status"] == "complete"  # Ray ran the crashed unit again (max_retries)
     assert len(manifest["units_completed"]) == 4
     assert cluster.servers() == []
 
 
-def test_a_server_killed_mid_unit_is_classified_with_its_log_tail_and_not_retried(cluster, tmp_path):
-    spec = _spec(cluster, tmp_path, {**SLOW, "repeats": 1}, variants=["baseline"])
-    driver = _start_driver(cluster, spec)
-    try:
-        _wait_for(lambda: _watchdogs(cluster), FIRST_SERVER_S, proc=driver, spec=spec)
-        time.sleep(8)  # ready (about 4 s here) and measuring its first level (about 10 s)
-        for ns, pid, cmd in cluster.processes("server_watchdog.py"):
-            group = int(re.search(r"--pgid (\d+)", cmd).group(1))
-            import os
-
-            os.killpg(group, signal.SIGKILL)  # the server dies; its worker lives on
-        assert driver.wait(timeout=120) == 0, spec.with_suffix(".err").read_text()[-3000:]
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-    result = json.loads((tmp_path / "sweep.json").read_text())
-    (failure,) = result["failures"]
-    assert failure["variant"] == "baseline" and failure["kind"] == "killed" and "Server log tail" in failure["message"]
-    (manifest,) = _manifests(tmp_path / "runs")
-    assert manifest["status"] == "failed" and len(manifest["units_completed"]) < 2
-    assert [f["kind"] for f in manifest["failed_levels"]] == ["killed"]  # the level it cut, kept apart
-    (unit,) = manifest["fleet_units"]  # one attempt: a server failure is the unit's own, never retried by Ray
-    assert unit["error"] is None
-    assert cluster.servers() == []
-
-
-def _signal_mid_sweep(cluster: fc.Cluster, tmp_path: Path, sig: int, bound_s: float) -> int:
-    """Start a two-variant sweep, send its driver ``sig`` once two servers run, check that no server is left
-    within ``bound_s``; the driver's exit status."""
-    spec = _spec(cluster, tmp_path, SLOW, variants=["baseline", "eagle3-topk4"])
-    driver = _start_driver(cluster, spec)
-    try:
-        _wait_for(lambda: len(cluster.servers()) >= 2, FIRST_SERVER_S, proc=driver, spec=spec)
-        time.sleep(1)
-        sent = time.monotonic()
-        driver.send_signal(sig)
-        cluster.wait_no_servers(bound_s)  # AssertionError past the bound
-        print(f"{signal.Signals(sig).name} to the driver: no server left after {time.monotonic() - sent:.1f} s")
-        return driver.wait(timeout=30)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-
-
-def test_a_killed_driver_leaves_no_server_and_a_rerun_submits_exactly_the_missing_units(cluster, tmp_path):
-    assert _signal_mid_sweep(cluster, tmp_path, signal.SIGKILL, KILLED_DRIVER_BOUND_S) == -signal.SIGKILL
-    before = _manifests(tmp_path / "runs")
-    missing = {(m["variant"], r) for m in before for r in range(2)
-               if {(r, 0), (r, 1)} - {tuple(u) for u in m["units_completed"]}}
-    assert missing, "the driver was killed before every unit finished"
-    result = _drive(cluster, _spec(cluster, tmp_path, SLOW, name="rerun"), timeout_s=420)
-    after = _manifests(tmp_path / "runs")
-    assert [m["status"] for m in after] == ["complete", "complete"]
-    done_before = {m["variant"]: len(m.get("fleet_units") or []) for m in before}
-    submitted = {(m["variant"], u["repeat"]) for m in after for u in m["fleet_units"][done_before[m["variant"]]:]}
-    assert submitted == missing  # the rerun's entries follow the killed run's, which it kept
-    assert sorted(r["variant"] for r in result["resumed"]) == ["baseline", "eagle3-topk4"]
-    assert cluster.servers() == []
-
-
-def test_ctrl_c_cancels_every_unit_and_stops_their_servers_within_the_bound(cluster, tmp_path):
-    assert _signal_mid_sweep(cluster, tmp_path, signal.SIGINT, CANCEL_BOUND_S) != 0  # KeyboardInterrupt, re-raised
-    manifests = _manifests(tmp_path / "runs")
-    assert {m["status"] for m in manifests} == {"incomplete"}
-    assert all("interrupted" in (m["error"] or "") for m in manifests)
-
-
-#: Bound on the lost host's servers being gone after its processes are killed (seconds; docs/FLEET.md).
 LOST_HOST_BOUND_S = 10.0
 
 
 # Keep this test LAST in the module: it kills the worker node for good (the cluster has only its head afterwards;
 # the module's fixture then stops what is left), which saves restarting a node (20-60 s on 2 loaded cores).
 def test_a_lost_host_has_its_units_run_again_on_the_surviving_node_and_leaves_no_server(cluster, tmp_path):
-    # 4 units of 2 GPUs on 2 hosts of 4: two on each; half SLOW's requests (a unit is still measuring at the kill)
-    spec = _spec(cluster, tmp_path, {**SLOW, "requests_per_level": 4}, variants=["baseline", "eagle3-topk4"])
-    driver = _start_driver(cluster, spec)
+    # 4 units of 2 GPUs on 2 hosts of 4: two on each; half fs.SLOW's requests (a unit is still measuring at the kill)
+    spec = fs.spec_file(cluster, tmp_path, {**fs.SLOW, "requests_per_level": 4}, variants=["baseline", "eagle3-topk4"])
+    driver = fs.start_driver(cluster, spec)
     try:
-        _wait_for(lambda: [s for s in cluster.servers() if s[0] == cluster.worker_ns], FIRST_SERVER_S, proc=driver,
+        fs.wait_for(lambda: [s for s in cluster.servers() if s[0] == cluster.worker_ns], fs.FIRST_SERVER_S, proc=driver,
                   spec=spec)
         time.sleep(2)  # measuring now
         on_worker = {pid for ns, pid, _ in cluster.servers() if ns == cluster.worker_ns}
         lost, lost_at = time.monotonic(), time.time()
         fc.kill_namespace(cluster, cluster.worker_ns)  # the host is gone: its raylet, workers and servers
-        while any(not _gone(pid) for pid in on_worker) or cluster.pids(cluster.worker_ns):
+        while any(not fs.gone(pid) for pid in on_worker) or cluster.pids(cluster.worker_ns):
             assert time.monotonic() - lost < LOST_HOST_BOUND_S, "the lost host still runs processes"
             time.sleep(0.1)
         gone_s = time.monotonic() - lost
@@ -297,7 +176,7 @@ def test_a_lost_host_has_its_units_run_again_on_the_surviving_node_and_leaves_no
         if driver.poll() is None:
             driver.kill()
     assert cluster.servers() == []
-    manifests = _manifests(tmp_path / "runs")
+    manifests = fs.manifests(tmp_path / "runs")
     units = [u for m in manifests for u in m["fleet_units"]]
     again = [u for u in units if u["started_at"] and u["started_at"] > lost_at]  # the lost host's units, run again
     print(f"lost host: its {len(on_worker)} server(s) gone {gone_s:.1f} s after the kill; the sweep ended "

@@ -1,7 +1,7 @@
 """A server spanning two nodes on the real engine: Ray 2.60, a head and a worker in two network namespaces
 (fake GPUs), the simulated SGLang engine's ranks meeting at --dist-init-addr (tests/fleet_cluster.py).
 
-One cluster serves this module (tests/test_fleet.py's module-scoped fixture); each test drives a sweep from the head's
+One cluster serves this module (tests/fleet_sweeps.py's module-scoped fixture); each test drives a sweep from the head's
 namespace (tests/fleet_driver.py) and checks that no server is left. Skipped, with the reason, where
 namespaces cannot be made. The parts without Ray are tests/test_multinode_units.py.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import fleet_cluster as fc
-from test_fleet import cluster  # noqa: F401 - the module-scoped two-namespace cluster (one per module using it)
+from fleet_sweeps import cluster  # noqa: F401 - the module-scoped two-namespace cluster (one per module using it)
 
 pytestmark = pytest.mark.e2e
 
