@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from browser import CHROMIUM, first_screen, on_first_screen
+from sim_distortion import explained_share
 from workbench.analysis import per_request_ratio_ci
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
@@ -98,10 +99,14 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
     text = TextModel()
     lengths = [text.count_tokens(p.text) for p in load_prompts()]
     predicted = figures(profile, prompt_lengths=lengths, max_new_tokens=256, concurrency_levels=LEVELS)
+    m_scale = float(runs["baseline"].manifest["time_scale"])
     for name, table in (("baseline", base), ("eagle3", eagle)):
         for c in LEVELS:
             want = predicted[name][c][0]
-            assert table.loc[c, "output_throughput_tok_s"] == pytest.approx(want, rel=tol), (name, c)
+            # the profile's tolerance plus what the level's own measures say a busy machine took (never more
+            # throughput than predicted: a late server or client only loses it)
+            slack = tol + explained_share(table.loc[c], m_scale)
+            assert want * (1 - slack) <= table.loc[c, "output_throughput_tok_s"] <= want * (1 + tol), (name, c, slack)
     # The seed investigation's signs (EAGLE-3 ahead at 1, the baseline ahead at 8), asserted only where the
     # predicted margin is large against what this run can resolve. The two variants run one after the other on
     # a shared 2-core machine, so their measured per-request speed ratio (spec / baseline) carries

@@ -101,9 +101,10 @@ def _addr(cmd: str) -> str:
     return words[words.index("--dist-init-addr") + 1]
 
 
-def _measuring(cluster: fc.Cluster, old: set[str], *, driver, spec: Path) -> dict[int, tuple[str, int, str]]:
-    """The two ranks of the next unit (an address not in ``old``), once rank 0 is ready and measuring."""
-    ranks = _wait_for(lambda: (r := {k: v for k, v in _ranks(cluster).items() if _addr(v[2]) not in old})
+def _measuring(cluster: fc.Cluster, old: set[int], *, driver, spec: Path) -> dict[int, tuple[str, int, str]]:
+    """The two ranks of the next unit (server pids not in ``old``: a later unit may be given the same free port
+    for its --dist-init-addr, so the address does not tell units apart), once rank 0 is ready and measuring."""
+    ranks = _wait_for(lambda: (r := {k: v for k, v in _ranks(cluster).items() if v[1] not in old})
                       and len(r) == 2 and r, FIRST_SERVER_S, driver=driver, spec=spec)
     _wait_for(lambda: "fired up" in _log_of(cluster, ranks[0][0], ranks[0][1]), 120, driver=driver, spec=spec)
     time.sleep(3)  # measuring its first level
@@ -131,7 +132,7 @@ def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_kil
             assert len(env[b"CUDA_VISIBLE_DEVICES"].split(b",")) == 4
         seen: dict[int, float] = {}
         while (now := time.monotonic()) and (found := {r: v for r, v in _ranks(cluster).items()
-                                                       if _addr(v[2]) == first}):
+                                                       if v[1] in (pid0, pid1)}):
             seen.update({r: now for r in found})
             assert driver.poll() is None, spec.with_suffix(".err").read_text()[-3000:]
             time.sleep(0.1)
@@ -139,16 +140,16 @@ def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_kil
         print(f"unit 1: ranks stopped {apart:.2f} s apart (rank 0 on {ns0}, rank 1 on {ns1})")
         assert apart < TOGETHER_BOUND_S
         # unit 2: kill rank 1's server while it measures
-        second = _measuring(cluster, {first}, driver=driver, spec=spec)
-        ns1b, pid1b, _ = second[1]
+        second = _measuring(cluster, {pid0, pid1}, driver=driver, spec=spec)
+        (_, pid0b, _), (ns1b, pid1b, _) = second[0], second[1]
         killed = time.monotonic()
         os.killpg(os.getpgid(pid1b), signal.SIGKILL)  # rank 1's server dies (its actor and worker live on)
-        while any(_addr(v[2]) == _addr(second[0][2]) for v in _ranks(cluster).values()):
+        while any(v[1] in (pid0b, pid1b) for v in _ranks(cluster).values()):
             assert time.monotonic() - killed < RANK_DEATH_BOUND_S, f"ranks still running: {_ranks(cluster)}"
             time.sleep(0.1)
         print(f"unit 2: rank 1 killed, the whole group was stopped {time.monotonic() - killed:.2f} s later")
         # unit 3: Ctrl-C in the driver while it measures
-        _measuring(cluster, {first, _addr(second[0][2])}, driver=driver, spec=spec)
+        _measuring(cluster, {pid0, pid1, pid0b, pid1b}, driver=driver, spec=spec)
         sent = time.monotonic()
         driver.send_signal(signal.SIGINT)
         cluster.wait_no_servers(CANCEL_BOUND_S)  # AssertionError past the bound

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from sim_distortion import explained_share
 from workbench import benchmark_variant
 from workbench.sim import load_profile, predict
 from workbench.store import load_run
@@ -34,18 +35,6 @@ TOKENS = 256  # the report's: shorter requests let the wall-clock HTTP overhead 
 SCALE = 2.0  # the report's time scale
 #: The issue's bound on HTTP-vs-offline disagreement in output throughput (quiet machine).
 TOLERANCE = 0.02
-
-
-def _explained(level) -> float:
-    """The disagreement a level's own measures explain: the share of the mean E2E outside the server,
-    the share of the level's wall time the simulator fell behind its schedule, and the share of the
-    level the client held fewer requests open than its concurrency (``1 - achieved_concurrency /
-    concurrency``: a loaded client sends each next request late; on a quiet machine only the level's
-    last requests draining, 0.2-0.4% here)."""
-    outside = max(0.0, float(level["mean_e2e_over_server_ms"])) / float(level["mean_e2e_ms"])
-    behind = float(level["sim_behind_schedule_wall_s"] or 0.0) / (float(level["duration_s"]) / SCALE)
-    short = max(0.0, 1.0 - float(level["achieved_concurrency"]) / float(level.name))
-    return outside + behind + short
 
 
 @pytest.fixture(scope="module")
@@ -71,5 +60,5 @@ def test_http_and_offline_throughput_agree_within_2_percent(tmp_path, fixed_acce
         f"behind schedule {measured.loc[c, 'sim_behind_schedule_wall_s']:.3f} s, client E2E over the server's "
         f"{measured.loc[c, 'mean_e2e_over_server_ms']:.1f} ms, achieved concurrency "
         f"{measured.loc[c, 'achieved_concurrency']:.2f})" for c, r in ratios.items()))
-    bounds = {c: TOLERANCE + _explained(measured.loc[c]) for c in LEVELS}
+    bounds = {c: TOLERANCE + explained_share(measured.loc[c], SCALE) for c in LEVELS}
     assert all(abs(r - 1.0) <= bounds[c] for c, r in ratios.items()), (ratios, bounds)

@@ -195,14 +195,41 @@ def connect(fleet: Fleet) -> Any:
     return ray
 
 
-def _execute(task: Callable[[Any, Placement], Any], payload: Any) -> tuple[Placement, Any]:
-    """The Ray task body: where it runs, then ``task(payload, placement)``."""
+def _execute(task: Callable[[Any, Placement], Any], payload: Any, ended: Any = None,
+             key: int | None = None) -> tuple[Placement, Any]:
+    """The Ray task body: where it runs, then ``task(payload, placement)``; then, however it ended (a soft cancel's
+    ``KeyboardInterrupt`` included, after the task's ``with`` blocks stopped its server), tells ``ended`` (an
+    :class:`_Ended` actor) that unit ``key`` is over."""
     import ray
 
-    placement = Placement(node_id=ray.get_runtime_context().get_node_id(), host=ray.util.get_node_ip_address(),
-                          hostname=socket.gethostname(), gpus=tuple(str(g) for g in ray.get_gpu_ids()),
-                          pid=os.getpid(), started_at=time.time())
-    return placement, task(payload, placement)
+    try:
+        placement = Placement(node_id=ray.get_runtime_context().get_node_id(), host=ray.util.get_node_ip_address(),
+                              hostname=socket.gethostname(), gpus=tuple(str(g) for g in ray.get_gpu_ids()),
+                              pid=os.getpid(), started_at=time.time())
+        return placement, task(payload, placement)
+    finally:
+        if ended is not None:
+            ended.end.remote(key)  # not waited on: a force-cancelled worker may not get to send it
+
+
+class _Ended:
+    """A Ray actor the units tell when they are over, so that a soft cancel can wait for their servers' stop.
+
+    Ray resolves a soft-cancelled task's reference at once (``TaskCancelledError``) while the task's
+    ``KeyboardInterrupt`` is still unwinding through the ``with`` blocks that stop its server; a driver that
+    took that as the end returned, and when it was a job's, Ray ended the units' workers with it and left their
+    servers to the watchdogs (docs/FLEET.md, *fleet cancel*).
+    """
+
+    def __init__(self) -> None:
+        self.keys: set[int] = set()
+
+    def end(self, key: int) -> None:
+        self.keys.add(key)
+
+    def which(self, keys: list[int]) -> list[int]:
+        """The ones of ``keys`` that are over."""
+        return [k for k in keys if k in self.keys]
 
 
 def _check_fits(ray: Any, units: Sequence[FleetUnit]) -> None:
@@ -405,8 +432,10 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
     from workbench.sweeps._fleet_multinode import group_options, remove_group
 
     remote = ray.remote(_execute)
+    ended = ray.remote(num_cpus=0)(_Ended).remote()
     waiting = list(units)
     running: dict[Any, tuple[FleetUnit, str | None]] = {}  # ObjectRef -> (unit, pinned host)
+    keys: dict[Any, int] = {}  # ObjectRef -> its key for ``ended``
     submitted: dict[Any, float] = {}
     groups: dict[Any, Any] = {}  # ObjectRef -> the placement group of a unit spanning nodes
     hosts = _Hosts(ray)
@@ -422,8 +451,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             if unit.nnodes > 1:  # a placement group of one bundle per node (never pinned: it spans hosts)
                 waiting.pop(0)
                 spread, group = group_options(unit)
-                ref = remote.options(**{**options, **spread}).remote(task, unit.payload)
-                running[ref], submitted[ref], groups[ref] = (unit, None), clock(), group
+                ref = remote.options(**{**options, **spread}).remote(task, unit.payload, ended, len(keys))
+                running[ref], submitted[ref], groups[ref], keys[ref] = (unit, None), clock(), group, len(keys)
                 continue
             if fleet.one_unit_per_host:
                 free = hosts.free_node(unit.gpus)
@@ -435,8 +464,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
                 hosts.busy.add(host)
             waiting.pop(0)
-            ref = remote.options(**options).remote(task, unit.payload)
-            running[ref], submitted[ref] = (unit, host), clock()
+            ref = remote.options(**options).remote(task, unit.payload, ended, len(keys))
+            running[ref], submitted[ref], keys[ref] = (unit, host), clock(), len(keys)
 
     try:
         submit()
@@ -453,7 +482,7 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                     on_done(outcome)
             submit()
     except KeyboardInterrupt:
-        for ref, outcome in _cancel(ray, running, clock).items():
+        for ref, outcome in _cancel(ray, running, clock, ended, keys).items():
             outcome = dataclasses.replace(outcome, submitted_at=submitted.get(ref))
             outcomes.append(outcome)
             if outcome.error != "cancelled" and on_done is not None:
@@ -481,9 +510,10 @@ def _collect(ray: Any, ref: Any, unit: FleetUnit, now: float) -> UnitOutcome:
 
 
 def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
-            clock: Callable[[], float]) -> dict[Any, UnitOutcome]:
+            clock: Callable[[], float], ended: Any, keys: Mapping[Any, int]) -> dict[Any, UnitOutcome]:
     """Cancel every running unit: softly (``KeyboardInterrupt`` in the task, whose ``with`` blocks stop
-    the server), then with ``force=True`` for those still running after :data:`CANCEL_GRACE_S`.
+    the server), then with ``force=True`` for those that have not told ``ended`` (:class:`_Ended`) they are
+    over after :data:`CANCEL_GRACE_S` (a cancelled reference resolves at once, so it cannot say).
 
     Returns:
         The outcome of each unit of ``running``, by its ObjectRef: its real outcome (:func:`_collect`) for a unit that had
@@ -494,7 +524,15 @@ def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
     finished, refs = ray.wait(list(running), num_returns=len(running), timeout=0) if running else ([], [])
     for ref in refs:
         ray.cancel(ref, force=False)
-    _, left = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_S) if refs else ([], [])
+    left, deadline = list(refs), time.monotonic() + CANCEL_GRACE_S
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        try:
+            over = set(ray.get(ended.which.remote([keys[ref] for ref in left]),
+                               timeout=max(0.1, deadline - time.monotonic())))
+        except ray.exceptions.GetTimeoutError:  # the actor not up yet (a cold worker): none is known to be over
+            continue
+        left = [ref for ref in left if keys[ref] not in over]
     for ref in left:
         ray.cancel(ref, force=True)
     now = clock()
