@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import signal
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,3 +83,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Put the modules of :data:`SLOWEST_FIRST` first, in that order; the others keep their order."""
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let SIGINT reach what the tests start, as in a terminal.
+
+    A non-interactive shell starts a background command with SIGINT ignored (bash: asynchronous commands ignore
+    SIGINT and SIGQUIT), every child inherits that across exec, and Python then installs no KeyboardInterrupt
+    handler: the tests that press Ctrl-C on a `workbench report` or a fleet driver saw it ignored (a suite run
+    as `make test &` in a script, 2026-12-02). A handler, unlike SIG_IGN, is reset to the default at exec.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+

@@ -154,7 +154,8 @@ def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level
     run = load_run(benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=4, runs_dir=tmp_path,
                                      **{**FAST, "max_new_tokens": 2}))
     [problem] = run.levels["sim_schedule_problem"]
-    assert "of the mean E2E was spent outside the server (bound 5%" in problem, problem
+    measured = run.levels[["mean_e2e_over_server_ms", "mean_e2e_ms", "sim_behind_schedule_wall_s", "duration_s"]]
+    assert problem and "of the mean E2E was spent outside the server (bound 5%" in problem, measured.to_dict("records")
     study = load_study([run.path])
     from workbench.studies._study_words import _time_scale_text
 
