@@ -171,22 +171,9 @@ def _ray_start(cluster: Cluster, ns: str, *extra: str) -> None:
 
 
 def start(root: Path) -> Cluster:
-    """Make the namespaces and start Ray in them (about 20-60 s on 2 loaded cores)."""
-    tag = f"{os.getpid() % 100000}"
-    cluster = Cluster(head_ns=f"wbfleetA{tag}", worker_ns=f"wbfleetB{tag}", root=root, python=sys.executable,
-                      ray_temp=Path(tempfile.mkdtemp(prefix="wbray", dir="/tmp")))
-    veth_a, veth_b = f"wbfa{tag}", f"wbfb{tag}"
+    """Make the namespaces (:func:`make_namespaces`) and start Ray in them (about 20-60 s on 2 loaded cores)."""
+    cluster = make_namespaces(root, "wbfleet")
     try:
-        _ip("netns", "add", cluster.head_ns)
-        _ip("netns", "add", cluster.worker_ns)
-        _ip("link", "add", veth_a, "type", "veth", "peer", "name", veth_b)
-        _ip("link", "set", veth_a, "netns", cluster.head_ns)
-        _ip("link", "set", veth_b, "netns", cluster.worker_ns)
-        for ns, dev, addr in ((cluster.head_ns, veth_a, HEAD_IP), (cluster.worker_ns, veth_b, WORKER_IP)):
-            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
-            _ip("-n", ns, "link", "set", dev, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-            cluster.servers_dir(ns).mkdir(parents=True, exist_ok=True)
         _ray_start(cluster, cluster.head_ns, "--head", "--include-dashboard=false", "--node-ip-address", HEAD_IP, "--port", str(RAY_PORT),
                    "--temp-dir", str(cluster.ray_temp))
         _ray_start(cluster, cluster.worker_ns, "--address", cluster.address, "--node-ip-address", WORKER_IP)
