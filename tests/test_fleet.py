@@ -48,7 +48,7 @@ def _notebook_on_the_fleet(cluster: fc.Cluster, tmp_path: Path) -> Path:
 def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_fleet_resumes_it(
         cluster, tmp_path):
     page = _notebook_on_the_fleet(cluster, tmp_path).read_text()
-    assert "Where each unit ran" in page and "4 units ran on a fleet of 2 host(s)" in page
+    assert "Where each unit ran" in page and "4 units ran on a fleet of 2 hosts" in page
     manifests = fs.manifests(tmp_path / "runs")
     assert [m["status"] for m in manifests] == ["complete", "complete"]
     assert not [f for m in manifests for f in m.get("failed_levels") or []]
@@ -105,7 +105,7 @@ def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_g
     assert shown.exit_code == 0, shown.output[-3000:]
     html = (out / "spec_vs_baseline.html").read_text()
     assert "FAILED" not in html and "Where each unit ran" in html
-    assert "4 units ran on a fleet of 2 host(s)" in html and "every unit finished" in html
+    assert "4 units ran on a fleet of 2 hosts" in html and "every unit finished" in html
     for u in units:
         assert u["host"] in html and u["gpus"] in html
     assert all(u["outcome"] == "done" and u["failure_kind"] is None for u in units)

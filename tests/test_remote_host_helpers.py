@@ -195,6 +195,47 @@ def test_process_status_members_ports_log_and_heartbeat(host: Host, tmp_path: Pa
     assert not gone["alive"] and gone["members"] == [] and gone["log"]["text"].endswith("partial")
 
 
+#: A leader that stops its child in its own way on SIGTERM (SIGUSR1, as ``ray start --block`` stops its node).
+LEADER = (
+    "import signal, subprocess, sys, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]])\n"
+    "def on_term(*_):\n"
+    "    child.send_signal(signal.SIGUSR1); child.wait(); sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, on_term)\n"
+    "while True: time.sleep(0.05)\n"
+)
+#: The child: notes which signal ended it.
+CHILD = (
+    "import signal, sys, time\n"
+    "def note(name):\n"
+    "    def handler(*_):\n"
+    "        open(sys.argv[1], 'a').write(name + '\\n'); sys.exit(0)\n"
+    "    return handler\n"
+    "signal.signal(signal.SIGTERM, note('TERM')); signal.signal(signal.SIGUSR1, note('USR1'))\n"
+    "open(sys.argv[1] + '.ready', 'w').close()\n"
+    "while True: time.sleep(0.05)\n"
+)
+
+
+@pytest.mark.parametrize("term_leader_only, ended_by", [(True, "USR1"), (False, "TERM")])
+def test_stop_can_leave_the_children_to_their_leader(host: Host, tmp_path: Path, term_leader_only: bool,
+                                                     ended_by: str) -> None:
+    """``term_leader_only``: the SIGTERM reaches the leader alone, which ends its child its own way; by default
+    the whole group gets it. Either way nothing of the group is left."""
+    notes = tmp_path / "child.notes"
+    proc = processes.spawn(host, [sys.executable, "-c", LEADER, CHILD, str(notes)], log_path=str(tmp_path / "log"))
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(f"{notes}.ready").exists():
+            assert time.monotonic() < deadline, "the child did not start"
+            time.sleep(0.05)
+        assert len(processes.group_members(host, proc.pgid)) == 2
+    finally:
+        assert processes.stop(host, proc, grace_s=20, term_leader_only=term_leader_only)
+    assert notes.read_text().splitlines()[0] == ended_by
+    assert processes.group_members(host, proc.pgid) == []
+
+
 def test_process_status_lists_a_registry_directory(tmp_path: Path) -> None:
     (tmp_path / "good.json").write_text(json.dumps({"id": "good", "pid": os.getpid(), "pgid": os.getpgid(0),
                                                     "start_time": 0, "heartbeat_path": None}))

@@ -166,13 +166,15 @@ def test_the_report_says_where_each_fleet_unit_ran_and_which_failed():
         {"variant": "eagle3-topk4", "repeat": 1, "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3",
          "co_tenants": "none", "duration_s": 3.0, "outcome": "failed", "failure_kind": None,
          "failure": "WorkerCrashedError after its retries"}]
-    assert fleet_placement_line(manifests) == ("3 units ran on a fleet of 2 host(s) (10.0.0.5: 1, 10.0.0.6: 1); "
+    assert fleet_placement_line(manifests) == ("3 units ran on a fleet of 2 hosts (10.0.0.5: 1, 10.0.0.6: 1); "
                                                "2 failed (baseline repeat 2: killed, eagle3-topk4 repeat 1: failed).")
     hosts = fleet_host_table(manifests)
     assert hosts.astype(object).where(hosts.notna(), None).to_dict("records") == [
         {"host": "10.0.0.5", "units": 1, "failed": 0, "gpus_used": "0,1", "busy_s": 12.5},
         {"host": "10.0.0.6", "units": 0, "failed": 1, "gpus_used": "2,3", "busy_s": 3.0},
         {"host": None, "units": 0, "failed": 1, "gpus_used": "", "busy_s": 0.0}]
+    assert fleet_placement_line([{"variant": "baseline", "fleet_units": [entry]}]) == (
+        "1 unit ran on a fleet of 1 host (10.0.0.5: 1); every unit finished.")
     assert fleet_placement([{"variant": "one-host"}]) is None and fleet_placement_line([]) == ""
     assert fleet_host_table([{"variant": "one-host"}]) is None
 

@@ -79,9 +79,9 @@ def fleet_host_table(manifests: Sequence[Mapping[str, Any]]) -> pd.DataFrame | N
 def fleet_placement_line(manifests: Sequence[Mapping[str, Any]]) -> str:
     """One sentence (plain text) on the fleet runs' placement: units per host and the units that failed.
 
-    Returns ``""`` when no run came from a fleet, else e.g. ``"8 units ran on a fleet of 2 host(s)
-    (10.0.0.5: 4, 10.0.0.6: 4); every unit finished."`` or ``"...; 1 failed (baseline repeat 2:
-    killed)."``.
+    Returns ``""`` when no run came from a fleet, else e.g. ``"8 units ran on a fleet of 2 hosts
+    (10.0.0.5: 4, 10.0.0.6: 4); every unit finished."``, ``"1 unit ran on a fleet of 1 host (...)"``
+    or ``"...; 1 failed (baseline repeat 2: killed)."``.
     """
     table = fleet_placement(manifests)
     if table is None:
@@ -92,7 +92,13 @@ def fleet_placement_line(manifests: Sequence[Mapping[str, Any]]) -> str:
     failed = table[table["outcome"] != "done"]
     tail = "every unit finished." if failed.empty else f"{len(failed)} failed (" + ", ".join(
         f"{r.variant} repeat {r.repeat}: {_or(r.failure_kind, 'failed')}" for r in failed.itertuples()) + ")."
-    return f"{len(table)} units ran on a fleet of {len(counts)} host(s) ({hosts or 'none placed'}); {tail}"
+    return (f"{_counted(len(table), 'unit')} ran on a fleet of {_counted(len(counts), 'host')} "
+            f"({hosts or 'none placed'}); {tail}")
+
+
+def _counted(n: int, noun: str) -> str:
+    """``"1 unit"``, ``"2 units"``: a count with its noun in the number it needs."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _or(value: Any, default: str) -> Any:

@@ -4,7 +4,8 @@
 ``ray start --block`` launched detached in a session of its own by :func:`workbench.hosts.processes.spawn`
 over the host's SSH connection (:mod:`workbench.hosts`), so the one process ``fleet up`` records per host
 (pid, process group, kernel start time) leads every Ray process of that node: ``fleet down`` stops those
-groups (SIGTERM, SIGKILL after a grace) and nothing else, never ``ray stop`` (which stops every Ray on a
+groups (SIGTERM to the leader, which stops its node's processes in order, then SIGKILL to the group after a
+grace) and nothing else, never ``ray stop`` (which stops every Ray on a
 host). With ``--block``, ``ray start`` stays in the foreground and, on SIGTERM, stops the node's processes
 itself (Ray 2.60 ``ray/scripts/scripts.py``: ``shutdown_at_exit=block``).
 
@@ -301,7 +302,8 @@ def fleet_down(name: str = "default", *, grace_s: float = 15.0) -> list[str]:
     group and start time (never by name, never ``ray stop``); remove the token files and the fleet file.
 
     Returns:
-        One line per process: what was stopped, or found gone already.
+        One line per process: stopped (with the seconds it took), killed (still running ``grace_s`` seconds
+        after SIGTERM, default 15) or found gone already.
 
     Raises:
         ConfigError: no such fleet. HostError: a process group survived SIGKILL (the fleet file is kept).
@@ -316,9 +318,12 @@ def fleet_down(name: str = "default", *, grace_s: float = 15.0) -> list[str]:
         proc = SpawnedProcess(host=entry["alias"], pid=entry["pid"], pgid=entry["pgid"],
                               start_time=entry["start_time"], command=entry["command"], log_path=entry["log_path"])
         alive = processes.is_alive(host, proc)
-        processes.stop(host, proc, grace_s=grace_s)
-        lines.append(f"{entry['role']} on {entry['alias']} (pid {entry['pid']}): "
-                     f"{'stopped' if alive else 'gone already'}")
+        began = time.monotonic()
+        processes.stop(host, proc, grace_s=grace_s, term_leader_only=True)  # ray start --block stops its node in order
+        took = time.monotonic() - began
+        how = ("gone already" if not alive else f"stopped in {took:.1f} s" if took < grace_s else
+               f"killed: still running {grace_s:.0f} s after SIGTERM, so SIGKILL ended it ({took:.1f} s)")
+        lines.append(f"{entry['role']} on {entry['alias']} (pid {entry['pid']}): {how}")
         with contextlib.suppress(HostError):
             host.run(["rm", "-f", posixpath.join(state.remote_dir, "auth_token")], check=False, timeout_s=60)
     state.path.unlink(missing_ok=True)
