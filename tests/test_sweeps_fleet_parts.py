@@ -146,7 +146,8 @@ def test_the_report_says_where_each_fleet_unit_ran_and_which_failed():
              "failure_kind": None, "failure": None}
     lost = {**entry, "label": "baseline repeat 2/2", "repeat": 1, "host": None, "hostname": None, "gpus": None,
             "co_tenants": [], "duration_s": None, "error": "NodeDiedError after its retries: node lost",
-            "outcome": "failed", "failure_kind": "killed", "failure": "NodeDiedError after its retries: node lost"}
+            "outcome": "failed", "failure_kind": "killed", "failure": "NodeDiedError after its retries: node lost",
+            "moved_from": ["10.0.0.7"]}
     # an entry written before outcomes were recorded: its error (Ray's) says it failed, kind unknown
     old = {k: v for k, v in {**entry, "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3", "co_tenants": [],
                              "duration_s": 3.0, "error": "WorkerCrashedError after its retries"}.items()
@@ -158,16 +159,18 @@ def test_the_report_says_where_each_fleet_unit_ran_and_which_failed():
     assert list(table.columns) == list(FLEET_COLUMNS)
     assert table.astype(object).where(table.notna(), None).to_dict("records") == [
         {"variant": "baseline", "repeat": 1, "host": "10.0.0.5", "hostname": "gpu-a", "gpus": "0,1",
-         "co_tenants": "eagle3-topk4 repeat 1/2", "duration_s": 12.5, "outcome": "done", "failure_kind": None,
-         "failure": None},
+         "co_tenants": "eagle3-topk4 repeat 1/2", "duration_s": 12.5, "moved_from": None, "outcome": "done",
+         "failure_kind": None, "failure": None},
         {"variant": "baseline", "repeat": 2, "host": None, "hostname": None, "gpus": None, "co_tenants": "none",
-         "duration_s": None, "outcome": "failed", "failure_kind": "killed",
+         "duration_s": None, "moved_from": "10.0.0.7", "outcome": "failed", "failure_kind": "killed",
          "failure": "NodeDiedError after its retries: node lost"},
         {"variant": "eagle3-topk4", "repeat": 1, "host": "10.0.0.6", "hostname": "gpu-b", "gpus": "2,3",
-         "co_tenants": "none", "duration_s": 3.0, "outcome": "failed", "failure_kind": None,
+         "co_tenants": "none", "duration_s": 3.0, "moved_from": None, "outcome": "failed", "failure_kind": None,
          "failure": "WorkerCrashedError after its retries"}]
     assert fleet_placement_line(manifests) == ("3 units ran on a fleet of 2 hosts (10.0.0.5: 1, 10.0.0.6: 1); "
-                                               "2 failed (baseline repeat 2: killed, eagle3-topk4 repeat 1: failed).")
+                                               "2 failed (baseline repeat 2: killed, eagle3-topk4 repeat 1: failed). 1 unit moved to "
+                                               "another host after the one it was pinned to was lost (baseline repeat "
+                                               "2, lost on 10.0.0.7).")
     hosts = fleet_host_table(manifests)
     assert hosts.astype(object).where(hosts.notna(), None).to_dict("records") == [
         {"host": "10.0.0.5", "units": 1, "failed": 0, "gpus_used": "0,1", "busy_s": 12.5},
@@ -195,7 +198,7 @@ def test_the_fleet_section_places_every_value_literally_and_is_empty_for_one_hos
     assert "\\<img src=x onerror=alert(1)\\>" in text and "\\[x\\](javascript:1)" in text
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len(rows) == 4  # the unit table's heading and row, the host table's heading and row
-    assert "| 2.5 | failed (oom): BenchmarkError: \\<img" in rows[1]
+    assert "| 2.5 | - | failed (oom): BenchmarkError: \\<img" in rows[1]
     assert rows[2].startswith("| host | units_done | units_failed |") and rows[3] == "| 10.0.0.5 | 0 | 1 | 0\\|1 | 2.5 |"
     assert fleet_section([{"variant": "one-host"}]) == "" and fleet_section([]) == ""
 

@@ -22,8 +22,8 @@ from workbench.markup import literal
 __all__ = ["FLEET_COLUMNS", "fleet_host_table", "fleet_placement", "fleet_placement_line", "fleet_section"]
 
 #: The placement table's columns, in order (``repeat`` counts from 1 as the report's other tables do).
-FLEET_COLUMNS = ("variant", "repeat", "host", "hostname", "gpus", "co_tenants", "duration_s", "outcome",
-                 "failure_kind", "failure")
+FLEET_COLUMNS = ("variant", "repeat", "host", "hostname", "gpus", "co_tenants", "duration_s", "moved_from",
+                 "outcome", "failure_kind", "failure")
 
 
 def _outcome(unit: Mapping[str, Any]) -> tuple[str, Any, Any]:
@@ -44,7 +44,9 @@ def fleet_placement(manifests: Sequence[Mapping[str, Any]]) -> pd.DataFrame | No
     Returns:
         :data:`FLEET_COLUMNS`: ``variant``, ``repeat`` (1-based), ``host`` (node IP), ``hostname``,
         ``gpus`` (``"2,3"``), ``co_tenants`` (labels joined by ``"; "``, ``"none"`` when it ran alone),
-        ``duration_s`` (its worker's start to the driver seeing it finish, seconds), ``outcome``
+        ``duration_s`` (its worker's start to the driver seeing it finish, seconds), ``moved_from`` (the
+        lost hosts a ``one_unit_per_host`` unit was pinned to before, joined by ``", "``; None when it
+        never moved), ``outcome``
         (``"done"`` or ``"failed"``), ``failure_kind`` (the server's classification such as ``killed``
         or ``oom``; ``killed`` also for a worker or node Ray lost; ``cancelled``; None when done) and
         ``failure`` (the failure's first line). Rows in run order, then submission order. None when no
@@ -57,7 +59,9 @@ def fleet_placement(manifests: Sequence[Mapping[str, Any]]) -> pd.DataFrame | No
             rows.append({"variant": m.get("variant"), "repeat": int(unit.get("repeat", 0)) + 1,
                          "host": unit.get("host"), "hostname": unit.get("hostname"), "gpus": unit.get("gpus"),
                          "co_tenants": "; ".join(unit.get("co_tenants") or []) or "none",
-                         "duration_s": unit.get("duration_s"), "outcome": outcome, "failure_kind": kind,
+                         "duration_s": unit.get("duration_s"),
+                         "moved_from": ", ".join(unit.get("moved_from") or []) or None,
+                         "outcome": outcome, "failure_kind": kind,
                          "failure": failure})
     if not rows:
         return None
@@ -92,6 +96,11 @@ def fleet_placement_line(manifests: Sequence[Mapping[str, Any]]) -> str:
     failed = table[table["outcome"] != "done"]
     tail = "every unit finished." if failed.empty else f"{len(failed)} failed (" + ", ".join(
         f"{r.variant} repeat {r.repeat}: {_or(r.failure_kind, 'failed')}" for r in failed.itertuples()) + ")."
+    moved = table[table["moved_from"].notna()]
+    if not moved.empty:
+        tail += (f" {_counted(len(moved), 'unit')} moved to another host after the one it was pinned to was lost ("
+                 + ", ".join(f"{r.variant} repeat {r.repeat}, lost on {r.moved_from}" for r in moved.itertuples())
+                 + ").")
     return (f"{_counted(len(table), 'unit')} ran on a fleet of {_counted(len(counts), 'host')} "
             f"({hosts or 'none placed'}); {tail}")
 

@@ -147,6 +147,9 @@ class UnitOutcome:
             Ray's scheduling, a worker process, unpickling).
         lost: True when the error is Ray's (its worker crashed or its node was lost, after the
             retries), False when ``task`` raised or the unit was cancelled.
+        moved_from: with ``one_unit_per_host``, the hosts (node IPs) the unit was pinned to that were lost
+            while it ran there, in order; each time the driver submitted it again to a free host
+            (:func:`run_units`). Empty otherwise.
         error: why it did not return: a Ray system error after its retries (worker crash,
             lost node), an exception ``task`` raised, or ``"cancelled"``; None when it returned.
     """
@@ -158,6 +161,7 @@ class UnitOutcome:
     error: str | None = None
     submitted_at: float | None = None
     lost: bool = False
+    moved_from: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -389,6 +393,10 @@ class _Hosts:
                 return node["NodeID"], host
         return None
 
+    def alive(self, host: str) -> bool:
+        """Whether an alive node has the IP ``host``."""
+        return any(node.get("Alive") and node.get("NodeManagerAddress") == host for node in self._ray.nodes())
+
 
 def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any], *, fleet: Fleet,
               on_done: Callable[[UnitOutcome], None] | None = None,
@@ -406,6 +414,11 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             (e.g. to store its rows), in finishing order.
         retry_exceptions: exceptions of ``task`` that Ray retries like a crash (up to
             ``fleet.max_retries``); any other exception is reported, not retried.
+            With ``fleet.one_unit_per_host`` a unit is pinned to its host (Ray's
+            ``NodeAffinitySchedulingStrategy``, ``soft=False``), so Ray cannot retry it elsewhere when that host
+            is lost: its retry fails at once with ``TaskUnschedulableError`` (Ray 2.60, measured with
+            ``ray.cluster_utils.Cluster``). The driver then submits it again itself, pinned to a free alive
+            host, up to ``fleet.max_retries`` times per unit (:attr:`UnitOutcome.moved_from`).
         prestart: before submitting, start one warm worker per unit slot (:func:`_prestart`:
             Ray and the unit's modules imported), so a unit starts within a fraction of a second of
             its submission instead of a cold worker's start; units spanning nodes are left out (their
@@ -439,6 +452,7 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
     submitted: dict[Any, float] = {}
     groups: dict[Any, Any] = {}  # ObjectRef -> the placement group of a unit spanning nodes
     hosts = _Hosts(ray)
+    moved: dict[int, tuple[str, ...]] = {}  # id(unit) -> the pinned hosts it lost
     outcomes: list[UnitOutcome] = []
 
     def submit() -> None:
@@ -476,11 +490,24 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                 hosts.busy.discard(host)
                 if ref in groups:
                     remove_group(groups.pop(ref))
-                outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted.pop(ref))
+                outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted.pop(ref),
+                                              moved_from=moved.get(id(unit), ()))
+                if (outcome.lost and host is not None and len(outcome.moved_from) < fleet.max_retries
+                        and not hosts.alive(host)):
+                    moved[id(unit)] = (*outcome.moved_from, host)
+                    waiting.insert(0, unit)  # its pinned host is gone: pin it to another one (submit, below)
+                    continue
                 outcomes.append(outcome)
                 if on_done is not None:
                     on_done(outcome)
             submit()
+        for unit in waiting:  # with nothing running, no alive host has the GPUs they ask for (theirs were lost)
+            outcomes.append(UnitOutcome(unit, None, None, clock(), f"no alive host has the {unit.gpus} GPU(s) it asks "
+                                        f"for after {', '.join(moved.get(id(unit), ())) or 'its host'} was lost",
+                                        lost=True, moved_from=moved.get(id(unit), ())))
+            if on_done is not None:
+                on_done(outcomes[-1])
+        waiting.clear()
     except KeyboardInterrupt:
         for ref, outcome in _cancel(ray, running, clock, ended, keys).items():
             outcome = dataclasses.replace(outcome, submitted_at=submitted.get(ref))

@@ -75,7 +75,8 @@ def unit_entry(outcome: UnitOutcome, others: Sequence[UnitOutcome]) -> dict[str,
     and ready on the worker's clock), ``duration_s``, ``co_tenants``, ``error`` (Ray's or the
     task's: None when it returned), ``outcome`` (``"done"`` or ``"failed"``), ``failure_kind`` and
     ``failure`` (:func:`unit_failure`'s kind and the first line of its message, at most
-    :data:`FAILURE_LINE_CHARS` characters; None when done).
+    :data:`FAILURE_LINE_CHARS` characters; None when done), ``moved_from`` (the lost hosts it was pinned to
+    before it ran on ``host``, :attr:`UnitOutcome.moved_from`; ``[]`` when it never moved).
     """
     where = outcome.placement
     failed = unit_failure(outcome)
@@ -87,7 +88,7 @@ def unit_entry(outcome: UnitOutcome, others: Sequence[UnitOutcome]) -> dict[str,
             "duration_s": None if where is None else round(outcome.finished_at - where.started_at, 3),
             "co_tenants": co_tenants(outcome, others), "error": outcome.error,
             "outcome": "failed" if failed else "done", "failure_kind": failed and failed[0],
-            "failure": failed and _one_line(failed[1])}
+            "failure": failed and _one_line(failed[1]), "moved_from": list(outcome.moved_from)}
 
 
 def host_summary(outcomes: Sequence[UnitOutcome]) -> list[dict[str, Any]]:
