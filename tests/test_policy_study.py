@@ -121,7 +121,8 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
 
     root = Path(__file__).resolve().parents[1]
     result = run_notebook(root / "notebooks" / "dynamic_disable.ipynb", out_dir=tmp_path / "out",
-                          parameters={"stored_study": str(FIXTURE), "report_dir": str(tmp_path / "charts")},
+                          parameters={"stored_study": "tests/fixtures/dynamic_disable/policies",  # as a user gives it
+                                      "report_dir": str(tmp_path / "charts")},
                           cell_timeout_s=300)
     page = result.html.read_text()
     assert "Verdict (SIMULATED" in page and "speculative-adaptive-config" in page
@@ -132,6 +133,10 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     envelope = envelope[:envelope.index("</table>")]
     assert re.search(r"<td>[+-]\d+(\.\d)?%</td>", envelope) and not re.search(r"<td>0\.\d{3,}</td>", envelope)
     assert "NaN" not in page and "<th>0</th>" not in page
+    # the policies' files: each generated name explained, each path relative to the project, none absolute
+    assert "ends in the threshold" in page and "SHA-256" in page
+    assert "tests/fixtures/dynamic_disable/policies/adaptive-tiers-6f567eff.toml" in page
+    assert str(root) not in page, "the report prints an absolute path of this machine"
     assert sorted(p.name for p in result.charts) == sorted(
         f"dynamic_disable_{stem}.{fmt}" for stem in ("envelope", "gains", "pareto", "ratios") for fmt in ("png", "svg"))
 

@@ -32,7 +32,7 @@ from workbench.studies._policy_index import INDEX_NAME, PolicyRun, read_policy_r
 from workbench.studies._study import Study, load_study
 from workbench.charts import METRIC_TITLES
 from workbench.errors import ConfigError
-from workbench.markup import literal
+from workbench.markup import code, literal
 from workbench.report import progress_bars
 from workbench.variants import Variant
 
@@ -225,6 +225,30 @@ class PolicyStudy:
                      "setting": json.dumps(self.vllm_schedule()),
                      "note": "K = the best num_steps at topk 1; inclusive batch-size ranges"})
         return pd.DataFrame(rows)
+
+    def policy_files(self) -> str:
+        """Markdown: each written policy's variant name, what the name means, and its file (relative to the project
+        or ``~``, :func:`workbench.paths.shown`: a shared report prints no absolute path of the machine).
+
+        Names are generated: ``<spec>-off-above-<N>`` is ``<spec>`` with no drafting above N running requests;
+        ``adaptive-tiers-<hash>`` runs SGLang's ``--speculative-adaptive-config``, ``<hash>`` being the first 8 hex
+        digits of the config's SHA-256 (the same config always gets the same name). ``""`` before
+        :func:`workbench.sweeps.write_policies`.
+        """
+        lines = []
+        for run in self.runs.values():
+            name = run.variant.name
+            if run.policy == "threshold":
+                what = (f"{code(run.always_on)} with no drafting above {self.threshold().no_draft_above} running "
+                        "requests (the name ends in the threshold)")
+            else:
+                what = (f"SGLang's adaptive num_steps per batch-size tier; the name ends in the first 8 hex digits of "
+                        f"its config's SHA-256 ({code(paths.shown(run.config_path)) if run.config_path else 'no file'})")
+            lines.append(f"- **{literal(run.policy)}**: variant {code(name)}, {what}; file {code(paths.shown(run.path))}")
+        if not lines:
+            return ""
+        return "\n".join(["The policies as variant files, each measured below as one server (measure one yourself "
+                          "with `workbench bench FILE`):", "", *lines])
 
     # -- policies measured -------------------------------------------------------------------------
     def attach_policy_levels(self, policy: str, levels: pd.DataFrame) -> None:
