@@ -76,6 +76,7 @@ SLOWEST_FIRST = (
     "test_report_beside.py",
     "test_sim_predict_agreement.py",
     "test_lab_browser.py",
+    "test_fleet_pinned_host.py",
 )
 
 
