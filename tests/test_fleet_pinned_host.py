@@ -24,7 +24,8 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, run_units  # noqa: E402
 
 SECOND_IP = "127.0.0.2"
-#: Ray declares a node dead after this many failed health checks of HEALTH_PERIOD_MS (defaults: 30 s in all).
+#: Ray declares a node dead after ``health_check_failure_threshold`` failed checks, one per ``health_check_period_ms``
+#: (Ray's defaults take about 15-30 s; here 2 s, so the test waits seconds, not half a minute).
 HEALTH = {"health_check_period_ms": 500, "health_check_failure_threshold": 4, "health_check_initial_delay_ms": 0}
 
 

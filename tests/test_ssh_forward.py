@@ -79,7 +79,7 @@ def test_spawned_process_outlives_the_connection_and_stop_leaves_nothing(ssh_hos
     assert processes.is_alive(ssh_host, proc)
     with ssh_host.forward(port) as fwd:
         assert _wait_served(fwd, "/hello.txt").startswith(b"hello")
-    assert processes.stop(ssh_host, proc, grace_s=5) is True
+    assert processes.stop(ssh_host, proc, grace_s=5) == "stopped"
     assert processes.group_members(ssh_host, proc.pgid) == []
     assert not processes.is_alive(ssh_host, proc)
 
@@ -118,5 +118,5 @@ def test_spawn_and_stop_over_ssh_with_children(ssh_host: SSHHost, tmp_path: Path
     while len(processes.group_members(ssh_host, proc.pgid)) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(processes.group_members(ssh_host, proc.pgid)) == 3
-    assert processes.stop(ssh_host, proc, grace_s=5)
+    assert processes.stop(ssh_host, proc, grace_s=5) == "stopped"
     assert processes.group_members(ssh_host, proc.pgid) == []

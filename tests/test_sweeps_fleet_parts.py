@@ -168,9 +168,13 @@ def test_the_report_says_where_each_fleet_unit_ran_and_which_failed():
          "co_tenants": "none", "duration_s": 3.0, "moved_from": None, "outcome": "failed", "failure_kind": None,
          "failure": "WorkerCrashedError after its retries"}]
     assert fleet_placement_line(manifests) == ("3 units ran on a fleet of 2 hosts (10.0.0.5: 1, 10.0.0.6: 1); "
-                                               "2 failed (baseline repeat 2: killed, eagle3-topk4 repeat 1: failed). 1 unit moved to "
-                                               "another host after the one it was pinned to was lost (baseline repeat "
-                                               "2, lost on 10.0.0.7).")
+                                               "2 failed (baseline repeat 2: killed, eagle3-topk4 repeat 1: failed).")
+    # the failed unit lost its host and no other took it: it did not move. One that ran elsewhere did:
+    moved = {**entry, "moved_from": ["10.0.0.7", "10.0.0.8"]}
+    assert fleet_placement_line([{"variant": "baseline", "fleet_units": [moved, {**moved, "repeat": 1}]}]) == (
+        "2 units ran on a fleet of 1 host (10.0.0.5: 2); every unit finished. 2 units moved to another host after the "
+        "one they were pinned to was lost (baseline repeat 1, lost on 10.0.0.7, 10.0.0.8; baseline repeat 2, lost on "
+        "10.0.0.7, 10.0.0.8).")
     hosts = fleet_host_table(manifests)
     assert hosts.astype(object).where(hosts.notna(), None).to_dict("records") == [
         {"host": "10.0.0.5", "units": 1, "failed": 0, "gpus_used": "0,1", "busy_s": 12.5},

@@ -130,7 +130,7 @@ def group_members(host: Host, pgid: int, *, since: int | None = None) -> list[in
     return [int(line.split("/")[0]) for line in res.stdout.split() if line.split("/")[0].isdigit()]
 
 
-def stop(host: Host, proc: SpawnedProcess, *, grace_s: float = 15.0, term_leader_only: bool = False) -> bool:
+def stop(host: Host, proc: SpawnedProcess, *, grace_s: float = 15.0, term_leader_only: bool = False) -> str:
     """Stop the process group of ``proc``: SIGTERM, wait ``grace_s`` seconds, then SIGKILL the group.
 
     Never signals by name, and never signals a group whose leader is a different
@@ -142,34 +142,36 @@ def stop(host: Host, proc: SpawnedProcess, *, grace_s: float = 15.0, term_leader
         grace_s: seconds from SIGTERM until the group is sent SIGKILL (default 15).
         term_leader_only: send the SIGTERM to the leader alone (while it runs) and let it stop its children
             in its own order; the SIGKILL after the grace still goes to the whole group. For a leader
-            that shuts its node down itself: ``ray start --block`` stopped a head's 20 processes in 5-6 s
-            this way, while the same SIGTERM sent to its whole group at once took 34 s, its raylet and
-            GCS server each waiting on the other (Ray 2.60; docs/FLEET.md). Default False: the whole group.
+            that shuts its node down itself: ``ray start --block`` stopped a head's 20 processes in 4.9 and
+            6.2 s this way, while the same SIGTERM sent to its whole group at once took 34 s (twice), its
+            raylet and GCS server outliving it (Ray 2.60; docs/FLEET.md). Default False: the whole group.
 
     Returns:
-        True when nothing of the group is left running.
+        How it ended, nothing of the group left running in each case: ``"gone"`` (nothing of it was
+        running: nothing was signalled), ``"stopped"`` (gone within ``grace_s`` of the SIGTERM) or
+        ``"killed"`` (still running ``grace_s`` after the SIGTERM: SIGKILL ended it).
 
     Raises:
         HostError: processes of the group survived SIGKILL.
     """
     info = process_stat(host, proc.pid)
     if info is not None and info[1] != proc.start_time and proc.pgid == proc.pid:
-        return True  # the pid (and so the group id) was reused: what we started is gone
+        return "gone"  # the pid (and so the group id) was reused: what we started is gone
     leader_ok = info is not None and info[1] == proc.start_time
     if not leader_ok and not group_members(host, proc.pgid, since=proc.start_time):
-        return True
+        return "gone"
     target = str(proc.pid) if term_leader_only and leader_ok else f"-{proc.pgid}"
     host.run(["kill", "-TERM", target], check=False, timeout_s=30)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if not group_members(host, proc.pgid, since=proc.start_time):
-            return True
+            return "stopped"
         time.sleep(0.2)
     host.run(["kill", "-KILL", f"-{proc.pgid}"], check=False, timeout_s=30)
     for _ in range(50):
         left = group_members(host, proc.pgid, since=proc.start_time)
         if not left:
-            return True
+            return "killed"
         time.sleep(0.1)
     raise HostError(
         f"Process group {proc.pgid} on host {host.name!r} survived SIGKILL (pids {left}); "

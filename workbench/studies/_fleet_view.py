@@ -96,10 +96,11 @@ def fleet_placement_line(manifests: Sequence[Mapping[str, Any]]) -> str:
     failed = table[table["outcome"] != "done"]
     tail = "every unit finished." if failed.empty else f"{len(failed)} failed (" + ", ".join(
         f"{r.variant} repeat {r.repeat}: {_or(r.failure_kind, 'failed')}" for r in failed.itertuples()) + ")."
-    moved = table[table["moved_from"].notna()]
+    moved = table[table["moved_from"].notna() & table["host"].notna()]  # ran somewhere else afterwards
     if not moved.empty:
-        tail += (f" {_counted(len(moved), 'unit')} moved to another host after the one it was pinned to was lost ("
-                 + ", ".join(f"{r.variant} repeat {r.repeat}, lost on {r.moved_from}" for r in moved.itertuples())
+        tail += (f" {_counted(len(moved), 'unit')} moved to another host after the one "
+                 f"{'it was' if len(moved) == 1 else 'they were'} pinned to was lost ("
+                 + "; ".join(f"{r.variant} repeat {r.repeat}, lost on {r.moved_from}" for r in moved.itertuples())
                  + ").")
     return (f"{_counted(len(table), 'unit')} ran on a fleet of {_counted(len(counts), 'host')} "
             f"({hosts or 'none placed'}); {tail}")

@@ -238,9 +238,9 @@ class PolicyStudy:
         lines = []
         for run in self.runs.values():
             name = run.variant.name
-            if run.policy == "threshold":
-                what = (f"{code(run.always_on)} with no drafting above {self.threshold().no_draft_above} running "
-                        "requests (the name ends in the threshold)")
+            if run.policy == "threshold":  # N as the file says it (what the name was made from)
+                what = (f"{code(run.always_on)} with no drafting above {run.variant.sim_policy.get('spec_off_above')} "
+                        "running requests (the name ends in the threshold)")
             else:
                 what = (f"SGLang's adaptive num_steps per batch-size tier; the name ends in the first 8 hex digits of "
                         f"its config's SHA-256 ({code(paths.shown(run.config_path)) if run.config_path else 'no file'})")

@@ -9,7 +9,9 @@ unit is one Ray task asking for ``num_gpus`` GPU slots: Ray gives tasks disjoint
 Faults (Ray's semantics, Ray 2.60 ``ray.remote`` ``max_retries``):
 
 - a worker process that crashed, or a node that was lost, fails the task with a Ray
-  system error and Ray runs it again, up to ``max_retries`` times;
+  system error and Ray runs it again, up to ``max_retries`` times; a unit pinned to its host
+  (``one_unit_per_host``) whose host was lost is submitted again by the driver instead, pinned to a
+  free alive host, also up to ``max_retries`` times (:func:`run_units`);
 - an exception raised by ``task`` is not retried (``retry_exceptions`` stays off): the
   unit's own failures (a server that never became ready) are classified by ``task`` and
   returned as its result, never raised;
@@ -58,7 +60,8 @@ class Fleet:
         one_unit_per_host: run at most one unit at a time on each host (a host is a node IP):
             neighbours share CPU, PCIe and memory bandwidth, so this measures each unit alone
             at the cost of idle GPUs. Default False: as many as the GPU slots allow.
-        max_retries: how often Ray runs a unit again whose worker crashed or node was lost.
+        max_retries: how often Ray runs a unit again whose worker crashed or node was lost; with
+            ``one_unit_per_host`` also how often the driver moves a unit whose pinned host was lost.
     """
 
     address: str
@@ -148,7 +151,7 @@ class UnitOutcome:
         lost: True when the error is Ray's (its worker crashed or its node was lost, after the
             retries), False when ``task`` raised or the unit was cancelled.
         moved_from: with ``one_unit_per_host``, the hosts (node IPs) the unit was pinned to that were lost
-            while it ran there, in order; each time the driver submitted it again to a free host
+            before or while it ran there, in order; each time the driver submitted it again to a free host
             (:func:`run_units`). Empty otherwise.
         error: why it did not return: a Ray system error after its retries (worker crash,
             lost node), an exception ``task`` raised, or ``"cancelled"``; None when it returned.
@@ -416,9 +419,10 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             ``fleet.max_retries``); any other exception is reported, not retried.
             With ``fleet.one_unit_per_host`` a unit is pinned to its host (Ray's
             ``NodeAffinitySchedulingStrategy``, ``soft=False``), so Ray cannot retry it elsewhere when that host
-            is lost: its retry fails at once with ``TaskUnschedulableError`` (Ray 2.60, measured with
-            ``ray.cluster_utils.Cluster``). The driver then submits it again itself, pinned to a free alive
-            host, up to ``fleet.max_retries`` times per unit (:attr:`UnitOutcome.moved_from`).
+            is lost: its retry fails with ``TaskUnschedulableError`` as soon as Ray marks the node dead (Ray
+            2.60, ``ray.cluster_utils.Cluster``, health checks every 0.5 s: 1.2 s after the loss). The driver
+            then submits it again itself (on that error, or a Ray error with the host no longer alive), pinned
+            to a free alive host, up to ``fleet.max_retries`` times per unit (:attr:`UnitOutcome.moved_from`).
         prestart: before submitting, start one warm worker per unit slot (:func:`_prestart`:
             Ray and the unit's modules imported), so a unit starts within a fraction of a second of
             its submission instead of a cold worker's start; units spanning nodes are left out (their
@@ -446,18 +450,17 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
 
     remote = ray.remote(_execute)
     ended = ray.remote(num_cpus=0)(_Ended).remote()
-    waiting = list(units)
-    running: dict[Any, tuple[FleetUnit, str | None]] = {}  # ObjectRef -> (unit, pinned host)
+    waiting: list[tuple[FleetUnit, tuple[str, ...]]] = [(u, ()) for u in units]  # (unit, the pinned hosts it lost)
+    running: dict[Any, tuple[FleetUnit, str | None, tuple[str, ...]]] = {}  # ObjectRef -> (unit, pinned host, lost)
     keys: dict[Any, int] = {}  # ObjectRef -> its key for ``ended``
     submitted: dict[Any, float] = {}
     groups: dict[Any, Any] = {}  # ObjectRef -> the placement group of a unit spanning nodes
     hosts = _Hosts(ray)
-    moved: dict[int, tuple[str, ...]] = {}  # id(unit) -> the pinned hosts it lost
     outcomes: list[UnitOutcome] = []
 
     def submit() -> None:
         while waiting:
-            unit = waiting[0]
+            unit, lost = waiting[0]
             # GPU slots bound how many run at once; a CPU-only unit (the simulator without GPUs) takes a CPU slot
             options: dict[str, Any] = {**_unit_options(unit.gpus), "max_retries": fleet.max_retries,
                                        "retry_exceptions": list(retry_exceptions) or False}
@@ -466,7 +469,7 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                 waiting.pop(0)
                 spread, group = group_options(unit)
                 ref = remote.options(**{**options, **spread}).remote(task, unit.payload, ended, len(keys))
-                running[ref], submitted[ref], groups[ref], keys[ref] = (unit, None), clock(), group, len(keys)
+                running[ref], submitted[ref], groups[ref], keys[ref] = (unit, None, lost), clock(), group, len(keys)
                 continue
             if fleet.one_unit_per_host:
                 free = hosts.free_node(unit.gpus)
@@ -479,42 +482,44 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
                 hosts.busy.add(host)
             waiting.pop(0)
             ref = remote.options(**options).remote(task, unit.payload, ended, len(keys))
-            running[ref], submitted[ref], keys[ref] = (unit, host), clock(), len(keys)
+            running[ref], submitted[ref], keys[ref] = (unit, host, lost), clock(), len(keys)
 
     try:
         submit()
         while running:
             done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in done:
-                unit, host = running.pop(ref)
+                unit, host, lost = running[ref]  # it stays in ``running`` (so a Ctrl-C cancels it) until moved on
+                outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted[ref],
+                                              moved_from=lost)
+                move = (outcome.lost and host is not None and len(lost) < fleet.max_retries
+                        and (_unschedulable(outcome) or not hosts.alive(host)))
+                del running[ref], submitted[ref]
                 hosts.busy.discard(host)
                 if ref in groups:
                     remove_group(groups.pop(ref))
-                outcome = dataclasses.replace(_collect(ray, ref, unit, clock()), submitted_at=submitted.pop(ref),
-                                              moved_from=moved.get(id(unit), ()))
-                if (outcome.lost and host is not None and len(outcome.moved_from) < fleet.max_retries
-                        and not hosts.alive(host)):
-                    moved[id(unit)] = (*outcome.moved_from, host)
-                    waiting.insert(0, unit)  # its pinned host is gone: pin it to another one (submit, below)
+                if move:
+                    assert host is not None
+                    waiting.insert(0, (unit, (*lost, host)))  # its pinned host is gone: pin it to another (submit)
                     continue
                 outcomes.append(outcome)
                 if on_done is not None:
                     on_done(outcome)
             submit()
-        for unit in waiting:  # with nothing running, no alive host has the GPUs they ask for (theirs were lost)
+        while waiting:  # with nothing running, no alive host has the GPUs they ask for (theirs were lost)
+            unit, lost = waiting.pop(0)
             outcomes.append(UnitOutcome(unit, None, None, clock(), f"no alive host has the {unit.gpus} GPU(s) it asks "
-                                        f"for after {', '.join(moved.get(id(unit), ())) or 'its host'} was lost",
-                                        lost=True, moved_from=moved.get(id(unit), ())))
+                                        f"for after {', '.join(lost) or 'its host'} was lost", lost=True,
+                                        moved_from=lost))
             if on_done is not None:
                 on_done(outcomes[-1])
-        waiting.clear()
     except KeyboardInterrupt:
         for ref, outcome in _cancel(ray, running, clock, ended, keys).items():
-            outcome = dataclasses.replace(outcome, submitted_at=submitted.get(ref))
+            outcome = dataclasses.replace(outcome, submitted_at=submitted.get(ref), moved_from=running[ref][2])
             outcomes.append(outcome)
             if outcome.error != "cancelled" and on_done is not None:
                 on_done(outcome)  # it finished before the Ctrl-C was seen: its rows are kept like any other's
-        outcomes += [UnitOutcome(u, None, None, clock(), "cancelled") for u in waiting]
+        outcomes += [UnitOutcome(u, None, None, clock(), "cancelled", moved_from=lost) for u, lost in waiting]
         raise
     finally:
         for group in groups.values():  # cancelled units' groups (whatever still runs in one is killed by Ray)
@@ -536,7 +541,16 @@ def _collect(ray: Any, ref: Any, unit: FleetUnit, now: float) -> UnitOutcome:
     return UnitOutcome(unit, placement, result, now)
 
 
-def _cancel(ray: Any, running: dict[Any, tuple[FleetUnit, str | None]],
+#: How :func:`_collect` words Ray's error for a task pinned to a node that is gone (or cannot take it).
+_UNSCHEDULABLE = "TaskUnschedulableError "
+
+
+def _unschedulable(outcome: UnitOutcome) -> bool:
+    """Whether Ray gave up on the unit as unschedulable: with ``soft=False`` node affinity, its node is gone."""
+    return (outcome.error or "").startswith(_UNSCHEDULABLE)
+
+
+def _cancel(ray: Any, running: Mapping[Any, tuple[FleetUnit, str | None, tuple[str, ...]]],
             clock: Callable[[], float], ended: Any, keys: Mapping[Any, int]) -> dict[Any, UnitOutcome]:
     """Cancel every running unit: softly (``KeyboardInterrupt`` in the task, whose ``with`` blocks stop
     the server), then with ``force=True`` for those that have not told ``ended`` (:class:`_Ended`) they are

@@ -317,12 +317,11 @@ def fleet_down(name: str = "default", *, grace_s: float = 15.0) -> list[str]:
         host = get(entry["alias"])
         proc = SpawnedProcess(host=entry["alias"], pid=entry["pid"], pgid=entry["pgid"],
                               start_time=entry["start_time"], command=entry["command"], log_path=entry["log_path"])
-        alive = processes.is_alive(host, proc)
         began = time.monotonic()
-        processes.stop(host, proc, grace_s=grace_s, term_leader_only=True)  # ray start --block stops its node in order
+        ended = processes.stop(host, proc, grace_s=grace_s, term_leader_only=True)  # ray start --block stops its node
         took = time.monotonic() - began
-        how = ("gone already" if not alive else f"stopped in {took:.1f} s" if took < grace_s else
-               f"killed: still running {grace_s:.0f} s after SIGTERM, so SIGKILL ended it ({took:.1f} s)")
+        how = {"gone": "gone already", "stopped": f"stopped in {took:.1f} s"}.get(
+            ended, f"killed: still running {grace_s:.0f} s after SIGTERM, so SIGKILL ended it ({took:.1f} s)")
         lines.append(f"{entry['role']} on {entry['alias']} (pid {entry['pid']}): {how}")
         with contextlib.suppress(HostError):
             host.run(["rm", "-f", posixpath.join(state.remote_dir, "auth_token")], check=False, timeout_s=60)
