@@ -143,8 +143,15 @@ class Cluster:
         return found
 
     def servers(self) -> list[tuple[str, int, str]]:
-        """The simulated SGLang servers running in either namespace."""
-        return self.processes("-m workbench.sim")
+        """The simulated SGLang servers running in either namespace: Python processes, not the shell that is spawning
+        one (its command line holds the server's whole command for up to a second: `workbench.hosts.processes.spawn`;
+        a rank taken for that shell's pid had no registry record, 2026-12-03)."""
+        return [(ns, pid, cmd) for ns, pid, cmd in self.processes("-m workbench.sim")
+                if Path(cmd.split()[0]).name.startswith("python")]
+
+    def registered_servers(self) -> list[Path]:
+        """The registry records of both namespaces: a server gets one once its watchdog runs."""
+        return [p for ns in (self.head_ns, self.worker_ns) for p in self.servers_dir(ns).glob("*.json")]
 
     def wait_no_servers(self, timeout_s: float) -> float:
         """Seconds until no server runs in either namespace; raises AssertionError past ``timeout_s``."""

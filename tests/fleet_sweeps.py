@@ -86,7 +86,11 @@ def signal_mid_sweep(cluster: fc.Cluster, tmp_path: Path, sig: int, bound_s: flo
     spec = spec_file(cluster, tmp_path, SLOW, variants=["baseline", "eagle3-topk4"])
     driver = start_driver(cluster, spec)
     try:
-        wait_for(lambda: len(cluster.servers()) >= 2, FIRST_SERVER_S, proc=driver, spec=spec)
+        # two servers with their watchdogs armed (a record is written after the watchdog starts): a driver killed
+        # between a server's spawn and its watchdog's leaves that server running unwatched and unrecorded (seen once,
+        # 2026-12-03; docs/FLEET.md, Not done yet), a window this test does not aim at
+        wait_for(lambda: len(cluster.registered_servers()) >= 2 and len(cluster.servers()) >= 2, FIRST_SERVER_S,
+                 proc=driver, spec=spec)
         time.sleep(1)
         sent = time.monotonic()
         driver.send_signal(sig)
