@@ -132,8 +132,9 @@ def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_kil
         for pid in (pid0, pid1):  # each rank got its host's 4 GPUs of its bundle (Ray's CUDA_VISIBLE_DEVICES)
             env = dict(e.split(b"=", 1) for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in e)
             assert len(env[b"CUDA_VISIBLE_DEVICES"].split(b",")) == 4
-        # each rank's last sighting alive: both were, just now (their environ read). On a quiet machine unit 1 can end
-        # before the first poll below, with rank 0 gone already (a fresh-clone run, 2026-12-03: KeyError on rank 0)
+        # each rank's last sighting alive: both were, just now (their environ read), so a rank that ends before the
+        # first poll below still has one. (The KeyError on rank 0 of 2026-12-03 was a spawning shell taken for rank 0,
+        # fixed in fleet_cluster.servers; this start only keeps a unit that ends right then from failing the same way.)
         seen = dict.fromkeys((0, 1), time.monotonic())
         while (now := time.monotonic()) and (found := {r: v for r, v in _ranks(cluster).items()
                                                        if v[1] in (pid0, pid1)}):
