@@ -32,7 +32,7 @@ PIP_QUIET := $(if $(CI),--progress-bar off -q,-q)
 # P='a=1 b=[2,3]'  ->  -p a '1' -p b '[2,3]'
 P_ARGS := $(foreach kv,$(P),-p $(firstword $(subst =, ,$(kv))) '$(patsubst $(firstword $(subst =, ,$(kv)))=%,%,$(kv))')
 
-.PHONY: help report test lab venv system-deps clean distclean check-py312
+.PHONY: help report test lab venv system-deps clean distclean check-py312 sglang-payload
 
 help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
@@ -40,6 +40,7 @@ help:
 	@echo "make lab      start JupyterLab on lab/ (working copies of notebooks/; 127.0.0.1) with the project's kernel (ARGS=...)"
 	@echo "make venv     create .venv and install the project with its test and fleet extras (uv; INSTALLER=pip for pip); make report installs the core alone"
 	@echo "make check-py312  install into a Python 3.12 venv ($(VENV312)), import everything, run a fast test subset"
+	@echo "make sglang-payload  download real SGLang 0.5.17 and what it imports into .sgl/ (~48 MB) for a GPU machine without network (docs/REAL_SGLANG.md)"
 	@echo "make clean    remove reports/ and caches; make distclean also removes .venv"
 
 # compileall: the package's bytecode, written once and read by every kernel and simulated server the
@@ -136,3 +137,8 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) $(VENV312) *.egg-info build
+
+# Real SGLang 0.5.17 for a GPU machine without network: the wheels launch_server imports, unpacked, trimmed and
+# xz-compressed into .sgl/ (ignored by git), with the recipe files; benchmarks/real_sglang_gpu.py runs there.
+sglang-payload:
+	bash benchmarks/real_sglang/build_payload.sh .sgl

@@ -97,6 +97,9 @@ class ServerHandle:
         self._forward = forward
         self.url = forward.url("").rstrip("/")
         self.started_at = record.started_at
+        #: Seconds from the spawn to the first ready answer (set by :meth:`wait_ready`; None before, or
+        #: for an attached server this handle did not see become ready).
+        self.ready_after_s: float | None = None
         self._stopped = False
         self._closed = False
         self._heartbeat: lease.Heartbeat | None = None
@@ -342,6 +345,8 @@ class ServerHandle:
         if not_ready is not None:
             raise watch.start_error(not_ready, variant=self.variant.name, engine=self.engine, host=self.host.name,
                                     command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)
+        if self.ready_after_s is None:
+            self.ready_after_s = round(registry.started_ago(self.record), 3)
 
     def logs_tail(self, lines: int = 60) -> str:
         """Last ``lines`` lines of the server log on the host."""

@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disable-overlap-schedule", action="store_true")
     p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--cuda-graph-max-bs", type=int, default=None)
+    # accepted and echoed (no effect on the model): what a real-engine variant on random weights sets
+    # (benchmarks/real_sglang/variants/); --cuda-graph-max-bs-decode is SGLang 0.5.14+'s name for the decode graphs
+    p.add_argument("--cuda-graph-max-bs-decode", type=int, default=None)
+    p.add_argument("--load-format", default="auto")
+    p.add_argument("--sampling-backend", default=None)
+    p.add_argument("--grammar-backend", default=None)
+    p.add_argument("--mm-feature-transport", default=None)
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--decode-log-interval", type=int, default=40)
     p.add_argument("--stream-interval", type=int, default=1)

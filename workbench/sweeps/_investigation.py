@@ -312,7 +312,9 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                 simulation=info.get("simulation"),
                 server_log=server.process.log_path,
                 server_process={"id": server.id, "pid": server.process.pid, "pgid": server.process.pgid,
-                                "start_time": server.process.start_time, "port": server.port},
+                                "start_time": server.process.start_time, "port": server.port,
+                                # spawn to first ready answer: weights, kernel compilation and CUDA graphs on SGLang
+                                "ready_after_s": server.ready_after_s},
                 # provenance (version, base commit, dirty, patch sha256 + text, launch command),
                 # sim_stand_in, pre-flight findings, effective settings and their findings
                 **prep.manifest_extra(server_info=info, log_text=server.logs_tail(LOG_LINES),

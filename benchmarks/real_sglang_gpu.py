@@ -1,0 +1,329 @@
+"""The workbench against a real SGLang 0.5.17 server on a GPU machine without network.
+
+Run on the GPU machine from the repository root, with the payload built here first
+(``make sglang-payload`` writes ``.sgl/``, which travels when a call carries it)::
+
+    python3 benchmarks/real_sglang_gpu.py prepare                  # unpack, stand-ins, model folders (once)
+    python3 benchmarks/real_sglang_gpu.py bench real-baseline real-eagle3-chain --out DIR
+    python3 benchmarks/real_sglang_gpu.py shapes real-eagle3-chain --out DIR
+    python3 benchmarks/real_sglang_gpu.py failures --out DIR
+    python3 benchmarks/real_sglang_gpu.py all --out DIR            # all of it (about 25 minutes of GPU time)
+
+What is real and what is not (docs/REAL_SGLANG.md): SGLang 0.5.17's own server, scheduler, CUDA graphs,
+speculative workers and kernels on a real GPU; the weights are random (``--load-format dummy``, Llama-3.1-8B's
+shapes), so the acceptance is forced with ``SGLANG_SIMULATE_ACC_LEN`` (set per variant, recorded in each
+run's manifest); attention is triton (the FA3 library is not carried); IPython, xgrammar and deep_gemm are
+import stand-ins on paths this run never calls.
+
+* ``bench``: ``python -m workbench bench`` (the product's own command: pre-flight against the installed
+  0.5.17, launch, ready wait, load generator, records, stop) over ``benchmarks/real_sglang/variants/``;
+  the runs folder comes back as ``runs-<label>.tar.gz`` with every server log.
+* ``shapes``: starts a variant through :class:`workbench.servers.ServerHandle` and records every route's
+  raw answer (``shapes-<variant>.json``): the fixtures ``tests/test_real_sglang_shapes.py`` reads.
+* ``failures``: launches deliberately broken servers through the same handle and records how each ended
+  (``failures.json``: the class, advice, evidence, seconds to the failure, the log tail, what was left).
+
+Each step writes what it has measured before the next begins, so a call cut short keeps its results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ROOT / "benchmarks" / "real_sglang"
+VARIANTS = RECIPE / "variants"
+PAYLOAD = ROOT / ".sgl" / "sgl017_payload.tar.xz"
+SITE = Path("/tmp/site")
+MODELS = Path("/tmp/models")
+SERVERS_DIR = Path("/tmp/wb-servers")
+#: Variables every SGLang start needs here: NVLink multicast stays off (the machine's rule), DeepGEMM is a
+#: stand-in (its JIT must not be taken for a working one), nothing is fetched from the Hub.
+SERVER_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+              "SGLANG_ENABLE_JIT_DEEPGEMM": "0", "SGLANG_DEEPGEMM_PDL": "0", "HF_HUB_OFFLINE": "1",
+              "PYTHONUNBUFFERED": "1", "WORKBENCH_SERVERS_DIR": str(SERVERS_DIR)}
+ALL_VARIANTS = ("real-baseline", "real-eagle3-chain", "real-eagle3-tree", "real-eagle3-adaptive")
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def environment() -> None:
+    """Set this process's environment (inherited by the workbench, its servers and its helpers)."""
+    os.environ.update(SERVER_ENV)
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    os.environ.setdefault("CUDA_HOME", str(Path(nvcc).parent.parent))  # SGLang's JIT kernels need nvcc
+    parts = [str(SITE), str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
+    os.environ["PYTHONPATH"] = ":".join(dict.fromkeys(parts))
+    for p in (str(ROOT), str(SITE)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+
+
+def prepare() -> dict[str, Any]:
+    """Unpack the payload (once per machine), write the deep_gemm stand-in and the model folders."""
+    t0 = time.monotonic()
+    if not (SITE / "sglang" / "launch_server.py").exists():
+        if not PAYLOAD.exists():
+            raise SystemExit(f"{PAYLOAD} is missing: run `make sglang-payload` on a machine with PyPI and carry .sgl")
+        with tarfile.open(PAYLOAD) as tar:
+            tar.extractall(SITE.parent, filter="fully_trusted")
+    if not (SITE / "deep_gemm").exists():
+        subprocess.run([sys.executable, str(RECIPE / "stubmod.py"), str(SITE), "deep_gemm"], check=True)
+    (MODELS / "llama31-8b").mkdir(parents=True, exist_ok=True)
+    (MODELS / "eagle3").mkdir(parents=True, exist_ok=True)
+    shutil.copy(RECIPE / "llama31-8b.config.json", MODELS / "llama31-8b" / "config.json")
+    shutil.copy(RECIPE / "tokenizer_config.json", MODELS / "llama31-8b" / "tokenizer_config.json")
+    shutil.copy(RECIPE / "eagle3.config.json", MODELS / "eagle3" / "config.json")
+    if not (MODELS / "llama31-8b" / "tokenizer.json").exists():
+        subprocess.run([sys.executable, str(RECIPE / "mktok.py"), str(MODELS / "llama31-8b")], check=True,
+                       env={**os.environ, "PYTHONPATH": str(SITE)})
+    return {"prepare_s": round(time.monotonic() - t0, 1)}
+
+
+def gpu_state() -> str:
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,memory.used,memory.total,driver_version",
+                               "--format=csv,noheader"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"nvidia-smi: {exc}"
+
+
+def leftovers() -> list[str]:
+    """Command lines of SGLang or workbench-watchdog processes still running (what a step must not leave)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [line.strip() for line in out.splitlines()
+            if ("sglang" in line or "workbench" in line) and "real_sglang_gpu.py" not in line and "ps -eo" not in line]
+
+
+def variant_file(name: str) -> str:
+    path = VARIANTS / f"{name}.toml"
+    return str(path) if path.exists() else name
+
+
+def bench(names: list[str], *, out: Path, label: str, levels: str, repeats: int, max_new_tokens: int,
+          engine: str, timeout_s: float) -> dict[str, Any]:
+    """``workbench bench`` over ``names``; the runs folder and the server logs come back as one archive."""
+    runs = Path(f"/tmp/wb-runs-{label}")
+    argv = [sys.executable, "-m", "workbench", "bench", *map(variant_file, names), "--host", "local",
+            "--engine", engine, "--levels", levels, "--repeats", str(repeats), "--max-new-tokens", str(max_new_tokens),
+            "--label", label, "--runs-dir", str(runs), "--no-progress"]
+    log(" ".join(argv))
+    t0 = time.monotonic()
+    with open(out / f"bench-{label}.log", "w") as fh:
+        try:
+            rc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s, cwd=ROOT).returncode
+        except subprocess.TimeoutExpired:
+            rc = -9
+    wall = time.monotonic() - t0
+    with tarfile.open(out / f"runs-{label}.tar.gz", "w:gz") as tar:
+        if runs.exists():
+            tar.add(runs, arcname="runs")
+        if SERVERS_DIR.exists():
+            tar.add(SERVERS_DIR, arcname="servers")
+    result = {"label": label, "variants": names, "rc": rc, "wall_s": round(wall, 1), "left_running": leftovers()}
+    log(f"bench {label}: exit {rc} in {wall:.0f} s; left running: {result['left_running']}")
+    return result
+
+
+def _request(url: str, method: str, body: Any, timeout_s: float) -> dict[str, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"} if data else {})
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            status, ctype, raw = resp.status, resp.headers.get("Content-Type", ""), resp.read()
+    except urllib.error.HTTPError as exc:
+        status, ctype, raw = exc.code, exc.headers.get("Content-Type", ""), exc.read()
+    except (urllib.error.URLError, OSError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"status": status, "content_type": ctype, "elapsed_s": round(time.monotonic() - t0, 3),
+            "body": raw.decode("utf-8", "replace")[:200_000]}
+
+
+#: The routes recorded, in order: (method, path, body). Requests come before /metrics and the second
+#: /server_info, so the per-interval spec gauges and the lifetime accept length have something to show.
+def shape_requests() -> list[tuple[str, str, Any]]:
+    ids = [128000, 9906, 1917, 374, 264, 1296]
+    greedy = {"max_new_tokens": 24, "ignore_eos": True, "temperature": 0}
+    return [
+        ("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/model_info", None),
+        ("GET", "/get_model_info", None), ("GET", "/server_info", None), ("GET", "/get_server_info", None),
+        ("GET", "/v1/models", None),
+        ("POST", "/generate", {"input_ids": ids, "sampling_params": greedy}),
+        ("POST", "/generate", {"input_ids": ids, "sampling_params": greedy, "stream": True}),
+        ("POST", "/generate", {"text": "The capital of France is", "sampling_params": {**greedy, "max_new_tokens": 8}}),
+        ("POST", "/generate", {"text": ["one", "two"], "sampling_params": {**greedy, "max_new_tokens": 4}}),
+        ("POST", "/generate", {"input_ids": ids, "sampling_params": {**greedy, "max_new_tokens": 6},
+                               "return_logprob": True, "top_logprobs_num": 2}),
+        ("POST", "/generate", {"input_ids": ids, "sampling_params": {"max_new_tokens": 64, "temperature": 0}}),
+        ("POST", "/v1/completions", {"model": "default", "prompt": "Hello world", "max_tokens": 8, "temperature": 0}),
+        ("POST", "/v1/completions", {"model": "default", "prompt": "Hello world", "max_tokens": 8, "temperature": 0,
+                                     "stream": True, "stream_options": {"include_usage": True}}),
+        ("POST", "/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "Hi"}],
+                                          "max_tokens": 8, "temperature": 0}),
+        ("POST", "/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "Hi"}],
+                                          "max_tokens": 8, "temperature": 0, "stream": True,
+                                          "stream_options": {"include_usage": True}}),
+        ("POST", "/generate", {"text": "x", "sampling_params": {"max_new_tokens": -5}}),
+        ("POST", "/generate", {"text": "x", "sampling_params": {"no_such_param": 1}}),
+        ("POST", "/generate", {"input_ids": ids, "sampling_params": {**greedy, "max_new_tokens": 200}}),
+        ("GET", "/metrics", None), ("GET", "/server_info", None),
+        ("POST", "/flush_cache", None), ("GET", "/server_info", None),
+    ]
+
+
+def shapes(names: list[str], *, out: Path, engine: str) -> list[dict[str, Any]]:
+    """Start each variant through the workbench's handle and record every route's raw answer."""
+    from workbench.servers import ServerHandle
+    from workbench.variants import load_variant
+
+    results = []
+    for name in names:
+        variant = load_variant(variant_file(name))
+        name = variant.name
+        t0 = time.monotonic()
+        record: dict[str, Any] = {"variant": name, "engine": engine, "gpu_before": gpu_state()}
+        with ServerHandle.start(variant, host="local", engine=engine, ready_timeout_s=480) as server:
+            record.update(ready_after_s=server.ready_after_s, command=server.command, gpu_at_ready=gpu_state())
+            calls = []
+            for method, path, body in shape_requests():
+                answer = _request(server.url + path, method, body, timeout_s=120)
+                calls.append({"method": method, "path": path, "request": body, **answer})
+            record["calls"] = calls
+            record["log_tail"] = server.logs_tail(400)
+        record["wall_s"] = round(time.monotonic() - t0, 1)
+        record["left_running"] = leftovers()
+        (out / f"shapes-{name}.json").write_text(json.dumps(record, indent=1))
+        log(f"shapes {name}: ready after {record['ready_after_s']} s, {len(record['calls'])} calls recorded")
+        results.append(record)
+    return results
+
+
+def _busy_port() -> tuple[socket.socket, int]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    return sock, sock.getsockname()[1]
+
+
+def broken_launches() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(case, base variant, flag changes (None removes), extra) for each deliberately broken start."""
+    return [
+        ("unknown_flag", "real-baseline", {"speculative-no-such-flag": 3}, {}),
+        ("kv_cache_memory", "real-baseline", {"mem-fraction-static": 0.15}, {}),
+        ("draft_hidden_size", "real-eagle3-chain", {}, {"draft_config": {"hidden_size": 2048, "intermediate_size": 8192,
+                                                                       "num_attention_heads": 16}}),
+        ("draft_vocab", "real-eagle3-chain", {}, {"draft_config": {"vocab_size": 32000}}),
+        ("port_in_use", "real-baseline", {}, {"busy_port": True}),
+        ("spec_refused", "real-eagle3-tree", {"speculative-use-rejection-sampling": True}, {}),
+        ("eagle3_no_draft", "real-eagle3-chain", {}, {"no_draft": True}),
+    ]
+
+
+def failures(*, out: Path, engine: str, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """Start each broken variant through :meth:`ServerHandle.start` (no pre-flight: SGLang itself must refuse
+    it) and record the classified failure, the time to it, its log tail and what was left running."""
+    import dataclasses
+
+    from workbench.errors import ServerStartError, WorkbenchError
+    from workbench.servers import ServerHandle
+    from workbench.variants import load_variant
+
+    results = []
+    for case, base, flags, extra in broken_launches():
+        if only and case not in only:
+            continue
+        variant = load_variant(variant_file(base))
+        new_flags = {**variant.flags, **flags}
+        draft = variant.draft_model_path
+        if "draft_config" in extra:
+            folder = MODELS / f"eagle3-{case}"
+            folder.mkdir(parents=True, exist_ok=True)
+            cfg = json.loads((RECIPE / "eagle3.config.json").read_text())
+            cfg.update(extra["draft_config"])
+            (folder / "config.json").write_text(json.dumps(cfg, indent=1))
+            draft = str(folder)
+        if extra.get("no_draft"):
+            draft = None
+        variant = dataclasses.replace(variant, name=f"broken-{case}", flags=new_flags, draft_model_path=draft)
+        sock, port = _busy_port() if extra.get("busy_port") else (None, None)
+        t0 = time.monotonic()
+        record: dict[str, Any] = {"case": case, "base": base, "flags": flags, "extra": extra}
+        try:
+            with ServerHandle.start(variant, host="local", engine=engine, port=port, ready_timeout_s=420) as server:
+                record.update(outcome="ready", ready_after_s=server.ready_after_s, log_tail=server.logs_tail(300))
+        except ServerStartError as exc:
+            record.update(outcome="start_error", kind=exc.kind, suggestion=exc.suggestion, message=str(exc),
+                          log_tail=exc.log_tail)
+        except WorkbenchError as exc:
+            record.update(outcome=type(exc).__name__, message=str(exc))
+        finally:
+            if sock is not None:
+                sock.close()
+        record["seconds"] = round(time.monotonic() - t0, 1)
+        time.sleep(2)
+        record["left_running"] = leftovers()
+        log(f"failure {case}: {record.get('outcome')} {record.get('kind', '')} in {record['seconds']} s; "
+            f"left running: {record['left_running']}")
+        results.append(record)
+        (out / "failures.json").write_text(json.dumps(results, indent=1))
+    # the full server logs of the failed starts, for the classifier's fixtures
+    with tarfile.open(out / "failure-logs.tar.gz", "w:gz") as tar:
+        if SERVERS_DIR.exists():
+            for p in sorted(SERVERS_DIR.glob("broken-*.log")):
+                tar.add(p, arcname=p.name)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("step", choices=["prepare", "bench", "shapes", "failures", "all"])
+    ap.add_argument("variants", nargs="*", help="variant names (benchmarks/real_sglang/variants/NAME.toml) or files")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/real-sglang-out")))
+    ap.add_argument("--label", default="real-h100")
+    ap.add_argument("--levels", default="1,2,4,8,16,32,64")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--engine", default="sglang", help="sglang (default), or sim to try this script without a GPU")
+    ap.add_argument("--cases", default="", help="failures: only these cases (comma-separated)")
+    ap.add_argument("--timeout-s", type=float, default=560.0, help="bench: stop the command after this long")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    environment()
+    summary: dict[str, Any] = {"gpu": gpu_state(), "step": args.step}
+    if args.engine == "sglang":
+        summary.update(prepare())
+    names = list(args.variants) or list(ALL_VARIANTS)
+    if args.step in ("bench", "all"):
+        summary["bench"] = bench(names, out=args.out, label=args.label, levels=args.levels, repeats=args.repeats,
+                                 max_new_tokens=args.max_new_tokens, engine=args.engine, timeout_s=args.timeout_s)
+    if args.step in ("shapes", "all"):
+        summary["shapes"] = [{k: r[k] for k in ("variant", "ready_after_s", "wall_s", "left_running")}
+                             for r in shapes(names if args.step == "shapes" else ["real-eagle3-chain"],
+                                             out=args.out, engine=args.engine)]
+    if args.step in ("failures", "all"):
+        summary["failures"] = [{k: r.get(k) for k in ("case", "outcome", "kind", "seconds", "left_running")}
+                               for r in failures(out=args.out, engine=args.engine,
+                                                 only=[c for c in args.cases.split(",") if c] or None)]
+    (args.out / f"summary-{args.step}-{args.label}.json").write_text(json.dumps(summary, indent=1))
+    log(json.dumps(summary)[:3000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
