@@ -17,6 +17,7 @@ import pandas as pd
 
 from workbench.analysis import bracket_levels, levels_text
 from workbench.markup import code, literal
+from workbench.studies._conditions import conditions_text
 
 __all__ = ["MAX_SENTENCES", "calibration_opening", "policy_opening", "study_opening", "what_if_opening"]
 
@@ -108,6 +109,9 @@ def _provenance_sentence(study: Any) -> str:
     n = study.max_repeats
     if not study.simulated:
         hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
+        conditions = conditions_text(study.manifests, short=True)
+        if conditions:  # a real engine under test conditions (random weights, forced acceptance): say which
+            return f"{conditions}; host {literal(', '.join(hosts)) or 'unknown'}, n={n} repeats per level."
         return f"Measured on {literal(', '.join(hosts)) or 'the host'} with n={n} repeats per level."
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
     scale = study.time_scale  # None for runs that recorded none (imports of a simulated server)

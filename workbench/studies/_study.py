@@ -27,6 +27,7 @@ import pandas as pd
 from workbench import charts
 from workbench.studies import _seed_pair, _study_words
 from workbench.studies._study_words import COMPARED
+from workbench.studies._conditions import conditions_text
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
                                 choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
@@ -219,7 +220,8 @@ class Study:
         """Provenance as chart subtitle lines: where the figures come from, then each stand-in."""
         sims = [m.get("simulation") or {} for m in self.manifests]
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
-        text = charts.provenance_subtitle(self.levels, profile=profile, time_scale=self.time_scale)
+        text = conditions_text(self.manifests, short=True) or charts.provenance_subtitle(
+            self.levels, profile=profile, time_scale=self.time_scale)
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
         return [text, self.workload_line, *stand_ins]
 

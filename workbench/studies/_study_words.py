@@ -19,6 +19,7 @@ import pandas as pd
 from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
                                 levels_text, not_tested_text, ratio_spans)
 from workbench.markup import code, literal
+from workbench.studies._conditions import conditions_text
 
 __all__ = ["COMPARED", "acceptance_text", "comparability_text", "findings", "provenance_line", "verdict"]
 
@@ -167,7 +168,8 @@ def provenance_line(study: Study) -> str:
     counts = (study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)).dropna()
     if not len(counts) and "completed" in study.levels:  # a tool that records only the completed ones
         counts = study.levels["completed"].dropna()
-    what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else "Measured"
+    what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else (
+        conditions_text(study.manifests) or "Measured")
     parts = [what, f"engine {literal(', '.join(engines) or 'unknown')}"
              + (f" (profile {literal(profile)})" if profile else "")]
     if versions:

@@ -310,6 +310,7 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
                 launch_command=server.command, client_location=_client_location(server, sweep.where),
                 server_info=info,
                 simulation=info.get("simulation"),
+                gpus=_server_gpus(server) if eng.wants_gpus else None,
                 server_log=server.process.log_path,
                 server_process={"id": server.id, "pid": server.process.pid, "pgid": server.process.pgid,
                                 "start_time": server.process.start_time, "port": server.port,
@@ -428,6 +429,22 @@ def _started_server(sweep: _Sweep, variant: Variant, repeat: int) -> Iterator[Se
                 raise
     with server:
         yield server
+
+
+def _server_gpus(server: ServerHandle) -> list[dict[str, Any]] | None:
+    """The GPUs the server's host has (index, name, memory in MiB), for the manifest; None when they cannot be read.
+
+    The figures of a real engine mean little without the GPU model, so every real pass records it.
+    """
+    from workbench.hosts import call_helper
+
+    try:
+        answer = call_helper(server.host, "gpu_inventory", {"topology": False}, python=server.python)
+    except WorkbenchError:
+        return None
+    visible = server.record.gpus
+    return [{k: g.get(k) for k in ("index", "name", "memory_total_mib")} for g in answer.get("gpus") or []
+            if visible is None or g.get("index") in visible]
 
 
 def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
