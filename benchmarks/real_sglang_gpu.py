@@ -205,6 +205,8 @@ def shapes(names: list[str], *, out: Path, engine: str) -> list[dict[str, Any]]:
                 answer = _request(server.url + path, method, body, timeout_s=120)
                 calls.append({"method": method, "path": path, "request": body, **answer})
             record["calls"] = calls
+            if engine == "sglang":
+                record["bench_serving"] = bench_serving(server.port, out=out, name=name)
             record["log_tail"] = server.logs_tail(400)
         record["wall_s"] = round(time.monotonic() - t0, 1)
         record["left_running"] = leftovers()
@@ -212,6 +214,27 @@ def shapes(names: list[str], *, out: Path, engine: str) -> list[dict[str, Any]]:
         log(f"shapes {name}: ready after {record['ready_after_s']} s, {len(record['calls'])} calls recorded")
         results.append(record)
     return results
+
+
+def bench_serving(port: int, *, out: Path, name: str) -> dict[str, Any]:
+    """SGLang's own ``sglang.benchmark.serving`` against the running server at two concurrencies, into one
+    JSONL result file: a real file of the tool the importers read (``workbench import``)."""
+    path = out / f"bench_serving-{name}.jsonl"
+    runs = []
+    for concurrency in (1, 4):
+        argv = [sys.executable, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "127.0.0.1",
+                "--port", str(port), "--dataset-name", "random-ids", "--random-input-len", "128",
+                "--random-output-len", "64", "--random-range-ratio", "1.0", "--num-prompts", str(8 * concurrency),
+                "--max-concurrency", str(concurrency), "--tokenizer", str(MODELS / "llama31-8b"),
+                "--output-file", str(path), "--disable-tqdm", "--seed", "1"]
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=150)
+            runs.append({"concurrency": concurrency, "rc": proc.returncode, "seconds": round(time.monotonic() - t0, 1),
+                         "tail": (proc.stdout + proc.stderr)[-3000:]})
+        except subprocess.TimeoutExpired:
+            runs.append({"concurrency": concurrency, "rc": None, "seconds": 150, "tail": "timed out"})
+    return {"file": path.name if path.exists() else None, "runs": runs}
 
 
 def _busy_port() -> tuple[socket.socket, int]:
