@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis import (crossover_interval, mean_interval, ratio_intervals, repeat_table, t_quantile)
+from workbench.analysis import (crossover_interval, interval_text, mean_interval, ratio_intervals, readable_table,
+                                repeat_table, t_quantile)
+from workbench.analysis._readable import readable_value
+from workbench.analysis._repeats import NON_NEGATIVE, UNBOUNDED, metric_support
 from workbench.errors import ConfigError
 
 
@@ -137,3 +141,80 @@ def test_fewer_than_three_repeats_claim_nothing(n: int) -> None:
     assert c.kind == "not_tested" and c.concurrency is None
     assert c.description == (f"On x: not tested: {n} repeat{'s' if n > 1 else ''} at some level, so no crossover is "
                              "claimed; measure 3 or more repeats (repeats=3) to test one.")
+
+
+def _repeats_of(values: dict[str, list[float]]) -> pd.DataFrame:
+    """One level (variant b, concurrency 8) measured len(values[...]) times, one column per metric."""
+    n = len(next(iter(values.values())))
+    return pd.DataFrame({"variant": ["b"] * n, "concurrency": [8] * n, "repeat": list(range(n)), **values})
+
+
+def test_intervals_of_the_issue_cases_stay_at_or_above_zero() -> None:
+    # the report's cells: TTFT p50 3000 (-1000–6000), queued reqs 2 (-2–6), token usage 0.1 (-0.2–0.3)
+    levels = _repeats_of({"p50_ttft_ms": [1500.0, 3000.0, 4500.0], "mean_queued_reqs": [0.0, 2.0, 4.0],
+                          "token_usage": [0.0, 0.1, 0.2]})
+    row = repeat_table(levels, ["p50_ttft_ms", "mean_queued_reqs", "token_usage"]).iloc[0]
+    for m in ("p50_ttft_ms", "mean_queued_reqs", "token_usage"):
+        assert row[f"{m}_lo"] >= 0.0 and row[f"{m}_lo"] <= row[m] <= row[f"{m}_hi"], m
+    # TTFT is strictly positive: the log-scale t interval of the mean (modified Cox), by hand:
+    # logs of 1500, 3000, 4500: mean 7.910474, s^2 0.308634; centre 7.910474 + 0.154317,
+    # half width 4.302653 * sqrt(0.308634 / 3 + 0.308634^2 / 4) = 1.531477
+    assert row["p50_ttft_ms"] == 3000.0
+    assert row["p50_ttft_ms_lo"] == pytest.approx(math.exp(8.064791 - 1.531477), rel=1e-5)
+    assert row["p50_ttft_ms_hi"] == pytest.approx(math.exp(8.064791 + 1.531477), rel=1e-5)
+    # a zero among the counts: no log scale; the t interval (2 ± 4.968) clipped at 0
+    assert row["mean_queued_reqs_lo"] == 0.0 and row["mean_queued_reqs_hi"] == pytest.approx(6.968275, abs=1e-6)
+    assert row["token_usage_lo"] == 0.0 and row["token_usage_hi"] == pytest.approx(0.348414, abs=1e-6)
+    shown = [interval_text(row[m], row[f"{m}_lo"], row[f"{m}_hi"])
+             for m in ("p50_ttft_ms", "mean_queued_reqs", "token_usage")]
+    assert shown == ["3000 (1000–15000)", "2 (0–7)", "0.1 (0–0.3)"] and not any("-" in s for s in shown)
+    cells = readable_table(repeat_table(levels, ["p50_ttft_ms", "mean_queued_reqs", "token_usage"]))
+    assert not cells.apply(lambda c: c.str.contains("-")).any().any()
+
+
+def test_mean_interval_keeps_the_t_interval_inside_the_support_and_says_how_it_was_made() -> None:
+    inside = mean_interval([10.0, 12.0, 14.0], support=NON_NEGATIVE)  # 7.03–16.97: nothing to change
+    assert inside.method == "t" and inside.lo == pytest.approx(7.031725, abs=1e-6)
+    assert mean_interval([1500.0, 3000.0, 4500.0]).lo < 0  # no support given: the plain t interval
+    skewed = mean_interval([1500.0, 3000.0, 4500.0], support=NON_NEGATIVE)
+    assert skewed.method == "log t" and 0 < skewed.lo < skewed.mean < skewed.hi
+    clipped = mean_interval([0.0, 2.0, 4.0], support=NON_NEGATIVE)
+    assert clipped.method == "t clipped" and clipped.lo == 0.0
+    # a share near 1: clipped at the upper bound too (0.963 ± 0.136 would reach 1.098)
+    share = mean_interval([0.9, 0.99, 0.999], support=(0.0, 1.0))
+    assert share.method == "t clipped" and share.hi == 1.0 and share.lo == pytest.approx(0.9630 - 0.1356, abs=1e-3)
+    with pytest.raises(ConfigError, match="lower < upper"):
+        mean_interval([1.0, 2.0], support=(1.0, 0.0))
+
+
+def test_log_scale_intervals_hold_their_mean_and_stay_positive() -> None:
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5, 10):
+        for sigma in (0.05, 0.5, 1.5):
+            values = rng.lognormal(mean=6.0, sigma=sigma, size=n)
+            iv = mean_interval(values, support=NON_NEGATIVE)
+            assert iv.lo > 0 and iv.lo <= iv.mean <= iv.hi, (n, sigma, iv)
+
+
+def test_metric_support_from_the_column_name() -> None:
+    for name in ("p50_ttft_ms", "mean_tpot_ms", "output_throughput_tok_s", "mean_queued_reqs", "accept_length",
+                 "mean_server_gen_tok_s", "output_throughput_tok_s_ratio", "goodput_req_s"):
+        assert metric_support(name) == NON_NEGATIVE, name
+    assert metric_support("token_usage") == (0.0, 1.0) and metric_support("prefill_time_share") == (0.0, 1.0)
+    assert metric_support("mean_token_usage_pct") == (0.0, 100.0) and metric_support("mean_gpu_util_pct") == (0.0, 100.0)
+    for name in ("margin", "residual", "error_pct", "gain_over_baseline", "log_ratio"):
+        assert metric_support(name) == UNBOUNDED, name
+    # a signed metric keeps its t interval across 0; a support given by the caller wins over the name
+    levels = _repeats_of({"margin": [-0.01, 0.02, 0.05], "x": [1500.0, 3000.0, 4500.0]})
+    row = repeat_table(levels, ["margin", "x"], support={"x": UNBOUNDED}).iloc[0]
+    assert row["margin_lo"] < 0 < row["margin_hi"] and row["x_lo"] == pytest.approx(-726.206568, abs=1e-6)
+
+
+def test_percentages_never_show_a_negative_zero() -> None:
+    # a margin of +12% whose interval starts just below 0 read "+12% (-0% to +25%)"
+    assert readable_value(0.12, "change", -0.002, 0.25) == "+12% (-0.2% to +25%)"
+    assert readable_value(0.5, "fraction", -0.001, 0.9) == "50% (-0.1% to 90%)"
+    table = pd.DataFrame({"margin": [0.12, 0.31], "margin_lo": [-0.004, -0.0049], "margin_hi": [0.25, 0.6]})
+    cells = readable_table(table)["margin"].tolist()
+    assert cells == ["+12% (-0.4% to +25%)", "+31% (-0.5% to +60%)"]
+    assert not any("-0%" in c for c in cells)

@@ -9,7 +9,7 @@ Rules, by column name (the names the workbench writes, STYLE.md rule 7):
 - ``X`` beside ``X_lo`` and ``X_hi``: one column ``X``, ``"mean (lo–hi)"`` rounded to the
   interval (:func:`interval_text`).
 - signed fractions (``margin``, ``residual``, ``error``, ``gain_over_*``): percentages with their
-  sign, ``"+9.3%"``; shares (``*_share``, ``*_fraction``, ``*_efficiency``, ``*_shortfall``):
+  sign, ``"+9.3%"``, one decimal below 10% in size (each bound by its own size: never ``"-0%"``); shares (``*_share``, ``*_fraction``, ``*_efficiency``, ``*_shortfall``):
   ``"37%"``; ``*_pct`` columns (already percent) as other numbers, their name ending ``(%)``.
 - ratios (``*ratio*``, ``speedup*``, ``*_over_*``, ``*_gain``): 2 decimals, ``"1.10"``.
 - other numbers: three significant figures (:func:`round_sig`); whole numbers as integers.
@@ -72,6 +72,17 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
 
 
+def _percent(fraction: float, *, signed: bool) -> str:
+    """A fraction as a percentage: one decimal below 10% in size, else whole (``+3.2%``, ``+27%``).
+
+    Each number of a cell takes its own precision, so a bound near 0 beside a mean of +12% reads
+    ``-0.2%``, never ``-0%``; ``signed`` puts ``+`` before a value above 0 (0 has no sign).
+    """
+    digits = 1 if abs(fraction) < 0.1 else 0
+    sign = "+" if signed and fraction != 0 else ""
+    return f"{fraction * 100 + 0.0:{sign}.{digits}f}%"
+
+
 def readable_value(value: Any, kind: str = "number", lo: Any = None, hi: Any = None) -> str:
     """One cell as text, by its column's kind (:func:`column_kind`), with its interval when given.
 
@@ -87,11 +98,9 @@ def readable_value(value: Any, kind: str = "number", lo: Any = None, hi: Any = N
     value = float(value)
     bounds = None if _missing(lo) or _missing(hi) else (float(lo), float(hi))
     if kind in ("change", "fraction"):
-        digits = 1 if abs(value) < 0.1 else 0
-        sign = "+" if kind == "change" and value != 0 else ""
-        text = f"{value * 100 + 0.0:{sign}.{digits}f}%"
+        text = _percent(value, signed=kind == "change")
         if bounds:
-            text += f" ({bounds[0] * 100 + 0.0:{sign}.{digits}f}% to {bounds[1] * 100 + 0.0:{sign}.{digits}f}%)"
+            text += f" ({_percent(bounds[0], signed=kind == 'change')} to {_percent(bounds[1], signed=kind == 'change')})"
         return text
     if kind == "ratio":
         text = f"{value + 0.0:.2f}"

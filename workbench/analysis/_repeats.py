@@ -23,6 +23,17 @@ last crossing of 1 by the ratio interval's lower and upper curves between those 
 each interpolated linearly in log2(concurrency) (a pointwise band, not a simultaneous
 one: read it as the range of concurrency where the data cannot tell the variants apart).
 
+Most level metrics cannot be negative (latencies, throughputs, counts, token usage, accept
+length) and some are shares with an upper bound too; a t interval of three spread-out repeats
+can still reach below 0 (``TTFT p50 3000 (-1000–6000)``). :func:`mean_interval` takes the
+quantity's support and keeps the interval inside it: the t interval where it stays inside;
+where it would cross 0 and every value is above 0 (a strictly positive quantity, skewed: that
+is when the crossing happens), the log-scale t interval of the mean (the modified Cox method,
+Olsson 2005, J. Stat. Educ. 13(1): ``exp(ȳ + s²/2 ± t(1 - α/2, n - 1) · √(s²/n + s⁴/(2(n - 1))))``,
+ȳ and s of the logs); otherwise (a zero among the values, or a share's upper bound) the t
+interval clipped at the bounds, which keeps its coverage since the mean lies inside them.
+:func:`repeat_table` reads each metric's support from its name (:func:`metric_support`).
+
 The t quantile is computed here (no SciPy): the Student t distribution function through
 the regularised incomplete beta function (continued fraction, Numerical Recipes 3rd ed.
 §6.4), inverted by bisection to 1e-12.
@@ -32,7 +43,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -42,8 +54,8 @@ from workbench.analysis._load import LOAD_AXES
 from workbench.analysis._verdict import MIN_TEST_REPEATS, not_tested_text
 from workbench.errors import ConfigError
 
-__all__ = ["CrossoverInterval", "Interval", "crossover_interval", "mean_interval", "ratio_intervals",
-           "repeat_table", "t_quantile"]
+__all__ = ["NON_NEGATIVE", "UNBOUNDED", "CrossoverInterval", "Interval", "IntervalMethod", "Support",
+           "crossover_interval", "mean_interval", "metric_support", "ratio_intervals", "repeat_table", "t_quantile"]
 
 Verdict = str  # "spec ahead", "baseline ahead", "not distinguishable at this level", "not tested: <n> repeat(s)"
 NOT_DISTINGUISHABLE = "not distinguishable at this level"
@@ -124,6 +136,41 @@ def t_quantile(p: float, df: int) -> float:
     return (lo + hi) / 2.0
 
 
+#: Where a quantity can lie: ``(lower, upper)``, either end infinite.
+Support = tuple[float, float]
+
+#: A quantity of either sign (a difference, a log ratio, a residual).
+UNBOUNDED: Support = (-math.inf, math.inf)
+
+#: A quantity that cannot be negative (a latency, a throughput, a count, an accept length, a ratio).
+NON_NEGATIVE: Support = (0.0, math.inf)
+
+#: How an interval was made: Student t, the t interval clipped at the support's bounds, or the
+#: log-scale t interval of the mean (the module docstring).
+IntervalMethod = Literal["t", "t clipped", "log t"]
+
+_SIGNED = re.compile(r"(^|_)(margin|residual|error|delta|diff|difference|change|log)$|^(gain_over|log)_")
+_SHARE = re.compile(r"(^|_)(share|fraction|usage|util|utilisation|utilization|efficiency)$")
+
+
+def metric_support(name: str) -> Support:
+    """The support of a level column, from its name (the names the workbench writes, STYLE.md rule 7).
+
+    Signed quantities (``margin``, ``residual``, ``error``, ``delta``, ``diff``, ``change``, ``log``
+    at the end, ``gain_over_*``) are :data:`UNBOUNDED`; shares (``share``, ``fraction``, ``usage``,
+    ``util``, ``efficiency`` at the end) lie in 0..1, or 0..100 with a ``_pct`` suffix
+    (``mean_token_usage_pct``); every other level column (latencies, throughputs, counts, accept
+    length, ratios) is :data:`NON_NEGATIVE`. Examples: ``"p50_ttft_ms"`` -> ``(0, inf)``;
+    ``"token_usage"`` -> ``(0, 1)``; ``"error_pct"`` -> ``(-inf, inf)``.
+    """
+    stem = name.lower().removesuffix("_pct")
+    if _SIGNED.search(stem):
+        return UNBOUNDED
+    if _SHARE.search(stem):
+        return (0.0, 100.0 if name.lower().endswith("_pct") else 1.0)
+    return NON_NEGATIVE
+
+
 @dataclasses.dataclass(frozen=True)
 class Interval:
     """A mean over repeats and its two-sided confidence interval.
@@ -133,6 +180,7 @@ class Interval:
         mean: their mean (NaN when ``n`` is 0).
         lo, hi: the interval's bounds (NaN when ``n`` < 2: no interval).
         confidence: the two-sided confidence level.
+        method: how the bounds were made (:data:`IntervalMethod`; ``"t"`` without an interval).
     """
 
     n: int
@@ -140,6 +188,7 @@ class Interval:
     lo: float
     hi: float
     confidence: float = 0.95
+    method: IntervalMethod = "t"
 
     @property
     def half_width(self) -> float:
@@ -159,16 +208,31 @@ def _check_confidence(confidence: float) -> None:
         raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
 
 
-def mean_interval(values: Iterable[float], *, confidence: float = 0.95) -> Interval:
-    """Mean of ``values`` (NaN dropped) and its Student t interval with ``n - 1`` degrees of freedom.
+def mean_interval(values: Iterable[float], *, confidence: float = 0.95, support: Support = UNBOUNDED) -> Interval:
+    """Mean of ``values`` (NaN dropped) and its confidence interval, inside the quantity's ``support``.
 
-    Example: ``[10, 12, 14]`` -> mean 12, s = 2, half width 4.302653 · 2 / √3 = 4.968275,
-    interval 7.031725–16.968275.
+    The Student t interval with ``n - 1`` degrees of freedom where it lies inside ``support``;
+    where it does not, the log-scale t interval of the mean for a quantity bounded only below at
+    0 whose values are all above 0, else the t interval clipped at the bounds (the module
+    docstring; :attr:`Interval.method` says which).
+
+    Examples: ``[10, 12, 14]`` -> mean 12, s = 2, half width 4.302653 · 2 / √3 = 4.968275,
+    interval 7.031725–16.968275 (inside any support: ``"t"``). ``[1500, 3000, 4500]`` with
+    :data:`NON_NEGATIVE`: the t interval -726–6726 crosses 0, so the logs (ȳ = 7.9102, s = 0.5555)
+    give exp(7.9105 + 0.1543 ± 4.302653 · 0.3559) = 687.7–14,710 (``"log t"``).
+
+    Args:
+        values: the repeats' values.
+        confidence: two-sided confidence level in (0, 1).
+        support: ``(lower, upper)`` the quantity can take (default :data:`UNBOUNDED`).
 
     Raises:
-        ConfigError: ``confidence`` not in (0, 1).
+        ConfigError: ``confidence`` not in (0, 1), or ``support``'s lower end above its upper.
     """
     _check_confidence(confidence)
+    lower, upper = float(support[0]), float(support[1])
+    if not lower < upper:
+        raise ConfigError(f"support must be (lower, upper) with lower < upper, got {support}")
     arr = np.asarray([float(v) for v in values], dtype=float)
     arr = arr[~np.isnan(arr)]
     n = int(arr.size)
@@ -177,8 +241,17 @@ def mean_interval(values: Iterable[float], *, confidence: float = 0.95) -> Inter
     mean = float(arr.mean())
     if n == 1:
         return Interval(1, mean, math.nan, math.nan, confidence)
-    half = t_quantile(0.5 + confidence / 2.0, n - 1) * float(arr.std(ddof=1)) / math.sqrt(n)
-    return Interval(n, mean, mean - half, mean + half, confidence)
+    t = t_quantile(0.5 + confidence / 2.0, n - 1)
+    half = t * float(arr.std(ddof=1)) / math.sqrt(n)
+    lo, hi = mean - half, mean + half
+    if lower <= lo and hi <= upper:
+        return Interval(n, mean, lo, hi, confidence, "t")
+    if lower == 0.0 and math.isinf(upper) and bool((arr > 0).all()):
+        logs = np.log(arr)
+        centre, var = float(logs.mean()) + float(logs.var(ddof=1)) / 2.0, float(logs.var(ddof=1))
+        spread = t * math.sqrt(var / n + var * var / (2.0 * (n - 1)))
+        return Interval(n, mean, math.exp(centre - spread), math.exp(centre + spread), confidence, "log t")
+    return Interval(n, mean, min(max(lo, lower), upper), max(min(hi, upper), lower), confidence, "t clipped")
 
 
 def repeat_table(
@@ -187,8 +260,12 @@ def repeat_table(
     *,
     by: Sequence[str] = ("variant", "concurrency"),
     confidence: float = 0.95,
+    support: Mapping[str, Support] | None = None,
 ) -> pd.DataFrame:
     """Mean and interval of each metric over the repeats of each level.
+
+    Each interval stays inside its metric's support (:func:`mean_interval`): a latency, a
+    throughput or a count never gets a negative bound, a share none above 1 (100 in ``_pct``).
 
     Args:
         levels: one row per (level, repeat) (``levels.parquet``, or several runs'), with
@@ -196,6 +273,8 @@ def repeat_table(
         metrics: level columns to summarise.
         by: the columns that name a level.
         confidence: two-sided confidence level.
+        support: metric -> its support, for those the name does not say
+            (default: :func:`metric_support` of each name).
 
     Returns:
         One row per ``by`` group, sorted by it: the ``by`` columns, ``n`` (rows in the
@@ -208,12 +287,13 @@ def repeat_table(
     missing = [c for c in [*by, *metrics] if c not in levels.columns]
     if missing:
         raise ConfigError(f"level table lacks columns {missing}")
+    supports = {m: (support or {}).get(m) or metric_support(m) for m in metrics}
     rows = []
     for key, group in levels.groupby(list(by), sort=True):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         row["n"] = len(group)
         for m in metrics:
-            iv = mean_interval(group[m], confidence=confidence)
+            iv = mean_interval(group[m], confidence=confidence, support=supports[m])
             row.update({m: iv.mean, f"{m}_lo": iv.lo, f"{m}_hi": iv.hi, f"{m}_n": iv.n})
         rows.append(row)
     return pd.DataFrame(rows, columns=[*by, "n", *[f"{m}{s}" for m in metrics for s in ("", "_lo", "_hi", "_n")]])
