@@ -186,14 +186,14 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
                                f"SGLANG_ENABLE_SPEC_V2=1 covers only {', '.join(rules.v2_algorithms())} in SGLang "
                                f"{ver}; {algo} stays on spec v1 with overlap scheduling off.",
                                "use EAGLE (or a newer SGLang) for spec v2, or drop the env var", "spec-v2-algorithm"))
-        elif topk is not None and int(topk) > 1 and rules.v2_rejects_topk_gt1:
+        elif (_int(topk) or 0) > 1 and rules.v2_rejects_topk_gt1:
             out.append(Finding("error", name, "--speculative-eagle-topk",
                                f"spec v2 (SGLANG_ENABLE_SPEC_V2={env_v2}) with --speculative-eagle-topk {topk}: "
                                f"SGLang {ver} refuses it ('Spec v2 currently only supports topk = 1') and the "
                                "server stops.", f"set `speculative-eagle-topk = 1` (and speculative-num-draft-tokens "
                                f"= num_steps + 1) in {f}, or remove SGLANG_ENABLE_SPEC_V2 from [env] for spec v1",
                                "spec-v2-topk"))  # fmt: skip
-        elif topk is not None and int(topk) > 1:
+        elif (_int(topk) or 0) > 1:
             out.append(Finding("warning", name, "--speculative-eagle-topk",
                                f"spec v2 with --speculative-eagle-topk {topk}: SGLang {ver} quietly falls back to "
                                "spec v1 with overlap scheduling off.", f"set `speculative-eagle-topk = 1` in {f} "
@@ -203,11 +203,12 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
                                f"spec v2 without an explicit topk: SGLang {ver} checks topk before choosing it, so "
                                "a Llama target silently gets topk 4 under spec v2.",
                                f"set `speculative-eagle-topk = 1` in {f}", "spec-v2-topk-implicit"))  # fmt: skip
-    if family and topk is not None and int(topk) == 1 and steps is not None and draft is not None \
-            and int(draft) != int(steps) + 1:  # fmt: skip
+    chain_steps, chain_draft = _int(steps), _int(draft)  # None where unset or not an integer (a flag finding)
+    if family and _int(topk) == 1 and chain_steps is not None and chain_draft is not None \
+            and chain_draft != chain_steps + 1:  # fmt: skip
         out.append(Finding("warning", name, "--speculative-num-draft-tokens",
-                           f"with topk 1 SGLang {ver} forces num_draft_tokens = num_steps + 1 = {int(steps) + 1} "
-                           f"(the variant asks {draft}).", f"set `speculative-num-draft-tokens = {int(steps) + 1}` "
+                           f"with topk 1 SGLang {ver} forces num_draft_tokens = num_steps + 1 = {chain_steps + 1} "
+                           f"(the variant asks {draft}).", f"set `speculative-num-draft-tokens = {chain_steps + 1}` "
                            f"in {f}", "spec-draft-forced"))  # fmt: skip
     tree = draft_tree_problem(topk, steps, draft, version=ver) if family and not adaptive else None
     if tree is not None:
@@ -259,7 +260,7 @@ def _adaptive(variant: Variant, resolved: dict[str, Any], rules: SpecRules, algo
         out.append(Finding("error", name, "--speculative-adaptive",
                            f"--speculative-adaptive needs EAGLE or EAGLE3, not {algo}: {off}.",
                            f"set `speculative-algorithm = \"EAGLE3\"` in {f}", "adaptive-algorithm"))
-    if topk is not None and int(topk) != 1:
+    if topk is not None and _int(topk) != 1:
         out.append(Finding("error", name, "--speculative-eagle-topk",
                            f"--speculative-adaptive needs --speculative-eagle-topk 1, not {topk}: {off}.",
                            f"set `speculative-eagle-topk = 1` in {f}", "adaptive-topk"))
@@ -368,9 +369,13 @@ def compare_pair(baseline: Variant, variant: Variant, b_flags: dict[str, Any], v
 
 
 def _int(value: Any) -> int | None:
+    """``value`` as an integer; None when unset or not one (a list, ``"abc"``, NaN, infinity: the flag checks
+    report those)."""
+    if isinstance(value, bool):
+        return None
     try:
         return int(value) if value is not None else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -403,7 +408,7 @@ def _spec_backends(variant: Variant, resolved: dict[str, Any], topk: Any) -> lis
                            "use one backend for both, or check the SGLang version has sglang#9573",
                            "spec-hybrid-backend"))  # fmt: skip
     mla = [b for b in (backend, decode) if b and "mla" in str(b).lower()]
-    if mla and topk is not None and int(topk) > 1:
+    if mla and (_int(topk) or 0) > 1:
         out.append(Finding("warning", name, "--speculative-eagle-topk",
                            f"MLA attention backend {mla[0]} with --speculative-eagle-topk {topk}: MLA backends "
                            "support only topk 1 for speculative decoding (sglang#4425; trtllm_mla until "

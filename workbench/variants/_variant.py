@@ -40,7 +40,10 @@ says so in words for manifests, data and charts.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import difflib
+import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -63,8 +66,22 @@ MANAGED_FLAGS = {
     "port": "it picks a free port on the host, or ServerHandle.start(port=...) sets one",
     "host": "the server listens on the host's 127.0.0.1 and is reached through an SSH tunnel",
 }
-_KEYS = {"name", "description", "base", "sglang_version", "model_path", "draft_model_path", "patches",
-         "flags", "env", "sim_policy"}  # fmt: skip
+#: Each top-level key of a variant file -> (the TOML types it may hold, those types in words).
+SHAPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": ((str,), 'a string, e.g. name = "eagle3-topk4"'),
+    "description": ((str,), 'a string, e.g. description = "EAGLE-3, topk 4"'),
+    "base": ((str,), 'a string, e.g. base = "sglang==0.5.9" or "host:/root/sglang"'),
+    "sglang_version": ((str,), 'a string, e.g. sglang_version = "0.5.9"'),
+    "model_path": ((str,), 'a string (a path or hub id), e.g. model_path = "meta-llama/Llama-3.1-8B-Instruct"'),
+    "draft_model_path": ((str,), "a string (a path or hub id)"),
+    "patches": ((list,), 'a list of file paths, e.g. patches = ["../patches/x.patch"]'),
+    "flags": ((dict,), "a table: a [flags] section of `flag-name = value` lines"),
+    "env": ((dict,), 'a table: an [env] section of `NAME = "value"` lines'),
+    "sim_policy": ((dict,), "a table: a [sim_policy] section, e.g. spec_off_above = 8"),
+}
+_KEYS = set(SHAPES)
+#: The integers a flag may hold: TOML's, 64-bit (tomllib reads larger ones).
+FLAG_INT_RANGE = (-(2**63), 2**63 - 1)
 _RELEASE = re.compile(r"^sglang\s*==\s*(\S+)$")
 _CHECKOUT = re.compile(r"^([A-Za-z0-9_.@-]+):(/.*|~.*)$")
 
@@ -272,11 +289,15 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Variant file {path} is not valid TOML: {exc}") from exc
+    except ValueError as exc:  # tomllib's int() of a number of more than 4,300 digits
+        raise ConfigError(f"Variant file {path} holds a number TOML cannot read ({exc}); write a value of at "
+                          "most 19 digits") from exc
     unknown = set(data) - _KEYS
     if unknown:
         raise ConfigError(f"Variant file {path}: unknown keys {sorted(unknown)}; known keys: {sorted(_KEYS)}")
     if "name" not in data or "model_path" not in data:
         raise ConfigError(f"Variant file {path} needs 'name' and 'model_path'")
+    check_shapes(path, data)
     flags = data.get("flags", {})
     for key in flags:
         if key.startswith("-"):
@@ -311,6 +332,82 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
         patches=patches,
         sim_policy=policy,
     )
+
+
+def _kind(value: object) -> str:
+    """What a TOML value is, in words (``"a list"``, ``"a table"``, ``"true/false"``, ...)."""
+    if isinstance(value, bool):
+        return "true/false"
+    for types, words in ((dict, "a table"), (list, "a list"), (str, "a string"), (int, "an integer"),
+                         (float, "a number with a fraction"), ((datetime.date, datetime.time), "a date or time")):
+        if isinstance(value, types):
+            return words
+    return f"a {type(value).__name__}"
+
+
+def _in_int_range(value: int) -> bool:
+    return FLAG_INT_RANGE[0] <= value <= FLAG_INT_RANGE[1]
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message: its repr, cut to 60 characters (a huge integer by its digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not _in_int_range(value):
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def flag_value_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a launch flag's value in a variant file, or None when it can.
+
+    A flag holds one string, integer (64-bit, as TOML's), finite number or true/false: SGLang's
+    parser reads each value from one command-line word.
+    """
+    if isinstance(value, (str, bool)):
+        return None
+    if isinstance(value, int):
+        return None if _in_int_range(value) else "is beyond TOML's 64-bit integers"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"is {value!r}, not a finite number"
+    return f"holds {_kind(value)}"
+
+
+def _one_value(key: str, value: object) -> str:
+    """How to write flag ``key`` with one value: the list's only item when it has one, else an example."""
+    if isinstance(value, list) and len(value) == 1 and flag_value_problem(value[0]) is None:
+        item = value[0]
+        text = json.dumps(item) if isinstance(item, (str, bool)) else str(item)
+        return f"`{key} = {text}`"
+    return f"e.g. `{key} = 4`, `{key} = \"text\"` or `{key} = true`"
+
+
+def check_shapes(path: Path, data: Mapping[str, Any]) -> None:
+    """Refuse a variant file whose keys hold values of the wrong TOML type, naming the file, key and type.
+
+    Every top-level key is checked against :data:`SHAPES`, each ``[flags]`` value with
+    :func:`flag_value_problem`, each ``[env]`` value (a string or number) and each ``patches`` entry (a string).
+
+    Raises:
+        ConfigError: the first value of the wrong type: ``Variant file F: [flags] speculative-eagle-topk
+            holds a list ([4]); a flag's value is one string, number or true/false, e.g. ...``.
+    """
+    for key, value in data.items():
+        types, words = SHAPES[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ConfigError(f"Variant file {path}: {key} holds {_kind(value)} ({_shown(value)}); it takes {words}")
+    for key, value in data.get("flags", {}).items():
+        problem = flag_value_problem(value)
+        if problem is not None:
+            raise ConfigError(f"Variant file {path}: [flags] {key} {problem} ({_shown(value)}); a flag holds one "
+                              f"string, integer, finite number or true/false: write {_one_value(key, value)}")
+    for key, value in data.get("env", {}).items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(f"Variant file {path}: [env] {key} holds {_kind(value)} ({_shown(value)}); an "
+                              f"environment variable is text: write `{key} = \"1\"` (quoted)")
+    for entry in data.get("patches", []):
+        if not isinstance(entry, str):
+            raise ConfigError(f"Variant file {path}: patches holds {_kind(entry)} ({_shown(entry)}) in its list; "
+                              'it takes file paths, e.g. patches = ["../patches/x.patch"]')
 
 
 def _patch_path(variant_file: Path, entry: object) -> Path:

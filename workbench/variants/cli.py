@@ -63,9 +63,10 @@ def check_command(
     speculative variant is compared with --baseline, or by default with a plain variant of
     its own model and TP size (see --baseline). Exit status 2 for bad input, as in
     `workbench bench`: a bad option (an --sglang that is not a release version included), an
-    unknown variant name (the closest names are suggested) or grid points refused by the
-    checks (named above the findings, counted on the last line); else 1 when any finding is
-    an error, 0 otherwise.
+    unknown variant name (the closest names are suggested), a variant file that cannot be read
+    (not TOML, unknown keys, a value of the wrong type: its finding names the file and key) or
+    grid points refused by the checks (named above the findings, counted on the last line);
+    else 1 when any finding is an error, 0 otherwise.
 
     --host names the host they would run on: its paths, disk, GPUs and installed SGLang are checked
     (on 'local' only with --engine sglang, since the simulated engine runs there); --engine says what
@@ -127,7 +128,9 @@ def check_command(
             typer.echo(f.line())
         typer.echo(count_line(findings) + refused + ("" if min_severity == "info" else
                                                      " (--show info lists the notes)"))
-    if refused:
-        raise typer.Exit(code=2)  # points `workbench bench --grid` would not launch: bad input, as there
+    if refused or any(f.check == "load" for f in findings):
+        # points `workbench bench --grid` would not launch, or a variant file it would refuse to read
+        # (wrong keys or value types): bad input, as there
+        raise typer.Exit(code=2)
     if has_errors(findings):
         raise typer.Exit(code=1)
