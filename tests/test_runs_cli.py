@@ -136,3 +136,20 @@ def test_load_study_takes_the_run_ids_and_prefixes_the_cli_takes(mixed, monkeypa
     assert wb.load_study([prefix]).manifests[0]["run_id"] == made["earlier"].name
     with pytest.raises(ConfigError, match=r"matches \d runs"):
         wb.load_study(["2026"], runs_dir=root)
+
+
+def test_compare_refuses_a_metric_no_run_records_with_the_closest_and_every_recorded_one(mixed) -> None:
+    root, made = mixed
+    pair = [made["earlier"].name, made["rows"].name, "--runs-dir", str(root)]
+    typo = runner.invoke(app, ["runs", "compare", *pair, "-m", "output_throughput_toks"])
+    assert typo.exit_code == 2, typo.output
+    assert "Traceback" not in typo.output and "-" * 3 not in typo.output  # no table of dashes
+    line = typo.output.strip().replace("\n", " ")
+    assert line.startswith("error: --metric output_throughput_toks: no such metric in the levels of ")
+    assert "Did you mean output_throughput_tok_s?" in line
+    assert line.endswith("Metrics these runs record: num_requests, output_throughput_tok_s")
+    descriptor = runner.invoke(app, ["runs", "compare", *pair, "-m", "output_throughput_tok_s", "-m", "mode"])
+    assert descriptor.exit_code == 2 and "--metric mode: no such metric" in descriptor.output
+    known = runner.invoke(app, ["runs", "compare", *pair, "-m", "num_requests"])  # recorded by one run of the two
+    assert known.exit_code == 0, known.output
+    assert "16.0" in known.stdout and "-" in known.stdout

@@ -98,12 +98,56 @@ def compare_command(
         "mean_per_request_tok_s).")] = None,
     runs_dir: RunsDirOption = None,
 ) -> None:
-    """Two or more runs' levels side by side: per metric and level, each run's mean [95% CI] (n repeats)."""
+    """Two or more runs' levels side by side: per metric and level, each run's mean [95% CI] (n repeats).
+
+    A --metric none of the runs records is refused (exit 2) with the closest names and the metrics they record.
+    """
     from workbench.sweeps._catalogue import COMPARE_METRICS, compare_lines, compare_runs
 
     metrics = tuple(metric) if metric else COMPARE_METRICS
+    if metric and len(runs) > 1:  # one run: compare_runs says two are needed
+        _check_metrics(metrics, runs, runs_dir)
     for line in compare_lines(compare_runs(runs, metrics=metrics, runs_dir=runs_dir), metrics):
         typer.echo(line)
+
+
+#: Numeric level columns that say which level a row is, not what was measured there.
+_LEVEL_KEYS = frozenset({"level_index", "repeat", "concurrency", "request_rate_req_s", "max_new_tokens", "time_scale",
+                         "input_len", "temperature", "sweep_value", "simulated"})
+
+
+def _recorded_metrics(runs: list[str], runs_dir: str | Path | None) -> list[str]:
+    """The metrics ``runs`` record: numeric level columns of any of them, less :data:`_LEVEL_KEYS`, sorted."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    from workbench.store import find_run, load_run
+
+    found: set[str] = set()
+    for run in runs:
+        levels = load_run(find_run(run, root=runs_dir)).levels
+        found |= {str(c) for c in levels.columns
+                  if is_numeric_dtype(levels[c]) and not is_bool_dtype(levels[c]) and c not in _LEVEL_KEYS}
+    return sorted(found)
+
+
+def _check_metrics(metrics: tuple[str, ...], runs: list[str], runs_dir: str | Path | None) -> None:
+    """Refuse a metric none of ``runs`` records (a misspelling, a descriptor such as ``mode``).
+
+    Raises:
+        ConfigError: naming each unknown metric, the closest recorded ones and every recorded one.
+    """
+    import difflib
+
+    from workbench.errors import ConfigError
+
+    known = _recorded_metrics(runs, runs_dir)
+    unknown = [m for m in metrics if m not in known]
+    if not unknown:
+        return
+    close = [c for m in unknown for c in difflib.get_close_matches(m, known, n=3, cutoff=0.6)]
+    hint = f" Did you mean {' or '.join(dict.fromkeys(close))}?" if close else ""
+    raise ConfigError(f"--metric {', '.join(unknown)}: no such metric in the levels of {', '.join(runs)}.{hint} "
+                      f"Metrics these runs record: {', '.join(known) or 'none'}")
 
 
 @runs_app.command("delete")
