@@ -134,5 +134,74 @@ def load_state(name: str) -> FleetState:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the fleet file {path}: {exc}; remove it and run `workbench fleet up` "
                           "again") from exc
+    problem = record_problem(data)
+    if problem is None and data["name"] != name:  # `fleet down` removes <name>.json: it must be this file
+        problem = f"its name is {data['name']!r}, not {name!r} (the file's own name)"
+    if problem is not None:
+        raise ConfigError(f"the fleet file {path} is not a record `fleet up` wrote: {problem}. Nothing was stopped; "
+                          f"remove the file (rm {path}) and run `workbench fleet up` again (stop by hand any Ray "
+                          "process it had started: their logs are ray-*.log in the fleet's folder on each host)")
     fields = {f.name for f in dataclasses.fields(FleetState)}
     return FleetState(**{k: v for k, v in data.items() if k in fields})
+
+
+#: The fields of a fleet file and the JSON types each holds (``ssh_config`` may also be null).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {"name": (str,), "head": (str,), "address": (str,),
+                                             "dashboard_port": (int,), "python": (str,), "remote_dir": (str,),
+                                             "runs_dir": (str,), "ssh_config": (str, type(None)), "started": (list,),
+                                             "jobs": (dict,), "pulled": (dict,)}
+#: What each entry of ``started`` holds (the keys `fleet down` and `fleet status` read).
+_STARTED_TYPES: dict[str, tuple[type, ...]] = {"alias": (str,), "role": (str,), "ip": (str,), "pid": (int,),
+                                               "pgid": (int,), "start_time": (int,), "log_path": (str,),
+                                               "command": (str,)}
+_REQUIRED = ("name", "head", "address", "dashboard_port", "python", "remote_dir", "runs_dir")
+_WORDS = {str: "a string", int: "an integer", list: "a list", dict: "an object", type(None): "null",
+          float: "a number", bool: "true/false"}
+
+
+def _typed(value: Any, types: tuple[type, ...]) -> bool:
+    """``value`` is of one of ``types`` (a JSON true/false is no integer)."""
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def _wrong(where: str, value: Any, types: tuple[type, ...]) -> str:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return (f"{where} is {_WORDS.get(type(value), type(value).__name__)} ({shown}), not "
+            f"{' or '.join(_WORDS[t] for t in types)}")
+
+
+def record_problem(data: Any) -> str | None:
+    """What makes ``data`` (a fleet file's parsed JSON) unusable as a :class:`FleetState`, or None.
+
+    Checks that it is an object with every required field, each field of its type, each ``started``
+    entry an object of the keys `fleet down` reads with their types, ``jobs`` an object of objects and
+    ``pulled`` an object of objects of ``[size, mtime]`` pairs.
+    """
+    if not isinstance(data, dict):
+        return f"it holds {_WORDS.get(type(data), type(data).__name__)}, not an object"
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    for key, types in _FIELD_TYPES.items():
+        if key in data and not _typed(data[key], types):
+            return _wrong(key, data[key], types)
+    for i, entry in enumerate(data.get("started", [])):
+        if not isinstance(entry, dict):
+            return _wrong(f"started[{i}]", entry, (dict,))
+        for key, types in _STARTED_TYPES.items():
+            if key not in entry:
+                return f"started[{i}] lacks {key}"
+            if not _typed(entry[key], types):
+                return _wrong(f"started[{i}].{key}", entry[key], types)
+    for job, record in data.get("jobs", {}).items():
+        if not isinstance(record, dict):
+            return _wrong(f"jobs[{job!r}]", record, (dict,))
+        if not _typed(record.get("submitted_at"), (int, float)):
+            return _wrong(f"jobs[{job!r}].submitted_at", record.get("submitted_at"), (float,))
+    for folder, files in data.get("pulled", {}).items():
+        if not isinstance(files, dict):
+            return _wrong(f"pulled[{folder!r}]", files, (dict,))
+        for name, seen in files.items():
+            if not (isinstance(seen, list) and len(seen) == 2 and all(_typed(x, (int, float)) for x in seen)):
+                return f"pulled[{folder!r}][{name!r}] is {seen!r}, not a [size, mtime] pair of numbers"
+    return None
