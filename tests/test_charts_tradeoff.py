@@ -70,7 +70,7 @@ def _latency_levels() -> pd.DataFrame:
 def test_latency_chart_draws_three_percentiles_baseline_grey_and_rings_queued_levels() -> None:
     spec = tradeoff.latency_chart(_latency_levels(), "ttft_ms", subtitle="SIMULATED", variants=["baseline", "spec"],
                                   baseline="baseline").to_dict()
-    line, rings = spec["layer"]
+    line, points, rings = spec["layer"]  # the points are a layer of their own (line samples in the legend)
     data = spec["datasets"][line["data"]["name"]]
     assert sorted({row["percentile"] for row in data}) == ["p50", "p90", "p99"] and len(data) == 18
     colour = line["encoding"]["color"]["scale"]

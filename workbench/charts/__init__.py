@@ -35,6 +35,7 @@ _NAMES = {
     "spec_ratio_chart": "_policy",
     "server_series_chart": "_server",
     "throughput_chart": "_tradeoff",
+    "variant_colours": "_colours",
     "whatif_chart": "_calibration",
 }
 
@@ -68,6 +69,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.charts._policy import spec_ratio_chart as spec_ratio_chart
     from workbench.charts._server import server_series_chart as server_series_chart
     from workbench.charts._tradeoff import throughput_chart as throughput_chart
+    from workbench.charts._colours import variant_colours as variant_colours
     from workbench.charts._calibration import whatif_chart as whatif_chart
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from workbench.charts._colours import variant_colour
 from workbench.charts._tradeoff import Subtitle, _title
 
 WIDTH, HEIGHT = 520, 300
@@ -86,7 +87,8 @@ def whatif_chart(speedups: pd.DataFrame, *, subtitle: Subtitle) -> alt.LayerChar
     x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128]),
               title="Running requests (batch)")
     lines = alt.Chart(speedups).mark_line(point=True).encode(
-        x=x, y=alt.Y("speedup:Q", title="EAGLE-3 / baseline, output tok/s"), color=alt.Color("variant:N", title="Variant"),
+        x=x, y=alt.Y("speedup:Q", title="EAGLE-3 / baseline, output tok/s"),
+        color=variant_colour(None, present=speedups["variant"]),  # each variant's colour in every report
         tooltip=["variant", "batch", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("accept_length:Q", format=".2f"),
                  alt.Tooltip("baseline_ms:Q", format=".2f"), alt.Tooltip("spec_ms:Q", format=".2f")])
     tie = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(y="y:Q")

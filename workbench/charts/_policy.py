@@ -4,7 +4,8 @@ Pure functions from aggregated tables (means over repeats from
 :func:`workbench.analysis.repeat_table`, or the tables of :mod:`workbench.analysis._policy`: a
 few rows per variant and concurrency, never per request, so altair's 5,000-row limit is never
 reached) to altair charts. The baseline is drawn in grey and speculative variants in colour,
-with one colour per variant in every chart (:func:`variant_scale`). Nothing is saved here.
+with one colour per variant in every chart and every report
+(:func:`workbench.charts._colours.variant_colours`). Nothing is saved here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from workbench.charts._colours import BASELINE_GREY, LINE_LEGEND, PALETTE, variant_colour
 from workbench.charts._tradeoff import HEIGHT, WIDTH, Subtitle, _title, _x
 
 #: Axis titles of the level metrics the policy charts draw (column -> title).
@@ -25,20 +27,10 @@ METRIC_TITLES = {
     "mean_e2e_ms": "Mean E2E latency (ms)",
 }
 
-#: The baseline's colour in every policy chart.
-BASELINE_GREY = "#9a9a9a"
-#: Speculative variants' colours, in order (tableau10 without its grey).
-SPEC_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+#: Policies' colours, in order (tableau10 without its grey: the variants' palette).
+SPEC_COLOURS = PALETTE
 #: The envelope (best per level) and the threshold rule.
 ENVELOPE_COLOUR, THRESHOLD_COLOUR = "#111111", "firebrick"
-
-
-def variant_scale(variants: list[str], baseline: str) -> alt.Scale:
-    """The baseline grey, every other variant its own colour, in the order given."""
-    specs = [v for v in variants if v != baseline]
-    domain = [baseline, *specs]
-    colours = [BASELINE_GREY, *[SPEC_COLOURS[i % len(SPEC_COLOURS)] for i in range(len(specs))]]
-    return alt.Scale(domain=domain, range=colours)
 
 
 def _interval_layers(data: pd.DataFrame, x: alt.X, y: str, lo: str, hi: str, y_title: str, colour: alt.Color,
@@ -68,7 +60,7 @@ def policy_envelope_chart(means: pd.DataFrame, best: pd.DataFrame, *, metric: st
     lo, hi = f"{metric}_lo", f"{metric}_hi"
     data = means[means["variant"].isin(variants)][["variant", "concurrency", metric, lo, hi, "n"]].dropna(
         subset=[metric])
-    colour = alt.Color("variant:N", title="Variant", scale=variant_scale(variants, baseline))
+    colour = variant_colour(variants, baseline, present=data["variant"])
     tooltip = ["variant", "concurrency", alt.Tooltip(f"{metric}:Q", format=".2f"), alt.Tooltip(f"{lo}:Q", format=".2f"),
                alt.Tooltip(f"{hi}:Q", format=".2f"), "n"]
     layers = _interval_layers(data, _x(), metric, lo, hi, y_title, colour, tooltip)
@@ -96,7 +88,7 @@ def spec_ratio_chart(ratios: pd.DataFrame, *, baseline: str, variants: list[str]
         variants: the colour order (baseline first or not).
     """
     data = ratios[["variant", "concurrency", "ratio", "ratio_lo", "ratio_hi", "n", "verdict"]]
-    colour = alt.Color("variant:N", title="Variant", scale=variant_scale(variants, baseline))
+    colour = variant_colour(variants, baseline, present=data["variant"].dropna())
     tooltip = ["variant", "concurrency", alt.Tooltip("ratio:Q", format=".3f"), alt.Tooltip("ratio_lo:Q", format=".3f"),
                alt.Tooltip("ratio_hi:Q", format=".3f"), "n", "verdict"]
     layers = _interval_layers(data, _x(), "ratio", "ratio_lo", "ratio_hi", y_title, colour, tooltip)
@@ -117,7 +109,7 @@ def pareto_chart(points: pd.DataFrame, *, baseline: str, variants: list[str], su
             ``mean_per_request_tok_s``, ``pareto`` (bool: on the front), ``n``.
     """
     data = points[points["variant"].isin(variants)]
-    colour = alt.Color("variant:N", title="Variant", scale=variant_scale(variants, baseline))
+    colour = variant_colour(variants, baseline, present=data["variant"])
     x = alt.X("output_tok_s_per_gpu:Q", title="Total output tok/s per GPU")
     y = alt.Y("mean_per_request_tok_s:Q", title="Per-request tok/s (mean)")
     tooltip = ["variant", "concurrency", alt.Tooltip("output_tok_s_per_gpu:Q", format=".1f"),
@@ -141,7 +133,7 @@ def gain_chart(gains: pd.DataFrame, *, subtitle: Subtitle, y_title: str) -> alt.
         gains: rows with ``policy``, ``against``, ``source`` ("predicted" / "measured"),
             ``concurrency``, ``gain``, ``gain_lo``, ``gain_hi``, ``n``.
     """
-    colour = alt.Color("policy:N", title="Policy", scale=alt.Scale(range=SPEC_COLOURS))
+    colour = alt.Color("policy:N", title="Policy", scale=alt.Scale(range=SPEC_COLOURS), legend=LINE_LEGEND)
     dash = alt.StrokeDash("source:N", title="", sort=["predicted", "measured"],
                           scale=alt.Scale(domain=["predicted", "measured"], range=[[5, 3], [1, 0]]))
     shape = alt.Shape("source:N", title="", sort=["predicted", "measured"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from workbench.charts._colours import LINE_LEGEND, level_order
 from workbench.charts._tradeoff import Subtitle, _title
 
 __all__ = ["SERVER_CHART_NAMES", "server_series_chart"]
@@ -44,13 +45,14 @@ def server_series_chart(series: pd.DataFrame, *, subtitle: Subtitle, width: int 
             .agg(value=("value", "mean"), source=("source", "first"))
             .assign(series=lambda d: d["name"].map(SERVER_CHART_NAMES)))
     variants = list(dict.fromkeys(data["variant"]))
+    levels = level_order(data["level"].astype(str))  # c=1, c=2, c=4, c=16: numbers in order, not as text
     rows: list[alt.FacetChart] = []
     for name, title in SERVER_CHART_NAMES.items():
         part = data[data["name"] == name]
         if part.empty:
             continue
         missing = [v for v in variants if v not in set(part["variant"])]  # keep every variant's column
-        part = pd.concat([part, pd.DataFrame({"variant": missing, "level": data["level"].iloc[0],
+        part = pd.concat([part, pd.DataFrame({"variant": missing, "level": levels[0],
                                               "value": [None] * len(missing)})],
                          ignore_index=True)
         # one row per series, faceted by variant with a shared y (a facet with independent scales
@@ -58,7 +60,9 @@ def server_series_chart(series: pd.DataFrame, *, subtitle: Subtitle, width: int 
         rows.append(alt.Chart(part).mark_line(point=alt.OverlayMarkDef(size=10)).encode(
             x=alt.X("t_s:Q", title="seconds into the level (wall)"),
             y=alt.Y("value:Q", title=title),
-            color=alt.Color("level:N", title="level", sort=None),
+            color=alt.Color("level:O", title="level", sort=levels,
+                            scale=alt.Scale(domain=levels, scheme={"name": "viridis", "extent": [0.0, 0.85]}),
+                            legend=LINE_LEGEND),
             tooltip=["variant", "level", "series", "source", "t_s", "value"],
         ).properties(width=width, height=height).facet(
             column=alt.Column("variant:N", title=None, sort=variants,

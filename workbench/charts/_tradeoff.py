@@ -20,38 +20,20 @@ import altair as alt
 import pandas as pd
 
 from workbench.analysis import LOAD_AXES, Crossover, bracket_text, level_number, load_axis
+from workbench.charts._colours import BASELINE_GREY as BASELINE_GREY  # defined here first: still importable
+from workbench.charts._colours import PALETTE as PALETTE
+from workbench.charts._colours import DASH_LEGEND, LINE_LEGEND, variant_colour
 
 WIDTH, HEIGHT = 520, 300
 
-#: Colours of the two ratio lines, kept apart from the variant palette (tableau10).
+#: Colours of the two ratio lines, kept apart from the variant palette (tableau10; ``_colours``).
 RATIO_COLOURS = ["#222222", "#8c8c8c"]
-
-#: The baseline's colour when a chart is told which variant it is.
-BASELINE_GREY = "#9a9a9a"
-
-#: Tableau 10 without its grey (the baseline's), for the other variants.
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
 
 #: Colour of the rings that mark levels where a server queued requests.
 QUEUE_COLOUR = "#b00020"
 
 #: The subtitle line that explains the rings.
 QUEUE_NOTE = "red rings: levels where the server's queue held requests (concurrency above its max-running-requests)"
-
-
-def variant_colour(variants: list[str] | None, baseline: str | None = None) -> alt.Color:
-    """Colour by variant with a fixed domain, so one variant has one colour in every chart.
-
-    With ``baseline`` (one of ``variants``) the baseline is grey and the others take the
-    Tableau 10 colours in order; without it every variant takes Tableau 10.
-    """
-    if not variants:
-        return alt.Color("variant:N", title="Variant")
-    if baseline is None or baseline not in variants:
-        return alt.Color("variant:N", title="Variant", scale=alt.Scale(domain=list(variants), scheme="tableau10"))
-    others = iter(PALETTE * (1 + len(variants) // len(PALETTE)))
-    colours = [BASELINE_GREY if v == baseline else next(others) for v in variants]
-    return alt.Color("variant:N", title="Variant", scale=alt.Scale(domain=list(variants), range=colours))
 
 
 def _queue_rings(data: pd.DataFrame, y: str) -> alt.Chart | None:
@@ -120,6 +102,7 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
     extra += [c for c in ["queued_requests"] if c in levels.columns]
     data = levels[["variant", load, column, *extra]].dropna(subset=[column])
     rings = _queue_rings(data, column)
+    colour = variant_colour(variants, baseline, present=data["variant"])
     if rings is not None:
         subtitle = [*_lines_of(subtitle), QUEUE_NOTE]
     tooltip = ["variant", load, alt.Tooltip(f"{column}:Q", format=".1f"),
@@ -130,7 +113,7 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
         .encode(
             x=_x(load),
             y=alt.Y(f"{column}:Q", title=y_title),
-            color=variant_colour(variants, baseline),
+            color=colour,
             tooltip=tooltip,
         )
     )
@@ -140,7 +123,7 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
             alt.Chart(data.dropna(subset=bounds))
             .mark_errorbar(ticks=True)
             .encode(x=_x(load), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q",
-                    color=variant_colour(variants, baseline), tooltip=tooltip)
+                    color=colour, tooltip=tooltip)
         )
     if rings is not None:
         layers.append(rings)
@@ -210,14 +193,19 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     long["percentile"] = long["percentile"].str.split("_").str[0]
     title, y_title = LATENCIES[metric]
     y = alt.Y("latency_ms:Q", title=y_title, scale=alt.Scale(type="log"))
-    lines = alt.Chart(long).mark_line(point=True).encode(
-        x=_x(load), y=y, color=variant_colour(variants, baseline),
-        strokeDash=alt.StrokeDash("percentile:N", title="Percentile", legend=alt.Legend(symbolType="stroke"),
-                                  scale=alt.Scale(domain=list(PERCENTILES), range=list(PERCENTILES.values()))),
-        detail="percentile:N",
-        tooltip=["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)])
-    layers: list[alt.Chart] = [lines]
-    bars = _latency_bars(levels, metric, cols, y_title, variants, baseline, floor=float(long["latency_ms"].min()) / 2
+    colour = variant_colour(variants, baseline, present=long["variant"])
+    drawn = [p for p in PERCENTILES if p in set(long["percentile"])]  # no legend entry without a line
+    tooltip = ["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)]
+    # the points are a layer of their own: a line's point overlay would turn the dash legend into dots
+    lines = alt.Chart(long).mark_line().encode(
+        x=_x(load), y=y, color=colour,
+        strokeDash=alt.StrokeDash("percentile:N", title="Percentile", legend=DASH_LEGEND, sort=drawn,
+                                  scale=alt.Scale(domain=drawn, range=[PERCENTILES[p] for p in drawn])),
+        detail="percentile:N", tooltip=tooltip)
+    points = alt.Chart(long).mark_point(filled=True, opacity=1).encode(x=_x(load), y=y, color=colour,
+                                                                       detail="percentile:N", tooltip=tooltip)
+    layers: list[alt.Chart] = [lines, points]
+    bars = _latency_bars(levels, metric, cols, y_title, colour, floor=float(long["latency_ms"].min()) / 2
                          if len(long) else 1.0)
     if bars is not None:
         layers.append(bars)
@@ -230,8 +218,8 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     return alt.layer(*layers, title=_title(title, lines_of), width=WIDTH, height=HEIGHT)
 
 
-def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: str, variants: list[str] | None,
-                  baseline: str | None, *, floor: float) -> alt.Chart | None:
+def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: str, colour: alt.Color, *,
+                  floor: float) -> alt.Chart | None:
     """Interval bars of each percentile where ``<col>_lo``/``_hi`` are present (means over repeats).
 
     On the log axis a lower bound at or below 0 is drawn from ``floor`` (half the smallest latency
@@ -252,7 +240,7 @@ def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: s
     data["lo_drawn_ms"] = data["lo_ms"].clip(lower=floor)
     return alt.Chart(data).mark_errorbar(ticks=True, opacity=0.7).encode(
         x=_x(load), y=alt.Y("lo_drawn_ms:Q", title=y_title, scale=alt.Scale(type="log")), y2="hi_ms:Q",
-        color=variant_colour(variants, baseline), detail="percentile:N",
+        color=colour, detail="percentile:N",
         tooltip=["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title="mean (ms)"),
                  alt.Tooltip("lo_ms:Q", format=".1f", title="95% low (ms)"),
                  alt.Tooltip("hi_ms:Q", format=".1f", title="95% high (ms)")])
@@ -272,11 +260,12 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
     if "server (/server_info)" in set(long["source"]):
         subtitle = [*_lines_of(subtitle), "lines: the client's figure (output tokens / spec_verify_ct); hollow "
                     "diamonds: the server's avg_spec_accept_length (/server_info after each level)"]
+    colour = variant_colour(variants, baseline, present=long["variant"])  # speculative variants only: no entry without data
     base = alt.Chart(long, title=_title("Accept length", subtitle), width=WIDTH, height=HEIGHT).encode(
         x=_x(load),
         y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
                 scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3])),
-        color=variant_colour(variants, baseline),
+        color=colour,
         tooltip=["variant", load, "source", alt.Tooltip("accept_len:Q", format=".2f")],
     )
     client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
@@ -287,7 +276,7 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
         if len(bounds):
             layers.append(alt.Chart(bounds).mark_errorbar(ticks=True).encode(
                 x=_x(load), y=alt.Y("accept_length_lo:Q", title="Accept length (tokens per verify)"), y2="accept_length_hi:Q",
-                color=variant_colour(variants, baseline),
+                color=colour,
                 tooltip=["variant", load, alt.Tooltip("accept_length:Q", format=".3f"),
                          alt.Tooltip("accept_length_lo:Q", format=".3f"), alt.Tooltip("accept_length_hi:Q", format=".3f")]))
     return alt.layer(*layers)
@@ -332,7 +321,7 @@ def ratio_chart(
         .encode(
             x=_x(load),
             y=alt.Y("ratio:Q", title=f"{spec} / baseline", scale=alt.Scale(zero=False)),
-            color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS)),
+            color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS), legend=LINE_LEGEND),
             tooltip=[load, "metric", alt.Tooltip("ratio:Q", format=".3f")],
         )
     )
@@ -358,7 +347,7 @@ def ratio_chart(
             alt.Chart(ci.assign(metric=names["mean_per_request_tok_s"]))
             .mark_errorbar(ticks=True)
             .encode(x=f"{load}:Q", y=alt.Y("ratio_lo:Q", title=""), y2="ratio_hi:Q",
-                    color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS)),
+                    color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS), legend=LINE_LEGEND),
                     tooltip=[load, alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")])
         )
     if marks:

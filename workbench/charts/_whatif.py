@@ -10,6 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from workbench.charts._colours import variant_colour
 from workbench.charts._tradeoff import HEIGHT, WIDTH, Subtitle, _title, _x
 
 #: Colours of the step-breakdown parts, in stacking order.
@@ -19,7 +20,7 @@ PART_COLOURS = {"weights": "#4e79a7", "kv": "#76b7b2", "compute": "#59a14f", "co
 
 def envelope_chart(levels: pd.DataFrame, *, metric: str, title: str, y_title: str, baseline: str,
                    highlight: list[str], subtitle: Subtitle) -> alt.LayerChart | alt.FacetChart:
-    """Every configuration as a thin grey line, the baseline in black, ``highlight`` in colour.
+    """Every configuration as a thin light-grey line, the baseline in grey, ``highlight`` in colour.
 
     Args:
         levels: rows with ``variant``, ``concurrency`` and ``metric``.
@@ -34,10 +35,8 @@ def envelope_chart(levels: pd.DataFrame, *, metric: str, title: str, y_title: st
     grey = alt.Chart(rest).mark_line(color="#c8c8c8", strokeWidth=0.8).encode(x=_x(), y=y, detail="variant:N",
                                                                                 tooltip=tooltip)
     named = data[data["variant"].isin([baseline, *highlight])]
-    domain = [baseline, *highlight]
-    colours = alt.Color("variant:N", title="Configuration", sort=domain,
-                        scale=alt.Scale(domain=domain, range=["#000000", "#4e79a7", "#f28e2b", "#e15759", "#59a14f",
-                                                              "#b07aa1", "#76b7b2", "#edc948"]))
+    # the baseline grey and each configuration the colour of its name, as in every report
+    colours = variant_colour([baseline, *highlight], baseline, present=named["variant"], title="Configuration")
     lines = alt.Chart(named).mark_line(point=True, strokeWidth=2).encode(x=_x(), y=y, color=colours, tooltip=tooltip)
     return alt.layer(grey, lines, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
 
@@ -131,7 +130,8 @@ def policy_chart(policies: pd.DataFrame, *, title: str, y_title: str, subtitle: 
             x=_x(),
             y=alt.Y("output_throughput_tok_s:Q", title=y_title),
             color=alt.Color("policy:N", title="Policy", sort=order, scale=alt.Scale(scheme="tableau10"),
-                            legend=alt.Legend(labelLimit=420, orient="bottom", direction="vertical")),
+                            legend=alt.Legend(labelLimit=420, orient="bottom", direction="vertical",
+                                              symbolType="stroke", symbolStrokeWidth=2.5, symbolSize=400)),
             strokeDash=alt.StrokeDash("policy:N", sort=order, legend=None),
             tooltip=["policy", "concurrency", alt.Tooltip("output_throughput_tok_s:Q", format=".1f")],
         )
