@@ -247,13 +247,14 @@ def _busy_port() -> tuple[socket.socket, int]:
 def broken_launches() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """(case, base variant, flag changes (None removes), extra) for each deliberately broken start."""
     return [
+        # cheapest first (refused before any weights load), so a call cut short keeps the most cases
         ("unknown_flag", "real-baseline", {"speculative-no-such-flag": 3}, {}),
+        ("spec_refused", "real-eagle3-tree", {"speculative-use-rejection-sampling": True}, {}),
+        ("port_in_use", "real-baseline", {}, {"busy_port": True}),
         ("kv_cache_memory", "real-baseline", {"mem-fraction-static": 0.15}, {}),
         ("draft_hidden_size", "real-eagle3-chain", {}, {"draft_config": {"hidden_size": 2048, "intermediate_size": 8192,
                                                                        "num_attention_heads": 16}}),
         ("draft_vocab", "real-eagle3-chain", {}, {"draft_config": {"vocab_size": 32000}}),
-        ("port_in_use", "real-baseline", {}, {"busy_port": True}),
-        ("spec_refused", "real-eagle3-tree", {"speculative-use-rejection-sampling": True}, {}),
         ("eagle3_no_draft", "real-eagle3-chain", {}, {"no_draft": True}),
     ]
 
@@ -305,10 +306,9 @@ def failures(*, out: Path, engine: str, only: list[str] | None = None) -> list[d
             f"left running: {record['left_running']}")
         results.append(record)
         (out / "failures.json").write_text(json.dumps(results, indent=1))
-    # the full server logs of the failed starts, for the classifier's fixtures
-    with tarfile.open(out / "failure-logs.tar.gz", "w:gz") as tar:
-        if SERVERS_DIR.exists():
-            for p in sorted(SERVERS_DIR.glob("broken-*.log")):
+        # the full server logs of the failed starts so far, for the classifier's fixtures
+        with tarfile.open(out / "failure-logs.tar.gz", "w:gz") as tar:
+            for p in sorted(SERVERS_DIR.glob("broken-*.log")) if SERVERS_DIR.exists() else []:
                 tar.add(p, arcname=p.name)
     return results
 
