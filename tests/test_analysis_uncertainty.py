@@ -48,3 +48,19 @@ def test_failed_rows_dropped_and_bad_input_refused() -> None:
     tiny = req[req["request_index"].isin([1])]
     with pytest.raises(ConfigError, match="at least 2"):
         per_request_ratio_ci(tiny, baseline="baseline", spec="spec")
+
+
+def test_intervals_are_never_negative_and_the_report_never_writes_minus_zero() -> None:
+    from workbench.studies import Study
+
+    # a gain of +0.2%: the paired interval starts just below 1 (ratio_lo - 1 in (-0.5%, 0))
+    requests = _requests(1.002)
+    ci = per_request_ratio_ci(requests, baseline="baseline", spec="spec").iloc[0]
+    assert 0.0 < ci["ratio_lo"] < 1.0 < ci["ratio"] and -0.005 < ci["ratio_lo"] - 1.0 < 0.0
+    speed = requests.assign(tok_s=requests["output_tokens"] / requests["e2e_ms"] * 1000.0)
+    levels = (speed.groupby(["variant", "concurrency"], as_index=False)["tok_s"].mean()
+              .rename(columns={"tok_s": "mean_per_request_tok_s"})
+              .assign(output_throughput_tok_s=lambda d: d["mean_per_request_tok_s"], simulated=True, engine="sim"))
+    text = Study(levels=levels, requests=requests, manifests=[], baseline="baseline").findings()
+    assert "requests' spread: +0% to +1%" in text  # was "-0% to +1%"
+    assert "-0%" not in text

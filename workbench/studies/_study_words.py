@@ -117,9 +117,9 @@ def findings(study: Study) -> str:
         if study.max_repeats > 1:
             for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
                 interval = ("no interval" if row.n < 2 else
-                            f"95% CI {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}")
+                            f"95% CI {round(row.ratio_lo - 1, 2) + 0.0:+.0%} to {round(row.ratio_hi - 1, 2) + 0.0:+.0%}")
                 lines.append(f"  - at {_at(study, getattr(row, study.load))}, {literal(spec)} is "
-                             f"{row.ratio - 1:+.0%} per request ({interval}, n={row.n} paired repeats): "
+                             f"{round(row.ratio - 1, 2) + 0.0:+.0%} per request ({interval}, n={row.n} paired repeats): "
                              f"{row.verdict}.")
             continue
         ci = study.per_request_ci(spec).merge(study.ratios(spec)[[study.load, "queued_requests"]],
@@ -130,8 +130,9 @@ def findings(study: Study) -> str:
                 queued = (f"; {int(row.queued_requests)} of {level} requests queued in a server, so "
                           "not like-for-like" if row.queued_requests > 0 else "")
                 lines.append(
-                    f"  - at {_at(study, level)}, {literal(spec)} is {row.ratio - 1:+.0%} per request "
-                    f"(requests' spread: {row.ratio_lo - 1:+.0%} to {row.ratio_hi - 1:+.0%}, "
+                    f"  - at {_at(study, level)}, {literal(spec)} is {round(row.ratio - 1, 2) + 0.0:+.0%} per request "
+                    f"(requests' spread: {round(row.ratio_lo - 1, 2) + 0.0:+.0%} to "
+                    f"{round(row.ratio_hi - 1, 2) + 0.0:+.0%}, "
                     f"{'paired ' if row.paired else ''}bootstrap over {row.n_spec} requests of one repeat; "
                     f"{not_tested_text(study.max_repeats)}{queued})."
                 )

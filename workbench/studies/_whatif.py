@@ -333,7 +333,7 @@ class WhatIf:
                 lines.append(f"- {count} configurations are {words}.")
         best = self.best_table()
         lines.append("- Best configuration per concurrency (output throughput): " + "; ".join(
-            f"{int(r.concurrency)}: {literal(r.best_variant)} ({r.gain_over_baseline:+.0%} vs baseline)"
+            f"{int(r.concurrency)}: {literal(r.best_variant)} ({round(r.gain_over_baseline, 2) + 0.0:+.0%} vs baseline)"
             for r in best.itertuples())
             + ".")
         pol = self.policy()
