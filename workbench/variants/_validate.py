@@ -298,6 +298,15 @@ def implicit_notes(variant: Variant, resolved: dict[str, Any], rules: SpecRules)
     return out
 
 
+#: Environment variables that act only on speculation besides those named ``*SPEC*``: SGLang's benchmark knobs
+#: that force the accept length in the verify (``srt/speculative/spec_utils.py``), unset on a baseline by design.
+SPECULATIVE_ONLY_ENV = ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE")
+
+
+def _speculative_env(key: str) -> bool:
+    return "SPEC" in key.upper() or key in SPECULATIVE_ONLY_ENV
+
+
 def compare_pair(baseline: Variant, variant: Variant, b_flags: dict[str, Any], v_flags: dict[str, Any],
                  rules: SpecRules, *, same_sglang: bool = False) -> list[Finding]:  # fmt: skip
     """Warnings where ``variant`` differs from ``baseline`` in more than speculative settings.
@@ -324,7 +333,7 @@ def compare_pair(baseline: Variant, variant: Variant, b_flags: dict[str, Any], v
                            "speculative difference makes the pair not comparable.", f"{fix_both} on {_opt(key)}",
                            "pair-flag"))  # fmt: skip
     for key in sorted(set(baseline.env) | set(variant.env)):
-        if "SPEC" in key.upper() or baseline.env.get(key) == variant.env.get(key):
+        if _speculative_env(key) or baseline.env.get(key) == variant.env.get(key):
             continue
         out.append(Finding("warning", pair, f"env {key}", f"environment variable {key} differs: {baseline.name} "
                            f"has {_shown(baseline.env.get(key))}, {variant.name} has {_shown(variant.env.get(key))}.",
