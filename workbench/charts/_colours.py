@@ -94,7 +94,8 @@ def variant_scale(variants: Sequence[str], baseline: str | None = None, *,
     other variant in ``present``; only those in ``present`` (the rows drawn) when it is given, so the
     legend has no entry without data."""
     drawn = None if present is None else list(dict.fromkeys(present))
-    shown = list(dict.fromkeys([*([baseline] if baseline in variants else []), *variants, *(drawn or [])]))
+    first = [baseline] if baseline is not None and baseline in variants else []
+    shown: list[str] = list(dict.fromkeys([*first, *variants, *(drawn or [])]))
     if drawn is not None:
         shown = [v for v in shown if v in set(drawn)]
     colours = variant_colours(shown, baseline)
