@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, json_lines, ms, number, tpot_ms
+from workbench.imports._rows import ImportedLevel, json_int, json_lines, ms, number, tpot_ms
 
 __all__ = ["looks_like", "looks_like_aggregate", "read_aiperf"]
 
@@ -130,7 +130,7 @@ def _values(get: Getter, path: Path, *, per_chunk_usage: bool) -> dict[str, Any]
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = json.loads(path.read_text(encoding="utf-8"), parse_int=json_int)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"Cannot read {path} as JSON: {exc}") from exc
     if not isinstance(obj, dict):

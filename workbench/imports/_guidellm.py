@@ -83,13 +83,19 @@ def _strategy(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"mode": kind or None, "concurrency": math.nan, "request_rate_req_s": math.nan}
 
 
+def _count(value: Any) -> float:
+    """A count of GuideLLM's totals: 0 when missing (NaN or infinity compare unequal to every length)."""
+    count = number(value)
+    return 0.0 if math.isnan(count) else count
+
+
 def _request_rows(bench: Mapping[str, Any]) -> pd.DataFrame | None:
     """Our request columns from a benchmark's requests; None when GuideLLM sampled them."""
     groups = bench.get("requests") or {}
     totals = (bench.get("metrics") or {}).get("request_totals") or {}
     ok = groups.get("successful") or []
     bad = groups.get("errored") or []
-    if len(ok) != int(number(totals.get("successful")) or 0) or len(bad) != int(number(totals.get("errored")) or 0):
+    if len(ok) != _count(totals.get("successful")) or len(bad) != _count(totals.get("errored")):
         return None
     rows: list[dict[str, Any]] = []
     for i, (req, error) in enumerate([(r, None) for r in ok] + [(r, "errored") for r in bad]):

@@ -42,7 +42,9 @@ from workbench.errors import ConfigError
 from workbench.names import check_name
 from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
 from workbench.imports._checks import violations
-from workbench.imports._rows import ImportedLevel, to_engine_time
+from workbench.imports._identity import drop_duplicates, record_sha256, refuse_copies
+from workbench.imports._limits import impossible
+from workbench.imports._rows import ImportedLevel, json_int, to_engine_time
 from workbench.store import save_imported_run, writable_runs_root
 
 __all__ = ["ImportResult", "Format", "detect_format", "import_results", "read_results"]
@@ -65,12 +67,15 @@ class ImportResult:
         requests: per-request rows, where the files had them.
         runs: one row per run (:data:`RUN_LISTING`): id, variant, tool, counts, directory,
             ``created`` (False: the same import was already stored and was left as it was).
+        notes: lines the import has to tell besides its tables: how many exact duplicate records it
+            dropped (:mod:`workbench.imports._identity`); empty when none.
     """
 
     levels: pd.DataFrame
     quarantine: pd.DataFrame
     requests: pd.DataFrame
     runs: pd.DataFrame
+    notes: tuple[str, ...] = ()
 
     def to_records(self) -> list[dict[str, Any]]:
         """The level rows as JSON-ready dicts (NaN and infinities as None and ``"inf"``), quarantined ones
@@ -125,7 +130,7 @@ def detect_format(path: str | Path) -> Format:
                           "(SERVE-...-BENCH-.../run=<n>.json) nor an AIPerf artifact folder "
                           "(profile_export_aiperf.json); pass result files or one of those folders")
     try:
-        first = json.loads(_first_line(path))
+        first = json.loads(_first_line(path), parse_int=json_int)
     except json.JSONDecodeError:
         first = None
     if isinstance(first, dict) and _bench_serving.looks_like(first):
@@ -320,9 +325,15 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         rows and one row per run. Every row has ``run_id``, ``variant``, ``engine``, ``simulated``,
         ``tool``, ``tool_version``, ``source_file`` and ``source_record``.
 
+    Records: each row keeps its identity, ``record_sha256`` (its file and figures); a record with the
+    same figures as an earlier one of the same file is dropped (counted in :attr:`ImportResult.notes`).
+
     Raises:
         ConfigError: no path given, a path that does not exist or is in no known format, a
-            malformed file (the message names the file and place), contradicting ``simulated``,
+            malformed file (the message names the file and place), a value no measurement can
+            give (:func:`workbench.imports._limits.impossible`: the field, file and record named),
+            records of one run name with the same figures in two files (one measurement copied,
+            never pooled as repeats: :func:`workbench.imports._identity.refuse_copies`), contradicting ``simulated``,
             a run name (``variant``, or a tool's tag, label or file name) or ``label`` that breaks
             :data:`workbench.names.NAME_RULE`.
         HostError: the runs folder or a run directory cannot be written (checked first:
@@ -337,13 +348,22 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         check_name(label, what="label", fix="Pass another --label")
     if store:
         runs_dir = writable_runs_root(runs_dir)  # a file or read-only folder: said before any file is read
-    groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}
+    read: list[tuple[Path, ImportedLevel]] = []
     for item in items:  # every file first: a bad one stops the import before anything is stored
         source = Path(item).expanduser().resolve()
         for lvl in read_results(source, variant=variant):
             check_name(lvl.variant, what=f"run name from {source.name} ({lvl.source_record}: the tool's tag or label, "
                        "else the file's name)", fix="Pass --variant NAME to name the runs of this import")
-            groups.setdefault((lvl.tool, lvl.variant), []).append((source, lvl))
+            problem = impossible(lvl)
+            if problem is not None:
+                raise ConfigError(problem)
+            read.append((source, lvl))
+    unique = drop_duplicates(read)
+    refuse_copies(unique.kept)
+    groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}
+    for source, lvl, digest in unique.kept:
+        lvl.values["record_sha256"] = record_sha256(lvl, digest)
+        groups.setdefault((lvl.tool, lvl.variant), []).append((source, lvl))
     levels_out, quarantine_out, requests_out, runs = [], [], [], []
     digests: dict[Path, str] = {}
     for (tool, name), members in groups.items():
@@ -385,4 +405,5 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         return _front(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
     return ImportResult(levels=cat(levels_out), quarantine=cat(quarantine_out), requests=cat(requests_out),
-                        runs=pd.DataFrame(runs, columns=list(RUN_LISTING)))
+                        runs=pd.DataFrame(runs, columns=list(RUN_LISTING)),
+                        notes=(unique.note,) if unique.note else ())

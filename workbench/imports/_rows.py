@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,9 @@ import pandas as pd
 from workbench.errors import ConfigError
 
 __all__ = ["ImportedLevel", "STAT_METRICS", "OUR_STATS", "number", "ms", "stats_columns", "level_columns",
-           "to_engine_time", "json_lines", "tpot_ms"]
+           "to_engine_time", "json_int", "json_lines", "tpot_ms"]
 
+_FLOAT_MAX = sys.float_info.max
 #: Our per-level statistics (:data:`workbench.bench._metrics.STATS`) and the metrics they summarise.
 OUR_STATS = ("mean", "p50", "p90", "p99")
 STAT_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms", "itl_per_token_ms", "per_request_tok_s")
@@ -56,6 +58,17 @@ def stats_columns() -> list[str]:
     return [f"{s}_{m}" for m in STAT_METRICS for s in OUR_STATS]
 
 
+#: Digits of the longest integer JSON text is read as an int (Python refuses int() of more than 4,300).
+MAX_INT_DIGITS = 4000
+
+
+def json_int(text: str) -> int | float:
+    """A JSON integer's text as an int; as a float (infinite) beyond :data:`MAX_INT_DIGITS` digits, which
+    Python's ``int()`` would refuse with a ValueError: every reader's ``parse_int``, so that a number too large
+    for a float reaches the checks as infinity, with its field (:mod:`workbench.imports._limits`)."""
+    return int(text) if len(text) <= MAX_INT_DIGITS else float(text)
+
+
 def json_lines(path: Path, *, hint: str) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` of each non-blank line of a JSON Lines file.
 
@@ -67,7 +80,7 @@ def json_lines(path: Path, *, hint: str) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                yield line_number, json.loads(line)
+                yield line_number, json.loads(line, parse_int=json_int)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{path}: line {line_number} is not JSON ({exc.msg} at column {exc.colno}); "
                                   f"{hint}") from exc
@@ -82,10 +95,13 @@ def tpot_ms(e2e_ms: float, ttft_ms: float, output_tokens: float) -> float:
 def number(value: Any) -> float:
     """``value`` as a float; NaN for None, "", non-numbers and booleans.
 
-    ``"inf"``, ``"Infinity"`` and the bare ``Infinity`` token Python's json reads are +inf.
+    ``"inf"``, ``"Infinity"`` and the bare ``Infinity`` token Python's json reads are +inf; an integer too
+    large for a float is +-inf (refused where no figure may be infinite: :mod:`workbench.imports._limits`).
     """
     if value is None or isinstance(value, bool):
         return math.nan
+    if isinstance(value, int) and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+        return math.inf if value > 0 else -math.inf  # too large for a float (float() raises OverflowError)
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):

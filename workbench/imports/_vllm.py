@@ -48,7 +48,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, ms, number, tpot_ms
+from workbench.imports._rows import ImportedLevel, json_int, ms, number, tpot_ms
 
 __all__ = ["looks_like", "read_vllm_file", "read_vllm_sweep", "is_sweep_folder"]
 
@@ -66,7 +66,7 @@ def looks_like(obj: Mapping[str, Any]) -> bool:
 
 def parse_objects(text: str, path: Path) -> list[dict[str, Any]]:
     """Every JSON object of a result file (``--append-result`` writes several, newline-separated)."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=json_int)
     out: list[Any] = []
     pos = 0
     while True:
@@ -204,7 +204,7 @@ def read_vllm_sweep(folder: Path, *, variant: str | None = None) -> list[Importe
         for level, obj in zip(read_vllm_file(file, text, variant=variant or _serve_name(file.parent.name)), objs):
             level.source_record = f"{file.parent.name}/{file.name}"
             run_number = number(obj.get("run_number"))
-            level.values["repeat"] = None if math.isnan(run_number) else int(run_number)
+            level.values["repeat"] = None if math.isnan(run_number) else run_number  # a whole number: _limits
             level.values["vllm_combination"] = file.parent.name
             level.values["vllm_failures"] = failures
             levels.append(level)

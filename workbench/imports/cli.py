@@ -51,12 +51,18 @@ def import_command(
     name (bench_serving_mean_itl_ms, ...). A row that breaks an invariant (TTFT above E2E,
     output throughput above what its request rate and lengths allow, ITL of 0 on a streamed
     run) is stored in the run's quarantine table with the reason, and never charted.
-    Importing the same file again reuses its run.
+    Importing the same file again reuses its run. A record repeated in a file (or a file given
+    twice) is kept once, and one line says how many were dropped; the same figures in two files
+    under one run name, or a value no measurement can give (a duration of 0, a concurrency of
+    1e300, a number too large for a float), stop the import with the file, record and field
+    named (exit 2).
     """
     from workbench.imports._importer import import_results
 
     result = import_results(files, variant=variant, engine=engine, simulated=simulated, label=label,
                             runs_dir=runs_dir, store=not dry_run)
+    for note in result.notes:  # beside --json's array, not in it
+        typer.echo(note, err=as_json)
     if as_json:
         typer.echo(json.dumps(result.to_records(), indent=1, allow_nan=False))
         return
