@@ -134,7 +134,7 @@ def load_state(name: str) -> FleetState:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the fleet file {path}: {exc}; remove it and run `workbench fleet up` "
                           "again") from exc
-    problem = record_problem(data)
+    problem = _record_problem(data)
     if problem is None and data["name"] != name:  # `fleet down` removes <name>.json: it must be this file
         problem = f"its name is {data['name']!r}, not {name!r} (the file's own name)"
     if problem is not None:
@@ -170,7 +170,7 @@ def _wrong(where: str, value: Any, types: tuple[type, ...]) -> str:
             f"{' or '.join(_WORDS[t] for t in types)}")
 
 
-def record_problem(data: Any) -> str | None:
+def _record_problem(data: Any) -> str | None:
     """What makes ``data`` (a fleet file's parsed JSON) unusable as a :class:`FleetState`, or None.
 
     Checks that it is an object with every required field, each field of its type, each ``started``
