@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -54,7 +55,16 @@ SERVERS_DIR = Path("/tmp/wb-servers")
 SERVER_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
               "SGLANG_ENABLE_JIT_DEEPGEMM": "0", "SGLANG_DEEPGEMM_PDL": "0", "HF_HUB_OFFLINE": "1",
               "PYTHONUNBUFFERED": "1", "WORKBENCH_SERVERS_DIR": str(SERVERS_DIR)}
+#: A process this script may have started: an SGLang server or scheduler, a workbench watchdog or helper.
+LEFTOVER = re.compile(r"sglang|workbench")
 ALL_VARIANTS = ("real-baseline", "real-eagle3-chain", "real-eagle3-tree", "real-eagle3-adaptive")
+
+
+def _real(engine: str) -> bool:
+    """True for an engine that runs SGLang itself on GPUs (it needs the payload unpacked)."""
+    from workbench.engines import get_engine
+
+    return get_engine(engine).wants_gpus
 
 
 def log(msg: str) -> None:
@@ -106,7 +116,7 @@ def leftovers() -> list[str]:
     """Command lines of SGLang or workbench-watchdog processes still running (what a step must not leave)."""
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
     return [line.strip() for line in out.splitlines()
-            if ("sglang" in line or "workbench" in line) and "real_sglang_gpu.py" not in line and "ps -eo" not in line]
+            if LEFTOVER.search(line) and "real_sglang_gpu.py" not in line and "ps -eo" not in line]
 
 
 def variant_file(name: str) -> str:
@@ -205,7 +215,7 @@ def shapes(names: list[str], *, out: Path, engine: str) -> list[dict[str, Any]]:
                 answer = _request(server.url + path, method, body, timeout_s=120)
                 calls.append({"method": method, "path": path, "request": body, **answer})
             record["calls"] = calls
-            if engine == "sglang":
+            if _real(engine):
                 record["bench_serving"] = bench_serving(server.port, out=out, name=name)
             record["log_tail"] = server.logs_tail(400)
         record["wall_s"] = round(time.monotonic() - t0, 1)
@@ -329,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     environment()
     summary: dict[str, Any] = {"gpu": gpu_state(), "step": args.step}
-    if args.engine == "sglang":
+    if _real(args.engine):
         summary.update(prepare())
     names = list(args.variants) or list(ALL_VARIANTS)
     if args.step in ("bench", "all"):
