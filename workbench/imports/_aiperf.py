@@ -36,7 +36,7 @@ import pandas as pd
 from workbench.errors import ConfigError
 from workbench.imports._rows import ImportedLevel, json_int, json_lines, ms, number, tpot_ms
 
-__all__ = ["looks_like", "looks_like_aggregate", "read_aiperf"]
+__all__ = ["Getter", "level_values", "load_shape", "looks_like", "looks_like_aggregate", "read_aiperf"]
 
 _STATS = (("avg", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"))
 #: AIPerf time metric -> our metric (time units converted to ms).
@@ -101,7 +101,9 @@ def _plain(get: Getter, tag: str, stat: str = "avg") -> float:
     return math.nan if found is None else found[0]
 
 
-def _values(get: Getter, path: Path, *, per_chunk_usage: bool) -> dict[str, Any]:
+def level_values(get: Getter, path: Path, *, per_chunk_usage: bool) -> dict[str, Any]:
+    """Our level columns and AIPerf's own from one export's metrics, read through ``get`` (times to ms; a time
+    or rate metric in another unit is a ConfigError naming ``path``)."""
     v: dict[str, Any] = {}
     for tag, ours in _TIME_METRICS.items():
         for stat, our_stat in _STATS:
@@ -138,7 +140,7 @@ def _load(path: Path) -> dict[str, Any]:
     return obj
 
 
-def _load_shape(obj: Mapping[str, Any]) -> dict[str, Any]:
+def load_shape(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``concurrency``, ``request_rate_req_s``, ``mode`` and streaming of a run's ``input_config``."""
     config = obj.get("input_config") or {}
     phases = [p for p in config.get("phases") or [] if p.get("kind", "profiling") == "profiling"]
@@ -219,8 +221,8 @@ def read_aiperf(path: Path, obj: Mapping[str, Any] | None = None, *, variant: st
         return [_aggregate_level(path, obj, variant=variant)]
     if not looks_like(obj):
         raise ConfigError(f"{path} is not an AIPerf profile export (no aiperf_version and metrics)")
-    shape = _load_shape(obj)
-    v = _values(_run_getter(obj), path, per_chunk_usage=shape["per_chunk_usage"])
+    shape = load_shape(obj)
+    v = level_values(_run_getter(obj), path, per_chunk_usage=shape["per_chunk_usage"])
     v.update({k: shape[k] for k in ("concurrency", "request_rate_req_s", "mode")})
     v["failed"] = _failed(obj)
     v["num_requests"] = v["completed"] + v["failed"]
@@ -240,10 +242,10 @@ def _aggregate_level(path: Path, obj: Mapping[str, Any], *, variant: str | None)
     labels = [str(x) for x in meta.get("run_labels") or []]
     first_run = next((root / "profile_runs" / label / "profile_export_aiperf.json" for label in labels
                       if (root / "profile_runs" / label / "profile_export_aiperf.json").is_file()), None)
-    shape: dict[str, Any] = _load_shape(_load(first_run)) if first_run else {
+    shape: dict[str, Any] = load_shape(_load(first_run)) if first_run else {
         "concurrency": math.nan, "request_rate_req_s": math.nan, "mode": None, "streamed": None,
         "per_chunk_usage": False}
-    v = _values(_aggregate_getter(obj), path, per_chunk_usage=shape["per_chunk_usage"])
+    v = level_values(_aggregate_getter(obj), path, per_chunk_usage=shape["per_chunk_usage"])
     v.update({k: shape[k] for k in ("concurrency", "request_rate_req_s", "mode")})
     v["aiperf_num_profile_runs"] = number(meta.get("num_profile_runs"))
     v["aiperf_num_successful_runs"] = number(meta.get("num_successful_runs"))

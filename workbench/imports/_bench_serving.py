@@ -185,7 +185,7 @@ def _level(record: Mapping[str, Any], *, path: Path, line: int, variant: str | N
         tool="sglang.bench_serving", tool_version=first if first == last else f"{first}..{last}",
         tool_version_source="inferred from the record's keys (the client writes no version)",
         source_file=str(path), source_record=f"line {line}", variant=str(name), values=v, streamed=True,
-        requests=requests, server_info=info)
+        requests=requests, server_info=info, named_by_file=not (variant or record.get("tag")))
 
 
 def read_bench_serving(path: Path, *, variant: str | None = None) -> list[ImportedLevel]:

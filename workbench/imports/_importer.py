@@ -40,16 +40,17 @@ from workbench.bench import summarize_levels, workload_labels
 from workbench.engines import engine_names, get_engine, server_info_engine
 from workbench.errors import ConfigError
 from workbench.names import check_name
-from workbench.imports import _aiperf, _bench_serving, _guidellm, _vllm
+from workbench.imports import _aiperf, _aiperf_csv, _bench_serving, _guidellm, _inferencex, _vllm
 from workbench.imports._checks import violations
 from workbench.imports._identity import drop_duplicates, record_sha256, refuse_copies
 from workbench.imports._limits import impossible
+from workbench.imports._naming import sweep_names
 from workbench.imports._rows import ImportedLevel, json_int, to_engine_time
 from workbench.store import save_imported_run, writable_runs_root
 
 __all__ = ["ImportResult", "Format", "detect_format", "import_results", "read_results"]
 
-Format = Literal["bench_serving", "vllm", "vllm_sweep", "aiperf", "guidellm"]
+Format = Literal["bench_serving", "vllm", "vllm_sweep", "aiperf", "aiperf_csv", "guidellm", "inferencex", "folder"]
 #: Columns of :attr:`ImportResult.runs`.
 RUN_LISTING = ("run_id", "variant", "tool", "tool_version", "engine", "simulated", "levels", "quarantined",
                "requests", "source_file", "path", "created")
@@ -100,8 +101,10 @@ def _jsonable(value: Any) -> Any:
 
 
 _KNOWN = ("Known formats: sglang.bench_serving JSONL (--output-file), vllm bench serve --save-result JSON, a "
-          "vllm bench sweep folder, AIPerf profile_export_aiperf.json (or its aggregate, or an artifact folder), "
-          "GuideLLM benchmarks JSON")
+          "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
+          "folder), GuideLLM benchmarks JSON, InferenceX aggregated results (agg_*.json), or a folder of such files")
+#: File name endings a folder of result files is read for (:func:`folder_files`).
+_RESULT_SUFFIXES = (".json", ".jsonl", ".csv")
 
 
 def _first_line(path: Path) -> str:
@@ -126,17 +129,32 @@ def detect_format(path: str | Path) -> Format:
             return "vllm_sweep"
         if _aiperf_files(path):
             return "aiperf"
+        if folder_files(path):
+            return "folder"
         raise ConfigError(f"Cannot import folder {path}: it is neither a vllm bench sweep experiment folder "
-                          "(SERVE-...-BENCH-.../run=<n>.json) nor an AIPerf artifact folder "
-                          "(profile_export_aiperf.json); pass result files or one of those folders")
+                          "(SERVE-...-BENCH-.../run=<n>.json), an AIPerf artifact folder "
+                          "(profile_export_aiperf.json or .csv) nor a folder of result files (*.json, *.jsonl, "
+                          "*.csv); pass result files or one of those folders")
+    if path.suffix.lower() == ".csv" or _aiperf_csv.looks_like_csv(path):
+        if _aiperf_csv.looks_like_csv(path):
+            return "aiperf_csv"
+        raise ConfigError(f"Cannot import {path}: a CSV file, but not AIPerf's CSV export (its first line is not "
+                          f"'Metric,avg,...' or 'Metric,Value'). {_KNOWN}")
     try:
         first = json.loads(_first_line(path), parse_int=json_int)
     except json.JSONDecodeError:
         first = None
     if isinstance(first, dict) and _bench_serving.looks_like(first):
         return "bench_serving"
+    text = _read_text(path)
     try:
-        objects = _vllm.parse_objects(_read_text(path), path)
+        whole = json.loads(text, parse_int=json_int)
+    except ValueError:
+        whole = None
+    if _inferencex.looks_like(whole):
+        return "inferencex"
+    try:
+        objects = _vllm.parse_objects(text, path)
     except ConfigError as exc:
         raise ConfigError(f"{exc}. {_KNOWN}") from exc
     obj = objects[0] if objects else {}
@@ -156,9 +174,38 @@ def _read_text(path: Path) -> str:
 
 
 def _aiperf_files(folder: Path) -> list[Path]:
-    """AIPerf exports in an artifact folder: the aggregate when there is one, else each run's export."""
+    """AIPerf exports in an artifact folder: the aggregate when there is one, else each run's JSON export,
+    else each run's CSV export."""
     aggregate = sorted(folder.glob("**/profile_export_aiperf_aggregate.json"))
-    return aggregate or sorted(folder.glob("**/profile_export_aiperf.json"))
+    return (aggregate or sorted(folder.glob("**/profile_export_aiperf.json"))
+            or sorted(folder.glob("**/profile_export_aiperf.csv")))
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The result files directly inside ``folder`` (``*.json``, ``*.jsonl``, ``*.csv``, by name), e.g. the
+    ``--result-dir`` of a vLLM rate sweep that saved one file per rate."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in _RESULT_SUFFIXES)
+
+
+def _read_folder(folder: Path, *, variant: str | None) -> list[ImportedLevel]:
+    """Every file of a folder of result files; runs the files do not name (no tag or label) are named
+    after the folder, so a sweep saved as one file per load is one run.
+
+    Raises:
+        ConfigError: a file in the folder is no known format (named, with what to do).
+    """
+    levels: list[ImportedLevel] = []
+    for file in folder_files(folder):
+        try:
+            read = read_results(file, variant=variant)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (in folder {folder}: move files that are not results out of it, or pass the "
+                              "result files themselves)") from exc
+        for level in read:
+            if level.named_by_file:
+                level.variant, level.named_by_file = folder.name, False
+        levels.extend(read)
+    return levels
 
 
 def read_results(path: str | Path, *, variant: str | None = None) -> list[ImportedLevel]:
@@ -173,9 +220,17 @@ def read_results(path: str | Path, *, variant: str | None = None) -> list[Import
         return _bench_serving.read_bench_serving(path, variant=variant)
     if fmt == "vllm_sweep":
         return _vllm.read_vllm_sweep(path, variant=variant)
+    if fmt == "folder":
+        return _read_folder(path, variant=variant)
     if fmt == "aiperf" and path.is_dir():
-        return [level for f in _aiperf_files(path) for level in _aiperf.read_aiperf(f, variant=variant or path.name)]
+        return [level for f in _aiperf_files(path) for level in (
+            _aiperf_csv.read_aiperf_csv(f, variant=variant or path.name) if f.suffix == ".csv"
+            else _aiperf.read_aiperf(f, variant=variant or path.name))]
+    if fmt == "aiperf_csv":
+        return _aiperf_csv.read_aiperf_csv(path, variant=variant)
     text = _read_text(path)
+    if fmt == "inferencex":
+        return _inferencex.read_inferencex(path, json.loads(text, parse_int=json_int), variant=variant)
     if fmt == "vllm":
         return _vllm.read_vllm_file(path, text, variant=variant)
     obj = _vllm.parse_objects(text, path)[0]
@@ -351,13 +406,14 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
     read: list[tuple[Path, ImportedLevel]] = []
     for item in items:  # every file first: a bad one stops the import before anything is stored
         source = Path(item).expanduser().resolve()
-        for lvl in read_results(source, variant=variant):
-            check_name(lvl.variant, what=f"run name from {source.name} ({lvl.source_record}: the tool's tag or label, "
-                       "else the file's name)", fix="Pass --variant NAME to name the runs of this import")
-            problem = impossible(lvl)
-            if problem is not None:
-                raise ConfigError(problem)
-            read.append((source, lvl))
+        read.extend((source, lvl) for lvl in read_results(source, variant=variant))
+    sweep_names(lvl for _, lvl in read)  # one file per rate, none naming its run: one run (workbench.imports._naming)
+    for source, lvl in read:
+        check_name(lvl.variant, what=f"run name from {source.name} ({lvl.source_record}: the tool's tag or label, "
+                   "else the file's name)", fix="Pass --variant NAME to name the runs of this import")
+        problem = impossible(lvl)
+        if problem is not None:
+            raise ConfigError(problem)
     unique = drop_duplicates(read)
     refuse_copies(unique.kept)
     groups: dict[tuple[str, str], list[tuple[Path, ImportedLevel]]] = {}

@@ -177,6 +177,9 @@ class ImportedLevel:
         tool_version_source: how ``tool_version`` was found (``"file"``, ``"inferred from the keys"``, ...).
         time_scale: engine seconds per wall second of a simulated server that said so in its
             recorded ``/server_info`` (``simulation.time_scale``); None when not recorded.
+        named_by_file: True when ``variant`` is the file's (or folder's) own name because neither the
+            user nor the tool named the run (no ``--variant``, tag or label): the importer may then name
+            several such files as one run (:func:`workbench.imports._naming.sweep_names`).
     """
 
     tool: str
@@ -191,6 +194,7 @@ class ImportedLevel:
     measured_at: str | None = None
     tool_version_source: str | None = None
     time_scale: float | None = None
+    named_by_file: bool = False
 
     def row(self) -> dict[str, Any]:
         """The level as one flat row: our columns (NaN where missing), then the tool's, then provenance."""

@@ -166,8 +166,13 @@ def read_vllm_file(path: Path, text: str, *, variant: str | None = None) -> list
         if not looks_like(obj):
             raise ConfigError(f"{path}: object {i + 1} is not a vllm bench serve result (it lacks "
                               f"{', '.join(_SIGNATURE)} or looks like another tool's)")
-    return [_level(obj, path=path, record=f"object {i + 1}" if len(objects) > 1 else "whole file",
-                   variant=variant or obj.get("label") or path.stem) for i, obj in enumerate(objects)]
+    levels = []
+    for i, obj in enumerate(objects):
+        level = _level(obj, path=path, record=f"object {i + 1}" if len(objects) > 1 else "whole file",
+                       variant=variant or obj.get("label") or path.stem)
+        level.named_by_file = not (variant or obj.get("label"))
+        levels.append(level)
+    return levels
 
 
 def is_sweep_folder(path: Path) -> bool:
