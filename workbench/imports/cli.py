@@ -27,8 +27,9 @@ SUMMARY = ("variant", "workload", "level_index", "repeat", "concurrency", "reque
 def import_command(
     files: Annotated[list[Path], typer.Argument(
         metavar="FILE...", help="Result files or folders: sglang.bench_serving JSONL, vllm bench serve "
-        "--save-result JSON or a vllm bench sweep folder, AIPerf profile_export_aiperf.json (or its "
-        "aggregate, or an artifact folder), GuideLLM benchmarks JSON.")],
+        "--save-result JSON (one or several, or a folder of them: a sweep saved one file per rate is one run) or a "
+        "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
+        "folder), GuideLLM benchmarks JSON, InferenceX agg_*.json.")],
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the imported rows as a JSON array, one object per row (our column names; "
         "quarantined rows carry quarantine_reason).")] = False,
@@ -43,6 +44,9 @@ def import_command(
     runs_dir: RunsDirOption = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Read and check only; store nothing.")] = False,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", help="Variant the others are compared with in the offline workload table (default: the "
+        "first imported).")] = None,
 ) -> None:
     """Import other tools' benchmark results as runs of kind "import", beside the workbench's own.
 
@@ -55,7 +59,9 @@ def import_command(
     twice) is kept once, and one line says how many were dropped; the same figures in two files
     under one run name, or a value no measurement can give (a duration of 0, a concurrency of
     1e300, a number too large for a float), stop the import with the file, record and field
-    named (exit 2).
+    named (exit 2). Levels that sent every request at once (bench_serving's default offline
+    mode) are also printed as a table comparing the workloads side by side, each variant against
+    --baseline on the same workload.
     """
     from workbench.imports._importer import import_results
 
@@ -80,6 +86,12 @@ def import_command(
         cols = [c for c in SUMMARY if c in result.levels]
         typer.echo("")
         typer.echo(result.levels[cols].round(2).to_string(index=False))
+    from workbench.imports._offline import offline_lines, offline_levels, offline_workloads
+
+    if len(offline_levels(result.levels)):
+        typer.echo("\noffline throughput (every request at once), workload by workload:")
+        for line in offline_lines(offline_workloads(result.levels, baseline=baseline)):
+            typer.echo(line)
     if len(result.quarantine):
         typer.echo("\nquarantined (stored, never charted):")
         for row in result.quarantine.itertuples():
