@@ -38,7 +38,7 @@ def offline_workloads(levels: pd.DataFrame, *, baseline: str | None = None) -> p
     """One row per (workload, variant) of the offline levels, the workloads side by side.
 
     Args:
-        levels: level rows (``ImportResult.levels``, or ``wb.load_runs(...)[1]``) with ``variant`` and
+        levels: level rows (``ImportResult.levels``, or ``workbench.store.load_runs(...)[1]``) with ``variant`` and
             ``workload``; rows that are not offline (:func:`offline_levels`) are left out.
         baseline: the variant the others are compared with, per workload; None: the first variant.
 
