@@ -116,9 +116,9 @@ def load_axis(levels: pd.DataFrame) -> LoadAxis:
             f"open-loop levels of {where} have no finite request rate (all requests sent at once, or a trace), "
             "so they have no place on a request-rate axis; study them without those levels, or re-measure at "
             "finite rates (request_rates=[...]). Levels that sent every request at once (an offline throughput "
-            "run) compare workload by workload instead: workbench.imports.offline_workloads(levels, baseline=...) is that "
-            "table, with each variant's ratio to the baseline per workload (`workbench import FILE --dry-run` "
-            "prints it)")
+            "run) compare workload by workload instead: workbench.imports.offline_workloads(levels, "
+            "baseline=...) is that table, with each variant's ratio to the baseline per workload "
+            "(`workbench import FILE --dry-run` prints it)")
     return LOAD_AXES["request_rate_req_s"]
 
 
