@@ -193,3 +193,84 @@ def test_the_options_record_is_exactly_benchmark_variants_parameters() -> None:
     assert options.concurrency_levels == [1, 2] and options.host == "local" and options.fresh is False
     with pytest.raises(ConfigError, match="no_such_option"):
         _options("baseline", {"no_such_option": 1})
+
+
+class _ExitingServer:
+    """A server sent SIGTERM just before its level ended: it no longer answers, its process is still exiting
+    (alive for the first ``alive_reads`` reads), and its log ends with its shutdown line."""
+
+    def __init__(self, alive_reads: int) -> None:
+        self.alive_reads = alive_reads
+        self.process = type("Process", (), {"pid": 4242})()
+        self.launch_text = "python -m workbench.sim --port 30000"
+
+    @property
+    def alive(self) -> bool:
+        self.alive_reads -= 1
+        return self.alive_reads >= 0
+
+    def server_info(self) -> dict:
+        from workbench.errors import ServerError
+
+        raise ServerError("Server 'baseline' at http://127.0.0.1:30000 does not answer: Connection refused")
+
+    def logs_tail(self, lines: int = 60) -> str:
+        return "INFO: Decode batch. #running-req: 2\nINFO: Shutting down\n"
+
+
+class _RunDouble:
+    """What a run writer is told: the levels stored and the levels kept apart as failed."""
+
+    path = Path("/runs/20260101T000000Z-baseline-abcdef")
+
+    def __init__(self) -> None:
+        self.saved: list = []
+        self.failed: list = []
+
+    def save_level(self, level) -> None:  # noqa: ANN001
+        self.saved.append(level)
+
+    def save_failed_level(self, level, failure) -> None:  # noqa: ANN001
+        self.failed.append((level, failure))
+
+
+def test_a_level_whose_server_is_still_exiting_after_sigterm_is_failed_not_stored() -> None:
+    # The race behind "4 of 16 done, 12 failed, stored as complete": SIGTERM closes the server's port at once,
+    # the level's last requests fail in a moment, and its process is still exiting when the level is judged.
+    import pandas as pd
+
+    from workbench.bench import SweepPlan
+    from workbench.sweeps._investigation import _LevelKeeper
+
+    plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=16, prompt_set=["a prompt"])
+    requests = pd.DataFrame({"error": [None] * 4 + ["Cannot connect to host 127.0.0.1:30000"] * 12})
+    level = type("Level", (), {"unit": (0, 1), "repeat": 0, "index": 1, "requests": requests})()
+    run = _RunDouble()
+    keeper = _LevelKeeper(run, _ExitingServer(alive_reads=2), variant="baseline", plan=plan)
+    with pytest.raises(BenchmarkError) as err:
+        keeper(level)
+    assert run.saved == []
+    ((kept, failure),) = run.failed
+    assert kept is level and failure["server_alive"] is False and failure["server_serving"] is False
+    assert failure["kind"] == "killed" and failure["evidence"] == "INFO: Shutting down"
+    assert "`workbench servers --stop`" in failure["suggestion"]
+    assert "died during concurrency=4 (12 of 16 requests failed)" in str(err.value)
+    assert err.value.kind == "killed" and "running the same sweep again resumes it" in str(err.value)
+
+
+def test_a_level_with_some_failed_requests_is_stored_while_its_server_still_answers() -> None:
+    import pandas as pd
+
+    from workbench.bench import SweepPlan
+    from workbench.sweeps._investigation import _LevelKeeper
+
+    class Answering(_ExitingServer):
+        def server_info(self) -> dict:
+            return {"version": "0.5.9"}
+
+    plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=16, prompt_set=["a prompt"])
+    requests = pd.DataFrame({"error": [None] * 15 + ["HTTP 400 Bad Request: prompt too long"]})
+    level = type("Level", (), {"unit": (0, 1), "repeat": 0, "index": 1, "requests": requests})()
+    run = _RunDouble()
+    _LevelKeeper(run, Answering(alive_reads=5), variant="baseline", plan=plan)(level)
+    assert run.saved == [level] and run.failed == []

@@ -305,17 +305,29 @@ KILLED_SUGGESTION = ("The server's processes are gone and its log names no error
                      "again.")
 
 
+#: uvicorn's line (SGLang's HTTP server; the simulator logs it too) when SIGTERM or SIGINT asks the server to stop.
+_SHUTDOWN = re.compile(r"^.*\bShutting down\b.*$", _M)
+STOPPED_SUGGESTION = ("The server was asked to stop while the level ran (its log says it was shutting down: SIGTERM "
+                      "or SIGINT from `workbench servers --stop`, a job scheduler or a host shutdown). Run the same "
+                      "sweep again to resume it; the cut-short level is measured again.")
+
+
 def died(log_text: str, *, launch: str = "") -> Failure:
     """The failure of a server whose processes ended while it was being measured.
 
     A known pattern in the log (an OOM, a scheduler exception) wins; otherwise the
     kind is ``"killed"``: a process that exits on its own leaves an error in its log,
-    one killed by a signal (SIGKILL) leaves nothing. The signal itself cannot be read:
-    the server is not the workbench's child (it runs detached, in its own session).
+    one killed by a signal leaves nothing (SIGKILL) or its shutdown line (SIGTERM,
+    SIGINT: the evidence, with :data:`STOPPED_SUGGESTION`). The signal itself cannot be
+    read: the server is not the workbench's child (it runs detached, in its own session).
     ``launch``: as :func:`classify`.
     """
     found = classify(log_text, launch=launch)
-    return found if found.kind != "unknown" else Failure("killed", KILLED_SUGGESTION)
+    if found.kind != "unknown":
+        return found
+    stopped = _SHUTDOWN.search(strip_prefixes(log_text))
+    return Failure("killed", STOPPED_SUGGESTION, stopped.group(0).strip()) if stopped else \
+        Failure("killed", KILLED_SUGGESTION)
 
 
 def suggestions() -> dict[str, str]:

@@ -389,8 +389,10 @@ class _LevelKeeper:
     """The failure policy: where a measured level goes in its run.
 
     Stored (:meth:`RunWriter.save_level <workbench.store.RunWriter.save_level>`) when no request failed,
-    or when some failed while the server still serves; a level whose server died, or whose every request
-    failed, is kept apart by :func:`_fail_level`, which stops the pass (BenchmarkError).
+    or when some failed while the server still serves (its processes run and it answers ``/server_info``:
+    the failures were its answers). A level whose server stopped serving (killed by any signal, stopped by
+    ``workbench servers --stop``, a scheduler or a host shutdown), or whose every request failed, is kept
+    apart by :func:`_fail_level`, which stops the pass (BenchmarkError), so a re-run measures it again.
     """
 
     def __init__(self, run: Any, server: ServerHandle, *, variant: str, plan: SweepPlan) -> None:
@@ -401,12 +403,49 @@ class _LevelKeeper:
         if errors is None or not errors.any():
             self.run.save_level(level)
             return
-        alive = self.server.alive
-        if alive and not errors.all():
+        serving = _still_serving(self.server)
+        if serving and not errors.all():
             self.run.save_level(level)  # some requests failed; the server still serves
             return
-        _fail_level(self.run, level, self.server, alive=alive, variant=self.variant,
+        alive = serving or _still_running(self.server)
+        _fail_level(self.run, level, self.server, alive=alive, serving=serving, variant=self.variant,
                     label=self.plan.unit_label(level.unit))
+
+
+#: Seconds a server that stopped answering is given to exit before its level is judged (SIGTERM, then SIGKILL
+#: after 15 s: ``workbench servers --stop``), so the log read for its cause is the whole of it.
+STOPPING_GRACE_S = 20.0
+
+
+def _still_serving(server: ServerHandle) -> bool:
+    """True when ``server``'s processes run and it answers ``/server_info``.
+
+    Its processes alone are not enough: a server sent SIGTERM (``workbench servers --stop``, a scheduler,
+    a host shutdown) stops listening at once, so the requests still to send fail in a moment, while its
+    processes take up to a second (the simulator) or longer (SGLang) to exit.
+    """
+    if not server.alive:
+        return False
+    try:
+        server.server_info()
+    except (ServerError, HostError):
+        return False
+    return True
+
+
+def _still_running(server: ServerHandle, *, grace_s: float = STOPPING_GRACE_S, poll_s: float = 0.25,
+                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Whether a server that no longer answers still runs ``grace_s`` seconds on (False as soon as it is gone)."""
+    deadline = clock() + grace_s
+    while True:
+        try:
+            if not server.alive:
+                return False
+        except HostError:
+            return False  # its host cannot say: judge it as gone (its level is failed either way)
+        if clock() >= deadline:
+            return True
+        sleep(poll_s)
 
 
 #: Held while a server starts: the servers of parallel passes start one at a time, since a start is
@@ -447,29 +486,35 @@ def _server_gpus(server: ServerHandle) -> list[dict[str, Any]] | None:
             if visible is None or g.get("index") in visible]
 
 
-def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str) -> None:
+def _fail_level(run: Any, level: Any, server: ServerHandle, *, alive: bool, variant: str, label: str,
+                serving: bool = True) -> None:
     """Keep ``level`` apart as failed (not a measured unit) and stop the pass with a BenchmarkError.
 
-    A level whose server died (or whose every request failed) measures no load: its
-    rows go to ``failed_levels.parquet`` with the server's state, the classification of
-    its log and the log's tail (manifest ``failed_levels``), never to the charts; the
-    sweep stops marching into further levels of that server.
+    A level whose server died or stopped answering (or whose every request failed) measures
+    no load as planned: its rows go to ``failed_levels.parquet`` with the server's state, the
+    classification of its log and the log's tail (manifest ``failed_levels``), never to the
+    charts; the sweep stops marching into further levels of that server. ``alive``: its
+    processes still run; ``serving``: it still answers ``/server_info``.
     """
     tail = server.logs_tail(30)
     launch = server.launch_text  # the env and command: a tail that repeats neither is still classified
     failure = classify_failure(tail, launch=launch) if alive else server_died(tail, launch=launch)
     first_error = str(level.requests["error"].dropna().iloc[0])
     failed = int(level.requests["error"].notna().sum())
-    state = "still running" if alive else "no longer running"
+    state = ("still running" if serving else "still running but no longer answering") if alive else \
+        "no longer running"
+    signal_note = (f"unknown (a signal: its log's last word is {failure.evidence!r})" if failure.evidence else
+                   "unknown (no error in its log: a signal such as SIGKILL)")
     run.save_failed_level(level, {
-        "label": label, "server_alive": alive, "server_pid": server.process.pid,
+        "label": label, "server_alive": alive, "server_serving": serving, "server_pid": server.process.pid,
         # a detached server is not our child: its exit status cannot be read, only inferred from its log
-        "exit_signal": None if alive else ("unknown (no error in its log: a signal such as SIGKILL)"
-                                           if failure.kind == "killed" else "unknown (it logged an error)"),
+        "exit_signal": None if alive else (signal_note if failure.kind == "killed" else "unknown (it logged an error)"),
         "kind": failure.kind, "suggestion": failure.suggestion, "evidence": failure.evidence,
         "first_error": first_error, "log_tail": tail})
-    what = (f"Every request of a level failed ({label})" if alive else
-            f"The server of {variant!r} died during {label} ({failed} of {len(level.requests)} requests failed)")
+    counts = f"{failed} of {len(level.requests)} requests failed"
+    what = (f"Every request of a level failed ({label})" if serving else
+            f"The server of {variant!r} stopped answering during {label} ({counts})" if alive else
+            f"The server of {variant!r} died during {label} ({counts})")
     error = BenchmarkError(
         f"{what}: server {state}; its log is classified {failure.kind}: {failure.suggestion} First error: "
         f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
