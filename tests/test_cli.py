@@ -260,7 +260,12 @@ def test_a_runs_folder_that_is_a_file_ends_bench_and_import_with_one_line(tmp_pa
 
 
 def test_a_single_failed_server_ends_with_its_classified_failure_and_exit_1(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "0.05")  # the simulator cannot be ready that fast
+    from workbench.engines import get_engine
+
+    # a server that loads forever (the simulator itself was sometimes ready at the first look, on a busy machine)
+    monkeypatch.setattr(type(get_engine("sim")), "launch_argv", lambda self, variant, *, python, port, options=None: [
+        python, "-c", "import time; print('Load weight begin.', flush=True); time.sleep(600)"])
+    monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "0.05")
     monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
     result = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
                                  "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
@@ -273,6 +278,32 @@ def test_a_single_failed_server_ends_with_its_classified_failure_and_exit_1(tmp_
     again = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
                                 "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
     assert again.exit_code == 1 and len(list((tmp_path / "runs").iterdir())) == 1  # reused, not a second empty run
+
+
+def test_a_server_that_fails_at_start_prints_its_log_path_and_last_lines(tmp_path: Path, monkeypatch) -> None:
+    # a server that logs a few lines and exits with no known failure pattern: "read its tail below" must have a tail
+    from workbench.engines import get_engine
+
+    crash = "; ".join(f"print('startup step {i}', flush=True)" for i in range(30)) + \
+        "; print('odd failure: the frobnicator is missing', flush=True); raise SystemExit(3)"
+    monkeypatch.setattr(type(get_engine("sim")), "launch_argv",
+                        lambda self, variant, *, python, port, options=None: [python, "-c", crash])
+    monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
+    result = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
+                                 "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 1 and "Traceback (most recent call last)" not in result.output, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert line.startswith("error: baseline: the server failed (unknown): No known failure pattern in the log: read "
+                           "its tail below"), line
+    lines = result.output.splitlines()
+    head = lines[lines.index(line) + 1]
+    assert head.startswith("server log ") and head.endswith(", last 20 lines:"), head
+    log_path = Path(head.removeprefix("server log ").removesuffix(", last 20 lines:"))
+    assert log_path.is_file() and "the frobnicator is missing" in log_path.read_text()
+    tail = lines[lines.index(line) + 2:lines.index(line) + 22]
+    assert tail[-1] == "  | odd failure: the frobnicator is missing" and tail[0] == "  | startup step 11", tail
+    (manifest,) = (tmp_path / "runs").glob("*/manifest.json")
+    assert json.loads(manifest.read_text())["server_log"] == str(log_path)
 
 
 def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, write_notebook) -> None:

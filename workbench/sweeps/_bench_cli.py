@@ -240,8 +240,10 @@ def bench_command(
             typer.echo(note, err=True)
     typer.echo("runs: " + ", ".join(str(p) for p in paths))
     typer.echo(_tally(paths, opened.values()))
-    for failure in failures:  # one line each: the kind, what to do, what the run keeps (details: its manifest)
+    for failure in failures:  # one line each: the kind, what to do, what the run keeps; then the server's log
         typer.echo(f"error: {failure.line()}", err=True)
+        for line in failure.log_lines():
+            typer.echo(line, err=True)
     if failures:
         raise typer.Exit(code=1)
 

@@ -79,6 +79,8 @@ class SweepFailure:
         message: what went wrong, with the server log's tail.
         suggestion: what to do about it (the classification's advice; '' when none).
         measured: units (level x repeat) its run holds; 0 when the server failed before the first.
+        log_path: the server's log file on its host ('' when no server was started).
+        log_tail: the log's last lines as read when it failed ('' when none were read).
     """
 
     variant: str
@@ -87,6 +89,17 @@ class SweepFailure:
     message: str
     suggestion: str = ""
     measured: int = 0
+    log_path: str = ""
+    log_tail: str = ""
+
+    def log_lines(self, lines: int = 20) -> list[str]:
+        """The log's path and its last ``lines`` lines, for a terminal below :meth:`line` (none without a log)."""
+        if not self.log_path and not self.log_tail:
+            return []
+        tail = self.log_tail.splitlines()[-lines:]
+        head = f"server log {self.log_path or '(path not recorded)'}" + (
+            f", last {len(tail)} lines:" if tail else ": empty, nothing was logged")
+        return [head, *(f"  | {line}" for line in tail)]
 
     def line(self) -> str:
         """One line for a terminal: the variant, the failure's kind, what to do, and what its run keeps."""
@@ -303,7 +316,8 @@ def _measure_pending(sweep: _Sweep, run: Any, previous: dict[str, Any] | None, r
             f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
         # The (patched) tree first (the pre-flight ran in _prepare); the tree is removed after the server stops.
         with prepare_launch(v, host=sweep.host, engine=eng, findings=sweep.preflight) as prep, \
-                _started_server(sweep, prep.launch_variant, todo[0][0]) as server:
+                _started_server(sweep, prep.launch_variant, todo[0][0],
+                                not_ready=lambda failed: run.annotate(server_log=failed.log_path)) as server:
             info = server.server_info()
             report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
             run.record_server(
@@ -454,18 +468,28 @@ _STARTING = threading.Lock()
 
 
 @contextlib.contextmanager
-def _started_server(sweep: _Sweep, variant: Variant, repeat: int) -> Iterator[ServerHandle]:
-    """``variant``'s server for ``sweep``, started (one start at a time, :data:`_STARTING`) and stopped."""
+def _started_server(sweep: _Sweep, variant: Variant, repeat: int,
+                    not_ready: Callable[[ServerHandle], None] | None = None) -> Iterator[ServerHandle]:
+    """``variant``'s server for ``sweep``, started (one start at a time, :data:`_STARTING`) and stopped.
+
+    ``not_ready`` is told of a server that did not become ready, before it is stopped (the run records its
+    log's path, so the failure names the log; a ready server's is recorded with the rest of its facts).
+    """
     with _STARTING:
         server = ServerHandle.start(variant, host=sweep.host, engine=sweep.engine,
-                                    sim_options=sweep.sim_options(repeat), wait=sweep.on_server is None)
-        if sweep.on_server is not None:
-            try:
+                                    sim_options=sweep.sim_options(repeat), wait=False)
+        try:
+            if sweep.on_server is not None:
                 sweep.on_server(server)
-                server.wait_ready()
-            except BaseException:
-                server.stop()
-                raise
+            server.wait_ready()
+        except BaseException as exc:
+            if not_ready is not None:
+                try:
+                    not_ready(server)
+                except HostError as note:  # the start's failure is the one to report; this is a note on it
+                    exc.add_note(f"Its log's path could not be recorded in the run: {note}")
+            server.stop()
+            raise
     with server:
         yield server
 
@@ -844,11 +868,12 @@ def _failure(sweep: _Sweep, run: Path, exc: Exception) -> SweepFailure:
     tail = getattr(exc, "log_tail", "")
     message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
     try:
-        measured = len(load_run(run).manifest.get("units_completed") or [])
+        manifest = load_run(run).manifest
     except WorkbenchError:
-        measured = 0
+        manifest = {}
     return SweepFailure(variant=sweep.variant.name, run=run, kind=kind, message=message, suggestion=suggestion,
-                        measured=measured)
+                        measured=len(manifest.get("units_completed") or []),
+                        log_path=str(manifest.get("server_log") or ""), log_tail=tail)
 
 
 # -- on a fleet (docs/FLEET.md) ------------------------------------------------------------
