@@ -211,6 +211,9 @@ def _listing_row(folder: Path) -> dict[str, Any]:
         said = str(m.get("error") or "no error recorded").strip().splitlines()[0][:300]
         problem = (f"failed before any level was measured, nothing is stored ({said}); fix that and run the same "
                    "sweep again (it reuses this run), or `workbench runs delete` it")
+    if m.get("status") == "interrupted" and problem is None:
+        problem = ("stopped by the user (Ctrl-C) before every level was measured; run the same sweep again to resume "
+                   "it (the levels stored are kept), or `workbench runs delete` it")
     if m.get("status") == "running":
         owner, lock = lock_owner(folder)
         if owner == "dead":
@@ -229,9 +232,10 @@ def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     time sorts by its ``imported_at`` instead, and a folder with neither (no readable
     manifest) comes last, by name.
 
-    ``status`` is the manifest's (``running``, ``complete``, ``failed``, ``incomplete``),
-    except: ``interrupted`` for a ``running`` run whose sweep lock's process is gone (the
-    sweep or its kernel was killed; running the sweep again resumes it), ``unreadable``
+    ``status`` is the manifest's (``running``, ``complete``, ``failed``, ``incomplete``,
+    ``interrupted``: stopped by Ctrl-C), except: ``interrupted`` also for a ``running`` run
+    whose sweep lock's process is gone (the sweep or its kernel was killed); running the
+    sweep again resumes an interrupted run, ``unreadable``
     for a manifest that cannot be read, and ``broken`` for a folder that holds a run's
     files (or is named like a run) but no manifest.json, or whose ``requests.parquet`` or
     ``levels.parquet`` cannot be read (its footer is checked, :func:`parquet_problem`). A

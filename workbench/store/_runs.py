@@ -21,7 +21,8 @@ unit ``(repeat, level_index)``), each atomically. The manifest is written last a
 the units stored (``units_completed``): it is the commit point, so a crash between the
 files loses only the unit being written, and readers ignore rows of units it does not
 list. :func:`finish_run` stamps the end time and status. A :class:`RunWriter` is also a
-context manager that finishes the run as ``failed`` (with the error) on an exception.
+context manager that finishes the run as ``failed`` (with the error) on an exception, or as
+``interrupted`` on Ctrl-C (KeyboardInterrupt).
 :func:`workbench.store._resume.open_run` finds, locks and reopens the run of a sweep's
 identity, so a re-run resumes it.
 
@@ -61,8 +62,11 @@ STANDARD_KEYS = frozenset({
     "host", "client_location", "launch_command", "sglang_version", "time_scale", "plan", "levels_completed",
     "num_requests", "server_info", "workbench", "identity", "label", "units_completed",
 })
-#: Run statuses: measuring, every unit stored, stopped by an error, stopped with units left (resumable).
-RunStatus = Literal["running", "complete", "failed", "incomplete"]
+#: Run statuses: measuring, every unit stored, stopped by an error, stopped with units left (resumable),
+#: stopped by the user (Ctrl-C: KeyboardInterrupt; resumable).
+RunStatus = Literal["running", "complete", "failed", "incomplete", "interrupted"]
+#: The error an interrupted run records.
+INTERRUPTED_ERROR = "interrupted by the user (Ctrl-C); run the same sweep again to resume it"
 
 
 def runs_root(root: str | Path | None = None) -> Path:
@@ -250,6 +254,8 @@ class RunWriter:
             return
         if exc is None:
             self.finish()
+        elif isinstance(exc, KeyboardInterrupt):
+            self.finish(status="interrupted", error=INTERRUPTED_ERROR)
         else:
             self.finish(status="failed", error=f"{type(exc).__name__}: {exc}")
 

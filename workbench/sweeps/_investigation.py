@@ -250,7 +250,7 @@ def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
     """Stop the server an earlier sweep of this run left running (recorded in its manifest), if it still runs:
     a killed sweep (status ``running``) or one that failed without reaching its host (a host down for longer
     than the reconnect window could not be told to stop it)."""
-    if not previous or previous.get("status") not in ("running", "failed"):
+    if not previous or previous.get("status") not in ("running", "failed", "interrupted"):
         return  # a sweep that ended otherwise stopped its server itself
     server_id = (previous.get("server_process") or {}).get("id")
     if not server_id:
