@@ -204,3 +204,24 @@ def test_an_empty_level_on_the_command_line_is_refused(text: str, where: str) ->
     assert parse_number_list("--levels", " 1, 2 ,4", int, "whole numbers", "1,2,4") == [1, 2, 4]
     with pytest.raises(ConfigError, match="'x' is not one"):
         parse_number_list("--levels", "1,x", int, "whole numbers", "1,2,4")
+
+
+def test_a_rate_whose_level_would_not_end_within_a_day_is_refused_with_the_lowest_rate_allowed() -> None:
+    with pytest.raises(ConfigError) as err:
+        SweepPlan.build(request_rates=[2.0, 1e-9], requests_per_level=16, prompt_set=PROMPTS, time_scale=2.0)
+    assert str(err.value) == (
+        "request_rates: 1e-09 req/s is too low: its level's 16 requests would arrive over about 2,222,222 hours of "
+        "wall time (at time scale 2), and a level may take at most 24 hours; give rates of at least 9.26e-05 req/s "
+        "(engine time), or fewer requests per level")
+    # just inside the bound: 16 requests over 23.1 hours (at real time) is a plan, however slow
+    plan = SweepPlan.build(request_rates=[16 / (23.1 * 3600)], requests_per_level=16, prompt_set=PROMPTS)
+    assert plan.num_levels == 1
+
+
+@pytest.mark.parametrize("typed", ["1e400", "2,-1e999", "0.5, 9" + "9" * 400])
+def test_a_rate_too_large_for_a_float_is_refused_not_taken_as_inf(typed: str) -> None:
+    from workbench.bench import parse_number_list
+
+    with pytest.raises(ConfigError, match="is too large for a number \\(it overflows to infinity"):
+        parse_number_list("--request-rates", typed, float, "numbers (requests per second)", "0.5,2,8")
+    assert parse_number_list("--request-rates", "0.5,inf", float, "numbers", "0.5,2,8") == [0.5, math.inf]

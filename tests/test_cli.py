@@ -335,3 +335,24 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
     kernel_pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):  # and its kernel is gone
         os.kill(kernel_pid, 0)
+
+
+@pytest.mark.parametrize("rates, message", [
+    ("4,inf", "error: request_rates [4.0, inf]: inf (every request at once) measures offline throughput, which has "
+              "no place on the request-rate axis the summary, the crossovers and the reports compare open-loop "
+              "levels on, so a sweep refuses it before launching anything. Measure it as a closed-loop level with "
+              "every request in flight instead (concurrency_levels=[16], requests_per_level=16; `workbench bench "
+              "--levels 16 --requests 16`), and drop inf from the rates"),
+    ("1e-9", "error: request_rates: 1e-09 req/s is too low: its level's 16 requests would arrive over about "
+             "2,222,222 hours of wall time (at time scale 2), and a level may take at most 24 hours; give rates of "
+             "at least 9.26e-05 req/s (engine time), or fewer requests per level"),
+    ("0.5,1e400", "error: --request-rates: '1e400' is too large for a number (it overflows to infinity, which is not "
+                  "what was typed); give numbers (requests per second) below 1e308, e.g. 0.5,2,8"),
+])
+def test_request_rates_that_cannot_be_reported_are_refused_before_any_run(tmp_path: Path, monkeypatch,
+                                                                           rates: str, message: str) -> None:
+    monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
+    result = runner.invoke(app, ["bench", "baseline", "--request-rates", rates, "--no-progress",
+                                 "--runs-dir", str(tmp_path / "runs")])
+    assert _one_line_error(result, 2) == message
+    assert not list((tmp_path / "runs").glob("*/manifest.json"))  # nothing was launched, no run was opened

@@ -174,10 +174,14 @@ def parse_number_list(option: str, text: str, convert: Callable[[str], Any], wha
     values = []
     for part in parts:
         try:
-            values.append(convert(part))
+            value = convert(part)
         except ValueError:
             raise ConfigError(f"{option} must be comma-separated {what}, e.g. {example}; {part!r} is not one "
                               f"(got {text!r})") from None
+        if isinstance(value, float) and math.isinf(value) and part.lower().lstrip("+-") not in ("inf", "infinity"):
+            raise ConfigError(f"{option}: {part!r} is too large for a number (it overflows to infinity, which is not "
+                              f"what was typed); give {what} below 1e308, e.g. {example}")
+        values.append(value)
     return values
 
 
@@ -193,6 +197,35 @@ def _request_rates(value: Any) -> tuple[float, ...]:
     rates = tuple(float(rate) for rate in rates)
     _no_repeats("request_rates", rates, "[0.5, 2.0, inf]")
     return rates
+
+
+#: The longest an open-loop level's arrivals may take, in hours of wall time: a rate so low that the level's
+#: requests would arrive over longer (a typo such as 1e-9, or requests per hour taken for requests per second)
+#: is refused before anything is launched, instead of a level that never ends.
+MAX_OPEN_LOOP_LEVEL_H = 24.0
+
+
+def _arrivals_within_bound(plan: "SweepPlan") -> None:
+    """Refuse a request rate whose level's requests would arrive over more than :data:`MAX_OPEN_LOOP_LEVEL_H`.
+
+    A level at ``rate`` requests/s (engine time) with ``n`` requests lasts about ``n / rate`` engine
+    seconds, ``n / rate / time_scale`` wall seconds (``time_scale="auto"`` counts as 1).
+
+    Raises:
+        ConfigError: naming the rate, the level's request count, how long it would take and the lowest rate
+            the bound allows.
+    """
+    scale = plan.time_scale if isinstance(plan.time_scale, (int, float)) else 1.0
+    bound_s = MAX_OPEN_LOOP_LEVEL_H * 3600.0
+    for i in range(plan.num_levels):
+        rate, count = plan.level_request_rate(i), plan.requests_per_level[i]
+        wall_s = count / rate / scale
+        if wall_s > bound_s:
+            lowest = count / (bound_s * scale)
+            raise ConfigError(
+                f"request_rates: {rate:g} req/s is too low: its level's {count} requests would arrive over about "
+                f"{wall_s / 3600:,.0f} hours of wall time (at time scale {scale:g}), and a level may take at most {MAX_OPEN_LOOP_LEVEL_H:g} hours; give rates of at least {lowest:.3g} req/s "
+                "(engine time), or fewer requests per level")
 
 
 def _requests_count(value: Any, where: str) -> int:
@@ -553,6 +586,8 @@ class SweepPlan:
         put("max_new_tokens", _tokens("max_new_tokens", self.max_new_tokens, "output tokens per request"))
         put("seed", _seed(self.seed))
         put("time_scale", _time_scale(self.time_scale))
+        if self.request_rates is not None:
+            _arrivals_within_bound(self)
         put("warmup_requests", _whole_at_least("warmup_requests", self.warmup_requests, 0,
                                                "requests before the first level; 0 disables the warmup"))
         put("flush", _flag("flush", self.flush))

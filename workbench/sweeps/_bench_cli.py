@@ -47,10 +47,11 @@ def parse_levels(text: str) -> list[int]:
 
 
 def parse_rates(text: str) -> list[float]:
-    """``"0.5,2,8"`` -> ``[0.5, 2.0, 8.0]`` (``inf``: all requests at once).
+    """``"0.5,2,8"`` -> ``[0.5, 2.0, 8.0]``.
 
     Raises:
-        ConfigError: a part that is not a number (the plan checks the range).
+        ConfigError: a part that is not a number, or one too large for a float (``1e400``); the plan checks
+            the range (a rate too low for a level to end in a day) and the sweep refuses ``inf``.
     """
     from workbench.bench import parse_number_list
 

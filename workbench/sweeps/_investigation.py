@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import hashlib
 import inspect
+import math
 import threading
 import time
 import warnings
@@ -185,6 +186,7 @@ def _prepare(options: SweepOptions) -> _Sweep:
                            time_scale=time_scale, warmup_requests=options.warmup_requests,
                            unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
                            repeats=eng.default_repeats if repeats is None else repeats, **dict(options.load or {}))
+    _no_offline_level(plan)
     _warn_graph_below_concurrency(v, plan)
     checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
     engine_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
@@ -195,6 +197,28 @@ def _prepare(options: SweepOptions) -> _Sweep:
     return _Sweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
                   identity=identity, root=writable_runs_root(options.runs_dir),
                   progress=progress_bars(options.progress), preflight=checked)
+
+
+def _no_offline_level(plan: SweepPlan) -> None:
+    """Refuse an infinite request rate in a sweep, before anything is launched.
+
+    ``inf`` sends every request of the level at once: offline throughput, which has no place on the
+    request-rate axis the summary, the crossovers and the reports compare open-loop levels on
+    (:func:`workbench.analysis.load_axis`), so the run it left could never be reported. The same
+    measurement is a closed-loop level with every request in flight.
+
+    Raises:
+        ConfigError: naming the rates and the closed-loop level that measures the same.
+    """
+    rates = plan.request_rates or ()
+    if any(math.isinf(rate) for rate in rates):
+        count = max(plan.requests_per_level)
+        raise ConfigError(
+            f"request_rates {[float(r) for r in rates]}: inf (every request at once) measures offline throughput, "
+            "which has no place on the request-rate axis the summary, the crossovers and the reports compare "
+            "open-loop levels on, so a sweep refuses it before launching anything. Measure it as a closed-loop "
+            f"level with every request in flight instead (concurrency_levels=[{count}], requests_per_level={count}; "
+            f"`workbench bench --levels {count} --requests {count}`), and drop inf from the rates")
 
 
 def _one_node_only(sweeps: Sequence[_Sweep]) -> None:
@@ -621,8 +645,10 @@ def benchmark_variant(
         seed: seeds the prompt order and the simulator's acceptance sampling (repeat
             ``r`` uses :func:`workbench.bench.repeat_seed`\\ ``(seed, r)``).
         request_rates: open loop instead: one level per rate (engine-time requests/s, Poisson
-            arrivals; ``inf`` sends all at once); a study then compares the levels on the request
-            rate (:attr:`Study.load`). Not with ``concurrency_levels``.
+            arrivals); a study then compares the levels on the request rate (:attr:`Study.load`).
+            Not with ``concurrency_levels``. ``inf`` (all at once: offline throughput, no place on
+            that axis) is refused, as is a rate too low for its level to end within the
+            plan's bound (:class:`workbench.bench.SweepPlan` names it in its message).
         max_concurrency: open loop only: a cap on requests in flight (None: none).
         sim_profile: simulator profile (sim engine only).
         time_scale: simulated seconds per wall second (sim engine only; 1 = real time);
