@@ -18,7 +18,7 @@ from workbench.sim._server_args import build_parser
 from workbench.variants import load_variant
 from http_client import get, post_json, sse_events
 
-VERSIONS = ["0.4.6.post5", "0.5.4", "0.5.9", "0.5.12", "0.5.23"]
+VERSIONS = ["0.4.6.post5", "0.5.4", "0.5.9", "0.5.12", "0.5.17", "0.5.23"]
 
 #: meta_info keys of every chunk.
 HEAD = {
@@ -28,6 +28,10 @@ HEAD = {
               "cached_tokens"],
     "0.5.12": ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "reasoning_tokens",
                "completion_tokens", "cached_tokens"],
+    # 0.5.17 as recorded from the real server on a GPU (tests/fixtures/sglang_real/0.5.17/), metrics on
+    "0.5.17": ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "forward_entry_time",
+               "prefill_finished_time", "queue_time", "reasoning_tokens", "completion_tokens", "cached_tokens",
+               "cached_tokens_details", "dp_rank"],
     "0.5.23": ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "reasoning_tokens",
                "completion_tokens", "cached_tokens"],
 }
@@ -43,7 +47,13 @@ FINAL = {
     "0.5.23": ["weight_versions", "e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
                "spec_num_proposed_drafts", "spec_verify_ct", "spec_correct_drafts_histogram"],
 }
-SENT_TS = {"0.4.6.post5": False, "0.5.4": False, "0.5.9": True, "0.5.12": True, "0.5.23": True}
+#: the final chunk's request timestamps (0.5.17 with metrics on), after the spec keys
+FINAL["0.5.17"] = [*FINAL["0.5.12"], "request_received_ts", "api_server_dispatch_finish_ts", "request_finished_ts",
+                   "decode_throughput"]
+#: 0.5.17's streamed final chunk carries the first chunk's response_sent_to_client_ts again, before the finish
+STREAM_FINAL = {"0.5.17": [*FINAL["0.5.12"], "request_received_ts", "api_server_dispatch_finish_ts",
+                           "response_sent_to_client_ts", "request_finished_ts", "decode_throughput"]}
+SENT_TS = {"0.4.6.post5": False, "0.5.4": False, "0.5.9": True, "0.5.12": True, "0.5.17": True, "0.5.23": True}
 BODY = {"0.4.6.post5": ["text", "meta_info"]}
 SERVER_ROUTES = {"0.4.6.post5": ["/get_server_info"], "0.5.4": ["/get_server_info"]}
 MODEL_INFO = {
@@ -56,6 +66,7 @@ MODEL_INFO = {
                "has_image_understanding", "has_audio_understanding", "model_type", "architectures"],
 }
 MODEL_INFO["0.5.12"] = MODEL_INFO["0.5.9"]
+MODEL_INFO["0.5.17"] = [*MODEL_INFO["0.5.9"], "embedding"]
 #: server-info keys besides the echoed server args, in order.
 SERVER_INFO = {v: ["status", "max_total_num_tokens", "max_req_input_len", "internal_states", "version",
                    "simulated", "simulation"] for v in VERSIONS}
@@ -70,10 +81,10 @@ STATE = {
     "0.5.23": ["world_size", "startup_time", "effective_max_running_requests_per_dp", "last_gen_throughput",
                "memory_usage", "disaggregation_mode", "decode_cuda_graph_bs", "decode_cuda_graph_memory_gb"],
 }
-STATE["0.5.12"] = STATE["0.5.9"]
+STATE["0.5.12"] = STATE["0.5.17"] = STATE["0.5.9"]
 MEMORY = {"0.5.4": ["weight", "kvcache", "token_capacity", "graph"],
           "0.5.23": ["weight", "kvcache", "startup_available", "token_capacity", "token_capacity_swa", "graph"]}
-MEMORY["0.5.9"] = MEMORY["0.5.12"] = MEMORY["0.5.4"]
+MEMORY["0.5.9"] = MEMORY["0.5.12"] = MEMORY["0.5.17"] = MEMORY["0.5.4"]
 
 ARG_KEYS = set(vars(build_parser().parse_args(["--model-path", "m"])))
 
@@ -108,7 +119,7 @@ def test_generate_key_sets(server) -> None:
     assert all(list(c) == BODY.get(version, ["text", "output_ids", "meta_info"]) for c in chunks)
     assert list(chunks[0]["meta_info"]) == head + ts
     assert all(list(c["meta_info"]) == head for c in chunks[1:-1])
-    assert list(chunks[-1]["meta_info"]) == head + FINAL[version]
+    assert list(chunks[-1]["meta_info"]) == head + STREAM_FINAL.get(version, FINAL[version])
     assert chunks[-1]["meta_info"]["completion_tokens"] == 24
     assert max(b["meta_info"]["completion_tokens"] - a["meta_info"]["completion_tokens"]
                for a, b in zip(chunks, chunks[1:])) > 1  # several tokens per chunk under speculation
@@ -151,6 +162,8 @@ def test_strict_contract_only_in_0523(server) -> None:
         assert json.loads(raw)["error"].startswith("unknown field `foo`, expected one of `max_new_tokens`, `stop`")
         status, raw = post_json(handle.url + "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 16.0}})
         assert (status, json.loads(raw)) == (400, {"error": "invalid type: floating point `16.0`, expected i64"})
+    elif version == "0.5.17":  # recorded on a GPU: SamplingParams(**params) raises TypeError, a bare 500
+        assert (status, raw) == (500, b"Internal Server Error")
     else:
         assert status == 200
 

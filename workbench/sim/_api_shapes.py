@@ -16,7 +16,10 @@ version       files (paths relative to the ``sglang`` package)
 0.5.9         the same files (``/server_info`` and ``/model_info`` added, the old routes kept
               as deprecated aliases)
 0.5.12        the same files
-0.5.23        the same, plus ``srt/utils/common.py`` (``build_server_info``),
+0.5.17        recorded from the real server on an H200 (``tests/fixtures/sglang_real/0.5.17/``): 0.5.12's
+              keys plus ``cached_tokens_details``, ``dp_rank``, the request timestamps with metrics on,
+              ``embedding`` in model info
+0.5.23        the same as 0.5.12, plus ``srt/utils/common.py`` (``build_server_info``),
               ``srt/managers/scheduler_components/internal_state.py`` and
               ``memory_usage.py``, ``srt/utils/weight_versions.py``,
               ``srt/mem_cache/hicache_storage.py`` (``disabled_l3_layout``)
@@ -175,6 +178,19 @@ class ApiShape:
         internal_state: builder of ``internal_states[0]`` (server args plus scheduler state).
         server_info_layout: builder of the whole server-info body.
         model_info_layout: builder of the model-info body.
+        request_details: meta_info has ``cached_tokens_details`` and ``dp_rank`` after ``cached_tokens``
+            (both null on a simulated server: no radix cache, no DP attention; 0.5.17, recorded on a GPU).
+        metrics_timing: with ``--enable-metrics``, meta_info carries the request's timestamps
+            (``forward_entry_time``, ``prefill_finished_time``, ``queue_time`` in every chunk; the final one adds
+            ``request_received_ts``, ``api_server_dispatch_finish_ts``, ``request_finished_ts``,
+            ``decode_throughput``; 0.5.17, recorded on a GPU).
+        unknown_sampling_param_status: the HTTP status of a ``/generate`` whose sampling_params hold a key
+            SGLang does not know (0.5.17: 500 ``Internal Server Error`` in plain text, recorded on a GPU;
+            0.5.23's 400 comes from ``strict_generate``); None: the key is ignored.
+        negative_max_new_tokens: the 400 message for ``max_new_tokens`` below the version's minimum.
+        key_order: meta_info's key order as the real server writes it (empty: the order they are added in).
+        sent_ts_on_final: a streamed request's final chunk carries ``response_sent_to_client_ts`` again (the
+            first chunk's value; 0.5.17).
     """
 
     version: str
@@ -193,6 +209,19 @@ class ApiShape:
     internal_state: Callable[..., dict[str, Any]] = dataclasses.field(repr=False)
     server_info_layout: Callable[..., dict[str, Any]] = dataclasses.field(repr=False)
     model_info_layout: Callable[..., dict[str, Any]] = dataclasses.field(repr=False)
+    request_details: bool = False
+    metrics_timing: bool = False
+    unknown_sampling_param_status: int | None = None
+    negative_max_new_tokens: str = "max_new_tokens must be a positive integer, got {value!r}"
+    key_order: tuple[str, ...] = ()
+    sent_ts_on_final: bool = False
+
+    def ordered(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """``meta`` in the version's recorded key order (keys it does not list keep theirs, after the listed)."""
+        if not self.key_order:
+            return meta
+        rank = {k: i for i, k in enumerate(self.key_order)}
+        return dict(sorted(meta.items(), key=lambda kv: rank.get(kv[0], len(rank))))
 
     # -- /generate ----------------------------------------------------------
     def meta_info(
@@ -214,6 +243,9 @@ class ApiShape:
             meta["reasoning_tokens"] = 0
         meta["completion_tokens"] = completion_tokens
         meta["cached_tokens"] = 0
+        if self.request_details:
+            meta["cached_tokens_details"] = None  # SGLang writes it only for a prefix-cache hit
+            meta["dp_rank"] = None  # no DP attention
         return meta
 
     def finish(
@@ -386,6 +418,12 @@ def _model_info_059(**kw: Any) -> dict[str, Any]:
     }
 
 
+def _model_info_0517(**kw: Any) -> dict[str, Any]:
+    """0.5.17 adds ``embedding``: what the server would do as an embedding model (nothing, for a generation model)."""
+    return {**_model_info_059(**kw), "embedding": {"family": "none", "task": "none", "execution": "none",
+                                                  "enabled": False}}
+
+
 def _model_info_0523(*, model_path: str, tokenizer_path: str, weight_version: str, served_model_name: str) -> dict[str, Any]:
     return {
         "model_path": model_path,
@@ -405,11 +443,21 @@ def _model_info_0523(*, model_path: str, tokenizer_path: str, weight_version: st
     }
 
 
-_OLD_ROUTES = {"server_info_routes": ("/get_server_info",), "model_info_routes": ("/get_model_info",)}
-_NEW_ROUTES = {"server_info_routes": ("/server_info", "/get_server_info"),
+_OLD_ROUTES: dict[str, Any] = {"server_info_routes": ("/get_server_info",), "model_info_routes": ("/get_model_info",)}
+_NEW_ROUTES: dict[str, Any] = {"server_info_routes": ("/server_info", "/get_server_info"),
                "model_info_routes": ("/model_info", "/get_model_info")}
 _PYDANTIC_05: dict[str, Any] = dict(chat_chunks="pydantic", usage_reasoning_tokens=True, usage_completion_details=False,
                     message_tool_calls=True, metadata_weight_versions=False)
+
+#: meta_info's key order of a speculative 0.5.17 server with --enable-metrics, as recorded on a GPU.
+_ORDER_0517 = (
+    "id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "forward_entry_time",
+    "prefill_finished_time", "queue_time", "reasoning_tokens", "completion_tokens", "cached_tokens",
+    "cached_tokens_details", "dp_rank", "e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
+    "spec_num_proposed_drafts", "spec_verify_ct", "spec_accepted_drafts", "spec_proposed_drafts",
+    "spec_correct_drafts_histogram", "spec_accept_histogram", "request_received_ts", "api_server_dispatch_finish_ts",
+    "response_sent_to_client_ts", "request_finished_ts", "decode_throughput",
+)
 
 #: SGLang versions whose HTTP shapes the simulator reproduces -> their shapes.
 EMULATED_VERSIONS: dict[str, ApiShape] = {
@@ -434,6 +482,15 @@ EMULATED_VERSIONS: dict[str, ApiShape] = {
                spec=_spec_0512, strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_059,
                model_info_layout=_model_info_059,
                openai=OpenAIShape(**{**_PYDANTIC_05, "chat_chunks": "msgspec"}, models_parent=True), **_NEW_ROUTES),
+        # 0.5.17: recorded from the real server on a GPU (tests/fixtures/sglang_real/0.5.17/)
+        ApiShape(version="0.5.17", retraction_key="num_retractions", weight_version=True, reasoning_tokens=True,
+               output_ids="cumulative", response_sent_ts=True, spec_before_e2e=False, weight_versions=False,
+               spec=_spec_0512, strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_059,
+               model_info_layout=_model_info_0517,
+               openai=OpenAIShape(**{**_PYDANTIC_05, "chat_chunks": "msgspec"}, models_parent=True),
+               request_details=True, metrics_timing=True, unknown_sampling_param_status=500,
+               negative_max_new_tokens="max_new_tokens must be at least 0, got {value}.", key_order=_ORDER_0517,
+               sent_ts_on_final=True, **_NEW_ROUTES),
         ApiShape(version="0.5.23", retraction_key="num_retractions", weight_version=True, reasoning_tokens=True,
                output_ids="cumulative", response_sent_ts=True, spec_before_e2e=False, weight_versions=True,
                spec=_spec_0523, strict_generate=True, server_info_layout=_server_info_0523, internal_state=_state_0523,

@@ -26,6 +26,9 @@ SAMPLING_FIELDS_0523 = (
     "stream_interval", "logit_bias", "sampling_seed", "custom_params", "beam_width", "watermark", "choice",
 )
 
+#: The sampling_params keys 0.5.17 takes (``srt/sampling/sampling_params.py``): 0.5.23's without the three it added.
+SAMPLING_FIELDS_0517 = tuple(f for f in SAMPLING_FIELDS_0523 if f not in ("beam_width", "watermark", "choice"))
+
 _INTS = {"max_new_tokens", "top_k", "min_new_tokens", "n", "stream_interval", "sampling_seed", "beam_width"}
 _FLOATS = {"temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty"}
 _STRS = {"json_schema", "regex", "ebnf", "structural_tag"}

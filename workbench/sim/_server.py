@@ -32,7 +32,7 @@ from aiohttp import web
 
 from workbench.sim import _api_shapes as api_shapes
 from workbench.sim import _openai_routes as openai_routes
-from workbench.sim._contract import contract_error
+from workbench.sim._contract import SAMPLING_FIELDS_0517, contract_error
 from workbench.sim._engine import EngineCore, Iteration, SimRequest
 from workbench.sim._metrics import SimMetrics
 from workbench.releases import release_number
@@ -58,6 +58,8 @@ class _Pending:
     text_parts: list[str] = dataclasses.field(default_factory=list)
     sent_ids: int = 0  # output ids already streamed (versions that stream id deltas)
     first_token_seen: bool = False
+    first_token_at: float | None = None  # wall clock of the first output token (the end of its prefill)
+    sent_ts: float | None = None  # response_sent_to_client_ts of its first streamed chunk
     stream_interval: int = 1  # stream a chunk every this many output tokens (SGLang's --stream-interval)
     generated: int = 0  # output tokens the engine produced for this request
     handed: int = 0  # of them, those put on ``updates``
@@ -235,9 +237,17 @@ class SimServer:
     def _check(self, params: Any, text: Any, input_ids: Any, rid: Any = None) -> tuple | web.Response:
         if not isinstance(params, dict):
             return _error(400, "sampling_params must be an object")
+        status = self.shape.unknown_sampling_param_status
+        if status is not None and any(key not in SAMPLING_FIELDS_0517 for key in params):
+            # SGLang 0.5.17 raises a TypeError building SamplingParams(**params): a bare 500 in plain text
+            return web.Response(status=status, text="Internal Server Error")
         max_new = params.get("max_new_tokens", 128)
-        if not isinstance(max_new, int) or isinstance(max_new, bool) or max_new < 1:
-            return _error(400, f"max_new_tokens must be a positive integer, got {max_new!r}")
+        if not isinstance(max_new, int) or isinstance(max_new, bool):
+            return _error(400, f"max_new_tokens must be an integer, got {max_new!r}")
+        if max_new < 0:
+            return _error(400, self.shape.negative_max_new_tokens.format(value=max_new))
+        if max_new == 0:  # SGLang answers a prefill-only request; the simulator always generates
+            return _error(400, "max_new_tokens 0 (a prefill-only request) is not simulated: ask for at least 1 token")
         if isinstance(text, str):
             prompt_tokens = self.text.count_tokens(text)
         elif isinstance(input_ids, list):
@@ -260,6 +270,7 @@ class SimServer:
         req = pending.request
         if not pending.first_token_seen and new_tokens:
             pending.first_token_seen = True
+            pending.first_token_at = time.time()
             self.metrics.first_token((time.time() - pending.created) * self.time_scale)
         if finished and not req.aborted:
             self.metrics.finished(req.prompt_tokens, len(pending.output_ids) + new_tokens,
@@ -295,11 +306,13 @@ class SimServer:
             ) if spec.enabled else None
             e2e = (time.time() - pending.created) * self.time_scale
             self.shape.finish(meta, e2e_latency=e2e, spec=counts, weight_version=weight_version)
+        if self.shape.metrics_timing and self.config.args.get("enable_metrics"):
+            _add_timing(meta, pending, done=done, time_scale=self.time_scale)
         ids = list(pending.output_ids)
         if stream and self.shape.output_ids == "delta":
             ids = ids[pending.sent_ids:]
             pending.sent_ids = len(pending.output_ids)
-        return self.shape.generate_body(text="".join(pending.text_parts), output_ids=ids, meta=meta)
+        return self.shape.generate_body(text="".join(pending.text_parts), output_ids=ids, meta=self.shape.ordered(meta))
 
     async def collect(self, pending: _Pending) -> dict[str, Any]:
         while True:
@@ -336,7 +349,11 @@ class SimServer:
                     continue  # SGLang 0.5.9 streams at 1, k+1, 2k+1, ... tokens and at the end
                 body = self._body(pending, final=final, stream=True)
                 if first and self.shape.response_sent_ts:
-                    body["meta_info"]["response_sent_to_client_ts"] = time.time()
+                    pending.sent_ts = time.time()
+                    body["meta_info"]["response_sent_to_client_ts"] = pending.sent_ts
+                elif final and self.shape.sent_ts_on_final and pending.sent_ts is not None:
+                    body["meta_info"]["response_sent_to_client_ts"] = pending.sent_ts
+                    body["meta_info"] = self.shape.ordered(body["meta_info"])
                 first = False
                 finished = final
                 yield body
@@ -504,6 +521,28 @@ class SimServer:
         app.on_startup.append(start)
         app.on_cleanup.append(stop)
         return app
+
+
+def _add_timing(meta: dict[str, Any], pending: _Pending, *, done: bool, time_scale: float) -> None:
+    """SGLang 0.5.17's request timestamps (with ``--enable-metrics``; ``srt/observability/req_time_stats.py``).
+
+    Wall-clock stamps of this server: the arrival (``request_received_ts``, and ``forward_entry_time`` too:
+    the simulator does not stamp when its scheduler took the request, so ``queue_time`` is 0.0 here while a
+    real server's counts the wait in its queue) and the first token (``prefill_finished_time``). The final
+    chunk adds the finish and ``decode_throughput`` (output tokens after the first per decode second, in the
+    simulated seconds of a scaled clock).
+    """
+    first = pending.first_token_at
+    meta["forward_entry_time"] = pending.created
+    meta["prefill_finished_time"] = first
+    meta["queue_time"] = 0.0
+    if done:
+        now = time.time()
+        meta["request_received_ts"] = pending.created
+        meta["api_server_dispatch_finish_ts"] = pending.created
+        meta["request_finished_ts"] = now
+        decode_s = (now - first) * time_scale if first is not None else 0.0
+        meta["decode_throughput"] = (len(pending.output_ids) - 1) / decode_s if decode_s > 0 else 0.0
 
 
 def _error(status: int, message: str) -> web.Response:
