@@ -171,3 +171,37 @@ def test_sim_server_info_has_every_key_the_workbench_reads(sim: Any) -> None:
         assert key in real and key in simulated, key
     assert set(real["internal_states"][0]) & {"last_gen_throughput", "memory_usage", "avg_spec_accept_length"} \
         <= set(simulated["internal_states"][0]) | {"avg_spec_accept_length"}
+
+
+def test_sim_forces_the_accept_length_as_sglang_does(sim: Any) -> None:
+    """SGLANG_SIMULATE_ACC_LEN=3.0 in the variant's [env]: the simulator's verifies accept exactly what the real
+    server's did (8 verifies of 3 tokens after the prefill token: 24 tokens, histogram [0, 0, 8])."""
+    ids = [128000, 9906, 1917, 374, 264, 1296]
+    greedy = {"max_new_tokens": 24, "ignore_eos": True, "temperature": 0}
+    real = body(call("POST", "/generate", input_ids=ids, sampling_params=greedy))["meta_info"]
+    status, raw = post_json(sim.url + "/generate", {"input_ids": ids, "sampling_params": greedy})
+    simulated = json.loads(raw)["meta_info"]
+    for key in ("completion_tokens", "spec_verify_ct", "spec_accept_length", "spec_accept_histogram",
+                "spec_num_correct_drafts", "spec_num_proposed_drafts"):
+        assert simulated[key] == real[key], key
+    status, raw = get(sim.url + "/server_info")
+    assert json.loads(raw)["simulation"]["forced_accept_length"] == 3.0
+
+
+def test_forced_acceptance_matches_sglangs_match_expected_rule() -> None:
+    from workbench.errors import ConfigError
+    from workbench.sim._acceptance import ForcedAcceptance, forced_accept_length
+    from workbench.sim._spec import SpecConfig
+
+    tree = SpecConfig(algorithm="EAGLE3", num_steps=3, topk=4, num_draft_tokens=8)
+    model = ForcedAcceptance(forced_length=3.4)
+    assert model.request_pmf(tree) == pytest.approx((0.0, 0.0, 0.6, 0.4))  # 3 or 4 tokens, mean 3.4
+    assert model.expected_accept_length(tree) == pytest.approx(3.4)
+    assert ForcedAcceptance(forced_length=9.0).expected_accept_length(tree) == pytest.approx(4.0)  # clipped to steps+1
+    assert forced_accept_length({"SGLANG_SIMULATE_ACC_LEN": "3.4"}) == 3.4
+    assert forced_accept_length({"SGLANG_SIMULATE_ACC_LEN": "-1"}) is None  # SGLang's "off"
+    assert forced_accept_length({}) is None
+    with pytest.raises(ConfigError, match="not a number"):
+        forced_accept_length({"SGLANG_SIMULATE_ACC_LEN": "three"})
+    with pytest.raises(ConfigError, match="match-expected"):
+        forced_accept_length({"SGLANG_SIMULATE_ACC_LEN": "3", "SGLANG_SIMULATE_ACC_METHOD": "multinomial"})

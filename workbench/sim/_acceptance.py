@@ -331,6 +331,64 @@ class AcceptanceModel:
         return solve(model, chain_pts, tree_pts, solve_draft="draft_calibration" in solved)
 
 
+#: SGLang's benchmark knob that forces the mean accept length per verify (``srt/speculative/spec_utils.py``, read
+#: once at import; <= 0 turns it off), and its method (only ``match-expected``, the default, is emulated).
+FORCED_ACCEPTANCE_ENV = "SGLANG_SIMULATE_ACC_LEN"
+FORCED_METHOD_ENV = "SGLANG_SIMULATE_ACC_METHOD"
+
+
+def forced_accept_length(environ: Mapping[str, str]) -> float | None:
+    """The accept length ``environ`` forces (``SGLANG_SIMULATE_ACC_LEN`` > 0), or None.
+
+    Raises:
+        ConfigError: a value that is not a number, or a method other than ``match-expected``.
+    """
+    raw = environ.get(FORCED_ACCEPTANCE_ENV)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{FORCED_ACCEPTANCE_ENV}={raw!r} is not a number (SGLang reads it as a float: the mean "
+                          "accept length per verify, e.g. 3.0)") from None
+    method = environ.get(FORCED_METHOD_ENV, "match-expected")
+    if value > 0 and method != "match-expected":
+        raise ConfigError(f"{FORCED_METHOD_ENV}={method!r}: the simulator emulates only SGLang's default "
+                          "'match-expected' (the rounded-down or rounded-up length, weighted to the mean)")
+    return value if value > 0 and value == value and value != float("inf") else None
+
+
+@dataclasses.dataclass(frozen=True)
+class ForcedAcceptance(AcceptanceModel):
+    """Acceptance forced as SGLang's ``SGLANG_SIMULATE_ACC_LEN`` forces it (method ``match-expected``).
+
+    Each verify accepts ``floor(L)`` or ``floor(L) + 1`` tokens (bonus included), the upper with probability
+    ``L - floor(L)``, so the mean is ``L``; ``L`` is clipped to ``[1, num_steps + 1]`` first (SGLang's
+    ``_sample_simulated_acc_len`` with ``max_len = spec_steps + 1``). The draft's quality plays no part, so the
+    other parameters are unused. SGLang draws one length per verify for the whole batch; here each request
+    draws its own (the same mean, a narrower spread of a batch's step).
+
+    Attributes:
+        forced_length: ``L``, the mean accept length per verify to force.
+    """
+
+    forced_length: float = 1.0
+
+    def request_pmf(self, spec: SpecConfig, request_alpha: float | None = None) -> tuple[float, ...]:
+        """``P(k drafts accepted)``, k = 0..num_steps: two neighbouring lengths weighted to the forced mean."""
+        if not spec.enabled:
+            return (1.0,)
+        longest = spec.num_steps + 1
+        length = max(1.0, min(float(longest), self.forced_length))
+        lower = int(length)
+        pmf = [0.0] * longest
+        upper_weight = length - lower if lower < longest else 0.0
+        pmf[lower - 1] += 1.0 - upper_weight
+        if upper_weight:
+            pmf[lower] += upper_weight
+        return tuple(pmf)
+
+
 @functools.lru_cache(maxsize=64)
 def _from_json(text: str) -> AcceptanceModel:
     """:meth:`AcceptanceModel.from_table` behind a cache (solving a tree point takes a fraction of a second)."""

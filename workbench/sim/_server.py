@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -37,6 +38,7 @@ from workbench.sim._engine import EngineCore, Iteration, SimRequest
 from workbench.sim._metrics import SimMetrics
 from workbench.releases import release_number
 from workbench.sim._openai import ChatTemplate
+from workbench.sim._acceptance import ForcedAcceptance, forced_accept_length
 from workbench.sim._profiles import acceptance_regime
 from workbench.sim._server_args import SimServerConfig
 from workbench.sim._text import TextModel
@@ -106,6 +108,8 @@ class SimServer:
         self.chat_template = ChatTemplate(self.text.tokenizer_dir)
         self.pending: dict[str, _Pending] = {}
         self._acceptance: dict[str | None, Any] = {}  # acceptance model per sampling regime
+        # SGLang's SGLANG_SIMULATE_ACC_LEN in the server's environment (a variant's [env]) forces it, as there
+        self.forced_accept_length = forced_accept_length(os.environ)
         for temperature in (0.0, 1.0):  # solved (and a bad table refused) at start-up, not at the first request
             self.acceptance_for(temperature)
         self.emit_timestamps = bool(config.args.get("sim_emit_timestamps"))
@@ -166,8 +170,9 @@ class SimServer:
         regime = acceptance_regime(1.0 if temperature is None else temperature, top_k)
         model = self._acceptance.get(regime)
         if model is None:
-            model = self._acceptance[regime] = self.profile.acceptance_for(
-                self.config.args.get("sim_prompt_set"), regime=regime)
+            model = self._acceptance[regime] = (
+                ForcedAcceptance(forced_length=self.forced_accept_length) if self.forced_accept_length else
+                self.profile.acceptance_for(self.config.args.get("sim_prompt_set"), regime=regime))
         return model
 
     def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None, *,
@@ -462,8 +467,9 @@ class SimServer:
             "total_retractions": self.engine.total_retractions,
             "alloc_len_per_decode": self.engine.memory.alloc_len,
             "prompt_set": self.config.args.get("sim_prompt_set"),
+            "forced_accept_length": self.forced_accept_length,  # SGLANG_SIMULATE_ACC_LEN, None when not forced
             "expected_accept_length": (
-                self.engine.acceptance.expected_accept_length(spec) if spec.enabled else None
+                self.acceptance_for(1.0).expected_accept_length(spec) if spec.enabled else None
             ),
             "expected_accept_length_by_regime": (
                 {r: round(self.acceptance_for(0.0 if r == "greedy" else 1.0).expected_accept_length(spec), 4)
