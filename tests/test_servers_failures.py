@@ -24,11 +24,21 @@ def _load(path: Path) -> tuple[str, str, str]:
 
 
 FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
+#: Logs of SGLang 0.5.17 launched wrong on purpose on a GPU (tests/test_real_sglang_failures.py checks each).
+REAL_LOG_FILES = sorted((Path(__file__).parent / "fixtures" / "sglang_logs_real").glob("*.log"))
+
+
+def _expected_kind(path: Path) -> str:
+    """The ``# Expect:`` kind of a recorded real log (its header has no issue source: it was recorded, not quoted)."""
+    found = re.search(r"^# Expect: (\w+)$", path.read_text().partition("# ---\n")[0], re.MULTILINE)
+    assert found, f"{path.name}: header needs '# Expect: <kind>'"
+    return found.group(1)
 
 
 def test_every_kind_but_timeout_and_lease_has_a_real_excerpt() -> None:
-    kinds = {_load(p)[0] for p in FIXTURE_FILES}
-    assert kinds == set(KINDS) - {"timeout", "lease_expired", "killed"}
+    # an excerpt from a public issue, or a log recorded from a real SGLang on a GPU
+    kinds = {_load(p)[0] for p in FIXTURE_FILES} | {_expected_kind(p) for p in REAL_LOG_FILES}
+    assert len(REAL_LOG_FILES) >= 5 and kinds == set(KINDS) - {"timeout", "lease_expired", "killed"}
 
 
 def _launch(path: Path) -> str:

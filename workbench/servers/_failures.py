@@ -3,9 +3,13 @@
 :func:`classify` is a pure function of the log text. Rules are tried in a fixed
 order and the first that matches wins, because one failure often mentions
 another (a CUDA-graph capture that failed with "CUDA out of memory" is a capture
-failure, whose fix differs from a weight-loading OOM). Patterns come from real
-SGLang logs quoted in public issues; ``tests/fixtures/sglang_logs/`` holds those
-excerpts with their sources, and ``tests/test_servers_failures.py`` checks each.
+failure, whose fix differs from a weight-loading OOM; one that failed with an
+illegal memory access in the speculative path is a kernel fault, whose fix is no
+memory setting at all). Patterns come from real SGLang logs quoted in public issues
+(``tests/fixtures/sglang_logs/``, each excerpt with its source, checked by
+``tests/test_servers_failures.py``) and from SGLang 0.5.17 launched wrong on purpose
+on an NVIDIA H200 (``tests/fixtures/sglang_logs_real/``, checked by
+``tests/test_real_sglang_failures.py``).
 
 Kinds (:data:`KINDS`)::
 
@@ -17,6 +21,10 @@ Kinds (:data:`KINDS`)::
     import_error    the host's Python lacks a module (or has a mismatched one)
     spec_v2_topk    spec v2 (SGLANG_ENABLE_SPEC_V2) with topk > 1: a shape error in the draft extend
     draft_weights   the draft checkpoint's weights do not match the architecture it is loaded as
+    draft_shape     the draft's config does not match the target: a hidden size (or vocabulary) mismatch
+                    between them, seen as a shape check failing in a draft model's code
+    spec_kernel_fault  a device-side fault (illegal memory access, device-side assert, out-of-bounds index)
+                    in the speculative path: an SGLang bug there, not a memory-size problem
     eagle3_no_draft EAGLE-3 without a draft model path: the target was loaded as its own draft
     attention_backend  the attention backend refuses speculation (hybrid backends, MLA with topk > 1)
     custom_all_reduce  custom all-reduce on GPUs without peer access (PCIe)
@@ -29,6 +37,10 @@ Kinds (:data:`KINDS`)::
     killed          it died mid-sweep leaving no error in its log: a signal (kill -9, the kernel's
                     OOM killer, a job scheduler) (set by :func:`died`)
     unknown         none of the above
+
+Besides :func:`classify` (the whole log, once the wait is over), :func:`fatal` reads one line as it
+arrives: a line that settles the start by itself although the process lives on (uvicorn could not bind
+the HTTP port, and SGLang 0.5.17 then lingers a minute or more), so the ready wait ends at once.
 
 Two things are read besides the patterns. Every line is read without a leading CI timestamp
 (``2025-05-01T10:00:00.1234567Z ``, as GitHub Actions writes them; :func:`strip_prefixes`), so a
@@ -47,15 +59,15 @@ from typing import Literal
 
 FailureKind = Literal[
     "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
-    "draft_weights", "eagle3_no_draft", "attention_backend", "custom_all_reduce", "kv_pool_exhausted",
-    "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
+    "draft_weights", "draft_shape", "spec_kernel_fault", "eagle3_no_draft", "attention_backend", "custom_all_reduce",
+    "kv_pool_exhausted", "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
 ]
 
 #: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
 KINDS: tuple[str, ...] = (
     "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
-    "draft_weights", "eagle3_no_draft", "attention_backend", "custom_all_reduce", "kv_pool_exhausted",
-    "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
+    "draft_weights", "draft_shape", "spec_kernel_fault", "eagle3_no_draft", "attention_backend", "custom_all_reduce",
+    "kv_pool_exhausted", "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
 )
 
 
@@ -113,6 +125,37 @@ _REFUSED_COMBINATION = (
     "error line and change the variant's flags/env accordingly."
 )
 
+#: A shape check that failed: flashinfer/TVM-FFI's ``Check failed: input.size(1) == weight.size(0) (4096 vs.
+#: 2048)`` (SGLang 0.5.17), torch's broadcast and matmul errors, and a weight loader's shape assertion.
+_SHAPE_MISMATCH = re.compile(
+    r"^.*(?:Check failed: [^\n]*\(\d+ vs\. \d+\)|The size of tensor a \(\d+\) must match the size of tensor b|"
+    r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \S+: copying a param with shape|"
+    r"Attempted to load weight \(.*\) into parameter).*$", _M)
+#: The draft model's own code in the log's traceback: an EAGLE/MTP model file, or the draft runner/worker.
+_DRAFT_CODE = re.compile(
+    r'File "[^"\n]*/sglang/srt/models/[^"/\n]*(?:eagle|mtp|nextn|draft)[^"/\n]*\.py"|'
+    r"\bdraft_(?:runner|worker|model_runner)\b", _I)
+#: A fault the GPU reports from inside a kernel (asynchronously: the Python frame may be a later call).
+_DEVICE_FAULT = re.compile(
+    r"^.*(?:an illegal memory access was encountered|an illegal instruction was encountered|"
+    r"device-side assert(?:ion)? triggered|misaligned address|index out of bounds|cudaErrorIllegalAddress).*$", _M | _I)
+#: The speculative path: its frames (``sglang/srt/speculative/``, the draft and verify CUDA-graph runners), or a
+#: launch with speculative flags (the command line, or ServerArgs as SGLang logs them).
+_SPEC_PATH = re.compile(
+    r"/sglang/srt/speculative/|(?:draft|verify)\w*_cuda_graph_runner|"
+    r"--speculative-(?:algorithm|adaptive|draft-model-path)\b|speculative_algorithm='")
+DRAFT_SHAPE_SUGGESTION = (
+    "The draft model's config does not match the target's: a hidden size (or vocabulary) mismatch between them "
+    "(the evidence shows the two sizes). Use the draft trained for this target, and check the draft's config.json "
+    "(hidden_size, target_hidden_size, vocab_size / draft_vocab_size) against the target's config.json (hidden_size, "
+    "vocab_size).")
+SPEC_KERNEL_FAULT_SUGGESTION = (
+    "A device-side fault (illegal memory access, device-side assert, out-of-bounds index) in SGLang's speculative "
+    "path: an SGLang bug there, not a memory-size problem (lowering --mem-fraction-static or --cuda-graph-max-bs "
+    "will not fix it). Run the variant without the speculative feature it adds (e.g. drop --speculative-adaptive), "
+    "try another --attention-backend, or set CUDA_LAUNCH_BLOCKING=1 to locate the kernel; report it upstream "
+    "(https://github.com/sgl-project/sglang/issues) with the log.")
+
 _RULES: tuple[_Rule, ...] = (
     _Rule("lease_expired", re.compile(r"^.*\[workbench watchdog\] lease expired.*$", _M),
           "The host-side lease stopped it because no client heartbeat arrived in time: keep the notebook "
@@ -132,6 +175,14 @@ _RULES: tuple[_Rule, ...] = (
           "config.json `architectures` (an EAGLE-3 head is e.g. LlamaForCausalLMEagle3), use a draft converted for "
           "SGLang, and make --speculative-algorithm match the draft (EAGLE vs EAGLE3).",
           requires=re.compile(r"load_weights")),
+    # SGLang 0.5.17 on an H200 (tests/fixtures/sglang_logs_real/draft_hidden_size.log): an EAGLE-3 draft with
+    # hidden_size 2048 against a 4096 target failed flashinfer's rmsnorm check inside the draft's CUDA-graph
+    # capture, before any capture or scheduler rule could name it.
+    _Rule("draft_shape", _SHAPE_MISMATCH, DRAFT_SHAPE_SUGGESTION, requires=_DRAFT_CODE),
+    # SGLang 0.5.17 on an H200 (tests/fixtures/sglang_logs_real/adaptive_illegal_address.log): --speculative-adaptive
+    # hit an illegal memory access capturing the draft-extend CUDA graph. Before cuda_graph, whose memory advice
+    # is wrong for a fault; a capture that ran out of memory has no device fault and stays cuda_graph.
+    _Rule("spec_kernel_fault", _DEVICE_FAULT, SPEC_KERNEL_FAULT_SUGGESTION, requires=_SPEC_PATH),
     _Rule("attention_backend", re.compile(
         r"^.*(?:Backend does not support speculative decoding|only supports topk ?= ?1 for speculative decoding|"
         r"speculative decoding is currently not supported with \S+ attention backend).*$", _M | _I),
@@ -250,6 +301,35 @@ def classify(log_text: str, *, launch: str = "") -> Failure:
         suggestion = rule.suggestion(match) if callable(rule.suggestion) else rule.suggestion
         return Failure(rule.kind, suggestion, match.group(0).strip())
     return _scheduler_exception(log_text) or Failure("unknown", UNKNOWN_SUGGESTION)
+
+
+#: A line that settles a start by itself although the process may live on: the HTTP server could not bind its
+#: address (asyncio's words, which uvicorn logs as ``ERROR:    [Errno 98] error while attempting to bind on address
+#: ('127.0.0.1', 41023): address already in use``). SGLang 0.5.17 then logs "Waiting for application shutdown." and
+#: lingers a minute or more (tests/fixtures/sglang_logs_real/port_in_use.log), while a health check reaches
+#: whatever holds the port.
+_FATAL = re.compile(r"error while attempting to bind on address", _I)
+
+
+def fatal(line: str, *, launch: str = "") -> Failure | None:
+    """The failure that one log line settles even while the server's process lives on, else None.
+
+    The ready wait asks this of each line as it arrives, so a server that cannot start but
+    has not exited (a taken port) ends the wait at once instead of at the ready timeout.
+
+    Args:
+        line: one log line (a CI timestamp prefix is ignored).
+        launch: as :func:`classify`.
+
+    Returns:
+        The line's classification (its evidence is the line) when the line is one of
+        :data:`_FATAL` and a rule names it (a bind error for a taken port: ``port_in_use``);
+        None otherwise, also for a bind error no rule names, which is left to the wait's end.
+    """
+    if not _FATAL.search(line):
+        return None
+    found = classify(line, launch=launch)
+    return found if found.kind != "unknown" else None
 
 
 SCHEDULER_SUGGESTION = ("SGLang's scheduler raised: the evidence is the traceback's last frame inside sglang; read "

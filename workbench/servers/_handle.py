@@ -334,7 +334,8 @@ class ServerHandle:
             on_line: called with each log line (from the start of the log) while waiting.
 
         Raises:
-            ServerStartError: the process group exited, or the timeout passed
+            ServerStartError: the process group exited, the timeout passed, or its log said it
+                cannot start while it still ran (a taken port: :func:`workbench.servers._failures.fatal`)
                 (classified, with the log tail; the server is not stopped here).
             ConfigError: ``WORKBENCH_READY_TIMEOUT_S`` is not a number.
         """

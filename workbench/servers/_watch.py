@@ -7,7 +7,11 @@ so they hold no handle: :class:`ServerHandle <workbench.servers.ServerHandle>` p
 its own.
 
 Ready means ``GET /health_generate`` answers 200 through the forward, or the log
-says :data:`READY_LINE`, whichever comes first.
+says :data:`READY_LINE`, whichever comes first. The wait ends without it when the
+process group exits, when the limit runs out, or at once when a log line settles
+the start although the process lives on (:func:`workbench.servers._failures.fatal`:
+uvicorn could not bind a taken port, and SGLang 0.5.17 then lingers a minute or more
+while the health check reaches whatever holds the port).
 """
 
 from __future__ import annotations
@@ -73,14 +77,17 @@ class NotReady:
     Attributes:
         failure: the classified failure (kind, suggestion, evidence).
         log_text: the log lines read while waiting (the last 400).
-        exited: True when the process group exited; False when the wait timed out.
-        waited_s: the limit that ran out (None when it exited).
+        exited: True when the process group exited; False when the wait timed out or a fatal line ended it.
+        waited_s: the limit that ran out (None when it exited or a fatal line ended it).
+        fatal: True when a log line settled the failure while the process was still running
+            (:func:`workbench.servers._failures.fatal`; the evidence is that line).
     """
 
     failure: failures.Failure
     log_text: str
     exited: bool
     waited_s: float | None = None
+    fatal: bool = False
 
 
 def wait_until_ready(
@@ -97,6 +104,11 @@ def wait_until_ready(
     max_poll_s: float = 2.0,
 ) -> NotReady | None:
     """Poll until the server is ready; None when it is, else why not.
+
+    A log line that settles the start by itself (:func:`workbench.servers._failures.fatal`, e.g.
+    uvicorn's bind error for a taken port) ends the wait at the poll that reads it, even while the
+    process lives on and before the health check is asked (it could reach whatever holds the port);
+    the caller stops the process as for any failed start.
 
     Args:
         poll: the server's ``process_status`` round trip (see :data:`Poll`).
@@ -120,14 +132,17 @@ def wait_until_ready(
         status = poll(log_offset=offset, ports=True)
         log = status.get("log") or {}
         offset = log.get("offset", offset)
-        fired_up = False
+        fired_up, settled = False, None
         for line in (log.get("text") or "").splitlines():
             recent.append(line)
             if on_line is not None:
                 on_line(line)
             fired_up = fired_up or READY_LINE in line
+            settled = settled or failures.fatal(line, launch=launch)
         if fired_up:
             return None
+        if settled is not None:
+            return NotReady(settled, "\n".join(recent), exited=False, fatal=True)
         listening = port in (status.get("ports") or [])
         if (listening or polls % 30 == 29) and health() == 200:
             return None
@@ -154,13 +169,19 @@ def start_error(
 ) -> ServerStartError:
     """The :class:`ServerStartError` for a failed ready wait.
 
-    Its message names the variant, engine, host, what happened (exited, or not ready
-    after N s) and its kind, what to do, the evidence, the command and the log with its
-    last 60 lines (from the wait, else ``log_tail()``).
+    Its message names the variant, engine, host, what happened (exited, not ready after
+    N s, or logged that it cannot start while its process still ran) and its kind, what to
+    do, the evidence, the command and the log with its last 60 lines (from the wait, else
+    ``log_tail()``).
     """
     tail = "\n".join(not_ready.log_text.splitlines()[-60:]) or log_tail()
     failure = not_ready.failure
-    what = "exited before it was ready" if not_ready.exited else f"was not ready after {not_ready.waited_s:.0f} s"
+    if not_ready.fatal:
+        what = "logged that it cannot start (its process was still running)"
+    elif not_ready.exited:
+        what = "exited before it was ready"
+    else:
+        what = f"was not ready after {not_ready.waited_s:.0f} s"
     evidence = f"\nEvidence: {failure.evidence}" if failure.evidence else ""
     message = (
         f"Server {variant!r} ({engine.name}) on host {host!r} {what}: {failure.kind}.\n"
