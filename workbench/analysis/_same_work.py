@@ -48,6 +48,10 @@ class SameWork:
         pairs: request pairs compared; ``differing_pairs`` of them differed.
         tolerance: the share of differing prompts allowed (:data:`SAME_WORK_TOLERANCE`).
         examples: up to 5 differing prompt ids.
+        forced_accept_length: the accept length the spec arm's server was forced to (SGLang's
+            ``SGLANG_SIMULATE_ACC_LEN``), or None. Forcing writes placeholder tokens in the verify, so the
+            text differs from the baseline's by construction: the pair is then judged on output token counts.
+        same_length_pairs: of the compared pairs, those whose two requests generated as many tokens.
     """
 
     spec: str
@@ -58,6 +62,8 @@ class SameWork:
     differing_pairs: int
     tolerance: float
     examples: tuple[str, ...] = ()
+    forced_accept_length: float | None = None
+    same_length_pairs: int = 0
 
     @property
     def checked(self) -> bool:
@@ -71,7 +77,10 @@ class SameWork:
 
     @property
     def flagged(self) -> bool:
-        """True when the share of differing prompts is above the tolerance."""
+        """True when the share of differing prompts is above the tolerance (under forced acceptance: when any
+        pair generated different numbers of tokens, since the text cannot match)."""
+        if self.forced_accept_length is not None:
+            return self.checked and self.same_length_pairs < self.pairs
         return self.checked and self.share > self.tolerance
 
     def text(self) -> str:
@@ -80,6 +89,15 @@ class SameWork:
         if not self.checked:
             return (f"{spec} vs {baseline}: outputs not compared (no greedy requests with output hashes "
                     "in both arms: temperature above 0, an imported file, or runs older than the hash)")
+        if self.forced_accept_length is not None:
+            why = (f"{spec}'s accept length was forced to {self.forced_accept_length:g} (SGLANG_SIMULATE_ACC_LEN), "
+                   "which writes placeholder tokens in the verify, so its text differs from the baseline's by "
+                   "construction")
+            counts = (f"{self.same_length_pairs} of {self.pairs} request pairs with {baseline} generated the same "
+                      "number of tokens")
+            if self.flagged:
+                return f"{why}; judged on token counts instead: only {counts}, so the arms did not do the same work"
+            return f"{why}; judged on token counts instead: {counts}, the same work"
         head = (f"{self.differing} of {self.prompts} prompts ({self.share:.0%}; {self.differing_pairs} of "
                 f"{self.pairs} request pairs) returned different greedy output in {spec} and {baseline}")
         if self.flagged:
@@ -91,7 +109,7 @@ class SameWork:
 
 
 def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str = "concurrency",
-                 tolerance: float = SAME_WORK_TOLERANCE) -> SameWork:
+                 tolerance: float = SAME_WORK_TOLERANCE, forced_accept_length: float | None = None) -> SameWork:
     """Compare the greedy outputs of ``spec`` and ``baseline`` prompt by prompt.
 
     Args:
@@ -101,6 +119,7 @@ def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str 
         baseline, spec: variant names.
         load: the level column (``"concurrency"`` or ``"request_rate_req_s"``).
         tolerance: share of prompts allowed to differ, in [0, 1).
+        forced_accept_length: the spec arm's forced accept length (see :class:`SameWork`), or None.
 
     Returns:
         A :class:`SameWork`; ``prompts`` 0 when nothing could be compared.
@@ -111,7 +130,7 @@ def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str 
     if not 0.0 <= tolerance < 1.0:
         raise ConfigError(f"tolerance must be in [0, 1) (a share of prompts), got {tolerance}")
     need = {"variant", load, "request_index", "prompt_id", "output_hash", "temperature"}
-    empty = SameWork(spec, baseline, 0, 0, 0, 0, tolerance)
+    empty = SameWork(spec, baseline, 0, 0, 0, 0, tolerance, forced_accept_length=forced_accept_length)
     if need - set(requests.columns) or not len(requests):
         return empty
     rows = requests.assign(repeat=requests["repeat"] if "repeat" in requests else 0)
@@ -120,14 +139,18 @@ def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str 
         ok &= rows["error"].isna()
     rows = rows[ok]
     keys = [load, *_KEYS]
-    base = rows[rows["variant"] == baseline].drop_duplicates(keys).set_index(keys)["output_hash"]
-    other = rows[rows["variant"] == spec].drop_duplicates(keys).set_index(keys)["output_hash"]
-    paired = pd.concat({"b": base, "s": other}, axis=1, join="inner")
-    if paired.empty:
+    tokens = "output_tokens" if "output_tokens" in rows else None
+    columns = ["output_hash", *([tokens] if tokens else [])]
+    base = rows[rows["variant"] == baseline].drop_duplicates(keys).set_index(keys)[columns]
+    other = rows[rows["variant"] == spec].drop_duplicates(keys).set_index(keys)[columns]
+    both = base.join(other, how="inner", lsuffix="_b", rsuffix="_s")
+    if both.empty:
         return empty
+    paired = pd.DataFrame({"b": both["output_hash_b"], "s": both["output_hash_s"]})
+    same_length = int((both[f"{tokens}_b"] == both[f"{tokens}_s"]).sum()) if tokens else 0
     paired["differs"] = paired["b"] != paired["s"]
     by_prompt = paired.groupby(level="prompt_id")["differs"].any()
     examples = tuple(str(p) for p in by_prompt[by_prompt].index[:5])
     return SameWork(spec, baseline, prompts=int(len(by_prompt)), differing=int(by_prompt.sum()),
                     pairs=int(len(paired)), differing_pairs=int(paired["differs"].sum()), tolerance=tolerance,
-                    examples=examples)
+                    examples=examples, forced_accept_length=forced_accept_length, same_length_pairs=same_length)

@@ -91,7 +91,8 @@ class RunConditions:
 
 def conditions_of(manifests: Sequence[Mapping[str, Any]]) -> RunConditions:
     """The :class:`RunConditions` of real-engine runs (simulated runs are skipped: their words are the simulator's)."""
-    real = [m for m in manifests if not m.get("simulated")]
+    # runs that measured something (a server that never started has no figures to qualify)
+    real = [m for m in manifests if not m.get("simulated") and m.get("levels_completed") != 0]
     forced = {str(m.get("variant")): v for m in real if (v := forced_accept_length(m)) is not None}
     return RunConditions(
         gpus=tuple(sorted({g for m in real for g in _gpu_names(m)})),

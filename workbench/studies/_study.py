@@ -27,7 +27,7 @@ import pandas as pd
 from workbench import charts
 from workbench.studies import _seed_pair, _study_words
 from workbench.studies._study_words import COMPARED
-from workbench.studies._conditions import conditions_text
+from workbench.studies._conditions import conditions_of, conditions_text
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
                                 choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
@@ -287,7 +287,9 @@ class Study:
         """Per speculative variant, whether it returned the baseline's greedy outputs prompt by prompt
         (:func:`workbench.analysis.same_outputs`; ``tolerance`` None: its default, 5% of prompts)."""
         kw = {} if tolerance is None else {"tolerance": tolerance}
-        return [same_outputs(self.requests, baseline=self.baseline, spec=spec, load=self.load, **kw)
+        forced = conditions_of(self.manifests).forced  # forced acceptance: judged on token counts
+        return [same_outputs(self.requests, baseline=self.baseline, spec=spec, load=self.load,
+                             forced_accept_length=forced.get(spec), **kw)
                 for spec in self.spec_variants]
 
     # -- acceptance in detail (workbench.analysis._acceptance) ---------------------

@@ -69,8 +69,10 @@ def comparability_text(study: Study) -> str:
         lines.append("- **Queued requests**: not known for open-loop levels (requests arrive at a rate, so how "
                      "many wait in a server's queue is not fixed by the load).")
     else:
-        lines.append("- **Queued requests**: none; every level's concurrency is within each server's "
-                     "max-running-requests.")
+        lines.append("- **Queued requests** beyond max-running-requests: none; every level's concurrency is within "
+                     "each server's max-running-requests. A request can still wait in the server's own queue for "
+                     "its prefill (chunked prefill admits a budget of prompt tokens per step): *What the server "
+                     "saw* shows the queue the server reported at each level, where it was observed.")
     return "\n".join(lines)
 
 
@@ -321,6 +323,7 @@ def verdict(study: Study) -> str:
     for work in study.same_work():
         if work.flagged:
             caveats.append(f"Not the same work: {work.text()} (*Comparability* below).")
+    caveats.extend(_unmeasured(study))
     for spec, group in differs.groupby("variant", sort=False):
         settings = ", ".join(f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
                              for r in group.itertuples())
@@ -386,6 +389,21 @@ def _goodput_lines(study: Study) -> list[str]:
     return [f"- **Goodput** (requests meeting {study.goodput_words}, per second): best {'; '.join(spans)}"
             f"{_policy_caveat(study, pol, measured)}; share of requests meeting the targets across levels: "
             f"{', '.join(shares)}."]
+
+
+def _unmeasured(study: Study) -> list[str]:
+    """A caveat per run given to the study that measured nothing (its server never started): named, with why."""
+    out = []
+    for m in study.manifests:
+        if m.get("levels_completed") != 0 or m.get("status") not in ("failed", "incomplete", "interrupted"):
+            continue
+        error = str(m.get("error") or "no error recorded").split("\n")
+        first = error[0].split(": ", 1)[-1] if ": " in error[0] else error[0]
+        advice = next((line.removeprefix("What to do: ") for line in error if line.startswith("What to do: ")), "")
+        out.append(f"Not measured: {literal(str(m.get('variant')))} ({m.get('status')}, run "
+                   f"{literal(str(m.get('run_id')))}): {literal(first.rstrip('.'))}" + (f"; {literal(advice.rstrip('.'))}" if advice else
+                                                                           "") + ".")
+    return out
 
 
 def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
