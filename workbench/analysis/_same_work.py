@@ -143,7 +143,7 @@ def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str 
     columns = ["output_hash", *([tokens] if tokens else [])]
     base = rows[rows["variant"] == baseline].drop_duplicates(keys).set_index(keys)[columns]
     other = rows[rows["variant"] == spec].drop_duplicates(keys).set_index(keys)[columns]
-    both = base.join(other, how="inner", lsuffix="_b", rsuffix="_s")
+    both = base.add_suffix("_b").join(other.add_suffix("_s"), how="inner")
     if both.empty:
         return empty
     paired = pd.DataFrame({"b": both["output_hash_b"], "s": both["output_hash_s"]})
