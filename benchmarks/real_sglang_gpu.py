@@ -144,7 +144,14 @@ def bench(names: list[str], *, out: Path, label: str, levels: str, repeats: int,
             tar.add(runs, arcname="runs")
         if SERVERS_DIR.exists():
             tar.add(SERVERS_DIR, arcname="servers")
-    result = {"label": label, "variants": names, "rc": rc, "wall_s": round(wall, 1), "left_running": leftovers()}
+    from workbench.servers import startup_timings
+
+    starts = {}  # where each server's time to ready went (SGLang's own start-up line), by log file
+    for path in sorted(SERVERS_DIR.glob("*.log")) if SERVERS_DIR.exists() else []:
+        if not path.name.endswith(".watchdog.log"):
+            starts[path.name] = startup_timings(path.read_text(errors="replace"))
+    result = {"label": label, "variants": names, "rc": rc, "wall_s": round(wall, 1), "left_running": leftovers(),
+              "startup": starts}
     log(f"bench {label}: exit {rc} in {wall:.0f} s; left running: {result['left_running']}")
     return result
 

@@ -71,3 +71,23 @@ def test_forced_accept_length_reads_the_variant_env() -> None:
     assert forced_accept_length({"variant_definition": {"env": {"SGLANG_SIMULATE_ACC_LEN": "-1"}}}) is None
     assert forced_accept_length({}) is None
     assert conditions_text([{"variant": "v", "simulated": True}]) == ""  # the simulator's words are its own
+
+
+def test_startup_timings_of_the_real_logs() -> None:
+    """Where the time to ready went, from the stored server logs: the first start compiled the prefill graphs."""
+    import tarfile
+
+    from workbench.servers import startup_timings
+
+    archive = RUNS[0].parents[1] / "server-logs.tar.gz"
+    with tarfile.open(archive) as tar:
+        logs = {"-".join(m.name.split("-")[:-2]): tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+                for m in tar.getmembers() if m.isfile()}
+    first = startup_timings(logs["real-baseline"])
+    assert first["cuda_graph_s"]["prefill"] == 41.64 and first["scheduler_e2e_s"] == 48.84
+    assert first["weights_gb"] == {"LlamaForCausalLM": 15.02}
+    assert first["kv_cache"] == [{"tokens": 788603, "gb": 96.26}]
+    chain = startup_timings(logs["real-eagle3-chain"])
+    assert chain["cuda_graph_s"]["prefill"] < 10 < first["cuda_graph_s"]["prefill"]  # kernels compiled once
+    assert chain["weights_gb"] == {"LlamaForCausalLM": 15.02, "LlamaForCausalLMEagle3": 2.14}
+    assert startup_timings("no such lines") == {}
