@@ -91,3 +91,24 @@ def test_startup_timings_of_the_real_logs() -> None:
     assert chain["cuda_graph_s"]["prefill"] < 10 < first["cuda_graph_s"]["prefill"]  # kernels compiled once
     assert chain["weights_gb"] == {"LlamaForCausalLM": 15.02, "LlamaForCausalLMEagle3": 2.14}
     assert startup_timings("no such lines") == {}
+
+
+def test_bench_summary_of_real_runs_needs_no_notebook_packages(tmp_path) -> None:
+    """On the GPU machine (no altair, papermill or IPython) `workbench bench` measured every level and then
+    raised ModuleNotFoundError for altair while printing its summary: the summary must not need them."""
+    import os
+    import subprocess
+    import sys
+
+    from blocked_imports import blocking_dir
+
+    blocked = blocking_dir(tmp_path, ("altair", "vl_convert", "papermill", "nbconvert", "ipywidgets", "IPython"))
+    code = ("import sys; from workbench.sweeps._bench_cli import _crossovers; "
+            "print('\\n'.join(_crossovers(sys.argv[1:], ['real-baseline', 'real-eagle3-chain'], None)))")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(root)])}
+    out = subprocess.run([sys.executable, "-c", code, *map(str, RUNS)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("figures: MEASURED on real SGLang 0.5.17, NVIDIA H200")
+    assert "real-eagle3-chain, output_throughput_tok_s: Speculation stops beating the baseline" in out.stdout

@@ -19,9 +19,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import altair as alt
 import pandas as pd
 
 from workbench import charts
@@ -34,6 +33,9 @@ from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, Cro
                                 same_outputs, settings_differences, position_rates, imported_position_rates,
                                 accept_length_distribution, accept_by_category, goodput_levels)
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:  # charts are built by workbench.charts; a terminal summary on a GPU host needs no altair
+    import altair as alt
 
 #: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
 _POLICY_WORDS = {"spec ahead": "ahead", "baseline ahead": "runner-up ahead (paired)"}
