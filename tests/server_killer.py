@@ -17,13 +17,23 @@ from pathlib import Path
 from typing import Any
 
 
+def _kill9(manifest: dict[str, Any]) -> None:
+    os.killpg(manifest["server_process"]["pgid"], signal.SIGKILL)
+
+
 class ServerKiller:
-    """The watcher thread; ``pgid`` is the group it killed (None until then)."""
+    """The watcher thread; ``pgid`` is the group it acted on (None until then), ``acted`` that manifest and
+    ``outcome`` what ``act`` returned. ``act`` (default: ``kill -9`` of the server's group) may signal or stop
+    the server any other way."""
 
     def __init__(self, runs: Path, when: Callable[[dict[str, Any]], bool], *, delay_s: float = 0.0,
-                 poll_s: float = 0.02, timeout_s: float = 60.0) -> None:
+                 poll_s: float = 0.02, timeout_s: float = 60.0,
+                 act: Callable[[dict[str, Any]], Any] = _kill9) -> None:
         self.runs, self.when, self.delay_s, self.poll_s, self.timeout_s = runs, when, delay_s, poll_s, timeout_s
+        self.act = act
         self.pgid: int | None = None
+        self.acted: dict[str, Any] | None = None
+        self.outcome: Any = None
         self.thread = threading.Thread(target=self._watch, daemon=True)
         self.thread.start()
 
@@ -37,13 +47,30 @@ class ServerKiller:
                     continue  # being replaced right now
                 if manifest.get("server_process") and self.when(manifest):
                     time.sleep(self.delay_s)
-                    self.pgid = manifest["server_process"]["pgid"]
-                    os.killpg(self.pgid, signal.SIGKILL)
+                    self.pgid, self.acted = manifest["server_process"]["pgid"], manifest
+                    self.outcome = self.act(manifest)
                     return
             time.sleep(self.poll_s)
 
-    def join(self, timeout_s: float = 5.0) -> None:
+    def join(self, timeout_s: float = 30.0) -> None:
         self.thread.join(timeout_s)
+
+
+def running_under(folder: Path) -> list[str]:
+    """Command lines of live (not zombie) processes that name ``folder``: servers, watchdogs and load generators
+    a test started with its files there, which must all be gone when it ends."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if str(folder) in cmdline and state != "Z":
+            found.append(f"{entry.name}: {cmdline[:200]}")
+    return found
 
 
 def kill_when_stored(proc: Any, runs: Path, units: int, *, timeout_s: float = 120.0) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from blocked_imports import blocking_python
-from server_killer import ServerKiller, kill_when_stored
+from server_killer import ServerKiller, kill_when_stored, running_under
 from sshd_fixture import SSHD_BINARY, running_sshd
 from typer.testing import CliRunner
 
@@ -54,27 +54,11 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _started_under(folder: Path) -> list[str]:
-    """Command lines of live processes that name ``folder`` (servers, watchdogs, load generators of this test)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if str(folder) in cmdline and state != "Z":
-            found.append(f"{entry.name}: {cmdline[:200]}")
-    return found
-
-
 def assert_nothing_running(tmp_path: Path, *pgids: int, wait_s: float = 10.0) -> None:
     """No process group of ``pgids``, nothing started under ``tmp_path``, and `workbench servers` lists none."""
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p for p in pgids if processes.group_members(LocalHost(), p)] or _started_under(tmp_path)
+        left = [p for p in pgids if processes.group_members(LocalHost(), p)] or running_under(tmp_path)
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)

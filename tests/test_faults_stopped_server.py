@@ -10,18 +10,16 @@ measure the second level (and nothing else).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_killer import ServerKiller
 from test_faults import assert_nothing_running
 from typer.testing import CliRunner
 
@@ -41,35 +39,10 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-class MidLevel:
-    """A watcher thread that runs ``act(manifest)`` once a run under ``runs`` has stored its first level (the
-    second is being measured then); ``acted`` holds that manifest, ``outcome`` what ``act`` returned."""
-
-    def __init__(self, runs: Path, act: Callable[[dict[str, Any]], Any], *, delay_s: float = 0.3,
-                 timeout_s: float = 120.0) -> None:
-        self.runs, self.act, self.delay_s, self.timeout_s = runs, act, delay_s, timeout_s
-        self.acted: dict[str, Any] | None = None
-        self.outcome: Any = None
-        self.thread = threading.Thread(target=self._watch, daemon=True)
-        self.thread.start()
-
-    def _watch(self) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            for path in sorted(self.runs.glob("*/manifest.json")):
-                try:
-                    manifest = json.loads(path.read_text())
-                except (OSError, ValueError):
-                    continue  # being replaced right now
-                if manifest.get("server_process") and manifest.get("levels_completed", 0) >= 1:
-                    time.sleep(self.delay_s)
-                    self.acted = manifest
-                    self.outcome = self.act(manifest)
-                    return
-            time.sleep(0.02)
-
-    def join(self, timeout_s: float = 30.0) -> None:
-        self.thread.join(timeout_s)
+def mid_level(runs: Path, act: Callable[[dict[str, Any]], Any]) -> ServerKiller:
+    """A watcher that runs ``act(manifest)`` once a run under ``runs`` has stored its first level (the second
+    is being measured then)."""
+    return ServerKiller(runs, lambda m: m.get("levels_completed", 0) >= 1, delay_s=0.3, timeout_s=120.0, act=act)
 
 
 def _signal(number: int) -> Callable[[dict[str, Any]], None]:
@@ -95,7 +68,7 @@ def test_a_server_stopped_mid_level_fails_that_level_exits_1_and_a_rerun_measure
     act, cause = STOPS[how]
     runs = tmp_path / "runs"
     runner = CliRunner()
-    watcher = MidLevel(runs, act)
+    watcher = mid_level(runs, act)
     cut = runner.invoke(app, [*BENCH, "--runs-dir", str(runs)])
     watcher.join()
     assert watcher.acted is not None, "the server was never stopped mid-level"

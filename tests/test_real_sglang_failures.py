@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from server_killer import running_under
 
 from workbench.engines import get_engine
 from workbench.errors import ServerStartError
@@ -155,22 +156,6 @@ class BindErrorServer(type(get_engine("sim"))):  # type: ignore[misc]
         return [python, "-c", LINGER, os.environ["REPLAYED_LOG"]]
 
 
-def _running_under(folder: Path) -> list[str]:
-    """Command lines of live processes that name ``folder`` (the replaying server, its lease watchdog)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if str(folder) in cmdline and state != "Z":
-            found.append(f"{entry.name}: {cmdline[:200]}")
-    return found
-
-
 def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_is_stopped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     replayed = tmp_path / "port_in_use.log"  # under tmp_path, so the server's command line names the folder
@@ -191,7 +176,7 @@ def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_
     assert "logged that it cannot start (its process was still running): port_in_use." in message, message
     assert "Waiting for application shutdown." in err.value.log_tail
     deadline = time.monotonic() + 10  # start() stopped it before raising; let the kernel reap the group
-    while _running_under(tmp_path) and time.monotonic() < deadline:
+    while running_under(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _running_under(tmp_path)
+    assert not running_under(tmp_path)
     assert not list((tmp_path / "servers").glob("*.json"))  # its registry record went with it
