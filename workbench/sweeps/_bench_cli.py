@@ -158,6 +158,9 @@ def bench_command(
         "--sweep-values", help="Values of --sweep, e.g. 128,2048 (tokens) or 0,1 (temperature).")] = None,
     time_scale: Annotated[Optional[float], typer.Option(
         "--time-scale", help="Simulator only: simulated seconds per wall second (default 2).")] = None,
+    sim_profile: Annotated[Optional[str], typer.Option(
+        "--sim-profile", help="Simulator only: the hardware and model it models, a name in data/profiles/ or a "
+        "TOML file (default seed-pcie-8gpu; e.g. h200-llama3-8b beside real runs on an H200).")] = None,
     progress: Annotated[Optional[bool], typer.Option(
         "--progress/--no-progress", help="Progress bars (default: when stderr is a terminal; otherwise one line "
         "per level on stderr, no bars).")] = None,
@@ -207,6 +210,8 @@ def bench_command(
     load = load_options(backend=backend, temperature=temperature, ignore_eos=ignore_eos, input_len=input_len,
                         sweep=sweep, sweep_values=sweep_values)
     optional: dict[str, Any] = {"prompt_set": prompt_set} if prompt_set is not None else {}
+    if sim_profile is not None:
+        optional["sim_profile"] = sim_profile
     if request_rates is not None:
         optional["request_rates"] = parse_rates(request_rates)
     if fleet is not None:
