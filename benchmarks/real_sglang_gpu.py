@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("step", choices=["prepare", "bench", "shapes", "failures", "all"])
     ap.add_argument("variants", nargs="*", help="variant names (benchmarks/real_sglang/variants/NAME.toml) or files")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/real-sglang-out")))
-    ap.add_argument("--label", default="real-h100")
+    ap.add_argument("--label", default="real-gpu")
     ap.add_argument("--levels", default="1,2,4,8,16,32,64")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--max-new-tokens", type=int, default=128)
