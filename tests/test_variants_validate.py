@@ -162,6 +162,17 @@ def test_pairs_that_are_not_comparable() -> None:
     assert not [f.line() for f in matched if f.severity == "warning" and "max-running" in f.flag]
 
 
+def test_forced_acceptance_on_the_speculative_arm_only_is_like_for_like() -> None:
+    """SGLANG_SIMULATE_ACC_LEN acts only in the verify: set on the speculative variant and not on its baseline
+    (benchmarks/real_sglang/variants/) it is no difference beyond speculation; any other variable still is."""
+    base = Variant("baseline", MODEL, flags={"tp-size": 8})
+    spec = Variant("spec", MODEL, draft_model_path=DRAFT, flags={"tp-size": 8, **EAGLE},
+                   env={"SGLANG_SIMULATE_ACC_LEN": "3.0", "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+                        "NCCL_P2P_DISABLE": "1"})
+    found = [f for f in check_variants([base, spec], sglang="0.5.9", resources=False) if f.check == "pair-env"]
+    assert [f.flag for f in found] == ["env NCCL_P2P_DISABLE"]
+
+
 def test_shipped_variants_have_no_errors_against_their_own_versions() -> None:
     found = check_variants()
     assert not has_errors(found), [f.line() for f in found if f.severity == "error"]
