@@ -98,6 +98,7 @@ def prepare() -> dict[str, Any]:
     shutil.copy(RECIPE / "llama31-8b.config.json", MODELS / "llama31-8b" / "config.json")
     shutil.copy(RECIPE / "tokenizer_config.json", MODELS / "llama31-8b" / "tokenizer_config.json")
     shutil.copy(RECIPE / "eagle3.config.json", MODELS / "eagle3" / "config.json")
+    shutil.copy(RECIPE / "adaptive-no-zero-steps.json", MODELS / "adaptive-no-zero-steps.json")
     if not (MODELS / "llama31-8b" / "tokenizer.json").exists():
         subprocess.run([sys.executable, str(RECIPE / "mktok.py"), str(MODELS / "llama31-8b")], check=True,
                        env={**os.environ, "PYTHONPATH": str(SITE)})
@@ -110,6 +111,16 @@ def gpu_state() -> str:
                                "--format=csv,noheader"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         return f"nvidia-smi: {exc}"
+
+
+def gpu_total_gb() -> float:
+    """GPU 0's memory in GB (80 when nvidia-smi cannot say)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        return float(out[0]) / 1024 if out else 80.0
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return 80.0
 
 
 def leftovers() -> list[str]:
@@ -268,7 +279,9 @@ def broken_launches() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
         ("unknown_flag", "real-baseline", {"speculative-no-such-flag": 3}, {}),
         ("spec_refused", "real-eagle3-tree", {"speculative-use-rejection-sampling": True}, {}),
         ("port_in_use", "real-baseline", {}, {"busy_port": True}),
-        ("kv_cache_memory", "real-baseline", {"mem-fraction-static": 0.15}, {}),
+        # a static fraction that holds the 15 GB of weights but leaves nothing for the KV cache, on any GPU size
+        # (0.15 was enough on an H200's 141 GB: it started)
+        ("kv_cache_memory", "real-baseline", {"mem-fraction-static": round(16.0 / gpu_total_gb(), 3)}, {}),
         ("draft_hidden_size", "real-eagle3-chain", {}, {"draft_config": {"hidden_size": 2048, "intermediate_size": 8192,
                                                                        "num_attention_heads": 16}}),
         ("draft_vocab", "real-eagle3-chain", {}, {"draft_config": {"vocab_size": 32000}}),
