@@ -91,8 +91,11 @@ def prepare() -> dict[str, Any]:
             raise SystemExit(f"{PAYLOAD} is missing: run `make sglang-payload` on a machine with PyPI and carry .sgl")
         with tarfile.open(PAYLOAD) as tar:
             tar.extractall(SITE.parent, filter="fully_trusted")
-    if not (SITE / "deep_gemm").exists():
-        subprocess.run([sys.executable, str(RECIPE / "stubmod.py"), str(SITE), "deep_gemm"], check=True)
+    # deep_gemm: reached from the draft's CUDA-graph capture; datasets: sglang.benchmark.serving imports it for
+    # datasets this run never loads (2026-12-06: the bench_serving step died on the missing import)
+    for name in ("deep_gemm", "datasets"):
+        if not (SITE / name).exists():
+            subprocess.run([sys.executable, str(RECIPE / "stubmod.py"), str(SITE), name], check=True)
     (MODELS / "llama31-8b").mkdir(parents=True, exist_ok=True)
     (MODELS / "eagle3").mkdir(parents=True, exist_ok=True)
     shutil.copy(RECIPE / "llama31-8b.config.json", MODELS / "llama31-8b" / "config.json")
