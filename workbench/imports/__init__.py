@@ -10,7 +10,6 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "detect_format": "_importer",
     "import_results": "_importer",
-    "offline_levels": "_offline",
     "offline_workloads": "_offline",
     "violations": "_checks",
 }
@@ -18,7 +17,6 @@ _NAMES = {
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.imports._importer import detect_format as detect_format
     from workbench.imports._importer import import_results as import_results
-    from workbench.imports._offline import offline_levels as offline_levels
     from workbench.imports._offline import offline_workloads as offline_workloads
     from workbench.imports._checks import violations as violations
 else:
