@@ -31,7 +31,7 @@ from workbench.names import check_name
 from workbench.report import progress_bars, report_progress, reporting_progress
 from workbench.servers import ServerHandle, classify_failure, server_died
 from workbench.store import ResumedRun, load_run, open_run, sweep_identity, writable_runs_root
-from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, Prestart, UnitOutcome, run_units
+from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, Prestart, UnitOutcome, connect, run_units
 from workbench.sweeps._fleet_hosts import host_summary, unit_entry, unit_failure
 from workbench.sweeps._fleet_multinode import rank_group
 from workbench.sweeps._fleet_record import UnitRecorder, replay
@@ -1004,6 +1004,7 @@ def _benchmark_on_fleet(sweeps: Sequence[_Sweep], fleet: str | Fleet, *, fresh: 
         KeyboardInterrupt: Ctrl-C, after every unit was cancelled (their servers stopped).
     """
     fleet = Fleet.of(fleet)
+    connect(fleet)  # before any run is opened: a cluster that does not answer leaves no empty run
     kept = [_on_fleet(s, fleet) for s in sweeps]
     writers: list[Any] = []
     try:
