@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -86,6 +87,49 @@ def spare_cpu_only() -> None:
         os.nice(19)
 
 
+#: In a worker process: whether a notebook run is in progress there (what its SIGTERM handler stops).
+_RUNNING = False
+
+
+def _start_worker(spare_only: bool) -> None:
+    """A worker process's start: Ctrl-C is the parent's to answer (:func:`run_beside`), so SIGINT is ignored
+    here (a terminal sends it to every process of its foreground group, and a worker waiting for work
+    printed ``Process ForkProcess-N: Traceback ... KeyboardInterrupt``); SIGTERM stops the notebook run in
+    progress (:func:`_run_stoppably`) and is ignored between runs: a worker ended while it waits for work
+    can die holding the pool's queue lock, which leaves the others waiting for ever. Then, with
+    ``spare_only``, :func:`spare_cpu_only`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_run)
+    if spare_only:
+        spare_cpu_only()
+
+
+def _stop_run(signum: int, frame: Any) -> None:
+    if _RUNNING:
+        raise KeyboardInterrupt
+
+
+def _run_stoppably(run: Callable[[Path], Any], notebook: Path) -> Any:
+    """``run(notebook)`` in a worker, where the parent's SIGTERM is a Ctrl-C of that run: the run's own
+    interrupt handling stops its kernel (:func:`workbench.report._interrupt.run_interruptibly`), and the
+    ``KeyboardInterrupt`` goes back to the parent as the run's outcome, printed nowhere."""
+    global _RUNNING
+    _RUNNING = True
+    try:
+        return run(notebook)
+    finally:
+        _RUNNING = False
+
+
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Send SIGTERM to the pool's live workers: a notebook run in progress ends as on Ctrl-C; a worker
+    waiting for work ignores it and ends on the pool's shutdown."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):  # CPython's pool keeps them there
+        if process.is_alive() and process.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def run_beside(notebooks: Sequence[Path], run: Callable[[Path], Any], *, at_once: int = BESIDE_AT_ONCE,
                spare_only: bool = True) -> Iterator[Callable[[], Iterator[tuple[Path, Any, BaseException | None]]]]:
@@ -107,12 +151,17 @@ def run_beside(notebooks: Sequence[Path], run: Callable[[Path], Any], *, at_once
         A function whose iterator gives ``(notebook, result, None)`` or ``(notebook, None, error)`` for each,
         as each finishes; an error raised in a child (a ReportError, a ConfigError) comes back as the
         exception itself.
+
+    Ctrl-C: the workers ignore SIGINT; when the block (or the iteration) ends in an exception, such as the
+    parent's ``KeyboardInterrupt``, each worker is sent SIGTERM (a running notebook stops its kernel as on
+    Ctrl-C), the runs not started are cancelled, and the exception goes on once the workers have ended.
+    Nothing of theirs is printed.
     """
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(at_once, len(notebooks))),
-                                                  mp_context=_context(),
-                                                  initializer=spare_cpu_only if spare_only else None)
+                                                  mp_context=_context(), initializer=_start_worker,
+                                                  initargs=(spare_only,))
     try:
-        futures = {pool.submit(run, nb): nb for nb in notebooks}
+        futures = {pool.submit(_run_stoppably, run, nb): nb for nb in notebooks}
 
         def finished() -> Iterator[tuple[Path, Any, BaseException | None]]:
             for future in concurrent.futures.as_completed(futures):
@@ -120,5 +169,9 @@ def run_beside(notebooks: Sequence[Path], run: Callable[[Path], Any], *, at_once
                 yield futures[future], (None if error is not None else future.result()), error
 
         yield finished
+    except BaseException:
+        _stop_workers(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     finally:
         pool.shutdown(wait=True)
