@@ -29,6 +29,7 @@ _NAMES = {
     "ProgressTail": "_progress",
     "progress_bars": "_progress",
     "progress_lines": "_progress",
+    "report_note": "_progress",
     "report_progress": "_progress",
     "reporting_progress": "_progress",
     "ReportResult": "_runner",
@@ -53,6 +54,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.report._progress import ProgressTail as ProgressTail
     from workbench.report._progress import progress_bars as progress_bars
     from workbench.report._progress import progress_lines as progress_lines
+    from workbench.report._progress import report_note as report_note
     from workbench.report._progress import report_progress as report_progress
     from workbench.report._progress import reporting_progress as reporting_progress
     from workbench.report._runner import ReportResult as ReportResult

@@ -49,6 +49,11 @@ class KernelProcesses:
             with self._lock:
                 self._processes.append(process)
 
+    def pids(self) -> set[int]:
+        """The process ids of every kernel recorded (running or not)."""
+        with self._lock:
+            return {p.pid for p in self._processes}
+
     def signal_all(self, signum: int) -> None:
         """Send ``signum`` to the process group of every recorded kernel still running."""
         with self._lock:

@@ -23,6 +23,7 @@ __all__ = [
     "RESERVED_PARAMETERS",
     "NotebookParameter",
     "check_parameters",
+    "did_you_mean",
     "distribute_parameters",
     "load_params_file",
     "notebook_parameters",
@@ -94,6 +95,18 @@ def _named(names: list[str], *, joiner: str = "or") -> str:
     if len(quoted) == 1:
         return f"parameter {quoted[0]}"
     return f"parameters {', '.join(quoted[:-1])} {joiner} {quoted[-1]}"
+
+
+def did_you_mean(names: Iterable[str], known: Iterable[str]) -> str:
+    """``"'repeets': did you mean 'repeats'?"`` for each of ``names`` close to one of ``known`` (difflib's
+    ratio at least 0.75, the closest first, at most two), space-separated; ``""`` when none is close."""
+    choices = sorted(set(known))
+    out = []
+    for name in names:
+        close = difflib.get_close_matches(name, choices, n=2, cutoff=0.75)
+        if close:
+            out.append(f"{name!r}: did you mean {' or '.join(repr(c) for c in close)}?")
+    return " ".join(out)
 
 
 def _check_name(name: str, *, source: str) -> None:
@@ -211,8 +224,9 @@ def check_parameters(
         hint = f"Known parameters: {known}."
     else:
         hint = "It declares no parameters (it has no cell tagged 'parameters')."
+    guesses = did_you_mean(unknown, declared)
     raise ConfigError(
-        f"notebook {notebook} has no {_named(unknown)}. {hint} "
+        f"notebook {notebook} has no {_named(unknown)}.{f' {guesses}' if guesses else ''} {hint} "
         f"Check the spelling, or add the {'name' if len(unknown) == 1 else 'names'} to the notebook's "
         "parameters cell."
     )
@@ -245,13 +259,11 @@ def distribute_parameters(
         if name not in RESERVED_PARAMETERS and not any(name in params for params in declared.values())
     ]
     if orphans:
-        known = sorted({name for params in declared.values() for name in params})
-        hints = [f"{name!r}: did you mean {close[0]!r}?" for name in orphans
-                 if (close := difflib.get_close_matches(name, known, n=1, cutoff=0.75))]
+        hints = did_you_mean(orphans, {name for params in declared.values() for name in params})
         listing = "\n".join(f"  {Path(nb).name}: {', '.join(params) or '(no parameters cell)'}"
                              for nb, params in declared.items())
         raise ConfigError(
-            f"no notebook declares {_named(orphans)}." + (f" {' '.join(hints)}" if hints else "")
+            f"no notebook declares {_named(orphans)}." + (f" {hints}" if hints else "")
             + f"\nKnown parameters:\n{listing}\n"
             f"Check the spelling, or pass the notebook that declares {'it' if len(orphans) == 1 else 'them'}."
         )

@@ -23,11 +23,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "executed_sources", "progress_bars", "progress_lines",
-           "report_progress", "reporting_progress"]
+__all__ = ["NOTES_FILE_ENV", "PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "collecting_notes", "executed_sources",
+           "progress_bars", "progress_lines", "report_note", "report_progress", "reporting_progress"]
 
 #: The environment variable that names the progress file of the notebook being run.
 PROGRESS_FILE_ENV = "WORKBENCH_PROGRESS_FILE"
+
+#: The environment variable that names the notes file of the notebook being run (:func:`report_note`).
+NOTES_FILE_ENV = "WORKBENCH_REPORT_NOTES"
 
 
 def reporting_progress() -> bool:
@@ -70,6 +73,45 @@ def report_progress(line: str) -> bool:
     except OSError:
         return False
     return True
+
+
+def report_note(line: str) -> bool:
+    """Append ``line`` to the notes ``workbench report`` prints after the report's paths (what the report's
+    first screen says a reader must not miss, e.g. a run it set aside); False (nothing written) outside it.
+
+    A line that cannot be written is dropped, as for :func:`report_progress`.
+    """
+    path = os.environ.get(NOTES_FILE_ENV)
+    if not path:
+        return False
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line.replace("\n", " ") + "\n")
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def collecting_notes(path: str | Path) -> Iterator[list[str]]:
+    """While the block runs, :func:`report_note` lines (this process's and its children's: a kernel started
+    inside) go to ``path``; on exit the list yielded holds them, each once in the order first written, and
+    the file is removed."""
+    file = Path(path)
+    previous = os.environ.get(NOTES_FILE_ENV)
+    notes: list[str] = []
+    file.unlink(missing_ok=True)
+    os.environ[NOTES_FILE_ENV] = str(file)
+    try:
+        yield notes
+    finally:
+        if previous is None:
+            os.environ.pop(NOTES_FILE_ENV, None)
+        else:
+            os.environ[NOTES_FILE_ENV] = previous
+        with contextlib.suppress(OSError):
+            notes.extend(dict.fromkeys(file.read_text(encoding="utf-8").splitlines()))
+        file.unlink(missing_ok=True)
 
 
 _EXECUTING = re.compile(r"^Executing Cell (\d+)-*$")

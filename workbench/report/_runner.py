@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
+import json
 import logging
+import os
+import signal
 import re
 import shutil
 import sys
@@ -28,7 +32,7 @@ from typing import Any
 import nbformat
 
 from workbench import paths
-from workbench.errors import ConfigError, ReportError
+from workbench.errors import ConfigError, DiskFullError, ReportError
 
 #: Exception names raised in a notebook that mean its input was bad (``workbench report`` exits 2).
 BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
@@ -36,10 +40,13 @@ from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._interrupt import KernelProcesses, run_interruptibly
 from workbench.report._params import check_parameters, notebook_parameters
-from workbench.report._progress import CellWatch, executed_sources, progress_lines
+from workbench.report._progress import CellWatch, collecting_notes, executed_sources, progress_lines
 from workbench.report._provenance import git_state, provenance
 
-__all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "ReportResult", "run_notebook"]
+__all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "NO_SPACE", "ReportResult", "run_notebook"]
+
+#: errno values that mean "no room": a full disk, an exhausted quota, a file-size limit.
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 #: The IPython kernel of the environment running the workbench.
 DEFAULT_KERNEL = "python3"
@@ -58,6 +65,8 @@ class ReportResult:
         parameters: the parameters injected, ``report_dir`` included.
         started_at: when execution began (UTC).
         finished_at: when the HTML was written (UTC).
+        notes: lines the notebook's kernel asked to be said after the report's paths
+            (:func:`workbench.report.report_note`: a run the report set aside, with why), each once.
     """
 
     notebook: Path
@@ -68,6 +77,7 @@ class ReportResult:
     parameters: dict[str, Any]
     started_at: datetime
     finished_at: datetime
+    notes: tuple[str, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -144,6 +154,7 @@ def _execute(
     cell_timeout_s: float | None,
     progress: bool,
     progress_label: str | None = None,
+    kernels: KernelProcesses | None = None,
 ) -> tuple[BaseException | None, dict[str, Any]]:
     """Run papermill; return (the failure or None, what to record about it).
 
@@ -170,7 +181,7 @@ def _execute(
             else contextlib.nullcontext())
     propagate, level = papermill_log.propagate, papermill_log.level
     sockets = _kernel_sockets()
-    kernels = KernelProcesses()
+    kernels = kernels if kernels is not None else KernelProcesses()
     if watch is not None:  # papermill's records only reach the watch: the cells' own output stays in the notebook
         papermill_log.addHandler(watch)
         papermill_log.propagate = False
@@ -267,6 +278,76 @@ def _kernel_manager(log: Path, kernels: KernelProcesses) -> type:
     return _LoggedKernelManager
 
 
+def _no_space(exc: OSError) -> bool:
+    """True when ``exc`` says there was no room (its errno, else ``[Errno 28]`` in its text, as pyarrow and a
+    cell's error value give it)."""
+    if exc.errno is not None:
+        return exc.errno in NO_SPACE
+    found = re.search(r"\[Errno (\d+)\]", str(exc))
+    return (found is not None and int(found.group(1)) in NO_SPACE) or "No space left on device" in str(exc)
+
+
+def _disk_full(exc: OSError, *, source: Path, executed: Path, html: Path, kernels: KernelProcesses,
+               runs_dir: Any) -> DiskFullError:
+    """The one-line error for a report that ran out of room, once what it left is made safe.
+
+    The kernel is stopped if still running (SIGKILL to its process group); the executed notebook and the
+    HTML, half-written or stale, are removed, so nothing there reads as a finished report; each run that
+    this report's kernel was writing (its sweep lock names the kernel's process) is marked ``failed`` with
+    "disk full" instead of staying ``running`` for ever (:func:`_fail_runs`).
+    """
+    kernels.signal_all(signal.SIGKILL)
+    removed = []
+    for path in (executed, html):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.name)
+    where = getattr(exc, "filename", None) or executed
+    failed, unmarked = _fail_runs(runs_dir, kernels.pids(), f"disk full: {where} could not be written "
+                                  f"({exc.strerror or 'no space left on device'}) while {source.name} ran")
+    runs = (f"; run{'s' if len(failed) > 1 else ''} {', '.join(failed)} marked failed" if failed else "")
+    runs += (f"; run{'s' if len(unmarked) > 1 else ''} {', '.join(unmarked)} could not be marked failed (its "
+             "disk is full too)" if unmarked else "")
+    return DiskFullError(
+        f"disk full: cannot write {where} ({exc.strerror or 'no space left on device'}) while running "
+        f"{source.name}; no report was written"
+        + (f" (the partial {' and '.join(removed)} removed)" if removed else "") + runs
+        + ". Free space or choose -o elsewhere, then run it again", path=str(where))
+
+
+def _fail_runs(runs_dir: Any, pids: set[int], error: str) -> tuple[list[str], list[str]]:
+    """Mark ``failed`` with ``error`` each run under ``runs_dir`` whose sweep lock names one of ``pids`` and
+    whose manifest still says ``running`` or ``interrupted``; returns (run ids marked, run ids that could
+    not be written). ``runs_dir`` as the notebook reads it (None: ``$WORKBENCH_RUNS_DIR`` or data/runs)."""
+    if not pids:
+        return [], []
+    from workbench.store import runs_root
+
+    root = runs_root(paths.resolve(runs_dir) if isinstance(runs_dir, (str, Path)) else None)
+    marked, unmarked = [], []
+    for lock in sorted(root.glob("*/sweep.lock")) if root.is_dir() else []:
+        manifest_path = lock.with_name("manifest.json")
+        try:
+            if int(json.loads(lock.read_text(encoding="utf-8")).get("pid") or 0) not in pids:
+                continue
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if manifest.get("status") not in ("running", "interrupted"):
+            continue
+        manifest.update(status="failed", error=error, finished_at=_now().isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+        tmp = manifest_path.with_name(f".{manifest_path.name}.tmp")
+        try:
+            tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            os.replace(tmp, manifest_path)
+            lock.unlink(missing_ok=True)  # the kernel that held it is gone
+            marked.append(lock.parent.name)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            unmarked.append(lock.parent.name)
+    return marked, unmarked
+
+
 def run_notebook(
     notebook_path: str | Path,
     *,
@@ -309,6 +390,9 @@ def run_notebook(
         ReportError: the kernel could not start, a cell failed or timed out, or the
             HTML would fetch something from the network (the partial or complete
             output notebook and HTML are kept; the message names them).
+        DiskFullError: no room to write the report (or for a file a cell writes): one line; the
+            half-written executed notebook and HTML are removed, the kernel stopped, and each run its
+            sweep lock shows the kernel was writing is marked ``failed`` with "disk full" (:func:`_disk_full`).
     """
     source = Path(notebook_path).expanduser().resolve()
     if source.suffix != ".ipynb":
@@ -329,16 +413,44 @@ def run_notebook(
     # injected as a report shows it (relative to the project or ~): the notebooks read it with
     # workbench.paths.resolve, and the shared report prints no absolute path of this machine
     given["report_dir"] = paths.shown(report_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if "report_dir" in declared or "report_dir" in (parameters or {}):
-        report_dir.mkdir(parents=True, exist_ok=True)
-
     kernel = kernel_name or DEFAULT_KERNEL
     git = git_state(source.parent)
     started = _now()
-    failure, error_info = _execute(
-        source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress,
-        progress_label=progress_label)
+    kernels = KernelProcesses()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if "report_dir" in declared or "report_dir" in (parameters or {}):
+            report_dir.mkdir(parents=True, exist_ok=True)
+        return _run_and_finish(source, executed, html, report_dir, given=given, declared=declared, kernel=kernel,
+                               git=git, started=started, cell_timeout_s=cell_timeout_s, progress=progress,
+                               progress_label=progress_label, kernels=kernels)
+    except OSError as exc:
+        if _no_space(exc):
+            raise _disk_full(exc, source=source, executed=executed, html=html, kernels=kernels,
+                             runs_dir=given.get("runs_dir")) from exc
+        raise
+
+
+def _run_and_finish(source: Path, executed: Path, html: Path, report_dir: Path, *, given: dict[str, Any],
+                    declared: Mapping[str, Any], kernel: str, git: Any, started: datetime,
+                    cell_timeout_s: float | None, progress: bool, progress_label: str | None,
+                    kernels: KernelProcesses) -> ReportResult:
+    """:func:`run_notebook` from the kernel's start on: execute, stamp provenance, export, check the page.
+
+    Raises:
+        OSError: a file could not be written (papermill's saves of the executed notebook, the HTML), or a
+            cell failed on a full disk (the cell's ``OSError`` raised again here, so both are one case).
+        ReportError: as :func:`run_notebook`.
+    """
+    with collecting_notes(executed.with_name(f".{executed.stem}.notes")) as notes:
+        failure, error_info = _execute(
+            source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress,
+            progress_label=progress_label, kernels=kernels)
+    if failure is not None and error_info.get("ename") in ("OSError", "DiskFullError") and _no_space(
+            OSError(str(error_info.get("evalue", "")))):  # a cell that could not write: the same full disk
+        named = re.search(r": '(.+)'$", str(error_info.get("evalue", "")))
+        raise OSError(errno.ENOSPC, f"no space left on device, in cell {error_info.get('cell')}",
+                      named.group(1) if named else str(executed)) from failure
     record = provenance(
         notebook=source,
         parameters=given,
@@ -383,4 +495,5 @@ def run_notebook(
         parameters=given,
         started_at=started,
         finished_at=_now(),
+        notes=tuple(notes),
     )

@@ -49,10 +49,14 @@ def check_from_runs(given: Mapping[str, Any]) -> None:
             ...: nothing is measured), or a run :func:`workbench.store.stored_runs` cannot read (checked
             before a kernel starts; the store is imported only then).
     """
+    from workbench.report._params import did_you_mean
+
     ignored = sorted(set(given) - FROM_RUNS_APPLIES)
     if ignored:
+        guesses = did_you_mean(ignored, FROM_RUNS_APPLIES - {FROM_RUNS_PARAMETER})
         raise ConfigError(
-            f"--from-runs renders stored runs and measures nothing, so {', '.join(ignored)} would be ignored. "
+            (f"{guesses} " if guesses else "")
+            + f"--from-runs renders stored runs and measures nothing, so {', '.join(ignored)} would be ignored. "
             f"Leave {'it' if len(ignored) == 1 else 'them'} out, or measure anew without --from-runs (e.g. "
             "`make report P='repeats=3'`, or `workbench bench VARIANT... --repeats 3` and then "
             "`workbench report --from-runs` on the runs it prints). With --from-runs only "
@@ -209,6 +213,8 @@ def report_command(
         if result.charts:
             typer.echo(f"  charts:   {result.report_dir} ({len(result.charts)} files)")
         typer.echo(f"  took {result.duration_s:.0f} s")
+        for note in result.notes:  # what the report's first screen says a reader must not miss: one line each
+            typer.echo(f"  {note}")
 
     # the notebooks that measure nothing start first, side by side on spare CPU only, each in its own process;
     # the others run here meanwhile, one at a time

@@ -152,7 +152,19 @@ def study_opening(study: Any) -> str:
         sentences.append(split.sentence(*study.seed_pair, study.baseline))
     sentences.append(_study_caveat(study, spec))
     sentences.append(_provenance_sentence(study))
-    return _join(sentences)
+    return _join(sentences) + _set_aside_paragraph(study)
+
+
+def _set_aside_paragraph(study: Any) -> str:
+    """``"\n\n**Not compared** — ..."``: each run given that the study set aside (:attr:`Study.set_aside`), with
+    why, as a paragraph of its own after the opening's sentences; ``""`` when none was."""
+    runs = getattr(study, "set_aside", None) or []
+    if not runs:
+        return ""
+    items = [f"run {code(r.run_id)} (variant {code(r.variant)}): {literal(r.reason)}." for r in runs]
+    many = len(runs) > 1
+    return (f"\n\n**Not compared** — {len(runs)} of the runs given {'are' if many else 'is'} left out of every "
+            f"figure below: " + " ".join(items))
 
 
 # -- dynamic_disable --------------------------------------------------------------------------------

@@ -66,6 +66,29 @@ SUMMARY_COLUMNS = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class SetAsideRun:
+    """A run given to a study that it cannot compare, and why (a report lists it on its first screen).
+
+    Attributes:
+        run_id: the run's id (the variant's name for a table built by hand, without run ids).
+        variant: its variant.
+        workloads: the workloads it measured (none of them the one shown).
+        reason: why it is set aside, a plain sentence (no markup), e.g. ``"measured workload X, not
+            Y ..."``.
+    """
+
+    run_id: str
+    variant: str
+    workloads: tuple[str, ...]
+    reason: str
+
+    @property
+    def line(self) -> str:
+        """``"set aside: run R (variant V): <reason>"``: one terminal line."""
+        return f"set aside: run {self.run_id} (variant {self.variant}): {self.reason}"
+
+
 @dataclasses.dataclass
 class Study:
     """Runs of several variants on one workload, compared against a baseline.
@@ -109,6 +132,8 @@ class Study:
     seed_pair: tuple[str, str] | None = None
     #: Workloads in the runs besides :attr:`workload` (their rows are not in :attr:`levels`).
     other_workloads: list[str] = dataclasses.field(default_factory=list, init=False)
+    #: Runs given that measured none of :attr:`workload` (so none of their rows is in :attr:`levels`), with why.
+    set_aside: list[SetAsideRun] = dataclasses.field(default_factory=list, init=False)
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
     _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
         default_factory=dict, init=False, repr=False, compare=False)
@@ -120,11 +145,16 @@ class Study:
         self._axis: LoadAxis = load_axis(self.levels)
         if "workload" not in self.levels:  # a table built by hand, not read by load_runs: one workload
             self.levels = self.levels.assign(workload="default")
+        if self.workload is None:  # only a workload the baseline measured can be compared with it
+            measured = set(self.levels.loc[self.levels["variant"] == self.baseline, "workload"])
+            candidates = self.levels[self.levels["workload"].isin(measured)]
+            self.workload, _ = choose_workload(candidates["workload"], candidates["variant"])
         self.workload, self.other_workloads = choose_workload(self.levels["workload"], self.levels["variant"],
                                                               self.workload)
         if self.other_workloads:
             keep = self.levels["workload"] == self.workload
             kept = self.levels[keep]
+            self.set_aside = self._runs_left_out(kept)
             if {"run_id", "level_index"} <= set(self.requests.columns) and {"run_id", "level_index"} <= set(kept):
                 keys = pd.MultiIndex.from_frame(kept[["run_id", "level_index"]].drop_duplicates())
                 self.requests = self.requests[pd.MultiIndex.from_frame(
@@ -145,6 +175,23 @@ class Study:
                 raise ConfigError(f"{name} must be a number of milliseconds > 0 (or None: no goodput), got {value!r}")
         if self.goodput_targets:
             self.levels = self._with_goodput(self.levels)
+
+    def _runs_left_out(self, kept: pd.DataFrame) -> list[SetAsideRun]:
+        """The runs of :attr:`levels` (by ``run_id``; by variant without one) none of whose rows is in ``kept``."""
+        key = "run_id" if "run_id" in self.levels else "variant"
+        out = []
+        for run_id, rows in self.levels.groupby(key, sort=False):
+            if str(run_id) in set(kept[key].astype(str)):
+                continue
+            workloads = tuple(sorted(set(rows["workload"].astype(str))))
+            variant = str(rows["variant"].iloc[0])
+            theirs = ", ".join(workloads)
+            out.append(SetAsideRun(str(run_id), variant, workloads, (
+                f"it measured workload {theirs}, and this report compares {self.workload}, the workload of the "
+                f"baseline {self.baseline!r}; levels of different workloads (output lengths, prompts) are never "
+                f"compared, so none of its figures is shown. Measure {self.baseline!r} on {theirs} too and report "
+                "the two together")))
+        return out
 
     @property
     def goodput_targets(self) -> dict[str, float]:
@@ -373,9 +420,14 @@ class Study:
         return _study_words.verdict(self)
 
     def opening(self) -> str:
-        """:func:`workbench.studies._openings.study_opening`: the five sentences that open the report."""
+        """:func:`workbench.studies._openings.study_opening`: the five sentences that open the report, then the
+        runs set aside (:attr:`set_aside`), each also said on the terminal of a ``workbench report``
+        (:func:`workbench.report.report_note`)."""
+        from workbench.report import report_note
         from workbench.studies._openings import study_opening
 
+        for run in self.set_aside:
+            report_note(run.line)
         return study_opening(self)
 
     # -- the seed's pair (workbench.studies._seed_pair) -------------------------------
