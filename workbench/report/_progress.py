@@ -64,7 +64,13 @@ def report_progress(line: str) -> bool:
     A line that cannot be written (the file's folder is gone) is dropped: progress never
     stops a measurement.
     """
-    path = os.environ.get(PROGRESS_FILE_ENV)
+    return _append_line(PROGRESS_FILE_ENV, line)
+
+
+def _append_line(variable: str, line: str) -> bool:
+    """Append ``line`` (one line: newlines become spaces) to the file the environment variable names; False when
+    none is named or it cannot be written."""
+    path = os.environ.get(variable)
     if not path:
         return False
     try:
@@ -81,15 +87,7 @@ def report_note(line: str) -> bool:
 
     A line that cannot be written is dropped, as for :func:`report_progress`.
     """
-    path = os.environ.get(NOTES_FILE_ENV)
-    if not path:
-        return False
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line.replace("\n", " ") + "\n")
-    except OSError:
-        return False
-    return True
+    return _append_line(NOTES_FILE_ENV, line)
 
 
 @contextlib.contextmanager
