@@ -395,10 +395,20 @@ def test_report_tables_of_a_request_rate_run(tmp_path: Path) -> None:
         wb.load_study([run], workload="nope")
 
 
-def test_a_study_of_closed_and_open_loop_runs_is_refused(tmp_path: Path) -> None:
+def test_a_study_of_closed_and_open_loop_runs_sets_the_other_kind_aside(tmp_path: Path) -> None:
+    """A report never drops a run it was given (issue 34 item 3): runs on the other kind of load than the
+    baseline are set aside by name and reason, not refused; the axis itself still refuses a mixed table."""
     result = import_results([PUBLIC, BS / "bs059_baseline_details.jsonl"], runs_dir=tmp_path / "runs")
+    study = wb.load_study(list(result.runs["path"]), baseline="baseline")
+    assert set(study.levels["variant"]) == {"baseline"}
+    (aside,) = study.set_aside
+    assert aside.variant != "baseline" and "share no axis" in aside.reason
+    assert ("open-loop" in aside.reason) and ("closed-loop" in aside.reason)
+    assert aside.line.startswith(f"set aside: run {aside.run_id} (variant {aside.variant}): it was measured")
+    from workbench.analysis import load_axis
+
     with pytest.raises(ConfigError, match="mix closed-loop runs .* and open-loop runs .*Study them apart"):
-        wb.load_study(list(result.runs["path"]), baseline="baseline")
+        load_axis(result.levels)
 
 
 def test_vllm_request_rate_files_make_a_study_on_the_rate_with_per_position_rates(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from workbench.studies import _seed_pair, _study_words
 from workbench.studies._study_words import COMPARED
 from workbench.studies._conditions import conditions_of, conditions_text
 from workbench.analysis import (MIN_TEST_REPEATS, Crossover, bracket_levels, CrossoverInterval, LoadAxis, best_policy,
-                                choose_workload, crossover_interval, find_crossover, load_axis, not_tested_text,
+                                choose_workload, crossover_interval, find_crossover, load_axis, load_modes, not_tested_text,
                                 per_request_ratio_ci, queued_requests, interval_text, ratio_intervals, repeat_table,
                                 same_outputs, settings_differences, position_rates, imported_position_rates,
                                 accept_length_distribution, accept_by_category, goodput_levels)
@@ -142,6 +142,7 @@ class Study:
         names = list(dict.fromkeys(self.levels["variant"])) if len(self.levels) else []
         if self.baseline not in names:
             raise ConfigError(f"baseline variant {self.baseline!r} has no runs; runs cover {names}")
+        self._set_aside_other_load()
         self._axis: LoadAxis = load_axis(self.levels)
         if "workload" not in self.levels:  # a table built by hand, not read by load_runs: one workload
             self.levels = self.levels.assign(workload="default")
@@ -152,14 +153,9 @@ class Study:
         self.workload, self.other_workloads = choose_workload(self.levels["workload"], self.levels["variant"],
                                                               self.workload)
         if self.other_workloads:
-            keep = self.levels["workload"] == self.workload
-            kept = self.levels[keep]
-            self.set_aside = self._runs_left_out(kept)
-            if {"run_id", "level_index"} <= set(self.requests.columns) and {"run_id", "level_index"} <= set(kept):
-                keys = pd.MultiIndex.from_frame(kept[["run_id", "level_index"]].drop_duplicates())
-                self.requests = self.requests[pd.MultiIndex.from_frame(
-                    self.requests[["run_id", "level_index"]]).isin(keys)].reset_index(drop=True)
-            self.levels = kept.reset_index(drop=True)
+            kept = self.levels[self.levels["workload"] == self.workload]
+            self.set_aside = [*self.set_aside, *self._runs_left_out(kept)]
+            self._keep(kept)
             if self.baseline not in set(self.levels["variant"]):
                 raise ConfigError(f"the baseline {self.baseline!r} did not measure workload {self.workload!r}; "
                                   f"pass workload= one of {[self.workload, *self.other_workloads]}")
@@ -175,6 +171,34 @@ class Study:
                 raise ConfigError(f"{name} must be a number of milliseconds > 0 (or None: no goodput), got {value!r}")
         if self.goodput_targets:
             self.levels = self._with_goodput(self.levels)
+
+    def _keep(self, kept: pd.DataFrame) -> None:
+        """Narrow :attr:`levels` to ``kept`` (a subset of its rows) and :attr:`requests` to their levels."""
+        if {"run_id", "level_index"} <= set(self.requests.columns) and {"run_id", "level_index"} <= set(kept):
+            keys = pd.MultiIndex.from_frame(kept[["run_id", "level_index"]].drop_duplicates())
+            self.requests = self.requests[pd.MultiIndex.from_frame(
+                self.requests[["run_id", "level_index"]]).isin(keys)].reset_index(drop=True)
+        self.levels = kept.reset_index(drop=True)
+
+    def _set_aside_other_load(self) -> None:
+        """Runs measured on the other kind of load than the baseline (closed loop against open loop) are set
+        aside by name and reason: the two share no axis, and a report never drops a run without saying so."""
+        modes = load_modes(self.levels)
+        if modes.nunique() < 2:
+            return
+        base_modes = modes[self.levels["variant"] == self.baseline]
+        mode = str(base_modes.mode().iloc[0])
+        words = {"closed": "closed-loop (at fixed concurrencies)", "open": "open-loop (at request rates)"}
+        key = "run_id" if "run_id" in self.levels else "variant"
+        for run_id, rows in self.levels[modes != mode].groupby(key, sort=False):
+            theirs = str(load_modes(rows).iloc[0])
+            self.set_aside.append(SetAsideRun(str(run_id), str(rows["variant"].iloc[0]), tuple(sorted(set(
+                rows["workload"].astype(str)))) if "workload" in rows else (), (
+                f"it was measured {words.get(theirs, theirs)}, and the baseline {self.baseline!r} "
+                f"{words.get(mode, mode)}; a closed-loop level and an open-loop one are not the same load, so "
+                f"they share no axis and none of its figures is shown. Measure {self.baseline!r} the same way and "
+                "report the two together")))
+        self._keep(self.levels[modes == mode])
 
     def _runs_left_out(self, kept: pd.DataFrame) -> list[SetAsideRun]:
         """The runs of :attr:`levels` (by ``run_id``; by variant without one) none of whose rows is in ``kept``."""
