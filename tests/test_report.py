@@ -154,8 +154,9 @@ def test_html_renders_in_headless_chromium_without_network(demo: ReportResult, t
         timeout=60,
     )
     assert shot.is_file(), proc.stderr[-2000:]
-    # a blank 1200x2000 page compresses to a few kB; the drawn report is far larger
-    assert shot.stat().st_size > 40_000
+    # a blank 1200x2000 page compresses to a few kB; the drawn report (header, chart: about 36 kB since the
+    # code cells' source is hidden) is far larger
+    assert shot.stat().st_size > 20_000
 
 
 def test_failing_notebook_raises_and_keeps_partial_output(tmp_path: Path, write_notebook) -> None:
@@ -498,3 +499,49 @@ def test_a_failing_cell_is_named_by_the_line_it_failed_at() -> None:
     assert _failing_line(source, traceback) == "runs = wb.stored_runs(from_runs)"
     assert _failing_line(source, None) == "import workbench as wb"  # no frame: the cell's first line
     assert _failing_line(source, ["Cell In[3], line 99"]) == "import workbench as wb"  # out of range
+
+
+def test_cli_page_shows_no_plumbing_keeps_a_failing_cells_source_and_writes_an_index(
+        tmp_path: Path, write_notebook) -> None:
+    """`workbench report`: no In/Out prompts or passing code on the page, a failing cell's source kept, index.html."""
+    folder = tmp_path / "nbs"
+    passing = write_notebook(folder / "passing.ipynb", parameters="level = 4",
+                             cells=["secret_plumbing_total = level * 25\nsecret_plumbing_total",
+                                    "print('printed by a passing cell')"])
+    node = nbformat.read(str(passing), as_version=4)
+    node.cells[0].source = "# Does level 4 reach 100?\n\nThe opening paragraph: what this report answers."
+    nbformat.write(node, str(passing))
+    told = write_notebook(folder / "told.ipynb", parameters="level = 2", cells=[
+        "from IPython.display import Markdown, display\n"
+        "display(Markdown('**In short** — level 2 is *enough*.\\n\\nDetails follow.'))"])
+    broken = write_notebook(folder / "broken.ipynb", parameters="level = 4", cells=[
+        "before_failure_value = 1", "raise RuntimeError(f'boom_at_level_{level}')"])
+    out = tmp_path / "out"
+    cmd = [str(Path(sys.executable).parent / "workbench"), "report", str(passing), str(told), str(broken),
+           "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
+    assert done.returncode == 1, done.stdout + done.stderr  # the broken notebook failed, the others did not
+
+    page = (out / "passing.html").read_text(encoding="utf-8").split("<body", 1)[1]  # not the CSS's comments
+    assert "100" in page and "printed by a passing cell" in page  # outputs stay
+    assert "In&nbsp;[" not in page and "In [" not in page and "Out[" not in page and "Out&nbsp;[" not in page
+    assert "jp-InputPrompt" not in page and "jp-OutputPrompt" not in page
+    assert "secret_plumbing_total" not in page  # a passing cell's source is not shown
+    assert "level = 4" not in page  # nor the parameters cell's (the header lists them)
+
+    failed = (out / "broken.html").read_text(encoding="utf-8").split("<body", 1)[1]
+    assert "FAILED" in failed and "boom_at_level_4" in failed
+    shown = html.unescape(re.sub(r"<[^>]+>", "", failed))  # the text a reader sees (source is highlighted)
+    assert "raise RuntimeError(f'boom_at_level_{level}')" in shown  # the failing cell's source, with its traceback
+    assert "before_failure_value" not in failed  # the cell before it passed: hidden
+    assert "In&nbsp;[" not in failed and "In [" not in failed
+
+    index = out / "index.html"
+    assert index.is_file() and f"index:    {index}" in done.stdout
+    text = index.read_text(encoding="utf-8")
+    assert external_resources(text) == []
+    assert 'href="passing.html"' in text and 'href="told.html"' in text and 'href="broken.html"' in text
+    assert str(out) not in text  # links are relative
+    assert "Does level 4 reach 100?" in text and "The opening paragraph: what this report answers." in text
+    assert "level 2 is enough." in text and "Details follow" not in text  # the In short paragraph, as plain text
+    assert "FAILED" in text and "can disagree" in text

@@ -4,7 +4,9 @@ nbconvert's ``lab`` template loads require.js, MathJax and Mermaid from CDNs and
 the ipywidgets renderer from unpkg. The template here extends ``lab`` with those
 blocks emptied, inlines SVG outputs (so charts are part of the page), embeds
 markdown images, and adds a provenance header from the notebook's ``workbench``
-metadata. Without MathJax, LaTeX in markdown shows as its source text; widget
+metadata. A report shows what the notebook found, not its plumbing: no ``In [n]:``/``Out[n]:``
+prompts (nbconvert's ``exclude_input_prompt``/``exclude_output_prompt``) and no code, except
+the source of a cell that raised, shown with its traceback on a FAILED page. Without MathJax, LaTeX in markdown shows as its source text; widget
 outputs show their plain-text fallback.
 
 :func:`external_resources` lists what a page would fetch, so callers and tests
@@ -144,6 +146,41 @@ def _markdown_output_exporter():
     return _Exporter
 
 
+def _raised(cell: nbformat.NotebookNode) -> bool:
+    """Whether a code cell's outputs hold an exception (``output_type == "error"``)."""
+    return any(output.get("output_type") == "error" for output in cell.get("outputs", ()))
+
+
+#: Papermill's note at the top of a failed notebook names the cell ``In [n]``, a prompt the page
+#: does not show; the exported page names it by its anchor instead.
+_PAPERMILL_ERROR_TAG = "papermill-error-cell-tag"
+_PAPERMILL_IN_PROMPT = re.compile(r"'?(<a href=\"#papermill-error-cell\">)In \[[^\]]*\](</a>)'?")
+
+
+def _show_only_failing_input(cell: nbformat.NotebookNode) -> None:
+    """Hide a code cell's source unless it raised; word papermill's error note without a prompt.
+
+    Uses nbconvert's own per-cell switch (``cell.metadata.transient.remove_source``, which the templates and
+    ``TagRemovePreprocessor`` use), so a failing cell keeps its source even when tagged ``hide-input``.
+    """
+    if cell.get("cell_type") == "code":
+        cell.setdefault("metadata", {}).setdefault("transient", {})["remove_source"] = not _raised(cell)
+    elif _PAPERMILL_ERROR_TAG in cell.get("metadata", {}).get("tags", ()):
+        cell.source = _PAPERMILL_IN_PROMPT.sub(r"\1the failing cell\2", cell.source)
+
+
+def _preprocessor_class():
+    """nbconvert's preprocessor running :func:`_show_only_failing_input` (nbconvert is imported lazily: it is slow)."""
+    from nbconvert.preprocessors import Preprocessor
+
+    class _Show(Preprocessor):
+        def preprocess_cell(self, cell, resources, index):  # noqa: D102 - nbconvert's hook
+            _show_only_failing_input(cell)
+            return cell, resources
+
+    return _Show
+
+
 def _exporter():
     from traitlets.config import Config
 
@@ -152,6 +189,10 @@ def _exporter():
     # The parameters cells are in the header already; setup and glue cells tagged hide-input show only their output.
     config.TagRemovePreprocessor.enabled = True
     config.TagRemovePreprocessor.remove_input_tags = set(HIDDEN_INPUT_TAGS)
+    # No In [n]: / Out[n]: prompts; code is hidden cell by cell (_show_only_failing_input), not with the
+    # exporter's exclude_input, which would hide a failing cell's source too.
+    config.HTMLExporter.exclude_input_prompt = True
+    config.HTMLExporter.exclude_output_prompt = True
     exporter = _markdown_output_exporter()(
         config=config,
         template_name="lab",
@@ -163,6 +204,7 @@ def _exporter():
         require_js_url="",
         mathjax_url="",
     )
+    exporter.register_preprocessor(_preprocessor_class()(enabled=True), enabled=True)
     counter = itertools.count(1)
     exporter.register_filter("wb_inline_svg", lambda svg: inline_svg(svg, f"wb-svg{next(counter)}"))
     return exporter

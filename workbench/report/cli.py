@@ -162,7 +162,8 @@ def report_command(
     Each -p NAME VALUE
     (repeatable; VALUE is YAML, e.g. -p concurrency_levels "[1,2,4]") goes to the
     notebooks whose parameters cell declares NAME; a NAME no notebook declares is
-    an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/.
+    an error. Writes OUT/<name>.html, OUT/<name>.ipynb and charts in OUT/<name>/, then
+    OUT/index.html listing every report in OUT.
 
     --from-runs RUN... renders from stored runs (ids, prefixes or run directories) without
     measuring anything: only the notebooks that declare from_runs run (spec_vs_baseline).
@@ -239,6 +240,10 @@ def report_command(
             finished(nb, result, exc)
         for nb, result, exc in beside_finished():
             finished(nb, result, exc)
+    if out.is_dir():  # one page listing every report in the folder, linked relatively
+        from workbench.report._index import write_index
+
+        typer.echo(f"  index:    {write_index(out, order=[nb.stem for nb in plan])}")
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     typer.echo(f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
                f"{f'{minutes} min ' if minutes else ''}{seconds} s")

@@ -1,0 +1,169 @@
+"""``<out_dir>/index.html``: one offline page listing the reports in an output folder.
+
+One row per report (``<stem>.html`` beside its executed ``<stem>.ipynb``): its title (the
+notebook's first markdown heading), what it answers (the **In short** paragraph a cell
+displayed, else the opening paragraph of the first markdown cell, else its first line) and a
+relative link. The page says once that reports can disagree because each measures its own
+model, GPU and workload, which each report's header states. Nothing on it is fetched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import nbformat
+
+__all__ = ["IndexEntry", "index_entry", "index_page", "write_index"]
+
+INDEX_NAME = "index.html"
+
+#: The lead of a verdict's first paragraph (``workbench.studies._openings.LEAD`` and the like).
+_IN_SHORT = re.compile(r"^\s*\*\*In short\*\*\s*[—:-]?\s*", re.IGNORECASE)
+_MARKDOWN_PUNCT = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
+_MARKDOWN_EMPHASIS = re.compile(r"\*\*|__|`")
+_MARKDOWN_ITALIC = re.compile(r"(?<![\w*\\])[*_]([^*_\s][^*_]*)[*_](?![\w*])")
+_MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_SUMMARY_CHARS = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexEntry:
+    """One report's row on the index page.
+
+    Attributes:
+        href: the page's path relative to the index (``spec_vs_baseline.html``).
+        title: the notebook's first heading, or the file's stem.
+        summary: what the report answers, plain text (may be empty).
+        failed: whether the run failed (the page holds partial output).
+    """
+
+    href: str
+    title: str
+    summary: str
+    failed: bool = False
+
+
+def _plain(markdown: str) -> str:
+    """Markdown as the plain text a reader sees: escapes, emphasis, code marks and link targets dropped."""
+    text = _MARKDOWN_LINK.sub(r"\1", markdown)
+    text = _MARKDOWN_ITALIC.sub(r"\1", _MARKDOWN_EMPHASIS.sub("", text))
+    text = _MARKDOWN_PUNCT.sub(r"\1", text)
+    text = " ".join(text.split())
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1].rstrip() + "…"
+
+
+def _paragraphs(markdown: str) -> list[str]:
+    return [p.strip() for p in re.split(r"\n\s*\n", markdown) if p.strip()]
+
+
+def _markdown_outputs(cell: nbformat.NotebookNode) -> Iterable[str]:
+    for output in cell.get("outputs", ()):
+        text = output.get("data", {}).get("text/markdown")
+        if text:
+            yield text if isinstance(text, str) else "".join(text)
+
+
+def index_entry(notebook: nbformat.NotebookNode, href: str) -> IndexEntry:
+    """The index row of one executed notebook (pure: reads only the node).
+
+    Args:
+        notebook: the executed notebook.
+        href: its HTML page's path relative to the index.
+    """
+    markdown = [c.source for c in notebook.cells if c.cell_type == "markdown" and c.source.strip()
+                and "papermill-error-cell" not in c.source]  # papermill's notes in a failed notebook
+    first = markdown[0] if markdown else ""
+    lines = [line.strip() for line in first.splitlines() if line.strip()]
+    heading = next((line for line in lines if line.startswith("#")), "")
+    title = _plain(heading.lstrip("#")) or Path(urllib.parse.unquote(href)).stem
+    summary = ""
+    for cell in notebook.cells:  # the verdict's "In short" paragraph, where a cell displayed one
+        for text in _markdown_outputs(cell):
+            lead = next((p for p in _paragraphs(text) if _IN_SHORT.match(p)), None)
+            if lead is not None:
+                summary = _plain(_IN_SHORT.sub("", lead))
+                break
+        if summary:
+            break
+    if not summary:  # else the opening paragraph under the heading, else the first line
+        opening = [p for p in _paragraphs(first) if not p.lstrip().startswith("#")]
+        summary = _plain(opening[0]) if opening else _plain(lines[0].lstrip("#")) if lines else ""
+    failed = notebook.metadata.get("workbench", {}).get("status") == "failed"
+    return IndexEntry(href=href, title=title, summary=summary, failed=failed)
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Reports</title>
+<style>
+body {{ font-family: sans-serif; margin: 24px; max-width: 70em; color: #222; }}
+table {{ border-collapse: collapse; width: 100%; }}
+th, td {{ text-align: left; vertical-align: top; padding: 6px 10px; border-bottom: 1px solid #ddd; }}
+.note {{ color: #555; }}
+.failed {{ color: #b00020; font-weight: bold; }}
+</style>
+</head>
+<body>
+<h1>Reports</h1>
+<p class="note">Reports can disagree: each measures its own models, GPUs and workloads (each report's
+header and opening say which), so compare a number only with one measured the same way.</p>
+<table>
+<thead><tr><th>Report</th><th>What it answers</th></tr></thead>
+<tbody>
+{rows}
+</tbody>
+</table>
+</body>
+</html>
+"""
+
+
+def index_page(entries: Sequence[IndexEntry]) -> str:
+    """The index page's HTML (pure; every text escaped, links relative, nothing fetched)."""
+    rows = []
+    for entry in entries:
+        failed = ' <span class="failed">FAILED (partial output)</span>' if entry.failed else ""
+        rows.append(f'<tr><td><a href="{html.escape(entry.href)}">{html.escape(entry.title)}</a>{failed}</td>'
+                    f"<td>{html.escape(entry.summary)}</td></tr>")
+    if not rows:
+        rows.append('<tr><td colspan="2">No reports in this folder.</td></tr>')
+    return _PAGE.format(rows="\n".join(rows))
+
+
+def write_index(out_dir: str | Path, order: Sequence[str] = ()) -> Path:
+    """Write ``<out_dir>/index.html`` over every report in ``out_dir``.
+
+    A report is a ``<stem>.html`` whose executed ``<stem>.ipynb`` lies beside it; an unreadable
+    notebook still gets a row (its stem as title).
+
+    Args:
+        out_dir: the reports folder.
+        order: stems listed first, in this order (the order the notebooks ran); the rest follow
+            alphabetically.
+
+    Returns:
+        The index's path.
+    """
+    folder = Path(out_dir)
+    stems = sorted(p.stem for p in folder.glob("*.html") if p.name != INDEX_NAME and p.with_suffix(".ipynb").is_file())
+    rank = {stem: i for i, stem in enumerate(order)}
+    stems.sort(key=lambda stem: (rank.get(stem, len(rank)), stem))
+    entries = []
+    for stem in stems:
+        href = urllib.parse.quote(f"{stem}.html")
+        try:
+            notebook = nbformat.read(str(folder / f"{stem}.ipynb"), as_version=4)
+        except (OSError, ValueError):
+            entries.append(IndexEntry(href=href, title=stem, summary=""))
+            continue
+        entries.append(index_entry(notebook, href))
+    target = folder / INDEX_NAME
+    target.write_text(index_page(entries), encoding="utf-8")
+    return target
