@@ -16,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import json
 import logging
-import os
 import signal
 import re
 import shutil
@@ -321,29 +319,22 @@ def _fail_runs(runs_dir: Any, pids: set[int], error: str) -> tuple[list[str], li
     not be written). ``runs_dir`` as the notebook reads it (None: ``$WORKBENCH_RUNS_DIR`` or data/runs)."""
     if not pids:
         return [], []
-    from workbench.store import runs_root
+    from workbench.errors import HostError
+    from workbench.store import fail_unfinished_run, lock_owner, runs_root
 
     root = runs_root(paths.resolve(runs_dir) if isinstance(runs_dir, (str, Path)) else None)
     marked, unmarked = [], []
     for lock in sorted(root.glob("*/sweep.lock")) if root.is_dir() else []:
-        manifest_path = lock.with_name("manifest.json")
+        _, held = lock_owner(lock.parent)
         try:
-            if int(json.loads(lock.read_text(encoding="utf-8")).get("pid") or 0) not in pids:
+            if int(held.get("pid") or 0) not in pids:
                 continue
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, TypeError, AttributeError):
+        except (TypeError, ValueError):
             continue
-        if manifest.get("status") not in ("running", "interrupted"):
-            continue
-        manifest.update(status="failed", error=error, finished_at=_now().isoformat(timespec="milliseconds").replace("+00:00", "Z"))
-        tmp = manifest_path.with_name(f".{manifest_path.name}.tmp")
         try:
-            tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            os.replace(tmp, manifest_path)
-            lock.unlink(missing_ok=True)  # the kernel that held it is gone
-            marked.append(lock.parent.name)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+            if fail_unfinished_run(lock.parent, error):
+                marked.append(lock.parent.name)
+        except HostError:
             unmarked.append(lock.parent.name)
     return marked, unmarked
 

@@ -9,12 +9,14 @@ _NAMES = {
     "catalogue": "_manage",
     "delete_run": "_manage",
     "export_tables": "_manage",
+    "fail_unfinished_run": "_resume",
     "find_run": "_manage",
     "finish_run": "_runs",
     "label_run": "_manage",
     "list_runs": "_catalog",
     "load_quarantine": "_imported",
     "load_run": "_catalog",
+    "lock_owner": "_resume",
     "load_runs": "_catalog",
     "with_workload": "_catalog",
     "new_run": "_runs",
@@ -35,12 +37,14 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._manage import catalogue as catalogue
     from workbench.store._manage import delete_run as delete_run
     from workbench.store._manage import export_tables as export_tables
+    from workbench.store._resume import fail_unfinished_run as fail_unfinished_run
     from workbench.store._manage import find_run as find_run
     from workbench.store._runs import finish_run as finish_run
     from workbench.store._manage import label_run as label_run
     from workbench.store._catalog import list_runs as list_runs
     from workbench.store._imported import load_quarantine as load_quarantine
     from workbench.store._catalog import load_run as load_run
+    from workbench.store._resume import lock_owner as lock_owner
     from workbench.store._catalog import load_runs as load_runs
     from workbench.store._catalog import with_workload as with_workload
     from workbench.store._runs import new_run as new_run

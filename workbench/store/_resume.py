@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError, HostError
-from workbench.store._files import read_json, read_parquet, to_jsonable
-from workbench.store._runs import RUN_COLUMNS, RunWriter, runs_root, new_run, stored_units
+from workbench.store._files import read_json, read_parquet, to_jsonable, write_json
+from workbench.store._runs import RUN_COLUMNS, RunWriter, _utc_iso, runs_root, new_run, stored_units
 
-__all__ = ["LOCK_NAME", "ResumedRun", "lock_owner", "open_run", "sweep_identity", "sweep_in_flight"]
+__all__ = ["LOCK_NAME", "ResumedRun", "fail_unfinished_run", "lock_owner", "open_run", "sweep_identity",
+           "sweep_in_flight"]
 
 #: The lock file in a run directory being written.
 LOCK_NAME = "sweep.lock"
@@ -109,6 +110,27 @@ def lock_owner(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
     if held.get("hostname") not in (None, socket.gethostname()):
         return "elsewhere", held
     return ("alive" if _alive(held) else "dead"), held
+
+
+def fail_unfinished_run(run_dir: str | Path, error: str) -> bool:
+    """Mark failed with ``error`` a run its writer left unfinished (status ``running`` or ``interrupted``: the
+    process writing it was stopped, e.g. a report's kernel on a full disk), stamp its end and remove its sweep
+    lock. False (nothing written) when the run had already ended or has no readable manifest to amend.
+
+    Raises:
+        HostError: the manifest cannot be written.
+    """
+    run = Path(run_dir)
+    try:
+        manifest = read_json(run / "manifest.json")
+    except HostError:
+        return False
+    if manifest.get("status") not in ("running", "interrupted"):
+        return False
+    manifest.update(status="failed", error=error, finished_at=_utc_iso(datetime.now(timezone.utc)))
+    write_json(run / "manifest.json", manifest)
+    (run / LOCK_NAME).unlink(missing_ok=True)  # the process that held it is gone
+    return True
 
 
 def sweep_in_flight(run_dir: str | Path) -> dict[str, Any] | None:
