@@ -93,22 +93,6 @@ def load_options(*, backend: str | None = None, temperature: float | None = None
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _checked_profile(name: str) -> str:
-    """``--sim-profile`` as given, once it names a profile (a TOML file, or data/profiles/NAME.toml).
-
-    Raises:
-        ConfigError: neither exists (the known names listed), before any run is opened or server started.
-    """
-    from workbench import paths
-
-    folder = paths.PACKAGE_ROOT / "data" / "profiles"
-    if name.endswith(".toml") and Path(name).is_file() or (folder / f"{name}.toml").is_file():
-        return name
-    known = ", ".join(sorted(p.stem for p in folder.glob("*.toml")))
-    raise ConfigError(f"--sim-profile {name!r}: no such profile (not a TOML file, and no {folder}/{name}.toml); "
-                      f"known profiles: {known}")
-
-
 def _cell(mean: float, lo: float, hi: float, digits: int) -> str:
     if mean != mean:
         return "-"
@@ -227,7 +211,7 @@ def bench_command(
                         sweep=sweep, sweep_values=sweep_values)
     optional: dict[str, Any] = {"prompt_set": prompt_set} if prompt_set is not None else {}
     if sim_profile is not None:
-        optional["sim_profile"] = _checked_profile(sim_profile)
+        optional["sim_profile"] = sim_profile
     if request_rates is not None:
         optional["request_rates"] = parse_rates(request_rates)
     if fleet is not None:

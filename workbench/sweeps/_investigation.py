@@ -259,12 +259,20 @@ def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
 def _engine_code(eng: Engine, sim_profile: str) -> str | None:
     """For a simulated engine, a hash of what computes its figures (the simulator's source and the
     profile file), so a changed model is another sweep and never resumes runs it did not produce.
-    None for a real engine: its figures come from the SGLang the variant names."""
+    None for a real engine: its figures come from the SGLang the variant names.
+
+    Raises:
+        ConfigError: the profile names no file (a TOML path, or data/profiles/NAME.toml; the known names
+            listed), before any run is opened or server started.
+    """
     if not eng.simulated:
         return None
     digest = hashlib.sha256()
-    profile = Path(sim_profile) if sim_profile.endswith(".toml") else \
-        paths.PACKAGE_ROOT / "data" / "profiles" / f"{sim_profile}.toml"
+    folder = paths.PACKAGE_ROOT / "data" / "profiles"
+    profile = Path(sim_profile) if sim_profile.endswith(".toml") else folder / f"{sim_profile}.toml"
+    if not profile.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.toml")))
+        raise ConfigError(f"sim_profile {sim_profile!r}: no such profile (no file {profile}); known profiles: {known}")
     for file in [*sorted((paths.PACKAGE_ROOT / "workbench" / "sim").glob("*.py")), profile]:
         digest.update(file.name.encode() + b"\0" + (file.read_bytes() if file.is_file() else b"") + b"\0")
     return digest.hexdigest()[:16]
