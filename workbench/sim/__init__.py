@@ -7,6 +7,8 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "configuration": "_predict",
+    "FORCED_ACCEPTANCE_ENV": "_acceptance",
+    "forced_length": "_acceptance",
     "grid_configurations": "_predict",
     "Deployment": "_roofline",
     "Efficiency": "_roofline",
@@ -30,6 +32,8 @@ _NAMES = {
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.sim._predict import configuration as configuration
+    from workbench.sim._acceptance import FORCED_ACCEPTANCE_ENV as FORCED_ACCEPTANCE_ENV
+    from workbench.sim._acceptance import forced_length as forced_length
     from workbench.sim._predict import grid_configurations as grid_configurations
     from workbench.sim._roofline import Deployment as Deployment
     from workbench.sim._roofline import Efficiency as Efficiency

@@ -337,25 +337,36 @@ FORCED_ACCEPTANCE_ENV = "SGLANG_SIMULATE_ACC_LEN"
 FORCED_METHOD_ENV = "SGLANG_SIMULATE_ACC_METHOD"
 
 
+def forced_length(raw: object) -> float | None:
+    """The accept length a ``SGLANG_SIMULATE_ACC_LEN`` value forces, as SGLang reads it: a float, off at 0 or
+    below (and NaN); None for off, unset (None) or empty. ``inf`` forces the longest (SGLang clips to
+    ``num_steps + 1``).
+
+    Raises:
+        ConfigError: a value that is not a number.
+    """
+    if raw is None or not str(raw).strip():
+        return None
+    try:
+        value = float(str(raw))
+    except ValueError:
+        raise ConfigError(f"{FORCED_ACCEPTANCE_ENV}={raw!r} is not a number (SGLang reads it as a float: the mean "
+                          "accept length per verify, e.g. 3.0)") from None
+    return value if value > 0 else None  # NaN > 0 is False: off
+
+
 def forced_accept_length(environ: Mapping[str, str]) -> float | None:
-    """The accept length ``environ`` forces (``SGLANG_SIMULATE_ACC_LEN`` > 0), or None.
+    """The accept length ``environ`` forces (:func:`forced_length` of its ``SGLANG_SIMULATE_ACC_LEN``), or None.
 
     Raises:
         ConfigError: a value that is not a number, or a method other than ``match-expected``.
     """
-    raw = environ.get(FORCED_ACCEPTANCE_ENV)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{FORCED_ACCEPTANCE_ENV}={raw!r} is not a number (SGLang reads it as a float: the mean "
-                          "accept length per verify, e.g. 3.0)") from None
+    value = forced_length(environ.get(FORCED_ACCEPTANCE_ENV))
     method = environ.get(FORCED_METHOD_ENV, "match-expected")
-    if value > 0 and method != "match-expected":
+    if value is not None and method != "match-expected":
         raise ConfigError(f"{FORCED_METHOD_ENV}={method!r}: the simulator emulates only SGLang's default "
                           "'match-expected' (the rounded-down or rounded-up length, weighted to the mean)")
-    return value if value > 0 and value == value and value != float("inf") else None
+    return value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FORCED_ACCEPTANCE_ENV", "RunConditions", "conditions_of", "conditions_text", "forced_accept_length"]
+from workbench.errors import ConfigError
+from workbench.sim import FORCED_ACCEPTANCE_ENV, forced_length
 
-#: SGLang's environment variable that forces the mean accept length per verify (0.5.x, ``spec_utils.py``).
-FORCED_ACCEPTANCE_ENV = "SGLANG_SIMULATE_ACC_LEN"
+__all__ = ["RunConditions", "conditions_of", "conditions_text", "forced_accept_length"]
 
 
 def _env_of(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -38,12 +38,10 @@ def forced_accept_length(manifest: Mapping[str, Any]) -> float | None:
 
     SGLang turns the knob off for values <= 0, so those (and values that are not numbers) are None.
     """
-    raw = _env_of(manifest).get(FORCED_ACCEPTANCE_ENV)
     try:
-        value = float(raw) if raw is not None else None
-    except (TypeError, ValueError):
+        return forced_length(_env_of(manifest).get(FORCED_ACCEPTANCE_ENV))
+    except ConfigError:
         return None
-    return value if value is not None and value > 0 else None
 
 
 def _launch_tokens(manifest: Mapping[str, Any]) -> list[str]:
