@@ -29,6 +29,7 @@ Each step writes what it has measured before the next begins, so a call cut shor
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -91,6 +92,10 @@ def prepare() -> dict[str, Any]:
             raise SystemExit(f"{PAYLOAD} is missing: run `make sglang-payload` on a machine with PyPI and carry .sgl")
         with tarfile.open(PAYLOAD) as tar:
             tar.extractall(SITE.parent, filter="fully_trusted")
+        # /tmp/site was on sys.path before it existed: forget the negative finder cache, or this process's own
+        # imports of the payload (paramiko for workbench.hosts) fail (2026-12-06, H100: the failures step died)
+        sys.path_importer_cache.pop(str(SITE), None)
+        importlib.invalidate_caches()
     # deep_gemm: reached from the draft's CUDA-graph capture; datasets: sglang.benchmark.serving imports it for
     # datasets this run never loads (2026-12-06: the bench_serving step died on the missing import)
     for name in ("deep_gemm", "datasets"):
@@ -102,9 +107,16 @@ def prepare() -> dict[str, Any]:
     shutil.copy(RECIPE / "tokenizer_config.json", MODELS / "llama31-8b" / "tokenizer_config.json")
     shutil.copy(RECIPE / "eagle3.config.json", MODELS / "eagle3" / "config.json")
     shutil.copy(RECIPE / "adaptive-no-zero-steps.json", MODELS / "adaptive-no-zero-steps.json")
-    if not (MODELS / "llama31-8b" / "tokenizer.json").exists():
-        subprocess.run([sys.executable, str(RECIPE / "mktok.py"), str(MODELS / "llama31-8b")], check=True,
-                       env={**os.environ, "PYTHONPATH": str(SITE)})
+    # the MoE model of the calibration tables (Qwen3-30B-A3B's shapes, 151,936 ids) and its EAGLE-3 draft
+    (MODELS / "qwen3-30b-a3b").mkdir(parents=True, exist_ok=True)
+    (MODELS / "eagle3-qwen3-30b-a3b").mkdir(parents=True, exist_ok=True)
+    shutil.copy(RECIPE / "qwen3-30b-a3b.config.json", MODELS / "qwen3-30b-a3b" / "config.json")
+    shutil.copy(RECIPE / "tokenizer_config.json", MODELS / "qwen3-30b-a3b" / "tokenizer_config.json")
+    shutil.copy(RECIPE / "eagle3-qwen3-30b-a3b.config.json", MODELS / "eagle3-qwen3-30b-a3b" / "config.json")
+    for folder, regular in (("llama31-8b", 128000), ("qwen3-30b-a3b", 151680)):
+        if not (MODELS / folder / "tokenizer.json").exists():
+            subprocess.run([sys.executable, str(RECIPE / "mktok.py"), str(MODELS / folder), str(regular)], check=True,
+                           env={**os.environ, "PYTHONPATH": str(SITE)})
     return {"prepare_s": round(time.monotonic() - t0, 1)}
 
 
@@ -130,7 +142,8 @@ def leftovers() -> list[str]:
     """Command lines of SGLang or workbench-watchdog processes still running (what a step must not leave)."""
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
     return [line.strip() for line in out.splitlines()
-            if LEFTOVER.search(line) and "real_sglang_gpu.py" not in line and "ps -eo" not in line]
+            if LEFTOVER.search(line) and "real_sglang_gpu.py" not in line and "ps -eo" not in line
+            and "<defunct>" not in line]  # a zombie runs nothing: it waits for the container's init to reap it
 
 
 def variant_file(name: str) -> str:
@@ -348,7 +361,7 @@ def failures(*, out: Path, engine: str, only: list[str] | None = None) -> list[d
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("step", choices=["prepare", "bench", "shapes", "failures", "all"])
+    ap.add_argument("step", choices=["prepare", "bench", "shapes", "failures", "calib", "all"])
     ap.add_argument("variants", nargs="*", help="variant names (benchmarks/real_sglang/variants/NAME.toml) or files")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/real-sglang-out")))
     ap.add_argument("--label", default="real-gpu")
@@ -357,14 +370,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--engine", default="sglang", help="sglang (default), or sim to try this script without a GPU")
     ap.add_argument("--cases", default="", help="failures: only these cases (comma-separated)")
-    ap.add_argument("--timeout-s", type=float, default=560.0, help="bench: stop the command after this long")
+    ap.add_argument("--timeout-s", type=float, default=560.0, help="bench: stop the command after this long; "
+                    "calib: start no further server after this long")
+    ap.add_argument("--batches", default="1,2,4,8,16,32,64", help="calib: batch sizes (closed waves)")
+    ap.add_argument("--profiled", default="1,8,64", help="calib: batches profiled for GPU versus host time")
+    ap.add_argument("--input-len", type=int, default=128, help="calib: prompt tokens per request")
+    ap.add_argument("--wave-tokens", type=int, default=256, help="calib: output tokens per request")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     environment()
     summary: dict[str, Any] = {"gpu": gpu_state(), "step": args.step}
     if _real(args.engine):
         summary.update(prepare())
-    names = list(args.variants) or list(ALL_VARIANTS)
+    names = list(args.variants) or list(ALL_VARIANTS)  # calib: calibration points (real_sglang_calib.POINTS)
     if args.step in ("bench", "all"):
         summary["bench"] = bench(names, out=args.out, label=args.label, levels=args.levels, repeats=args.repeats,
                                  max_new_tokens=args.max_new_tokens, engine=args.engine, timeout_s=args.timeout_s)
@@ -376,6 +394,16 @@ def main(argv: list[str] | None = None) -> int:
         summary["failures"] = [{k: r.get(k) for k in ("case", "outcome", "kind", "seconds", "left_running")}
                                for r in failures(out=args.out, engine=args.engine,
                                                  only=[c for c in args.cases.split(",") if c] or None)]
+    if args.step == "calib":
+        import real_sglang_calib
+        from workbench.variants import load_variant
+
+        ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
+        summary["calib"] = real_sglang_calib.run(
+            list(args.variants), out=args.out, label=args.label, batches=ints(args.batches),
+            profiled=ints(args.profiled), input_len=args.input_len, tokens=args.wave_tokens, models_dir=MODELS,
+            base=load_variant(variant_file("real-baseline")), engine=args.engine, deadline_s=args.timeout_s,
+            gpu=gpu_state, leftovers=leftovers)
     (args.out / f"summary-{args.step}-{args.label}.json").write_text(json.dumps(summary, indent=1))
     log(json.dumps(summary)[:3000])
     return 0
