@@ -47,6 +47,7 @@ _NAMES = {
     "load_quarantine": "store",
     "load_study": "studies",
     "load_variant": "variants",
+    "load_workloads": "studies",
     "patch_diffs_html": "variants",
     "policy_opening": "studies",
     "PolicyStudy": "studies",
@@ -100,6 +101,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store import load_quarantine as load_quarantine
     from workbench.studies import load_study as load_study
     from workbench.variants import load_variant as load_variant
+    from workbench.studies import load_workloads as load_workloads
     from workbench.variants import patch_diffs_html as patch_diffs_html
     from workbench.studies import policy_opening as policy_opening
     from workbench.studies import PolicyStudy as PolicyStudy

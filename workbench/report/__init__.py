@@ -34,6 +34,7 @@ _NAMES = {
     "reporting_progress": "_progress",
     "ReportResult": "_runner",
     "run_notebook": "_runner",
+    "UNLIKE_ARMS_FLAG": "_from_runs",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -59,5 +60,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.report._progress import reporting_progress as reporting_progress
     from workbench.report._runner import ReportResult as ReportResult
     from workbench.report._runner import run_notebook as run_notebook
+    from workbench.report._from_runs import UNLIKE_ARMS_FLAG as UNLIKE_ARMS_FLAG
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)

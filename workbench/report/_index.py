@@ -2,9 +2,10 @@
 
 One row per report (``<stem>.html`` beside its executed ``<stem>.ipynb``): its title (the
 notebook's first markdown heading), what it answers (the **In short** paragraph a cell
-displayed, else the opening paragraph of the first markdown cell, else its first line) and a
-relative link. The page says once that reports can disagree because each measures its own
-model, GPU and workload, which each report's header states. Nothing on it is fetched.
+displayed, else the opening paragraph of the first markdown cell, else its first line), the
+model, GPU and workload it measured (``_scope.py``: from the report's own runs or parameters)
+and a relative link. Above the table, a paragraph says why two reports can disagree, naming the
+models, GPUs and workloads that differ between these reports. Nothing on it is fetched.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["IndexEntry", "index_entry", "index_page", "write_index"]
+from workbench.report._scope import ReportScope, report_parameters, report_scope, scope_differences
+
+__all__ = ["IndexEntry", "disagreement", "index_entry", "index_page", "write_index"]
 
 INDEX_NAME = "index.html"
 
@@ -40,12 +43,14 @@ class IndexEntry:
         title: the notebook's first heading, or the file's stem.
         summary: what the report answers, plain text (may be empty).
         failed: whether the run failed (the page holds partial output).
+        scope: the model, GPU and workload it measured (empty fields where it names none).
     """
 
     href: str
     title: str
     summary: str
     failed: bool = False
+    scope: ReportScope = ReportScope()
 
 
 def _plain(markdown: str) -> str:
@@ -69,7 +74,8 @@ def _markdown_outputs(cell: nbformat.NotebookNode) -> Iterable[str]:
 
 
 def index_entry(notebook: nbformat.NotebookNode, href: str) -> IndexEntry:
-    """The index row of one executed notebook (pure: reads only the node).
+    """The index row of one executed notebook: the node's own text, and its scope from the runs or simulator
+    profile its recorded parameters name (:func:`workbench.report._scope.report_scope`).
 
     Args:
         notebook: the executed notebook.
@@ -93,8 +99,10 @@ def index_entry(notebook: nbformat.NotebookNode, href: str) -> IndexEntry:
     if not summary:  # else the opening paragraph under the heading, else the first line
         opening = [p for p in _paragraphs(first) if not p.lstrip().startswith("#")]
         summary = _plain(opening[0]) if opening else _plain(lines[0].lstrip("#")) if lines else ""
-    failed = notebook.metadata.get("workbench", {}).get("status") == "failed"
-    return IndexEntry(href=href, title=title, summary=summary, failed=failed)
+    record = notebook.metadata.get("workbench", {})
+    failed = record.get("status") == "failed"
+    return IndexEntry(href=href, title=title, summary=summary, failed=failed,
+                      scope=report_scope(report_parameters(record)))
 
 
 _PAGE = """<!DOCTYPE html>
@@ -108,14 +116,15 @@ table {{ border-collapse: collapse; width: 100%; }}
 th, td {{ text-align: left; vertical-align: top; padding: 6px 10px; border-bottom: 1px solid #ddd; }}
 .note {{ color: #555; }}
 .failed {{ color: #b00020; font-weight: bold; }}
+.scope {{ white-space: nowrap; }}
+.sim {{ color: #8a5a00; }}
 </style>
 </head>
 <body>
 <h1>Reports</h1>
-<p class="note">Reports can disagree: each measures its own models, GPUs and workloads (each report's
-header and opening say which), so compare a number only with one measured the same way.</p>
+<p class="note">{disagree}</p>
 <table>
-<thead><tr><th>Report</th><th>What it answers</th></tr></thead>
+<thead><tr><th>Report</th><th>What it answers</th><th>Model</th><th>GPU</th><th>Workload</th></tr></thead>
 <tbody>
 {rows}
 </tbody>
@@ -125,16 +134,50 @@ header and opening say which), so compare a number only with one measured the sa
 """
 
 
+#: What a report that names no model, GPU or workload shows in those cells.
+_NO_SCOPE = "none: measures no model"
+
+
+def disagreement(entries: Sequence[IndexEntry]) -> str:
+    """Why two of these reports can disagree, as plain text: the models, GPUs and workloads that differ
+    between them (each named with its reports), or, where they agree, what would make them differ."""
+    names = {Path(urllib.parse.unquote(e.href)).stem: e.scope for e in entries}
+    differ = scope_differences(names)
+    simulated = sorted(name for name, scope in names.items() if scope.simulated)
+    said = ("Two reports can disagree without either being wrong: each answers for the model, GPU and workload it "
+            "measured (the columns below, read from each report's own runs or parameters; its header and opening "
+            "say the rest), and where speculation pays moves with all three (a larger model or a slower GPU makes a "
+            "decode step costlier, a longer output gives drafts more steps to pay back).")
+    if differ:
+        said += " These reports differ in " + "; and in ".join(differ) + "."
+    elif sum(s.measured for s in names.values()) > 1:
+        said += (" These reports share their model, GPU and workload, so a difference between them comes from "
+                 "what each varies (its variants, loads, repeats).")
+    if simulated:
+        said += (f" Figures of {', '.join(simulated)} come from the simulator, on the GPU's data sheet, not from a "
+                 "card.")
+    return said
+
+
+def _scope_cells(scope: ReportScope) -> str:
+    if not scope.measured:
+        return f'<td class="scope" colspan="3">{_NO_SCOPE}</td>'
+    gpu = html.escape(scope.gpu or "not recorded") + (' <span class="sim">(simulated)</span>' if scope.simulated
+                                                         else "")
+    return (f"<td>{html.escape(scope.model or 'not recorded')}</td><td>{gpu}</td>"
+            f"<td>{html.escape(scope.workload or 'not recorded')}</td>")
+
+
 def index_page(entries: Sequence[IndexEntry]) -> str:
     """The index page's HTML (pure; every text escaped, links relative, nothing fetched)."""
     rows = []
     for entry in entries:
         failed = ' <span class="failed">FAILED (partial output)</span>' if entry.failed else ""
         rows.append(f'<tr><td><a href="{html.escape(entry.href)}">{html.escape(entry.title)}</a>{failed}</td>'
-                    f"<td>{html.escape(entry.summary)}</td></tr>")
+                    f"<td>{html.escape(entry.summary)}</td>{_scope_cells(entry.scope)}</tr>")
     if not rows:
-        rows.append('<tr><td colspan="2">No reports in this folder.</td></tr>')
-    return _PAGE.format(rows="\n".join(rows))
+        rows.append('<tr><td colspan="5">No reports in this folder.</td></tr>')
+    return _PAGE.format(rows="\n".join(rows), disagree=html.escape(disagreement(entries)))
 
 
 def write_index(out_dir: str | Path, order: Sequence[str] = ()) -> Path:

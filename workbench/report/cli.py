@@ -20,6 +20,7 @@ import typer
 
 from workbench.errors import ConfigError, ReportError
 from workbench.report._discovery import DEFAULT_OUT_DIR, default_notebooks, find_notebooks_dir
+from workbench.report._from_runs import UNLIKE_ARMS, UNLIKE_ARMS_FLAG
 from workbench.store.cli import RunsDirOption
 
 __all__ = ["FROM_RUNS_PARAMETER", "REPORT_CONTEXT", "REPORT_METAVAR", "report_command", "split_report_args"]
@@ -29,7 +30,7 @@ __all__ = ["FROM_RUNS_PARAMETER", "REPORT_CONTEXT", "REPORT_METAVAR", "report_co
 REPORT_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 #: Usage-line placeholder for the words :func:`split_report_args` parses.
-REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [--from-runs RUN...] [OPTIONS]"
+REPORT_METAVAR = "[NOTEBOOK]... [-p NAME VALUE]... [--from-runs RUN...] [--unlike-arms] [OPTIONS]"
 
 _PARAM_FLAGS = ("-p", "--param")
 #: ``--from-runs RUN...``: the ``from_runs`` parameter (stored runs to report on, nothing measured).
@@ -39,10 +40,10 @@ FROM_RUNS_PARAMETER = "from_runs"
 #: What a from-runs report uses (the ``from_runs`` branch of spec_vs_baseline's sweep cell and what
 #: follows it); any other parameter would only change a measurement that does not happen.
 FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "seed_pair", "workload", "ttft_target_ms",
-                               "tpot_target_ms", "report_dir", "progress"})
+                               "tpot_target_ms", "report_dir", "progress", UNLIKE_ARMS})
 
-def check_from_runs(given: Mapping[str, Any]) -> None:
-    """Refuse what a from-runs report cannot honour, before a kernel starts.
+def check_from_runs(given: Mapping[str, Any]) -> list[Path]:
+    """Refuse what a from-runs report cannot honour, before a kernel starts; return the runs' directories.
 
     Raises:
         ConfigError: a parameter that only changes a measurement (``repeats``, ``concurrency_levels``,
@@ -63,7 +64,7 @@ def check_from_runs(given: Mapping[str, Any]) -> None:
             f"{', '.join(sorted(FROM_RUNS_APPLIES - {FROM_RUNS_PARAMETER}))} apply.")
     from workbench.store import stored_runs
 
-    stored_runs(list(given[FROM_RUNS_PARAMETER]), runs_dir=given.get("runs_dir"))
+    return stored_runs(list(given[FROM_RUNS_PARAMETER]), runs_dir=given.get("runs_dir"))
 
 
 def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -71,7 +72,7 @@ def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, s
 
     ``--from-runs RUN...`` (the words up to the next option or ``.ipynb`` path) becomes the pair
     ``("from_runs", "[RUN, ...]")`` (a YAML list; an existing directory is made absolute, since the
-    notebook runs elsewhere).
+    notebook runs elsewhere); ``--unlike-arms`` becomes ``("unlike_arms", "true")``.
 
     Raises:
         ConfigError: ``-p`` without both NAME and VALUE, ``--from-runs`` without a run, or an
@@ -92,6 +93,9 @@ def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, s
                                   "20260601T090000Z-baseline-3fa91c 20260601T091500Z-eagle3-topk4-0b12cd "
                                   "(`workbench runs list` shows them)")
             pairs.append((FROM_RUNS_PARAMETER, json.dumps(runs)))
+            i += 1
+        elif word == UNLIKE_ARMS_FLAG:
+            pairs.append((UNLIKE_ARMS, "true"))
             i += 1
         elif word in _PARAM_FLAGS:
             if i + 2 >= len(args):
@@ -166,7 +170,11 @@ def report_command(
     OUT/index.html listing every report in OUT.
 
     --from-runs RUN... renders from stored runs (ids, prefixes or run directories) without
-    measuring anything: only the notebooks that declare from_runs run (spec_vs_baseline).
+    measuring anything: only the notebooks that declare from_runs run, chosen by what the runs
+    hold: spec_vs_baseline for levels at concurrencies or request rates, workloads for offline
+    levels (every request at once) or runs of several workloads. --unlike-arms (with
+    --from-runs) compares arms measured on different workloads or endpoints, under a NOT
+    LIKE-FOR-LIKE caveat naming each difference; without it they are not compared.
 
     --runs-dir DIR is the runs folder, as for bench, runs and import: it reaches every notebook
     that declares runs_dir (the same as -p runs_dir DIR, which it may not contradict).
@@ -186,12 +194,19 @@ def report_command(
         if missing:
             raise ConfigError(f"notebook(s) not found: {', '.join(missing)}")
     else:
-        notebooks = default_notebooks(find_notebooks_dir())
+        notebooks = default_notebooks(find_notebooks_dir(), with_runs=bool(given.get(FROM_RUNS_PARAMETER)))
     declared = {nb: notebook_parameters(nb) for nb in notebooks}
     if given.get(FROM_RUNS_PARAMETER) and not names:  # stored runs only: skip the notebooks that would measure
         declared = {nb: ps for nb, ps in declared.items() if FROM_RUNS_PARAMETER in ps}
     if given.get(FROM_RUNS_PARAMETER):
-        check_from_runs({**given, **given_runs_dir})
+        runs = check_from_runs({**given, **given_runs_dir})
+        if not names:  # the notebooks that can render what the runs hold
+            from workbench.report._from_runs import notebooks_for_runs
+
+            chosen, why = notebooks_for_runs(list(declared), runs, given)
+            declared = {nb: declared[nb] for nb in chosen}
+            for line in why:
+                typer.echo(line)
     plan = distribute_parameters(declared, given)
     for nb, params in plan.items():  # --runs-dir: to the notebooks that declare runs_dir, never an error elsewhere
         params.update({k: v for k, v in given_runs_dir.items() if k in declared[nb]})

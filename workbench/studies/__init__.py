@@ -5,7 +5,9 @@
 threshold, SGLang's adaptive tiers and vLLM's schedule, and its JupyterLab panel), the
 simulator's offline what-if (:class:`WhatIf`, :func:`what_if`), a stored GPU calibration
 (:class:`CalibrationStudy`, :func:`load_calibration`) and the server's series
-(:func:`show_server_series`), and the notebook's display helpers (:func:`setup_notebook`,
+(:func:`show_server_series`), runs compared workload by workload (:func:`load_workloads`,
+a ``WorkloadStudy``: offline result files, several workloads, arms on different workloads under a
+caveat), and the notebook's display helpers (:func:`setup_notebook`,
 :func:`show_markdown`, :func:`show_ratio_charts`, :func:`save_study_charts`). A study never launches or writes a run: that is
 :mod:`workbench.sweeps`. The map is docs/ARCHITECTURE.md.
 """
@@ -38,6 +40,7 @@ _NAMES = {
     "variant_settings": "_policy_index",
     "what_if": "_whatif",
     "what_if_opening": "_openings",
+    "load_workloads": "_workloads",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -63,5 +66,6 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies._policy_index import variant_settings as variant_settings
     from workbench.studies._whatif import what_if as what_if
     from workbench.studies._openings import what_if_opening as what_if_opening
+    from workbench.studies._workloads import load_workloads as load_workloads
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
