@@ -344,8 +344,8 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
               "every request in flight instead (concurrency_levels=[16], requests_per_level=16; `workbench bench "
               "--levels 16 --requests 16`), and drop inf from the rates"),
     ("1e-9", "error: request_rates: 1e-09 req/s is too low: its level's 16 requests would arrive over about "
-             "2,222,222 hours of wall time (at time scale 2), and a level may take at most 24 hours; give rates of "
-             "at least 9.26e-05 req/s (engine time), or fewer requests per level"),
+             "555,556 hours of wall time (at time scale 8), and a level may take at most 24 hours; give rates of "
+             "at least 2.31e-05 req/s (engine time), or fewer requests per level"),
     ("0.5,1e400", "error: --request-rates: '1e400' is too large for a number (it overflows to infinity, which is not "
                   "what was typed); give numbers (requests per second) below 1e308, e.g. 0.5,2,8"),
 ])

@@ -73,7 +73,7 @@ def test_sim_launch_command_and_defaults() -> None:
     assert SIM.launch_argv(load_variant("eagle3-topk4"), python="py", port=1)[-2:] == ["--sim-sglang-version", "0.5.9"]
     assert SIM.launch_argv(v, python="py", port=1, options={"spec-off-above": 2})[-2:] == ["--sim-spec-off-above",
                                                                                              "2"]
-    assert SIM.time_scale(None) == DEFAULT_SIM_TIME_SCALE == 2.0 and SIM.time_scale(4) == 4.0
+    assert SIM.time_scale(None) == DEFAULT_SIM_TIME_SCALE == 8.0 and SIM.time_scale(4) == 4.0
     assert SIM.time_scale(0.5) == 0.5  # its range is the sweep plan's one check (test_bench_plan.py)
     assert SIM.launch_options(profile="p", time_scale=2.0, seed=3) == {"profile": "p", "time-scale": 2.0, "seed": 3}
     assert SIM.stand_in(v) == v.sim_stand_in() and SIM.stand_in(v)

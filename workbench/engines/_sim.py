@@ -20,9 +20,18 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "MAX_SIM_TIME_SCALE", "SIM_ENGINE", "SimEngine"]
 
-#: Simulated seconds per wall-clock second when none is given (figures within 1.3% of
-#: real time at 2x, docs/PERFORMANCE.md).
-DEFAULT_SIM_TIME_SCALE = 2.0
+#: Simulated seconds per wall-clock second when none is given: the one default of ``workbench bench``, the
+#: notebooks (``make report``) and every other sweep of the simulated engine, so their runs are comparable and
+#: a sweep resumes another's. Measured on 2026-12-06 (``benchmarks/sim_time_scale.py``: baseline and
+#: eagle3-topk4 at concurrency 1, 8 and 64, max(16, 2c) requests of 256 tokens, against the offline
+#: prediction; 2 shared cores at load 0.9-2.3): one server at a time with a chunk per token (as ``bench``
+#: measures), 2x took 132 s with every level within 1.5% (median 0.3%), 4x 67 s within 1.7% (0.4%), 8x
+#: 35 s within 2.4% (0.8%); every server at once with a chunk per 8 tokens (as ``spec_vs_baseline``
+#: measures), 2x 77 s within 1.5%, 4x 40 s within 1.8%, 8x 21 s within 2.5% (median 1.0%); no level fell
+#: behind schedule. 8x keeps every level inside the 3% fidelity target at a quarter of 2x's wall time.
+#: Each level records its own distortion (``sim_behind_schedule_wall_s``, ``mean_e2e_over_server_ms``), and a
+#: busy CPU widens it (docs/PERFORMANCE.md); ``time_scale=2`` (``--time-scale 2``) halves the error again.
+DEFAULT_SIM_TIME_SCALE = 8.0
 
 #: The highest time scale a sweep may ask of the simulated engine. Each request's wall-clock HTTP and
 #: client overheads count the time scale times over: with 64-token requests the c=16 output tok/s
@@ -31,12 +40,10 @@ DEFAULT_SIM_TIME_SCALE = 2.0
 #: this bound each level still measures its own distortion (``sim_schedule_problem``).
 MAX_SIM_TIME_SCALE = 20.0
 
-#: Repeats per level when none are given: 1. One repeat of the default report's sweep (4
-#: variants, levels 1..64, time scale 2) measures for about 435 s of wall time (its engine
-#: time is fixed by the model, not by the machine), so 2 repeats would take ``make report``
-#: from about 8 to about 15 minutes, past its 12-minute budget (docs/PERFORMANCE.md). With
-#: one repeat the report says n=1 and gives no interval over repeats (the per-request
-#: bootstrap remains); ``-p repeats 3`` gives intervals at about 3x the time.
+#: Repeats per level when none are given: 1, a quick look (``workbench bench``; the
+#: ``spec_vs_baseline`` report asks for 3 itself). With one repeat a summary says n=1 and gives no
+#: interval over repeats (the per-request bootstrap remains); ``--repeats 3`` gives intervals at
+#: about 3x the time.
 DEFAULT_SIM_REPEATS = 1
 
 
@@ -91,7 +98,8 @@ class SimEngine(Engine):
                 f"time scale {requested:g} is above {MAX_SIM_TIME_SCALE:g}, the most the simulated engine keeps "
                 f"schedule at: each request's wall-clock HTTP and client overheads count {requested:g} times over "
                 f"(at 50x figures came out 25-40% low, docs/PERFORMANCE.md); give --time-scale "
-                f"{MAX_SIM_TIME_SCALE:g} or less ({DEFAULT_SIM_TIME_SCALE:g} for figures you quote)")
+                f"{MAX_SIM_TIME_SCALE:g} or less (the default, {DEFAULT_SIM_TIME_SCALE:g}, kept every level within "
+                "2.5% of the model)")
         return float(requested)
 
     def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:
