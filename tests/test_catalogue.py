@@ -220,7 +220,7 @@ def test_list_show_and_label_from_the_command_line(runs) -> None:
     listed = runner.invoke(app, ["runs", "list", "--runs-dir", str(root)])
     assert listed.exit_code == 0 and made["eagle3"].run_id in listed.output and "unreadable" in listed.output
     as_json = json.loads(runner.invoke(app, ["runs", "list", "--json", "--runs-dir", str(root)]).output)
-    assert {r["kind"] for r in as_json} == {"measured", "import"} and len(as_json) == 5
+    assert {r["kind"] for r in as_json} == {"measured", "simulated", "import"} and len(as_json) == 5
     labelled = runner.invoke(app, ["runs", "label", made["eagle3"].run_id, "keep", "--runs-dir", str(root)])
     assert labelled.exit_code == 0 and "labels: keep" in labelled.output
     shown = runner.invoke(app, ["runs", "show", made["eagle3"].run_id[:20], "--runs-dir", str(root)])

@@ -61,7 +61,7 @@ def test_list_is_oldest_first_with_untimed_imports_by_their_import_time(mixed) -
     assert list(table["path"]) == [str(made[k]) for k in ("earlier", "measured", "untimed", "rows", "broken")]
     listed = runner.invoke(app, ["runs", "list", "--runs-dir", str(root)])
     assert listed.exit_code == 0, listed.output
-    order = [line.split()[0] for line in listed.stdout.splitlines()[1:]]
+    order = [line.split()[0] for line in listed.stdout.split("\n\n")[0].splitlines()[1:]]  # the table, legend after
     assert order == [made[k].name for k in ("earlier", "measured", "untimed", "rows", "broken")]
     helped = runner.invoke(app, ["runs", "list", "--help"]).stdout.replace("│", " ")
     assert "by the time it was imported" in " ".join(helped.split())
@@ -84,7 +84,7 @@ def test_delete_prompt_says_where_an_import_came_from(mixed) -> None:
     kept = runner.invoke(app, ["runs", "delete", made["untimed"].name, "--runs-dir", str(root)], input="n\n")
     assert kept.exit_code == 0 and made["untimed"].is_dir()
     assert (f"delete {made['untimed'].name}: untimed on vllm (measured, imported from vllm bench serve "
-            f"/data/untimed.json), complete, 2 level(s)? [y/N]") in kept.stdout
+            f"/data/untimed.json), complete, 2 unit(s) (level x repeat) stored? [y/N]") in kept.stdout
     assert "host None" not in kept.stdout and "request(s)" not in kept.stdout
     measured = runner.invoke(app, ["runs", "delete", made["measured"].name, "--runs-dir", str(root)], input="n\n")
     assert f"delete {made['measured'].name}: baseline on sim (simulated, host local)" in measured.stdout
@@ -113,7 +113,7 @@ def test_compare_names_an_import_by_its_tool_and_file_not_a_host(mixed) -> None:
     result = runner.invoke(app, ["runs", "compare", made["earlier"].name, made["rows"].name, "--runs-dir", str(root)])
     assert result.exit_code == 0, result.output
     assert (f"#1 {made['earlier'].name}: earlier on vllm (measured), imported from vllm bench serve "
-            "/data/earlier.json, vllm bench serve 0.11.0") in result.stdout
+            "/data/earlier.json, vllm bench serve 0.11.0") in " ".join(result.stdout.split())  # wrapped to 100 columns
     assert "host None" not in result.stdout and "None" not in result.stdout
 
 

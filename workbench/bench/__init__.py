@@ -31,6 +31,7 @@ _NAMES = {
     "decode_incremental": "_tokenizer",
     "DEFAULT_CONCURRENCY_LEVELS": "_plan",
     "default_requests_per_level": "_plan",
+    "LOAD_DEFAULTS": "_plan",
     "LEVEL_INFO_COLUMNS": "_metrics",
     "LevelResult": "_sweep",
     "load_prompts": "_prompts",
@@ -80,6 +81,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._tokenizer import decode_incremental as decode_incremental
     from workbench.bench._plan import DEFAULT_CONCURRENCY_LEVELS as DEFAULT_CONCURRENCY_LEVELS
     from workbench.bench._plan import default_requests_per_level as default_requests_per_level
+    from workbench.bench._plan import LOAD_DEFAULTS as LOAD_DEFAULTS
     from workbench.bench._metrics import LEVEL_INFO_COLUMNS as LEVEL_INFO_COLUMNS
     from workbench.bench._sweep import LevelResult as LevelResult
     from workbench.bench._prompts import load_prompts as load_prompts

@@ -24,9 +24,10 @@ from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
-LISTING_COLUMNS: tuple[str, ...] = ("run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at",
-                   "levels_completed", "num_requests", "sglang_version", "host", "time_scale", "label",
-                   "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
+LISTING_COLUMNS: tuple[str, ...] = (
+    "run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at", "units_stored",
+    "units_planned", "num_requests", "sglang_version", "host", "time_scale", "workload", "requests_per_level",
+    "label", "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +223,57 @@ def _listing_row(folder: Path) -> dict[str, Any]:
                        "restarted); run the same sweep again to resume it (it also stops a server left running)")
     row = {c: m.get(c) for c in LISTING_COLUMNS if c not in ("path", "problem")}
     row["path"], row["problem"] = str(folder), problem
+    plan = _plan_of(m) if problem is None or m.get("status") == "interrupted" else None
+    known = "units_completed" in m or "levels_completed" in m  # older manifests counted levels of one repeat
+    row["units_stored"] = len(stored_units(m)) if known else None
+    row.update(_plan_facts(plan) if plan is not None else {"units_planned": None, "workload": None,
+                                                          "requests_per_level": None})
+    if plan is None and m.get("kind") == "import" and problem is None:
+        row["workload"] = _imported_workload(folder)
     return row
+
+
+def _plan_facts(plan: dict[str, Any]) -> dict[str, Any]:
+    """What a listing says of a run's plan: ``units_planned`` (levels x repeats), ``workload`` (one label, as
+    :func:`workbench.bench.workload_labels` names a level's, with the swept dimension's values after it) and
+    ``requests_per_level`` (``"max(16, 2c)"`` for the default rule, one number, or the numbers level by level)."""
+    from workbench.bench import LOAD_DEFAULTS
+
+    closed = plan.get("request_rates") is None
+    base = list(plan.get("concurrency_levels") or []) if closed else list(plan.get("request_rates") or [])
+    swept = plan.get("sweep_values") or None
+    levels = len(base) * (len(swept) if swept else 1)
+    settings = {**LOAD_DEFAULTS, **plan}
+    row = {"prompt_set": settings.get("prompt_set"), "input_len": settings.get("input_len"),
+           "max_new_tokens": settings.get("max_new_tokens"), "temperature": settings.get("temperature"),
+           "backend": settings.get("backend")}
+    if swept:
+        row[{"output_len": "max_new_tokens"}.get(str(plan.get("sweep")), str(plan.get("sweep")))] = None
+    label = str(workload_labels(pd.DataFrame([row])).iloc[0])
+    if swept:
+        label += f" {plan.get('sweep')}=" + ",".join(f"{v:g}" for v in swept)
+    counts = plan.get("requests_per_level")
+    if not counts:
+        requests = None
+    elif closed and len(counts) == len(base) * (len(swept) if swept else 1) and all(
+            int(n) == default_requests_per_level(int(c)) for n, c in zip(counts, base * (len(swept) if swept else 1))):
+        requests = "max(16, 2c)"
+    elif len(set(counts)) == 1:
+        requests = str(int(counts[0]))
+    else:
+        requests = ",".join(str(int(n)) for n in counts)
+    return {"units_planned": levels * int(plan.get("repeats") or 1), "workload": label, "requests_per_level": requests}
+
+
+def _imported_workload(folder: Path) -> str | None:
+    """An imported run's workload (it has no plan): its levels' label, ``"several"`` when they hold more than one,
+    None when its levels cannot be read."""
+    try:
+        levels = read_parquet(folder / "levels.parquet")
+    except HostError:
+        return None
+    labels = with_workload(levels)["workload"].dropna().unique() if len(levels) else []
+    return str(labels[0]) if len(labels) == 1 else ("several" if len(labels) else None)
 
 
 def list_runs(root: str | Path | None = None) -> pd.DataFrame:

@@ -37,7 +37,8 @@ __all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "fin
 LABELS_NAME = "labels.json"
 #: Columns of :func:`catalogue`, in order.
 CATALOGUE_COLUMNS = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "tool",
-                     "started_at", "levels_completed", "num_requests", "label", "labels", "problem", "path")
+                     "started_at", "units_stored", "units_planned", "num_requests", "time_scale", "workload",
+                     "requests_per_level", "label", "labels", "problem", "path")
 #: Request columns holding lists (per-chunk gaps, tokens per chunk): JSON text in a CSV.
 _LIST_COLUMNS = ("itl_ms", "tokens_per_chunk")
 
@@ -119,7 +120,11 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
     Returns:
         One row per run, oldest first, columns :data:`CATALOGUE_COLUMNS`: ``state`` is the
         status :func:`list_runs` reads (``complete``, ``incomplete``, ``failed``, ``running``,
-        ``unreadable``, ...); ``kind`` is ``"measured"`` or the manifest's (``"import"``);
+        ``unreadable``, ...); ``kind`` is the manifest's (``"import"``), else ``"simulated"`` for a run of a
+        simulated engine and ``"measured"`` for one of a real engine; ``units_stored`` and ``units_planned``
+        count (level, repeat) units, stored and in the plan; ``time_scale`` is simulated seconds per wall
+        second (1 for a real engine; None for an import); ``workload`` and ``requests_per_level`` say what the
+        plan sent (:func:`list_runs`), so runs that are not like for like can be told apart;
         ``tool`` the importing tool (None for measured runs); ``labels`` a comma-joined
         string; ``problem`` what is wrong with a broken run and what to do, where
         :func:`list_runs` says (None otherwise). Broken runs are rows, never errors.
@@ -128,7 +133,8 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
     out = pd.DataFrame({c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
                         for c in CATALOGUE_COLUMNS if c not in ("state", "labels")})
     out.insert(1, "state", listing["status"].fillna("unknown") if "status" in listing else "unknown")
-    out["kind"] = out["kind"].fillna("measured")
+    engine_kind = out["simulated"].map(lambda sim: "simulated" if sim is True else "measured")
+    out["kind"] = out["kind"].where(out["kind"].notna(), engine_kind)
     out["labels"] = [", ".join(run_labels(p)) for p in listing["path"]]
     return out[list(CATALOGUE_COLUMNS)].reset_index(drop=True)
 
@@ -185,7 +191,8 @@ def _describe(path: Path) -> str:
     origin = run_origin(m)
     requests = "" if m.get("num_requests") is None else f", {m.get('num_requests')} request(s)"
     return (f"{path.name}: {m.get('variant')} on {m.get('engine')} ({'simulated' if m.get('simulated') else 'measured'}"
-            f", {origin}), {m.get('status')}, {m.get('levels_completed')} level(s){requests}")
+            f", {origin}), {m.get('status')}, {len(m.get('units_completed') or [])} unit(s) (level x repeat) stored"
+            f"{requests}")
 
 
 def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path | None = None,

@@ -250,6 +250,12 @@ def open_run(
         new_run_options: the other :func:`~workbench.store._runs.new_run` arguments, used
             for a new run only.
 
+    A reopened run's manifest gets one more entry in ``resumed`` (a list, absent from a run never reopened):
+    ``{"at": <UTC time of reopening>, "units_reused": [[repeat, level_index], ...] (stored before, not measured
+    again), "units_to_measure": [...] (the plan's units not stored yet; None without a ``plan`` in
+    ``new_run_options``)}``, so a report made from the run can say which of its figures are older than the
+    sweep that produced the report, and from when (``started_at``: the first sweep's start).
+
     Returns:
         A :class:`ResumedRun`; ``writer.pending_units(plan)`` lists what is left.
 
@@ -269,9 +275,13 @@ def open_run(
         manifest = read_json(run_dir / "manifest.json")
         previous = json.loads(json.dumps(manifest))
         requests, info = _stored_rows(run_dir, manifest)
-        writer = RunWriter(run_dir, manifest, requests=requests, info=info,
-                           now=new_run_options.get("now") or (lambda: datetime.now(timezone.utc)))
-        writer.reopen()
+        now = new_run_options.get("now") or (lambda: datetime.now(timezone.utc))
+        writer = RunWriter(run_dir, manifest, requests=requests, info=info, now=now)
+        plan = new_run_options.get("plan")
+        writer.manifest["resumed"] = [*(manifest.get("resumed") or []), {
+            "at": _utc_iso(now()), "units_reused": [list(u) for u in writer.units_completed],
+            "units_to_measure": None if plan is None else [list(u) for u in writer.pending_units(plan)]}]
+        writer.reopen()  # writes the manifest, with the record above
     except BaseException:
         _release(run_dir)
         raise

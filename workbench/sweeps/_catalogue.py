@@ -37,9 +37,10 @@ def list_runs(runs_dir: str | Path | None = None) -> pd.DataFrame:
             or ``data/runs``.
 
     Returns:
-        :func:`workbench.store.catalogue`'s table: ``run_id``, ``state``, ``kind``, ``variant``,
-        ``engine``, ``simulated``, ``host``, ``sglang_version``, ``tool``, ``started_at``,
-        ``levels_completed``, ``num_requests``, ``label`` (the sweep's), ``labels`` (yours),
+        :func:`workbench.store.catalogue`'s table: ``run_id``, ``state``, ``kind`` (simulated, measured or
+        import), ``variant``, ``engine``, ``simulated``, ``host``, ``sglang_version``, ``tool``, ``started_at``,
+        ``units_stored`` and ``units_planned`` ((level, repeat) units), ``num_requests``, ``time_scale``,
+        ``workload``, ``requests_per_level``, ``label`` (the sweep's), ``labels`` (yours), ``problem``,
         ``path``. A broken run is a row with its state, never an error.
     """
     return catalogue(runs_dir)
@@ -205,6 +206,7 @@ def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE
     if len(set(found)) < len(found):
         raise ConfigError(f"a run is named twice in {list(map(str, runs))}; name each run once")
     frames = []
+    listing = catalogue(runs_dir).set_index("path")
     for path in found:
         m = load_run(path).manifest
         table = run_levels(path, metrics=metrics)
@@ -212,6 +214,9 @@ def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE
             table.insert(1 + i, key, m.get(key))
         table.insert(6, "origin", run_origin(m))
         table.insert(7, "software", run_software(m))
+        listed = listing.loc[str(path)] if str(path) in listing.index else {}
+        table.insert(8, "time_scale", m.get("time_scale"))
+        table.insert(9, "requests_per_level", listed.get("requests_per_level") if len(listed) else None)
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
 
@@ -258,21 +263,50 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
     return [fmt.format(*header), *(fmt.format(*row) for row in rows)]
 
 
-def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS) -> list[str]:
-    """:func:`compare_runs`'s table as text: a legend (#1, #2, ... with each run's provenance),
-    then per metric one line per level with each run's mean [95% CI] (n) side by side."""
+def _differences(table: pd.DataFrame, ids: list[str]) -> list[str]:
+    """What makes ``ids``' figures not like for like, one phrase each: time scale, workload, requests per level
+    (``"time scale (#1 2x, #2 8x)"``); none when they agree."""
+    found = []
+    for title, column in (("time scale", "time_scale"), ("workload", "workload"),
+                          ("requests per level", "requests_per_level")):
+        if column not in table:
+            continue
+        per_run = []
+        for run_id in ids:
+            values = table.loc[table["run_id"] == run_id, column].dropna()
+            shown = sorted({f"{v:g}x" if column == "time_scale" and isinstance(v, (int, float)) else str(v)
+                            for v in values})
+            per_run.append(" + ".join(shown) or "unknown")
+        if len(set(per_run)) > 1:
+            found.append(f"{title} (" + ", ".join(f"#{i} {v}" for i, v in enumerate(per_run, start=1)) + ")")
+    return found
+
+
+def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS, *, width: int = 100) -> list[str]:
+    """:func:`compare_runs`'s table as text of at most ``width`` columns where the cells allow: a legend (#1,
+    #2, ... with each run's provenance and time scale), a note naming what differs when the runs are not like
+    for like (time scale, workload, requests per level), then per metric one line per level with each run's
+    mean [95% CI] (n) side by side (as many runs side by side as fit, the rest in a further table)."""
+    import textwrap
+
     ids = list(dict.fromkeys(table["run_id"]))
     out = []
     for i, run_id in enumerate(ids, start=1):
         r = table[table["run_id"] == run_id].iloc[0]
-        where = "SIMULATED" if r["simulated"] else "measured"
-        out.append(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, {r['software']}")
+        scale = r.get("time_scale")
+        where = (f"SIMULATED at {scale:g}x" if isinstance(scale, (int, float)) and scale == scale else "SIMULATED") \
+            if r["simulated"] else "measured"
+        out += textwrap.wrap(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, "
+                             f"{r['software']}", width, subsequent_indent="    ")
     table = table if "workload" in table else table.assign(workload="default")
+    differ = _differences(table, ids)
+    if differ:
+        out += textwrap.wrap("note: not like for like, these runs differ in " + "; ".join(differ)
+                             + ": a difference in their figures may come from that, not from the variants", width)
     keys = table[["workload", "mode", "level_value"]].drop_duplicates().sort_values(["workload", "mode",
                                                                                       "level_value"])
     several = keys["workload"].nunique() > 1
     for m in metrics:
-        out += ["", f"{m}: mean [95% CI] (n repeats)"]
         rows = []
         for workload, mode, value in keys.itertuples(index=False):
             cells = []
@@ -280,9 +314,20 @@ def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS)
                 hit = table[(table["run_id"] == run_id) & (table["workload"] == workload) & (table["mode"] == mode)
                             & (table["level_value"] == value)]
                 cells.append(_cell(hit.iloc[0], m) if len(hit) else "not measured")
-            rows.append([*([str(workload)] if several else []), _level_label(mode, value), *cells])
-        out += _aligned([*(["workload"] if several else []), "level", *[f"#{i}" for i in range(1, len(ids) + 1)]],
-                        rows)
+            rows.append((([str(workload)] if several else []) + [_level_label(mode, value)], cells))
+        lead = len(rows[0][0]) if rows else 1
+        lead_w = [max(len(r[0][j]) for r in rows) for j in range(lead)] if rows else [0]
+        run_w = [max(len(f"#{k + 1}"), *(len(r[1][k]) for r in rows)) for k in range(len(ids))]
+        start = 0
+        while start < len(ids):  # as many runs side by side as fit the width
+            used, stop = sum(lead_w) + 2 * lead, start
+            while stop < len(ids) and (stop == start or used + run_w[stop] + 2 <= width):
+                used += run_w[stop] + 2
+                stop += 1
+            out += ["", f"{m}: mean [95% CI] (n repeats)"]
+            head = [*(["workload"] if several else []), "level", *[f"#{k + 1}" for k in range(start, stop)]]
+            out += _aligned(head, [[*lead_cells, *cells[start:stop]] for lead_cells, cells in rows])
+            start = stop
     return out
 
 

@@ -11,8 +11,9 @@ Formats and the imported runs' contract: docs/RUNS.md.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -23,9 +24,8 @@ __all__ = ["runs_app"]
 runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, delete and export stored runs.",
                        no_args_is_help=True)
 
-#: Columns `runs list` prints (all of them with --all-columns or --json).
-_SHOWN = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "levels_completed",
-          "label", "labels", "problem")
+#: The width `runs list` and `runs compare` keep their lines to (a terminal of 100 columns).
+WIDTH = 100
 
 
 @runs_app.command("list")
@@ -36,10 +36,15 @@ def list_command(
 ) -> None:
     """List every run, oldest first, with its state (complete, incomplete, failed, running, broken, ...).
 
-    A runs folder that does not exist is said so (exit 1), apart from one that holds no run (exit 0).
+    One line per run: its id, state, kind (simulated, measured on a real engine, or import), units
+    ((level, repeat) pairs) stored of those planned, time scale and set: runs of one set share time scale,
+    workload and requests per level, and a legend under the table says what each set is, with a note when
+    the runs are of more than one (their figures are not like for like). What is wrong with a broken or
+    unfinished run follows, one paragraph each. Lines fit 100 columns; --all-columns prints every column.
 
-    Oldest first by start time; an imported run whose file has no measurement time by the time it
-    was imported; folders without a readable manifest last.
+    A runs folder that does not exist is said so (exit 1), apart from one that holds no run (exit 0). Oldest
+    first by start time; an imported run whose file has no measurement time by the time it was imported;
+    folders without a readable manifest last.
     """
     from workbench.errors import ConfigError
     from workbench.store import runs_root, runs_root_source
@@ -60,8 +65,75 @@ def list_command(
     if not len(table):
         typer.echo(f"no runs stored in {base} (the folder exists and holds no run)")
         return
-    shown = table if all_columns else table[list(_SHOWN)]
-    typer.echo(shown.astype(object).where(shown.notna(), "").to_string(index=False))
+    if all_columns:
+        typer.echo(table.astype(object).where(table.notna(), "").to_string(index=False))
+        return
+    for line in listing_lines(table):
+        typer.echo(line)
+
+
+def _scale(row: Mapping[str, Any]) -> str:
+    """A run's time scale for a person: ``8x``; ``""`` where none is recorded (an import)."""
+    value = row.get("time_scale")
+    return f"{float(value):g}x" if isinstance(value, (int, float)) and value == value else ""
+
+
+def _setting_key(row: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """What must agree for two runs' figures to be like for like: time scale, workload, requests per level
+    (None for a run whose plan is unknown: a broken one)."""
+    if not row.get("workload"):
+        return None
+    return _scale(row), str(row["workload"]), str(row.get("requests_per_level") or "as the file says")
+
+
+def _set_names(keys: Sequence[tuple[str, str, str] | None]) -> dict[tuple[str, str, str], str]:
+    """A letter per distinct setting, in the order runs show them (A, B, ..., Z, then S27, S28, ...)."""
+    letters: dict[tuple[str, str, str], str] = {}
+    for key in keys:
+        if key is not None and key not in letters:
+            n = len(letters)
+            letters[key] = chr(ord("A") + n) if n < 26 else f"S{n + 1}"
+    return letters
+
+
+def listing_lines(table: Any) -> list[str]:
+    """``runs list``'s text: the table (id, state, kind, units, scale, set, and label where any run has one),
+    then the legend of the sets, a note when there are several, and each run's problem, wrapped to :data:`WIDTH`."""
+    import textwrap
+
+    rows = table.astype(object).where(table.notna(), None).to_dict("records")
+    keys = [_setting_key(r) for r in rows]
+    sets = _set_names(keys)
+    labelled = any(r.get("label") for r in rows)
+    header = ["run_id", "state", "kind", "units", "scale", "set", *(["label"] if labelled else [])]
+    cells = []
+    for r, key in zip(rows, keys):
+        planned, stored = r.get("units_planned"), r.get("units_stored")
+        units = "" if stored is None else f"{int(stored)}" + (f"/{int(planned)}" if planned is not None else "")
+        cells.append([str(r["run_id"]), str(r.get("state") or ""), str(r.get("kind") or ""), units, _scale(r),
+                      sets.get(key, "") if key is not None else "", *([str(r.get("label") or "")] if labelled else [])])
+    widths = [max(len(x) for x in col) for col in zip(header, *cells)]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *cells]]
+    if sets:
+        lines.append("")
+        for key, letter in sets.items():
+            count = keys.count(key)
+            scale, workload, requests = key
+            text = (f"set {letter} ({count} run{'s' if count > 1 else ''}): " + (f"time scale {scale}, " if scale else "")
+                    + f"workload {workload}, requests per level {requests}")
+            lines += textwrap.wrap(text, WIDTH, subsequent_indent="  ")
+        if len(sets) > 1:
+            differ = [what for i, what in enumerate(("time scale", "workload", "requests per level"))
+                      if len({k[i] for k in sets}) > 1]
+            lines += textwrap.wrap(f"note: these runs are of {len(sets)} sets, which differ in {' and '.join(differ)}: "
+                                   "figures of different sets are not like for like; compare runs of one set "
+                                   "(`workbench runs compare` says so too)", WIDTH)
+    problems = [(r["run_id"], r["problem"]) for r in rows if r.get("problem")]
+    if problems:
+        lines.append("")
+        for run_id, problem in problems:
+            lines += textwrap.wrap(f"{run_id}: {problem}", WIDTH, subsequent_indent="  ")
+    return lines
 
 
 @runs_app.command("show")
@@ -79,7 +151,7 @@ def show_command(
 @runs_app.command("label")
 def label_command(
     run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix of one, or run directory.")],
-    labels: Annotated[list[str], typer.Argument(metavar="LABEL...", help="Labels to add (or remove).")],
+    labels: Annotated[list[str], typer.Argument(metavar="LABEL", help="Labels to add (or remove).")],
     remove: Annotated[bool, typer.Option("--remove", help="Remove these labels instead.")] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
@@ -92,7 +164,7 @@ def label_command(
 
 @runs_app.command("compare")
 def compare_command(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN RUN...", help="Two or more runs.")],
+    runs: Annotated[list[str], typer.Argument(metavar="RUN", help="Two or more runs.")],
     metric: Annotated[Optional[list[str]], typer.Option(
         "--metric", "-m", help="Level column to compare (repeatable; default output_throughput_tok_s and "
         "mean_per_request_tok_s).")] = None,
@@ -152,7 +224,7 @@ def _check_metrics(metrics: tuple[str, ...], runs: list[str], runs_dir: str | Pa
 
 @runs_app.command("delete")
 def delete_command(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to delete.")],
+    runs: Annotated[list[str], typer.Argument(metavar="RUN", help="Runs to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
