@@ -40,13 +40,34 @@ def test_bench_writes_where_runs_list_reads_and_resumes_saying_what_it_reused(en
     (run / "manifest.json").write_text(json.dumps(manifest))
     again = runner.invoke(app, ["bench", "baseline", *SMALL])
     assert again.exit_code == 0, again.output
-    assert f"baseline: 1 of 2 levels already on disk (run {run.name}), measuring 1\n" in again.stderr
+    since = manifest["started_at"][:16].replace("T", " ")
+    assert (f"baseline: reusing 1 of 2 levels from run {run.name} (stored since {since} UTC): c=1; "
+            "measuring now: c=2\n") in again.stderr  # which levels, from which run, and what is measured now
     assert "levels: 1 measured now, 1 reused from disk" in again.stdout
     assert [p.parent for p in env_runs.glob("*/manifest.json")] == [run]
+    resumed = json.loads((run / "manifest.json").read_text())["resumed"]  # for a report made from this run
+    assert [(r["units_reused"], r["units_to_measure"]) for r in resumed] == [([[0, 0]], [[0, 1]])]
 
     done = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress"])
-    assert "baseline: 2 of 2 levels already on disk" in done.stderr
+    assert "baseline: reusing 2 of 2 levels from run " in done.stderr and "c=1, c=2; measuring now: nothing" \
+        in done.stderr
     assert "levels: 0 measured now, 2 reused from disk" in done.stdout
+    resumed = json.loads((run / "manifest.json").read_text())["resumed"]
+    assert [(r["units_reused"], r["units_to_measure"]) for r in resumed][1] == ([[0, 0], [0, 1]], [])
+    assert resumed[0]["at"] < resumed[1]["at"]
+
+
+def test_a_resumed_sweep_of_repeats_counts_each_level_repeats(tmp_path: Path) -> None:
+    args = ["bench", "baseline", *SMALL, "--repeats", "2", "--no-progress", "--runs-dir", str(tmp_path)]
+    assert runner.invoke(app, args).exit_code == 0
+    (run,) = [p.parent for p in tmp_path.glob("*/manifest.json")]
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(units_completed=manifest["units_completed"][:3], status="incomplete")  # repeat 2 of c=2 left
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert f"baseline: reusing 3 of 4 levels x repeats from run {run.name}" in again.stderr
+    assert ": c=1 x2, c=2 x1; measuring now: c=2 x1\n" in again.stderr
 
 
 def test_an_explicit_runs_dir_wins_over_the_environment(env_runs: Path, tmp_path: Path) -> None:

@@ -42,8 +42,57 @@ from workbench.variants.cli import variants_app
 __all__ = ["app"]
 
 
+def _reflowed(text: str) -> str:
+    """``text`` (a command's docstring) with each paragraph's own line breaks joined, so the help screen wraps
+    it to the terminal's width instead of breaking where the source did; a paragraph with an indented line (an
+    example, a table) or one marked ``\\b`` keeps its lines."""
+    paragraphs = text.split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
+                       else " ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _tidy_help(command: Any) -> None:
+    """Tidy the help of ``command`` and every subcommand below it: docstrings reflowed (:func:`_reflowed`), no
+    value placeholder (typer's ``<bool>``) on an on/off flag, which takes no value, and no doubled ``...`` or
+    brackets on an argument (:func:`_no_flag_placeholder`)."""
+    if command.help:
+        command.help = _reflowed(command.help)
+    for param in command.params:
+        _no_flag_placeholder(param)
+    built = command.get_help_option  # --help is made per call, not a param: its flag is tidied as it is made
+
+    def help_option(ctx: Any) -> Any:
+        option = built(ctx)
+        if option is not None:
+            _no_flag_placeholder(option)
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
+def _no_flag_placeholder(param: Any) -> None:
+    """An on/off flag shows no value placeholder in the help (typer writes ``<bool>`` unless a metavar is set),
+    and an argument's metavar says once what typer adds itself: ``...`` for several, ``[ ]`` when optional."""
+    if getattr(param, "is_flag", False) and not getattr(param, "count", False) and param.metavar is None:
+        param.metavar = ""
+    metavar = param.metavar
+    if param.param_type_name == "argument" and metavar:
+        if param.nargs != 1 and metavar.endswith("..."):
+            metavar = metavar[:-3]
+        if not param.required and metavar.startswith("[") and metavar.endswith("]"):
+            metavar = metavar[1:-1]
+        param.metavar = metavar
+
+
 class _WorkbenchGroup(TyperGroup):
-    """Root command group: turns WorkbenchError into a message and an exit status."""
+    """Root command group: tidies every command's help (:func:`_tidy_help`), and turns WorkbenchError into a
+    message and an exit status."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _tidy_help(self)
 
     def invoke(self, ctx: Any) -> Any:
         try:

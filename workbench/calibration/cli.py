@@ -101,7 +101,8 @@ def calibrate_command(
                                                   "qwen3-30b-a3b (tiny, tiny-moe: CPU test shapes)")] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="target model: a data/models stem or a .toml file")] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="draft model likewise ('none': no draft)")] = None,
-    tp: Annotated[int, typer.Option("--tp", help="tensor-parallel ranks (one rank's shapes are timed)")] = 1,
+    tp: Annotated[Optional[int], typer.Option("--tp-size", help="tensor-parallel ranks (one rank's shapes are "
+                                              "timed; default 1)")] = None,
     gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPU indices, e.g. 0,1 (two or more: all-reduce too)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="the short grid (about 1-3 min per shape on an H200)")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="local folder for the tables (default "
@@ -115,6 +116,7 @@ def calibrate_command(
                                                          "from the fit")] = None,
     carry: Annotated[str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a "
                                        "written profile carries")] = DEFAULT_CARRY,
+    old_tp: Annotated[Optional[int], typer.Option("--tp", hidden=True)] = None,
 ) -> None:
     """Upload remote/gpu_calibrate.py to --host, run it with the host's Python that has PyTorch (progress shown,
     resumable: run the same command again), fetch the raw tables, and fit the simulator's terms to them.
@@ -131,6 +133,9 @@ def calibrate_command(
     from workbench.hosts import get_host
     from workbench.paths import resolve
 
+    if tp is not None and old_tp is not None:
+        raise ConfigError("--tp is the former name of --tp-size; give --tp-size once")
+    tp = tp if tp is not None else (old_tp if old_tp is not None else 1)
     try:
         ids = tuple(int(g) for g in gpus.split(",")) if gpus else ()
     except ValueError:
@@ -152,7 +157,7 @@ def calibrate_command(
 
 @calibrate_app.command("fit")
 def fit_command(
-    tables: Annotated[list[Path], typer.Argument(help="timing tables (NAME.json) or a folder of them")],
+    tables: Annotated[list[Path], typer.Argument(metavar="TABLE", help="timing tables (NAME.json) or a folder of them")],
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="data sheet (data/gpus/NAME.toml; default from the table)")] = None,
     write_profile: Annotated[Optional[str], typer.Option("--write-profile", help="write data/profiles/NAME.toml "
                                                          "(several tables: NAME-<shape>, or put {shape} in NAME)")] = None,

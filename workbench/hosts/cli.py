@@ -29,7 +29,7 @@ host_app = typer.Typer(help="Look at a GPU host before using it.", no_args_is_he
 
 @host_app.command("check")
 def host_check_command(
-    host: Annotated[str, typer.Argument(help="'local' or an ssh config alias.")],
+    host: Annotated[str, typer.Argument(metavar="HOST", help="'local' or an ssh config alias.")],
     config_file: ConfigOpt = None,
     require: Annotated[Optional[str], typer.Option(
         "--require", help="Comma-separated: sglang, gpu. Missing ones make the check fail.")] = None,

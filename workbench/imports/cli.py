@@ -26,7 +26,7 @@ SUMMARY = ("variant", "workload", "level_index", "repeat", "concurrency", "reque
 
 def import_command(
     files: Annotated[list[Path], typer.Argument(
-        metavar="FILE...", help="Result files or folders: sglang.bench_serving JSONL, vllm bench serve "
+        metavar="FILE", help="Result files or folders: sglang.bench_serving JSONL, vllm bench serve "
         "--save-result JSON (one or several, or a folder of them: a sweep saved one file per rate is one run) or a "
         "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
         "folder), GuideLLM benchmarks JSON, InferenceX agg_*.json.")],

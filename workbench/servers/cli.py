@@ -27,7 +27,7 @@ __all__ = ["servers_command"]
 
 def servers_command(
     server_ids: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[ID]...", help="With --stop: the servers to stop (ids, unique id prefixes, or ports).")] = None,
+        metavar="ID", help="With --stop: the servers to stop (ids, unique id prefixes, or ports).")] = None,
     host: HostOpt = "local",
     stop: Annotated[bool, typer.Option("--stop", help="Stop the named servers (or all with --all).")] = False,
     all_: Annotated[bool, typer.Option("--all", help="With --stop: every server of this checkout on the host.")] = False,

@@ -26,7 +26,7 @@ def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
 
 @sim_app.command("calibrate")
 def calibrate_command(
-    profile: Annotated[str, typer.Argument(help="profile name (data/profiles/NAME.toml) or path")],
+    profile: Annotated[str, typer.Argument(metavar="PROFILE", help="profile name (data/profiles/NAME.toml) or path")],
     points: Annotated[Optional[Path], typer.Option(
         "--points", help="a tidy per-level table (CSV or parquet: variant, concurrency, output_throughput_tok_s) "
                          "to fit instead of the profile's calibration points")] = None,
@@ -92,17 +92,34 @@ def _levels_option(text: str | None) -> list[int] | None:
     return parse_number_list("--levels", text, int, "whole numbers (requests in flight)", "1,2,4")
 
 
+def _one_of(name: str, value: str | None, old_name: str, old_value: str | None) -> str | None:
+    """An option given under its name or its former one (kept working, hidden from the help).
+
+    Raises:
+        ConfigError: both given.
+    """
+    from workbench.errors import ConfigError
+
+    if value is not None and old_value is not None:
+        raise ConfigError(f"{old_name} is the former name of {name}; give {name} once")
+    return value if value is not None else old_value
+
+
 @sim_app.command("predict")
 def predict_command(
-    variants: Annotated[list[str], typer.Argument(help="variant names (data/variants/NAME.toml) or files")],
-    profile: Annotated[str, typer.Option("--profile", help="profile name (data/profiles/NAME.toml) or path")] = "seed-pcie-8gpu",
-    levels: Annotated[Optional[str], typer.Option("--concurrency-levels", "--levels", help="concurrency levels, e.g. 1,2,4 (default: the profile's workload's)")] = None,
+    variants: Annotated[list[str], typer.Argument(metavar="VARIANT", help="variant names (data/variants/NAME.toml) or files")],
+    profile: Annotated[Optional[str], typer.Option(
+        "--sim-profile", help="profile name (data/profiles/NAME.toml) or path, as `workbench bench --sim-profile` "
+        "(default seed-pcie-8gpu)")] = None,
+    levels: Annotated[Optional[str], typer.Option("--levels", help="concurrency levels, e.g. 1,2,4 (default: the profile's workload's)")] = None,
     requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="requests per level (default: the profile's workload's, else max(16, 2 x concurrency))")] = None,
     max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", min=1, help="output tokens per request (default: the profile's)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="prompt order and acceptance sampling (default: the profile's)")] = None,
     prompt_set: Annotated[Optional[str], typer.Option("--prompt-set", help="prompt set whose acceptance figures apply (the profile's [acceptance.prompt_sets]; default: the workload's)")] = None,
     temperature: Annotated[Optional[float], typer.Option("--temperature", help="requests' temperature: 0 uses greedy acceptance figures, > 0 sampled ones (default: the profile's workload's)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object: the settings and a row per (variant, level)")] = False,
+    old_profile: Annotated[Optional[str], typer.Option("--profile", hidden=True)] = None,
+    old_levels: Annotated[Optional[str], typer.Option("--concurrency-levels", hidden=True)] = None,
 ) -> None:
     """Predict each variant's closed-loop sweep offline (virtual clock; a MODEL PREDICTION, not a measurement).
 
@@ -117,6 +134,8 @@ def predict_command(
     from workbench.sim._predict import predict, prediction_plan
     from workbench.sim._profiles import load_profile
 
+    profile = _one_of("--sim-profile", profile, "--profile", old_profile) or "seed-pcie-8gpu"
+    levels = _one_of("--levels", levels, "--concurrency-levels", old_levels)
     try:
         prof = load_profile(profile)
         plan = prediction_plan(prof, concurrency_levels=_levels_option(levels), requests_per_level=requests,

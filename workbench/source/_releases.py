@@ -199,9 +199,11 @@ def _pip_failure_message(version: str, output: str, wheels: Path) -> str:
         return (
             f"SGLang {version} has no wheel on the package index for this interpreter "
             f"(Python {sys.version_info.major}.{sys.version_info.minor}, binary wheels only). {hint} "
-            "Pick an offered version; if the version exists for another Python/platform, pass "
-            "pip_args=('--python-version', '3.11', '--platform', 'manylinux_2_34_x86_64'); "
-            f"or search a checkout with find_definition(tree=...).\n--- pip ---\n{tail}"
+            "Pick an offered version. If it has wheels only "
+            "for another Python or platform, download one by hand into the cache, where it is used as it is: "
+            "`python -m pip download --no-deps --only-binary=:all: --python-version 3.11 --platform "
+            f"manylinux_2_34_x86_64 sglang=={version} -d {wheels}`. Or search a source checkout instead "
+            f"(`workbench inspect NAME --tree PATH`; in Python, tree=PATH).\n--- pip ---\n{tail}"
         )
     return (
         f"Downloading SGLang {version} with pip failed; check the network and pip's index settings "

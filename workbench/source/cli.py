@@ -34,7 +34,7 @@ _MAX_CELL = 60
 
 
 def inspect_command(
-    name: Annotated[str, typer.Argument(help="Function, class or method: bare or Class.method.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Function, class or method: bare or Class.method.")],
     sglang: Annotated[
         Optional[list[str]],
         typer.Option("--sglang", help="SGLang release to search (repeat for several). "

@@ -22,12 +22,15 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.errors import ConfigError
+from workbench.engines import DEFAULT_SIM_TIME_SCALE
 from workbench.engines.cli import EngineOpt
 from workbench.hosts.cli import HostOpt
 from workbench.store.cli import RunsDirOption
-from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption
+from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption, grid_lines
+from workbench.variants.cli import grid_option
 
-__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "schedule_lines", "summary_lines"]
+__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "schedule_lines",
+           "summary_lines"]
 
 #: Metrics of the summary, with their column titles and decimals.
 SUMMARY_METRICS = (("output_throughput_tok_s", "output tok/s", 1), ("mean_per_request_tok_s", "per-request tok/s", 1),
@@ -157,7 +160,9 @@ def bench_command(
     sweep_values: Annotated[Optional[str], typer.Option(
         "--sweep-values", help="Values of --sweep, e.g. 128,2048 (tokens) or 0,1 (temperature).")] = None,
     time_scale: Annotated[Optional[float], typer.Option(
-        "--time-scale", help="Simulator only: simulated seconds per wall second (default 2).")] = None,
+        "--time-scale", help="Simulator only: simulated seconds per wall second (default "
+        f"{DEFAULT_SIM_TIME_SCALE:g}, as in the notebooks: workbench.engines.DEFAULT_SIM_TIME_SCALE, whose "
+        "docstring gives its measured fidelity).")] = None,
     sim_profile: Annotated[Optional[str], typer.Option(
         "--sim-profile", help="Simulator only: the hardware and model it models, a name in data/profiles/ or a "
         "TOML file (default seed-pcie-8gpu; e.g. h200-llama3-8b beside real runs on an H200).")] = None,
@@ -171,8 +176,13 @@ def bench_command(
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", help="The variant the crossovers are against (default: the first VARIANT).")] = None,
     grid: Annotated[Optional[str], typer.Option(
-        "--grid", help="A grid (data/grids/NAME.toml or a file) of topk x num_steps x num_draft_tokens on a template "
-        "variant: its points are measured after VARIANT..., each checked first (refused points are named).")] = None,
+        "--grid", help="A grid of topk x num_steps x num_draft_tokens on a template variant (data/grids/NAME.toml, "
+        "a file, or its keys inline: 'template = \"eagle3-topk4\", topk = [1, 4], num_steps = [2], "
+        "num_draft_tokens = [4, 8]'): its points are measured after VARIANT..., each checked first; refused points "
+        "are named and nothing is launched (exit 2) unless --skip-refused.")] = None,
+    skip_refused: Annotated[bool, typer.Option(
+        "--skip-refused", help="With --grid: measure the accepted points when some are refused (each is still "
+        "named, with why).")] = False,
     fleet: Annotated[Optional[str], typer.Option(
         "--fleet", help="Run the (variant, repeat) units as Ray tasks on this Ray cluster (host:6379, or auto), as "
         "many at once as its GPU slots allow; replaces --host (docs/FLEET.md; needs the fleet extra).")] = None,
@@ -187,8 +197,8 @@ def bench_command(
 
     Runs the sweep into the runs folder exactly as the notebooks do (the load options are
     benchmark_variants' load=); running the same command again resumes it (finished
-    levels are skipped, and a line per variant says how many are already on disk and in which
-    run), --fresh starts anew. Prints, per variant and level (and swept value, with --sweep),
+    levels are skipped, and a line per variant names the levels reused, the run they are from,
+    and the levels measured now), --fresh starts anew. Prints, per variant and level (and swept value, with --sweep),
     n repeats and the mean with its 95% interval, then how many levels were measured now and
     how many reused. Progress: bars on a terminal, else one line per level on stderr (per unit,
     with the host it ran on, with --fleet). Exit
@@ -196,17 +206,23 @@ def bench_command(
     """
     if not variants and grid is None:
         raise ConfigError("name the variants to measure (e.g. `workbench bench baseline eagle3-topk4`) or a --grid")
+    if skip_refused and grid is None:
+        raise ConfigError("--skip-refused is about a grid's refused points; give --grid too")
     if detach:
         return _submit(ctx, fleet, host, runs_dir)
     from workbench.sweeps._fleet import Fleet
     from workbench.sweeps._investigation import benchmark_variants
 
-    if baseline is not None and baseline not in [Path(v).stem for v in variants or []]:
-        raise ConfigError(f"--baseline {baseline!r} is not one of the variants measured ({', '.join(variants or [])}); "
-                          "name one of them, e.g. --baseline " + (Path(variants[0]).stem if variants else "baseline"))
     if levels is not None and request_rates is not None:
         raise ConfigError("give --levels (closed loop: requests in flight) or --request-rates (open loop: requests "
                           "per second), not both")
+    points = _grid_points(grid, skip_refused=skip_refused, host=host, engine=engine,
+                          parameters={"model_path": model_path, "draft_model_path": draft_model_path,
+                                      "tp_size": tp_size, "gpus": gpus}) if grid is not None else []
+    names = [*(Path(v).stem for v in variants or []), *(p.name for p in points)]
+    if baseline is not None and baseline not in names:
+        raise ConfigError(f"--baseline {baseline!r} is not one of the variants measured ({', '.join(names)}); "
+                          f"name one of them, e.g. --baseline {names[0]}")
     load = load_options(backend=backend, temperature=temperature, ignore_eos=ignore_eos, input_len=input_len,
                         sweep=sweep, sweep_values=sweep_values)
     optional: dict[str, Any] = {"prompt_set": prompt_set} if prompt_set is not None else {}
@@ -224,11 +240,11 @@ def bench_command(
     def on_resume(resume: Any) -> None:  # before the variant's first server: what its run already holds
         opened[resume.variant] = resume
         if resume.stored:
-            typer.echo(resume.line(), err=True)
+            typer.echo(_resume_line(resume.variant, resume.run), err=True)
 
     with _level_lines(progress), warnings.catch_warnings(record=True) as caught:  # shown below, one line each
         paths = benchmark_variants(
-            variants or [], grid=grid, model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
+            [*(variants or []), *points], model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
             gpus=gpus, host=host, engine=engine,
             concurrency_levels=parse_levels(levels) if levels is not None else None,
             requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
@@ -240,7 +256,7 @@ def bench_command(
     if measured:
         for line in summary_lines(_means(measured, sweep), sweep):
             typer.echo(line)
-        for note in _crossovers(measured, variants or [], sweep, baseline):
+        for note in _crossovers(measured, names, sweep, baseline):
             typer.echo(note)
         for note in schedule_lines(measured):
             typer.echo(note, err=True)
@@ -292,6 +308,65 @@ def _submit(ctx: Any, fleet: str | None, host: str, runs_dir: Any) -> None:
     job = submit_sweep(fleet, job_arguments(ctx))
     typer.echo(f"job: {job} on fleet {fleet}; it goes on without this command. Pull its finished units with "
                f"`workbench fleet attach {job} --name {fleet}`, stop it with `workbench fleet cancel {job} --name {fleet}`")
+
+
+def _grid_points(grid: str, *, skip_refused: bool, host: str, engine: str | None,
+                 parameters: dict[str, Any]) -> list[Any]:
+    """The accepted points of ``--grid`` (as :class:`~workbench.variants.Variant` values), each point named on
+    stderr with ``ok`` or why it is refused, before anything is launched.
+
+    Raises:
+        ConfigError: a bad grid; every point refused; or some refused without ``--skip-refused`` (exit 2, as
+            ``workbench variants check --grid``), saying how many and how to measure the rest.
+    """
+    from workbench.variants import expand_grid
+
+    expansion = expand_grid(grid_option(grid), parameters={k: v for k, v in parameters.items() if v is not None},
+                            host=host, engine=engine)
+    for line in grid_lines(expansion):
+        typer.echo(line, err=True)
+    refused, total = len(expansion.refused), len(expansion.table)
+    if refused and not skip_refused:
+        raise ConfigError(f"grid {expansion.grid.name}: {refused} of {total} point(s) refused by the pre-flight checks "
+                          "(named above, each with why), so nothing was launched; fix the grid, or pass --skip-refused "
+                          f"to measure the other {total - refused}")
+    if refused:
+        typer.echo(f"grid {expansion.grid.name}: {refused} of {total} point(s) refused (named above); measuring the "
+                   f"other {total - refused} (--skip-refused)", err=True)
+    return list(expansion.variants)
+
+
+def _resume_line(variant: str, run: Path) -> str:
+    """What a resumed run reuses and what is measured now, by level, for the terminal::
+
+        baseline: reusing 2 of 3 levels from run R (stored since 2026-12-06 02:18 UTC): c=1, c=2; measuring now: c=4
+
+    With repeats the counts are of (level, repeat) units and each level carries ``xN``, the repeats of it
+    reused (or left to measure); with a swept dimension each level names its value (``input_len=128 c=4``).
+    Read from the run's manifest (its plan and ``units_completed``) as the sweep opened it.
+    """
+    from workbench.store import load_run
+
+    manifest = load_run(run).manifest
+    plan = manifest.get("plan") or {}
+    repeats = int(plan.get("repeats") or 1)
+    rates, conc = plan.get("request_rates"), list(plan.get("concurrency_levels") or [])
+    base = [f"{r:g} req/s" for r in rates] if rates is not None else [f"c={c}" for c in conc]
+    swept = plan.get("sweep_values")
+    names = ([f"{plan.get('sweep')}={v:g} {b}" for v in swept for b in base] if swept else base) or ["level 1"]
+    units = [(int(r), int(i)) for r, i in manifest.get("units_completed") or []]
+    stored = {i: sum(1 for _, j in units if j == i) for i in range(len(names))}
+
+    def listed(counts: dict[int, int]) -> str:
+        shown = [names[i] + (f" x{n}" if repeats > 1 else "") for i, n in counts.items() if n]
+        return ", ".join(shown) or "nothing"
+
+    left = {i: repeats - stored[i] for i in range(len(names))}
+    what = "levels" if repeats == 1 else "levels x repeats"
+    since = str(manifest.get("started_at") or "")[:16].replace("T", " ")
+    return (f"{variant}: reusing {len(units)} of {len(names) * repeats} {what} from run {run.name}"
+            + (f" (stored since {since} UTC)" if since else "")
+            + f": {listed(stored)}; measuring now: {listed(left)}")
 
 
 def _units(paths: list[Path]) -> list[int]:
@@ -380,14 +455,13 @@ def _means(paths: list[Path], sweep: str | None) -> Any:
     return repeat_table(levels, [m for m, _, _ in SUMMARY_METRICS], by=by)
 
 
-def _crossovers(paths: list[Path], variants: list[str], sweep: str | None, baseline: str | None = None) -> list[str]:
+def _crossovers(paths: list[Path], names: list[str], sweep: str | None, baseline: str | None = None) -> list[str]:
     """Where the figures come from (SIMULATED or measured: the charts' provenance line), then one line
-    per speculative variant and metric against ``baseline`` (default: the first variant, as in the
-    notebooks); no crossover with one variant or with a ``sweep`` (a crossover over concurrency
-    would mix the sweep's values)."""
+    per speculative variant and metric against ``baseline`` (default: the first of ``names``, the variants
+    and grid points measured, as in the notebooks); no crossover with one variant or with a ``sweep`` (a
+    crossover over concurrency would mix the sweep's values)."""
     from workbench.studies import load_study
 
-    names = [Path(v).stem for v in variants]
     base = baseline or (names[0] if names else None)
     try:
         study = load_study(paths, baseline=base if base in names else None)

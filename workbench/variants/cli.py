@@ -10,7 +10,8 @@ Importing this module is cheap: the checks are imported when the command runs, n
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -19,7 +20,11 @@ from workbench.errors import ConfigError
 from workbench.engines.cli import EngineOpt
 from workbench.hosts.cli import HOST_OPTION
 
-__all__ = ["DraftModelPathOption", "GpusOption", "ModelPathOption", "TpSizeOption", "variants_app"]
+if TYPE_CHECKING:
+    from workbench.variants._grid import Grid, GridExpansion
+
+__all__ = ["DraftModelPathOption", "GpusOption", "ModelPathOption", "TpSizeOption", "grid_lines", "grid_option",
+           "variants_app"]
 
 variants_app = typer.Typer(help="Server variants: check them before launching.", no_args_is_help=True)
 
@@ -33,19 +38,95 @@ GpusOption = Annotated[Optional[str], typer.Option("--gpus", help="GPU indices t
 
 _SEVERITY = ("error", "warning", "info")
 
+#: What ``workbench variants check`` checks when neither VARIANT nor --grid is named: the variants report's own
+#: defaults, its ``variants`` and the ``baseline`` they are compared with (notebooks/variants.ipynb's parameters;
+#: tests/test_variants_check_cli.py checks that the two agree), so the command and the report say the same.
+REPORT_VARIANTS = ("baseline", "baseline-cap48", "eagle3-topk4", "eagle3-topk1-v2", "adaptive",
+                   "eagle3-topk4-off-above-8")
+REPORT_BASELINE = "baseline-cap48"
+
+#: A grid written inline on the command line: a grid file's keys as one TOML inline table's contents.
+GRID_EXAMPLE = "'template = \"eagle3-topk4\", topk = [1, 4], num_steps = [2, 3], num_draft_tokens = [4, 8]'"
+
+
+def _inline_grid(text: str) -> dict[str, Any] | None:
+    """The mapping ``--grid`` was given inline, or None when ``text`` names a grid (a shipped name or a file).
+
+    Inline is a grid file's keys (``template``, ``topk``, ``num_steps``, ``num_draft_tokens``, optional ``name``)
+    written as TOML (``key = value`` pairs separated by commas or new lines, braces optional) or as a JSON
+    object. Text with ``=`` or a leading ``{`` is inline, unless it is the path of a file.
+
+    Raises:
+        ConfigError: inline text that is neither, with an example.
+    """
+    import tomllib
+
+    body = text.strip()
+    if Path(body).expanduser().is_file() or not (body.startswith("{") or "=" in body):
+        return None
+    if body.startswith("{"):
+        try:
+            data = json.loads(body)
+        except ValueError:
+            body = body[1:-1] if body.endswith("}") else body[1:]
+        else:
+            if not isinstance(data, dict):
+                raise ConfigError(f"--grid {text!r}: a JSON grid is an object of a grid file's keys, e.g. "
+                                  '{"template": "eagle3-topk4", "topk": [1, 4], "num_steps": [2], '
+                                  '"num_draft_tokens": [4, 8]}')
+            return data
+    try:
+        if "\n" in body:
+            return tomllib.loads(body)
+        return dict(tomllib.loads(f"grid = {{{body}}}")["grid"])
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--grid {text!r} is neither a grid's name or file nor its keys written inline ({exc}); "
+                          f"write the keys of a grid file as TOML, e.g. --grid {GRID_EXAMPLE}") from None
+
+
+def grid_option(text: str) -> Grid:
+    """``--grid``'s grid: a name in data/grids/, a grid file, or a grid file's keys written inline
+    (:data:`GRID_EXAMPLE`; :func:`_inline_grid`), loaded by :func:`workbench.variants.load_grid`.
+
+    Raises:
+        ConfigError: no such grid (the message shows the inline form too), inline text that does not parse,
+            or a grid the loader refuses (its message).
+    """
+    from workbench.variants import load_grid
+
+    inline = _inline_grid(text)
+    try:
+        return load_grid(inline if inline is not None else text)
+    except ConfigError as exc:
+        if inline is not None or Path(text).expanduser().is_file():
+            raise
+        raise ConfigError(f"--grid: {exc} (on the command line, the mapping written inline: --grid "
+                          f"{GRID_EXAMPLE})") from None
+
+
+def grid_lines(expansion: GridExpansion) -> list[str]:
+    """One line per point of a checked grid: ``grid NAME: POINT: ok`` or ``... refused: why``."""
+    return [f"grid {expansion.grid.name}: {row.variant}: " + ("ok" if row.status == "ok" else f"refused: {row.reason}")
+            for row in expansion.table.itertuples()]
+
 
 @variants_app.command("check")
 def check_command(
     variants: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[VARIANT]...", help="Variant names (data/variants/NAME.toml) or files; default: all shipped.")] = None,
+        metavar="VARIANT", help="Variant names (data/variants/NAME.toml) or files; default: the variants "
+        f"report's ({', '.join(REPORT_VARIANTS)}) against {REPORT_BASELINE}.")] = None,
     host: Annotated[Optional[str], HOST_OPTION] = None,
     sglang: Annotated[Optional[str], typer.Option(
         "--sglang", help="Check against this SGLang release instead of each variant's own.")] = None,
     engine: EngineOpt = None,
     baseline: Annotated[Optional[str], typer.Option(
-        "--baseline", help="Variant every speculative one is compared with. Default: for each, a plain variant "
-        "of the same model and TP size: one being checked before a shipped one, 'baseline' or '*-baseline' by "
-        "name first; e.g. llama3-8b-baseline for llama3-8b-eagle3.")] = None,
+        "--baseline", help=f"Variant every speculative one is compared with. Default: {REPORT_BASELINE} for the "
+        "variants report's variants; else, for each, a plain variant of the same model and TP size: one being "
+        "checked before a shipped one, 'baseline' or '*-baseline' by name first; e.g. llama3-8b-baseline for "
+        "llama3-8b-eagle3.")] = None,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Check every shipped variant (each against --baseline, or a plain variant of its own model "
+        "and TP size).")] = False,
     min_severity: Annotated[str, typer.Option(
         "--show", help="Lowest severity printed: error, warning or info.")] = "warning",
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as a JSON list.")] = False,
@@ -54,10 +135,14 @@ def check_command(
     tp_size: TpSizeOption = None,
     gpus: GpusOption = None,
     grid: Annotated[Optional[str], typer.Option(
-        "--grid", help="Also check a grid's points (data/grids/NAME.toml or a file): one line per point, "
-        "ok or refused with the reason.")] = None,
+        "--grid", help="Also check a grid's points (data/grids/NAME.toml, a file, or its keys inline: "
+        "'template = \"eagle3-topk4\", topk = [1, 4], num_steps = [2], num_draft_tokens = [4, 8]'): one line per "
+        "point, ok or refused with the reason.")] = None,
 ) -> None:
     """Validate variants against the SGLang they will run, before anything is launched.
+
+    With no VARIANT (and no --grid) it checks what the variants report checks: its variants against
+    its baseline (a line on stderr names them); --all checks every shipped variant.
 
     One line per finding (severity, variant, flag, message and fix), then the count. Each
     speculative variant is compared with --baseline, or by default with a plain variant of
@@ -75,6 +160,8 @@ def check_command(
     Examples:
 
         workbench variants check
+
+        workbench variants check --all
 
         workbench variants check adaptive eagle3-topk4 --sglang 0.5.9
 
@@ -101,16 +188,21 @@ def check_command(
     from workbench.variants._findings import count_line, has_errors, sort_findings
 
     params = {"model_path": model_path, "draft_model_path": draft_model_path, "tp_size": tp_size, "gpus": gpus}
+    if every and variants:
+        raise ConfigError("--all checks every shipped variant; name variants or give --all, not both")
     names: list = list(variants or [])
+    if not names and grid is None and not every:  # what the variants report checks, said so
+        names, baseline = list(REPORT_VARIANTS), baseline or REPORT_BASELINE
+        typer.echo(f"checking the variants report's {len(names)} variants ({', '.join(names)}) against {baseline}, "
+                   "as notebooks/variants.ipynb does; name variants, or --all for every shipped one", err=True)
     refused = ""
     if grid is not None:
         from workbench.variants._grid import expand_grid
 
-        expansion = expand_grid(grid, parameters={k: v for k, v in params.items() if v is not None}, host=host,
-                                sglang=sglang, engine=eng)
-        for row in expansion.table.itertuples():  # with --json on stderr, so stdout stays one JSON list
-            typer.echo(f"grid {expansion.grid.name}: {row.variant}: " +
-                       ("ok" if row.status == "ok" else f"refused: {row.reason}"), err=as_json)
+        expansion = expand_grid(grid_option(grid), parameters={k: v for k, v in params.items() if v is not None},
+                                host=host, sglang=sglang, engine=eng)
+        for line in grid_lines(expansion):  # with --json on stderr, so stdout stays one JSON list
+            typer.echo(line, err=as_json)
         names += expansion.variants
         if len(expansion.refused):
             refused = (f"; grid {expansion.grid.name}: {len(expansion.refused)} of {len(expansion.table)} point(s) "
