@@ -26,6 +26,8 @@ def _load(path: Path) -> tuple[str, str, str]:
 FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
 #: Logs of SGLang 0.5.17 launched wrong on purpose on a GPU (tests/test_real_sglang_failures.py checks each).
 REAL_LOG_FILES = sorted((Path(__file__).parent / "fixtures" / "sglang_logs_real").glob("*.log"))
+#: Tails written from SGLang's raise sites (tests/test_servers_failures_written.py checks each).
+WRITTEN_LOG_FILES = sorted((Path(__file__).parent / "fixtures" / "sglang_logs_written").glob("*.log"))
 
 
 def _expected_kind(path: Path) -> str:
@@ -36,9 +38,12 @@ def _expected_kind(path: Path) -> str:
 
 
 def test_every_kind_but_timeout_and_lease_has_a_real_excerpt() -> None:
-    # an excerpt from a public issue, or a log recorded from a real SGLang on a GPU
+    # an excerpt from a public issue, a log recorded from a real SGLang on a GPU, or a tail written from SGLang's
+    # raise site (gpu_arch has only the last: no GPU the project ran on lacked its kernels)
     kinds = {_load(p)[0] for p in FIXTURE_FILES} | {_expected_kind(p) for p in REAL_LOG_FILES}
-    assert len(REAL_LOG_FILES) >= 5 and kinds == set(KINDS) - {"timeout", "lease_expired", "killed"}
+    written = {_expected_kind(p) for p in WRITTEN_LOG_FILES}
+    assert len(REAL_LOG_FILES) >= 5 and len(WRITTEN_LOG_FILES) >= 14
+    assert kinds | written == set(KINDS) - {"timeout", "lease_expired", "killed"} and written - kinds == {"gpu_arch"}
 
 
 def _launch(path: Path) -> str:
@@ -97,11 +102,16 @@ def test_finished_capture_is_not_a_capture_failure() -> None:
     assert classify(log).kind == "unknown"
 
 
-def test_simulator_refusals_are_bad_flags() -> None:
-    # What the simulator logs (python -m workbench.sim), like SGLang's argparse and its spec v2 refusal.
+def test_simulator_refusals_are_named_like_sglangs() -> None:
+    # What the simulator logs (python -m workbench.sim), like SGLang's argparse and its refusals: argparse's and an
+    # assert's are refused flags; its spec v2 refusal is SGLang's own words, named as SGLang's ValueError is
+    # (tests/fixtures/sglang_logs_written/spec_v2_topk_refused.log) with spec v2's advice.
     argparse_line = "python -m workbench.sim: error: unrecognized arguments: --no-such-flag 1\n"
+    assert_line = "please provide --dist-init-addr as host:port of head node (SGLang asserts here)\n"
+    assert classify(argparse_line).kind == classify(assert_line).kind == "bad_flags"
     v2_line = "[2026-01-01 00:00:00] Spec v2 currently only supports topk = 1 (SGLang 0.5.9 ...)\n"
-    assert classify(argparse_line).kind == classify(v2_line).kind == "bad_flags"
+    v2 = classify(v2_line)
+    assert v2.kind == "spec_v2_topk" and "speculative-eagle-topk = 1" in v2.suggestion
 
 
 def test_lease_stop_and_timeout() -> None:

@@ -5,11 +5,13 @@ order and the first that matches wins, because one failure often mentions
 another (a CUDA-graph capture that failed with "CUDA out of memory" is a capture
 failure, whose fix differs from a weight-loading OOM; one that failed with an
 illegal memory access in the speculative path is a kernel fault, whose fix is no
-memory setting at all). Patterns come from real SGLang logs quoted in public issues
-(``tests/fixtures/sglang_logs/``, each excerpt with its source, checked by
-``tests/test_servers_failures.py``) and from SGLang 0.5.17 launched wrong on purpose
-on an NVIDIA H200 (``tests/fixtures/sglang_logs_real/``, checked by
-``tests/test_real_sglang_failures.py``).
+memory setting at all; one whose kernel was never built for the GPU is neither). Patterns
+come from real SGLang logs quoted in public issues (``tests/fixtures/sglang_logs/``, each
+excerpt with its source, checked by ``tests/test_servers_failures.py``), from SGLang 0.5.17
+launched wrong on purpose on an NVIDIA H200 (``tests/fixtures/sglang_logs_real/``, checked by
+``tests/test_real_sglang_failures.py``), and from log tails written from SGLang's own raise
+sites, each naming the release, file and function it follows
+(``tests/fixtures/sglang_logs_written/``, checked by ``tests/test_servers_failures_written.py``).
 
 Kinds (:data:`KINDS`)::
 
@@ -17,22 +19,32 @@ Kinds (:data:`KINDS`)::
     cuda_graph      CUDA-graph capture failed
     out_of_memory   GPU memory: a CUDA OOM, or too little left for the KV cache
     port_in_use     the HTTP port (or an internal SGLang port) was taken
-    bad_flags       argparse refused a flag, or SGLang refused a flag combination
+    bad_flags       argparse refused a flag, or SGLang refused a flag combination (a ValueError,
+                    AssertionError or NotImplementedError raised by its server-argument checks: the
+                    advice names where, and SGLang's own fix when its message gives one)
     import_error    the host's Python lacks a module (or has a mismatched one)
-    spec_v2_topk    spec v2 (SGLANG_ENABLE_SPEC_V2) with topk > 1: a shape error in the draft extend
+    gpu_arch        a kernel was not built for this GPU's architecture ("no kernel image is available for
+                    execution on the device"), often first met in the draft's CUDA-graph capture
+    spec_v2_topk    spec v2 (SGLANG_ENABLE_SPEC_V2, the only worker from 0.5.13) with topk > 1: a shape error in
+                    the draft (its forward or its extend), or the release refusing the combination at start
     draft_weights   the draft checkpoint's weights do not match the architecture it is loaded as
     draft_shape     the draft's config does not match the target: a hidden size (or vocabulary) mismatch
-                    between them, seen as a shape check failing in a draft model's code
-    spec_kernel_fault  a device-side fault (illegal memory access, device-side assert, out-of-bounds index)
-                    in the speculative path: an SGLang bug there, not a memory-size problem
+                    between them, seen as a shape check failing in a draft model's code or in the draft's
+                    CUDA-graph capture (its runner, its forward), or refused by name (STANDALONE's vocabulary check)
+    spec_kernel_fault  a device-side fault (illegal memory access, device-side assert, out-of-bounds index or
+                    gather) in the speculative path: an SGLang bug there, not a memory-size problem; the advice
+                    names grammar-constrained decoding when a grammar's frames are beside it
     eagle3_no_draft EAGLE-3 without a draft model path: the target was loaded as its own draft
-    attention_backend  the attention backend refuses speculation (hybrid backends, MLA with topk > 1)
+    attention_backend  the attention backend refuses speculation as configured (hybrid backends, MLA or
+                    trtllm_mha with topk > 1, tree drafting on a paged backend, a backend the draft worker has
+                    no EAGLE backend for, Flex Attention)
     custom_all_reduce  custom all-reduce on GPUs without peer access (PCIe)
     kv_pool_exhausted  the KV-cache pool ran out while serving (at runtime, not at start)
     scheduler_exception  SGLang's scheduler raised; the evidence is the last frame inside sglang
     multi_node      a server spanning nodes (``--nnodes``) lost its group: a rank could not reach
-                    ``--dist-init-addr`` (torch.distributed's rendezvous timed out), or a peer rank's
-                    connection closed
+                    ``--dist-init-addr`` (torch.distributed's rendezvous or the TCPStore timed out, NCCL's
+                    unique id never came from rank 0, the address did not resolve or its port was taken),
+                    or a peer rank's connection closed
     timeout         still not ready when the ready timeout ran out (set by the caller)
     killed          it died mid-sweep leaving no error in its log: a signal (kill -9, the kernel's
                     OOM killer, a job scheduler) (set by :func:`died`)
@@ -57,17 +69,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
+from workbench.servers import _failure_signs as signs
+
 FailureKind = Literal[
-    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
-    "draft_weights", "draft_shape", "spec_kernel_fault", "eagle3_no_draft", "attention_backend", "custom_all_reduce",
-    "kv_pool_exhausted", "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "gpu_arch",
+    "spec_v2_topk", "draft_weights", "draft_shape", "spec_kernel_fault", "eagle3_no_draft", "attention_backend",
+    "custom_all_reduce", "kv_pool_exhausted", "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
 ]
 
 #: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
 KINDS: tuple[str, ...] = (
-    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "spec_v2_topk",
-    "draft_weights", "draft_shape", "spec_kernel_fault", "eagle3_no_draft", "attention_backend", "custom_all_reduce",
-    "kv_pool_exhausted", "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
+    "lease_expired", "cuda_graph", "out_of_memory", "port_in_use", "bad_flags", "import_error", "gpu_arch",
+    "spec_v2_topk", "draft_weights", "draft_shape", "spec_kernel_fault", "eagle3_no_draft", "attention_backend",
+    "custom_all_reduce", "kv_pool_exhausted", "scheduler_exception", "multi_node", "timeout", "killed", "unknown",
 )
 
 
@@ -90,9 +104,14 @@ class Failure:
 class _Rule:
     kind: FailureKind
     pattern: re.Pattern[str]
+    #: What to do: a line, or one written from the match (``match.string`` is the whole log).
     suggestion: str | Callable[[re.Match[str]], str]
-    #: Only counts when this also matches somewhere in the log.
-    requires: re.Pattern[str] | None = None
+    #: Only counts when each of these also matches somewhere in the log or the launch.
+    requires: tuple[re.Pattern[str], ...] = ()
+    #: The group of ``pattern`` that is the evidence ('' for the whole match).
+    evidence: str = ""
+    #: The kind's suggestion in general, for :func:`suggestions`, when ``suggestion`` is written from the match.
+    summary: str = ""
 
 
 #: What to do when the server's Python cannot import a top-level package, by package.
@@ -125,47 +144,18 @@ _REFUSED_COMBINATION = (
     "error line and change the variant's flags/env accordingly."
 )
 
-#: A shape check that failed: flashinfer/TVM-FFI's ``Check failed: input.size(1) == weight.size(0) (4096 vs.
-#: 2048)`` (SGLang 0.5.17), torch's broadcast and matmul errors, and a weight loader's shape assertion.
-_SHAPE_MISMATCH = re.compile(
-    r"^.*(?:Check failed: [^\n]*\(\d+ vs\. \d+\)|The size of tensor a \(\d+\) must match the size of tensor b|"
-    r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \S+: copying a param with shape|"
-    r"Attempted to load weight \(.*\) into parameter).*$", _M)
-#: The draft model's own code in the log's traceback: an EAGLE/MTP model file, or the draft runner/worker.
-_DRAFT_CODE = re.compile(
-    r'File "[^"\n]*/sglang/srt/models/[^"/\n]*(?:eagle|mtp|nextn|draft)[^"/\n]*\.py"|'
-    r"\bdraft_(?:runner|worker|model_runner)\b", _I)
-#: A fault the GPU reports from inside a kernel (asynchronously: the Python frame may be a later call).
-_DEVICE_FAULT = re.compile(
-    r"^.*(?:an illegal memory access was encountered|an illegal instruction was encountered|"
-    r"device-side assert(?:ion)? triggered|misaligned address|index out of bounds|cudaErrorIllegalAddress).*$", _M | _I)
-#: The speculative path: its frames (``sglang/srt/speculative/``, the draft and verify CUDA-graph runners), or a
-#: launch with speculative flags (the command line, or ServerArgs as SGLang logs them).
-_SPEC_PATH = re.compile(
-    r"/sglang/srt/speculative/|(?:draft|verify)\w*_cuda_graph_runner|"
-    r"--speculative-(?:algorithm|adaptive|draft-model-path)\b|speculative_algorithm='")
-DRAFT_SHAPE_SUGGESTION = (
-    "The draft model's config does not match the target's: a hidden size (or vocabulary) mismatch between them "
-    "(the evidence shows the two sizes). Use the draft trained for this target, and check the draft's config.json "
-    "(hidden_size, target_hidden_size, vocab_size / draft_vocab_size) against the target's config.json (hidden_size, "
-    "vocab_size).")
-SPEC_KERNEL_FAULT_SUGGESTION = (
-    "A device-side fault (illegal memory access, device-side assert, out-of-bounds index) in SGLang's speculative "
-    "path: an SGLang bug there, not a memory-size problem (lowering --mem-fraction-static or --cuda-graph-max-bs "
-    "will not fix it). Run the variant without the speculative feature it adds (e.g. drop --speculative-adaptive), "
-    "try another --attention-backend, or set CUDA_LAUNCH_BLOCKING=1 to locate the kernel; report it upstream "
-    "(https://github.com/sgl-project/sglang/issues) with the log.")
-
 _RULES: tuple[_Rule, ...] = (
     _Rule("lease_expired", re.compile(r"^.*\[workbench watchdog\] lease expired.*$", _M),
           "The host-side lease stopped it because no client heartbeat arrived in time: keep the notebook "
           "kernel alive, raise lease_s, or start it with detached=True to keep it without a client."),
+    # A kernel never built for the GPU: before every capture, fault and scheduler rule that its error passes through
+    # (SGLang wraps it as "Capture cuda graph failed: CUDA error: no kernel image ...").
+    _Rule("gpu_arch", signs.GPU_ARCH, signs.gpu_arch_advice, summary=signs.GPU_ARCH_SUGGESTION),
     # Speculative decoding (excerpts in tests/fixtures/sglang_logs, each with its issue).
-    _Rule("spec_v2_topk", re.compile(r"^.*Sizes of tensors must match.*$", _M),
-          "Spec v2 (SGLANG_ENABLE_SPEC_V2) with --speculative-eagle-topk > 1 breaks in the draft extend "
-          "(sglang#13352, #14077): set speculative-eagle-topk = 1 (and num_draft_tokens = num_steps + 1), or drop "
-          "SGLANG_ENABLE_SPEC_V2 to run tree drafting on spec v1.",
-          requires=re.compile(r"SGLANG_ENABLE_SPEC_V2=(?:1|true)|eagle_worker_v2|_draft_extend_for_decode", _I)),
+    _Rule("spec_v2_topk", re.compile(r"^.*Sizes of tensors must match.*$", _M), signs.SPEC_V2_TOPK_SUGGESTION,
+          requires=(signs.SPEC_V2,)),
+    # Before attention_backend, whose "only supports topk = 1 for speculative decoding" it also says.
+    _Rule("spec_v2_topk", signs.SPEC_V2_TOPK_REFUSED, signs.SPEC_V2_TREE_SUGGESTION),
     _Rule("eagle3_no_draft", re.compile(r"^.*object has no attribute '(?:set_embed|hot_token_id)'.*$", _M),
           "EAGLE-3 was started without --speculative-draft-model-path, so the target checkpoint was loaded as its "
           "own draft and is not an EAGLE-3 head (sglang#36528): set draft_model_path in the variant to an EAGLE-3 "
@@ -174,22 +164,26 @@ _RULES: tuple[_Rule, ...] = (
           "The draft checkpoint's weight names do not match the architecture SGLang loads it as: check its "
           "config.json `architectures` (an EAGLE-3 head is e.g. LlamaForCausalLMEagle3), use a draft converted for "
           "SGLang, and make --speculative-algorithm match the draft (EAGLE vs EAGLE3).",
-          requires=re.compile(r"load_weights")),
+          requires=(re.compile(r"load_weights"),)),
     # SGLang 0.5.17 on an H200 (tests/fixtures/sglang_logs_real/draft_hidden_size.log): an EAGLE-3 draft with
     # hidden_size 2048 against a 4096 target failed flashinfer's rmsnorm check inside the draft's CUDA-graph
-    # capture, before any capture or scheduler rule could name it.
-    _Rule("draft_shape", _SHAPE_MISMATCH, DRAFT_SHAPE_SUGGESTION, requires=_DRAFT_CODE),
+    # capture, before any capture or scheduler rule could name it. A model dimension (a hidden size, a vocabulary)
+    # in the draft's code, its runner or its forward; then spec v2's tree, whose shape errors are on the tokens of
+    # a step; then any broadcast left in the draft's code.
+    _Rule("draft_shape", signs.SHAPE_MISMATCH, signs.DRAFT_SHAPE_SUGGESTION, requires=(signs.DRAFT_CODE,)),
+    _Rule("draft_shape", signs.VOCABULARY_REFUSED, signs.DRAFT_SHAPE_SUGGESTION),
+    _Rule("spec_v2_topk", signs.STEP_SHAPE, signs.SPEC_V2_TREE_SUGGESTION,
+          requires=(signs.SPEC_V2, signs.TOPK_ABOVE_1)),
+    _Rule("draft_shape", signs.BROADCAST_MISMATCH, signs.DRAFT_SHAPE_SUGGESTION, requires=(signs.DRAFT_CODE,)),
     # SGLang 0.5.17 on an H200 (tests/fixtures/sglang_logs_real/adaptive_illegal_address.log): --speculative-adaptive
     # hit an illegal memory access capturing the draft-extend CUDA graph. Before cuda_graph, whose memory advice
     # is wrong for a fault; a capture that ran out of memory has no device fault and stays cuda_graph.
-    _Rule("spec_kernel_fault", _DEVICE_FAULT, SPEC_KERNEL_FAULT_SUGGESTION, requires=_SPEC_PATH),
-    _Rule("attention_backend", re.compile(
-        r"^.*(?:Backend does not support speculative decoding|only supports topk ?= ?1 for speculative decoding|"
-        r"speculative decoding is currently not supported with \S+ attention backend).*$", _M | _I),
-          "This attention backend refuses speculative decoding as configured: hybrid backends (a prefill backend "
-          "other than the decode one) in older releases (sglang#9330), MLA backends with topk > 1 (sglang#4425). "
-          "Use one backend for both (drop --prefill-attention-backend), or speculative-eagle-topk = 1, or another "
-          "--attention-backend."),
+    _Rule("spec_kernel_fault", signs.DEVICE_FAULT, signs.kernel_fault_advice, requires=(signs.SPEC_PATH,),
+          summary=signs.SPEC_KERNEL_FAULT_SUGGESTION),
+    # Before bad_flags: SGLang's server-argument checks raise most of these.
+    _Rule("attention_backend", signs.BACKEND_REFUSED_BARE, signs.backend_advice,
+          summary=signs.ATTENTION_BACKEND_SUGGESTION),
+    _Rule("attention_backend", signs.BACKEND_REFUSED, signs.backend_advice),
     _Rule("custom_all_reduce", re.compile(r"^.*peer access is not supported between these two devices.*$", _M),
           "Custom all-reduce needs GPU peer access, which these GPUs (PCIe, no NVLink/P2P) lack (sglang#4814): add "
           "disable-custom-all-reduce = true to the variant's flags."),
@@ -207,7 +201,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("cuda_graph", re.compile(r"^.*cuda_graph_runner\.py.*$", _M),
           "CUDA-graph capture failed: lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static (e.g. 0.8); "
           "--disable-cuda-graph avoids it at a large speed cost.",
-          requires=re.compile(r"Capture cuda graph begin(?![\s\S]*Capture cuda graph end)", _I)),
+          requires=(re.compile(r"Capture cuda graph begin(?![\s\S]*Capture cuda graph end)", _I),)),
     # Profiling at start-up found a negative budget for the KV cache (the weights, the draft and the graphs'
     # reserve already take more than --mem-fraction-static leaves): "max_total_tokens=131072 is larger than
     # the profiled value -561981" (sglang#7691), or the count or memory left logged negative.
@@ -225,17 +219,8 @@ _RULES: tuple[_Rule, ...] = (
                                       _M | _I),
           "The GPUs ran out of memory: check that nothing else holds them (nvidia-smi, `workbench servers`), "
           "lower --mem-fraction-static (e.g. 0.8) or --cuda-graph-max-bs, or use more GPUs (--tp-size)."),
-    # A multi-node server (--nnodes > 1): torch.distributed's TCP rendezvous at --dist-init-addr timed out (a
-    # client rank: "The client socket has timed out after 600000ms while trying to connect to (host, 8000)",
-    # sglang#2561; rank 0: "Timed out after N seconds waiting for clients. 1/2 clients joined"), or a peer's
-    # connection closed (gloo's "Connection closed by peer").
-    _Rule("multi_node", re.compile(
-        r"^.*(?:client socket has timed out after \d+m?s while trying to connect to|DistNetworkError|"
-        r"DistStoreError|waiting for clients\. \d+/\d+ clients joined|Connection closed by peer).*$", _M),
-          "A rank of this multi-node server could not reach the others at --dist-init-addr, or lost them: check "
-          "that every node reaches rank 0's address and port (firewall, the right interface: GLOO_SOCKET_IFNAME / "
-          "NCCL_SOCKET_IFNAME), that every rank got the same --nnodes and --dist-init-addr, and read the other "
-          "ranks' log tails for the rank that failed first."),
+    # A multi-node server (--nnodes > 1): torch.distributed's rendezvous at --dist-init-addr (signs.RENDEZVOUS).
+    _Rule("multi_node", signs.RENDEZVOUS, signs.multi_node_advice, summary=signs.MULTI_NODE_SUGGESTION),
     _Rule("port_in_use", re.compile(
         r"^.*(?:address already in use|Errno 98\]|EADDRINUSE|is not available in \d+ seconds|"
         r"port \d+ is (?:already )?in use).*$", _M | _I),
@@ -254,6 +239,9 @@ _RULES: tuple[_Rule, ...] = (
         r"^(?:\S+ )?(?:ValueError|AssertionError|NotImplementedError): .*(?:not (?:compatible|supported)|"
         r"only supports|requires|must be|cannot be).*$", _M),
           _REFUSED_COMBINATION),
+    # The rest of SGLang's server-argument checks (other words, a bare assert): where it raised, and its own fix.
+    _Rule("bad_flags", signs.SERVER_ARGS_REFUSED, signs.server_args_advice, evidence="error",
+          summary=signs.SERVER_ARGS_SUMMARY),
     # The simulator logs SGLang's refusals without an exception name.
     _Rule("bad_flags", re.compile(
         r"^.*(?:currently only supports|SGLang asserts here|is not a choice in SGLang).*$", _M),
@@ -293,13 +281,13 @@ def classify(log_text: str, *, launch: str = "") -> Failure:
     """
     log_text = strip_prefixes(log_text)
     for rule in _RULES:
-        if rule.requires is not None and not (rule.requires.search(log_text) or rule.requires.search(launch)):
+        if not all(needed.search(log_text) or needed.search(launch) for needed in rule.requires):
             continue
         match = rule.pattern.search(log_text)
         if match is None:
             continue
         suggestion = rule.suggestion(match) if callable(rule.suggestion) else rule.suggestion
-        return Failure(rule.kind, suggestion, match.group(0).strip())
+        return Failure(rule.kind, suggestion, match.group(rule.evidence or 0).strip())
     return _scheduler_exception(log_text) or Failure("unknown", UNKNOWN_SUGGESTION)
 
 
@@ -414,8 +402,9 @@ def suggestions() -> dict[str, str]:
     """One suggestion per kind (the first rule's, for kinds with several): for docs and reports."""
     out: dict[str, str] = {}
     for rule in _RULES:
-        if rule.kind not in out and isinstance(rule.suggestion, str):
-            out[rule.kind] = rule.suggestion
+        general = rule.suggestion if isinstance(rule.suggestion, str) else rule.summary
+        if rule.kind not in out and general:
+            out[rule.kind] = general
     out.setdefault("import_error", _import_suggestion(""))
     out["timeout"] = TIMEOUT_SUGGESTION
     out["killed"] = KILLED_SUGGESTION
