@@ -70,7 +70,7 @@ def points(selected: list[str]) -> list[tuple[str, str, tuple[int, int, int] | N
     """The calibration servers named (by name or by a name prefix like ``q30b``), all when none are."""
     if not selected:
         return list(POINTS)
-    chosen = [p for p in POINTS if any(p[0] == s or p[0].startswith(s) for s in selected)]
+    chosen = [p for s in selected for p in POINTS if p[0] == s or p[0].startswith(s)]  # in the order asked
     unknown = [s for s in selected if not any(p[0] == s or p[0].startswith(s) for p in POINTS)]
     if unknown:
         raise SystemExit(f"unknown calibration point(s) {unknown}; known: {[p[0] for p in POINTS]}")
@@ -251,6 +251,7 @@ def run(selected: list[str], *, out: Path, label: str, batches: list[int], profi
         tokens: int, models_dir: Path, base: Any, engine: str, deadline_s: float, gpu: Callable[[], str],
         leftovers: Callable[[], list[str]]) -> dict[str, Any]:
     """Every selected calibration server, each at every batch; written to ``calib-<label>.json`` as it goes."""
+    from workbench.engines import get_engine
     from workbench.errors import WorkbenchError
     from workbench.servers import ServerHandle, startup_timings
 
@@ -268,7 +269,7 @@ def run(selected: list[str], *, out: Path, label: str, batches: list[int], profi
         t0 = time.monotonic()
         for prefill_graphs in (False, True):
             variant = variant_for(point, base, models_dir, prefill_graphs)
-            if engine == "sim":  # a dry run of this script on a machine without a GPU: an H200 8B profile
+            if not get_engine(engine).wants_gpus:  # a dry run of this script without a GPU: an H200 8B profile
                 variant = dataclasses.replace(variant, flags={**variant.flags, "sim-profile": "h200-llama3-8b"})
             try:
                 with ServerHandle.start(variant, host="local", engine=engine, ready_timeout_s=600) as server:
