@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from workbench.cli import app
+from workbench.report.cli import reuse_lines
 
 runner = CliRunner()
 SMALL = ["--levels", "1,2", "--requests", "2", "--max-new-tokens", "8", "--time-scale", "20"]
@@ -88,3 +89,43 @@ def test_without_a_terminal_progress_is_one_line_per_level_not_bars(tmp_path: Pa
         "concurrency=1 done (1/2)", "concurrency=2 done (2/2)"]
     quiet = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress", "--fresh", "--runs-dir", str(tmp_path)])
     assert quiet.exit_code == 0 and " done (" not in quiet.output
+
+
+def test_the_report_terminal_names_the_runs_a_notebook_reused(tmp_path: Path) -> None:
+    """What ``workbench report`` prints after a notebook: the runs its sweep reopened while it ran and took
+    stored levels from (the manifests' ``resumed`` record), none for a sweep that measured afresh."""
+    from datetime import datetime, timezone
+
+    args = ["bench", "baseline", *SMALL, "--no-progress", "--runs-dir", str(tmp_path)]
+    first_from = datetime.now(timezone.utc)
+    assert runner.invoke(app, args).exit_code == 0
+    first_to = datetime.now(timezone.utc)
+    assert reuse_lines(tmp_path, first_from, first_to) == []  # a new run: nothing reused
+    again_from = datetime.now(timezone.utc)
+    assert runner.invoke(app, args).exit_code == 0
+    again_to = datetime.now(timezone.utc)
+    (run,) = [p.parent for p in tmp_path.glob("*/manifest.json")]
+    since = json.loads((run / "manifest.json").read_text())["started_at"][:16].replace("T", " ")
+    assert reuse_lines(tmp_path, again_from, again_to) == [
+        f"reused: baseline: 2 stored unit(s) (level x repeat) from run {run.name}, stored since {since} UTC; "
+        "measured now: 0"]
+    assert reuse_lines(tmp_path, first_from, first_to) == []  # another notebook's window: not this one
+
+
+def test_workbench_report_says_which_stored_runs_a_rerun_reused(tmp_path: Path, write_notebook,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real ``workbench report`` of a notebook that sweeps, run twice: the second run's terminal names the run
+    it reused and how to measure anew (a notebook that declares ``fresh``)."""
+    runs = tmp_path / "runs"
+    write_notebook(tmp_path / "sweep.ipynb", parameters=f"fresh = False\nruns_dir = {str(runs)!r}", cells=[
+        "import workbench as wb\nwb.benchmark_variants(['baseline'], concurrency_levels=[1], requests_per_level=2, "
+        "max_new_tokens=8, time_scale=20, fresh=fresh, runs_dir=runs_dir, progress=False)"])
+    monkeypatch.chdir(tmp_path)
+    first = runner.invoke(app, ["report", "sweep.ipynb"])
+    assert first.exit_code == 0, first.output
+    assert "reused:" not in first.output
+    again = runner.invoke(app, ["report", "sweep.ipynb"])
+    assert again.exit_code == 0, again.output
+    (run,) = [p.parent for p in runs.glob("*/manifest.json")]
+    assert f"  reused: baseline: 1 stored unit(s) (level x repeat) from run {run.name}, stored since " in again.output
+    assert "; measured now: 0\n" in again.output and "-p fresh true measures anew" in again.output

@@ -13,6 +13,7 @@ import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -126,6 +127,57 @@ def with_runs_dir(given: dict[str, Any], runs_dir: Path | None) -> dict[str, Any
     return {"runs_dir": str(runs_dir)}
 
 
+def reuse_lines(runs_dir: str | Path | None, started: datetime, finished: datetime) -> list[str]:
+    """One line per run under the runs folder that a sweep reopened between ``started`` and ``finished`` (a
+    notebook's run) and took stored levels from: its variant, run, how many (level, repeat) units it reused and
+    since when they were stored, and how many were measured then. Read from each manifest's ``resumed``
+    record (:func:`workbench.store.open_run`); a folder or manifest that cannot be read gives no line.
+
+    Args:
+        runs_dir: the runs folder as the notebook was given it (None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
+        started, finished: the notebook's run (timezone-aware).
+    """
+    from datetime import datetime as _datetime
+
+    from workbench.store import runs_root
+
+    root = runs_root(runs_dir)
+    lines = []
+    for path in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for entry in manifest.get("resumed") or [] if isinstance(manifest, dict) else []:
+            try:
+                at = _datetime.fromisoformat(str(entry.get("at")).replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            reused, todo = entry.get("units_reused") or [], entry.get("units_to_measure")
+            if not (started <= at <= finished) or not reused:
+                continue
+            since = str(manifest.get("started_at") or "")[:16].replace("T", " ")
+            lines.append(f"reused: {manifest.get('variant')}: {len(reused)} stored unit(s) (level x repeat) from run "
+                         f"{manifest.get('run_id', path.parent.name)}" + (f", stored since {since} UTC" if since else "")
+                         + ("" if todo is None else f"; measured now: {len(todo)}"))
+    return lines
+
+
+def _runs_dir_of(parameters: Mapping[str, Any], declared: Mapping[str, Any]) -> Any:
+    """The runs folder a notebook used: its injected ``runs_dir``, else the default its parameters cell wrote
+    (a literal; None, the default folder, when it is not one)."""
+    import ast
+
+    if "runs_dir" in parameters:
+        return parameters["runs_dir"]
+    written = declared.get("runs_dir")
+    try:
+        value = ast.literal_eval(written.default) if written is not None else None
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _shown(params: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
 
@@ -231,6 +283,12 @@ def report_command(
         typer.echo(f"  took {result.duration_s:.0f} s")
         for note in result.notes:  # what the report's first screen says a reader must not miss: one line each
             typer.echo(f"  {note}")
+        reused = reuse_lines(_runs_dir_of(result.parameters, declared.get(nb, {})), result.started_at,
+                             result.finished_at)
+        for line in reused:  # a re-run that measured little or nothing says so, by run
+            typer.echo(f"  {line}")
+        if reused and "fresh" in declared.get(nb, {}):
+            typer.echo("  (stored levels are reused when the same sweep runs again; -p fresh true measures anew)")
 
     # the notebooks that measure nothing start first, side by side on spare CPU only, each in its own process;
     # the others run here meanwhile, one at a time
