@@ -115,7 +115,7 @@ def predict_command(
     requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="requests per level (default: the profile's workload's, else max(16, 2 x concurrency))")] = None,
     max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", min=1, help="output tokens per request (default: the profile's)")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="prompt order and acceptance sampling (default: the profile's)")] = None,
-    prompt_set: Annotated[Optional[str], typer.Option("--prompt-set", help="prompt set whose acceptance figures apply (the profile's [acceptance.prompt_sets]; default: the workload's)")] = None,
+    prompt_set: Annotated[Optional[str], typer.Option("--prompt-set", help="prompt set whose acceptance figures apply (the profile's acceptance.prompt_sets table; default: the workload's)")] = None,
     temperature: Annotated[Optional[float], typer.Option("--temperature", help="requests' temperature: 0 uses greedy acceptance figures, > 0 sampled ones (default: the profile's workload's)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object: the settings and a row per (variant, level)")] = False,
     old_profile: Annotated[Optional[str], typer.Option("--profile", hidden=True)] = None,
