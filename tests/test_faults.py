@@ -170,7 +170,7 @@ def test_speculation_preflight_names_dp_attention_hybrid_backends_and_mla_topk()
 
 
 def test_cuda_graph_limit_below_the_planned_concurrency_is_warned_before_launch(tmp_path: Path) -> None:
-    from workbench.sweeps._investigation import _warn_graph_below_concurrency
+    from workbench.sweeps._sweep_prep import _warn_graph_below_concurrency
 
     path = tmp_path / "small-graphs.toml"
     base = load_variant("eagle3-topk4").path.read_text()

@@ -1,4 +1,4 @@
-"""Joining a fleet (workbench.sweeps._fleet.connect): an address where no Ray head answers, Ctrl-C while joining,
+"""Joining a fleet (workbench.sweeps._fleet_connect.connect): an address where no Ray head answers, Ctrl-C while joining,
 ``--fleet auto`` with Ray's record of a cluster that is gone, and a live token-protected head (issue 34, item 5).
 
 Each case runs ``workbench bench`` as a user would; "nothing answers" is a closed local port, the token cases a real
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import fleet_cluster as fc
-from workbench.sweeps._fleet import head_answers
+from workbench.sweeps._fleet_connect import head_answers
 
 #: The issue's bounds (30 s to fail, 5 s for Ctrl-C), tested at about twice that: 2 cores shared with other suites.
 FAIL_BOUND_S = 60.0
@@ -231,7 +231,7 @@ def test_auto_on_a_token_fleet_without_its_token_says_token_not_start_a_fleet(to
 
 
 def test_auto_with_the_token_joins_the_head(token_head, tmp_path):
-    code = ("from workbench.sweeps._fleet import Fleet, connect; ray = connect(Fleet('auto')); "
+    code = ("from workbench.sweeps._fleet_connect import Fleet, connect; ray = connect(Fleet('auto')); "
             "print('joined', ray.get_runtime_context().gcs_address, ray.cluster_resources().get('GPU'))")
     done = subprocess.run(_in_head(token_head, [sys.executable, "-c", code]), capture_output=True, text=True,
                           timeout=LIMIT_S, env=_env(tmp_path, RAY_TMPDIR=str(token_head.ray_temp), RAY_AUTH_MODE="token",

@@ -21,7 +21,9 @@ import pytest
 ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -e '.[test,fleet]' (make test does)")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from workbench.sweeps._fleet import Fleet, FleetUnit, Placement, run_units  # noqa: E402
+from workbench.sweeps._fleet import run_units  # noqa: E402
+from workbench.sweeps._fleet_connect import Fleet  # noqa: E402
+from workbench.sweeps._fleet_units import FleetUnit, Placement  # noqa: E402
 
 SECOND_IP = "127.0.0.2"
 #: Ray declares a node dead after ``health_check_failure_threshold`` failed checks, one per ``health_check_period_ms``

@@ -110,7 +110,8 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
     import sys
     import types
 
-    from workbench.sweeps._investigation import _options, _prepare
+    from workbench.sweeps._investigation import _options
+    from workbench.sweeps._sweep_prep import prepare_sweep
     from workbench.report import PROGRESS_FILE_ENV
 
     class Terminal(io.StringIO):
@@ -121,17 +122,17 @@ def test_progress_default_is_bars_in_jupyterlab_and_lines_under_workbench_report
     monkeypatch.delenv(PROGRESS_FILE_ENV, raising=False)
     monkeypatch.delitem(sys.modules, "IPython", raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert _prepare(args).progress is False  # stderr a file or pipe: no carriage-return frames
+    assert prepare_sweep(args).progress is False  # stderr a file or pipe: no carriage-return frames
     monkeypatch.setattr(sys, "stderr", Terminal())
-    assert _prepare(args).progress is True  # a terminal
+    assert prepare_sweep(args).progress is True  # a terminal
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     ipython = types.ModuleType("IPython")  # a kernel's IPython: its running shell has a kernel
     ipython.get_ipython = lambda: types.SimpleNamespace(kernel=object())
     monkeypatch.setitem(sys.modules, "IPython", ipython)
-    assert _prepare(args).progress is True  # tqdm.auto: a widget in JupyterLab
+    assert prepare_sweep(args).progress is True  # tqdm.auto: a widget in JupyterLab
     monkeypatch.setenv(PROGRESS_FILE_ENV, str(tmp_path / "p"))
-    assert _prepare(args).progress is False  # lines on the terminal instead, no bars in the report
-    assert _prepare(dataclasses.replace(args, progress=True)).progress is True
+    assert prepare_sweep(args).progress is False  # lines on the terminal instead, no bars in the report
+    assert prepare_sweep(dataclasses.replace(args, progress=True)).progress is True
 
 
 def test_notebook_tables_go_through_the_readable_formatter() -> None:
@@ -240,7 +241,7 @@ def test_a_level_whose_server_is_still_exiting_after_sigterm_is_failed_not_store
     import pandas as pd
 
     from workbench.bench import SweepPlan
-    from workbench.sweeps._investigation import _LevelKeeper
+    from workbench.sweeps._sweep_levels import _LevelKeeper
 
     plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=16, prompt_set=["a prompt"])
     requests = pd.DataFrame({"error": [None] * 4 + ["Cannot connect to host 127.0.0.1:30000"] * 12})
@@ -262,7 +263,7 @@ def test_a_level_with_some_failed_requests_is_stored_while_its_server_still_answ
     import pandas as pd
 
     from workbench.bench import SweepPlan
-    from workbench.sweeps._investigation import _LevelKeeper
+    from workbench.sweeps._sweep_levels import _LevelKeeper
 
     class Answering(_ExitingServer):
         def server_info(self) -> dict:

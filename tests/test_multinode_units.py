@@ -197,7 +197,7 @@ def test_the_simulator_refuses_the_multinode_flags_as_sglang_does() -> None:
 
 
 def test_a_unit_spanning_more_nodes_than_the_fleet_has_is_refused_before_submission() -> None:
-    from workbench.sweeps._fleet import FleetUnit
+    from workbench.sweeps._fleet_units import FleetUnit
     from workbench.sweeps._fleet_multinode import check_groups_fit
 
     # ray.nodes()'s shape (Ray 2.60): two alive nodes of 4 GPUs, one dead node

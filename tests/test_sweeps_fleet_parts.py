@@ -120,7 +120,7 @@ def test_a_unit_larger_than_every_node_is_refused_before_submission():
 
 
 def test_the_warm_up_plan_puts_a_warm_worker_on_every_slot_a_unit_could_take():
-    from workbench.sweeps._fleet import _warm_plan
+    from workbench.sweeps._fleet_prestart import _warm_plan
 
     nodes = [{"Alive": True, "NodeID": "a", "Resources": {"GPU": 4.0, "CPU": 2.0}},
              {"Alive": True, "NodeID": "b", "Resources": {"GPU": 8.0, "CPU": 16.0}},
@@ -210,13 +210,12 @@ def test_the_fleet_section_places_every_value_literally_and_is_empty_for_one_hos
 def test_a_units_entry_records_its_outcome_and_the_failures_kind_in_one_line():
     from workbench.sweeps._fleet_hosts import unit_failure
 
-    from workbench.sweeps._investigation import SweepFailure
+    from workbench.sweeps._sweep_outcomes import SweepFailure
 
-    class Recorded:  # what the task returns: a recorder whose failure is the unit's classified server failure
-        failure = SweepFailure(variant="baseline", run=None, kind="oom", message="ServerError: out of memory\ntail")
-
+    recorded = UnitRecorder(None, [(0, 0)], tags={})  # what the task returns: its failure, the server's classified
+    recorded.failure = SweepFailure(variant="baseline", run=None, kind="oom", message="ServerError: out of memory\ntail")
     where = Placement(node_id="n", host="10.0.0.1", hostname="h", gpus=("0",), pid=1, started_at=0.0)
-    failed_server = UnitOutcome(FleetUnit((0, 0), "a", 1, None), where, Recorded(), 5.0)
+    failed_server = UnitOutcome(FleetUnit((0, 0), "a", 1, None), where, recorded, 5.0)
     lost = UnitOutcome(FleetUnit((0, 1), "b", 1, None), None, None, 6.0, "NodeDiedError after its retries: gone\nmore",
                        lost=True)
     raised = UnitOutcome(FleetUnit((0, 2), "c", 1, None), None, None, 6.0, "the unit raised ValueError: x")

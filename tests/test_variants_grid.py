@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 import workbench as wb
-from workbench.sweeps._investigation import _options, _prepare
+from workbench.sweeps._investigation import _options
+from workbench.sweeps._sweep_prep import prepare_sweep
 from workbench.cli import app
 from workbench.errors import ConfigError
 from workbench.store import load_run
@@ -39,8 +40,8 @@ def test_parameters_replace_the_files_values() -> None:
 
 
 def test_parameters_reach_the_sweep_identity_and_the_preflight() -> None:
-    default = _prepare(_options("eagle3-topk4", {}))
-    small = _prepare(_options("eagle3-topk4", {"model_path": SMALL, "tp_size": 1}))
+    default = prepare_sweep(_options("eagle3-topk4", {}))
+    small = prepare_sweep(_options("eagle3-topk4", {"model_path": SMALL, "tp_size": 1}))
     assert small.variant.flags["tp-size"] == 1 and small.variant.model_path == SMALL
     assert small.identity != default.identity  # a TP-1 sweep never resumes a TP-8 one
     with pytest.raises(ConfigError, match="unknown variant parameter"):

@@ -157,12 +157,17 @@ class BenchmarkError(WorkbenchError):
     """The load generator could not measure a level (server unreachable, all requests failed).
 
     Attributes:
-        kind, log_tail, suggestion: set when the server died during the level (as a :class:`ServerStartError`'s).
+        kind: the server's failure classified from its log, when the server died or stopped answering during
+            the level (as a :class:`ServerStartError`'s); None otherwise.
+        log_tail: the server log's last lines read then ('' when none).
+        suggestion: one line telling the user what to try ('' when none).
     """
 
-    kind: str | None = None
-    log_tail: str = ""
-    suggestion: str = ""
+    def __init__(self, message: str, *, kind: str | None = None, log_tail: str = "", suggestion: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.log_tail = log_tail
+        self.suggestion = suggestion
 
 
 class SourceError(WorkbenchError):

@@ -22,6 +22,8 @@ _NAMES = {
     "new_run": "_runs",
     "open_run": "_resume",
     "ResumedRun": "_resume",
+    "RunStatus": "_runs",
+    "RunWriter": "_runs",
     "run_labels": "_manage",
     "run_origin": "_manage",
     "runs_root": "_runs",
@@ -50,6 +52,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._runs import new_run as new_run
     from workbench.store._resume import open_run as open_run
     from workbench.store._resume import ResumedRun as ResumedRun
+    from workbench.store._runs import RunStatus as RunStatus
+    from workbench.store._runs import RunWriter as RunWriter
     from workbench.store._manage import run_labels as run_labels
     from workbench.store._manage import run_origin as run_origin
     from workbench.store._runs import runs_root as runs_root

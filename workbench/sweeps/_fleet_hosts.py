@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.analysis import fleet_hosts
-from workbench.sweeps._fleet import UnitOutcome
+from workbench.sweeps._fleet_units import UnitOutcome
+from workbench.sweeps._fleet_record import UnitRecorder
 
 __all__ = ["LOST_KIND", "RAISED_KIND", "co_tenants", "host_summary", "unit_entry", "unit_failure"]
 
@@ -55,7 +56,7 @@ def unit_failure(outcome: UnitOutcome) -> tuple[str, str] | None:
         return "cancelled", "cancelled before it finished (Ctrl-C or a cancel)"
     if outcome.error is not None:
         return (LOST_KIND if outcome.lost else RAISED_KIND), outcome.error
-    failure = getattr(outcome.result, "failure", None)  # the recorder's SweepFailure: its server failed
+    failure = outcome.result.failure if isinstance(outcome.result, UnitRecorder) else None  # its server failed
     if failure is not None:
         return failure.kind, failure.message
     return None
@@ -80,11 +81,12 @@ def unit_entry(outcome: UnitOutcome, others: Sequence[UnitOutcome]) -> dict[str,
     """
     where = outcome.placement
     failed = unit_failure(outcome)
+    recorder = outcome.result if isinstance(outcome.result, UnitRecorder) else None
     return {"label": outcome.unit.label, "repeat": outcome.unit.key[1], "host": where and where.host,
             "hostname": where and where.hostname, "node_id": where and where.node_id,
             "gpus": ",".join(where.gpus) if where else None, "worker_pid": where and where.pid,
             "submitted_at": outcome.submitted_at, "started_at": where and where.started_at,
-            "server_ready_at": getattr(outcome.result, "ready_at", None), "finished_at": outcome.finished_at,
+            "server_ready_at": recorder and recorder.ready_at, "finished_at": outcome.finished_at,
             "duration_s": None if where is None else round(outcome.finished_at - where.started_at, 3),
             "co_tenants": co_tenants(outcome, others), "error": outcome.error,
             "outcome": "failed" if failed else "done", "failure_kind": failed and failed[0],

@@ -20,6 +20,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.bench import LevelResult, SweepPlan
+from workbench.sweeps._run_sink import RunSink
+from workbench.sweeps._sweep_outcomes import SweepFailure
+
 __all__ = ["REPLAYED", "UnitRecorder", "replay"]
 
 #: The writer methods a replay applies (``finish`` is the driver's: it knows every unit of the run).
@@ -27,7 +31,8 @@ REPLAYED = ("record_server", "annotate", "save_level", "save_failed_level")
 
 
 class UnitRecorder:
-    """Stands in for a run writer inside a unit on a Ray worker: keeps its writes, in order.
+    """Stands in for a run writer inside a unit on a Ray worker: keeps its writes, in order (a
+    :class:`~workbench.sweeps._run_sink.RunSink`, as the local :class:`~workbench.store.RunWriter` is).
 
     Args:
         path: the local run directory the writes are meant for (named in error messages).
@@ -45,13 +50,13 @@ class UnitRecorder:
 
     def __init__(self, path: Path, pending: Sequence[tuple[int, int]], *, tags: Mapping[str, str]) -> None:
         self.path = path
-        self._pending = [tuple(u) for u in pending]
+        self._pending = [(int(r), int(i)) for r, i in pending]
         self._stored: list[tuple[int, int]] = []
         self.tags = dict(tags)
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self.status: str | None = None
         self.error: str | None = None
-        self.failure: Any = None
+        self.failure: SweepFailure | None = None
         self.ready_at: float | None = None
 
     @property
@@ -59,30 +64,32 @@ class UnitRecorder:
         """The units this recorder has saved."""
         return list(self._stored)
 
-    def pending_units(self, plan: Any) -> list[tuple[int, int]]:
+    def pending_units(self, plan: SweepPlan) -> list[tuple[int, int]]:
         """The units given at construction not saved yet, in the plan's order."""
         done = set(self._stored)
         return [u for u in plan.units() if u in self._pending and u not in done]
 
-    def _tagged(self, level: Any) -> Any:
+    def _tagged(self, level: LevelResult) -> LevelResult:
         requests = level.requests.assign(**self.tags) if len(level.requests) else level.requests
         return dataclasses.replace(level, requests=requests)
 
-    def record_server(self, **keys: Any) -> None:
+    def record_server(self, *, launch_command: str | Sequence[str] | None, client_location: str,
+                      server_info: Mapping[str, Any] | None, **extra: Any) -> None:
         """Keep :meth:`RunWriter.record_server <workbench.store.RunWriter.record_server>`'s call."""
-        self.calls.append(("record_server", (), keys))
+        self.calls.append(("record_server", (), {"launch_command": launch_command, "client_location": client_location,
+                                                 "server_info": server_info, **extra}))
         self.ready_at = self.ready_at or time.time()
 
     def annotate(self, **keys: Any) -> None:
         """Keep :meth:`RunWriter.annotate <workbench.store.RunWriter.annotate>`'s call."""
         self.calls.append(("annotate", (), keys))
 
-    def save_level(self, level: Any) -> None:
+    def save_level(self, level: LevelResult) -> None:
         """Keep a measured level (its rows tagged)."""
         self.calls.append(("save_level", (self._tagged(level),), {}))
-        self._stored.append(tuple(level.unit))
+        self._stored.append(level.unit)
 
-    def save_failed_level(self, level: Any, failure: Mapping[str, Any]) -> None:
+    def save_failed_level(self, level: LevelResult, failure: Mapping[str, Any]) -> None:
         """Keep a level cut short by its server's failure (its rows tagged)."""
         self.calls.append(("save_failed_level", (self._tagged(level), dict(failure)), {}))
 
@@ -100,7 +107,7 @@ class UnitRecorder:
                         error=None if exc is None else f"{type(exc).__name__}: {exc}")
 
 
-def replay(recorder: UnitRecorder, writer: Any) -> int:
+def replay(recorder: UnitRecorder, writer: RunSink) -> int:
     """Apply a recorder's writes to ``writer`` (a :class:`~workbench.store.RunWriter`), in order.
 
     Args:

@@ -34,6 +34,7 @@ _NAMES = {
     "patched_changes": "_patchcheck",
     "preflight": "_preflight",
     "prepare_launch": "_preflight",
+    "PreparedLaunch": "_preflight",
     "prepare_tree": "_trees",
     "read_rules": "_rules",
     "resolve_target": "_check",
@@ -74,6 +75,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants._patchcheck import patched_changes as patched_changes
     from workbench.variants._preflight import preflight as preflight
     from workbench.variants._preflight import prepare_launch as prepare_launch
+    from workbench.variants._preflight import PreparedLaunch as PreparedLaunch
     from workbench.variants._trees import prepare_tree as prepare_tree
     from workbench.variants._rules import read_rules as read_rules
     from workbench.variants._check import resolve_target as resolve_target
