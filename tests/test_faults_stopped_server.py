@@ -91,7 +91,7 @@ def test_a_server_stopped_mid_level_fails_that_level_exits_1_and_a_rerun_measure
 
     again = runner.invoke(app, [*BENCH, "--runs-dir", str(runs)])
     assert again.exit_code == 0, again.output
-    assert "baseline: 1 of 2 levels already on disk" in again.output and "measuring 1" in again.output
+    assert "baseline: reusing 1 of 2 levels from run " in again.output and "measuring now: c=2" in again.output
     assert "levels: 1 measured now, 1 reused from disk" in again.output
     run = load_run(path)
     assert run.manifest["status"] == "complete" and sorted(run.manifest["units_completed"]) == [[0, 0], [0, 1]]

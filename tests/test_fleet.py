@@ -90,7 +90,7 @@ def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_g
                                            "16", "--repeats", "2", "--time-scale", "8", "--runs-dir", str(tmp_path / "runs"),
                                            "--no-progress"], capture_output=True, timeout=180)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stderr.count("4 of 4 levels x repeats already on disk") == 2, again.stderr[-3000:]
+    assert again.stderr.count("reusing 4 of 4 levels x repeats from run ") == 2, again.stderr[-3000:]
     assert all(run in again.stdout for run in result["runs"]), again.stdout
     assert [m["fleet_units"] for m in fs.manifests(tmp_path / "runs")] == [m["fleet_units"] for m in manifests]
     # The two-host runs render as today's report (`workbench report --from-runs`), which says where each unit ran.
