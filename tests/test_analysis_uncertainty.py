@@ -61,6 +61,6 @@ def test_intervals_are_never_negative_and_the_report_never_writes_minus_zero() -
     levels = (speed.groupby(["variant", "concurrency"], as_index=False)["tok_s"].mean()
               .rename(columns={"tok_s": "mean_per_request_tok_s"})
               .assign(output_throughput_tok_s=lambda d: d["mean_per_request_tok_s"], simulated=True, engine="sim"))
-    text = Study(levels=levels, requests=requests, manifests=[], baseline="baseline").findings()
+    text = Study.from_frames(levels, requests, [], "baseline").findings()
     assert "requests' spread: +0% to +1%" in text  # was "-0% to +1%"
     assert "-0%" not in text

@@ -154,10 +154,10 @@ def test_stored_table_is_the_program_format() -> None:
 def test_calibration_verdict_states_fit_errors_misses_knee_and_whatif(llama_fit) -> None:
     from workbench.studies import CalibrationStudy
 
-    study = CalibrationStudy(llama_fit, "h200-llama3-8b")
     s = whatif_speedup("h200-llama3-8b", baseline="llama3-8b-baseline", spec_variants=["llama3-8b-eagle3-bs1"],
                        batches=(1, 8, 32, 128))
-    lines = study.verdict(whatif=s).splitlines()
+    study = CalibrationStudy(llama_fit, "h200-llama3-8b", whatif=s)
+    lines = study.verdict().splitlines()
     assert lines[0].startswith("**Verdict** — MEASURED (NVIDIA H200, 2026-12-01") and "25 points fitted, 41 held out" in lines[0]
     assert lines[2] == "- **Fit**: median |error| 4.2% on the fitted points, 13% on the held-out points (the honest figure)."
     assert lines[3] == ("- **Largest miss**: held-out decode at context 32768: median |error| 55% over 2 points, the model "

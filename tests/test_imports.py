@@ -315,7 +315,7 @@ def test_imported_runs_join_the_catalogue_and_a_study(tmp_path: Path) -> None:
     assert chart.to_dict()["title"]["subtitle"][0].startswith("SIMULATED")
     # the whole report reads them too: bench_serving records no per-request E2E for the EAGLE-3 file, so
     # per-request speed is left out of that pair (and said so), never a failure or a made-up figure
-    assert study.compared("eagle3") == ("output_throughput_tok_s",)
+    assert study.tables.compared("eagle3") == ("output_throughput_tok_s",)
     drawn = study.charts()
     assert "ratio_eagle3" in drawn and "throughput" in drawn and "latency_ttft" in drawn
     assert "per-request tok/s not recorded for both" in str(drawn["ratio_eagle3"].to_dict()["title"])
@@ -376,8 +376,8 @@ def test_report_tables_of_a_request_rate_run(tmp_path: Path) -> None:
     run measured at request rates with no concurrency cap."""
     run = import_results(PUBLIC, runs_dir=tmp_path / "runs", engine="sglang").runs["path"].iloc[0]
     study = wb.load_study([run])
-    assert study.load == "request_rate_req_s" and study.max_repeats == 1
-    assert study.workload == RANDOM and study.other_workloads == [SHAREGPT]
+    assert study.load == "request_rate_req_s" and study.tables.max_repeats == 1
+    assert study.workload == RANDOM and study.other_workloads == (SHAREGPT,)
     means = study.means()
     assert list(means["request_rate_req_s"]) == [1.0, 2.0, 4.0, 8.0, 16.0]
     assert means["output_throughput_tok_s"].iloc[2] == 2047.9108281108272 and (means["n"] == 1).all()
@@ -424,7 +424,7 @@ def test_vllm_request_rate_files_make_a_study_on_the_rate_with_per_position_rate
     assert list(ratios["request_rate_req_s"]) == [2.0, 8.0]
     assert ratios["output_throughput_tok_s_ratio"].iloc[0] == pytest.approx(
         raw[0]["output_throughput"] / json.loads(files[0].read_text().splitlines()[0])["output_throughput"])
-    rates = study.position_rates()
+    rates = study.tables.position_rates()
     assert set(rates["source"]) == {"vllm"} and list(rates["position"]) == [1, 2, 3, 1, 2, 3]
     assert rates["rate"].iloc[:3].tolist() == pytest.approx(raw[0]["spec_decode_per_position_acceptance_rates"])
     assert "at request rate 2 req/s: acceptance rate by draft position 1: " in study.acceptance_text()

@@ -49,8 +49,7 @@ def _study(seed_pair: tuple[str, str] | None = ("baseline", "eagle3-topk4")) -> 
                              "mean_per_request_tok_s": total * wiggle / c * (1.0 if c == 1 else 0.97),
                              "sim_behind_schedule_wall_s": 0.2 if (name, c, r) == ("baseline", 64, 2) else 0.0})
     manifests = [{"variant": v, "simulation": {"time_scale": 8.0, "profile": "seed-pcie-8gpu"}} for v in TOTALS]
-    return Study(levels=pd.DataFrame(rows), requests=pd.DataFrame(), manifests=manifests, baseline="baseline-cap48",
-                 seed_pair=seed_pair)
+    return Study.from_frames(pd.DataFrame(rows), pd.DataFrame(), manifests, "baseline-cap48", seed_pair=seed_pair)
 
 
 def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
@@ -148,3 +147,9 @@ def test_what_if_and_calibration_openings() -> None:
     held = study.points()[~study.points()["fitted"].astype(bool)]
     assert f"the {len(held)} held-out ones" in said[0]
     assert said[-1] == "The timings are MEASURED on a GPU; the fit and the what-if are the model's."
+    assert not [s for s in said if s.startswith("What-if")]  # none asked for: none said
+    asked = study.with_whatif(baseline="llama3-8b-baseline", spec_variants=["llama3-8b-eagle3-bs1"])
+    crossing = asked.whatif_crossovers().set_index("variant").loc["llama3-8b-eagle3-bs1"]
+    [whatif] = [s for s in short(wb.calibration_opening(asked)) if s.startswith("What-if")]
+    assert whatif.startswith("What-if (SIMULATED): `llama3-8b-eagle3-bs1` is ") and "stops paying between batch" in whatif
+    assert crossing["kind"] == "interpolated" and "whatif" in asked.charts() and "whatif" not in study.charts()

@@ -45,15 +45,15 @@ def test_conditions_name_gpu_weights_and_forced_acceptance(study) -> None:
 
 
 def test_every_place_a_figure_is_described_says_so(study) -> None:
-    opening = study_opening(study)
+    opening = study_opening(study.tables)
     assert "MEASURED on real SGLang 0.5.17, NVIDIA H200; random weights; accept length forced" in opening
     assert study.provenance_line().startswith("MEASURED on real SGLang 0.5.17")
-    assert study.subtitle_lines[0].startswith("MEASURED on real SGLang 0.5.17, NVIDIA H200; random weights")
+    assert study.tables.subtitle_lines[0].startswith("MEASURED on real SGLang 0.5.17, NVIDIA H200; random weights")
     assert "SIMULATED" not in opening + study.provenance_line()
 
 
 def test_same_work_is_judged_on_token_counts_under_forced_acceptance(study) -> None:
-    for work in study.same_work():
+    for work in study.tables.same_work():
         assert work.forced_accept_length in (3.0, 3.4)
         assert work.checked and not work.flagged and work.pairs == work.same_length_pairs == 288
         assert "by construction" in work.text() and "the same work" in work.text()

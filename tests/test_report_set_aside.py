@@ -36,7 +36,7 @@ def test_a_run_of_another_workload_is_set_aside_by_name_in_the_opening(two_workl
         assert f"run `{spec.name}` (variant `eagle3-topk4`): it measured workload" in rest
         assert "levels of different workloads (output lengths, prompts) are never compared" in rest
     same = wb.load_study([base], baseline="baseline")
-    assert same.set_aside == [] and "Not compared" not in same.opening()
+    assert same.set_aside == () and "Not compared" not in same.opening()
 
 
 def test_report_from_runs_says_on_the_terminal_which_run_it_set_aside(two_workloads, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Study: the per-request bootstrap is computed once per study, whatever asks for it."""
+"""Study: its tables are one frozen value (the per-request bootstrap computed once, whatever asks for it); the words,
+tables and charts written from them."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import workbench.studies._study as study_module
+from workbench.errors import ConfigError
+import workbench.studies._tables as tables_module
 from workbench import Study
+from workbench.studies._goodput import GoodputTargets
+from workbench.studies._tables import StudyTables
 
 
-def _study() -> Study:
-    """Two variants at concurrency 1, 2 and 4: per-level rows and 6 requests per level each."""
+def _study(manifests: list[dict] | None = None, **columns: object) -> Study:
+    """Two variants at concurrency 1, 2 and 4: per-level rows and 6 requests per level each (``columns``: set on
+    every level row)."""
     rng = np.random.default_rng(0)
     levels, requests = [], []
     for c, base, spec in [(1, 90.0, 99.0), (2, 170.0, 160.0), (4, 300.0, 240.0)]:
@@ -23,20 +28,21 @@ def _study() -> Study:
                 tok_s = total / c * rng.uniform(0.9, 1.1)
                 requests.append({"variant": name, "concurrency": c, "request_index": i, "output_tokens": 256,
                                  "e2e_ms": 256 / tok_s * 1000, "error": None})
-    return Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline")
+    return Study.from_frames(pd.DataFrame(levels).assign(**columns), pd.DataFrame(requests), manifests or [],
+                             "baseline")
 
 
 @pytest.fixture
 def bootstraps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
     """Every call of the bootstrap the Study makes, as (spec, confidence)."""
     calls: list[tuple[str, float]] = []
-    real = study_module.per_request_ratio_ci
+    real = tables_module.per_request_ratio_ci
 
     def counting(requests: pd.DataFrame, **kwargs):
         calls.append((kwargs["spec"], kwargs["confidence"]))
         return real(requests, **kwargs)
 
-    monkeypatch.setattr(study_module, "per_request_ratio_ci", counting)
+    monkeypatch.setattr(tables_module, "per_request_ratio_ci", counting)
     return calls
 
 
@@ -54,20 +60,37 @@ def test_findings_and_charts_share_one_bootstrap(bootstraps: list[tuple[str, flo
     study = _study()
     study.findings()
     study.charts()
-    ci = study.per_request_ci("eagle3")
+    ci = study.tables.per_request_ci("eagle3")
     assert bootstraps == [("eagle3", 0.95)]
     ci["ratio"] = 0.0  # a caller's change does not reach the cache
-    assert (study.per_request_ci("eagle3")["ratio"] > 0).all()
-    study.per_request_ci("eagle3", confidence=0.9)
+    assert (study.tables.per_request_ci("eagle3")["ratio"] > 0).all()
+    study.tables.per_request_ci("eagle3", confidence=0.9)
     assert bootstraps == [("eagle3", 0.95), ("eagle3", 0.9)]  # another confidence is another bootstrap
 
 
 def test_the_cache_is_not_a_constructor_argument_nor_shown() -> None:
     study = _study()
-    study.per_request_ci("eagle3")
+    study.tables.per_request_ci("eagle3")
     assert "_ci_cache" not in repr(study)
+    t = study.tables
     with pytest.raises(TypeError):
-        Study(levels=study.levels, requests=study.requests, manifests=[], baseline="baseline", _ci_cache={})
+        StudyTables(levels=t.levels, requests=t.requests, manifests=(), baseline="baseline", workload=t.workload,
+                    axis=t.axis, _ci_cache={})
+
+
+def test_the_tables_are_one_frozen_value_and_the_study_a_facade_over_them() -> None:
+    import dataclasses
+
+    study = _study(MANIFESTS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        study.tables.manifests = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        study.tables = study.tables  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        study.levels = study.levels  # type: ignore[misc]
+    assert isinstance(study.manifests, tuple) and isinstance(study.set_aside, tuple)
+    assert study.levels is study.tables.levels and study.baseline == study.tables.baseline == "baseline"
+    assert study.means().equals(study.tables.means())
 
 
 def _repeated_study() -> Study:
@@ -81,12 +104,12 @@ def _repeated_study() -> Study:
                                "output_throughput_tok_s": total + wiggle,
                                "mean_per_request_tok_s": (total + wiggle) / c,
                                "accept_length": 2.7 + d / 100 if name == "eagle3" else float("nan")})
-    return Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(), manifests=[], baseline="baseline")
+    return Study.from_frames(pd.DataFrame(levels), pd.DataFrame(), [], "baseline")
 
 
 def test_repeats_give_n_intervals_and_honest_crossovers() -> None:
     study = _repeated_study()
-    assert study.max_repeats == 3
+    assert study.tables.max_repeats == 3
     summary = study.summary().set_index(["variant", "concurrency"])
     row = summary.loc[("baseline", 1)]
     # 89, 90, 91: mean 90, s = 1, half width 4.302653 / sqrt(3) = 2.484
@@ -96,7 +119,7 @@ def test_repeats_give_n_intervals_and_honest_crossovers() -> None:
     assert ratios.loc[1, "output_throughput_tok_s_verdict"] == "spec ahead"
     assert ratios.loc[2, "output_throughput_tok_s_verdict"] == "not distinguishable at this level"
     assert ratios.loc[4, "output_throughput_tok_s_verdict"] == "baseline ahead"
-    crossing = study.crossover_intervals("eagle3")["output_throughput_tok_s"]
+    crossing = study.tables.crossover_intervals("eagle3")["output_throughput_tok_s"]
     assert crossing.kind == "claimed" and 1 < crossing.lo < crossing.concurrency < crossing.hi < 4
     findings = study.findings()
     assert "not distinguishable at this level" in findings and "n=3" in findings
@@ -110,7 +133,7 @@ def test_repeats_give_n_intervals_and_honest_crossovers() -> None:
 
 def test_one_repeat_says_n_1_and_claims_no_interval() -> None:
     study = _study()
-    assert study.max_repeats == 1 and (study.summary()["n"] == 1).all()
+    assert study.tables.max_repeats == 1 and (study.summary()["n"] == 1).all()
     for c in study.crossovers("eagle3").values():
         assert "(not tested: 1 repeat: no crossover interval)" in c.description
     findings = study.findings()
@@ -127,8 +150,7 @@ MANIFESTS = [
 
 
 def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
-    study = _study()
-    study.manifests = MANIFESTS
+    study = _study(MANIFESTS)
     lines = study.verdict().splitlines()
     assert lines[0] == ("**Verdict** — SIMULATED (a model, not a GPU measurement), engine sim, SGLang 0.5.9 rules, "
                         "workbench 0.1.0, host local, n=1 repeat per level.")
@@ -152,7 +174,7 @@ def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
         "  - The figures are the simulated engine's: a model calibrated to a few GPU measurements "
         "(docs/SIMULATOR.md), to choose what to measure, not a measurement.",
     ]
-    assert study.queued().to_dict("records") == [{"variant": "eagle3", "concurrency": 4, "queued_requests": 2,
+    assert study.tables.queued().to_dict("records") == [{"variant": "eagle3", "concurrency": 4, "queued_requests": 2,
                                                   "cap": 2}]
     text = study.comparability_text()
     assert "- **eagle3** differs from baseline:" in text
@@ -163,10 +185,9 @@ def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
 
 
 def test_both_servers_queueing_alike_is_like_for_like() -> None:
-    study = _study()
-    study.manifests = [{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
-                                             "disable_overlap_schedule": False}} for m in MANIFESTS]
-    assert study.comparability().empty
+    study = _study([{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
+                                          "disable_overlap_schedule": False}} for m in MANIFESTS])
+    assert study.tables.comparability().empty
     lines = study.verdict().splitlines()
     assert lines[lines.index("- **Caveats**:") + 1] == (
         "  - At concurrency 4 both servers queue 2 of 4 requests (max-running-requests 2 each): both are full, so the "
@@ -217,7 +238,7 @@ def test_policy_carries_n_the_best_mean_interval_and_the_paired_margin() -> None
 def test_latency_and_accept_length_charts_draw_the_intervals_they_announce() -> None:
     study = _repeated_study()
     levels = study.levels.assign(p50_tpot_ms=lambda d: 1000 / d["mean_per_request_tok_s"])
-    study = Study(levels=levels, requests=pd.DataFrame(), manifests=[], baseline="baseline")
+    study = Study.from_frames(levels, pd.DataFrame(), [], "baseline")
     charts = study.charts()
     for name in ("latency_tpot", "accept_length"):
         spec = charts[name].to_dict()
@@ -245,10 +266,10 @@ def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:
 def test_queues_alike_in_every_pair_are_said_once() -> None:
     study = _study()
     twin = study.levels[study.levels["variant"] == "eagle3"].assign(variant="eagle3b")
-    study = Study(levels=pd.concat([study.levels, twin], ignore_index=True), requests=study.requests,
-                  manifests=[{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
-                                                   "disable_overlap_schedule": False}}
-                             for m in [*MANIFESTS, {**MANIFESTS[1], "variant": "eagle3b"}]], baseline="baseline")
+    study = Study.from_frames(pd.concat([study.levels, twin], ignore_index=True), study.requests,
+                              [{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
+                                                     "disable_overlap_schedule": False}}
+                               for m in [*MANIFESTS, {**MANIFESTS[1], "variant": "eagle3b"}]], "baseline")
     lines = study.verdict().splitlines()
     said = [line for line in lines if "queue" in line]
     assert said == ["  - At concurrency 4 every server queues 2 of 4 requests (max-running-requests 2 each): all are "
@@ -256,9 +277,7 @@ def test_queues_alike_in_every_pair_are_said_once() -> None:
 
 
 def test_verdict_of_a_measured_study_says_measured_and_has_no_simulation_caveat() -> None:
-    study = _study()
-    study.levels = study.levels.assign(simulated=False, engine="sglang", num_requests=16)
-    study.manifests = [{**m, "host": "gpu-box"} for m in MANIFESTS]
+    study = _study([{**m, "host": "gpu-box"} for m in MANIFESTS], simulated=False, engine="sglang", num_requests=16)
     lines = study.verdict().splitlines()
     assert lines[0] == ("**Verdict** — Measured, engine sglang, SGLang 0.5.9, workbench 0.1.0, host gpu-box, n=1 "
                         "repeat per level, 16 requests per level.")
@@ -268,24 +287,23 @@ def test_verdict_of_a_measured_study_says_measured_and_has_no_simulation_caveat(
 def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind() -> None:
     study = _repeated_study()
     behind = [0.25 if (row.concurrency == 8 and row.repeat == 1) else 0.0 for row in study.levels.itertuples()]
-    study = Study(levels=study.levels.assign(sim_behind_schedule_wall_s=behind), requests=pd.DataFrame(),
-                  manifests=[{"variant": v, "simulation": {"time_scale": 4.0}} for v in ("baseline", "eagle3")],
-                  baseline="baseline")
+    study = Study.from_frames(study.levels.assign(sim_behind_schedule_wall_s=behind), pd.DataFrame(),
+                              [{"variant": v, "simulation": {"time_scale": 4.0}} for v in ("baseline", "eagle3")],
+                              "baseline")
     line = next(x for x in study.verdict().splitlines() if "simulated engine's" in x)
     assert line.endswith("It ran 4x faster than real time (times are simulated seconds), so this machine's CPU can "
                          "shave the busiest levels (docs/PERFORMANCE.md); 2 of 24 level measurements fell behind its "
                          "schedule (up to 0.25 wall s, at concurrency 8).")
-    calm = Study(levels=study.levels.assign(sim_behind_schedule_wall_s=0.0), requests=pd.DataFrame(),
-                 manifests=study.manifests, baseline="baseline")
+    calm = Study.from_frames(study.levels.assign(sim_behind_schedule_wall_s=0.0), pd.DataFrame(), study.manifests,
+                             "baseline")
     assert "; no level fell behind the simulator's schedule." in calm.verdict()
     assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said
 
 
 def test_queues_alike_beside_unequal_settings_are_not_called_like_for_like() -> None:
     # issue 24: "like-for-like there" was said just before "Not like-for-like" caveats for the same pair
-    study = _study()
-    study.manifests = [{**m, "server_info": {**m["server_info"], "max_running_requests": 2}} for m in MANIFESTS]
-    assert not study.comparability().empty  # overlap scheduling still differs
+    study = _study([{**m, "server_info": {**m["server_info"], "max_running_requests": 2}} for m in MANIFESTS])
+    assert not study.tables.comparability().empty  # overlap scheduling still differs
     caveats = study.verdict().split("- **Caveats**:")[1]
     assert "like-for-like there" not in caveats
     assert ("both are full, so queueing favours neither there (their other settings differ: next caveat)."
@@ -302,11 +320,11 @@ def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(t
           "runs_dir": str(tmp_path), "progress": False}
     base, spec = wb.benchmark_variants(["baseline", "eagle3-topk4"], **kw)
     tagged = wb.benchmark_variant("eagle3-topk4", unique_prompts=True, label="tagged-prompts", **kw)
-    same = wb.load_study([base, spec]).same_work()
+    same = wb.load_study([base, spec]).tables.same_work()
     assert len(same) == 1 and same[0].checked and same[0].prompts >= 5 and same[0].differing == 0
     assert not same[0].flagged and "the same work" in wb.load_study([base, spec]).comparability_text()
     other = wb.load_study([base, tagged])
-    work = other.same_work()[0]
+    work = other.tables.same_work()[0]
     assert work.flagged and work.differing == work.prompts
     assert "**Same work** (FLAGGED)" in other.comparability_text()
     assert f"Not the same work: {work.differing} of {work.prompts} prompts" in other.verdict()
@@ -350,8 +368,8 @@ def test_goodput_under_ttft_and_tpot_targets_beside_throughput() -> None:
                 requests.append({"variant": name, "concurrency": c, "request_index": i, "error": None,
                                  "ttft_ms": ttft + 50.0 * i, "tpot_ms": tpot, "e2e_ms": 1000.0, "output_tokens": 32,
                                  "start_s": float(i), "end_s": float(i) + 1.0})
-    study = Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline",
-                  ttft_target_ms=200, tpot_target_ms=40)
+    study = Study.from_frames(pd.DataFrame(levels), pd.DataFrame(requests), [], "baseline",
+                              goodput=GoodputTargets(ttft_ms=200, tpot_ms=40))
     means = study.means().set_index(["variant", "concurrency"])
     # ttft 100, 150, 200, 250 (baseline) meet TTFT <= 200 for 3 of 4; at concurrency 2 its TPOT 60 fails them all
     assert means.loc[("baseline", 1), "goodput_fraction"] == 0.75 and means.loc[("baseline", 2), "goodput_fraction"] == 0
@@ -361,6 +379,8 @@ def test_goodput_under_ttft_and_tpot_targets_beside_throughput() -> None:
     assert "**eagle3** at concurrency 2" in line and "baseline 0%–75%" in line
     table = study.policy_table("goodput_req_s")
     assert "goodput req/s (TTFT ≤ 200 ms and TPOT ≤ 40 ms)" in table.columns
-    with pytest.raises(Exception, match="ttft_target_ms must be a number of milliseconds > 0"):
-        Study(levels=pd.DataFrame(levels), requests=pd.DataFrame(requests), manifests=[], baseline="baseline",
-              ttft_target_ms=0)
+    assert (study.levels["goodput_requests"] == 4).all() and study.goodput_targets.words in line
+    for bad in (0, -5.0, True, "200"):
+        with pytest.raises(ConfigError, match="goodput target ttft_ms must be a number of milliseconds > 0"):
+            GoodputTargets(ttft_ms=bad)  # type: ignore[arg-type]
+    assert not GoodputTargets() and GoodputTargets(e2e_ms=900).given() == {"e2e_ms": 900.0}

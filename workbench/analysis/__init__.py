@@ -33,6 +33,7 @@ _NAMES = {
     "readable_table": "_readable",
     "round_sig": "_verdict",
     "same_outputs": "_same_work",
+    "SameWork": "_same_work",
     "SAME_WORK_TOLERANCE": "_same_work",
     "round_to_interval": "_verdict",
     "settings_differences": "_fairness",
@@ -92,6 +93,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.analysis._readable import readable_table as readable_table
     from workbench.analysis._verdict import round_sig as round_sig
     from workbench.analysis._same_work import same_outputs as same_outputs
+    from workbench.analysis._same_work import SameWork as SameWork
     from workbench.analysis._same_work import SAME_WORK_TOLERANCE as SAME_WORK_TOLERANCE
     from workbench.analysis._verdict import round_to_interval as round_to_interval
     from workbench.analysis._fairness import settings_differences as settings_differences

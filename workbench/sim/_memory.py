@@ -27,10 +27,9 @@ simulator keeps the same three numbers (all in tokens, page size 1):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
 from workbench.errors import ConfigError
 from workbench.releases import release_at_least
+from workbench.sim._hardware import ModelConfig
 from workbench.sim._spec import SpecConfig
 
 #: SGLang's ``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`` (0.5.9 ``srt/managers/schedule_policy.py``): the
@@ -46,7 +45,7 @@ NEW_TOKEN_RATIO_DECAY_STEPS = 600
 RETRACT_DECODE_STEPS = 20
 
 
-def weight_bytes_per_gpu(model: Any, tp_size: int) -> float:
+def weight_bytes_per_gpu(model: ModelConfig, tp_size: int) -> float:
     """Bytes of one model's weights on one TP rank: the weights a forward reads plus the input
     embedding table (separate from the LM head unless ``tie_word_embeddings``; the shipped models
     set it false)."""
@@ -56,12 +55,12 @@ def weight_bytes_per_gpu(model: Any, tp_size: int) -> float:
     return params * model.dtype_bytes / tp_size
 
 
-def kv_bytes_per_token(model: Any, tp_size: int) -> float:
+def kv_bytes_per_token(model: ModelConfig, tp_size: int) -> float:
     """KV bytes one token takes on one TP rank (K and V of every layer; KV heads replicated below 1 per rank)."""
     return model.num_hidden_layers * 2 * max(1.0, model.num_key_value_heads / tp_size) * model.head_dim * model.dtype_bytes
 
 
-def kv_capacity_tokens(*, memory_gb: float, mem_fraction_static: float, target: Any, draft: Any | None,
+def kv_capacity_tokens(*, memory_gb: float, mem_fraction_static: float, target: ModelConfig, draft: ModelConfig | None,
                        tp_size: int, sglang_version: str) -> int:
     """``max_total_num_tokens``: the KV tokens the pool holds, from memory, weights and the fraction.
 

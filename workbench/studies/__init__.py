@@ -33,7 +33,7 @@ _NAMES = {
     "save_study_charts": "_notebook",
     "setup_notebook": "_notebook",
     "show_markdown": "_notebook",
-    "show_panel": "_policy_study",
+    "show_panel": "_policy_panel",
     "show_ratio_charts": "_notebook",
     "show_server_series": "_server_view",
     "show_text": "_notebook",
@@ -59,7 +59,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.studies._notebook import save_study_charts as save_study_charts
     from workbench.studies._notebook import setup_notebook as setup_notebook
     from workbench.studies._notebook import show_markdown as show_markdown
-    from workbench.studies._policy_study import show_panel as show_panel
+    from workbench.studies._policy_panel import show_panel as show_panel
     from workbench.studies._notebook import show_ratio_charts as show_ratio_charts
     from workbench.studies._server_view import show_server_series as show_server_series
     from workbench.studies._notebook import show_text as show_text

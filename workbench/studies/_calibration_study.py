@@ -17,7 +17,7 @@ from workbench import charts
 from workbench.analysis import round_sig
 from workbench.calibration import CalibrationFit, cost_model, fit_table, load_table, whatif_crossovers, whatif_speedup
 from workbench.markup import literal
-from workbench.paths import resolve, shown
+from workbench.paths import resolve
 
 #: Points shown in the kernel-group chart (those the table has).
 GROUP_POINTS = ("decode:T1:q1:C0", "decode:T128:q1:C2048", "verify:T256:q16:C2048", "prefill:T4096:q4096:C0")
@@ -25,15 +25,30 @@ GROUP_POINTS = ("decode:T1:q1:C0", "decode:T128:q1:C2048", "verify:T256:q16:C204
 
 @dataclasses.dataclass(frozen=True)
 class CalibrationStudy:
-    """One table fitted (:func:`load_calibration`).
+    """One table fitted (:func:`load_calibration`), with the what-if its profile predicts once asked for
+    (:meth:`with_whatif`).
 
     Attributes:
         fit: the fit (terms, points with residuals, knees).
         profile: the simulator profile the what-if runs on (written from this fit).
+        whatif: the what-if's speedup per variant and batch (:func:`workbench.calibration.whatif_speedup`);
+            None: not asked for (the verdict, the opening and the charts then leave it out).
     """
 
     fit: CalibrationFit
     profile: str
+    whatif: pd.DataFrame | None = dataclasses.field(default=None, compare=False)
+
+    def with_whatif(self, *, baseline: str, spec_variants: Sequence[str], context: int = 1024) -> CalibrationStudy:
+        """This study with the what-if of ``spec_variants`` against ``baseline`` on its profile, every request
+        at ``context`` cached tokens (SIMULATED, step level: :func:`workbench.calibration.whatif_speedup`)."""
+        speedups = whatif_speedup(self.profile, baseline=baseline, spec_variants=spec_variants, context=context)
+        return dataclasses.replace(self, whatif=speedups)
+
+    def whatif_crossovers(self) -> pd.DataFrame:
+        """Where each what-if variant stops paying (:func:`workbench.calibration.whatif_crossovers`); empty without
+        a what-if."""
+        return whatif_crossovers(self.whatif) if self.whatif is not None else pd.DataFrame()
 
     @property
     def measured_subtitle(self) -> list[str]:
@@ -102,13 +117,8 @@ class CalibrationStudy:
                              "model_ms": sum(v for k, v in g.items() if k != "communication")})
         return pd.DataFrame(rows)
 
-    def whatif(self, *, baseline: str, spec_variants: Sequence[str], context: int = 1024) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(speedup per variant and batch, crossover per variant) this profile predicts."""
-        s = whatif_speedup(self.profile, baseline=baseline, spec_variants=spec_variants, context=context)
-        return s, whatif_crossovers(s)
-
-    def verdict(self, *, whatif: pd.DataFrame | None = None) -> str:
-        """The report's answer, as markdown, written from the fit (and the what-if when given).
+    def verdict(self) -> str:
+        """The report's answer, as markdown, written from the fit (and the what-if when asked for).
 
         Says, in order: the provenance (the table's MEASURED line, the model, how many points
         were fitted and held out); the fit's median absolute error on fitted and on held-out
@@ -141,8 +151,8 @@ class CalibrationStudy:
             lines.append(f"- **Knee** (a decode step 10% slower than at one token) at context {int(k['context'])}: "
                          f"measured near {round_sig(float(k['measured_knee_tokens']), 2):g} tokens, the model "
                          f"{round_sig(float(k['model_knee_tokens']), 2):g}.")
-        if whatif is not None and len(whatif):
-            for variant, group in whatif.groupby("variant", sort=False):
+        if self.whatif is not None and len(self.whatif):
+            for variant, group in self.whatif.groupby("variant", sort=False):
                 group = group.sort_values("batch")
                 at1 = group.iloc[0]
                 behind = group[group["speedup"] < 1.0]
@@ -157,26 +167,22 @@ class CalibrationStudy:
                      "so no run-to-run interval.")
         return "\n".join(lines)
 
-    def charts(self, *, whatif: pd.DataFrame | None = None) -> dict[str, alt.TopLevelMixin]:
-        """The notebook's charts by stem."""
+    def charts(self) -> dict[str, alt.TopLevelMixin]:
+        """The notebook's charts by stem: ``fit``, ``residuals``, ``kernel_groups``, and ``whatif`` with a what-if."""
         sub = self.measured_subtitle
         out: dict[str, alt.TopLevelMixin] = {"fit": charts.calibration_fit_chart(self.fit.points, self.knees(), subtitle=sub, model=self.model_curve()),
                "residuals": charts.residual_chart(self.fit.points, subtitle=sub),
                "kernel_groups": charts.kernel_group_chart(self.group_table(), subtitle=sub)}
-        if whatif is not None:
-            out["whatif"] = charts.whatif_chart(whatif, subtitle=[
+        if self.whatif is not None:
+            out["whatif"] = charts.whatif_chart(self.whatif, subtitle=[
                 f"SIMULATED: profile {self.profile} (fitted to the MEASURED table above), step level: no prefill, "
                 "no queueing", "acceptance: the profile's, from published accept lengths"])
         return out
 
-    def save_charts(self, report_dir: str | Path, *, whatif: pd.DataFrame | None = None) -> pd.DataFrame:
-        """Save every chart as PNG and SVG under ``report_dir``; one row per chart."""
-        folder = resolve(report_dir)
-        rows = []
-        for stem, chart in self.charts(whatif=whatif).items():
-            paths = charts.save_chart(chart, folder, f"{self.fit.table.name}-{stem}")
-            rows.append({"chart": stem, **{k: Path(v).name for k, v in paths.items()}, "folder": shown(folder)})
-        return pd.DataFrame(rows)
+    def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
+        """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root), each named after the
+        table (``<table>-<stem>``); one row per chart."""
+        return charts.save_charts(self.charts(), resolve(out_dir), prefix=f"{self.fit.table.name}-")
 
 
 def load_calibration(table: str | Path, *, gpu: str = "h200", profile: str) -> CalibrationStudy:

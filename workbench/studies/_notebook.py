@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench import paths
 from workbench.analysis import readable_html
 from workbench.markup import literal
+from workbench.studies._shape import StudyShape
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,17 +72,11 @@ def show_text(text: str) -> None:
     show_markdown(literal(text))
 
 
-def save_study_charts(study: Study, report_dir: str | Path) -> pd.DataFrame:
-    """Save every chart as PNG and SVG under ``report_dir`` (relative: to the project root).
+def save_study_charts(study: StudyShape, report_dir: str | Path) -> pd.DataFrame:
+    """Save every chart of a study (any of the four: :class:`workbench.studies._shape.StudyShape`) as PNG and SVG
+    under ``report_dir`` (relative: to the project root).
 
     Returns:
         One row per chart: ``chart``, ``png`` and ``svg`` file names, and ``folder``.
     """
-    import pandas as pd
-
-    folder = paths.resolve(report_dir)
-    saved = study.save_charts(folder)
-    return pd.DataFrame(
-        [{"chart": stem, "png": files["png"].name, "svg": files["svg"].name, "folder": paths.shown(folder)}
-         for stem, files in saved.items()]
-    )
+    return study.save_charts(report_dir)

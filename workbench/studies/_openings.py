@@ -11,13 +11,19 @@ The inspect-source and variants reports' openings live beside their verdicts
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
 
 import pandas as pd
 
-from workbench.analysis import bracket_levels, levels_text
+from workbench.analysis import CrossoverInterval, bracket_levels, levels_text
 from workbench.markup import code, literal
+from workbench.studies._calibration_study import CalibrationStudy
 from workbench.studies._conditions import conditions_text
+from workbench.studies._policy_study import PolicyStudy
+from workbench.studies._seed_pair import cap_split
+from workbench.studies._tables import StudyTables
+from workbench.studies._whatif import WhatIf
 
 __all__ = ["MAX_SENTENCES", "calibration_opening", "policy_opening", "study_opening", "what_if_opening"]
 
@@ -28,7 +34,7 @@ MAX_SENTENCES = 5
 LEAD = "**In short** — "
 
 
-def _listed(levels: list[Any]) -> str:
+def _listed(levels: Sequence[object]) -> str:
     """``"1, 4, 16 and 32"``."""
     return _and([str(c) for c in levels])
 
@@ -42,12 +48,12 @@ def _join(sentences: list[str]) -> str:
     return LEAD + " ".join(s for s in sentences[:MAX_SENTENCES] if s)
 
 
-def _interval_words(interval: Any, measured: list, *, who: str, against: str, words: str = "concurrency",
-                    unit: str = "") -> str:
+def _interval_words(interval: CrossoverInterval, measured: Sequence[float], *, who: str, against: str,
+                    words: str = "concurrency", unit: str = "") -> str:
     """Where ``who`` stops paying against ``against``, from a :class:`workbench.analysis.CrossoverInterval`
     (``words`` and ``unit``: the load's, e.g. ``"request rate"`` and ``" req/s"``)."""
     if interval.kind == "claimed":
-        lo, hi = bracket_levels(interval.concurrency, measured)
+        lo, hi = bracket_levels(cast(float, interval.concurrency), list(measured))  # a claimed one has its concurrency
         return (f"{code(who)} stops paying between {words} {lo:g} and {hi:g}{unit} (≈ {interval.concurrency:.0f}, "
                 f"95% interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n}).")
     if interval.kind == "not_claimed":
@@ -70,13 +76,13 @@ def _runs_of(policy: pd.DataFrame, load: str = "concurrency") -> list[tuple[str,
     return out
 
 
-def _at(study: Any, levels: str) -> str:
+def _at(study: StudyTables, levels: str) -> str:
     """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: the study's load words."""
     axis = study.load_axis
     return f"{axis.words} {levels}{axis.unit}"
 
 
-def _lead_spec(study: Any) -> str | None:
+def _lead_spec(study: StudyTables) -> str | None:
     """The speculative variant the opening speaks of: the one best at the lowest level, else the one with
     the highest output-throughput ratio there."""
     if not study.spec_variants:
@@ -90,7 +96,7 @@ def _lead_spec(study: Any) -> str | None:
     return max(ratios, key=lambda s: ratios[s]) if ratios else None
 
 
-def _study_caveat(study: Any, spec: str | None) -> str:
+def _study_caveat(study: StudyTables, spec: str | None) -> str:
     """The caveat that matters most: a setting that differs beyond speculation (the lead pair's first,
     else any pair's), else that the levels between the measured ones are not measured."""
     unfair = study.comparability()
@@ -105,7 +111,7 @@ def _study_caveat(study: Any, spec: str | None) -> str:
             f"{study.load_axis.unit}, so a switch point lies between two measured levels.")
 
 
-def _provenance_sentence(study: Any) -> str:
+def _provenance_sentence(study: StudyTables) -> str:
     n = study.max_repeats
     if not study.simulated:
         hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
@@ -120,13 +126,13 @@ def _provenance_sentence(study: Any) -> str:
             f"{len(study.levels)} level measurements fell behind schedule), not GPU measurements.")
 
 
-def study_opening(study: Any) -> str:
+def study_opening(study: StudyTables) -> str:
     """The spec-versus-baseline report's opening (markdown, at most :data:`MAX_SENTENCES` sentences).
 
-    In order: what to run at which concurrency (:meth:`Study.policy`, highest total output
+    In order: what to run at which concurrency (:meth:`StudyTables.policy`, highest total output
     throughput); where the lead speculative variant stops paying against the baseline, with its
-    95% interval (:meth:`Study.crossover_intervals`); with the seed's pair, what the 48-request cap
-    accounts for of its gap (:meth:`Study.cap_split`); the caveat that matters most; simulated or
+    95% interval (:meth:`StudyTables.crossover_intervals`); with the seed's pair, what the 48-request cap
+    accounts for of its gap (:func:`workbench.studies._seed_pair.cap_split`); the caveat that matters most; simulated or
     measured, with n and the levels that fell behind the simulator's schedule.
     """
     pol = study.policy()
@@ -147,18 +153,18 @@ def study_opening(study: Any) -> str:
                         if crossover.kind == "none_in_range" and pol["best_variant"].iloc[0] == spec else
                         f"{code(spec)} never beats {code(study.baseline)} on total output throughput.")
             sentences.append(said)
-    split = study.cap_split()
-    if split is not None:
+    split = cap_split(study)
+    if split is not None and study.seed_pair is not None:  # a split is only made of a seed pair
         sentences.append(split.sentence(*study.seed_pair, study.baseline))
     sentences.append(_study_caveat(study, spec))
     sentences.append(_provenance_sentence(study))
     return _join(sentences) + _set_aside_paragraph(study)
 
 
-def _set_aside_paragraph(study: Any) -> str:
-    """``"\n\n**Not compared** — ..."``: each run given that the study set aside (:attr:`Study.set_aside`), with
+def _set_aside_paragraph(study: StudyTables) -> str:
+    """``"\n\n**Not compared** — ..."``: each run given that the study set aside (:attr:`StudyTables.set_aside`), with
     why, as a paragraph of its own after the opening's sentences; ``""`` when none was."""
-    runs = getattr(study, "set_aside", None) or []
+    runs = study.set_aside
     if not runs:
         return ""
     items = [f"run {code(r.run_id)} (variant {code(r.variant)}): {literal(r.reason)}." for r in runs]
@@ -168,7 +174,7 @@ def _set_aside_paragraph(study: Any) -> str:
 
 
 # -- dynamic_disable --------------------------------------------------------------------------------
-def policy_opening(study: Any) -> str:
+def policy_opening(study: PolicyStudy) -> str:
     """The dynamic-disable report's opening: the threshold (what to run where), where drafting stops
     paying with its interval, the caveat of the measured levels, simulated or measured."""
     t = study.threshold()
@@ -189,9 +195,10 @@ def policy_opening(study: Any) -> str:
 
 
 # -- calibration ------------------------------------------------------------------------------------
-def calibration_opening(study: Any, *, whatif: pd.DataFrame | None = None) -> str:
+def calibration_opening(study: CalibrationStudy) -> str:
     """The calibration report's opening: how well the fit predicts held-out GPU points, its largest
-    miss, the what-if's answer (where EAGLE-3 stops paying), the caveat, measured and simulated parts."""
+    miss, the what-if's answer (where EAGLE-3 stops paying, when the study holds one:
+    :meth:`CalibrationStudy.with_whatif`), the caveat, measured and simulated parts."""
     from workbench.analysis import round_sig
 
     summary = study.summary()
@@ -204,6 +211,7 @@ def calibration_opening(study: Any, *, whatif: pd.DataFrame | None = None) -> st
         worst = held.loc[held["median_abs_error_pct"].idxmax()]
         sentences.append(f"It misses most on {worst['family']} at context {int(worst['context'])} "
                          f"({round_sig(float(worst['median_abs_error_pct']), 2):g}% median).")
+    whatif = study.whatif
     if whatif is not None and len(whatif):
         variant, group = next(iter(whatif.sort_values("batch").groupby("variant", sort=False)))
         behind = group[group["speedup"] < 1.0]
@@ -218,7 +226,7 @@ def calibration_opening(study: Any, *, whatif: pd.DataFrame | None = None) -> st
 
 
 # -- what_if ----------------------------------------------------------------------------------------
-def what_if_opening(wi: Any) -> str:
+def what_if_opening(wi: WhatIf) -> str:
     """The what-if report's opening: the recommended policy, the configuration that pays longest and
     where it stops, the caveat (extrapolated acceptance), MODEL PREDICTION."""
     pol = wi.policy()

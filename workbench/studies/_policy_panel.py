@@ -3,7 +3,8 @@
 Pick the speculative variants, the metric drawn and the objective, and slide the "no drafting
 above N" threshold; the envelope chart (with the slid threshold) and the predicted gain of that
 threshold policy are recomputed by the study's own methods, which the static charts use too.
-Widgets need a live kernel: exported HTML shows the static charts instead.
+Widgets need a live kernel: exported HTML shows the static charts instead (:func:`show_panel` displays
+the panel with a plain-text stand-in).
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ from typing import Any
 
 from workbench.analysis import OBJECTIVES
 from workbench.charts import METRIC_TITLES
+from workbench.studies._policy_study import PolicyStudy
+
+__all__ = ["PANEL_FALLBACK", "build_panel", "show_panel"]
+
+#: What an exported report shows where the live panel would be.
+PANEL_FALLBACK = ("Interactive panel (variants, metric, objective, threshold slider): live in JupyterLab only "
+                  "(make lab); the static charts above stand in for it here.")
 
 
-def _gain_html(study: Any, variants: list[str], limit: int, metric: str) -> str:
+def _gain_html(study: PolicyStudy, variants: list[str], limit: int, metric: str) -> str:
     """The slid threshold's predicted gain table (HTML), drafting with the best of ``variants`` at the lowest level."""
     if not variants:
         return "<p>Pick at least one speculative variant.</p>"
@@ -30,8 +38,9 @@ def _gain_html(study: Any, variants: list[str], limit: int, metric: str) -> str:
             f"<table><tr><th>over</th><th>concurrency</th><th>gain</th><th>95% CI</th><th>n</th></tr>{rows}</table>")
 
 
-def build_panel(study: Any) -> Any:
-    """The panel of a :class:`~workbench.studies._policy_study.PolicyStudy` as an ``ipywidgets.VBox`` (see the module docstring)."""
+def build_panel(study: PolicyStudy) -> Any:
+    """The panel of a :class:`~workbench.studies._policy_study.PolicyStudy` as an ``ipywidgets.VBox`` (see the module
+    docstring; ipywidgets ships no types, so the box is typed ``Any``)."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -85,3 +94,17 @@ def build_panel(study: Any) -> Any:
     objective.observe(on_objective, names="value")
     on_objective()
     return w.VBox([w.HBox([pick, w.VBox([objective, metric, slider])]), note, chart, gains])
+
+
+def show_panel(study: PolicyStudy) -> None:
+    """Display the panel of ``study`` (:func:`build_panel`), with a plain-text stand-in for front ends without widgets.
+
+    Returns:
+        None (the panel is displayed, not returned, so a cell ending with this call shows it once).
+    """
+    from IPython.display import display
+
+    panel = build_panel(study)
+    bundle = panel._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    display({**data, "text/plain": PANEL_FALLBACK}, raw=True)

@@ -5,7 +5,7 @@ over num_steps; through :mod:`workbench.analysis`) the "no drafting above N" thr
 ``--speculative-adaptive-config`` batch-size tiers and vLLM's ``num_speculative_tokens_per_batch_size``,
 and reports each policy's predicted gain over always-on and always-off beside its measured one,
 with intervals over repeats. It holds the tables, the charts (:mod:`workbench.charts._policy`) and,
-in JupyterLab, an ipywidgets panel that redraws them from the same functions. It never launches or
+in JupyterLab, an ipywidgets panel that redraws them from the same functions (``_policy_panel``). It never launches or
 writes anything: sweeping, writing the policies as variant files and running them is
 :func:`workbench.sweeps.dynamic_disable` (``workbench/sweeps/_policy_sweep.py``: ``write_policies``,
 ``measure_policies``).
@@ -25,11 +25,12 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts, paths
-from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, goodput_levels,
-                                higher_is_better, pareto_points, policy_gains, policy_rows, predicted_vs_measured,
-                                repeat_table, sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, higher_is_better,
+                                pareto_points, policy_gains, policy_rows, predicted_vs_measured, repeat_table,
+                                sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench.studies._assemble import assemble_tables, read_tables
+from workbench.studies._goodput import GoodputTargets, with_goodput
 from workbench.studies._policy_index import INDEX_NAME, PolicyRun, read_policy_runs, variant_settings
-from workbench.studies._study import Study, load_study
 from workbench.charts import METRIC_TITLES
 from workbench.errors import ConfigError
 from workbench.markup import code, literal
@@ -53,7 +54,8 @@ class PolicyStudy:
         settings: variant -> ``topk``, ``num_steps``, ``gpus``.
         objective: ``"per_request"``, ``"throughput"`` or ``"goodput"`` (see
             :data:`workbench.analysis.OBJECTIVES`).
-        tpot_ms, e2e_ms: the goodput targets (None: not set).
+        goodput: the goodput targets (the dynamic-disable notebook sets ``tpot_ms`` and ``e2e_ms``; none:
+            no goodput columns).
         adaptive_version: the SGLang release the adaptive config is written for.
         bench: the keyword arguments of the sweep (the policies are run with the same).
         runs: policy -> its :class:`PolicyRun` (after :func:`workbench.sweeps.write_policies`).
@@ -65,8 +67,7 @@ class PolicyStudy:
     baseline: str
     settings: dict[str, dict[str, Any]]
     objective: str = "throughput"
-    tpot_ms: float | None = None
-    e2e_ms: float | None = None
+    goodput: GoodputTargets = GoodputTargets()
     adaptive_version: str = DEFAULT_ADAPTIVE_VERSION
     bench: dict[str, Any] = dataclasses.field(default_factory=dict)
     runs: dict[str, PolicyRun] = dataclasses.field(default_factory=dict)
@@ -76,7 +77,7 @@ class PolicyStudy:
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ConfigError(f"objective must be one of {sorted(OBJECTIVES)}, got {self.objective!r}")
-        if self.objective == "goodput" and self.tpot_ms is None and self.e2e_ms is None:
+        if self.objective == "goodput" and not self.goodput:
             raise ConfigError("objective 'goodput' needs a target: set tpot_ms and/or e2e_ms (milliseconds)")
         if self.baseline not in set(self.levels["variant"]):
             raise ConfigError(f"baseline {self.baseline!r} has no levels; have {sorted(set(self.levels['variant']))}")
@@ -84,14 +85,18 @@ class PolicyStudy:
 
     def with_goodput(self, levels: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
         """``levels`` with ``goodput_req_s``, ``goodput_fraction`` and ``goodput_requests`` from ``requests`` under
-        the study's targets (unchanged when there is none)."""
-        if self.tpot_ms is None and self.e2e_ms is None:
-            return levels
-        good = goodput_levels(requests, tpot_ms=self.tpot_ms, e2e_ms=self.e2e_ms)
-        base = levels.drop(columns=[c for c in good.columns if c.startswith("goodput_") and c in levels])
-        if "repeat" not in base:
-            base = base.assign(repeat=0)
-        return base.merge(good, on=["variant", "concurrency", "repeat"], how="left")
+        the study's targets (:func:`workbench.studies._goodput.with_goodput`; unchanged when there is none)."""
+        return with_goodput(levels, requests, self.goodput)
+
+    @property
+    def tpot_ms(self) -> float | None:
+        """The TPOT target of :attr:`goodput` (ms; None: not set), as the study's index records it."""
+        return self.goodput.tpot_ms
+
+    @property
+    def e2e_ms(self) -> float | None:
+        """The E2E target of :attr:`goodput` (ms; None: not set), as the study's index records it."""
+        return self.goodput.e2e_ms
 
     # -- who is who ---------------------------------------------------------------------------------
     @property
@@ -131,7 +136,7 @@ class PolicyStudy:
         """Chart subtitle lines: provenance (SIMULATED when so; :attr:`workbench.Study.subtitle_lines`, stand-ins
         included), the SGLang rules of the sweep, n."""
         if ("subtitle",) not in self._cache:
-            first = Study(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
+            first = assemble_tables(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
             versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or "?")
                                for m in self.manifests})
             n = self.repeats
@@ -356,19 +361,14 @@ class PolicyStudy:
         return "\n".join(lines)
 
     # -- charts -------------------------------------------------------------------------------------
-    def charts(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
-               no_draft_above: int | None | bool = True) -> dict[str, alt.TopLevelMixin]:
-        """Every chart by file stem: envelope, ratios, Pareto, gains (when policies are written).
-
-        Args:
-            metric: the level column (default: the objective's).
-            variants: the variants drawn (default: all swept; the baseline is always kept).
-            no_draft_above: the threshold drawn: True for the recommended one, an int, or None.
-        """
-        metric = metric or self.metric
-        names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
+    def charts(self) -> dict[str, alt.TopLevelMixin]:
+        """Every chart by file stem, on the objective's metric, every swept variant, the recommended threshold
+        drawn: ``envelope``, ``ratios``, ``pareto``, ``gains`` (when policies are written). The panel redraws
+        the envelope for other choices (:meth:`envelope_chart`)."""
+        metric = self.metric
+        names = [self.baseline, *self.spec_variants]
         sub = self.subtitle
-        limit = self.threshold(metric).no_draft_above if no_draft_above is True else (no_draft_above or None)
+        limit = self.threshold(metric).no_draft_above
         out: dict[str, alt.TopLevelMixin] = {
             "envelope": self.envelope_chart(metric=metric, variants=names, no_draft_above=limit)}
         if len(names) > 1:
@@ -403,16 +403,6 @@ class PolicyStudy:
         """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
         return charts.save_charts(self.charts(), paths.resolve(out_dir), prefix="dynamic_disable_")
 
-    def panel(self) -> Any:
-        """An ipywidgets panel (JupyterLab): pick variants, metric and objective, slide the threshold.
-
-        Redraws the envelope chart and the predicted gain of the slid threshold from the same
-        functions as the static charts; exported HTML shows those static charts instead.
-        """
-        from workbench.studies._policy_panel import build_panel
-
-        return build_panel(self)
-
 
 def _pct(row: pd.Series, col: str) -> str:
     value, lo, hi = row[col], row.get(f"{col}_lo"), row.get(f"{col}_hi")
@@ -431,15 +421,16 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
     Raises:
         ConfigError: the baseline has no runs, a bad objective, or goodput without a target.
     """
-    study = load_study(runs, baseline=baseline)
+    tables = read_tables(runs, baseline=baseline)
     settings = {}
-    for m in study.manifests:
+    for m in tables.manifests:
         name = m["variant"]
         definition = m.get("variant_definition") or {}
         settings[name] = variant_settings(Variant.from_dict(definition, name=name))
-    return PolicyStudy(levels=study.levels, requests=study.requests, manifests=study.manifests, baseline=baseline,
-                       settings=settings, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
-                       adaptive_version=adaptive_version, bench=dict(bench or {}))
+    return PolicyStudy(levels=tables.levels, requests=tables.requests, manifests=list(tables.manifests),
+                       baseline=baseline, settings=settings, objective=objective,
+                       goodput=GoodputTargets(tpot_ms=tpot_ms, e2e_ms=e2e_ms), adaptive_version=adaptive_version,
+                       bench=dict(bench or {}))
 
 
 def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpot_ms: float | None = None,
@@ -485,23 +476,3 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
             run.levels = study.with_goodput(levels, requests)
         study.runs[name] = run
     return study
-
-
-#: What an exported report shows where the live panel would be.
-PANEL_FALLBACK = ("Interactive panel (variants, metric, objective, threshold slider): live in JupyterLab only "
-                  "(make lab); the static charts above stand in for it here.")
-
-
-def show_panel(study: PolicyStudy) -> Any:
-    """Display :meth:`PolicyStudy.panel`, with a plain-text stand-in for front ends without widgets.
-
-    Returns:
-        None (the panel is displayed, not returned, so a cell ending with this call shows it once).
-    """
-    from IPython.display import display
-
-    panel = study.panel()
-    bundle = panel._repr_mimebundle_()
-    data = bundle[0] if isinstance(bundle, tuple) else bundle
-    display({**data, "text/plain": PANEL_FALLBACK}, raw=True)
-    return None

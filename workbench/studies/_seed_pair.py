@@ -6,27 +6,23 @@ saturation; 93 versus 96 tok/s per request at concurrency 1: ``data/profiles/see
 not speculation. With ``baseline-cap48`` measured too, the gap at a level splits exactly into two
 factors: ``baseline / eagle3-topk4 = (baseline / baseline-cap48) x (baseline-cap48 / eagle3-topk4)``,
 the first the cap's, the second speculation's (of servers that admit the same 48 requests).
-Functions of a :class:`workbench.studies.Study` whose ``seed_pair`` is set; pure over its tables.
+Functions of a study's tables (:class:`workbench.studies._tables.StudyTables`) whose ``seed_pair`` is set; pure.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
-
 import pandas as pd
 
 from workbench.analysis import interval_text, round_sig
 from workbench.markup import code
+from workbench.studies._tables import StudyTables
 
 __all__ = ["SEED_PROFILE", "CapSplit", "cap_split", "seed_figures"]
 
 #: The profile whose ``[calibration]`` holds the seed investigation's four figures.
 SEED_PROFILE = "seed-pcie-8gpu"
-
-#: A :class:`workbench.studies.Study` (not imported: that module imports this one).
-Study = Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +52,11 @@ class CapSplit:
                 f"{code(baseline)}), {self.speculation:.2f}x speculation.")
 
 
-def _means(study: Study) -> pd.DataFrame:
+def _means(study: StudyTables) -> pd.DataFrame:
     return study.means().set_index(["variant", "concurrency"])
 
 
-def cap_split(study: Study) -> CapSplit | None:
+def cap_split(study: StudyTables) -> CapSplit | None:
     """The seed pair's gap at the highest level all three share, split; None without a seed pair."""
     if not study.seed_pair or study.load != "concurrency":  # the seed measured closed-loop levels
         return None
@@ -81,7 +77,7 @@ def cap_split(study: Study) -> CapSplit | None:
     return CapSplit(c, float(gap), float(cap), float(spec), float(share))
 
 
-def seed_figures(study: Study) -> pd.DataFrame:
+def seed_figures(study: StudyTables) -> pd.DataFrame:
     """The seed's four figures against this study's: one row each.
 
     Columns: ``figure``, ``variant``, ``seed`` (the seed investigation's value, tok/s), ``measured``
@@ -102,9 +98,9 @@ def seed_figures(study: Study) -> pd.DataFrame:
     tolerance = float(calibration.get("tolerance", 0.10))
     roles = dict(zip(("baseline", "eagle3-topk4"), study.seed_pair))
     means = study.means()
-    rows: list[Any] = []
-    metrics: list[Any] = []
-    values: dict[Any, Any] = {}
+    rows: list[dict[str, object]] = []
+    metrics: list[str] = []
+    values: dict[str, dict[str, tuple[float, float]]] = {}  # metric -> seed role -> (seed value, measured mean)
     for point in calibration.get("points", []):
         variant = roles.get(point["variant"], point["variant"])
         mine = means[means["variant"] == variant]

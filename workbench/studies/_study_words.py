@@ -1,7 +1,8 @@
 """The words of a spec-versus-baseline study: the verdict that opens the report, comparability, findings.
 
-Functions of a :class:`workbench.studies._study.Study` (which delegates its ``verdict``,
-``comparability_text``, ``findings`` and ``provenance_line`` methods here), returning markdown.
+Functions of a study's tables (:class:`workbench.studies._tables.StudyTables`; the notebook reaches them
+as :class:`workbench.studies.Study`'s ``verdict``, ``comparability_text``, ``acceptance_text``,
+``findings`` and ``provenance_line``), returning markdown.
 Every name and value from the runs (variant names, settings, hosts, versions) is placed through
 :func:`workbench.markup.literal` (or :func:`~workbench.markup.code`), so it displays as written.
 Every sentence is written from the study's tables: the numbers come from
@@ -12,7 +13,7 @@ bracket them (the interpolated point only as "≈ c", a concurrency).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import pandas as pd
 
@@ -20,24 +21,20 @@ from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, 
                                 levels_text, not_tested_text, ratio_spans)
 from workbench.markup import code, literal
 from workbench.studies._conditions import conditions_text
+from workbench.studies._seed_pair import cap_split
+from workbench.studies._tables import COMPARED, StudyTables
 
-__all__ = ["COMPARED", "acceptance_text", "comparability_text", "findings", "provenance_line", "verdict"]
-
-#: Level metrics compared between variants (higher is better for both).
-COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
-
-#: A :class:`workbench.studies._study.Study` (not imported: that module imports this one).
-Study = Any
+__all__ = ["acceptance_text", "comparability_text", "findings", "provenance_line", "verdict"]
 
 
-def _at(study: Study, levels: object) -> str:
+def _at(study: StudyTables, levels: object) -> str:
     """``"concurrency 1–2"`` or ``"request rate 1–2 req/s"``: measured levels in the study's load words."""
     axis = study.load_axis
     shown = f"{levels:g}" if isinstance(levels, (int, float)) else levels
     return f"{axis.words} {shown}{axis.unit}"
 
 
-def comparability_text(study: Study) -> str:
+def comparability_text(study: StudyTables) -> str:
     """Markdown for the report's *Comparability* section: per speculative variant, each setting that
     differs from the baseline beyond speculation with what it does and how (or whether) it can be
     equalised, and the levels where a server's queue held requests."""
@@ -76,7 +73,7 @@ def comparability_text(study: Study) -> str:
     return "\n".join(lines)
 
 
-def acceptance_text(study: Study) -> str:
+def acceptance_text(study: StudyTables) -> str:
     """Markdown for the report's acceptance in detail: per speculative variant and level, the
     acceptance rate at each draft position (n requests, verifies), then the accept length per
     prompt category; says so where the runs recorded no per-request histograms."""
@@ -103,7 +100,7 @@ def acceptance_text(study: Study) -> str:
     return "\n".join(lines) if lines else "No speculative variant in these runs."
 
 
-def findings(study: Study) -> str:
+def findings(study: StudyTables) -> str:
     """A short markdown summary: crossovers, best policy, accept length vs model."""
     lines = []
     if study.simulated:
@@ -159,7 +156,7 @@ def findings(study: Study) -> str:
             )
     return "\n".join(lines)
 
-def provenance_line(study: Study) -> str:
+def provenance_line(study: StudyTables) -> str:
     """Where the figures come from: measured or simulated, engine, SGLang and workbench versions, host, n."""
     import workbench
 
@@ -189,7 +186,7 @@ def provenance_line(study: Study) -> str:
         parts.append(f"workload {literal(study.workload)} (of {1 + len(study.other_workloads)} in these runs)")
     return ", ".join(parts) + "."
 
-def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
+def _metric_sentence(study: StudyTables, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
     """``"ahead at 1 (1.03x), behind at 2–64 (0.46x–0.91x); crossover between concurrency 1 and 2 (≈ 1.2)"``."""
     ratios = study.ratios(spec)
     load, axis = study.load, study.load_axis
@@ -229,7 +226,7 @@ def _metric_sentence(study: Study, spec: str, metric: str, crossover: Crossover,
         text += f"; no crossover up to {_at(study, f'{max(measured):g}')}"
     return text
 
-def _time_scale_text(study: Study) -> str:
+def _time_scale_text(study: StudyTables) -> str:
     """The simulator's time scale, and the levels where this machine's CPU set part of the timings
     (``sim_behind_schedule_wall_s`` > 0), as one or two sentences, then the levels past the stated bounds
     (``sim_schedule_problem``, :func:`workbench.bench.schedule_problem`); "" when it ran in real time
@@ -249,7 +246,7 @@ def _time_scale_text(study: Study) -> str:
             f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))}).") + marked
 
 
-def _schedule_text(study: Study) -> str:
+def _schedule_text(study: StudyTables) -> str:
     """" **Timings not the model's** at ...: <why>." for the levels marked ``sim_schedule_problem``; "" for none."""
     problems = study.levels.get("sim_schedule_problem", pd.Series(dtype=object)).dropna()
     if problems.empty:
@@ -261,7 +258,7 @@ def _schedule_text(study: Study) -> str:
             f"{literal(problems.iloc[0])}.")
 
 
-def _policy_caveat(study: Study, pol: pd.DataFrame, measured: list[float]) -> str:
+def _policy_caveat(study: StudyTables, pol: pd.DataFrame, measured: list[float]) -> str:
     """What the policy's margins over the runner-up support: the levels where the best is not
     distinguishable from it, or that the margins were not tested (fewer than 3 repeats)."""
     said = pol["margin_verdict"].dropna()
@@ -277,21 +274,21 @@ def _policy_caveat(study: Study, pol: pd.DataFrame, measured: list[float]) -> st
             f"n={int(pol['n'].min())} repeats: either serves there)")
 
 
-def verdict(study: Study) -> str:
+def verdict(study: StudyTables) -> str:
     """The report's answer, as markdown, written from the data: it opens the report.
 
     What it says, in order: the recommended policy (the variant with the highest total
-    output throughput at each level, :meth:`policy`); per speculative variant, where it is
+    output throughput at each level, :meth:`StudyTables.policy`); per speculative variant, where it is
     ahead of and behind the baseline on total and per-request throughput (ratios to 3
     significant figures) and its crossover, said as the two measured levels that bracket it
     (the interpolated point only as "≈ concurrency", with its 95% interval when tested);
     then the caveats that limit the conclusion: settings that differ beyond speculation
-    (:meth:`comparability`), levels where a server's queue held requests (:meth:`queued`),
+    (:meth:`StudyTables.comparability`), levels where a server's queue held requests (:meth:`StudyTables.queued`),
     the significance rule (:data:`workbench.analysis.SIGNIFICANCE_RULE`: with fewer than 3
     repeats, "not tested"), and, for the simulated engine, that the figures are a model's;
-    last, the provenance (:meth:`provenance_line`).
+    last, the provenance (:func:`provenance_line`).
     """
-    lines = [f"**Verdict** — {study.provenance_line()}", ""]
+    lines = [f"**Verdict** — {provenance_line(study)}", ""]
     pol = study.policy()
     measured = list(pol[study.load])
     spans = [f"**{literal(v)}** at {_at(study, levels_text(list(g[study.load]), measured))}"
@@ -314,8 +311,8 @@ def verdict(study: Study) -> str:
                 alike.setdefault(text, []).append(spec)  # said once, among the caveats
             else:
                 lines.append(f"  - {text}")
-    split = study.cap_split()
-    if split is not None:
+    split = cap_split(study)
+    if split is not None and study.seed_pair is not None:  # a split is only made of a seed pair
         lines.append(f"- **The seed's pair** (uncapped, as the seed measured it): {split.sentence(*study.seed_pair, study.baseline)}")
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
     unlike = set(differs["variant"])
@@ -340,7 +337,7 @@ def verdict(study: Study) -> str:
     if study.simulated:
         caveats.append("The figures are the simulated engine's: a model calibrated to a few GPU measurements "
                        "(docs/SIMULATOR.md), to choose what to measure, not a measurement." + _time_scale_text(study))
-    stand_ins = [m.get("variant") for m in study.manifests if m.get("sim_stand_in")]
+    stand_ins = [str(m.get("variant")) for m in study.manifests if m.get("sim_stand_in")]
     if stand_ins:
         caveats.append(f"{literal(', '.join(stand_ins))}: the simulator runs a stand-in for the patch, not the patch.")
     lines.append("- **Caveats**:")
@@ -365,14 +362,14 @@ def _queued_alike(text: str, specs: list[str], all_specs: list[str], unlike: set
     return text
 
 
-def _goodput_lines(study: Study) -> list[str]:
+def _goodput_lines(study: StudyTables) -> list[str]:
     """The verdict's goodput line, beside the throughput policy, when latency targets are set: the best
     variant by goodput (requests meeting every target per second) and each variant's share meeting them."""
-    if not study.goodput_targets:
+    if not study.goodput:
         return []
     means = study.means()
     if "goodput_req_s" not in means or means["goodput_req_s"].isna().all():
-        return [f"- **Goodput** ({study.goodput_words}): not known (the runs have no per-request timings)."]
+        return [f"- **Goodput** ({study.goodput.words}): not known (the runs have no per-request timings)."]
     pol = study.policy("goodput_req_s")
     measured = list(pol[study.load])
     none = pol[~(pol["best_goodput_req_s"] > 0)]
@@ -386,12 +383,12 @@ def _goodput_lines(study: Study) -> list[str]:
         lo, hi = group["goodput_fraction"].min(), group["goodput_fraction"].max()
         name = literal(variant)
         shares.append(f"{name} {lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{name} {lo:.0%}–{hi:.0%}")
-    return [f"- **Goodput** (requests meeting {study.goodput_words}, per second): best {'; '.join(spans)}"
+    return [f"- **Goodput** (requests meeting {study.goodput.words}, per second): best {'; '.join(spans)}"
             f"{_policy_caveat(study, pol, measured)}; share of requests meeting the targets across levels: "
             f"{', '.join(shares)}."]
 
 
-def _unmeasured(study: Study) -> list[str]:
+def _unmeasured(study: StudyTables) -> list[str]:
     """A caveat per run given to the study that measured nothing (its server never started): named, with why."""
     out = []
     for m in study.manifests:
@@ -406,7 +403,7 @@ def _unmeasured(study: Study) -> list[str]:
     return out
 
 
-def _queue_sentences(study: Study, spec: str, held: pd.DataFrame) -> list[str]:
+def _queue_sentences(study: StudyTables, spec: str, held: pd.DataFrame) -> list[str]:
     """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
     out = []
     caps = study.caps

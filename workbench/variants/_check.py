@@ -359,7 +359,7 @@ def _shipped(*, exclude: set[str], parameters: Mapping[str, Any]) -> list[Varian
     return out
 
 
-def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: Any, sglang: str | None,
+def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: str | Host | None, sglang: str | None,
            engine: str | Engine | None, cache: _Cache, parameters: Mapping[str, Any]) -> list[Finding]:  # fmt: skip
     specs = [c for c in checks if c.variant.speculative and c.rules is not None]
     if not specs:
