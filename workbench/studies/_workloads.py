@@ -228,11 +228,12 @@ class WorkloadStudy:
                          + ", ".join(code(w) for w in self.workloads_of(variant)))
         return "**Runs behind this report** (`workbench runs show RUN`):\n\n" + "\n".join(lines)
 
-    def save_charts(self, out_dir: str | Path) -> dict[str, dict[str, Path]]:
-        """Write every chart of :meth:`charts` as PNG and SVG into ``out_dir``; returns stem -> {format: path}."""
-        from workbench import charts
+    def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
+        """Write every chart of :meth:`charts` as PNG and SVG into ``out_dir`` (relative: to the project root); one
+        row per chart, as every study answers (:class:`workbench.studies._shape.StudyShape`)."""
+        from workbench import charts, paths
 
-        return {stem: charts.save_chart(chart, out_dir, stem) for stem, chart in self.charts().items()}
+        return charts.save_charts(self.charts(), paths.resolve(out_dir))
 
     # -- charts --------------------------------------------------------------------------------
     def charts(self) -> dict[str, alt.TopLevelMixin]:
