@@ -86,7 +86,7 @@ def _on_fleet(sweep: VariantSweep, fleet: Fleet) -> VariantSweep:
     """``sweep`` as the driver keeps it: its run's host is the fleet, and its identity says so (a fleet
     sweep resumes fleet runs, whatever the cluster's address is today)."""
     return dataclasses.replace(sweep, host=fleet.name, identity=sweep_identity({"sweep": sweep.identity,
-                                                                                "fleet": True}))
+                                                                                "fleet": True}), on_fleet=True)
 
 
 def _units(sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter]) -> list[FleetUnit]:

@@ -64,9 +64,12 @@ class SweepResume:
     Attributes:
         variant: its name.
         run: its run directory.
-        stored: (level, repeat) units already on disk, reused (0 for a new run or ``fresh``).
+        stored: (level, repeat) units already on disk, reused (0 for a new run or ``fresh``; for a new run of a
+            sweep extended by levels, those copied from ``reused_from``).
         total: units of the plan (levels x repeats).
         repeats: the plan's repeats.
+        reused_from: the stored run of the same sweep at other levels whose units a new run copied (manifest
+            ``reused_levels``); None when none was copied.
     """
 
     variant: str
@@ -74,12 +77,16 @@ class SweepResume:
     stored: int
     total: int
     repeats: int
+    reused_from: Path | None = None
 
     def line(self) -> str:
         """``"eagle3-topk4: 5 of 7 levels already on disk (run R), measuring 2"`` (with repeats > 1 the
-        counts are of (level, repeat) units: ``"... of 14 levels x repeats ..."``)."""
+        counts are of (level, repeat) units: ``"... of 14 levels x repeats ..."``; for a sweep extended by
+        levels: ``"(run R, copied from run S: the same sweep at other levels)"``)."""
         what = "levels" if self.repeats == 1 else "levels x repeats"
-        return (f"{self.variant}: {self.stored} of {self.total} {what} already on disk (run {self.run.name}), "
+        source = (f", copied from run {self.reused_from.name}: the same sweep at other levels"
+                  if self.reused_from is not None else "")
+        return (f"{self.variant}: {self.stored} of {self.total} {what} already on disk (run {self.run.name}{source}), "
                 f"measuring {self.total - self.stored}")
 
 

@@ -26,6 +26,7 @@ from workbench.sweeps._run_sink import RunSink
 from workbench.sweeps._sweep_levels import LevelSink
 from workbench.sweeps._sweep_outcomes import PassFailed, SweepResume
 from workbench.sweeps._sweep_prep import VariantSweep, variant_definition
+from workbench.sweeps._sweep_reuse import reuse_stored_levels
 from workbench.variants import LOG_LINES, Variant, prepare_launch
 
 __all__ = ["measure_pending", "open_sweep_run", "run_pass"]
@@ -68,16 +69,30 @@ def run_pass(sweep: VariantSweep, *, repeats: Sequence[int] | None, fresh: bool,
         raise PassFailed(run.path, exc) from exc
 
 
-def open_sweep_run(sweep: VariantSweep, *, fresh: bool, on_open: Callable[[SweepResume], None] | None = None) -> ResumedRun:
-    """Open (resume, or create) and lock the run of ``sweep``; ``on_open`` is told what it held."""
+def open_sweep_run(sweep: VariantSweep, *, fresh: bool,
+                   on_open: Callable[[SweepResume], None] | None = None) -> ResumedRun:
+    """Open (resume, or create) and lock the run of ``sweep``; ``on_open`` is told what it held.
+
+    A new run (none of this identity stored, ``fresh`` off) first gets the units a stored run of the same sweep
+    at other levels measured of this sweep's levels (:func:`~workbench.sweeps._sweep_reuse.reuse_stored_levels`),
+    so a sweep extended by levels measures only the new ones.
+    """
     v, plan = sweep.variant, sweep.plan
     opened = open_run(v.name, identity=sweep.identity, label=sweep.label, fresh=fresh, root=sweep.root,
                       engine=sweep.engine, host=sweep.host, plan=plan, time_scale=float(plan.time_scale),
                       extra={"variant_definition": variant_definition(v)})
     run = opened.writer
+    reused = None
+    if not opened.resumed and not fresh:
+        try:
+            reused = reuse_stored_levels(sweep, run)
+        except BaseException as exc:
+            run.finish(status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                       error=f"copying the levels stored in another run failed: {type(exc).__name__}: {exc}")
+            raise
     if on_open is not None:
         on_open(SweepResume(v.name, run.path, stored=len(run.units_completed), total=len(plan.units()),
-                            repeats=plan.repeats))
+                            repeats=plan.repeats, reused_from=reused.source if reused is not None else None))
     return opened
 
 

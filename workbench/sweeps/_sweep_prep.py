@@ -13,7 +13,7 @@ import hashlib
 import dataclasses
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,6 +52,17 @@ class VariantSweep:
     #: Called with the server's handle once it is started, before its ready wait (a multi-node unit's rank
     #: group watches rank 0 through it: workbench.sweeps._fleet_multinode); None: nothing.
     on_server: Callable[[ServerHandle], None] | None = None
+    #: What :attr:`identity` is the hash of, but the plan (:meth:`identity_with`).
+    identity_parts: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Run on a fleet: the identity is the one-host sweep's wrapped as a fleet's (``_fleet_pass``).
+    on_fleet: bool = False
+
+    def identity_with(self, plan_json: Mapping[str, Any]) -> str:
+        """The identity this sweep would have with the plan ``plan_json`` (:meth:`SweepPlan.to_json
+        <workbench.bench.SweepPlan.to_json>` without prompt texts, as a run's manifest records it) instead of its
+        own: the same sweep with other levels has the identity of a stored run that measured them."""
+        identity = sweep_identity({**self.identity_parts, "plan": plan_json})
+        return sweep_identity({"sweep": identity, "fleet": True}) if self.on_fleet else identity
 
     def sim_options(self, repeat: int) -> dict[str, Any] | None:
         """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
@@ -98,12 +109,12 @@ def prepare_sweep(options: SweepOptions) -> VariantSweep:
     _warn_graph_below_concurrency(v, plan)
     checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
     engine_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
-    identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), "variant": v.name,
-                               "variant_definition": variant_definition(v), "engine": eng.name, "host": str(host),
-                               "engine_options": engine_options, "engine_code": _engine_code(eng, sim_profile),
-                               "client": where, "label": label})
+    parts = {"variant": v.name, "variant_definition": variant_definition(v), "engine": eng.name, "host": str(host),
+             "engine_options": engine_options, "engine_code": _engine_code(eng, sim_profile), "client": where,
+             "label": label}
+    identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), **parts})
     return VariantSweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, root=writable_runs_root(options.runs_dir),
+                  identity=identity, identity_parts=parts, root=writable_runs_root(options.runs_dir),
                   progress=progress_bars(options.progress), preflight=checked)
 
 
