@@ -1,0 +1,220 @@
+"""The simulator's step model against real SGLang 0.5.17 step costs (issue 31): out of the box, and fitted on plain
+decoding only with every speculative point held out.
+
+    .venv/bin/python benchmarks/real_engine_accuracy.py [--table DIR] [--json OUT]
+
+Reads the real-engine calibration tables (``data/calibration/h100-sglang-0.5.17-2026-12-06-real``: measured on one
+H100 80GB HBM3 by ``benchmarks/real_sglang_gpu.py calib``; random weights, accept length forced with
+``SGLANG_SIMULATE_ACC_LEN``, triton attention), writes their tidy form (``steps.csv``) and compares, per point,
+the measured step time with the simulator's (:class:`workbench.sim.RooflineCost`), at the measured accept length
+and the point's batch and KV (prompt 128 + half the 256 output tokens per request):
+
+* **out of the box**: the shipped profiles as they are (``h100-llama3-8b-eagle3`` for the dense model,
+  ``h100x2-qwen3-30b-a3b-eagle3`` at TP 1 for the MoE model);
+* **fitted on plain decoding only**: per model, ``hbm_efficiency`` and ``layer_fixed_us`` (and, for the MoE model,
+  ``moe_token_us``) fitted to the seven baseline step times; the host time the GPU waits on per iteration is the
+  *measured* one (the trace's idle share at the profiled batches), not fitted; every speculative point predicted.
+
+Errors are on the step time, which is the error of the steady-state output tok/s (``batch x accept length / step``),
+and on the spec/baseline ratio of those throughputs at the same batch. The tree-minus-chain cost (a tree and the
+chain with the same num_steps, both measured) is compared at every batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DEFAULT_TABLE = ROOT / "data" / "calibration" / "h100-sglang-0.5.17-2026-12-06-real"
+#: Each model's shipped profile and the TP it ran at.
+PROFILES = {"llama31-8b": "h100-llama3-8b-eagle3", "qwen3-30b-a3b": "h100x2-qwen3-30b-a3b-eagle3"}
+#: Terms fitted on the baseline points (per model).
+FIT_TERMS = {"llama31-8b": ("hbm_efficiency", "layer_fixed_us"),
+             "qwen3-30b-a3b": ("hbm_efficiency", "layer_fixed_us", "moe_token_us")}
+
+
+def tidy(table: Path) -> pd.DataFrame:
+    """One row per (server, batch) of every ``raw/calib-*.json``: the measured step and its GPU/host split."""
+    rows = []
+    for path in sorted((table / "raw").glob("calib-*.json")):
+        doc = json.loads(path.read_text())
+        for server in doc["servers"]:
+            if "waves" not in server:
+                continue
+            shape = server.get("shape")
+            profiles = {p["batch"]: p for p in server.get("profiles", []) if "busy_fraction" in p}
+            for w in server["waves"]:
+                if "step_ms" not in w:
+                    continue
+                b = w["batch"]
+                acc = w.get("accept_length_log") or 1.0
+                prof = profiles.get(b, {})
+                busy = prof.get("busy_fraction")
+                rows.append({
+                    "server": server["name"], "model": server["model"],
+                    "kind": "baseline" if shape is None else ("chain" if shape[1] == 1 else "tree"),
+                    "num_steps": shape[0] if shape else 0, "topk": shape[1] if shape else 1,
+                    "num_draft_tokens": shape[2] if shape else 1,
+                    "forced_accept_length": server.get("forced_accept_length"), "batch": b,
+                    "accept_length": acc, "step_ms": w["step_ms"], "step_ms_q1": w["step_ms_lo"],
+                    "step_ms_q3": w["step_ms_hi"], "decode_intervals": w["decode_log_intervals"],
+                    "decode_output_tok_s": round(1000.0 * b * acc / w["step_ms"], 2),
+                    "wave_output_tok_s": w.get("output_tok_s"), "wave_wall_s": w.get("wall_s"),
+                    "gpu_busy_fraction": busy,
+                    "gpu_ms": None if busy is None else round(busy * w["step_ms"], 4),
+                    "host_exposed_ms": None if busy is None else round((1 - busy) * w["step_ms"], 4),
+                    "gpu": doc["gpu"].split(",")[0], "sglang": doc["sglang"],
+                    "attention_backend": doc["attention_backend"], "input_len": doc["input_len"],
+                    "wave_tokens": doc["wave_tokens"], "source": f"raw/{path.name}",
+                })
+    return pd.DataFrame(rows)
+
+
+def _cost(model: str, efficiency: Any = None):
+    from workbench.sim import load_profile
+
+    profile = load_profile(PROFILES[model])
+    return profile.cost_for({"tp_size": 1, "cuda_graph_max_bs": 64}, efficiency=efficiency), profile
+
+
+def _spec(row: Any):
+    from workbench.sim import SpecConfig
+
+    return SpecConfig("EAGLE3", num_steps=int(row.num_steps), topk=int(row.topk),
+                      num_draft_tokens=int(row.num_draft_tokens), spec_v2=True)
+
+
+def predict(points: pd.DataFrame, efficiency: Any = None, host_exposed_ms: float = 0.0) -> np.ndarray:
+    """Each point's step time (ms) on its model's profile (with ``efficiency`` if given) plus ``host_exposed_ms``."""
+    out = []
+    for row in points.itertuples(index=False):
+        cost, _ = _cost(row.model, efficiency if efficiency is None else efficiency[row.model])
+        kv = int(row.batch) * (int(row.input_len) + int(row.wave_tokens) // 2)
+        if row.kind == "baseline":
+            ms = cost.decode_ms(int(row.batch), kv)
+        else:
+            ms = cost.spec_decode_ms(int(row.batch), kv, _spec(row), round(row.batch * row.accept_length))
+        out.append(ms + host_exposed_ms)
+    return np.array(out)
+
+
+def fit_baseline(points: pd.DataFrame, model: str, host_exposed_ms: float) -> Any:
+    """The model's efficiency with FIT_TERMS fitted (log least squares) to its baseline step times."""
+    from workbench.calibration._fit import least_squares
+
+    _, profile = _cost(model)
+    base = profile.physics.efficiency
+    terms = FIT_TERMS[model]
+    rows = points[(points.model == model) & (points.kind == "baseline")]
+    goal = np.log(rows.step_ms.to_numpy())
+
+    def eff(x: np.ndarray) -> Any:
+        return dataclasses.replace(base, **{t: min(math.exp(v), 1.0) if t.endswith("efficiency") else math.exp(v)
+                                           for t, v in zip(terms, x)})
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return np.log(predict(rows, {model: eff(x)}, host_exposed_ms)) - goal
+
+    x0 = np.log([max(getattr(base, t), 1e-3) for t in terms])
+    x, _ = least_squares(resid, x0)
+    return eff(x)
+
+
+def errors(points: pd.DataFrame, predicted: np.ndarray) -> pd.DataFrame:
+    df = points.copy()
+    df["predicted_step_ms"] = predicted.round(4)
+    df["step_error_pct"] = (100 * (df.step_ms / df.predicted_step_ms - 1)).round(2)  # = error of tok/s
+    base = df[df.kind == "baseline"].set_index(["model", "batch"])
+    ratio_real, ratio_sim = [], []
+    for row in df.itertuples(index=False):
+        b = base.loc[(row.model, row.batch)]
+        ratio_real.append(row.accept_length / row.step_ms * b.step_ms)
+        ratio_sim.append(row.accept_length / row.predicted_step_ms * b.predicted_step_ms)
+    df["ratio_real"] = np.round(ratio_real, 4)
+    df["ratio_sim"] = np.round(ratio_sim, 4)
+    df["ratio_error_pct"] = (100 * (df.ratio_sim / df.ratio_real - 1)).round(2)
+    return df
+
+
+def summary(df: pd.DataFrame, label: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"label": label}
+    for model in sorted(df.model.unique()):
+        for kind in ("baseline", "chain", "tree"):
+            part = df[(df.model == model) & (df.kind == kind)]
+            if part.empty:
+                continue
+            key = f"{model}/{kind}"
+            out[key] = {"n": len(part), "tok_s_mean_abs_pct": round(part.step_error_pct.abs().mean(), 1),
+                        "tok_s_worst_abs_pct": round(part.step_error_pct.abs().max(), 1)}
+            if kind != "baseline":
+                out[key].update(ratio_mean_abs_pct=round(part.ratio_error_pct.abs().mean(), 1),
+                                ratio_worst_abs_pct=round(part.ratio_error_pct.abs().max(), 1))
+    return out
+
+
+def tree_minus_chain(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured and predicted extra step time of each tree over the chain of the same num_steps (same model)."""
+    rows = []
+    for (model, batch), part in df.groupby(["model", "batch"]):
+        chains = part[(part.kind == "chain") & (part.num_steps == 3) & (part.forced_accept_length == 3.0)]
+        if chains.empty:
+            continue
+        chain = chains.iloc[0]
+        for tree in part[part.kind == "tree"].itertuples(index=False):
+            real = tree.step_ms - chain.step_ms
+            sim = tree.predicted_step_ms - chain.predicted_step_ms
+            rows.append({"model": model, "batch": batch, "tree": tree.server, "real_extra_ms": round(real, 3),
+                         "sim_extra_ms": round(sim, 3), "error_pct": round(100 * (sim / real - 1), 1) if real else None})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--table", type=Path, default=DEFAULT_TABLE)
+    ap.add_argument("--json", type=Path, default=None, help="write the summaries here")
+    args = ap.parse_args(argv)
+    points = tidy(args.table)
+    points.to_csv(args.table / "steps.csv", index=False)
+    pd.set_option("display.width", 200)
+    print(f"{len(points)} points from {args.table.relative_to(ROOT)} -> steps.csv")
+    host = points.dropna(subset=["host_exposed_ms"]).groupby("model").host_exposed_ms.median()
+    print("measured host time the GPU waits on per iteration (median over profiled points, ms):", host.round(3).to_dict())
+    results: dict[str, Any] = {"host_exposed_ms": host.round(4).to_dict()}
+
+    shipped = errors(points, predict(points))
+    results["out_of_the_box"] = summary(shipped, "shipped profiles, no fit")
+    fitted_eff, fitted_pred = {}, np.zeros(len(points))
+    for model in sorted(points.model.unique()):
+        fitted_eff[model] = fit_baseline(points, model, float(host[model]))
+    for i, row in enumerate(points.itertuples(index=False)):
+        fitted_pred[i] = predict(points.iloc[[i]], fitted_eff, float(host[row.model]))[0]
+    fitted = errors(points, fitted_pred)
+    results["fitted_on_baseline"] = summary(fitted, "fitted on baseline only; host time measured; spec held out")
+    results["fitted_terms"] = {m: {t: round(getattr(e, t), 5) for t in FIT_TERMS[m]} for m, e in fitted_eff.items()}
+    cols = ["server", "batch", "accept_length", "step_ms", "predicted_step_ms", "step_error_pct", "ratio_real",
+            "ratio_sim", "ratio_error_pct"]
+    for label, df in (("OUT OF THE BOX", shipped), ("FITTED ON BASELINE ONLY (spec held out)", fitted)):
+        print(f"\n== {label}")
+        print(df[cols].to_string(index=False))
+    tmc = tree_minus_chain(fitted)
+    print("\n== tree minus chain (fitted)")
+    print(tmc.to_string(index=False))
+    results["tree_minus_chain"] = tmc.to_dict(orient="records")
+    print(json.dumps({k: v for k, v in results.items() if k != "tree_minus_chain"}, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
