@@ -80,6 +80,37 @@ def tidy(table: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: SGLang 0.5.17's triton attention kernels, by name: the extend kernel (target verify and draft extend) and the
+#: two stages of the decode kernel (plain decode and the draft's decode steps).
+EXTEND_KERNEL, DECODE_KERNELS = "_fwd_kernel", ("_fwd_grouped_kernel_stage1", "_fwd_kernel_stage2")
+
+
+def kernel_table(traces: Path) -> pd.DataFrame:
+    """Per profiled point: GPU milliseconds per iteration of the extend (verify) attention, the decode attention,
+    the GEMMs, the fused MoE and all kernels, and the iteration's wall time (the trace's window / its 16 steps)."""
+    import gzip
+    import re
+
+    rows = []
+    for path in sorted(traces.glob("*.trace.json.gz")):
+        name = re.sub(r"-\d+(\.\d+)?-TP-0\.trace\.json\.gz$", "", path.name)
+        server, batch = name.rsplit("-b", 1)
+        with gzip.open(path, "rt") as fh:
+            events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+        if not events:
+            continue
+        iterations = 16  # the calib step profiles num_steps=16 forward iterations
+        ms = lambda pick: sum(e["dur"] for e in events if pick(e["name"])) / 1000 / iterations  # noqa: E731
+        window = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) / 1000 / iterations
+        rows.append({"server": server, "batch": int(batch), "iteration_ms": round(window, 3),
+                     "gpu_kernels_ms": round(ms(lambda n: True), 3),
+                     "extend_attention_ms": round(ms(lambda n: n == EXTEND_KERNEL), 3),
+                     "decode_attention_ms": round(ms(lambda n: n.startswith(DECODE_KERNELS)), 3),
+                     "gemm_ms": round(ms(lambda n: n.startswith(("nvjet", "sm90", "cutlass")) or "gemm" in n.lower()), 3),
+                     "moe_ms": round(ms(lambda n: "moe" in n.lower() or "expert" in n.lower()), 3)})
+    return pd.DataFrame(rows)
+
+
 def _cost(model: str, efficiency: Any = None):
     from workbench.sim import load_profile
 
@@ -110,7 +141,7 @@ def predict(points: pd.DataFrame, efficiency: Any = None, host_exposed_ms: float
 
 def fit_baseline(points: pd.DataFrame, model: str, host_exposed_ms: float) -> Any:
     """The model's efficiency with FIT_TERMS fitted (log least squares) to its baseline step times."""
-    from workbench.calibration._fit import least_squares
+    from workbench.calibration import least_squares
 
     _, profile = _cost(model)
     base = profile.physics.efficiency
@@ -182,7 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", type=Path, default=DEFAULT_TABLE)
     ap.add_argument("--json", type=Path, default=None, help="write the summaries here")
+    ap.add_argument("--traces", type=Path, default=None,
+                    help="a folder of the calib step's torch-profiler traces: write kernels.csv from them")
     args = ap.parse_args(argv)
+    if args.traces:
+        kernels = kernel_table(args.traces)
+        kernels.to_csv(args.table / "kernels.csv", index=False)
+        print(kernels.to_string(index=False))
     points = tidy(args.table)
     points.to_csv(args.table / "steps.csv", index=False)
     pd.set_option("display.width", 200)

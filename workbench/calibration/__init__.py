@@ -11,6 +11,7 @@ _NAMES = {
     "cost_model": "_fit",
     "fit_table": "_fit",
     "knees": "_fit",
+    "least_squares": "_fit",
     "load_table": "_table",
     "load_tables": "_table",
     "profile_text": "_profile",
@@ -26,6 +27,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.calibration._fit import cost_model as cost_model
     from workbench.calibration._fit import fit_table as fit_table
     from workbench.calibration._fit import knees as knees
+    from workbench.calibration._fit import least_squares as least_squares
     from workbench.calibration._table import load_table as load_table
     from workbench.calibration._table import load_tables as load_tables
     from workbench.calibration._profile import profile_text as profile_text
