@@ -112,3 +112,86 @@ def test_bench_summary_of_real_runs_needs_no_notebook_packages(tmp_path) -> None
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("figures: MEASURED on real SGLang 0.5.17, NVIDIA H200")
     assert "real-eagle3-chain, output_throughput_tok_s: Speculation stops beating the baseline" in out.stdout
+
+
+# -- the adaptive run with its own tiers, on an NVIDIA H100 (data/measured/h100-sglang-0.5.17-2026-12-06) ---------
+# A different GPU from the runs above: its study is read alone (a study of both would name the two GPUs together,
+# not per variant, and set the H100 adaptive run against the H200 baseline).
+
+H100 = Path(__file__).resolve().parents[1] / "data" / "measured" / "h100-sglang-0.5.17-2026-12-06"
+H100_RUNS = sorted((H100 / "runs").iterdir())
+TIERS = Path(__file__).resolve().parents[1] / "benchmarks" / "real_sglang" / "adaptive-no-zero-steps.json"
+
+
+@pytest.fixture(scope="module")
+def adaptive():
+    return load_study(H100_RUNS)
+
+
+def _h100_log() -> str:
+    import tarfile
+
+    with tarfile.open(H100 / "server-logs.tar.gz") as tar:
+        [member] = [m for m in tar.getmembers() if m.isfile()]
+        return tar.extractfile(member).read().decode()  # type: ignore[union-attr]
+
+
+def _graph_batches(log: str) -> list[int]:
+    """The decode batch sizes the server captured CUDA graphs for (a batch is padded up to the next of them)."""
+    import re
+
+    line = next(x for x in log.splitlines() if "Capture draft decode CUDA graph begin" in x)
+    return [int(b) for b in re.search(r"bs=\[([^\]]*)\]", line).group(1).split(",")]  # type: ignore[union-attr]
+
+
+def _tier_steps(concurrency: int, batches: list[int]) -> list[int]:
+    """The candidate num_steps SGLang's adaptive controller may pick at a batch of ``concurrency`` requests under
+    the run's tier file: the batch padded up to a captured size, routed to the largest tier key at or below it."""
+    import json
+
+    tiers = {int(k): v["candidate_steps"] for k, v in json.loads(TIERS.read_text()).items()}
+    padded = min(b for b in batches if b >= concurrency)
+    return tiers[max(k for k in tiers if k <= padded)]
+
+
+def test_the_h100_adaptive_run_is_named_with_its_gpu(adaptive) -> None:
+    c = conditions_of(adaptive.manifests)
+    assert c.gpus == ("NVIDIA H100 80GB HBM3",) and c.forced == {"real-eagle3-adaptive-tiers": 3.0}
+    assert study_opening(adaptive.tables).count("MEASURED on real SGLang 0.5.17, NVIDIA H100 80GB HBM3; random "
+                                                "weights; accept length forced") == 1
+    assert adaptive.tables.subtitle_lines[0].startswith("MEASURED on real SGLang 0.5.17, NVIDIA H100 80GB HBM3")
+    assert "H200" not in adaptive.provenance_line()
+
+
+def test_the_adaptive_accept_length_follows_its_tiers(adaptive) -> None:
+    """Forced to 3.0, a verify of 3 draft steps accepts 3 tokens (128 in 43 verifies: 2.98) and one of 1 step
+    accepts 2: the run's tiers leave only 1 step from a padded batch of 32, so concurrency 32 and 64 read 2.0."""
+    table = adaptive.table("throughput")
+    shown = dict(zip(table["concurrency"], table["accept length (tok/verify)"]))  # as the report prints them
+    assert shown == {1: "2.98", 2: "2.98", 4: "2.98", 8: "2.98", 16: "2.98", 32: "2", 64: "2.01"}
+    batches = _graph_batches(_h100_log())
+    for concurrency, accept in shown.items():
+        steps = max(_tier_steps(int(concurrency), batches))
+        assert float(accept) == pytest.approx(min(3.0, steps + 1), abs=0.03), (concurrency, accept, steps)
+    verifies = adaptive.requests.groupby("concurrency")["spec_verify_ct"].agg(["min", "max"])
+    assert verifies.loc[16].tolist() == [43, 43] and verifies.loc[32].tolist() == [64, 64]
+
+
+def test_the_adaptive_server_logged_its_switches(adaptive) -> None:
+    log = _h100_log()
+    switches = [line.split("] ", 1)[1] for line in log.splitlines() if "Switch adaptive runtime state" in line]
+    assert switches == ["Switch adaptive runtime state: steps 3 -> 1, draft_tokens 4 -> 2",
+                        "Switch adaptive runtime state: steps 1 -> 3, draft_tokens 2 -> 4"]  # at c=32, after c=64
+    throughput = adaptive.table("throughput").set_index("concurrency")["output tok/s"].astype(float)
+    assert throughput.idxmax() == 16 and throughput[16] == 699 and throughput[64] == 609
+
+
+def test_startup_timings_of_the_h100_first_start(adaptive) -> None:
+    from workbench.servers import startup_timings
+
+    first = startup_timings(_h100_log())
+    assert first["cuda_graph_s"]["prefill"] == 53.76 and first["tokenizer_e2e_s"] == 88.38
+    assert first["scheduler_e2e_s"] == 72.6 and first["cuda_graph_total_s"] == 63.93
+    assert first["kv_cache"] == [{"tokens": 362417, "gb": 44.24}, {"tokens": 362417, "gb": 1.38}]
+    [manifest] = adaptive.manifests
+    assert manifest["server_process"]["ready_after_s"] == 113.431  # the workbench's clock: spawn to ready
