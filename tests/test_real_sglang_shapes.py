@@ -205,3 +205,46 @@ def test_forced_acceptance_matches_sglangs_match_expected_rule() -> None:
         forced_accept_length({"SGLANG_SIMULATE_ACC_LEN": "three"})
     with pytest.raises(ConfigError, match="match-expected"):
         forced_accept_length({"SGLANG_SIMULATE_ACC_LEN": "3", "SGLANG_SIMULATE_ACC_METHOD": "multinomial"})
+
+
+# -- the same routes recorded again on an NVIDIA H100 (data/measured/h100-sglang-0.5.17-2026-12-06/) ------------
+
+H100 = json.loads((ROOT / "data" / "measured" / "h100-sglang-0.5.17-2026-12-06" / "shapes-real-eagle3-chain.json")
+                  .read_text())
+
+
+def _shape(value: Any) -> Any:
+    """Keys in order, element shapes and value types of a JSON value; the values themselves left out."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return ["list", [s for i, s in enumerate(map(_shape, value)) if s not in list(map(_shape, value))[:i]]]
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def _answer_shape(c: dict[str, Any]) -> Any:
+    """An answer's shape: a stream's events in order with each chunk's shape, a JSON body's, /metrics' names."""
+    kind = c["content_type"] or ""
+    if "event-stream" in kind:
+        return [(e.kind, _shape(e.data) if e.kind == "chunk" else None) for e in decode_all(c["body"].encode())]
+    if "json" in kind:
+        return _shape(json.loads(c["body"]))
+    if c["path"] == "/metrics":
+        return sorted({name for name, _, _ in parse_prometheus(c["body"])})
+    return c["body"]
+
+
+def test_the_h100_answers_have_the_h200_shapes() -> None:
+    """Every route answered with the same status, content type and shape on both GPUs (keys and their order, chunk
+    counts, metric names); only values differ, such as the KV pool's size."""
+    assert "H100" in H100["gpu_at_ready"] and H100["engine"] == "sglang" and len(H100["calls"]) == 24
+    for h200, h100 in zip(RECORDED["calls"], H100["calls"], strict=True):
+        where = f"{h200['method']} {h200['path']}"
+        assert (h100["method"], h100["path"], h100["request"]) == (h200["method"], h200["path"], h200["request"])
+        assert (h100["status"], h100["content_type"]) == (h200["status"], h200["content_type"]), where
+        assert _answer_shape(h100) == _answer_shape(h200), where
+    info200, info100 = json.loads(RECORDED["calls"][4]["body"]), json.loads(H100["calls"][4]["body"])
+    assert (info200["max_total_num_tokens"], info100["max_total_num_tokens"]) == (747670, 362417)
+    generate = call("POST", "/generate", input_ids=[128000, 9906, 1917, 374, 264, 1296])
+    same = next(c for c in H100["calls"] if c["request"] == generate["request"])
+    assert json.loads(same["body"])["output_ids"] == body(generate)["output_ids"]  # the same dummy weights' tokens
