@@ -23,6 +23,7 @@ _NAMES = {
     "spec_grid": "_predict",
     "SpecConfig": "_spec",
     "SpecKernelCosts": "_spec_kernels",
+    "ExtendAttentionCosts": "_spec_kernels",
     "step_breakdown": "_calibrate",
     "STEP_PARTS": "_predict",
     "StepBreakdown": "_roofline",
@@ -48,6 +49,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sim._predict import spec_grid as spec_grid
     from workbench.sim._spec import SpecConfig as SpecConfig
     from workbench.sim._spec_kernels import SpecKernelCosts as SpecKernelCosts
+    from workbench.sim._spec_kernels import ExtendAttentionCosts as ExtendAttentionCosts
     from workbench.sim._calibrate import step_breakdown as step_breakdown
     from workbench.sim._predict import STEP_PARTS as STEP_PARTS
     from workbench.sim._roofline import StepBreakdown as StepBreakdown

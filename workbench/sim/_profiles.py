@@ -41,7 +41,7 @@ from workbench.sim._cost_model import CostModel
 from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
 from workbench.paths import PACKAGE_ROOT
 from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
-from workbench.sim._spec_kernels import SpecKernelCosts
+from workbench.sim._spec_kernels import ExtendAttentionCosts, SpecKernelCosts
 
 #: Where shipped profiles live.
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "data" / "profiles"
@@ -71,6 +71,9 @@ class Physics:
         spec_kernels: the speculative step's small kernels measured on the GPU (``[spec_kernels]``:
             ``table``, a ``remote/gpu_spec_step.py`` CSV relative to the project root, and ``verify``,
             ``"greedy"`` by default), or None: not charged.
+        extend_attention: the real engine's measured extend attention per speculative iteration (``[spec_kernels]``
+            ``extend_attention``, a real-engine ``kernels.csv``, and ``extend_attention_servers``, the prefix of one
+            model's servers in it), or None: the roofline costs the verify's attention.
     """
 
     gpu: GpuSpec
@@ -82,6 +85,7 @@ class Physics:
     fit_terms: tuple[str, ...]
     defaults: dict[str, Any]
     spec_kernels: SpecKernelCosts | None = None
+    extend_attention: ExtendAttentionCosts | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +206,8 @@ class SimProfile:
             assert self.cost is not None  # a legacy profile always has [cost] (checked on load)
             return self.cost
         return RooflineCost(self.physics.target, self.deployment(args), efficiency or self.physics.efficiency,
-                            draft=self.physics.draft, spec_kernels=self.physics.spec_kernels)
+                            draft=self.physics.draft, spec_kernels=self.physics.spec_kernels,
+                            extend_attention=self.physics.extend_attention)
 
     def kv_capacity_tokens(self, args: dict[str, Any] | None = None, *, sglang_version: str | None = None) -> int:
         """KV-cache tokens the server would hold (``max_total_num_tokens``), from memory and the flags.
@@ -248,15 +253,23 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
     defaults = {k: dep[k] for k in ("tp_size", "custom_all_reduce", "cuda_graph_max_bs", "mem_fraction_static")
                 if k in dep}
     kernels = data.get("spec_kernels")
-    spec_kernels = None
+    spec_kernels = extend_attention = None
     if kernels is not None:
-        if "table" not in kernels:
-            raise ConfigError(f"Profile {path}: [spec_kernels] needs table = \"data/calibration/.../spec_step.csv\"")
-        spec_kernels = _spec_kernel_costs(str(kernels["table"]), str(kernels.get("verify", "greedy")))
+        if "table" not in kernels and "extend_attention" not in kernels:
+            raise ConfigError(f"Profile {path}: [spec_kernels] needs table = \"data/calibration/.../spec_step.csv\" "
+                              "and/or extend_attention = \"data/calibration/.../kernels.csv\"")
+        if "table" in kernels:
+            spec_kernels = _spec_kernel_costs(str(kernels["table"]), str(kernels.get("verify", "greedy")))
+        if "extend_attention" in kernels:
+            if "extend_attention_servers" not in kernels:
+                raise ConfigError(f"Profile {path}: [spec_kernels] extend_attention needs extend_attention_servers "
+                                  "= \"<prefix of one model's servers in the table>\" (for example \"l8b-\")")
+            extend_attention = _extend_attention(str(kernels["extend_attention"]),
+                                                 str(kernels["extend_attention_servers"]))
     return Physics(gpu=gpu, gpus=int(dep.get("gpus", 1)), interconnect=interconnect,
                    target=load_model_config(dep["target"]), draft=draft,
                    efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults,
-                   spec_kernels=spec_kernels)
+                   spec_kernels=spec_kernels, extend_attention=extend_attention)
 
 
 @functools.lru_cache(maxsize=8)
@@ -264,6 +277,12 @@ def _spec_kernel_costs(table: str, verify: str) -> SpecKernelCosts:
     """One loaded table per (file, regime): profiles that share a table share its curves."""
     path = Path(table)
     return SpecKernelCosts(path if path.is_absolute() else PACKAGE_ROOT / path, verify=verify)
+
+
+@functools.lru_cache(maxsize=8)
+def _extend_attention(table: str, servers: str) -> ExtendAttentionCosts:
+    path = Path(table)
+    return ExtendAttentionCosts(path if path.is_absolute() else PACKAGE_ROOT / path, servers=servers)
 
 
 #: Sub-tables of ``[acceptance]`` (and of each prompt set's table) holding the figures of one sampling regime.

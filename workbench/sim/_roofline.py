@@ -104,6 +104,11 @@ class Efficiency:
             boolean mask (``build_tree_kernel``), packs it (FlashInfer's ``segment_packbits`` in
             the prefill ``plan``) and its custom-mask prefill kernel reads it in every layer; 0 unless
             fitted.
+        host_exposed_ms: host time per iteration the GPU waits on although the scheduler overlaps the next
+            batch's host work with this one's GPU work (ms; overlap schedule only): the synchronisation and launch
+            gaps the overlap leaves. MEASURED, not fitted: SGLang 0.5.17's own profiler traces on one H100 show the
+            GPU busy 94-98% of an iteration, 0.47 ms median idle for an 8B dense model and 0.93 ms for a 30B-A3B MoE
+            (``data/calibration/h100-sglang-0.5.17-2026-12-06-real``); 0 in profiles before it.
         expert_flops_efficiency: achieved fraction of the data-sheet dense FLOP/s in an MoE layer's grouped
             expert GEMMs (0..1]; None (the default) uses ``flops_efficiency``. A grouped GEMM over 128
             small experts reaches far less than a dense GEMM: torch ``grouped_mm`` on one H200 reached
@@ -127,6 +132,7 @@ class Efficiency:
     cpu_per_draft_step_ms: float = 0.0
     verify_mask_ns: float = 0.0
     expert_flops_efficiency: float | None = None
+    host_exposed_ms: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency"):
@@ -135,7 +141,7 @@ class Efficiency:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
         for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us",
                      "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us", "moe_token_us",
-                     "cpu_per_draft_step_ms", "verify_mask_ns"):
+                     "cpu_per_draft_step_ms", "verify_mask_ns", "host_exposed_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.expert_flops_efficiency is not None and not 0.0 < self.expert_flops_efficiency <= 1.0:
@@ -296,10 +302,14 @@ class _Forward:
         out["lm_head"] = (self.lm_mem, self.lm_flop * logits)
         return out
 
-    def parts(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> tuple[float, float, float, float]:
-        """(weights, kv, compute, communication) milliseconds of one forward (without :attr:`fixed_ms`)."""
+    def parts(self, tokens: int, seqs: int, kv_tokens: int, logits: int, *,
+              attention: bool = True) -> tuple[float, float, float, float]:
+        """(weights, kv, compute, communication) milliseconds of one forward (without :attr:`fixed_ms`);
+        ``attention=False`` leaves the attention group out (a measured table charges it instead)."""
         weights = kv = compute = 0.0
         for group, (mem, flop) in self.groups(tokens, seqs, kv_tokens, logits).items():
+            if group == "attention" and not attention:
+                continue
             if mem < flop:
                 compute += flop
             elif group == "attention":
@@ -339,13 +349,16 @@ class RooflineCost:
         draft: the draft model's shape (None: speculative steps cannot be costed).
         spec_kernels: the measured small kernels of a speculative step
             (:class:`~workbench.sim._spec_kernels.SpecKernelCosts`); None charges them nothing.
+        extend_attention: the real engine's measured extend attention per speculative iteration
+            (:class:`~workbench.sim._spec_kernels.ExtendAttentionCosts`), charged instead of the roofline's verify
+            attention; None costs the verify's attention as the roofline costs any forward's.
 
     Raises:
         ConfigError: ``tp_size`` < 1.
     """
 
     def __init__(self, target: ModelConfig, deployment: Deployment, efficiency: Efficiency,
-                 draft: ModelConfig | None = None, spec_kernels=None) -> None:
+                 draft: ModelConfig | None = None, spec_kernels=None, extend_attention=None) -> None:
         if deployment.tp_size < 1:
             raise ConfigError(f"--tp-size must be >= 1, got {deployment.tp_size}")
         self.target_config, self.draft_config = target, draft
@@ -353,6 +366,7 @@ class RooflineCost:
         self.target = _Forward(target, deployment, efficiency)
         self.draft = _Forward(draft, deployment, efficiency) if draft is not None else None
         self.spec_kernels = spec_kernels
+        self.extend_attention = extend_attention
         self._cpu = efficiency.cpu_overhead_ms
         self._cpu_req = efficiency.cpu_per_request_ms
         self._graph_bs = deployment.cuda_graph_max_bs
@@ -366,7 +380,7 @@ class RooflineCost:
 
     def _iteration(self, gpu_ms: float, phases: int, overlap: bool, batch: int, extra_cpu_ms: float = 0.0) -> float:
         cpu = phases * (self._cpu + self._cpu_req * batch) + extra_cpu_ms
-        return max(gpu_ms, cpu) if overlap else gpu_ms + cpu
+        return max(gpu_ms + self.efficiency.host_exposed_ms, cpu) if overlap else gpu_ms + cpu
 
     def _eager(self, batch: int, forward: _Forward) -> float:
         return forward.eager_ms if batch > self._graph_bs else 0.0
@@ -406,7 +420,11 @@ class RooflineCost:
     def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int, verify_tokens: int | None = None):
         if verify_tokens is None:
             verify_tokens = batch * spec.num_draft_tokens
-        target = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens)
+        if self.extend_attention is None:
+            target = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens)
+        else:  # the real engine's extend kernel, measured, for the verify's (and the draft extend's) attention
+            w, k, c, m = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens, attention=False)
+            target = (w, k + self.extend_attention.iteration_ms(batch, kv_tokens), c, m)
         draft = self._draft(batch, batch, kv_tokens, batch)
         wide = batch * spec.topk
         for step in range(1, spec.num_steps):

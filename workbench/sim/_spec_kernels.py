@@ -141,3 +141,66 @@ class SpecKernelCosts:
         if batch <= 0:
             return 0.0
         return sum(self.parts(batch, num_steps, topk, num_draft_tokens).values())
+
+
+class ExtendAttentionCosts:
+    """Per-iteration time of a speculative step's extend attention, measured on the real engine.
+
+    SGLang 0.5.17 with ``--attention-backend triton`` runs the target's verify and the draft's extend through one
+    extend kernel (``_fwd_kernel``: one program per request and query head over a padded block of query rows),
+    which on one H100 took 6-11 times plain decoding's attention over the same cache (1.8 ms per iteration at
+    batch 1, 15.2 ms at batch 64 for Llama-3.1-8B's chain of 3). A roofline that charges the verify's attention
+    as the bytes it reads cannot see that, so a profile may name the table the real engine's traces give
+    (``benchmarks/real_engine_accuracy.py --traces`` writes it: ``kernels.csv``, columns ``server``, ``batch``,
+    ``extend_attention_ms``, ``kv_per_request``) and the roofline then charges this instead of its own verify
+    attention. The kernel loops over each request's cache, so the table is read as milliseconds per cached token
+    per request at each batch, and an iteration is charged that times the cache per request it reads.
+
+    Args:
+        path: the ``kernels.csv`` of a real-engine calibration run.
+        servers: the prefix of the speculative servers whose rows are read (one model's, e.g. ``"l8b-"``);
+            each batch's figure is the median over them (chains and trees alike: the kernel pads the query rows, so
+            a 16-token tree and a 4-token chain cost within 10% of each other at every batch measured).
+
+    Interpolation is linear in the batch between the measured batches (the kernel runs one program per request
+    and head, so past a full GPU its time grows with the requests, not their logarithm), flat below the smallest
+    and extended along the last segment above the largest.
+
+    Raises:
+        ConfigError: a missing or unreadable file, or no row of a speculative server with that prefix.
+    """
+
+    def __init__(self, path: str | Path, *, servers: str) -> None:
+        self.path, self.servers = Path(path), servers
+        try:
+            with self.path.open(newline="", encoding="utf-8") as fh:
+                rows = [r for r in csv.DictReader(fh) if r.get("server", "").startswith(servers)]
+        except OSError as exc:
+            raise ConfigError(f"cannot read the extend-attention table {self.path}: {exc}; run "
+                              "benchmarks/real_engine_accuracy.py --traces DIR on the real engine's traces") from exc
+        by: dict[float, list[float]] = {}
+        try:
+            for r in rows:
+                ms = float(r["extend_attention_ms"])
+                if ms > 0:  # a plain-decoding server has no extend attention in its steps
+                    by.setdefault(float(r["batch"]), []).append(ms / float(r["kv_per_request"]))
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(f"{self.path}: a row lacks or garbles {exc}") from exc
+        if not by:
+            raise ConfigError(f"{self.path} has no speculative server named {servers}*: name the prefix of one "
+                              "model's servers (for example l8b- or q30b-)")
+        pairs = sorted((b, sorted(v)[len(v) // 2]) for b, v in by.items())
+        self._batches = [b for b, _ in pairs]
+        self._per_token = [m for _, m in pairs]
+
+    def _at(self, batch: float) -> float:
+        bs, ms = self._batches, self._per_token
+        if batch <= bs[0] or len(bs) == 1:
+            return ms[0]
+        i = min(max(bisect.bisect_left(bs, batch), 1), len(bs) - 1)
+        return ms[i - 1] + (ms[i] - ms[i - 1]) * (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+
+    def iteration_ms(self, batch: int, kv_tokens: int) -> float:
+        """Extend attention of one speculative iteration at ``batch`` running requests reading ``kv_tokens``
+        cached tokens in all (ms)."""
+        return max(self._at(batch), 0.0) * kv_tokens / max(batch, 1)
