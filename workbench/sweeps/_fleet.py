@@ -22,7 +22,8 @@ Faults (Ray's semantics, Ray 2.60 ``ray.remote`` ``max_retries``):
   stops the server within a second or two: :mod:`workbench.servers`).
 
 Before the first submission :func:`run_units` prestarts one warm worker per unit slot
-(:func:`~workbench.sweeps._fleet_prestart.warm_workers`), so no unit waits for a worker process to start and import the workbench.
+(:func:`~workbench.sweeps._fleet_prestart.warm_workers`), so no unit waits for a worker process to start and
+import the workbench.
 
 Ray is imported only here and in the other ``_fleet*`` modules (the ``fleet`` extra,
 ``pip install specbench-workbench[fleet]``); nothing else in the workbench imports it.
@@ -167,7 +168,8 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             2.60, ``ray.cluster_utils.Cluster``, health checks every 0.5 s: 1.2 s after the loss). The driver
             then submits it again itself (on that error, or a Ray error with the host no longer alive), pinned
             to a free alive host, up to ``fleet.max_retries`` times per unit (:attr:`UnitOutcome.moved_from`).
-        prestart: before submitting, start one warm worker per unit slot (:func:`~workbench.sweeps._fleet_prestart.warm_workers`:
+        prestart: before submitting, start one warm worker per unit slot
+            (:func:`~workbench.sweeps._fleet_prestart.warm_workers`:
             Ray and the unit's modules imported), so a unit starts within a fraction of a second of
             its submission instead of a cold worker's start; units spanning nodes are left out (their
             ranks' actors start workers of their own). Default True.
@@ -302,7 +304,8 @@ def _cancel(ray: Any, running: Mapping[Any, _Running], clock: Callable[[], float
         already finished, ``error="cancelled"`` for the others.
     """
     # a unit that already finished is not cancelled (cancelling a task whose reply is in flight is the
-    # Ray 2.60 race that crashes the driver: see _fleet_prestart.warm_workers); the window left is a unit finishing just now
+    # Ray 2.60 race that crashes the driver: see _fleet_prestart.warm_workers); the window left is a unit
+    # finishing just now
     finished, refs = ray.wait(list(running), num_returns=len(running), timeout=0) if running else ([], [])
     for ref in refs:
         ray.cancel(ref, force=False)

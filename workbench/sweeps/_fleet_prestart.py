@@ -20,7 +20,8 @@ PRESTART_TIMEOUT_S = 120.0
 
 @dataclasses.dataclass(frozen=True)
 class Prestart:
-    """The workers started before the first unit was submitted (:func:`~workbench.sweeps._fleet.run_units`, ``prestart=True``).
+    """The workers started before the first unit was submitted (:func:`~workbench.sweeps._fleet.run_units`,
+    ``prestart=True``).
 
     Attributes:
         wanted: warm-up tasks submitted: on each node, as many as its GPU slots hold units of the

@@ -30,7 +30,8 @@ class LevelSink:
     """The sweep's ``on_level``: each level a server measured, labelled, reported, then kept (one step each,
     in this order; each step is its own collaborator)."""
 
-    def __init__(self, sweep: VariantSweep, run: RunSink, server: ServerHandle, prep: PreparedLaunch, todo: Sequence[tuple[int, int]]) -> None:
+    def __init__(self, sweep: VariantSweep, run: RunSink, server: ServerHandle, prep: PreparedLaunch,
+                 todo: Sequence[tuple[int, int]]) -> None:
         self.labels = _LevelLabels(server, prep)
         self.progress = _LevelProgress(sweep, todo)
         self.keeper = _LevelKeeper(run, server, variant=sweep.variant.name, plan=sweep.plan)

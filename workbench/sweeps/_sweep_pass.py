@@ -96,7 +96,14 @@ def open_sweep_run(sweep: VariantSweep, *, fresh: bool,
     return opened
 
 
-def measure_pending(sweep: VariantSweep, run: RunSink, previous: dict[str, Any] | None, repeats: Sequence[int] | None) -> Path:
+def measure_pending(sweep: VariantSweep, run: RunSink, previous: dict[str, Any] | None,
+                    repeats: Sequence[int] | None) -> Path:
+    """Measure the units of ``sweep`` not in ``run`` (those of ``repeats`` only, when given) with one server, and
+    finish ``run``; ``previous`` is what the run's manifest held when it was reopened (a server it left is stopped).
+
+    Raises:
+        ServerError, BenchmarkError: the server failed (``run`` is finished ``failed``; its units are kept).
+    """
     v, eng, plan = sweep.variant, sweep.engine, sweep.plan
     with run:
         _stop_leftover(previous, sweep.host)
