@@ -3,8 +3,11 @@
 ``tests/fixtures/sglang_logs_real/`` holds the logs of SGLang launched wrong on purpose (each with its
 ``# Case``, ``# Expect: <kind>`` and ``# Launch:`` header, ending at ``# ---``);
 ``tests/fixtures/sglang_real/0.5.17/failures.json`` holds what the workbench said of each broken launch then
-(kind, suggestion, the message with its evidence and command, the last 60 log lines). The taken port is also
-replayed by a real process that writes the recorded lines and stays alive, as SGLang did for a minute or more.
+(kind, suggestion, the message with its evidence and command, the last 60 log lines); the records without a
+``gpu`` were made on an NVIDIA H200, the one with ``"gpu": "NVIDIA H100 80GB HBM3"`` on an H100 (the KV-memory
+breakage sized to that card: ``--mem-fraction-static 0.201``). The taken port is also replayed by a real process
+that writes the recorded lines and stays alive, as SGLang did for a minute or more; so is the H100's start with a
+KV pool of 5,759 tokens, which is ready (with a warning), not failed.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from workbench.engines import get_engine
 from workbench.errors import ServerStartError
 from workbench.servers import ServerHandle
 from workbench.servers._failures import classify, fatal
+from workbench.servers._kv_cache import KvCacheWarning, kv_pool
+from workbench.servers._watch import READY_LINE
 from workbench.variants import load_variant
 
 REAL_LOGS = Path(__file__).parent / "fixtures" / "sglang_logs_real"
@@ -149,6 +154,13 @@ time.sleep(600)
 """
 
 
+def _like_sim(engine_class: type) -> object:
+    """An instance of ``engine_class`` (a subclass of the simulated engine's class) with the simulated engine's
+    settings, whether an engine is a dataclass of fields or states them in its class."""
+    sim = get_engine("sim")
+    return engine_class(**dataclasses.asdict(sim)) if dataclasses.is_dataclass(sim) else engine_class()
+
+
 class BindErrorServer(type(get_engine("sim"))):  # type: ignore[misc]
     """The simulated engine, but its server replays the recorded bind error and never exits on its own."""
 
@@ -163,7 +175,7 @@ def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_
     monkeypatch.setenv("REPLAYED_LOG", str(replayed))
     monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
     bind_line = next(line.strip() for line in _read(replayed).body.split("\n") if "Errno 98" in line)
-    engine = BindErrorServer(**dataclasses.asdict(get_engine("sim")))
+    engine = _like_sim(BindErrorServer)
     with socket.socket() as taken:  # another listener holds the port and never answers, as in the recording
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -180,3 +192,77 @@ def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_
         time.sleep(0.2)
     assert not running_under(tmp_path)
     assert not list((tmp_path / "servers").glob("*.json"))  # its registry record went with it
+
+
+# -- launches that did not fail: a KV pool too small for the model's context is said at ready, not raised --------
+
+def _ready_records() -> list[dict]:
+    return [record for record in json.loads(RECORDS.read_text()) if record["outcome"] == "ready"]
+
+
+def test_the_kv_memory_launches_started_and_their_pools_are_called_too_small() -> None:
+    records = {(r["case"], r.get("gpu", "NVIDIA H200")): r for r in _ready_records()}
+    assert set(records) == {("kv_cache_memory", "NVIDIA H200"), ("draft_vocab", "NVIDIA H200"),
+                            ("kv_cache_memory", "NVIDIA H100 80GB HBM3")}
+    h100 = records["kv_cache_memory", "NVIDIA H100 80GB HBM3"]
+    assert h100["flags"] == {"mem-fraction-static": 0.201} and h100["ready_after_s"] == 83.0
+    for record in records.values():  # nothing in their logs settles a start as failed
+        assert all(fatal(line) is None for line in record["log_tail"].split("\n")), record["case"]
+        assert READY_LINE in record["log_tail"]
+    pools = {key: kv_pool(record["log_tail"]) for key, record in records.items()}
+    assert {key: (p.tokens, p.max_running_requests, p.context_len) for key, p in pools.items() if p} == {
+        ("kv_cache_memory", "NVIDIA H100 80GB HBM3"): (5759, 64, 131072),
+        ("kv_cache_memory", "NVIDIA H200"): (47425, 64, 131072),
+        ("draft_vocab", "NVIDIA H200"): (753504, 64, 131072)}
+    line = pools["kv_cache_memory", "NVIDIA H100 80GB HBM3"].warning("real-baseline", mem_fraction=0.201)
+    assert line == ("real-baseline: ready with a KV cache too small: 5,759 tokens (max_total_num_tokens, from its "
+                    "log), less than one request at the model's context of 131,072 tokens (prompts over 5,753 tokens "
+                    "are refused); 89 tokens per running request. Its figures would measure memory, not the variant: "
+                    "raise --mem-fraction-static (now 0.201) until the pool holds the load, or lower --context-length "
+                    "to the longest request you send.")
+    assert pools["kv_cache_memory", "NVIDIA H200"].below_context  # 0.15 of the H200 left 47,425 tokens
+    assert pools["draft_vocab", "NVIDIA H200"].warning("real-eagle3-chain") is None  # 753,504 tokens: room
+
+
+#: Prints a recorded log tail (the file argv[1]) line by line, then lingers as a started server does.
+REPLAY = """
+import sys, time
+for line in open(sys.argv[1]).read().split("\\n"):
+    print(line, flush=True)
+time.sleep(600)
+"""
+
+
+class ReplayedServer(type(get_engine("sim"))):  # type: ignore[misc]
+    """The simulated engine, but its server writes a recorded log and stays alive."""
+
+    def launch_argv(self, variant, *, python, port, listen_host="127.0.0.1", options=None):  # noqa: ANN001, ANN201
+        return [python, "-c", REPLAY, os.environ["REPLAYED_LOG"]]
+
+
+def test_the_h100_launch_with_a_tiny_kv_cache_is_ready_with_a_warning_not_a_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    [record] = [r for r in _ready_records() if r.get("gpu") == "NVIDIA H100 80GB HBM3"]
+    replayed = tmp_path / "kv_cache_memory.log"  # under tmp_path, so the server's command line names the folder
+    replayed.write_text(record["log_tail"])
+    monkeypatch.setenv("REPLAYED_LOG", str(replayed))
+    engine = _like_sim(ReplayedServer)
+    # a typical request of the default prompt set with 128 output tokens (the H100 adaptive run's mean prompt)
+    with pytest.warns(KvCacheWarning) as caught:
+        handle = ServerHandle.start(load_variant("baseline"), engine=engine, python=sys.executable,
+                                    ready_timeout_s=60, state_dir=str(tmp_path / "servers"), request_tokens=2835 + 128)
+    try:
+        assert handle.ready_after_s is not None and handle.alive  # ready: no ServerStartError
+        assert handle.kv_pool is not None and (handle.kv_pool.tokens, handle.kv_pool.source) == (5759, "log")
+        [warning] = [str(w.message) for w in caught if issubclass(w.category, KvCacheWarning)]
+        assert warning.startswith("baseline: ready with a KV cache too small: 5,759 tokens (max_total_num_tokens, "
+                                  "from its log), less than one request at the model's context of 131,072 tokens")
+        assert "room for 1 request of 2,963 tokens (prompt + output) at once where max_running_requests is 64" \
+            in warning and "\n" not in warning
+        assert "raise --mem-fraction-static" in warning and "lower --context-length" in warning
+    finally:
+        handle.stop()
+    deadline = time.monotonic() + 10
+    while running_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not running_under(tmp_path)

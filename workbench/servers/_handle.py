@@ -31,7 +31,7 @@ from workbench.errors import HostError, ServerError, WorkbenchError
 from workbench.hosts import (Forward, Host, SpawnedProcess, call_helper, get_host, host_python, is_local, processes,
                              servers_dir)
 from workbench.servers import _failures as failures, _launch as launch, _lease as lease, _registry as registry
-from workbench.servers import _watch as watch
+from workbench.servers import _kv_cache as kv_cache, _watch as watch
 from workbench.variants import Variant
 
 #: The longest wait between two ready checks of a server on this machine, in seconds (2 s elsewhere):
@@ -100,6 +100,9 @@ class ServerHandle:
         #: Seconds from the spawn to the first ready answer (set by :meth:`wait_ready`; None before, or
         #: for an attached server this handle did not see become ready).
         self.ready_after_s: float | None = None
+        #: The KV pool it became ready with (set by :meth:`wait_ready`; None when neither its log nor,
+        #: where asked, its /server_info said).
+        self.kv_pool: kv_cache.KvPool | None = None
         self._stopped = False
         self._closed = False
         self._heartbeat: lease.Heartbeat | None = None
@@ -129,6 +132,7 @@ class ServerHandle:
         allow_shared_gpus: bool = False,
         config_file: str | os.PathLike[str] | None = None,
         state_dir: str | None = None,
+        request_tokens: int | None = None,
     ) -> ServerHandle:
         """Start ``variant`` on ``host`` and (by default) wait until it answers.
 
@@ -158,6 +162,8 @@ class ServerHandle:
             allow_shared_gpus: skip the check against GPUs of running servers.
             config_file: ssh config for an alias (like ``ssh -F``).
             state_dir: registry directory on the host (default: see :func:`workbench.hosts.servers_dir`).
+            request_tokens: prompt + output tokens of a typical request it will be sent, for the check of
+                its KV pool once it is ready (see :meth:`wait_ready`).
 
         Raises:
             ConfigError: bad arguments (an unknown engine, ``sim_options`` for an engine
@@ -184,7 +190,8 @@ class ServerHandle:
             raise
         if wait:
             try:
-                handle.wait_ready(timeout_s=ready_timeout_s, on_line=watch.printer(None) if show_log else None)
+                handle.wait_ready(timeout_s=ready_timeout_s, on_line=watch.printer(None) if show_log else None,
+                                  request_tokens=request_tokens)
             except BaseException:
                 handle.stop()
                 raise
@@ -201,6 +208,7 @@ class ServerHandle:
         heartbeat_s: float | None = lease.DEFAULT_HEARTBEAT_S,
         config_file: str | os.PathLike[str] | None = None,
         state_dir: str | None = None,
+        request_tokens: int | None = None,
     ) -> ServerHandle:
         """A handle on a server the workbench started earlier on ``host`` (from any client).
 
@@ -321,9 +329,16 @@ class ServerHandle:
         *,
         poll_s: float = 0.25,
         on_line: Callable[[str], None] | None = None,
+        request_tokens: int | None = None,
     ) -> None:
         """Block until the server is ready: ``GET /health_generate`` answers 200, or the log says
         "The server is fired up", whichever comes first.
+
+        Once ready, its KV pool is read (:attr:`kv_pool`, :mod:`workbench.servers._kv_cache`) from SGLang's
+        ``max_total_num_tokens=...`` log line, else, given ``request_tokens``, from ``/server_info``. A pool
+        smaller than one request at the model's context, or holding fewer than half of max_running_requests
+        requests of ``request_tokens``, is warned about (:class:`~workbench.servers._kv_cache.KvCacheWarning`,
+        one line with what to change): the server is ready, not failed.
 
         Args:
             timeout_s: limit in seconds (default: see :func:`workbench.servers._watch.ready_timeout`:
@@ -332,6 +347,8 @@ class ServerHandle:
                 :data:`LOCAL_MAX_POLL_S` on this machine, where the servers of a sweep start one
                 after another and a check costs a local process).
             on_line: called with each log line (from the start of the log) while waiting.
+            request_tokens: prompt + output tokens of a typical request it will be sent (None: unknown; the
+                pool is then checked against the context only).
 
         Raises:
             ServerStartError: the process group exited, the timeout passed, or its log said it
@@ -339,15 +356,41 @@ class ServerHandle:
                 (classified, with the log tail; the server is not stopped here).
             ConfigError: ``WORKBENCH_READY_TIMEOUT_S`` is not a number.
         """
+        pool_lines: list[str] = []
+
+        def seen(line: str) -> None:
+            if kv_cache.KV_POOL_MARK in line:
+                pool_lines.append(line)
+            if on_line is not None:
+                on_line(line)
+
         not_ready = watch.wait_until_ready(
             self._status, lambda: self._get_status("/health_generate", timeout_s=10), port=self.port,
-            limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=on_line,
+            limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=seen,
             launch=self.launch_text, max_poll_s=LOCAL_MAX_POLL_S if is_local(self.host) else 2.0)
         if not_ready is not None:
             raise watch.start_error(not_ready, variant=self.variant.name, engine=self.engine, host=self.host.name,
                                     command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)
         if self.ready_after_s is None:
             self.ready_after_s = round(registry.started_ago(self.record), 3)
+        self._check_kv_pool("\n".join(pool_lines), request_tokens)
+
+    def _check_kv_pool(self, pool_lines: str, request_tokens: int | None) -> None:
+        """Read the KV pool it became ready with and warn when it is too small (the log's line; /server_info
+        only when the workload's request size is known, since only then can it show a problem there)."""
+        info: dict[str, Any] | None = None
+        if not pool_lines and request_tokens is not None:
+            try:
+                info = self.server_info()
+            except (ServerError, HostError):  # advice only: a server that does not say is not checked
+                info = None
+        self.kv_pool = kv_cache.kv_pool(pool_lines, info)
+        if self.kv_pool is None:
+            return
+        line = self.kv_pool.warning(self.variant.name, request_tokens=request_tokens,
+                                    mem_fraction=kv_cache.mem_fraction_static(self.command))
+        if line is not None:
+            warnings.warn(line, kv_cache.KvCacheWarning, stacklevel=3)
 
     def logs_tail(self, lines: int = 60) -> str:
         """Last ``lines`` lines of the server log on the host."""
