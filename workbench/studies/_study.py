@@ -19,7 +19,7 @@ import pandas as pd
 
 from workbench import charts, paths
 from workbench.analysis import Crossover
-from workbench.studies import _fleet_view, _readings, _seed_pair, _study_words
+from workbench.studies import _fleet_view, _method_words, _readings, _seed_pair, _study_words
 from workbench.studies._assemble import assemble_tables, read_tables
 from workbench.studies._goodput import GoodputTargets
 from workbench.studies._study_charts import study_charts
@@ -199,6 +199,11 @@ class Study:
     def findings(self) -> str:
         """:func:`workbench.studies._study_words.findings`: the details at the end of the report."""
         return _study_words.findings(self.tables)
+
+    def method_text(self) -> str:
+        """:func:`workbench.studies._method_words.method_text`: the report's *How it was measured*, every sentence
+        from the runs' own record (their plans, time scale, and when and in which order their requests ran)."""
+        return _method_words.method_text(self.tables)
 
     def provenance_line(self) -> str:
         """:func:`workbench.studies._study_words.provenance_line`: measured or simulated, engine, versions, host, n."""
