@@ -41,6 +41,7 @@ from workbench.sim._cost_model import CostModel
 from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
 from workbench.paths import PACKAGE_ROOT
 from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
+from workbench.sim._held_out import HeldOut, parse_held_out
 from workbench.sim._spec_kernels import ExtendAttentionCosts, SpecKernelCosts
 
 #: Where shipped profiles live.
@@ -109,6 +110,8 @@ class SimProfile:
             :meth:`acceptance_for`.
         policies: the ``[policies]`` table: what a non-drafting iteration of a speculative server
             costs (``spec_off_overhead``, ``switch_ms``; :class:`~workbench.sim._policies.SpecOffCost`).
+        held_out: the ``[[held_out]]`` entries: the held-out error the profile was checked to, by regime
+            (:mod:`workbench.sim._held_out`).
     """
 
     name: str
@@ -125,6 +128,7 @@ class SimProfile:
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
     policies: dict[str, Any] = dataclasses.field(default_factory=dict)
     acceptance_table: dict[str, Any] = dataclasses.field(default_factory=dict)
+    held_out: tuple[HeldOut, ...] = ()
 
     @property
     def prompt_sets(self) -> tuple[str, ...]:
@@ -422,6 +426,7 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             validation=dict(data.get("validation", {})),
             acceptance_table=acceptance_table,
             policies=dict(data.get("policies", {})),
+            held_out=parse_held_out(data.get("held_out"), f"Profile {path}"),
         )
     except KeyError as exc:
         raise ConfigError(f"Profile {path} lacks required key {exc.args[0]!r}") from exc

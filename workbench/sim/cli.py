@@ -148,9 +148,16 @@ def predict_command(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    from workbench.sim._held_out import trust
+    from workbench.sim._variant_flags import variant_config
+
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    trusted = {name: trust(prof.held_out, variant_config(prof, spec_of).spec, plan.concurrency_levels)
+               for name, spec_of in zip(names, variants)}
     if as_json:
         clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
         typer.echo(json.dumps({"profile": prof.name, "prediction": "offline", "simulated": True,
+                               "held_out": trusted,
                                "levels": list(plan.concurrency_levels), "requests_per_level": plan.requests_per_level,
                                "max_new_tokens": plan.max_new_tokens, "seed": plan.seed,
                                "prompt_set": prompt_set, "temperature": temperature, "rows": clean}, indent=1))
@@ -160,10 +167,11 @@ def predict_command(
                f"{rule} per level, {plan.max_new_tokens} output tokens, seed {plan.seed}"
                + (f", prompt set {prompt_set}" if prompt_set else "")
                + (f", temperature {temperature:g}" if temperature is not None else ""))
-    for name in dict.fromkeys(r["variant"] for r in rows):
+    for name in names:
         typer.echo(f"\n{name}")
         table = [{k: ("-" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                  for r in rows if r["variant"] == name]
         typer.echo(_table(table, PREDICT_COLUMNS))
+        typer.echo(trusted[name])
     typer.echo("\nstep: one decode iteration at the level's mean running batch (ms); draft: every draft forward; "
                "overhead: exposed CPU and eager launches")
