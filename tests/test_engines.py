@@ -78,8 +78,8 @@ def test_sim_launch_command_and_defaults() -> None:
     assert SIM.launch_options(profile="p", time_scale=2.0, seed=3) == {"profile": "p", "time-scale": 2.0, "seed": 3}
     assert SIM.stand_in(v) == v.sim_stand_in() and SIM.stand_in(v)
     assert SIM.labels() == {"engine": "sim", "simulated": True}
-    assert not SIM.unique_prompts and SIM.uploads_workbench and not SIM.runs_sglang_code
-    assert not SIM.wants_gpus and not SIM.checks_installed_sglang and SIM.missing_path_severity == "warning"
+    assert not SIM.unique_prompts and SIM.uploads_workbench and not SIM.runs_variant_tree
+    assert not SIM.wants_gpus and not SIM.reads_weights and SIM.called == "the simulated engine"
 
 
 def test_sglang_launch_command_and_defaults() -> None:
@@ -94,8 +94,8 @@ def test_sglang_launch_command_and_defaults() -> None:
         SGLANG.time_scale(2.0)
     assert SGLANG.launch_options(profile="p", time_scale=1.0, seed=0) is None
     assert SGLANG.stand_in(v) is None and SGLANG.labels() == {"engine": "sglang", "simulated": False}
-    assert SGLANG.unique_prompts and not SGLANG.uploads_workbench and SGLANG.runs_sglang_code
-    assert SGLANG.wants_gpus and SGLANG.checks_installed_sglang and SGLANG.missing_path_severity == "error"
+    assert SGLANG.unique_prompts and not SGLANG.uploads_workbench and SGLANG.runs_variant_tree
+    assert SGLANG.wants_gpus and SGLANG.reads_weights and SGLANG.called == "SGLang"
 
 
 def test_ready_timeout_per_engine(monkeypatch) -> None:
@@ -147,7 +147,6 @@ def test_server_info_says_which_engine_served() -> None:
     assert server_info_engine({"version": "0.5.9", "simulation": {"engine": "sim", "time_scale": 2.0}}) is SIM
     assert server_info_engine({"version": "0.5.9", "internal_states": [{}]}) is SGLANG
     assert server_info_engine(None) is None
-    assert SIM.version_meaning != SGLANG.version_meaning
 
 
 def test_a_variant_for_a_later_release_runs_on_the_simulator_under_its_rules() -> None:
@@ -162,3 +161,73 @@ def test_a_variant_for_a_later_release_runs_on_the_simulator_under_its_rules() -
         rules_version_for("0.4.6")
     with pytest.raises(ConfigError, match="is not an SGLang version"):
         rules_version_for("latest")
+
+
+class _ReplayEngine(Engine):
+    """A second engine, as a test writes one: it states what it does and answers the methods, nothing about
+    SGLang's code (``runs_variant_tree`` keeps the protocol's default) and no sentence but its name."""
+    name, called, description, simulated = "replay", "the replay engine", "replays a recorded server", True
+    launch_module, uploads_workbench, ready_timeout_s = "replay.serve", False, 5.0
+    default_repeats, unique_prompts, reads_weights, wants_gpus = 1, False, False, False
+
+    def engine_argv(self, variant, options):
+        return variant.server_flags(), [f"--{k}={v}" for k, v in options.items()]
+
+    def time_scale(self, requested):
+        return 1.0 if requested is None else float(requested)
+
+    def launch_options(self, *, profile, time_scale, seed):
+        return {"seed": seed}
+
+    def stand_in(self, variant):
+        return "a recording stands in"
+
+    def answered(self, server_info):
+        return "replay" in server_info
+
+
+def test_a_second_engine_needs_no_answer_about_sglang_and_gets_its_own_sentences() -> None:
+    from workbench.variants._preflight import PreparedLaunch
+
+    replay = _ReplayEngine()
+    v = load_variant(PATCHED)
+    assert not replay.runs_variant_tree and replay == _ReplayEngine() and replay != SIM
+    assert replay.launch_argv(v, python="py", port=7, options={"seed": 1}) == [
+        "py", "-m", "replay.serve", *v.server_flags(), "--host", "127.0.0.1", "--port", "7", "--seed=1"]
+    facts = HostFacts("h", {"/models/llama": {"exists": False, "kib": None}}, None, None)
+    found = judge_resources(Variant("v", "/models/llama"), facts, engine=replay)
+    assert [(f.check, f.severity, f.problem) for f in found] == [
+        ("path-missing", "warning", "/models/llama does not exist on host 'h' (the replay engine does not read it, "
+                                    "so the run itself will work)."),
+        ("gpu-skipped", "info", "GPU memory not checked: the replay engine needs no GPU.")]
+    prov = PreparedLaunch(v, v, replay, "h", []).provenance(server_info={"version": "0.5.9"}, launch_command=None)
+    assert prov["engine_runs_sglang_code"] is False and prov["sim_stand_in"] == "a recording stands in"
+    assert prov["sglang_version_meaning"] == "the SGLang version whose HTTP API the replay engine emulates"
+    assert [p["note"] for p in prov["patches"]] == ["not applied: the replay engine runs no SGLang code"]
+
+
+def test_the_findings_say_what_they_said_when_the_engine_held_the_sentences() -> None:
+    """The sentences moved from the engine record to the modules that make the findings, word for word."""
+    from workbench.variants._preflight import PreparedLaunch
+
+    facts = HostFacts("gpu1", {}, None, None)
+    hub = judge_resources(Variant("v", "org/model"), facts, engine=SGLANG)
+    assert hub[0].problem == ("'org/model' looks like a hub id, not a path, so it is not checked on 'gpu1' "
+                              "(the server downloads it into the Hugging Face cache).")
+    assert judge_resources(Variant("v", "org/model"), facts, engine=SIM)[1].problem == (
+        "GPU memory not checked: the simulated engine needs no GPU.")
+    v = load_variant(PATCHED)
+    prov = PreparedLaunch(v, v, SIM, "local", []).provenance(server_info={"version": "0.5.9"}, launch_command=None)
+    assert prov["patches"][0]["note"] == "not applied: the simulated engine runs no SGLang code"
+    assert prov["sglang_version_meaning"] == "the SGLang version whose HTTP API the simulated engine emulates"
+
+
+def test_an_engine_is_an_immutable_value() -> None:
+    import pickle
+
+    with pytest.raises(AttributeError, match="an engine is immutable"):
+        SIM.name = "other"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="an engine is immutable"):
+        del SGLANG.wants_gpus
+    assert pickle.loads(pickle.dumps(SGLANG)) == SGLANG and hash(SIM) == hash(SimEngine())
+    assert len({SIM, SGLANG, SimEngine()}) == 2 and repr(SIM) == "SimEngine(name='sim')"

@@ -27,9 +27,9 @@ TREE = PACKAGE_DIR.parent
 #: Public modules a package may have besides its face: its command-line verbs and ``python -m`` entry.
 PUBLIC_MODULES = {"__init__", "__main__", "cli"}
 #: Shared leaf modules at the root, importable by every package.
-ROOT_LEAVES = {"errors", "paths", "gitinfo", "cli", "_faces"}
+ROOT_LEAVES = {"errors", "paths", "gitinfo", "cli", "_faces", "_version"}
 #: Exactly the modules at the package root: the face, the command, the shared leaves, the face helper.
-ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "paths", "gitinfo", "_faces"}
+ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "paths", "gitinfo", "_faces", "_version"}
 #: Folders of scripts outside the package: they use the faces only (rule 2).
 SCRIPT_FOLDERS = ("benchmarks", "tools")
 #: A benchmark that measures one package's internals (white box) may reach into that package only.
@@ -223,11 +223,15 @@ def _owner(module: str, packages: list[str] = PACKAGES) -> str:
     return ".".join(parts[:2]) if len(parts) > 1 and parts[1] in packages else "workbench"
 
 
+#: The root's private leaves, open to every package: how a face exports, and the version.
+_PRIVATE_LEAVES = {"workbench._faces", "workbench._version"}
+
+
 def _is_private(imp: Import) -> bool:
     """The import names a private module or a private name (``_x``; dunders such as ``__version__`` are not)."""
     def private(part: str) -> bool:
         return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
-    return (any(private(p) for p in imp.module.split(".")[1:]) and imp.module != "workbench._faces"
+    return (any(private(p) for p in imp.module.split(".")[1:]) and imp.module not in _PRIVATE_LEAVES
             or any(private(n) for n in imp.names))
 
 
@@ -290,8 +294,8 @@ def engine_name_comparisons(tree: Path) -> list[str]:
 
 
 #: Which packages each package may import (docs/ARCHITECTURE.md, rule 4). The shared leaves
-#: (errors, paths, gitinfo, _faces and the root's ``__version__``) are open to all; only the
-#: root's ``cli`` (one line per verb) may import every package.
+#: (errors, paths, gitinfo, _faces, _version) are open to all; only the root's ``cli`` (one line
+#: per verb) may import every package. Each names only packages of lower LAYERS (a test).
 ALLOWED: dict[str, set[str]] = {
     "markup": set(),
     "names": set(),
@@ -309,16 +313,14 @@ ALLOWED: dict[str, set[str]] = {
     "charts": {"analysis"},
     "calibration": {"analysis", "hosts", "sim"},
     "imports": {"bench", "engines", "names", "store"},
-    "studies": {"analysis", "calibration", "charts", "engines", "markup", "report", "sim", "store", "variants"},
+    "studies": {"analysis", "calibration", "charts", "engines", "markup", "releases", "report", "sim", "store",
+                "variants"},
     "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "names", "report", "servers", "store", "studies",
                "variants"},
 }
-#: Packages a package may name for type checkers only (under ``if TYPE_CHECKING:``), beside ALLOWED: an
-#: engine's methods take a Variant, and variants imports engines at run time.
-TYPE_ONLY_ALLOWED: dict[str, set[str]] = {"engines": {"variants"}}
-_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces"}
-#: What a package may take from the root face itself.
-_ROOT_NAMES = {"paths", "gitinfo", "errors", "__version__"}
+_LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces", "workbench._version"}
+#: What a package may take from the root face itself: the leaf modules, by name (``from workbench import paths``).
+_ROOT_NAMES = {"paths", "gitinfo", "errors"}
 
 
 def disallowed_imports(tree: Path) -> list[str]:
@@ -342,9 +344,50 @@ def disallowed_imports(tree: Path) -> list[str]:
                 found.append(where)
             elif target == "workbench":
                 found.append(where + " (root glue)")
-            elif target != home and target.split(".")[1] not in ALLOWED.get(home.split(".")[1], set()) | (
-                    TYPE_ONLY_ALLOWED.get(home.split(".")[1], set()) if imp.type_only else set()):
+            elif target != home and target.split(".")[1] not in ALLOWED.get(home.split(".")[1], set()):
                 found.append(where)
+    return found
+
+
+#: The packages in layers, lowest first, as docs/ARCHITECTURE.md draws them (rule 4's picture, compared by
+#: ``test_the_documented_layers_are_these``): a package imports only packages of lower layers, at module
+#: level, inside functions and for type checkers alike; the root's face (the notebook API) sits above them all.
+LAYERS: list[set[str]] = [
+    {"markup", "names", "releases", "hosts"},
+    {"analysis", "engines", "source"},
+    {"charts", "bench", "variants"},
+    {"store", "sim", "servers"},
+    {"report", "imports", "calibration"},
+    {"studies"},
+    {"sweeps"},
+]
+
+
+def _layer(package: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if package in layer)
+
+
+def upward_imports(tree: Path) -> list[str]:
+    """Rule 4's picture: every import of a package's module (any kind: module level, in a function, under
+    ``TYPE_CHECKING``) points to a package of a lower layer or to a shared leaf, never across or up a layer,
+    and never to the root's face (``import workbench`` for ``workbench.__version__`` runs up to the top)."""
+    packages, modules = _packages(tree), _modules(tree)
+    found = []
+    for name, path in modules.items():
+        home = _owner(name, packages)
+        if home == "workbench":  # the root's own modules: disallowed_imports keeps them to the leaves
+            continue
+        for imp in _imports(path, name, modules):
+            target = _owner(imp.module, packages)
+            where = f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
+            if target == "workbench":
+                leaf = imp.module in _LEAVES or (imp.module == "workbench" and imp.names
+                                                 and set(imp.names) <= ROOT_LEAVES - {"cli"})
+                if not leaf:
+                    found.append(where + " (the root's face, above every layer)")
+            elif target != home and _layer(target.split(".")[1]) >= _layer(home.split(".")[1]):
+                found.append(where + f" (layer {_layer(target.split('.')[1])} from layer "
+                             f"{_layer(home.split('.')[1])})")
     return found
 
 
@@ -375,7 +418,7 @@ def stray_root_modules(tree: Path) -> list[str]:
 CHECKS: dict[str, Callable[[Path], list[str]]] = {
     "face_reaches": face_reaches, "public_modules_behind_faces": public_modules_behind_faces,
     "engine_name_comparisons": engine_name_comparisons, "disallowed_imports": disallowed_imports,
-    "study_launches": study_launches, "stray_root_modules": stray_root_modules,
+    "study_launches": study_launches, "stray_root_modules": stray_root_modules, "upward_imports": upward_imports,
 }
 
 
@@ -386,6 +429,22 @@ def test_the_tree_keeps_the_rule(check: str) -> None:
 
 def test_every_package_has_a_dependency_rule() -> None:
     assert sorted(ALLOWED) == PACKAGES
+
+
+def test_every_package_has_one_layer_and_its_rule_points_down() -> None:
+    assert sorted(p for layer in LAYERS for p in layer) == PACKAGES
+    assert {(p, q) for p, allowed in ALLOWED.items() for q in allowed if _layer(q) >= _layer(p)} == set()
+
+
+def test_the_documented_layers_are_these() -> None:
+    """docs/ARCHITECTURE.md draws LAYERS (rule 4's picture: one line per layer, highest first) between the
+    ``layers:`` line and the end of its code block."""
+    text = (TREE / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n *layers:[^\n]*\n(.*?) *```", text, re.S)
+    assert block, "docs/ARCHITECTURE.md has no layers: block"
+    drawn = [line.split() for line in block.group(1).splitlines() if line.strip()]
+    assert [(int(row[0]), set(row[1:])) for row in drawn] == [(i, layer) for i, layer in reversed(
+        list(enumerate(LAYERS)))]
 
 
 def test_every_white_box_benchmark_exists() -> None:
@@ -407,6 +466,16 @@ PLANTED = {
     "TYPE_CHECKING import of a disallowed package": ("disallowed_imports", "workbench/analysis/_policy.py",
                                                      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                                                      "    from workbench.servers import ServerHandle\n"),
+    "TYPE_CHECKING import running up a layer": ("upward_imports", "workbench/engines/_base.py",
+                                                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                                "    from workbench.variants import Variant\n"),
+    "the version read from the root's face": ("upward_imports", "workbench/store/_runs.py",
+                                              "def _late():\n    from workbench import __version__\n"
+                                              "    return __version__\n"),
+    "import workbench for an attribute of the face": ("upward_imports", "workbench/servers/_registry.py",
+                                                      "import workbench\n_V = workbench.__version__\n"),
+    "an import across a layer": ("upward_imports", "workbench/sim/_spec.py",
+                                 "def _late():\n    from workbench.servers import ServerHandle\n"),
     "TYPE_CHECKING import of a private module": ("face_reaches", "workbench/charts/_tradeoff.py",
                                                  "import typing\nif typing.TYPE_CHECKING:\n"
                                                  "    from workbench.analysis._policy import Tier\n"),

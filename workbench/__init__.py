@@ -12,8 +12,7 @@ and what each owns, are mapped in docs/ARCHITECTURE.md.
 import typing as _typing
 
 from workbench._faces import lazy_face as _lazy_face
-
-__version__ = "0.1.0"
+from workbench._version import __version__ as __version__
 
 #: Public name -> the package whose face exports it.
 _NAMES = {

@@ -11,12 +11,10 @@ from the uploaded workbench bundle.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from workbench.engines._base import Engine, variant_argv
-
-if TYPE_CHECKING:
-    from workbench.variants import Variant
+from workbench.engines._base import Engine, ServedVariant
+from workbench.errors import ConfigError
 
 __all__ = ["DEFAULT_SIM_REPEATS", "DEFAULT_SIM_TIME_SCALE", "MAX_SIM_TIME_SCALE", "SIM_ENGINE", "SimEngine"]
 
@@ -50,16 +48,21 @@ DEFAULT_SIM_REPEATS = 1
 class SimEngine(Engine):
     """The simulated SGLang engine (:mod:`workbench.sim`); see :class:`~workbench.engines.Engine`."""
 
-    def launch_argv(
-        self,
-        variant: Variant,
-        *,
-        python: str,
-        port: int,
-        listen_host: str = "127.0.0.1",
-        options: Mapping[str, Any] | None = None,
-    ) -> list[str]:
-        """``<python> -m workbench.sim <flags> [--enable-metrics] --host H --port P --sim-<option> <value> ...``.
+    # Who it is, and which server's answers are its own.
+    name = "sim"
+    called = "the simulated engine"
+
+    def answered(self, server_info: Mapping[str, Any]) -> bool:
+        """True when ``/server_info`` carries the simulator's ``simulation`` block."""
+        return isinstance(server_info.get("simulation"), dict)
+
+    # What it serves (a model, or a real server) and how it launches.
+    simulated = True
+    description = "the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU"
+    launch_module = "workbench.sim"
+
+    def engine_argv(self, variant: ServedVariant, options: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """``<flags> [--enable-metrics]`` and ``--sim-<option> <value> ...``.
 
         ``--enable-metrics`` is added unless the variant sets it: the simulated server then serves
         ``/metrics`` (as SGLang does with that flag), which the sweep samples during each level.
@@ -70,14 +73,21 @@ class SimEngine(Engine):
         ``sim_policy``); ``options`` adds to them and wins where both name the same option. None
         values are left out.
         """
-        argv = variant_argv(variant, self.launch_module, python=python, port=port, listen_host=listen_host)
-        if "--enable-metrics" not in argv:  # serve /metrics, which each level samples (workbench.bench._observe)
-            argv.insert(argv.index("--host"), "--enable-metrics")
+        flags = variant.server_flags()
+        if "--enable-metrics" not in flags:  # serve /metrics, which each level samples (workbench.bench._observe)
+            flags.append("--enable-metrics")
         target = {"sglang-version": variant.sglang_version} if variant.sglang_version else {}
-        for key, value in {**target, **variant.sim_options(), **(options or {})}.items():
+        tail: list[str] = []
+        for key, value in {**target, **variant.sim_options(), **options}.items():
             if value is not None:
-                argv += [f"--sim-{key}", str(value)]
-        return argv
+                tail += [f"--sim-{key}", str(value)]
+        return flags, tail
+
+    # How a sweep measures it.
+    uploads_workbench = True
+    ready_timeout_s = 60.0
+    default_repeats = DEFAULT_SIM_REPEATS
+    unique_prompts = False
 
     def time_scale(self, requested: float | None) -> float:
         """``requested`` (simulated seconds per wall second), default :data:`DEFAULT_SIM_TIME_SCALE`.
@@ -90,10 +100,8 @@ class SimEngine(Engine):
             ConfigError: ``requested`` above :data:`MAX_SIM_TIME_SCALE`.
         """
         if requested is None:
-            return self.default_time_scale
+            return DEFAULT_SIM_TIME_SCALE
         if isinstance(requested, (int, float)) and requested > MAX_SIM_TIME_SCALE:
-            from workbench.errors import ConfigError
-
             raise ConfigError(
                 f"time scale {requested:g} is above {MAX_SIM_TIME_SCALE:g}, the most the simulated engine keeps "
                 f"schedule at: each request's wall-clock HTTP and client overheads count {requested:g} times over "
@@ -106,33 +114,15 @@ class SimEngine(Engine):
         """``{"profile": ..., "time-scale": ..., "seed": ...}`` (as ``--sim-*`` options)."""
         return {"profile": profile, "time-scale": time_scale, "seed": seed}
 
-    def stand_in(self, variant: Variant) -> str | None:
-        """The variant's ``SIMULATOR STAND-IN`` label (:meth:`Variant.sim_stand_in`), None without a sim_policy."""
+    # What it does with a variant: the pre-flight checks and the provenance follow from these.
+    reads_weights = False
+    wants_gpus = False
+    runs_variant_tree = False
+
+    def stand_in(self, variant: ServedVariant) -> str | None:
+        """The variant's ``SIMULATOR STAND-IN`` label (``Variant.sim_stand_in``), None without a sim_policy."""
         return variant.sim_stand_in()
 
-    def answered(self, server_info: Mapping[str, Any]) -> bool:
-        """True when ``/server_info`` carries the simulator's ``simulation`` block."""
-        return isinstance(server_info.get("simulation"), dict)
 
-
-#: The simulated engine's values.
-SIM_ENGINE = SimEngine(
-    name="sim",
-    simulated=True,
-    description="the simulated SGLang engine (python -m workbench.sim): a performance model, no GPU",
-    launch_module="workbench.sim",
-    default_time_scale=DEFAULT_SIM_TIME_SCALE,
-    default_repeats=DEFAULT_SIM_REPEATS,
-    unique_prompts=False,
-    ready_timeout_s=60.0,
-    uploads_workbench=True,
-    runs_sglang_code=False,
-    checks_installed_sglang=False,
-    wants_gpus=False,
-    missing_path_severity="warning",
-    missing_path_note=" (the simulated engine does not read it, so the run itself will work)",
-    hub_id_note="the simulated engine loads no weights",
-    gpu_skip_note="GPU memory not checked: the simulated engine needs no GPU.",
-    unapplied_patch_note="not applied: the simulated engine runs no SGLang code",
-    version_meaning="the SGLang version whose HTTP API the simulated engine emulates",
-)
+#: The engine.
+SIM_ENGINE = SimEngine()

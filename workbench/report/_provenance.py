@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import workbench
+from workbench._version import __version__
 from workbench.gitinfo import git_state
 
 __all__ = ["git_state", "jsonable", "provenance"]
@@ -57,7 +57,7 @@ def provenance(
         A JSON-serialisable dict.
     """
     record: dict[str, Any] = {
-        "workbench_version": workbench.__version__,
+        "workbench_version": __version__,
         "git": git,
         "notebook": str(notebook),
         "parameters": jsonable(dict(parameters)),

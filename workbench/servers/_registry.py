@@ -26,8 +26,8 @@ import socket
 import time
 from typing import Any
 
-import workbench
 from workbench import paths
+from workbench._version import __version__
 from workbench.errors import HostError, ServerError
 from workbench.hosts import Host, SpawnedProcess, processes
 from workbench.hosts import call_helper
@@ -114,7 +114,7 @@ class ServerRecord:
         out = dataclasses.asdict(self)
         out.pop("path")
         out["schema"] = SCHEMA
-        out["workbench_version"] = workbench.__version__
+        out["workbench_version"] = __version__
         return out
 
     @classmethod

@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-import workbench
+from workbench._version import __version__
 from workbench.errors import HostError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_json, read_parquet, write_json, write_parquet
@@ -101,7 +101,7 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
         "units_completed": units, "num_requests": _num_requests(levels, requests), "identity": None, "label": label,
         "server_info": None, "tool": tool, "tool_version": tool_version, "source_file": source_file,
         "source_sha256": source_sha256, "quarantined": int(len(quarantine)),
-        "workbench": {"version": workbench.__version__, **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
+        "workbench": {"version": __version__, **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
     }
     for key, value in (extra or {}).items():
         manifest[key] = value

@@ -43,7 +43,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from workbench import __version__, paths
+from workbench import paths
+from workbench._version import __version__
 from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
 from workbench.errors import ConfigError, HostError

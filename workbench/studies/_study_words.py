@@ -17,6 +17,7 @@ from typing import cast
 
 import pandas as pd
 
+from workbench._version import __version__
 from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
                                 levels_text, not_tested_text, ratio_spans)
 from workbench.markup import code, literal
@@ -158,8 +159,6 @@ def findings(study: StudyTables) -> str:
 
 def provenance_line(study: StudyTables) -> str:
     """Where the figures come from: measured or simulated, engine, SGLang and workbench versions, host, n."""
-    import workbench
-
     sims = [m.get("simulation") or {} for m in study.manifests]
     profile = next((s.get("profile") for s in sims if s.get("profile")), None)
     versions = sorted({str(m.get("sglang_version")) for m in study.manifests if m.get("sglang_version")})
@@ -174,7 +173,7 @@ def provenance_line(study: StudyTables) -> str:
              + (f" (profile {literal(profile)})" if profile else "")]
     if versions:
         parts.append(f"SGLang {literal(', '.join(versions))}" + (" rules" if study.simulated else ""))
-    parts.append(f"workbench {literal(workbench.__version__)}")
+    parts.append(f"workbench {literal(__version__)}")
     if hosts:
         parts.append(f"host {literal(', '.join(hosts))}")
     n = study.max_repeats

@@ -20,6 +20,7 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts
+from workbench._version import __version__
 from workbench.analysis import best_policy, best_threshold, bracket_text, find_crossover
 from workbench.errors import ConfigError
 from workbench.markup import literal
@@ -349,13 +350,11 @@ class WhatIf:
     def verdict(self) -> str:
         """The report's answer, as markdown: :meth:`findings` with the recommended policy first, under a
         provenance line (MODEL PREDICTION, profile, workload, workbench version) and its caveats."""
-        import workbench
-
         lines = self.findings().splitlines()[2:]
         policy = [line for line in lines if line.startswith("- Recommended policy")]
         rest = [line for line in lines if not line.startswith("- Recommended policy")]
         head = (f"**Verdict** — {literal(self.subtitle_lines[0])}; {literal(self.subtitle_lines[1])}; workbench "
-                f"{literal(workbench.__version__)}; one prediction per configuration and level (a model's output: nothing "
+                f"{literal(__version__)}; one prediction per configuration and level (a model's output: nothing "
                 "here is measured or tested).")
         caveat = ("- **Caveats**: every figure is the simulator's cost and acceptance model, calibrated on the "
                   "profile's own settings only; other settings' accept lengths are extrapolated. Use it to choose "

@@ -3,7 +3,7 @@
 For each variant the target SGLang is, in this order: the ``sglang`` argument (a
 release); the variant's base (a release, or a checkout on its host); the package
 the host's Python imports, when a host is named and the engine that would run
-there runs the installed SGLang (``Engine.checks_installed_sglang``: SGLang, the
+there runs the variant's own SGLang (``Engine.runs_variant_tree``: SGLang, the
 default on an ssh host; on this machine the simulated engine runs by default, so an
 SGLang installed here is not what runs); the variant's ``sglang_version``; the
 version the simulated engine emulates. Its flags come from
@@ -111,7 +111,7 @@ def resolve_target(
         where = get_host(run_host if same_host(holder, run_host) else holder)
         pkg = f"{base.path}/python/sglang"
         return Target("checkout", tree_version(where, pkg), where.name, pkg, f"{where.name}:{base.path}")
-    if host is not None and resolve_engine(host, engine).checks_installed_sglang:
+    if host is not None and resolve_engine(host, engine).runs_variant_tree:
         h = get_host(host)
         state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=host_python(h))
         installed = state.get("installed") or {}

@@ -13,14 +13,16 @@ Every engine gets the same pre-flight (:func:`preflight`): every check of
 SGLang the variant targets (the host's installed SGLang for the real engine, the release
 the simulator emulates otherwise); errors raise :class:`ConfigError` (the message lists
 them) before anything launches, so a simulated run is never stored as a run of a release
-that would refuse the variant. What differs is after it (:class:`workbench.engines.Engine`).
-On an engine that runs SGLang's code (``runs_sglang_code``: SGLang itself) the variant is
-launched from its tree (a patched worktree or release copy, see
-:mod:`workbench.variants._trees`). On the simulated engine nothing of SGLang runs:
-patches are recorded (text and sha256) but not applied, and the variant's ``sim_policy``
-stands in for them, labelled as such in the manifest (``sim_stand_in``) and in every
-stored row; a release whose flags cannot be read (offline, no cached wheel) is a warning
-there, since the simulator does not need it.
+that would refuse the variant. What differs is after it, as the engine answers
+(:class:`workbench.engines.Engine`). An engine that runs the variant's own SGLang
+(``runs_variant_tree``: SGLang itself) launches it from its tree (a patched worktree or
+release copy, see :mod:`workbench.variants._trees`), or from the SGLang installed for the
+host's Python. On any other engine (the simulated one) nothing of SGLang runs: patches are
+recorded (text and sha256) but not applied, and what the engine runs in their place
+(:meth:`~workbench.engines.Engine.stand_in`: the variant's ``sim_policy``) is labelled as
+such in the manifest (``sim_stand_in``) and in every stored row; a release whose flags
+cannot be read (offline, no cached wheel) is a warning there, since that engine does not
+run it. The provenance's sentences about the engine are written here.
 """
 
 from __future__ import annotations
@@ -85,12 +87,13 @@ class PreparedLaunch:
         v = self.variant
         env = dict(self.launch_variant.env)
         common = {"launch_command": launch_command, "launch_env": env, "sim_stand_in": self.sim_stand_in}
-        if not self.engine.runs_sglang_code:
-            note = self.engine.unapplied_patch_note
+        called = self.engine.called
+        if not self.engine.runs_variant_tree:
+            note = f"not applied: {called} runs no SGLang code"
             patches = [dict(load_patch(p).provenance(), applied=False, note=note) for p in v.patches]
             return {"engine_runs_sglang_code": False, "tree_kind": None, "base": str(v.parsed_base),
                     "sglang_version": (server_info or {}).get("version"), "sglang_version_meaning":
-                    self.engine.version_meaning, "base_commit": None,
+                    f"the SGLang version whose HTTP API {called} emulates", "base_commit": None,
                     "dirty": None, "patches": patches, **common}  # fmt: skip
         if self.tree is not None:
             return {"engine_runs_sglang_code": True, **self.tree.provenance(), **common}
@@ -143,7 +146,7 @@ def preflight(variant: Variant, *, host: str | Host = "local", engine: str | Eng
     h = get_host(host)
     eng = resolve_engine(h, engine)
     findings = check_variant(variant, host=h, engine=eng).findings
-    if not eng.runs_sglang_code:  # the simulator needs no SGLang source: an unreadable release only limits the check
+    if not eng.runs_variant_tree:  # it runs no SGLang, so an unreadable release only limits the check
         findings = [dataclasses.replace(f, severity="warning", fix=f"{f.fix}; the flags were not checked")
                     if f.check == "target" and f.severity == "error" else f for f in findings]
     if has_errors(findings):
@@ -185,10 +188,10 @@ def prepare_launch(
     py = host_python(h, python)
     if findings is None:
         findings = preflight(variant, host=h, engine=eng) if check else []
-    tree = prepare_tree(variant, host=h, python=py) if eng.runs_sglang_code else None
+    tree = prepare_tree(variant, host=h, python=py) if eng.runs_variant_tree else None
     try:
         installed = None
-        if eng.checks_installed_sglang and tree is None:
+        if eng.runs_variant_tree and tree is None:  # the variant names no base: the installed SGLang runs
             try:
                 state = call_helper(h, "checkout_state", {"paths": [], "installed": True}, python=py)
                 installed = state.get("installed")

@@ -6,9 +6,9 @@ answers what nvidia-smi knows. The judging is pure (:func:`judge_resources`).
 
 Only values that look like filesystem paths (``/...``, ``~/...``, ``./...``) are
 checked; anything else (``meta-llama/Llama-3.3-70B-Instruct``) is a hub id that
-the real server downloads, and the simulated engine loads no weights at all. How a
-missing path is judged, and whether GPUs are, is the engine's
-(:class:`workbench.engines.Engine`: ``missing_path_severity``, ``wants_gpus``).
+the real server downloads, and the simulated engine loads no weights at all. The engine
+answers what it does (:class:`workbench.engines.Engine`: ``reads_weights``, ``wants_gpus``);
+how a missing path is judged, and the sentences of the findings, follow here.
 """
 
 from __future__ import annotations
@@ -109,9 +109,9 @@ def judge_resources(
     Args:
         variant: the variant.
         facts: what :func:`gather_facts` learned.
-        engine: the engine that would run it (or its name): on the simulated engine
-            nothing is loaded, so missing paths are warnings and GPUs are not judged; on
-            SGLang missing paths are errors and GPU count and memory are judged.
+        engine: the engine that would run it (or its name): on one that reads no weights (the
+            simulated engine) missing paths are warnings, on one that does (SGLang) errors; GPU
+            count and memory are judged where the engine wants GPUs.
         resolved: the variant's flags by field name (from flag validation), else the
             flags as written with dashes turned into underscores.
 
@@ -121,16 +121,19 @@ def judge_resources(
     eng = get_engine(engine)
     name, out = variant.name, []
     flags = resolved if resolved is not None else unresolved_flags(variant)
+    hub_id = "the server downloads it into the Hugging Face cache" if eng.reads_weights else (
+        f"{eng.called} loads no weights")
+    missing = "" if eng.reads_weights else f" ({eng.called} does not read it, so the run itself will work)"
     for label, value in variant_paths(variant, resolved).items():
         if not looks_like_path(value):
             out.append(Finding("info", name, label, f"{value!r} looks like a hub id, not a path, so it is not "
-                               f"checked on {facts.host!r} ({eng.hub_id_note}).", "", "path-hub-id"))  # fmt: skip
+                               f"checked on {facts.host!r} ({hub_id}).", "", "path-hub-id"))  # fmt: skip
             continue
         seen = facts.paths.get(value)
         if seen is None or seen["exists"]:
             continue
-        out.append(Finding(eng.missing_path_severity, name, label,
-                           f"{value} does not exist on host {facts.host!r}{eng.missing_path_note}.",
+        out.append(Finding("error" if eng.reads_weights else "warning", name, label,
+                           f"{value} does not exist on host {facts.host!r}{missing}.",
                            f"fix {label} in the variant file or copy the files to the host",
                            "path-missing"))  # fmt: skip
     if facts.free_disk_kib is not None and facts.free_disk_kib < MIN_FREE_DISK_GIB * 2**20:
@@ -138,7 +141,8 @@ def judge_resources(
                            f"directory of {facts.host!r} (server logs, patched trees, downloads go there).",
                            f"free at least {MIN_FREE_DISK_GIB:g} GiB", "disk"))  # fmt: skip
     if not eng.wants_gpus:
-        out.append(Finding("info", name, "gpu", eng.gpu_skip_note, "", "gpu-skipped"))
+        out.append(Finding("info", name, "gpu", f"GPU memory not checked: {eng.called} needs no GPU.", "",
+                           "gpu-skipped"))
         return out
     return out + _judge_gpus(variant, facts, flags)
 
