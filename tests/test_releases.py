@@ -61,3 +61,39 @@ def test_the_adaptive_flag_arrives_in_the_release_the_fact_names() -> None:
     except SourceError as exc:  # pragma: no cover - a machine without the stored wheels and no network
         pytest.skip(f"SGLang wheels not available: {exc}")
     assert here.get("--speculative-adaptive") is not None and before.get("--speculative-adaptive") is None
+
+
+#: The functions that compare releases: a literal release handed to one of them is a fact stated in place.
+_COMPARERS = {"release_at_least", "release_number", "version_key"}
+
+
+def test_no_other_module_compares_with_a_literal_release() -> None:
+    """Outside workbench/releases no module hands ``release_at_least``, ``release_number`` or ``version_key`` a
+    literal release (``release_at_least(v, "0.5.16")``): each threshold is a named fact of ``workbench.releases``
+    (the source package's own parsing and its tests of it aside)."""
+    stated = []
+    for path in sorted((PACKAGE_ROOT / "workbench").rglob("*.py")):
+        parts = path.relative_to(PACKAGE_ROOT / "workbench").parts
+        if parts[0] in ("releases",) or parts[:2] == ("source", "_versions.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            func = getattr(node, "func", None)
+            name = getattr(func, "id", None) or getattr(func, "attr", None)
+            if isinstance(node, ast.Call) and name in _COMPARERS:
+                stated += [f"{path.relative_to(PACKAGE_ROOT)}:{node.lineno} {ast.unparse(node)}" for arg in node.args
+                           if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                           and release_number(arg.value)]
+    assert stated == []
+
+
+def test_the_simulator_takes_each_fact_up_at_its_first_emulated_release() -> None:
+    from workbench.releases import SPEC_V1_GONE_SINCE, SPEC_V2_DEFAULT_SINCE
+    from workbench.sim._spec import (ALGORITHMS_BY_VERSION, SPEC_V2_DEFAULT_EMULATED_SINCE,
+                                     SPEC_V2_ONLY_EMULATED_SINCE, first_emulated, resolve_spec)
+
+    assert (SPEC_V2_DEFAULT_SINCE, SPEC_V2_DEFAULT_EMULATED_SINCE) == ("0.5.11", "0.5.12")
+    assert (SPEC_V1_GONE_SINCE, SPEC_V2_ONLY_EMULATED_SINCE) == ("0.5.13", "0.5.16")
+    assert first_emulated("0.5.9") == "0.5.9" and set(ALGORITHMS_BY_VERSION) >= {"0.5.12", "0.5.16"}
+    eagle = dict(algorithm="EAGLE3", num_steps=3, topk=4, num_draft_tokens=8, enable_spec_v2=None)
+    assert not resolve_spec(**eagle, sglang_version="0.5.12").spec_v2  # topk > 1 falls back to v1 there
+    assert resolve_spec(**eagle, sglang_version="0.5.16").spec_v2  # no v1 to fall back to

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 from workbench.errors import ConfigError
-from workbench.releases import release_at_least
+from workbench.releases import (DRAFT_KV_IN_TARGET_POOL_SINCE, PAGED_DRAFT_TREE_SINCE, SPEC_V2_DECODE_CHECK_SINCE,
+                                release_at_least)
 from workbench.sim._hardware import ModelConfig
 from workbench.sim._spec import SpecConfig
 
@@ -86,7 +87,7 @@ def kv_capacity_tokens(*, memory_gb: float, mem_fraction_static: float, target: 
         Tokens, at least 0.
     """
     cell = kv_bytes_per_token(target, tp_size)
-    if draft is not None and release_at_least(sglang_version, "0.5.16"):
+    if draft is not None and release_at_least(sglang_version, DRAFT_KV_IN_TARGET_POOL_SINCE):
         cell *= 1 + draft.num_hidden_layers / target.num_hidden_layers
     free = mem_fraction_static * memory_gb * 1e9 - weight_bytes_per_gpu(target, tp_size)
     return max(0, int(free // cell))
@@ -122,7 +123,7 @@ def alloc_len_per_decode(spec: SpecConfig, sglang_version: str, *, page_size: in
     if not spec.enabled:
         return 1
     tokens = spec.num_draft_tokens
-    paged_tree_rule = release_at_least(sglang_version, "0.5.13")
+    paged_tree_rule = release_at_least(sglang_version, PAGED_DRAFT_TREE_SINCE)
     if max_num_draft_tokens is not None and paged_tree_rule:
         tokens = max(tokens, max_num_draft_tokens)
     steps, topk = max(spec.num_steps, 1), spec.topk
@@ -186,8 +187,8 @@ def memory_rules(spec: SpecConfig, sglang_version: str, capacity_tokens: int | N
         per_branch = align(max(spec.num_steps, 1) + (page_size if spec.topk > 1 else 0))
         need = max(per_branch * spec.topk, align(spec.num_draft_tokens)) * (2 if spec.spec_v2 else 1)
     return MemoryRules(capacity_tokens=capacity_tokens, alloc_len=alloc, spec_v2=spec.enabled and spec.spec_v2,
-                       tight_v2_check=release_at_least(sglang_version, "0.5.12"), speculative=spec.enabled,
-                       page_size=max(1, page_size), spec_page_need=need)
+                       tight_v2_check=release_at_least(sglang_version, SPEC_V2_DECODE_CHECK_SINCE),
+                       speculative=spec.enabled, page_size=max(1, page_size), spec_page_need=need)
 
 
 def default_max_running_requests(capacity_tokens: int | None, context_len: int) -> int:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workbench.errors import ConfigError
-from workbench.releases import ADAPTIVE_TIERS_SINCE
+from workbench.releases import ADAPTIVE_DEFAULT_TIERS_REVISED_SINCE, ADAPTIVE_TIERS_SINCE
 from workbench.releases import release_at_least
 
 #: ``[policies].spec_off_overhead`` when a profile has none: (batch size, fractional TPOT increase) of
@@ -342,7 +342,7 @@ def load_adaptive_config(path: str | Path | None, sglang_version: str) -> dict[s
         ConfigError: unreadable file, not JSON, not an object.
     """
     if path is None:
-        if release_at_least(sglang_version, "0.5.23"):
+        if release_at_least(sglang_version, ADAPTIVE_DEFAULT_TIERS_REVISED_SINCE):
             return json.loads(json.dumps(DEFAULT_TIERS_0_5_23))
         if release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
             return json.loads(json.dumps(DEFAULT_TIERS_0_5_16))

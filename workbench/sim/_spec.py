@@ -25,7 +25,8 @@ import dataclasses
 from typing import Literal
 
 from workbench.errors import ConfigError
-from workbench.releases import ADAPTIVE_SINCE, release_at_least, release_number
+from workbench.releases import (ADAPTIVE_SINCE, ADAPTIVE_TIERS_SINCE, SPEC_V1_GONE_SINCE, SPEC_V2_DEFAULT_SINCE,
+                                release_at_least, release_number)
 
 Algorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 
@@ -39,10 +40,25 @@ ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
 }
 
 
-#: First emulated version with ``--speculative-adaptive``: the first of :data:`ALGORITHMS_BY_VERSION` at or after
-#: the release that has the flag (:data:`workbench.releases.ADAPTIVE_SINCE`, 0.5.11, which runs it only under
-#: spec v1 and is not emulated), so 0.5.12.
-ADAPTIVE_EMULATED_SINCE = min((v for v in ALGORITHMS_BY_VERSION if release_at_least(v, ADAPTIVE_SINCE)), key=release_number)
+
+def first_emulated(fact: str) -> str:
+    """The first release of :data:`ALGORITHMS_BY_VERSION` at or after the release a fact names
+    (:mod:`workbench.releases`): where the simulator's rules take the fact up."""
+    return min((v for v in ALGORITHMS_BY_VERSION if release_at_least(v, fact)), key=release_number)
+
+
+#: First emulated version with ``--speculative-adaptive``: the first emulated at or after the release that has
+#: the flag (:data:`workbench.releases.ADAPTIVE_SINCE`, 0.5.11, which runs it only under spec v1 and is not
+#: emulated), so 0.5.12.
+ADAPTIVE_EMULATED_SINCE = first_emulated(ADAPTIVE_SINCE)
+
+#: First emulated version whose ``SGLANG_ENABLE_SPEC_V2`` defaults to true
+#: (:data:`workbench.releases.SPEC_V2_DEFAULT_SINCE`, 0.5.11, not emulated), so 0.5.12.
+SPEC_V2_DEFAULT_EMULATED_SINCE = first_emulated(SPEC_V2_DEFAULT_SINCE)
+
+#: First emulated version without spec v1, where v2 always runs (:data:`workbench.releases.SPEC_V1_GONE_SINCE`,
+#: 0.5.13, not emulated), so 0.5.16.
+SPEC_V2_ONLY_EMULATED_SINCE = first_emulated(SPEC_V1_GONE_SINCE)
 
 #: max_running_requests default for the EAGLE family (SGLang 0.5.9 ``srt/server_args.py``).
 EAGLE_MAX_RUNNING_REQUESTS = 48
@@ -140,7 +156,7 @@ def resolve_spec(
             "--speculative-eagle-topk or --speculative-num-draft-tokens given without "
             "--speculative-num-steps: SGLang asserts here; pass all three explicitly"
         )
-    if adaptive_steps is not None and release_at_least(sglang_version, "0.5.16"):
+    if adaptive_steps is not None and release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
         # 0.5.16 _init_adaptive_speculative_params (srt/arg_groups/speculative_hook.py)
         topk = 1 if topk is None else topk
         if num_steps is None:
@@ -149,8 +165,9 @@ def resolve_spec(
             raise ConfigError(f"--speculative-num-steps={num_steps} is not in the adaptive config candidate_steps "
                               f"{adaptive_steps} (SGLang {sglang_version}); pass one of those values")
         num_draft_tokens = num_steps + 1
-    v2_default = release_at_least(sglang_version, "0.5.12")
-    if release_at_least(sglang_version, "0.5.16"):
+    v2_default = release_at_least(sglang_version, SPEC_V2_DEFAULT_EMULATED_SINCE)
+    v2_only = release_at_least(sglang_version, SPEC_V2_ONLY_EMULATED_SINCE)
+    if v2_only:
         enable_spec_v2 = True  # the variable is gone; V1 was deleted (PR #25464)
     elif enable_spec_v2 is None:
         enable_spec_v2 = v2_default
@@ -159,9 +176,9 @@ def resolve_spec(
             "Spec v2 currently only supports topk = 1 (SGLang 0.5.9 with SGLANG_ENABLE_SPEC_V2=1); "
             "use --speculative-eagle-topk 1 or unset SGLANG_ENABLE_SPEC_V2"
         )
-    if enable_spec_v2 and topk is not None and topk > 1 and not release_at_least(sglang_version, "0.5.16"):
+    if enable_spec_v2 and topk is not None and topk > 1 and not v2_only:
         enable_spec_v2 = False  # 0.5.12: an explicit topk > 1 quietly falls back to v1, overlap off
-    if algo == "NGRAM" and not release_at_least(sglang_version, "0.5.16"):
+    if algo == "NGRAM" and not v2_only:
         enable_spec_v2 = False  # spec v2 covers EAGLE, EAGLE3 and STANDALONE up to 0.5.12
     if num_steps is None:
         # 0.5.9 auto_choose_speculative_params for architectures other than Llama/Grok;

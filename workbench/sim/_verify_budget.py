@@ -146,7 +146,7 @@ def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int
 
 def policy_support(sglang_version: str) -> dict[str, str]:
     """Which engine can run each policy, for a user on SGLang ``sglang_version`` (see the module docstring)."""
-    from workbench.releases import ADAPTIVE_SINCE
+    from workbench.releases import ADAPTIVE_SINCE, DSPARK_SINCE
     from workbench.releases import release_at_least
 
     adaptive = ("SGLang --speculative-adaptive (EMA over candidate steps) runs here"
@@ -156,8 +156,8 @@ def policy_support(sglang_version: str) -> dict[str, str]:
         "goodput": f"no engine: a simulated per-batch oracle of one speculation length ({adaptive}, a rule on accepted "
                    "drafts, not on cost)",
         "adaptive_verification": "vLLM Model Runner V2 with PR #52228 (EAGLE-3 and other draft models); in SGLang only the "
-                                 "DSPARK algorithm (>= 0.5.16) caps verification" +
-                                 ("" if release_at_least(sglang_version, "0.5.16") else f", not {sglang_version}") +
+                                 f"DSPARK algorithm (>= {DSPARK_SINCE}) caps verification" +
+                                 ("" if release_at_least(sglang_version, DSPARK_SINCE) else f", not {sglang_version}") +
                                  "; no emulated SGLang release (0.5.9-0.5.23) is known to run it for EAGLE-3",
     }
 

@@ -34,11 +34,12 @@ from workbench.studies._policy_index import INDEX_NAME, PolicyRun, read_policy_r
 from workbench.charts import METRIC_TITLES
 from workbench.errors import ConfigError
 from workbench.markup import code, literal
+from workbench.releases import ADAPTIVE_TIERS_SINCE
 from workbench.report import progress_bars
 from workbench.variants import Variant
 
-#: The release whose adaptive batch-size tiers the derived config is written for and run under.
-DEFAULT_ADAPTIVE_VERSION = "0.5.16"
+#: The release whose adaptive batch-size tiers the derived config is written for and run under: the first with tiers.
+DEFAULT_ADAPTIVE_VERSION = ADAPTIVE_TIERS_SINCE
 
 
 @dataclasses.dataclass

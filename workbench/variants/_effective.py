@@ -19,7 +19,7 @@ from typing import Any
 from workbench.variants._variant import Variant
 from workbench.source import version_key
 from workbench.variants._findings import Finding
-from workbench.releases import ADAPTIVE_SINCE
+from workbench.releases import ADAPTIVE_SINCE, SPEC_V1_GONE_SINCE
 
 LOUD = "EFFECTIVE SETTING DIFFERS FROM THE VARIANT:"
 
@@ -65,9 +65,10 @@ def _spec_version(info: dict[str, Any]) -> str | None:
 
 
 def _has_no_v1(version: str) -> bool:
-    """Spec v1 was deleted in 0.5.13 (class EAGLEWorker gone from eagle_worker.py)."""
+    """Spec v1 is gone from ``version`` on (:data:`~workbench.releases.SPEC_V1_GONE_SINCE`: class EAGLEWorker left
+    eagle_worker.py)."""
     try:
-        return version_key(version) >= version_key("0.5.13")
+        return version_key(version) >= version_key(SPEC_V1_GONE_SINCE)
     except ValueError:
         return False
 

@@ -34,6 +34,7 @@ import shlex
 
 from workbench.errors import SourceError
 from workbench.hosts import Host
+from workbench.releases import SPEC_V2_EAGLE3_SINCE, SPEC_V2_STANDALONE_SINCE
 from workbench.source import version_key
 
 #: Files searched, relative to the ``sglang`` package directory.
@@ -88,9 +89,9 @@ class SpecRules:
 
     def v2_algorithms(self) -> tuple[str, ...]:
         """Algorithms that run the v2 (overlap) worker when spec v2 is on."""
-        if self.version == "unknown" or version_key(self.version) >= version_key("0.5.8"):
+        if self.version == "unknown" or version_key(self.version) >= version_key(SPEC_V2_STANDALONE_SINCE):
             return ("EAGLE", "EAGLE3", "STANDALONE", "NEXTN")
-        if version_key(self.version) >= version_key("0.5.7"):
+        if version_key(self.version) >= version_key(SPEC_V2_EAGLE3_SINCE):
             return ("EAGLE", "EAGLE3", "NEXTN")
         return ("EAGLE", "NEXTN")
 
