@@ -55,7 +55,7 @@ import functools
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Callable, Any
 
 from workbench.errors import ConfigError
 from workbench.sim._spec import SpecConfig
@@ -431,6 +431,47 @@ DRAFT_CALIBRATION_RANGE = (0.25, 8.0)
 TREE_STEP_TOLERANCE = 0.05
 
 
+def _shape(p: AcceptPoint) -> str:
+    return f"{p.num_steps}/{p.topk}/{p.spec.num_draft_tokens}"
+
+
+def _two_trees_unmet(model: AcceptanceModel, large: AcceptPoint, small: AcceptPoint, grid: Sequence[float],
+                     at: Callable[[float], AcceptanceModel]) -> str:
+    """Why no (sibling, draft_calibration) meets both trees, with the numbers: the range of accept lengths the
+    model gives the small tree at every draft calibration that holds the large tree, against the published one."""
+    reach: list[tuple[float, float]] = []
+    for c in grid:
+        try:
+            reach.append((c, at(c).expected_accept_length(small.spec)))
+        except ConfigError:
+            continue
+    head = (f"[acceptance] no (sibling, draft_calibration) meets both trees ({large.accept_length} at "
+            f"{_shape(large)}, {small.accept_length} at {_shape(small)})")
+    if not reach:
+        return (f"{head}: no draft_calibration in [{grid[0]:.3g}, {grid[-1]:.3g}] reaches the {_shape(large)} tree's "
+                f"{large.accept_length} at any sibling; drop that point or give depth_decay")
+    lo = min(v for _, v in reach)
+    hi = max(v for _, v in reach)
+    cs = [c for c, _ in reach]
+    side = "below" if small.accept_length < lo else "above"
+    gap = lo - small.accept_length if side == "below" else small.accept_length - hi
+    published = large.accept_length - small.accept_length
+    model_gain = large.accept_length - (lo if side == "below" else hi)
+    limit = "at most" if side == "below" else "at least"
+    why = ("a draft's acceptance that does not fall with depth (depth_decay 1, the largest) still prices the extra "
+           "depth below the pair; the pair would need acceptance rising with depth, which no draft of this kind "
+           "(one acceptance per depth, a sibling gain, a calibration exponent) has: the two figures likely come from "
+           "runs that differ in more than the tree (engine release, prompts, or settings assumed for one of them). "
+           "Use two trees from one run, or keep one tree" if side == "below" and model.depth_decay >= 1.0 else
+           "no draft of this kind (one acceptance per depth, a sibling gain, a calibration exponent) meets both. "
+           "Use two trees from one run, give another depth_decay (or a second chain point), or keep one tree")
+    return (f"{head}: holding the {_shape(large)} tree at {large.accept_length}, this model (alpha {model.alpha:.3f}, "
+            f"depth_decay {model.depth_decay:.2f}) gives the {_shape(small)} tree {lo:.2f} to {hi:.2f} at every "
+            f"draft_calibration from {min(cs):.3g} to {max(cs):.3g} (beyond them the large tree is out of reach), "
+            f"never {small.accept_length}: {gap:.2f} {side} it. The pair says the trees differ by {published:.2f} "
+            f"tokens; the model makes it {limit} {model_gain:.2f}: {why}")
+
+
 def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (),
           tree: AcceptPoint | Sequence[AcceptPoint] | None = None, *, solve_draft: bool = False) -> AcceptanceModel:
     """``model`` with ``alpha`` (one chain point), ``depth_decay`` (two), ``sibling`` (a tree point) and
@@ -538,10 +579,6 @@ def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (),
         else:
             best = min(grid, key=lambda v: abs(k(v)))
         if abs(k(best)) > TREE_STEP_TOLERANCE:
-            raise ConfigError(
-                f"[acceptance] no (sibling, draft_calibration) meets both trees ({large.accept_length} at "
-                f"{large.num_steps}/{large.topk}/{large.spec.num_draft_tokens}, {small.accept_length} at "
-                f"{small.num_steps}/{small.topk}/{small.spec.num_draft_tokens}); closest miss {abs(k(best)):.3f} "
-                f"at draft_calibration {best:.3g}: the small tree's shape changes in steps there")
+            raise ConfigError(_two_trees_unmet(model, large, small, grid, at))
         model = at(best)
     return dataclasses.replace(model, points=tuple(chain) + trees)
