@@ -330,6 +330,7 @@ class ServerHandle:
         poll_s: float = 0.25,
         on_line: Callable[[str], None] | None = None,
         request_tokens: int | None = None,
+        concurrency: int | None = None,
     ) -> None:
         """Block until the server is ready: ``GET /health_generate`` answers 200, or the log says
         "The server is fired up", whichever comes first.
@@ -349,6 +350,7 @@ class ServerHandle:
             on_line: called with each log line (from the start of the log) while waiting.
             request_tokens: prompt + output tokens of a typical request it will be sent (None: unknown; the
                 pool is then checked against the context only).
+            concurrency: the most requests it will be sent at once (None: unknown; its max_running_requests).
 
         Raises:
             ServerStartError: the process group exited, the timeout passed, or its log said it
@@ -373,9 +375,9 @@ class ServerHandle:
                                     command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)
         if self.ready_after_s is None:
             self.ready_after_s = round(registry.started_ago(self.record), 3)
-        self._check_kv_pool("\n".join(pool_lines), request_tokens)
+        self._check_kv_pool("\n".join(pool_lines), request_tokens, concurrency)
 
-    def _check_kv_pool(self, pool_lines: str, request_tokens: int | None) -> None:
+    def _check_kv_pool(self, pool_lines: str, request_tokens: int | None, concurrency: int | None = None) -> None:
         """Read the KV pool it became ready with and warn when it is too small (the log's line; /server_info
         only when the workload's request size is known, since only then can it show a problem there)."""
         info: dict[str, Any] | None = None
@@ -387,7 +389,7 @@ class ServerHandle:
         self.kv_pool = kv_cache.kv_pool(pool_lines, info)
         if self.kv_pool is None:
             return
-        line = self.kv_pool.warning(self.variant.name, request_tokens=request_tokens,
+        line = self.kv_pool.warning(self.variant.name, request_tokens=request_tokens, concurrency=concurrency,
                                     mem_fraction=kv_cache.mem_fraction_static(self.command))
         if line is not None:
             warnings.warn(line, kv_cache.KvCacheWarning, stacklevel=3)

@@ -74,35 +74,42 @@ class KvPool:
         """How many requests of ``request_tokens`` (prompt + output) the pool holds at once."""
         return self.tokens // max(int(request_tokens), 1)
 
-    def problems(self, *, request_tokens: int | None = None) -> tuple[str, ...]:
+    def problems(self, *, request_tokens: int | None = None, concurrency: int | None = None) -> tuple[str, ...]:
         """What is wrong with the pool, as clauses of one sentence (empty when nothing is).
 
         Args:
             request_tokens: prompt + output tokens of a typical request of the workload (None: unknown;
                 only the context is checked).
+            concurrency: the most requests the workload keeps in flight (None: unknown; the server's
+                max_running_requests is what the pool must hold then). A sweep up to 64 at once is not hurt by
+                a pool that cannot hold SGLang's default cap of thousands.
         """
         out = []
         if self.below_context:
             out.append(f"less than one request at the model's context of {self.context_len:,} tokens (prompts over "
                        f"{self.longest_prompt_tokens:,} tokens are refused)")
         running = self.max_running_requests
+        if concurrency is not None:
+            running = min(running, concurrency) if running else concurrency
         if request_tokens is not None and running and self.requests_held(request_tokens) < FAR_BELOW * running:
             held = self.requests_held(request_tokens)
+            where = (f"the load keeps {running} in flight" if running == concurrency
+                     else f"max_running_requests is {running}")
             out.append(f"room for {held:,} request{'' if held == 1 else 's'} of {int(request_tokens):,} tokens "
-                       f"(prompt + output) at once where max_running_requests is {running}")
+                       f"(prompt + output) at once where {where}")
         return tuple(out)
 
-    def warning(self, server: str, *, request_tokens: int | None = None,
+    def warning(self, server: str, *, request_tokens: int | None = None, concurrency: int | None = None,
                 mem_fraction: float | None = None) -> str | None:
         """One line for a server that became ready with this pool: what is wrong and what to change; None
         when nothing is.
 
         Args:
             server: the server's name in the line (the variant).
-            request_tokens: see :meth:`problems`.
+            request_tokens, concurrency: see :meth:`problems`.
             mem_fraction: its ``--mem-fraction-static``, when known (said in the advice).
         """
-        problems = self.problems(request_tokens=request_tokens)
+        problems = self.problems(request_tokens=request_tokens, concurrency=concurrency)
         if not problems:
             return None
         now = f" (now {mem_fraction:g})" if mem_fraction is not None else ""

@@ -10,13 +10,14 @@ worker: :mod:`workbench.sweeps._fleet_pass`). Each measured level goes through t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.bench import run_sweep, start_host_sweep
+from workbench.bench import SweepPlan, run_sweep, start_host_sweep
 from workbench.errors import BenchmarkError, HostError, ServerError, WorkbenchError
 from workbench.hosts import is_local
 from workbench.report import report_progress
@@ -129,6 +130,9 @@ def measure_pending(sweep: VariantSweep, run: RunSink, previous: dict[str, Any] 
                                 "start_time": server.process.start_time, "port": server.port,
                                 # spawn to first ready answer: weights, kernel compilation and CUDA graphs on SGLang
                                 "ready_after_s": server.ready_after_s},
+                # the KV pool it became ready with (tokens, running-request cap, context), checked against one
+                # request of this plan (servers/_kv_cache.py: a pool too small for it is warned about)
+                kv_pool=dataclasses.asdict(server.kv_pool) if server.kv_pool is not None else None,
                 # provenance (version, base commit, dirty, patch sha256 + text, launch command),
                 # sim_stand_in, pre-flight findings, effective settings and their findings
                 **prep.manifest_extra(server_info=info, log_text=server.logs_tail(LOG_LINES),
@@ -154,6 +158,20 @@ def measure_pending(sweep: VariantSweep, run: RunSink, previous: dict[str, Any] 
     return run.path
 
 
+def request_tokens(plan: SweepPlan) -> int:
+    """Prompt + output tokens of the largest request the plan sends (what the KV pool must hold per request):
+    random token ids of ``input_len``, else the longest prompt (its ids, or its text at 4 characters a token)."""
+    if plan.sweep == "input_len" and plan.sweep_values:
+        prompt = max(int(v) for v in plan.sweep_values)
+    elif plan.input_len:
+        prompt = plan.input_len
+    else:
+        prompt = max((len(p.input_ids) if p.input_ids else len(p.text) // 4 for p in plan.prompts), default=0)
+    output = max(int(v) for v in plan.sweep_values) if plan.sweep == "output_len" and plan.sweep_values \
+        else plan.max_new_tokens
+    return prompt + output
+
+
 #: Held while a server starts: the servers of parallel passes start one at a time, since a start is
 #: CPU-bound (imports, the tokenizer, the prompt set) and would hold up the levels already measuring.
 _STARTING = threading.Lock()
@@ -173,7 +191,9 @@ def _started_server(sweep: VariantSweep, variant: Variant, repeat: int,
         try:
             if sweep.on_server is not None:
                 sweep.on_server(server)
-            server.wait_ready()
+            plan = sweep.plan
+            in_flight = max(plan.concurrency_levels) if plan.request_rates is None else plan.max_concurrency
+            server.wait_ready(request_tokens=request_tokens(plan), concurrency=in_flight)
         except BaseException as exc:
             if not_ready is not None:
                 try:
