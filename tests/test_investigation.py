@@ -163,7 +163,7 @@ def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level
     from workbench.studies._study_words import _time_scale_text
 
     assert "**Timings not the model's** in 1 of 1 level measurements (baseline at concurrency 1)" in \
-        _time_scale_text(study)
+        _time_scale_text(study.tables)
 
 
 def test_bench_on_the_simulator_runs_the_notebooks_pre_flight_before_any_run(tmp_path: Path) -> None:

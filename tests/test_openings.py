@@ -58,10 +58,13 @@ def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
     policy = study.policy_table()
     spans = policy.groupby((policy["best variant"] != policy["best variant"].shift()).cumsum())
     runs = [(g["best variant"].iloc[0], list(g["concurrency"])) for _, g in spans]
-    spans = [f"`{v}` at concurrency {levels_text(c, LEVELS)}" for v, c in runs]
-    assert said[0] == ("Run " + (", ".join(spans[:-1]) + " and " if len(spans) > 1 else "") + spans[-1]
-                       + ": the highest total output throughput there.")
-    assert runs[0][0] == "eagle3-topk1-v2" and runs[-1][0] == "baseline"
+    assert [(v, levels_text(c, LEVELS)) for v, c in runs] == [
+        ("eagle3-topk1-v2", "1–8"), ("baseline-cap48", "16–32"), ("baseline", "64")]
+    # baseline-cap48 and baseline tie at 16–32 (the same figures): the opening names both there, with "either"
+    assert set(policy.set_index("concurrency").loc[[16, 32], "best vs runner-up"]) == {
+        "not distinguishable at this level"}
+    assert said[0] == ("Run `eagle3-topk1-v2` at concurrency 1–8, either `baseline-cap48` or `baseline` at 16–32 and "
+                       "`baseline` at 64: the highest total output throughput there (either: indistinguishable there).")
     row = study.crossover_table().set_index(["variant", "metric"]).loc[("eagle3-topk1-v2", "output_throughput_tok_s")]
     assert row["kind"] == "claimed"
     lo, hi = row["between"].split("–")
@@ -73,11 +76,41 @@ def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
     assert said[2] == (f"At concurrency 64 the seed's `baseline` gives {gap:.2f}x `eagle3-topk4`'s output tok/s: "
                        f"{cap:.2f}x of it is the 48-request cap (against `baseline-cap48`), {gap / cap:.2f}x speculation.")
     assert said[3].startswith("Caveat: ")
-    assert said[4] == ("All figures are SIMULATED (8x real time, n=3 repeats; 1 of 84 level measurements fell behind "
-                       "schedule), not GPU measurements.")
+    assert said[4] == ("All figures are SIMULATED (8x real time, n=3 repeats; in 1 of 84 level measurements this "
+                       "machine's CPU could not keep the simulated clock's pace), not GPU measurements.")
     # the seed's uncapped baseline is no speculative variant: it is compared only as the seed's pair
     assert study.spec_variants == ["eagle3-topk1-v2", "eagle3-topk4"]
     assert "**The seed's pair**" in study.verdict() and said[2] in study.verdict()
+
+
+def test_two_variants_the_tables_cannot_tell_apart_are_named_with_either() -> None:
+    """Issue 33: the In short recommended baseline-cap48 at one level and baseline at the next, where the policy
+    table said they were not distinguishable (they are one server below 48 running requests)."""
+    info = {"tp_size": 8, "disable_overlap_schedule": False, "chunked_prefill_size": 8192, "port": 1}
+    infos = {"baseline-cap48": {**info, "max_running_requests": 48},
+             "baseline": {**info, "max_running_requests": 4096, "port": 2},
+             "eagle3-topk1-v2": {**info, "max_running_requests": 48, "speculative_algorithm": "EAGLE3"}}
+    totals = {"baseline-cap48": (94, 171, 289, 442, 574, 650, 710), "baseline": (94, 171, 289, 442, 574, 660, 716),
+              "eagle3-topk1-v2": (140, 232, 364, 482, 577, 620, 640)}
+    noise = {"baseline-cap48": (0.99, 1.0, 1.01), "baseline": (1.0, 1.01, 0.99), "eagle3-topk1-v2": (1.01, 0.97, 1.02)}
+    rows = [{"variant": v, "concurrency": c, "repeat": r, "simulated": True, "engine": "sim",
+             "output_throughput_tok_s": t * noise[v][r], "mean_per_request_tok_s": t * noise[v][r] / c}
+            for v, ts in totals.items() for c, t in zip(LEVELS, ts) for r in range(3)]
+    manifests = [{"variant": v, "server_info": infos[v], "simulation": {"time_scale": 8.0}} for v in totals]
+    study = Study.from_frames(pd.DataFrame(rows), pd.DataFrame(), manifests, "baseline-cap48")
+    assert study.tables.same_server_below("baseline", "baseline-cap48") == 48
+    assert study.tables.same_server_below("eagle3-topk1-v2", "baseline-cap48") is None  # speculation differs
+    policy = study.policy_table().set_index("concurrency")
+    assert policy.loc[32, "best variant"] == "baseline" and policy.loc[32, "runner-up"] == "baseline-cap48"
+    assert policy.loc[32, "best vs runner-up"] == "the same server below 48 running requests: either"
+    said = short(study.opening())
+    assert said[0] == ("Run `eagle3-topk1-v2` at concurrency 1–8, either `eagle3-topk1-v2` or `baseline-cap48` at 16 "
+                       "and either `baseline` or `baseline-cap48` at 32–64: the highest total output throughput there "
+                       "(either: indistinguishable there).")
+    verdict = study.verdict()
+    assert ("either **baseline** or **baseline-cap48** at concurrency 32–64 (the same server below 48 running "
+            "requests at 32; not distinguishable at 64)") in verdict
+    assert "either **eagle3-topk1-v2** or **baseline-cap48** at concurrency 16 (not distinguishable)" in verdict
 
 
 def test_seed_figures_against_the_seed_investigation() -> None:

@@ -229,8 +229,8 @@ def test_policy_carries_n_the_best_mean_interval_and_the_paired_margin() -> None
     assert table.loc[4, "best variant"] == "baseline" and table.loc[4, "best vs runner-up"] == "ahead"
     line = study.verdict().splitlines()[2]
     assert line == ("- **Recommended policy** (highest total output throughput at each level): **eagle3** at "
-                    "concurrency 1–2; **baseline** at concurrency 4–8 (at concurrency 2 not distinguishable from the "
-                    "runner-up, n=3 repeats: either serves there).")
+                    "concurrency 1; either **eagle3** or **baseline** at concurrency 2 (not distinguishable); "
+                    "**baseline** at concurrency 4–8 (n=3 repeats).")
     one = _study().policy()
     assert list(one["margin_verdict"]) == ["not tested: 1 repeat"] * 3 and one["margin_lo"].isna().all()
 

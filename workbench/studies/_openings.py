@@ -22,6 +22,7 @@ from workbench.studies._calibration_study import CalibrationStudy
 from workbench.studies._conditions import conditions_text
 from workbench.studies._policy_study import PolicyStudy
 from workbench.studies._seed_pair import cap_split
+from workbench.studies._study_words import choice_spans
 from workbench.studies._tables import StudyTables
 from workbench.studies._whatif import WhatIf
 
@@ -122,8 +123,10 @@ def _provenance_sentence(study: StudyTables) -> str:
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
     scale = study.time_scale  # None for runs that recorded none (imports of a simulated server)
     pace = f"{scale:g}x real time" if scale is not None else "time scale not recorded"
-    return (f"All figures are SIMULATED ({pace}, n={n} repeats; {int((behind > 0).sum())} of "
-            f"{len(study.levels)} level measurements fell behind schedule), not GPU measurements.")
+    late = int((behind > 0).sum())
+    cpu = (f"; in {late} of {len(study.levels)} level measurements this machine's CPU could not keep the simulated "
+           "clock's pace" if late else "")
+    return f"All figures are SIMULATED ({pace}, n={n} repeats{cpu}), not GPU measurements."
 
 
 def study_opening(study: StudyTables) -> str:
@@ -137,10 +140,12 @@ def study_opening(study: StudyTables) -> str:
     """
     pol = study.policy()
     measured = sorted(pol[study.load])
-    runs = _runs_of(pol, study.load)
-    plan = _and([f"{code(v)} at {_at(study, levels_text(levels, measured))}" for v, levels in runs[:3]])
-    sentences = [f"Run {plan}{'' if len(runs) <= 3 else ' (more switches in the table below)'}: the highest "
-                 "total output throughput there."]
+    spans = choice_spans(study, name=code, brief=True)
+    words = f" at {study.load_axis.words} "
+    plan = _and([spans[0], *(s.replace(words, " at ") for s in spans[1:3])])  # "concurrency" said once
+    tied = " (either: indistinguishable there)" if any(s.startswith(("either ", "any of ")) for s in spans[:3]) else ""
+    sentences = [f"Run {plan}{'' if len(spans) <= 3 else ' (more switches in the table below)'}: the highest "
+                 f"total output throughput there{tied}."]
     spec = _lead_spec(study)
     if spec is not None:
         interval = study.crossover_intervals(spec).get("output_throughput_tok_s")

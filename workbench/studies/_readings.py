@@ -132,5 +132,15 @@ def policy_table(study: StudyTables, metric: str = "output_throughput_tok_s") ->
                 zip(pol[f"best_{metric}"], pol[f"best_{metric}_lo"], pol[f"best_{metric}_hi"])],
         "runner-up": pol["runner_up"],
         "margin over runner-up": [margin(r) for r in zip(pol["margin"], pol["margin_lo"], pol["margin_hi"])],
-        "best vs runner-up": pol["margin_verdict"],
+        "best vs runner-up": [_versus(study, level, best, runner, verdict) for level, best, runner, verdict in
+                              zip(pol[study.load], pol["best_variant"], pol["runner_up"], pol["margin_verdict"])],
     })
+
+
+def _versus(study: StudyTables, level: float, best: str, runner: object, verdict: object) -> object:
+    """The policy table's "best vs runner-up": the significance rule's words, or, where the two are one server at
+    this level (:meth:`StudyTables.same_server_below`), that they are, whatever noise set their means apart."""
+    below = study.same_server_below(best, runner) if isinstance(runner, str) else None
+    if below is not None and study.load == "concurrency" and level <= below:
+        return f"the same server below {below} running requests: either"
+    return verdict

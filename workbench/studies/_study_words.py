@@ -13,6 +13,7 @@ bracket them (the interpolated point only as "≈ c", a concurrency).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import pandas as pd
@@ -25,7 +26,7 @@ from workbench.studies._conditions import conditions_text
 from workbench.studies._seed_pair import cap_split
 from workbench.studies._tables import COMPARED, StudyTables
 
-__all__ = ["acceptance_text", "comparability_text", "findings", "provenance_line", "verdict"]
+__all__ = ["acceptance_text", "choice_spans", "comparability_text", "findings", "provenance_line", "verdict"]
 
 
 def _at(study: StudyTables, levels: object) -> str:
@@ -33,6 +34,41 @@ def _at(study: StudyTables, levels: object) -> str:
     axis = study.load_axis
     shown = f"{levels:g}" if isinstance(levels, (int, float)) else levels
     return f"{axis.words} {shown}{axis.unit}"
+
+
+def choice_spans(study: StudyTables, metric: str = "output_throughput_tok_s", *,
+                 name: Callable[[str], str] = literal, brief: bool = False) -> list[str]:
+    """What to run where, as phrases over runs of consecutive levels (:meth:`StudyTables.policy_choices`): a
+    level where several variants serve equally names them all with "either" and says why, so no phrase
+    recommends one of two settings the tables cannot tell apart.
+
+    Example: ``["a at concurrency 1–8", "either a or b at concurrency 16 (not distinguishable)", "either b or
+    c at concurrency 32–64 (the same server below 48 running requests at 32; not distinguishable at 64)"]``
+    (``name`` formats each variant name: :func:`workbench.markup.literal`, or :func:`~workbench.markup.code`;
+    ``brief``: without the parenthesis saying why, for an opening that says it once).
+    """
+    choices = study.policy_choices(metric)
+    measured = list(choices[study.load])
+    groups: list[tuple[tuple[str, ...], list[float], list[str]]] = []
+    for level, serve, why in zip(choices[study.load], choices["serve"], choices["why"]):
+        if groups and set(groups[-1][0]) == set(serve):
+            groups[-1][1].append(level)
+            groups[-1][2].append(why)
+        else:
+            groups.append((tuple(serve), [level], [why]))
+    out = []
+    for serve, levels, whys in groups:
+        at = _at(study, levels_text(levels, measured))
+        if len(serve) == 1:
+            out.append(f"{name(serve[0])} at {at}")
+            continue
+        names = [name(v) for v in serve]
+        who = f"either {names[0]} or {names[1]}" if len(names) == 2 else f"any of {', '.join(names[:-1])} or {names[-1]}"
+        said = list(dict.fromkeys(whys))
+        reason = said[0] if len(said) == 1 else "; ".join(
+            f"{w} at {levels_text([c for c, x in zip(levels, whys) if x == w], measured)}" for w in said)
+        out.append(f"{who} at {at}" if brief else f"{who} at {at} ({reason})")
+    return out
 
 
 def comparability_text(study: StudyTables) -> str:
@@ -290,10 +326,12 @@ def verdict(study: StudyTables) -> str:
     lines = [f"**Verdict** — {provenance_line(study)}", ""]
     pol = study.policy()
     measured = list(pol[study.load])
-    spans = [f"**{literal(v)}** at {_at(study, levels_text(list(g[study.load]), measured))}"
-             for v, g in pol.groupby("best_variant", sort=False)]
+    spans = choice_spans(study, name=lambda v: f"**{literal(v)}**")
+    caveat = _policy_caveat(study, pol, measured)
+    if "either serves there" in caveat:  # the spans name both already, with why
+        caveat = f" (n={int(pol['n'].min())} repeats)"
     lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
-                 f"{_policy_caveat(study, pol, measured)}.")
+                 f"{caveat}.")
     lines += _goodput_lines(study)
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()

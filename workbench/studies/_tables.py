@@ -40,6 +40,12 @@ COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
 #: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
 _POLICY_WORDS = {"spec ahead": "ahead", "baseline ahead": "runner-up ahead (paired)"}
 
+#: ``/server_info`` keys that change while a server runs or name where it listens, not how it serves: two
+#: servers that differ only in these (and their request cap) are one server below the smaller cap.
+_LIVE_KEYS = frozenset({"port", "host", "status", "internal_states", "simulation", "log_level", "random_seed",
+                        "sim_seed", "decode_log_interval", "served_model_name", "weight_version",
+                        "max_total_num_tokens"})
+
 #: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
 INTERVAL_METRICS = (
     "output_throughput_tok_s", "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
@@ -206,6 +212,59 @@ class StudyTables:
             if cap is not None:
                 out[name] = int(cap)
         return out
+
+    def same_server_below(self, first: str, second: str) -> int | None:
+        """The running-request count up to which ``first`` and ``second`` are one server: their ``/server_info``
+        differs in ``max_running_requests`` alone (as ``baseline`` and ``baseline-cap48``), so below the smaller
+        cap nothing tells them apart. None when either reported no settings or another setting differs."""
+        infos = self.server_infos
+        if first == second or first not in infos or second not in infos:
+            return None
+        a, b = infos[first], infos[second]
+        differ = {k for k in set(a) | set(b) if k not in _LIVE_KEYS and a.get(k) != b.get(k)}
+        if differ != {"max_running_requests"}:
+            return None
+        caps = self.caps
+        if first not in caps or second not in caps:
+            return None
+        return min(caps[first], caps[second])
+
+    def policy_choices(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
+        """What to run at each level, naming every variant that serves equally there (:meth:`policy` says only the best).
+
+        At each level: the best variant, then the runner-up where the best is not distinguishable from it (its
+        paired margin's interval holds 0; a margin not tested, with fewer than 3 repeats, names the best alone and
+        the verdict says it is untested), then any variant that is the same server as the best
+        at that level (:meth:`same_server_below`: the two differ only in their request cap, both above the level).
+
+        Returns:
+            One row per level: the load column, ``serve`` (a tuple of variant names, the best first) and ``why``
+            (``""`` for one variant, else why the others serve equally: ``"not distinguishable"``,
+            ``"the runner-up ahead in paired repeats"`` (the means and the pairs disagree) or ``"the
+            same server below N running requests"``, joined by ``"; "``).
+        """
+        pol = self.policy(metric)
+        levels = self.levels
+        rows = []
+        for row in pol.itertuples():
+            level = getattr(row, self.load)
+            serve, why = [str(row.best_variant)], []
+            verdict = row.margin_verdict
+            if (isinstance(row.runner_up, str) and isinstance(verdict, str) and verdict != "ahead"
+                    and not verdict.startswith("not tested")):  # untested: the best alone, the verdict says so
+                serve.append(row.runner_up)
+                why.append("not distinguishable" if verdict.startswith("not distinguishable") else
+                           "the runner-up ahead in paired repeats")
+            measured = set(levels.loc[levels[self.load] == level, "variant"])
+            for other in self.variants:
+                below = self.same_server_below(serve[0], other)
+                if other in measured and below is not None and self.load == "concurrency" and level <= below:
+                    if other not in serve:
+                        serve.append(other)
+                    why = [w for w in why if w != "not distinguishable"] if other == row.runner_up else why
+                    why.append(f"the same server below {below} running requests")
+            rows.append({self.load: level, "serve": tuple(serve), "why": "; ".join(dict.fromkeys(why))})
+        return pd.DataFrame(rows, columns=[self.load, "serve", "why"])
 
     def comparability(self) -> pd.DataFrame:
         """Server settings in which each speculative variant differs from the baseline, beyond speculation.
