@@ -114,7 +114,7 @@ def test_predicted_policy_gain_and_a_measurement_that_agrees() -> None:
     third = rows[rows["repeat"] == 1].assign(repeat=2)
     pvm3 = predicted_vs_measured(pd.concat([rows, third], ignore_index=True), predicted="p (predicted)",
                                  measured="p (measured)", against=["baseline"], metric=M)
-    assert set(pvm3["agreement"]) == {"measured worse"}
+    assert set(pvm3["agreement"]) == {"measured gain below the prediction"}
     assert pvm3["measured_over_predicted_lo"].tolist() == pytest.approx([0.98] * 3)
     with pytest.raises(ConfigError, match="not measured"):
         policy_rows(SWEEP, {32: "s1"}, name="x")
@@ -122,22 +122,24 @@ def test_predicted_policy_gain_and_a_measurement_that_agrees() -> None:
 
 def test_tiers_and_their_sglang_and_vllm_forms() -> None:
     tiers = step_tiers(SWEEP, baseline="baseline", steps={"s1": 1, "s3": 3}, metric=M)
-    assert [(t.start, t.candidate_steps) for t in tiers] == [(1, (3,)), (4, (1,)), (16, (0,))]
+    # each tier after the first starts just above the last level of the one before (levels 1, 4, 16, 32)
+    assert [(t.start, t.candidate_steps) for t in tiers] == [(1, (3,)), (2, (1,)), (5, (0,))]
     wide = step_tiers(SWEEP, baseline="baseline", steps={"s1": 1, "s3": 3}, metric=M, tolerance=0.03)
     assert wide[1].candidate_steps == (1, 3)  # s3 at 4 (325) is 2.3% below s1 (332.5)
     p = sglang_policy(tiers, None, sglang_version="0.5.16")
     assert p.kind == "adaptive_tiers"
     assert p.config == {"1": {"candidate_steps": [3], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
-                        "4": {"candidate_steps": [1], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
-                        "16": {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0}}
+                        "2": {"candidate_steps": [1], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
+                        "5": {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0}}
     assert "--speculative-adaptive-config" in p.flags and p.flags[-1] == "3"
     t = find_threshold(SWEEP, baseline="baseline", spec="s1", metric=M)
     old = sglang_policy(tiers, t, sglang_version="0.5.12")
     assert (old.kind, old.config, old.no_draft_above) == ("threshold", None, 4)
     assert sglang_policy(tiers, t, sglang_version="0.5.23.post1").kind == "adaptive_tiers"
-    assert vllm_schedule(tiers, max_batch_size=64) == [[1, 3, 3], [4, 15, 1], [16, 64, 0]]
+    assert vllm_schedule(tiers, max_batch_size=64) == [[1, 1, 3], [2, 4, 1], [5, 64, 0]]
+    assert old.no_draft_above == 4 == vllm_schedule(tiers, max_batch_size=64)[1][1]  # the threshold's N, both ways
     with pytest.raises(ConfigError, match="below the last tier"):
-        vllm_schedule(tiers, max_batch_size=8)
+        vllm_schedule(tiers, max_batch_size=4)
     with pytest.raises(ConfigError, match="not an SGLang version"):
         sglang_policy(tiers, t, sglang_version="latest")
 
@@ -159,17 +161,17 @@ def test_tiers_do_not_turn_drafting_on_again_on_a_return_within_the_spread() -> 
         "s1": {1: [120, 119], 4: [330, 331], 16: [590, 600], 32: [770, 720]},  # 32: 1.10x then 0.95x
     })
     tiers = step_tiers(noisy, baseline="baseline", steps={"s1": 1}, metric=M)
-    assert [(t.start, t.candidate_steps) for t in tiers] == [(1, (1,)), (16, (0,))]
+    assert [(t.start, t.candidate_steps) for t in tiers] == [(1, (1,)), (5, (0,))]
     assert "s1 measured 1.02x the baseline at 32 (95% interval" in tiers[-1].note and "won at 16" in tiers[-1].note
     t = find_threshold(noisy, baseline="baseline", spec="s1", metric=M)
     assert t.no_draft_above == 4  # the tiers now say what the threshold says
     p = sglang_policy(tiers, None, sglang_version="0.5.16")
-    assert list(p.config) == ["1", "16"] and "Left off: s1 measured 1.02x" in p.note
+    assert list(p.config) == ["1", "5"] and "Left off: s1 measured 1.02x" in p.note
     # a return that the repeats separate from the baseline is kept
     real = levels({"baseline": {1: [100, 101, 99], 16: [600, 610, 605], 32: [700, 702, 698]},
                    "s1": {1: [120, 119, 121], 16: [590, 600, 595], 32: [800, 805, 798]}})
     kept = step_tiers(real, baseline="baseline", steps={"s1": 1}, metric=M)
-    assert [(t.start, t.candidate_steps) for t in kept] == [(1, (1,)), (16, (0,)), (32, (1,))] and not kept[-1].note
+    assert [(t.start, t.candidate_steps) for t in kept] == [(1, (1,)), (2, (0,)), (17, (1,))] and not kept[-1].note
 
 
 def test_an_untested_threshold_says_it_may_move_between_runs_with_its_ratios() -> None:

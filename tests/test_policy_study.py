@@ -54,6 +54,21 @@ def test_threshold_tiers_and_schedules_agree(study: wb.PolicyStudy) -> None:
     assert table.loc[1, "for"] == "threshold"  # 0.5.12 has adaptive speculation, but no tiers
 
 
+def test_every_derived_policy_stops_drafting_where_the_headline_says(study: wb.PolicyStudy) -> None:
+    """Issue 33: "no drafting above 16" beside SGLang tiers and a vLLM schedule drafting up to 31 (the switch
+    between two measured levels placed at the lower one by the threshold, at the upper one by the tiers)."""
+    t = study.threshold()
+    assert (t.spec, t.no_draft_above) == ("eagle3-topk1-v2", 4)  # levels 1, 4, 32
+    assert study.vllm_schedule() == [[1, 4, 2], [5, 32, 0]]  # was [[1, 31, 2], [32, 32, 0]]
+    assert list(study.sglang_policy().config) == ["1", "5"]
+    opening = wb.policy_opening(study)
+    assert "Draft with `eagle3-topk1-v2` up to 4 running requests" in opening and "instead" not in opening
+    assert "with 64 output tokens per request" in opening and "spec_vs_baseline" in opening
+    first = study.verdict().splitlines()[1]
+    assert first.startswith("- **No drafting above 4 running requests**, drafting with eagle3-topk1-v2: ")
+    assert first.lower().count("no drafting above 4") == 1  # the rule said once, not again by its description
+
+
 def test_gains_pair_predicted_and_measured_with_intervals(study: wb.PolicyStudy) -> None:
     g = study.gains()
     assert set(g["policy"]) == {"threshold", "adaptive tiers"}

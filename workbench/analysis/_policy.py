@@ -422,8 +422,9 @@ def predicted_vs_measured(levels: pd.DataFrame, *, predicted: str, measured: str
         One row per (against, concurrency): ``predicted_gain`` (+ ``_lo``, ``_hi``),
         ``measured_gain`` (+ ``_lo``, ``_hi``), ``n``, and ``measured_over_predicted`` with its
         interval (the measured policy over the predicted one, paired by repeat) and ``agreement``:
-        "agrees" when that interval contains 1, "measured better" / "measured worse" when it
-        excludes 1 (oriented: better means a higher gain), "n=1: no interval" for one repeat,
+        "agrees" when that interval contains 1, "measured gain above the prediction" / "measured gain
+        below the prediction" when it excludes 1 (a gain below the prediction can still be a gain),
+        "n=1: no interval" for one repeat,
         and the significance rule's "not tested: <n> repeats" below
         :data:`~workbench.analysis.MIN_TEST_REPEATS` paired repeats.
     """
@@ -436,7 +437,7 @@ def predicted_vs_measured(levels: pd.DataFrame, *, predicted: str, measured: str
         "measured_gain": both["gain_m"], "measured_gain_lo": both["gain_lo_m"], "measured_gain_hi": both["gain_hi_m"],
         "n": both[["n_p", "n_m"]].min(axis=1)})
     check = spec_ratio_table(levels, baseline=predicted, metric=metric, specs=[measured], confidence=confidence)
-    words = {"spec ahead": "measured better", "baseline ahead": "measured worse",
+    words = {"spec ahead": "measured gain above the prediction", "baseline ahead": "measured gain below the prediction",
              "not distinguishable at this level": "agrees", "n=1: no interval": "n=1: no interval"}
     check = check.assign(agreement=check["verdict"].map(lambda v: words.get(v, v))).rename(columns={
         "ratio": "measured_over_predicted", "ratio_lo": "measured_over_predicted_lo",
@@ -451,7 +452,8 @@ class Tier:
     """Batch sizes from ``start`` (inclusive) run ``candidate_steps`` (0: no drafting).
 
     Attributes:
-        start: the smallest batch size of the tier (a measured concurrency; the first tier starts at 1).
+        start: the smallest batch size of the tier: 1 for the first, else one above the last level measured
+            with the tier before it (:func:`step_tiers`).
         best_steps: the best num_steps measured at ``start``'s level (0: the baseline).
         candidate_steps: ``best_steps`` and any other within the tolerance, sorted.
         variant: the variant measured best there.
@@ -474,7 +476,10 @@ def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int],
     At each measured concurrency the best of ``baseline`` and ``steps``' variants (mean over
     repeats) sets the tier's steps; variants within ``tolerance`` (relative, on the mean) join its
     candidates. Consecutive levels with the same candidates merge into one tier. The first tier
-    starts at batch size 1 even when the lowest level is higher (an extrapolation). Once plain
+    starts at batch size 1 even when the lowest level is higher (an extrapolation); every later tier
+    starts just above the last level measured with the tier before it (a tier best from level 32 on,
+    after one best up to 16, starts at 17), the rule of :func:`find_threshold`'s "no drafting above N":
+    between two measured levels the switch is placed at the lower one, never extrapolated upward. Once plain
     decoding is best at a level, a speculative variant best at a higher level turns drafting on
     again only when its paired ratio's 95% interval excludes 1; otherwise drafting stays off and the
     tier's ``note`` says what was measured (:func:`_reentry`), so the tiers agree with the sweep's
@@ -502,6 +507,7 @@ def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int],
     up = higher_is_better(metric)
     tiers: list[Tier] = []
     off_at: int | None = None  # the first level where plain decoding was best
+    previous = 0  # the level measured before this one: a new tier starts just above it
     for c, group in means.groupby("concurrency", sort=True):
         ordered = group.sort_values(metric, ascending=not up)
         best = ordered.iloc[0]
@@ -516,7 +522,7 @@ def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int],
                 best, cands = ordered[ordered["variant"] == baseline].iloc[0], (0,)
         if of[best["variant"]] == 0 and off_at is None:
             off_at = int(c)
-        start = 1 if not tiers else int(c)
+        start, previous = (1 if not tiers else previous + 1), int(c)
         if tiers and tiers[-1].candidate_steps == cands:
             if note:
                 tiers[-1] = dataclasses.replace(tiers[-1], note="; ".join(filter(None, (tiers[-1].note, note))))
@@ -607,8 +613,9 @@ def sglang_policy(tiers: Sequence[Tier], threshold: Threshold | None, *, sglang_
         left_off = "; ".join(t.note for t in tiers if t.note)
         return SglangPolicy(sglang_version, "adaptive_tiers", config, flags, None,
                             "batch sizes are padded to the next CUDA-graph size, then routed to the largest tier "
-                            "key at or below it; between two measured levels the lower level's choice is an "
-                            "extrapolation" + (f". Left off: {left_off}" if left_off else ""))
+                            "key at or below it; each tier after the first starts one above the last level measured "
+                            "with the tier before it, as the threshold's N does" + (f". Left off: {left_off}"
+                                                                                     if left_off else ""))
     limit = None if threshold is None else threshold.no_draft_above
     why = (f"--speculative-adaptive arrived in {ADAPTIVE_SINCE} without batch-size tiers (a single EMA over candidate "
            "steps >= 1, which cannot turn drafting off)" if release_at_least(sglang_version, ADAPTIVE_SINCE)

@@ -190,13 +190,35 @@ def policy_opening(study: PolicyStudy) -> str:
         what = f"Do not draft: {code(t.baseline)} is ahead from concurrency {min(measured)}."
     else:
         what = f"Draft with {code(t.spec)} up to {t.no_draft_above} running requests, and run {code(t.baseline)} above."
-    sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline)]
-    sentences.append(f"Caveat: concurrency was measured only at {_listed(measured)}, and switching costs show "
-                     "only in the policy runs below.")
+    sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline),
+                 _tiers_sentence(study)]
+    tokens = sorted({int(v) for v in study.levels.get("max_new_tokens", pd.Series(dtype=float)).dropna()})
+    length = f" with {_listed(tokens)} output tokens per request" if tokens else ""
+    sentences.append(f"Caveat: measured only at concurrency {_listed(measured)}{length}; another output length or "
+                     "variant set (as in spec_vs_baseline) can move the switch.")
     n = study.repeats
     sentences.append(f"These figures are SIMULATED (n={n} repeats), not GPU measurements." if study.simulated else
                      f"Measured with n={n} repeats per level.")
     return _join(sentences)
+
+
+def _tiers_sentence(study: PolicyStudy) -> str:
+    """Where SGLang's adaptive tiers (from the topk-1 variants only) stop drafting, when not where the threshold
+    does (they agree by construction for the same variant, :func:`workbench.analysis.step_tiers`; a threshold
+    drafting with a topk-4 variant can stop elsewhere); ``""`` when they agree or no topk-1 variant was swept."""
+    if not study.topk_variants(1):
+        return ""
+    t = study.threshold()
+    top = int(study.levels["concurrency"].max())
+    drafting = [r for r in study.vllm_schedule() if r[2] > 0]
+    tiers_up_to = drafting[-1][1] if drafting else 0
+    threshold_up_to = top if t.kind == "always" else int(t.no_draft_above or 0)
+    if tiers_up_to == threshold_up_to:
+        return ""
+    if not drafting:
+        return "SGLang's adaptive tiers (topk 1 only) never draft: no topk-1 variant beats the baseline."
+    return (f"SGLang's adaptive tiers (topk 1 only) draft up to {tiers_up_to} running requests instead: they choose "
+            "among the topk-1 variants alone.")
 
 
 # -- calibration ------------------------------------------------------------------------------------

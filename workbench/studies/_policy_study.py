@@ -329,9 +329,10 @@ class PolicyStudy:
             lines.append(f"- **Keep drafting**: {literal(t.description)}")
         elif t.kind == "never":
             lines.append(f"- **Do not draft**: {literal(t.description)}")
-        else:
+        else:  # the description opens with the rule itself: said once, in bold
+            said = t.description.removeprefix(f"No drafting above {t.no_draft_above} running requests: ")
             lines.append(f"- **No drafting above {t.no_draft_above} running requests**, drafting with "
-                         f"{literal(t.spec)}. {literal(t.description)}")
+                         f"{literal(t.spec)}: {literal(said)}")
         if self.topk_variants(1):
             p = self.sglang_policy()
             if p.config:
