@@ -19,11 +19,10 @@ and its message says what failed, where (host, command, file), and what to do::
     │       └── HelperError    a remote helper (remote/<name>.py) refused its request:
     │                          .helper, .host, its error quoted (workbench.hosts.call_helper)
     ├── ServerError            a server variant failed to start, answer or stop
-    │   └── ServerStartError   it never became ready: .kind (classified from its log, one
-    │                          of workbench.servers._failures.KINDS: lease_expired,
-    │                          cuda_graph, out_of_memory, port_in_use, bad_flags,
-    │                          import_error, timeout, unknown), .suggestion (one line:
-    │                          what to try), .log_tail
+    │   └── ServerStartError   it never became ready: .kind (classified from its log; every
+    │                          kind is in workbench.servers._failures.KINDS, each said in
+    │                          that module's docstring), .suggestion (one line: what to
+    │                          try), .log_tail
     ├── BenchmarkError         the load generator could not measure a level
     ├── SourceError            source inspection failed (download, parse, a source tree the
     │                          helper refused, such as a root that does not exist)
