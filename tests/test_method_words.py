@@ -76,3 +76,15 @@ def test_levels_without_request_stamps_say_the_order_is_not_known() -> None:
                              study.manifests, "baseline")
     text = bare.method_text()
     assert "is not known" in text and "at the same time" not in text and "session" not in text
+
+
+def test_the_server_generation_rate_beside_the_clients_is_explained() -> None:
+    """Issue 33: "What the server saw" showed server generation 2,800 tok/s beside the client's 735, unexplained."""
+    from workbench.studies._server_view import gen_throughput_note
+
+    simulated = gen_throughput_note(pd.DataFrame({"simulated": [True]}))
+    real = gen_throughput_note(pd.DataFrame({"simulated": [False]}))
+    for note in (simulated, real):
+        assert note.startswith("*Mean server gen (tok/s)*") and "the server's figure is the higher one" in note
+        assert "whole level" in note and "prefill" in note
+    assert "simulated engine counts its decode steps' time alone" in simulated and "simulated" not in real

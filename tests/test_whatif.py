@@ -24,7 +24,10 @@ def test_grid_and_levels(wi) -> None:
 def test_crossovers_best_and_policy(wi) -> None:
     xs = wi.crossover_table()
     assert set(xs["variant"]) == set(wi.configurations)
-    assert set(xs["crossover_kind"]) <= {"interpolated", "at_level", "below_range", "none_in_range"}
+    # words, not the analysis' enum values (issue 33: `none_in_range` on the page)
+    assert set(xs["crossover_kind"]) <= {"crosses between two levels", "even at a level", "behind at every level",
+                                         "ahead at every level"}
+    assert not {"none_in_range", "below_range"} & set(xs["per_request_crossover_kind"])
     best = wi.best_table()
     assert list(best["concurrency"]) == [1, 4, 16, 64]
     assert (best["gain_over_baseline"] >= 0).all()
@@ -53,6 +56,11 @@ def test_crossovers_best_and_policy(wi) -> None:
 def test_breakdown_and_charts_say_model_prediction(wi) -> None:
     table = wi.breakdown_table()
     assert (table["ms_per_output_token"] > 0).all()
+    # issue 33: rows of 0 ms weights said why: the matmuls there are bound by FLOPs, their time under compute
+    bound = dict(zip(zip(table["step_weights_ms"] > 0, table["step_compute_ms"] > 0), table["matmuls_bound_by"]))
+    assert set(table["matmuls_bound_by"]) <= {"weight reads", "FLOPs", "both (by kernel group)"}
+    assert bound.get((False, True), "FLOPs") == "FLOPs" and bound.get((True, False), "weight reads") == "weight reads"
+    assert (False, True) in bound  # at concurrency 64 some configuration's matmuls are compute-bound
     charts = wi.charts()
     assert set(charts) == {"throughput", "per_request", "ratio_heatmap", "crossover", "breakdown", "policy"}
     for name, chart in charts.items():

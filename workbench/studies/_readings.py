@@ -86,6 +86,13 @@ def narrow_table(study: StudyTables, kind: str = "throughput") -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+#: A crossover's kind as the table says it (:class:`workbench.analysis.CrossoverInterval` when tested, else
+#: :func:`workbench.analysis.find_crossover`'s, untested): words, not the analysis' enum values.
+_KIND_WORDS = {"not_claimed": "not claimed (the intervals overlap)", "interpolated": "between two levels (untested)",
+               "at_level": "at a measured level (untested)", "below_range": "below the lowest level (untested)",
+               "none_in_range": "none within the levels (untested)"}
+
+
 def crossover_table(study: StudyTables) -> pd.DataFrame:
     """One row per (speculative variant, metric): crossover kind, ``between`` (the measured levels
     that bracket it, ``"1–2"``), the interpolated concurrency and its interval (one decimal: a
@@ -101,8 +108,8 @@ def crossover_table(study: StudyTables) -> pd.DataFrame:
             if c.concurrency is not None:
                 lo, hi = bracket_levels(c.concurrency, measured)
                 between = f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
-            rows.append({"variant": spec, "metric": metric, "kind": c.kind if iv.kind == "not_tested"
-                         else iv.kind, "between": between,
+            kind = c.kind if iv.kind == "not_tested" else iv.kind
+            rows.append({"variant": spec, "metric": metric, "kind": _KIND_WORDS.get(kind, kind), "between": between,
                          f"crossover_{load}": None if c.concurrency is None else round(c.concurrency, 1),
                          "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
                          "crossover_hi": None if iv.hi is None else round(iv.hi, 1), "n": iv.n,

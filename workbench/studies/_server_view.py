@@ -101,6 +101,24 @@ def server_series_summary(table: pd.DataFrame, order: Sequence[str] | None = Non
             .drop(columns="level_index").reset_index(drop=True))
 
 
+def gen_throughput_note(levels: pd.DataFrame) -> str:
+    """One line saying why ``mean server gen (tok/s)`` is above the client's output tok/s at the same level.
+
+    SGLang's ``gen throughput`` (``/metrics`` ``gen_throughput`` and the "Decode batch" log line) is the tokens
+    generated since its last decode log line over the wall time since then, logged every ``decode_log_interval``
+    decode batches (SGLang's scheduler metrics mixin): a rate while batches run. The client's output tok/s divides
+    every output token by the whole level, first request sent to last answer received. The simulated engine
+    counts only its decode steps' time, prefill left out (said when ``levels`` hold simulated rows).
+    """
+    simulated = bool(levels.get("simulated", pd.Series([False])).fillna(False).astype(bool).any())
+    engine = (" (the simulated engine counts its decode steps' time alone, so prefill is left out too)"
+              if simulated else "")
+    return ("*Mean server gen (tok/s)* is the server's own rate while it was generating: tokens per second over "
+            f"its last batch of decode steps{engine}, sampled only while requests ran. The client's output tok/s "
+            "(the tables below) divides every output token by the whole level, prefill, waiting, ramp-up and the "
+            "last requests' drain included, so at the same level the server's figure is the higher one.")
+
+
 def show_server_series(runs: Sequence[str | Path]) -> None:
     """Display the section: a heading, the per-level table and the chart (repeat 0), or why there is none."""
     from IPython.display import Markdown, display
@@ -115,7 +133,10 @@ def show_server_series(runs: Sequence[str | Path]) -> None:
         display(Markdown("*No server-side observations in these runs* (the server served no `/metrics`, logged "
                          "no batch lines within the levels, and no GPU was sampled)."))
         return
-    display(server_series_summary(server_series_table(series), order=list(dict.fromkeys(series["variant"]))))
+    table = server_series_summary(server_series_table(series), order=list(dict.fromkeys(series["variant"])))
+    display(table)
+    if "mean_server_gen_tok_s" in table:
+        display(Markdown(gen_throughput_note(levels)))
     first = series[series["repeat"] == series["repeat"].min()]
     try:
         display(charts.server_series_chart(first, subtitle=[charts.provenance_subtitle(levels),

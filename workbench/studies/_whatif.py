@@ -144,9 +144,10 @@ class WhatIf:
                 rows.append({"variant": name, "topk": int(first["topk"]), "num_steps": int(first["num_steps"]),
                              "num_draft_tokens": int(first["num_draft_tokens"]), "spec_v2": bool(first["spec_v2"]),
                              "ratio_at_lowest_level": first["output_ratio"], "best_ratio": group["output_ratio"].max(),
-                             "crossover_concurrency": out_x.concurrency, "crossover_kind": out_x.kind,
+                             "crossover_concurrency": out_x.concurrency,
+                             "crossover_kind": CROSSOVER_WORDS.get(out_x.kind, out_x.kind),
                              "per_request_crossover_concurrency": per_x.concurrency,
-                             "per_request_crossover_kind": per_x.kind})
+                             "per_request_crossover_kind": CROSSOVER_WORDS.get(per_x.kind, per_x.kind)})
             table = pd.DataFrame(rows)
             table["_sort"] = table["crossover_concurrency"].fillna(-1.0)
             self._cache["crossovers"] = table.sort_values(["_sort", "ratio_at_lowest_level"], ascending=False) \
@@ -171,7 +172,13 @@ class WhatIf:
         return list(dict.fromkeys([*best, *ranked]))[:n]
 
     def breakdown_table(self, variants: Sequence[str] | None = None) -> pd.DataFrame:
-        """Decode-step time by part (ms) at each level's mean running batch, and per output token per request."""
+        """Decode-step time by part (ms) at each level's mean running batch, and per output token per request.
+
+        Each kernel group of the step is timed as the larger of its memory reads and its FLOPs (the roofline), and
+        its time counts under the one that bounds it: ``step_weights_ms`` is 0 where a batch has made the weight
+        matrix multiplications compute-bound (their time is then in ``step_compute_ms``), and
+        ``matmuls_bound_by`` says which bound them (``"weight reads"``, ``"FLOPs"``, ``"both (by kernel
+        group)"``)."""
         from workbench.sim import STEP_PARTS
 
         names = [self.baseline, *(variants if variants is not None else self.highlights())]
@@ -179,6 +186,7 @@ class WhatIf:
                 *(f"step_{p}_ms" for p in STEP_PARTS), "mean_decode_step_ms", "prefill_time_share"]
         rows = self.levels[self.levels["variant"].isin(names)][cols].copy()
         rows["ms_per_output_token"] = rows["step_total_ms"] / rows["step_tokens_per_request"]
+        rows["matmuls_bound_by"] = [_bound_by(w, c) for w, c in zip(rows["step_weights_ms"], rows["step_compute_ms"])]
         rows["variant"] = pd.Categorical(rows["variant"], categories=names, ordered=True)
         return rows.sort_values(["concurrency", "variant"]).reset_index(drop=True).round(3)
 
@@ -329,8 +337,9 @@ class WhatIf:
                          f"{bracket_text(first, measured)}, the latest "
                          f"{bracket_text(last['crossover_concurrency'], measured)} ({literal(last['variant'])}).")
         for kind, count in xs["crossover_kind"].value_counts().items():
-            if kind in ("below_range", "none_in_range"):
-                words = "behind the baseline at every level" if kind == "below_range" else "ahead at every level"
+            if kind in (CROSSOVER_WORDS["below_range"], CROSSOVER_WORDS["none_in_range"]):
+                words = ("behind the baseline at every level" if kind == CROSSOVER_WORDS["below_range"] else
+                         "ahead at every level")
                 lines.append(f"- {count} configurations are {words}.")
         best = self.best_table()
         lines.append("- Best configuration per concurrency (output throughput): " + "; ".join(
@@ -402,3 +411,15 @@ class WhatIf:
         from workbench import paths
 
         return charts.save_charts(self.charts(), paths.resolve(out_dir), prefix="what_if_")
+
+
+#: A crossover's kind (:func:`workbench.analysis.find_crossover`) as the tables say it.
+CROSSOVER_WORDS = {"interpolated": "crosses between two levels", "at_level": "even at a level",
+                   "none_in_range": "ahead at every level", "below_range": "behind at every level"}
+
+
+def _bound_by(weights_ms: float, compute_ms: float) -> str:
+    """What bound a step's weight matrix multiplications: their reads, their FLOPs, or each for some groups."""
+    if weights_ms > 0 and compute_ms > 0:
+        return "both (by kernel group)"
+    return "FLOPs" if compute_ms > 0 else "weight reads"
