@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 
 #: Bytes per element of a config's ``torch_dtype``.

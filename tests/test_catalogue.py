@@ -195,7 +195,7 @@ def test_export_csv_levels_and_requests(runs, tmp_path_factory) -> None:
     stdout = CliRunner().invoke(app, ["runs", "export", "--csv", "--requests", made["eagle3"].run_id,
                                       "--runs-dir", str(root)])
     assert stdout.exit_code == 0
-    lines = [l for l in stdout.stdout.splitlines() if l]
+    lines = [line for line in stdout.stdout.splitlines() if line]
     assert len(lines) == 1 + 16 and json.loads(pd.read_csv(pd.io.common.StringIO(stdout.stdout))["itl_ms"][0]) \
         == [10.0] * 8
     # CSV is the one format: no flag needed (--csv, as above, is accepted and changes nothing)

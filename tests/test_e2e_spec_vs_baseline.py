@@ -7,7 +7,6 @@ against the calibration targets and the offline prediction of the same engine.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from sim_distortion import explained_share
 from workbench.analysis import per_request_ratio_ci
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
-from workbench.sim._calibrate import figures, seed_eagle3_spec
+from workbench.sim._calibrate import figures
 from workbench.sim._profiles import load_profile
 from workbench.store import load_run
 

@@ -7,7 +7,6 @@ Its own cluster (tests/fleet_sweeps.py), so that it runs beside tests/test_fleet
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import time

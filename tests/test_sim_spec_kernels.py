@@ -51,6 +51,7 @@ def test_a_tree_pays_selection_and_building_a_chain_does_not() -> None:
     k = SpecKernelCosts(TABLE)
     tree, chain = k.parts(8, 2, 4, 16), k.parts(8, 3, 1, 4)
     assert tree["tree_select"] > 0 and tree["tree_build"] > 0
+    assert chain["tree_select"] == 0 and chain["tree_build"] == 0
     assert k.step_ms(8, 2, 4, 16) > k.step_ms(8, 3, 1, 4) > 0
     assert k.step_ms(0, 2, 4, 16) == 0
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import workbench.source
 from workbench.errors import HelperError, SourceError
 from workbench.source import find_definition, find_references, sglang_release, summary_table
 from workbench.source._definitions import DEFINITION_COLUMNS, REFERENCE_COLUMNS

@@ -124,7 +124,7 @@ def test_dirty_checkout_is_recorded_and_failing_patch_leaves_nothing(checkout: P
         with pytest.raises(ConfigError) as err:
             prepare_tree(variant_on(tmp_path, f"local:{checkout}"), host="local", python=sys.executable)
         message = str(err.value)
-        assert f"hunk #2 (@@ -94,6 +95,9 @@" in message and WORKER in message and "Fix:" in message
+        assert "hunk #2 (@@ -94,6 +95,9 @@" in message and WORKER in message and "Fix:" in message
         assert len(git(checkout, "worktree", "list").splitlines()) == 1  # the failed worktree was removed
         worker.write_text(broken + "# local edit\n")  # uncommitted change: a dirty checkout
         patch = tmp_path / "comment.patch"

@@ -20,7 +20,6 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 import workbench as wb

@@ -13,7 +13,6 @@ Missing SGLang or GPUs are facts in the report, and problems only when required.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Sequence
 from typing import Any

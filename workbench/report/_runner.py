@@ -32,14 +32,15 @@ import nbformat
 from workbench import paths
 from workbench.errors import ConfigError, DiskFullError, ReportError
 
-#: Exception names raised in a notebook that mean its input was bad (``workbench report`` exits 2).
-BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
 from workbench.report._discovery import DEFAULT_OUT_DIR
 from workbench.report._html import export_html, external_resources
 from workbench.report._interrupt import KernelProcesses, run_interruptibly
 from workbench.report._params import check_parameters, notebook_parameters
 from workbench.report._progress import CellWatch, collecting_notes, executed_sources, progress_lines
 from workbench.report._provenance import git_state, provenance
+
+#: Exception names raised in a notebook that mean its input was bad (``workbench report`` exits 2).
+BAD_INPUT_ERRORS = frozenset({"ConfigError", "FlagError"})
 
 __all__ = ["DEFAULT_KERNEL", "DEFAULT_OUT_DIR", "NO_SPACE", "ReportResult", "run_notebook"]
 

@@ -23,7 +23,7 @@ from workbench.store import catalogue, delete_run as _delete, export_tables, fin
 from workbench.store import load_run, run_labels, run_origin
 
 __all__ = ["COMPARE_METRICS", "RunOverview", "compare_lines", "compare_runs", "delete_run", "export_runs",
-           "label_run", "list_runs", "run_levels", "show_run", "stored_runs"]
+           "label_run", "list_runs", "run_levels", "show_run"]
 
 #: Metrics :func:`compare_runs` shows by default (level columns, units in the names).
 COMPARE_METRICS = ("output_throughput_tok_s", "mean_per_request_tok_s")
