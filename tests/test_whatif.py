@@ -79,3 +79,32 @@ def test_what_if_shows_adaptive_verification_and_the_goodput_controller() -> Non
     assert set(t["policy"]) == {"static", "goodput", "adaptive_verification"}
     assert set(t["batch"]) == {1, 64} and t["configuration"].iloc[0] == "topk1-steps7-draft8-v2"
     assert t["runs_on"].str.len().min() > 0
+
+
+def test_the_recommendation_is_written_as_a_grid_that_variants_check_accepts(wi, tmp_path) -> None:
+    """Issue 33: the what-if recommended topk1-steps5-draft6-v2, a name no grid makes, with no step from the
+    prediction to a measurement. Its recommended settings are written as grid files, points named as grids name
+    them, each accepted point by point by `workbench variants check --grid` and measured by `workbench bench --grid`."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+    from workbench.variants import load_grid
+
+    points = wi.recommended_points()
+    assert len(points), wi.policy()  # this grid's recommendation drafts at the lowest levels
+    written = wi.save_grids(tmp_path)
+    assert len(written) >= 1 and written["command"].str.startswith("workbench bench baseline --grid ").all()
+    named = []
+    for row in written.itertuples():
+        grid = load_grid(row.grid)
+        assert row.command.endswith("--sim-profile seed-pcie-8gpu --levels 1,4,16,64 --max-new-tokens 32 "
+                                    "--requests 64") and f"--grid {row.grid} " in row.command
+        done = CliRunner().invoke(app, ["variants", "check", "--grid", row.grid])
+        assert done.exit_code == 0, done.output  # every point accepted: none refused
+        for topk, steps, drafts in grid.points():
+            name = f"{grid.name}-t{topk}-s{steps}-d{drafts}"
+            assert f"grid {grid.name}: {name}: ok" in done.output
+            named.append((name, topk, steps, drafts, grid.name.endswith("-v2")))
+    wanted = {(int(r.topk), int(r.num_steps), int(r.num_draft_tokens), bool(r.spec_v2)) for r in points.itertuples()}
+    assert {(t, s, d, v2) for _, t, s, d, v2 in named} == wanted  # the grids hold exactly the recommended settings
+    assert all(name.startswith("eagle3-topk4-") for name, *_ in named)  # the template's name, as grids name points

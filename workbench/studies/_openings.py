@@ -273,5 +273,6 @@ def what_if_opening(wi: WhatIf) -> str:
                          f"{best['crossover_concurrency']:.0f} (one prediction: no interval).")
     sentences.append("Caveat: accept lengths are calibrated on the profile's own settings only; other settings' "
                      "are extrapolated.")
-    sentences.append("Every figure is a MODEL PREDICTION: measure the chosen settings with `spec_vs_baseline`.")
+    sentences.append("Every figure is a MODEL PREDICTION: measure the chosen settings with the grid files it writes "
+                     "(*From prediction to measurement*, below).")
     return _join(sentences)

@@ -12,6 +12,8 @@ PREDICTION of the simulated engine, and every table and chart says so.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -370,6 +372,112 @@ class WhatIf:
                   "what to measure, then measure with `spec_vs_baseline`.")
         return "\n".join([head, "", *policy, *rest, caveat])
 
+    # -- from prediction to measurement ---------------------------------------------------------
+    def recommended_points(self) -> pd.DataFrame:
+        """The speculative configurations the recommended policy runs (:meth:`policy`), one row each: ``variant``
+        (the what-if's label), ``topk``, ``num_steps``, ``num_draft_tokens``, ``spec_v2``, ``concurrency`` (the
+        levels it is recommended at, as text) and ``spec_off_above`` (a threshold policy's N, else None). Empty when
+        plain decoding is recommended everywhere."""
+        pol = self.policy()
+        chosen = pol[pol["recommended"].astype(bool)]
+        kind = chosen["policy"].iloc[0] if len(chosen) else "none"
+        rows: list[dict[str, Any]] = []
+        if kind == "threshold":
+            t = self._threshold_policy()
+            assert t is not None  # a recommended threshold was simulated
+            rows.append({"variant": t["variant"], "concurrency": f"1-{t['threshold']}", "spec_off_above": t["threshold"]})
+        elif kind == "adaptive tiers":
+            for a, b, name in self._tiers():
+                if name != self.baseline:
+                    rows.append({"variant": name, "concurrency": f"{a}-{b}" if a != b else f"{a}",
+                                 "spec_off_above": None})
+        cols = ["variant", "topk", "num_steps", "num_draft_tokens", "spec_v2", "concurrency", "spec_off_above"]
+        if not rows:
+            return pd.DataFrame(columns=cols)
+        settings = self.levels.drop_duplicates("variant").set_index("variant")
+        out = pd.DataFrame(rows).drop_duplicates("variant")
+        for key in ("topk", "num_steps", "num_draft_tokens"):
+            out[key] = [int(settings.loc[v, key]) for v in out["variant"]]
+        out["spec_v2"] = [bool(settings.loc[v, "spec_v2"]) for v in out["variant"]]
+        return out[cols].reset_index(drop=True)
+
+    def save_grids(self, out_dir: str | Path) -> pd.DataFrame:
+        """Write the recommended configurations as grid files (``data/grids/``' format) that ``workbench bench
+        --grid FILE`` and the spec_vs_baseline notebook's ``grid`` measure, so a prediction becomes a measurement in
+        one step (relative ``out_dir``: to the project root).
+
+        Points are named as every grid names them, ``<name>-t<topk>-s<num_steps>-d<num_draft_tokens>``
+        (:func:`workbench.variants.expand_grid`); ``<name>`` is the what-if's template's
+        (``eagle3-topk4-t4-s2-d16``), with ``-v2`` for spec v2 points (``eagle3-topk4-v2-t1-s5-d6``), whose template is a
+        shipped variant that differs from the what-if's only by ``SGLANG_ENABLE_SPEC_V2=1`` and the grid's own three
+        settings (or, with none shipped, a variant file written beside the grid). A grid holds every combination of its
+        lists, so configurations that are not one product (topk-1 chains of two lengths) go to one file each.
+
+        Returns:
+            One row per file: ``grid`` (its path, shown relative), ``points`` (the variant names it measures, with the
+            levels the what-if recommends each at), ``template``, ``command`` (``workbench bench`` with this what-if's
+            profile, levels and output length; the baseline's levels are measured once and reused by the next
+            command) and ``note`` (a threshold policy's switch, which a grid cannot express). No row when plain
+            decoding is recommended everywhere.
+        """
+        from workbench import paths
+
+        folder = paths.resolve(out_dir)
+        points = self.recommended_points()
+        rows: list[dict[str, Any]] = []
+        if not len(points):
+            return pd.DataFrame(columns=["grid", "points", "template", "command", "note"])
+        folder.mkdir(parents=True, exist_ok=True)
+        for v2, group in points.groupby("spec_v2", sort=True):
+            template = self._grid_template(bool(v2), folder)
+            prefix = Path(self.template).stem + ("-v2" if v2 else "")
+            for part in _products(group):
+                stem = f"whatif-{self.profile}-{prefix}-" + "-".join(
+                    f"{letter}{'_'.join(str(x) for x in part['axes'][axis])}"
+                    for letter, axis in (("t", "topk"), ("s", "num_steps"), ("d", "num_draft_tokens")))
+                path = folder / f"{stem}.toml"
+                path.write_text(_grid_toml(prefix, template, part["axes"], self.profile), encoding="utf-8")
+                names = [f"{prefix}-t{r.topk}-s{r.num_steps}-d{r.num_draft_tokens} (concurrency {r.concurrency})"
+                         for r in part["rows"].itertuples()]
+                thresholds = [int(n) for n in part["rows"]["spec_off_above"].dropna()]
+                note = (f"recommended with no drafting above {thresholds[0]} running requests: a grid point drafts at "
+                        f"every level; the switch needs a variant with sim_policy spec_off_above = {thresholds[0]} on "
+                        "the simulator, or the eagle-spec-off-above patch on SGLang" if thresholds else "")
+                rows.append({"grid": paths.shown(path), "points": "; ".join(names), "template": str(template),
+                             "command": self._bench_command(paths.shown(path)), "note": note})
+        return pd.DataFrame(rows)
+
+    def _bench_command(self, grid: str) -> str:
+        """``workbench bench BASELINE --grid FILE`` with this what-if's profile, levels and output length."""
+        levels = ",".join(str(int(c)) for c in sorted(set(self.levels["concurrency"])))
+        tokens = int(self.levels["max_new_tokens"].iloc[0])
+        extra = "" if self.settings.get("requests_per_level") is None else f" --requests {self.settings['requests_per_level']}"
+        return (f"workbench bench {self.baseline} --grid {grid} --sim-profile {self.profile} --levels {levels} "
+                f"--max-new-tokens {tokens}{extra}")
+
+    def _grid_template(self, spec_v2: bool, folder: Path) -> str:
+        """The variant a grid's points keep their other flags from: the what-if's template, or for spec v2 (v1) a
+        shipped variant equal to it but for SGLANG_ENABLE_SPEC_V2 (and the grid's settings), else a file written
+        into ``folder``."""
+        from workbench.variants import list_variants, load_variant
+
+        base = load_variant(self.template)
+        if (base.env.get("SGLANG_ENABLE_SPEC_V2") == "1") == spec_v2:
+            return self.template
+        env = {k: v for k, v in base.env.items() if k != "SGLANG_ENABLE_SPEC_V2"}
+        if spec_v2:
+            env["SGLANG_ENABLE_SPEC_V2"] = "1"
+        wanted = _grid_point(self.template, env)
+        for name in list_variants():
+            if _grid_point(name) == wanted:
+                return name
+        name = f"{base.name}-{'v2' if spec_v2 else 'v1'}"
+        path = folder / f"{name}.toml"
+        path.write_text(_variant_toml(dataclasses.replace(base, name=name, env=env, description=(
+            f"{base.name} with spec {'v2' if spec_v2 else 'v1'} (SGLANG_ENABLE_SPEC_V2 "
+            f"{'on' if spec_v2 else 'off'}): the template of the what-if's grid"))), encoding="utf-8")
+        return str(path)
+
     # -- charts -----------------------------------------------------------------
     def charts(self) -> dict[str, alt.TopLevelMixin]:
         """Every chart, by file stem (data aggregated to a few hundred rows each)."""
@@ -423,3 +531,61 @@ def _bound_by(weights_ms: float, compute_ms: float) -> str:
     if weights_ms > 0 and compute_ms > 0:
         return "both (by kernel group)"
     return "FLOPs" if compute_ms > 0 else "weight reads"
+
+
+def _products(group: pd.DataFrame) -> list[dict[str, Any]]:
+    """``group``'s configurations as grids: one when they are every combination of their values, else one each."""
+    axes = {key: sorted({int(v) for v in group[key]}) for key in ("topk", "num_steps", "num_draft_tokens")}
+    wanted = {(int(r.topk), int(r.num_steps), int(r.num_draft_tokens)) for r in group.itertuples()}
+    if wanted == set(itertools.product(*axes.values())):
+        return [{"axes": axes, "rows": group}]
+    return [{"axes": {"topk": [int(r.topk)], "num_steps": [int(r.num_steps)], "num_draft_tokens": [int(r.num_draft_tokens)]},
+             "rows": group.iloc[[i]]} for i, r in enumerate(group.itertuples())]
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML value for a string, a boolean, a number or a list of them (strings as JSON's escapes, which TOML's
+    basic strings share)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def _grid_toml(name: str, template: str, axes: dict[str, list[int]], profile: str) -> str:
+    """A grid file: its name, template and the three axes, with a header saying where it came from."""
+    lines = [f"# Written by the what-if on profile {profile}: the settings it recommends (a MODEL PREDICTION), to",
+             "# measure them: workbench bench BASELINE --grid THIS_FILE (or the spec_vs_baseline notebook's grid).",
+             f"name = {_toml_value(name)}", f"template = {_toml_value(template)}",
+             f"description = {_toml_value(f'What-if recommendation on profile {profile}')}"]
+    lines += [f"{key} = {_toml_value(values)}" for key, values in axes.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _variant_toml(variant: Any) -> str:
+    """A variant file of ``variant`` (a :class:`workbench.variants.Variant` without patches)."""
+    top = {"name": variant.name, "description": variant.description, "model_path": variant.model_path,
+           "draft_model_path": variant.draft_model_path, "sglang_version": variant.sglang_version, "base": variant.base}
+    lines = [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
+    for table, values in (("flags", variant.flags), ("env", variant.env), ("sim_policy", variant.sim_policy)):
+        if values:
+            lines += ["", f"[{table}]", *(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in values.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _grid_point(template: str | Path, env: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """What a grid on ``template`` makes of one point, but for its name, text and file (with ``env`` in place of
+    the template's, when given): two templates are interchangeable for a grid when these agree. None for a
+    template a grid refuses (not speculative)."""
+    from workbench.variants import grid_variants
+
+    try:
+        point = grid_variants({"template": str(template), "topk": [1], "num_steps": [1], "num_draft_tokens": [2]})[0]
+    except ConfigError:
+        return None
+    point = dataclasses.replace(point, name="point", description="", path=None,
+                                env=point.env if env is None else env)
+    return point.to_dict()
