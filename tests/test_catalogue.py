@@ -152,6 +152,8 @@ def test_compare_puts_runs_side_by_side_with_n_and_intervals(runs) -> None:
     assert row["n"] == 2 and row["mean_per_request_tok_s_lo"] < row["mean_per_request_tok_s"] \
         < row["mean_per_request_tok_s_hi"]
     assert row["engine"] == "sim" and bool(row["simulated"])
+    # runs show reads the kind as runs list does: a run of the simulated engine is simulated, not measured
+    assert wb.show_run(b, runs_dir=root).facts["kind"] == "simulated"
     result = CliRunner().invoke(app, ["runs", "compare", a, b, "--runs-dir", str(root), "-m", "mean_per_request_tok_s"])
     assert result.exit_code == 0, result.output
     assert "#2 " + b in result.output and "SIMULATED" in result.output and "c=4" in result.output

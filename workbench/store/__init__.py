@@ -7,6 +7,7 @@ from workbench._faces import lazy_face as _lazy_face
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
     "catalogue": "_manage",
+    "run_kind": "_manage",
     "delete_run": "_manage",
     "export_tables": "_manage",
     "fail_unfinished_run": "_resume",
@@ -37,6 +38,7 @@ _NAMES = {
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.store._manage import catalogue as catalogue
+    from workbench.store._manage import run_kind as run_kind
     from workbench.store._manage import delete_run as delete_run
     from workbench.store._manage import export_tables as export_tables
     from workbench.store._resume import fail_unfinished_run as fail_unfinished_run

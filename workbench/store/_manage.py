@@ -114,6 +114,15 @@ def label_run(run: str | Path, labels: Iterable[str], *, remove: bool = False,
     return updated
 
 
+def run_kind(manifest_kind: Any, simulated: Any) -> str:
+    """What a run is, in one word: the manifest's own kind (``"import"``), else ``"simulated"`` for a run of a
+    simulated engine and ``"measured"`` for one of a real engine (the one reading ``runs list`` and ``runs show``
+    share)."""
+    if isinstance(manifest_kind, str) and manifest_kind:
+        return manifest_kind
+    return "simulated" if simulated is True else "measured"
+
+
 def catalogue(root: str | Path | None = None) -> pd.DataFrame:
     """Every run under ``root`` (default: the runs folder) with its state, kind and labels.
 
@@ -133,8 +142,7 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
     out = pd.DataFrame({c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
                         for c in CATALOGUE_COLUMNS if c not in ("state", "labels")})
     out.insert(1, "state", listing["status"].fillna("unknown") if "status" in listing else "unknown")
-    engine_kind = out["simulated"].map(lambda sim: "simulated" if sim is True else "measured")
-    out["kind"] = out["kind"].where(out["kind"].notna(), engine_kind)
+    out["kind"] = [run_kind(kind, sim) for kind, sim in zip(out["kind"], out["simulated"])]
     out["labels"] = [", ".join(run_labels(p)) for p in listing["path"]]
     return out[list(CATALOGUE_COLUMNS)].reset_index(drop=True)
 

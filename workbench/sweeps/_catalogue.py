@@ -20,7 +20,7 @@ import pandas as pd
 
 from workbench.errors import ConfigError, HostError
 from workbench.store import catalogue, delete_run as _delete, export_tables, find_run, label_run as _label
-from workbench.store import load_run, run_labels, run_origin
+from workbench.store import load_run, run_kind, run_labels, run_origin
 
 __all__ = ["COMPARE_METRICS", "RunOverview", "compare_lines", "compare_runs", "delete_run", "export_runs",
            "label_run", "list_runs", "run_levels", "show_run"]
@@ -170,7 +170,7 @@ def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverv
         return RunOverview(facts, pd.DataFrame(), str(exc))
     m, plan = stored.manifest, stored.plan or {}
     facts.update({
-        "kind": m.get("kind") or "measured", "variant": m.get("variant"), "engine": m.get("engine"),
+        "kind": run_kind(m.get("kind"), m.get("simulated")), "variant": m.get("variant"), "engine": m.get("engine"),
         "simulated": m.get("simulated"), "host": m.get("host"), "client_location": m.get("client_location"),
         "sglang_version": m.get("sglang_version"), "tool": m.get("tool"), "tool_version": m.get("tool_version"),
         "source_file": m.get("source_file"), "started_at": m.get("started_at"), "finished_at": m.get("finished_at"),
