@@ -189,7 +189,8 @@ class SimProfile:
         tp = self.default_tp_size if tp is None else int(tp)
         if tp > phys.gpus:
             raise ConfigError(f"--tp-size {tp} needs {tp} GPUs; profile {self.name} has {phys.gpus} "
-                              f"({phys.gpu.name}); use --tp-size {phys.gpus} or less")
+                              f"({phys.gpu.name}): set the variant's tp-size to {phys.gpus} or less, or choose a profile "
+                              f"with {tp} GPUs")
         custom = phys.defaults.get("custom_all_reduce", True) and not args.get("disable_custom_all_reduce", False)
         graph_bs = args.get("cuda_graph_max_bs")
         graph_bs = self.default_cuda_graph_max_bs if graph_bs is None else int(graph_bs)
