@@ -34,6 +34,7 @@ import workbench as wb
 from browser import CHROMIUM, script_probe
 from workbench.cli import app
 from workbench.errors import ReportError
+from report_page import page_problems
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium")]
 
@@ -154,6 +155,7 @@ def test_calibration_report_shows_a_tables_recorded_environment_as_text(tmp_path
     out = tmp_path / "reports"
     result = wb.run_notebook(NOTEBOOKS / "calibration.ipynb", out_dir=out, parameters={"table": str(path)})
     _assert_safe(result.html, IMG, f"{SCRIPT} {LINK}")
+    assert page_problems(result.html, result.executed) == []  # the calibration report's page, as every report's
 
 
 def test_inspect_source_report_shows_a_trees_markup_path_as_text(tmp_path) -> None:

@@ -21,6 +21,7 @@ from workbench.report import run_notebook
 from workbench.sim._calibrate import figures
 from workbench.sim._profiles import load_profile
 from workbench.store import load_run
+from report_page import page_problems
 
 pytestmark = pytest.mark.e2e
 
@@ -45,6 +46,7 @@ def test_report_files_and_manifests(report) -> None:
     result, runs = report
     assert set(runs) == {"baseline", "eagle3-topk4"}
     html = result.html.read_text()
+    assert page_problems(result.html, result.executed) == []  # no plumbing, dumps or repeated subtitle blocks
     assert "<svg" in html and "SIMULATED" in html and "crossover" in html.lower()
     assert "n=2" in html and "95%" in html  # figures carry n and their interval
     stems = {p.stem for p in result.charts}

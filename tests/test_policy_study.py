@@ -19,6 +19,7 @@ from workbench.errors import ConfigError
 from workbench.sim import load_profile, variant_config
 from workbench.sweeps import measure_policies, write_policies
 from workbench.variants import load_variant
+from report_page import page_problems
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "dynamic_disable" / "policies"
 
@@ -142,7 +143,9 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     page = result.html.read_text()
     assert "Verdict (SIMULATED" in page and "speculative-adaptive-config" in page
     assert "reading sweep runs" in page  # tqdm.auto as text under papermill (a widget in JupyterLab)
-    assert "live in JupyterLab only" in page  # the panel's stand-in in exported HTML
+    # issue 33: no JSON print, no placeholder (nor section) for the JupyterLab panel, no repeated subtitle block
+    assert page_problems(result.html, result.executed) == []
+    assert "live in JupyterLab only" not in page and "Explore (JupyterLab)" not in page
     # its tables through the one formatter: the envelope's margin a percentage, no NaN, no row numbers
     envelope = page[page.index("<th>runner up</th>"):]
     envelope = envelope[:envelope.index("</table>")]

@@ -17,6 +17,7 @@ import workbench as wb
 from workbench.cli import app
 from workbench.errors import ConfigError
 from workbench.report.cli import split_report_args
+from report_page import page_problems
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,7 @@ def test_report_from_runs_measures_nothing(stored, tmp_path) -> None:
     started = [line for line in result.output.splitlines() if line.startswith("running ") and ".ipynb" in line]
     assert len(started) == 1 and "spec_vs_baseline.ipynb" in started[0]  # only the notebook declaring from_runs
     html = (out / "spec_vs_baseline.html").read_text()
+    assert page_problems(out / "spec_vs_baseline.html", out / "spec_vs_baseline.ipynb") == []
     assert "SIMULATED" in html and "FAILED" not in html
     assert "Where each unit ran" not in html  # runs from one host: no fleet section at all
     executed = json.loads((out / "spec_vs_baseline.ipynb").read_text())

@@ -23,6 +23,7 @@ from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
 from workbench.variants._variant import load_variant
 from workbench.store import load_run
+from report_page import page_problems
 
 PATCH = PACKAGE_ROOT / "data" / "patches" / "eagle-spec-off-above.patch"
 NOTEBOOK = PACKAGE_ROOT / "notebooks" / "variants.ipynb"
@@ -77,6 +78,7 @@ def test_notebook_is_committed_without_outputs_and_runs(tmp_path: Path) -> None:
     result = run_notebook(NOTEBOOK, out_dir=tmp_path, parameters={"variants": ["eagle3-topk4", "adaptive",
                                                                               "eagle3-topk4-off-above-8"]})  # fmt: skip
     page = result.html.read_text()
+    assert page_problems(result.html, result.executed) == []
     # sglang_version None (the default): each variant against its own release, as the CLI does
     assert "0 error(s)" in page and " note(s)" in page and "info(s)" not in page
     assert "checked against sglang==0.5.12." in page and "checked against sglang==0.5.9." in page

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 import workbench as wb
 from workbench.cli import app
+from report_page import page_problems
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 OFFLINE = [FIXTURES / "bench_serving" / f"offline_{arm}.jsonl" for arm in ("baseline", "eagle3")]
@@ -101,6 +102,7 @@ def test_an_offline_multi_workload_bench_serving_pair_renders_the_workloads_side
     assert len(started) == 1 and "workloads.ipynb" in started[0], output  # no load axis: not spec_vs_baseline
     assert "not running spec_vs_baseline.ipynb: every level of the runs sent all its requests at once" in output
     page = (tmp_path / "reports" / "workloads.html").read_text()
+    assert page_problems(tmp_path / "reports" / "workloads.html", tmp_path / "reports" / "workloads.ipynb") == []
     assert "FAILED" not in page and "Traceback" not in page and page.count("<svg") >= 3  # three charts drawn
     rows = figures_table(page)
     records = {(json.loads(line)["tag"], i): json.loads(line)

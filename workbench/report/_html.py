@@ -5,8 +5,9 @@ the ipywidgets renderer from unpkg. The template here extends ``lab`` with those
 blocks emptied, inlines SVG outputs (so charts are part of the page), embeds
 markdown images, and adds a provenance header from the notebook's ``workbench``
 metadata. A report shows what the notebook found, not its plumbing: no ``In [n]:``/``Out[n]:``
-prompts (nbconvert's ``exclude_input_prompt``/``exclude_output_prompt``) and no code, except
-the source of a cell that raised, shown with its traceback on a FAILED page. Without MathJax, LaTeX in markdown shows as its source text; widget
+prompts (nbconvert's ``exclude_input_prompt``/``exclude_output_prompt``), no code, except
+the source of a cell that raised, shown with its traceback on a FAILED page, and no cell tagged ``lab-only``
+(a JupyterLab panel). Without MathJax, LaTeX in markdown shows as its source text; widget
 outputs show their plain-text fallback.
 
 :func:`external_resources` lists what a page would fetch, so callers and tests
@@ -90,6 +91,10 @@ DISPLAY_PRIORITY = [
 #: Cells whose code the report does not show (their outputs stay): the parameters cells, whose
 #: values the header lists, and cells a notebook tags ``hide-input`` (setup, the verdict's call).
 HIDDEN_INPUT_TAGS = ("parameters", "injected-parameters", "hide-input")
+
+#: Cells the report leaves out whole (source and outputs): those a notebook tags ``lab-only``, such as an ipywidgets
+#: panel, which a static page could show only as a placeholder.
+LAB_ONLY_TAG = "lab-only"
 
 
 _XML_PROLOG = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE[^>]*>\s*)?", re.IGNORECASE)
@@ -189,6 +194,7 @@ def _exporter():
     # The parameters cells are in the header already; setup and glue cells tagged hide-input show only their output.
     config.TagRemovePreprocessor.enabled = True
     config.TagRemovePreprocessor.remove_input_tags = set(HIDDEN_INPUT_TAGS)
+    config.TagRemovePreprocessor.remove_cell_tags = {LAB_ONLY_TAG}
     # No In [n]: / Out[n]: prompts; code is hidden cell by cell (_show_only_failing_input), not with the
     # exporter's exclude_input, which would hide a failing cell's source too.
     config.HTMLExporter.exclude_input_prompt = True

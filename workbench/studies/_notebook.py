@@ -7,7 +7,7 @@ The cells of the investigation notebooks call these through the root face (``wb.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import readable_html
 from workbench.markup import literal
@@ -26,15 +26,62 @@ def _narrow_html(frame: pd.DataFrame) -> str:
     return readable_html(frame)
 
 
+#: The altair renderer :func:`setup_notebook` enables: the offline one, each subtitle line drawn once a page.
+PAGE_RENDERER = "workbench-page"
+
+
+class _PageSubtitles:
+    """The page's chart renderer: :func:`workbench.charts.chart_mimebundle` (offline SVG and the Vega spec), with the
+    first chart's subtitle block (the lines after its provenance mark: workload, stand-ins, what a point is) drawn
+    above that chart only. A report's charts share that block; said above every chart it is five lines a reader
+    skips. Each chart keeps its first line (SIMULATED, MEASURED, MODEL PREDICTION: every figure says where it comes
+    from) and its own lines (a pair's caveat, its crossover); a chart drawn again (a cell re-run in JupyterLab) keeps
+    its block; saved chart files (``save_charts``) keep every line."""
+
+    def __init__(self) -> None:
+        self.owner: str | None = None  # the title of the page's first chart, which draws the block
+        self.block: set[str] = set()
+
+    def trim(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """``spec`` without the lines of the page's shared block, unless it is the chart that draws them."""
+        def walk(node: Any) -> Any:
+            if isinstance(node, list):
+                return [walk(item) for item in node]
+            if not isinstance(node, dict):
+                return node
+            out = {key: walk(value) for key, value in node.items()}
+            title = out.get("title")
+            if isinstance(title, dict) and title.get("subtitle"):
+                lines = [title["subtitle"]] if isinstance(title["subtitle"], str) else list(title["subtitle"])
+                name = str(title.get("text"))
+                if self.owner is None:
+                    self.owner, self.block = name, {str(line) for line in lines[1:]}
+                elif name != self.owner:
+                    out["title"] = {**title, "subtitle": lines[:1] + [x for x in lines[1:] if str(x) not in self.block]}
+            return out
+
+        trimmed: dict[str, Any] = walk(spec)
+        return trimmed
+
+    def __call__(self, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+        from workbench.charts import chart_mimebundle
+
+        return chart_mimebundle(self.trim(spec), **metadata)
+
+
 def setup_notebook() -> None:
     """Set a notebook up for reports: altair charts rendered offline (SVG for exported HTML, a Vega
-    spec for JupyterLab); table text in full; floats to 4 significant figures in text output; tables
-    shown through one formatter (:func:`workbench.analysis.readable_html`, in IPython only)."""
+    spec for JupyterLab), each subtitle line drawn once a page (:class:`_PageSubtitles`); table text in full;
+    floats to 4 significant figures in text output; tables shown through one formatter
+    (:func:`workbench.analysis.readable_html`, in IPython only)."""
+    import altair as alt
     import pandas as pd
 
     from workbench.charts import enable_offline_renderer
 
     enable_offline_renderer()
+    alt.renderers.register(PAGE_RENDERER, _PageSubtitles())  # a new page: no line drawn yet
+    alt.renderers.enable(PAGE_RENDERER)
     pd.set_option("display.max_colwidth", None)  # crossover descriptions and findings in full
     pd.set_option("display.float_format", "{:.4g}".format)  # no six-decimal noise on model figures
     try:

@@ -414,8 +414,8 @@ class WhatIf:
         lists, so configurations that are not one product (topk-1 chains of two lengths) go to one file each.
 
         Returns:
-            One row per file: ``grid`` (its path, shown relative), ``points`` (the variant names it measures, with the
-            levels the what-if recommends each at), ``template``, ``command`` (``workbench bench`` with this what-if's
+            One row per file: ``grid`` (its path, shown relative), ``points`` (the variant names it measures, each
+            with the what-if's label of the same settings and the levels it is recommended at), ``template``, ``command`` (``workbench bench`` with this what-if's
             profile, levels and output length; the baseline's levels are measured once and reused by the next
             command) and ``note`` (a threshold policy's switch, which a grid cannot express). No row when plain
             decoding is recommended everywhere.
@@ -437,8 +437,8 @@ class WhatIf:
                     for letter, axis in (("t", "topk"), ("s", "num_steps"), ("d", "num_draft_tokens")))
                 path = folder / f"{stem}.toml"
                 path.write_text(_grid_toml(prefix, template, part["axes"], self.profile), encoding="utf-8")
-                names = [f"{prefix}-t{r.topk}-s{r.num_steps}-d{r.num_draft_tokens} (concurrency {r.concurrency})"
-                         for r in part["rows"].itertuples()]
+                names = [f"{prefix}-t{r.topk}-s{r.num_steps}-d{r.num_draft_tokens} = {r.variant} (concurrency "
+                         f"{r.concurrency})" for r in part["rows"].itertuples()]
                 thresholds = [int(n) for n in part["rows"]["spec_off_above"].dropna()]
                 note = (f"recommended with no drafting above {thresholds[0]} running requests: a grid point drafts at "
                         f"every level; the switch needs a variant with sim_policy spec_off_above = {thresholds[0]} on "
