@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
