@@ -1,6 +1,6 @@
 # Workbench tasks. The two that matter:
 #   make report   run the notebooks, write reports/ (HTML, executed notebooks, charts)
-#   make test     type-check the package (mypy) and run the test suite
+#   make test     lint and format check (ruff), type-check the package (mypy) and run the test suite
 # Both create .venv (python3.11) and install the project into it when needed.
 #   make lab      start JupyterLab on lab/ (working copies of notebooks/) with the project's kernel (ARGS='--port 8890' ...)
 #
@@ -36,7 +36,7 @@ P_ARGS := $(foreach kv,$(P),-p $(firstword $(subst =, ,$(kv))) '$(patsubst $(fir
 
 help:
 	@echo "make report   run every notebook in notebooks/ -> reports/*.html, *.ipynb, charts (ARGS=..., P=...)"
-	@echo "make test     mypy over workbench/, then the tests (installs chromium/openssh-server when root and missing)"
+	@echo "make test     ruff check and ruff format --check, mypy over workbench/, then the tests (installs chromium/openssh-server when root and missing)"
 	@echo "make lab      start JupyterLab on lab/ (working copies of notebooks/; 127.0.0.1) with the project's kernel (ARGS=...)"
 	@echo "make venv     create .venv and install the project with its test and fleet extras (uv; INSTALLER=pip for pip); make report installs the core alone"
 	@echo "make check-py312  install into a Python 3.12 venv ($(VENV312)), import everything, run a fast test subset"
@@ -57,6 +57,8 @@ report: $(STAMP)
 # tests/conftest.py gives them (the slowest first). TEST_WORKERS=0 runs them in this process, one at a time.
 TEST_WORKERS ?= 3
 test: $(TEST_STAMP) system-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(ARGS)
 

@@ -60,11 +60,15 @@ def time_command(args: tuple[str, ...], *, repeat: int) -> dict[str, object]:
         times.append(time.perf_counter() - start)
         if done.returncode != 0:
             raise SystemExit(f"`{' '.join(command)}` exited {done.returncode}: {done.stderr.decode()[-2000:]}")
-    probe = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=env,
-                           check=False)
+    probe = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=env, check=False)
     heavy = json.loads(probe.stderr.rsplit("__heavy__", 1)[-1]) if "__heavy__" in probe.stderr else None
-    return {"command": "workbench " + " ".join(args), "times_s": [round(t, 3) for t in times],
-            "best_s": round(min(times), 3), "median_s": round(statistics.median(times), 3), "heavy_imports": heavy}
+    return {
+        "command": "workbench " + " ".join(args),
+        "times_s": [round(t, 3) for t in times],
+        "best_s": round(min(times), 3),
+        "median_s": round(statistics.median(times), 3),
+        "heavy_imports": heavy,
+    }
 
 
 def main() -> int:

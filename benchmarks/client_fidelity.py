@@ -89,6 +89,7 @@ def _pct(values: list[float], q: float) -> float:
 
 # -- the workbench client, in a worker process ----------------------------------------------------
 
+
 async def _worker(url: str, streams: int, output_len: int, seed: int, kernel_stamps: bool) -> dict:
     from workbench.bench._loadgen import closed_loop
     from workbench.bench._measure import open_session
@@ -99,32 +100,48 @@ async def _worker(url: str, streams: int, output_len: int, seed: int, kernel_sta
     reads: list[tuple[float, list[float]]] = []
 
     def observe(events, t):
-        stamps = [e.data["meta_info"]["emit_ts"] for e in events
-                  if e.kind == "chunk" and e.data and "emit_ts" in e.data.get("meta_info", {})]
+        stamps = [
+            e.data["meta_info"]["emit_ts"]
+            for e in events
+            if e.kind == "chunk" and e.data and "emit_ts" in e.data.get("meta_info", {})
+        ]
         if stamps:
             reads.append((t, stamps))
 
     prompts = random_token_prompts(streams, INPUT_LEN, seed=seed)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     async with open_session(streams, kernel_stamps=kernel_stamps) as session:
-        records = await closed_loop(session, url, prompts, concurrency=streams, max_new_tokens=output_len,
-                                    timebase=tb, timeout_s=600.0, observer=observe)
+        records = await closed_loop(
+            session,
+            url,
+            prompts,
+            concurrency=streams,
+            max_new_tokens=output_len,
+            timebase=tb,
+            timeout_s=600.0,
+            observer=observe,
+        )
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     errors_ms = [abs(tb.epoch_s(t) - emit) * 1000.0 for t, stamps in reads for emit in stamps]
     alone_ms = [abs(tb.epoch_s(t) - stamps[0]) * 1000.0 for t, stamps in reads if len(stamps) == 1]
     signed_ms = [(tb.epoch_s(t) - emit) * 1000.0 for t, stamps in reads for emit in stamps]
     itl = [g for r in records for g in r.itl_ms]
     return {
-        "errors_ms": errors_ms, "alone_errors_ms": alone_ms,
+        "errors_ms": errors_ms,
+        "alone_errors_ms": alone_ms,
         "min_signed_ms": min(signed_ms) if signed_ms else float("nan"),
-        "reads": sum(r.num_reads for r in records), "kernel_reads": sum(r.kernel_stamped_reads for r in records),
-        "chunks": len(errors_ms), "shared_read_chunks": sum(len(s) for _, s in reads if len(s) > 1),
-        "tokens": sum(r.output_tokens or 0 for r in records), "failed": sum(not r.ok for r in records),
+        "reads": sum(r.num_reads for r in records),
+        "kernel_reads": sum(r.kernel_stamped_reads for r in records),
+        "chunks": len(errors_ms),
+        "shared_read_chunks": sum(len(s) for _, s in reads if len(s) > 1),
+        "tokens": sum(r.output_tokens or 0 for r in records),
+        "failed": sum(not r.ok for r in records),
         "first_epoch": min((tb.epoch_s(t) for t, _ in reads), default=float("nan")),
         "last_epoch": max((tb.epoch_s(t) for t, _ in reads), default=float("nan")),
         "cpu_s": (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
         "itl_excess_ms": [abs(g - STEP_MS) for g in itl],
-        "itls": len(itl), "sub_ms_itls": sum(g < 1.0 for g in itl),
+        "itls": len(itl),
+        "sub_ms_itls": sum(g < 1.0 for g in itl),
     }
 
 
@@ -140,6 +157,7 @@ def worker_main(args: argparse.Namespace) -> int:
 
 # -- orchestration ---------------------------------------------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -151,9 +169,24 @@ def _loadavg() -> str:
 
 
 def start_server(port: int, max_streams: int, log_path: Path, profile_path: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "workbench.sim", "--model-path", "meta-llama/Llama-3.3-70B-Instruct",
-           "--host", "127.0.0.1", "--port", str(port), "--sim-profile", str(profile_path), "--sim-emit-timestamps",
-           "--max-running-requests", str(max_streams), "--chunked-prefill-size", str(max_streams * INPUT_LEN)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workbench.sim",
+        "--model-path",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--sim-profile",
+        str(profile_path),
+        "--sim-emit-timestamps",
+        "--max-running-requests",
+        str(max_streams),
+        "--chunked-prefill-size",
+        str(max_streams * INPUT_LEN),
+    ]
     proc = subprocess.Popen(cmd, stdout=log_path.open("w"), stderr=subprocess.STDOUT, cwd=REPO)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -171,10 +204,31 @@ def start_server(port: int, max_streams: int, log_path: Path, profile_path: Path
 
 def run_workbench(url: str, streams: int, output_len: int, procs: int, loop: str, rx_stamps: str) -> dict:
     shares = [streams // procs + (1 if i < streams % procs else 0) for i in range(procs)]
-    workers = [subprocess.Popen([sys.executable, __file__, "--worker", "--url", url, "--streams", str(n),
-                                 "--output-len", str(output_len), "--seed", str(i), "--loop", loop,
-                                 "--rx-stamps", rx_stamps],
-                                stdout=subprocess.PIPE, cwd=REPO) for i, n in enumerate(shares) if n]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                "--url",
+                url,
+                "--streams",
+                str(n),
+                "--output-len",
+                str(output_len),
+                "--seed",
+                str(i),
+                "--loop",
+                loop,
+                "--rx-stamps",
+                rx_stamps,
+            ],
+            stdout=subprocess.PIPE,
+            cwd=REPO,
+        )
+        for i, n in enumerate(shares)
+        if n
+    ]
     parts = []
     for w in workers:
         out, _ = w.communicate(timeout=900)
@@ -187,29 +241,62 @@ def run_workbench(url: str, streams: int, output_len: int, procs: int, loop: str
     span = max(p["last_epoch"] for p in parts) - min(p["first_epoch"] for p in parts)
     cpu = sum(p["cpu_s"] for p in parts)
     alone = [e for p in parts for e in p["alone_errors_ms"]]
-    return {"p50_error_ms": _pct(errors, 50), "p99_error_ms": _pct(errors, 99), "max_error_ms": max(errors),
-            "p99_alone_error_ms": _pct(alone, 99), "rx_stamps": rx_stamps,
-            "kernel_read_share": sum(p["kernel_reads"] for p in parts) / max(1, sum(p["reads"] for p in parts)),
-            "min_signed_error_ms": min(p["min_signed_ms"] for p in parts),
-            "shared_read_share": sum(p["shared_read_chunks"] for p in parts) / max(1, len(errors)),
-            "chunks": len(errors), "tokens": tokens, "failed": sum(p["failed"] for p in parts),
-            "streamed_tok_s": tokens / span if span > 0 else float("nan"),
-            "cpu_s": cpu, "cpu_s_per_mtok": cpu / tokens * 1e6 if tokens else float("nan"),
-            "p99_itl_excess_ms": _pct(itl_excess, 99),
-            "sub_ms_itl_share": sum(p["sub_ms_itls"] for p in parts) / max(1, sum(p["itls"] for p in parts))}
+    return {
+        "p50_error_ms": _pct(errors, 50),
+        "p99_error_ms": _pct(errors, 99),
+        "max_error_ms": max(errors),
+        "p99_alone_error_ms": _pct(alone, 99),
+        "rx_stamps": rx_stamps,
+        "kernel_read_share": sum(p["kernel_reads"] for p in parts) / max(1, sum(p["reads"] for p in parts)),
+        "min_signed_error_ms": min(p["min_signed_ms"] for p in parts),
+        "shared_read_share": sum(p["shared_read_chunks"] for p in parts) / max(1, len(errors)),
+        "chunks": len(errors),
+        "tokens": tokens,
+        "failed": sum(p["failed"] for p in parts),
+        "streamed_tok_s": tokens / span if span > 0 else float("nan"),
+        "cpu_s": cpu,
+        "cpu_s_per_mtok": cpu / tokens * 1e6 if tokens else float("nan"),
+        "p99_itl_excess_ms": _pct(itl_excess, 99),
+        "sub_ms_itl_share": sum(p["sub_ms_itls"] for p in parts) / max(1, sum(p["itls"] for p in parts)),
+    }
 
 
-def run_bench_serving(url: str, streams: int, output_len: int, bs_python: Path, out_dir: Path,
-                      startup_cpu_s: float = 0.0) -> dict:
+def run_bench_serving(
+    url: str, streams: int, output_len: int, bs_python: Path, out_dir: Path, startup_cpu_s: float = 0.0
+) -> dict:
     """One bench_serving run; its CPU counts from process start, so ``startup_cpu_s`` (what a run of
     one 1-token request costs: imports, tokenizer, warmup) is taken off for the per-token figure."""
     out = out_dir / f"bs_{streams}_{output_len}.jsonl"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    cmd = [str(bs_python), "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", url,
-           "--dataset-name", "random-ids", "--random-input-len", str(INPUT_LEN), "--random-output-len",
-           str(output_len), "--random-range-ratio", "1.0", "--num-prompts", str(streams), "--max-concurrency",
-           str(streams), "--tokenizer", str(REPO / "data" / "tokenizer"), "--output-file", str(out),
-           "--output-details", "--disable-tqdm", "--warmup-requests", "1"]
+    cmd = [
+        str(bs_python),
+        "-m",
+        "sglang.bench_serving",
+        "--backend",
+        "sglang",
+        "--base-url",
+        url,
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(INPUT_LEN),
+        "--random-output-len",
+        str(output_len),
+        "--random-range-ratio",
+        "1.0",
+        "--num-prompts",
+        str(streams),
+        "--max-concurrency",
+        str(streams),
+        "--tokenizer",
+        str(REPO / "data" / "tokenizer"),
+        "--output-file",
+        str(out),
+        "--output-details",
+        "--disable-tqdm",
+        "--warmup-requests",
+        "1",
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -219,19 +306,26 @@ def run_bench_serving(url: str, streams: int, output_len: int, bs_python: Path, 
     itls = [g * 1000.0 for request in record.get("itls", []) for g in request]
     tokens = int(record.get("total_output_tokens") or sum(record.get("output_lens", [])))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"output_tok_s": float(record.get("output_throughput", float("nan"))), "tokens": tokens,
-            "completed": record.get("completed"), "cpu_s": cpu, "startup_cpu_s": startup_cpu_s,
-            "cpu_s_per_mtok": (cpu - startup_cpu_s) / tokens * 1e6 if tokens else float("nan"),
-            "zero_itl_share": sum(g == 0.0 for g in itls) / max(1, len(itls)),
-            "sub_ms_itl_share": sum(g < 1.0 for g in itls) / max(1, len(itls)),
-            "p99_itl_excess_ms": _pct([abs(g - STEP_MS) for g in itls if g > 0.0], 99),
-            "p99_itl_ms": _pct(itls, 99)}
+    return {
+        "output_tok_s": float(record.get("output_throughput", float("nan"))),
+        "tokens": tokens,
+        "completed": record.get("completed"),
+        "cpu_s": cpu,
+        "startup_cpu_s": startup_cpu_s,
+        "cpu_s_per_mtok": (cpu - startup_cpu_s) / tokens * 1e6 if tokens else float("nan"),
+        "zero_itl_share": sum(g == 0.0 for g in itls) / max(1, len(itls)),
+        "sub_ms_itl_share": sum(g < 1.0 for g in itls) / max(1, len(itls)),
+        "p99_itl_excess_ms": _pct([abs(g - STEP_MS) for g in itls if g > 0.0], 99),
+        "p99_itl_ms": _pct(itls, 99),
+    }
 
 
 def table(rows: list[dict], args: argparse.Namespace) -> str:
-    head = ("| streams | client | chunks | streamed tok/s | p50 \\|arrival − emit\\| ms | p99 ms | max ms "
-            "| p99 ms, chunks alone in their read | reads kernel-stamped | chunks sharing a read | ITLs < 1 ms "
-            "| p99 \\|ITL − 20 ms\\| ms | CPU s / Mtok | load avg before → after |")
+    head = (
+        "| streams | client | chunks | streamed tok/s | p50 \\|arrival − emit\\| ms | p99 ms | max ms "
+        "| p99 ms, chunks alone in their read | reads kernel-stamped | chunks sharing a read | ITLs < 1 ms "
+        "| p99 \\|ITL − 20 ms\\| ms | CPU s / Mtok | load avg before → after |"
+    )
     lines = [head, "|" + "---|" * 14]
     for r in rows:
         bs = r.get("bench_serving")
@@ -240,16 +334,20 @@ def table(rows: list[dict], args: argparse.Namespace) -> str:
             if wb is None:
                 continue
             stamps = "kernel stamps" if wb["rx_stamps"] == "on" else "loop stamps"
-            lines.append(f"| {r['streams']:,} | workbench ({args.procs} proc, {args.loop}, {stamps}) | {wb['chunks']:,} | "
-                         f"{wb['streamed_tok_s']:,.0f} | {wb['p50_error_ms']:.2f} | {wb['p99_error_ms']:.2f} | "
-                         f"{wb['max_error_ms']:.1f} | {wb['p99_alone_error_ms']:.2f} | {wb['kernel_read_share']:.1%} | "
-                         f"{wb['shared_read_share']:.1%} | {wb['sub_ms_itl_share']:.1%} | "
-                         f"{wb['p99_itl_excess_ms']:.2f} | {wb['cpu_s_per_mtok']:.0f} | {r['load_' + key]} |")
+            lines.append(
+                f"| {r['streams']:,} | workbench ({args.procs} proc, {args.loop}, {stamps}) | {wb['chunks']:,} | "
+                f"{wb['streamed_tok_s']:,.0f} | {wb['p50_error_ms']:.2f} | {wb['p99_error_ms']:.2f} | "
+                f"{wb['max_error_ms']:.1f} | {wb['p99_alone_error_ms']:.2f} | {wb['kernel_read_share']:.1%} | "
+                f"{wb['shared_read_share']:.1%} | {wb['sub_ms_itl_share']:.1%} | "
+                f"{wb['p99_itl_excess_ms']:.2f} | {wb['cpu_s_per_mtok']:.0f} | {r['load_' + key]} |"
+            )
         if bs is not None:
-            lines.append(f"| {r['streams']:,} | bench_serving 0.5.9 | {bs['tokens']:,} tok | {bs['output_tok_s']:,.0f} "
-                         f"(its output tok/s) | n/a (no arrival times) | n/a | n/a | n/a | n/a | n/a | "
-                         f"{bs['sub_ms_itl_share']:.1%} | {bs['p99_itl_excess_ms']:.2f} | {bs['cpu_s_per_mtok']:.0f} | "
-                         f"{r['load_bs']} |")
+            lines.append(
+                f"| {r['streams']:,} | bench_serving 0.5.9 | {bs['tokens']:,} tok | {bs['output_tok_s']:,.0f} "
+                f"(its output tok/s) | n/a (no arrival times) | n/a | n/a | n/a | n/a | n/a | "
+                f"{bs['sub_ms_itl_share']:.1%} | {bs['p99_itl_excess_ms']:.2f} | {bs['cpu_s_per_mtok']:.0f} | "
+                f"{r['load_bs']} |"
+            )
     return "\n".join(lines)
 
 
@@ -259,9 +357,13 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--procs", type=int, default=1, help="client worker processes sharing the streams")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
-    parser.add_argument("--rx-stamps", choices=("on", "off", "both"), default="both",
-                        help="time reads by the kernel's receive stamps (on), by the event loop (off), or run "
-                             "the client both ways, one after the other, at each level (both)")
+    parser.add_argument(
+        "--rx-stamps",
+        choices=("on", "off", "both"),
+        default="both",
+        help="time reads by the kernel's receive stamps (on), by the event loop (off), or run "
+        "the client both ways, one after the other, at each level (both)",
+    )
     parser.add_argument("--no-bench-serving", action="store_true")
     parser.add_argument("--bs-venv", default=os.environ.get("BS_VENV", "/tmp/bsvenv"))
     parser.add_argument("--json", default=None, help="write every figure here")
@@ -275,8 +377,10 @@ def main() -> int:
         return worker_main(args)
     bs_python = Path(args.bs_venv) / "bin" / "python"
     if not args.no_bench_serving and not bs_python.exists():
-        raise SystemExit(f"no bench_serving client venv at {args.bs_venv}: run benchmarks/bench_serving_compat.sh "
-                         "once (it creates it), or pass --no-bench-serving")
+        raise SystemExit(
+            f"no bench_serving client venv at {args.bs_venv}: run benchmarks/bench_serving_compat.sh "
+            "once (it creates it), or pass --no-bench-serving"
+        )
     from workbench.bench._measure import ensure_fd_limit
 
     ensure_fd_limit(2 * max(args.levels))
@@ -302,12 +406,16 @@ def main() -> int:
                     row["load_" + key] += f" → {_loadavg()}"
                 if not args.no_bench_serving:
                     row["load_bs"] = _loadavg()
-                    row["bench_serving"] = run_bench_serving(url, streams, args.output_len, bs_python, tmp_path,
-                                                             startup_cpu_s=startup)
+                    row["bench_serving"] = run_bench_serving(
+                        url, streams, args.output_len, bs_python, tmp_path, startup_cpu_s=startup
+                    )
                     row["load_bs"] += f" → {_loadavg()}"
                 rows.append(row)
-                print(f"# {streams} streams done: {json.dumps(row.get('workbench') or row.get('workbench_loop'))}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"# {streams} streams done: {json.dumps(row.get('workbench') or row.get('workbench_loop'))}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         finally:
             server.terminate()  # the one process this script started
             deadline = time.monotonic() + 20
@@ -316,10 +424,16 @@ def main() -> int:
             if server.poll() is None:
                 server.kill()
             shutil.copy(tmp_path / "sim.log", Path(tempfile.gettempdir()) / "client_fidelity_sim.log")
-    print(f"Machine: {os.cpu_count()} cores, shared with other work; server: workbench.sim, flat {STEP_MS:g} ms "
-          f"per iteration, one token per chunk, {args.output_len} output tokens, prompt {INPUT_LEN} random ids."
-          + ("" if args.no_bench_serving else f" bench_serving's CPU per Mtok leaves out its start-up ({startup:.2f} "
-                                              "CPU s for one 1-token request).") + "\n")
+    print(
+        f"Machine: {os.cpu_count()} cores, shared with other work; server: workbench.sim, flat {STEP_MS:g} ms "
+        f"per iteration, one token per chunk, {args.output_len} output tokens, prompt {INPUT_LEN} random ids."
+        + (
+            ""
+            if args.no_bench_serving
+            else f" bench_serving's CPU per Mtok leaves out its start-up ({startup:.2f} CPU s for one 1-token request)."
+        )
+        + "\n"
+    )
     print(table(rows, args))
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))

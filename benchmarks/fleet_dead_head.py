@@ -48,8 +48,14 @@ FIRST_SERVER_S = 420.0
 
 
 def _options(requests: int) -> dict:
-    return {"tp_size": 2, "concurrency_levels": [1], "requests_per_level": requests, "max_new_tokens": 256,
-            "repeats": 2, "time_scale": 1.0}
+    return {
+        "tp_size": 2,
+        "concurrency_levels": [1],
+        "requests_per_level": requests,
+        "max_new_tokens": 256,
+        "repeats": 2,
+        "time_scale": 1.0,
+    }
 
 
 def _worker_servers(cluster: fc.Cluster) -> list[int]:
@@ -64,8 +70,11 @@ def _watchdog_notes(cluster: fc.Cluster) -> list[str]:
     """The watchdogs' lines in the worker's server logs: which check stopped each server."""
     notes = []
     for log in sorted(cluster.servers_dir(cluster.worker_ns).rglob("*.log")):
-        notes += [line.strip() for line in log.read_text(errors="replace").splitlines()
-                  if "owner process" in line or "lease expired" in line]
+        notes += [
+            line.strip()
+            for line in log.read_text(errors="replace").splitlines()
+            if "owner process" in line or "lease expired" in line
+        ]
     return notes
 
 
@@ -74,12 +83,21 @@ def one_run(out: Path, *, driver_ns: str, requests: int) -> dict:
     cluster = fc.start(out)
     try:
         ns = cluster.head_ns if driver_ns == "head" else cluster.worker_ns
-        spec = {"address": cluster.address, "variants": ["baseline", "eagle3-topk4"], "runs_dir": str(out / "runs"),
-                "out": str(out / "sweep.json"), "options": _options(requests)}
+        spec = {
+            "address": cluster.address,
+            "variants": ["baseline", "eagle3-topk4"],
+            "runs_dir": str(out / "runs"),
+            "out": str(out / "sweep.json"),
+            "options": _options(requests),
+        }
         (out / "sweep.spec.json").write_text(json.dumps(spec))
         stderr = out / "driver.err"
-        driver = cluster.popen(ns, [cluster.python, str(REPO / "tests" / "fleet_driver.py"), str(out / "sweep.spec.json")],
-                               stdout=open(out / "driver.out", "w"), stderr=open(stderr, "w"))
+        driver = cluster.popen(
+            ns,
+            [cluster.python, str(REPO / "tests" / "fleet_driver.py"), str(out / "sweep.spec.json")],
+            stdout=open(out / "driver.out", "w"),
+            stderr=open(stderr, "w"),
+        )
         start = time.monotonic()
         while not _worker_servers(cluster):
             if driver.poll() is not None or time.monotonic() - start > FIRST_SERVER_S:
@@ -89,8 +107,12 @@ def one_run(out: Path, *, driver_ns: str, requests: int) -> dict:
         servers_before = len(_worker_servers(cluster))
         killed = time.monotonic()
         fc.kill_namespace(cluster, cluster.head_ns)
-        seen: dict[str, float | None] = {"servers_gone_s": None, "raylet_gone_s": None, "ray_workers_gone_s": None,
-                                         "driver_exit_s": None}
+        seen: dict[str, float | None] = {
+            "servers_gone_s": None,
+            "raylet_gone_s": None,
+            "ray_workers_gone_s": None,
+            "driver_exit_s": None,
+        }
         while time.monotonic() - killed < WATCH_S:
             now = round(time.monotonic() - killed, 1)
             if seen["servers_gone_s"] is None and not _worker_servers(cluster):
@@ -107,15 +129,19 @@ def one_run(out: Path, *, driver_ns: str, requests: int) -> dict:
         if driver.poll() is None:
             driver.kill()
         result_file = out / "sweep.json"
-        return {"driver_in": driver_ns,
-                "gcs_reconnect_timeout_s": os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s", "Ray's default"),
-                "servers_on_worker_at_kill": servers_before, **seen,
-                "servers_left_at_end": len(_worker_servers(cluster)), "driver_returncode": driver.poll(),
-                "driver_result": json.loads(result_file.read_text()) if result_file.exists() else None,
-                "driver_stderr_tail": stderr.read_text(errors="replace").strip().splitlines()[-6:],
-                "watchdog_notes": _watchdog_notes(cluster),
-                "load_average_1_5_15_at_start": [round(x, 1) for x in load_at_start],
-                "load_average_1_5_15_at_end": [round(x, 1) for x in os.getloadavg()]}
+        return {
+            "driver_in": driver_ns,
+            "gcs_reconnect_timeout_s": os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s", "Ray's default"),
+            "servers_on_worker_at_kill": servers_before,
+            **seen,
+            "servers_left_at_end": len(_worker_servers(cluster)),
+            "driver_returncode": driver.poll(),
+            "driver_result": json.loads(result_file.read_text()) if result_file.exists() else None,
+            "driver_stderr_tail": stderr.read_text(errors="replace").strip().splitlines()[-6:],
+            "watchdog_notes": _watchdog_notes(cluster),
+            "load_average_1_5_15_at_start": [round(x, 1) for x in load_at_start],
+            "load_average_1_5_15_at_end": [round(x, 1) for x in os.getloadavg()],
+        }
     finally:
         fc.stop(cluster)
 
@@ -123,10 +149,18 @@ def one_run(out: Path, *, driver_ns: str, requests: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1, help="runs, each with a fresh cluster (default 1)")
-    parser.add_argument("--driver", choices=("head", "worker"), default="head",
-                        help="the namespace the driver runs in (default head, the usual place; worker: it survives)")
-    parser.add_argument("--gcs-reconnect-timeout-s", type=int, default=None,
-                        help="RAY_gcs_rpc_server_reconnect_timeout_s for both nodes (default: Ray's own, 60 s)")
+    parser.add_argument(
+        "--driver",
+        choices=("head", "worker"),
+        default="head",
+        help="the namespace the driver runs in (default head, the usual place; worker: it survives)",
+    )
+    parser.add_argument(
+        "--gcs-reconnect-timeout-s",
+        type=int,
+        default=None,
+        help="RAY_gcs_rpc_server_reconnect_timeout_s for both nodes (default: Ray's own, 60 s)",
+    )
     parser.add_argument("--requests", type=int, default=40, help="requests of the one level (default 40: minutes)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/fleet_dead_head"), help="work folder (emptied first)")
     args = parser.parse_args()

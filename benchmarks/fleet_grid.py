@@ -40,8 +40,14 @@ VARIANTS = ["baseline", "eagle3-topk4", "eagle3-topk1-steps3", "eagle3-topk4-ste
 
 
 def _options(requests: int) -> dict:
-    return {"tp_size": 2, "concurrency_levels": [1, 4], "requests_per_level": requests, "max_new_tokens": 32,
-            "repeats": 2, "time_scale": 1.0}
+    return {
+        "tp_size": 2,
+        "concurrency_levels": [1, 4],
+        "requests_per_level": requests,
+        "max_new_tokens": 32,
+        "repeats": 2,
+        "time_scale": 1.0,
+    }
 
 
 def _overheads(units: list[dict]) -> tuple[list[float], list[float]]:
@@ -54,8 +60,14 @@ def _overheads(units: list[dict]) -> tuple[list[float], list[float]]:
     finish (so it is an upper bound: the driver sees a finish up to ~1 s late; clamped at 0)."""
     cold, warm = [], []
     for u in units:
-        before = [v for v in units if v is not u and v["host"] == u["host"] and v["started_at"] < u["started_at"]
-                  and set(v["gpus"].split(",")) & set(u["gpus"].split(","))]
+        before = [
+            v
+            for v in units
+            if v is not u
+            and v["host"] == u["host"]
+            and v["started_at"] < u["started_at"]
+            and set(v["gpus"].split(",")) & set(u["gpus"].split(","))
+        ]
         if before:
             free = max(u["submitted_at"], max(v["finished_at"] for v in before))
             warm.append(max(0.0, u["started_at"] - free))
@@ -65,17 +77,29 @@ def _overheads(units: list[dict]) -> tuple[list[float], list[float]]:
 
 
 def _fleet_run(cluster: fc.Cluster, out: Path, requests: int) -> dict:
-    spec = {"address": cluster.address, "variants": VARIANTS, "runs_dir": str(out / "fleet-runs"),
-            "out": str(out / "fleet.json"), "options": _options(requests)}
+    spec = {
+        "address": cluster.address,
+        "variants": VARIANTS,
+        "runs_dir": str(out / "fleet-runs"),
+        "out": str(out / "fleet.json"),
+        "options": _options(requests),
+    }
     (out / "fleet.spec.json").write_text(json.dumps(spec))
     start = time.monotonic()
-    done = cluster.exec(cluster.head_ns, [cluster.python, str(REPO / "tests" / "fleet_driver.py"),
-                                          str(out / "fleet.spec.json")], capture_output=True, timeout=1200)
+    done = cluster.exec(
+        cluster.head_ns,
+        [cluster.python, str(REPO / "tests" / "fleet_driver.py"), str(out / "fleet.spec.json")],
+        capture_output=True,
+        timeout=1200,
+    )
     wall = time.monotonic() - start
     if done.returncode != 0:
         raise SystemExit(f"fleet driver failed:\n{done.stderr[-4000:]}")
-    units = [u for p in sorted((out / "fleet-runs").glob("*/manifest.json"))
-             for u in json.loads(p.read_text())["fleet_units"]]
+    units = [
+        u
+        for p in sorted((out / "fleet-runs").glob("*/manifest.json"))
+        for u in json.loads(p.read_text())["fleet_units"]
+    ]
     first = min(u["submitted_at"] for u in units)
     last = max(u["finished_at"] for u in units)
     prestart = json.loads(next((out / "fleet-runs").glob("*/manifest.json")).read_text()).get("fleet_prestart")
@@ -119,17 +143,22 @@ def main() -> None:
     serial_unit_s = serial["wall_s"] / n
     target_s = 1.25 * math.ceil(n / slots) * statistics.mean(unit_s)
     result = {
-        "units": n, "slots": slots, "cluster_start_s": round(cluster_start_s, 1),
-        "fleet_wall_s": round(fleet["wall_s"], 1), "fleet_units_span_s": round(fleet["units_span_s"], 1),
+        "units": n,
+        "slots": slots,
+        "cluster_start_s": round(cluster_start_s, 1),
+        "fleet_wall_s": round(fleet["wall_s"], 1),
+        "fleet_units_span_s": round(fleet["units_span_s"], 1),
         "serial_wall_s": round(serial["wall_s"], 1),
         "ratio_serial_over_fleet_wall": round(serial["wall_s"] / fleet["wall_s"], 2),
         "ratio_serial_over_fleet_span": round(serial["wall_s"] / fleet["units_span_s"], 2),
-        "fleet_unit_s_mean": round(statistics.mean(unit_s), 1), "fleet_unit_s_max": round(max(unit_s), 1),
+        "fleet_unit_s_mean": round(statistics.mean(unit_s), 1),
+        "fleet_unit_s_max": round(max(unit_s), 1),
         "serial_unit_s_mean": round(serial_unit_s, 1),
         "span_target_s (1.25 x ceil(N/G) fleet unit times)": round(target_s, 1),
         "span_within_target": fleet["units_span_s"] <= target_s,
         "prestart": {k: v for k, v in (fleet["prestart"] or {}).items() if k != "workers"},
-        "overhead_first_on_gpus_s": [round(x, 2) for x in cold], "overhead_later_s": [round(x, 2) for x in warm],
+        "overhead_first_on_gpus_s": [round(x, 2) for x in cold],
+        "overhead_later_s": [round(x, 2) for x in warm],
         "overhead_within_2s": max(cold + warm) <= 2.0,
         "server_start_s_mean": round(statistics.mean(server_start_s), 2),
         "hosts": sorted({u["host"] for u in units}),

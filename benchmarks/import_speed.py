@@ -24,8 +24,14 @@ from pathlib import Path
 
 import workbench as wb
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "imports" / "bench_serving" / \
-    "bs059_baseline_details.jsonl"
+FIXTURE = (
+    Path(__file__).resolve().parents[1]
+    / "tests"
+    / "fixtures"
+    / "imports"
+    / "bench_serving"
+    / "bs059_baseline_details.jsonl"
+)
 DETAILS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors")
 
 
@@ -56,9 +62,11 @@ def main() -> None:
                 start = time.perf_counter()
                 result = wb.import_results(path, store=store, runs_dir=runs)
                 times.append(time.perf_counter() - start)
-            print(f"{label:>17}: {args.lines} lines, {size / 1e6:.1f} MB, {len(result.requests)} request rows: "
-                  f"best {min(times):.2f} s, median {statistics.median(times):.2f} s "
-                  f"({size / 1e6 / min(times):.1f} MB/s best)")
+            print(
+                f"{label:>17}: {args.lines} lines, {size / 1e6:.1f} MB, {len(result.requests)} request rows: "
+                f"best {min(times):.2f} s, median {statistics.median(times):.2f} s "
+                f"({size / 1e6 / min(times):.1f} MB/s best)"
+            )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ DEFAULT_TABLE = ROOT / "data" / "calibration" / "h100-sglang-0.5.17-2026-12-06-r
 #: Each model's shipped profile and the TP it ran at.
 PROFILES = {"llama31-8b": "h100-llama3-8b-eagle3", "qwen3-30b-a3b": "h100x2-qwen3-30b-a3b-eagle3"}
 #: Terms fitted on the baseline points (per model).
-FIT_TERMS = {"llama31-8b": ("hbm_efficiency", "layer_fixed_us"),
-             "qwen3-30b-a3b": ("hbm_efficiency", "layer_fixed_us", "moe_layer_floor_us")}
+FIT_TERMS = {
+    "llama31-8b": ("hbm_efficiency", "layer_fixed_us"),
+    "qwen3-30b-a3b": ("hbm_efficiency", "layer_fixed_us", "moe_layer_floor_us"),
+}
 
 
 def tidy(table: Path) -> pd.DataFrame:
@@ -63,23 +65,35 @@ def tidy(table: Path) -> pd.DataFrame:
                 acc = w.get("accept_length_log") or 1.0
                 prof = profiles.get(b, {})
                 busy = prof.get("busy_fraction")
-                rows.append({
-                    "server": server["name"], "model": server["model"],
-                    "kind": "baseline" if shape is None else ("chain" if shape[1] == 1 else "tree"),
-                    "num_steps": shape[0] if shape else 0, "topk": shape[1] if shape else 1,
-                    "num_draft_tokens": shape[2] if shape else 1,
-                    "forced_accept_length": server.get("forced_accept_length"), "batch": b,
-                    "accept_length": acc, "step_ms": w["step_ms"], "step_ms_q1": w["step_ms_lo"],
-                    "step_ms_q3": w["step_ms_hi"], "decode_intervals": w["decode_log_intervals"],
-                    "decode_output_tok_s": round(1000.0 * b * acc / w["step_ms"], 2),
-                    "wave_output_tok_s": w.get("output_tok_s"), "wave_wall_s": w.get("wall_s"),
-                    "gpu_busy_fraction": busy,
-                    "gpu_ms": None if busy is None else round(busy * w["step_ms"], 4),
-                    "host_exposed_ms": None if busy is None else round((1 - busy) * w["step_ms"], 4),
-                    "gpu": doc["gpu"].split(",")[0], "sglang": doc["sglang"],
-                    "attention_backend": doc["attention_backend"], "input_len": doc["input_len"],
-                    "wave_tokens": doc["wave_tokens"], "source": f"raw/{path.name}",
-                })
+                rows.append(
+                    {
+                        "server": server["name"],
+                        "model": server["model"],
+                        "kind": "baseline" if shape is None else ("chain" if shape[1] == 1 else "tree"),
+                        "num_steps": shape[0] if shape else 0,
+                        "topk": shape[1] if shape else 1,
+                        "num_draft_tokens": shape[2] if shape else 1,
+                        "forced_accept_length": server.get("forced_accept_length"),
+                        "batch": b,
+                        "accept_length": acc,
+                        "step_ms": w["step_ms"],
+                        "step_ms_q1": w["step_ms_lo"],
+                        "step_ms_q3": w["step_ms_hi"],
+                        "decode_intervals": w["decode_log_intervals"],
+                        "decode_output_tok_s": round(1000.0 * b * acc / w["step_ms"], 2),
+                        "wave_output_tok_s": w.get("output_tok_s"),
+                        "wave_wall_s": w.get("wall_s"),
+                        "gpu_busy_fraction": busy,
+                        "gpu_ms": None if busy is None else round(busy * w["step_ms"], 4),
+                        "host_exposed_ms": None if busy is None else round((1 - busy) * w["step_ms"], 4),
+                        "gpu": doc["gpu"].split(",")[0],
+                        "sglang": doc["sglang"],
+                        "attention_backend": doc["attention_backend"],
+                        "input_len": doc["input_len"],
+                        "wave_tokens": doc["wave_tokens"],
+                        "source": f"raw/{path.name}",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -105,18 +119,27 @@ def kernel_table(traces: Path) -> pd.DataFrame:
         iterations = 16  # the calib step profiles num_steps=16 forward iterations
         ms = lambda pick: sum(e["dur"] for e in events if pick(e["name"])) / 1000 / iterations  # noqa: E731
         window = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) / 1000 / iterations
-        rows.append({"server": server, "batch": int(batch), "iteration_ms": round(window, 3),
-                     "gpu_kernels_ms": round(ms(lambda n: True), 3),
-                     "extend_attention_ms": round(ms(lambda n: n == EXTEND_KERNEL), 3),
-                     "decode_attention_ms": round(ms(lambda n: n.startswith(DECODE_KERNELS)), 3),
-                     "gemm_ms": round(ms(lambda n: n.startswith(("nvjet", "sm90", "cutlass")) or "gemm" in n.lower()), 3),
-                     "moe_ms": round(ms(lambda n: "moe" in n.lower() or "expert" in n.lower()), 3)})
+        rows.append(
+            {
+                "server": server,
+                "batch": int(batch),
+                "iteration_ms": round(window, 3),
+                "gpu_kernels_ms": round(ms(lambda n: True), 3),
+                "extend_attention_ms": round(ms(lambda n: n == EXTEND_KERNEL), 3),
+                "decode_attention_ms": round(ms(lambda n: n.startswith(DECODE_KERNELS)), 3),
+                "gemm_ms": round(ms(lambda n: n.startswith(("nvjet", "sm90", "cutlass")) or "gemm" in n.lower()), 3),
+                "moe_ms": round(ms(lambda n: "moe" in n.lower() or "expert" in n.lower()), 3),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 #: The real-engine profiles built from these tables (fitted on plain decoding only; the exposed host time and the
 #: extend attention per cached token measured): data/profiles/. _MODE picks them instead of the shipped ones.
-REAL_PROFILES = {"llama31-8b": "h100-llama3-8b-sglang0517-triton", "qwen3-30b-a3b": "h100-qwen3-30b-a3b-sglang0517-triton"}
+REAL_PROFILES = {
+    "llama31-8b": "h100-llama3-8b-sglang0517-triton",
+    "qwen3-30b-a3b": "h100-qwen3-30b-a3b-sglang0517-triton",
+}
 _MODE = {"measured": False}
 
 
@@ -147,8 +170,13 @@ def _cost(model: str, efficiency: Any = None):
 def _spec(row: Any):
     from workbench.sim import SpecConfig
 
-    return SpecConfig("EAGLE3", num_steps=int(row.num_steps), topk=int(row.topk),
-                      num_draft_tokens=int(row.num_draft_tokens), spec_v2=True)
+    return SpecConfig(
+        "EAGLE3",
+        num_steps=int(row.num_steps),
+        topk=int(row.topk),
+        num_draft_tokens=int(row.num_draft_tokens),
+        spec_v2=True,
+    )
 
 
 def predict(points: pd.DataFrame, efficiency: Any = None, host_exposed_ms: float = 0.0) -> np.ndarray:
@@ -176,8 +204,9 @@ def fit_baseline(points: pd.DataFrame, model: str, host_exposed_ms: float) -> An
     goal = np.log(rows.step_ms.to_numpy())
 
     def eff(x: np.ndarray) -> Any:
-        return dataclasses.replace(base, **{t: min(math.exp(v), 1.0) if t.endswith("efficiency") else math.exp(v)
-                                           for t, v in zip(terms, x)})
+        return dataclasses.replace(
+            base, **{t: min(math.exp(v), 1.0) if t.endswith("efficiency") else math.exp(v) for t, v in zip(terms, x)}
+        )
 
     def resid(x: np.ndarray) -> np.ndarray:
         return np.log(predict(rows, {model: eff(x)}, host_exposed_ms)) - goal
@@ -211,11 +240,16 @@ def summary(df: pd.DataFrame, label: str) -> dict[str, Any]:
             if part.empty:
                 continue
             key = f"{model}/{kind}"
-            out[key] = {"n": len(part), "tok_s_mean_abs_pct": round(part.step_error_pct.abs().mean(), 1),
-                        "tok_s_worst_abs_pct": round(part.step_error_pct.abs().max(), 1)}
+            out[key] = {
+                "n": len(part),
+                "tok_s_mean_abs_pct": round(part.step_error_pct.abs().mean(), 1),
+                "tok_s_worst_abs_pct": round(part.step_error_pct.abs().max(), 1),
+            }
             if kind != "baseline":
-                out[key].update(ratio_mean_abs_pct=round(part.ratio_error_pct.abs().mean(), 1),
-                                ratio_worst_abs_pct=round(part.ratio_error_pct.abs().max(), 1))
+                out[key].update(
+                    ratio_mean_abs_pct=round(part.ratio_error_pct.abs().mean(), 1),
+                    ratio_worst_abs_pct=round(part.ratio_error_pct.abs().max(), 1),
+                )
     return out
 
 
@@ -230,8 +264,16 @@ def tree_minus_chain(df: pd.DataFrame) -> pd.DataFrame:
         for tree in part[part.kind == "tree"].itertuples(index=False):
             real = tree.step_ms - chain.step_ms
             sim = tree.predicted_step_ms - chain.predicted_step_ms
-            rows.append({"model": model, "batch": batch, "tree": tree.server, "real_extra_ms": round(real, 3),
-                         "sim_extra_ms": round(sim, 3), "error_pct": round(100 * (sim / real - 1), 1) if real else None})
+            rows.append(
+                {
+                    "model": model,
+                    "batch": batch,
+                    "tree": tree.server,
+                    "real_extra_ms": round(real, 3),
+                    "sim_extra_ms": round(sim, 3),
+                    "error_pct": round(100 * (sim / real - 1), 1) if real else None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -239,8 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", type=Path, default=DEFAULT_TABLE)
     ap.add_argument("--json", type=Path, default=None, help="write the summaries here")
-    ap.add_argument("--traces", type=Path, default=None,
-                    help="a folder of the calib step's torch-profiler traces: write kernels.csv from them")
+    ap.add_argument(
+        "--traces",
+        type=Path,
+        default=None,
+        help="a folder of the calib step's torch-profiler traces: write kernels.csv from them",
+    )
     args = ap.parse_args(argv)
     if args.traces:
         kernels = with_kv(kernel_table(args.traces), tidy(args.table))
@@ -251,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     pd.set_option("display.width", 200)
     print(f"{len(points)} points from {args.table.relative_to(ROOT)} -> steps.csv")
     host = points.dropna(subset=["host_exposed_ms"]).groupby("model").host_exposed_ms.median()
-    print("measured host time the GPU waits on per iteration (median over profiled points, ms):", host.round(3).to_dict())
+    print(
+        "measured host time the GPU waits on per iteration (median over profiled points, ms):", host.round(3).to_dict()
+    )
     results: dict[str, Any] = {"host_exposed_ms": host.round(4).to_dict()}
 
     shipped = errors(points, predict(points))
@@ -270,14 +318,28 @@ def main(argv: list[str] | None = None) -> int:
     refit = {m: fit_baseline(points, m, 0.0) for m in sorted(points.model.unique())}
     _MODE["measured"] = False
     results["real_engine_profiles"] = summary(
-        measured, "the real-engine profiles: fitted on baseline only, host time and extend attention measured; "
-                  "spec held out")
-    results["real_engine_profiles_refit"] = {m: {t: round(getattr(e, t), 5) for t in FIT_TERMS[m]}
-                                             for m, e in refit.items()}
-    cols = ["server", "batch", "accept_length", "step_ms", "predicted_step_ms", "step_error_pct", "ratio_real",
-            "ratio_sim", "ratio_error_pct"]
-    for label, df in (("OUT OF THE BOX", shipped), ("FITTED ON BASELINE ONLY (spec held out)", fitted),
-                      ("FITTED ON BASELINE ONLY, MEASURED HOST AND EXTEND ATTENTION (spec held out)", measured)):
+        measured,
+        "the real-engine profiles: fitted on baseline only, host time and extend attention measured; spec held out",
+    )
+    results["real_engine_profiles_refit"] = {
+        m: {t: round(getattr(e, t), 5) for t in FIT_TERMS[m]} for m, e in refit.items()
+    }
+    cols = [
+        "server",
+        "batch",
+        "accept_length",
+        "step_ms",
+        "predicted_step_ms",
+        "step_error_pct",
+        "ratio_real",
+        "ratio_sim",
+        "ratio_error_pct",
+    ]
+    for label, df in (
+        ("OUT OF THE BOX", shipped),
+        ("FITTED ON BASELINE ONLY (spec held out)", fitted),
+        ("FITTED ON BASELINE ONLY, MEASURED HOST AND EXTEND ATTENTION (spec held out)", measured),
+    ):
         print(f"\n== {label}")
         print(df[cols].to_string(index=False))
     tmc = tree_minus_chain(measured)

@@ -52,15 +52,23 @@ POINTS: tuple[tuple[str, str, tuple[int, int, int] | None, float | None], ...] =
 #: Each model's folder under the models directory, its EAGLE-3 draft's folder and its static memory fraction
 #: (the MoE model's 61 GB of weights need more of an 80 GB card).
 MODELS = {"llama31-8b": ("llama31-8b", "eagle3", 0.8), "qwen3-30b-a3b": ("qwen3-30b-a3b", "eagle3-qwen3-30b-a3b", 0.88)}
-DECODE_LINE = re.compile(r"Decode batch.*?#running-req: (?P<running>\d+).*?(?:accept len: (?P<acc>[\d.]+).*?)?"
-                         r"gen throughput \(token/s\): (?P<tput>[\d.]+)")
+DECODE_LINE = re.compile(
+    r"Decode batch.*?#running-req: (?P<running>\d+).*?(?:accept len: (?P<acc>[\d.]+).*?)?"
+    r"gen throughput \(token/s\): (?P<tput>[\d.]+)"
+)
 #: Kernel name -> the part of the step it belongs to (first match wins).
 CATEGORIES = (
     ("moe", re.compile(r"moe|expert|topk_softmax|fused_moe|align_block", re.I)),
     ("attention", re.compile(r"attn|attention|flash|decode_kernel|extend|_fwd_kernel|mla", re.I)),
     ("gemm", re.compile(r"gemm|cutlass|sm90_xmma|nvjet|cublas|matmul|splitK|ampere|hopper", re.I)),
-    ("tree_and_sampling", re.compile(r"tree|mask|verify|accept|sample|argmax|topk|sort|softmax|scan|cumsum|gather|"
-                                     r"index|scatter", re.I)),
+    (
+        "tree_and_sampling",
+        re.compile(
+            r"tree|mask|verify|accept|sample|argmax|topk|sort|softmax|scan|cumsum|gather|"
+            r"index|scatter",
+            re.I,
+        ),
+    ),
     ("norm_rope_act", re.compile(r"norm|rope|rotary|silu|act_and_mul|gelu", re.I)),
     ("copy_memset", re.compile(r"copy|memcpy|memset|fill|cat_|elementwise", re.I)),
 )
@@ -77,8 +85,9 @@ def points(selected: list[str]) -> list[tuple[str, str, tuple[int, int, int] | N
     return chosen
 
 
-def variant_for(point: tuple[str, str, tuple[int, int, int] | None, float | None], base: Any, models_dir: Path,
-                prefill_graphs: bool) -> Any:
+def variant_for(
+    point: tuple[str, str, tuple[int, int, int] | None, float | None], base: Any, models_dir: Path, prefill_graphs: bool
+) -> Any:
     """The server of one calibration point, from the recipe's baseline variant."""
     name, model, shape, acc = point
     folder, draft, fraction = MODELS[model]
@@ -90,20 +99,34 @@ def variant_for(point: tuple[str, str, tuple[int, int, int] | None, float | None
     draft_path = None
     if shape is not None:
         steps, topk, tokens = shape
-        flags.update({"speculative-algorithm": "EAGLE3", "speculative-num-steps": steps,
-                      "speculative-eagle-topk": topk, "speculative-num-draft-tokens": tokens})
+        flags.update(
+            {
+                "speculative-algorithm": "EAGLE3",
+                "speculative-num-steps": steps,
+                "speculative-eagle-topk": topk,
+                "speculative-num-draft-tokens": tokens,
+            }
+        )
         env["SGLANG_SIMULATE_ACC_LEN"] = str(acc)
         draft_path = str(models_dir / draft)
-    return dataclasses.replace(base, name=name, model_path=str(models_dir / folder), draft_model_path=draft_path,
-                               flags=flags, env=env, description=f"calibration point {name}")
+    return dataclasses.replace(
+        base,
+        name=name,
+        model_path=str(models_dir / folder),
+        draft_model_path=draft_path,
+        flags=flags,
+        env=env,
+        description=f"calibration point {name}",
+    )
 
 
 def _post(url: str, body: Any, timeout_s: float) -> tuple[int, dict[str, Any] | None, str]:
     import urllib.error
     import urllib.request
 
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             raw = resp.read().decode("utf-8", "replace")
@@ -125,8 +148,14 @@ def _launch_wave(url: str, b: int, input_len: int, tokens: int, seed: int) -> tu
 
     def one(i: int) -> None:
         t0 = time.monotonic()
-        status, body, err = _post(url + "/generate", {"input_ids": prompts[i], "sampling_params": {
-            "max_new_tokens": tokens, "ignore_eos": True, "temperature": 0}}, timeout_s=600)
+        status, body, err = _post(
+            url + "/generate",
+            {
+                "input_ids": prompts[i],
+                "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0},
+            },
+            timeout_s=600,
+        )
         results[i] = (t0, time.monotonic(), status, body, err)
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(b)]
@@ -163,18 +192,25 @@ def wave(url: str, log_path: Path, b: int, *, input_len: int, tokens: int, seed:
         wall = max(r[1] for r in done) - min(r[0] for r in done)
         out_tokens = [r[3]["meta_info"].get("completion_tokens", 0) for r in done]
         verify = [r[3]["meta_info"].get("spec_verify_ct", 0) or 0 for r in done]
-        row.update(wall_s=round(wall, 4), output_tokens=sum(out_tokens), output_tok_s=round(sum(out_tokens) / wall, 2),
-                   per_request_tok_s=round(statistics.mean(t / (r[1] - r[0]) for t, r in zip(out_tokens, done)), 2))
+        row.update(
+            wall_s=round(wall, 4),
+            output_tokens=sum(out_tokens),
+            output_tok_s=round(sum(out_tokens) / wall, 2),
+            per_request_tok_s=round(statistics.mean(t / (r[1] - r[0]) for t, r in zip(out_tokens, done)), 2),
+        )
         if sum(verify):
             row["accept_length_client"] = round(sum(out_tokens) / sum(verify), 4)
     lines = _decode_lines(text, b)[1:]  # the first interval holds the prefill and the gap before the wave
     row["decode_log_intervals"] = len(lines)
     if lines:
         steps = sorted(x["step_ms"] for x in lines)
-        row.update(step_ms=round(statistics.median(steps), 4), step_ms_lo=round(steps[len(steps) // 4], 4),
-                   step_ms_hi=round(steps[(3 * len(steps)) // 4], 4),
-                   accept_length_log=round(statistics.median(x["accept_length"] for x in lines), 4),
-                   gen_tok_s_log=round(statistics.median(x["gen_tok_s"] for x in lines), 2))
+        row.update(
+            step_ms=round(statistics.median(steps), 4),
+            step_ms_lo=round(steps[len(steps) // 4], 4),
+            step_ms_hi=round(steps[(3 * len(steps)) // 4], 4),
+            accept_length_log=round(statistics.median(x["accept_length"] for x in lines), 4),
+            gen_tok_s_log=round(statistics.median(x["gen_tok_s"] for x in lines), 2),
+        )
     return row
 
 
@@ -182,8 +218,11 @@ def trace_summary(path: Path, num_steps: int) -> dict[str, Any]:
     """GPU busy time, window and per-category kernel time of one torch-profiler trace (CUDA activity)."""
     with gzip.open(path, "rt") as fh:
         data = json.load(fh)
-    events = [e for e in data.get("traceEvents", [])
-              if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e]
+    events = [
+        e
+        for e in data.get("traceEvents", [])
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e
+    ]
     if not events:
         return {"events": 0}
     spans = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events)
@@ -211,23 +250,38 @@ def trace_summary(path: Path, num_steps: int) -> dict[str, Any]:
         cats[cat] = cats.get(cat, 0.0) + float(e["dur"])
         names[name[:90]] = names.get(name[:90], 0.0) + float(e["dur"])
     top = sorted(names.items(), key=lambda kv: -kv[1])[:12]
-    return {"events": len(events), "window_ms": round(window / 1000, 3), "gpu_busy_ms": round(busy / 1000, 3),
-            "busy_fraction": round(busy / window, 4) if window else None, "profiled_steps": num_steps,
-            "kernel_ms_by_part": {k: round(v / 1000, 3) for k, v in sorted(cats.items())},
-            "top_kernels_ms": [[n, round(v / 1000, 3)] for n, v in top]}
+    return {
+        "events": len(events),
+        "window_ms": round(window / 1000, 3),
+        "gpu_busy_ms": round(busy / 1000, 3),
+        "busy_fraction": round(busy / window, 4) if window else None,
+        "profiled_steps": num_steps,
+        "kernel_ms_by_part": {k: round(v / 1000, 3) for k, v in sorted(cats.items())},
+        "top_kernels_ms": [[n, round(v / 1000, 3)] for n, v in top],
+    }
 
 
-def profile(url: str, b: int, *, input_len: int, prefix: str, trace_dir: Path, num_steps: int,
-            seed: int) -> dict[str, Any]:
+def profile(
+    url: str, b: int, *, input_len: int, prefix: str, trace_dir: Path, num_steps: int, seed: int
+) -> dict[str, Any]:
     """SGLang's torch profiler over ``num_steps`` steps at ``b`` running requests; the trace's GPU busy share."""
     trace_dir.mkdir(parents=True, exist_ok=True)
     before = set(trace_dir.glob("*.trace.json.gz"))
     threads, _ = _launch_wave(url, b, input_len, 4000, seed)
     time.sleep(1.5)  # every request prefilled and decoding
     t0 = time.monotonic()
-    status, _, err = _post(url + "/start_profile", {"output_dir": str(trace_dir), "num_steps": num_steps,
-                                                    "activities": ["GPU"], "with_stack": False, "record_shapes": False,
-                                                    "profile_prefix": prefix}, timeout_s=120)
+    status, _, err = _post(
+        url + "/start_profile",
+        {
+            "output_dir": str(trace_dir),
+            "num_steps": num_steps,
+            "activities": ["GPU"],
+            "with_stack": False,
+            "record_shapes": False,
+            "profile_prefix": prefix,
+        },
+        timeout_s=120,
+    )
     trace = None
     while status == 200 and time.monotonic() - t0 < 90:
         new = sorted(set(trace_dir.glob("*.trace.json.gz")) - before)
@@ -247,25 +301,51 @@ def profile(url: str, b: int, *, input_len: int, prefix: str, trace_dir: Path, n
         return {"batch": b, "trace": trace.name, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def run(selected: list[str], *, out: Path, label: str, batches: list[int], profiled: list[int], input_len: int,
-        tokens: int, models_dir: Path, base: Any, engine: str, deadline_s: float, gpu: Callable[[], str],
-        leftovers: Callable[[], list[str]]) -> dict[str, Any]:
+def run(
+    selected: list[str],
+    *,
+    out: Path,
+    label: str,
+    batches: list[int],
+    profiled: list[int],
+    input_len: int,
+    tokens: int,
+    models_dir: Path,
+    base: Any,
+    engine: str,
+    deadline_s: float,
+    gpu: Callable[[], str],
+    leftovers: Callable[[], list[str]],
+) -> dict[str, Any]:
     """Every selected calibration server, each at every batch; written to ``calib-<label>.json`` as it goes."""
     from workbench.engines import get_engine
     from workbench.errors import WorkbenchError
     from workbench.servers import ServerHandle, startup_timings
 
     t_start = time.monotonic()
-    doc: dict[str, Any] = {"label": label, "gpu": gpu(), "sglang": "0.5.17", "attention_backend": "triton",
-                           "input_len": input_len, "wave_tokens": tokens, "batches": batches, "profiled": profiled,
-                           "servers": []}
+    doc: dict[str, Any] = {
+        "label": label,
+        "gpu": gpu(),
+        "sglang": "0.5.17",
+        "attention_backend": "triton",
+        "input_len": input_len,
+        "wave_tokens": tokens,
+        "batches": batches,
+        "profiled": profiled,
+        "servers": [],
+    }
     path = out / f"calib-{label}.json"
     trace_dir = Path("/tmp/wb-traces")
     for i, point in enumerate(points(selected)):
         if time.monotonic() - t_start > deadline_s:
             doc["servers"].append({"name": point[0], "skipped": "deadline"})
             continue
-        record: dict[str, Any] = {"name": point[0], "model": point[1], "shape": point[2], "forced_accept_length": point[3]}
+        record: dict[str, Any] = {
+            "name": point[0],
+            "model": point[1],
+            "shape": point[2],
+            "forced_accept_length": point[3],
+        }
         t0 = time.monotonic()
         for prefill_graphs in (False, True):
             variant = variant_for(point, base, models_dir, prefill_graphs)
@@ -274,17 +354,32 @@ def run(selected: list[str], *, out: Path, label: str, batches: list[int], profi
             try:
                 with ServerHandle.start(variant, host="local", engine=engine, ready_timeout_s=600) as server:
                     log_path = Path(server.log_path)
-                    record.update(command=server.command, env=variant.env, ready_after_s=server.ready_after_s,
-                                  gpu_at_ready=gpu(), prefill_cuda_graphs=prefill_graphs)
+                    record.update(
+                        command=server.command,
+                        env=variant.env,
+                        ready_after_s=server.ready_after_s,
+                        gpu_at_ready=gpu(),
+                        prefill_cuda_graphs=prefill_graphs,
+                    )
                     wave(server.url, log_path, 1, input_len=16, tokens=16, seed=0)  # warm-up, not recorded
                     record["waves"] = []
                     for b in batches:
-                        record["waves"].append(wave(server.url, log_path, b, input_len=input_len, tokens=tokens,
-                                                    seed=1000 + b))
+                        record["waves"].append(
+                            wave(server.url, log_path, b, input_len=input_len, tokens=tokens, seed=1000 + b)
+                        )
                     record["profiles"] = []
                     for b in profiled:
-                        record["profiles"].append(profile(server.url, b, input_len=input_len, trace_dir=trace_dir,
-                                                          prefix=f"{point[0]}-b{b}", num_steps=16, seed=2000 + b))
+                        record["profiles"].append(
+                            profile(
+                                server.url,
+                                b,
+                                input_len=input_len,
+                                trace_dir=trace_dir,
+                                prefix=f"{point[0]}-b{b}",
+                                num_steps=16,
+                                seed=2000 + b,
+                            )
+                        )
                     record["startup"] = startup_timings(log_path.read_text(errors="replace"))
                     record.pop("error", None)
                 break
@@ -298,9 +393,14 @@ def run(selected: list[str], *, out: Path, label: str, batches: list[int], profi
         doc["servers"].append(record)
         path.write_text(json.dumps(doc, indent=1))
         summary = [(w["batch"], w.get("output_tok_s"), w.get("step_ms")) for w in record.get("waves", [])]
-        print(f"[{time.strftime('%H:%M:%S')}] calib {point[0]}: {record['wall_s']} s {record.get('error', '')[:200]} "
-              f"{summary}", flush=True)
+        print(
+            f"[{time.strftime('%H:%M:%S')}] calib {point[0]}: {record['wall_s']} s {record.get('error', '')[:200]} "
+            f"{summary}",
+            flush=True,
+        )
     doc["wall_s"] = round(time.monotonic() - t_start, 1)
     path.write_text(json.dumps(doc, indent=1))
-    return {"file": path.name, "servers": [(s["name"], s.get("wall_s"), s.get("error", s.get("skipped", "ok"))[:120])
-                                           for s in doc["servers"]]}
+    return {
+        "file": path.name,
+        "servers": [(s["name"], s.get("wall_s"), s.get("error", s.get("skipped", "ok"))[:120]) for s in doc["servers"]],
+    }

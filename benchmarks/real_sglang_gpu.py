@@ -53,9 +53,16 @@ MODELS = Path("/tmp/models")
 SERVERS_DIR = Path("/tmp/wb-servers")
 #: Variables every SGLang start needs here: NVLink multicast stays off (the machine's rule), DeepGEMM is a
 #: stand-in (its JIT must not be taken for a working one), nothing is fetched from the Hub.
-SERVER_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
-              "SGLANG_ENABLE_JIT_DEEPGEMM": "0", "SGLANG_DEEPGEMM_PDL": "0", "HF_HUB_OFFLINE": "1",
-              "PYTHONUNBUFFERED": "1", "WORKBENCH_SERVERS_DIR": str(SERVERS_DIR)}
+SERVER_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
+    "SGLANG_DEEPGEMM_PDL": "0",
+    "HF_HUB_OFFLINE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "WORKBENCH_SERVERS_DIR": str(SERVERS_DIR),
+}
 #: A process this script may have started: an SGLang server or scheduler, a workbench watchdog or helper.
 LEFTOVER = re.compile(r"sglang|workbench")
 ALL_VARIANTS = ("real-baseline", "real-eagle3-chain", "real-eagle3-tree", "real-eagle3-adaptive")
@@ -115,15 +122,22 @@ def prepare() -> dict[str, Any]:
     shutil.copy(RECIPE / "eagle3-qwen3-30b-a3b.config.json", MODELS / "eagle3-qwen3-30b-a3b" / "config.json")
     for folder, regular in (("llama31-8b", 128000), ("qwen3-30b-a3b", 151680)):
         if not (MODELS / folder / "tokenizer.json").exists():
-            subprocess.run([sys.executable, str(RECIPE / "mktok.py"), str(MODELS / folder), str(regular)], check=True,
-                           env={**os.environ, "PYTHONPATH": str(SITE)})
+            subprocess.run(
+                [sys.executable, str(RECIPE / "mktok.py"), str(MODELS / folder), str(regular)],
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(SITE)},
+            )
     return {"prepare_s": round(time.monotonic() - t0, 1)}
 
 
 def gpu_state() -> str:
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,memory.used,memory.total,driver_version",
-                               "--format=csv,noheader"], capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.used,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         return f"nvidia-smi: {exc}"
 
@@ -131,8 +145,12 @@ def gpu_state() -> str:
 def gpu_total_gb() -> float:
     """GPU 0's memory in GB (80 when nvidia-smi cannot say)."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30).stdout.split()
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
         return float(out[0]) / 1024 if out else 80.0
     except (OSError, subprocess.SubprocessError, ValueError):
         return 80.0
@@ -141,9 +159,14 @@ def gpu_total_gb() -> float:
 def leftovers() -> list[str]:
     """Command lines of SGLang or workbench-watchdog processes still running (what a step must not leave)."""
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [line.strip() for line in out.splitlines()
-            if LEFTOVER.search(line) and "real_sglang_gpu.py" not in line and "ps -eo" not in line
-            and "<defunct>" not in line]  # a zombie runs nothing: it waits for the container's init to reap it
+    return [
+        line.strip()
+        for line in out.splitlines()
+        if LEFTOVER.search(line)
+        and "real_sglang_gpu.py" not in line
+        and "ps -eo" not in line
+        and "<defunct>" not in line
+    ]  # a zombie runs nothing: it waits for the container's init to reap it
 
 
 def variant_file(name: str) -> str:
@@ -151,13 +174,41 @@ def variant_file(name: str) -> str:
     return str(path) if path.exists() else name
 
 
-def bench(names: list[str], *, out: Path, label: str, levels: str, repeats: int, max_new_tokens: int,
-          engine: str, timeout_s: float) -> dict[str, Any]:
+def bench(
+    names: list[str],
+    *,
+    out: Path,
+    label: str,
+    levels: str,
+    repeats: int,
+    max_new_tokens: int,
+    engine: str,
+    timeout_s: float,
+) -> dict[str, Any]:
     """``workbench bench`` over ``names``; the runs folder and the server logs come back as one archive."""
     runs = Path(f"/tmp/wb-runs-{label}")
-    argv = [sys.executable, "-m", "workbench", "bench", *map(variant_file, names), "--host", "local",
-            "--engine", engine, "--levels", levels, "--repeats", str(repeats), "--max-new-tokens", str(max_new_tokens),
-            "--label", label, "--runs-dir", str(runs), "--no-progress"]
+    argv = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "bench",
+        *map(variant_file, names),
+        "--host",
+        "local",
+        "--engine",
+        engine,
+        "--levels",
+        levels,
+        "--repeats",
+        str(repeats),
+        "--max-new-tokens",
+        str(max_new_tokens),
+        "--label",
+        label,
+        "--runs-dir",
+        str(runs),
+        "--no-progress",
+    ]
     log(" ".join(argv))
     t0 = time.monotonic()
     with open(out / f"bench-{label}.log", "w") as fh:
@@ -177,16 +228,23 @@ def bench(names: list[str], *, out: Path, label: str, levels: str, repeats: int,
     for path in sorted(SERVERS_DIR.glob("*.log")) if SERVERS_DIR.exists() else []:
         if not path.name.endswith(".watchdog.log"):
             starts[path.name] = startup_timings(path.read_text(errors="replace"))
-    result = {"label": label, "variants": names, "rc": rc, "wall_s": round(wall, 1), "left_running": leftovers(),
-              "startup": starts}
+    result = {
+        "label": label,
+        "variants": names,
+        "rc": rc,
+        "wall_s": round(wall, 1),
+        "left_running": leftovers(),
+        "startup": starts,
+    }
     log(f"bench {label}: exit {rc} in {wall:.0f} s; left running: {result['left_running']}")
     return result
 
 
 def _request(url: str, method: str, body: Any, timeout_s: float) -> dict[str, Any]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"} if data else {})
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"} if data else {}
+    )
     t0 = time.monotonic()
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
@@ -195,8 +253,12 @@ def _request(url: str, method: str, body: Any, timeout_s: float) -> dict[str, An
         status, ctype, raw = exc.code, exc.headers.get("Content-Type", ""), exc.read()
     except (urllib.error.URLError, OSError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {"status": status, "content_type": ctype, "elapsed_s": round(time.monotonic() - t0, 3),
-            "body": raw.decode("utf-8", "replace")[:200_000]}
+    return {
+        "status": status,
+        "content_type": ctype,
+        "elapsed_s": round(time.monotonic() - t0, 3),
+        "body": raw.decode("utf-8", "replace")[:200_000],
+    }
 
 
 #: The routes recorded, in order: (method, path, body). Requests come before /metrics and the second
@@ -205,29 +267,65 @@ def shape_requests() -> list[tuple[str, str, Any]]:
     ids = [128000, 9906, 1917, 374, 264, 1296]
     greedy = {"max_new_tokens": 24, "ignore_eos": True, "temperature": 0}
     return [
-        ("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/model_info", None),
-        ("GET", "/get_model_info", None), ("GET", "/server_info", None), ("GET", "/get_server_info", None),
+        ("GET", "/health", None),
+        ("GET", "/health_generate", None),
+        ("GET", "/model_info", None),
+        ("GET", "/get_model_info", None),
+        ("GET", "/server_info", None),
+        ("GET", "/get_server_info", None),
         ("GET", "/v1/models", None),
         ("POST", "/generate", {"input_ids": ids, "sampling_params": greedy}),
         ("POST", "/generate", {"input_ids": ids, "sampling_params": greedy, "stream": True}),
         ("POST", "/generate", {"text": "The capital of France is", "sampling_params": {**greedy, "max_new_tokens": 8}}),
         ("POST", "/generate", {"text": ["one", "two"], "sampling_params": {**greedy, "max_new_tokens": 4}}),
-        ("POST", "/generate", {"input_ids": ids, "sampling_params": {**greedy, "max_new_tokens": 6},
-                               "return_logprob": True, "top_logprobs_num": 2}),
+        (
+            "POST",
+            "/generate",
+            {
+                "input_ids": ids,
+                "sampling_params": {**greedy, "max_new_tokens": 6},
+                "return_logprob": True,
+                "top_logprobs_num": 2,
+            },
+        ),
         ("POST", "/generate", {"input_ids": ids, "sampling_params": {"max_new_tokens": 64, "temperature": 0}}),
         ("POST", "/v1/completions", {"model": "default", "prompt": "Hello world", "max_tokens": 8, "temperature": 0}),
-        ("POST", "/v1/completions", {"model": "default", "prompt": "Hello world", "max_tokens": 8, "temperature": 0,
-                                     "stream": True, "stream_options": {"include_usage": True}}),
-        ("POST", "/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "Hi"}],
-                                          "max_tokens": 8, "temperature": 0}),
-        ("POST", "/v1/chat/completions", {"model": "default", "messages": [{"role": "user", "content": "Hi"}],
-                                          "max_tokens": 8, "temperature": 0, "stream": True,
-                                          "stream_options": {"include_usage": True}}),
+        (
+            "POST",
+            "/v1/completions",
+            {
+                "model": "default",
+                "prompt": "Hello world",
+                "max_tokens": 8,
+                "temperature": 0,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            {"model": "default", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "temperature": 0},
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": "default",
+                "messages": [{"role": "user", "content": "Hi"}],
+                "max_tokens": 8,
+                "temperature": 0,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ),
         ("POST", "/generate", {"text": "x", "sampling_params": {"max_new_tokens": -5}}),
         ("POST", "/generate", {"text": "x", "sampling_params": {"no_such_param": 1}}),
         ("POST", "/generate", {"input_ids": ids, "sampling_params": {**greedy, "max_new_tokens": 200}}),
-        ("GET", "/metrics", None), ("GET", "/server_info", None),
-        ("POST", "/flush_cache", None), ("GET", "/server_info", None),
+        ("GET", "/metrics", None),
+        ("GET", "/server_info", None),
+        ("POST", "/flush_cache", None),
+        ("GET", "/server_info", None),
     ]
 
 
@@ -266,16 +364,47 @@ def bench_serving(port: int, *, out: Path, name: str) -> dict[str, Any]:
     path = out / f"bench_serving-{name}.jsonl"
     runs = []
     for concurrency in (1, 4):
-        argv = [sys.executable, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "127.0.0.1",
-                "--port", str(port), "--dataset-name", "random-ids", "--random-input-len", "128",
-                "--random-output-len", "64", "--random-range-ratio", "1.0", "--num-prompts", str(8 * concurrency),
-                "--max-concurrency", str(concurrency), "--tokenizer", str(MODELS / "llama31-8b"),
-                "--output-file", str(path), "--disable-tqdm", "--seed", "1"]
+        argv = [
+            sys.executable,
+            "-m",
+            "sglang.benchmark.serving",
+            "--backend",
+            "sglang",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dataset-name",
+            "random-ids",
+            "--random-input-len",
+            "128",
+            "--random-output-len",
+            "64",
+            "--random-range-ratio",
+            "1.0",
+            "--num-prompts",
+            str(8 * concurrency),
+            "--max-concurrency",
+            str(concurrency),
+            "--tokenizer",
+            str(MODELS / "llama31-8b"),
+            "--output-file",
+            str(path),
+            "--disable-tqdm",
+            "--seed",
+            "1",
+        ]
         t0 = time.monotonic()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=150)
-            runs.append({"concurrency": concurrency, "rc": proc.returncode, "seconds": round(time.monotonic() - t0, 1),
-                         "tail": (proc.stdout + proc.stderr)[-3000:]})
+            runs.append(
+                {
+                    "concurrency": concurrency,
+                    "rc": proc.returncode,
+                    "seconds": round(time.monotonic() - t0, 1),
+                    "tail": (proc.stdout + proc.stderr)[-3000:],
+                }
+            )
         except subprocess.TimeoutExpired:
             runs.append({"concurrency": concurrency, "rc": None, "seconds": 150, "tail": "timed out"})
     return {"file": path.name if path.exists() else None, "runs": runs}
@@ -298,8 +427,12 @@ def broken_launches() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
         # a static fraction that holds the 15 GB of weights but leaves nothing for the KV cache, on any GPU size
         # (0.15 was enough on an H200's 141 GB: it started)
         ("kv_cache_memory", "real-baseline", {"mem-fraction-static": round(16.0 / gpu_total_gb(), 3)}, {}),
-        ("draft_hidden_size", "real-eagle3-chain", {}, {"draft_config": {"hidden_size": 2048, "intermediate_size": 8192,
-                                                                       "num_attention_heads": 16}}),
+        (
+            "draft_hidden_size",
+            "real-eagle3-chain",
+            {},
+            {"draft_config": {"hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 16}},
+        ),
         ("draft_vocab", "real-eagle3-chain", {}, {"draft_config": {"vocab_size": 32000}}),
         ("eagle3_no_draft", "real-eagle3-chain", {}, {"no_draft": True}),
     ]
@@ -338,8 +471,9 @@ def failures(*, out: Path, engine: str, only: list[str] | None = None) -> list[d
             with ServerHandle.start(variant, host="local", engine=engine, port=port, ready_timeout_s=420) as server:
                 record.update(outcome="ready", ready_after_s=server.ready_after_s, log_tail=server.logs_tail(300))
         except ServerStartError as exc:
-            record.update(outcome="start_error", kind=exc.kind, suggestion=exc.suggestion, message=str(exc),
-                          log_tail=exc.log_tail)
+            record.update(
+                outcome="start_error", kind=exc.kind, suggestion=exc.suggestion, message=str(exc), log_tail=exc.log_tail
+            )
         except WorkbenchError as exc:
             record.update(outcome=type(exc).__name__, message=str(exc))
         finally:
@@ -348,8 +482,10 @@ def failures(*, out: Path, engine: str, only: list[str] | None = None) -> list[d
         record["seconds"] = round(time.monotonic() - t0, 1)
         time.sleep(2)
         record["left_running"] = leftovers()
-        log(f"failure {case}: {record.get('outcome')} {record.get('kind', '')} in {record['seconds']} s; "
-            f"left running: {record['left_running']}")
+        log(
+            f"failure {case}: {record.get('outcome')} {record.get('kind', '')} in {record['seconds']} s; "
+            f"left running: {record['left_running']}"
+        )
         results.append(record)
         (out / "failures.json").write_text(json.dumps(results, indent=1))
         # the full server logs of the failed starts so far, for the classifier's fixtures
@@ -370,8 +506,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--engine", default="sglang", help="sglang (default), or sim to try this script without a GPU")
     ap.add_argument("--cases", default="", help="failures: only these cases (comma-separated)")
-    ap.add_argument("--timeout-s", type=float, default=560.0, help="bench: stop the command after this long; "
-                    "calib: start no further server after this long")
+    ap.add_argument(
+        "--timeout-s",
+        type=float,
+        default=560.0,
+        help="bench: stop the command after this long; calib: start no further server after this long",
+    )
     ap.add_argument("--batches", default="1,2,4,8,16,32,64", help="calib: batch sizes (closed waves)")
     ap.add_argument("--profiled", default="1,8,64", help="calib: batches profiled for GPU versus host time")
     ap.add_argument("--input-len", type=int, default=128, help="calib: prompt tokens per request")
@@ -384,26 +524,46 @@ def main(argv: list[str] | None = None) -> int:
         summary.update(prepare())
     names = list(args.variants) or list(ALL_VARIANTS)  # calib: calibration points (real_sglang_calib.POINTS)
     if args.step in ("bench", "all"):
-        summary["bench"] = bench(names, out=args.out, label=args.label, levels=args.levels, repeats=args.repeats,
-                                 max_new_tokens=args.max_new_tokens, engine=args.engine, timeout_s=args.timeout_s)
+        summary["bench"] = bench(
+            names,
+            out=args.out,
+            label=args.label,
+            levels=args.levels,
+            repeats=args.repeats,
+            max_new_tokens=args.max_new_tokens,
+            engine=args.engine,
+            timeout_s=args.timeout_s,
+        )
     if args.step in ("shapes", "all"):
-        summary["shapes"] = [{k: r[k] for k in ("variant", "ready_after_s", "wall_s", "left_running")}
-                             for r in shapes(names if args.step == "shapes" else ["real-eagle3-chain"],
-                                             out=args.out, engine=args.engine)]
+        summary["shapes"] = [
+            {k: r[k] for k in ("variant", "ready_after_s", "wall_s", "left_running")}
+            for r in shapes(names if args.step == "shapes" else ["real-eagle3-chain"], out=args.out, engine=args.engine)
+        ]
     if args.step in ("failures", "all"):
-        summary["failures"] = [{k: r.get(k) for k in ("case", "outcome", "kind", "seconds", "left_running")}
-                               for r in failures(out=args.out, engine=args.engine,
-                                                 only=[c for c in args.cases.split(",") if c] or None)]
+        summary["failures"] = [
+            {k: r.get(k) for k in ("case", "outcome", "kind", "seconds", "left_running")}
+            for r in failures(out=args.out, engine=args.engine, only=[c for c in args.cases.split(",") if c] or None)
+        ]
     if args.step == "calib":
         import real_sglang_calib
         from workbench.variants import load_variant
 
         ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
         summary["calib"] = real_sglang_calib.run(
-            list(args.variants), out=args.out, label=args.label, batches=ints(args.batches),
-            profiled=ints(args.profiled), input_len=args.input_len, tokens=args.wave_tokens, models_dir=MODELS,
-            base=load_variant(variant_file("real-baseline")), engine=args.engine, deadline_s=args.timeout_s,
-            gpu=gpu_state, leftovers=leftovers)
+            list(args.variants),
+            out=args.out,
+            label=args.label,
+            batches=ints(args.batches),
+            profiled=ints(args.profiled),
+            input_len=args.input_len,
+            tokens=args.wave_tokens,
+            models_dir=MODELS,
+            base=load_variant(variant_file("real-baseline")),
+            engine=args.engine,
+            deadline_s=args.timeout_s,
+            gpu=gpu_state,
+            leftovers=leftovers,
+        )
     (args.out / f"summary-{args.step}-{args.label}.json").write_text(json.dumps(summary, indent=1))
     log(json.dumps(summary)[:3000])
     return 0

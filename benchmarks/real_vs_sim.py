@@ -39,16 +39,36 @@ def main(argv: list[str] | None = None) -> int:
     runs = [r for r in sorted(args.real.iterdir()) if (r / "levels.parquet").exists()]
     manifests = [json.loads((r / "manifest.json").read_text()) for r in runs]
     files = [m["variant_definition"]["path"] for m in manifests]
-    files = [f if Path(f).exists() else str(ROOT / "benchmarks" / "real_sglang" / "variants" / Path(f).name)
-             for f in files]
+    files = [
+        f if Path(f).exists() else str(ROOT / "benchmarks" / "real_sglang" / "variants" / Path(f).name) for f in files
+    ]
     plan = manifests[0]["plan"]
     real = _levels(runs)
     levels = ",".join(str(int(c)) for c in sorted(real["concurrency"].unique()))
     with tempfile.TemporaryDirectory() as tmp:
-        argv_ = [sys.executable, "-m", "workbench", "bench", *files, "--engine", "sim", "--sim-profile", args.profile,
-                 "--time-scale", f"{args.time_scale:g}", "--repeats", "1", "--levels", levels,
-                 "--max-new-tokens", str(plan["max_new_tokens"]),
-                 "--runs-dir", tmp, "--no-progress", "--fresh"]
+        argv_ = [
+            sys.executable,
+            "-m",
+            "workbench",
+            "bench",
+            *files,
+            "--engine",
+            "sim",
+            "--sim-profile",
+            args.profile,
+            "--time-scale",
+            f"{args.time_scale:g}",
+            "--repeats",
+            "1",
+            "--levels",
+            levels,
+            "--max-new-tokens",
+            str(plan["max_new_tokens"]),
+            "--runs-dir",
+            tmp,
+            "--no-progress",
+            "--fresh",
+        ]
         done = subprocess.run(argv_, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
@@ -56,14 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         sim = _levels([p for p in Path(tmp).iterdir() if p.is_dir()])
     keys = ["variant", "concurrency"]
     both = real[keys + ["output_throughput_tok_s"]].merge(
-        sim[keys + ["output_throughput_tok_s", "sim_behind_schedule_wall_s"]], on=keys, suffixes=("_real", "_sim"))
+        sim[keys + ["output_throughput_tok_s", "sim_behind_schedule_wall_s"]], on=keys, suffixes=("_real", "_sim")
+    )
     both["error_pct"] = 100 * (both["output_throughput_tok_s_sim"] / both["output_throughput_tok_s_real"] - 1)
     base = manifests[0]["variant"]
     ref = both[both["variant"] == base].set_index("concurrency")
     for col in ("real", "sim"):
-        both[f"ratio_{col}"] = [row[f"output_throughput_tok_s_{col}"]
-                                / ref.loc[row["concurrency"], f"output_throughput_tok_s_{col}"]
-                                for _, row in both.iterrows()]
+        both[f"ratio_{col}"] = [
+            row[f"output_throughput_tok_s_{col}"] / ref.loc[row["concurrency"], f"output_throughput_tok_s_{col}"]
+            for _, row in both.iterrows()
+        ]
     print(f"simulated (profile {args.profile}, time scale {args.time_scale:g}) against real runs in {args.real}")
     print(both.round(2).to_string(index=False))
     print(f"mean absolute throughput error: {both['error_pct'].abs().mean():.1f}% over {len(both)} points")

@@ -39,26 +39,47 @@ from workbench.store import load_runs
 #: spec_vs_baseline's default variants (the like-for-like baseline, three EAGLE-3 variants, the seed's baseline).
 VARIANTS = ("baseline-cap48", "eagle3-topk4", "eagle3-topk1-v2", "eagle3-topk4-off-above-8", "baseline")
 #: The report's simulator settings and the old ones (before issue 22).
-SETTINGS = {"report": {"time_scale": 8.0, "parallel": None, "stream_interval": 8},
-            "old": {"time_scale": 4.0, "parallel": 1, "stream_interval": 1}}
+SETTINGS = {
+    "report": {"time_scale": 8.0, "parallel": None, "stream_interval": 8},
+    "old": {"time_scale": 4.0, "parallel": 1, "stream_interval": 1},
+}
 TARGET = 0.03
 
 
-def measure(variants: list[str], levels: list[int], repeats: int, *, time_scale: float, parallel: int | None,
-            stream_interval: int) -> tuple[pd.DataFrame, float]:
+def measure(
+    variants: list[str],
+    levels: list[int],
+    repeats: int,
+    *,
+    time_scale: float,
+    parallel: int | None,
+    stream_interval: int,
+) -> tuple[pd.DataFrame, float]:
     """Per (variant, level): the mean output tok/s over the repeats, the repeats behind schedule; wall s."""
     with tempfile.TemporaryDirectory(prefix="report-fidelity-") as runs_dir:
         started = time.monotonic()
         runs = wb.benchmark_variants(
-            variants, concurrency_levels=levels, repeats=repeats, time_scale=time_scale, runs_dir=runs_dir,
-            parallel=len(variants) if parallel is None else parallel, progress=False,
-            load={"extra_sampling_params": {"stream_interval": stream_interval}} if stream_interval > 1 else None)
+            variants,
+            concurrency_levels=levels,
+            repeats=repeats,
+            time_scale=time_scale,
+            runs_dir=runs_dir,
+            parallel=len(variants) if parallel is None else parallel,
+            progress=False,
+            load={"extra_sampling_params": {"stream_interval": stream_interval}} if stream_interval > 1 else None,
+        )
         wall = time.monotonic() - started
         _, lv = load_runs(runs)
     lv["behind"] = lv["sim_behind_schedule_wall_s"].fillna(0.0) > 0
-    out = lv.groupby(["variant", "concurrency"]).agg(measured_tok_s=("output_throughput_tok_s", "mean"),
-                                                     n=("output_throughput_tok_s", "size"),
-                                                     behind=("behind", "sum")).reset_index()
+    out = (
+        lv.groupby(["variant", "concurrency"])
+        .agg(
+            measured_tok_s=("output_throughput_tok_s", "mean"),
+            n=("output_throughput_tok_s", "size"),
+            behind=("behind", "sum"),
+        )
+        .reset_index()
+    )
     return out, wall
 
 
@@ -68,8 +89,12 @@ def predicted(variants: list[str], levels: list[int], repeats: int) -> pd.DataFr
     for r in range(repeats):
         rows += predict("seed-pcie-8gpu", variants, concurrency_levels=levels, seed=repeat_seed(0, r))
     frame = pd.DataFrame(rows)
-    return frame.groupby(["variant", "concurrency"])["output_throughput_tok_s"].mean().rename(
-        "predicted_tok_s").reset_index()
+    return (
+        frame.groupby(["variant", "concurrency"])["output_throughput_tok_s"]
+        .mean()
+        .rename("predicted_tok_s")
+        .reset_index()
+    )
 
 
 def main() -> int:
@@ -90,14 +115,18 @@ def main() -> int:
         table["error_pct"] = (table["measured_tok_s"] / table["predicted_tok_s"] - 1.0) * 100
         tables[name] = table
         worst = table.loc[table["error_pct"].abs().idxmax()]
-        print(f"\n=== {name} settings {SETTINGS[name]}: {wall:.0f} s wall; load average {load_before:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after ===")
+        print(
+            f"\n=== {name} settings {SETTINGS[name]}: {wall:.0f} s wall; load average {load_before:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} after ==="
+        )
         print(table.round({"measured_tok_s": 1, "predicted_tok_s": 1, "error_pct": 1}).to_string(index=False))
         within = (table["error_pct"].abs() <= TARGET * 100).sum()
-        print(f"{within} of {len(table)} levels within {TARGET:.0%}; worst {worst['variant']} at concurrency "
-              f"{int(worst['concurrency'])}: {worst['error_pct']:+.1f}%; median |error| "
-              f"{table['error_pct'].abs().median():.1f}%; {int(table['behind'].sum())} level measurements behind "
-              "schedule")
+        print(
+            f"{within} of {len(table)} levels within {TARGET:.0%}; worst {worst['variant']} at concurrency "
+            f"{int(worst['concurrency'])}: {worst['error_pct']:+.1f}%; median |error| "
+            f"{table['error_pct'].abs().median():.1f}%; {int(table['behind'].sum())} level measurements behind "
+            "schedule"
+        )
     if args.side_by_side:
         both = tables["report"].merge(tables["old"], on=["variant", "concurrency"], suffixes=("_report", "_old"))
         print("\n=== side by side: error of the report's settings against the old ones (percent) ===")

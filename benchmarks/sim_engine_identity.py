@@ -30,23 +30,45 @@ from workbench.sim._variant_flags import variant_argv
 
 VARIANTS = ("baseline", "eagle3-topk4", "eagle3-topk1-v2", "eagle3-topk4-off-above-8", "adaptive")
 LEVELS = (1, 4, 10, 16, 48)
-SMALL_POOL = (("baseline", 30_000), ("eagle3-topk4", 30_000), ("eagle3-topk1-v2", 30_000), ("adaptive", 30_000),
-              ("baseline", 12_000), ("eagle3-topk4", 12_000), ("eagle3-topk1-v2", 12_000), ("adaptive", 12_000))
+SMALL_POOL = (
+    ("baseline", 30_000),
+    ("eagle3-topk4", 30_000),
+    ("eagle3-topk1-v2", 30_000),
+    ("adaptive", 30_000),
+    ("baseline", 12_000),
+    ("eagle3-topk4", 12_000),
+    ("eagle3-topk1-v2", 12_000),
+    ("adaptive", 12_000),
+)
 SMALL_LEVELS = (16, 48)
 
 
 def _loop(result) -> dict[str, Any]:
-    return {"rows": result.rows, "duration_s": result.duration_s, "decode_iterations": result.decode_iterations,
-            "spec_iterations": result.spec_iterations, "decode_s": result.decode_s, "prefill_s": result.prefill_s,
-            "decode_batch_sum": result.decode_batch_sum}
+    return {
+        "rows": result.rows,
+        "duration_s": result.duration_s,
+        "decode_iterations": result.decode_iterations,
+        "spec_iterations": result.spec_iterations,
+        "decode_s": result.decode_s,
+        "prefill_s": result.prefill_s,
+        "decode_batch_sum": result.decode_batch_sum,
+    }
 
 
 def _counters(eng: EngineCore) -> dict[str, Any]:
-    return {"total_retractions": eng.total_retractions, "last_retracted": eng.last_retracted, "kv_used": eng.kv_used,
-            "decode_iterations": eng.decode_iterations, "total_accepted_tokens": eng.total_accepted_tokens,
-            "total_forward_ct": eng.total_forward_ct, "last_gen_throughput": eng.last_gen_throughput,
-            "current_steps": eng.current_steps, "new_token_ratio": eng.new_token_ratio.value,
-            "avg_spec_accept_length": eng.avg_spec_accept_length, "rng_next": eng.rng.random()}
+    return {
+        "total_retractions": eng.total_retractions,
+        "last_retracted": eng.last_retracted,
+        "kv_used": eng.kv_used,
+        "decode_iterations": eng.decode_iterations,
+        "total_accepted_tokens": eng.total_accepted_tokens,
+        "total_forward_ct": eng.total_forward_ct,
+        "last_gen_throughput": eng.last_gen_throughput,
+        "current_steps": eng.current_steps,
+        "new_token_ratio": eng.new_token_ratio.value,
+        "avg_spec_accept_length": eng.avg_spec_accept_length,
+        "rng_next": eng.rng.random(),
+    }
 
 
 def _config(profile, variant: str, extra: list[str]):
@@ -86,14 +108,37 @@ def _trace(cfg, order: list[int], concurrency: int, seed: int, policy=None) -> d
     for _ in range(min(concurrency, len(order))):
         send()
     while (it := eng.step()) is not None:
-        its.append([it.kind, it.duration_s, it.batch_size, it.speculative, it.log_line,
-                    [[e.request.rid, e.new_tokens, e.finished] for e in it.emissions], eng.kv_used,
-                    len(eng.running), len(eng.waiting)])
+        its.append(
+            [
+                it.kind,
+                it.duration_s,
+                it.batch_size,
+                it.speculative,
+                it.log_line,
+                [[e.request.rid, e.new_tokens, e.finished] for e in it.emissions],
+                eng.kv_used,
+                len(eng.running),
+                len(eng.waiting),
+            ]
+        )
         for e in it.emissions:
             if e.finished and sent < len(order):
                 send()
-    requests = [[r.rid, r.prompt_tokens, r.output_tokens, r.verify_ct, r.accepted_drafts, r.accept_histogram,
-                 r.finished, r.kv_held, r.retractions, r.prefilled] for r in reqs]
+    requests = [
+        [
+            r.rid,
+            r.prompt_tokens,
+            r.output_tokens,
+            r.verify_ct,
+            r.accepted_drafts,
+            r.accept_histogram,
+            r.finished,
+            r.kv_held,
+            r.retractions,
+            r.prefilled,
+        ]
+        for r in reqs
+    ]
     return {"iterations": its, "requests": requests, "counters": _counters(eng)}
 
 
@@ -104,11 +149,14 @@ def collect() -> dict[str, Any]:
     # 1. the prediction (predict's engine: unlimited memory), summary rows and every request row
     for v in VARIANTS:
         config = predict_mod.variant_configuration(profile, v)
-        out[f"predict/{v}"] = predict_mod.predict(profile, [config], concurrency_levels=LEVELS, max_new_tokens=256, seed=0)
+        out[f"predict/{v}"] = predict_mod.predict(
+            profile, [config], concurrency_levels=LEVELS, max_new_tokens=256, seed=0
+        )
         for c in LEVELS:
             for chunks in (False, True):
                 out[f"simulate_level/{v}/{c}/chunks={chunks}"] = _loop(
-                    predict_mod.simulate_level(profile, config, plan, c, chunks=chunks))
+                    predict_mod.simulate_level(profile, config, plan, c, chunks=chunks)
+                )
     # 2. the server's engine (KV pool, policy, off-cost) from the parsed flags; adaptive under 0.5.12 rules
     cases = [(v, [], LEVELS) for v in VARIANTS]
     cases += [(v, ["--max-total-tokens", str(tokens)], SMALL_LEVELS) for v, tokens in SMALL_POOL]

@@ -45,22 +45,37 @@ def main() -> int:
             t0 = time.monotonic()
             measured = {}
             for variant, key in (("baseline", "baseline"), ("eagle3-topk4", "eagle3")):
-                run = load_run(benchmark_variant(variant, concurrency_levels=LEVELS, time_scale=scale,
-                                                 runs_dir=runs_dir, progress=False))
+                run = load_run(
+                    benchmark_variant(
+                        variant, concurrency_levels=LEVELS, time_scale=scale, runs_dir=runs_dir, progress=False
+                    )
+                )
                 sim = run.manifest["server_info"]["simulation"]
                 measured[key] = (run.levels.set_index("concurrency"), sim["behind_schedule_s"], sim["max_lag_s"])
             wall = time.monotonic() - t0
         print(f"\n=== time scale {scale:g}x: {wall:.0f} s wall for both sweeps ===")
-        print(f"{'variant':9s} {'c':>3s} {'out tok/s':>10s} {'predicted':>10s} {'ratio':>6s} "
-              f"{'per-req':>8s} {'predicted':>10s} {'ratio':>6s}")
+        print(
+            f"{'variant':9s} {'c':>3s} {'out tok/s':>10s} {'predicted':>10s} {'ratio':>6s} "
+            f"{'per-req':>8s} {'predicted':>10s} {'ratio':>6s}"
+        )
         rows = []
         for key, (levels, behind, lag) in measured.items():
             for c in LEVELS:
                 out, per = levels.loc[c, "output_throughput_tok_s"], levels.loc[c, "mean_per_request_tok_s"]
                 p_out, p_per = predicted[key][c]
-                rows.append({"variant": key, "concurrency": c, "output_tok_s": out, "predicted_output_tok_s": p_out,
-                             "per_request_tok_s": per, "predicted_per_request_tok_s": p_per})
-                print(f"{key:9s} {c:3d} {out:10.1f} {p_out:10.1f} {out / p_out:6.3f} {per:8.1f} {p_per:10.1f} {per / p_per:6.3f}")
+                rows.append(
+                    {
+                        "variant": key,
+                        "concurrency": c,
+                        "output_tok_s": out,
+                        "predicted_output_tok_s": p_out,
+                        "per_request_tok_s": per,
+                        "predicted_per_request_tok_s": p_per,
+                    }
+                )
+                print(
+                    f"{key:9s} {c:3d} {out:10.1f} {p_out:10.1f} {out / p_out:6.3f} {per:8.1f} {p_per:10.1f} {per / p_per:6.3f}"
+                )
             print(f"{key}: server behind schedule {behind:.3f} s in total, max lag {lag * 1000:.1f} ms")
         base, eagle = measured["baseline"][0], measured["eagle3"][0]
         figs = {
@@ -74,7 +89,8 @@ def main() -> int:
             target = profile.calibration[k]
             print(f"{k:36s} {target:9.1f} {v:10.1f} {v / target - 1:+7.1%}")
         signs = bool(eagle.loc[1, "mean_per_request_tok_s"] > base.loc[1, "mean_per_request_tok_s"]) and all(
-            base.loc[c, "output_throughput_tok_s"] > eagle.loc[c, "output_throughput_tok_s"] for c in LEVELS[1:])
+            base.loc[c, "output_throughput_tok_s"] > eagle.loc[c, "output_throughput_tok_s"] for c in LEVELS[1:]
+        )
         print(f"signs kept (EAGLE-3 ahead at 1, baseline ahead from 2 up): {signs}")
         results.append({"time_scale": scale, "wall_s": wall, "levels": rows, "figures": figs, "signs_kept": signs})
     if args.out:

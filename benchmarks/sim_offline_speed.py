@@ -60,8 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _reference_module(ref: str, path: str = "workbench/sim/_offline.py") -> types.ModuleType:
     """``path`` as it was at ``ref``, loaded as a module."""
-    text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout
+    text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
     module = types.ModuleType(f"_{Path(path).stem.lstrip('_')}_at_{ref}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(text, f"{ref}:{path}", "exec"), module.__dict__)
@@ -73,8 +72,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ref", default="bbeb237", help="git revision of the reference client loop")
     parser.add_argument("--engine-ref", default=None, help="also run predict with the engine core at this git revision")
-    parser.add_argument("--kv-pool", type=int, default=None, metavar="TOKENS",
-                        help="also run the engine with a KV pool of this many tokens (--max-total-tokens)")
+    parser.add_argument(
+        "--kv-pool",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="also run the engine with a KV pool of this many tokens (--max-total-tokens)",
+    )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one predict run")
     args = parser.parse_args()
     profile = load_profile("seed-pcie-8gpu")
@@ -94,11 +98,17 @@ def main() -> int:
         for cfg in configs:
             cost = profile.cost_for(cfg.args)
             for c in LEVELS:
-                engine = EngineCore(cost=cost, acceptance=profile.acceptance, spec=cfg.spec,
-                                    max_running_requests=cfg.max_running_requests, rng=random.Random(c))
+                engine = EngineCore(
+                    cost=cost,
+                    acceptance=profile.acceptance,
+                    spec=cfg.spec,
+                    max_running_requests=cfg.max_running_requests,
+                    rng=random.Random(c),
+                )
                 order = prompt_schedule(list(plan.prompt_lengths), default_requests_per_level(c), rng=random.Random(0))
-                calibrate.level_figures(reference.run_closed_loop(engine, prompt_tokens=order, concurrency=c,
-                                                                  max_new_tokens=256))
+                calibrate.level_figures(
+                    reference.run_closed_loop(engine, prompt_tokens=order, concurrency=c, max_new_tokens=256)
+                )
 
     runs = {"predict": run_predict, "engine": run_engine, "reference": run_reference}
     old_core = _reference_module(args.engine_ref, "workbench/sim/_engine.py").EngineCore if args.engine_ref else None
@@ -124,8 +134,9 @@ def main() -> int:
             for cfg in servers:
                 for c in LEVELS:
                     engine = core.from_config(cfg, rng=random.Random(c))
-                    order = prompt_schedule(list(plan.prompt_lengths), default_requests_per_level(c),
-                                            rng=random.Random(0))
+                    order = prompt_schedule(
+                        list(plan.prompt_lengths), default_requests_per_level(c), rng=random.Random(0)
+                    )
                     simulate_closed_loop(engine, prompt_tokens=order, concurrency=c, max_new_tokens=256)
 
         runs["kv-pool"] = run_kv_pool
@@ -141,8 +152,10 @@ def main() -> int:
             fn()
             wall[name].append(time.perf_counter() - w0)
             cpu[name].append(time.process_time() - c0)
-    print(f"{points} points per run, median of {args.repeat} interleaved runs "
-          f"(simulate_closed_loop vs {args.ref}'s run_closed_loop)")
+    print(
+        f"{points} points per run, median of {args.repeat} interleaved runs "
+        f"(simulate_closed_loop vs {args.ref}'s run_closed_loop)"
+    )
     print(f"{'':16s} {'points/s wall':>14s} {'points/s CPU':>13s} {'vs reference (CPU)':>19s}")
     ref_cpu = statistics.median(cpu["reference"])
     for name in runs:

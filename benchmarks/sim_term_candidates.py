@@ -45,38 +45,63 @@ def _profile_fits(name: str, candidates: list[tuple[str, list[str], dict[str, fl
     prof = load_profile(name)
     cal, val = profile_points(prof, "calibration"), profile_points(prof, "validation")
     predictor = Predictor(prof)
-    print("| fit | terms | calibration residuals | " + " | ".join(p.name for p in val)
-          + " | median abs | mean abs | worst |")
+    print(
+        "| fit | terms | calibration residuals | "
+        + " | ".join(p.name for p in val)
+        + " | median abs | mean abs | worst |"
+    )
     print("|---|---|---|" + "---|" * (len(val) + 3))
     for label, terms, start in candidates:
         t0 = time.perf_counter()
-        result = fit(prof, cal, terms=terms, predictor=predictor,
-                     start=dataclasses.replace(prof.physics.efficiency, **start), exact_ok=True, max_iterations=40)
+        result = fit(
+            prof,
+            cal,
+            terms=terms,
+            predictor=predictor,
+            start=dataclasses.replace(prof.physics.efficiency, **start),
+            exact_ok=True,
+            max_iterations=40,
+        )
         errors = [q / p.value - 1 for p, q in zip(val, predictor.predict(val, result.efficiency))]
         absolute = sorted(abs(e) for e in errors)
         mid = len(absolute) // 2
         median = absolute[mid] if len(absolute) % 2 else (absolute[mid - 1] + absolute[mid]) / 2
         values = ", ".join(f"{k} = {v:.4g}" for k, v in result.values.items())
-        print(f"| {label} | {values} | " + ", ".join(f"{r:+.1%}" for r in result.residuals) + " | "
-              + " | ".join(f"{e:+.1%}" for e in errors)
-              + f" | {median:.1%} | {sum(absolute) / len(absolute):.1%} | {absolute[-1]:.1%} |")
+        print(
+            f"| {label} | {values} | "
+            + ", ".join(f"{r:+.1%}" for r in result.residuals)
+            + " | "
+            + " | ".join(f"{e:+.1%}" for e in errors)
+            + f" | {median:.1%} | {sum(absolute) / len(absolute):.1%} | {absolute[-1]:.1%} |"
+        )
         print(f"<!-- {label}: {time.perf_counter() - t0:.0f} s -->", file=sys.stderr)
 
 
 def tree() -> None:
     two = ["hbm_efficiency", "cpu_overhead_ms"]
-    _profile_fits("h100-llama3-8b-eagle3", [
-        ("shipped (2 terms)", two, {}),
-        ("+ cpu_per_draft_step_ms", [*two, "cpu_per_draft_step_ms"], {"cpu_per_draft_step_ms": 0.2}),
-        ("+ verify_mask_ns", [*two, "verify_mask_ns"], {"verify_mask_ns": 5.0})])
+    _profile_fits(
+        "h100-llama3-8b-eagle3",
+        [
+            ("shipped (2 terms)", two, {}),
+            ("+ cpu_per_draft_step_ms", [*two, "cpu_per_draft_step_ms"], {"cpu_per_draft_step_ms": 0.2}),
+            ("+ verify_mask_ns", [*two, "verify_mask_ns"], {"verify_mask_ns": 5.0}),
+        ],
+    )
 
 
 def moe() -> None:
     two = ["hbm_efficiency", "cpu_overhead_ms"]
-    _profile_fits("h100x2-qwen3-30b-a3b-eagle3", [
-        ("shipped (routing_overlap fitted)", [*two, "routing_overlap"], {}),
-        ("independent routing + cpu_per_draft_step_ms", [*two, "cpu_per_draft_step_ms"],
-         {"routing_overlap": 0.0, "cpu_per_draft_step_ms": 0.2})])
+    _profile_fits(
+        "h100x2-qwen3-30b-a3b-eagle3",
+        [
+            ("shipped (routing_overlap fitted)", [*two, "routing_overlap"], {}),
+            (
+                "independent routing + cpu_per_draft_step_ms",
+                [*two, "cpu_per_draft_step_ms"],
+                {"routing_overlap": 0.0, "cpu_per_draft_step_ms": 0.2},
+            ),
+        ],
+    )
 
 
 def h200_moe() -> None:
@@ -84,10 +109,14 @@ def h200_moe() -> None:
     from workbench.sim import Efficiency
 
     table = load_table("data/calibration/h200-2026-12-01/qwen3-30b-a3b.json")
-    starts = [("shipped", Efficiency(layer_fixed_us=20.0)),
-              ("moe_token_us 0.192", Efficiency(layer_fixed_us=20.0, moe_token_us=0.192)),
-              ("moe_token_us 0.192, expert_flops_efficiency 0.200",
-               Efficiency(layer_fixed_us=20.0, moe_token_us=0.192, expert_flops_efficiency=H200_GROUPED_GEMM_EFFICIENCY))]
+    starts = [
+        ("shipped", Efficiency(layer_fixed_us=20.0)),
+        ("moe_token_us 0.192", Efficiency(layer_fixed_us=20.0, moe_token_us=0.192)),
+        (
+            "moe_token_us 0.192, expert_flops_efficiency 0.200",
+            Efficiency(layer_fixed_us=20.0, moe_token_us=0.192, expert_flops_efficiency=H200_GROUPED_GEMM_EFFICIENCY),
+        ),
+    ]
     for label, start in starts:
         result = fit_table(table, gpu="h200", start=start)
         print(f"\n{label}: " + ", ".join(f"{k} = {v:.4g}" for k, v in result.values.items()))
@@ -95,8 +124,10 @@ def h200_moe() -> None:
         print("| set | family, context | points | median abs | worst | mean |")
         print("|---|---|---|---|---|---|")
         for row in summary.itertuples():
-            print(f"| {row.set} | {row.family}, {row.context} | {row.points} | {row.median_abs_error_pct:.1f}% | "
-                  f"{row.max_abs_error_pct:.1f}% | {row.mean_error_pct:+.1f}% |")
+            print(
+                f"| {row.set} | {row.family}, {row.context} | {row.points} | {row.median_abs_error_pct:.1f}% | "
+                f"{row.max_abs_error_pct:.1f}% | {row.mean_error_pct:+.1f}% |"
+            )
 
 
 def draft() -> None:
@@ -104,22 +135,36 @@ def draft() -> None:
     from workbench.sim._acceptance import AcceptanceModel
 
     chain = {"num_steps": 3, "accept_length": 1.86}
-    point = {key: {"num_steps": key[0], "topk": key[1], "num_draft_tokens": key[2], "accept_length": value}
-             for key, value in SPECFORGE_339.items()}
+    point = {
+        key: {"num_steps": key[0], "topk": key[1], "num_draft_tokens": key[2], "accept_length": value}
+        for key, value in SPECFORGE_339.items()
+    }
     base = {"depth_decay": 1.0, "concentration": 50.0, "chain": chain}
-    models = {"shipped (chain, 7/4/16)": AcceptanceModel.from_table({**base, "tree": point[(7, 4, 16)]}),
-              "draft_calibration solved (chain, 7/4/16, 3/3/8)":
-                  AcceptanceModel.from_table({**base, "tree": [point[(7, 4, 16)], point[(3, 3, 8)]]})}
-    held = [(3, 3, 4), (6, 4, 12), (8, 8, 60)]   # used by neither solve
-    print("| model | alpha | sibling | draft_calibration | " + " | ".join("/".join(map(str, k)) for k in held)
-          + " | mean abs |")
+    models = {
+        "shipped (chain, 7/4/16)": AcceptanceModel.from_table({**base, "tree": point[(7, 4, 16)]}),
+        "draft_calibration solved (chain, 7/4/16, 3/3/8)": AcceptanceModel.from_table(
+            {**base, "tree": [point[(7, 4, 16)], point[(3, 3, 8)]]}
+        ),
+    }
+    held = [(3, 3, 4), (6, 4, 12), (8, 8, 60)]  # used by neither solve
+    print(
+        "| model | alpha | sibling | draft_calibration | "
+        + " | ".join("/".join(map(str, k)) for k in held)
+        + " | mean abs |"
+    )
     print("|---|---|---|---|" + "---|" * (len(held) + 1))
     for label, model in models.items():
-        errors = [model.expected_accept_length(SpecConfig("EAGLE3", num_steps=s, topk=k, num_draft_tokens=n,
-                                                          spec_v2=False)) / SPECFORGE_339[(s, k, n)] - 1
-                  for s, k, n in held]
-        print(f"| {label} | {model.alpha:.3f} | {model.sibling:.3f} | {model.draft_calibration:.3f} | "
-              + " | ".join(f"{e:+.1%}" for e in errors) + f" | {sum(abs(e) for e in errors) / len(errors):.1%} |")
+        errors = [
+            model.expected_accept_length(SpecConfig("EAGLE3", num_steps=s, topk=k, num_draft_tokens=n, spec_v2=False))
+            / SPECFORGE_339[(s, k, n)]
+            - 1
+            for s, k, n in held
+        ]
+        print(
+            f"| {label} | {model.alpha:.3f} | {model.sibling:.3f} | {model.draft_calibration:.3f} | "
+            + " | ".join(f"{e:+.1%}" for e in errors)
+            + f" | {sum(abs(e) for e in errors) / len(errors):.1%} |"
+        )
 
 
 def main(argv: list[str]) -> int:

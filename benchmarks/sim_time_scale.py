@@ -39,15 +39,22 @@ VARIANTS = ("baseline", "eagle3-topk4")
 MODES = {"bench": {"parallel": 1, "stream_interval": 1}, "report": {"parallel": None, "stream_interval": 8}}
 
 
-def measure(variants: list[str], levels: list[int], *, time_scale: float, parallel: int | None,
-            stream_interval: int) -> tuple[pd.DataFrame, float]:
+def measure(
+    variants: list[str], levels: list[int], *, time_scale: float, parallel: int | None, stream_interval: int
+) -> tuple[pd.DataFrame, float]:
     """Per (variant, level): output tok/s and the time the server fell behind its schedule; the wall time (s)."""
     with tempfile.TemporaryDirectory(prefix="sim-time-scale-") as runs_dir:
         started = time.monotonic()
         runs = wb.benchmark_variants(
-            variants, concurrency_levels=levels, repeats=1, time_scale=time_scale, runs_dir=runs_dir,
-            parallel=len(variants) if parallel is None else parallel, progress=False,
-            load={"extra_sampling_params": {"stream_interval": stream_interval}} if stream_interval > 1 else None)
+            variants,
+            concurrency_levels=levels,
+            repeats=1,
+            time_scale=time_scale,
+            runs_dir=runs_dir,
+            parallel=len(variants) if parallel is None else parallel,
+            progress=False,
+            load={"extra_sampling_params": {"stream_interval": stream_interval}} if stream_interval > 1 else None,
+        )
         wall_s = time.monotonic() - started
         _, levels_frame = load_runs(runs)
     table = levels_frame[["variant", "concurrency", "output_throughput_tok_s", "sim_behind_schedule_wall_s"]]
@@ -65,7 +72,8 @@ def main() -> int:
     variants, levels = args.variants.split(","), [int(c) for c in args.levels.split(",")]
     want = pd.DataFrame(predict("seed-pcie-8gpu", variants, concurrency_levels=levels, seed=repeat_seed(0, 0)))
     want = want[["variant", "concurrency", "output_throughput_tok_s"]].rename(
-        columns={"output_throughput_tok_s": "predicted_tok_s"})
+        columns={"output_throughput_tok_s": "predicted_tok_s"}
+    )
     rows: list[dict[str, Any]] = []
     for mode in args.modes.split(","):
         for scale in [float(s) for s in args.scales.split(",")]:
@@ -74,13 +82,19 @@ def main() -> int:
             table = got.merge(want, on=["variant", "concurrency"])
             table["error_pct"] = (table["measured_tok_s"] / table["predicted_tok_s"] - 1.0) * 100
             worst = table.loc[table["error_pct"].abs().idxmax()]
-            print(f"\n=== {mode} ({MODES[mode]}), time scale {scale:g}: {wall_s:.0f} s wall; load average "
-                  f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ===")
+            print(
+                f"\n=== {mode} ({MODES[mode]}), time scale {scale:g}: {wall_s:.0f} s wall; load average "
+                f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ==="
+            )
             print(table.round(2).to_string(index=False))
-            print(f"median |error| {table['error_pct'].abs().median():.1f}%; worst {worst['variant']} c="
-                  f"{int(worst['concurrency'])} {worst['error_pct']:+.1f}%")
-            rows += [{**r, "mode": mode, "time_scale": scale, "wall_s": wall_s, "load_before": load_before}
-                     for r in table.to_dict("records")]
+            print(
+                f"median |error| {table['error_pct'].abs().median():.1f}%; worst {worst['variant']} c="
+                f"{int(worst['concurrency'])} {worst['error_pct']:+.1f}%"
+            )
+            rows += [
+                {**r, "mode": mode, "time_scale": scale, "wall_s": wall_s, "load_before": load_before}
+                for r in table.to_dict("records")
+            ]
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

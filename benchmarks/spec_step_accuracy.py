@@ -27,8 +27,9 @@ def main(argv: list[str]) -> int:
     path = argv[0] if argv else DEFAULT
     kernels = argv[1] if len(argv) > 1 else None
     terms, rows = spec_step_accuracy(path, kernels_table=kernels)
-    print("fitted on", int(rows["fitted"].sum()), "decode points:",
-          ", ".join(f"{k} = {v:.4g}" for k, v in terms.items()))
+    print(
+        "fitted on", int(rows["fitted"].sum()), "decode points:", ", ".join(f"{k} = {v:.4g}" for k, v in terms.items())
+    )
     for fitted, label in ((True, "decode (fitted)"), (False, "whole spec step (held out)")):
         d = rows[rows["fitted"] == fitted]
         for shape, g in d.groupby("shape", sort=False):
@@ -38,15 +39,24 @@ def main(argv: list[str]) -> int:
             print("| measured ms | " + " | ".join(f"{v:.2f}" for v in g["measured_ms"]) + " |")
             print("| model ms | " + " | ".join(f"{v:.2f}" for v in g["model_ms"]) + " |")
             print("| error | " + " | ".join(f"{v:+.1f}%" for v in g["error_pct"]) + " |")
-            print("| error, shipped h200-llama3-8b terms (no fit) | "
-                  + " | ".join(f"{v:+.1f}%" for v in g["shipped_error_pct"]) + " |")
+            print(
+                "| error, shipped h200-llama3-8b terms (no fit) | "
+                + " | ".join(f"{v:+.1f}%" for v in g["shipped_error_pct"])
+                + " |"
+            )
             if not fitted:
-                print("| error without the small kernels | "
-                      + " | ".join(f"{v:+.1f}%" for v in g["error_no_kernels_pct"]) + " |")
+                print(
+                    "| error without the small kernels | "
+                    + " | ".join(f"{v:+.1f}%" for v in g["error_no_kernels_pct"])
+                    + " |"
+                )
                 print("| small kernels ms | " + " | ".join(f"{v:.3f}" for v in g["kernels_ms"]) + " |")
     held = rows[~rows["fitted"]]
-    for col, label in (("error_pct", "with the measured kernels"), ("error_no_kernels_pct", "without them"),
-                       ("shipped_error_pct", "shipped h200-llama3-8b terms, no fit (out of the box)")):
+    for col, label in (
+        ("error_pct", "with the measured kernels"),
+        ("error_no_kernels_pct", "without them"),
+        ("shipped_error_pct", "shipped h200-llama3-8b terms, no fit (out of the box)"),
+    ):
         a = held[col].abs()
         print(f"\nheld out ({len(held)} points), {label}: median |error| {a.median():.1f}%, worst {a.max():.1f}%")
     parts = spec_step_breakdown(path, terms, kernels_table=kernels)

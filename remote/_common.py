@@ -74,8 +74,12 @@ def serve(respond, stdin=None, stdout=None):
     except RequestError as exc:
         reply, status = {"ok": False, "error": str(exc), "kind": "request"}, REQUEST_STATUS
     except Exception as exc:  # noqa: BLE001 - the script's boundary: always answer JSON
-        reply = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc), "kind": "internal",
-                 "traceback": traceback.format_exc()[-TRACEBACK_CHARS:]}
+        reply = {
+            "ok": False,
+            "error": "%s: %s" % (type(exc).__name__, exc),
+            "kind": "internal",
+            "traceback": traceback.format_exc()[-TRACEBACK_CHARS:],
+        }
         status = INTERNAL_STATUS
     stdout.write(json.dumps(reply, ensure_ascii=True))
     stdout.write("\n")

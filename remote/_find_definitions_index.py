@@ -150,8 +150,12 @@ class TreeIndex:
         if not isinstance(files, dict) or not isinstance(sites, dict) or not isinstance(data.get("written_ns"), int):
             return False
         for entry in files.values():
-            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], str)
-                    and isinstance(sites.get(entry[2]), str)):
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 3
+                and isinstance(entry[2], str)
+                and isinstance(sites.get(entry[2]), str)
+            ):
                 return False
         return True
 
@@ -185,10 +189,19 @@ class TreeIndex:
         live = set(entry[2] for entry in self.files.values())
         written_ns = time.time_ns()
         try:
-            write_atomic(self.path, json.dumps({
-                "format": FORMAT, "root": self.root, "python": self.python, "written_ns": written_ns,
-                "files": self.files, "sites": {k: v for k, v in self.sites.items() if k in live},
-            }))
+            write_atomic(
+                self.path,
+                json.dumps(
+                    {
+                        "format": FORMAT,
+                        "root": self.root,
+                        "python": self.python,
+                        "written_ns": written_ns,
+                        "files": self.files,
+                        "sites": {k: v for k, v in self.sites.items() if k in live},
+                    }
+                ),
+            )
         except OSError as exc:
             self.errors.append("cannot write %s: %s" % (self.path, exc.strerror or exc))
 
@@ -230,6 +243,11 @@ class TreeIndex:
 
     def describe(self) -> dict:
         """The index part of the answer."""
-        return {"dir": self.directory, "tree_file": self.path, "state": self.state,
-                "records_read": self.records_read, "records_written": self.records_written,
-                "errors": self.errors[:5]}
+        return {
+            "dir": self.directory,
+            "tree_file": self.path,
+            "state": self.state,
+            "records_read": self.records_read,
+            "records_written": self.records_written,
+            "errors": self.errors[:5],
+        }

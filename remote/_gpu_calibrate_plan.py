@@ -30,32 +30,84 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 #: checks these against), so the program runs on a host that has only this directory.
 MODELS = {
     "llama-3.1-8b-instruct": {
-        "name": "meta-llama/Llama-3.1-8B-Instruct", "num_hidden_layers": 32, "hidden_size": 4096,
-        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-        "vocab_size": 128256, "torch_dtype": "bfloat16"},
+        "name": "meta-llama/Llama-3.1-8B-Instruct",
+        "num_hidden_layers": 32,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
+    },
     "eagle3-llama3.1-8b": {
-        "name": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_hidden_layers": 1, "hidden_size": 4096,
-        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-        "vocab_size": 128256, "draft_vocab_size": 32000, "torch_dtype": "float16", "eagle_fused_layers": 3},
+        "name": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+        "num_hidden_layers": 1,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 128256,
+        "draft_vocab_size": 32000,
+        "torch_dtype": "float16",
+        "eagle_fused_layers": 3,
+    },
     "qwen3-30b-a3b": {
-        "name": "Qwen/Qwen3-30B-A3B", "num_hidden_layers": 48, "hidden_size": 2048, "intermediate_size": 6144,
-        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936,
-        "torch_dtype": "bfloat16", "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
-        "shared_expert_intermediate_size": 0},
+        "name": "Qwen/Qwen3-30B-A3B",
+        "num_hidden_layers": 48,
+        "hidden_size": 2048,
+        "intermediate_size": 6144,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "torch_dtype": "bfloat16",
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 768,
+        "shared_expert_intermediate_size": 0,
+    },
     # Test shapes: small enough to run on a CPU in a second (never a calibration).
     "tiny-dense": {
-        "name": "tiny-dense", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
-        "torch_dtype": "float32"},
+        "name": "tiny-dense",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "vocab_size": 256,
+        "torch_dtype": "float32",
+    },
     "tiny-draft": {
-        "name": "tiny-draft", "num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
-        "draft_vocab_size": 96, "torch_dtype": "float32", "eagle_fused_layers": 3},
+        "name": "tiny-draft",
+        "num_hidden_layers": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "vocab_size": 256,
+        "draft_vocab_size": 96,
+        "torch_dtype": "float32",
+        "eagle_fused_layers": 3,
+    },
     "tiny-moe": {
-        "name": "tiny-moe", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
-        "torch_dtype": "float32", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-        "shared_expert_intermediate_size": 0},
+        "name": "tiny-moe",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "vocab_size": 256,
+        "torch_dtype": "float32",
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32,
+        "shared_expert_intermediate_size": 0,
+    },
 }
 
 #: Presets: target and draft model files, and the decoder layers ``--quick`` times (the rest of a
@@ -75,8 +127,38 @@ PRESETS = {
 #: byte per token, so the weight-bound floor ends near 100-400 tokens at achieved rates.
 TOKENS = {
     "quick": [1, 4, 16, 32, 64, 96, 128, 160, 192, 256, 320, 384, 512, 1024, 2048, 4096],
-    "full": [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 192, 224, 256, 320, 384,
-             448, 512, 640, 768, 1024, 1536, 2048, 3072, 4096],
+    "full": [
+        1,
+        2,
+        4,
+        8,
+        12,
+        16,
+        24,
+        32,
+        48,
+        64,
+        80,
+        96,
+        112,
+        128,
+        144,
+        160,
+        192,
+        224,
+        256,
+        320,
+        384,
+        448,
+        512,
+        640,
+        768,
+        1024,
+        1536,
+        2048,
+        3072,
+        4096,
+    ],
 }
 #: Context (cached tokens per sequence) of the decode sweep.
 CONTEXTS = {"quick": [0, 2048, 8192, 32768], "full": [0, 1024, 4096, 16384, 32768]}
@@ -121,7 +203,9 @@ def load_model(name_or_path, models_dir=None):
         with open(name_or_path, encoding="utf-8") as fh:
             shape = json.load(fh)
     else:
-        path = name_or_path if name_or_path.endswith(".toml") else os.path.join(models_dir or "", name_or_path + ".toml")
+        path = (
+            name_or_path if name_or_path.endswith(".toml") else os.path.join(models_dir or "", name_or_path + ".toml")
+        )
         if models_dir is not None or name_or_path.endswith(".toml"):
             if os.path.isfile(path):
                 try:
@@ -131,7 +215,9 @@ def load_model(name_or_path, models_dir=None):
                 with open(path, "rb") as fh:
                     shape = tomllib.load(fh)
     if shape is None:
-        raise PlanError("unknown model %r: not one of %s, nor a .json/.toml file" % (name_or_path, ", ".join(sorted(MODELS))))
+        raise PlanError(
+            "unknown model %r: not one of %s, nor a .json/.toml file" % (name_or_path, ", ".join(sorted(MODELS)))
+        )
     for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"):
         if key not in shape:
             raise PlanError("model %r lacks %r" % (name_or_path, key))
@@ -198,8 +284,16 @@ def point_id(p):
 
 
 def _point(family, role, seqs, q_len, context, groups):
-    p = {"family": family, "role": role, "tokens": seqs * q_len, "seqs": seqs, "q_len": q_len,
-         "context": context, "kv_tokens": seqs * context, "groups": list(groups)}
+    p = {
+        "family": family,
+        "role": role,
+        "tokens": seqs * q_len,
+        "seqs": seqs,
+        "q_len": q_len,
+        "context": context,
+        "kv_tokens": seqs * context,
+        "groups": list(groups),
+    }
     p["id"] = point_id(p)
     return p
 
@@ -294,8 +388,20 @@ def plan_key(plan):
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def make_plan(preset=None, *, model=None, draft=None, mode="quick", tp=1, gpus=1, layers=None,
-              attention="sdpa", models_dir=None, reps=None, warmup=None):
+def make_plan(
+    preset=None,
+    *,
+    model=None,
+    draft=None,
+    mode="quick",
+    tp=1,
+    gpus=1,
+    layers=None,
+    attention="sdpa",
+    models_dir=None,
+    reps=None,
+    warmup=None,
+):
     """Validate a request once into the plan every later step takes whole.
 
     Args:
@@ -333,7 +439,9 @@ def make_plan(preset=None, *, model=None, draft=None, mode="quick", tp=1, gpus=1
     target = rank_shape(load_model(target_name, models_dir), tp)
     draft_shape = rank_shape(load_model(draft_name, models_dir), tp) if draft_name else None
     if layers is None:
-        layers = min(pre.get("quick_layers", target["layers"]), target["layers"]) if mode == "quick" else target["layers"]
+        layers = (
+            min(pre.get("quick_layers", target["layers"]), target["layers"]) if mode == "quick" else target["layers"]
+        )
     layers = int(layers)
     if not 1 <= layers <= target["layers"]:
         raise PlanError("layers must be between 1 and the model's %d, got %d" % (target["layers"], layers))

@@ -107,8 +107,14 @@ class Timer:
 def _stats(times, *, graph):
     ordered = sorted(times)
     p90 = ordered[min(len(ordered) - 1, int(math.ceil(0.9 * len(ordered))) - 1)]
-    return {"median_ms": statistics.median(times), "min_ms": ordered[0], "p90_ms": p90,
-            "mean_ms": statistics.fmean(times), "reps": len(times), "cuda_graph": graph}
+    return {
+        "median_ms": statistics.median(times),
+        "min_ms": ordered[0],
+        "p90_ms": p90,
+        "mean_ms": statistics.fmean(times),
+        "reps": len(times),
+        "cuda_graph": graph,
+    }
 
 
 # -- weights --------------------------------------------------------------------------------------
@@ -153,7 +159,7 @@ class Layer:
     # each part takes and returns [tokens, hidden] (attention_core: q, k, v -> [tokens, q_size])
     def qkv(self, x, ctx):
         y = F.linear(_rms_norm(x, self.norm1), self.w_qkv)
-        y[:, : self.q_size + self.kv_size].mul_(ctx.rope)   # rotary stand-in: one pass over q and k
+        y[:, : self.q_size + self.kv_size].mul_(ctx.rope)  # rotary stand-in: one pass over q and k
         return y
 
     def attention_core(self, y, ctx):
@@ -161,15 +167,15 @@ class Layer:
         S, q, C = ctx.seqs, ctx.q_len, ctx.context
         nkv, hd, g = s["kv_heads"], s["head_dim"], s["heads"] // s["kv_heads"]
         qt = y[:, : self.q_size]
-        kn = y[:, self.q_size: self.q_size + self.kv_size].view(S, q, nkv, hd)
-        vn = y[:, self.q_size + self.kv_size:].view(S, q, nkv, hd)
+        kn = y[:, self.q_size : self.q_size + self.kv_size].view(S, q, nkv, hd)
+        vn = y[:, self.q_size + self.kv_size :].view(S, q, nkv, hd)
         n = S * (C + q)
         kc = self.k_pool[:n].view(S, C + q, nkv, hd)
         vc = self.v_pool[:n].view(S, C + q, nkv, hd)
         kc[:, C:].copy_(kn)
         vc[:, C:].copy_(vn)
-        k, v = kc.transpose(1, 2), vc.transpose(1, 2)     # [S, nkv, C+q, hd], token-major underneath
-        if C == 0 and q > 1:                                # prefill: causal over the new tokens
+        k, v = kc.transpose(1, 2), vc.transpose(1, 2)  # [S, nkv, C+q, hd], token-major underneath
+        if C == 0 and q > 1:  # prefill: causal over the new tokens
             qh = qt.view(S, q, s["heads"], hd).transpose(1, 2)
             out = _sdpa(qh, k, v, causal=True, gqa=g > 1, impl=self.attention)
             return out.transpose(1, 2).reshape(S * q, self.q_size)
@@ -186,7 +192,7 @@ class Layer:
     def router(self, x):
         x2 = _rms_norm(x, self.norm2)
         logits = F.linear(x2, self.w_router)
-        torch.topk(logits, self.s["top_k"], dim=-1)        # timed like SGLang's top-k; routing is static
+        torch.topk(logits, self.s["top_k"], dim=-1)  # timed like SGLang's top-k; routing is static
         return x2
 
     def experts(self, x2, ctx):
@@ -200,7 +206,7 @@ class Layer:
         else:
             parts, start = [], 0
             for e, count in enumerate(r.counts):
-                seg = xs[start:start + count]
+                seg = xs[start : start + count]
                 gu = F.linear(seg, self.w13[e])
                 parts.append(F.linear(F.silu(gu[:, :ie]) * gu[:, ie:], self.w2[e]))
                 start += count
@@ -243,6 +249,7 @@ def fused_attention_context():
         from torch.nn.attention import SDPBackend, sdpa_kernel
     except ImportError:  # PyTorch < 2.3
         import contextlib
+
         return contextlib.nullcontext()
     backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
     if hasattr(SDPBackend, "CUDNN_ATTENTION"):
@@ -288,7 +295,7 @@ def grouped_mm_works(device, dtype):
         b = torch.randn(3, 32, 64, dtype=dtype, device=device).transpose(-2, -1)
         offs = torch.tensor([16, 32, 48], dtype=torch.int32, device=device)
         out = torch._grouped_mm(a, b, offs=offs)
-        ref = torch.cat([a[i * 16:(i + 1) * 16] @ b[i] for i in range(3)])
+        ref = torch.cat([a[i * 16 : (i + 1) * 16] @ b[i] for i in range(3)])
         return bool(torch.allclose(out.float(), ref.float(), rtol=2e-2, atol=2e-1))
     except (RuntimeError, TypeError, NotImplementedError):
         return False
@@ -316,20 +323,28 @@ class Stack:
     def __init__(self, s, *, layers, device, pool_tokens, attention="sdpa", moe_impl=None, fused_fc=False):
         dt = DTYPES[s["dtype"]]
         self.s, self.device, self.dt = s, device, dt
-        self.layers = [Layer(s, device=device, pool_tokens=pool_tokens, attention=attention, moe_impl=moe_impl)
-                       for _ in range(layers)]
+        self.layers = [
+            Layer(s, device=device, pool_tokens=pool_tokens, attention=attention, moe_impl=moe_impl)
+            for _ in range(layers)
+        ]
         self.norm = torch.ones(s["hidden"], dtype=dt, device=device)
         self.w_lm = _weight((s["vocab"], s["hidden"]), s["hidden"], dt, device)
-        self.w_fc = _weight((s["hidden"], s["fused_layers"] * s["hidden"]), s["fused_layers"] * s["hidden"], dt,
-                            device) if fused_fc and s["fused_layers"] else None
+        self.w_fc = (
+            _weight((s["hidden"], s["fused_layers"] * s["hidden"]), s["fused_layers"] * s["hidden"], dt, device)
+            if fused_fc and s["fused_layers"]
+            else None
+        )
 
     def groups(self, ctx):
         """Callables per kernel group for this point (see the plan module's docstring)."""
         x = ctx.x
-        ys = [layer.qkv(x, ctx) for layer in self.layers]   # precomputed inputs of the attention-only group
+        ys = [layer.qkv(x, ctx) for layer in self.layers]  # precomputed inputs of the attention-only group
         x2 = self.layers[0].router(x) if self.s["is_moe"] else None
-        fc_in = torch.randn((ctx.tokens, self.s["fused_layers"] * self.s["hidden"]), dtype=self.dt,
-                            device=self.device) if self.w_fc is not None else None
+        fc_in = (
+            torch.randn((ctx.tokens, self.s["fused_layers"] * self.s["hidden"]), dtype=self.dt, device=self.device)
+            if self.w_fc is not None
+            else None
+        )
 
         def layers_all(attention=True, ffn=True):
             def run():
@@ -337,6 +352,7 @@ class Stack:
                 for layer in self.layers:
                     h = layer.forward(h, ctx, attention=attention, ffn=ffn)
                 return h
+
             return run
 
         def attention():
@@ -353,8 +369,14 @@ class Stack:
             return F.linear(_rms_norm(h, self.norm), self.w_lm)
 
         dense = layers_all(attention=False, ffn=not self.s["is_moe"])
-        return {"layers": layers_all(), "attention": attention, "dense": dense,
-                "experts": experts, "lm_head": lm_head, "step": step}
+        return {
+            "layers": layers_all(),
+            "attention": attention,
+            "dense": dense,
+            "experts": experts,
+            "lm_head": lm_head,
+            "step": step,
+        }
 
 
 # -- all-reduce over several GPUs -----------------------------------------------------------------
@@ -373,8 +395,9 @@ def allreduce_worker(rank, world, port, sizes, reps, warmup, dtype_name, result_
     if use_cuda:
         torch.cuda.set_device(rank)
     device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
-    dist.init_process_group("nccl" if use_cuda else "gloo", init_method="tcp://127.0.0.1:%d" % port,
-                            rank=rank, world_size=world)
+    dist.init_process_group(
+        "nccl" if use_cuda else "gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world
+    )
     try:
         dt = DTYPES[dtype_name]
         out = {}

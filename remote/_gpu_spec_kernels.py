@@ -71,18 +71,18 @@ def tree_build(all_scores, all_tokens, all_parents, num_draft_tokens, context):
     """
     B = all_scores.shape[0]
     top = torch.topk(all_scores, num_draft_tokens - 1, dim=-1).indices
-    top = torch.sort(top, dim=-1).values                      # SGLang keeps candidates in list order
+    top = torch.sort(top, dim=-1).values  # SGLang keeps candidates in list order
     tokens = torch.gather(all_tokens, 1, top)
-    par = torch.gather(all_parents, 1, top)                   # index into the list, -1 = root
+    par = torch.gather(all_parents, 1, top)  # index into the list, -1 = root
     # the parent's slot in the tree: 0 for the root, else 1 + its rank among the kept candidates
-    match = (top.unsqueeze(1) == par.unsqueeze(2))            # [B, N-1, N-1]
+    match = top.unsqueeze(1) == par.unsqueeze(2)  # [B, N-1, N-1]
     slot = torch.where(par < 0, torch.zeros_like(par), 1 + match.int().argmax(-1))
     parent = torch.cat([torch.zeros((B, 1), dtype=slot.dtype, device=slot.device), slot], dim=1)
     N = num_draft_tokens
     anc = torch.eye(N, dtype=torch.bool, device=slot.device).expand(B, N, N).clone()
     cur = torch.arange(N, device=slot.device).expand(B, N).clone()
     depth = torch.zeros((B, N), dtype=torch.long, device=slot.device)
-    for _ in range(N - 1):                                    # walk up: at most N - 1 edges
+    for _ in range(N - 1):  # walk up: at most N - 1 edges
         cur = torch.gather(parent, 1, cur)
         anc.scatter_(2, cur.unsqueeze(-1), True)
         depth += (cur != 0).long()
@@ -113,10 +113,10 @@ def verify_greedy(logits, draft_tokens, parent, anc):
     """
     B, N = draft_tokens.shape
     pred = torch.argmax(logits, dim=-1).view(B, N)
-    correct = torch.gather(pred, 1, parent) == draft_tokens          # a node is right if its parent predicts it
+    correct = torch.gather(pred, 1, parent) == draft_tokens  # a node is right if its parent predicts it
     correct[:, 0] = True
-    ok = ~(anc & ~correct.unsqueeze(1)).any(-1)                      # every ancestor right
-    depth = anc.sum(-1)                                              # 1 for the root
+    ok = ~(anc & ~correct.unsqueeze(1)).any(-1)  # every ancestor right
+    depth = anc.sum(-1)  # 1 for the root
     best = torch.argmax(torch.where(ok, depth, torch.zeros_like(depth)), dim=-1)
     length = torch.gather(depth, 1, best.unsqueeze(1)).squeeze(1)
     nxt = torch.gather(pred, 1, best.unsqueeze(1)).squeeze(1)
@@ -134,7 +134,7 @@ def verify_sampled(logits, draft_tokens, parent, anc, temperature=1.0):
     probs = torch.softmax(logits.float() / temperature, dim=-1).view(B, N, -1)
     V = probs.shape[-1]
     flat = ((torch.arange(B, device=logits.device) * N).unsqueeze(1) + parent) * V + draft_tokens
-    p_tok = probs.view(-1).gather(0, flat.view(-1)).view(B, N)          # p_target(token | parent)
+    p_tok = probs.view(-1).gather(0, flat.view(-1)).view(B, N)  # p_target(token | parent)
     coins = torch.rand((B, N), device=logits.device)
     keep = coins < p_tok
     keep[:, 0] = True
@@ -165,7 +165,7 @@ def kv_accept(req_to_token, out_cache_loc, best, anc, seq_lens):
         (accepted mask [B, N], free mask [B * N]).
     """
     B, N = out_cache_loc.shape
-    accepted = torch.gather(anc, 1, best.view(B, 1, 1).expand(B, 1, N)).squeeze(1)   # the path to best
+    accepted = torch.gather(anc, 1, best.view(B, 1, 1).expand(B, 1, N)).squeeze(1)  # the path to best
     order = torch.cumsum(accepted.int(), dim=1) - 1
     cols = (seq_lens.unsqueeze(1) + order).clamp(min=0).long()
     cols = torch.where(accepted, cols, torch.full_like(cols, req_to_token.shape[1] - 1))
@@ -188,13 +188,13 @@ def candidate_list(B, steps, topk, device, vocab, seed=0):
     M = topk + (steps - 1) * topk * topk
     scores = torch.rand((B, M), generator=g)
     parents = torch.full((B, M), -1, dtype=torch.long)
-    for s in range(1, steps):                        # step s's topk^2 children hang off step s-1's beam
+    for s in range(1, steps):  # step s's topk^2 children hang off step s-1's beam
         start = topk + (s - 1) * topk * topk
         prev = topk + (s - 2) * topk * topk if s > 1 else 0
         width = topk * topk if s > 1 else topk
         for j in range(topk * topk):
             parents[:, start + j] = prev + torch.randint(0, width, (B,), generator=g)
-        scores[:, start:start + topk * topk] *= 0.5 ** s   # deeper candidates score lower, as products do
+        scores[:, start : start + topk * topk] *= 0.5**s  # deeper candidates score lower, as products do
     tokens = torch.randint(0, vocab, (B, M), generator=g)
     return scores.to(device), tokens.to(device), parents.to(device)
 
@@ -302,4 +302,5 @@ def decode_step(target, *, batch, context, device, seed=0):
         for layer in target.layers:
             x = layer.forward(x, ctx)
         return torch.argmax(F.linear(tm._rms_norm(x, target.norm), target.w_lm), dim=-1)
+
     return run, ctx

@@ -44,8 +44,11 @@ def action_nargs(package, module, action_text):
     for node in cls.body:
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
             args = node.args.args + node.args.kwonlyargs
-            defaults = [None] * (len(node.args.args) - len(node.args.defaults)) + list(node.args.defaults) + list(
-                node.args.kw_defaults)
+            defaults = (
+                [None] * (len(node.args.args) - len(node.args.defaults))
+                + list(node.args.defaults)
+                + list(node.args.kw_defaults)
+            )
             for arg, default in zip(args, defaults):
                 if arg.arg == "nargs" and isinstance(default, ast.Constant) and default.value == 0:
                     return 0
@@ -59,6 +62,7 @@ def action_nargs(package, module, action_text):
 
 def flag_record(package, module, option_strings, kwargs, *, origin, line, condition, evaluator_local=None):
     """One flag from ``add_argument``-style arguments: ``kwargs`` maps keyword to AST node (or a ready value)."""
+
     def evaluate(key):
         node = kwargs.get(key)
         if node is None:
@@ -98,14 +102,17 @@ def flag_record(package, module, option_strings, kwargs, *, origin, line, condit
             extensible = bool(ev and ev.extensible)
     help_value, _ = evaluate("help")
     hidden = text("help") in ("argparse.SUPPRESS", "SUPPRESS")
-    help_text = help_value if isinstance(help_value, str) else (
-        help_value.text if isinstance(help_value, Unresolved) else None)
+    help_text = (
+        help_value if isinstance(help_value, str) else (help_value.text if isinstance(help_value, Unresolved) else None)
+    )
     if help_text is not None:
         help_text = " ".join(help_text.split())[:HELP_CHARS]
     default, _ = evaluate("default")
     required, _ = evaluate("required")
-    says_so = bool(help_text) and (bool(_DEPRECATED.search(help_text)) or any(
-        re.search(re.escape(o) + r"`?\s+is\s+deprecated", help_text) for o in option_strings))
+    says_so = bool(help_text) and (
+        bool(_DEPRECATED.search(help_text))
+        or any(re.search(re.escape(o) + r"`?\s+is\s+deprecated", help_text) for o in option_strings)
+    )
     deprecated = bool(action and "Deprecated" in action) or says_so
     deprecated_kw, _ = evaluate("deprecated")
     deprecated = deprecated or deprecated_kw is True
@@ -127,8 +134,9 @@ def flag_record(package, module, option_strings, kwargs, *, origin, line, condit
         "choices": choices,
         "choices_source": choices_source,
         "choices_extensible": extensible,
-        "default": jsonable(default, module, kwargs.get("default") if isinstance(kwargs.get("default"),
-                                                                                   ast.AST) else None),
+        "default": jsonable(
+            default, module, kwargs.get("default") if isinstance(kwargs.get("default"), ast.AST) else None
+        ),
         "required": required is True,
         "deprecated": deprecated,
         "replacement": replacement if isinstance(replacement, str) else None,
@@ -148,8 +156,11 @@ def _subscript_parts(node):
     """(head name, [argument nodes]) of ``X[a, b]`` (3.8's ``Index`` wrapper removed)."""
     if not isinstance(node, ast.Subscript):
         return None, []
-    head = node.value.id if isinstance(node.value, ast.Name) else (
-        node.value.attr if isinstance(node.value, ast.Attribute) else None)
+    head = (
+        node.value.id
+        if isinstance(node.value, ast.Name)
+        else (node.value.attr if isinstance(node.value, ast.Attribute) else None)
+    )
     inner = node.slice
     index = getattr(ast, "Index", None)
     if index is not None and isinstance(inner, index):
@@ -225,8 +236,11 @@ def field_flag(package, module, stmt, condition):
     if head == "Literal":
         values = [ev.value(a) for a in args]
         kwargs["choices"] = arg.get("choices") or ast.List(elts=args, ctx=ast.Load())
-        kwargs["type"] = module.segment(arg["type_parser"]) if "type_parser" in arg else (
-            type(values[0]).__name__ if values and not isinstance(values[0], Unresolved) else "str")
+        kwargs["type"] = (
+            module.segment(arg["type_parser"])
+            if "type_parser" in arg
+            else (type(values[0]).__name__ if values and not isinstance(values[0], Unresolved) else "str")
+        )
         kwargs.pop("nargs", None)
     elif head in ("list", "List") and "type_parser" not in arg:
         kwargs["type"] = _type_name(args[0] if args else None)

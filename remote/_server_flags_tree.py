@@ -49,8 +49,10 @@ class Module(object):
         try:
             self.tree = ast.parse(self.text, filename=rel)
         except SyntaxError as exc:
-            raise RequestError("cannot parse %s with Python %d.%d: %s (a newer python3 on the host may parse it)"
-                               % (rel, sys.version_info[0], sys.version_info[1], exc))
+            raise RequestError(
+                "cannot parse %s with Python %d.%d: %s (a newer python3 on the host may parse it)"
+                % (rel, sys.version_info[0], sys.version_info[1], exc)
+            )
         self.lines = self.text.splitlines(True)
         self.offsets = [0]
         for line in self.lines:
@@ -61,8 +63,12 @@ class Module(object):
             self._index(node)
         self.mutated = set()
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(
-                    node.func.value, ast.Name) and node.func.attr in ("extend", "append", "add", "update", "insert"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.attr in ("extend", "append", "add", "update", "insert")
+            ):
                 self.mutated.add(node.func.value.id)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 self.mutated.add(node.target.id)
@@ -160,8 +166,9 @@ class Evaluator(object):
         if isinstance(node, ast.Dict):
             keys = [self.value(k, depth + 1) if k is not None else None for k in node.keys]
             values = [self.value(v, depth + 1) for v in node.values]
-            if any(k is None or isinstance(k, Unresolved) for k in keys) or any(isinstance(v, Unresolved)
-                                                                                for v in values):
+            if any(k is None or isinstance(k, Unresolved) for k in keys) or any(
+                isinstance(v, Unresolved) for v in values
+            ):
                 return Unresolved(self.module.segment(node))
             return dict(zip(keys, values))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -172,8 +179,13 @@ class Evaluator(object):
             if isinstance(left, list) and isinstance(right, list) or isinstance(left, str) and isinstance(right, str):
                 return left + right
             return Unresolved(self.module.segment(node))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 and \
-                not node.keywords and node.func.id in ("list", "set", "sorted", "tuple", "frozenset"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and len(node.args) == 1
+            and not node.keywords
+            and node.func.id in ("list", "set", "sorted", "tuple", "frozenset")
+        ):
             inner = self.value(node.args[0], depth + 1)
             if isinstance(inner, (list, dict)):
                 items = list(inner)
@@ -191,11 +203,17 @@ class Evaluator(object):
             if node.id in where.mutated or any(node.id in m.mutated for m in self.package.modules.values() if m):
                 self.extensible = True
             return Evaluator(self.package, where).merge_into(self, bound, depth)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in \
-                self.module.classes:  # ``ServerArgs.port``: the class-level default
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in self.module.classes
+        ):  # ``ServerArgs.port``: the class-level default
             for stmt in self.module.classes[node.value.id].body:
-                target = stmt.target if isinstance(stmt, ast.AnnAssign) else (
-                    stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+                target = (
+                    stmt.target
+                    if isinstance(stmt, ast.AnnAssign)
+                    else (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+                )
                 if isinstance(target, ast.Name) and target.id == node.attr and stmt.value is not None:
                     return self.value(stmt.value, depth + 1)
         return Unresolved(self.module.segment(node))
@@ -216,4 +234,3 @@ def jsonable(value, module, node):
         return value
     except (TypeError, ValueError):
         return module.segment(node) if node is not None else repr(value)
-

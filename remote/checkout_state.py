@@ -77,7 +77,10 @@ def _git(directory, *args):
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_TERMINAL_PROMPT="0")
     proc = subprocess.run(
         ["git", "-c", "safe.directory=*", "-C", directory] + list(args),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=GIT_TIMEOUT_S,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=GIT_TIMEOUT_S,
     )
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
 
@@ -106,8 +109,16 @@ def git_state(directory):
         return None
     if code != 0 or not root:
         return None
-    state = {"root": root, "commit": None, "branch": None, "describe": None, "dirty": None,
-             "changed": [], "changed_count": 0, "error": None}
+    state = {
+        "root": root,
+        "commit": None,
+        "branch": None,
+        "describe": None,
+        "dirty": None,
+        "changed": [],
+        "changed_count": 0,
+        "error": None,
+    }
     try:
         code, out, err = _git(directory, "rev-parse", "HEAD")
         if code == 0:
@@ -176,8 +187,16 @@ def inspect_installed():
     try:
         spec = importlib.util.find_spec("sglang")
     except (ImportError, ValueError) as exc:
-        return {"package_dir": None, "version": None, "version_file": None, "distribution_version": None,
-                "editable": False, "direct_url": None, "git": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+        return {
+            "package_dir": None,
+            "version": None,
+            "version_file": None,
+            "distribution_version": None,
+            "editable": False,
+            "direct_url": None,
+            "git": None,
+            "error": "%s: %s" % (type(exc).__name__, exc),
+        }
     if spec is None:
         return None
     locations = list(spec.submodule_search_locations or [])
@@ -186,10 +205,16 @@ def inspect_installed():
     else:
         package_dir = locations[0] if locations else None
     dist_version, direct = _distribution_facts()
-    entry = {"package_dir": package_dir, "version": None, "version_file": None,
-             "distribution_version": dist_version, "direct_url": direct,
-             "editable": bool(direct and (direct.get("dir_info") or {}).get("editable")),
-             "git": None, "error": None}
+    entry = {
+        "package_dir": package_dir,
+        "version": None,
+        "version_file": None,
+        "distribution_version": dist_version,
+        "direct_url": direct,
+        "editable": bool(direct and (direct.get("dir_info") or {}).get("editable")),
+        "git": None,
+        "error": None,
+    }
     if package_dir:
         entry["version"], entry["version_file"] = read_version(package_dir)
         entry["git"] = git_state(package_dir)

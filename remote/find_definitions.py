@@ -105,8 +105,10 @@ def parse_request(raw: bytes) -> dict:
     queries = request.get("queries", [])
     reads = request.get("reads", [])
     if not isinstance(queries, list) or not isinstance(reads, list) or not (queries or reads):
-        raise RequestError("request needs 'queries' (a list of {'name': ...}) or 'reads' (a list of "
-                           "{'path': ..., 'start': ..., 'end': ...}), at least one of them non-empty")
+        raise RequestError(
+            "request needs 'queries' (a list of {'name': ...}) or 'reads' (a list of "
+            "{'path': ..., 'start': ..., 'end': ...}), at least one of them non-empty"
+        )
     checked = []
     for query in queries:
         if not isinstance(query, dict) or not isinstance(query.get("name"), str):
@@ -275,8 +277,19 @@ def unparse_signature(node: ast.AST) -> str:
 # -- one file: every definition and reference (what the index keeps) ---------------------
 
 #: Fields of a stored definition, in order (``name`` and ``path`` are added when answering).
-DEF_FIELDS = ("qualname", "kind", "is_async", "start_line", "def_line", "end_line", "enclosing_class",
-              "decorators", "signature", "docstring", "sha256")
+DEF_FIELDS = (
+    "qualname",
+    "kind",
+    "is_async",
+    "start_line",
+    "def_line",
+    "end_line",
+    "enclosing_class",
+    "decorators",
+    "signature",
+    "docstring",
+    "sha256",
+)
 _DEF_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _KEEPENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
@@ -330,9 +343,17 @@ def definition_record(node: ast.AST, scope: tuple, source: FileText) -> list:
     docstring = ast.get_docstring(node, clean=True)
     doc_first = docstring.strip().splitlines()[0] if docstring and docstring.strip() else None
     return [
-        qualname_of(scope, node.name), kind, isinstance(node, ast.AsyncFunctionDef), start, node.lineno,
-        node.end_lineno, enclosing_class, [source.segment(d) or "" for d in node.decorator_list],
-        header_signature(source.lines, node), doc_first, _digest(source.block(start, node.end_lineno)),
+        qualname_of(scope, node.name),
+        kind,
+        isinstance(node, ast.AsyncFunctionDef),
+        start,
+        node.lineno,
+        node.end_lineno,
+        enclosing_class,
+        [source.segment(d) or "" for d in node.decorator_list],
+        header_signature(source.lines, node),
+        doc_first,
+        _digest(source.block(start, node.end_lineno)),
     ]
 
 
@@ -340,9 +361,16 @@ def assignment_record(node: ast.AST, name: str, scope: tuple, source: FileText) 
     """The stored record (:data:`DEF_FIELDS`) of a module-level variable or class attribute."""
     annotation = getattr(node, "annotation", None)
     return [
-        qualname_of(scope, name), "attribute" if scope else "variable", False, node.lineno, node.lineno,
-        node.end_lineno, qualname_of(scope[:-1], scope[-1].name) if scope else None, [],
-        (source.segment(annotation) or "") if annotation is not None else "", None,
+        qualname_of(scope, name),
+        "attribute" if scope else "variable",
+        False,
+        node.lineno,
+        node.lineno,
+        node.end_lineno,
+        qualname_of(scope[:-1], scope[-1].name) if scope else None,
+        [],
+        (source.segment(annotation) or "") if annotation is not None else "",
+        None,
         _digest(source.block(node.lineno, node.end_lineno)),
     ]
 
@@ -466,16 +494,27 @@ def reference_match(entry: list, scopes: list, rel: str, source: FileText) -> di
     """The answer for one stored reference."""
     line, col, kind, where = entry
     text = source.lines[line - 1] if 0 < line <= len(source.lines) else ""
-    return {"path": rel, "line": line, "col": col, "kind": kind,
-            "enclosing": scopes[where] if where >= 0 else None, "text": text.strip()}
-
+    return {
+        "path": rel,
+        "line": line,
+        "col": col,
+        "kind": kind,
+        "enclosing": scopes[where] if where >= 0 else None,
+        "text": text.strip(),
+    }
 
 
 def read_range(root: str, read: dict) -> dict:
     """Answer one read: whole lines start..end of a file (decoded as Python source when it is one)."""
     full = read["path"] if os.path.isabs(read["path"]) else os.path.join(root, read["path"])
-    reply = {"path": read["path"], "start": read["start"], "end": read["end"], "total_lines": None,
-             "text": None, "error": None}
+    reply = {
+        "path": read["path"],
+        "start": read["start"],
+        "end": read["end"],
+        "total_lines": None,
+        "text": None,
+        "error": None,
+    }
     try:
         with open(full, "rb") as handle:
             data = handle.read()
@@ -499,8 +538,9 @@ def answer(request: dict) -> dict:
     """Answer every query from the tree's index, parsing only candidate files it does not hold yet."""
     started = time.monotonic()
     queries = request["queries"]
-    results = [{"query": {k: q[k] for k in ("name", "type", "path_glob")}, "matches": [], "truncated": False}
-               for q in queries]
+    results = [
+        {"query": {k: q[k] for k in ("name", "type", "path_glob")}, "matches": [], "truncated": False} for q in queries
+    ]
     index = None
     if request["index"] and queries:
         index = _index.TreeIndex(request["index_dir"], request["root"])
@@ -541,12 +581,18 @@ def answer(request: dict) -> dict:
                 sites = " * "  # undecodable: a candidate for every query, reported as unparsable
             if index is not None:
                 index.update(rel, stat, sha, sites)
-        words = set(name for name, pattern in word_patterns.items()
-                    if name.encode("utf-8") in data and pattern.search(data)) if ref_names else ()
+        words = (
+            set(
+                name for name, pattern in word_patterns.items() if name.encode("utf-8") in data and pattern.search(data)
+            )
+            if ref_names
+            else ()
+        )
         if sites != " * " and not words and not any(name in sites for name in padded_defs):
             continue
         active = [
-            (i, q) for i, q in enumerate(queries)
+            (i, q)
+            for i, q in enumerate(queries)
             if (q["path_glob"] is None or fnmatch.fnmatchcase(rel, q["path_glob"]))
             and (sites == " * " or (q["padded"] in sites if q["type"] == "definition" else q["parts"][-1] in words))
         ]
@@ -572,11 +618,16 @@ def answer(request: dict) -> dict:
         source = _LazyText(full, data)
         for i, query in active:
             if query["type"] == "definition":
-                found = [definition_match(r, rel, source, request["include_source"])
-                         for r in record["defs"] if name_matches(r[0], query["parts"])]
+                found = [
+                    definition_match(r, rel, source, request["include_source"])
+                    for r in record["defs"]
+                    if name_matches(r[0], query["parts"])
+                ]
             else:
-                found = [reference_match(e, record["scopes"], rel, source)
-                         for e in record["refs"].get(query["parts"][-1], ())]
+                found = [
+                    reference_match(e, record["scopes"], rel, source)
+                    for e in record["refs"].get(query["parts"][-1], ())
+                ]
             room = request["max_matches"] - len(results[i]["matches"])
             if len(found) > room:
                 results[i]["truncated"] = True

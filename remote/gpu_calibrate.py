@@ -53,10 +53,36 @@ import _gpu_calibrate_plan as plan_mod  # noqa: E402  (a companion module beside
 
 FORMAT = "workbench-gpu-calibration/1"
 #: Columns of the CSV table, in order (units in the names).
-COLUMNS = ["shape", "model", "role", "family", "group", "point", "tokens", "seqs", "q_len", "context",
-           "kv_tokens", "layers_timed", "layers_model", "touched_experts", "median_ms", "min_ms", "p90_ms",
-           "mean_ms", "reps", "cuda_graph", "sm_clock_mhz", "mem_clock_mhz", "device", "timer", "moe_impl",
-           "attention", "message_bytes", "gpus"]
+COLUMNS = [
+    "shape",
+    "model",
+    "role",
+    "family",
+    "group",
+    "point",
+    "tokens",
+    "seqs",
+    "q_len",
+    "context",
+    "kv_tokens",
+    "layers_timed",
+    "layers_model",
+    "touched_experts",
+    "median_ms",
+    "min_ms",
+    "p90_ms",
+    "mean_ms",
+    "reps",
+    "cuda_graph",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "device",
+    "timer",
+    "moe_impl",
+    "attention",
+    "message_bytes",
+    "gpus",
+]
 #: Seconds between two readings of the clocks (nvidia-smi costs tens of milliseconds).
 CLOCK_EVERY_S = 2.0
 #: Share of the GPU's free memory a plan may use.
@@ -114,25 +140,53 @@ def nvidia_smi(query, index=None):
 
 def environment(torch, device):
     """Facts about this machine that a table must carry: GPU, driver, torch, CUDA, clocks."""
-    env = {"hostname": socket.gethostname(), "python": platform.python_version(), "platform": platform.platform(),
-           "torch": torch.__version__, "cuda": getattr(torch.version, "cuda", None), "device": device.type,
-           "started_at": _now()}
+    env = {
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": getattr(torch.version, "cuda", None),
+        "device": device.type,
+        "started_at": _now(),
+    }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         free, total = torch.cuda.mem_get_info(device)
-        env.update({"gpu_name": props.name, "sm_count": props.multi_processor_count,
-                    "memory_total_bytes": total, "memory_free_bytes": free,
-                    "capability": "%d.%d" % (props.major, props.minor),
-                    "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-                    "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
-        smi = nvidia_smi(["name", "driver_version", "pci.bus_id", "clocks.sm", "clocks.mem", "clocks.max.sm",
-                          "clocks.max.mem", "power.limit", "temperature.gpu", "memory.used"],
-                         index=torch.cuda.current_device() if not os.environ.get("CUDA_VISIBLE_DEVICES") else None)
+        env.update(
+            {
+                "gpu_name": props.name,
+                "sm_count": props.multi_processor_count,
+                "memory_total_bytes": total,
+                "memory_free_bytes": free,
+                "capability": "%d.%d" % (props.major, props.minor),
+                "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            }
+        )
+        smi = nvidia_smi(
+            [
+                "name",
+                "driver_version",
+                "pci.bus_id",
+                "clocks.sm",
+                "clocks.mem",
+                "clocks.max.sm",
+                "clocks.max.mem",
+                "power.limit",
+                "temperature.gpu",
+                "memory.used",
+            ],
+            index=torch.cuda.current_device() if not os.environ.get("CUDA_VISIBLE_DEVICES") else None,
+        )
         env["nvidia_smi"] = smi[0] if smi else None
         env["driver"] = smi[0].get("driver_version") if smi else None
     else:
-        env.update({"gpu_name": None, "calibration_note": "CPU timing with time.perf_counter: a test of the "
-                    "program, NEVER a calibration"})
+        env.update(
+            {
+                "gpu_name": None,
+                "calibration_note": "CPU timing with time.perf_counter: a test of the program, NEVER a calibration",
+            }
+        )
     env["nccl_nvls_enable"] = os.environ.get("NCCL_NVLS_ENABLE")
     return env
 
@@ -176,17 +230,27 @@ def _load_table(path, plan, env, restart):
     except ValueError as exc:
         raise Refused("%s exists but is not a JSON table (%s); pass --restart to overwrite it" % (path, exc))
     if old.get("format") != FORMAT or old.get("plan", {}).get("key") != plan["key"]:
-        raise Refused("%s holds a table of another plan (key %s, this plan %s): pass --restart to discard it, or "
-                      "another --out" % (path, old.get("plan", {}).get("key"), plan["key"]))
+        raise Refused(
+            "%s holds a table of another plan (key %s, this plan %s): pass --restart to discard it, or "
+            "another --out" % (path, old.get("plan", {}).get("key"), plan["key"])
+        )
     old_gpu = (old.get("environment") or {}).get("gpu_name")
     if old_gpu != env.get("gpu_name"):
-        raise Refused("%s was measured on %r, this is %r: pass --restart or another --out" % (path, old_gpu, env.get("gpu_name")))
+        raise Refused(
+            "%s was measured on %r, this is %r: pass --restart or another --out" % (path, old_gpu, env.get("gpu_name"))
+        )
     return list(old.get("rows", []))
 
 
 def _save(out_dir, plan, env, rows, status, clocks):
-    doc = {"format": FORMAT, "status": status, "calibration": env.get("device") == "cuda", "plan": plan,
-           "environment": dict(env, updated_at=_now(), sm_clocks_seen_mhz=sorted(clocks.seen)), "rows": rows}
+    doc = {
+        "format": FORMAT,
+        "status": status,
+        "calibration": env.get("device") == "cuda",
+        "plan": plan,
+        "environment": dict(env, updated_at=_now(), sm_clocks_seen_mhz=sorted(clocks.seen)),
+        "rows": rows,
+    }
     _write_atomic(os.path.join(out_dir, plan["name"] + ".json"), json.dumps(doc, indent=1))
     _write_atomic(os.path.join(out_dir, plan["name"] + ".csv"), rows_csv(rows))
 
@@ -196,9 +260,11 @@ def _check_memory(plan, env):
     free = env.get("memory_free_bytes")
     if free is not None and need > FREE_FRACTION * free:
         parts = ", ".join("%s %.1f GB" % (k, v / 1e9) for k, v in plan["memory"].items() if k != "total")
-        raise Refused("shape %s does not fit: it needs %.1f GB (%s) and %.0f%% of the %.1f GB free is %.1f GB; "
-                      "time fewer layers (--layers N) or use --quick" % (
-                          plan["name"], need / 1e9, parts, 100 * FREE_FRACTION, free / 1e9, FREE_FRACTION * free / 1e9))
+        raise Refused(
+            "shape %s does not fit: it needs %.1f GB (%s) and %.0f%% of the %.1f GB free is %.1f GB; "
+            "time fewer layers (--layers N) or use --quick"
+            % (plan["name"], need / 1e9, parts, 100 * FREE_FRACTION, free / 1e9, FREE_FRACTION * free / 1e9)
+        )
 
 
 def run_shape(plan, *, out_dir, device, torch, restart=False, seed=0, gpu_ids=None):
@@ -223,9 +289,19 @@ def run_shape(plan, *, out_dir, device, torch, restart=False, seed=0, gpu_ids=No
         _progress("[%s] complete already (%d rows in %s)" % (plan["name"], len(rows), path))
         _save(out_dir, plan, env, rows, "complete", clocks)
         return rows
-    _progress("[%s] %s: %d points to time (%d done), %d of %d layers, %s, on %s" % (
-        plan["name"], t["name"], len(todo), len(plan["points"]) - len(todo), plan["layers_timed"], t["layers"],
-        plan["mode"], env.get("gpu_name") or "CPU (test only, not a calibration)"))
+    _progress(
+        "[%s] %s: %d points to time (%d done), %d of %d layers, %s, on %s"
+        % (
+            plan["name"],
+            t["name"],
+            len(todo),
+            len(plan["points"]) - len(todo),
+            plan["layers_timed"],
+            t["layers"],
+            plan["mode"],
+            env.get("gpu_name") or "CPU (test only, not a calibration)",
+        )
+    )
     moe_impl = None
     if t["is_moe"]:
         moe_impl = "grouped_mm" if tm.grouped_mm_works(device, tm.DTYPES[t["dtype"]]) else "loop"
@@ -238,11 +314,18 @@ def run_shape(plan, *, out_dir, device, torch, restart=False, seed=0, gpu_ids=No
     built = time.monotonic()
     stacks = {}
     if any(p["role"] == "target" and p["family"] != "allreduce" for p in todo):
-        stacks["target"] = tm.Stack(t, layers=plan["layers_timed"], device=device, pool_tokens=pool_t,
-                                    attention=plan["attention"], moe_impl=moe_impl)
+        stacks["target"] = tm.Stack(
+            t,
+            layers=plan["layers_timed"],
+            device=device,
+            pool_tokens=pool_t,
+            attention=plan["attention"],
+            moe_impl=moe_impl,
+        )
     if d is not None and any(p["role"] == "draft" for p in todo):
-        stacks["draft"] = tm.Stack(d, layers=1, device=device, pool_tokens=pool_d, attention=plan["attention"],
-                                   fused_fc=True)
+        stacks["draft"] = tm.Stack(
+            d, layers=1, device=device, pool_tokens=pool_d, attention=plan["attention"], fused_fc=True
+        )
     if device.type == "cuda":
         torch.cuda.synchronize()
     _progress("[%s] weights and KV pool built in %.1f s" % (plan["name"], time.monotonic() - built))
@@ -257,7 +340,9 @@ def run_shape(plan, *, out_dir, device, torch, restart=False, seed=0, gpu_ids=No
         try:
             ctx = tm.Context(p, shape, device=device, seed=seed)
             fns = stack.groups(ctx)
-            timings = [(group, _time_group(timer, fns[group], fused_only, tm, plan["attention"])) for group in p["groups"]]
+            timings = [
+                (group, _time_group(timer, fns[group], fused_only, tm, plan["attention"])) for group in p["groups"]
+            ]
         except torch.cuda.OutOfMemoryError as exc:  # this point only; a later run retries it
             ctx = fns = None
             torch.cuda.empty_cache()
@@ -269,23 +354,43 @@ def run_shape(plan, *, out_dir, device, torch, restart=False, seed=0, gpu_ids=No
             sm, mem = clocks.read()
             layers_timed = 1 if role == "draft" else (0 if group == "lm_head" else plan["layers_timed"])
             layers_model = shape["layers"] if group not in ("lm_head",) else 0
-            point_rows.append(dict(st, shape=plan["name"], model=shape["name"], role=role, family=p["family"],
-                                   group=group, point=p["id"], tokens=p["tokens"], seqs=p["seqs"], q_len=p["q_len"],
-                                   context=p["context"], kv_tokens=p["kv_tokens"], layers_timed=layers_timed,
-                                   layers_model=layers_model,
-                                   touched_experts=ctx.routing.touched if ctx.routing is not None else None,
-                                   sm_clock_mhz=sm, mem_clock_mhz=mem, device=env.get("gpu_name") or "cpu",
-                                   timer="cuda-events" if device.type == "cuda" else "cpu-perf_counter (NOT a calibration)",
-                                   moe_impl=moe_impl if shape["is_moe"] else None, attention=attention,
-                                   message_bytes=None, gpus=1))
+            point_rows.append(
+                dict(
+                    st,
+                    shape=plan["name"],
+                    model=shape["name"],
+                    role=role,
+                    family=p["family"],
+                    group=group,
+                    point=p["id"],
+                    tokens=p["tokens"],
+                    seqs=p["seqs"],
+                    q_len=p["q_len"],
+                    context=p["context"],
+                    kv_tokens=p["kv_tokens"],
+                    layers_timed=layers_timed,
+                    layers_model=layers_model,
+                    touched_experts=ctx.routing.touched if ctx.routing is not None else None,
+                    sm_clock_mhz=sm,
+                    mem_clock_mhz=mem,
+                    device=env.get("gpu_name") or "cpu",
+                    timer="cuda-events" if device.type == "cuda" else "cpu-perf_counter (NOT a calibration)",
+                    moe_impl=moe_impl if shape["is_moe"] else None,
+                    attention=attention,
+                    message_bytes=None,
+                    gpus=1,
+                )
+            )
         rows.extend(point_rows)
         del ctx, fns
         _save(out_dir, plan, env, rows, "running", clocks)
         elapsed = time.monotonic() - started
         eta = elapsed / n * (len(timed) - n)
         summary = " ".join("%s %.3f" % (r["group"], r["median_ms"]) for r in point_rows)
-        _progress("[%s] %3d/%d %-24s %s ms  (%.0f s, ~%.0f s left)" % (plan["name"], n, len(timed), p["id"],
-                                                                         summary, elapsed, eta))
+        _progress(
+            "[%s] %3d/%d %-24s %s ms  (%.0f s, ~%.0f s left)"
+            % (plan["name"], n, len(timed), p["id"], summary, elapsed, eta)
+        )
     stacks.clear()
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -293,9 +398,18 @@ def run_shape(plan, *, out_dir, device, torch, restart=False, seed=0, gpu_ids=No
         rows.extend(time_allreduce(plan, allreduce, gpu_ids=gpu_ids, device=device, torch=torch, env=env))
     env["errors"] = errors
     _save(out_dir, plan, env, rows, "incomplete" if errors else "complete", clocks)
-    _progress("[%s] %s: %d rows in %s (%.0f s)" % (
-        plan["name"], "INCOMPLETE (%d points failed; run the same command again to retry them)" % len(errors)
-        if errors else "complete", len(rows), path, time.monotonic() - started))
+    _progress(
+        "[%s] %s: %d rows in %s (%.0f s)"
+        % (
+            plan["name"],
+            "INCOMPLETE (%d points failed; run the same command again to retry them)" % len(errors)
+            if errors
+            else "complete",
+            len(rows),
+            path,
+            time.monotonic() - started,
+        )
+    )
     return rows
 
 
@@ -331,49 +445,97 @@ def time_allreduce(plan, points, *, gpu_ids, device, torch, env):
         port = s.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "allreduce.json")
-        _progress("[%s] all-reduce over %d %s, %d sizes" % (plan["name"], world, "GPUs" if use_cuda else "CPU ranks",
-                                                             len(sizes)))
-        torch.multiprocessing.spawn(tm.allreduce_worker, nprocs=world, join=True,
-                                    args=(world, port, sizes, plan["reps"], plan["warmup"], plan["target"]["dtype"],
-                                          result, use_cuda))
+        _progress(
+            "[%s] all-reduce over %d %s, %d sizes"
+            % (plan["name"], world, "GPUs" if use_cuda else "CPU ranks", len(sizes))
+        )
+        torch.multiprocessing.spawn(
+            tm.allreduce_worker,
+            nprocs=world,
+            join=True,
+            args=(world, port, sizes, plan["reps"], plan["warmup"], plan["target"]["dtype"], result, use_cuda),
+        )
         with open(result, encoding="utf-8") as fh:
             stats = json.load(fh)
     b = plan["target"]["dtype_bytes"]
     rows = []
     for p, numel in zip(points, sizes):
         st = stats[str(numel)]
-        rows.append(dict(st, shape=plan["name"], model=plan["target"]["name"], role="target", family="allreduce",
-                         group="allreduce", point=p["id"], tokens=p["tokens"], seqs=p["seqs"], q_len=1, context=0,
-                         kv_tokens=0, layers_timed=0, layers_model=0, touched_experts=None, sm_clock_mhz=None,
-                         mem_clock_mhz=None, device=env.get("gpu_name") or "cpu",
-                         timer="cuda-events" if use_cuda else "cpu-perf_counter (NOT a calibration)", moe_impl=None,
-                         attention=None, message_bytes=numel * b, gpus=world))
-        _progress("[%s] all-reduce %d tokens (%d bytes): %.3f ms" % (plan["name"], p["tokens"], numel * b, st["median_ms"]))
+        rows.append(
+            dict(
+                st,
+                shape=plan["name"],
+                model=plan["target"]["name"],
+                role="target",
+                family="allreduce",
+                group="allreduce",
+                point=p["id"],
+                tokens=p["tokens"],
+                seqs=p["seqs"],
+                q_len=1,
+                context=0,
+                kv_tokens=0,
+                layers_timed=0,
+                layers_model=0,
+                touched_experts=None,
+                sm_clock_mhz=None,
+                mem_clock_mhz=None,
+                device=env.get("gpu_name") or "cpu",
+                timer="cuda-events" if use_cuda else "cpu-perf_counter (NOT a calibration)",
+                moe_impl=None,
+                attention=None,
+                message_bytes=numel * b,
+                gpus=world,
+            )
+        )
+        _progress(
+            "[%s] all-reduce %d tokens (%d bytes): %.3f ms" % (plan["name"], p["tokens"], numel * b, st["median_ms"])
+        )
     return rows
 
 
 # -- command line ---------------------------------------------------------------------------------
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", action="append", default=[],
-                    help="shape preset(s): %s (repeat, or comma-separated)" % ", ".join(sorted(plan_mod.PRESETS)))
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--preset",
+        action="append",
+        default=[],
+        help="shape preset(s): %s (repeat, or comma-separated)" % ", ".join(sorted(plan_mod.PRESETS)),
+    )
     ap.add_argument("--model", help="target model: a data/models stem, or a .json/.toml shape file")
     ap.add_argument("--draft", help="draft model likewise ('none' for no draft)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: time one rank's shapes (default 1)")
-    ap.add_argument("--gpus", default=None, help="GPU indices, e.g. 0,1: the first times the layers; "
-                    "two or more also time the all-reduce (default: GPU 0, no all-reduce)")
+    ap.add_argument(
+        "--gpus",
+        default=None,
+        help="GPU indices, e.g. 0,1: the first times the layers; "
+        "two or more also time the all-reduce (default: GPU 0, no all-reduce)",
+    )
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_const", const="quick", dest="mode",
-                      help="the short grid (about 1-3 min of GPU time per shape on an H200)")
+    mode.add_argument(
+        "--quick",
+        action="store_const",
+        const="quick",
+        dest="mode",
+        help="the short grid (about 1-3 min of GPU time per shape on an H200)",
+    )
     mode.add_argument("--full", action="store_const", const="full", dest="mode", help="the full grid (default)")
-    ap.add_argument("--layers", type=int, default=None, help="decoder layers to time (default: preset's with --quick, else all)")
+    ap.add_argument(
+        "--layers", type=int, default=None, help="decoder layers to time (default: preset's with --quick, else all)"
+    )
     ap.add_argument("--attention", choices=["sdpa", "math"], default="sdpa")
     ap.add_argument("--reps", type=int, default=None, help="timed replays per kernel group")
     ap.add_argument("--warmup", type=int, default=None, help="untimed replays per kernel group")
     ap.add_argument("--out", default=None, help="output folder (default ./gpu-calibration)")
-    ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
-                    help="cpu: time the tiny test shapes on the CPU (a test of the program, never a calibration)")
+    ap.add_argument(
+        "--device",
+        choices=["auto", "cuda", "cpu"],
+        default="auto",
+        help="cpu: time the tiny test shapes on the CPU (a test of the program, never a calibration)",
+    )
     ap.add_argument("--restart", action="store_true", help="discard an existing table of another plan")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (points, memory, time) and exit; no torch")
     ap.add_argument("--seed", type=int, default=0)
@@ -391,8 +553,16 @@ def plans_from_args(args):
     """
     gpu_ids = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     gpus = len(gpu_ids) if gpu_ids else 1
-    common = dict(mode=args.mode, tp=args.tp, gpus=gpus, layers=args.layers, attention=args.attention,
-                  models_dir=_repo_models_dir(), reps=args.reps, warmup=args.warmup)
+    common = dict(
+        mode=args.mode,
+        tp=args.tp,
+        gpus=gpus,
+        layers=args.layers,
+        attention=args.attention,
+        models_dir=_repo_models_dir(),
+        reps=args.reps,
+        warmup=args.warmup,
+    )
     if args.model:
         if args.presets:
             raise plan_mod.PlanError("give --preset or --model, not both")
@@ -407,12 +577,21 @@ def summary(plan):
     fams = {}
     for p in plan["points"]:
         fams[p["family"]] = fams.get(p["family"], 0) + 1
-    return {"name": plan["name"], "key": plan["key"], "target": plan["target"]["name"],
-            "draft": plan["draft"]["name"] if plan["draft"] else None, "mode": plan["mode"], "tp": plan["tp"],
-            "layers_timed": plan["layers_timed"], "layers_model": plan["target"]["layers"],
-            "points": len(plan["points"]), "families": fams, "left_out": len(plan["left_out"]),
-            "memory_gb": {k: round(v / 1e9, 2) for k, v in plan["memory"].items()},
-            "estimated_gpu_s": round(plan_mod.estimate_seconds(plan), 1)}
+    return {
+        "name": plan["name"],
+        "key": plan["key"],
+        "target": plan["target"]["name"],
+        "draft": plan["draft"]["name"] if plan["draft"] else None,
+        "mode": plan["mode"],
+        "tp": plan["tp"],
+        "layers_timed": plan["layers_timed"],
+        "layers_model": plan["target"]["layers"],
+        "points": len(plan["points"]),
+        "families": fams,
+        "left_out": len(plan["left_out"]),
+        "memory_gb": {k: round(v / 1e9, 2) for k, v in plan["memory"].items()},
+        "estimated_gpu_s": round(plan_mod.estimate_seconds(plan), 1),
+    }
 
 
 def pick_device(choice, plans):
@@ -424,18 +603,24 @@ def pick_device(choice, plans):
     try:
         import torch
     except ImportError:
-        raise Refused("PyTorch is not installed for %s (%s); run this with the Python that has torch, e.g. "
-                      "--python /path/to/env/bin/python" % (sys.executable, platform.python_version()))
+        raise Refused(
+            "PyTorch is not installed for %s (%s); run this with the Python that has torch, e.g. "
+            "--python /path/to/env/bin/python" % (sys.executable, platform.python_version())
+        )
     if choice in ("auto", "cuda"):
         if not torch.cuda.is_available():
-            raise Refused("no CUDA GPU is visible to torch %s (CUDA build %s) on %s: calibration needs a GPU. "
-                          "To test the program on a CPU: --device cpu --preset tiny" % (
-                              torch.__version__, torch.version.cuda, socket.gethostname()))
+            raise Refused(
+                "no CUDA GPU is visible to torch %s (CUDA build %s) on %s: calibration needs a GPU. "
+                "To test the program on a CPU: --device cpu --preset tiny"
+                % (torch.__version__, torch.version.cuda, socket.gethostname())
+            )
         return torch, torch.device("cuda", 0)
     big = [p["name"] for p in plans if p["target"]["hidden"] > 1024]
     if big:
-        raise Refused("--device cpu times only test shapes (preset tiny, tiny-moe): %s is a real model; CPU timings "
-                      "are never a calibration" % ", ".join(big))
+        raise Refused(
+            "--device cpu times only test shapes (preset tiny, tiny-moe): %s is a real model; CPU timings "
+            "are never a calibration" % ", ".join(big)
+        )
     return torch, torch.device("cpu")
 
 
@@ -461,21 +646,34 @@ def main(argv=None):
         failed, refused = [], []
         for plan in plans:
             s = summary(plan)
-            _progress("[%s] plan %s: %d points, %.1f GB on the GPU, about %.0f s of GPU time" % (
-                plan["name"], plan["key"], s["points"], plan["memory"]["total"] / 1e9, s["estimated_gpu_s"]))
+            _progress(
+                "[%s] plan %s: %d points, %.1f GB on the GPU, about %.0f s of GPU time"
+                % (plan["name"], plan["key"], s["points"], plan["memory"]["total"] / 1e9, s["estimated_gpu_s"])
+            )
             try:
-                run_shape(plan, out_dir=out_dir, device=device, torch=torch, restart=args.restart, seed=args.seed,
-                          gpu_ids=gpu_ids)
+                run_shape(
+                    plan,
+                    out_dir=out_dir,
+                    device=device,
+                    torch=torch,
+                    restart=args.restart,
+                    seed=args.seed,
+                    gpu_ids=gpu_ids,
+                )
             except Refused as exc:  # this shape only (e.g. it does not fit); the next one still runs
                 sys.stderr.write("gpu_calibrate: refused: %s\n" % exc)
                 refused.append(plan["name"])
             except Exception:  # noqa: BLE001 - the program's boundary: the next shape still runs
                 import traceback
-                sys.stderr.write("gpu_calibrate: shape %s FAILED (its table keeps the points timed so far; run "
-                                 "the same command again to resume):\n%s" % (plan["name"], traceback.format_exc()))
+
+                sys.stderr.write(
+                    "gpu_calibrate: shape %s FAILED (its table keeps the points timed so far; run "
+                    "the same command again to resume):\n%s" % (plan["name"], traceback.format_exc())
+                )
                 failed.append(plan["name"])
             if device.type == "cuda":
                 import gc
+
                 gc.collect()
                 torch.cuda.empty_cache()
         return 1 if failed else (2 if refused else 0)

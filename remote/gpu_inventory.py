@@ -62,14 +62,16 @@ def parse_query_csv(text):
     for row in csv.reader(text.splitlines(), skipinitialspace=True):
         if len(row) < 6 or not row[0].strip().isdigit():
             continue
-        gpus.append({
-            "index": int(row[0]),
-            "name": row[1].strip(),
-            "uuid": row[2].strip(),
-            "memory_total_mib": _int_or_none(row[3]),
-            "memory_used_mib": _int_or_none(row[4]),
-            "pci_bus_id": row[5].strip(),
-        })
+        gpus.append(
+            {
+                "index": int(row[0]),
+                "name": row[1].strip(),
+                "uuid": row[2].strip(),
+                "memory_total_mib": _int_or_none(row[3]),
+                "memory_used_mib": _int_or_none(row[4]),
+                "pci_bus_id": row[5].strip(),
+            }
+        )
         if len(row) > 6 and row[6].strip():
             driver = row[6].strip()
     return gpus, driver
@@ -105,7 +107,7 @@ def parse_topology(text):
         if not match:
             continue
         row = int(match.group(1))
-        for col, code in zip(columns, tokens[1:1 + len(columns)]):
+        for col, code in zip(columns, tokens[1 : 1 + len(columns)]):
             matrix[(row, col)] = code
     return matrix
 
@@ -138,8 +140,16 @@ def _run(argv):
 
 def inventory(nvidia_smi="nvidia-smi", topology=True):
     """The answer object (see module docstring)."""
-    reply = {"ok": True, "nvidia_smi": False, "driver_version": None, "gpus": [], "links": [],
-             "interconnect": "none", "topology_text": None, "error": None}
+    reply = {
+        "ok": True,
+        "nvidia_smi": False,
+        "driver_version": None,
+        "gpus": [],
+        "links": [],
+        "interconnect": "none",
+        "topology_text": None,
+        "error": None,
+    }
     exe = nvidia_smi if os.sep in nvidia_smi else shutil.which(nvidia_smi)
     if not exe or not os.access(exe, os.X_OK):
         return reply

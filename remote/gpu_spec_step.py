@@ -40,9 +40,28 @@ import _gpu_calibrate_plan as plan_mod  # noqa: E402
 import gpu_calibrate as cal  # noqa: E402  (environment, clocks, atomic writes)
 
 FORMAT = "workbench-spec-step/1"
-COLUMNS = ["family", "part", "shape", "num_steps", "topk", "num_draft_tokens", "batch", "context", "tokens",
-           "rows", "median_ms", "min_ms", "p90_ms", "mean_ms", "reps", "cuda_graph", "sm_clock_mhz",
-           "mem_clock_mhz", "device", "timer"]
+COLUMNS = [
+    "family",
+    "part",
+    "shape",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "batch",
+    "context",
+    "tokens",
+    "rows",
+    "median_ms",
+    "min_ms",
+    "p90_ms",
+    "mean_ms",
+    "reps",
+    "cuda_graph",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "device",
+    "timer",
+]
 #: Spec shapes (name, num_steps, topk, num_draft_tokens): SGLang's rules (topk 1: N = steps + 1).
 #: The whole step runs for the first three by default (``--step-shapes`` picks any of the kernel shapes); the
 #: kernels also for the shipped wider trees.
@@ -59,9 +78,12 @@ def parse_args(argv):
     ap.add_argument("--batches", default=",".join(str(b) for b in BATCHES))
     ap.add_argument("--context", type=int, default=1024, help="cached tokens per request (default 1024)")
     ap.add_argument("--families", default="kernels,decode,spec", help="which families to time")
-    ap.add_argument("--step-shapes", default=",".join(n for n, _, _, _ in STEP_SHAPES),
-                    help="spec shapes whose whole step is timed (names of the kernel shapes: %s)"
-                    % ", ".join(n for n, _, _, _ in KERNEL_SHAPES))
+    ap.add_argument(
+        "--step-shapes",
+        default=",".join(n for n, _, _, _ in STEP_SHAPES),
+        help="spec shapes whose whole step is timed (names of the kernel shapes: %s)"
+        % ", ".join(n for n, _, _, _ in KERNEL_SHAPES),
+    )
     ap.add_argument("--reps", type=int, default=20, help="timed replays per callable (default 20)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default="spec-step")
@@ -89,19 +111,32 @@ class Table:
 
     def add(self, stats, **fields):
         sm, mem = self.clocks.read()
-        row = dict(stats, sm_clock_mhz=sm, mem_clock_mhz=mem, device=self.env.get("gpu_name") or "cpu",
-                   timer="cuda-events" if self.env.get("gpu_name") else "cpu-perf_counter (NOT a calibration)")
+        row = dict(
+            stats,
+            sm_clock_mhz=sm,
+            mem_clock_mhz=mem,
+            device=self.env.get("gpu_name") or "cpu",
+            timer="cuda-events" if self.env.get("gpu_name") else "cpu-perf_counter (NOT a calibration)",
+        )
         row.update(fields)
         self.rows.append(row)
         self.save("running")
-        cal._progress("%-8s %-15s %-12s B=%-4d %9.4f ms" % (row["family"], row["part"], row["shape"], row["batch"],
-                                                          row["median_ms"]))
+        cal._progress(
+            "%-8s %-15s %-12s B=%-4d %9.4f ms"
+            % (row["family"], row["part"], row["shape"], row["batch"], row["median_ms"])
+        )
 
     def save(self, status):
         import csv
         import io
-        doc = {"format": FORMAT, "status": status, "settings": self.settings,
-               "environment": dict(self.env, updated_at=cal._now()), "rows": self.rows}
+
+        doc = {
+            "format": FORMAT,
+            "status": status,
+            "settings": self.settings,
+            "environment": dict(self.env, updated_at=cal._now()),
+            "rows": self.rows,
+        }
         cal._write_atomic(os.path.join(self.out_dir, "spec_step.json"), json.dumps(doc, indent=1))
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
@@ -126,52 +161,111 @@ def time_kernels(table, timer, torch, sk, target, draft, batches, context, devic
                 continue
             rows_d = B * k
             dlog = torch.randn((rows_d, Vd), device=device, dtype=torch.bfloat16)
-            table.add(timer.time(lambda: sk.draft_topk(dlog, k)), family="kernels", part="draft_topk", batch=B,
-                      context=context, tokens=rows_d, rows=rows_d, **f)
+            table.add(
+                timer.time(lambda: sk.draft_topk(dlog, k)),
+                family="kernels",
+                part="draft_topk",
+                batch=B,
+                context=context,
+                tokens=rows_d,
+                rows=rows_d,
+                **f,
+            )
             if k > 1:
                 beam = torch.rand((B, k), device=device)
                 cp, ci = sk.draft_topk(dlog, k)
-                table.add(timer.time(lambda: sk.tree_select(beam, cp, ci, k)), family="kernels", part="tree_select",
-                          batch=B, context=context, tokens=B * k * k, rows=B, **f)
+                table.add(
+                    timer.time(lambda: sk.tree_select(beam, cp, ci, k)),
+                    family="kernels",
+                    part="tree_select",
+                    batch=B,
+                    context=context,
+                    tokens=B * k * k,
+                    rows=B,
+                    **f,
+                )
                 s, t, par = sk.candidate_list(B, steps, k, device, V)
-                table.add(timer.time(lambda: sk.tree_build(s, t, par, N, context)), family="kernels",
-                          part="tree_build", batch=B, context=context, tokens=B * N, rows=B, **f)
+                table.add(
+                    timer.time(lambda: sk.tree_build(s, t, par, N, context)),
+                    family="kernels",
+                    part="tree_build",
+                    batch=B,
+                    context=context,
+                    tokens=B * N,
+                    rows=B,
+                    **f,
+                )
                 tokens, parent, anc, _, _ = sk.tree_build(s, t, par, N, context)
             else:
                 parent, anc = sk.chain_tree(B, N, device)
                 tokens = torch.randint(0, V, (B, N), device=device)
             logits = torch.randn((B * N, V), device=device, dtype=torch.bfloat16)
-            table.add(timer.time(lambda: sk.verify_greedy(logits, tokens, parent, anc)), family="kernels",
-                      part="verify_greedy", batch=B, context=context, tokens=B * N, rows=B * N, **f)
-            table.add(timer.time(lambda: sk.verify_sampled(logits, tokens, parent, anc)), family="kernels",
-                      part="verify_sampled", batch=B, context=context, tokens=B * N, rows=B * N, **f)
+            table.add(
+                timer.time(lambda: sk.verify_greedy(logits, tokens, parent, anc)),
+                family="kernels",
+                part="verify_greedy",
+                batch=B,
+                context=context,
+                tokens=B * N,
+                rows=B * N,
+                **f,
+            )
+            table.add(
+                timer.time(lambda: sk.verify_sampled(logits, tokens, parent, anc)),
+                family="kernels",
+                part="verify_sampled",
+                batch=B,
+                context=context,
+                tokens=B * N,
+                rows=B * N,
+                **f,
+            )
             _, best, _ = sk.verify_greedy(logits, tokens, parent, anc)
             r2t = torch.zeros((B, context + N + 1), dtype=torch.int32, device=device)
             loc = torch.arange(B * N, dtype=torch.int32, device=device).view(B, N)
             lens = torch.full((B,), context, dtype=torch.long, device=device)
-            table.add(timer.time(lambda: sk.kv_accept(r2t, loc, best, anc, lens)), family="kernels",
-                      part="kv_accept", batch=B, context=context, tokens=B * N, rows=B, **f)
-            moved = B * steps                      # at most num_steps accepted drafts per request
+            table.add(
+                timer.time(lambda: sk.kv_accept(r2t, loc, best, anc, lens)),
+                family="kernels",
+                part="kv_accept",
+                batch=B,
+                context=context,
+                tokens=B * N,
+                rows=B,
+                **f,
+            )
+            moved = B * steps  # at most num_steps accepted drafts per request
             pools_k = [layer.k_pool for layer in layers]
             pools_v = [layer.v_pool for layer in layers]
             src = torch.randperm(pools_k[0].shape[0], device=device)[:moved]
             dst = torch.randperm(pools_k[0].shape[0], device=device)[:moved]
-            table.add(timer.time(lambda: sk.kv_move(pools_k, pools_v, src, dst)), family="kernels", part="kv_move",
-                      batch=B, context=context, tokens=moved, rows=moved, **f)
+            table.add(
+                timer.time(lambda: sk.kv_move(pools_k, pools_v, src, dst)),
+                family="kernels",
+                part="kv_move",
+                batch=B,
+                context=context,
+                tokens=moved,
+                rows=moved,
+                **f,
+            )
             del dlog, logits
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.preset not in plan_mod.PRESETS or not plan_mod.PRESETS[args.preset].get("draft"):
-        sys.stderr.write("gpu_spec_step: refused: --preset must be one with a draft: %s\n" % ", ".join(
-            sorted(p for p, v in plan_mod.PRESETS.items() if v.get("draft"))))
+        sys.stderr.write(
+            "gpu_spec_step: refused: --preset must be one with a draft: %s\n"
+            % ", ".join(sorted(p for p, v in plan_mod.PRESETS.items() if v.get("draft")))
+        )
         return 2
     known = {n: shape for shape in KERNEL_SHAPES for n in shape[:1]}
     wanted = [n for n in args.step_shapes.split(",") if n]
     if not wanted or any(n not in known for n in wanted):
-        sys.stderr.write("gpu_spec_step: refused: --step-shapes takes names of %s, got %r\n"
-                         % (", ".join(known), args.step_shapes))
+        sys.stderr.write(
+            "gpu_spec_step: refused: --step-shapes takes names of %s, got %r\n" % (", ".join(known), args.step_shapes)
+        )
         return 2
     step_shapes = [known[n] for n in wanted]
     pre = plan_mod.PRESETS[args.preset]
@@ -188,24 +282,43 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     env = cal.environment(torch, device)
     clocks = cal.Clocks(device.type == "cuda")
-    settings = {"preset": args.preset, "target": t_shape, "draft": d_shape, "batches": args.batches,
-                "context": args.context, "reps": args.reps, "warmup": args.warmup, "families": args.families,
-                "step_shapes": step_shapes, "kernel_shapes": KERNEL_SHAPES, "attention": "sdpa (fused kernels on CUDA)",
-                "note": "random weights; PyTorch equivalents of SGLang's kernels (see _gpu_spec_kernels.py)"}
+    settings = {
+        "preset": args.preset,
+        "target": t_shape,
+        "draft": d_shape,
+        "batches": args.batches,
+        "context": args.context,
+        "reps": args.reps,
+        "warmup": args.warmup,
+        "families": args.families,
+        "step_shapes": step_shapes,
+        "kernel_shapes": KERNEL_SHAPES,
+        "attention": "sdpa (fused kernels on CUDA)",
+        "note": "random weights; PyTorch equivalents of SGLang's kernels (see _gpu_spec_kernels.py)",
+    }
     table = Table(args.out, settings, env, clocks)
     torch.manual_seed(args.seed)
     Bmax = max(args.batches)
     Nmax = max(n for _, _, _, n in step_shapes)
     Smax = max(steps for _, steps, _, _ in step_shapes)
     started = time.monotonic()
-    target = tm.Stack(t_shape, layers=t_shape["layers"], device=device, pool_tokens=Bmax * (args.context + Nmax),
-                      attention="sdpa")
-    draft = tm.Stack(d_shape, layers=1, device=device, pool_tokens=Bmax * (args.context + max(8, Smax + 1)), attention="sdpa",
-                     fused_fc=True)
+    target = tm.Stack(
+        t_shape, layers=t_shape["layers"], device=device, pool_tokens=Bmax * (args.context + Nmax), attention="sdpa"
+    )
+    draft = tm.Stack(
+        d_shape,
+        layers=1,
+        device=device,
+        pool_tokens=Bmax * (args.context + max(8, Smax + 1)),
+        attention="sdpa",
+        fused_fc=True,
+    )
     if device.type == "cuda":
         torch.cuda.synchronize()
-    cal._progress("weights and KV pools built in %.1f s on %s" % (time.monotonic() - started,
-                                                                   env.get("gpu_name") or "CPU (a test only)"))
+    cal._progress(
+        "weights and KV pools built in %.1f s on %s"
+        % (time.monotonic() - started, env.get("gpu_name") or "CPU (a test only)")
+    )
     timer = tm.Timer(device, reps=args.reps, warmup=args.warmup, flush_bytes=plan_mod.FLUSH_BYTES)
     big = tm.Timer(device, reps=max(5, args.reps // 2), warmup=args.warmup, flush_bytes=plan_mod.FLUSH_BYTES)
     fused = tm.fused_attention_context if device.type == "cuda" else None
@@ -216,28 +329,48 @@ def main(argv=None):
         for B in args.batches:
             if "decode" in args.families:
                 run, _ctx = sk.decode_step(target, batch=B, context=args.context, device=device, seed=args.seed)
-                with (fused() if fused else _null()):
+                with fused() if fused else _null():
                     st = big.time(run)
-                table.add(st, family="decode", part="step", shape="decode", num_steps=0, topk=0, num_draft_tokens=1,
-                          batch=B, context=args.context, tokens=B, rows=B)
+                table.add(
+                    st,
+                    family="decode",
+                    part="step",
+                    shape="decode",
+                    num_steps=0,
+                    topk=0,
+                    num_draft_tokens=1,
+                    batch=B,
+                    context=args.context,
+                    tokens=B,
+                    rows=B,
+                )
             if "spec" not in args.families:
                 continue
             for name, steps, k, N in step_shapes:
                 f = _shape_fields(name, steps, k, N)
-                step = sk.SpecStep(target, draft, sk.Point(name, steps, k, N), batch=B, context=args.context,
-                                   device=device, seed=args.seed)
+                step = sk.SpecStep(
+                    target,
+                    draft,
+                    sk.Point(name, steps, k, N),
+                    batch=B,
+                    context=args.context,
+                    device=device,
+                    seed=args.seed,
+                )
                 logits = step.verify_forward()
                 tree = step.tree()
-                parts = [("draft_extend", step.draft_extend, B * (steps + 1)),
-                         ("draft_steps", step.draft_steps, B * k * (steps - 1)),
-                         ("tree", step.tree, B * N),
-                         ("verify_forward", step.verify_forward, B * N),
-                         ("accept", lambda: step.accept(logits, tree), B * N),
-                         ("whole", step.whole, B * N)]
+                parts = [
+                    ("draft_extend", step.draft_extend, B * (steps + 1)),
+                    ("draft_steps", step.draft_steps, B * k * (steps - 1)),
+                    ("tree", step.tree, B * N),
+                    ("verify_forward", step.verify_forward, B * N),
+                    ("accept", lambda: step.accept(logits, tree), B * N),
+                    ("whole", step.whole, B * N),
+                ]
                 for part, fn, tokens in parts:
                     if part == "draft_steps" and steps < 2:
                         continue
-                    with (fused() if fused else _null()):
+                    with fused() if fused else _null():
                         st = big.time(fn)
                     table.add(st, family="spec", part=part, batch=B, context=args.context, tokens=tokens, rows=B, **f)
                 del step, logits, tree
@@ -245,6 +378,7 @@ def main(argv=None):
                     torch.cuda.empty_cache()
     except Exception:  # noqa: BLE001 - the program's boundary: keep what was timed
         import traceback
+
         sys.stderr.write("gpu_spec_step: FAILED (the table keeps the rows timed so far):\n%s" % traceback.format_exc())
         status = "failed"
     table.save(status)
@@ -254,6 +388,7 @@ def main(argv=None):
 
 def _null():
     import contextlib
+
     return contextlib.nullcontext()
 
 

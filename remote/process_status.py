@@ -95,8 +95,13 @@ def read_log(path, offset, max_bytes, complete_lines_only):
     if complete_lines_only and data and not data.endswith(b"\n") and len(data) < max_bytes:
         cut = data.rfind(b"\n")
         data = data[: cut + 1] if cut >= 0 else b""
-    return {"text": data.decode("utf-8", "replace"), "offset": offset + len(data), "size": size,
-            "reset": reset, "error": None}
+    return {
+        "text": data.decode("utf-8", "replace"),
+        "offset": offset + len(data),
+        "size": size,
+        "reset": reset,
+        "error": None,
+    }
 
 
 def _int(spec, key):
@@ -113,15 +118,24 @@ def status_of(spec, groups, now, ports, max_log_bytes):
     leader_alive = leader is not None and leader[0] not in _common.EXITED_STATES and leader[2] == start
     pid_reused = leader is not None and leader[2] != start
     members = _common.group_members(pgid, pid, start, groups)
-    status = {"id": spec.get("id"), "alive": bool(members) or leader_alive, "leader_alive": leader_alive,
-              "pid_reused": pid_reused, "members": members, "ports": [], "log": None, "heartbeat_age_s": None}
+    status = {
+        "id": spec.get("id"),
+        "alive": bool(members) or leader_alive,
+        "leader_alive": leader_alive,
+        "pid_reused": pid_reused,
+        "members": members,
+        "ports": [],
+        "log": None,
+        "heartbeat_age_s": None,
+    }
     if ports and members:
         status["ports"] = listening_ports(members)
     log_path = spec.get("log_path")
     if log_path:
         offset = spec.get("log_offset") or 0
-        status["log"] = read_log(os.path.expanduser(log_path), int(offset), max_log_bytes,
-                                 complete_lines_only=status["alive"])
+        status["log"] = read_log(
+            os.path.expanduser(log_path), int(offset), max_log_bytes, complete_lines_only=status["alive"]
+        )
     heartbeat = spec.get("heartbeat_path")
     if heartbeat:
         try:
@@ -160,8 +174,12 @@ def answer(request):
             if isinstance(record.get("watchdog"), dict):
                 pgids.append(record["watchdog"].get("pgid"))
     groups = _common.scan_groups(p for p in pgids if isinstance(p, int))
-    reply = {"ok": True, "now": now, "processes": [status_of(s, groups, now, ports, max_log) for s in specs],
-             "records": []}
+    reply = {
+        "ok": True,
+        "now": now,
+        "processes": [status_of(s, groups, now, ports, max_log) for s in specs],
+        "records": [],
+    }
     for path, record, error in records:
         entry = {"path": path, "record": record, "status": None, "watchdog": None, "error": error}
         if record is not None:
@@ -169,8 +187,7 @@ def answer(request):
                 spec = {k: record.get(k) for k in ("id", "pid", "pgid", "start_time", "heartbeat_path")}
                 entry["status"] = status_of(spec, groups, now, ports, max_log)
                 if isinstance(record.get("watchdog"), dict):
-                    entry["watchdog"] = status_of(dict(record["watchdog"], id="watchdog"), groups, now, False,
-                                                  max_log)
+                    entry["watchdog"] = status_of(dict(record["watchdog"], id="watchdog"), groups, now, False, max_log)
             except RequestError as exc:
                 entry["error"] = "malformed record: %s" % exc
         reply["records"].append(entry)

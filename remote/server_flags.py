@@ -97,8 +97,9 @@ class Walker(object):
                 test = module.segment(stmt.test)
                 self.walk(stmt.body, module, local, test if condition is None else condition + " and " + test, depth)
                 negated = "not (%s)" % test
-                self.walk(stmt.orelse, module, local, negated if condition is None else condition + " and " + negated,
-                          depth)
+                self.walk(
+                    stmt.orelse, module, local, negated if condition is None else condition + " and " + negated, depth
+                )
                 continue
             if isinstance(stmt, (ast.For, ast.With, ast.Try)):
                 self.walk(stmt.body, module, local, condition, depth)
@@ -112,12 +113,23 @@ class Walker(object):
         if isinstance(func, ast.Attribute) and func.attr == "add_argument":
             options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             if not options or not all(o.startswith("-") for o in options):
-                self.notes.append("%s:%d: add_argument without literal option strings skipped"
-                                  % (module.rel, node.lineno))
+                self.notes.append(
+                    "%s:%d: add_argument without literal option strings skipped" % (module.rel, node.lineno)
+                )
                 return
             kwargs = dict((kw.arg, kw.value) for kw in node.keywords if kw.arg)
-            self.flags.append(flag_record(self.package, module, options, kwargs, origin="add_argument",
-                                          line=node.lineno, condition=condition, evaluator_local=local))
+            self.flags.append(
+                flag_record(
+                    self.package,
+                    module,
+                    options,
+                    kwargs,
+                    origin="add_argument",
+                    line=node.lineno,
+                    condition=condition,
+                    evaluator_local=local,
+                )
+            )
             return
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
         if name == "add_cli_args_from_dataclass":
@@ -136,8 +148,10 @@ class Walker(object):
             if target is not None:
                 self.walk(target.body, where, {}, condition, depth + 1)
             else:
-                self.notes.append("%s:%d: %s(parser, ...) not found in the tree; flags it adds are missing"
-                                  % (module.rel, node.lineno, name))
+                self.notes.append(
+                    "%s:%d: %s(parser, ...) not found in the tree; flags it adds are missing"
+                    % (module.rel, node.lineno, name)
+                )
 
     def dataclass_fields(self, node, module, condition):
         sources = [(module, self.server_args)]
@@ -172,8 +186,14 @@ class Walker(object):
 
 def parser_settings(module):
     """allow_abbrev / add_help / prog of the ArgumentParser built in ``prepare_server_args``."""
-    found = {"file": module.rel, "line": None, "allow_abbrev": True, "add_help": True, "prog": None,
-             "function": "prepare_server_args"}
+    found = {
+        "file": module.rel,
+        "line": None,
+        "allow_abbrev": True,
+        "add_help": True,
+        "prog": None,
+        "function": "prepare_server_args",
+    }
     function = module.functions.get("prepare_server_args")
     if function is None:
         found["function"] = None
@@ -191,8 +211,7 @@ def parser_settings(module):
 def speculative_algorithms(package, flags):
     """The values ``--speculative-algorithm`` accepts, and where that is decided."""
     flag = next((f for f in flags if "--speculative-algorithm" in f["option_strings"]), None)
-    info = {"names": [], "aliases": [], "case_sensitive": True, "plugins": False, "source": None,
-            "validated_in": []}
+    info = {"names": [], "aliases": [], "case_sensitive": True, "plugins": False, "source": None, "validated_in": []}
     if flag is None:
         info["source"] = "no --speculative-algorithm flag"
         return info
@@ -252,8 +271,10 @@ def answer(request):
             root = candidate
             break
     else:
-        raise RequestError("%s is not an SGLang source tree: neither it nor its sglang/ or python/sglang/ holds "
-                           "srt/server_args.py" % root)
+        raise RequestError(
+            "%s is not an SGLang source tree: neither it nor its sglang/ or python/sglang/ holds "
+            "srt/server_args.py" % root
+        )
     package = Package(root)
     module = package.module("srt/server_args.py")
     server_args = module.classes.get("ServerArgs")
@@ -268,20 +289,44 @@ def answer(request):
     parser = parser_settings(module)
     flags = walker.flags
     if parser["add_help"]:
-        flags.insert(0, {"option_strings": ["-h", "--help"], "dest": "help", "action": "help", "nargs": 0,
-                         "takes_value": False, "type": None, "choices": None, "choices_source": None,
-                         "choices_extensible": False, "default": None, "required": False, "deprecated": False,
-                         "replacement": None, "help": "show this help message and exit", "hidden": False,
-                         "condition": None, "origin": "argparse", "file": module.rel, "line": parser["line"]})
+        flags.insert(
+            0,
+            {
+                "option_strings": ["-h", "--help"],
+                "dest": "help",
+                "action": "help",
+                "nargs": 0,
+                "takes_value": False,
+                "type": None,
+                "choices": None,
+                "choices_source": None,
+                "choices_extensible": False,
+                "default": None,
+                "required": False,
+                "deprecated": False,
+                "replacement": None,
+                "help": "show this help message and exit",
+                "hidden": False,
+                "condition": None,
+                "origin": "argparse",
+                "file": module.rel,
+                "line": parser["line"],
+            },
+        )
     notes = list(walker.notes)
     utils = package.module("srt/arg_groups/arg_utils.py")
     if "dataclass-fields" in walker.layouts or "namespaces" in walker.layouts:
-        body = utils.segment(utils.functions["add_cli_args_from_dataclass"]) if utils and \
-            "add_cli_args_from_dataclass" in utils.functions else ""
-        for marker in ("_unwrap_literal", "store_true", "arg_meta.nargs or \"+\"", "arg_meta.aliases"):
+        body = (
+            utils.segment(utils.functions["add_cli_args_from_dataclass"])
+            if utils and "add_cli_args_from_dataclass" in utils.functions
+            else ""
+        )
+        for marker in ("_unwrap_literal", "store_true", 'arg_meta.nargs or "+"', "arg_meta.aliases"):
             if marker not in body:
-                notes.append("add_cli_args_from_dataclass in srt/arg_groups/arg_utils.py no longer contains %r; "
-                             "its rules may have changed, so the derived fields may be off" % marker)
+                notes.append(
+                    "add_cli_args_from_dataclass in srt/arg_groups/arg_utils.py no longer contains %r; "
+                    "its rules may have changed, so the derived fields may be off" % marker
+                )
     unresolved = [f["option_strings"][0] for f in flags if (f["choices_source"] or "").startswith("unresolved")]
     if unresolved:
         notes.append("choices computed at run time, not checked: " + ", ".join(unresolved))

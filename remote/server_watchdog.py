@@ -118,8 +118,11 @@ def watch(args):
         if not _common.group_members(args.pgid, args.pid, args.start_time):
             return 0
         if owner_gone(args):
-            note(args.log, "owner process %d (the client that started this server, on this machine) is gone; "
-                           "stopping process group %d" % (args.owner_pid, args.pgid))
+            note(
+                args.log,
+                "owner process %d (the client that started this server, on this machine) is gone; "
+                "stopping process group %d" % (args.owner_pid, args.pgid),
+            )
             left = stop_group(args)
             if left:
                 note(args.log, "process group %d survived SIGKILL: pids %s" % (args.pgid, left))
@@ -134,8 +137,11 @@ def watch(args):
             return 0
         age = heartbeat_age(args.heartbeat, started)
         if age > args.lease_s:
-            note(args.log, "lease expired: no client heartbeat for %.0f s (lease %.0f s); stopping process "
-                           "group %d" % (age, args.lease_s, args.pgid))
+            note(
+                args.log,
+                "lease expired: no client heartbeat for %.0f s (lease %.0f s); stopping process "
+                "group %d" % (age, args.lease_s, args.pgid),
+            )
             left = stop_group(args)
             if left:
                 note(args.log, "process group %d survived SIGKILL: pids %s" % (args.pgid, left))
@@ -158,8 +164,12 @@ def parse_args(argv):
     p.add_argument("--grace-s", type=float, default=15.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--log", default=None, help="server log to note the stop in")
     p.add_argument("--record", default=None, help="registry record to mark")
-    p.add_argument("--owner-pid", type=int, default=None,
-                   help="the client's pid when it runs on this machine: stop the server as soon as it is gone")
+    p.add_argument(
+        "--owner-pid",
+        type=int,
+        default=None,
+        help="the client's pid when it runs on this machine: stop the server as soon as it is gone",
+    )
     p.add_argument("--owner-start", type=int, default=None, help="the owner's start time (/proc stat field 22)")
     args = p.parse_args(argv)
     args.heartbeat = os.path.expanduser(args.heartbeat)

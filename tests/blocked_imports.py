@@ -22,7 +22,8 @@ def blocking_dir(tmp: Path, names: tuple[str, ...] = BLOCKED) -> Path:
     for name in names:
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / "__init__.py").write_text(
-            f"raise ImportError('{name} is blocked here, as on a host without it')\n")
+            f"raise ImportError('{name} is blocked here, as on a host without it')\n"
+        )
     return root
 
 

@@ -16,8 +16,10 @@ def offline_page(fetched: list[str]) -> Iterator:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"])
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"],
+        )
         try:
             page = browser.new_page(viewport=VIEWPORT)
 
@@ -44,8 +46,12 @@ def first_screen(html: Path, screenshot: Path, *texts: str) -> dict:
     with offline_page(fetched) as page:
         page.goto(html.resolve().as_uri())
         page.screenshot(path=str(screenshot))
-        boxes = {t: page.get_by_text(t, exact=t == "Verdict").first.bounding_box(timeout=5000)
-                 if page.get_by_text(t, exact=t == "Verdict").count() else None for t in texts}
+        boxes = {
+            t: page.get_by_text(t, exact=t == "Verdict").first.bounding_box(timeout=5000)
+            if page.get_by_text(t, exact=t == "Verdict").count()
+            else None
+            for t in texts
+        }
         width = page.evaluate("document.documentElement.scrollWidth")
     return {**boxes, "fetched": fetched, "scroll_width": width}
 
@@ -91,5 +97,4 @@ def script_probe(html: Path, *texts: str) -> dict:
         page.wait_for_timeout(1000)  # an <img src=x onerror=...> fires once its load fails
         injected = page.evaluate(_INJECTED_JS)
         body = page.inner_text("body")
-    return {"dialogs": dialogs, "injected": injected, "shown": {t: body.count(t) for t in texts},
-            "fetched": fetched}
+    return {"dialogs": dialogs, "injected": injected, "shown": {t: body.count(t) for t in texts}, "fetched": fetched}

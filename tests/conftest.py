@@ -23,6 +23,7 @@ def load_tool(name: str) -> types.ModuleType:
     spec.loader.exec_module(module)
     return module
 
+
 NotebookWriter = Callable[..., Path]
 
 
@@ -96,4 +97,3 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-

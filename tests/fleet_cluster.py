@@ -28,8 +28,16 @@ RAY_PORT = 6379
 #: with port 0 (Ray's default) the raylet waits for each agent to write the port it bound into a file and
 #: aborts after about 15 s, which a dashboard agent starting on 2 loaded cores misses (Ray 2.60's
 #: ``node_manager.cc``: "Timed out waiting for file .../metrics_agent_port_..."); given ports, it does not wait.
-AGENT_PORTS = ("--dashboard-agent-listen-port", "52365", "--dashboard-agent-grpc-port", "52366",
-               "--runtime-env-agent-port", "52367", "--metrics-export-port", "52368")
+AGENT_PORTS = (
+    "--dashboard-agent-listen-port",
+    "52365",
+    "--dashboard-agent-grpc-port",
+    "52366",
+    "--runtime-env-agent-port",
+    "52367",
+    "--metrics-export-port",
+    "52368",
+)
 
 
 #: The niceness of a ``ray start`` (root may lower it): only while the node starts (Cluster.start_node).
@@ -87,17 +95,22 @@ class Cluster:
         return self.root / ns / "servers"
 
     def env(self, ns: str) -> dict[str, str]:
-        return {**os.environ, "WORKBENCH_SERVERS_DIR": str(self.servers_dir(ns)), "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_DISABLE_DOCKER_CPU_WARNING": "1", "PYTHONUNBUFFERED": "1",
-                # explicit: with the mode unset, Ray 2.60's `ray start --head` turns token authentication on
-                # whenever ~/.ray/auth_token exists (any local ray.init() on this machine writes one), and the
-                # worker node, started the same way, was then refused by the head ("InvalidAuthToken")
-                "RAY_AUTH_MODE": "disabled",
-                # a raylet waits this long for its dashboard agent (a Python process) to come up: on 2 loaded
-                # cores it can take longer than the default, and the node start then fails
-                "RAY_agent_register_timeout_ms": "120000",
-                # and waits this long for each agent's port file (about 15 s by default)
-                "RAY_raylet_start_wait_time_s": "120"}
+        return {
+            **os.environ,
+            "WORKBENCH_SERVERS_DIR": str(self.servers_dir(ns)),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+            "PYTHONUNBUFFERED": "1",
+            # explicit: with the mode unset, Ray 2.60's `ray start --head` turns token authentication on
+            # whenever ~/.ray/auth_token exists (any local ray.init() on this machine writes one), and the
+            # worker node, started the same way, was then refused by the head ("InvalidAuthToken")
+            "RAY_AUTH_MODE": "disabled",
+            # a raylet waits this long for its dashboard agent (a Python process) to come up: on 2 loaded
+            # cores it can take longer than the default, and the node start then fails
+            "RAY_agent_register_timeout_ms": "120000",
+            # and waits this long for each agent's port file (about 15 s by default)
+            "RAY_raylet_start_wait_time_s": "120",
+        }
 
     def start_node(self, ns: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         """Run ``ray start`` in ``ns`` in a session of its own whose scheduling group runs at niceness
@@ -108,13 +121,15 @@ class Cluster:
         15 s for its Python agents to write their ports, which a start on 2 loaded cores misses: with the
         kernel's autogroup scheduling each session gets an equal share, so a plain ``nice`` does not help.
         """
+
         def boosted() -> None:
             os.setsid()
             _set_group_niceness(os.getpid(), START_NICENESS)
 
         try:
-            return subprocess.run(["ip", "netns", "exec", ns, *argv], env=self.env(ns), text=True,
-                                  preexec_fn=boosted, **kwargs)
+            return subprocess.run(
+                ["ip", "netns", "exec", ns, *argv], env=self.env(ns), text=True, preexec_fn=boosted, **kwargs
+            )
         finally:
             for pid in self.pids(ns):
                 _set_group_niceness(pid, 0)
@@ -146,8 +161,11 @@ class Cluster:
         """The simulated SGLang servers running in either namespace: Python processes, not the shell that is spawning
         one (its command line holds the server's whole command for up to a second: `workbench.hosts.processes.spawn`;
         a rank taken for that shell's pid had no registry record, 2026-12-03)."""
-        return [(ns, pid, cmd) for ns, pid, cmd in self.processes("-m workbench.sim")
-                if Path(cmd.split()[0]).name.startswith("python")]
+        return [
+            (ns, pid, cmd)
+            for ns, pid, cmd in self.processes("-m workbench.sim")
+            if Path(cmd.split()[0]).name.startswith("python")
+        ]
 
     def registered_servers(self) -> list[Path]:
         """The registry records of both namespaces: a server gets one once its watchdog runs."""
@@ -165,8 +183,19 @@ class Cluster:
 
 def _ray_start(cluster: Cluster, ns: str, *extra: str) -> None:
     ray = str(Path(cluster.python).with_name("ray"))
-    argv = [ray, "start", "--num-gpus", str(GPUS_PER_NODE), "--num-cpus", "2", "--object-store-memory",
-            str(150 * 2**20), "--disable-usage-stats", *AGENT_PORTS, *extra]
+    argv = [
+        ray,
+        "start",
+        "--num-gpus",
+        str(GPUS_PER_NODE),
+        "--num-cpus",
+        "2",
+        "--object-store-memory",
+        str(150 * 2**20),
+        "--disable-usage-stats",
+        *AGENT_PORTS,
+        *extra,
+    ]
     for attempt in range(3):  # a raylet that has not registered within Ray's 30 s (a loaded machine): again
         done = cluster.start_node(ns, argv, capture_output=True, timeout=180)
         if done.returncode == 0:
@@ -181,8 +210,18 @@ def start(root: Path) -> Cluster:
     """Make the namespaces (:func:`make_namespaces`) and start Ray in them (about 20-60 s on 2 loaded cores)."""
     cluster = make_namespaces(root, "wbfleet")
     try:
-        _ray_start(cluster, cluster.head_ns, "--head", "--include-dashboard=false", "--node-ip-address", HEAD_IP, "--port", str(RAY_PORT),
-                   "--temp-dir", str(cluster.ray_temp))
+        _ray_start(
+            cluster,
+            cluster.head_ns,
+            "--head",
+            "--include-dashboard=false",
+            "--node-ip-address",
+            HEAD_IP,
+            "--port",
+            str(RAY_PORT),
+            "--temp-dir",
+            str(cluster.ray_temp),
+        )
         _ray_start(cluster, cluster.worker_ns, "--address", cluster.address, "--node-ip-address", WORKER_IP)
     except BaseException:
         stop(cluster)
@@ -218,8 +257,13 @@ def make_namespaces(root: Path, prefix: str = "wbssh") -> Cluster:
     """Only the two namespaces and their veth pair (no Ray): for tests that start Ray themselves, such as
     ``workbench fleet up`` over SSH (tests/fleet_sshd.py). Stop with :func:`stop`, which also deletes them."""
     tag = f"{os.getpid() % 100000}"
-    cluster = Cluster(head_ns=f"{prefix}A{tag}", worker_ns=f"{prefix}B{tag}", root=root, python=sys.executable,
-                      ray_temp=Path(tempfile.mkdtemp(prefix="wbray", dir="/tmp")))
+    cluster = Cluster(
+        head_ns=f"{prefix}A{tag}",
+        worker_ns=f"{prefix}B{tag}",
+        root=root,
+        python=sys.executable,
+        ray_temp=Path(tempfile.mkdtemp(prefix="wbray", dir="/tmp")),
+    )
     veth_a, veth_b = f"{prefix[:3]}a{tag}", f"{prefix[:3]}b{tag}"
     try:
         _ip("netns", "add", cluster.head_ns)

@@ -42,12 +42,20 @@ def _injected(payload, placement):
 def inject(spec: dict) -> None:
     from workbench.sweeps import Fleet, FleetUnit, run_units
 
-    units = [FleetUnit(key=(0, 0), label=label, gpus=1, payload=(spec["inject"], label))
-             for label in ("raises", "crashes")]
+    units = [
+        FleetUnit(key=(0, 0), label=label, gpus=1, payload=(spec["inject"], label)) for label in ("raises", "crashes")
+    ]
     outcomes = run_units(units, _injected, fleet=Fleet(spec["address"], max_retries=2))
     with open(spec["out"], "w", encoding="utf-8") as fh:
-        json.dump({"outcomes": [{"label": o.unit.label, "ok": o.ok, "error": o.error, "lost": o.lost,
-                                 "result": o.result} for o in outcomes]}, fh)
+        json.dump(
+            {
+                "outcomes": [
+                    {"label": o.unit.label, "ok": o.ok, "error": o.error, "lost": o.lost, "result": o.result}
+                    for o in outcomes
+                ]
+            },
+            fh,
+        )
 
 
 def main(spec_path: str) -> None:
@@ -63,16 +71,20 @@ def main(spec_path: str) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            runs = wb.benchmark_variants(spec["variants"], fleet=fleet, runs_dir=spec["runs_dir"], progress=False,
-                                         on_failure=lambda f: failures.append({"variant": f.variant, "kind": f.kind,
-                                                                               "message": f.message}),
-                                         on_resume=lambda r: resumed.append({"variant": r.variant,
-                                                                             "stored": r.stored, "total": r.total}),
-                                         **spec["options"])
+            runs = wb.benchmark_variants(
+                spec["variants"],
+                fleet=fleet,
+                runs_dir=spec["runs_dir"],
+                progress=False,
+                on_failure=lambda f: failures.append({"variant": f.variant, "kind": f.kind, "message": f.message}),
+                on_resume=lambda r: resumed.append({"variant": r.variant, "stored": r.stored, "total": r.total}),
+                **spec["options"],
+            )
     finally:  # also after Ctrl-C (KeyboardInterrupt, re-raised): the failures reported before it, "runs" None
         with open(spec["out"], "w", encoding="utf-8") as fh:
-            json.dump({"runs": None if runs is None else [str(r) for r in runs], "failures": failures,
-                       "resumed": resumed}, fh)
+            json.dump(
+                {"runs": None if runs is None else [str(r) for r in runs], "failures": failures, "resumed": resumed}, fh
+            )
 
 
 if __name__ == "__main__":

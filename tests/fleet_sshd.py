@@ -28,8 +28,12 @@ PORT = 2222
 ALIASES = {"fleethead": fc.HEAD_IP, "fleetworker": fc.WORKER_IP}
 #: Environment every session gets (besides each host's servers registry): Ray's waits for its agents,
 #: longer than the defaults for a start on 2 loaded cores (as tests/fleet_cluster.py sets them).
-SESSION_ENV = {"RAY_agent_register_timeout_ms": "120000", "RAY_raylet_start_wait_time_s": "120",
-               "RAY_DISABLE_DOCKER_CPU_WARNING": "1", "PYTHONUNBUFFERED": "1"}
+SESSION_ENV = {
+    "RAY_agent_register_timeout_ms": "120000",
+    "RAY_raylet_start_wait_time_s": "120",
+    "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 def sshd_unavailable() -> str | None:
@@ -78,20 +82,49 @@ def start(cluster: fc.Cluster, work: Path) -> FleetSSH:
             known.append(f"[{ip}]:{PORT} {_keygen(host_key)}")
             env = {"WORKBENCH_SERVERS_DIR": str(cluster.servers_dir(ns)), **SESSION_ENV}
             sshd_config = work / f"sshd_{alias}"
-            sshd_config.write_text("\n".join([
-                f"Port {PORT}", f"ListenAddress {ip}", f"HostKey {host_key}", f"PidFile {work / (alias + '.pid')}",
-                f"AuthorizedKeysFile {work / 'authorized_keys'}", "PermitRootLogin yes", "StrictModes no", "UsePAM no",
-                "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-                "AllowTcpForwarding yes", "Subsystem sftp internal-sftp", "MaxSessions 64", "MaxStartups 64:30:128",
-                "PrintMotd no", "SetEnv " + " ".join(f"{k}={v}" for k, v in env.items())]) + "\n")
+            sshd_config.write_text(
+                "\n".join(
+                    [
+                        f"Port {PORT}",
+                        f"ListenAddress {ip}",
+                        f"HostKey {host_key}",
+                        f"PidFile {work / (alias + '.pid')}",
+                        f"AuthorizedKeysFile {work / 'authorized_keys'}",
+                        "PermitRootLogin yes",
+                        "StrictModes no",
+                        "UsePAM no",
+                        "PasswordAuthentication no",
+                        "KbdInteractiveAuthentication no",
+                        "PubkeyAuthentication yes",
+                        "AllowTcpForwarding yes",
+                        "Subsystem sftp internal-sftp",
+                        "MaxSessions 64",
+                        "MaxStartups 64:30:128",
+                        "PrintMotd no",
+                        "SetEnv " + " ".join(f"{k}={v}" for k, v in env.items()),
+                    ]
+                )
+                + "\n"
+            )
             logs[ns] = work / f"sshd_{alias}.log"
             with open(logs[ns], "wb") as log:
-                procs[ns] = subprocess.Popen(["ip", "netns", "exec", ns, SSHD_BINARY, "-D", "-e", "-f",
-                                              str(sshd_config)], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+                procs[ns] = subprocess.Popen(
+                    ["ip", "netns", "exec", ns, SSHD_BINARY, "-D", "-e", "-f", str(sshd_config)],
+                    stdout=log,
+                    stderr=log,
+                    stdin=subprocess.DEVNULL,
+                )
             _wait_listening(procs[ns], logs[ns])
-            config += [f"Host {alias}", f"    HostName {ip}", f"    Port {PORT}", f"    User {getpass.getuser()}",
-                       f"    IdentityFile {identity}", "    IdentitiesOnly yes",
-                       f"    UserKnownHostsFile {work / 'known_hosts'}", "    GlobalKnownHostsFile /dev/null"]
+            config += [
+                f"Host {alias}",
+                f"    HostName {ip}",
+                f"    Port {PORT}",
+                f"    User {getpass.getuser()}",
+                f"    IdentityFile {identity}",
+                "    IdentitiesOnly yes",
+                f"    UserKnownHostsFile {work / 'known_hosts'}",
+                "    GlobalKnownHostsFile /dev/null",
+            ]
     except BaseException:
         stop(FleetSSH(work / "ssh_config", work / "known_hosts", procs, logs))
         raise

@@ -29,8 +29,14 @@ OVERHEAD_TARGET_S = 2.0
 
 FAST = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 4, "max_new_tokens": 16, "repeats": 2}
 #: Units long enough to be interrupted while they measure (about 10 s of load each).
-SLOW = {"tp_size": 2, "concurrency_levels": [1, 2], "requests_per_level": 8, "max_new_tokens": 64, "repeats": 2,
-        "time_scale": 1.0}
+SLOW = {
+    "tp_size": 2,
+    "concurrency_levels": [1, 2],
+    "requests_per_level": 8,
+    "max_new_tokens": 64,
+    "repeats": 2,
+    "time_scale": 1.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,25 +51,45 @@ def cluster(tmp_path_factory):
         fc.stop(made)
 
 
-def spec_file(cluster: fc.Cluster, tmp_path: Path, options: dict, *, variants=("baseline", "eagle3-topk4"),
-              runs_dir: Path | None = None, name: str = "sweep") -> Path:
-    spec = {"address": cluster.address, "variants": list(variants), "runs_dir": str(runs_dir or tmp_path / "runs"),
-            "out": str(tmp_path / f"{name}.json"), "options": options}
+def spec_file(
+    cluster: fc.Cluster,
+    tmp_path: Path,
+    options: dict,
+    *,
+    variants=("baseline", "eagle3-topk4"),
+    runs_dir: Path | None = None,
+    name: str = "sweep",
+) -> Path:
+    spec = {
+        "address": cluster.address,
+        "variants": list(variants),
+        "runs_dir": str(runs_dir or tmp_path / "runs"),
+        "out": str(tmp_path / f"{name}.json"),
+        "options": options,
+    }
     path = tmp_path / f"{name}.spec.json"
     path.write_text(json.dumps(spec))
     return path
 
 
 def drive(cluster: fc.Cluster, spec: Path, timeout_s: float = 420) -> dict:
-    done = cluster.exec(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
-                        capture_output=True, timeout=timeout_s)
+    done = cluster.exec(
+        cluster.head_ns,
+        [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
+        capture_output=True,
+        timeout=timeout_s,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(Path(json.loads(spec.read_text())["out"]).read_text())
 
 
 def start_driver(cluster: fc.Cluster, spec: Path):
-    return cluster.popen(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
-                         stdout=open(spec.with_suffix(".out"), "w"), stderr=open(spec.with_suffix(".err"), "w"))
+    return cluster.popen(
+        cluster.head_ns,
+        [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
+        stdout=open(spec.with_suffix(".out"), "w"),
+        stderr=open(spec.with_suffix(".err"), "w"),
+    )
 
 
 def manifests(runs_dir: Path) -> list[dict]:
@@ -74,7 +100,9 @@ def wait_for(what, timeout_s: float, *, proc=None, spec: Path | None = None):
     start = time.monotonic()
     while not (found := what()):
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the driver ended first ({proc.returncode}): {spec.with_suffix('.err').read_text()[-3000:]}")
+            raise AssertionError(
+                f"the driver ended first ({proc.returncode}): {spec.with_suffix('.err').read_text()[-3000:]}"
+            )
         assert time.monotonic() - start < timeout_s, "timed out waiting"
         time.sleep(0.2)
     return found
@@ -89,8 +117,12 @@ def signal_mid_sweep(cluster: fc.Cluster, tmp_path: Path, sig: int, bound_s: flo
         # two servers with their watchdogs armed (a record is written after the watchdog starts): a driver killed
         # between a server's spawn and its watchdog's leaves that server running unwatched and unrecorded (seen once,
         # 2026-12-03; docs/FLEET.md, Not done yet), a window this test does not aim at
-        wait_for(lambda: len(cluster.registered_servers()) >= 2 and len(cluster.servers()) >= 2, FIRST_SERVER_S,
-                 proc=driver, spec=spec)
+        wait_for(
+            lambda: len(cluster.registered_servers()) >= 2 and len(cluster.servers()) >= 2,
+            FIRST_SERVER_S,
+            proc=driver,
+            spec=spec,
+        )
         time.sleep(1)
         sent = time.monotonic()
         driver.send_signal(sig)

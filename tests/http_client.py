@@ -32,6 +32,6 @@ def sse_events(raw: bytes) -> list[Any]:
     out: list[Any] = []
     for block in raw.decode().split("\n\n"):
         if block.startswith("data: "):
-            payload = block[len("data: "):]
+            payload = block[len("data: ") :]
             out.append(payload if payload == "[DONE]" else json.loads(payload))
     return out

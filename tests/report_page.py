@@ -32,7 +32,8 @@ def _text_outputs(soup: BeautifulSoup) -> list[str]:
     for node in soup.select(".jp-OutputArea-output"):
         mime = node.get("data-mime-type") or ""
         if mime in ("text/plain", "application/vnd.jupyter.stdout", "application/vnd.jupyter.stderr") or (
-                not mime and node.find("pre") is not None):
+            not mime and node.find("pre") is not None
+        ):
             out.append(node.get_text())
     return out
 
@@ -111,7 +112,9 @@ def page_problems(html: str | Path, executed: str | Path | None = None) -> list[
         the first chart's subtitle block, after its provenance mark, drawn above a later chart; any line above
         most of the page's charts), a colour legend naming a series the chart has no data for.
     """
-    text = Path(html).read_text(encoding="utf-8") if isinstance(html, Path) or str(html).endswith(".html") else str(html)
+    text = (
+        Path(html).read_text(encoding="utf-8") if isinstance(html, Path) or str(html).endswith(".html") else str(html)
+    )
     soup = BeautifulSoup(text, "html.parser")
     problems = []
     for cls in _CODE_CLASSES:
@@ -140,10 +143,16 @@ def page_problems(html: str | Path, executed: str | Path | None = None) -> list[
         for line in dict.fromkeys(lines[1:]):
             seen[line] += 1
     block = set(charts[0][1:]) if charts else set()  # the page's first chart says the shared lines
-    problems += [f"subtitle line of the first chart above {n - 1} more: {line[:70]!r}" for line, n in seen.items()
-                 if line in block and n > 1]
-    problems += [f"subtitle line above {n} of {len(charts)} charts: {line[:70]!r}" for line, n in seen.items()
-                 if line not in block and n >= 3 and 2 * n > len(charts)]
+    problems += [
+        f"subtitle line of the first chart above {n - 1} more: {line[:70]!r}"
+        for line, n in seen.items()
+        if line in block and n > 1
+    ]
+    problems += [
+        f"subtitle line above {n} of {len(charts)} charts: {line[:70]!r}"
+        for line, n in seen.items()
+        if line not in block and n >= 3 and 2 * n > len(charts)
+    ]
     if executed is not None:
         notebook = json.loads(Path(executed).read_text(encoding="utf-8"))
         for spec in _specs(notebook):

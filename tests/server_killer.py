@@ -26,9 +26,16 @@ class ServerKiller:
     ``outcome`` what ``act`` returned. ``act`` (default: ``kill -9`` of the server's group) may signal or stop
     the server any other way."""
 
-    def __init__(self, runs: Path, when: Callable[[dict[str, Any]], bool], *, delay_s: float = 0.0,
-                 poll_s: float = 0.02, timeout_s: float = 60.0,
-                 act: Callable[[dict[str, Any]], Any] = _kill9) -> None:
+    def __init__(
+        self,
+        runs: Path,
+        when: Callable[[dict[str, Any]], bool],
+        *,
+        delay_s: float = 0.0,
+        poll_s: float = 0.02,
+        timeout_s: float = 60.0,
+        act: Callable[[dict[str, Any]], Any] = _kill9,
+    ) -> None:
         self.runs, self.when, self.delay_s, self.poll_s, self.timeout_s = runs, when, delay_s, poll_s, timeout_s
         self.act = act
         self.pgid: int | None = None

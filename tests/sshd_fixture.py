@@ -97,7 +97,8 @@ class SSHD:
 def _keygen(path: Path) -> str:
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "workbench-test", "-f", str(path)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     return " ".join(path.with_suffix(".pub").read_text().split()[:2])
 
@@ -139,37 +140,48 @@ def running_sshd(work: Path) -> Iterator[SSHD]:
     port = free_port()
     sshd_config = work / "sshd_config"
     sshd_config.write_text(
-        "\n".join([
-            f"Port {port}",
-            "ListenAddress 127.0.0.1",
-            f"HostKey {host_key}",
-            f"PidFile {work / 'sshd.pid'}",
-            f"AuthorizedKeysFile {work / 'authorized_keys'}",
-            "PermitRootLogin yes",
-            "StrictModes no",
-            "UsePAM no",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PubkeyAuthentication yes",
-            "AllowTcpForwarding yes",
-            "Subsystem sftp internal-sftp",
-            "MaxSessions 64",
-            "MaxStartups 64:30:128",
-            "PrintMotd no",
-            "LogLevel VERBOSE",
-        ]) + "\n"
+        "\n".join(
+            [
+                f"Port {port}",
+                "ListenAddress 127.0.0.1",
+                f"HostKey {host_key}",
+                f"PidFile {work / 'sshd.pid'}",
+                f"AuthorizedKeysFile {work / 'authorized_keys'}",
+                "PermitRootLogin yes",
+                "StrictModes no",
+                "UsePAM no",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "PubkeyAuthentication yes",
+                "AllowTcpForwarding yes",
+                "Subsystem sftp internal-sftp",
+                "MaxSessions 64",
+                "MaxStartups 64:30:128",
+                "PrintMotd no",
+                "LogLevel VERBOSE",
+            ]
+        )
+        + "\n"
     )
     log_file = work / "sshd.log"
     with open(log_file, "wb") as log:
-        proc = subprocess.Popen([SSHD_BINARY, "-D", "-e", "-f", str(sshd_config)], stdout=log, stderr=log,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [SSHD_BINARY, "-D", "-e", "-f", str(sshd_config)], stdout=log, stderr=log, stdin=subprocess.DEVNULL
+        )
     try:
         _wait_for_banner(port, proc, log_file)
         known_hosts = work / "known_hosts"
         known_hosts.write_text(f"[127.0.0.1]:{port} {host_key_line}\n")
         server = SSHD(
-            alias=ALIAS, config_file=work / "ssh_config", known_hosts=known_hosts, port=port,
-            host_key_line=host_key_line, identity_file=identity, workdir=work, log_file=log_file, proc=proc,
+            alias=ALIAS,
+            config_file=work / "ssh_config",
+            known_hosts=known_hosts,
+            port=port,
+            host_key_line=host_key_line,
+            identity_file=identity,
+            workdir=work,
+            log_file=log_file,
+            proc=proc,
         )
         server.write_config("ssh_config", {ALIAS: server.options()})
         yield server

@@ -14,8 +14,12 @@ from workbench.errors import ConfigError
 def _levels() -> pd.DataFrame:
     rows = []
     for c, b, s in [(1, 90.0, 99.0), (2, 170.0, 170.0 * 1.02), (4, 300.0, 240.0), (8, 440.0, 260.0)]:
-        rows.append({"variant": "baseline", "concurrency": c, "output_throughput_tok_s": b, "mean_per_request_tok_s": b / c})
-        rows.append({"variant": "spec", "concurrency": c, "output_throughput_tok_s": s, "mean_per_request_tok_s": s / c})
+        rows.append(
+            {"variant": "baseline", "concurrency": c, "output_throughput_tok_s": b, "mean_per_request_tok_s": b / c}
+        )
+        rows.append(
+            {"variant": "spec", "concurrency": c, "output_throughput_tok_s": s, "mean_per_request_tok_s": s / c}
+        )
     return pd.DataFrame(rows)
 
 

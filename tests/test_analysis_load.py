@@ -13,8 +13,9 @@ from workbench.errors import ConfigError
 
 
 def test_modes_from_the_mode_column_or_the_levels() -> None:
-    rows = pd.DataFrame({"concurrency": [4.0, math.nan, 8.0, math.nan],
-                         "request_rate_req_s": [math.inf, 2.0, 4.0, math.inf]})
+    rows = pd.DataFrame(
+        {"concurrency": [4.0, math.nan, 8.0, math.nan], "request_rate_req_s": [math.inf, 2.0, 4.0, math.inf]}
+    )
     # no mode column: a finite concurrency with no finite rate is closed; a capped rate is open
     assert list(load_modes(rows)) == ["closed", "open", "open", "open"]
     given = rows.assign(mode=["closed", "open", "trace", None])
@@ -22,14 +23,18 @@ def test_modes_from_the_mode_column_or_the_levels() -> None:
 
 
 def test_axis_of_closed_and_open_levels_and_mixing_refused() -> None:
-    closed = pd.DataFrame({"variant": ["a", "b"], "mode": "closed", "concurrency": [1, 2],
-                           "request_rate_req_s": math.inf})
+    closed = pd.DataFrame(
+        {"variant": ["a", "b"], "mode": "closed", "concurrency": [1, 2], "request_rate_req_s": math.inf}
+    )
     opened = pd.DataFrame({"variant": ["c"], "mode": "open", "concurrency": [math.nan], "request_rate_req_s": [0.5]})
     assert load_axis(closed) is LOAD_AXES["concurrency"]
     axis = load_axis(opened)
     assert axis.column == "request_rate_req_s" and axis.text(0.5) == "0.5 req/s" and axis.value(0.5) == 0.5
-    with pytest.raises(ConfigError, match=r"closed-loop runs \(fixed concurrency: a, b\) and open-loop runs "
-                                          r"\(request rate: c\).*Study them apart"):
+    with pytest.raises(
+        ConfigError,
+        match=r"closed-loop runs \(fixed concurrency: a, b\) and open-loop runs "
+        r"\(request rate: c\).*Study them apart",
+    ):
         load_axis(pd.concat([closed, opened], ignore_index=True))
     all_at_once = opened.assign(request_rate_req_s=math.inf)
     with pytest.raises(ConfigError, match="no finite request rate"):
@@ -37,13 +42,14 @@ def test_axis_of_closed_and_open_levels_and_mixing_refused() -> None:
 
 
 def test_ratio_and_crossover_on_request_rate_keep_fractional_rates() -> None:
-    levels = pd.DataFrame({
-        "variant": ["base"] * 9 + ["spec"] * 9,
-        "request_rate_req_s": [0.5, 0.5, 0.5, 2.0, 2.0, 2.0, 8.0, 8.0, 8.0] * 2,
-        "repeat": [0, 1, 2] * 6,
-        "tok_s": [100, 101, 99, 300, 302, 298, 500, 505, 495,
-                  130, 131, 129, 301, 299, 300, 400, 404, 396],
-    })
+    levels = pd.DataFrame(
+        {
+            "variant": ["base"] * 9 + ["spec"] * 9,
+            "request_rate_req_s": [0.5, 0.5, 0.5, 2.0, 2.0, 2.0, 8.0, 8.0, 8.0] * 2,
+            "repeat": [0, 1, 2] * 6,
+            "tok_s": [100, 101, 99, 300, 302, 298, 500, 505, 495, 130, 131, 129, 301, 299, 300, 400, 404, 396],
+        }
+    )
     table = ratio_intervals(levels, baseline="base", spec="spec", metric="tok_s", load="request_rate_req_s")
     assert list(table["request_rate_req_s"]) == [0.5, 2.0, 8.0]  # 0.5 req/s is not truncated to 0
     assert list(table["verdict"]) == ["spec ahead", "not distinguishable at this level", "baseline ahead"]

@@ -8,9 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis import (envelope, find_threshold, best_threshold, goodput_levels, pareto_points, policy_gains,
-                                policy_rows, predicted_vs_measured, sglang_policy, spec_ratio_table, step_tiers,
-                                t_quantile, vllm_schedule)
+from workbench.analysis import (
+    envelope,
+    find_threshold,
+    best_threshold,
+    goodput_levels,
+    pareto_points,
+    policy_gains,
+    policy_rows,
+    predicted_vs_measured,
+    sglang_policy,
+    spec_ratio_table,
+    step_tiers,
+    t_quantile,
+    vllm_schedule,
+)
 from workbench.errors import ConfigError
 
 M = "output_throughput_tok_s"
@@ -18,22 +30,38 @@ M = "output_throughput_tok_s"
 
 def levels(table: dict[str, dict[int, list[float]]], metric: str = M) -> pd.DataFrame:
     """{variant: {concurrency: [value of repeat 0, repeat 1, ...]}} -> level rows."""
-    return pd.DataFrame([{"variant": v, "concurrency": c, "repeat": r, metric: x}
-                         for v, by_c in table.items() for c, xs in by_c.items() for r, x in enumerate(xs)])
+    return pd.DataFrame(
+        [
+            {"variant": v, "concurrency": c, "repeat": r, metric: x}
+            for v, by_c in table.items()
+            for c, xs in by_c.items()
+            for r, x in enumerate(xs)
+        ]
+    )
 
 
-SWEEP = levels({
-    "baseline": {1: [100, 100], 4: [300, 310], 16: [600, 620]},
-    "s1": {1: [120, 118], 4: [330, 335], 16: [560, 570]},   # topk 1, num_steps 1
-    "s3": {1: [150, 148], 4: [320, 330], 16: [500, 505]},   # topk 1, num_steps 3
-})
+SWEEP = levels(
+    {
+        "baseline": {1: [100, 100], 4: [300, 310], 16: [600, 620]},
+        "s1": {1: [120, 118], 4: [330, 335], 16: [560, 570]},  # topk 1, num_steps 1
+        "s3": {1: [150, 148], 4: [320, 330], 16: [500, 505]},  # topk 1, num_steps 3
+    }
+)
 
 
 def test_goodput_counts_requests_meeting_both_targets_per_second() -> None:
-    req = pd.DataFrame({
-        "variant": ["a"] * 4, "concurrency": [2] * 4, "repeat": [0] * 4,
-        "error": [None, None, None, "boom"], "tpot_ms": [10.0, 25.0, np.nan, 5.0],
-        "e2e_ms": [900.0, 800.0, 2500.0, 100.0], "start_s": [0.0, 0.0, 1.0, 1.0], "end_s": [1.0, 1.0, 4.0, 1.1]})
+    req = pd.DataFrame(
+        {
+            "variant": ["a"] * 4,
+            "concurrency": [2] * 4,
+            "repeat": [0] * 4,
+            "error": [None, None, None, "boom"],
+            "tpot_ms": [10.0, 25.0, np.nan, 5.0],
+            "e2e_ms": [900.0, 800.0, 2500.0, 100.0],
+            "start_s": [0.0, 0.0, 1.0, 1.0],
+            "end_s": [1.0, 1.0, 4.0, 1.1],
+        }
+    )
     out = goodput_levels(req, tpot_ms=20.0, e2e_ms=2000.0)
     row = out.iloc[0]
     # only the first request meets both (the second's TPOT 25 > 20, the third's E2E, the fourth failed)
@@ -105,15 +133,21 @@ def test_predicted_policy_gain_and_a_measurement_that_agrees() -> None:
     gains = policy_gains(rows, policy="p (predicted)", against=["baseline"], metric=M).set_index("concurrency")
     assert gains.loc[1, "gain"] == pytest.approx(math.sqrt(1.5 * 1.48))
     assert gains.loc[16, "gain"] == pytest.approx(1.0)
-    pvm = predicted_vs_measured(rows, predicted="p (predicted)", measured="p (measured)", against=["baseline"],
-                                metric=M).set_index("concurrency")
+    pvm = predicted_vs_measured(
+        rows, predicted="p (predicted)", measured="p (measured)", against=["baseline"], metric=M
+    ).set_index("concurrency")
     assert pvm.loc[4, "measured_over_predicted"] == pytest.approx(0.98)
     # two repeats: below the significance rule, so no agreement is claimed either way
     assert set(pvm["agreement"]) == {"not tested: 2 repeats"}
     # a third repeat, every one 2% lower: the paired interval is exactly 0.98, which excludes 1
     third = rows[rows["repeat"] == 1].assign(repeat=2)
-    pvm3 = predicted_vs_measured(pd.concat([rows, third], ignore_index=True), predicted="p (predicted)",
-                                 measured="p (measured)", against=["baseline"], metric=M)
+    pvm3 = predicted_vs_measured(
+        pd.concat([rows, third], ignore_index=True),
+        predicted="p (predicted)",
+        measured="p (measured)",
+        against=["baseline"],
+        metric=M,
+    )
     assert set(pvm3["agreement"]) == {"measured gain below the prediction"}
     assert pvm3["measured_over_predicted_lo"].tolist() == pytest.approx([0.98] * 3)
     with pytest.raises(ConfigError, match="not measured"):
@@ -128,9 +162,11 @@ def test_tiers_and_their_sglang_and_vllm_forms() -> None:
     assert wide[1].candidate_steps == (1, 3)  # s3 at 4 (325) is 2.3% below s1 (332.5)
     p = sglang_policy(tiers, None, sglang_version="0.5.16")
     assert p.kind == "adaptive_tiers"
-    assert p.config == {"1": {"candidate_steps": [3], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
-                        "2": {"candidate_steps": [1], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
-                        "5": {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0}}
+    assert p.config == {
+        "1": {"candidate_steps": [3], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
+        "2": {"candidate_steps": [1], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
+        "5": {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
+    }
     assert "--speculative-adaptive-config" in p.flags and p.flags[-1] == "3"
     t = find_threshold(SWEEP, baseline="baseline", spec="s1", metric=M)
     old = sglang_policy(tiers, t, sglang_version="0.5.12")
@@ -145,8 +181,14 @@ def test_tiers_and_their_sglang_and_vllm_forms() -> None:
 
 
 def test_pareto_front_per_gpu() -> None:
-    means = pd.DataFrame({"variant": ["a", "a", "b"], "concurrency": [1, 8, 1],
-                          "output_throughput_tok_s": [80.0, 400.0, 100.0], "mean_per_request_tok_s": [80.0, 50.0, 100.0]})
+    means = pd.DataFrame(
+        {
+            "variant": ["a", "a", "b"],
+            "concurrency": [1, 8, 1],
+            "output_throughput_tok_s": [80.0, 400.0, 100.0],
+            "mean_per_request_tok_s": [80.0, 50.0, 100.0],
+        }
+    )
     pts = pareto_points(means, gpus={"a": 8, "b": 8}).set_index(["variant", "concurrency"])
     assert pts.loc[("a", 8), "output_tok_s_per_gpu"] == pytest.approx(50.0)
     assert list(pts["pareto"]) == [False, True, True]  # (a, 1) is beaten by (b, 1) on both axes
@@ -156,10 +198,12 @@ def test_pareto_front_per_gpu() -> None:
 
 def test_tiers_do_not_turn_drafting_on_again_on_a_return_within_the_spread() -> None:
     # issue 24: tiers that turned drafting off at 16 and on again at 32 beside "no drafting above 4"
-    noisy = levels({
-        "baseline": {1: [100, 101], 4: [300, 302], 16: [600, 640], 32: [700, 760]},
-        "s1": {1: [120, 119], 4: [330, 331], 16: [590, 600], 32: [770, 720]},  # 32: 1.10x then 0.95x
-    })
+    noisy = levels(
+        {
+            "baseline": {1: [100, 101], 4: [300, 302], 16: [600, 640], 32: [700, 760]},
+            "s1": {1: [120, 119], 4: [330, 331], 16: [590, 600], 32: [770, 720]},  # 32: 1.10x then 0.95x
+        }
+    )
     tiers = step_tiers(noisy, baseline="baseline", steps={"s1": 1}, metric=M)
     assert [(t.start, t.candidate_steps) for t in tiers] == [(1, (1,)), (5, (0,))]
     assert "s1 measured 1.02x the baseline at 32 (95% interval" in tiers[-1].note and "won at 16" in tiers[-1].note
@@ -168,8 +212,12 @@ def test_tiers_do_not_turn_drafting_on_again_on_a_return_within_the_spread() -> 
     p = sglang_policy(tiers, None, sglang_version="0.5.16")
     assert list(p.config) == ["1", "5"] and "Left off: s1 measured 1.02x" in p.note
     # a return that the repeats separate from the baseline is kept
-    real = levels({"baseline": {1: [100, 101, 99], 16: [600, 610, 605], 32: [700, 702, 698]},
-                   "s1": {1: [120, 119, 121], 16: [590, 600, 595], 32: [800, 805, 798]}})
+    real = levels(
+        {
+            "baseline": {1: [100, 101, 99], 16: [600, 610, 605], 32: [700, 702, 698]},
+            "s1": {1: [120, 119, 121], 16: [590, 600, 595], 32: [800, 805, 798]},
+        }
+    )
     kept = step_tiers(real, baseline="baseline", steps={"s1": 1}, metric=M)
     assert [(t.start, t.candidate_steps) for t in kept] == [(1, (1,)), (2, (0,)), (17, (1,))] and not kept[-1].note
 
@@ -177,5 +225,7 @@ def test_tiers_do_not_turn_drafting_on_again_on_a_return_within_the_spread() -> 
 def test_an_untested_threshold_says_it_may_move_between_runs_with_its_ratios() -> None:
     once = levels({"baseline": {1: [100], 4: [300], 16: [600]}, "s1": {1: [120], 4: [330], 16: [560]}})
     said = find_threshold(once, baseline="baseline", spec="s1", metric=M).description
-    assert ("Not stable across runs until tested: the ratio is 1.10x (n=1, no interval) at 4 and 0.93x (n=1, "
-            "no interval) at 16, so another run of the same sweep may put N at another level") in said
+    assert (
+        "Not stable across runs until tested: the ratio is 1.10x (n=1, no interval) at 4 and 0.93x (n=1, "
+        "no interval) at 16, so another run of the same sweep may put N at another level"
+    ) in said

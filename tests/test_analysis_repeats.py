@@ -8,16 +8,31 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis import (crossover_interval, interval_text, mean_interval, ratio_intervals, readable_table,
-                                repeat_table, t_quantile)
+from workbench.analysis import (
+    crossover_interval,
+    interval_text,
+    mean_interval,
+    ratio_intervals,
+    readable_table,
+    repeat_table,
+    t_quantile,
+)
 from workbench.analysis._readable import readable_value
 from workbench.analysis._repeats import NON_NEGATIVE, UNBOUNDED, metric_support
 from workbench.errors import ConfigError
 
 
-@pytest.mark.parametrize("df, expected", [
-    (1, 12.706205), (2, 4.302653), (3, 3.182446), (4, 2.776445), (9, 2.262157), (30, 2.042272),
-])
+@pytest.mark.parametrize(
+    "df, expected",
+    [
+        (1, 12.706205),
+        (2, 4.302653),
+        (3, 3.182446),
+        (4, 2.776445),
+        (9, 2.262157),
+        (30, 2.042272),
+    ],
+)
 def test_t_quantile_matches_the_published_table(df: int, expected: float) -> None:
     # 97.5% quantiles (two-sided 95%), e.g. NIST/SEMATECH e-Handbook, table 1.3.6.7.2
     assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-6)
@@ -68,8 +83,9 @@ def test_repeat_table_means_and_intervals() -> None:
 
 def test_ratio_interval_pairs_repeats_on_the_log_scale() -> None:
     # paired ratios 1.1, 1.2, 1.0: logs mean 0.092543, s 0.091192 -> 1.0970 (0.8746–1.3759)
-    levels = _levels([("b", 1, r, 100.0) for r in range(3)]
-                     + [("s", 1, 0, 110.0), ("s", 1, 1, 120.0), ("s", 1, 2, 100.0)])
+    levels = _levels(
+        [("b", 1, r, 100.0) for r in range(3)] + [("s", 1, 0, 110.0), ("s", 1, 1, 120.0), ("s", 1, 2, 100.0)]
+    )
     (row,) = ratio_intervals(levels, baseline="b", spec="s", metric="x").to_dict("records")
     assert row["n"] == 3
     assert row["ratio"] == pytest.approx(1.096961, abs=1e-6)
@@ -79,11 +95,23 @@ def test_ratio_interval_pairs_repeats_on_the_log_scale() -> None:
 
 
 def test_ratio_interval_verdicts_and_pairing_by_repeat_index() -> None:
-    levels = _levels([("b", 1, 0, 100.0), ("b", 1, 1, 101.0), ("b", 1, 2, 99.0),
-                      ("s", 1, 2, 108.9), ("s", 1, 0, 110.0), ("s", 1, 1, 111.1),   # 1.1 each, any row order
-                      ("b", 8, 0, 100.0), ("b", 8, 1, 100.0),
-                      ("s", 8, 0, 50.0), ("s", 8, 1, 52.0), ("s", 8, 5, 10.0),      # repeat 5 has no pair
-                      ("b", 16, 0, 100.0), ("s", 16, 0, 90.0)])
+    levels = _levels(
+        [
+            ("b", 1, 0, 100.0),
+            ("b", 1, 1, 101.0),
+            ("b", 1, 2, 99.0),
+            ("s", 1, 2, 108.9),
+            ("s", 1, 0, 110.0),
+            ("s", 1, 1, 111.1),  # 1.1 each, any row order
+            ("b", 8, 0, 100.0),
+            ("b", 8, 1, 100.0),
+            ("s", 8, 0, 50.0),
+            ("s", 8, 1, 52.0),
+            ("s", 8, 5, 10.0),  # repeat 5 has no pair
+            ("b", 16, 0, 100.0),
+            ("s", 16, 0, 90.0),
+        ]
+    )
     table = ratio_intervals(levels, baseline="b", spec="s", metric="x").set_index("concurrency")
     assert table.loc[1, "ratio"] == pytest.approx(1.1) and table.loc[1, "verdict"] == "spec ahead"
     assert table.loc[1, "ratio_lo"] == pytest.approx(1.1) and table.loc[1, "ratio_hi"] == pytest.approx(1.1)
@@ -98,8 +126,12 @@ def test_ratio_interval_verdicts_and_pairing_by_repeat_index() -> None:
 
 
 def _ratios(rows: list[tuple[int, float, float, float, str]], n: int = 3) -> pd.DataFrame:
-    return pd.DataFrame([{"concurrency": c, "n": n, "ratio": r, "ratio_lo": lo, "ratio_hi": hi, "verdict": v}
-                         for c, r, lo, hi, v in rows])
+    return pd.DataFrame(
+        [
+            {"concurrency": c, "n": n, "ratio": r, "ratio_lo": lo, "ratio_hi": hi, "verdict": v}
+            for c, r, lo, hi, v in rows
+        ]
+    )
 
 
 def test_crossover_interval_by_hand() -> None:
@@ -108,13 +140,19 @@ def test_crossover_interval_by_hand() -> None:
     # point: log2 c = 2 * 0.05 / 0.10 = 1; lower curve: 2 * 0.02 / 0.10 = 0.4; upper: 2 * 0.08 / 0.10 = 1.6
     assert c.kind == "claimed" and c.concurrency == pytest.approx(2.0) and c.n == 3
     assert c.log2_lo == pytest.approx(0.4) and c.log2_hi == pytest.approx(1.6)
-    assert c.lo == pytest.approx(2 ** 0.4) and c.hi == pytest.approx(2 ** 1.6)
+    assert c.lo == pytest.approx(2**0.4) and c.hi == pytest.approx(2**1.6)
     assert "near concurrency 2.0 (95% interval 1.3–3.0" in c.description and "n=3" in c.description
 
 
 def test_crossover_spans_levels_that_are_not_distinguishable() -> None:
-    table = _ratios([(1, 1.10, 1.05, 1.15, "spec ahead"), (2, 1.01, 0.97, 1.05, "not distinguishable at this level"),
-                     (4, 0.90, 0.85, 0.95, "baseline ahead"), (8, 0.80, 0.78, 0.82, "baseline ahead")])
+    table = _ratios(
+        [
+            (1, 1.10, 1.05, 1.15, "spec ahead"),
+            (2, 1.01, 0.97, 1.05, "not distinguishable at this level"),
+            (4, 0.90, 0.85, 0.95, "baseline ahead"),
+            (8, 0.80, 0.78, 0.82, "baseline ahead"),
+        ]
+    )
     c = crossover_interval(table, metric="x")
     assert c.kind == "claimed"
     # point: between 2 (1.01) and 4 (0.90): log2 = 1 + 0.01 / 0.11; band: lower curve between 1 and 2
@@ -125,8 +163,9 @@ def test_crossover_spans_levels_that_are_not_distinguishable() -> None:
 
 
 def test_no_crossover_is_claimed_when_intervals_do_not_separate() -> None:
-    table = _ratios([(1, 1.03, 0.98, 1.08, "not distinguishable at this level"),
-                     (2, 0.90, 0.85, 0.95, "baseline ahead")])
+    table = _ratios(
+        [(1, 1.03, 0.98, 1.08, "not distinguishable at this level"), (2, 0.90, 0.85, 0.95, "baseline ahead")]
+    )
     c = crossover_interval(table, metric="x")
     assert c.kind == "not_claimed" and c.concurrency is None and c.lo is None
     assert c.description.startswith("No crossover can be claimed on x")
@@ -135,12 +174,19 @@ def test_no_crossover_is_claimed_when_intervals_do_not_separate() -> None:
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_fewer_than_three_repeats_claim_nothing(n: int) -> None:
-    table = _ratios([(1, 1.05, 1.02 if n > 1 else math.nan, 1.08 if n > 1 else math.nan, f"not tested: {n} repeat"),
-                     (4, 0.9, 0.88 if n > 1 else math.nan, 0.92 if n > 1 else math.nan, "not tested")], n=n)
+    table = _ratios(
+        [
+            (1, 1.05, 1.02 if n > 1 else math.nan, 1.08 if n > 1 else math.nan, f"not tested: {n} repeat"),
+            (4, 0.9, 0.88 if n > 1 else math.nan, 0.92 if n > 1 else math.nan, "not tested"),
+        ],
+        n=n,
+    )
     c = crossover_interval(table, metric="x")
     assert c.kind == "not_tested" and c.concurrency is None
-    assert c.description == (f"On x: not tested: {n} repeat{'s' if n > 1 else ''} at some level, so no crossover is "
-                             "claimed; measure 3 or more repeats (repeats=3) to test one.")
+    assert c.description == (
+        f"On x: not tested: {n} repeat{'s' if n > 1 else ''} at some level, so no crossover is "
+        "claimed; measure 3 or more repeats (repeats=3) to test one."
+    )
 
 
 def _repeats_of(values: dict[str, list[float]]) -> pd.DataFrame:
@@ -151,8 +197,9 @@ def _repeats_of(values: dict[str, list[float]]) -> pd.DataFrame:
 
 def test_intervals_of_the_issue_cases_stay_at_or_above_zero() -> None:
     # the report's cells: TTFT p50 3000 (-1000–6000), queued reqs 2 (-2–6), token usage 0.1 (-0.2–0.3)
-    levels = _repeats_of({"p50_ttft_ms": [1500.0, 3000.0, 4500.0], "mean_queued_reqs": [0.0, 2.0, 4.0],
-                          "token_usage": [0.0, 0.1, 0.2]})
+    levels = _repeats_of(
+        {"p50_ttft_ms": [1500.0, 3000.0, 4500.0], "mean_queued_reqs": [0.0, 2.0, 4.0], "token_usage": [0.0, 0.1, 0.2]}
+    )
     row = repeat_table(levels, ["p50_ttft_ms", "mean_queued_reqs", "token_usage"]).iloc[0]
     for m in ("p50_ttft_ms", "mean_queued_reqs", "token_usage"):
         assert row[f"{m}_lo"] >= 0.0 and row[f"{m}_lo"] <= row[m] <= row[f"{m}_hi"], m
@@ -165,8 +212,10 @@ def test_intervals_of_the_issue_cases_stay_at_or_above_zero() -> None:
     # a zero among the counts: no log scale; the t interval (2 ± 4.968) clipped at 0
     assert row["mean_queued_reqs_lo"] == 0.0 and row["mean_queued_reqs_hi"] == pytest.approx(6.968275, abs=1e-6)
     assert row["token_usage_lo"] == 0.0 and row["token_usage_hi"] == pytest.approx(0.348414, abs=1e-6)
-    shown = [interval_text(row[m], row[f"{m}_lo"], row[f"{m}_hi"])
-             for m in ("p50_ttft_ms", "mean_queued_reqs", "token_usage")]
+    shown = [
+        interval_text(row[m], row[f"{m}_lo"], row[f"{m}_hi"])
+        for m in ("p50_ttft_ms", "mean_queued_reqs", "token_usage")
+    ]
     assert shown == ["3000 (1000–15000)", "2 (0–7)", "0.1 (0–0.3)"] and not any("-" in s for s in shown)
     cells = readable_table(repeat_table(levels, ["p50_ttft_ms", "mean_queued_reqs", "token_usage"]))
     assert not cells.apply(lambda c: c.str.contains("-")).any().any()
@@ -197,11 +246,22 @@ def test_log_scale_intervals_hold_their_mean_and_stay_positive() -> None:
 
 
 def test_metric_support_from_the_column_name() -> None:
-    for name in ("p50_ttft_ms", "mean_tpot_ms", "output_throughput_tok_s", "mean_queued_reqs", "accept_length",
-                 "mean_server_gen_tok_s", "output_throughput_tok_s_ratio", "goodput_req_s"):
+    for name in (
+        "p50_ttft_ms",
+        "mean_tpot_ms",
+        "output_throughput_tok_s",
+        "mean_queued_reqs",
+        "accept_length",
+        "mean_server_gen_tok_s",
+        "output_throughput_tok_s_ratio",
+        "goodput_req_s",
+    ):
         assert metric_support(name) == NON_NEGATIVE, name
     assert metric_support("token_usage") == (0.0, 1.0) and metric_support("prefill_time_share") == (0.0, 1.0)
-    assert metric_support("mean_token_usage_pct") == (0.0, 100.0) and metric_support("mean_gpu_util_pct") == (0.0, 100.0)
+    assert metric_support("mean_token_usage_pct") == (0.0, 100.0) and metric_support("mean_gpu_util_pct") == (
+        0.0,
+        100.0,
+    )
     for name in ("margin", "residual", "error_pct", "gain_over_baseline", "log_ratio"):
         assert metric_support(name) == UNBOUNDED, name
     # a signed metric keeps its t interval across 0; a support given by the caller wins over the name

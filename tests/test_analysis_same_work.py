@@ -10,9 +10,20 @@ from workbench.errors import ConfigError
 
 
 def _rows(variant: str, hashes: list[str], *, temperature: float = 0.0) -> list[dict]:
-    return [{"variant": variant, "concurrency": c, "repeat": 0, "request_index": i, "prompt_id": f"p{i}",
-             "output_hash": h, "temperature": temperature, "error": None}
-            for c in (1, 4) for i, h in enumerate(hashes)]
+    return [
+        {
+            "variant": variant,
+            "concurrency": c,
+            "repeat": 0,
+            "request_index": i,
+            "prompt_id": f"p{i}",
+            "output_hash": h,
+            "temperature": temperature,
+            "error": None,
+        }
+        for c in (1, 4)
+        for i, h in enumerate(hashes)
+    ]
 
 
 def test_identical_outputs_are_the_same_work() -> None:
@@ -25,15 +36,17 @@ def test_identical_outputs_are_the_same_work() -> None:
 def test_outputs_that_differ_beyond_the_tolerance_are_flagged() -> None:
     hashes = [f"h{i}" for i in range(20)]
     one_off = hashes[:19] + ["other"]  # 1 of 20 = 5%: at the tolerance, not above it
-    assert not same_outputs(pd.DataFrame(_rows("base", hashes) + _rows("spec", one_off)), baseline="base",
-                            spec="spec").flagged
+    assert not same_outputs(
+        pd.DataFrame(_rows("base", hashes) + _rows("spec", one_off)), baseline="base", spec="spec"
+    ).flagged
     three_off = ["x", "y"] + hashes[2:19] + ["z"]
     work = same_outputs(pd.DataFrame(_rows("base", hashes) + _rows("spec", three_off)), baseline="base", spec="spec")
     assert work.differing == 3 and work.share == pytest.approx(0.15) and work.flagged
     assert work.examples == ("p0", "p1", "p19") and "3 of 20 prompts (15%" in work.text()
     assert "did not do the same work" in work.text() and f"{SAME_WORK_TOLERANCE:.0%} tolerance" in work.text()
-    assert not same_outputs(pd.DataFrame(_rows("base", hashes) + _rows("spec", three_off)), baseline="base",
-                            spec="spec", tolerance=0.2).flagged
+    assert not same_outputs(
+        pd.DataFrame(_rows("base", hashes) + _rows("spec", three_off)), baseline="base", spec="spec", tolerance=0.2
+    ).flagged
 
 
 def test_sampled_failed_or_unhashed_requests_are_not_compared() -> None:

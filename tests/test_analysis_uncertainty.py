@@ -18,8 +18,17 @@ def _requests(spec_gain: float, n: int = 40, *, paired: bool = True, seed: int =
         noise = rng.normal(1.0, 0.01, size=n)
         for i in range(n):
             e2e_ms = 1000.0 * prompt_cost[i] * noise[i] / gain
-            rows.append({"variant": variant, "concurrency": 1, "output_tokens": 100, "e2e_ms": e2e_ms, "error": None,
-                         "request_index": i if paired else None, "prompt_id": f"p{i}" if paired else None})
+            rows.append(
+                {
+                    "variant": variant,
+                    "concurrency": 1,
+                    "output_tokens": 100,
+                    "e2e_ms": e2e_ms,
+                    "error": None,
+                    "request_index": i if paired else None,
+                    "prompt_id": f"p{i}" if paired else None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -58,9 +67,12 @@ def test_intervals_are_never_negative_and_the_report_never_writes_minus_zero() -
     ci = per_request_ratio_ci(requests, baseline="baseline", spec="spec").iloc[0]
     assert 0.0 < ci["ratio_lo"] < 1.0 < ci["ratio"] and -0.005 < ci["ratio_lo"] - 1.0 < 0.0
     speed = requests.assign(tok_s=requests["output_tokens"] / requests["e2e_ms"] * 1000.0)
-    levels = (speed.groupby(["variant", "concurrency"], as_index=False)["tok_s"].mean()
-              .rename(columns={"tok_s": "mean_per_request_tok_s"})
-              .assign(output_throughput_tok_s=lambda d: d["mean_per_request_tok_s"], simulated=True, engine="sim"))
+    levels = (
+        speed.groupby(["variant", "concurrency"], as_index=False)["tok_s"]
+        .mean()
+        .rename(columns={"tok_s": "mean_per_request_tok_s"})
+        .assign(output_throughput_tok_s=lambda d: d["mean_per_request_tok_s"], simulated=True, engine="sim")
+    )
     text = Study.from_frames(levels, requests, [], "baseline").findings()
     assert "requests' spread: +0% to +1%" in text  # was "-0% to +1%"
     assert "-0%" not in text

@@ -6,9 +6,19 @@ import math
 
 import pytest
 
-from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, bracket_levels, bracket_text, levels_text,
-                                not_tested_text, queued_requests, ratio_spans, round_sig, round_to_interval,
-                                settings_differences)
+from workbench.analysis import (
+    MIN_TEST_REPEATS,
+    SIGNIFICANCE_RULE,
+    bracket_levels,
+    bracket_text,
+    levels_text,
+    not_tested_text,
+    queued_requests,
+    ratio_spans,
+    round_sig,
+    round_to_interval,
+    settings_differences,
+)
 
 
 def test_levels_text_joins_runs_of_measured_levels() -> None:
@@ -38,29 +48,54 @@ def test_words_of_the_rule() -> None:
     assert bracket_text(1.228499, [1, 2, 4]) == "between concurrency 1 and 2 (≈ 1.2)"
     assert bracket_text(4.0, [1, 4, 16]) == "at concurrency 4"
     assert not_tested_text(1) == "not tested: 1 repeat" and not_tested_text(2) == "not tested: 2 repeats"
-    assert SIGNIFICANCE_RULE == ("a difference is called significant only with at least 3 paired repeats per level "
-                                 "and a 95% Student t interval of the spec/baseline ratio that excludes 1")
+    assert SIGNIFICANCE_RULE == (
+        "a difference is called significant only with at least 3 paired repeats per level "
+        "and a 95% Student t interval of the spec/baseline ratio that excludes 1"
+    )
 
 
-BASE = {"max_running_requests": 4096, "disable_overlap_schedule": False, "disable_cuda_graph": False, "tp_size": 8,
-        "cuda_graph_max_bs": None, "port": 30000, "random_seed": 1, "speculative_algorithm": None,
-        "max_total_num_tokens": 1_500_000, "chunked_prefill_size": 8192}
+BASE = {
+    "max_running_requests": 4096,
+    "disable_overlap_schedule": False,
+    "disable_cuda_graph": False,
+    "tp_size": 8,
+    "cuda_graph_max_bs": None,
+    "port": 30000,
+    "random_seed": 1,
+    "speculative_algorithm": None,
+    "max_total_num_tokens": 1_500_000,
+    "chunked_prefill_size": 8192,
+}
 
 
 def test_settings_differences_name_each_difference_beyond_speculation() -> None:
-    spec = {**BASE, "max_running_requests": 48, "disable_overlap_schedule": True, "port": 30001, "random_seed": 2,
-            "speculative_algorithm": "EAGLE3", "max_total_num_tokens": 1_400_000, "chunked_prefill_size": 4096,
-            "new_field_only_here": 1}
+    spec = {
+        **BASE,
+        "max_running_requests": 48,
+        "disable_overlap_schedule": True,
+        "port": 30001,
+        "random_seed": 2,
+        "speculative_algorithm": "EAGLE3",
+        "max_total_num_tokens": 1_400_000,
+        "chunked_prefill_size": 4096,
+        "new_field_only_here": 1,
+    }
     table = settings_differences(BASE, spec, spec="eagle3")
     # sorted by server_info key (disable_overlap_schedule is said positively); ports, seeds, KV size and
     # speculative keys are not differences; a key one server lacks is another version's field
     assert list(table["setting"]) == ["chunked_prefill_size", "overlap scheduling", "max_running_requests"]
     rows = table.set_index("setting")
-    assert (rows.loc["max_running_requests", "baseline_value"], rows.loc["max_running_requests", "spec_value"]) == \
-        ("4096", "48")
+    assert (rows.loc["max_running_requests", "baseline_value"], rows.loc["max_running_requests", "spec_value"]) == (
+        "4096",
+        "48",
+    )
     assert rows.loc["max_running_requests", "effect"].startswith(
-        "above concurrency 48, requests wait in eagle3's queue while the other server still admits them")
-    assert (rows.loc["overlap scheduling", "baseline_value"], rows.loc["overlap scheduling", "spec_value"]) == ("on", "off")
+        "above concurrency 48, requests wait in eagle3's queue while the other server still admits them"
+    )
+    assert (rows.loc["overlap scheduling", "baseline_value"], rows.loc["overlap scheduling", "spec_value"]) == (
+        "on",
+        "off",
+    )
     assert "cannot be turned back on" in rows.loc["overlap scheduling", "equalise"]
     assert rows.loc["chunked_prefill_size", "equalise"] == "give both servers the same --chunked-prefill-size"
     assert settings_differences(BASE, dict(BASE), spec="x").empty
@@ -73,8 +108,9 @@ def test_eager_against_graphs_is_a_difference() -> None:
     assert row["effect"].startswith("eager-spec runs eager (no CUDA graphs)")
 
 
-@pytest.mark.parametrize(("concurrency", "cap", "queued"), [(64, 48, 16), (32, 48, 0), (64, None, 0),
-                                                           (64, math.nan, 0), (48, 48, 0)])
+@pytest.mark.parametrize(
+    ("concurrency", "cap", "queued"), [(64, 48, 16), (32, 48, 0), (64, None, 0), (64, math.nan, 0), (48, 48, 0)]
+)
 def test_queued_requests(concurrency: int, cap: float | None, queued: int) -> None:
     assert queued_requests(concurrency, cap) == queued
 

@@ -42,16 +42,18 @@ def test_bench_writes_where_runs_list_reads_and_resumes_saying_what_it_reused(en
     again = runner.invoke(app, ["bench", "baseline", *SMALL])
     assert again.exit_code == 0, again.output
     since = manifest["started_at"][:16].replace("T", " ")
-    assert (f"baseline: reusing 1 of 2 levels from run {run.name} (stored since {since} UTC): c=1; "
-            "measuring now: c=2\n") in again.stderr  # which levels, from which run, and what is measured now
+    assert (
+        f"baseline: reusing 1 of 2 levels from run {run.name} (stored since {since} UTC): c=1; measuring now: c=2\n"
+    ) in again.stderr  # which levels, from which run, and what is measured now
     assert "levels: 1 measured now, 1 reused from disk" in again.stdout
     assert [p.parent for p in env_runs.glob("*/manifest.json")] == [run]
     resumed = json.loads((run / "manifest.json").read_text())["resumed"]  # for a report made from this run
     assert [(r["units_reused"], r["units_to_measure"]) for r in resumed] == [([[0, 0]], [[0, 1]])]
 
     done = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress"])
-    assert "baseline: reusing 2 of 2 levels from run " in done.stderr and "c=1, c=2; measuring now: nothing" \
-        in done.stderr
+    assert (
+        "baseline: reusing 2 of 2 levels from run " in done.stderr and "c=1, c=2; measuring now: nothing" in done.stderr
+    )
     assert "levels: 0 measured now, 2 reused from disk" in done.stdout
     resumed = json.loads((run / "manifest.json").read_text())["resumed"]
     assert [(r["units_reused"], r["units_to_measure"]) for r in resumed][1] == ([[0, 0], [0, 1]], [])
@@ -86,7 +88,9 @@ def test_without_a_terminal_progress_is_one_line_per_level_not_bars(tmp_path: Pa
     lines = [line.strip() for line in result.stderr.splitlines()]
     assert "baseline: server ready on local (sim), measuring 2 level(s)" in lines
     assert [line.split(":")[1].strip() for line in lines if " done (" in line] == [
-        "concurrency=1 done (1/2)", "concurrency=2 done (2/2)"]
+        "concurrency=1 done (1/2)",
+        "concurrency=2 done (2/2)",
+    ]
     quiet = runner.invoke(app, ["bench", "baseline", *SMALL, "--no-progress", "--fresh", "--runs-dir", str(tmp_path)])
     assert quiet.exit_code == 0 and " done (" not in quiet.output
 
@@ -108,18 +112,25 @@ def test_the_report_terminal_names_the_runs_a_notebook_reused(tmp_path: Path) ->
     since = json.loads((run / "manifest.json").read_text())["started_at"][:16].replace("T", " ")
     assert reuse_lines(tmp_path, again_from, again_to) == [
         f"reused: baseline: 2 stored unit(s) (level x repeat) from run {run.name}, stored since {since} UTC; "
-        "measured now: 0"]
+        "measured now: 0"
+    ]
     assert reuse_lines(tmp_path, first_from, first_to) == []  # another notebook's window: not this one
 
 
-def test_workbench_report_says_which_stored_runs_a_rerun_reused(tmp_path: Path, write_notebook,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workbench_report_says_which_stored_runs_a_rerun_reused(
+    tmp_path: Path, write_notebook, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real ``workbench report`` of a notebook that sweeps, run twice: the second run's terminal names the run
     it reused and how to measure anew (a notebook that declares ``fresh``)."""
     runs = tmp_path / "runs"
-    write_notebook(tmp_path / "sweep.ipynb", parameters=f"fresh = False\nruns_dir = {str(runs)!r}", cells=[
-        "import workbench as wb\nwb.benchmark_variants(['baseline'], concurrency_levels=[1], requests_per_level=2, "
-        "max_new_tokens=8, time_scale=20, fresh=fresh, runs_dir=runs_dir, progress=False)"])
+    write_notebook(
+        tmp_path / "sweep.ipynb",
+        parameters=f"fresh = False\nruns_dir = {str(runs)!r}",
+        cells=[
+            "import workbench as wb\nwb.benchmark_variants(['baseline'], concurrency_levels=[1], requests_per_level=2, "
+            "max_new_tokens=8, time_scale=20, fresh=fresh, runs_dir=runs_dir, progress=False)"
+        ],
+    )
     monkeypatch.chdir(tmp_path)
     first = runner.invoke(app, ["report", "sweep.ipynb"])
     assert first.exit_code == 0, first.output

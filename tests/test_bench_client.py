@@ -26,14 +26,24 @@ from workbench.bench._timing import Timebase
 SLACK_MS = 30.0  # allowed lateness of a measured interval (ms)
 
 
-def measure(url: str, *, timeout_s: float | None = 30.0, time_scale: float = 1.0, max_new_tokens: int = 6,
-            stamped: bool = False) -> RequestRecord:
+def measure(
+    url: str, *, timeout_s: float | None = 30.0, time_scale: float = 1.0, max_new_tokens: int = 6, stamped: bool = False
+) -> RequestRecord:
     """One request; ``stamped``: through the sweep's own session (kernel receive stamps), else a plain one."""
+
     async def go() -> RequestRecord:
-        async with (open_session() if stamped else aiohttp.ClientSession()) as session:
+        async with open_session() if stamped else aiohttp.ClientSession() as session:
             tb = Timebase.start(time_scale=time_scale)
-            return await send_generate(session, url, "Write a haiku.", max_new_tokens=max_new_tokens,
-                                       timebase=tb, timeout_s=timeout_s, prompt_id="h1")
+            return await send_generate(
+                session,
+                url,
+                "Write a haiku.",
+                max_new_tokens=max_new_tokens,
+                timebase=tb,
+                timeout_s=timeout_s,
+                prompt_id="h1",
+            )
+
     return asyncio.run(go())
 
 
@@ -46,8 +56,9 @@ def gaps_ok(rec: RequestRecord, first_ms: float, gap_ms: float, slack: float = S
     """Each chunk arrives no earlier than scripted and at most ``slack`` late; a late chunk
     shortens the gap after it, so gaps are checked as +-slack and arrivals as late-only."""
     arrivals = [rec.ttft_ms + sum(rec.itl_ms[: i + 1]) for i in range(len(rec.itl_ms))]
-    return (all(abs(g - gap_ms) <= slack for g in rec.itl_ms)
-            and all(within(a, first_ms + gap_ms * (i + 1), slack) for i, a in enumerate(arrivals)))
+    return all(abs(g - gap_ms) <= slack for g in rec.itl_ms) and all(
+        within(a, first_ms + gap_ms * (i + 1), slack) for i, a in enumerate(arrivals)
+    )
 
 
 SPEC = StreamScript(first_delay_s=0.10, chunk_tokens=(1, 3, 2), gap_s=0.05, spec_verify_ct=3)
@@ -99,8 +110,9 @@ def _check_timings(rec: RequestRecord) -> None:
 def test_streamed_timings_are_the_server_writes_arrivals(spec_server):
     # against the server's own writes, not its script: holds at any load (a try whose chunks met in one read,
     # or that the kernel did not stamp, is measured again: tests/undisturbed.py)
-    rec = until_undisturbed(lambda: measure(spec_server.url, stamped=True),
-                            lambda r: _check_against_writes(r, spec_server), tries=5)
+    rec = until_undisturbed(
+        lambda: measure(spec_server.url, stamped=True), lambda r: _check_against_writes(r, spec_server), tries=5
+    )
     assert rec.ttft_ms >= 100.0 - 2.0 and all(g >= 50.0 - 2.0 for g in rec.itl_ms)  # never earlier than scripted
     assert rec.tpot_ms == pytest.approx((rec.e2e_ms - rec.ttft_ms) / 5)
 
@@ -129,8 +141,11 @@ def _check_scaled(rec: RequestRecord) -> None:
 
 
 def test_time_scale_reports_engine_time(spec_server):
-    rec = until_undisturbed(lambda: measure(spec_server.url, time_scale=4.0, stamped=True),
-                            lambda r: _check_against_writes(r, spec_server, scale=4.0), tries=5)
+    rec = until_undisturbed(
+        lambda: measure(spec_server.url, time_scale=4.0, stamped=True),
+        lambda r: _check_against_writes(r, spec_server, scale=4.0),
+        tries=5,
+    )
     assert rec.time_scale == 4.0 and rec.ttft_ms >= 400.0 - 8.0 and all(g >= 200.0 - 8.0 for g in rec.itl_ms)
     assert (rec.end_epoch_s - rec.start_epoch_s) * 1000 == pytest.approx(rec.e2e_ms / 4.0, abs=1e-3)
 
@@ -139,8 +154,10 @@ def _skip_if_overloaded() -> None:
     """Skip a check against scripted delays when the 1-minute load average is above 2 per core."""
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     if load > 2 * cores:
-        pytest.skip(f"load average {load:.1f} on {cores} cores: scripted delays are not kept at this load "
-                    "(the same timings are checked against the server's own writes)")
+        pytest.skip(
+            f"load average {load:.1f} on {cores} cores: scripted delays are not kept at this load "
+            "(the same timings are checked against the server's own writes)"
+        )
 
 
 def test_request_body_is_sglang_native(spec_server):
@@ -154,8 +171,7 @@ def test_request_body_is_sglang_native(spec_server):
 
 
 def test_build_body_merges_extras():
-    body = build_generate_body("x", max_new_tokens=3, extra_sampling_params={"top_p": 0.9},
-                               extra_body={"rid": "abc"})
+    body = build_generate_body("x", max_new_tokens=3, extra_sampling_params={"top_p": 0.9}, extra_body={"rid": "abc"})
     assert body["sampling_params"] == {"max_new_tokens": 3, "temperature": 0.0, "ignore_eos": True, "top_p": 0.9}
     assert body["rid"] == "abc" and body["stream"] is True
 

@@ -25,8 +25,9 @@ PROMPTS = [Prompt(f"p{i}", "coding" if i % 2 else "agentic", f"prompt number {i}
 
 def _plan(**kwargs) -> SweepPlan:
     """A small closed-loop plan over PROMPTS: one level of concurrency 1, one request, one token."""
-    return SweepPlan.build(**(dict(concurrency_levels=[1], requests_per_level=1, max_new_tokens=1,
-                                   prompt_set=PROMPTS) | kwargs))
+    return SweepPlan.build(
+        **(dict(concurrency_levels=[1], requests_per_level=1, max_new_tokens=1, prompt_set=PROMPTS) | kwargs)
+    )
 
 
 def steady_fraction(log: list[tuple[float, int]], target: int) -> float:
@@ -48,11 +49,14 @@ def test_closed_loop_keeps_exactly_concurrency_in_flight(concurrency):
 
     def measure():
         with ScriptedServer(script) as srv:
+
             async def go():
                 async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
                     schedule = prompt_schedule(PROMPTS, 6 * concurrency, rng=random.Random(1))
-                    return await closed_loop(session, srv.url, schedule, concurrency=concurrency,
-                                             max_new_tokens=3, timebase=Timebase.start())
+                    return await closed_loop(
+                        session, srv.url, schedule, concurrency=concurrency, max_new_tokens=3, timebase=Timebase.start()
+                    )
+
             records = asyncio.run(go())
             return records, list(srv.in_flight_log), srv.max_in_flight
 
@@ -71,18 +75,29 @@ def test_closed_loop_keeps_exactly_concurrency_in_flight(concurrency):
 
 def test_closed_loop_fewer_requests_than_concurrency():
     with ScriptedServer(StreamScript(first_delay_s=0.05)) as srv:
+
         async def go():
             async with aiohttp.ClientSession() as session:
-                return await closed_loop(session, srv.url, PROMPTS[:2], concurrency=8, max_new_tokens=1,
-                                         timebase=Timebase.start())
+                return await closed_loop(
+                    session, srv.url, PROMPTS[:2], concurrency=8, max_new_tokens=1, timebase=Timebase.start()
+                )
+
         records = asyncio.run(go())
     assert len(records) == 2 and srv.max_in_flight == 2
 
 
 def test_closed_loop_rejects_bad_concurrency():
     with pytest.raises(ConfigError):
-        asyncio.run(closed_loop(None, "http://x", PROMPTS, concurrency=0, max_new_tokens=1,  # type: ignore[arg-type]
-                                timebase=Timebase.start()))
+        asyncio.run(
+            closed_loop(
+                None,
+                "http://x",
+                PROMPTS,
+                concurrency=0,
+                max_new_tokens=1,  # type: ignore[arg-type]
+                timebase=Timebase.start(),
+            )
+        )
 
 
 def test_prompt_schedule_is_seeded_and_uses_every_prompt_before_repeating():
@@ -113,11 +128,20 @@ def test_open_loop_follows_the_arrival_schedule(scale):
 
     def measure():
         with ScriptedServer(StreamScript(first_delay_s=0.01)) as srv:
+
             async def go():
                 async with aiohttp.ClientSession() as session:
                     tb = Timebase.start(time_scale=scale)
-                    return await open_loop(session, srv.url, PROMPTS * 2, request_rate=rate, rng=random.Random(5),
-                                           max_new_tokens=1, timebase=tb)
+                    return await open_loop(
+                        session,
+                        srv.url,
+                        PROMPTS * 2,
+                        request_rate=rate,
+                        rng=random.Random(5),
+                        max_new_tokens=1,
+                        timebase=tb,
+                    )
+
             return asyncio.run(go())
 
     def check(records):
@@ -132,10 +156,14 @@ def test_open_loop_follows_the_arrival_schedule(scale):
 
 def test_flush_cache_retries_while_busy_and_server_info_fallback():
     with ScriptedServer(flush_busy_answers=2, legacy_server_info=True) as srv:
+
         async def go():
             async with aiohttp.ClientSession() as session:
-                return (await flush_cache(session, srv.url, retry_interval_s=0.01),
-                        await fetch_server_info(session, srv.url))
+                return (
+                    await flush_cache(session, srv.url, retry_interval_s=0.01),
+                    await fetch_server_info(session, srv.url),
+                )
+
         flushed, info = asyncio.run(go())
     assert flushed.ok and flushed.attempts == 3 and flushed.error is None
     assert info.route == "/get_server_info" and server_accept_length(info.info) == 2.5
@@ -143,9 +171,11 @@ def test_flush_cache_retries_while_busy_and_server_info_fallback():
 
 def test_flush_cache_gives_up_and_reports():
     with ScriptedServer(flush_busy_answers=100) as srv:
+
         async def go():
             async with aiohttp.ClientSession() as session:
                 return await flush_cache(session, srv.url, retry_for_s=0.1, retry_interval_s=0.02)
+
         flushed = asyncio.run(go())
     assert not flushed.ok and flushed.status == 400 and "400" in flushed.error
 
@@ -160,8 +190,15 @@ def test_sweep_end_to_end():
     script = StreamScript(first_delay_s=0.01, chunk_tokens=(1, 2, 2), gap_s=0.01, spec_verify_ct=3)
     seen = []
     with ScriptedServer(script) as srv:
-        plan = SweepPlan.build(concurrency_levels=[1, 2, 4], requests_per_level=lambda c: 2 * c + 1,
-                               max_new_tokens=5, prompt_set=PROMPTS, seed=3, time_scale=2.0, warmup_requests=2)
+        plan = SweepPlan.build(
+            concurrency_levels=[1, 2, 4],
+            requests_per_level=lambda c: 2 * c + 1,
+            max_new_tokens=5,
+            prompt_set=PROMPTS,
+            seed=3,
+            time_scale=2.0,
+            warmup_requests=2,
+        )
         result = run_sweep(srv.url, plan, progress=False, on_level=seen.append)
         bodies = list(srv.bodies)
         flushes = srv.flush_calls
@@ -185,9 +222,18 @@ def test_sweep_end_to_end():
 
 def test_sweep_open_loop_levels():
     with ScriptedServer(StreamScript()) as srv:
-        result = run_sweep(srv.url, SweepPlan.build(request_rates=[50.0, math.inf], requests_per_level=4,
-                                                    max_new_tokens=1, prompt_set=["a", "b"], warmup_requests=0,
-                                                    flush=False), progress=False)
+        result = run_sweep(
+            srv.url,
+            SweepPlan.build(
+                request_rates=[50.0, math.inf],
+                requests_per_level=4,
+                max_new_tokens=1,
+                prompt_set=["a", "b"],
+                warmup_requests=0,
+                flush=False,
+            ),
+            progress=False,
+        )
     lev = result.levels
     assert list(lev["mode"]) == ["open", "open"] and list(lev["request_rate_req_s"]) == [50.0, math.inf]
     assert lev["concurrency"].isna().all() and list(lev["completed"]) == [4, 4]
@@ -197,8 +243,9 @@ def test_sweep_open_loop_levels():
 def test_sweep_failed_requests_do_not_stop_the_level():
     script = lambda body, i: StreamScript(status=500) if i % 2 else StreamScript()  # noqa: E731
     with ScriptedServer(script) as srv:
-        result = run_sweep(srv.url, _plan(concurrency_levels=[2], requests_per_level=6, warmup_requests=1),
-                           progress=False)
+        result = run_sweep(
+            srv.url, _plan(concurrency_levels=[2], requests_per_level=6, warmup_requests=1), progress=False
+        )
     assert result.levels.loc[0, "completed"] + result.levels.loc[0, "failed"] == 6
     assert result.levels.loc[0, "failed"] >= 2
     assert "HTTPStatusError" in result.levels.loc[0, "error_counts"]
@@ -214,14 +261,19 @@ def test_sweep_raises_when_the_server_is_down():
 
 def test_run_sweep_works_inside_a_running_event_loop():
     with ScriptedServer(StreamScript()) as srv:
+
         async def notebook_cell():
             return run_sweep(srv.url, _plan(requests_per_level=2), progress=False)
+
         result = asyncio.run(notebook_cell())
     assert list(result.levels["completed"]) == [2]
 
 
-SIM_INFO = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2.0}],
-            "simulation": {"engine": "sim", "time_scale": 4.0}}
+SIM_INFO = {
+    "version": "0.5.9",
+    "internal_states": [{"avg_spec_accept_length": 2.0}],
+    "simulation": {"engine": "sim", "time_scale": 4.0},
+}
 
 
 def test_time_scale_auto_and_mismatch_with_a_simulated_server():
@@ -245,7 +297,10 @@ def test_rows_from_a_real_server_are_not_simulated():
 
 def test_unique_prompts_makes_every_request_text_distinct():
     with ScriptedServer(StreamScript()) as srv:
-        run_sweep(srv.url, _plan(concurrency_levels=[2], requests_per_level=7, warmup_requests=0,
-                                 unique_prompts=True), progress=False)
+        run_sweep(
+            srv.url,
+            _plan(concurrency_levels=[2], requests_per_level=7, warmup_requests=0, unique_prompts=True),
+            progress=False,
+        )
         texts = [b["text"] for b in srv.bodies]
     assert len(set(texts)) == 7 and texts[0].startswith("[request 0-")

@@ -11,8 +11,10 @@ from blocked_imports import BLOCKED, blocking_dir
 
 
 def test_host_side_modules_import_without_pandas_numpy_tqdm(tmp_path) -> None:
-    code = ("import sys, workbench.bench._remote_run, workbench.bench._sweeplog; "
-            f"print(sorted(m for m in {list(BLOCKED)!r} if m in sys.modules))")
+    code = (
+        "import sys, workbench.bench._remote_run, workbench.bench._sweeplog; "
+        f"print(sorted(m for m in {list(BLOCKED)!r} if m in sys.modules))"
+    )
     env = dict(os.environ, PYTHONPATH=str(blocking_dir(tmp_path)))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

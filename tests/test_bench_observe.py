@@ -31,47 +31,78 @@ def values(points) -> dict[str, float]:
 
 # -- batch log lines (formats of the release wheels' scheduler logging) ------------------------
 
+
 def test_decode_line_of_046():
-    line = ("[2025-05-01 10:00:00 TP0] Decode batch. #running-req: 8, #token: 9512, token usage: 0.02, "
-            "accept len: 2.31, cuda graph: True, gen throughput (token/s): 812.40, #queue-req: 0")
+    line = (
+        "[2025-05-01 10:00:00 TP0] Decode batch. #running-req: 8, #token: 9512, token usage: 0.02, "
+        "accept len: 2.31, cuda graph: True, gen throughput (token/s): 812.40, #queue-req: 0"
+    )
     points = parse_batch_line(line)
-    assert values(points) == {"num_running_reqs": 8, "num_used_tokens": 9512, "token_usage": 0.02,
-                              "spec_accept_length": 2.31, "gen_throughput": 812.40, "num_queue_reqs": 0}
+    assert values(points) == {
+        "num_running_reqs": 8,
+        "num_used_tokens": 9512,
+        "token_usage": 0.02,
+        "spec_accept_length": 2.31,
+        "gen_throughput": 812.40,
+        "num_queue_reqs": 0,
+    }
     assert {p["rank"] for p in points} == {"TP0"} and {p["batch"] for p in points} == {"decode"}
     assert points[0]["t_epoch_s"] == time.mktime(time.strptime("2025-05-01 10:00:00", "%Y-%m-%d %H:%M:%S"))
 
 
 def test_decode_and_prefill_lines_of_059_with_dp_ranks_and_forward_count():
-    decode = ("[2026-01-10 09:12:03.250 DP1 TP3] Decode batch [1234], #running-req: 64, #token: 70210, "
-              "token usage: 0.12, accept len: 2.10, accept rate: 0.36, cuda graph: True, "
-              "gen throughput (token/s): 2104.55, #queue-req: 3")
-    prefill = ("[2026-01-10 09:12:02 DP1 TP3] Prefill batch, #new-seq: 4, #new-token: 8192, #cached-token: 12, "
-               "token usage: 0.11, #running-req: 60, #queue-req: 3, input throughput (token/s): 0.00, cuda graph: False")
+    decode = (
+        "[2026-01-10 09:12:03.250 DP1 TP3] Decode batch [1234], #running-req: 64, #token: 70210, "
+        "token usage: 0.12, accept len: 2.10, accept rate: 0.36, cuda graph: True, "
+        "gen throughput (token/s): 2104.55, #queue-req: 3"
+    )
+    prefill = (
+        "[2026-01-10 09:12:02 DP1 TP3] Prefill batch, #new-seq: 4, #new-token: 8192, #cached-token: 12, "
+        "token usage: 0.11, #running-req: 60, #queue-req: 3, input throughput (token/s): 0.00, cuda graph: False"
+    )
     d, p = parse_batch_line(decode), parse_batch_line(prefill)
     assert values(d)["spec_accept_rate"] == 0.36 and values(d)["num_running_reqs"] == 64
     assert d[0]["rank"] == "DP1 TP3" and d[0]["t_epoch_s"] % 1 == pytest.approx(0.25)
-    assert values(p) == {"new_seqs": 4, "new_tokens": 8192, "cached_tokens": 12, "token_usage": 0.11,
-                         "num_running_reqs": 60, "num_queue_reqs": 3, "input_throughput": 0.0}
+    assert values(p) == {
+        "new_seqs": 4,
+        "new_tokens": 8192,
+        "cached_tokens": 12,
+        "token_usage": 0.11,
+        "num_running_reqs": 60,
+        "num_queue_reqs": 3,
+        "input_throughput": 0.0,
+    }
     assert p[0]["batch"] == "prefill"
 
 
 def test_lines_of_0523_hybrid_pools_and_noise():
-    line = ("(SchedulerActor pid=77) [2026-06-01 00:00:01 PP1 TP0 EP0] Decode batch, #running-req: 3, "
-            "#full token: 100, full token usage: 0.50, #swa token: 10, swa token usage: 0.10, accept len: 3.00, "
-            "accept rate: 0.50, cap len: 4.00, cuda graph: True, gen throughput (token/s): 10.00, #queue-req: 0, "
-            "est. decode TFLOPS/s (per GPU): 1.00")
+    line = (
+        "(SchedulerActor pid=77) [2026-06-01 00:00:01 PP1 TP0 EP0] Decode batch, #running-req: 3, "
+        "#full token: 100, full token usage: 0.50, #swa token: 10, swa token usage: 0.10, accept len: 3.00, "
+        "accept rate: 0.50, cap len: 4.00, cuda graph: True, gen throughput (token/s): 10.00, #queue-req: 0, "
+        "est. decode TFLOPS/s (per GPU): 1.00"
+    )
     got = parse_batch_line(line)
-    assert values(got) == {"num_running_reqs": 3, "num_used_tokens": 100, "token_usage": 0.5,
-                           "spec_accept_length": 3.0, "spec_accept_rate": 0.5, "gen_throughput": 10.0,
-                           "num_queue_reqs": 0}
+    assert values(got) == {
+        "num_running_reqs": 3,
+        "num_used_tokens": 100,
+        "token_usage": 0.5,
+        "spec_accept_length": 3.0,
+        "spec_accept_rate": 0.5,
+        "gen_throughput": 10.0,
+        "num_queue_reqs": 0,
+    }
     assert got[0]["rank"] == "PP1 TP0"  # EP0 (and PP0) are left out, as rank_label does
     assert rank_label({"tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0", "dp_rank": "2"}) == "DP2 TP0"
     assert parse_batch_line("[2026-06-01 00:00:01] Cache flushed successfully!") == []
 
 
 def test_log_window_keeps_the_levels_seconds():
-    lines = [f"[2026-01-10 09:12:0{s}] Decode batch, #running-req: {s}, #token: 1, token usage: 0.00, "
-             f"cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0" for s in range(6)]
+    lines = [
+        f"[2026-01-10 09:12:0{s}] Decode batch, #running-req: {s}, #token: 1, token usage: 0.00, "
+        f"cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0"
+        for s in range(6)
+    ]
     t2 = time.mktime(time.strptime("2026-01-10 09:12:02", "%Y-%m-%d %H:%M:%S"))
     got = parse_batch_log("\n".join(lines), start_epoch_s=t2 + 0.5, end_epoch_s=t2 + 2.2)
     assert sorted({p["value"] for p in got if p["name"] == "num_running_reqs"}) == [2, 3, 4]
@@ -79,20 +110,34 @@ def test_log_window_keeps_the_levels_seconds():
 
 # -- nvidia-smi ------------------------------------------------------------------------------
 
+
 def test_nvidia_smi_csv_recorded_on_an_h200():
     stamp = time.mktime(time.strptime("2026/12/01 13:01:21", "%Y/%m/%d %H:%M:%S"))
     for name, t in (("query_gpu_h200.csv", 0.329), ("query_gpu_h200_nounits.csv", 0.359)):
         points = parse_query_csv((FIXTURES / name).read_text())
-        assert values(points) == {"gpu_util_pct": 0.0, "memory_used_mib": 0.0, "memory_total_mib": 143771.0,
-                                  "power_w": pytest.approx(78.1, abs=0.03), "sm_clock_mhz": 345.0}
+        assert values(points) == {
+            "gpu_util_pct": 0.0,
+            "memory_used_mib": 0.0,
+            "memory_total_mib": 143771.0,
+            "power_w": pytest.approx(78.1, abs=0.03),
+            "sm_clock_mhz": 345.0,
+        }
         assert {p["rank"] for p in points} == {"gpu0"} and points[0]["t_epoch_s"] == pytest.approx(stamp + t)
 
 
 def test_nvidia_smi_csv_without_index_and_with_na_cells():
     points = parse_query_csv((FIXTURES / "query_gpu_2x_bpytop26.csv").read_text(), now=5.0)
     gpu1 = {p["name"]: p["value"] for p in points if p["rank"] == "gpu1"}
-    assert gpu1 == {"gpu_util_pct": 0.0, "memory_used_mib": 4.0, "memory_total_mib": 6078.0, "power_w": 5.68,
-                    "graphics_clock_mhz": 139.0, "memory_clock_mhz": 405.0, "temperature_c": 49.0, "fan_pct": 29.0}
+    assert gpu1 == {
+        "gpu_util_pct": 0.0,
+        "memory_used_mib": 4.0,
+        "memory_total_mib": 6078.0,
+        "power_w": 5.68,
+        "graphics_clock_mhz": 139.0,
+        "memory_clock_mhz": 405.0,
+        "temperature_c": 49.0,
+        "fan_pct": 29.0,
+    }
     na = parse_query_csv("index, power.draw [W], utilization.gpu [%]\n0, [N/A], 7 %\n", now=1.0)
     assert values(na) == {"gpu_util_pct": 7.0}
     with pytest.raises(ValueError, match="no CSV header"):
@@ -108,16 +153,21 @@ def test_no_nvidia_smi_is_a_clean_skip():
 
 # -- prompts ---------------------------------------------------------------------------------
 
+
 def test_sharegpt_json_and_jsonl(tmp_path):
-    convs = [{"id": "a", "conversations": [{"from": "human", "value": "Hello?"}, {"from": "gpt", "value": "Hi"}]},
-             {"id": "b", "conversations": [{"from": "gpt", "value": "only a reply"}]},
-             {"conversations": [{"role": "user", "content": "Second"}]}]
+    convs = [
+        {"id": "a", "conversations": [{"from": "human", "value": "Hello?"}, {"from": "gpt", "value": "Hi"}]},
+        {"id": "b", "conversations": [{"from": "gpt", "value": "only a reply"}]},
+        {"conversations": [{"role": "user", "content": "Second"}]},
+    ]
     (tmp_path / "s.json").write_text(json.dumps(convs))
     (tmp_path / "s.jsonl").write_text("\n".join(json.dumps(c) for c in convs) + "\n")
     for name in ("s.json", "s.jsonl"):
         got = load_sharegpt(tmp_path / name)
-        assert [(p.id, p.text, p.category) for p in got] == [("a", "Hello?", "sharegpt"), ("sharegpt-1", "Second",
-                                                                                             "sharegpt")]
+        assert [(p.id, p.text, p.category) for p in got] == [
+            ("a", "Hello?", "sharegpt"),
+            ("sharegpt-1", "Second", "sharegpt"),
+        ]
     assert len(load_sharegpt(tmp_path / "s.json", limit=1)) == 1
     plan = SweepPlan.build(concurrency_levels=[1], prompt_set=f"sharegpt:{tmp_path / 's.jsonl'}")
     assert [p.id for p in plan.prompts] == ["a", "sharegpt-1"] and plan.prompt_set.startswith("sharegpt:")
@@ -134,9 +184,11 @@ def test_random_token_prompts_are_seeded_and_exact_length():
 
 # -- the plan's sweep dimension -----------------------------------------------------------------
 
+
 def test_sweep_dimension_is_a_grid_stored_in_rows():
-    plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=4, sweep="output_len", sweep_values=[8, 32],
-                           prompt_set=["x"])
+    plan = SweepPlan.build(
+        concurrency_levels=[1, 4], requests_per_level=4, sweep="output_len", sweep_values=[8, 32], prompt_set=["x"]
+    )
     assert plan.num_levels == 4 and plan.units()[-1] == (0, 3)
     assert [plan.level_concurrency(i) for i in range(4)] == [1, 4, 1, 4]
     assert [plan.level_settings(i)["max_new_tokens"] for i in range(4)] == [8, 8, 32, 32]
@@ -154,10 +206,12 @@ def test_sweep_dimension_is_a_grid_stored_in_rows():
 
 # -- against the simulated server ----------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def sim():
-    with ServerHandle.start(load_variant("eagle3-topk4"), host="local", engine="sim",
-                            sim_options={"time-scale": 20, "seed": 1}) as handle:
+    with ServerHandle.start(
+        load_variant("eagle3-topk4"), host="local", engine="sim", sim_options={"time-scale": 20, "seed": 1}
+    ) as handle:
         yield handle
 
 
@@ -166,9 +220,19 @@ def test_sim_serves_sglang_metric_names(sim):
 
     text = urllib.request.urlopen(sim.url + "/metrics", timeout=30).read().decode()
     names = {name for name, _, _ in parse_prometheus(text)}
-    for name in ("num_running_reqs", "num_queue_reqs", "token_usage", "gen_throughput", "spec_accept_length",
-                 "spec_accept_rate", "prompt_tokens_total", "generation_tokens_total", "num_requests_total",
-                 "time_to_first_token_seconds_sum", "e2e_request_latency_seconds_count"):
+    for name in (
+        "num_running_reqs",
+        "num_queue_reqs",
+        "token_usage",
+        "gen_throughput",
+        "spec_accept_length",
+        "spec_accept_rate",
+        "prompt_tokens_total",
+        "generation_tokens_total",
+        "num_requests_total",
+        "time_to_first_token_seconds_sum",
+        "e2e_request_latency_seconds_count",
+    ):
         assert f"sglang:{name}" in names
     points = metric_points(parse_prometheus(text), 1.0)
     assert {p["rank"] for p in points if p["name"] == "num_running_reqs"} == {"TP0"}
@@ -177,8 +241,15 @@ def test_sim_serves_sglang_metric_names(sim):
 
 @pytest.mark.parametrize("backend", ["completions", "chat"])
 def test_openai_backends_through_a_sweep(sim, backend):
-    plan = SweepPlan.build(concurrency_levels=[2], requests_per_level=3, max_new_tokens=12, prompt_set="default",
-                           time_scale="auto", backend=backend, warmup_requests=0)
+    plan = SweepPlan.build(
+        concurrency_levels=[2],
+        requests_per_level=3,
+        max_new_tokens=12,
+        prompt_set="default",
+        time_scale="auto",
+        backend=backend,
+        warmup_requests=0,
+    )
     result = run_sweep(sim.url, plan, progress=False, observe=False)
     req = result.requests
     assert req["error"].isna().all() and (req["output_tokens"] == 12).all() and (req["backend"] == backend).all()
@@ -186,8 +257,15 @@ def test_openai_backends_through_a_sweep(sim, backend):
 
 
 def test_sweep_over_input_len_with_random_ids_stores_series(sim, tmp_path):
-    plan = SweepPlan.build(concurrency_levels=[2], requests_per_level=4, max_new_tokens=40, time_scale="auto",
-                           sweep="input_len", sweep_values=[16, 256], warmup_requests=0)
+    plan = SweepPlan.build(
+        concurrency_levels=[2],
+        requests_per_level=4,
+        max_new_tokens=40,
+        time_scale="auto",
+        sweep="input_len",
+        sweep_values=[16, 256],
+        warmup_requests=0,
+    )
     measured = []
     result = run_sweep(sim.url, plan, progress=False, on_level=measured.append)
     req, levels = result.requests, result.levels
@@ -225,9 +303,21 @@ def test_server_series_summary_gives_each_series_its_interval_over_repeats() -> 
 
     from workbench.studies._server_view import server_series_summary
 
-    rows = [{"variant": v, "level_index": 0, "level": "c=4", "concurrency": 4, "repeat": r,
-             "mean_running_reqs": 3.0 + d, "mean_server_gen_tok_s": 100.0 + 10 * d, "n_samples": 20, "sources": "log"}
-            for v in ("eagle3", "baseline") for r, d in enumerate((-1.0, 0.0, 1.0))]
+    rows = [
+        {
+            "variant": v,
+            "level_index": 0,
+            "level": "c=4",
+            "concurrency": 4,
+            "repeat": r,
+            "mean_running_reqs": 3.0 + d,
+            "mean_server_gen_tok_s": 100.0 + 10 * d,
+            "n_samples": 20,
+            "sources": "log",
+        }
+        for v in ("eagle3", "baseline")
+        for r, d in enumerate((-1.0, 0.0, 1.0))
+    ]
     rows.append({**rows[0], "variant": "solo", "repeat": 0})
     out = server_series_summary(pd.DataFrame(rows), order=["baseline", "eagle3"]).set_index("variant")
     assert list(out.index) == ["baseline", "eagle3", "solo"]

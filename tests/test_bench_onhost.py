@@ -42,10 +42,19 @@ def on_ssh_host(sshd: SSHD, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return sshd
 
 
-def test_benchmark_variant_with_the_client_on_the_host_and_through_the_tunnel(on_ssh_host: SSHD,
-                                                                              tmp_path: Path) -> None:
-    args = dict(host=on_ssh_host.alias, engine="sim", concurrency_levels=[1, 4], requests_per_level=8,
-                max_new_tokens=32, time_scale=10.0, runs_dir=tmp_path / "runs", progress=False)
+def test_benchmark_variant_with_the_client_on_the_host_and_through_the_tunnel(
+    on_ssh_host: SSHD, tmp_path: Path
+) -> None:
+    args = dict(
+        host=on_ssh_host.alias,
+        engine="sim",
+        concurrency_levels=[1, 4],
+        requests_per_level=8,
+        max_new_tokens=32,
+        time_scale=10.0,
+        runs_dir=tmp_path / "runs",
+        progress=False,
+    )
     on_host = load_run(benchmark_variant(SPEC, **args))  # client="host" is the default on an SSH host
     tunnel = load_run(benchmark_variant(SPEC, client="local", **args))
     assert on_host.manifest["client_location"] == f"host:{on_ssh_host.alias}"
@@ -75,12 +84,20 @@ def test_benchmark_variant_with_the_client_on_the_host_and_through_the_tunnel(on
     assert (on_host.requests.dtypes == tunnel.requests.dtypes).all()
 
 
-def test_dropped_connection_mid_sweep_loses_nothing_and_the_host_needs_no_pandas(sshd: SSHD,  # noqa: F811
-                                                                                 tmp_path: Path) -> None:
+def test_dropped_connection_mid_sweep_loses_nothing_and_the_host_needs_no_pandas(
+    sshd: SSHD,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     no_pandas = blocking_python(tmp_path)  # the runner's (and its status helper's) Python on the host
-    server = ServerHandle.start(load_variant(SPEC), host=sshd.alias, config_file=sshd.config_file, engine="sim",
-                                python=PY, state_dir=str(tmp_path / "servers"),
-                                sim_options={"time-scale": 2, "seed": 5})
+    server = ServerHandle.start(
+        load_variant(SPEC),
+        host=sshd.alias,
+        config_file=sshd.config_file,
+        engine="sim",
+        python=PY,
+        state_dir=str(tmp_path / "servers"),
+        sim_options={"time-scale": 2, "seed": 5},
+    )
     host = SSHHost(sshd.alias, config_file=sshd.config_file)  # its own connection, to drop
     dropped: dict[str, object] = {}
     seen: list[int] = []
@@ -94,10 +111,16 @@ def test_dropped_connection_mid_sweep_loses_nothing_and_the_host_needs_no_pandas
 
     try:
         with server:
-            plan = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=lambda c: 2 if c == 1 else 16,
-                                   max_new_tokens=32, time_scale="auto", warmup_requests=1)
-            sweep = start_host_sweep(host, server.port, plan, python=str(no_pandas),
-                                     sweeps_dir=str(tmp_path / "sweeps"))
+            plan = SweepPlan.build(
+                concurrency_levels=[1, 4],
+                requests_per_level=lambda c: 2 if c == 1 else 16,
+                max_new_tokens=32,
+                time_scale="auto",
+                warmup_requests=1,
+            )
+            sweep = start_host_sweep(
+                host, server.port, plan, python=str(no_pandas), sweeps_dir=str(tmp_path / "sweeps")
+            )
             result = sweep.follow(on_level=drop_after_first_level, progress=False, poll_s=0.1)
             reconnected = host._conn is not None and host._conn is not dropped["conn"] and host.connected
             again = read_host_sweep(host, sweep.results_path)  # pulled back in one read, later
@@ -119,17 +142,40 @@ def test_dropped_connection_mid_sweep_loses_nothing_and_the_host_needs_no_pandas
 
 def test_on_the_local_host_the_runner_gives_run_sweeps_tables(tmp_path: Path) -> None:
     script = StreamScript(first_delay_s=0.003, chunk_tokens=(1, 2, 2), gap_s=0.002, spec_verify_ct=3)
-    plan = SweepPlan.build(concurrency_levels=[1, 2], requests_per_level=3, max_new_tokens=5, prompt_set=PROMPTS,
-                           seed=4)
+    plan = SweepPlan.build(
+        concurrency_levels=[1, 2], requests_per_level=3, max_new_tokens=5, prompt_set=PROMPTS, seed=4
+    )
     with ScriptedServer(script) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
         levels = []
-        remote = run_sweep_on_host("local", port, plan, on_level=levels.append, progress=False, poll_s=0.05,
-                                   sweeps_dir=str(tmp_path / "sweeps"))
+        remote = run_sweep_on_host(
+            "local",
+            port,
+            plan,
+            on_level=levels.append,
+            progress=False,
+            poll_s=0.05,
+            sweeps_dir=str(tmp_path / "sweeps"),
+        )
         local = run_sweep(srv.url, plan, progress=False)
     assert [len(lvl.requests) for lvl in levels] == [3, 3]
-    timing = ["ttft_ms", "e2e_ms", "tpot_ms", "itl_ms", "client_wait_ms", "user_ttft_ms", "user_e2e_ms", "start_epoch_s",
-              "end_epoch_s", "start_s", "end_s", "chunks_per_read", "tokens_per_read", "num_reads", "kernel_stamped_reads"]
+    timing = [
+        "ttft_ms",
+        "e2e_ms",
+        "tpot_ms",
+        "itl_ms",
+        "client_wait_ms",
+        "user_ttft_ms",
+        "user_e2e_ms",
+        "start_epoch_s",
+        "end_epoch_s",
+        "start_s",
+        "end_s",
+        "chunks_per_read",
+        "tokens_per_read",
+        "num_reads",
+        "kernel_stamped_reads",
+    ]
     for a, b in ((remote.requests, local.requests), (remote.warmup, local.warmup)):
         assert list(a.columns) == list(b.columns) and (a.dtypes == b.dtypes).all()
         pd.testing.assert_frame_equal(a.drop(columns=timing + ["rid"]), b.drop(columns=timing + ["rid"]))
@@ -148,11 +194,18 @@ def test_runner_failures_surface_as_the_workbench_errors(tmp_path: Path) -> None
         common = dict(concurrency_levels=[1, 2], requests_per_level=2, max_new_tokens=10, prompt_set=PROMPTS)
         sweeps_dir = str(tmp_path / "sweeps")
         with pytest.raises(ConfigError, match="time_scale=4.0"):
-            run_sweep_on_host("local", port, SweepPlan.build(time_scale=1.0, **common), progress=False, poll_s=0.05,
-                              sweeps_dir=sweeps_dir)
+            run_sweep_on_host(
+                "local",
+                port,
+                SweepPlan.build(time_scale=1.0, **common),
+                progress=False,
+                poll_s=0.05,
+                sweeps_dir=sweeps_dir,
+            )
         # an on_level that raises stops the runner on the host
-        sweep = start_host_sweep("local", port, SweepPlan.build(time_scale="auto", warmup_requests=0, **common),
-                                 sweeps_dir=sweeps_dir)
+        sweep = start_host_sweep(
+            "local", port, SweepPlan.build(time_scale="auto", warmup_requests=0, **common), sweeps_dir=sweeps_dir
+        )
 
         def stop_here(level) -> None:
             raise RuntimeError("stop after the first level")
@@ -168,8 +221,15 @@ def test_runner_failures_surface_as_the_workbench_errors(tmp_path: Path) -> None
 def test_a_host_python_without_aiohttp_is_reported_with_the_runner_log(tmp_path: Path) -> None:
     no_aiohttp = blocking_python(tmp_path, ("aiohttp",))
     with pytest.raises((HostError, BenchmarkError)) as err:
-        run_sweep_on_host("local", 9, SweepPlan.build(concurrency_levels=[1], requests_per_level=1, prompt_set=PROMPTS),
-                          python=str(no_aiohttp), progress=False, poll_s=0.05, sweeps_dir=str(tmp_path / "sweeps"))
+        run_sweep_on_host(
+            "local",
+            9,
+            SweepPlan.build(concurrency_levels=[1], requests_per_level=1, prompt_set=PROMPTS),
+            python=str(no_aiohttp),
+            progress=False,
+            poll_s=0.05,
+            sweeps_dir=str(tmp_path / "sweeps"),
+        )
     assert "aiohttp is blocked here" in str(err.value) and "runner.log" in str(err.value)
 
 
@@ -201,8 +261,9 @@ def test_following_retries_a_lost_connection_then_gives_up_leaving_the_runner(tm
             if level.info["level_index"].iloc[0] == 0:
                 host.fail = 3
 
-        result = run_sweep_on_host(host, port, plan, on_level=drop_three_polls, progress=False, poll_s=0.02,
-                                   sweeps_dir=sweeps_dir)
+        result = run_sweep_on_host(
+            host, port, plan, on_level=drop_three_polls, progress=False, poll_s=0.02, sweeps_dir=sweeps_dir
+        )
         assert host.failed == 3 and list(result.levels["completed"]) == [3, 3]
 
         sweep = start_host_sweep(host, port, plan, sweeps_dir=sweeps_dir)
@@ -224,8 +285,18 @@ def test_benchmark_variant_client_choice_on_the_local_host(tmp_path: Path, monke
     monkeypatch.setenv("WORKBENCH_SWEEPS_DIR", str(tmp_path / "sweeps"))
     with pytest.raises(ConfigError, match="client must be 'host' or 'local'"):
         benchmark_variant("baseline", client="laptop", runs_dir=tmp_path)  # type: ignore[arg-type]
-    run = load_run(benchmark_variant("baseline", client="host", concurrency_levels=[1], requests_per_level=2,
-                                     max_new_tokens=8, time_scale=20.0, runs_dir=tmp_path, progress=False))
+    run = load_run(
+        benchmark_variant(
+            "baseline",
+            client="host",
+            concurrency_levels=[1],
+            requests_per_level=2,
+            max_new_tokens=8,
+            time_scale=20.0,
+            runs_dir=tmp_path,
+            progress=False,
+        )
+    )
     assert run.manifest["client_location"] == "host:local" and run.manifest["status"] == "complete"
     assert list(run.levels["completed"]) == [2] and Path(run.manifest["client"]["log_path"]).is_file()
     assert run.manifest["client"]["results_path"].startswith(str(tmp_path / "sweeps"))

@@ -35,8 +35,17 @@ def spec_stream() -> list[tuple[float, StreamEvent]]:
         (0.100, chunk("a", 1)),
         (0.150, chunk("a bcd", 4)),
         (0.150, chunk("a bcd", 4)),  # adds no tokens: not a content chunk
-        (0.200, chunk("a bcd ef", 6, finish={"type": "length", "length": 6}, spec_verify_ct=3,
-                      spec_accept_length=2.0, e2e_latency=0.19)),
+        (
+            0.200,
+            chunk(
+                "a bcd ef",
+                6,
+                finish={"type": "length", "length": 6},
+                spec_verify_ct=3,
+                spec_accept_length=2.0,
+                e2e_latency=0.19,
+            ),
+        ),
         (0.210, DONE),
     ]
 
@@ -82,8 +91,9 @@ def test_single_token_has_nan_tpot_and_no_itl():
 
 
 def test_empty_text_chunks_before_first_content_count_toward_first_chunk():
-    rec = run([(0.05, chunk("", 1)), (0.1, chunk("xy", 2)), (0.2, chunk("xyz", 3, finish={"type": "length"})),
-               (0.2, DONE)])
+    rec = run(
+        [(0.05, chunk("", 1)), (0.1, chunk("xy", 2)), (0.2, chunk("xyz", 3, finish={"type": "length"})), (0.2, DONE)]
+    )
     assert rec.ttft_ms == pytest.approx(100.0) and rec.tokens_per_chunk == [2, 1]
 
 
@@ -120,8 +130,7 @@ def test_end_without_done_or_finish_reason_is_incomplete():
 
 
 def test_abort_finish_reason_is_an_error():
-    rec = run([(0.1, chunk("a", 1, finish={"type": "abort", "message": "too long", "status_code": 400})),
-               (0.1, DONE)])
+    rec = run([(0.1, chunk("a", 1, finish={"type": "abort", "message": "too long", "status_code": 400})), (0.1, DONE)])
     assert rec.error_type == "Aborted" and rec.error == "too long" and rec.finish_reason == "abort"
 
 
@@ -150,8 +159,9 @@ def test_records_to_frame_schema():
 
 
 def test_zero_accept_length_of_non_speculative_request_is_nan():
-    rec = run([(0.1, chunk("ab", 2, finish={"type": "length"}, spec_accept_length=0.0, spec_accept_rate=0.0)),
-               (0.1, DONE)])
+    rec = run(
+        [(0.1, chunk("ab", 2, finish={"type": "length"}, spec_accept_length=0.0, spec_accept_rate=0.0)), (0.1, DONE)]
+    )
     assert math.isnan(rec.meta_spec_accept_length) and math.isnan(rec.accept_length)
     rec = run([(0.1, chunk("ab", 2, finish={"type": "length"}, spec_verify_ct=0)), (0.1, DONE)])
     assert rec.spec_verify_ct == 0 and math.isnan(rec.accept_length)
@@ -161,14 +171,24 @@ def test_output_hash_of_the_cumulative_generate_text_and_the_accept_histogram():
     import hashlib
 
     events = spec_stream()
-    events[3] = (0.200, chunk("a bcd ef", 6, finish={"type": "length", "length": 6}, spec_verify_ct=3,
-                              spec_accept_histogram=[1, 1, 1]))
+    events[3] = (
+        0.200,
+        chunk("a bcd ef", 6, finish={"type": "length", "length": 6}, spec_verify_ct=3, spec_accept_histogram=[1, 1, 1]),
+    )
     rec = run(events)
     assert rec.output_hash == hashlib.sha256(b"a bcd ef").hexdigest()[:16]  # the last text, not the chunks joined
     assert rec.spec_accept_histogram == [1, 1, 1]  # 3 verifies: 0, 1 and 2 drafts accepted
     newer = spec_stream()
-    newer[3] = (0.200, chunk("a bcd ef", 6, finish={"type": "length", "length": 6}, spec_verify_ct=3,
-                             spec_correct_drafts_histogram=[0, 3]))  # the 0.5.12+ name
+    newer[3] = (
+        0.200,
+        chunk(
+            "a bcd ef",
+            6,
+            finish={"type": "length", "length": 6},
+            spec_verify_ct=3,
+            spec_correct_drafts_histogram=[0, 3],
+        ),
+    )  # the 0.5.12+ name
     assert run(newer).spec_accept_histogram == [0, 3]
     assert run([(0.1, chunk("x", 1, finish={"type": "length", "length": 1})), (0.2, DONE)]).spec_accept_histogram == []
     failed = run([(0.1, chunk("a", 1)), (0.2, StreamEvent("error", {"message": "boom"}, ""))])
@@ -184,7 +204,17 @@ def test_output_hash_of_openai_deltas_joined():
     acc = StreamAccumulator(tb, 0.0, backend="completions")
     for t, text in ((0.1, "Hel"), (0.2, "lo")):
         acc.on_event(StreamEvent("chunk", {"id": "c", "choices": [{"text": text, "finish_reason": None}]}, ""), t)
-    acc.on_event(StreamEvent("chunk", {"id": "c", "choices": [{"text": "", "finish_reason": "length"}],
-                                       "usage": {"prompt_tokens": 2, "completion_tokens": 2}}, ""), 0.3)
+    acc.on_event(
+        StreamEvent(
+            "chunk",
+            {
+                "id": "c",
+                "choices": [{"text": "", "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 2, "completion_tokens": 2},
+            },
+            "",
+        ),
+        0.3,
+    )
     acc.on_event(DONE, 0.3)
     assert acc.finish(0.3).output_hash == hashlib.sha256(b"Hello").hexdigest()[:16]

@@ -22,16 +22,31 @@ from workbench.bench._sweeplog import SweepLogReader
 PROMPTS = [Prompt(f"p{i}", "agentic", f"prompt {i}") for i in range(4)]
 
 
-def _run(tmp_path: Path, url: str, plan_args: dict, *,
-         results: Path | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+def _run(
+    tmp_path: Path, url: str, plan_args: dict, *, results: Path | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
     plan = SweepPlan.build(prompt_set=PROMPTS, max_new_tokens=3, **plan_args)
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan.to_json()))
     results = results or tmp_path / "results.jsonl"
     env = dict(os.environ, PYTHONPATH=str(blocking_dir(tmp_path)))
-    proc = subprocess.run([sys.executable, "-m", "workbench.bench._remote_run", "--plan", str(plan_file),
-                           "--results", str(results), "--url", url],
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench.bench._remote_run",
+            "--plan",
+            str(plan_file),
+            "--results",
+            str(results),
+            "--url",
+            url,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc, results
 
 
@@ -42,8 +57,10 @@ def test_runner_measures_every_level_without_pandas(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "level 1/2 concurrency=1: 3 requests, 0 failed" in proc.stdout and "finished" in proc.stdout
     types = [json.loads(line)["type"] for line in results.read_text().splitlines()]
-    assert types == ["started", "request", "warmup"] + ["request"] * 3 + ["level"] + ["request"] * 3 + \
-        ["level", "finished"]
+    assert types == ["started", "request", "warmup"] + ["request"] * 3 + ["level"] + ["request"] * 3 + [
+        "level",
+        "finished",
+    ]
     reader, assembler = SweepLogReader(), SweepAssembler()
     for event in reader.feed(results.read_text()):
         assembler.add(event)
@@ -78,21 +95,48 @@ def test_runner_refuses_to_reuse_a_results_file(tmp_path: Path) -> None:
     assert old.read_text() == '{"type": "finished"}\n'
     bad = tmp_path / "bad-plan.json"
     bad.write_text("{}")
-    out = subprocess.run([sys.executable, "-m", "workbench.bench._remote_run", "--plan", str(bad), "--results",
-                          str(tmp_path / "r.jsonl"), "--url", "http://127.0.0.1:9"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench.bench._remote_run",
+            "--plan",
+            str(bad),
+            "--results",
+            str(tmp_path / "r.jsonl"),
+            "--url",
+            "http://127.0.0.1:9",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "cannot use the plan" in out.stderr
 
 
 def test_runner_stops_on_sigterm_and_says_so(tmp_path: Path) -> None:
     script = StreamScript(first_delay_s=0.05, chunk_tokens=(1,) * 50, gap_s=0.05)  # 2.5 s per request
     with ScriptedServer(script) as srv:
-        plan = SweepPlan.build(prompt_set=PROMPTS, max_new_tokens=50, concurrency_levels=[1], requests_per_level=5,
-                               warmup_requests=0)
+        plan = SweepPlan.build(
+            prompt_set=PROMPTS, max_new_tokens=50, concurrency_levels=[1], requests_per_level=5, warmup_requests=0
+        )
         (tmp_path / "plan.json").write_text(json.dumps(plan.to_json()))
         results = tmp_path / "results.jsonl"
-        proc = subprocess.Popen([sys.executable, "-m", "workbench.bench._remote_run", "--plan",
-                                 str(tmp_path / "plan.json"), "--results", str(results), "--url", srv.url],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workbench.bench._remote_run",
+                "--plan",
+                str(tmp_path / "plan.json"),
+                "--results",
+                str(results),
+                "--url",
+                srv.url,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             while not results.exists() or "started" not in results.read_text():
                 assert proc.poll() is None, proc.stdout.read()

@@ -33,6 +33,7 @@ def _measure(session_factory, block_s: float) -> tuple[RequestRecord, list[float
     """One 4-chunk stream; right after the first chunk's read the client loop sleeps ``block_s``.
     Returns the record and the server's gaps between its writes (ms): a loaded machine may delay the
     server thread's writes, so the client's gaps are compared with those, not with the script's 50 ms."""
+
     async def go() -> RequestRecord:
         loop = asyncio.get_running_loop()
         reads = []
@@ -43,8 +44,9 @@ def _measure(session_factory, block_s: float) -> tuple[RequestRecord, list[float
                 loop.call_soon(time.sleep, block_s)  # the loop is busy: nothing is read meanwhile
 
         async with session_factory() as session:
-            return await send_request(session, srv.url, "hi", max_new_tokens=4, timebase=Timebase.start(),
-                                      timeout_s=10, observer=after_read)
+            return await send_request(
+                session, srv.url, "hi", max_new_tokens=4, timebase=Timebase.start(), timeout_s=10, observer=after_read
+            )
 
     with ScriptedServer(SCRIPT) as srv:
         record = asyncio.run(go())
@@ -56,8 +58,10 @@ def _check_stamped(measured: tuple[RequestRecord, list[float]]) -> None:
     stamped, sent = measured
     assert stamped.error is None and stamped.num_chunks == 4 and stamped.num_reads == 4, stamped
     assert stamped.kernel_stamped_reads == 4, stamped.kernel_stamped_reads
-    assert all(abs(gap - server) <= TOLERANCE_MS for gap, server in zip(stamped.itl_ms, sent, strict=True)), \
-        (stamped.itl_ms, sent)
+    assert all(abs(gap - server) <= TOLERANCE_MS for gap, server in zip(stamped.itl_ms, sent, strict=True)), (
+        stamped.itl_ms,
+        sent,
+    )
 
 
 def _check_plain(measured: tuple[RequestRecord, list[float]]) -> None:
@@ -98,8 +102,8 @@ def test_arrival_clock_maps_stamps_and_keeps_the_loop_reading_when_a_stamp_canno
     assert clock.arrival(128.375) == (128.375, False)  # no new stamped read since: not this read's stamp
     sock.stamp(4096.0)  # before the previous arrival: out of order, not used
     assert clock.arrival(128.4375) == (128.4375, False)
-    sock.stamp(4096.5 + 2 ** -11)  # 0.49 ms past the loop's reading (< ANCHOR_SLACK_S): the anchor's jitter
-    assert 2 ** -11 < ANCHOR_SLACK_S and clock.arrival(128.5) == (128.5, True)
+    sock.stamp(4096.5 + 2**-11)  # 0.49 ms past the loop's reading (< ANCHOR_SLACK_S): the anchor's jitter
+    assert 2**-11 < ANCHOR_SLACK_S and clock.arrival(128.5) == (128.5, True)
     sock.stamp(4097.0)  # a quarter second past it: not believable
     assert clock.arrival(128.75) == (128.75, False)
     assert ArrivalClock(None, lambda: 1.0, 0.0).arrival(2.0) == (2.0, False)
@@ -129,8 +133,11 @@ def test_stamped_socket_turns_on_the_option_and_reads_the_stamp() -> None:
         # the stamp is the arrival: not before the send began, and at least 15 ms before the read (which
         # comes 30 ms or more after the send). Unlike a bound on the distance to the send, it holds however
         # long a loaded machine stalls either thread; a stamp taken at the read fails it
-        assert client.stamped_reads == 1 and before - 0.001 <= client.rx_epoch_s <= read_at - 0.015, \
-            (before, client.rx_epoch_s, read_at)
+        assert client.stamped_reads == 1 and before - 0.001 <= client.rx_epoch_s <= read_at - 0.015, (
+            before,
+            client.rx_epoch_s,
+            read_at,
+        )
         peer.close()
     finally:
         client.close()

@@ -173,6 +173,7 @@ def test_bench_package_exports():
     for module in (bench, store):
         for name in module.__all__:
             assert getattr(module, name) is not None, name
-    assert {"run_sweep", "SweepResult", "load_prompts", "summarize_levels",
-            "count_tokens", "load_tokenizer"} <= set(bench.__all__)
+    assert {"run_sweep", "SweepResult", "load_prompts", "summarize_levels", "count_tokens", "load_tokenizer"} <= set(
+        bench.__all__
+    )
     assert {"new_run", "save_level", "finish_run", "load_run", "list_runs", "load_runs"} <= set(store.__all__)

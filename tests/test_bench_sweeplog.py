@@ -24,8 +24,7 @@ PROMPTS = [Prompt(f"p{i}", "coding", f"prompt {i}") for i in range(3)]
 def _script(body: dict, i: int) -> StreamScript:
     if i % 5 == 3:
         return StreamScript(status=500)
-    return StreamScript(first_delay_s=0.002, chunk_tokens=(1, 2, 1), gap_s=0.001,
-                        spec_verify_ct=2 if i % 2 else None)
+    return StreamScript(first_delay_s=0.002, chunk_tokens=(1, 2, 1), gap_s=0.001, spec_verify_ct=2 if i % 2 else None)
 
 
 def _measure(url: str, **plan_args) -> tuple[list, str]:
@@ -59,11 +58,13 @@ def _assert_same(a: SweepResult, b: SweepResult) -> None:
     assert (a.plan, a.base_url, a.time_scale, a.server_info) == (b.plan, b.base_url, b.time_scale, b.server_info)
 
 
-@pytest.mark.parametrize("plan_args", [
-    dict(concurrency_levels=[1, 3], requests_per_level=5, warmup_requests=2),
-    dict(request_rates=[200.0, math.inf], requests_per_level=4, warmup_requests=0,
-         flush=False),
-])
+@pytest.mark.parametrize(
+    "plan_args",
+    [
+        dict(concurrency_levels=[1, 3], requests_per_level=5, warmup_requests=2),
+        dict(request_rates=[200.0, math.inf], requests_per_level=4, warmup_requests=0, flush=False),
+    ],
+)
 def test_events_through_the_results_file_give_identical_tables(plan_args) -> None:
     with ScriptedServer(_script) as srv:
         events, text = _measure(srv.url, **plan_args)
@@ -84,8 +85,15 @@ def test_events_through_the_results_file_give_identical_tables(plan_args) -> Non
 
 
 def test_record_json_keeps_every_value() -> None:
-    rec = RequestRecord(request_index=3, prompt_id="p", ttft_ms=1.5, itl_ms=[0.1, 1 / 3], tokens_per_chunk=[1, 2],
-                        error="x", error_type="E")
+    rec = RequestRecord(
+        request_index=3,
+        prompt_id="p",
+        ttft_ms=1.5,
+        itl_ms=[0.1, 1 / 3],
+        tokens_per_chunk=[1, 2],
+        error="x",
+        error_type="E",
+    )
     obj = record_to_json(rec)
     assert obj["tpot_ms"] is None and obj["itl_ms"] == [0.1, 1 / 3]
     back = record_from_json(obj)
@@ -105,12 +113,17 @@ def test_reader_reports_bad_lines_and_failures() -> None:
     writer = SweepLogWriter(out)
     writer.request(0, RequestRecord(request_index=0))
     with pytest.raises(BenchmarkError, match="level 0 announces 2 requests but 1 request lines came before it"):
-        SweepLogReader().feed(out.getvalue() + '{"type": "level", "level_index": 0, "requests": 2, '
-                              '"flush": null, "server_info": {"info": null, "route": null, "error": "x"}, '
-                              '"sim_lag_s": null}\n')
+        SweepLogReader().feed(
+            out.getvalue() + '{"type": "level", "level_index": 0, "requests": 2, '
+            '"flush": null, "server_info": {"info": null, "route": null, "error": "x"}, '
+            '"sim_lag_s": null}\n'
+        )
     out = io.StringIO()
     SweepLogWriter(out).failed("BenchmarkError", "all warmup requests failed")
     reader = SweepLogReader()
     assert reader.feed(out.getvalue()) == [] and reader.done and not reader.finished
-    assert reader.failure == {"error_type": "BenchmarkError", "message": "all warmup requests failed",
-                              "traceback": None}
+    assert reader.failure == {
+        "error_type": "BenchmarkError",
+        "message": "all warmup requests failed",
+        "traceback": None,
+    }

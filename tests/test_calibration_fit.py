@@ -12,8 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.calibration import (cost_model, fit_table, load_table, load_tables, profile_text, step_points,
-                                   whatif_crossovers, whatif_speedup)
+from workbench.calibration import (
+    cost_model,
+    fit_table,
+    load_table,
+    load_tables,
+    profile_text,
+    step_points,
+    whatif_crossovers,
+    whatif_speedup,
+)
 from workbench.calibration._fit import least_squares, measured_knee
 from workbench.errors import ConfigError
 from workbench.paths import PACKAGE_ROOT
@@ -65,7 +73,9 @@ def test_fit_uses_the_simulators_own_cost_model(llama, llama_fit) -> None:
     # the simulated engine's decode step is the same forward (no CPU hidden under it at batch 1 here)
     prof = load_profile("h200-llama3-8b")
     assert prof.physics.efficiency.layer_fixed_us == pytest.approx(v["layer_fixed_us"], rel=1e-4)
-    assert prof.cost_for().decode_ms(1, 2048) == pytest.approx(pts.set_index("point").loc["decode:T1:q1:C2048", "model_ms"], rel=1e-4)
+    assert prof.cost_for().decode_ms(1, 2048) == pytest.approx(
+        pts.set_index("point").loc["decode:T1:q1:C2048", "model_ms"], rel=1e-4
+    )
 
 
 def test_fit_residuals_held_out_errors_and_knees(llama_fit) -> None:
@@ -101,9 +111,22 @@ def test_allreduce_rows_give_latency_and_bandwidth(llama) -> None:
     cost = cost_model(dataclasses.replace(llama, plan=dict(llama.plan, tp=1)), Efficiency(), gpu="h200")
     assert cost.forward_groups(1, 1, 0, 1)["communication"] == 0
     link = 450e9 * 0.7 / 1e3  # bytes per ms at 70% of NVLink's one-way bandwidth
-    rows = [dict(llama.rows.iloc[0].to_dict(), family="allreduce", group="allreduce", point=f"allreduce:T{t}",
-                 tokens=t, seqs=t, layers_timed=0, layers_model=0, gpus=2, message_bytes=t * 4096 * 2,
-                 median_ms=0.012 + (2 * 1 / 2) * t * 4096 * 2 / link) for t in (1, 64, 512, 4096, 16384)]
+    rows = [
+        dict(
+            llama.rows.iloc[0].to_dict(),
+            family="allreduce",
+            group="allreduce",
+            point=f"allreduce:T{t}",
+            tokens=t,
+            seqs=t,
+            layers_timed=0,
+            layers_model=0,
+            gpus=2,
+            message_bytes=t * 4096 * 2,
+            median_ms=0.012 + (2 * 1 / 2) * t * 4096 * 2 / link,
+        )
+        for t in (1, 64, 512, 4096, 16384)
+    ]
     table = dataclasses.replace(llama, rows=pd.concat([llama.rows, pd.DataFrame(rows)], ignore_index=True))
     fit = fit_table(table, gpu="h200")
     assert fit.allreduce["allreduce_latency_us"] == pytest.approx(12.0, rel=1e-3)
@@ -138,8 +161,12 @@ def test_written_profiles_name_the_source_of_every_unfitted_number(name: str) ->
 
 
 def test_whatif_speedup_and_crossover() -> None:
-    s = whatif_speedup("h200-llama3-8b", baseline="llama3-8b-baseline",
-                       spec_variants=["llama3-8b-eagle3", "llama3-8b-eagle3-bs1"], batches=(1, 8, 32, 128))
+    s = whatif_speedup(
+        "h200-llama3-8b",
+        baseline="llama3-8b-baseline",
+        spec_variants=["llama3-8b-eagle3", "llama3-8b-eagle3-bs1"],
+        batches=(1, 8, 32, 128),
+    )
     assert len(s) == 8 and (s["speedup"] > 0).all()
     c = whatif_crossovers(s).set_index("variant")
     assert c.loc["llama3-8b-eagle3-bs1", "speedup_at_1"] > c.loc["llama3-8b-eagle3", "speedup_at_1"] > 1
@@ -154,15 +181,29 @@ def test_stored_table_is_the_program_format() -> None:
 def test_calibration_verdict_states_fit_errors_misses_knee_and_whatif(llama_fit) -> None:
     from workbench.studies import CalibrationStudy
 
-    s = whatif_speedup("h200-llama3-8b", baseline="llama3-8b-baseline", spec_variants=["llama3-8b-eagle3-bs1"],
-                       batches=(1, 8, 32, 128))
+    s = whatif_speedup(
+        "h200-llama3-8b", baseline="llama3-8b-baseline", spec_variants=["llama3-8b-eagle3-bs1"], batches=(1, 8, 32, 128)
+    )
     study = CalibrationStudy(llama_fit, "h200-llama3-8b", whatif=s)
     lines = study.verdict().splitlines()
-    assert lines[0].startswith("**Verdict** — MEASURED (NVIDIA H200, 2026-12-01") and "25 points fitted, 41 held out" in lines[0]
-    assert lines[2] == "- **Fit**: median |error| 4.2% on the fitted points, 13% on the held-out points (the honest figure)."
-    assert lines[3] == ("- **Largest miss**: held-out decode at context 32768: median |error| 55% over 2 points, the model "
-                        "under-predicting.")
-    assert lines[4] == "- **Knee** (a decode step 10% slower than at one token) at context 0: measured near 25 tokens, the model 140."
-    assert lines[5].startswith("- **What-if (SIMULATED, step level)**: llama3-8b-eagle3-bs1 2.50x plain decode at batch 1, "
-                               "stops paying between batch 8 and 32")
+    assert (
+        lines[0].startswith("**Verdict** — MEASURED (NVIDIA H200, 2026-12-01")
+        and "25 points fitted, 41 held out" in lines[0]
+    )
+    assert (
+        lines[2]
+        == "- **Fit**: median |error| 4.2% on the fitted points, 13% on the held-out points (the honest figure)."
+    )
+    assert lines[3] == (
+        "- **Largest miss**: held-out decode at context 32768: median |error| 55% over 2 points, the model "
+        "under-predicting."
+    )
+    assert (
+        lines[4]
+        == "- **Knee** (a decode step 10% slower than at one token) at context 0: measured near 25 tokens, the model 140."
+    )
+    assert lines[5].startswith(
+        "- **What-if (SIMULATED, step level)**: llama3-8b-eagle3-bs1 2.50x plain decode at batch 1, "
+        "stops paying between batch 8 and 32"
+    )
     assert lines[-1].startswith("- **Caveats**: attention here is PyTorch SDPA")

@@ -29,15 +29,47 @@ T0 = datetime(2026, 6, 1, 9, 0, 0, tzinfo=timezone.utc)
 
 def unit(level_index: int, concurrency: int, repeat: int, tpot_ms: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One stored unit: 4 requests of 9 output tokens each, a flat TPOT (so per-request tok/s is 1000/tpot)."""
-    records = [RequestRecord(request_index=i, prompt_id=f"p{i}", output_tokens=9, prompt_tokens=20, ttft_ms=10.0,
-                             e2e_ms=10.0 + 8 * tpot_ms, tpot_ms=tpot_ms, itl_ms=[tpot_ms] * 8,
-                             tokens_per_chunk=[1] * 9, start_s=0.0, end_s=(10.0 + 8 * tpot_ms) / 1000,
-                             time_scale=1.0) for i in range(4)]
-    requests = records_to_frame(records, dict(level_index=level_index, mode="closed", concurrency=concurrency,
-                                              request_rate_req_s=float("inf"), repeat=repeat))
-    info = pd.DataFrame([dict(level_index=level_index, repeat=repeat, flush_ok=True, flush_attempts=1,
-                              flush_error=None, server_accept_length=float("nan"),
-                              server_gen_throughput_tok_s=float("nan"), server_info_error=None)])
+    records = [
+        RequestRecord(
+            request_index=i,
+            prompt_id=f"p{i}",
+            output_tokens=9,
+            prompt_tokens=20,
+            ttft_ms=10.0,
+            e2e_ms=10.0 + 8 * tpot_ms,
+            tpot_ms=tpot_ms,
+            itl_ms=[tpot_ms] * 8,
+            tokens_per_chunk=[1] * 9,
+            start_s=0.0,
+            end_s=(10.0 + 8 * tpot_ms) / 1000,
+            time_scale=1.0,
+        )
+        for i in range(4)
+    ]
+    requests = records_to_frame(
+        records,
+        dict(
+            level_index=level_index,
+            mode="closed",
+            concurrency=concurrency,
+            request_rate_req_s=float("inf"),
+            repeat=repeat,
+        ),
+    )
+    info = pd.DataFrame(
+        [
+            dict(
+                level_index=level_index,
+                repeat=repeat,
+                flush_ok=True,
+                flush_attempts=1,
+                flush_error=None,
+                server_accept_length=float("nan"),
+                server_gen_throughput_tok_s=float("nan"),
+                server_info_error=None,
+            )
+        ]
+    )
     return requests, info
 
 
@@ -48,15 +80,21 @@ def written(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("written")
     made = {}
     for k, (name, engine, tpots) in enumerate([("baseline", "sglang", (20.0, 22.0)), ("eagle3", "sim", (10.0, 12.0))]):
-        run = new_run(name, engine=engine, root=tmp_path, host="gpu1" if k == 0 else "local",
-                      sglang_version="0.5.9", now=lambda k=k: T0 + timedelta(hours=k), rng=random.Random(k))
+        run = new_run(
+            name,
+            engine=engine,
+            root=tmp_path,
+            host="gpu1" if k == 0 else "local",
+            sglang_version="0.5.9",
+            now=lambda k=k: T0 + timedelta(hours=k),
+            rng=random.Random(k),
+        )
         for repeat, tpot in enumerate(tpots):
             for i, c in enumerate((1, 4)):
                 run.save_level(unit(i, c, repeat, tpot * (1 + 0.5 * i)))
         run.finish()
         made[name] = run
-    stopped = new_run("stopped", engine="sim", root=tmp_path, now=lambda: T0 + timedelta(hours=2),
-                      rng=random.Random(7))
+    stopped = new_run("stopped", engine="sim", root=tmp_path, now=lambda: T0 + timedelta(hours=2), rng=random.Random(7))
     stopped.save_level(unit(0, 1, 0, 15.0))
     made["stopped"] = stopped
     broken = tmp_path / "20260601T120000Z-broken-abcdef"
@@ -66,14 +104,37 @@ def written(tmp_path_factory):
     # an imported run, written as docs/RUNS.md says (manifest keys kind/tool/tool_version/source_file, our columns)
     imported = tmp_path / "20260601T130000Z-vllm-llama-0a0b0c"
     imported.mkdir()
-    pd.DataFrame({"level_index": [0, 1], "repeat": [0, 0], "concurrency": [1, 4],
-                  "output_throughput_tok_s": [80.0, 250.0], "mean_per_request_tok_s": [80.0, 62.5],
-                  "mean_ttft_ms": [float("nan"), 40.0]}).to_parquet(imported / "levels.parquet")
-    (imported / "manifest.json").write_text(json.dumps({
-        "schema_version": 1, "run_id": imported.name, "variant": "vllm-llama", "engine": "vllm", "simulated": False,
-        "status": "complete", "started_at": "2026-06-01T13:00:00.000Z", "host": None, "levels_completed": 2,
-        "num_requests": 0, "units_completed": [[0, 0], [0, 1]], "kind": "import", "tool": "vllm bench serve",
-        "tool_version": "0.11.0", "source_file": "/data/vllm-result.json"}))
+    pd.DataFrame(
+        {
+            "level_index": [0, 1],
+            "repeat": [0, 0],
+            "concurrency": [1, 4],
+            "output_throughput_tok_s": [80.0, 250.0],
+            "mean_per_request_tok_s": [80.0, 62.5],
+            "mean_ttft_ms": [float("nan"), 40.0],
+        }
+    ).to_parquet(imported / "levels.parquet")
+    (imported / "manifest.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "run_id": imported.name,
+                "variant": "vllm-llama",
+                "engine": "vllm",
+                "simulated": False,
+                "status": "complete",
+                "started_at": "2026-06-01T13:00:00.000Z",
+                "host": None,
+                "levels_completed": 2,
+                "num_requests": 0,
+                "units_completed": [[0, 0], [0, 1]],
+                "kind": "import",
+                "tool": "vllm bench serve",
+                "tool_version": "0.11.0",
+                "source_file": "/data/vllm-result.json",
+            }
+        )
+    )
     made["import"] = imported
     return tmp_path, {name: getattr(x, "run_id", x.name if isinstance(x, Path) else x) for name, x in made.items()}
 
@@ -95,15 +156,23 @@ def test_list_shows_every_run_with_its_state(runs) -> None:
     table = wb.list_runs(root)
     by_id = table.set_index("run_id")
     readable = [r for r in table["run_id"] if "broken" not in r]
-    assert readable == [made["baseline"].run_id, made["eagle3"].run_id, made["stopped"].run_id,
-                        made["import"].name]  # oldest first
+    assert readable == [
+        made["baseline"].run_id,
+        made["eagle3"].run_id,
+        made["stopped"].run_id,
+        made["import"].name,
+    ]  # oldest first
     assert by_id.loc[made["baseline"].run_id, "state"] == "complete"
     assert by_id.loc[made["stopped"].run_id, "state"] == "running"  # list_runs' status, as read
     assert by_id.loc["20260601T120000Z-broken-abcdef", "state"] == "unreadable"
-    assert by_id.loc[made["baseline"].run_id, "kind"] == "measured" and by_id.loc[made["baseline"].run_id, "host"] \
-        == "gpu1"
-    assert by_id.loc[made["import"].name, "kind"] == "import" and by_id.loc[made["import"].name, "tool"] \
-        == "vllm bench serve"
+    assert (
+        by_id.loc[made["baseline"].run_id, "kind"] == "measured"
+        and by_id.loc[made["baseline"].run_id, "host"] == "gpu1"
+    )
+    assert (
+        by_id.loc[made["import"].name, "kind"] == "import"
+        and by_id.loc[made["import"].name, "tool"] == "vllm bench serve"
+    )
 
 
 def test_imported_runs_compare_and_show_like_measured_ones(runs) -> None:
@@ -113,8 +182,11 @@ def test_imported_runs_compare_and_show_like_measured_ones(runs) -> None:
     assert shown.facts["source_file"] == "/data/vllm-result.json" and list(shown.levels["n"]) == [1, 1]
     table = wb.compare_runs([made["eagle3"].run_id, made["import"].name], runs_dir=root)
     row = table[(table["run_id"] == made["import"].name) & (table["level_value"] == 4)].iloc[0]
-    assert row["output_throughput_tok_s"] == 250.0 and row["n"] == 1 and row["output_throughput_tok_s_lo"] != \
-        row["output_throughput_tok_s_lo"]  # n=1: no interval
+    assert (
+        row["output_throughput_tok_s"] == 250.0
+        and row["n"] == 1
+        and row["output_throughput_tok_s_lo"] != row["output_throughput_tok_s_lo"]
+    )  # n=1: no interval
 
 
 def test_show_run_reads_broken_and_stopped_runs(runs) -> None:
@@ -149,8 +221,10 @@ def test_compare_puts_runs_side_by_side_with_n_and_intervals(runs) -> None:
     row = table[(table["run_id"] == b) & (table["level_value"] == 1)].iloc[0]
     # per-request tok/s = 9 tokens / E2E (10 + 8 x TPOT ms): 100 and 84.9 -> mean 92.45 over n=2, a t interval around it
     assert row["mean_per_request_tok_s"] == pytest.approx((9 / 0.090 + 9 / 0.106) / 2)
-    assert row["n"] == 2 and row["mean_per_request_tok_s_lo"] < row["mean_per_request_tok_s"] \
-        < row["mean_per_request_tok_s_hi"]
+    assert (
+        row["n"] == 2
+        and row["mean_per_request_tok_s_lo"] < row["mean_per_request_tok_s"] < row["mean_per_request_tok_s_hi"]
+    )
     assert row["engine"] == "sim" and bool(row["simulated"])
     # runs show reads the kind as runs list does: a run of the simulated engine is simulated, not measured
     assert wb.show_run(b, runs_dir=root).facts["kind"] == "simulated"
@@ -194,12 +268,15 @@ def test_export_csv_levels_and_requests(runs, tmp_path_factory) -> None:
     levels = pd.read_csv(out)
     assert list(levels.columns[:4]) == ["run_id", "variant", "engine", "simulated"]
     assert len(levels) == 4 + 4 + 1 + 2 and set(levels["variant"]) == {"baseline", "eagle3", "stopped", "vllm-llama"}
-    stdout = CliRunner().invoke(app, ["runs", "export", "--csv", "--requests", made["eagle3"].run_id,
-                                      "--runs-dir", str(root)])
+    stdout = CliRunner().invoke(
+        app, ["runs", "export", "--csv", "--requests", made["eagle3"].run_id, "--runs-dir", str(root)]
+    )
     assert stdout.exit_code == 0
     lines = [line for line in stdout.stdout.splitlines() if line]
-    assert len(lines) == 1 + 16 and json.loads(pd.read_csv(pd.io.common.StringIO(stdout.stdout))["itl_ms"][0]) \
-        == [10.0] * 8
+    assert (
+        len(lines) == 1 + 16
+        and json.loads(pd.read_csv(pd.io.common.StringIO(stdout.stdout))["itl_ms"][0]) == [10.0] * 8
+    )
     # CSV is the one format: no flag needed (--csv, as above, is accepted and changes nothing)
     plain = CliRunner().invoke(app, ["runs", "export", made["eagle3"].run_id, "--runs-dir", str(root)])
     assert plain.exit_code == 0, plain.output
@@ -208,11 +285,14 @@ def test_export_csv_levels_and_requests(runs, tmp_path_factory) -> None:
 
 
 def test_runs_help_is_cheap() -> None:
-    code = ("import sys; from typer.testing import CliRunner; from workbench.cli import app; "
-            "r = CliRunner().invoke(app, ['runs', 'list', '--help']); "
-            "assert r.exit_code == 0, r.output; print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": ""})
+    code = (
+        "import sys; from typer.testing import CliRunner; from workbench.cli import app; "
+        "r = CliRunner().invoke(app, ['runs', 'list', '--help']); "
+        "assert r.exit_code == 0, r.output; print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""}
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -228,8 +308,9 @@ def test_list_show_and_label_from_the_command_line(runs) -> None:
     shown = runner.invoke(app, ["runs", "show", made["eagle3"].run_id[:20], "--runs-dir", str(root)])
     assert shown.exit_code == 0 and "labels: keep" in shown.output and "c=4" in shown.output
     missing = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "none")])
-    assert missing.exit_code == 1 and f"no runs folder: {root / 'none'} (from --runs-dir) does not exist" in \
-        missing.output
+    assert (
+        missing.exit_code == 1 and f"no runs folder: {root / 'none'} (from --runs-dir) does not exist" in missing.output
+    )
     (root / "empty").mkdir()
     empty = runner.invoke(app, ["runs", "list", "--runs-dir", str(root / "empty")])
     assert empty.exit_code == 0 and "no runs stored in" in empty.output and "folder exists" in empty.output

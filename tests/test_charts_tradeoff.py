@@ -14,10 +14,18 @@ def _levels(simulated: bool) -> pd.DataFrame:
     rows = []
     for c, b, s in [(1, 90.0, 99.0), (2, 170.0, 160.0), (4, 300.0, 240.0)]:
         for name, v in (("baseline", b), ("spec", s)):
-            rows.append({"variant": name, "concurrency": c, "output_throughput_tok_s": v,
-                         "mean_per_request_tok_s": v / c, "accept_length": 2.7 if name == "spec" else float("nan"),
-                         "server_accept_length": 2.68 if name == "spec" else float("nan"),
-                         "simulated": simulated, "engine": "sim" if simulated else "sglang"})
+            rows.append(
+                {
+                    "variant": name,
+                    "concurrency": c,
+                    "output_throughput_tok_s": v,
+                    "mean_per_request_tok_s": v / c,
+                    "accept_length": 2.7 if name == "spec" else float("nan"),
+                    "server_accept_length": 2.68 if name == "spec" else float("nan"),
+                    "simulated": simulated,
+                    "engine": "sim" if simulated else "sglang",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -30,8 +38,11 @@ def test_subtitles_say_simulated_or_measured() -> None:
 def test_charts_compile_with_log_axis_and_subtitle() -> None:
     levels = _levels(True)
     sub = tradeoff.provenance_subtitle(levels)
-    for chart in (tradeoff.throughput_chart(levels, subtitle=sub), tradeoff.per_request_chart(levels, subtitle=sub),
-                  tradeoff.accept_length_chart(levels, subtitle=sub)):
+    for chart in (
+        tradeoff.throughput_chart(levels, subtitle=sub),
+        tradeoff.per_request_chart(levels, subtitle=sub),
+        tradeoff.accept_length_chart(levels, subtitle=sub),
+    ):
         spec = chart.to_dict()
         text = json.dumps(spec)
         assert "SIMULATED" in text and '"type": "log"' in text
@@ -39,9 +50,13 @@ def test_charts_compile_with_log_axis_and_subtitle() -> None:
 
 def test_ratio_chart_marks_interpolated_crossover() -> None:
     levels = _levels(True)
-    table = ratio_table(levels, baseline="baseline", spec="spec", metrics=("output_throughput_tok_s", "mean_per_request_tok_s"))
-    cross = {m: find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m)
-             for m in ("output_throughput_tok_s", "mean_per_request_tok_s")}
+    table = ratio_table(
+        levels, baseline="baseline", spec="spec", metrics=("output_throughput_tok_s", "mean_per_request_tok_s")
+    )
+    cross = {
+        m: find_crossover(table["concurrency"], table[f"{m}_ratio"], metric=m)
+        for m in ("output_throughput_tok_s", "mean_per_request_tok_s")
+    }
     spec = tradeoff.ratio_chart(table, cross, spec="spec", subtitle="SIMULATED").to_dict()
     text = json.dumps(spec)
     # the label says where in measured levels; the interpolated point is marked as a concurrency (≈)
@@ -53,23 +68,37 @@ def test_ratio_chart_marks_interpolated_crossover() -> None:
 
 
 def test_crossover_label_reads_as_a_concurrency_not_a_throughput() -> None:
-    assert tradeoff.crossover_label("total output tok/s", 1.228499, [1, 2, 4]) == \
-        "total output tok/s crossover: between concurrency 1 and 2 (≈ 1.2)"
-    assert tradeoff.crossover_label("per-request tok/s", 4.0, [1, 4, 16]) == "per-request tok/s crossover: at concurrency 4"
+    assert (
+        tradeoff.crossover_label("total output tok/s", 1.228499, [1, 2, 4])
+        == "total output tok/s crossover: between concurrency 1 and 2 (≈ 1.2)"
+    )
+    assert (
+        tradeoff.crossover_label("per-request tok/s", 4.0, [1, 4, 16])
+        == "per-request tok/s crossover: at concurrency 4"
+    )
 
 
 def _latency_levels() -> pd.DataFrame:
     rows = []
     for c in (1, 4, 64):
         for name, scale, cap in (("baseline", 1.0, 4096), ("spec", 0.8, 48)):
-            rows.append({"variant": name, "concurrency": c, "p50_ttft_ms": 50 * c * scale, "p90_ttft_ms": 80 * c * scale,
-                         "p99_ttft_ms": 120 * c * scale, "queued_requests": max(0, c - cap)})
+            rows.append(
+                {
+                    "variant": name,
+                    "concurrency": c,
+                    "p50_ttft_ms": 50 * c * scale,
+                    "p90_ttft_ms": 80 * c * scale,
+                    "p99_ttft_ms": 120 * c * scale,
+                    "queued_requests": max(0, c - cap),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_latency_chart_draws_three_percentiles_baseline_grey_and_rings_queued_levels() -> None:
-    spec = tradeoff.latency_chart(_latency_levels(), "ttft_ms", subtitle="SIMULATED", variants=["baseline", "spec"],
-                                  baseline="baseline").to_dict()
+    spec = tradeoff.latency_chart(
+        _latency_levels(), "ttft_ms", subtitle="SIMULATED", variants=["baseline", "spec"], baseline="baseline"
+    ).to_dict()
     line, points, rings = spec["layer"]  # the points are a layer of their own (line samples in the legend)
     data = spec["datasets"][line["data"]["name"]]
     assert sorted({row["percentile"] for row in data}) == ["p50", "p90", "p99"] and len(data) == 18

@@ -33,12 +33,17 @@ def test_importing_the_cli_imports_no_heavy_package() -> None:
     assert _heavy_imports("import workbench.cli") == []
 
 
-@pytest.mark.parametrize("verb", [[], ["report"], ["servers"], ["inspect"], ["host", "check"], ["variants", "check"]],
-                         ids=lambda v: " ".join(v) or "root")
+@pytest.mark.parametrize(
+    "verb",
+    [[], ["report"], ["servers"], ["inspect"], ["host", "check"], ["variants", "check"]],
+    ids=lambda v: " ".join(v) or "root",
+)
 def test_help_of_each_verb_imports_no_heavy_package(verb: list[str]) -> None:
-    code = ("import contextlib, io\nfrom workbench.cli import app\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-            f"    app({[*verb, '--help']!r}, prog_name='workbench')")
+    code = (
+        "import contextlib, io\nfrom workbench.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    app({[*verb, '--help']!r}, prog_name='workbench')"
+    )
     assert _heavy_imports(code) == []
 
 
@@ -131,9 +136,11 @@ def test_failing_notebook_exits_nonzero_and_names_the_partial_output(tmp_path: P
 
 
 def test_bench_help_imports_no_heavy_package() -> None:
-    code = ("import contextlib, io\nfrom workbench.cli import app\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-            "    app(['bench', '--help'], prog_name='workbench')")
+    code = (
+        "import contextlib, io\nfrom workbench.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    app(['bench', '--help'], prog_name='workbench')"
+    )
     assert _heavy_imports(code) == []
 
 
@@ -147,11 +154,13 @@ def test_bench_bad_input_exits_2(tmp_path: Path) -> None:
 
 
 def test_bench_refuses_duplicate_empty_and_unbounded_sizes_before_anything_runs(tmp_path: Path) -> None:
-    for args, message in ((["--levels", "1,2,2"], "concurrency_levels names 2 more than once"),
-                          (["--levels", "1,,2"], "--levels has an empty part (position 2)"),
-                          (["--levels", "1,1000000"], "above 16,384 requests in flight"),
-                          (["--input-len", "99999999"], "input_len 99,999,999 is above 1,048,576 tokens"),
-                          (["--time-scale", "1000"], "time scale 1000 is above 20")):
+    for args, message in (
+        (["--levels", "1,2,2"], "concurrency_levels names 2 more than once"),
+        (["--levels", "1,,2"], "--levels has an empty part (position 2)"),
+        (["--levels", "1,1000000"], "above 16,384 requests in flight"),
+        (["--input-len", "99999999"], "input_len 99,999,999 is above 1,048,576 tokens"),
+        (["--time-scale", "1000"], "time scale 1000 is above 20"),
+    ):
         result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
         assert result.exit_code == 2 and message in result.output, (args, result.output)
         assert "Traceback" not in result.output
@@ -159,15 +168,35 @@ def test_bench_refuses_duplicate_empty_and_unbounded_sizes_before_anything_runs(
 
 
 def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
-    args = ["bench", "baseline", "eagle3-topk4", "--levels", "1,4", "--requests", "4", "--repeats", "2",
-            "--max-new-tokens", "16", "--time-scale", "20", "--no-progress", "--runs-dir", str(tmp_path)]
+    args = [
+        "bench",
+        "baseline",
+        "eagle3-topk4",
+        "--levels",
+        "1,4",
+        "--requests",
+        "4",
+        "--repeats",
+        "2",
+        "--max-new-tokens",
+        "16",
+        "--time-scale",
+        "20",
+        "--no-progress",
+        "--runs-dir",
+        str(tmp_path),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "n" in lines[0].split() and "output tok/s (95% CI)" in lines[0]
     rows = [line.split() for line in lines[1:5]]
-    assert [(r[0], r[1], r[2]) for r in rows] == [("baseline", "1", "2"), ("baseline", "4", "2"),
-                                                  ("eagle3-topk4", "1", "2"), ("eagle3-topk4", "4", "2")]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("baseline", "1", "2"),
+        ("baseline", "4", "2"),
+        ("eagle3-topk4", "1", "2"),
+        ("eagle3-topk4", "4", "2"),
+    ]
     assert all("[" in line for line in lines[1:5])  # every mean with its interval
     assert "  eagle3-topk4, output_throughput_tok_s:" in result.output
     assert "\ncrossovers against baseline:\n" in result.output  # the first variant, as in the notebooks
@@ -185,14 +214,32 @@ def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
 
 
 def test_bench_open_loop_prints_its_levels_per_request_rate(tmp_path: Path) -> None:
-    args = ["bench", "baseline", "eagle3-topk4", "--request-rates", "2,8", "--requests", "4", "--max-new-tokens", "8",
-            "--time-scale", "16", "--no-progress", "--runs-dir", str(tmp_path)]
+    args = [
+        "bench",
+        "baseline",
+        "eagle3-topk4",
+        "--request-rates",
+        "2,8",
+        "--requests",
+        "4",
+        "--max-new-tokens",
+        "8",
+        "--time-scale",
+        "16",
+        "--no-progress",
+        "--runs-dir",
+        str(tmp_path),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split()[:5] == ["variant", "request", "rate", "(req/s)", "n"]
-    assert [line.split()[:3] for line in lines[1:5]] == [["baseline", "2", "1"], ["baseline", "8", "1"],
-                                                         ["eagle3-topk4", "2", "1"], ["eagle3-topk4", "8", "1"]]
+    assert [line.split()[:3] for line in lines[1:5]] == [
+        ["baseline", "2", "1"],
+        ["baseline", "8", "1"],
+        ["eagle3-topk4", "2", "1"],
+        ["eagle3-topk4", "8", "1"],
+    ]
     assert "\ncrossovers against baseline:\n" in result.output and "req/s" in result.output.split("crossovers")[1]
     both = runner.invoke(app, [*args, "--levels", "1"])
     assert both.exit_code == 2 and "give --levels (closed loop" in both.output
@@ -201,10 +248,12 @@ def test_bench_open_loop_prints_its_levels_per_request_rate(tmp_path: Path) -> N
 
 
 def test_bench_bad_load_options_exit_2_naming_the_option(tmp_path: Path) -> None:
-    for args, message in ((["--sweep", "batch", "--sweep-values", "1,2"], "--sweep must be one of"),
-                          (["--sweep", "output_len", "--sweep-values", "x"], "--sweep-values must be"),
-                          (["--sweep", "output_len"], "--sweep and --sweep-values go together"),
-                          (["--backend", "grpc"], "--backend must be one of")):
+    for args, message in (
+        (["--sweep", "batch", "--sweep-values", "1,2"], "--sweep must be one of"),
+        (["--sweep", "output_len", "--sweep-values", "x"], "--sweep-values must be"),
+        (["--sweep", "output_len"], "--sweep and --sweep-values go together"),
+        (["--backend", "grpc"], "--backend must be one of"),
+    ):
         result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
         assert result.exit_code == 2 and message in result.output, (args, result.output)
         assert "Traceback" not in result.output
@@ -215,13 +264,45 @@ def test_bench_load_options_reach_the_plan_and_the_table_shows_the_swept_value(t
     import pandas as pd
 
     sharegpt = tmp_path / "chats.json"
-    sharegpt.write_text(json.dumps([{"id": f"c{i}", "conversations": [
-        {"from": "human", "value": f"Write a haiku about the number {i}."}, {"from": "gpt", "value": "..."}]}
-        for i in range(3)]))
+    sharegpt.write_text(
+        json.dumps(
+            [
+                {
+                    "id": f"c{i}",
+                    "conversations": [
+                        {"from": "human", "value": f"Write a haiku about the number {i}."},
+                        {"from": "gpt", "value": "..."},
+                    ],
+                }
+                for i in range(3)
+            ]
+        )
+    )
     runs = tmp_path / "runs"
-    result = runner.invoke(app, ["bench", "baseline", "--backend", "completions", "--sweep", "output_len",
-                                 "--sweep-values", "8,16", "--levels", "1", "--requests", "2", "--time-scale", "16",
-                                 "--prompt-set", f"sharegpt:{sharegpt}", "--no-progress", "--runs-dir", str(runs)])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "baseline",
+            "--backend",
+            "completions",
+            "--sweep",
+            "output_len",
+            "--sweep-values",
+            "8,16",
+            "--levels",
+            "1",
+            "--requests",
+            "2",
+            "--time-scale",
+            "16",
+            "--prompt-set",
+            f"sharegpt:{sharegpt}",
+            "--no-progress",
+            "--runs-dir",
+            str(runs),
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split()[:4] == ["variant", "output_len", "concurrency", "n"]
@@ -254,8 +335,9 @@ def test_a_runs_folder_that_is_a_file_ends_bench_and_import_with_one_line(tmp_pa
     assert f"runs folder {runs_file} (from $WORKBENCH_RUNS_DIR) is a file" in _one_line_error(bench, 2)
     imported = runner.invoke(app, ["import", str(tmp_path / "results.jsonl")])
     assert "is a file, not a folder" in _one_line_error(imported, 2)
-    nested = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--no-progress", "--runs-dir",
-                                 str(runs_file / "below")])
+    nested = runner.invoke(
+        app, ["bench", "baseline", "--levels", "1", "--no-progress", "--runs-dir", str(runs_file / "below")]
+    )
     assert "a part of its path is a file" in _one_line_error(nested, 2)
 
 
@@ -263,20 +345,64 @@ def test_a_single_failed_server_ends_with_its_classified_failure_and_exit_1(tmp_
     from workbench.engines import get_engine
 
     # a server that loads forever (the simulator itself was sometimes ready at the first look, on a busy machine)
-    monkeypatch.setattr(type(get_engine("sim")), "launch_argv", lambda self, variant, *, python, port, options=None: [
-        python, "-c", "import time; print('Load weight begin.', flush=True); time.sleep(600)"])
+    monkeypatch.setattr(
+        type(get_engine("sim")),
+        "launch_argv",
+        lambda self, variant, *, python, port, options=None: [
+            python,
+            "-c",
+            "import time; print('Load weight begin.', flush=True); time.sleep(600)",
+        ],
+    )
     monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "0.05")
     monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
-    result = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
-                                 "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "baseline",
+            "--levels",
+            "1",
+            "--requests",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--time-scale",
+            "10",
+            "--no-progress",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+    )
     line = _one_line_error(result, 1)
-    assert line.startswith("error: baseline: the server failed (timeout): It was still starting when the ready "
-                           "timeout ran out: raise ready_timeout_s") and "nothing was measured" in line
+    assert (
+        line.startswith(
+            "error: baseline: the server failed (timeout): It was still starting when the ready "
+            "timeout ran out: raise ready_timeout_s"
+        )
+        and "nothing was measured" in line
+    )
     assert "level table lacks columns" not in result.output
     listed = runner.invoke(app, ["runs", "list", "--runs-dir", str(tmp_path / "runs")])
     assert " failed " in listed.output and "failed before any level was measured" in " ".join(listed.output.split())
-    again = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
-                                "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
+    again = runner.invoke(
+        app,
+        [
+            "bench",
+            "baseline",
+            "--levels",
+            "1",
+            "--requests",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--time-scale",
+            "10",
+            "--no-progress",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert again.exit_code == 1 and len(list((tmp_path / "runs").iterdir())) == 1  # reused, not a second empty run
 
 
@@ -284,23 +410,45 @@ def test_a_server_that_fails_at_start_prints_its_log_path_and_last_lines(tmp_pat
     # a server that logs a few lines and exits with no known failure pattern: "read its tail below" must have a tail
     from workbench.engines import get_engine
 
-    crash = "; ".join(f"print('startup step {i}', flush=True)" for i in range(30)) + \
-        "; print('odd failure: the frobnicator is missing', flush=True); raise SystemExit(3)"
-    monkeypatch.setattr(type(get_engine("sim")), "launch_argv",
-                        lambda self, variant, *, python, port, options=None: [python, "-c", crash])
+    crash = (
+        "; ".join(f"print('startup step {i}', flush=True)" for i in range(30))
+        + "; print('odd failure: the frobnicator is missing', flush=True); raise SystemExit(3)"
+    )
+    monkeypatch.setattr(
+        type(get_engine("sim")),
+        "launch_argv",
+        lambda self, variant, *, python, port, options=None: [python, "-c", crash],
+    )
     monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
-    result = runner.invoke(app, ["bench", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "4",
-                                 "--time-scale", "10", "--no-progress", "--runs-dir", str(tmp_path / "runs")])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "baseline",
+            "--levels",
+            "1",
+            "--requests",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--time-scale",
+            "10",
+            "--no-progress",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert result.exit_code == 1 and "Traceback (most recent call last)" not in result.output, result.output
     [line] = [line for line in result.output.splitlines() if line.startswith("error: ")]
-    assert line.startswith("error: baseline: the server failed (unknown): No known failure pattern in the log: read "
-                           "its tail below"), line
+    assert line.startswith(
+        "error: baseline: the server failed (unknown): No known failure pattern in the log: read its tail below"
+    ), line
     lines = result.output.splitlines()
     head = lines[lines.index(line) + 1]
     assert head.startswith("server log ") and head.endswith(", last 20 lines:"), head
     log_path = Path(head.removeprefix("server log ").removesuffix(", last 20 lines:"))
     assert log_path.is_file() and "the frobnicator is missing" in log_path.read_text()
-    tail = lines[lines.index(line) + 2:lines.index(line) + 22]
+    tail = lines[lines.index(line) + 2 : lines.index(line) + 22]
     assert tail[-1] == "  | odd failure: the frobnicator is missing" and tail[0] == "  | startup step 11", tail
     (manifest,) = (tmp_path / "runs").glob("*/manifest.json")
     assert json.loads(manifest.read_text())["server_log"] == str(log_path)
@@ -312,12 +460,22 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
     import time
 
     marker, cleaned = tmp_path / "cell-running", tmp_path / "cell-cleaned-up"
-    nb = write_notebook(tmp_path / "slow.ipynb", parameters="x = 1",
-                        cells=[f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
-                               f"try:\n    time.sleep(120)\nfinally:\n    pathlib.Path({str(cleaned)!r}).touch()"])
+    nb = write_notebook(
+        tmp_path / "slow.ipynb",
+        parameters="x = 1",
+        cells=[
+            f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
+            f"try:\n    time.sleep(120)\nfinally:\n    pathlib.Path({str(cleaned)!r}).touch()"
+        ],
+    )
     workbench_cli = Path(sys.executable).with_name("workbench")  # the console script, as a user runs it
-    proc = subprocess.Popen([str(workbench_cli), "report", str(nb), "--out", str(tmp_path / "r")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(workbench_cli), "report", str(nb), "--out", str(tmp_path / "r")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while not marker.exists():  # the kernel is inside the cell (its own Ctrl-C handler installed)
@@ -329,7 +487,11 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
-    assert "Traceback" not in err and "exception" not in err and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)"), err
+    assert (
+        "Traceback" not in err
+        and "exception" not in err
+        and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)")
+    ), err
     # the cell got its own KeyboardInterrupt (its finally/with blocks ran: what stops a notebook's servers)
     assert cleaned.exists()
     kernel_pid = int(marker.read_text())
@@ -337,22 +499,36 @@ def test_ctrl_c_of_report_ends_with_one_line_and_status_130(tmp_path: Path, writ
         os.kill(kernel_pid, 0)
 
 
-@pytest.mark.parametrize("rates, message", [
-    ("4,inf", "error: request_rates [4.0, inf]: inf (every request at once) measures offline throughput, which has "
-              "no place on the request-rate axis the summary, the crossovers and the reports compare open-loop "
-              "levels on, so a sweep refuses it before launching anything. Measure it as a closed-loop level with "
-              "every request in flight instead (concurrency_levels=[16], requests_per_level=16; `workbench bench "
-              "--levels 16 --requests 16`), and drop inf from the rates"),
-    ("1e-9", "error: request_rates: 1e-09 req/s is too low: its level's 16 requests would arrive over about "
-             "555,556 hours of wall time (at time scale 8), and a level may take at most 24 hours; give rates of "
-             "at least 2.31e-05 req/s (engine time), or fewer requests per level"),
-    ("0.5,1e400", "error: --request-rates: '1e400' is too large for a number (it overflows to infinity, which is not "
-                  "what was typed); give numbers (requests per second) below 1e308, e.g. 0.5,2,8"),
-])
-def test_request_rates_that_cannot_be_reported_are_refused_before_any_run(tmp_path: Path, monkeypatch,
-                                                                           rates: str, message: str) -> None:
+@pytest.mark.parametrize(
+    "rates, message",
+    [
+        (
+            "4,inf",
+            "error: request_rates [4.0, inf]: inf (every request at once) measures offline throughput, which has "
+            "no place on the request-rate axis the summary, the crossovers and the reports compare open-loop "
+            "levels on, so a sweep refuses it before launching anything. Measure it as a closed-loop level with "
+            "every request in flight instead (concurrency_levels=[16], requests_per_level=16; `workbench bench "
+            "--levels 16 --requests 16`), and drop inf from the rates",
+        ),
+        (
+            "1e-9",
+            "error: request_rates: 1e-09 req/s is too low: its level's 16 requests would arrive over about "
+            "555,556 hours of wall time (at time scale 8), and a level may take at most 24 hours; give rates of "
+            "at least 2.31e-05 req/s (engine time), or fewer requests per level",
+        ),
+        (
+            "0.5,1e400",
+            "error: --request-rates: '1e400' is too large for a number (it overflows to infinity, which is not "
+            "what was typed); give numbers (requests per second) below 1e308, e.g. 0.5,2,8",
+        ),
+    ],
+)
+def test_request_rates_that_cannot_be_reported_are_refused_before_any_run(
+    tmp_path: Path, monkeypatch, rates: str, message: str
+) -> None:
     monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
-    result = runner.invoke(app, ["bench", "baseline", "--request-rates", rates, "--no-progress",
-                                 "--runs-dir", str(tmp_path / "runs")])
+    result = runner.invoke(
+        app, ["bench", "baseline", "--request-rates", rates, "--no-progress", "--runs-dir", str(tmp_path / "runs")]
+    )
     assert _one_line_error(result, 2) == message
     assert not list((tmp_path / "runs").glob("*/manifest.json"))  # nothing was launched, no run was opened

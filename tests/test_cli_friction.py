@@ -28,12 +28,15 @@ SMALL = ["--levels", "1", "--requests", "2", "--max-new-tokens", "8", "--time-sc
 @pytest.fixture()
 def grid_file(tmp_path: Path) -> Path:
     path = tmp_path / "small.toml"
-    path.write_text('name = "small"\ntemplate = "eagle3-topk4"\ntopk = [2]\nnum_steps = [1]\nnum_draft_tokens = [2, 4]\n')
+    path.write_text(
+        'name = "small"\ntemplate = "eagle3-topk4"\ntopk = [2]\nnum_steps = [1]\nnum_draft_tokens = [2, 4]\n'
+    )
     return path
 
 
-def test_refused_grid_points_are_named_and_nothing_is_launched_without_skip_refused(grid_file: Path,
-                                                                                    tmp_path: Path) -> None:
+def test_refused_grid_points_are_named_and_nothing_is_launched_without_skip_refused(
+    grid_file: Path, tmp_path: Path
+) -> None:
     runs = tmp_path / "runs"
     result = runner.invoke(app, ["bench", "baseline", "--grid", str(grid_file), *SMALL, "--runs-dir", str(runs)])
     assert result.exit_code == 2, result.output
@@ -46,8 +49,9 @@ def test_refused_grid_points_are_named_and_nothing_is_launched_without_skip_refu
 
 
 def test_skip_refused_measures_the_rest_and_keeps_the_crossovers(grid_file: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["bench", "baseline", "--grid", str(grid_file), "--skip-refused", *SMALL,
-                                 "--runs-dir", str(tmp_path)])
+    result = runner.invoke(
+        app, ["bench", "baseline", "--grid", str(grid_file), "--skip-refused", *SMALL, "--runs-dir", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     assert "grid small: small-t2-s1-d4: refused: " in result.stderr
     assert "measuring the other 1 (--skip-refused)" in result.stderr
@@ -57,8 +61,11 @@ def test_skip_refused_measures_the_rest_and_keeps_the_crossovers(grid_file: Path
 
 
 def test_a_grid_written_inline_is_the_same_grid(tmp_path: Path) -> None:
-    for inline in (GRID_KEYS, "{" + GRID_KEYS + "}",
-                   '{"template": "eagle3-topk4", "topk": [2], "num_steps": [1], "num_draft_tokens": [2, 4]}'):
+    for inline in (
+        GRID_KEYS,
+        "{" + GRID_KEYS + "}",
+        '{"template": "eagle3-topk4", "topk": [2], "num_steps": [1], "num_draft_tokens": [2, 4]}',
+    ):
         checked = runner.invoke(app, ["variants", "check", "--grid", inline])
         assert checked.exit_code == 2, checked.output  # its refused point, as with the file
         assert "grid eagle3-topk4: eagle3-topk4-t2-s1-d4: refused: " in checked.output
@@ -68,14 +75,16 @@ def test_a_grid_written_inline_is_the_same_grid(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "write the keys of a grid file as TOML, e.g. --grid 'template = " in bad.output
     missing = runner.invoke(app, ["variants", "check", "--grid", "no-such-grid"])
     assert missing.exit_code == 2 and "shipped grids: eagle3" in missing.output
-    assert "on the command line, the mapping written inline: --grid 'template = \"eagle3-topk4\"" in missing.output
+    assert 'on the command line, the mapping written inline: --grid \'template = "eagle3-topk4"' in missing.output
     assert not list(tmp_path.iterdir())
 
 
 def _verbs() -> list[list[str]]:
     """Every command path of the CLI (the root, each group, each command)."""
+
     def walk(command: object, path: list[str]) -> list[list[str]]:
         return [path, *[p for name, sub in getattr(command, "commands", {}).items() for p in walk(sub, [*path, name])]]
+
     return walk(typer.main.get_command(app), [])
 
 
@@ -101,16 +110,46 @@ def test_help_of_every_verb_has_no_bool_placeholder_and_no_ragged_wrap() -> None
         lines = out.splitlines()
         start = next(i for i, line in enumerate(lines) if "Usage:" in line)
         end = next((i for i, line in enumerate(lines) if line.startswith("╭")), len(lines))
-        problems += [f"{name}: {r}" for r in _ragged(lines[start + 1:end], width)]
+        problems += [f"{name}: {r}" for r in _ragged(lines[start + 1 : end], width)]
         assert "]...]..." not in out and "...}..." not in out, name  # a list argument's metavar said once
     assert not problems, "\n".join(problems)
 
 
 def test_one_option_name_per_concept_the_former_names_hidden_but_working() -> None:
-    new = runner.invoke(app, ["sim", "predict", "baseline", "--sim-profile", "seed-pcie-8gpu", "--levels", "1,2",
-                              "--requests", "4", "--max-new-tokens", "16", "--json"])
-    old = runner.invoke(app, ["sim", "predict", "baseline", "--profile", "seed-pcie-8gpu", "--concurrency-levels",
-                              "1,2", "--requests", "4", "--max-new-tokens", "16", "--json"])
+    new = runner.invoke(
+        app,
+        [
+            "sim",
+            "predict",
+            "baseline",
+            "--sim-profile",
+            "seed-pcie-8gpu",
+            "--levels",
+            "1,2",
+            "--requests",
+            "4",
+            "--max-new-tokens",
+            "16",
+            "--json",
+        ],
+    )
+    old = runner.invoke(
+        app,
+        [
+            "sim",
+            "predict",
+            "baseline",
+            "--profile",
+            "seed-pcie-8gpu",
+            "--concurrency-levels",
+            "1,2",
+            "--requests",
+            "4",
+            "--max-new-tokens",
+            "16",
+            "--json",
+        ],
+    )
     assert new.exit_code == 0 and new.output == old.output, (new.output, old.output)
     both = runner.invoke(app, ["sim", "predict", "baseline", "--levels", "1", "--concurrency-levels", "1"])
     assert both.exit_code == 2 and "--concurrency-levels is the former name of --levels" in both.output
@@ -123,8 +162,9 @@ def test_one_option_name_per_concept_the_former_names_hidden_but_working() -> No
         assert "--tp-size" in runner.invoke(app, [*verb, "--help"], terminal_width=200).output, verb
 
 
-def test_a_release_that_does_not_exist_gets_command_line_advice(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_release_that_does_not_exist_gets_command_line_advice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     offered = tmp_path / "index"  # an index (pip's --find-links folder) that offers one release, nothing fetched
     offered.mkdir()
     (offered / "sglang-0.5.9-py3-none-any.whl").write_bytes(b"")
@@ -145,8 +185,10 @@ def test_variants_check_checks_what_the_variants_report_checks_by_default() -> N
     assert REPORT_BASELINE == eval(declared["baseline"].default)
     result = runner.invoke(app, ["variants", "check"])
     assert result.exit_code == 0, result.output
-    assert f"checking the variants report's 6 variants ({', '.join(REPORT_VARIANTS)}) against baseline-cap48" \
+    assert (
+        f"checking the variants report's 6 variants ({', '.join(REPORT_VARIANTS)}) against baseline-cap48"
         in result.stderr
+    )
     findings = [line for line in result.stdout.splitlines() if line.startswith(("warning", "error"))]
     assert findings and all(" vs baseline-cap48 " in line for line in findings if " vs " in line)
     assert all(line.split()[1] in REPORT_VARIANTS for line in findings)
@@ -170,6 +212,7 @@ def test_one_time_scale_default_for_the_simulated_engine_everywhere() -> None:
             for node in ast.walk(ast.parse(cell.source)):
                 if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "time_scale" for t in node.targets):
                     assert isinstance(node.value, ast.Constant) and node.value.value is None, (
-                        f"{notebook.name}: time_scale = {ast.unparse(node.value)} overrides the engine's default")
+                        f"{notebook.name}: time_scale = {ast.unparse(node.value)} overrides the engine's default"
+                    )
     helped = " ".join(runner.invoke(app, ["bench", "--help"], terminal_width=200).output.replace("│", " ").split())
     assert f"(default {DEFAULT_SIM_TIME_SCALE:g}, as in the notebooks" in helped

@@ -159,11 +159,13 @@ def test_every_old_section_has_a_home(heading: str) -> None:
         assert (ROOT / page).is_file(), f"RENAMED sends {heading!r} to {page}, which does not exist: fix RENAMED"
         assert new in _headings((ROOT / page).read_text(encoding="utf-8")), (
             f"the section {heading!r} should live on as the heading {new!r} in {page}, which has no such heading: "
-            "restore it there, or record its new home in RENAMED")
+            "restore it there, or record its new home in RENAMED"
+        )
     else:
         assert heading in _all_headings(), (
             f"the section {heading!r} (README.md or docs/PERFORMANCE.md at {BEFORE}) has no heading of those words in "
-            "README.md or docs/*.md: give it a home and record a new title in RENAMED")
+            "README.md or docs/*.md: give it a home and record a new title in RENAMED"
+        )
 
 
 def test_the_recorded_headings_are_those_of_the_commit() -> None:
@@ -202,9 +204,14 @@ def test_every_relative_link_resolves() -> None:
 
 def test_every_docs_page_mentioned_exists() -> None:
     """A page named in prose (``docs/NAME.md``, not a link) exists too."""
-    missing = sorted({f"{page.relative_to(ROOT)}: docs/{name}" for page in _pages()
-                      for name in _PAGE_MENTION.findall(page.read_text(encoding="utf-8"))
-                      if not (ROOT / "docs" / name).is_file()})
+    missing = sorted(
+        {
+            f"{page.relative_to(ROOT)}: docs/{name}"
+            for page in _pages()
+            for name in _PAGE_MENTION.findall(page.read_text(encoding="utf-8"))
+            if not (ROOT / "docs" / name).is_file()
+        }
+    )
     assert not missing, "pages named that do not exist:\n" + "\n".join(missing)
 
 
@@ -219,8 +226,10 @@ def test_every_docs_page_is_reached_from_the_readme() -> None:
                 reached.add(file)
                 todo.append(file)
     unreached = sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.resolve() not in reached)
-    assert not unreached, (f"docs pages no link leads to from README.md: {unreached}; "
-                           "add each to the README's table of pages (or link it from a page that is)")
+    assert not unreached, (
+        f"docs pages no link leads to from README.md: {unreached}; "
+        "add each to the README's table of pages (or link it from a page that is)"
+    )
 
 
 def test_the_readme_is_a_front_door() -> None:
@@ -229,6 +238,7 @@ def test_the_readme_is_a_front_door() -> None:
     assert len(commands) == 2, "the README lost its section 'The two commands'"
     block = commands[1].split("```", 2)[1]
     assert re.search(r"^make report\b", block, re.M) and re.search(r"^make test\b", block, re.M), (
-        "'The two commands' must show `make report` and `make test` (CI's .ci/run calls `make test`)")
+        "'The two commands' must show `make report` and `make test` (CI's .ci/run calls `make test`)"
+    )
     lines = text.count("\n")
     assert lines <= 250, f"README.md has {lines} lines: it is a front door (about 200); move the manual into docs/"

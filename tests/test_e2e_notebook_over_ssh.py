@@ -30,11 +30,20 @@ def test_notebook_runs_against_an_ssh_host(sshd, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("WORKBENCH_SWEEPS_DIR", str(tmp_path / "sweeps"))
     runs_dir = tmp_path / "runs"
     result = run_notebook(
-        NOTEBOOK, out_dir=tmp_path / "reports",
-        parameters={"host": sshd.alias, "engine": "sim", "client": "host",
-                    "variants": ["baseline", "eagle3-topk4"], "concurrency_levels": [1, 4],
-                    "requests_per_level": 8, "max_new_tokens": 64, "time_scale": 5.0,
-                    "repeats": 1, "runs_dir": str(runs_dir)},
+        NOTEBOOK,
+        out_dir=tmp_path / "reports",
+        parameters={
+            "host": sshd.alias,
+            "engine": "sim",
+            "client": "host",
+            "variants": ["baseline", "eagle3-topk4"],
+            "concurrency_levels": [1, 4],
+            "requests_per_level": 8,
+            "max_new_tokens": 64,
+            "time_scale": 5.0,
+            "repeats": 1,
+            "runs_dir": str(runs_dir),
+        },
     )
     html = result.html.read_text()
     assert "<svg" in html and "SIMULATED" in html

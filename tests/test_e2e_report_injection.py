@@ -78,8 +78,15 @@ def _assert_safe(html: Path, *texts: str) -> None:
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    runs = wb.benchmark_variants(["baseline", "eagle3-topk4"], concurrency_levels=[1, 2], requests_per_level=2,
-                                 max_new_tokens=8, time_scale=8.0, runs_dir=str(root), progress=False)
+    runs = wb.benchmark_variants(
+        ["baseline", "eagle3-topk4"],
+        concurrency_levels=[1, 2],
+        requests_per_level=2,
+        max_new_tokens=8,
+        time_scale=8.0,
+        runs_dir=str(root),
+        progress=False,
+    )
     return root, runs
 
 
@@ -89,13 +96,28 @@ def test_spec_vs_baseline_shows_hostile_stored_names_as_text(measured, tmp_path)
     old.mkdir()
     hostile_baseline = _rename_run(baseline, old, variant=IMG, host=f"{SCRIPT} {LINK}")
     manifest = json.loads((hostile_baseline / "manifest.json").read_text())
-    manifest["fleet_units"] = [{"label": f"{IMG} repeat 1/1", "repeat": 0, "host": "10.0.0.5", "hostname": SCRIPT,
-                                "gpus": "0,1", "co_tenants": [LINK], "duration_s": 4.0, "error": None,
-                                "outcome": "failed", "failure_kind": "killed", "failure": f"BenchmarkError: {FLEET}"}]
+    manifest["fleet_units"] = [
+        {
+            "label": f"{IMG} repeat 1/1",
+            "repeat": 0,
+            "host": "10.0.0.5",
+            "hostname": SCRIPT,
+            "gpus": "0,1",
+            "co_tenants": [LINK],
+            "duration_s": 4.0,
+            "error": None,
+            "outcome": "failed",
+            "failure_kind": "killed",
+            "failure": f"BenchmarkError: {FLEET}",
+        }
+    ]
     (hostile_baseline / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "reports"
-    result = wb.run_notebook(NOTEBOOKS / "spec_vs_baseline.ipynb", out_dir=out, parameters={
-        "from_runs": [str(hostile_baseline), str(spec)], "runs_dir": str(root)})
+    result = wb.run_notebook(
+        NOTEBOOKS / "spec_vs_baseline.ipynb",
+        out_dir=out,
+        parameters={"from_runs": [str(hostile_baseline), str(spec)], "runs_dir": str(root)},
+    )
     _assert_safe(result.html, IMG, f"{SCRIPT} {LINK}", f"BenchmarkError: {FLEET}")
     assert "Where each unit ran" in result.html.read_text()
 
@@ -103,8 +125,11 @@ def test_spec_vs_baseline_shows_hostile_stored_names_as_text(measured, tmp_path)
 def _import(tmp_path: Path, fixture: str, variant: str, *, attention_backend: str | None) -> Path:
     """``fixture`` (a bench_serving JSONL) imported as ``variant`` by ``workbench import``, with a hostile
     tag and, when given, a recorded ``attention_backend``; the stored run's directory."""
-    records = [json.loads(line) for line in (FIXTURES / "imports/bench_serving" / fixture)
-               .read_text().splitlines() if line.strip()]
+    records = [
+        json.loads(line)
+        for line in (FIXTURES / "imports/bench_serving" / fixture).read_text().splitlines()
+        if line.strip()
+    ]
     for r in records:
         r["tag"] = TAG
         if attention_backend is not None:
@@ -125,8 +150,15 @@ def test_spec_vs_baseline_shows_imported_fields_as_text(tmp_path) -> None:
     base = _import(tmp_path, "bs059_baseline_details.jsonl", "imported-base", attention_backend="fa3")
     spec = _import(tmp_path, "bs059_eagle3.jsonl", "imported-spec", attention_backend=SERVER_INFO)
     out = tmp_path / "reports"
-    result = wb.run_notebook(NOTEBOOKS / "spec_vs_baseline.ipynb", out_dir=out, parameters={
-        "from_runs": [str(base), str(spec)], "baseline": "imported-base", "runs_dir": str(tmp_path / "imported")})
+    result = wb.run_notebook(
+        NOTEBOOKS / "spec_vs_baseline.ipynb",
+        out_dir=out,
+        parameters={
+            "from_runs": [str(base), str(spec)],
+            "baseline": "imported-base",
+            "runs_dir": str(tmp_path / "imported"),
+        },
+    )
     _assert_safe(result.html, SERVER_INFO)
 
 
@@ -138,10 +170,14 @@ def test_variants_report_shows_a_variant_files_markup_as_text(tmp_path) -> None:
         f"model_path = {json.dumps(IMG)}\n"
         'draft_model_path = "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"\n'
         "[flags]\n"
-        f"speculative-algorithm = {json.dumps(SERVER_INFO)}\n")
+        f"speculative-algorithm = {json.dumps(SERVER_INFO)}\n"
+    )
     out = tmp_path / "reports"
-    result = wb.run_notebook(NOTEBOOKS / "variants.ipynb", out_dir=out, parameters={
-        "variants": ["baseline", str(variant)], "baseline": "baseline", "sglang_version": "0.5.9"})
+    result = wb.run_notebook(
+        NOTEBOOKS / "variants.ipynb",
+        out_dir=out,
+        parameters={"variants": ["baseline", str(variant)], "baseline": "baseline", "sglang_version": "0.5.9"},
+    )
     _assert_safe(result.html, IMG, SCRIPT, SERVER_INFO)
 
 
@@ -163,8 +199,11 @@ def test_inspect_source_report_shows_a_trees_markup_path_as_text(tmp_path) -> No
     (tree / "srt").mkdir(parents=True)
     (tree / "srt" / "utils.py").write_text("def get_alloc_len_per_decode(x):\n    return x\n")
     out = tmp_path / "reports"
-    result = wb.run_notebook(NOTEBOOKS / "inspect_source.ipynb", out_dir=out, parameters={
-        "sglang_versions": ["0.5.9"], "history_versions": ["0.5.9"], "tree": str(tree)})
+    result = wb.run_notebook(
+        NOTEBOOKS / "inspect_source.ipynb",
+        out_dir=out,
+        parameters={"sglang_versions": ["0.5.9"], "history_versions": ["0.5.9"], "tree": str(tree)},
+    )
     _assert_safe(result.html, IMG)
 
 

@@ -34,9 +34,14 @@ def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     runs = tmp_path_factory.mktemp("runs")
     result = run_notebook(
-        NOTEBOOK, out_dir=out,
-        parameters={"variants": ["baseline", "eagle3-topk4"], "concurrency_levels": LEVELS,  # time_scale: the
-                    "runs_dir": str(runs), "repeats": 2},  # notebook's simulator default (8), checked below
+        NOTEBOOK,
+        out_dir=out,
+        parameters={
+            "variants": ["baseline", "eagle3-topk4"],
+            "concurrency_levels": LEVELS,  # time_scale: the
+            "runs_dir": str(runs),
+            "repeats": 2,
+        },  # notebook's simulator default (8), checked below
     )
     run_dirs = sorted(p.parent for p in runs.glob("*/manifest.json"))
     return result, {load_run(p).manifest["variant"]: load_run(p) for p in run_dirs}
@@ -50,8 +55,15 @@ def test_report_files_and_manifests(report) -> None:
     assert "<svg" in html and "SIMULATED" in html and "crossover" in html.lower()
     assert "n=2" in html and "95%" in html  # figures carry n and their interval
     stems = {p.stem for p in result.charts}
-    assert {"throughput", "per_request", "ratio_eagle3-topk4", "accept_length", "latency_ttft", "latency_tpot",
-            "latency_e2e"} <= stems
+    assert {
+        "throughput",
+        "per_request",
+        "ratio_eagle3-topk4",
+        "accept_length",
+        "latency_ttft",
+        "latency_tpot",
+        "latency_e2e",
+    } <= stems
     # the baseline keeps overlap scheduling on, spec v1 turns it off: said in the report, not only in `variants check`
     assert "Comparability of each pair" in html and "overlap scheduling" in html and "NOT LIKE-FOR-LIKE" in html
     for run in runs.values():
@@ -64,8 +76,9 @@ def test_report_files_and_manifests(report) -> None:
         assert m["plan"]["requests_per_level"] == [max(16, 2 * c) for c in LEVELS]
         repeats = m["plan"]["repeats"]
         assert repeats == 2
-        assert sorted(zip(run.levels["concurrency"], run.levels["repeat"])) == [(c, r) for c in LEVELS
-                                                                               for r in range(repeats)]
+        assert sorted(zip(run.levels["concurrency"], run.levels["repeat"])) == [
+            (c, r) for c in LEVELS for r in range(repeats)
+        ]
         assert run.levels["simulated"].all() and (run.levels["failed"] == 0).all()
         assert m["status"] == "complete" and len(m["units_completed"]) == len(LEVELS) * repeats
 
@@ -91,8 +104,12 @@ def test_throughput_matches_calibration_and_offline_prediction(report) -> None:
     base = runs["baseline"].levels.groupby("concurrency").mean(numeric_only=True)  # means over repeats
     eagle = runs["eagle3-topk4"].levels.groupby("concurrency").mean(numeric_only=True)
     # Concurrency 1: the measured figures the profile is calibrated to.
-    assert base.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["baseline_c1_per_request_tok_s"], rel=tol)
-    assert eagle.loc[1, "mean_per_request_tok_s"] == pytest.approx(profile.calibration["eagle3_c1_per_request_tok_s"], rel=tol)
+    assert base.loc[1, "mean_per_request_tok_s"] == pytest.approx(
+        profile.calibration["baseline_c1_per_request_tok_s"], rel=tol
+    )
+    assert eagle.loc[1, "mean_per_request_tok_s"] == pytest.approx(
+        profile.calibration["eagle3_c1_per_request_tok_s"], rel=tol
+    )
     # Real-time HTTP measurement vs the same engine on a virtual clock.
     from workbench.bench._prompts import load_prompts
     from workbench.sim._text import TextModel

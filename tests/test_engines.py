@@ -10,8 +10,16 @@ from typer.testing import CliRunner
 
 from workbench import benchmark_variant
 from workbench.cli import app
-from workbench.engines import (DEFAULT_SIM_TIME_SCALE, ENGINES, Engine, SGLangEngine, SimEngine, engine_names,
-                               get_engine, resolve_engine)
+from workbench.engines import (
+    DEFAULT_SIM_TIME_SCALE,
+    ENGINES,
+    Engine,
+    SGLangEngine,
+    SimEngine,
+    engine_names,
+    get_engine,
+    resolve_engine,
+)
 from workbench.errors import ConfigError
 from workbench.hosts import LocalHost, SSHHost
 from workbench.servers import ServerHandle
@@ -66,13 +74,20 @@ def test_sim_launch_command_and_defaults() -> None:
     v = load_variant(PATCHED)
     argv = SIM.launch_argv(v, python="py", port=31000, options={"time-scale": 4, "seed": None})
     assert argv[:3] == ["py", "-m", "workbench.sim"]
-    assert argv[3:3 + len(v.server_flags())] == v.server_flags()
+    assert argv[3 : 3 + len(v.server_flags())] == v.server_flags()
     assert v.sglang_version is None  # its base names the release; no target version to pass on
-    assert argv[-8:] == ["--host", "127.0.0.1", "--port", "31000", "--sim-spec-off-above", "8",
-                         "--sim-time-scale", "4"]  # the variant's sim_policy, then the options; None left out
+    assert argv[-8:] == [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "31000",
+        "--sim-spec-off-above",
+        "8",
+        "--sim-time-scale",
+        "4",
+    ]  # the variant's sim_policy, then the options; None left out
     assert SIM.launch_argv(load_variant("eagle3-topk4"), python="py", port=1)[-2:] == ["--sim-sglang-version", "0.5.9"]
-    assert SIM.launch_argv(v, python="py", port=1, options={"spec-off-above": 2})[-2:] == ["--sim-spec-off-above",
-                                                                                             "2"]
+    assert SIM.launch_argv(v, python="py", port=1, options={"spec-off-above": 2})[-2:] == ["--sim-spec-off-above", "2"]
     assert SIM.time_scale(None) == DEFAULT_SIM_TIME_SCALE == 8.0 and SIM.time_scale(4) == 4.0
     assert SIM.time_scale(0.5) == 0.5  # its range is the sweep plan's one check (test_bench_plan.py)
     assert SIM.launch_options(profile="p", time_scale=2.0, seed=3) == {"profile": "p", "time-scale": 2.0, "seed": 3}
@@ -85,8 +100,16 @@ def test_sim_launch_command_and_defaults() -> None:
 def test_sglang_launch_command_and_defaults() -> None:
     v = load_variant(PATCHED)
     argv = SGLANG.launch_argv(v, python="/env/bin/python", port=30000, listen_host="0.0.0.0")
-    assert argv == ["/env/bin/python", "-m", "sglang.launch_server", *v.server_flags(), "--host", "0.0.0.0",
-                    "--port", "30000"]
+    assert argv == [
+        "/env/bin/python",
+        "-m",
+        "sglang.launch_server",
+        *v.server_flags(),
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "30000",
+    ]
     with pytest.raises(ConfigError, match="sim_options apply only to the simulated engine"):
         SGLANG.launch_argv(v, python="py", port=1, options={"time-scale": 2})
     assert SGLANG.time_scale(None) == 1.0 and SGLANG.time_scale(1) == 1.0
@@ -129,14 +152,23 @@ def test_store_labels_come_from_the_engine(tmp_path) -> None:
 
 def test_localhost_starts_the_simulator(tmp_path) -> None:
     # benchmark_variant(host="localhost") once picked sglang while ServerHandle.start picked the simulator.
-    run_dir = benchmark_variant("baseline", host="localhost", concurrency_levels=[1], requests_per_level=2,
-                                max_new_tokens=8, time_scale=20.0, progress=False, runs_dir=tmp_path)
+    run_dir = benchmark_variant(
+        "baseline",
+        host="localhost",
+        concurrency_levels=[1],
+        requests_per_level=2,
+        max_new_tokens=8,
+        time_scale=20.0,
+        progress=False,
+        runs_dir=tmp_path,
+    )
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["engine"] == "sim" and manifest["simulated"] is True
     assert manifest["client_location"] == "local" and "workbench.sim" in manifest["launch_command"]
     assert manifest["plan"]["unique_prompts"] is False and manifest["time_scale"] == 20.0
-    with ServerHandle.start(load_variant("baseline"), host="localhost", python=sys.executable,
-                            sim_options={"time-scale": 20}) as server:
+    with ServerHandle.start(
+        load_variant("baseline"), host="localhost", python=sys.executable, sim_options={"time-scale": 20}
+    ) as server:
         assert server.engine is SIM and server.command[1:3] == ["-m", "workbench.sim"]
         assert "sim" in repr(server)
 
@@ -154,7 +186,7 @@ def test_a_variant_for_a_later_release_runs_on_the_simulator_under_its_rules() -
 
     v = load_variant("adaptive")  # written for 0.5.12: --speculative-adaptive is not a 0.5.9 flag
     argv = SIM.launch_argv(v, python="py", port=1)
-    config = parse_server_args(argv[3:argv.index("--host")] + argv[argv.index("--sim-sglang-version"):])
+    config = parse_server_args(argv[3 : argv.index("--host")] + argv[argv.index("--sim-sglang-version") :])
     assert config.sglang_version == "0.5.12" and config.args["speculative_adaptive"]
     assert rules_version_for("0.5.14") == "0.5.12" and rules_version_for("0.5.23") == "0.5.23"
     with pytest.raises(ConfigError, match="older than every version the simulator emulates"):
@@ -166,6 +198,7 @@ def test_a_variant_for_a_later_release_runs_on_the_simulator_under_its_rules() -
 class _ReplayEngine(Engine):
     """A second engine, as a test writes one: it states what it does and answers the methods, nothing about
     SGLang's code (``runs_variant_tree`` keeps the protocol's default) and no sentence but its name."""
+
     name, called, description, simulated = "replay", "the replay engine", "replays a recorded server", True
     launch_module, uploads_workbench, ready_timeout_s = "replay.serve", False, 5.0
     default_repeats, unique_prompts, reads_weights, wants_gpus = 1, False, False, False
@@ -193,13 +226,27 @@ def test_a_second_engine_needs_no_answer_about_sglang_and_gets_its_own_sentences
     v = load_variant(PATCHED)
     assert not replay.runs_variant_tree and replay == _ReplayEngine() and replay != SIM
     assert replay.launch_argv(v, python="py", port=7, options={"seed": 1}) == [
-        "py", "-m", "replay.serve", *v.server_flags(), "--host", "127.0.0.1", "--port", "7", "--seed=1"]
+        "py",
+        "-m",
+        "replay.serve",
+        *v.server_flags(),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "7",
+        "--seed=1",
+    ]
     facts = HostFacts("h", {"/models/llama": {"exists": False, "kib": None}}, None, None)
     found = judge_resources(Variant("v", "/models/llama"), facts, engine=replay)
     assert [(f.check, f.severity, f.problem) for f in found] == [
-        ("path-missing", "warning", "/models/llama does not exist on host 'h' (the replay engine does not read it, "
-                                    "so the run itself will work)."),
-        ("gpu-skipped", "info", "GPU memory not checked: the replay engine needs no GPU.")]
+        (
+            "path-missing",
+            "warning",
+            "/models/llama does not exist on host 'h' (the replay engine does not read it, "
+            "so the run itself will work).",
+        ),
+        ("gpu-skipped", "info", "GPU memory not checked: the replay engine needs no GPU."),
+    ]
     prov = PreparedLaunch(v, v, replay, "h", []).provenance(server_info={"version": "0.5.9"}, launch_command=None)
     assert prov["engine_runs_sglang_code"] is False and prov["sim_stand_in"] == "a recording stands in"
     assert prov["sglang_version_meaning"] == "the SGLang version whose HTTP API the replay engine emulates"
@@ -212,10 +259,13 @@ def test_the_findings_say_what_they_said_when_the_engine_held_the_sentences() ->
 
     facts = HostFacts("gpu1", {}, None, None)
     hub = judge_resources(Variant("v", "org/model"), facts, engine=SGLANG)
-    assert hub[0].problem == ("'org/model' looks like a hub id, not a path, so it is not checked on 'gpu1' "
-                              "(the server downloads it into the Hugging Face cache).")
+    assert hub[0].problem == (
+        "'org/model' looks like a hub id, not a path, so it is not checked on 'gpu1' "
+        "(the server downloads it into the Hugging Face cache)."
+    )
     assert judge_resources(Variant("v", "org/model"), facts, engine=SIM)[1].problem == (
-        "GPU memory not checked: the simulated engine needs no GPU.")
+        "GPU memory not checked: the simulated engine needs no GPU."
+    )
     v = load_variant(PATCHED)
     prov = PreparedLaunch(v, v, SIM, "local", []).provenance(server_info={"version": "0.5.9"}, launch_command=None)
     assert prov["patches"][0]["note"] == "not applied: the simulated engine runs no SGLang code"

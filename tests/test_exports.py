@@ -64,9 +64,12 @@ def test_face_exports_exactly_its_all(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:  # every exported name resolves (imports its private module)
         assert getattr(module, name) is not None, name
-    public = {n for n in dir(module) if not n.startswith("_")
-              and not (isinstance(getattr(module, n), types.ModuleType) and n in PUBLIC_MODULES | ROOT_LEAVES
-                       | set(PACKAGES))}
+    public = {
+        n
+        for n in dir(module)
+        if not n.startswith("_")
+        and not (isinstance(getattr(module, n), types.ModuleType) and n in PUBLIC_MODULES | ROOT_LEAVES | set(PACKAGES))
+    }
     assert sorted(module.__all__) == sorted(public)
     assert list(module.__all__) == sorted(module.__all__)
 
@@ -85,8 +88,7 @@ def test_static_tools_see_the_same_face(package: str) -> None:
         assert isinstance(node, ast.ImportFrom), ast.unparse(node)
         for alias in node.names:
             assert alias.asname == alias.name or (node.module == package and alias.asname), ast.unparse(node)
-            seen[alias.asname or alias.name] = (f"{node.module}.{alias.name}" if node.module == package
-                                                else node.module)
+            seen[alias.asname or alias.name] = f"{node.module}.{alias.name}" if node.module == package else node.module
     if package == "workbench":  # the root names packages' faces
         tables = {n: m for n, m in tables.items()}
     assert seen == tables, "run tools/sync_faces.py to rewrite the block from the tables"
@@ -143,9 +145,11 @@ def _parse(text: str) -> ast.Module:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return any(isinstance(n, (ast.Name, ast.Attribute)) and (getattr(n, "id", None) == "TYPE_CHECKING"
-                                                            or getattr(n, "attr", None) == "TYPE_CHECKING")
-               for n in ast.walk(test))
+    return any(
+        isinstance(n, (ast.Name, ast.Attribute))
+        and (getattr(n, "id", None) == "TYPE_CHECKING" or getattr(n, "attr", None) == "TYPE_CHECKING")
+        for n in ast.walk(test)
+    )
 
 
 def _imports(path: Path, name: str, modules: dict[str, Path]) -> list[Import]:
@@ -176,14 +180,16 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> list[Import]:
             return ["workbench", *reversed(parts)]
         return None
 
-    bound_root = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "workbench" and a.asname is None
-                                                       for a in n.names) for n in ast.walk(tree))
+    bound_root = any(
+        isinstance(n, ast.Import) and any(a.name.split(".")[0] == "workbench" and a.asname is None for a in n.names)
+        for n in ast.walk(tree)
+    )
 
     def visit(node: ast.AST, level: bool, typed: bool) -> None:
         if isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if node.level:
-                base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
                 module = ".".join([*base, *([module] if module else [])])
             add(node, module, tuple(a.name for a in node.names), level, typed)
             return
@@ -191,8 +197,12 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> list[Import]:
             for alias in node.names:
                 add(node, alias.name, (), level, typed)
             return
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if called in {"import_module", "__import__"}:
@@ -201,7 +211,7 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> list[Import]:
             chain = attribute_chain(node)
             if chain is not None:
                 cut = max(i for i in range(1, len(chain) + 1) if ".".join(chain[:i]) in modules)
-                add(node, ".".join(chain[:cut]), tuple(chain[cut:cut + 1]), level, typed)
+                add(node, ".".join(chain[:cut]), tuple(chain[cut : cut + 1]), level, typed)
                 return
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.body:
@@ -229,10 +239,15 @@ _PRIVATE_LEAVES = {"workbench._faces", "workbench._version"}
 
 def _is_private(imp: Import) -> bool:
     """The import names a private module or a private name (``_x``; dunders such as ``__version__`` are not)."""
+
     def private(part: str) -> bool:
         return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
-    return (any(private(p) for p in imp.module.split(".")[1:]) and imp.module not in _PRIVATE_LEAVES
-            or any(private(n) for n in imp.names))
+
+    return (
+        any(private(p) for p in imp.module.split(".")[1:])
+        and imp.module not in _PRIVATE_LEAVES
+        or any(private(n) for n in imp.names)
+    )
 
 
 def _rel(path: Path, tree: Path) -> str:
@@ -263,7 +278,8 @@ def public_modules_behind_faces(tree: Path) -> list[str]:
             parts = path.relative_to(tree / "workbench" / package).with_suffix("").parts
             folders, stem = parts[:-1], parts[-1]
             if any(not f.startswith("_") for f in folders) or (
-                    not folders and stem not in PUBLIC_MODULES and not stem.startswith("_")):
+                not folders and stem not in PUBLIC_MODULES and not stem.startswith("_")
+            ):
                 found.append(_rel(path, tree))
     return found
 
@@ -282,8 +298,11 @@ def _names_an_engine(node: ast.expr) -> bool:
 
 def engine_name_comparisons(tree: Path) -> list[str]:
     """Rule 5: no comparison (``==``, ``!=``, ``in``, ``not in``, ``is``) with an engine's name outside engines/."""
-    files = [p for p in sorted((tree / "workbench").rglob("*.py"))
-             if "engines" not in p.relative_to(tree / "workbench").parts]
+    files = [
+        p
+        for p in sorted((tree / "workbench").rglob("*.py"))
+        if "engines" not in p.relative_to(tree / "workbench").parts
+    ]
     files += list(_scripts(tree).values())
     found = []
     for path in files:
@@ -313,10 +332,31 @@ ALLOWED: dict[str, set[str]] = {
     "charts": {"analysis"},
     "calibration": {"analysis", "hosts", "sim"},
     "imports": {"bench", "engines", "names", "store"},
-    "studies": {"analysis", "calibration", "charts", "engines", "markup", "releases", "report", "sim", "store",
-                "variants"},
-    "sweeps": {"analysis", "bench", "charts", "engines", "hosts", "names", "report", "servers", "store", "studies",
-               "variants"},
+    "studies": {
+        "analysis",
+        "calibration",
+        "charts",
+        "engines",
+        "markup",
+        "releases",
+        "report",
+        "sim",
+        "store",
+        "variants",
+    },
+    "sweeps": {
+        "analysis",
+        "bench",
+        "charts",
+        "engines",
+        "hosts",
+        "names",
+        "report",
+        "servers",
+        "store",
+        "studies",
+        "variants",
+    },
 }
 _LEAVES = {"workbench.errors", "workbench.paths", "workbench.gitinfo", "workbench._faces", "workbench._version"}
 #: What a package may take from the root face itself: the leaf modules, by name (``from workbench import paths``).
@@ -333,8 +373,12 @@ def disallowed_imports(tree: Path) -> list[str]:
         if name in ("workbench.cli", "workbench.__main__"):  # the command, and `python -m workbench` running it
             continue
         for imp in _imports(path, name, modules):
-            if name == "workbench" and imp.type_only and _owner(imp.module, packages) != "workbench" \
-                    and imp.module.count(".") == 1:
+            if (
+                name == "workbench"
+                and imp.type_only
+                and _owner(imp.module, packages) != "workbench"
+                and imp.module.count(".") == 1
+            ):
                 continue  # the root face names each package's face for type checkers
             where = f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
             if imp.module in _LEAVES or (imp.module == "workbench" and set(imp.names) <= _ROOT_NAMES):
@@ -381,44 +425,64 @@ def upward_imports(tree: Path) -> list[str]:
             target = _owner(imp.module, packages)
             where = f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
             if target == "workbench":
-                leaf = imp.module in _LEAVES or (imp.module == "workbench" and imp.names
-                                                 and set(imp.names) <= ROOT_LEAVES - {"cli"})
+                leaf = imp.module in _LEAVES or (
+                    imp.module == "workbench" and imp.names and set(imp.names) <= ROOT_LEAVES - {"cli"}
+                )
                 if not leaf:
                     found.append(where + " (the root's face, above every layer)")
             elif target != home and _layer(target.split(".")[1]) >= _layer(home.split(".")[1]):
-                found.append(where + f" (layer {_layer(target.split('.')[1])} from layer "
-                             f"{_layer(home.split('.')[1])})")
+                found.append(where + f" (layer {_layer(target.split('.')[1])} from layer {_layer(home.split('.')[1])})")
     return found
 
 
 #: What launches a server or a sweep, or writes a run: a study never imports these (nor sweeps, servers, bench).
-_LAUNCHING = {"workbench.store": {"new_run", "open_run", "finish_run", "save_level", "RunWriter", "save_imported_run",
-                                  "delete_run", "label_run", "sweep_in_flight"},
-              "workbench.variants": {"prepare_launch"}}
+_LAUNCHING = {
+    "workbench.store": {
+        "new_run",
+        "open_run",
+        "finish_run",
+        "save_level",
+        "RunWriter",
+        "save_imported_run",
+        "delete_run",
+        "label_run",
+        "sweep_in_flight",
+    },
+    "workbench.variants": {"prepare_launch"},
+}
 _LAUNCHERS = {"workbench.sweeps", "workbench.servers", "workbench.bench", "workbench.hosts"}
 
 
 def study_launches(tree: Path) -> list[str]:
     """A study never launches or writes a run."""
     packages, modules = _packages(tree), _modules(tree)
-    return [f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
-            for name, path in modules.items() if _owner(name, packages) == "workbench.studies"
-            for imp in _imports(path, name, modules)
-            if _owner(imp.module, packages) in _LAUNCHERS or set(imp.names) & _LAUNCHING.get(imp.module, set())]
+    return [
+        f"{_rel(path, tree)}:{imp.line} imports {imp.module} {list(imp.names)}"
+        for name, path in modules.items()
+        if _owner(name, packages) == "workbench.studies"
+        for imp in _imports(path, name, modules)
+        if _owner(imp.module, packages) in _LAUNCHERS or set(imp.names) & _LAUNCHING.get(imp.module, set())
+    ]
 
 
 def stray_root_modules(tree: Path) -> list[str]:
     """The package root holds exactly ROOT_MODULES (the face, the command, the shared leaves, the face helper):
     a module beside them is reported, and so is one of them gone (moved away, or into a folder)."""
     present = {p.stem for p in (tree / "workbench").glob("*.py")}
-    return sorted([f"{m}.py (not a root module)" for m in present - ROOT_MODULES]
-                  + [f"{m}.py (missing from the root)" for m in ROOT_MODULES - present])
+    return sorted(
+        [f"{m}.py (not a root module)" for m in present - ROOT_MODULES]
+        + [f"{m}.py (missing from the root)" for m in ROOT_MODULES - present]
+    )
 
 
 CHECKS: dict[str, Callable[[Path], list[str]]] = {
-    "face_reaches": face_reaches, "public_modules_behind_faces": public_modules_behind_faces,
-    "engine_name_comparisons": engine_name_comparisons, "disallowed_imports": disallowed_imports,
-    "study_launches": study_launches, "stray_root_modules": stray_root_modules, "upward_imports": upward_imports,
+    "face_reaches": face_reaches,
+    "public_modules_behind_faces": public_modules_behind_faces,
+    "engine_name_comparisons": engine_name_comparisons,
+    "disallowed_imports": disallowed_imports,
+    "study_launches": study_launches,
+    "stray_root_modules": stray_root_modules,
+    "upward_imports": upward_imports,
 }
 
 
@@ -443,8 +507,9 @@ def test_the_documented_layers_are_these() -> None:
     block = re.search(r"```\n *layers:[^\n]*\n(.*?) *```", text, re.S)
     assert block, "docs/ARCHITECTURE.md has no layers: block"
     drawn = [line.split() for line in block.group(1).splitlines() if line.strip()]
-    assert [(int(row[0]), set(row[1:])) for row in drawn] == [(i, layer) for i, layer in reversed(
-        list(enumerate(LAYERS)))]
+    assert [(int(row[0]), set(row[1:])) for row in drawn] == [
+        (i, layer) for i, layer in reversed(list(enumerate(LAYERS)))
+    ]
 
 
 def test_every_white_box_benchmark_exists() -> None:
@@ -454,56 +519,113 @@ def test_every_white_box_benchmark_exists() -> None:
 # -- planted breaks: each must be caught ------------------------------------------------------------
 #: (check, file, text appended to it) -- each a rule break the check must find.
 PLANTED = {
-    "relative import of a private module": ("face_reaches", "workbench/engines/_base.py",
-                                            "from ..hosts._resolve import get_host\n"),
-    "relative import of a disallowed package": ("disallowed_imports", "workbench/hosts/_base.py",
-                                                "from ..servers import ServerHandle\n"),
-    "importlib of a private module": ("face_reaches", "workbench/analysis/_policy.py",
-                                      "def _late():\n    import importlib\n"
-                                      "    return importlib.import_module('workbench.hosts._resolve')\n"),
-    "importlib of a disallowed package": ("disallowed_imports", "workbench/analysis/_policy.py",
-                                          "from importlib import import_module\n_s = import_module('workbench.servers')\n"),
-    "TYPE_CHECKING import of a disallowed package": ("disallowed_imports", "workbench/analysis/_policy.py",
-                                                     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                                     "    from workbench.servers import ServerHandle\n"),
-    "TYPE_CHECKING import running up a layer": ("upward_imports", "workbench/engines/_base.py",
-                                                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                                "    from workbench.variants import Variant\n"),
-    "the version read from the root's face": ("upward_imports", "workbench/store/_runs.py",
-                                              "def _late():\n    from workbench import __version__\n"
-                                              "    return __version__\n"),
-    "import workbench for an attribute of the face": ("upward_imports", "workbench/servers/_registry.py",
-                                                      "import workbench\n_V = workbench.__version__\n"),
-    "an import across a layer": ("upward_imports", "workbench/sim/_spec.py",
-                                 "def _late():\n    from workbench.servers import ServerHandle\n"),
-    "TYPE_CHECKING import of a private module": ("face_reaches", "workbench/charts/_tradeoff.py",
-                                                 "import typing\nif typing.TYPE_CHECKING:\n"
-                                                 "    from workbench.analysis._policy import Tier\n"),
-    "import workbench, then workbench.servers": ("disallowed_imports", "workbench/analysis/_policy.py",
-                                                 "import workbench\n\ndef _late():\n"
-                                                 "    return workbench.servers.ServerHandle\n"),
-    "import workbench, then a private module": ("face_reaches", "workbench/charts/_tradeoff.py",
-                                                "import workbench.analysis\n_t = workbench.analysis._policy.Tier\n"),
-    "import workbench, then the root's glue": ("disallowed_imports", "workbench/charts/_tradeoff.py",
-                                               "import workbench\n_f = workbench.benchmark_variants\n"),
-    "engine name compared with !=": ("engine_name_comparisons", "workbench/bench/_plan.py",
-                                     "def _odd(engine):\n    return engine != 'sim'\n"),
-    "engine name compared with in": ("engine_name_comparisons", "workbench/store/_runs.py",
-                                     "def _odd(name):\n    return name in {'sim', 'sglang'}\n"),
-    "engine name compared in a benchmark": ("engine_name_comparisons", "benchmarks/cli_startup.py",
-                                            "_SIM = 'sglang' == __name__\n"),
+    "relative import of a private module": (
+        "face_reaches",
+        "workbench/engines/_base.py",
+        "from ..hosts._resolve import get_host\n",
+    ),
+    "relative import of a disallowed package": (
+        "disallowed_imports",
+        "workbench/hosts/_base.py",
+        "from ..servers import ServerHandle\n",
+    ),
+    "importlib of a private module": (
+        "face_reaches",
+        "workbench/analysis/_policy.py",
+        "def _late():\n    import importlib\n    return importlib.import_module('workbench.hosts._resolve')\n",
+    ),
+    "importlib of a disallowed package": (
+        "disallowed_imports",
+        "workbench/analysis/_policy.py",
+        "from importlib import import_module\n_s = import_module('workbench.servers')\n",
+    ),
+    "TYPE_CHECKING import of a disallowed package": (
+        "disallowed_imports",
+        "workbench/analysis/_policy.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from workbench.servers import ServerHandle\n",
+    ),
+    "TYPE_CHECKING import running up a layer": (
+        "upward_imports",
+        "workbench/engines/_base.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from workbench.variants import Variant\n",
+    ),
+    "the version read from the root's face": (
+        "upward_imports",
+        "workbench/store/_runs.py",
+        "def _late():\n    from workbench import __version__\n    return __version__\n",
+    ),
+    "import workbench for an attribute of the face": (
+        "upward_imports",
+        "workbench/servers/_registry.py",
+        "import workbench\n_V = workbench.__version__\n",
+    ),
+    "an import across a layer": (
+        "upward_imports",
+        "workbench/sim/_spec.py",
+        "def _late():\n    from workbench.servers import ServerHandle\n",
+    ),
+    "TYPE_CHECKING import of a private module": (
+        "face_reaches",
+        "workbench/charts/_tradeoff.py",
+        "import typing\nif typing.TYPE_CHECKING:\n    from workbench.analysis._policy import Tier\n",
+    ),
+    "import workbench, then workbench.servers": (
+        "disallowed_imports",
+        "workbench/analysis/_policy.py",
+        "import workbench\n\ndef _late():\n    return workbench.servers.ServerHandle\n",
+    ),
+    "import workbench, then a private module": (
+        "face_reaches",
+        "workbench/charts/_tradeoff.py",
+        "import workbench.analysis\n_t = workbench.analysis._policy.Tier\n",
+    ),
+    "import workbench, then the root's glue": (
+        "disallowed_imports",
+        "workbench/charts/_tradeoff.py",
+        "import workbench\n_f = workbench.benchmark_variants\n",
+    ),
+    "engine name compared with !=": (
+        "engine_name_comparisons",
+        "workbench/bench/_plan.py",
+        "def _odd(engine):\n    return engine != 'sim'\n",
+    ),
+    "engine name compared with in": (
+        "engine_name_comparisons",
+        "workbench/store/_runs.py",
+        "def _odd(name):\n    return name in {'sim', 'sglang'}\n",
+    ),
+    "engine name compared in a benchmark": (
+        "engine_name_comparisons",
+        "benchmarks/cli_startup.py",
+        "_SIM = 'sglang' == __name__\n",
+    ),
     "public module in a nested package": ("public_modules_behind_faces", "workbench/sim/kernels/fast.py", "X = 1\n"),
     "public module behind a face": ("public_modules_behind_faces", "workbench/sim/fast.py", "X = 1\n"),
-    "benchmark reaching a private module": ("face_reaches", "benchmarks/cli_startup.py",
-                                            "from workbench.hosts._resolve import get_host\n"),
-    "white-box benchmark reaching another package": ("face_reaches", "benchmarks/sim_engine_identity.py",
-                                                     "from workbench.bench._sse import parse_sse\n"),
-    "tool reaching a private module": ("face_reaches", "tools/build_tokenizer.py",
-                                       "from workbench.bench._prompts import load_prompts\n"),
-    "study importing a launcher": ("study_launches", "workbench/studies/_study.py",
-                                   "def _late():\n    from workbench.sweeps import benchmark_variants\n"),
-    "study writing a run": ("study_launches", "workbench/studies/_server_view.py",
-                            "from workbench.store import new_run\n"),
+    "benchmark reaching a private module": (
+        "face_reaches",
+        "benchmarks/cli_startup.py",
+        "from workbench.hosts._resolve import get_host\n",
+    ),
+    "white-box benchmark reaching another package": (
+        "face_reaches",
+        "benchmarks/sim_engine_identity.py",
+        "from workbench.bench._sse import parse_sse\n",
+    ),
+    "tool reaching a private module": (
+        "face_reaches",
+        "tools/build_tokenizer.py",
+        "from workbench.bench._prompts import load_prompts\n",
+    ),
+    "study importing a launcher": (
+        "study_launches",
+        "workbench/studies/_study.py",
+        "def _late():\n    from workbench.sweeps import benchmark_variants\n",
+    ),
+    "study writing a run": (
+        "study_launches",
+        "workbench/studies/_server_view.py",
+        "from workbench.store import new_run\n",
+    ),
     "module left at the root": ("stray_root_modules", "workbench/_glue.py", "X = 1\n"),
     "a leaf put back at the root": ("stray_root_modules", "workbench/markup.py", "def literal(v):\n    return v\n"),
 }
@@ -613,8 +735,13 @@ def test_only_the_fleet_modules_import_ray() -> None:
     for path in [*sorted(PACKAGE_DIR.rglob("*.py")), *sorted((PACKAGE_DIR.parent / "remote").rglob("*.py"))]:
         where = path.relative_to(PACKAGE_DIR.parent).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n == "ray" or n.startswith("ray.") for n in names) and not _RAY_HOMES.match(where):
                 found.append(f"{where}:{node.lineno}")
     assert found == []

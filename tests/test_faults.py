@@ -104,18 +104,35 @@ def test_a_bad_prompt_file_is_refused_before_any_server_starts(tmp_path: Path) -
 
 @pytest.mark.parametrize("levels", ["1.5", "abc", "8"])
 def test_the_cli_exits_2_for_bad_levels_naming_the_parameter(tmp_path: Path, levels: str) -> None:
-    out = CliRunner().invoke(app, ["bench", "baseline", "--levels", levels, "--requests", "2", "--runs-dir",
-                                   str(tmp_path / "runs"), "--no-progress"])
+    out = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "baseline",
+            "--levels",
+            levels,
+            "--requests",
+            "2",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--no-progress",
+        ],
+    )
     assert out.exit_code == 2, out.output
     assert "--levels" in out.output or "requests_per_level 2 is below concurrency 8" in out.output
     assert "Traceback" not in out.output and not (tmp_path / "runs").exists()
 
 
 def test_report_exits_2_when_the_notebook_refuses_its_parameters(tmp_path: Path, write_notebook) -> None:
-    nb = write_notebook(tmp_path / "sweep.ipynb", setup=["from workbench.bench import SweepPlan"],
-                        parameters="concurrency_levels = [1, 2]  # requests in flight",
-                        cells=["SweepPlan.build(concurrency_levels=concurrency_levels, prompt_set=['x'])"])
-    bad = CliRunner().invoke(app, ["report", str(nb), "-p", "concurrency_levels", "[1.5]", "--out", str(tmp_path / "out")])
+    nb = write_notebook(
+        tmp_path / "sweep.ipynb",
+        setup=["from workbench.bench import SweepPlan"],
+        parameters="concurrency_levels = [1, 2]  # requests in flight",
+        cells=["SweepPlan.build(concurrency_levels=concurrency_levels, prompt_set=['x'])"],
+    )
+    bad = CliRunner().invoke(
+        app, ["report", str(nb), "-p", "concurrency_levels", "[1.5]", "--out", str(tmp_path / "out")]
+    )
     assert bad.exit_code == 2, bad.output
     assert "ConfigError: concurrency_levels must be whole numbers" in bad.output and "Traceback" not in bad.output
 
@@ -162,8 +179,12 @@ def test_speculation_preflight_names_dp_attention_hybrid_backends_and_mla_topk()
     from workbench.variants._validate import _spec_backends
 
     v = load_variant("eagle3-topk4")
-    checks = {f.check for f in _spec_backends(v, {"enable_dp_attention": True, "attention_backend": "flashinfer",
-                                                  "prefill_attention_backend": "fa3"}, 4)}
+    checks = {
+        f.check
+        for f in _spec_backends(
+            v, {"enable_dp_attention": True, "attention_backend": "flashinfer", "prefill_attention_backend": "fa3"}, 4
+        )
+    }
     assert checks == {"spec-dp-attention", "spec-hybrid-backend"}
     assert {f.check for f in _spec_backends(v, {"attention_backend": "trtllm_mla"}, 4)} == {"spec-mla-topk"}
     assert _spec_backends(v, {"attention_backend": "trtllm_mla"}, 1) == []
@@ -197,8 +218,13 @@ def test_a_missing_identity_file_is_reported_as_that(tmp_path: Path, monkeypatch
     with running_sshd(tmp_path / "sshd") as sshd:
         config = sshd.write_config("missing_key", {"nokey": sshd.options(IdentityFile=str(tmp_path / "id_gone"))})
         with pytest.raises(HostAuthError) as err:
-            open_connection(connection_chain("nokey", config=load_config(config)), known_hosts=None,
-                            trust_on_first_use=False, connect_timeout_s=10, keepalive_s=0)
+            open_connection(
+                connection_chain("nokey", config=load_config(config)),
+                known_hosts=None,
+                trust_on_first_use=False,
+                connect_timeout_s=10,
+                keepalive_s=0,
+            )
     assert f"IdentityFile {tmp_path / 'id_gone'}" in str(err.value) and "does not exist" in str(err.value)
 
 
@@ -207,13 +233,19 @@ def test_a_missing_identity_file_is_reported_as_that(tmp_path: Path, monkeypatch
 
 def test_a_server_killed_mid_level_fails_that_level_only_and_the_next_variant_runs(tmp_path: Path) -> None:
     # kill -9 the eagle3 server's group once its first level is stored: level 2 has started, requests in flight
-    killer = ServerKiller(tmp_path / "runs", lambda m: m["variant"] == "eagle3-topk4"
-                          and m.get("levels_completed", 0) >= 1, delay_s=0.05)
+    killer = ServerKiller(
+        tmp_path / "runs", lambda m: m["variant"] == "eagle3-topk4" and m.get("levels_completed", 0) >= 1, delay_s=0.05
+    )
     failures = []
     with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
-        paths = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2, 4], requests_per_level=4,
-                                   runs_dir=tmp_path / "runs", on_failure=failures.append,
-                                   **{**FAST, "max_new_tokens": 64, "time_scale": 8.0})
+        paths = benchmark_variants(
+            ["eagle3-topk4", "baseline"],
+            concurrency_levels=[1, 2, 4],
+            requests_per_level=4,
+            runs_dir=tmp_path / "runs",
+            on_failure=failures.append,
+            **{**FAST, "max_new_tokens": 64, "time_scale": 8.0},
+        )
     killer.join()
     (failure,) = failures
     assert failure.kind == "killed" and "died during concurrency=2" in failure.message
@@ -240,13 +272,21 @@ class NeverReady(type(get_engine("sim"))):  # type: ignore[misc]
         return [python, "-c", "import time; print('Load weight begin.', flush=True); time.sleep(600)"]
 
 
-def test_a_server_that_never_becomes_ready_is_stopped_and_named(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_that_never_becomes_ready_is_stopped_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "2")
     failures = []
     with pytest.warns(UserWarning, match="baseline: server failed \\(timeout\\)"):
-        (path,) = benchmark_variants(["baseline"], engine=NeverReady(**dataclasses.asdict(get_engine("sim"))), concurrency_levels=[1], requests_per_level=2,
-                                     runs_dir=tmp_path / "runs", on_failure=failures.append, **FAST)
+        (path,) = benchmark_variants(
+            ["baseline"],
+            engine=NeverReady(**dataclasses.asdict(get_engine("sim"))),
+            concurrency_levels=[1],
+            requests_per_level=2,
+            runs_dir=tmp_path / "runs",
+            on_failure=failures.append,
+            **FAST,
+        )
     assert failures[0].kind == "timeout" and "ready timeout" in failures[0].message
     assert load_run(path).manifest["status"] == "failed"
     assert_nothing_running(tmp_path)
@@ -255,8 +295,9 @@ def test_a_server_that_never_becomes_ready_is_stopped_and_named(tmp_path: Path,
 def test_a_host_python_without_aiohttp_is_named(tmp_path: Path) -> None:
     python = blocking_python(tmp_path, ("aiohttp",))
     with pytest.raises(ServerStartError) as err:
-        ServerHandle.start(load_variant("baseline"), python=str(python), ready_timeout_s=30,
-                           sim_options={"time-scale": 20.0})
+        ServerHandle.start(
+            load_variant("baseline"), python=str(python), ready_timeout_s=30, sim_options={"time-scale": 20.0}
+        )
     assert err.value.kind == "import_error" and "aiohttp is blocked here" in str(err.value) + err.value.log_tail
     assert_nothing_running(tmp_path)
 
@@ -274,13 +315,25 @@ KILLABLE = textwrap.dedent("""
 
 def test_the_workbench_killed_9_then_rerun_resumes_without_duplicates_or_servers_left(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, str(runs)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLABLE, str(runs)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
     killed = kill_when_stored(proc, runs, 1)
     assert_nothing_running(tmp_path, killed["server_process"]["pgid"])  # its watchdog saw the owner die
     assert list(list_runs(runs)["status"]) == ["interrupted"]
-    path = benchmark_variant("baseline", concurrency_levels=[1, 2, 4], repeats=1, runs_dir=runs, max_new_tokens=32,
-                             time_scale=4.0, progress=False, requests_per_level=4)
+    path = benchmark_variant(
+        "baseline",
+        concurrency_levels=[1, 2, 4],
+        repeats=1,
+        runs_dir=runs,
+        max_new_tokens=32,
+        time_scale=4.0,
+        progress=False,
+        requests_per_level=4,
+    )
     run = load_run(path)
     assert run.manifest["status"] == "complete" and list(run.levels["concurrency"]) == [1, 2, 4]
     assert not run.requests.duplicated(["repeat", "level_index", "request_index"]).any()
@@ -293,8 +346,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs (root only); skipped where it cannot be mounted."""
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a size-limited tmpfs here (needs root): {done.stderr.strip()}")
     try:
@@ -303,8 +357,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
-def test_a_full_disk_during_a_level_write_keeps_the_stored_levels_and_a_rerun_completes(tmp_path: Path,
-                                                                                       small_disk: Path) -> None:
+def test_a_full_disk_during_a_level_write_keeps_the_stored_levels_and_a_rerun_completes(
+    tmp_path: Path, small_disk: Path
+) -> None:
     filler = small_disk / "filler"
 
     def fill() -> None:  # once level 1 is stored, take every byte left
@@ -322,8 +377,14 @@ def test_a_full_disk_during_a_level_write_keeps_the_stored_levels_and_a_rerun_co
 
     thread = threading.Thread(target=fill, daemon=True)
     thread.start()
-    args = dict(concurrency_levels=[1, 2, 4], requests_per_level=4, runs_dir=small_disk, max_new_tokens=64,
-                time_scale=4.0, progress=False)
+    args = dict(
+        concurrency_levels=[1, 2, 4],
+        requests_per_level=4,
+        runs_dir=small_disk,
+        max_new_tokens=64,
+        time_scale=4.0,
+        progress=False,
+    )
     with pytest.raises(DiskFullError) as err:
         benchmark_variant("baseline", **args)
     thread.join(10)
@@ -391,8 +452,9 @@ class IdleDroppingProxy:
 
 
 def test_an_idle_dropping_network_loses_no_request_silently(tmp_path: Path) -> None:
-    plan = SweepPlan.build(concurrency_levels=[1, 2], requests_per_level=4, max_new_tokens=16, time_scale=20.0,
-                           prompt_set="default")
+    plan = SweepPlan.build(
+        concurrency_levels=[1, 2], requests_per_level=4, max_new_tokens=16, time_scale=20.0, prompt_set="default"
+    )
     with ServerHandle.start(load_variant("baseline"), sim_options={"time-scale": 20.0}) as server:
         proxy = IdleDroppingProxy(server.port, idle_s=0.3)
         try:
@@ -439,8 +501,12 @@ def _kill_sshd_tree(proc: subprocess.Popen) -> None:
 
 def _restart_sshd(sshd) -> subprocess.Popen:
     log = open(sshd.log_file, "ab")
-    proc = subprocess.Popen([SSHD_BINARY, "-D", "-e", "-f", str(sshd.workdir / "sshd_config")], stdout=log,
-                            stderr=log, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [SSHD_BINARY, "-D", "-e", "-f", str(sshd.workdir / "sshd_config")],
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+    )
     sshd.proc = proc
     return proc
 
@@ -455,8 +521,17 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(sshd.config_file))
         # four levels of ~0.4-0.8 s (each named once: a plan refuses a level twice): the host-side runner still has
         # work when the host drops after the first
-        args = dict(host=sshd.alias, engine="sim", concurrency_levels=[1, 2, 3, 4], requests_per_level=8,
-                    max_new_tokens=32, time_scale=10.0, runs_dir=tmp_path / "runs", progress=False, repeats=1)
+        args = dict(
+            host=sshd.alias,
+            engine="sim",
+            concurrency_levels=[1, 2, 3, 4],
+            requests_per_level=8,
+            max_new_tokens=32,
+            time_scale=10.0,
+            runs_dir=tmp_path / "runs",
+            progress=False,
+            repeats=1,
+        )
 
         def outage_after_first_level() -> None:
             deadline = time.monotonic() + 90
@@ -500,17 +575,22 @@ def test_sshd_killed_mid_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert_nothing_running(tmp_path, pgid["server"], wait_s=15)
 
 
-def test_a_refused_host_key_stops_a_sweep_before_any_run_is_opened(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refused_host_key_stops_a_sweep_before_any_run_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with running_sshd(tmp_path / "sshd") as sshd:
         unknown = tmp_path / "empty_known_hosts"
         unknown.write_text("")
         config = tmp_path / "ssh_config"
         config.write_text(sshd.config_file.read_text().replace(str(sshd.known_hosts), str(unknown)))
         monkeypatch.setenv("WORKBENCH_SSH_CONFIG", str(config))
-        with pytest.raises(ConfigError, match=r"(?s)Pre-flight checks of variant 'baseline' for host 'wbtest'.*"
-                                              r"nothing was launched.*the host refused the connection"):
-            benchmark_variant("baseline", host=sshd.alias, engine="sim", concurrency_levels=[1],
-                              runs_dir=tmp_path / "runs", **FAST)
+        with pytest.raises(
+            ConfigError,
+            match=r"(?s)Pre-flight checks of variant 'baseline' for host 'wbtest'.*"
+            r"nothing was launched.*the host refused the connection",
+        ):
+            benchmark_variant(
+                "baseline", host=sshd.alias, engine="sim", concurrency_levels=[1], runs_dir=tmp_path / "runs", **FAST
+            )
         assert unknown.read_text() == ""  # never recorded silently
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())  # no empty failed run

@@ -27,8 +27,19 @@ from workbench.cli import app
 from workbench.store import list_runs, load_run
 
 #: Level 2 runs about 4 s of wall time here (64 short requests, 2 in flight): long enough for a stop to land in it.
-BENCH = ["bench", "baseline", "--levels", "1,2", "--requests", "64", "--max-new-tokens", "4", "--time-scale", "4",
-         "--no-progress"]
+BENCH = [
+    "bench",
+    "baseline",
+    "--levels",
+    "1,2",
+    "--requests",
+    "64",
+    "--max-new-tokens",
+    "4",
+    "--time-scale",
+    "4",
+    "--no-progress",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -51,8 +62,13 @@ def _signal(number: int) -> Callable[[dict[str, Any]], None]:
 
 def _servers_stop_all(manifest: dict[str, Any]) -> subprocess.CompletedProcess:
     """What a user types in another terminal (this test's registry, from the environment)."""
-    return subprocess.run([sys.executable, "-m", "workbench", "servers", "--stop", "--all"], capture_output=True,
-                          text=True, timeout=60, env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "servers", "--stop", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ.copy(),
+    )
 
 
 STOPS = {
@@ -63,8 +79,7 @@ STOPS = {
 
 
 @pytest.mark.parametrize("how", list(STOPS))
-def test_a_server_stopped_mid_level_fails_that_level_exits_1_and_a_rerun_measures_it(tmp_path: Path,
-                                                                                      how: str) -> None:
+def test_a_server_stopped_mid_level_fails_that_level_exits_1_and_a_rerun_measures_it(tmp_path: Path, how: str) -> None:
     act, cause = STOPS[how]
     runs = tmp_path / "runs"
     runner = CliRunner()

@@ -31,11 +31,20 @@ def _notebook_on_the_fleet(cluster: fc.Cluster, tmp_path: Path) -> Path:
     """Run notebooks/spec_vs_baseline.ipynb with ``fleet=`` from the head's namespace (a kernel there, as JupyterLab on
     the head would be), sweeping :data:`fleet_sweeps.FAST`; returns its HTML report."""
     root = Path(__file__).resolve().parents[1]
-    options = {"fleet": cluster.address, "variants": ["baseline", "eagle3-topk4"], "seed_pair": None,
-               "concurrency_levels": fs.FAST["concurrency_levels"], "requests_per_level": fs.FAST["requests_per_level"],
-               "max_new_tokens": fs.FAST["max_new_tokens"], "repeats": fs.FAST["repeats"], "tp_size": fs.FAST["tp_size"],
-               "time_scale": 8.0, "stream_interval": 1,  # the plan `workbench bench --time-scale 8` sweeps
-               "runs_dir": str(tmp_path / "runs"), "report_dir": str(tmp_path / "charts")}
+    options = {
+        "fleet": cluster.address,
+        "variants": ["baseline", "eagle3-topk4"],
+        "seed_pair": None,
+        "concurrency_levels": fs.FAST["concurrency_levels"],
+        "requests_per_level": fs.FAST["requests_per_level"],
+        "max_new_tokens": fs.FAST["max_new_tokens"],
+        "repeats": fs.FAST["repeats"],
+        "tp_size": fs.FAST["tp_size"],
+        "time_scale": 8.0,
+        "stream_interval": 1,  # the plan `workbench bench --time-scale 8` sweeps
+        "runs_dir": str(tmp_path / "runs"),
+        "report_dir": str(tmp_path / "charts"),
+    }
     cli = Path(cluster.python).with_name("workbench")
     argv = [str(cli), "report", str(root / "notebooks" / "spec_vs_baseline.ipynb"), "--out", str(tmp_path / "notebook")]
     for name, value in options.items():
@@ -46,7 +55,8 @@ def _notebook_on_the_fleet(cluster: fc.Cluster, tmp_path: Path) -> Path:
 
 
 def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_gpus_and_bench_fleet_resumes_it(
-        cluster, tmp_path):
+    cluster, tmp_path
+):
     page = _notebook_on_the_fleet(cluster, tmp_path).read_text()
     assert "Where each unit ran" in page and "4 units ran on a fleet of 2 hosts" in page
     manifests = fs.manifests(tmp_path / "runs")
@@ -70,8 +80,11 @@ def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_g
     warm = {tuple(w) for w in prestart["workers"]}
     assert {(u["host"], u["worker_pid"]) for u in units} <= warm
     overheads = [u["started_at"] - u["submitted_at"] for u in units]
-    print(f"prestart {prestart['seconds']:.1f} s; overhead per unit (submission to start): "
-          + ", ".join(f"{x:.2f}" for x in overheads) + " s")
+    print(
+        f"prestart {prestart['seconds']:.1f} s; overhead per unit (submission to start): "
+        + ", ".join(f"{x:.2f}" for x in overheads)
+        + " s"
+    )
     assert max(overheads) <= fs.OVERHEAD_TARGET_S
     import pandas as pd
 
@@ -85,10 +98,34 @@ def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_g
     assert cluster.servers() == []
     # The same sweep from the terminal (`workbench bench --fleet`): same plan, same identity, nothing left to submit.
     cli = Path(cluster.python).with_name("workbench")
-    again = cluster.exec(cluster.head_ns, [str(cli), "bench", "baseline", "eagle3-topk4", "--fleet", cluster.address,
-                                           "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens",
-                                           "16", "--repeats", "2", "--time-scale", "8", "--runs-dir", str(tmp_path / "runs"),
-                                           "--no-progress"], capture_output=True, timeout=180)
+    again = cluster.exec(
+        cluster.head_ns,
+        [
+            str(cli),
+            "bench",
+            "baseline",
+            "eagle3-topk4",
+            "--fleet",
+            cluster.address,
+            "--tp-size",
+            "2",
+            "--levels",
+            "1,2",
+            "--requests",
+            "4",
+            "--max-new-tokens",
+            "16",
+            "--repeats",
+            "2",
+            "--time-scale",
+            "8",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        timeout=180,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stderr.count("reusing 4 of 4 levels x repeats from run ") == 2, again.stderr[-3000:]
     assert all(run in again.stdout for run in result["runs"]), again.stdout
@@ -99,9 +136,19 @@ def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_g
     from workbench.cli import app
 
     out = tmp_path / "reports"
-    shown = CliRunner().invoke(app, ["report", "--from-runs", *[Path(r).name for r in result["runs"]], "--runs-dir",
-                                     str(tmp_path / "runs"), "--out", str(out)],
-                               env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    shown = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--from-runs",
+            *[Path(r).name for r in result["runs"]],
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--out",
+            str(out),
+        ],
+        env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert shown.exit_code == 0, shown.output[-3000:]
     html = (out / "spec_vs_baseline.html").read_text()
     assert "FAILED" not in html and "Where each unit ran" in html
@@ -116,7 +163,9 @@ def test_a_grid_from_the_notebook_runs_in_parallel_on_both_hosts_with_disjoint_g
 
 def test_an_injected_unit_exception_is_reported_and_an_injected_worker_crash_is_retried(cluster, tmp_path):
     spec = tmp_path / "inject.spec.json"
-    spec.write_text(json.dumps({"address": cluster.address, "inject": str(tmp_path), "out": str(tmp_path / "inject.json")}))
+    spec.write_text(
+        json.dumps({"address": cluster.address, "inject": str(tmp_path), "out": str(tmp_path / "inject.json")})
+    )
     outcomes = {o["label"]: o for o in fs.drive(cluster, spec, timeout_s=180)["outcomes"]}
     raised, crashed = outcomes["raises"], outcomes["crashes"]
     assert not raised["ok"] and not raised["lost"] and "ValueError: injected unit exception" in raised["error"]
@@ -159,8 +208,12 @@ def test_a_lost_host_has_its_units_run_again_on_the_surviving_node_and_leaves_no
     spec = fs.spec_file(cluster, tmp_path, {**fs.SLOW, "requests_per_level": 4}, variants=["baseline", "eagle3-topk4"])
     driver = fs.start_driver(cluster, spec)
     try:
-        fs.wait_for(lambda: [s for s in cluster.servers() if s[0] == cluster.worker_ns], fs.FIRST_SERVER_S, proc=driver,
-                  spec=spec)
+        fs.wait_for(
+            lambda: [s for s in cluster.servers() if s[0] == cluster.worker_ns],
+            fs.FIRST_SERVER_S,
+            proc=driver,
+            spec=spec,
+        )
         time.sleep(2)  # measuring now
         on_worker = {pid for ns, pid, _ in cluster.servers() if ns == cluster.worker_ns}
         lost, lost_at = time.monotonic(), time.time()
@@ -179,16 +232,24 @@ def test_a_lost_host_has_its_units_run_again_on_the_surviving_node_and_leaves_no
     manifests = fs.manifests(tmp_path / "runs")
     units = [u for m in manifests for u in m["fleet_units"]]
     again = [u for u in units if u["started_at"] and u["started_at"] > lost_at]  # the lost host's units, run again
-    print(f"lost host: its {len(on_worker)} server(s) gone {gone_s:.1f} s after the kill; the sweep ended "
-          f"{ended_s:.1f} s after it; units: " + "; ".join(
-              f"{u['label']} {u['outcome']} on {u['host']} (started {u['started_at'] - lost_at:+.1f} s after the kill)"
-              if u["started_at"] else f"{u['label']} {u['outcome']} ({u['failure_kind']}: {u['failure']})"
-              for u in units))
+    print(
+        f"lost host: its {len(on_worker)} server(s) gone {gone_s:.1f} s after the kill; the sweep ended "
+        f"{ended_s:.1f} s after it; units: "
+        + "; ".join(
+            f"{u['label']} {u['outcome']} on {u['host']} (started {u['started_at'] - lost_at:+.1f} s after the kill)"
+            if u["started_at"]
+            else f"{u['label']} {u['outcome']} ({u['failure_kind']}: {u['failure']})"
+            for u in units
+        )
+    )
     assert len(units) == 4 and on_worker
     assert again or any(u["outcome"] == "failed" for u in units), "the lost host's units were neither run nor reported"
     for u in units:  # every unit ran again on the head, or is reported failed as Ray reported it
-        assert (u["outcome"], u["host"]) == ("done", fc.HEAD_IP) or (
-            u["outcome"], u["failure_kind"]) == ("failed", "killed") and "Error" in u["failure"], u
+        assert (
+            (u["outcome"], u["host"]) == ("done", fc.HEAD_IP)
+            or (u["outcome"], u["failure_kind"]) == ("failed", "killed")
+            and "Error" in u["failure"]
+        ), u
     import pandas as pd
 
     for m in manifests:  # the units that finished are on disk, each level of each repeat

@@ -52,8 +52,9 @@ def _bench(fleet: str, runs: Path) -> list[str]:
 def _run(argv: list[str], env: dict[str, str]) -> tuple[int, str, float]:
     """``(exit status, stderr, seconds)``; the whole process group killed past :data:`LIMIT_S` (the test fails)."""
     started = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         _, err = proc.communicate(timeout=LIMIT_S)
     except subprocess.TimeoutExpired:
@@ -106,7 +107,11 @@ class _Listener:
 def test_head_answers_tells_a_closed_port_a_silent_one_and_a_non_ray_one_from_a_grpc_server():
     assert "connection refused" in head_answers(f"127.0.0.1:{_closed_port()}")
     assert head_answers("nonsense") == "it is not HOST:PORT"
-    silent, redis, grpc = _Listener(), _Listener(b"-ERR unknown command\r\n"), _Listener(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+    silent, redis, grpc = (
+        _Listener(),
+        _Listener(b"-ERR unknown command\r\n"),
+        _Listener(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])),
+    )
     try:
         started = time.monotonic()
         assert "no gRPC answer within 0.5 s" in head_answers(f"127.0.0.1:{silent.port}", answer_s=0.5)
@@ -131,8 +136,14 @@ def test_an_address_where_nothing_answers_fails_in_seconds_with_one_line_and_lea
 
 def test_ctrl_c_while_joining_ends_the_command_within_seconds_and_leaves_no_run(tmp_path):
     silent = _Listener()  # takes the connection and never answers, as a head that hangs does
-    proc = subprocess.Popen(_bench(f"127.0.0.1:{silent.port}", tmp_path / "runs"), env=_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        _bench(f"127.0.0.1:{silent.port}", tmp_path / "runs"),
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert silent.accepted.wait(LIMIT_S), "the command never tried the address"
         time.sleep(0.5)  # well inside the attempt
@@ -157,13 +168,28 @@ def test_ctrl_c_while_joining_ends_the_command_within_seconds_and_leaves_no_run(
 def _isolated(argv: list[str]) -> list[str]:
     """``argv`` in a network namespace of its own (only loopback) and a PID namespace (Ray's search for running Ray
     processes finds none there): only the record in ``$RAY_TMPDIR`` tells ``auto`` where a cluster was."""
-    return ["unshare", "--net", "--pid", "--fork", "--mount-proc", "sh", "-c", 'ip link set lo up && exec "$@"',
-            "sh", *argv]
+    return [
+        "unshare",
+        "--net",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        'ip link set lo up && exec "$@"',
+        "sh",
+        *argv,
+    ]
 
 
 def test_auto_ignores_a_record_whose_head_is_gone_and_says_so(tmp_path):
-    if os.geteuid() != 0 or subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc", "true"],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["unshare", "--net", "--pid", "--fork", "--mount-proc", "true"], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("needs root and unshare (network and PID namespaces) to hide other Ray clusters on this machine")
     port = _closed_port()
     record = tmp_path / "raytmp" / "ray" / "ray_current_cluster"
@@ -172,8 +198,10 @@ def test_auto_ignores_a_record_whose_head_is_gone_and_says_so(tmp_path):
     code, err, seconds = _run(_isolated(_bench("auto", tmp_path / "runs")), _env(tmp_path))
     line = _one_line(err)
     assert code == 2, err
-    assert (f"--fleet auto ignored Ray's record of the last cluster ({record}): it names 127.0.0.1:{port}, which "
-            "does not answer (connection refused") in line, line
+    assert (
+        f"--fleet auto ignored Ray's record of the last cluster ({record}): it names 127.0.0.1:{port}, which "
+        "does not answer (connection refused"
+    ) in line, line
     assert f"rm {record}" in line
     assert seconds < FAIL_BOUND_S, seconds
     _no_run(tmp_path / "runs")
@@ -203,8 +231,18 @@ def token_head(tmp_path_factory):
     try:
         (head.root / "token").write_text(TOKEN)
         # Ray's record lands in its --temp-dir: $RAY_TMPDIR/ray for a driver given RAY_TMPDIR=ray_temp
-        fc._ray_start(head, head.head_ns, "--head", "--include-dashboard=false", "--node-ip-address", fc.HEAD_IP,
-                      "--port", str(fc.RAY_PORT), "--temp-dir", str(head.ray_temp / "ray"))
+        fc._ray_start(
+            head,
+            head.head_ns,
+            "--head",
+            "--include-dashboard=false",
+            "--node-ip-address",
+            fc.HEAD_IP,
+            "--port",
+            str(fc.RAY_PORT),
+            "--temp-dir",
+            str(head.ray_temp / "ray"),
+        )
         assert (head.ray_temp / "ray" / "ray_current_cluster").read_text().strip() == head.address
         yield head
     finally:
@@ -216,25 +254,42 @@ def _in_head(head: _TokenCluster, argv: list[str]) -> list[str]:
 
 
 def test_auto_on_a_token_fleet_without_its_token_says_token_not_start_a_fleet(token_head, tmp_path):
-    code, err, seconds = _run(_in_head(token_head, _bench("auto", tmp_path / "runs")),
-                              _env(tmp_path, RAY_TMPDIR=str(token_head.ray_temp)))
+    code, err, seconds = _run(
+        _in_head(token_head, _bench("auto", tmp_path / "runs")), _env(tmp_path, RAY_TMPDIR=str(token_head.ray_temp))
+    )
     line = _one_line(err)
     assert code == 2, err
-    assert f"The Ray cluster at {token_head.address} (found by --fleet auto) wants its token: this process gave " \
-           "none" in line and "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=FILE" in line, line
+    assert (
+        f"The Ray cluster at {token_head.address} (found by --fleet auto) wants its token: this process gave none"
+        in line
+        and "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=FILE" in line
+    ), line
     assert "start" not in line.lower(), line  # the cluster is up: starting one is not the fix
     assert seconds < FAIL_BOUND_S, seconds
     _no_run(tmp_path / "runs")
-    code, err, _ = _run(_in_head(token_head, _bench(token_head.address, tmp_path / "runs")),
-                        _env(tmp_path, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="not-the-token-at-all-0123456789"))
+    code, err, _ = _run(
+        _in_head(token_head, _bench(token_head.address, tmp_path / "runs")),
+        _env(tmp_path, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="not-the-token-at-all-0123456789"),
+    )
     assert code == 2 and "wants its token: the token given is not its own" in _one_line(err), err
 
 
 def test_auto_with_the_token_joins_the_head(token_head, tmp_path):
-    code = ("from workbench.sweeps._fleet_connect import Fleet, connect; ray = connect(Fleet('auto')); "
-            "print('joined', ray.get_runtime_context().gcs_address, ray.cluster_resources().get('GPU'))")
-    done = subprocess.run(_in_head(token_head, [sys.executable, "-c", code]), capture_output=True, text=True,
-                          timeout=LIMIT_S, env=_env(tmp_path, RAY_TMPDIR=str(token_head.ray_temp), RAY_AUTH_MODE="token",
-                                                    RAY_AUTH_TOKEN_PATH=str(token_head.root / "token")))
+    code = (
+        "from workbench.sweeps._fleet_connect import Fleet, connect; ray = connect(Fleet('auto')); "
+        "print('joined', ray.get_runtime_context().gcs_address, ray.cluster_resources().get('GPU'))"
+    )
+    done = subprocess.run(
+        _in_head(token_head, [sys.executable, "-c", code]),
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        env=_env(
+            tmp_path,
+            RAY_TMPDIR=str(token_head.ray_temp),
+            RAY_AUTH_MODE="token",
+            RAY_AUTH_TOKEN_PATH=str(token_head.root / "token"),
+        ),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["joined", token_head.address, f"{float(fc.GPUS_PER_NODE)}"], done.stdout

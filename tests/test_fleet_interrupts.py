@@ -50,14 +50,18 @@ def test_a_server_killed_mid_unit_is_classified_with_its_log_tail_and_not_retrie
 def test_a_killed_driver_leaves_no_server_and_a_rerun_submits_exactly_the_missing_units(cluster, tmp_path):
     assert fs.signal_mid_sweep(cluster, tmp_path, signal.SIGKILL, fs.KILLED_DRIVER_BOUND_S) == -signal.SIGKILL
     before = fs.manifests(tmp_path / "runs")
-    missing = {(m["variant"], r) for m in before for r in range(2)
-               if {(r, 0), (r, 1)} - {tuple(u) for u in m["units_completed"]}}
+    missing = {
+        (m["variant"], r)
+        for m in before
+        for r in range(2)
+        if {(r, 0), (r, 1)} - {tuple(u) for u in m["units_completed"]}
+    }
     assert missing, "the driver was killed before every unit finished"
     result = fs.drive(cluster, fs.spec_file(cluster, tmp_path, fs.SLOW, name="rerun"), timeout_s=420)
     after = fs.manifests(tmp_path / "runs")
     assert [m["status"] for m in after] == ["complete", "complete"]
     done_before = {m["variant"]: len(m.get("fleet_units") or []) for m in before}
-    submitted = {(m["variant"], u["repeat"]) for m in after for u in m["fleet_units"][done_before[m["variant"]]:]}
+    submitted = {(m["variant"], u["repeat"]) for m in after for u in m["fleet_units"][done_before[m["variant"]] :]}
     assert submitted == missing  # the rerun's entries follow the killed run's, which it kept
     assert sorted(r["variant"] for r in result["resumed"]) == ["baseline", "eagle3-topk4"]
     assert cluster.servers() == []

@@ -45,8 +45,7 @@ disable-custom-all-reduce = true
 #: About 10 s of load per unit at real time (long enough to kill a rank, or Ctrl-C, while it measures).
 #: 8 requests a level in real time: a unit measures for about 10 s, long enough to be caught measuring on a loaded
 #: machine (with 4, a unit ended before the test's poll found its log in a loaded run)
-OPTIONS = {"concurrency_levels": [1, 2], "requests_per_level": 8, "max_new_tokens": 64, "repeats": 3,
-           "time_scale": 1.0}
+OPTIONS = {"concurrency_levels": [1, 2], "requests_per_level": 8, "max_new_tokens": 64, "repeats": 3, "time_scale": 1.0}
 #: Bound for every rank to be gone after Ctrl-C in the driver (docs/FLEET.md; the one-node bound).
 CANCEL_BOUND_S = 5.0
 
@@ -59,12 +58,23 @@ def _variant_file(tmp_path: Path) -> str:
 
 def _start(cluster: fc.Cluster, tmp_path: Path, options: dict):
     spec = tmp_path / "sweep.spec.json"
-    spec.write_text(json.dumps({"address": cluster.address, "variants": [_variant_file(tmp_path)],
-                                "runs_dir": str(tmp_path / "runs"), "out": str(tmp_path / "sweep.json"),
-                                "options": options}))
-    driver = cluster.popen(cluster.head_ns, [cluster.python, str(Path(__file__).with_name("fleet_driver.py")),
-                                             str(spec)],
-                           stdout=open(spec.with_suffix(".out"), "w"), stderr=open(spec.with_suffix(".err"), "w"))
+    spec.write_text(
+        json.dumps(
+            {
+                "address": cluster.address,
+                "variants": [_variant_file(tmp_path)],
+                "runs_dir": str(tmp_path / "runs"),
+                "out": str(tmp_path / "sweep.json"),
+                "options": options,
+            }
+        )
+    )
+    driver = cluster.popen(
+        cluster.head_ns,
+        [cluster.python, str(Path(__file__).with_name("fleet_driver.py")), str(spec)],
+        stdout=open(spec.with_suffix(".out"), "w"),
+        stderr=open(spec.with_suffix(".err"), "w"),
+    )
     return driver, spec
 
 
@@ -82,8 +92,9 @@ def _wait_for(what, timeout_s: float, *, driver, spec: Path):
     start = time.monotonic()
     while not (found := what()):
         if driver.poll() is not None:
-            raise AssertionError(f"the driver ended first ({driver.returncode}): "
-                                 f"{spec.with_suffix('.err').read_text()[-3000:]}")
+            raise AssertionError(
+                f"the driver ended first ({driver.returncode}): {spec.with_suffix('.err').read_text()[-3000:]}"
+            )
         assert time.monotonic() - start < timeout_s, "timed out waiting"
         time.sleep(0.1)
     return found
@@ -106,23 +117,29 @@ def _addr(cmd: str) -> str:
 def _measuring(cluster: fc.Cluster, old: set[int], *, driver, spec: Path) -> dict[int, tuple[str, int, str]]:
     """The two ranks of the next unit (server pids not in ``old``: a later unit may be given the same free port
     for its --dist-init-addr, so the address does not tell units apart), once rank 0 is ready and measuring."""
-    ranks = _wait_for(lambda: (r := {k: v for k, v in _ranks(cluster).items() if v[1] not in old})
-                      and len(r) == 2 and r, FIRST_SERVER_S, driver=driver, spec=spec)
+    ranks = _wait_for(
+        lambda: (r := {k: v for k, v in _ranks(cluster).items() if v[1] not in old}) and len(r) == 2 and r,
+        FIRST_SERVER_S,
+        driver=driver,
+        spec=spec,
+    )
     _wait_for(lambda: "fired up" in _log_of(cluster, ranks[0][0], ranks[0][1]), 120, driver=driver, spec=spec)
     time.sleep(3)  # measuring its first level
     return ranks
 
 
 def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_killed_rank_stops_its_group(
-        cluster, tmp_path):
+    cluster, tmp_path
+):
     """One sweep, three units one after the other: the first serves its load and its ranks stop together; in
     the second, rank 1's server is killed while it measures, and rank 0 is stopped and the unit classified; in
     the third, Ctrl-C in the driver stops both ranks."""
     driver, spec = _start(cluster, tmp_path, OPTIONS)
     try:
         # unit 1: one rank per host (STRICT_SPREAD), rank 0's address for --dist-init-addr
-        ranks = _wait_for(lambda: (r := _ranks(cluster)) and len(r) == 2 and r, FIRST_SERVER_S, driver=driver,
-                          spec=spec)
+        ranks = _wait_for(
+            lambda: (r := _ranks(cluster)) and len(r) == 2 and r, FIRST_SERVER_S, driver=driver, spec=spec
+        )
         (ns0, pid0, cmd0), (ns1, pid1, cmd1) = ranks[0], ranks[1]
         assert {ns0, ns1} == {cluster.head_ns, cluster.worker_ns}, "one rank per host"
         ip0 = fc.HEAD_IP if ns0 == cluster.head_ns else fc.WORKER_IP
@@ -136,8 +153,9 @@ def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_kil
         # first poll below still has one. (The KeyError on rank 0 of 2026-12-03 was a spawning shell taken for rank 0,
         # fixed in fleet_cluster.servers; this start only keeps a unit that ends right then from failing the same way.)
         seen = dict.fromkeys((0, 1), time.monotonic())
-        while (now := time.monotonic()) and (found := {r: v for r, v in _ranks(cluster).items()
-                                                       if v[1] in (pid0, pid1)}):
+        while (now := time.monotonic()) and (
+            found := {r: v for r, v in _ranks(cluster).items() if v[1] in (pid0, pid1)}
+        ):
             seen.update({r: now for r in found})
             assert driver.poll() is None, spec.with_suffix(".err").read_text()[-3000:]
             time.sleep(0.1)
@@ -188,4 +206,7 @@ def test_a_two_node_server_spans_both_hosts_serves_load_stops_together_and_a_kil
     done = rows[rows["repeat"] == repeat]  # unit 1: every level stored, measured against rank 0
     assert len(done) == 16 and done["error"].isna().all() and set(done["fleet_host"]) == {ip0}
     (ranks_tag,) = set(done["fleet_ranks"])  # every row says where each rank ran
-    assert ranks_tag.startswith(f"rank 0 on {ip0} (GPUs ") and f"; rank 1 on {({fc.HEAD_IP, fc.WORKER_IP} - {ip0}).pop()}" in ranks_tag
+    assert (
+        ranks_tag.startswith(f"rank 0 on {ip0} (GPUs ")
+        and f"; rank 1 on {({fc.HEAD_IP, fc.WORKER_IP} - {ip0}).pop()}" in ranks_tag
+    )

@@ -53,8 +53,10 @@ def cluster(request):
     """A head with ``request.param`` fake GPUs (default 1) and a second host with one; both 2 CPUs."""
     if ray.is_initialized():
         ray.shutdown()
-    made = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": getattr(request, "param", 1),
-                                                         "_system_config": HEALTH})
+    made = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 2, "num_gpus": getattr(request, "param", 1), "_system_config": HEALTH},
+    )
     second = made.add_node(num_cpus=2, num_gpus=1, node_ip_address=SECOND_IP)
     made.wait_for_nodes()
     try:
@@ -82,12 +84,21 @@ def lose_when_started(made: Cluster, second, marks: Path) -> threading.Thread:
 
 def test_a_unit_pinned_to_a_lost_host_runs_again_on_a_free_host(cluster, tmp_path):
     made, second = cluster
-    units = [FleetUnit(key=(i, 1), label=f"unit {i}", gpus=1,
-                       payload={"marks": str(tmp_path), "name": f"u{i}", "seconds": 60.0}) for i in range(2)]
+    units = [
+        FleetUnit(
+            key=(i, 1), label=f"unit {i}", gpus=1, payload={"marks": str(tmp_path), "name": f"u{i}", "seconds": 60.0}
+        )
+        for i in range(2)
+    ]
     seen: list = []
     killer = lose_when_started(made, second, tmp_path)
-    result = run_units(units, hold, fleet=Fleet(address=made.address, one_unit_per_host=True, max_retries=2),
-                       on_done=seen.append, prestart=False)
+    result = run_units(
+        units,
+        hold,
+        fleet=Fleet(address=made.address, one_unit_per_host=True, max_retries=2),
+        on_done=seen.append,
+        prestart=False,
+    )
     killer.join(timeout=5)
     assert [o.ok for o in result] == [True, True], [o.error for o in result]
     assert seen == result
@@ -108,11 +119,18 @@ def test_a_unit_whose_host_is_lost_with_no_host_left_for_it_is_reported_not_drop
     """The head has no GPU, so when the second host is lost no host can take its unit: the unit ends as a lost
     one that names the host, instead of being left out of the outcomes."""
     made, second = cluster
-    unit = FleetUnit(key=(0, 1), label="unit 0", gpus=1, payload={"marks": str(tmp_path), "name": "u0", "seconds": 60.0})
+    unit = FleetUnit(
+        key=(0, 1), label="unit 0", gpus=1, payload={"marks": str(tmp_path), "name": "u0", "seconds": 60.0}
+    )
     seen: list = []
     killer = lose_when_started(made, second, tmp_path)
-    result = run_units([unit], hold, fleet=Fleet(address=made.address, one_unit_per_host=True, max_retries=2),
-                       on_done=seen.append, prestart=False)
+    result = run_units(
+        [unit],
+        hold,
+        fleet=Fleet(address=made.address, one_unit_per_host=True, max_retries=2),
+        on_done=seen.append,
+        prestart=False,
+    )
     killer.join(timeout=5)
     assert len(result) == 1 and not result[0].ok and result[0].lost, result
     assert result[0].moved_from == (SECOND_IP,) and SECOND_IP in result[0].error, result[0].error

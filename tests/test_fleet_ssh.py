@@ -35,11 +35,25 @@ CANCEL_TARGET_S = 5.0
 CANCEL_BOUND_S = 10.0
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 NAME = f"t{os.getpid() % 100000}"
-SMALL = ["baseline", "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens", "16",
-         "--repeats", "1"]
+SMALL = ["baseline", "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens", "16", "--repeats", "1"]
 #: About 40 s of load per unit at time scale 1: long enough to be cancelled while measuring.
-SLOW = ["baseline", "--tp-size", "2", "--levels", "1,2", "--requests", "16", "--max-new-tokens", "128",
-        "--repeats", "1", "--time-scale", "1", "--label", "slow"]
+SLOW = [
+    "baseline",
+    "--tp-size",
+    "2",
+    "--levels",
+    "1,2",
+    "--requests",
+    "16",
+    "--max-new-tokens",
+    "128",
+    "--repeats",
+    "1",
+    "--time-scale",
+    "1",
+    "--label",
+    "slow",
+]
 
 
 class Fleet:
@@ -50,8 +64,13 @@ class Fleet:
         self.remote_dir = Path.home() / ".workbench" / "fleet" / NAME
 
     def cli(self, *args: str, timeout_s: float = 300, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run(["ip", "netns", "exec", self.cluster.head_ns, WORKBENCH, *args], env=self.env,
-                              text=True, capture_output=True, timeout=timeout_s)
+        done = subprocess.run(
+            ["ip", "netns", "exec", self.cluster.head_ns, WORKBENCH, *args],
+            env=self.env,
+            text=True,
+            capture_output=True,
+            timeout=timeout_s,
+        )
         if check:
             assert done.returncode == 0, f"{args} -> {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done
@@ -94,9 +113,12 @@ def fleet(tmp_path_factory):
         yield made
     finally:
         if ssh is not None and (work / "fleet" / f"{NAME}.json").exists():
-            subprocess.run(["ip", "netns", "exec", cluster.head_ns, WORKBENCH, "fleet", "down", "--name", NAME],
-                           env={**cluster.env(cluster.head_ns), "WORKBENCH_FLEET_DIR": str(work / "fleet")},
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                ["ip", "netns", "exec", cluster.head_ns, WORKBENCH, "fleet", "down", "--name", NAME],
+                env={**cluster.env(cluster.head_ns), "WORKBENCH_FLEET_DIR": str(work / "fleet")},
+                capture_output=True,
+                timeout=120,
+            )
         if ssh is not None:
             fleet_sshd.stop(ssh)
         fc.stop(cluster)
@@ -110,9 +132,25 @@ def _up(fleet: Fleet) -> float:
     booster.start()
     start = time.monotonic()
     try:
-        up = fleet.cli("fleet", "up", "fleethead", "fleetworker", "--name", NAME, "-F", str(fleet.ssh.config_file),
-                       "--python", sys.executable, "--num-gpus", str(fc.GPUS_PER_NODE), "--num-cpus", "2",
-                       *[f"--ray-arg={a}" for a in ray_args], timeout_s=420, check=False)
+        up = fleet.cli(
+            "fleet",
+            "up",
+            "fleethead",
+            "fleetworker",
+            "--name",
+            NAME,
+            "-F",
+            str(fleet.ssh.config_file),
+            "--python",
+            sys.executable,
+            "--num-gpus",
+            str(fc.GPUS_PER_NODE),
+            "--num-cpus",
+            "2",
+            *[f"--ray-arg={a}" for a in ray_args],
+            timeout_s=420,
+            check=False,
+        )
     finally:
         done.set()
         booster.join(10)
@@ -140,20 +178,27 @@ def test_up_status_token_and_loopback_dashboard(fleet):
     assert (fleet.remote_dir / "auth_token").read_text() == token
     status = json.loads(fleet.cli("fleet", "status", "--name", NAME, "--json").stdout)
     assert [(n["ip"], n["alias"], n["alive"], n["gpus"]) for n in status["nodes"]] == [
-        (fc.HEAD_IP, "fleethead", True, 4), (fc.WORKER_IP, "fleetworker", True, 4)]
+        (fc.HEAD_IP, "fleethead", True, 4),
+        (fc.WORKER_IP, "fleetworker", True, 4),
+    ]
     assert status["units_running"] == 0
     text = fleet.cli("fleet", "status", "--name", NAME).stdout
     assert "2 hosts, 8 GPUs, 0 units running" in text and token not in text
     # the dashboard listens on the head's loopback only, and refuses a request without the token
     listening = fleet.cluster.exec(fleet.cluster.head_ns, ["ss", "-ltnH"], capture_output=True).stdout
     assert "127.0.0.1:8265" in listening and "0.0.0.0:8265" not in listening and f"{fc.HEAD_IP}:8265" not in listening
-    probe = ("import urllib.request, urllib.error\ntry:\n urllib.request.urlopen('http://127.0.0.1:8265/api/v0/nodes')"
-             "\n print('open')\nexcept urllib.error.HTTPError as e:\n print(e.code)")
+    probe = (
+        "import urllib.request, urllib.error\ntry:\n urllib.request.urlopen('http://127.0.0.1:8265/api/v0/nodes')"
+        "\n print('open')\nexcept urllib.error.HTTPError as e:\n print(e.code)"
+    )
     refused = fleet.cluster.exec(fleet.cluster.head_ns, [sys.executable, "-c", probe], capture_output=True)
     assert refused.stdout.strip() == "401", refused.stdout + refused.stderr
     # no Ray process inherited SIGINT ignored from the shell that spawned `ray start` (ray.cancel needs it)
-    ignoring = [(ns, pid, cmd[:80]) for ns, pid, cmd in fleet.cluster.processes("")
-                if ("raylet" in cmd or "default_worker" in cmd or cmd.startswith("ray::")) and _sigint_ignored(pid)]
+    ignoring = [
+        (ns, pid, cmd[:80])
+        for ns, pid, cmd in fleet.cluster.processes("")
+        if ("raylet" in cmd or "default_worker" in cmd or cmd.startswith("ray::")) and _sigint_ignored(pid)
+    ]
     assert not ignoring, ignoring
 
 
@@ -206,13 +251,17 @@ def test_cancel_stops_every_server_within_bound(fleet):
     gone_at, command_s = time.time(), time.monotonic() - start
     asked_at = float(cancelled.stdout.split("sent at ", 1)[1].split()[0])
     gone_s = gone_at - asked_at
-    print(f"fleet cancel: no server {gone_s:.2f} s after the stop request ({command_s:.2f} s after the command "
-          f"started; target {CANCEL_TARGET_S} s {'met' if gone_s <= CANCEL_TARGET_S else 'MISSED'}; load "
-          f"{os.getloadavg()[0]:.1f}); {cancelled.stdout.strip()}")
+    print(
+        f"fleet cancel: no server {gone_s:.2f} s after the stop request ({command_s:.2f} s after the command "
+        f"started; target {CANCEL_TARGET_S} s {'met' if gone_s <= CANCEL_TARGET_S else 'MISSED'}; load "
+        f"{os.getloadavg()[0]:.1f}); {cancelled.stdout.strip()}"
+    )
     fleet.cli("fleet", "attach", job, "--name", NAME, "--runs-dir", str(fleet.work / "cancelled-runs"))
     pulled = [json.loads(p.read_text()) for p in (fleet.work / "cancelled-runs").glob("*/manifest.json")]
-    print("runs pulled after the cancel:", [(m["label"], m["status"], len(m.get("units_completed") or []))
-                                            for m in pulled])
+    print(
+        "runs pulled after the cancel:",
+        [(m["label"], m["status"], len(m.get("units_completed") or [])) for m in pulled],
+    )
     assert "STOPPED" in cancelled.stdout
     # into a new local folder: the earlier sweep's run and the cancelled one, as far as it got (its label: "slow")
     assert sorted((m["label"] or "", m["status"]) for m in pulled) == [("", "complete"), ("slow", "incomplete")]

@@ -25,13 +25,28 @@ def fleet_dir(tmp_path, monkeypatch):
 
 
 #: One process as `fleet up` records it.
-STARTED = {"alias": "gpu1", "role": "head", "ip": "10.0.0.5", "pid": 7, "pgid": 7, "start_time": 123456,
-           "log_path": "/home/u/.workbench/fleet/lab/ray-head-gpu1.log", "command": "ray start --head --block"}
+STARTED = {
+    "alias": "gpu1",
+    "role": "head",
+    "ip": "10.0.0.5",
+    "pid": 7,
+    "pgid": 7,
+    "start_time": 123456,
+    "log_path": "/home/u/.workbench/fleet/lab/ray-head-gpu1.log",
+    "command": "ray start --head --block",
+}
 
 
 def _state(**changes) -> FleetState:
-    fields = dict(name="lab", head="gpu1", address="10.0.0.5:6379", dashboard_port=8265, python="/opt/wb/bin/python",
-                  remote_dir="/home/u/.workbench/fleet/lab", runs_dir="/home/u/.workbench/fleet/lab/runs")
+    fields = dict(
+        name="lab",
+        head="gpu1",
+        address="10.0.0.5:6379",
+        dashboard_port=8265,
+        python="/opt/wb/bin/python",
+        remote_dir="/home/u/.workbench/fleet/lab",
+        runs_dir="/home/u/.workbench/fleet/lab/runs",
+    )
     return FleetState(**{**fields, **changes})
 
 
@@ -61,17 +76,48 @@ def _ctx(argv: list[str]) -> typer.Context:
 
 
 def test_job_arguments_keep_what_was_given_less_what_the_job_sets():
-    ctx = _ctx(["baseline", "eagle3-topk4", "--levels", "1,2", "--fleet", "lab", "--detach", "--no-ignore-eos",
-                "--repeats", "2", "--no-progress", "--one-unit-per-host"])
-    assert job_arguments(ctx) == ["baseline", "eagle3-topk4", "--levels", "1,2", "--repeats", "2", "--no-ignore-eos",
-                                  "--one-unit-per-host"]
+    ctx = _ctx(
+        [
+            "baseline",
+            "eagle3-topk4",
+            "--levels",
+            "1,2",
+            "--fleet",
+            "lab",
+            "--detach",
+            "--no-ignore-eos",
+            "--repeats",
+            "2",
+            "--no-progress",
+            "--one-unit-per-host",
+        ]
+    )
+    assert job_arguments(ctx) == [
+        "baseline",
+        "eagle3-topk4",
+        "--levels",
+        "1,2",
+        "--repeats",
+        "2",
+        "--no-ignore-eos",
+        "--one-unit-per-host",
+    ]
 
 
 def test_entrypoint_runs_the_cli_with_the_absolute_interpreter_on_the_fleet():
     words = shlex.split(job_entrypoint(_state(), ["baseline", "--levels", "1,2"]))
     assert words[0] == "/opt/wb/bin/python" and words[1] == "-c" and "workbench.cli" in words[2]
-    assert words[3:] == ["bench", "baseline", "--levels", "1,2", "--fleet", "auto", "--runs-dir",
-                         "/home/u/.workbench/fleet/lab/runs", "--no-progress"]
+    assert words[3:] == [
+        "bench",
+        "baseline",
+        "--levels",
+        "1,2",
+        "--fleet",
+        "auto",
+        "--runs-dir",
+        "/home/u/.workbench/fleet/lab/runs",
+        "--no-progress",
+    ]
 
 
 def test_detach_needs_a_fleet_of_fleet_up():
@@ -82,7 +128,6 @@ def test_detach_needs_a_fleet_of_fleet_up():
     assert out.exit_code == 2 and "no fleet named 'nosuch'" in out.output
     out = runner.invoke(app, ["fleet", "up"])
     assert out.exit_code == 2
-
 
 
 #: Fleet files of wrong shapes, each with what the message says about it.
@@ -100,8 +145,10 @@ BAD_RECORDS = {
     "started as object": ({"started": {"alias": "gpu1"}}, "started is an object"),
     "started as string": ({"started": "gpu1"}, "started is a string ('gpu1'), not a list"),
     "an entry as number": ({"started": [7]}, "started[0] is an integer (7), not an object"),
-    "an entry without pgid": ({"started": [{k: v for k, v in STARTED.items() if k != "pgid"}]},
-                              "started[0] lacks pgid"),
+    "an entry without pgid": (
+        {"started": [{k: v for k, v in STARTED.items() if k != "pgid"}]},
+        "started[0] lacks pgid",
+    ),
     "pid as text": ({"started": [{**STARTED, "pid": "7"}]}, "started[0].pid is a string ('7'), not an integer"),
     "pid as float": ({"started": [{**STARTED, "pid": 7.5}]}, "started[0].pid is a number (7.5), not an integer"),
     "jobs as list": ({"jobs": ["raysubmit_x"]}, "jobs is a list"),
@@ -134,7 +181,8 @@ def test_a_fleet_file_of_any_shape_is_one_line_for_status_and_down(fleet_dir, ca
         assert out.exit_code == 2, (verb, out.output, out.exception)
         assert out.exception is None or isinstance(out.exception, SystemExit), repr(out.exception)
         assert "Traceback" not in out.output and len(out.output.strip().splitlines()) == 1, out.output
-        assert out.output.startswith(f"error: the fleet file {fleet_dir / 'lab.json'} is not a record `fleet up` "
-                                     f"wrote: {said}"), out.output
+        assert out.output.startswith(
+            f"error: the fleet file {fleet_dir / 'lab.json'} is not a record `fleet up` wrote: {said}"
+        ), out.output
         assert "Nothing was stopped; remove the file" in out.output and "run `workbench fleet up` again" in out.output
         assert (fleet_dir / "lab.json").exists()  # kept: the user decides

@@ -22,6 +22,7 @@ SCRIPT = REMOTE / "gpu_calibrate.py"
 sys.path.insert(0, str(REMOTE))
 import _gpu_calibrate_plan as plan_mod  # noqa: E402
 
+
 def _run(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return run_program(SCRIPT, *args, env=env, timeout=timeout)
 
@@ -73,21 +74,25 @@ def test_plan_key_changes_with_what_makes_tables_comparable() -> None:
     assert plan_mod.make_plan("tiny", mode="full")["key"] != a["key"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"preset": "nope"}, "unknown preset"),
-    ({"preset": None}, "give --preset"),
-    ({"preset": "tiny", "tp": 3}, "divide"),
-    ({"preset": "tiny", "layers": 9}, "layers must be"),
-    ({"preset": None, "model": "no-such-model"}, "unknown model"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"preset": "nope"}, "unknown preset"),
+        ({"preset": None}, "give --preset"),
+        ({"preset": "tiny", "tp": 3}, "divide"),
+        ({"preset": "tiny", "layers": 9}, "layers must be"),
+        ({"preset": None, "model": "no-such-model"}, "unknown model"),
+    ],
+)
 def test_bad_requests_are_refused(kwargs: dict, message: str) -> None:
     with pytest.raises(plan_mod.PlanError, match=message):
         plan_mod.make_plan(**kwargs)
 
 
 def test_models_dir_toml_and_json_shapes(tmp_path: Path) -> None:
-    plan = plan_mod.make_plan(None, model="llama-3.3-70b-instruct", draft="none", mode="quick",
-                              models_dir=str(ROOT / "data" / "models"))
+    plan = plan_mod.make_plan(
+        None, model="llama-3.3-70b-instruct", draft="none", mode="quick", models_dir=str(ROOT / "data" / "models")
+    )
     assert plan["target"]["hidden"] == 8192 and plan["draft"] is None
     shape = tmp_path / "m.json"
     shape.write_text(json.dumps(plan_mod.MODELS["tiny-dense"]))
@@ -98,8 +103,15 @@ def test_models_dir_toml_and_json_shapes(tmp_path: Path) -> None:
 def test_dry_run_needs_no_torch_and_writes_the_plans(tmp_path: Path) -> None:
     blocked = blocking_dir(tmp_path, ("torch",))
     out = tmp_path / "out"
-    r = _run("--preset", "llama3-8b,qwen3-30b-a3b", "--quick", "--dry-run", "--out", str(out),
-             env={"PYTHONPATH": str(blocked)})
+    r = _run(
+        "--preset",
+        "llama3-8b,qwen3-30b-a3b",
+        "--quick",
+        "--dry-run",
+        "--out",
+        str(out),
+        env={"PYTHONPATH": str(blocked)},
+    )
     assert r.returncode == 0, r.stderr
     answer = json.loads(r.stdout)
     assert [p["name"] for p in answer["plans"]] == ["llama3-8b", "qwen3-30b-a3b"]
@@ -108,8 +120,14 @@ def test_dry_run_needs_no_torch_and_writes_the_plans(tmp_path: Path) -> None:
 
 
 def test_without_torch_it_refuses_and_says_why(tmp_path: Path) -> None:
-    r = _run("--preset", "tiny", "--quick", "--out", str(tmp_path),
-             env={"PYTHONPATH": str(blocking_dir(tmp_path, ("torch",)))})
+    r = _run(
+        "--preset",
+        "tiny",
+        "--quick",
+        "--out",
+        str(tmp_path),
+        env={"PYTHONPATH": str(blocking_dir(tmp_path, ("torch",)))},
+    )
     assert r.returncode == 2
     assert "PyTorch is not installed" in r.stderr and "--python" in r.stderr
 
@@ -147,7 +165,7 @@ def test_attention_core_matches_grouped_attention(q_len: int, context: int) -> N
     nh, nkv, hd = s["heads"], s["kv_heads"], s["head_dim"]
     kc = layer.k_pool[: seqs * (context + q_len)].view(seqs, context + q_len, nkv, hd).transpose(1, 2)
     vc = layer.v_pool[: seqs * (context + q_len)].view(seqs, context + q_len, nkv, hd).transpose(1, 2)
-    assert torch.equal(kc[:, :, context:].transpose(1, 2).reshape(seqs * q_len, -1), y[:, nh * hd: (nh + nkv) * hd])
+    assert torch.equal(kc[:, :, context:].transpose(1, 2).reshape(seqs * q_len, -1), y[:, nh * hd : (nh + nkv) * hd])
     q = y[:, : nh * hd].view(seqs, q_len, nh, hd).transpose(1, 2)
     k, v = kc.repeat_interleave(nh // nkv, 1), vc.repeat_interleave(nh // nkv, 1)
     want = F.scaled_dot_product_attention(q, k, v, is_causal=context == 0 and q_len > 1)
@@ -163,7 +181,7 @@ def test_moe_routing_is_uniform_static_and_recorded() -> None:
 
     r = tm.Routing(16, 128, 8, device=torch.device("cpu"), dtype=torch.float32)
     assert sum(r.counts) == 16 * 8 and r.touched == len(r.counts) and int(r.offsets[-1]) == 128
-    assert 60 < r.touched < 105   # uniform routing touches 128 (1 - (1 - 8/128)^16) = 82 on average
+    assert 60 < r.touched < 105  # uniform routing touches 128 (1 - (1 - 8/128)^16) = 82 on average
     s = plan_mod.rank_shape(plan_mod.MODELS["tiny-moe"])
     layer = tm.Layer(s, device=torch.device("cpu"), pool_tokens=8)
     ctx = tm.Context({"seqs": 4, "q_len": 1, "context": 0, "tokens": 4}, s, device=torch.device("cpu"))
@@ -173,10 +191,15 @@ def test_moe_routing_is_uniform_static_and_recorded() -> None:
     ie = s["expert_intermediate"]
     start = 0
     for e, count in enumerate(ctx.routing.counts):
-        idx = ctx.routing.token_index[start:start + count]
+        idx = ctx.routing.token_index[start : start + count]
         gu = x2[idx] @ layer.w13[e].T
-        ref.index_add_(0, idx, (torch.nn.functional.silu(gu[:, :ie]) * gu[:, ie:]) @ layer.w2[e].T
-                       * ctx.routing.gate[start:start + count])
+        ref.index_add_(
+            0,
+            idx,
+            (torch.nn.functional.silu(gu[:, :ie]) * gu[:, ie:])
+            @ layer.w2[e].T
+            * ctx.routing.gate[start : start + count],
+        )
         start += count
     assert torch.allclose(out, ref, atol=1e-5)
 
@@ -184,7 +207,19 @@ def test_moe_routing_is_uniform_static_and_recorded() -> None:
 @needs_torch
 def test_cpu_test_run_writes_labelled_tables_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = ("--preset", "tiny,tiny-moe", "--quick", "--device", "cpu", "--reps", "1", "--warmup", "0", "--out", str(out))
+    args = (
+        "--preset",
+        "tiny,tiny-moe",
+        "--quick",
+        "--device",
+        "cpu",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+    )
     r = _run(*args)
     assert r.returncode == 0, r.stderr
     assert "complete: " in r.stdout
@@ -193,8 +228,14 @@ def test_cpu_test_run_writes_labelled_tables_and_resumes(tmp_path: Path) -> None
     assert doc["calibration"] is False and "NEVER a calibration" in doc["environment"]["calibration_note"]
     assert {"torch", "python", "hostname"} <= set(doc["environment"])
     groups = {(r["family"], r["group"]) for r in doc["rows"]}
-    assert {("decode", "layers"), ("decode", "attention"), ("decode", "dense"), ("lm_head", "lm_head"),
-            ("draft", "step"), ("draft", "lm_head")} <= groups
+    assert {
+        ("decode", "layers"),
+        ("decode", "attention"),
+        ("decode", "dense"),
+        ("lm_head", "lm_head"),
+        ("draft", "step"),
+        ("draft", "lm_head"),
+    } <= groups
     assert all("NOT a calibration" in r["timer"] for r in doc["rows"])
     moe = json.loads((out / "tiny-moe.json").read_text())
     assert all(r["touched_experts"] for r in moe["rows"] if r["group"] == "experts")
@@ -229,7 +270,8 @@ def test_allreduce_path_over_two_cpu_ranks(tmp_path: Path) -> None:
 
     plan = plan_mod.make_plan("tiny", mode="quick", gpus=2, reps=2, warmup=1)
     points = [p for p in plan["points"] if p["family"] == "allreduce"][:3]
-    rows = gpu_calibrate.time_allreduce(plan, points, gpu_ids=None, device=torch.device("cpu"), torch=torch,
-                                        env={"gpu_name": None})
+    rows = gpu_calibrate.time_allreduce(
+        plan, points, gpu_ids=None, device=torch.device("cpu"), torch=torch, env={"gpu_name": None}
+    )
     assert [r["message_bytes"] for r in rows] == [p["tokens"] * 64 * 4 for p in points]
     assert all(r["gpus"] == 2 and r["median_ms"] > 0 for r in rows)

@@ -32,8 +32,9 @@ def checkout(tmp_path: Path) -> Path:
     (root / "python" / "sglang").mkdir(parents=True)
     (root / "python" / "sglang" / "__init__.py").write_text("")
     (root / "python" / "sglang" / "version.py").write_text('__version__ = "0.5.9"\n')
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@x")
+    env = dict(
+        os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x"
+    )
     for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "v0.5.9"]):
         subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
     return root
@@ -77,7 +78,9 @@ def test_unknown_host_key_failed_auth_and_missing_python_are_unusable(sshd: SSHD
     result = _check(sshd, alias="newhost", config=config)
     assert result.exit_code == 1 and "known_hosts" in result.output
     stranger = tmp_path / "id_stranger"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True, capture_output=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True, capture_output=True
+    )
     config = sshd.write_config("noauth_config", {"noauth": sshd.options(IdentityFile=str(stranger))})
     denied = _check(sshd, alias="noauth", config=config)
     assert denied.exit_code == 1 and "noauth: NOT usable" in denied.output and "authenticat" in denied.output.lower()
@@ -91,19 +94,42 @@ def test_report_rendering_and_requirements() -> None:
     with pytest.raises(ConfigError):
         parse_requirements("sglang,disk")
     report = HostReport(
-        host="gpu8", usable=True,
+        host="gpu8",
+        usable=True,
         python={"executable": "/opt/venv/bin/python", "version": "3.10.12", "hostname": "gpu8", "platform": "Linux"},
-        sglang={"installed": {"version": "0.5.9", "package_dir": "/root/sglang/python/sglang", "editable": True,
-                              "git": {"commit": "0123456789abcdef", "branch": "main", "dirty": True,
-                                      "changed_count": 2}}, "checkouts": []},
-        gpus={"nvidia_smi": True, "driver_version": "550.54.15", "interconnect": "pcie",
-              "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "memory_used_mib": 4}] * 8,
-              "links": [{"a": 0, "b": 1, "link": "PIX"}, {"a": 0, "b": 4, "link": "SYS"}]},
+        sglang={
+            "installed": {
+                "version": "0.5.9",
+                "package_dir": "/root/sglang/python/sglang",
+                "editable": True,
+                "git": {"commit": "0123456789abcdef", "branch": "main", "dirty": True, "changed_count": 2},
+            },
+            "checkouts": [],
+        },
+        gpus={
+            "nvidia_smi": True,
+            "driver_version": "550.54.15",
+            "interconnect": "pcie",
+            "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "memory_used_mib": 4}] * 8,
+            "links": [{"a": 0, "b": 1, "link": "PIX"}, {"a": 0, "b": 4, "link": "SYS"}],
+        },
     )
     text = render_check(report)
-    wheel = dataclasses.replace(report, sglang={"checkouts": [], "installed": {
-        "version": "0.5.9", "package_dir": "/venv/lib/python3.10/site-packages/sglang", "git": None,
-        "direct_url": {"url": "https://github.com/sgl-project/sglang", "vcs_info": {"commit_id": "abcdef0123456789"}}}})
+    wheel = dataclasses.replace(
+        report,
+        sglang={
+            "checkouts": [],
+            "installed": {
+                "version": "0.5.9",
+                "package_dir": "/venv/lib/python3.10/site-packages/sglang",
+                "git": None,
+                "direct_url": {
+                    "url": "https://github.com/sgl-project/sglang",
+                    "vcs_info": {"commit_id": "abcdef0123456789"},
+                },
+            },
+        },
+    )
     assert "installed from https://github.com/sgl-project/sglang at commit abcdef012345" in render_check(wheel)
     assert "sglang    0.5.9 at /root/sglang/python/sglang, editable install; git 0123456789ab on main (dirty: 2" in text
     assert "gpus      8 x NVIDIA H100 80GB HBM3 (81559 MiB each, 32 MiB in use), driver 550.54.15" in text

@@ -37,11 +37,15 @@ def _nan(x) -> bool:
 
 # -- bench_serving ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, version, median_ttft, output_tok_s, mean_itl", [
-    ("bs046_baseline", "0.4.6.post5..0.5.3", 141.70288199966308, 139.62889232281927, 10.5355772580776),
-    ("bs054_baseline", "0.5.3.post1..0.5.4.post1", 139.9728584992772, 138.8451537201142, 10.611047419359002),
-    ("bs056_baseline", "0.5.6..0.5.7", 149.04213350018836, 138.2324558642409, 10.023317677428901),
-])
+
+@pytest.mark.parametrize(
+    "name, version, median_ttft, output_tok_s, mean_itl",
+    [
+        ("bs046_baseline", "0.4.6.post5..0.5.3", 141.70288199966308, 139.62889232281927, 10.5355772580776),
+        ("bs054_baseline", "0.5.3.post1..0.5.4.post1", 139.9728584992772, 138.8451537201142, 10.611047419359002),
+        ("bs056_baseline", "0.5.6..0.5.7", 149.04213350018836, 138.2324558642409, 10.023317677428901),
+    ],
+)
 def test_bench_serving_key_sets_of_each_generation(name, version, median_ttft, output_tok_s, mean_itl) -> None:
     result = import_results(BS / f"{name}.jsonl", store=False)
     row = _one(result)
@@ -60,9 +64,15 @@ def test_bench_serving_newest_key_set(tmp_path: Path) -> None:
     """0.5.14+ adds p90/p95 of TTFT, TPOT and ITL and a cache_report (sglang-0.5.16/sglang/benchmark/serving.py);
     its client needs torch, so the record is bs059's with those keys added as 0.5.16 writes them."""
     record = json.loads((BS / "bs059_eagle3.jsonl").read_text().splitlines()[0])
-    record.update(p90_ttft_ms=150.5, p95_ttft_ms=160.5, p90_tpot_ms=12.5, p95_tpot_ms=13.5, p90_itl_ms=20.5,
-                  p95_itl_ms=30.5, cache_report={"total_prompt_tokens": 2048, "total_cached_tokens": 512,
-                                                 "cache_hit_rate_pct": 25.0})
+    record.update(
+        p90_ttft_ms=150.5,
+        p95_ttft_ms=160.5,
+        p90_tpot_ms=12.5,
+        p95_tpot_ms=13.5,
+        p90_itl_ms=20.5,
+        p95_itl_ms=30.5,
+        cache_report={"total_prompt_tokens": 2048, "total_cached_tokens": 512, "cache_hit_rate_pct": 25.0},
+    )
     path = tmp_path / "bs0516.jsonl"
     path.write_text(json.dumps(record) + "\n")
     row = _one(import_results(path, store=False))
@@ -134,6 +144,7 @@ def test_a_long_output_details_line_reads_quickly(tmp_path: Path) -> None:
 
 # -- AIPerf ---------------------------------------------------------------------------------------
 
+
 def test_aiperf_single_run_export() -> None:
     row = _one(import_results(FIX / "aiperf" / "single" / "profile_export_aiperf.json", store=False, engine="sim"))
     assert row["tool"] == "aiperf" and row["tool_version"] == "0.13.0" and row["simulated"]
@@ -176,13 +187,19 @@ def test_runs_of_one_variant_passed_together_are_repeats_of_one_run(tmp_path: Pa
     assert list(result.levels["repeat"]) == [0, 1, 2] and set(result.levels["level_index"]) == {0}
     manifest = load_run(result.runs["path"].iloc[0]).manifest
     assert manifest["source_files"] == [str(f.resolve()) for f in files] and manifest["units_completed"] == [
-        [0, 0], [1, 0], [2, 0]]
+        [0, 0],
+        [1, 0],
+        [2, 0],
+    ]
     means = wb.load_study(list(result.runs["path"]), baseline="multi").means()
-    assert means["n"].iloc[0] == 3 and means["output_throughput_tok_s_lo"].iloc[0] < means[
-        "output_throughput_tok_s"].iloc[0]  # an interval over the 3 AIPerf runs
+    assert (
+        means["n"].iloc[0] == 3
+        and means["output_throughput_tok_s_lo"].iloc[0] < means["output_throughput_tok_s"].iloc[0]
+    )  # an interval over the 3 AIPerf runs
 
 
 # -- GuideLLM -------------------------------------------------------------------------------------
+
 
 def test_guidellm_benchmarks_derive_our_columns_from_its_requests() -> None:
     path = FIX / "guidellm" / "benchmarks.json"
@@ -212,6 +229,7 @@ def raw_first_e2e(path: Path) -> float:
 
 
 # -- vLLM -----------------------------------------------------------------------------------------
+
 
 def test_vllm_save_result_with_spec_decode_and_queue_keys() -> None:
     path = FIX / "vllm" / "eagle3-infqps-concurrency1.json"
@@ -256,6 +274,7 @@ def test_vllm_appended_file_and_sweep_folder() -> None:
 
 # -- checks, store, catalogue, study, CLI ---------------------------------------------------------
 
+
 def _broken_copy(tmp_path: Path) -> Path:
     """bs046's record three times, two edited to break an invariant each (TTFT above E2E; ITL of 0)."""
     record = json.loads((BS / "bs046_baseline.jsonl").read_text())
@@ -280,8 +299,13 @@ def test_broken_rows_go_to_quarantine_with_the_reason(tmp_path: Path) -> None:
 def test_output_throughput_above_rate_and_lengths_is_quarantined() -> None:
     from workbench.imports import violations
 
-    row = {"completed": 8, "total_output_tokens": 256, "request_throughput_req_s": 4.0,
-           "output_throughput_tok_s": 200.0, "request_rate_req_s": 2.0}
+    row = {
+        "completed": 8,
+        "total_output_tokens": 256,
+        "request_throughput_req_s": 4.0,
+        "output_throughput_tok_s": 200.0,
+        "request_rate_req_s": 2.0,
+    }
     reasons = violations(row, streamed=True)
     assert any("request throughput and lengths" in r for r in reasons)
     assert any("request rate and lengths" in r for r in reasons)
@@ -333,8 +357,9 @@ def test_cli_import_json_and_bad_input(tmp_path: Path) -> None:
     assert [r["concurrency"] for r in rows] == [2, 4, 8] and rows[0]["request_rate_req_s"] == "inf"
     assert rows[0]["quarantine_reason"] is None and rows[1]["quarantine_reason"].startswith("TTFT above E2E")
     assert rows[0]["p90_ttft_ms"] is None  # missing, not 0
-    text = runner.invoke(app, ["import", str(FIX / "vllm" / "sweep" / "exp1"), "--runs-dir", str(tmp_path / "r"),
-                               "--engine", "sim"])
+    text = runner.invoke(
+        app, ["import", str(FIX / "vllm" / "sweep" / "exp1"), "--runs-dir", str(tmp_path / "r"), "--engine", "sim"]
+    )
     assert text.exit_code == 0 and "SIMULATED" in text.output and "stored as" in text.output
     assert "vllm bench serve version not recorded" in text.output
     unnamed = runner.invoke(app, ["import", str(FIX / "aiperf" / "single"), "--dry-run"])
@@ -423,7 +448,8 @@ def test_vllm_request_rate_files_make_a_study_on_the_rate_with_per_position_rate
     ratios = study.ratios("eagle3-chain3")
     assert list(ratios["request_rate_req_s"]) == [2.0, 8.0]
     assert ratios["output_throughput_tok_s_ratio"].iloc[0] == pytest.approx(
-        raw[0]["output_throughput"] / json.loads(files[0].read_text().splitlines()[0])["output_throughput"])
+        raw[0]["output_throughput"] / json.loads(files[0].read_text().splitlines()[0])["output_throughput"]
+    )
     rates = study.tables.position_rates()
     assert set(rates["source"]) == {"vllm"} and list(rates["position"]) == [1, 2, 3, 1, 2, 3]
     assert rates["rate"].iloc[:3].tolist() == pytest.approx(raw[0]["spec_decode_per_position_acceptance_rates"])

@@ -47,6 +47,7 @@ def _csv_figures(path: Path) -> dict[str, dict[str, float]]:
 
 # -- AIPerf CSV --------------------------------------------------------------------------------
 
+
 def test_aiperf_csv_export_imports_every_figure_from_the_file() -> None:
     raw = _csv_figures(CSV_FILE)
     assert detect_format(CSV_FILE) == "aiperf_csv"
@@ -56,11 +57,18 @@ def test_aiperf_csv_export_imports_every_figure_from_the_file() -> None:
     assert row["tool"] == "aiperf" and row["variant"] == CSV_RUN.name and row["tool_version"] is None
     # the load: AIPerf's artifact folder name (<model>-openai-chat-concurrency4); the CSV has none
     assert row["concurrency"] == 4 and row["mode"] == "closed" and "artifact folder name" in row["aiperf_load_source"]
-    for name, ours in (("Time to First Token (ms)", "ttft_ms"), ("Request Latency (ms)", "e2e_ms"),
-                       ("Inter Token Latency (ms)", "tpot_ms")):
+    for name, ours in (
+        ("Time to First Token (ms)", "ttft_ms"),
+        ("Request Latency (ms)", "e2e_ms"),
+        ("Inter Token Latency (ms)", "tpot_ms"),
+    ):
         stats = raw[name]
         assert [row[f"{s}_{ours}"] for s in ("mean", "p50", "p90", "p99")] == [
-            stats["avg"], stats["p50"], stats["p90"], stats["p99"]], name
+            stats["avg"],
+            stats["p50"],
+            stats["p90"],
+            stats["p99"],
+        ], name
     per_user = raw["Output Token Throughput Per User (tokens/sec/user)"]
     assert row["aiperf_output_token_throughput_per_user_p90_tok_s"] == per_user["p90"]
     assert row["aiperf_mean_time_to_second_token_ms"] == raw["Time to Second Token (ms)"]["avg"]
@@ -109,6 +117,7 @@ def test_a_csv_that_is_not_aiperfs_or_is_cut_short_is_refused(tmp_path: Path) ->
 
 # -- InferenceX ----------------------------------------------------------------------------------
 
+
 def test_inferencex_collected_results_map_each_field_with_its_unit() -> None:
     path = INFX / "agg_dsr1_1k1k_fp8_sglang_h200.json"
     raw = json.loads(path.read_text())
@@ -145,8 +154,13 @@ def test_inferencex_single_point_file_and_multinode_gpu_count(tmp_path: Path) ->
     assert row["source_record"] == "whole file" and row["concurrency"] == 4
     point = json.loads(one.read_text())
     multinode = {k: v for k, v in point.items() if k not in ("tp", "pp", "dcp_size", "pcp_size", "ep")}
-    multinode.update(is_multinode=True, disagg=True, num_prefill_gpu=8, num_decode_gpu=16,
-                     benchmark_outcome={"requested": 40, "completed": 40, "status": "ok"})
+    multinode.update(
+        is_multinode=True,
+        disagg=True,
+        num_prefill_gpu=8,
+        num_decode_gpu=16,
+        benchmark_outcome={"requested": 40, "completed": 40, "status": "ok"},
+    )
     path = tmp_path / "agg_disagg.json"
     path.write_text(json.dumps(multinode))
     row = import_results(path, store=False).levels.iloc[0]
@@ -163,6 +177,7 @@ def test_inferencex_runs_make_a_study_of_spec_vs_baseline(tmp_path: Path) -> Non
 
 
 # -- one file per request rate -------------------------------------------------------------------
+
 
 def _per_rate_files(folder: Path) -> list[Path]:
     """vllm bench serve's rates-baseline.json split into one file per rate, named as vLLM names them
@@ -206,6 +221,7 @@ def test_files_of_two_variants_without_labels_stay_two_runs(tmp_path: Path) -> N
 
 # -- offline multi-workload bench_serving files ---------------------------------------------------
 
+
 def test_offline_multi_workload_files_compare_workload_by_workload() -> None:
     result = import_results(OFFLINE, store=False)
     levels = result.levels
@@ -213,8 +229,11 @@ def test_offline_multi_workload_files_compare_workload_by_workload() -> None:
     assert (levels["request_rate_req_s"] == math.inf).all() and levels["workload"].nunique() == 3
     table = offline_workloads(levels, baseline="baseline")
     assert len(table) == 6 and list(table["variant"])[:2] == ["baseline", "eagle3"]
-    raw = {(r["tag"], r["dataset_name"], r["random_input_len"]): r
-           for path in OFFLINE for r in map(json.loads, path.read_text().splitlines())}
+    raw = {
+        (r["tag"], r["dataset_name"], r["random_input_len"]): r
+        for path in OFFLINE
+        for r in map(json.loads, path.read_text().splitlines())
+    }
     long_out = table[table["workload"] == "dataset=random in=256 out=1024 backend=sglang"].set_index("variant")
     base, spec = raw[("baseline", "random", 256)], raw[("eagle3", "random", 256)]
     assert long_out.loc["baseline", "output_throughput_tok_s"] == base["output_throughput"]
@@ -222,7 +241,8 @@ def test_offline_multi_workload_files_compare_workload_by_workload() -> None:
     assert long_out.loc["eagle3", "mean_tpot_ms"] == spec["mean_tpot_ms"]
     assert long_out.loc["eagle3", "accept_length"] == spec["accept_length"]
     assert long_out.loc["eagle3", "output_throughput_tok_s_ratio"] == pytest.approx(
-        spec["output_throughput"] / base["output_throughput"])
+        spec["output_throughput"] / base["output_throughput"]
+    )
     assert long_out.loc["eagle3", "mean_tpot_ms_ratio"] == pytest.approx(spec["mean_tpot_ms"] / base["mean_tpot_ms"])
     assert _nan(long_out.loc["baseline", "output_throughput_tok_s_ratio"])  # the baseline is not compared with itself
     # a workload only one arm measured has no ratio, never a made-up one

@@ -46,14 +46,17 @@ def _stored(runs: Path) -> list[Path]:
 
 # -- exact duplicates: dropped, counted in one line ------------------------------------------------
 
+
 def test_a_file_pasted_onto_itself_is_one_record_and_one_line_says_so(tmp_path: Path) -> None:
     record = _record()
     pasted = _write(tmp_path / "pasted.jsonl", record, record)
     result = _import(pasted, "--runs-dir", tmp_path / "runs", "--engine", "sim")
     assert result.exit_code == 0, result.output
     said = [line for line in result.output.splitlines() if "duplicate" in line]
-    assert said == ["dropped 1 exact duplicate record(s): the same figures from the same file as a record read "
-                    "before (first: pasted.jsonl line 2 repeats line 1); each record is kept once"]
+    assert said == [
+        "dropped 1 exact duplicate record(s): the same figures from the same file as a record read "
+        "before (first: pasted.jsonl line 2 repeats line 1); each record is kept once"
+    ]
     (run,) = _stored(tmp_path / "runs")
     levels = load_run(run).levels
     assert len(levels) == 1 and list(levels["repeat"]) == [0]
@@ -85,6 +88,7 @@ def test_the_same_file_given_twice_is_read_once(tmp_path: Path) -> None:
 
 # -- the same figures in two files: refused, never pooled -------------------------------------------
 
+
 def test_the_same_figures_in_two_files_under_one_tag_are_refused_not_pooled(tmp_path: Path) -> None:
     first = shutil.copy(BS / "bs059_eagle3.jsonl", tmp_path / "monday.jsonl")
     copy = shutil.copy(BS / "bs059_eagle3.jsonl", tmp_path / "tuesday.jsonl")
@@ -94,7 +98,8 @@ def test_the_same_figures_in_two_files_under_one_tag_are_refused_not_pooled(tmp_
     assert result.output.strip() == (
         f"error: {copy} line 1 holds the same figures, to every digit, as {first} line 1 (run name 'eagle3'): one "
         "measurement in two files, not two repeats, and pooled they would make an interval of zero width. Import "
-        "one of the two files; if they are two measurements, their tool wrote one of them wrong")
+        "one of the two files; if they are two measurements, their tool wrote one of them wrong"
+    )
     assert _stored(runs) == []  # nothing stored
     with pytest.raises(ConfigError, match="same figures, to every digit"):
         import_results([first, copy], store=False)
@@ -114,20 +119,33 @@ BIG = "1" + "0" * 400  #: JSON text of an integer too large for a float (strings
 IMPOSSIBLE = {
     "duration 0": ({"duration": 0}, "duration_s = 0: a run's duration must be above 0 s"),
     "duration -5": ({"duration": -5}, "duration_s = -5: a run's duration must be above 0 s"),
-    "concurrency 1e300": ({"max_concurrency": 1e300}, "concurrency = 1e+300: a concurrency must be from 1 to "
-                          "1,000,000"),
+    "concurrency 1e300": (
+        {"max_concurrency": 1e300},
+        "concurrency = 1e+300: a concurrency must be from 1 to 1,000,000",
+    ),
     "concurrency 0": ({"max_concurrency": 0}, "concurrency = 0: a concurrency must be from 1"),
-    "rate 0": ({"request_rate": 0, "max_concurrency": None}, "request_rate_req_s = 0: an offered request rate must "
-               "be above 0"),
+    "rate 0": (
+        {"request_rate": 0, "max_concurrency": None},
+        "request_rate_req_s = 0: an offered request rate must be above 0",
+    ),
     "rate -2": ({"request_rate": -2}, "request_rate_req_s = -2: an offered request rate must be above 0"),
-    "rate 1e300": ({"request_rate": 1e300}, "request_rate_req_s = 1e+300: an offered request rate must be above 0 "
-                   "and at most 1,000,000 req/s"),
-    "throughput 1e300": ({"output_throughput": 1e300}, "output_throughput_tok_s = 1e+300: no token throughput is "
-                         "above 1,000,000,000 tok/s"),
-    "request throughput 1e12": ({"request_throughput": 1e12}, "request_throughput_req_s = 1e+12: no request "
-                                "throughput is above 1,000,000 req/s"),
-    "duration 10^400": ({"duration": BIG}, "duration_s = inf: no measured figure is infinite (a number too large "
-                        "for a float, such as 1e400, reads as inf)"),
+    "rate 1e300": (
+        {"request_rate": 1e300},
+        "request_rate_req_s = 1e+300: an offered request rate must be above 0 and at most 1,000,000 req/s",
+    ),
+    "throughput 1e300": (
+        {"output_throughput": 1e300},
+        "output_throughput_tok_s = 1e+300: no token throughput is above 1,000,000,000 tok/s",
+    ),
+    "request throughput 1e12": (
+        {"request_throughput": 1e12},
+        "request_throughput_req_s = 1e+12: no request throughput is above 1,000,000 req/s",
+    ),
+    "duration 10^400": (
+        {"duration": BIG},
+        "duration_s = inf: no measured figure is infinite (a number too large "
+        "for a float, such as 1e400, reads as inf)",
+    ),
     "ttft 1e400": ({"mean_ttft_ms": "1e400"}, "mean_ttft_ms = inf: no measured figure is infinite"),
     "completed of 6000 digits": ({"completed": "7" * 6000}, "completed = inf: no measured figure is infinite"),
     "an ITL of 10^400": ({"itls": f"[[{BIG}]]"}, "request 0's bench_serving_itl_ms is infinite"),
@@ -151,8 +169,9 @@ def test_an_impossible_value_is_one_line_naming_file_record_and_field(tmp_path: 
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
     assert result.output.startswith(f"error: {path} line 2: {said}"), result.output
-    assert result.output.strip().endswith("correct or remove that record (the file was edited, cut short or not "
-                                          "written by the tool), then import again")
+    assert result.output.strip().endswith(
+        "correct or remove that record (the file was edited, cut short or not written by the tool), then import again"
+    )
     assert _stored(runs) == []
 
 
@@ -167,5 +186,7 @@ def test_a_vllm_sweep_run_number_too_large_for_a_float_is_refused(tmp_path: Path
     run.write_text(run.read_text().rstrip().rstrip("}") + f', "run_number": {BIG}}}\n')
     result = _import(folder, "--dry-run")
     assert result.exit_code == 2, result.output
-    assert result.output.startswith(f"error: {run} SERVE--baseline-BENCH--max_concurrency=4/run=0.json: repeat = "
-                                    "inf: no measured figure is infinite"), result.output
+    assert result.output.startswith(
+        f"error: {run} SERVE--baseline-BENCH--max_concurrency=4/run=0.json: repeat = "
+        "inf: no measured figure is infinite"
+    ), result.output

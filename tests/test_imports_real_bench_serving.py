@@ -100,7 +100,8 @@ def test_the_file_comes_from_a_real_server_and_every_key_is_accounted_for() -> N
         assert info["version"] == "0.5.17" and "simulation" not in info and info["load_format"] == "dummy"
         assert info["speculative_algorithm"] == "EAGLE3" and info["speculative_num_steps"] == 3
         assert set(record) == set(FIGURES) | set(WORDS) | set(NOT_COLUMNS), set(record) ^ (
-            set(FIGURES) | set(WORDS) | set(NOT_COLUMNS))
+            set(FIGURES) | set(WORDS) | set(NOT_COLUMNS)
+        )
         assert record["total_input_text_tokens"] + record["total_input_vision_tokens"] == record["total_input_tokens"]
 
 
@@ -136,8 +137,10 @@ def test_workbench_import_stores_the_run_with_the_same_figures(tmp_path: Path) -
     runs_dir = tmp_path / "runs"
     out = CliRunner().invoke(app, ["import", str(FILE), "--runs-dir", str(runs_dir)])
     assert out.exit_code == 0, out.output
-    assert f"sglang.bench_serving 0.5.14..0.5.23, variant {FILE.stem!r}, engine sglang: 2 level rows, " \
-           "0 quarantined, 0 request rows; stored as" in out.output
+    assert (
+        f"sglang.bench_serving 0.5.14..0.5.23, variant {FILE.stem!r}, engine sglang: 2 level rows, "
+        "0 quarantined, 0 request rows; stored as" in out.output
+    )
     assert "SIMULATED" not in out.output
     [run_dir] = [p for p in runs_dir.iterdir() if p.is_dir()]
     run = load_run(run_dir)

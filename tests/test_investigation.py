@@ -41,8 +41,13 @@ def test_bad_input_is_refused_before_launch(tmp_path) -> None:
 
 
 def test_parallel_passes_measure_every_variant_and_repeat(tmp_path) -> None:
-    runs = benchmark_variants(["baseline", "eagle3-topk1-v2"], concurrency_levels=[1, 4], runs_dir=tmp_path,
-                              parallel=2, **{**FAST, "repeats": 2})
+    runs = benchmark_variants(
+        ["baseline", "eagle3-topk1-v2"],
+        concurrency_levels=[1, 4],
+        runs_dir=tmp_path,
+        parallel=2,
+        **{**FAST, "repeats": 2},
+    )
     assert [load_run(r).manifest["variant"] for r in runs] == ["baseline", "eagle3-topk1-v2"]
     for run in runs:
         stored = load_run(run)
@@ -56,9 +61,15 @@ def test_chained_repeats_skip_a_failed_variant_and_finish_the_others(tmp_path) -
     killer = ServerKiller(tmp_path, lambda m: m["variant"] == "eagle3-topk4" and m.get("levels_completed", 0) >= 1)
     failures = []
     with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
-        runs = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2, 4], requests_per_level=4,
-                                  runs_dir=tmp_path, parallel=2, on_failure=failures.append,
-                                  **{**FAST, "repeats": 2, "max_new_tokens": 64, "time_scale": 8.0})
+        runs = benchmark_variants(
+            ["eagle3-topk4", "baseline"],
+            concurrency_levels=[1, 2, 4],
+            requests_per_level=4,
+            runs_dir=tmp_path,
+            parallel=2,
+            on_failure=failures.append,
+            **{**FAST, "repeats": 2, "max_new_tokens": 64, "time_scale": 8.0},
+        )
     killer.join()
     assert [f.variant for f in failures] == ["eagle3-topk4"]
     spec, base = load_run(runs[0]), load_run(runs[1])
@@ -93,10 +104,16 @@ def test_study_requires_its_baseline(tmp_path) -> None:
         load_study([run, run], baseline="baseline")
     study = load_study([run])  # the baseline: the first run's variant
     assert study.baseline == "baseline" and study.simulated and study.subtitle.startswith("SIMULATED")
-    assert study.spec_variants == [] and set(study.charts()) == {"throughput", "per_request", "latency_ttft",
-                                                                 "latency_tpot", "latency_e2e"}
-    assert study.verdict().splitlines()[2] == ("- **Recommended policy** (highest total output throughput at each "
-                                               "level): **baseline** at concurrency 1.")
+    assert study.spec_variants == [] and set(study.charts()) == {
+        "throughput",
+        "per_request",
+        "latency_ttft",
+        "latency_tpot",
+        "latency_e2e",
+    }
+    assert study.verdict().splitlines()[2] == (
+        "- **Recommended policy** (highest total output throughput at each level): **baseline** at concurrency 1."
+    )
 
 
 def test_benchmark_variants_refuses_a_keyword_benchmark_variant_does_not_take(tmp_path: Path) -> None:
@@ -154,16 +171,25 @@ def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level
     # at 20x, 1-token requests of a 1-word prompt at concurrency 1: each request's few ms of HTTP count 20 times over a
     # short E2E (with 2 tokens of the shipped prompts
     # the share measured 4.75% on a quiet fresh clone, under the 5% bound: E2E 259 ms, 12.3 ms outside)
-    run = load_run(benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=4, runs_dir=tmp_path,
-                                     prompt_set=["Hi"], **{**FAST, "max_new_tokens": 1}))
+    run = load_run(
+        benchmark_variant(
+            "baseline",
+            concurrency_levels=[1],
+            requests_per_level=4,
+            runs_dir=tmp_path,
+            prompt_set=["Hi"],
+            **{**FAST, "max_new_tokens": 1},
+        )
+    )
     [problem] = run.levels["sim_schedule_problem"]
     measured = run.levels[["mean_e2e_over_server_ms", "mean_e2e_ms", "sim_behind_schedule_wall_s", "duration_s"]]
     assert problem and "of the mean E2E was spent outside the server (bound 5%" in problem, measured.to_dict("records")
     study = load_study([run.path])
     from workbench.studies._study_words import _time_scale_text
 
-    assert "**Timings not the model's** in 1 of 1 level measurements (baseline at concurrency 1)" in \
-        _time_scale_text(study.tables)
+    assert "**Timings not the model's** in 1 of 1 level measurements (baseline at concurrency 1)" in _time_scale_text(
+        study.tables
+    )
 
 
 def test_bench_on_the_simulator_runs_the_notebooks_pre_flight_before_any_run(tmp_path: Path) -> None:
@@ -173,8 +199,11 @@ def test_bench_on_the_simulator_runs_the_notebooks_pre_flight_before_any_run(tmp
 
     base = load_variant("baseline")
     refused = dataclasses.replace(base, name="refused-flag", flags={**base.flags, "no-such-flag": 1})
-    with pytest.raises(ConfigError, match=r"Pre-flight checks of variant 'refused-flag' .*\(sim\).*nothing was "
-                                          r"launched:\n.*`--no-such-flag` is not a flag of SGLang 0\.5\.9"):
+    with pytest.raises(
+        ConfigError,
+        match=r"Pre-flight checks of variant 'refused-flag' .*\(sim\).*nothing was "
+        r"launched:\n.*`--no-such-flag` is not a flag of SGLang 0\.5\.9",
+    ):
         benchmark_variants(["baseline", refused], runs_dir=tmp_path, concurrency_levels=[1], **FAST)
     v2 = load_variant("eagle3-topk1-v2")
     topk4 = dataclasses.replace(v2, name="v2-topk4", flags={**v2.flags, "speculative-eagle-topk": 4})

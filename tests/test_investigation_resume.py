@@ -59,8 +59,9 @@ def test_bad_repeats_and_label_are_refused(tmp_path: Path) -> None:
 
 
 def test_variants_alternate_between_repeats(tmp_path: Path) -> None:
-    paths = benchmark_variants(["baseline", "eagle3-topk4"], concurrency_levels=[1], repeats=3, runs_dir=tmp_path,
-                               **FAST)
+    paths = benchmark_variants(
+        ["baseline", "eagle3-topk4"], concurrency_levels=[1], repeats=3, runs_dir=tmp_path, **FAST
+    )
     runs = [load_run(p) for p in paths]
     starts = {}
     for run in runs:
@@ -80,8 +81,14 @@ def test_a_server_dying_is_reported_and_the_sweep_goes_on(tmp_path: Path) -> Non
     killer = ServerKiller(tmp_path, lambda m: m.get("variant") == "eagle3-topk4")
     failures = []
     with pytest.warns(UserWarning, match="eagle3-topk4: server failed"):
-        paths = benchmark_variants(["eagle3-topk4", "baseline"], concurrency_levels=[1, 2], repeats=1,
-                                   runs_dir=tmp_path, on_failure=failures.append, **FAST)
+        paths = benchmark_variants(
+            ["eagle3-topk4", "baseline"],
+            concurrency_levels=[1, 2],
+            repeats=1,
+            runs_dir=tmp_path,
+            on_failure=failures.append,
+            **FAST,
+        )
     killer.join()
     (failure,) = failures
     assert failure.variant == "eagle3-topk4" and failure.kind in {"unknown", "lease_expired", "killed"}
@@ -99,8 +106,9 @@ KILLABLE = textwrap.dedent("""
 
 
 def test_kill_9_loses_at_most_the_level_in_flight_and_resume_stops_the_left_server(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, str(tmp_path)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLABLE, str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     killed = kill_when_stored(proc, tmp_path, 2)
     (run_dir,) = _runs(tmp_path)
     assert killed["status"] == "running" and (run_dir / "sweep.lock").is_file()
@@ -114,13 +122,21 @@ def test_kill_9_loses_at_most_the_level_in_flight_and_resume_stops_the_left_serv
     assert not processes.group_members(LocalHost(), left["pgid"])
     assert list_runs(tmp_path)["status"].tolist() == ["interrupted"]
 
-    path = benchmark_variant("baseline", concurrency_levels=[1, 2, 4], repeats=2, runs_dir=tmp_path,
-                             max_new_tokens=16, time_scale=4.0, progress=False, requests_per_level=4)
+    path = benchmark_variant(
+        "baseline",
+        concurrency_levels=[1, 2, 4],
+        repeats=2,
+        runs_dir=tmp_path,
+        max_new_tokens=16,
+        time_scale=4.0,
+        progress=False,
+        requests_per_level=4,
+    )
     assert path == run_dir
     run = load_run(path)
     assert run.manifest["status"] == "complete" and not (run_dir / "sweep.lock").exists()
     units = [tuple(u) for u in run.manifest["units_completed"]]
-    assert units[:len(stored)] == stored and sorted(units) == sorted((r, i) for r in range(2) for i in range(3))
+    assert units[: len(stored)] == stored and sorted(units) == sorted((r, i) for r in range(2) for i in range(3))
     # no unit twice, every request row belongs to a stored unit
     assert len(run.levels) == 6 and len(run.requests) == 24
     assert run.levels.groupby(["repeat", "level_index"]).size().max() == 1
@@ -171,8 +187,7 @@ FULL_DISK = textwrap.dedent("""
 def test_a_full_disk_is_a_clear_error_with_earlier_levels_intact(tmp_path: Path) -> None:
     # A real write failure: RLIMIT_FSIZE caps every file the process writes (no root needed), so
     # the second level's larger requests.parquet cannot be written.
-    out = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert "ERROR" in out.stdout, out.stdout + out.stderr
     error = out.stdout.split("ERROR", 1)[1]
     assert "requests.parquet" in error and "full" in error and "run the same sweep again" in error

@@ -51,21 +51,45 @@ def lab(tmp_path: Path):
     # as papermill injects parameters: a tagged cell right after the "parameters" cell
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     values = {"stored_study": str(FIXTURE), "report_dir": str(tmp_path / "charts")}
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell("\n".join(f"{k} = {v!r}" for k, v in values.items()),
-                                                      metadata={"tags": ["injected-parameters"]}))
+    nb.cells.insert(
+        at + 1,
+        nbformat.v4.new_code_cell(
+            "\n".join(f"{k} = {v!r}" for k, v in values.items()), metadata={"tags": ["injected-parameters"]}
+        ),
+    )
     nbformat.write(nb, folder / "dynamic_disable.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "jset"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "jws"),
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "jset"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "jws"),
+        "PYTHONPATH": str(ROOT),
+    }
     log = (tmp_path / "lab.log").open("w")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={folder}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            str(Path(sys.executable).parent / "jupyter"),
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={folder}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -100,17 +124,22 @@ def test_dynamic_disable_panel_redraws_in_chromium(lab, tmp_path: Path) -> None:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{base}/lab/tree/dynamic_disable.ipynb?token={token}")
-            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                                   " && window.jupyterapp.shell.currentWidget.sessionContext"
-                                   " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-                                   " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-                                   " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
-                                   " === 'idle'", timeout=60_000)
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                " && window.jupyterapp.shell.currentWidget.sessionContext"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
+                " === 'idle'",
+                timeout=60_000,
+            )
             page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
             # the panel's gain table names the threshold; the chart draws "no drafting above N"
             first = page.locator(".wb-threshold").first
             first.wait_for(timeout=120_000)
-            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] >> text=Traceback")
+            errors = page.locator(
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] >> text=Traceback"
+            )
             assert errors.count() == 0
             before = first.inner_text()
             n_before = int(re.search(r"above (\d+)", before).group(1))
@@ -124,12 +153,16 @@ def test_dynamic_disable_panel_redraws_in_chromium(lab, tmp_path: Path) -> None:
             page.keyboard.press("ArrowLeft")
             page.wait_for_function(
                 "n => { const p = document.querySelector('.wb-threshold');"
-                " return p && !p.innerText.includes('above ' + n + ' '); }", arg=n_before, timeout=30_000)
+                " return p && !p.innerText.includes('above ' + n + ' '); }",
+                arg=n_before,
+                timeout=30_000,
+            )
             after = page.locator(".wb-threshold").first.inner_text()
             n_after = int(re.search(r"above (\d+)", after).group(1))
             assert n_after < n_before
             page.locator(".jp-OutputArea-output").filter(has_text=f"no drafting above {n_after}").first.wait_for(
-                timeout=30_000)
+                timeout=30_000
+            )
             shot = tmp_path / "dynamic_disable_lab.png"
             page.screenshot(path=str(shot), full_page=False)
             assert shot.stat().st_size > 20_000

@@ -16,8 +16,9 @@ lab_notebooks = load_tool("lab_notebooks")
 
 
 def test_make_lab_serves_the_copies_not_the_committed_notebooks() -> None:
-    dry = subprocess.run(["make", "-n", "lab", "STAMP=Makefile"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    dry = subprocess.run(
+        ["make", "-n", "lab", "STAMP=Makefile"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     sync, serve = dry.index("tools/lab_notebooks.py"), dry.index("jupyter lab")
     assert sync < serve and "--ServerApp.root_dir=lab " in dry and "root_dir=notebooks" not in dry
     assert "/lab/" in (ROOT / ".gitignore").read_text().splitlines()
@@ -37,5 +38,6 @@ def test_running_a_copy_leaves_the_committed_notebook_unchanged(tmp_path: Path, 
     later = time.time() + 5
     os.utime(committed, (later, later))
     assert lab_notebooks.sync(committed.parent, tmp_path / "lab") == [
-        "kept your lab/tiny.ipynb; notebooks/tiny.ipynb is newer: delete the copy to take it"]
+        "kept your lab/tiny.ipynb; notebooks/tiny.ipynb is newer: delete the copy to take it"
+    ]
     assert "42" in copy.read_text()

@@ -65,10 +65,19 @@ def test_exported_markdown_outputs_escape_raw_html_and_drop_script_links(tmp_pat
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("Author's text with <b>raw html</b>."),
-        nbformat.v4.new_code_cell("show()", outputs=[nbformat.v4.new_output(
-            "display_data", data={"text/markdown": "**Verdict** <img src=x onerror=alert(1)> "
-                                                   "[click](javascript:alert(2)) <script>alert(3)</script>",
-                                  "text/plain": "<Markdown>"})]),
+        nbformat.v4.new_code_cell(
+            "show()",
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data",
+                    data={
+                        "text/markdown": "**Verdict** <img src=x onerror=alert(1)> "
+                        "[click](javascript:alert(2)) <script>alert(3)</script>",
+                        "text/plain": "<Markdown>",
+                    },
+                )
+            ],
+        ),
     ]
     html = export_html(nb, tmp_path / "page.html").read_text()
     assert "<b>" in html and "&lt;b&gt;" not in html  # the notebook author's markdown renders as nbconvert does

@@ -15,8 +15,9 @@ from workbench.studies._method_words import pass_order
 T0 = 1_796_535_000.0  # wall-clock seconds (2026-12-05)
 
 
-def _study(*, parallel: bool, time_scales: tuple[float, float] = (8.0, 8.0), repeats: int = 3,
-           pause_s: float = 0.0) -> Study:
+def _study(
+    *, parallel: bool, time_scales: tuple[float, float] = (8.0, 8.0), repeats: int = 3, pause_s: float = 0.0
+) -> Study:
     """baseline and eagle3 at concurrency 1 and 4, ``repeats`` repeats; each pass (variant, repeat) lasts 10 s,
     the two variants' passes side by side (``parallel``) or one after the other, their order reversed each repeat;
     ``pause_s`` before the last repeat (a later sweep resuming the runs)."""
@@ -27,19 +28,50 @@ def _study(*, parallel: bool, time_scales: tuple[float, float] = (8.0, 8.0), rep
         for k, name in enumerate(order):
             start = t if parallel else t + 10.0 * k
             for i, c in enumerate((1, 4)):
-                levels.append({"variant": name, "concurrency": c, "repeat": r, "output_throughput_tok_s": 100.0 * c,
-                               "mean_per_request_tok_s": 100.0, "simulated": True, "engine": "sim",
-                               "num_requests": 4 * c, "backend": "generate"})
+                levels.append(
+                    {
+                        "variant": name,
+                        "concurrency": c,
+                        "repeat": r,
+                        "output_throughput_tok_s": 100.0 * c,
+                        "mean_per_request_tok_s": 100.0,
+                        "simulated": True,
+                        "engine": "sim",
+                        "num_requests": 4 * c,
+                        "backend": "generate",
+                    }
+                )
                 for q in range(2):
-                    requests.append({"variant": name, "concurrency": c, "repeat": r, "level_index": i,
-                                     "request_index": q, "output_tokens": 64, "e2e_ms": 500.0,
-                                     "start_epoch_s": start + 5.0 * i, "end_epoch_s": start + 5.0 * i + 4.0})
+                    requests.append(
+                        {
+                            "variant": name,
+                            "concurrency": c,
+                            "repeat": r,
+                            "level_index": i,
+                            "request_index": q,
+                            "output_tokens": 64,
+                            "e2e_ms": 500.0,
+                            "start_epoch_s": start + 5.0 * i,
+                            "end_epoch_s": start + 5.0 * i + 4.0,
+                        }
+                    )
         t += 10.0 if parallel else 20.0
-    manifests = [{"variant": name, "host": "local", "simulated": True, "time_scale": scale,
-                  "simulation": {"profile": "seed-pcie-8gpu", "time_scale": scale},
-                  "plan": {"max_new_tokens": 64, "prompt_set": "default", "repeats": repeats,
-                           "extra_sampling_params": {"stream_interval": 8}}}
-                 for name, scale in zip(("baseline", "eagle3"), time_scales)]
+    manifests = [
+        {
+            "variant": name,
+            "host": "local",
+            "simulated": True,
+            "time_scale": scale,
+            "simulation": {"profile": "seed-pcie-8gpu", "time_scale": scale},
+            "plan": {
+                "max_new_tokens": 64,
+                "prompt_set": "default",
+                "repeats": repeats,
+                "extra_sampling_params": {"stream_interval": 8},
+            },
+        }
+        for name, scale in zip(("baseline", "eagle3"), time_scales)
+    ]
     return Study.from_frames(pd.DataFrame(levels), pd.DataFrame(requests), manifests, "baseline")
 
 
@@ -72,8 +104,9 @@ def test_runs_at_two_time_scales_and_two_sessions_are_named() -> None:
 
 def test_levels_without_request_stamps_say_the_order_is_not_known() -> None:
     study = _study(parallel=True)
-    bare = Study.from_frames(study.levels, study.requests.drop(columns=["start_epoch_s", "end_epoch_s"]),
-                             study.manifests, "baseline")
+    bare = Study.from_frames(
+        study.levels, study.requests.drop(columns=["start_epoch_s", "end_epoch_s"]), study.manifests, "baseline"
+    )
     text = bare.method_text()
     assert "is not known" in text and "at the same time" not in text and "session" not in text
 

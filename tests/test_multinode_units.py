@@ -33,14 +33,14 @@ def test_each_rank_command_is_the_one_node_command_plus_the_three_flags() -> Non
     added = ["--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.0.0.5:5000"]
     assert [a for a in rank1 if a not in added] == [a for a in one if a not in added]
     i = rank1.index("--nnodes")
-    assert rank1[i:i + 6] == added
-    sglang = get_engine("sglang").launch_argv(rank_variant(BASE, rank=0, dist_init_addr="10.0.0.5:5000"),
-                                               python="py", port=30000)
+    assert rank1[i : i + 6] == added
+    sglang = get_engine("sglang").launch_argv(
+        rank_variant(BASE, rank=0, dist_init_addr="10.0.0.5:5000"), python="py", port=30000
+    )
     assert sglang[:3] == ["py", "-m", "sglang.launch_server"] and "--node-rank" in sglang
     assert sglang[sglang.index("--node-rank") + 1] == "0"
     # the variant's own rank flags are replaced, never doubled
-    own = Variant(name="x", model_path="m", flags={"tp-size": 2, "nnodes": 2, "node-rank": 1,
-                                                    "nccl-init-addr": "h:1"})
+    own = Variant(name="x", model_path="m", flags={"tp-size": 2, "nnodes": 2, "node-rank": 1, "nccl-init-addr": "h:1"})
     flags = rank_variant(own, rank=0, dist_init_addr="a:2").flags
     assert flags == {"tp-size": 2, "nnodes": 2, "node-rank": 0, "dist-init-addr": "a:2"}
     assert (nnodes_of(BASE), gpus_per_node(BASE), nnodes_of(Variant(name="y", model_path="m"))) == (2, 2, 1)
@@ -60,15 +60,18 @@ def test_preflight_refuses_a_rank_out_of_range_and_nodes_that_do_not_divide_the_
     rank = _errors(Variant(name="r", model_path="m", flags={"tp-size": 4, "nnodes": 2, "node-rank": 2}))
     assert set(rank) == {"multinode-rank"} and "out of range for nnodes = 2" in rank["multinode-rank"]
     divide = _errors(Variant(name="d", model_path="m", flags={"tp-size": 3, "nnodes": 2}))
-    assert set(divide) == {"multinode-divide"} and "tp_size must be divisible by number of nodes" in \
-        divide["multinode-divide"]
+    assert (
+        set(divide) == {"multinode-divide"}
+        and "tp_size must be divisible by number of nodes" in divide["multinode-divide"]
+    )
     dp = _errors(Variant(name="p", model_path="m", flags={"tp-size": 2, "dp-size": 2, "nnodes": 2}))
     assert set(dp) == {"multinode-dp"} and "unless dp attention" in dp["multinode-dp"]
     bad = _errors(Variant(name="b", model_path="m", flags={"tp-size": 2, "nnodes": 0}))
     assert set(bad) == {"multinode-nnodes"}
     # the parser's own check: a value of the wrong type for the release's --nnodes (type=int)
-    typed = check_variant(Variant(name="t", model_path="m", flags={"nnodes": "two"}), sglang="0.5.9",
-                          resources=False).findings
+    typed = check_variant(
+        Variant(name="t", model_path="m", flags={"nnodes": "two"}), sglang="0.5.9", resources=False
+    ).findings
     assert any(f.severity == "error" and f.flag == "--nnodes" for f in typed)
     # 0.5.23 declares its flags in arg_groups dataclasses: the same checks pass on it
     assert _errors(BASE, "0.5.23") == {}
@@ -91,8 +94,9 @@ def test_preflight_refuses_a_multinode_flag_that_the_target_release_does_not_hav
         assert option in text
         text = text.replace(option, option.replace("--", "--no-such-"))
     (tree / "srt" / "server_args.py").write_text(text)
-    old = Variant(name="old", model_path="m", base=f"local:{tmp_path / 'sglang-old'}",
-                  flags={"tp-size": 2, "nnodes": 2})
+    old = Variant(
+        name="old", model_path="m", base=f"local:{tmp_path / 'sglang-old'}", flags={"tp-size": 2, "nnodes": 2}
+    )
     found = check_variant(old, resources=False).findings
     unknown = [f for f in found if f.severity == "error" and f.flag and "nnodes" in f.flag]
     assert unknown and "nnodes" in unknown[0].problem, [f.message for f in found if f.severity == "error"]
@@ -106,9 +110,12 @@ def _port() -> int:
 
 def _sim(tmp_path: Path, name: str, *args: str) -> tuple[subprocess.Popen, Path]:
     log = tmp_path / f"{name}.log"
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.sim", "--model-path", "m", "--tp-size", "2",
-                             "--nnodes", "2", *args], stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench.sim", "--model-path", "m", "--tp-size", "2", "--nnodes", "2", *args],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     return proc, log
 
 
@@ -164,8 +171,18 @@ def test_rank0_serves_http_only_after_rank1_joined_and_rank1_exits_when_rank0_go
 
 def _alone(tmp_path: Path, rank: int, timeout_s: str) -> str:
     """The log of rank ``rank`` of 2 started with no other rank, after it exited with status 1."""
-    proc, log = _sim(tmp_path, f"alone{rank}", "--node-rank", str(rank), "--dist-init-addr", f"127.0.0.1:{_port()}",
-                     "--port", str(_port()), "--sim-dist-timeout", timeout_s)
+    proc, log = _sim(
+        tmp_path,
+        f"alone{rank}",
+        "--node-rank",
+        str(rank),
+        "--dist-init-addr",
+        f"127.0.0.1:{_port()}",
+        "--port",
+        str(_port()),
+        "--sim-dist-timeout",
+        timeout_s,
+    )
     try:
         assert proc.wait(timeout=60) == 1
     finally:
@@ -190,8 +207,9 @@ def test_the_simulator_refuses_the_multinode_flags_as_sglang_does() -> None:
     with pytest.raises(ConfigError, match="please provide --dist-init-addr"):
         parse_server_args(["--model-path", "m", "--tp-size", "2", "--nnodes", "2"])
     with pytest.raises(ConfigError, match="out of range"):
-        parse_server_args(["--model-path", "m", "--tp-size", "2", "--nnodes", "2", "--node-rank", "2",
-                           "--dist-init-addr", "h:1"])
+        parse_server_args(
+            ["--model-path", "m", "--tp-size", "2", "--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "h:1"]
+        )
     config = parse_server_args(["--model-path", "m", "--tp-size", "2", "--nnodes", "2", "--nccl-init-addr", "h:1"])
     assert config.args["dist_init_addr"] == "h:1"  # SGLang's older alias
 
@@ -201,9 +219,11 @@ def test_a_unit_spanning_more_nodes_than_the_fleet_has_is_refused_before_submiss
     from workbench.sweeps._fleet_multinode import check_groups_fit
 
     # ray.nodes()'s shape (Ray 2.60): two alive nodes of 4 GPUs, one dead node
-    nodes = [{"Alive": True, "NodeID": "a", "Resources": {"GPU": 4.0, "CPU": 2.0}},
-             {"Alive": True, "NodeID": "b", "Resources": {"GPU": 4.0, "CPU": 2.0}},
-             {"Alive": False, "NodeID": "c", "Resources": {"GPU": 8.0}}]
+    nodes = [
+        {"Alive": True, "NodeID": "a", "Resources": {"GPU": 4.0, "CPU": 2.0}},
+        {"Alive": True, "NodeID": "b", "Resources": {"GPU": 4.0, "CPU": 2.0}},
+        {"Alive": False, "NodeID": "c", "Resources": {"GPU": 8.0}},
+    ]
     check_groups_fit(nodes, [FleetUnit(key=0, label="two", gpus=4, payload=None, nnodes=2)])
     with pytest.raises(ConfigError, match="spans 3 nodes of 2 GPU.* has 2 node"):
         check_groups_fit(nodes, [FleetUnit(key=0, label="three", gpus=2, payload=None, nnodes=3)])
@@ -215,6 +235,7 @@ def test_a_variant_spanning_nodes_is_refused_off_a_fleet(tmp_path: Path) -> None
     import workbench as wb
 
     with pytest.raises(ConfigError, match="spans 2 nodes .*run it on a fleet"):
-        wb.benchmark_variants([BASE], runs_dir=tmp_path / "runs", progress=False, concurrency_levels=[1],
-                              requests_per_level=1)
+        wb.benchmark_variants(
+            [BASE], runs_dir=tmp_path / "runs", progress=False, concurrency_levels=[1], requests_per_level=1
+        )
     assert not list((tmp_path / "runs").glob("*/manifest.json"))  # refused before anything ran

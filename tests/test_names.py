@@ -23,28 +23,32 @@ from workbench.variants._variant import VARIANTS_DIR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOSTILE = "<img src=x onerror=alert(1)>"
-RULE = ("is not allowed: a name is 1 to 60 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit "
-        "(no spaces, no markup).")
+RULE = (
+    "is not allowed: a name is 1 to 60 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit "
+    "(no spaces, no markup)."
+)
 
 
-@pytest.mark.parametrize("name", ["baseline", "eagle3-topk4", "qwen3-30b-a3b-eagle3-3x3-4", "a", "v1.2_x-y",
-                                  "9" * 60])
+@pytest.mark.parametrize("name", ["baseline", "eagle3-topk4", "qwen3-30b-a3b-eagle3-3x3-4", "a", "v1.2_x-y", "9" * 60])
 def test_names_that_keep_to_the_rule_come_back_unchanged(name: str) -> None:
     assert check_name(name) == name
 
 
-@pytest.mark.parametrize(("name", "suggested"), [
-    (HOSTILE, "img-src-x-onerror-alert-1"),
-    ("<script>alert(1)</script>", "script-alert-1-script"),
-    ("x](javascript:alert(1))", "x-javascript-alert-1"),
-    ("eagle3 topk4", "eagle3-topk4"),
-    ("eagle3-\u00e9t\u00e9", "eagle3-t"),  # non-ASCII: file names, run ids and chart files keep to ASCII
-    ("-leading-dash", "leading-dash"),
-    (".hidden", "hidden"),
-    ("", "my-variant"),
-    ("x" * 61, "x" * 60),
-    ("a/b", "a-b"),
-])
+@pytest.mark.parametrize(
+    ("name", "suggested"),
+    [
+        (HOSTILE, "img-src-x-onerror-alert-1"),
+        ("<script>alert(1)</script>", "script-alert-1-script"),
+        ("x](javascript:alert(1))", "x-javascript-alert-1"),
+        ("eagle3 topk4", "eagle3-topk4"),
+        ("eagle3-\u00e9t\u00e9", "eagle3-t"),  # non-ASCII: file names, run ids and chart files keep to ASCII
+        ("-leading-dash", "leading-dash"),
+        (".hidden", "hidden"),
+        ("", "my-variant"),
+        ("x" * 61, "x" * 60),
+        ("a/b", "a-b"),
+    ],
+)
 def test_every_other_name_gets_the_one_message(name: str, suggested: str) -> None:
     with pytest.raises(ConfigError) as err:
         check_name(name)
@@ -62,8 +66,9 @@ def test_variant_files_names_looked_up_and_variants_built_in_a_notebook(tmp_path
     file.write_text(f'name = "{HOSTILE}"\nmodel_path = "m"\n')
     with pytest.raises(ConfigError) as err:
         load_variant(file)
-    assert str(err.value) == (f"variant name {HOSTILE!r} {RULE} Change 'name' in {file}, "
-                              "e.g. 'img-src-x-onerror-alert-1'.")
+    assert str(err.value) == (
+        f"variant name {HOSTILE!r} {RULE} Change 'name' in {file}, e.g. 'img-src-x-onerror-alert-1'."
+    )
     with pytest.raises(ConfigError, match="Give the name of a file in data/variants/, or a path ending in .toml"):
         load_variant("eagle3 topk4")
     with pytest.raises(ConfigError, match=f"variant name 'caf\u00e9' {RULE.replace('(', '[(]').replace(')', '[)]')}"):
@@ -101,8 +106,11 @@ def test_bench_command_refuses_a_variant_file_with_markup_in_its_name(tmp_path: 
 
 
 def _hostile_jsonl(tmp_path: Path) -> Path:
-    records = [json.loads(line) for line in (FIXTURES / "imports/bench_serving/bs059_eagle3.jsonl").read_text()
-               .splitlines() if line.strip()]
+    records = [
+        json.loads(line)
+        for line in (FIXTURES / "imports/bench_serving/bs059_eagle3.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     path = tmp_path / "tagged.jsonl"
     path.write_text("".join(json.dumps(dict(r, tag=HOSTILE)) + "\n" for r in records))
     return path
@@ -112,12 +120,15 @@ def test_import_refuses_a_tag_variant_or_label_that_breaks_the_rule_and_stores_n
     jsonl, runs = _hostile_jsonl(tmp_path), tmp_path / "runs"
     tag = CliRunner().invoke(app, ["import", str(jsonl), "--runs-dir", str(runs)])
     assert tag.exit_code == 2, tag.output
-    assert (f"run name from tagged.jsonl (line 1: the tool's tag or label, else the file's name) {HOSTILE!r} "
-            f"{RULE} Pass --variant NAME to name the runs of this import") in " ".join(tag.output.split())
+    assert (
+        f"run name from tagged.jsonl (line 1: the tool's tag or label, else the file's name) {HOSTILE!r} "
+        f"{RULE} Pass --variant NAME to name the runs of this import"
+    ) in " ".join(tag.output.split())
     variant = CliRunner().invoke(app, ["import", str(jsonl), "--variant", "caf\u00e9", "--runs-dir", str(runs)])
     assert variant.exit_code == 2 and "variant name 'caf\u00e9' is not allowed" in variant.output
-    label = CliRunner().invoke(app, ["import", str(jsonl), "--variant", "eagle3", "--label", "a b",
-                                     "--runs-dir", str(runs)])
+    label = CliRunner().invoke(
+        app, ["import", str(jsonl), "--variant", "eagle3", "--label", "a b", "--runs-dir", str(runs)]
+    )
     assert label.exit_code == 2 and "label 'a b' is not allowed" in label.output
     assert not runs.exists() or not list(runs.iterdir())
     ok = CliRunner().invoke(app, ["import", str(jsonl), "--variant", "eagle3", "--runs-dir", str(runs)])
@@ -126,8 +137,22 @@ def test_import_refuses_a_tag_variant_or_label_that_breaks_the_rule_and_stores_n
 
 def test_runs_label_refuses_a_label_that_breaks_the_rule_but_removes_any(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    assert CliRunner().invoke(app, ["import", str(FIXTURES / "imports/bench_serving/bs046_baseline.jsonl"),
-                                    "--variant", "imported", "--runs-dir", str(runs)]).exit_code == 0
+    assert (
+        CliRunner()
+        .invoke(
+            app,
+            [
+                "import",
+                str(FIXTURES / "imports/bench_serving/bs046_baseline.jsonl"),
+                "--variant",
+                "imported",
+                "--runs-dir",
+                str(runs),
+            ],
+        )
+        .exit_code
+        == 0
+    )
     (run,) = [p for p in runs.iterdir() if p.is_dir()]
     (run / "labels.json").write_text(json.dumps({"labels": ["driver 550"]}))  # stored before the rule
     bad = CliRunner().invoke(app, ["runs", "label", run.name, "keep", "<b>x</b>", "--runs-dir", str(runs)])

@@ -27,8 +27,27 @@ TREE = Path(workbench.__file__).resolve().parent.parent
 
 #: The words the code calls its own types by, beside the faces' class names (a study's tables, a run being written,
 #: the writer or recorder behind it, a what-if ``wi``, a calibration ``fit``...).
-ROLES = frozenset({"study", "tables", "run", "sink", "writer", "recorder", "plan", "host", "engine", "server",
-                   "handle", "unit", "variant", "profile", "wi", "fit", "placement"})
+ROLES = frozenset(
+    {
+        "study",
+        "tables",
+        "run",
+        "sink",
+        "writer",
+        "recorder",
+        "plan",
+        "host",
+        "engine",
+        "server",
+        "handle",
+        "unit",
+        "variant",
+        "profile",
+        "wi",
+        "fit",
+        "placement",
+    }
+)
 
 #: ``"path:function(name)"`` or ``"path:name"`` -> why it may stay ``Any`` (see the module docstring).
 ALLOWED: dict[str, str] = {
@@ -76,7 +95,8 @@ def _is_any(node: ast.expr | None) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         sides = (node.left, node.right)
         return any(_is_any(s) for s in sides) and all(
-            _is_any(s) or (isinstance(s, ast.Constant) and s.value is None) for s in sides)
+            _is_any(s) or (isinstance(s, ast.Constant) and s.value is None) for s in sides
+        )
     if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
         head = node.value.id if isinstance(node.value, ast.Name) else node.value.attr
         return head == "Optional" and _is_any(node.slice)
@@ -99,8 +119,11 @@ def any_for_types(sources: dict[str, str], names: frozenset[str]) -> dict[str, s
                     found[f"{path}:{name}"] = f"line {node.lineno}: {name} = Any (an alias)"
                 elif name.lstrip("_") in names and _is_any(node.annotation):
                     found[f"{path}:{name}"] = f"line {node.lineno}: {name}: Any"
-            elif (isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute))
-                  and _is_any(node.value)):
+            elif (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+                and _is_any(node.value)
+            ):
                 name = ast.unparse(node.targets[0])
                 found[f"{path}:{name}"] = f"line {node.lineno}: {name} = Any (an alias)"
     return found
@@ -113,28 +136,36 @@ def _tree_sources() -> dict[str, str]:
 def test_no_any_stands_for_a_workbench_type() -> None:
     found = any_for_types(_tree_sources(), type_names())
     unexpected = {place: what for place, what in found.items() if place not in ALLOWED}
-    assert not unexpected, ("type these with the workbench type they stand for (import it for real; a cycle it "
-                            f"would close means the value belongs in a module of its own): {unexpected}")
+    assert not unexpected, (
+        "type these with the workbench type they stand for (import it for real; a cycle it "
+        f"would close means the value belongs in a module of its own): {unexpected}"
+    )
     stale = sorted(set(ALLOWED) - set(found))
     assert not stale, f"no longer Any: remove from ALLOWED in {Path(__file__).name}: {stale}"
 
 
 def test_the_studies_package_has_no_any_for_its_own_types() -> None:
     """The study core above all: the word modules import the tables, the openings the four study classes."""
-    found = any_for_types({p: t for p, t in _tree_sources().items() if p.startswith("workbench/studies/")},
-                          type_names())
+    found = any_for_types(
+        {p: t for p, t in _tree_sources().items() if p.startswith("workbench/studies/")}, type_names()
+    )
     assert found == {}
 
 
-@pytest.mark.parametrize(("source", "caught"), [
-    ("from typing import Any\nStudy = Any\n", ["m.py:Study"]),
-    ("import typing\nfrom typing import TypeAlias\nRun: TypeAlias = typing.Any\n", ["m.py:Run"]),
-    ("from typing import Any\ndef words(study: Any, n: int) -> str: ...\n", ["m.py:words(study)"]),
-    ("def words(*, policy_study: 'Any | None' = None) -> str: ...\n", ["m.py:words(policy_study)"]),
-    ("from typing import Any, Optional\nclass Pass:\n    sink: Optional[Any]\n    _host: Any\n",
-     ["m.py:_host", "m.py:sink"]),
-    ("from typing import Any\ndef f(row: Any, options: dict[str, Any], **kw: Any) -> Any: ...\n", []),
-    ("from typing import Any\ndef f(study: 'PolicyStudy', run: list[Any]) -> None: ...\n", []),
-])
+@pytest.mark.parametrize(
+    ("source", "caught"),
+    [
+        ("from typing import Any\nStudy = Any\n", ["m.py:Study"]),
+        ("import typing\nfrom typing import TypeAlias\nRun: TypeAlias = typing.Any\n", ["m.py:Run"]),
+        ("from typing import Any\ndef words(study: Any, n: int) -> str: ...\n", ["m.py:words(study)"]),
+        ("def words(*, policy_study: 'Any | None' = None) -> str: ...\n", ["m.py:words(policy_study)"]),
+        (
+            "from typing import Any, Optional\nclass Pass:\n    sink: Optional[Any]\n    _host: Any\n",
+            ["m.py:_host", "m.py:sink"],
+        ),
+        ("from typing import Any\ndef f(row: Any, options: dict[str, Any], **kw: Any) -> Any: ...\n", []),
+        ("from typing import Any\ndef f(study: 'PolicyStudy', run: list[Any]) -> None: ...\n", []),
+    ],
+)
 def test_the_scan_finds_a_planted_any(source: str, caught: list[str]) -> None:
     assert sorted(any_for_types({"m.py": source}, type_names())) == caught

@@ -50,8 +50,13 @@ def test_threshold_tiers_and_schedules_agree(study: wb.PolicyStudy) -> None:
     # the last measured level goes to the baseline in both forms, as the threshold says
     assert tiers[-1].candidate_steps == (0,) and schedule[-1][2] == 0
     table = study.policy_table()
-    assert list(table["format"]) == ["threshold (no drafting above N)", "SGLang 0.5.12", "SGLang 0.5.16",
-                                     "SGLang 0.5.23", "vLLM"]
+    assert list(table["format"]) == [
+        "threshold (no drafting above N)",
+        "SGLang 0.5.12",
+        "SGLang 0.5.16",
+        "SGLang 0.5.23",
+        "vLLM",
+    ]
     assert table.loc[1, "for"] == "threshold"  # 0.5.12 has adaptive speculation, but no tiers
 
 
@@ -111,7 +116,9 @@ def test_charts_are_aggregated_and_labelled(study: wb.PolicyStudy) -> None:
     assert "no drafting above 1" in json.dumps(slid)
     gains = study.threshold_gains(["eagle3-topk1-v2"], 1)
     assert gains.attrs["spec"] == "eagle3-topk1-v2" and set(gains["against"]) == {
-        "always-off (baseline)", "always-on (eagle3-topk1-v2)"}
+        "always-off (baseline)",
+        "always-on (eagle3-topk1-v2)",
+    }
 
 
 def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_would(tmp_path: Path) -> None:
@@ -136,10 +143,15 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     from workbench.report import run_notebook
 
     root = Path(__file__).resolve().parents[1]
-    result = run_notebook(root / "notebooks" / "dynamic_disable.ipynb", out_dir=tmp_path / "out",
-                          parameters={"stored_study": "tests/fixtures/dynamic_disable/policies",  # as a user gives it
-                                      "report_dir": str(tmp_path / "charts")},
-                          cell_timeout_s=300)
+    result = run_notebook(
+        root / "notebooks" / "dynamic_disable.ipynb",
+        out_dir=tmp_path / "out",
+        parameters={
+            "stored_study": "tests/fixtures/dynamic_disable/policies",  # as a user gives it
+            "report_dir": str(tmp_path / "charts"),
+        },
+        cell_timeout_s=300,
+    )
     page = result.html.read_text()
     assert "Verdict (SIMULATED" in page and "speculative-adaptive-config" in page
     assert "reading sweep runs" in page  # tqdm.auto as text under papermill (a widget in JupyterLab)
@@ -147,8 +159,8 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     assert page_problems(result.html, result.executed) == []
     assert "live in JupyterLab only" not in page and "Explore (JupyterLab)" not in page
     # its tables through the one formatter: the envelope's margin a percentage, no NaN, no row numbers
-    envelope = page[page.index("<th>runner up</th>"):]
-    envelope = envelope[:envelope.index("</table>")]
+    envelope = page[page.index("<th>runner up</th>") :]
+    envelope = envelope[: envelope.index("</table>")]
     assert re.search(r"<td>[+-]\d+(\.\d)?%</td>", envelope) and not re.search(r"<td>0\.\d{3,}</td>", envelope)
     assert "NaN" not in page and "<th>0</th>" not in page
     # the policies' files: each generated name explained, each path relative to the project, none absolute
@@ -156,7 +168,8 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
     assert "tests/fixtures/dynamic_disable/policies/adaptive-tiers-6f567eff.toml" in page
     assert str(root) not in page, "the report prints an absolute path of this machine"
     assert sorted(p.name for p in result.charts) == sorted(
-        f"dynamic_disable_{stem}.{fmt}" for stem in ("envelope", "gains", "pareto", "ratios") for fmt in ("png", "svg"))
+        f"dynamic_disable_{stem}.{fmt}" for stem in ("envelope", "gains", "pareto", "ratios") for fmt in ("png", "svg")
+    )
 
 
 def test_a_threshold_without_a_patch_is_not_run_on_a_real_engine(tmp_path: Path) -> None:

@@ -27,8 +27,10 @@ SOURCES = sorted([*ROOT.glob("workbench/**/*.py"), *ROOT.glob("remote/*.py"), *R
 
 def _python312() -> str | None:
     """A working python3.12: on PATH, else pyenv's; None when there is none."""
-    candidates = [shutil.which("python3.12"),
-                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    candidates = [
+        shutil.which("python3.12"),
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12"))),
+    ]
     for exe in filter(None, candidates):
         ok = subprocess.run([exe, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"], capture_output=True)
         if ok.returncode == 0:
@@ -70,8 +72,12 @@ def test_every_module_compiles_and_finds_its_stdlib_under_312() -> None:
         "missing = [m for m in sys.argv[1].split(',') if importlib.util.find_spec(m) is None]\n"
         "print('\\n'.join(bad + [f'stdlib module gone in 3.12: {m}' for m in missing]))\n"
     )
-    out = subprocess.run([exe, "-c", script, ",".join(sorted(_stdlib_imports())), *map(str, SOURCES)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [exe, "-c", script, ",".join(sorted(_stdlib_imports())), *map(str, SOURCES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
     assert len(SOURCES) > 100  # the whole package was compiled, not an empty glob

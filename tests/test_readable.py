@@ -12,13 +12,29 @@ from workbench.analysis._readable import MISSING, column_title, readable_value
 
 
 def test_dynamic_disable_envelope_margin_is_a_percentage_not_a_bare_fraction() -> None:
-    envelope = pd.DataFrame({"concurrency": [1, 4], "best_variant": ["eagle3-topk1-steps1", "baseline"],
-                             "output_throughput_tok_s": [45.26, 64.39], "output_throughput_tok_s_lo": [37.11, 9.914],
-                             "output_throughput_tok_s_hi": [53.41, 118.9], "n": [2, 2], "runner_up": ["baseline", None],
-                             "margin": [0.03227, 0.2695], "separated": [False, True]})
+    envelope = pd.DataFrame(
+        {
+            "concurrency": [1, 4],
+            "best_variant": ["eagle3-topk1-steps1", "baseline"],
+            "output_throughput_tok_s": [45.26, 64.39],
+            "output_throughput_tok_s_lo": [37.11, 9.914],
+            "output_throughput_tok_s_hi": [53.41, 118.9],
+            "n": [2, 2],
+            "runner_up": ["baseline", None],
+            "margin": [0.03227, 0.2695],
+            "separated": [False, True],
+        }
+    )
     shown = readable_table(envelope)
-    assert list(shown.columns) == ["concurrency", "best variant", "output throughput (tok/s)", "n", "runner up",
-                                   "margin", "separated"]
+    assert list(shown.columns) == [
+        "concurrency",
+        "best variant",
+        "output throughput (tok/s)",
+        "n",
+        "runner up",
+        "margin",
+        "separated",
+    ]
     assert list(shown["margin"]) == ["+3.2%", "+27%"]
     assert list(shown["output throughput (tok/s)"]) == ["45 (37–53)", "60 (10–120)"]  # to the interval
     assert list(shown["separated"]) == ["no", "yes"] and shown["runner up"].iloc[1] == MISSING
@@ -26,8 +42,15 @@ def test_dynamic_disable_envelope_margin_is_a_percentage_not_a_bare_fraction() -
 
 
 def test_calibration_residuals_and_errors_are_percentages_and_times_carry_ms() -> None:
-    residuals = pd.DataFrame({"point": ["lm_head:T1:q1:C0"], "measured_ms": [0.26581], "model_ms": [0.25642],
-                              "residual": [-0.03516], "fitted": [False]})
+    residuals = pd.DataFrame(
+        {
+            "point": ["lm_head:T1:q1:C0"],
+            "measured_ms": [0.26581],
+            "model_ms": [0.25642],
+            "residual": [-0.03516],
+            "fitted": [False],
+        }
+    )
     shown = readable_table(residuals)
     assert list(shown.columns) == ["point", "measured (ms)", "model (ms)", "residual", "fitted"]
     assert shown.iloc[0].tolist() == ["lm_head:T1:q1:C0", "0.266", "0.256", "-3.5%", "no"]
@@ -38,10 +61,19 @@ def test_calibration_residuals_and_errors_are_percentages_and_times_carry_ms() -
 
 
 def test_what_if_ratios_have_two_decimals_and_gains_over_baseline_are_percent() -> None:
-    grid = pd.DataFrame({"variant": ["topk1-steps1-draft2-v2"], "ratio_at_lowest_level": [1.15689],
-                         "best_ratio": [0.93327], "crossover_concurrency": [6.71923], "per_request_crossover_kind":
-                         ["interpolated"], "gain_over_baseline": [0.3412], "predicted_gain": [1.0956],
-                         "predicted_gain_lo": [0.389], "predicted_gain_hi": [3.088]})
+    grid = pd.DataFrame(
+        {
+            "variant": ["topk1-steps1-draft2-v2"],
+            "ratio_at_lowest_level": [1.15689],
+            "best_ratio": [0.93327],
+            "crossover_concurrency": [6.71923],
+            "per_request_crossover_kind": ["interpolated"],
+            "gain_over_baseline": [0.3412],
+            "predicted_gain": [1.0956],
+            "predicted_gain_lo": [0.389],
+            "predicted_gain_hi": [3.088],
+        }
+    )
     shown = readable_table(grid).iloc[0]
     assert shown["ratio at lowest level"] == "1.16" and shown["best ratio"] == "0.93"
     assert shown["crossover concurrency"] == "6.72" and shown["gain over baseline"] == "+34%"
@@ -49,16 +81,38 @@ def test_what_if_ratios_have_two_decimals_and_gains_over_baseline_are_percent() 
 
 
 def test_spec_vs_baseline_seed_figures_and_crossovers_show_no_none_nan_or_row_numbers() -> None:
-    seed = pd.DataFrame({"figure": ["saturation output tok/s"], "variant": ["baseline"], "seed": [773],
-                         "measured": ["60 (40–70)"], "error_pct": [-92.2381], "within": [False]})
+    seed = pd.DataFrame(
+        {
+            "figure": ["saturation output tok/s"],
+            "variant": ["baseline"],
+            "seed": [773],
+            "measured": ["60 (40–70)"],
+            "error_pct": [-92.2381],
+            "within": [False],
+        }
+    )
     page = readable_html(seed)
     assert "<th>error (%)</th>" in page and "<td>-92.2</td>" in page and "<td>no</td>" in page
     assert "<th>0</th>" not in page and "NaN" not in page
-    crossovers = pd.DataFrame({"variant": ["eagle3-topk4"], "kind": ["not_claimed"], "between": [None],
-                               "crossover_concurrency": [None], "crossover_lo": [None], "crossover_hi": [None]})
+    crossovers = pd.DataFrame(
+        {
+            "variant": ["eagle3-topk4"],
+            "kind": ["not_claimed"],
+            "between": [None],
+            "crossover_concurrency": [None],
+            "crossover_lo": [None],
+            "crossover_hi": [None],
+        }
+    )
     shown = readable_table(crossovers)
-    assert list(shown.columns) == ["variant", "kind", "between", "crossover concurrency", "crossover lo",
-                                   "crossover hi"]
+    assert list(shown.columns) == [
+        "variant",
+        "kind",
+        "between",
+        "crossover concurrency",
+        "crossover lo",
+        "crossover hi",
+    ]
     assert "None" not in shown.to_string() and shown["between"].iloc[0] == MISSING
 
 
@@ -74,16 +128,26 @@ def test_cells_and_titles() -> None:
     assert readable_value(2.0) == "2" and readable_value(12345.678) == "12300" and readable_value("x") == "x"
     assert readable_value(-0.0001, "change") == "-0.0%" and readable_value(0.0, "change") == "0.0%"
     assert readable_value(0.3681, "fraction") == "37%" and readable_value(0.0, "ratio") == "0.00"
-    assert column_title("num_draft_tokens") == "num draft tokens" and column_title("prefill_time_share") == "prefill time share"
+    assert (
+        column_title("num_draft_tokens") == "num draft tokens"
+        and column_title("prefill_time_share") == "prefill time share"
+    )
     assert column_title("ttft_p50_ms") == "ttft p50 (ms)" and column_title("n") == "n"
     assert column_title("mean_token_usage_pct") == "mean token usage (%)"
     assert interval_text(2, -0.3, 4) == "2 (0–4)"  # no "-0"
 
 
 def test_inspect_source_tables_show_yes_no_and_a_dash_not_true_false_none() -> None:
-    history = pd.DataFrame({"version": ["0.5.2", "0.5.13"], "status": ["absent", "moved+changed"],
-                            "path": [None, "srt/mem_cache/common.py"], "changed_since_previous": [False, True],
-                            "moved": [False, True], "line": [13, 951]})
+    history = pd.DataFrame(
+        {
+            "version": ["0.5.2", "0.5.13"],
+            "status": ["absent", "moved+changed"],
+            "path": [None, "srt/mem_cache/common.py"],
+            "changed_since_previous": [False, True],
+            "moved": [False, True],
+            "line": [13, 951],
+        }
+    )
     shown = readable_table(history)
     assert list(shown.columns) == ["version", "status", "path", "changed since previous", "moved", "line"]
     assert shown.iloc[0].tolist() == ["0.5.2", "absent", MISSING, "no", "no", "13"]

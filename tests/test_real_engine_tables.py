@@ -53,9 +53,11 @@ def test_the_gpu_waits_on_the_host_a_few_percent_of_each_iteration() -> None:
 
 def test_extend_attention_is_read_per_cached_token_and_interpolated_linearly_in_batch(tmp_path) -> None:
     table = tmp_path / "kernels.csv"
-    table.write_text("server,batch,extend_attention_ms,kv_per_request\n"
-                     "x-chain,1,1.0,500\nx-tree,1,3.0,500\nx-chain7,1,2.0,500\nx-chain,8,2.0,400\nx-chain,64,16.0,400\n"
-                     "x-baseline,8,0.0,400\ny-chain,8,99.0,1\n")
+    table.write_text(
+        "server,batch,extend_attention_ms,kv_per_request\n"
+        "x-chain,1,1.0,500\nx-tree,1,3.0,500\nx-chain7,1,2.0,500\nx-chain,8,2.0,400\nx-chain,64,16.0,400\n"
+        "x-baseline,8,0.0,400\ny-chain,8,99.0,1\n"
+    )
     costs = ExtendAttentionCosts(table, servers="x-")
     # batch 1: the median of the three servers (2.0 ms at 500 tokens) = 0.004 ms per cached token per request
     assert costs.iteration_ms(1, 250) == pytest.approx(0.004 * 250)
@@ -76,8 +78,11 @@ def test_the_measured_terms_change_only_profiles_that_name_them() -> None:
     spec = SpecConfig("EAGLE3", num_steps=3, topk=1, num_draft_tokens=4, spec_v2=True)
     cost = real.cost_for({"tp_size": 1})
     without = load_profile("h100-llama3-8b-sglang0517-triton")
-    plain = dataclasses.replace(without.physics, extend_attention=None,
-                                efficiency=dataclasses.replace(without.physics.efficiency, host_exposed_ms=0.0))
+    plain = dataclasses.replace(
+        without.physics,
+        extend_attention=None,
+        efficiency=dataclasses.replace(without.physics.efficiency, host_exposed_ms=0.0),
+    )
     bare = dataclasses.replace(without, physics=plain).cost_for({"tp_size": 1})
     # plain decoding pays the exposed host time only
     assert cost.decode_ms(8, 8 * 256) - bare.decode_ms(8, 8 * 256) == pytest.approx(0.466, abs=1e-6)

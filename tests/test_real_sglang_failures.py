@@ -42,8 +42,12 @@ ACTIONS = {
     "unknown_flag": ("`python -m sglang.launch_server --help`", "dashes, not underscores"),
     "spec_refused": ("change the variant's flags/env",),
     "draft_hidden_size": ("Use the draft trained for this target", "config.json", "hidden_size", "vocab_size"),
-    "adaptive_illegal_address": ("drop --speculative-adaptive", "another --attention-backend",
-                                 "CUDA_LAUNCH_BLOCKING=1", "report it upstream"),
+    "adaptive_illegal_address": (
+        "drop --speculative-adaptive",
+        "another --attention-backend",
+        "CUDA_LAUNCH_BLOCKING=1",
+        "report it upstream",
+    ),
     "port_in_use": ("`ss -ltnp`", "start without port="),
 }
 #: Records of failures.json whose kind the classifier now names differently (the kinds added since the recording).
@@ -101,21 +105,28 @@ def test_an_illegal_address_in_the_speculative_capture_is_a_kernel_fault_not_a_m
     # the same capture failure outside the speculative path keeps the capture advice
     capture = "Exception: Capture cuda graph failed: CUDA error: an illegal memory access was encountered\n"
     assert classify(capture).kind == "cuda_graph"
-    assert classify(capture, launch="python -m sglang.launch_server --speculative-algorithm EAGLE3").kind == \
-        "spec_kernel_fault"
+    assert (
+        classify(capture, launch="python -m sglang.launch_server --speculative-algorithm EAGLE3").kind
+        == "spec_kernel_fault"
+    )
 
 
 def test_a_capture_that_ran_out_of_memory_under_speculation_stays_a_capture_failure() -> None:
     body = (PUBLIC_EXCERPTS / "cuda_graph_oom_5285.log").read_text().partition("# ---\n")[2]
-    failure = classify(body, launch="python -m sglang.launch_server --speculative-algorithm EAGLE3 "
-                                    "--speculative-adaptive")
+    failure = classify(
+        body, launch="python -m sglang.launch_server --speculative-algorithm EAGLE3 --speculative-adaptive"
+    )
     assert "CUDA out of memory" in body and failure.kind == "cuda_graph"
     assert "lower --cuda-graph-max-bs" in failure.suggestion
 
 
 def test_only_the_bind_error_of_the_real_logs_settles_a_start_on_its_own() -> None:
-    settled = {(p.stem, line.strip()): found for p in REAL_LOG_FILES for line in _read(p).body.split("\n")
-               if (found := fatal(line)) is not None}
+    settled = {
+        (p.stem, line.strip()): found
+        for p in REAL_LOG_FILES
+        for line in _read(p).body.split("\n")
+        if (found := fatal(line)) is not None
+    }
     [(case, line)] = settled
     assert case == "port_in_use" and "error while attempting to bind on address" in line
     assert settled[(case, line)].kind == "port_in_use" and settled[(case, line)].evidence == line
@@ -169,7 +180,8 @@ class BindErrorServer(type(get_engine("sim"))):  # type: ignore[misc]
 
 
 def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_is_stopped(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     replayed = tmp_path / "port_in_use.log"  # under tmp_path, so the server's command line names the folder
     replayed.write_text((REAL_LOGS / "port_in_use.log").read_text())
     monkeypatch.setenv("REPLAYED_LOG", str(replayed))
@@ -180,8 +192,14 @@ def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         with pytest.raises(ServerStartError) as err:
-            ServerHandle.start(load_variant("baseline"), engine=engine, port=taken.getsockname()[1],
-                               python=sys.executable, ready_timeout_s=300, state_dir=str(tmp_path / "servers"))
+            ServerHandle.start(
+                load_variant("baseline"),
+                engine=engine,
+                port=taken.getsockname()[1],
+                python=sys.executable,
+                ready_timeout_s=300,
+                state_dir=str(tmp_path / "servers"),
+            )
     message = str(err.value)
     assert err.value.kind == "port_in_use" and f"\nEvidence: {bind_line}\n" in message
     # ended by the line while the process lived: neither an exit nor the 300 s limit
@@ -196,14 +214,18 @@ def test_a_bind_error_ends_the_ready_wait_while_the_server_lives_and_the_server_
 
 # -- launches that did not fail: a KV pool too small for the model's context is said at ready, not raised --------
 
+
 def _ready_records() -> list[dict]:
     return [record for record in json.loads(RECORDS.read_text()) if record["outcome"] == "ready"]
 
 
 def test_the_kv_memory_launches_started_and_their_pools_are_called_too_small() -> None:
     records = {(r["case"], r.get("gpu", "NVIDIA H200")): r for r in _ready_records()}
-    assert set(records) == {("kv_cache_memory", "NVIDIA H200"), ("draft_vocab", "NVIDIA H200"),
-                            ("kv_cache_memory", "NVIDIA H100 80GB HBM3")}
+    assert set(records) == {
+        ("kv_cache_memory", "NVIDIA H200"),
+        ("draft_vocab", "NVIDIA H200"),
+        ("kv_cache_memory", "NVIDIA H100 80GB HBM3"),
+    }
     h100 = records["kv_cache_memory", "NVIDIA H100 80GB HBM3"]
     assert h100["flags"] == {"mem-fraction-static": 0.201} and h100["ready_after_s"] == 83.0
     for record in records.values():  # nothing in their logs settles a start as failed
@@ -213,13 +235,16 @@ def test_the_kv_memory_launches_started_and_their_pools_are_called_too_small() -
     assert {key: (p.tokens, p.max_running_requests, p.context_len) for key, p in pools.items() if p} == {
         ("kv_cache_memory", "NVIDIA H100 80GB HBM3"): (5759, 64, 131072),
         ("kv_cache_memory", "NVIDIA H200"): (47425, 64, 131072),
-        ("draft_vocab", "NVIDIA H200"): (753504, 64, 131072)}
+        ("draft_vocab", "NVIDIA H200"): (753504, 64, 131072),
+    }
     line = pools["kv_cache_memory", "NVIDIA H100 80GB HBM3"].warning("real-baseline", mem_fraction=0.201)
-    assert line == ("real-baseline: ready with a KV cache too small: 5,759 tokens (max_total_num_tokens, from its "
-                    "log), less than one request at the model's context of 131,072 tokens (prompts over 5,753 tokens "
-                    "are refused); 89 tokens per running request. Its figures would measure memory, not the variant: "
-                    "raise --mem-fraction-static (now 0.201) until the pool holds the load, or lower --context-length "
-                    "to the longest request you send.")
+    assert line == (
+        "real-baseline: ready with a KV cache too small: 5,759 tokens (max_total_num_tokens, from its "
+        "log), less than one request at the model's context of 131,072 tokens (prompts over 5,753 tokens "
+        "are refused); 89 tokens per running request. Its figures would measure memory, not the variant: "
+        "raise --mem-fraction-static (now 0.201) until the pool holds the load, or lower --context-length "
+        "to the longest request you send."
+    )
     assert pools["kv_cache_memory", "NVIDIA H200"].below_context  # 0.15 of the H200 left 47,425 tokens
     assert pools["draft_vocab", "NVIDIA H200"].warning("real-eagle3-chain") is None  # 753,504 tokens: room
 
@@ -241,7 +266,8 @@ class ReplayedServer(type(get_engine("sim"))):  # type: ignore[misc]
 
 
 def test_the_h100_launch_with_a_tiny_kv_cache_is_ready_with_a_warning_not_a_failure(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     [record] = [r for r in _ready_records() if r.get("gpu") == "NVIDIA H100 80GB HBM3"]
     replayed = tmp_path / "kv_cache_memory.log"  # under tmp_path, so the server's command line names the folder
     replayed.write_text(record["log_tail"])
@@ -249,16 +275,26 @@ def test_the_h100_launch_with_a_tiny_kv_cache_is_ready_with_a_warning_not_a_fail
     engine = _like_sim(ReplayedServer)
     # a typical request of the default prompt set with 128 output tokens (the H100 adaptive run's mean prompt)
     with pytest.warns(KvCacheWarning) as caught:
-        handle = ServerHandle.start(load_variant("baseline"), engine=engine, python=sys.executable,
-                                    ready_timeout_s=60, state_dir=str(tmp_path / "servers"), request_tokens=2835 + 128)
+        handle = ServerHandle.start(
+            load_variant("baseline"),
+            engine=engine,
+            python=sys.executable,
+            ready_timeout_s=60,
+            state_dir=str(tmp_path / "servers"),
+            request_tokens=2835 + 128,
+        )
     try:
         assert handle.ready_after_s is not None and handle.alive  # ready: no ServerStartError
         assert handle.kv_pool is not None and (handle.kv_pool.tokens, handle.kv_pool.source) == (5759, "log")
         [warning] = [str(w.message) for w in caught if issubclass(w.category, KvCacheWarning)]
-        assert warning.startswith("baseline: ready with a KV cache too small: 5,759 tokens (max_total_num_tokens, "
-                                  "from its log), less than one request at the model's context of 131,072 tokens")
-        assert "room for 1 request of 2,963 tokens (prompt + output) at once where max_running_requests is 64" \
-            in warning and "\n" not in warning
+        assert warning.startswith(
+            "baseline: ready with a KV cache too small: 5,759 tokens (max_total_num_tokens, "
+            "from its log), less than one request at the model's context of 131,072 tokens"
+        )
+        assert (
+            "room for 1 request of 2,963 tokens (prompt + output) at once where max_running_requests is 64" in warning
+            and "\n" not in warning
+        )
         assert "raise --mem-fraction-static" in warning and "lower --context-length" in warning
     finally:
         handle.stop()

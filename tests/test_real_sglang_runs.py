@@ -17,8 +17,9 @@ from workbench.studies import load_study
 from workbench.studies._conditions import conditions_of, conditions_text, forced_accept_length
 from workbench.studies._openings import study_opening
 
-RUNS = sorted((Path(__file__).resolve().parents[1] / "data" / "measured" / "h200-sglang-0.5.17-2026-12-06"
-               / "runs").iterdir())
+RUNS = sorted(
+    (Path(__file__).resolve().parents[1] / "data" / "measured" / "h200-sglang-0.5.17-2026-12-06" / "runs").iterdir()
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +82,11 @@ def test_startup_timings_of_the_real_logs() -> None:
 
     archive = RUNS[0].parents[1] / "server-logs.tar.gz"
     with tarfile.open(archive) as tar:
-        logs = {"-".join(m.name.split("-")[:-2]): tar.extractfile(m).read().decode()  # type: ignore[union-attr]
-                for m in tar.getmembers() if m.isfile()}
+        logs = {
+            "-".join(m.name.split("-")[:-2]): tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isfile()
+        }
     first = startup_timings(logs["real-baseline"])
     assert first["cuda_graph_s"]["prefill"] == 41.64 and first["scheduler_e2e_s"] == 48.84
     assert first["weights_gb"] == {"LlamaForCausalLM": 15.02}
@@ -103,12 +107,15 @@ def test_bench_summary_of_real_runs_needs_no_notebook_packages(tmp_path) -> None
     from blocked_imports import blocking_dir
 
     blocked = blocking_dir(tmp_path, ("altair", "vl_convert", "papermill", "nbconvert", "ipywidgets", "IPython"))
-    code = ("import sys; from workbench.sweeps._bench_cli import _crossovers; "
-            "print('\\n'.join(_crossovers(sys.argv[1:], ['real-baseline', 'real-eagle3-chain'], None)))")
+    code = (
+        "import sys; from workbench.sweeps._bench_cli import _crossovers; "
+        "print('\\n'.join(_crossovers(sys.argv[1:], ['real-baseline', 'real-eagle3-chain'], None)))"
+    )
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(root)])}
-    out = subprocess.run([sys.executable, "-c", code, *map(str, RUNS)], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *map(str, RUNS)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("figures: MEASURED on real SGLang 0.5.17, NVIDIA H200")
     assert "real-eagle3-chain, output_throughput_tok_s: Speculation stops beating the baseline" in out.stdout
@@ -157,8 +164,12 @@ def _tier_steps(concurrency: int, batches: list[int]) -> list[int]:
 def test_the_h100_adaptive_run_is_named_with_its_gpu(adaptive) -> None:
     c = conditions_of(adaptive.manifests)
     assert c.gpus == ("NVIDIA H100 80GB HBM3",) and c.forced == {"real-eagle3-adaptive-tiers": 3.0}
-    assert study_opening(adaptive.tables).count("MEASURED on real SGLang 0.5.17, NVIDIA H100 80GB HBM3; random "
-                                                "weights; accept length forced") == 1
+    assert (
+        study_opening(adaptive.tables).count(
+            "MEASURED on real SGLang 0.5.17, NVIDIA H100 80GB HBM3; random weights; accept length forced"
+        )
+        == 1
+    )
     assert adaptive.tables.subtitle_lines[0].startswith("MEASURED on real SGLang 0.5.17, NVIDIA H100 80GB HBM3")
     assert "H200" not in adaptive.provenance_line()
 
@@ -180,8 +191,10 @@ def test_the_adaptive_accept_length_follows_its_tiers(adaptive) -> None:
 def test_the_adaptive_server_logged_its_switches(adaptive) -> None:
     log = _h100_log()
     switches = [line.split("] ", 1)[1] for line in log.splitlines() if "Switch adaptive runtime state" in line]
-    assert switches == ["Switch adaptive runtime state: steps 3 -> 1, draft_tokens 4 -> 2",
-                        "Switch adaptive runtime state: steps 1 -> 3, draft_tokens 2 -> 4"]  # at c=32, after c=64
+    assert switches == [
+        "Switch adaptive runtime state: steps 3 -> 1, draft_tokens 4 -> 2",
+        "Switch adaptive runtime state: steps 1 -> 3, draft_tokens 2 -> 4",
+    ]  # at c=32, after c=64
     throughput = adaptive.table("throughput").set_index("concurrency")["output tok/s"].astype(float)
     assert throughput.idxmax() == 16 and throughput[16] == 699 and throughput[64] == 609
 

@@ -33,8 +33,13 @@ RECORDED = json.loads(FIXTURE.read_text())
 
 def call(method: str, path: str, nth: int = 0, **request: Any) -> dict[str, Any]:
     """The ``nth`` recorded call of ``method path`` whose request body holds ``request``'s items."""
-    found = [c for c in RECORDED["calls"] if c["method"] == method and c["path"] == path
-             and all((c.get("request") or {}).get(k) == v for k, v in request.items())]
+    found = [
+        c
+        for c in RECORDED["calls"]
+        if c["method"] == method
+        and c["path"] == path
+        and all((c.get("request") or {}).get(k) == v for k, v in request.items())
+    ]
     assert len(found) > nth, f"no recorded {method} {path} {request}"
     return found[nth]
 
@@ -98,9 +103,17 @@ def test_server_info_readers() -> None:
 def test_every_metric_the_workbench_samples_is_served() -> None:
     samples = parse_prometheus(call("GET", "/metrics")["body"])
     names = {name for name, _, _ in samples}
-    for name in ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:token_usage",
-                 "sglang:spec_accept_length", "sglang:spec_accept_rate", "sglang:num_requests_total",
-                 "sglang:generation_tokens_total", "sglang:prompt_tokens_total"):
+    for name in (
+        "sglang:num_running_reqs",
+        "sglang:num_queue_reqs",
+        "sglang:gen_throughput",
+        "sglang:token_usage",
+        "sglang:spec_accept_length",
+        "sglang:spec_accept_rate",
+        "sglang:num_requests_total",
+        "sglang:generation_tokens_total",
+        "sglang:prompt_tokens_total",
+    ):
         assert name in names, name
     labels = next(lbl for name, lbl, _ in samples if name == "sglang:num_running_reqs")
     assert {"model_name", "tp_rank"} <= set(labels)
@@ -135,8 +148,9 @@ def test_sim_meta_info_keys_match_the_real_server(sim: Any) -> None:
     assert list(json.loads(raw)["meta_info"]) == real_keys("/generate", input_ids=ids, sampling_params=greedy)
     status, raw = post_json(sim.url + "/generate", {"input_ids": ids, "sampling_params": greedy, "stream": True})
     sim_chunks = [e.data for e in decode_all(raw) if e.kind == "chunk"]
-    real_chunks = [e.data for e in decode_all(call("POST", "/generate", stream=True)["body"].encode())
-                   if e.kind == "chunk"]
+    real_chunks = [
+        e.data for e in decode_all(call("POST", "/generate", stream=True)["body"].encode()) if e.kind == "chunk"
+    ]
     assert list(sim_chunks[0]["meta_info"]) == list(real_chunks[0]["meta_info"])
     assert list(sim_chunks[1]["meta_info"]) == list(real_chunks[1]["meta_info"])
     assert list(sim_chunks[-1]["meta_info"]) == list(real_chunks[-1]["meta_info"])
@@ -164,13 +178,25 @@ def test_sim_server_info_has_every_key_the_workbench_reads(sim: Any) -> None:
     """The simulator echoes its own flags, not all of 0.5.17's ~400; what the workbench reads must be in both."""
     status, raw = get(sim.url + "/server_info")
     simulated, real = json.loads(raw), body(call("GET", "/server_info", 1))
-    read = ("version", "max_total_num_tokens", "max_running_requests", "speculative_algorithm",
-            "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "tp_size",
-            "mem_fraction_static", "attention_backend", "model_path", "internal_states")
+    read = (
+        "version",
+        "max_total_num_tokens",
+        "max_running_requests",
+        "speculative_algorithm",
+        "speculative_num_steps",
+        "speculative_eagle_topk",
+        "speculative_num_draft_tokens",
+        "tp_size",
+        "mem_fraction_static",
+        "attention_backend",
+        "model_path",
+        "internal_states",
+    )
     for key in read:
         assert key in real and key in simulated, key
-    assert set(real["internal_states"][0]) & {"last_gen_throughput", "memory_usage", "avg_spec_accept_length"} \
-        <= set(simulated["internal_states"][0]) | {"avg_spec_accept_length"}
+    assert set(real["internal_states"][0]) & {"last_gen_throughput", "memory_usage", "avg_spec_accept_length"} <= set(
+        simulated["internal_states"][0]
+    ) | {"avg_spec_accept_length"}
 
 
 def test_sim_forces_the_accept_length_as_sglang_does(sim: Any) -> None:
@@ -181,8 +207,14 @@ def test_sim_forces_the_accept_length_as_sglang_does(sim: Any) -> None:
     real = body(call("POST", "/generate", input_ids=ids, sampling_params=greedy))["meta_info"]
     status, raw = post_json(sim.url + "/generate", {"input_ids": ids, "sampling_params": greedy})
     simulated = json.loads(raw)["meta_info"]
-    for key in ("completion_tokens", "spec_verify_ct", "spec_accept_length", "spec_accept_histogram",
-                "spec_num_correct_drafts", "spec_num_proposed_drafts"):
+    for key in (
+        "completion_tokens",
+        "spec_verify_ct",
+        "spec_accept_length",
+        "spec_accept_histogram",
+        "spec_num_correct_drafts",
+        "spec_num_proposed_drafts",
+    ):
         assert simulated[key] == real[key], key
     status, raw = get(sim.url + "/server_info")
     assert json.loads(raw)["simulation"]["forced_accept_length"] == 3.0
@@ -209,8 +241,9 @@ def test_forced_acceptance_matches_sglangs_match_expected_rule() -> None:
 
 # -- the same routes recorded again on an NVIDIA H100 (data/measured/h100-sglang-0.5.17-2026-12-06/) ------------
 
-H100 = json.loads((ROOT / "data" / "measured" / "h100-sglang-0.5.17-2026-12-06" / "shapes-real-eagle3-chain.json")
-                  .read_text())
+H100 = json.loads(
+    (ROOT / "data" / "measured" / "h100-sglang-0.5.17-2026-12-06" / "shapes-real-eagle3-chain.json").read_text()
+)
 
 
 def _shape(value: Any) -> Any:

@@ -26,11 +26,19 @@ def test_no_other_module_states_a_release_fact() -> None:
         if "releases" in path.relative_to(PACKAGE_ROOT / "workbench").parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                node, ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             literal = isinstance(getattr(node, "value", None), (ast.Constant, ast.Tuple))
-            stated += [f"{path.name}:{node.lineno} {t.id}" for t in targets
-                       if literal and isinstance(t, ast.Name) and t.id.endswith("_SINCE")]
+            stated += [
+                f"{path.name}:{node.lineno} {t.id}"
+                for t in targets
+                if literal and isinstance(t, ast.Name) and t.id.endswith("_SINCE")
+            ]
     assert stated == []
 
 
@@ -39,10 +47,15 @@ def test_each_package_words_the_same_fact() -> None:
     from workbench.sim._spec import ADAPTIVE_EMULATED_SINCE, ALGORITHMS_BY_VERSION
 
     # the simulator emulates some releases only: its threshold is the first emulated one at or after the fact
-    assert ADAPTIVE_EMULATED_SINCE == min((v for v in ALGORITHMS_BY_VERSION if release_at_least(v, ADAPTIVE_SINCE)),
-                                          key=release_number) == "0.5.12"
-    tiers = [Tier(start=1, best_steps=3, candidate_steps=(3,), variant="eagle3-steps3"),
-             Tier(start=8, best_steps=0, candidate_steps=(0,), variant="baseline")]
+    assert (
+        ADAPTIVE_EMULATED_SINCE
+        == min((v for v in ALGORITHMS_BY_VERSION if release_at_least(v, ADAPTIVE_SINCE)), key=release_number)
+        == "0.5.12"
+    )
+    tiers = [
+        Tier(start=1, best_steps=3, candidate_steps=(3,), variant="eagle3-steps3"),
+        Tier(start=8, best_steps=0, candidate_steps=(0,), variant="baseline"),
+    ]
     assert ADAPTIVE_TIERS_SINCE == "0.5.16"
     assert sglang_policy(tiers, None, sglang_version="0.5.16").kind == "adaptive_tiers"
     assert sglang_policy(tiers, None, sglang_version="0.5.15").kind == "threshold"
@@ -80,16 +93,23 @@ def test_no_other_module_compares_with_a_literal_release() -> None:
             func = getattr(node, "func", None)
             name = getattr(func, "id", None) or getattr(func, "attr", None)
             if isinstance(node, ast.Call) and name in _COMPARERS:
-                stated += [f"{path.relative_to(PACKAGE_ROOT)}:{node.lineno} {ast.unparse(node)}" for arg in node.args
-                           if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-                           and release_number(arg.value)]
+                stated += [
+                    f"{path.relative_to(PACKAGE_ROOT)}:{node.lineno} {ast.unparse(node)}"
+                    for arg in node.args
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and release_number(arg.value)
+                ]
     assert stated == []
 
 
 def test_the_simulator_takes_each_fact_up_at_its_first_emulated_release() -> None:
     from workbench.releases import SPEC_V1_GONE_SINCE, SPEC_V2_DEFAULT_SINCE
-    from workbench.sim._spec import (ALGORITHMS_BY_VERSION, SPEC_V2_DEFAULT_EMULATED_SINCE,
-                                     SPEC_V2_ONLY_EMULATED_SINCE, first_emulated, resolve_spec)
+    from workbench.sim._spec import (
+        ALGORITHMS_BY_VERSION,
+        SPEC_V2_DEFAULT_EMULATED_SINCE,
+        SPEC_V2_ONLY_EMULATED_SINCE,
+        first_emulated,
+        resolve_spec,
+    )
 
     assert (SPEC_V2_DEFAULT_SINCE, SPEC_V2_DEFAULT_EMULATED_SINCE) == ("0.5.11", "0.5.12")
     assert (SPEC_V1_GONE_SINCE, SPEC_V2_ONLY_EMULATED_SINCE) == ("0.5.13", "0.5.16")

@@ -35,7 +35,9 @@ def _serve(respond, raw: bytes) -> tuple[int, dict]:  # noqa: ANN001
 
 def test_serve_answers_refuses_and_reports_crashes_as_json() -> None:
     assert _serve(lambda raw: {"ok": True, "echo": common.load_request(raw)}, b'{"a": 1}') == (
-        0, {"ok": True, "echo": {"a": 1}})
+        0,
+        {"ok": True, "echo": {"a": 1}},
+    )
     status, refused = _serve(common.load_request, b"[1, 2]")
     assert (status, refused) == (2, {"ok": False, "error": "request must be a JSON object", "kind": "request"})
 
@@ -91,5 +93,9 @@ def test_every_script_finds_common_beside_it_even_isolated(script: str, tmp_path
     proc = subprocess.run([sys.executable, "-I", str(tmp_path / script), "--help"], input=b"[]",
                           capture_output=True, cwd="/", timeout=60, check=False)  # fmt: skip
     assert b"ModuleNotFoundError" not in proc.stderr, proc.stderr
-    if script not in ("server_watchdog.py", "gpu_calibrate.py", "gpu_spec_step.py"):  # these take arguments, not a request
+    if script not in (
+        "server_watchdog.py",
+        "gpu_calibrate.py",
+        "gpu_spec_step.py",
+    ):  # these take arguments, not a request
         assert json.loads(proc.stdout)["kind"] == "request" and proc.returncode == 2

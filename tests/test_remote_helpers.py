@@ -74,11 +74,14 @@ def test_refused_request_is_a_helper_error_naming_host_script_and_reason(tmp_pat
     assert "does not exist" in error.error
 
 
-@pytest.mark.parametrize(("name", "request_"), [
-    ("gpu_inventory", {"nvidia_smi": 7}),
-    ("checkout_state", {"paths": [""]}),
-    ("process_status", {"processes": "not a list"}),
-])
+@pytest.mark.parametrize(
+    ("name", "request_"),
+    [
+        ("gpu_inventory", {"nvidia_smi": 7}),
+        ("checkout_state", {"paths": [""]}),
+        ("process_status", {"processes": "not a list"}),
+    ],
+)
 def test_a_helper_that_is_not_about_source_refuses_with_a_helper_error(name: str, request_: dict) -> None:
     with pytest.raises(HelperError) as info:
         call_helper(LocalHost(), name, request_)

@@ -73,12 +73,17 @@ def _fake_nvidia_smi(tmp_path: Path, topo_name: str, *, fail: bool = False) -> P
     """An executable that answers like nvidia-smi: a CSV for --query-gpu, a real topo excerpt for `topo -m`."""
     _, topo = _topo(topo_name)
     (tmp_path / "topo.txt").write_text(topo)
-    rows = "\n".join(f"{i}, NVIDIA GeForce RTX 5090, GPU-{i:08d}-aaaa, 32607, {100 * i}, 00000000:0{i}:00.0, 575.51.03"
-                     for i in range(2))
+    rows = "\n".join(
+        f"{i}, NVIDIA GeForce RTX 5090, GPU-{i:08d}-aaaa, 32607, {100 * i}, 00000000:0{i}:00.0, 575.51.03"
+        for i in range(2)
+    )
     (tmp_path / "query.csv").write_text(rows + "\n")
     script = tmp_path / "nvidia smi"  # a space in the path, passed as data
-    body = ("echo 'Failed to initialize NVML: Driver/library version mismatch' >&2; exit 9\n" if fail else
-            f'if [ "$1" = topo ]; then cat "{tmp_path}/topo.txt"; else cat "{tmp_path}/query.csv"; fi\n')
+    body = (
+        "echo 'Failed to initialize NVML: Driver/library version mismatch' >&2; exit 9\n"
+        if fail
+        else f'if [ "$1" = topo ]; then cat "{tmp_path}/topo.txt"; else cat "{tmp_path}/query.csv"; fi\n'
+    )
     script.write_text("#!/bin/sh\n" + body)
     script.chmod(0o755)
     return script
@@ -89,24 +94,39 @@ def test_gpu_inventory_with_nvidia_smi(host: Host, tmp_path: Path) -> None:
     answer = call_helper(host, "gpu_inventory", {"nvidia_smi": str(fake)})
     assert answer["nvidia_smi"] is True and answer["driver_version"] == "575.51.03"
     assert [g["index"] for g in answer["gpus"]] == [0, 1]
-    assert answer["gpus"][1] == {"index": 1, "name": "NVIDIA GeForce RTX 5090", "uuid": "GPU-00000001-aaaa",
-                                 "memory_total_mib": 32607, "memory_used_mib": 100, "pci_bus_id": "00000000:01:00.0"}
+    assert answer["gpus"][1] == {
+        "index": 1,
+        "name": "NVIDIA GeForce RTX 5090",
+        "uuid": "GPU-00000001-aaaa",
+        "memory_total_mib": 32607,
+        "memory_used_mib": 100,
+        "pci_bus_id": "00000000:01:00.0",
+    }
     assert answer["links"] == [{"a": 0, "b": 1, "link": "PHB"}] and answer["interconnect"] == "pcie"
 
 
 def test_gpu_inventory_without_gpus_and_with_a_broken_driver(host: Host, tmp_path: Path) -> None:
     none = call_helper(host, "gpu_inventory", {"nvidia_smi": "no-such-nvidia-smi"})
     assert (none["nvidia_smi"], none["gpus"], none["interconnect"]) == (False, [], "none")
-    broken = call_helper(host, "gpu_inventory", {"nvidia_smi": str(_fake_nvidia_smi(tmp_path, "topo_pcie_phb_club3090_1229.txt", fail=True))})
+    broken = call_helper(
+        host,
+        "gpu_inventory",
+        {"nvidia_smi": str(_fake_nvidia_smi(tmp_path, "topo_pcie_phb_club3090_1229.txt", fail=True))},
+    )
     assert broken["nvidia_smi"] is True and broken["gpus"] == [] and broken["interconnect"] == "unknown"
     assert "version mismatch" in broken["error"]
 
 
 # -- checkout_state -----------------------------------------------------------------------------
 def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True,
-                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
-                            GIT_COMMITTER_EMAIL="t@x"))
+    subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        check=True,
+        capture_output=True,
+        env=dict(
+            os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x"
+        ),
+    )
 
 
 @pytest.fixture
@@ -124,10 +144,12 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def test_checkout_state_version_commit_and_dirty(host: Host, checkout: Path) -> None:
-    commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    answer = call_helper(host, "checkout_state", {"paths": [str(checkout), str(checkout / "python"), "/no/such/dir"],
-                                                  "installed": False})
+    commit = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    answer = call_helper(
+        host, "checkout_state", {"paths": [str(checkout), str(checkout / "python"), "/no/such/dir"], "installed": False}
+    )
     root, python_dir, missing = answer["checkouts"]
     for entry in (root, python_dir):
         assert entry["version"] == "0.5.9" and entry["package_dir"] == str(checkout / "python" / "sglang")
@@ -143,13 +165,15 @@ def test_checkout_state_version_commit_and_dirty(host: Host, checkout: Path) -> 
 
 def test_checkout_state_finds_the_installed_package_without_importing_it(checkout: Path, tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(checkout / "python"))
-    proc = subprocess.run([sys.executable, str(REMOTE_DIR / "checkout_state.py")], input=b"{}", env=env,
-                          capture_output=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(REMOTE_DIR / "checkout_state.py")], input=b"{}", env=env, capture_output=True, check=True
+    )
     installed = json.loads(proc.stdout)["installed"]
     assert installed["version"] == "0.5.9" and installed["package_dir"] == str(checkout / "python" / "sglang")
     assert installed["git"]["dirty"] is False and installed["error"] is None
-    bare = subprocess.run([sys.executable, "-I", str(REMOTE_DIR / "checkout_state.py")], input=b"{}",
-                          capture_output=True, check=True)
+    bare = subprocess.run(
+        [sys.executable, "-I", str(REMOTE_DIR / "checkout_state.py")], input=b"{}", capture_output=True, check=True
+    )
     assert json.loads(bare.stdout)["installed"] is None  # this venv has no sglang
 
 
@@ -165,14 +189,22 @@ LISTENER = (
 def test_process_status_members_ports_log_and_heartbeat(host: Host, tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "server.log"
-    proc = processes.spawn(host, ["sh", "-c", 'sleep 60 & exec "$0" -c "$1" "$2"', sys.executable, LISTENER,
-                                  str(port)], log_path=str(log))
+    proc = processes.spawn(
+        host, ["sh", "-c", 'sleep 60 & exec "$0" -c "$1" "$2"', sys.executable, LISTENER, str(port)], log_path=str(log)
+    )
     heartbeat = tmp_path / "x.heartbeat"
     heartbeat.write_text("")
     os.utime(heartbeat, (time.time() - 42, time.time() - 42))
     try:
-        spec = {"id": "x", "pid": proc.pid, "pgid": proc.pgid, "start_time": proc.start_time,
-                "log_path": str(log), "log_offset": 0, "heartbeat_path": str(heartbeat)}
+        spec = {
+            "id": "x",
+            "pid": proc.pid,
+            "pgid": proc.pgid,
+            "start_time": proc.start_time,
+            "log_path": str(log),
+            "log_offset": 0,
+            "heartbeat_path": str(heartbeat),
+        }
         deadline = time.monotonic() + 10
         while True:
             st = call_helper(host, "process_status", {"processes": [spec]})["processes"][0]
@@ -184,8 +216,9 @@ def test_process_status_members_ports_log_and_heartbeat(host: Host, tmp_path: Pa
         assert st["log"]["text"] == "line one\nline two\n"  # the partial last line is held back
         assert st["log"]["offset"] == len(b"line one\nline two\n") and st["log"]["size"] > st["log"]["offset"]
         assert 40 < st["heartbeat_age_s"] < 60
-        later = call_helper(host, "process_status", {"processes": [dict(spec, log_offset=st["log"]["offset"])],
-                                                     "ports": False})["processes"][0]
+        later = call_helper(
+            host, "process_status", {"processes": [dict(spec, log_offset=st["log"]["offset"])], "ports": False}
+        )["processes"][0]
         assert later["log"]["text"] == "" and later["ports"] == []
         reused = call_helper(host, "process_status", {"processes": [dict(spec, start_time=proc.start_time - 1)]})
         assert reused["processes"][0]["pid_reused"] is True and reused["processes"][0]["alive"] is False
@@ -218,8 +251,9 @@ CHILD = (
 
 
 @pytest.mark.parametrize("term_leader_only, noted", [(True, ["LEADER"]), (False, ["LEADER", "TERM"])])
-def test_stop_can_leave_the_children_to_their_leader(host: Host, tmp_path: Path, term_leader_only: bool,
-                                                     noted: list[str]) -> None:
+def test_stop_can_leave_the_children_to_their_leader(
+    host: Host, tmp_path: Path, term_leader_only: bool, noted: list[str]
+) -> None:
     """``term_leader_only``: the SIGTERM reaches the leader alone, which ends its child its own way; by default
     the whole group gets it. Either way nothing of the group is left."""
     notes = tmp_path / "child.notes"
@@ -238,8 +272,9 @@ def test_stop_can_leave_the_children_to_their_leader(host: Host, tmp_path: Path,
 
 
 def test_process_status_lists_a_registry_directory(tmp_path: Path) -> None:
-    (tmp_path / "good.json").write_text(json.dumps({"id": "good", "pid": os.getpid(), "pgid": os.getpgid(0),
-                                                    "start_time": 0, "heartbeat_path": None}))
+    (tmp_path / "good.json").write_text(
+        json.dumps({"id": "good", "pid": os.getpid(), "pgid": os.getpgid(0), "start_time": 0, "heartbeat_path": None})
+    )
     (tmp_path / "broken.json").write_text("{not json")
     answer = call_helper(LocalHost(), "process_status", {"registry_dir": str(tmp_path), "ports": False})
     by_name = {Path(r["path"]).name: r for r in answer["records"]}

@@ -118,7 +118,7 @@ def test_html_has_inline_svg_chart_and_fetches_nothing(demo: ReportResult) -> No
     for cdn in ("cdnjs", "unpkg.com", "jsdelivr", "mathjax", "require.js", "require.min.js"):
         assert cdn not in page.lower(), cdn
     assert "workbench " + workbench.__version__ in page  # provenance header
-    header = html.unescape(re.sub(r"<[^>]+>", "", page[page.index('class="wb-provenance"'):]).split("\n\n")[0])
+    header = html.unescape(re.sub(r"<[^>]+>", "", page[page.index('class="wb-provenance"') :]).split("\n\n")[0])
     assert "Given: concurrency_levels=[1, 2, 4]" in " ".join(header.split()) and "requests_per_level=8" in header
     assert 'at their defaults: host="local"' in header  # the effective parameters, defaults included
 
@@ -351,7 +351,6 @@ def test_save_chart_bad_spec_is_a_report_error(tmp_path: Path) -> None:
         save_chart(spec, tmp_path, "bad")
 
 
-
 def test_unknown_kernel_is_a_report_error(tmp_path: Path, write_notebook) -> None:
     nb = write_notebook(tmp_path / "k.ipynb", parameters="x = 1")
     with pytest.raises(ReportError, match="no Jupyter kernel named 'no-such-kernel'"):
@@ -401,7 +400,9 @@ def test_progress_tail_prints_lines_while_running(tmp_path: Path) -> None:
         deadline = time.monotonic() + 10
         while "concurrency 1 done" not in stream.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert stream.getvalue() == "  baseline: concurrency 1 done (1/2): 93 output tok/s\n"  # live, and whole lines only
+        assert (
+            stream.getvalue() == "  baseline: concurrency 1 done (1/2): 93 output tok/s\n"
+        )  # live, and whole lines only
         with open(path, "a", encoding="utf-8") as f:
             f.write("ne\n")
     assert stream.getvalue().splitlines()[-1] == "  half a line"
@@ -415,8 +416,9 @@ assert reporting_progress()
 report_progress("eagle3: concurrency 8 done (2/2): 299 output tok/s")"""
 
 
-def test_report_progress_reaches_the_terminal_and_kernels_print_no_warning(tmp_path: Path, write_notebook,
-                                                                           capfd: pytest.CaptureFixture[str]) -> None:
+def test_report_progress_reaches_the_terminal_and_kernels_print_no_warning(
+    tmp_path: Path, write_notebook, capfd: pytest.CaptureFixture[str]
+) -> None:
     from workbench.report import PROGRESS_FILE_ENV, report_progress
 
     nb = write_notebook(tmp_path / "nb" / "p.ipynb", setup=["x = 1"], parameters="n = 1\n", cells=[PROGRESS_CELL])
@@ -455,11 +457,15 @@ def test_cell_watch_names_a_long_cell_once_and_drops_cell_output() -> None:
     from workbench.report._progress import executed_sources
 
     now = [100.0]
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# Title"),
-        nbformat.v4.new_code_cell("n = 1", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("import workbench as wb\n\nwb.setup_notebook()\nruns = wb.benchmark_variants(\n    x)"),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Title"),
+            nbformat.v4.new_code_cell("n = 1", metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell(
+                "import workbench as wb\n\nwb.setup_notebook()\nruns = wb.benchmark_variants(\n    x)"
+            ),
+        ]
+    )
     sources = executed_sources(nb.cells)
     assert sources[0] is None and sources[2].startswith("# Parameters") and len(sources) == 4
     watch = CellWatch(sources, after_s=5.0, clock=lambda: now[0])
@@ -493,32 +499,52 @@ def test_a_failing_cell_is_named_by_the_line_it_failed_at() -> None:
 
     source = "import workbench as wb\n\nwb.setup_notebook()\nif from_runs:\n    runs = wb.stored_runs(from_runs)\n"
     # IPython 8 colours its traceback; the cell's own frame says which line raised
-    traceback = ["\x1b[0;31mConfigError\x1b[0m    Traceback (most recent call last)",
-                 "Cell \x1b[0;32mIn[3], line 5\x1b[0m\n\x1b[1;32m      4\x1b[0m if from_runs:",
-                 "File \x1b[0;32m/x/workbench/sweeps/_catalogue.py:66\x1b[0m, in \x1b[0;36mstored_runs\x1b[0m"]
+    traceback = [
+        "\x1b[0;31mConfigError\x1b[0m    Traceback (most recent call last)",
+        "Cell \x1b[0;32mIn[3], line 5\x1b[0m\n\x1b[1;32m      4\x1b[0m if from_runs:",
+        "File \x1b[0;32m/x/workbench/sweeps/_catalogue.py:66\x1b[0m, in \x1b[0;36mstored_runs\x1b[0m",
+    ]
     assert _failing_line(source, traceback) == "runs = wb.stored_runs(from_runs)"
     assert _failing_line(source, None) == "import workbench as wb"  # no frame: the cell's first line
     assert _failing_line(source, ["Cell In[3], line 99"]) == "import workbench as wb"  # out of range
 
 
 def test_cli_page_shows_no_plumbing_keeps_a_failing_cells_source_and_writes_an_index(
-        tmp_path: Path, write_notebook) -> None:
+    tmp_path: Path, write_notebook
+) -> None:
     """`workbench report`: no In/Out prompts or passing code on the page, a failing cell's source kept, index.html."""
     folder = tmp_path / "nbs"
-    passing = write_notebook(folder / "passing.ipynb", parameters="level = 4",
-                             cells=["secret_plumbing_total = level * 25\nsecret_plumbing_total",
-                                    "print('printed by a passing cell')"])
+    passing = write_notebook(
+        folder / "passing.ipynb",
+        parameters="level = 4",
+        cells=["secret_plumbing_total = level * 25\nsecret_plumbing_total", "print('printed by a passing cell')"],
+    )
     node = nbformat.read(str(passing), as_version=4)
     node.cells[0].source = "# Does level 4 reach 100?\n\nThe opening paragraph: what this report answers."
     nbformat.write(node, str(passing))
-    told = write_notebook(folder / "told.ipynb", parameters="level = 2", cells=[
-        "from IPython.display import Markdown, display\n"
-        "display(Markdown('**In short** — level 2 is *enough*.\\n\\nDetails follow.'))"])
-    broken = write_notebook(folder / "broken.ipynb", parameters="level = 4", cells=[
-        "before_failure_value = 1", "raise RuntimeError(f'boom_at_level_{level}')"])
+    told = write_notebook(
+        folder / "told.ipynb",
+        parameters="level = 2",
+        cells=[
+            "from IPython.display import Markdown, display\n"
+            "display(Markdown('**In short** — level 2 is *enough*.\\n\\nDetails follow.'))"
+        ],
+    )
+    broken = write_notebook(
+        folder / "broken.ipynb",
+        parameters="level = 4",
+        cells=["before_failure_value = 1", "raise RuntimeError(f'boom_at_level_{level}')"],
+    )
     out = tmp_path / "out"
-    cmd = [str(Path(sys.executable).parent / "workbench"), "report", str(passing), str(told), str(broken),
-           "-o", str(out)]
+    cmd = [
+        str(Path(sys.executable).parent / "workbench"),
+        "report",
+        str(passing),
+        str(told),
+        str(broken),
+        "-o",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
     assert done.returncode == 1, done.stdout + done.stderr  # the broken notebook failed, the others did not
 

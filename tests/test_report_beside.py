@@ -60,23 +60,37 @@ def test_shipped_notebooks_that_measure_run_alone() -> None:
     assert alone == {"spec_vs_baseline.ipynb", "dynamic_disable.ipynb"}
 
 
-def test_two_notebooks_run_at_once_on_spare_cpu_each_with_its_own_kernel_sockets(tmp_path: Path, write_notebook) -> None:
+def test_two_notebooks_run_at_once_on_spare_cpu_each_with_its_own_kernel_sockets(
+    tmp_path: Path, write_notebook
+) -> None:
     folder = tmp_path / "nbs"  # one folder for both: papermill runs both kernels from it
     books = []
     for name in ("first", "second", "measuring"):  # the third says nothing: it measures, in the CLI's process
         partner_name = {"first": "second", "second": "first"}.get(name, "")
-        nb = write_notebook(folder / f"{name}.ipynb",
-                            parameters=f"name = {name!r}\npartner_name = {partner_name!r}\nrecord = ''",
-                            cells=[RECORD_CELL])
+        nb = write_notebook(
+            folder / f"{name}.ipynb",
+            parameters=f"name = {name!r}\npartner_name = {partner_name!r}\nrecord = ''",
+            cells=[RECORD_CELL],
+        )
         books.append(_mark(nb, False if name != "measuring" else None))
     records = {name: tmp_path / f"{name}.json" for name in ("first", "second", "measuring")}
     # one call of the CLI for both (one -p for both notebooks: each fills in its own name)
-    cmd = [str(Path(sys.executable).parent / "workbench"), "report", *map(str, books), "-o", str(tmp_path / "out"),
-           "-p", "record", str(tmp_path / "{name}.json")]
+    cmd = [
+        str(Path(sys.executable).parent / "workbench"),
+        "report",
+        *map(str, books),
+        "-o",
+        str(tmp_path / "out"),
+        "-p",
+        "record",
+        str(tmp_path / "{name}.json"),
+    ]
     for nb in books:  # the notebook fills in its name
         node = nbformat.read(str(nb), as_version=4)
-        node.cells[-1].source = ("partner = record.format(name=partner_name) if partner_name else ''\n"
-                                 "record = record.format(name=name)\n" + node.cells[-1].source)
+        node.cells[-1].source = (
+            "partner = record.format(name=partner_name) if partner_name else ''\n"
+            "record = record.format(name=name)\n" + node.cells[-1].source
+        )
         nbformat.write(node, str(nb))
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=420)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -91,8 +105,9 @@ def test_two_notebooks_run_at_once_on_spare_cpu_each_with_its_own_kernel_sockets
     ips = [Path(r["ip"]) for r in got.values()]
     assert all(r["transport"] == "ipc" for r in got.values())
     assert all(r["policy"] == os.SCHED_IDLE for r in got.values())  # their kernels take spare CPU only
-    assert ips[0].parent != ips[1].parent and all(ip.is_absolute() and ip.parent.name.startswith("wb-kernel-")
-                                                   for ip in ips)
+    assert ips[0].parent != ips[1].parent and all(
+        ip.is_absolute() and ip.parent.name.startswith("wb-kernel-") for ip in ips
+    )
     assert not any(ip.parent.exists() for ip in ips)  # each kernel's socket folder is removed after its run
     assert not list(folder.glob("kernel-ipc*"))
     for name in ("first", "second", "measuring"):

@@ -29,22 +29,32 @@ def tiny_disk(tmp_path: Path):
         subprocess.run(["umount", str(where)], check=True)
 
 
-def test_report_on_a_full_disk_is_one_line_and_fails_the_run_it_was_writing(tmp_path: Path, tiny_disk: Path,
-                                                                            write_notebook) -> None:
+def test_report_on_a_full_disk_is_one_line_and_fails_the_run_it_was_writing(
+    tmp_path: Path, tiny_disk: Path, write_notebook
+) -> None:
     runs = tmp_path / "runs"  # on the roomy disk: the kernel opens a run there and leaves it running
     out = tiny_disk / "reports"
-    nb = write_notebook(tmp_path / "books" / "fills.ipynb", parameters=f"runs_dir = None\nfill = {str(tiny_disk)!r}",
-                        cells=["from workbench.store import open_run\n"
-                               "held = open_run('baseline', identity='disk-full-test', engine='sim', root=runs_dir)",
-                               # the disk fills while the run is open: papermill's next save of the notebook fails
-                               "import pathlib\nchunk = b'x' * 65536\n"
-                               "with open(pathlib.Path(fill) / 'filler', 'wb') as f:\n"
-                               "    try:\n        while True:\n            f.write(chunk)\n            f.flush()\n"
-                               "    except OSError:\n        pass\nprint('y' * 200_000)  # a notebook that no longer fits",
-                               "held.writer.finish()"])
+    nb = write_notebook(
+        tmp_path / "books" / "fills.ipynb",
+        parameters=f"runs_dir = None\nfill = {str(tiny_disk)!r}",
+        cells=[
+            "from workbench.store import open_run\n"
+            "held = open_run('baseline', identity='disk-full-test', engine='sim', root=runs_dir)",
+            # the disk fills while the run is open: papermill's next save of the notebook fails
+            "import pathlib\nchunk = b'x' * 65536\n"
+            "with open(pathlib.Path(fill) / 'filler', 'wb') as f:\n"
+            "    try:\n        while True:\n            f.write(chunk)\n            f.flush()\n"
+            "    except OSError:\n        pass\nprint('y' * 200_000)  # a notebook that no longer fits",
+            "held.writer.finish()",
+        ],
+    )
     workbench_cli = Path(sys.executable).with_name("workbench")
-    done = subprocess.run([str(workbench_cli), "report", str(nb), "-o", str(out), "-p", "runs_dir", str(runs)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(workbench_cli), "report", str(nb), "-o", str(out), "-p", "runs_dir", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     [line] = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]

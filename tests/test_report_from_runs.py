@@ -23,8 +23,15 @@ from report_page import page_problems
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    runs = wb.benchmark_variants(["baseline", "eagle3-topk4"], concurrency_levels=[1, 2], requests_per_level=2,
-                                 max_new_tokens=8, time_scale=8.0, runs_dir=str(root), progress=False)
+    runs = wb.benchmark_variants(
+        ["baseline", "eagle3-topk4"],
+        concurrency_levels=[1, 2],
+        requests_per_level=2,
+        max_new_tokens=8,
+        time_scale=8.0,
+        runs_dir=str(root),
+        progress=False,
+    )
     return root, runs
 
 
@@ -37,8 +44,11 @@ def test_report_from_runs_measures_nothing(stored, tmp_path) -> None:
     before = _snapshot(root)
     cache, out = tmp_path / "cache", tmp_path / "reports"
     ids = [runs[0].name, runs[1].name[:-3]]  # an id and a unique prefix
-    result = CliRunner().invoke(app, ["report", "--from-runs", *ids, "--runs-dir", str(root), "--out", str(out)],
-                                env={"WORKBENCH_CACHE_DIR": str(cache)})  # --runs-dir, as bench, runs and import take
+    result = CliRunner().invoke(
+        app,
+        ["report", "--from-runs", *ids, "--runs-dir", str(root), "--out", str(out)],
+        env={"WORKBENCH_CACHE_DIR": str(cache)},
+    )  # --runs-dir, as bench, runs and import take
     assert result.exit_code == 0, result.output
     started = [line for line in result.output.splitlines() if line.startswith("running ") and ".ipynb" in line]
     assert len(started) == 1 and "spec_vs_baseline.ipynb" in started[0]  # only the notebook declaring from_runs
@@ -73,15 +83,33 @@ def test_from_runs_needs_runs_and_names_broken_ones(stored, tmp_path) -> None:
 def test_from_runs_refuses_unknown_runs_and_measuring_parameters_before_a_kernel(stored, tmp_path) -> None:
     root, runs = stored
     out = tmp_path / "reports"
-    unknown = CliRunner().invoke(app, ["report", "--from-runs", "nosuch", "-p", "runs_dir", str(root),
-                                       "--out", str(out)])
+    unknown = CliRunner().invoke(
+        app, ["report", "--from-runs", "nosuch", "-p", "runs_dir", str(root), "--out", str(out)]
+    )
     assert unknown.exit_code == 2 and "No run 'nosuch'" in unknown.output
     assert "running " not in unknown.output and not out.exists()  # refused before any kernel started
-    ignored = CliRunner().invoke(app, ["report", "--from-runs", runs[0].name, runs[1].name, "-p", "runs_dir",
-                                       str(root), "-p", "repeats", "3", "--out", str(out)])
+    ignored = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--from-runs",
+            runs[0].name,
+            runs[1].name,
+            "-p",
+            "runs_dir",
+            str(root),
+            "-p",
+            "repeats",
+            "3",
+            "--out",
+            str(out),
+        ],
+    )
     assert ignored.exit_code == 2 and not out.exists()
-    assert ("--from-runs renders stored runs and measures nothing, so repeats would be ignored" in ignored.output
-            and "workbench bench VARIANT... --repeats 3" in ignored.output)
+    assert (
+        "--from-runs renders stored runs and measures nothing, so repeats would be ignored" in ignored.output
+        and "workbench bench VARIANT... --repeats 3" in ignored.output
+    )
 
 
 def test_a_shared_report_prints_no_absolute_path_of_the_machine(stored, tmp_path) -> None:
@@ -93,9 +121,11 @@ def test_a_shared_report_prints_no_absolute_path_of_the_machine(stored, tmp_path
     home = tmp_path / "home"
     shutil.copytree(root, home / "runs")
     out = home / "reports"
-    result = CliRunner().invoke(app, ["report", "--from-runs", runs[0].name, runs[1].name, "-p", "runs_dir", "~/runs",
-                                      "--out", str(out)],
-                                env={"HOME": str(home), "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    result = CliRunner().invoke(
+        app,
+        ["report", "--from-runs", runs[0].name, runs[1].name, "-p", "runs_dir", "~/runs", "--out", str(out)],
+        env={"HOME": str(home), "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert result.exit_code == 0, result.output
     html = (out / "spec_vs_baseline.html").read_text()
     assert "~/reports/spec_vs_baseline" in html  # where the charts are, as the reader's own machine would say it
@@ -109,8 +139,9 @@ PUBLIC = Path(__file__).parent / "fixtures" / "imports" / "bench_serving" / "pub
 
 
 def _render(run_ids: list[str], root: Path, out: Path, *extra: str) -> tuple[str, str]:
-    result = CliRunner().invoke(app, ["report", "--from-runs", *run_ids, "-p", "runs_dir", str(root), *extra,
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["report", "--from-runs", *run_ids, "-p", "runs_dir", str(root), *extra, "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     html = (out / "spec_vs_baseline.html").read_text()
     assert "FAILED" not in html and "Traceback" not in html
@@ -131,8 +162,15 @@ def test_report_from_a_request_rate_file_of_two_workloads(tmp_path) -> None:
 
 def test_report_from_the_workbenchs_own_open_loop_sweep(tmp_path) -> None:
     root = tmp_path / "runs"
-    runs = wb.benchmark_variants(["baseline", "eagle3-topk4"], request_rates=[2.0, 8.0], requests_per_level=4,
-                                 max_new_tokens=8, time_scale=8.0, runs_dir=str(root), progress=False)
+    runs = wb.benchmark_variants(
+        ["baseline", "eagle3-topk4"],
+        request_rates=[2.0, 8.0],
+        requests_per_level=4,
+        max_new_tokens=8,
+        time_scale=8.0,
+        runs_dir=str(root),
+        progress=False,
+    )
     study = wb.load_study(runs)
     assert study.load == "request_rate_req_s" and list(study.ratios("eagle3-topk4")["request_rate_req_s"]) == [2.0, 8.0]
     html, cells = _render([r.name for r in runs], root, tmp_path / "reports")
@@ -145,7 +183,20 @@ def test_report_runs_dir_is_checked_like_the_other_commands_before_a_kernel(stor
     out = tmp_path / "reports"
     unknown = CliRunner().invoke(app, ["report", "--from-runs", "nosuch", "--runs-dir", str(root), "--out", str(out)])
     assert unknown.exit_code == 2 and f"No run 'nosuch' under {root}" in unknown.output
-    both = CliRunner().invoke(app, ["report", "--from-runs", runs[0].name, "--runs-dir", str(root),
-                                    "-p", "runs_dir", str(tmp_path), "--out", str(out)])
+    both = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--from-runs",
+            runs[0].name,
+            "--runs-dir",
+            str(root),
+            "-p",
+            "runs_dir",
+            str(tmp_path),
+            "--out",
+            str(out),
+        ],
+    )
     assert both.exit_code == 2 and "name different runs folders" in both.output
     assert "running " not in unknown.output + both.output and not out.exists()

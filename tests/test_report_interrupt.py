@@ -17,8 +17,10 @@ from workbench.report import MEASURES_KEY
 
 
 def _slow_cell(marker: Path, cleaned: Path) -> str:
-    return (f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
-            f"try:\n    time.sleep(120)\nfinally:\n    pathlib.Path({str(cleaned)!r}).touch()")
+    return (
+        f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
+        f"try:\n    time.sleep(120)\nfinally:\n    pathlib.Path({str(cleaned)!r}).touch()"
+    )
 
 
 def _beside(path: Path) -> Path:
@@ -32,13 +34,20 @@ def test_ctrl_c_of_notebooks_run_beside_prints_no_worker_traceback(tmp_path: Pat
     books = tmp_path / "books"
     slow = {name: (tmp_path / f"{name}-running", tmp_path / f"{name}-cleaned") for name in ("alone", "side1", "side2")}
     notebooks = [write_notebook(books / "alone.ipynb", parameters="x = 1", cells=[_slow_cell(*slow["alone"])])]
-    notebooks += [_beside(write_notebook(books / f"{name}.ipynb", parameters="x = 1", cells=[_slow_cell(*slow[name])]))
-                  for name in ("side1", "side2")]
+    notebooks += [
+        _beside(write_notebook(books / f"{name}.ipynb", parameters="x = 1", cells=[_slow_cell(*slow[name])]))
+        for name in ("side1", "side2")
+    ]
     # one that ends at once: its worker then waits for work, where SIGINT used to print a traceback
     notebooks.append(_beside(write_notebook(books / "quick.ipynb", parameters="x = 1", cells=["y = x + 1"])))
     workbench_cli = Path(sys.executable).with_name("workbench")
-    proc = subprocess.Popen([str(workbench_cli), "report", *map(str, notebooks), "--out", str(tmp_path / "r")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(workbench_cli), "report", *map(str, notebooks), "--out", str(tmp_path / "r")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not (all(marker.exists() for marker, _ in slow.values()) and (tmp_path / "r" / "quick.html").exists()):

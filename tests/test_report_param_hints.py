@@ -14,8 +14,9 @@ from workbench.report import run_notebook
 
 
 def test_from_runs_with_a_misspelt_parameter_says_which_was_meant() -> None:
-    result = CliRunner().invoke(app, ["report", "--from-runs", "20260601T090000Z-baseline-3fa91c",
-                                      "-p", "workloda", "chat"])
+    result = CliRunner().invoke(
+        app, ["report", "--from-runs", "20260601T090000Z-baseline-3fa91c", "-p", "workloda", "chat"]
+    )
     assert result.exit_code == 2, result.output
     [line] = [ln for ln in result.output.splitlines() if ln.startswith("error: ")]
     assert line.startswith("error: 'workloda': did you mean 'workload'? --from-runs renders stored runs"), line

@@ -42,8 +42,11 @@ def test_a_run_of_another_workload_is_set_aside_by_name_in_the_opening(two_workl
 def test_report_from_runs_says_on_the_terminal_which_run_it_set_aside(two_workloads, tmp_path: Path) -> None:
     root, base, spec = two_workloads
     out = tmp_path / "reports"
-    result = CliRunner().invoke(app, ["report", "--from-runs", base.name, spec.name, "--runs-dir", str(root),
-                                      "--out", str(out)], env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    result = CliRunner().invoke(
+        app,
+        ["report", "--from-runs", base.name, spec.name, "--runs-dir", str(root), "--out", str(out)],
+        env={"WORKBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert result.exit_code == 0, result.output
     lines = [ln for ln in result.output.splitlines() if "set aside" in ln]
     assert len(lines) == 1, result.output  # one line per run set aside
@@ -51,4 +54,4 @@ def test_report_from_runs_says_on_the_terminal_which_run_it_set_aside(two_worklo
     html = (out / "spec_vs_baseline.html").read_text()
     text = re.sub(r"<[^>]+>", "", html)
     assert text.index("Not compared") < text.index("Verdict")  # on the first screen, above the verdict
-    assert spec.name in text[text.index("Not compared"):text.index("Verdict")]
+    assert spec.name in text[text.index("Not compared") : text.index("Verdict")]

@@ -20,16 +20,35 @@ T0 = datetime(2026, 6, 1, 9, 0, 0, tzinfo=timezone.utc)
 runner = CliRunner()
 
 
-def _import(root: Path, variant: str, *, levels: dict, requests: int = 0, measured_at: str | None = None,
-            imported: datetime) -> Path:
+def _import(
+    root: Path, variant: str, *, levels: dict, requests: int = 0, measured_at: str | None = None, imported: datetime
+) -> Path:
     """An imported run: level rows (and ``requests`` request rows) from a tool's file."""
-    rows = pd.DataFrame({"level_index": [0, 1], "repeat": [0, 0], "concurrency": [1, 4],
-                         "output_throughput_tok_s": [80.0, 250.0], **levels})
+    rows = pd.DataFrame(
+        {
+            "level_index": [0, 1],
+            "repeat": [0, 0],
+            "concurrency": [1, 4],
+            "output_throughput_tok_s": [80.0, 250.0],
+            **levels,
+        }
+    )
     reqs = pd.DataFrame({"level_index": [0] * requests, "repeat": [0] * requests, "e2e_ms": [100.0] * requests})
-    path, _ = save_imported_run(variant=variant, engine="vllm", simulated=False, tool="vllm bench serve",
-                                tool_version="0.11.0", source_file=f"/data/{variant}.json", source_sha256=variant * 4,
-                                levels=rows, requests=reqs, quarantine=pd.DataFrame(), measured_at=measured_at,
-                                root=root, now=imported)
+    path, _ = save_imported_run(
+        variant=variant,
+        engine="vllm",
+        simulated=False,
+        tool="vllm bench serve",
+        tool_version="0.11.0",
+        source_file=f"/data/{variant}.json",
+        source_sha256=variant * 4,
+        levels=rows,
+        requests=reqs,
+        quarantine=pd.DataFrame(),
+        measured_at=measured_at,
+        root=root,
+        now=imported,
+    )
     return path
 
 
@@ -42,11 +61,17 @@ def mixed(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     measured.finish()
     made = {
         "measured": measured.path,
-        "earlier": _import(root, "earlier", levels={"num_requests": [16, 32]},
-                           measured_at="2026-06-01T08:00:00+00:00", imported=T0 + timedelta(days=1)),
+        "earlier": _import(
+            root,
+            "earlier",
+            levels={"num_requests": [16, 32]},
+            measured_at="2026-06-01T08:00:00+00:00",
+            imported=T0 + timedelta(days=1),
+        ),
         "untimed": _import(root, "untimed", levels={}, imported=T0 + timedelta(minutes=30)),
-        "rows": _import(root, "rows", levels={}, requests=5, measured_at="2026-06-01T10:00:00Z",
-                        imported=T0 + timedelta(days=2)),
+        "rows": _import(
+            root, "rows", levels={}, requests=5, measured_at="2026-06-01T10:00:00Z", imported=T0 + timedelta(days=2)
+        ),
     }
     broken = root / "20260101T000000Z-broken-abcdef"
     broken.mkdir()
@@ -83,8 +108,10 @@ def test_delete_prompt_says_where_an_import_came_from(mixed) -> None:
     root, made = mixed
     kept = runner.invoke(app, ["runs", "delete", made["untimed"].name, "--runs-dir", str(root)], input="n\n")
     assert kept.exit_code == 0 and made["untimed"].is_dir()
-    assert (f"delete {made['untimed'].name}: untimed on vllm (measured, imported from vllm bench serve "
-            f"/data/untimed.json), complete, 2 unit(s) (level x repeat) stored? [y/N]") in kept.stdout
+    assert (
+        f"delete {made['untimed'].name}: untimed on vllm (measured, imported from vllm bench serve "
+        f"/data/untimed.json), complete, 2 unit(s) (level x repeat) stored? [y/N]"
+    ) in kept.stdout
     assert "host None" not in kept.stdout and "request(s)" not in kept.stdout
     measured = runner.invoke(app, ["runs", "delete", made["measured"].name, "--runs-dir", str(root)], input="n\n")
     assert f"delete {made['measured'].name}: baseline on sim (simulated, host local)" in measured.stdout
@@ -101,9 +128,13 @@ def test_export_writes_csv_without_a_format_flag(mixed, tmp_path: Path) -> None:
 
 def test_export_out_creates_no_folder_the_user_did_not_name(mixed, tmp_path: Path) -> None:
     root, made = mixed
-    for out, message in ((tmp_path / "no" / "such" / "tree" / "levels.csv", "does not exist (nothing is created)"),
-                         (tmp_path, "is a folder; name a CSV file in it")):
-        result = runner.invoke(app, ["runs", "export", made["earlier"].name, "--out", str(out), "--runs-dir", str(root)])
+    for out, message in (
+        (tmp_path / "no" / "such" / "tree" / "levels.csv", "does not exist (nothing is created)"),
+        (tmp_path, "is a folder; name a CSV file in it"),
+    ):
+        result = runner.invoke(
+            app, ["runs", "export", made["earlier"].name, "--out", str(out), "--runs-dir", str(root)]
+        )
         assert result.exit_code == 2 and message in result.output, result.output
     assert not (tmp_path / "no").exists()
 
@@ -112,8 +143,10 @@ def test_compare_names_an_import_by_its_tool_and_file_not_a_host(mixed) -> None:
     root, made = mixed
     result = runner.invoke(app, ["runs", "compare", made["earlier"].name, made["rows"].name, "--runs-dir", str(root)])
     assert result.exit_code == 0, result.output
-    assert (f"#1 {made['earlier'].name}: earlier on vllm (measured), imported from vllm bench serve "
-            "/data/earlier.json, vllm bench serve 0.11.0") in " ".join(result.stdout.split())  # wrapped to 100 columns
+    assert (
+        f"#1 {made['earlier'].name}: earlier on vllm (measured), imported from vllm bench serve "
+        "/data/earlier.json, vllm bench serve 0.11.0"
+    ) in " ".join(result.stdout.split())  # wrapped to 100 columns
     assert "host None" not in result.stdout and "None" not in result.stdout
 
 
@@ -123,7 +156,8 @@ def test_run_software_names_the_tool_or_says_the_version_is_unknown() -> None:
     assert run_software({"kind": "measure", "sglang_version": "0.5.9"}) == "SGLang 0.5.9"
     assert run_software({"kind": "measure", "sglang_version": None}) == "SGLang version unknown"
     assert run_software({"kind": "import", "tool": "sglang.bench_serving", "tool_version": None}) == (
-        "sglang.bench_serving version unknown")
+        "sglang.bench_serving version unknown"
+    )
     assert run_software({"kind": "import", "tool": "x", "sglang_version": "0.5.23"}) == "SGLang 0.5.23"
 
 

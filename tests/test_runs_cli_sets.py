@@ -22,17 +22,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     again at time scale 16, and again with 3 requests of 16 tokens."""
     root = tmp_path_factory.mktemp("runs")
     common = ["--levels", "1", "--no-progress", "--runs-dir", str(root)]
-    for args in (["baseline", "eagle3-topk4", "--time-scale", "20", "--requests", "2", "--max-new-tokens", "8"],
-                 ["baseline", "--time-scale", "16", "--requests", "2", "--max-new-tokens", "8"],
-                 ["baseline", "--time-scale", "20", "--requests", "3", "--max-new-tokens", "16"]):
+    for args in (
+        ["baseline", "eagle3-topk4", "--time-scale", "20", "--requests", "2", "--max-new-tokens", "8"],
+        ["baseline", "--time-scale", "16", "--requests", "2", "--max-new-tokens", "8"],
+        ["baseline", "--time-scale", "20", "--requests", "3", "--max-new-tokens", "16"],
+    ):
         result = runner.invoke(app, ["bench", *args, *common])
         assert result.exit_code == 0, result.output
     ids = {}
     for path in sorted(p.parent for p in root.glob("*/manifest.json")):
         text = (path / "manifest.json").read_text()
         scale = "16" if '"time_scale": 16.0' in text else "20"
-        key = ("eagle" if "eagle3" in path.name else "base") + scale + ("-long" if '"max_new_tokens": 16' in text
-                                                                        else "")
+        key = (
+            ("eagle" if "eagle3" in path.name else "base") + scale + ("-long" if '"max_new_tokens": 16' in text else "")
+        )
         ids[key] = path.name
     assert sorted(ids) == ["base16", "base20", "base20-long", "eagle20"]
     return root, ids
@@ -54,8 +57,10 @@ def test_list_fits_100_columns_says_simulated_and_sets_runs_apart(runs: tuple[Pa
     legend = "\n".join(lines[5:])
     assert f"set {sets['base20']} (2 runs): time scale 20x, workload prompts=default out=8 " in legend
     assert "requests per level 2" in legend and "requests per level 3" in legend
-    assert ("note: these runs are of 3 sets, which differ in time scale and workload and requests per level: "
-            "figures of different sets are not like for like") in " ".join(legend.split())
+    assert (
+        "note: these runs are of 3 sets, which differ in time scale and workload and requests per level: "
+        "figures of different sets are not like for like"
+    ) in " ".join(legend.split())
     wide = runner.invoke(app, ["runs", "list", "--all-columns", "--runs-dir", str(root)])
     assert "units_stored" in wide.output and "levels_completed" not in wide.output
 

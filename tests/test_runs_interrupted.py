@@ -20,8 +20,19 @@ from typer.testing import CliRunner
 from workbench.cli import app
 from workbench.store import list_runs, load_run, new_run
 
-BENCH = ["bench", "baseline", "--levels", "1,2", "--requests", "32", "--max-new-tokens", "8", "--time-scale", "4",
-         "--no-progress"]
+BENCH = [
+    "bench",
+    "baseline",
+    "--levels",
+    "1,2",
+    "--requests",
+    "32",
+    "--max-new-tokens",
+    "8",
+    "--time-scale",
+    "4",
+    "--no-progress",
+]
 
 
 def test_a_keyboard_interrupt_finishes_a_run_as_interrupted_with_what_to_do(tmp_path: Path) -> None:
@@ -39,13 +50,18 @@ def test_a_keyboard_interrupt_finishes_a_run_as_interrupted_with_what_to_do(tmp_
     assert load_run(failed.path).manifest["status"] == "failed"
 
 
-def test_ctrl_c_of_bench_leaves_an_interrupted_run_that_the_same_command_resumes(tmp_path: Path,
-                                                                                  monkeypatch) -> None:
+def test_ctrl_c_of_bench_leaves_an_interrupted_run_that_the_same_command_resumes(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
     runs = tmp_path / "runs"
     workbench_cli = Path(sys.executable).with_name("workbench")  # the console script, as a user runs it
-    proc = subprocess.Popen([str(workbench_cli), *BENCH, "--runs-dir", str(runs)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [str(workbench_cli), *BENCH, "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=os.environ.copy(),
+    )
     try:
         deadline = time.monotonic() + 120
         while not any(json.loads(p.read_text() or "{}").get("levels_completed") for p in runs.glob("*/manifest.json")):

@@ -65,8 +65,10 @@ def test_real_log_excerpt_is_classified(path: Path) -> None:
 def test_the_three_held_out_shapes_of_issue_24_are_classified_with_advice() -> None:
     negative = classify(_load(FIXTURES / "oom_negative_profiled_kv_7691.log")[2])
     assert negative.kind == "out_of_memory" and "profiled value -561981" in negative.evidence
-    assert "negative budget for the KV cache" in negative.suggestion and "Raise --mem-fraction-static" in \
-        negative.suggestion
+    assert (
+        "negative budget for the KV cache" in negative.suggestion
+        and "Raise --mem-fraction-static" in negative.suggestion
+    )
     path = FIXTURES / "spec_v2_topk_no_env_13352.log"
     tail = _load(path)[2]
     assert "SPEC_V2" not in tail and "eagle_worker_v2" not in tail and classify(tail).kind == "unknown"
@@ -98,7 +100,7 @@ def test_import_error_suggestion_names_the_module() -> None:
 
 
 def test_finished_capture_is_not_a_capture_failure() -> None:
-    log = "Capture cuda graph begin.\n  File \"x/cuda_graph_runner.py\", line 1\nCapture cuda graph end. Time 2 s\n"
+    log = 'Capture cuda graph begin.\n  File "x/cuda_graph_runner.py", line 1\nCapture cuda graph end. Time 2 s\n'
     assert classify(log).kind == "unknown"
 
 

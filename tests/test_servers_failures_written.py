@@ -23,30 +23,48 @@ PUBLIC = Path(__file__).parent / "fixtures" / "sglang_logs"
 
 #: What each tail's suggestion must tell the user to do (a flag, a setting, a command).
 ACTIONS = {
-    "attention_backend_draft_factory": ("--attention-backend", "fa3, flashinfer or triton",
-                                        "--speculative-draft-attention-backend"),
-    "attention_backend_paged_tree": ("--page-size 1", "SGLang's message says: Use page_size == 1 or one of those "
-                                                      "backends."),
-    "bad_flags_bare_assert": ("arg_groups/speculative_hook.py:592 in _handle_eagle_family",
-                              "`workbench inspect _handle_eagle_family --sglang", "`workbench variants check`"),
-    "bad_flags_spec_hook_assert": ("arg_groups/speculative_hook.py:133 in handle_speculative_decoding",
-                                   "names the flags", "`workbench variants check`"),
+    "attention_backend_draft_factory": (
+        "--attention-backend",
+        "fa3, flashinfer or triton",
+        "--speculative-draft-attention-backend",
+    ),
+    "attention_backend_paged_tree": (
+        "--page-size 1",
+        "SGLang's message says: Use page_size == 1 or one of those backends.",
+    ),
+    "bad_flags_bare_assert": (
+        "arg_groups/speculative_hook.py:592 in _handle_eagle_family",
+        "`workbench inspect _handle_eagle_family --sglang",
+        "`workbench variants check`",
+    ),
+    "bad_flags_spec_hook_assert": (
+        "arg_groups/speculative_hook.py:133 in handle_speculative_decoding",
+        "names the flags",
+        "`workbench variants check`",
+    ),
     "draft_shape_hidden_draft_graph": ("Use the draft trained for this target", "hidden_size"),
     "draft_shape_vocab_draft_graph": ("Use the draft trained for this target", "vocab_size / draft_vocab_size"),
-    "gpu_arch_draft_graph": ("compute_cap", "torch.cuda.get_arch_list()", "FLASHINFER_CUDA_ARCH_LIST",
-                             "--speculative-draft-attention-backend triton"),
+    "gpu_arch_draft_graph": (
+        "compute_cap",
+        "torch.cuda.get_arch_list()",
+        "FLASHINFER_CUDA_ARCH_LIST",
+        "--speculative-draft-attention-backend triton",
+    ),
     "multi_node_nccl_unique_id": ("--dist-init-addr", "--node-rank", "raise --dist-timeout"),
     "multi_node_rank0_waiting": ("--dist-init-addr", "GLOO_SOCKET_IFNAME", "raise --dist-timeout"),
     "spec_kernel_fault_gather": ("not a memory-size problem", "CUDA_LAUNCH_BLOCKING=1", "another --attention-backend"),
-    "spec_kernel_fault_grammar": ("grammar-constrained request", "another --grammar-backend",
-                                  "to a server without speculation", "CUDA_LAUNCH_BLOCKING=1"),
+    "spec_kernel_fault_grammar": (
+        "grammar-constrained request",
+        "another --grammar-backend",
+        "to a server without speculation",
+        "CUDA_LAUNCH_BLOCKING=1",
+    ),
     "spec_v2_topk_out_cache_loc": ("speculative-eagle-topk = 1", "num_draft_tokens = num_steps + 1"),
     "spec_v2_topk_refused": ("speculative-eagle-topk = 1", "unset SGLANG_ENABLE_SPEC_V2"),
     "spec_v2_topk_reshape": ("speculative-eagle-topk = 1", "unset SGLANG_ENABLE_SPEC_V2"),
 }
 #: The kinds the written tails name (besides those of the public excerpts and the recorded logs).
-NAMED = {"gpu_arch", "spec_v2_topk", "draft_shape", "spec_kernel_fault", "attention_backend", "bad_flags",
-         "multi_node"}
+NAMED = {"gpu_arch", "spec_v2_topk", "draft_shape", "spec_kernel_fault", "attention_backend", "bad_flags", "multi_node"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +80,9 @@ def _read(path: Path) -> Tail:
     head, sep, body = path.read_text().partition("# ---\n")
     assert sep, f"{path.name}: no '# ---' line after the header"
     fields = dict(re.findall(r"^# (Case|Expect|Launch): (.*)$", head, re.MULTILINE))
-    written = re.search(r"^# Written: from SGLang (\d+\.\d+\.\d+)'s source.*not copied from any report", head,
-                        re.MULTILINE | re.DOTALL)
+    written = re.search(
+        r"^# Written: from SGLang (\d+\.\d+\.\d+)'s source.*not copied from any report", head, re.MULTILINE | re.DOTALL
+    )
     assert written and {"Case", "Expect"} <= set(fields), f"{path.name}: header needs Written, Case and Expect"
     return Tail(path.stem, written.group(1), fields["Expect"], fields.get("Launch", ""), body)
 
@@ -103,28 +122,36 @@ def test_the_generic_kinds_do_not_swallow_the_named_ones(path: Path) -> None:
 def test_what_the_rules_named_before_stays_as_it_was() -> None:
     # a draft capture that ran out of memory is a capture failure (memory advice), not a draft mismatch or a fault
     vocab = _read(WRITTEN / "draft_shape_vocab_draft_graph.log")
-    oom = vocab.body.replace("stack expects each tensor to be equal size, but got [64, 128256] at entry 0 and "
-                             "[64, 32000] at entry 1", "CUDA out of memory. Tried to allocate 2.00 GiB")
+    oom = vocab.body.replace(
+        "stack expects each tensor to be equal size, but got [64, 128256] at entry 0 and [64, 32000] at entry 1",
+        "CUDA out of memory. Tried to allocate 2.00 GiB",
+    )
     assert "stack expects" not in oom and classify(oom, launch=vocab.launch).kind == "cuda_graph"
     # a broadcast between model-sized dimensions outside the draft's code is no draft mismatch
-    target = ("Scheduler hit an exception: Traceback (most recent call last):\n"
-              '  File "/x/sglang/srt/models/llama.py", line 300, in forward\n'
-              "    hidden_states = hidden_states + residual\n"
-              "RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at non-singleton "
-              "dimension 1\n")
+    target = (
+        "Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/models/llama.py", line 300, in forward\n'
+        "    hidden_states = hidden_states + residual\n"
+        "RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at non-singleton "
+        "dimension 1\n"
+    )
     assert classify(target).kind == "scheduler_exception"
     # an argparse refusal and a combination refusal keep the older advice, word for word
-    argparse_body, combination_body = ((PUBLIC / name).read_text().partition("# ---\n")[2] for name in (
-        "bad_flags_unrecognized_4116.log", "bad_flags_combination_qwen108.log"))
+    argparse_body, combination_body = (
+        (PUBLIC / name).read_text().partition("# ---\n")[2]
+        for name in ("bad_flags_unrecognized_4116.log", "bad_flags_combination_qwen108.log")
+    )
     assert classify(argparse_body).suggestion == suggestions()["bad_flags"]
     assert classify(combination_body).suggestion == _REFUSED_COMBINATION
     # a ValueError out of the model's config (not SGLang's argument checks) is no refused flag
-    config = ("Traceback (most recent call last):\n"
-              '  File "/x/sglang/srt/server_args.py", line 3592, in __post_init__\n'
-              "    self.get_model_config()\n"
-              '  File "/x/transformers/configuration_utils.py", line 700, in get_config_dict\n'
-              "    raise ValueError(\n"
-              "ValueError: Unrecognized model in /models/target. Should have a `model_type` key in its config.json\n")
+    config = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/server_args.py", line 3592, in __post_init__\n'
+        "    self.get_model_config()\n"
+        '  File "/x/transformers/configuration_utils.py", line 700, in get_config_dict\n'
+        "    raise ValueError(\n"
+        "ValueError: Unrecognized model in /models/target. Should have a `model_type` key in its config.json\n"
+    )
     assert classify(config).kind == "unknown"
 
 
@@ -147,10 +174,14 @@ def test_a_kernel_fault_names_the_grammar_only_when_one_is_beside_it() -> None:
     assert plain.kind == grammar.kind == "spec_kernel_fault"
     assert "grammar" not in plain.suggestion and plain.suggestion == suggestions()["spec_kernel_fault"]
     assert grammar.suggestion.startswith("A grammar-constrained request") and grammar.suggestion.endswith(
-        plain.suggestion)
+        plain.suggestion
+    )
     # the same grammar fault without the speculative path (no speculative frame, no launch) is not speculation's
-    outside = "\n".join(line for line in _read(WRITTEN / "spec_kernel_fault_grammar.log").body.split("\n")
-                        if "/speculative/" not in line and "eagle_" not in line)
+    outside = "\n".join(
+        line
+        for line in _read(WRITTEN / "spec_kernel_fault_grammar.log").body.split("\n")
+        if "/speculative/" not in line and "eagle_" not in line
+    )
     assert classify(outside).kind == "scheduler_exception"
 
 
@@ -165,18 +196,24 @@ def test_a_missing_kernel_image_is_named_before_the_capture_and_the_fault() -> N
 
 
 def test_the_rendezvous_advice_names_the_address_and_a_taken_port() -> None:
-    client = classify("[E socket.cpp:1011] [c10d] The client socket has timed out after 600000ms while trying to "
-                      "connect to (10.0.0.1, 5000).\n")
+    client = classify(
+        "[E socket.cpp:1011] [c10d] The client socket has timed out after 600000ms while trying to "
+        "connect to (10.0.0.1, 5000).\n"
+    )
     assert client.kind == "multi_node" and "`nc -zv 10.0.0.1 5000`" in client.suggestion
     assert "raise --dist-timeout" in client.suggestion
     # rank 0's store port taken: the dist-init-addr port to change, not the HTTP port's advice
-    bind = classify("[W socket.cpp:460] [c10d] The server socket has failed to bind to [::]:5000 (errno: 98 - Address "
-                    "already in use).\n")
-    assert bind.kind == "multi_node" and "pick a free port of rank 0's own address in --dist-init-addr" in \
-        bind.suggestion
+    bind = classify(
+        "[W socket.cpp:460] [c10d] The server socket has failed to bind to [::]:5000 (errno: 98 - Address "
+        "already in use).\n"
+    )
+    assert (
+        bind.kind == "multi_node" and "pick a free port of rank 0's own address in --dist-init-addr" in bind.suggestion
+    )
     # a peer that closed its connection is no timeout
-    closed = classify("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
-                      "[10.0.0.2]:5001\n")
+    closed = classify(
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:5001\n"
+    )
     assert closed.kind == "multi_node" and "--dist-timeout" not in closed.suggestion
 
 
@@ -196,24 +233,34 @@ def test_backend_refusals_from_sglang_source_are_attention_backend() -> None:
     xpu = classify(lines[3] + "\n")
     assert "SGLang's message says: please use --attention-backend triton instead." in xpu.suggestion
     # a speculative refusal that names no backend stays a refused combination
-    assert classify("ValueError: --speculative-use-rejection-sampling requires --speculative-eagle-topk=1.\n").kind \
+    assert (
+        classify("ValueError: --speculative-use-rejection-sampling requires --speculative-eagle-topk=1.\n").kind
         == "bad_flags"
+    )
 
 
 def test_a_draft_vocabulary_refused_by_name_is_a_draft_mismatch() -> None:
-    line = ("ValueError: STANDALONE speculative decoding requires the draft model to share the same vocabulary as "
-            "the target model, but got target vocab_size=151936 and draft vocab_size=32000. Use a draft model with a "
-            "matching vocabulary, or a speculative algorithm that supports heterogeneous vocabularies.\n")
+    line = (
+        "ValueError: STANDALONE speculative decoding requires the draft model to share the same vocabulary as "
+        "the target model, but got target vocab_size=151936 and draft vocab_size=32000. Use a draft model with a "
+        "matching vocabulary, or a speculative algorithm that supports heterogeneous vocabularies.\n"
+    )
     assert classify(line).kind == "draft_shape"
 
 
 def test_own_fix_quotes_what_sglang_says_to_do() -> None:
-    assert own_fix("ValueError: Lightning (seg_la) linear-attention backend does not support speculative decoding "
-                   "with topk > 1 (got topk=4); seg_la verifies a draft tree as a chain. Use "
-                   "--speculative-eagle-topk 1.") == "Use --speculative-eagle-topk 1."
-    assert own_fix("ValueError: DSpark dense-draft compact verify under --enable-dp-attention does not yet support "
-                   "cuda graph (idle DP groups cannot join the token-keyed compact graph). Re-run with "
-                   "--disable-cuda-graph (eager is lossless), or use SGLANG_RAGGED_VERIFY_MODE=static. The dsv4 (MoE) "
-                   "draft supports cuda graph under DP.") == (
-        "Re-run with --disable-cuda-graph (eager is lossless), or use SGLANG_RAGGED_VERIFY_MODE=static.")
+    assert (
+        own_fix(
+            "ValueError: Lightning (seg_la) linear-attention backend does not support speculative decoding "
+            "with topk > 1 (got topk=4); seg_la verifies a draft tree as a chain. Use "
+            "--speculative-eagle-topk 1."
+        )
+        == "Use --speculative-eagle-topk 1."
+    )
+    assert own_fix(
+        "ValueError: DSpark dense-draft compact verify under --enable-dp-attention does not yet support "
+        "cuda graph (idle DP groups cannot join the token-keyed compact graph). Re-run with "
+        "--disable-cuda-graph (eager is lossless), or use SGLANG_RAGGED_VERIFY_MODE=static. The dsv4 (MoE) "
+        "draft supports cuda graph under DP."
+    ) == ("Re-run with --disable-cuda-graph (eager is lossless), or use SGLANG_RAGGED_VERIFY_MODE=static.")
     assert own_fix("ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding.") == ""

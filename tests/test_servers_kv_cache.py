@@ -17,8 +17,10 @@ from workbench.servers._kv_cache import FAR_BELOW, KvCacheWarning, KvPool, kv_po
 from workbench.variants import load_variant
 
 REAL = Path(__file__).parent / "fixtures" / "sglang_real" / "0.5.17"
-H100_LINE = ("[2026-12-06 05:15:05] max_total_num_tokens=5759, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-             "max_running_requests=64, context_len=131072, available_gpu_mem=61.07 GB")
+H100_LINE = (
+    "[2026-12-06 05:15:05] max_total_num_tokens=5759, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=64, context_len=131072, available_gpu_mem=61.07 GB"
+)
 
 
 def test_the_log_line_gives_the_pool_and_the_last_start_wins() -> None:
@@ -47,8 +49,10 @@ def test_far_below_the_load_needs_the_request_size() -> None:
     assert pool.warning("v") is None  # nothing to judge without the workload or the context
     assert pool.requests_held(2963) == 16 < FAR_BELOW * 64
     line = pool.warning("v", request_tokens=2963)
-    assert line is not None and line.startswith("v: ready with a KV cache too small: 47,425 tokens "
-                                                "(max_total_num_tokens, from its /server_info), room for 16 requests")
+    assert line is not None and line.startswith(
+        "v: ready with a KV cache too small: 47,425 tokens "
+        "(max_total_num_tokens, from its /server_info), room for 16 requests"
+    )
     assert "; 741 tokens per running request." in line and "raise --mem-fraction-static until" in line
     assert pool.warning("v", request_tokens=47425 // 32) is None  # 32 of 64 fit: not far below
 
@@ -68,9 +72,11 @@ def test_a_simulated_server_is_checked_through_server_info_only_when_the_request
         warnings.simplefilter("error", KvCacheWarning)
         with ServerHandle.start(variant, engine="sim", state_dir=str(tmp_path / "a")) as quiet:
             assert quiet.kv_pool is None
-    with pytest.warns(KvCacheWarning, match=r"^baseline: ready with a KV cache too small: [\d,]+ tokens "
-                                            r"\(max_total_num_tokens, from its /server_info\), room for 0 requests"):
-        with ServerHandle.start(variant, engine="sim", state_dir=str(tmp_path / "b"),
-                                request_tokens=10**12) as handle:
+    with pytest.warns(
+        KvCacheWarning,
+        match=r"^baseline: ready with a KV cache too small: [\d,]+ tokens "
+        r"\(max_total_num_tokens, from its /server_info\), room for 0 requests",
+    ):
+        with ServerHandle.start(variant, engine="sim", state_dir=str(tmp_path / "b"), request_tokens=10**12) as handle:
             assert handle.kv_pool is not None and handle.kv_pool.source == "/server_info"
             assert handle.kv_pool.tokens == handle.server_info()["max_total_num_tokens"]

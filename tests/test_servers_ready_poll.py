@@ -18,8 +18,12 @@ def _waits(max_poll_s: float, ready_after: int = 12) -> list[float]:
         waits.append(s)
         now[0] += s
 
-    assert wait_until_ready(poll, lambda: None, port=1, limit_s=600, clock=lambda: now[0], sleep=sleep,
-                            max_poll_s=max_poll_s) is None
+    assert (
+        wait_until_ready(
+            poll, lambda: None, port=1, limit_s=600, clock=lambda: now[0], sleep=sleep, max_poll_s=max_poll_s
+        )
+        is None
+    )
     return waits
 
 

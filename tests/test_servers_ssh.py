@@ -37,13 +37,23 @@ def state_dir(tmp_path: Path) -> str:
 
 def _start(sshd: SSHD, state_dir: str, variant: str | Variant = "baseline", **kwargs) -> ServerHandle:  # noqa: F811
     v = variant if isinstance(variant, Variant) else load_variant(variant)
-    return ServerHandle.start(v, host=sshd.alias, config_file=sshd.config_file, engine="sim", python=PY,
-                              state_dir=state_dir, sim_options=FAST, **kwargs)
+    return ServerHandle.start(
+        v,
+        host=sshd.alias,
+        config_file=sshd.config_file,
+        engine="sim",
+        python=PY,
+        state_dir=state_dir,
+        sim_options=FAST,
+        **kwargs,
+    )
 
 
 def _cli(sshd: SSHD, state_dir: str, *args: str):  # noqa: F811
-    return runner.invoke(app, ["servers", "--host", sshd.alias, "-F", str(sshd.config_file), "--python", PY,
-                               "--state-dir", state_dir, *args])
+    return runner.invoke(
+        app,
+        ["servers", "--host", sshd.alias, "-F", str(sshd.config_file), "--python", PY, "--state-dir", state_dir, *args],
+    )
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -211,10 +221,12 @@ def test_servers_shows_and_stops_only_this_checkouts_servers(state_dir: str) -> 
     def cli(*args: str):
         return runner.invoke(app, ["servers", "--python", PY, "--state-dir", state_dir, *args])
 
-    ours = ServerHandle.start(load_variant("baseline"), host=LocalHost(), engine="sim", python=PY,
-                              state_dir=state_dir, sim_options=FAST)
-    theirs = ServerHandle.start(load_variant("eagle3-topk4"), host=LocalHost(), engine="sim", python=PY,
-                                state_dir=state_dir, sim_options=FAST)
+    ours = ServerHandle.start(
+        load_variant("baseline"), host=LocalHost(), engine="sim", python=PY, state_dir=state_dir, sim_options=FAST
+    )
+    theirs = ServerHandle.start(
+        load_variant("eagle3-topk4"), host=LocalHost(), engine="sim", python=PY, state_dir=state_dir, sim_options=FAST
+    )
     try:
         record = Path(theirs.record.path)  # as if another checkout of this user had started it
         data = json.loads(record.read_text())

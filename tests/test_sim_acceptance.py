@@ -117,8 +117,13 @@ def test_engine_emits_the_model_distribution() -> None:
     """The engine's cached per-request draws give the same histogram as the model (SGLang's
     ``spec_accept_histogram`` per request, summed)."""
     model = AcceptanceModel(alpha=0.6, depth_decay=1.0, sibling=0.45, concentration=40.0)
-    engine = EngineCore(cost=CostModel(base_ms=10, per_token_ms=0.1), acceptance=model, spec=TREE,
-                        max_running_requests=64, rng=random.Random(3))
+    engine = EngineCore(
+        cost=CostModel(base_ms=10, per_token_ms=0.1),
+        acceptance=model,
+        spec=TREE,
+        max_running_requests=64,
+        rng=random.Random(3),
+    )
     for i in range(600):
         engine.submit(SimRequest(rid=f"r{i}", prompt_tokens=8, max_new_tokens=80))
     finished = []
@@ -139,16 +144,23 @@ def test_engine_emits_the_model_distribution() -> None:
 
 
 def test_parameters_solved_from_published_accept_lengths() -> None:
-    table = {"depth_decay": 1.0, "concentration": 50.0,
-             "chain": {"num_steps": 7, "accept_length": 2.77},
-             "tree": {"num_steps": 8, "topk": 8, "num_draft_tokens": 64, "accept_length": 5.39}}
+    table = {
+        "depth_decay": 1.0,
+        "concentration": 50.0,
+        "chain": {"num_steps": 7, "accept_length": 2.77},
+        "tree": {"num_steps": 8, "topk": 8, "num_draft_tokens": 64, "accept_length": 5.39},
+    }
     model = AcceptanceModel.from_table(table)
     chain7 = SpecConfig("EAGLE3", 7, 1, 8)
     assert model.expected_accept_length(chain7) == pytest.approx(2.77, abs=1e-4)
     assert model.expected_accept_length(DEEP) == pytest.approx(5.39, abs=1e-4)
     assert [p.accept_length for p in model.points] == [2.77, 5.39]
-    two = AcceptanceModel.from_table({"concentration": 50.0, "chain": [
-        {"num_steps": 3, "accept_length": 2.2}, {"num_steps": 7, "accept_length": 2.45}]})
+    two = AcceptanceModel.from_table(
+        {
+            "concentration": 50.0,
+            "chain": [{"num_steps": 3, "accept_length": 2.2}, {"num_steps": 7, "accept_length": 2.45}],
+        }
+    )
     assert two.depth_decay < 1.0
     assert two.expected_accept_length(CHAIN3) == pytest.approx(2.2, abs=1e-4)
     assert two.expected_accept_length(chain7) == pytest.approx(2.45, abs=1e-4)
@@ -156,8 +168,9 @@ def test_parameters_solved_from_published_accept_lengths() -> None:
         AcceptanceModel.from_table({**table, "alpha": 0.6})
     # a calibrated draft's tree never accepts less than its chain: the error names the draft calibration
     with pytest.raises(ConfigError, match="less than a calibrated draft's tree.*draft_calibration"):
-        AcceptanceModel.from_table({**table, "tree": {"num_steps": 8, "topk": 8, "num_draft_tokens": 64,
-                                                      "accept_length": 2.0}})
+        AcceptanceModel.from_table(
+            {**table, "tree": {"num_steps": 8, "topk": 8, "num_draft_tokens": 64, "accept_length": 2.0}}
+        )
     with pytest.raises(ConfigError, match="unknown keys"):
         AcceptanceModel.from_table({"topk_exponent": 0.5})
     with pytest.raises(ConfigError, match="topk 1"):
@@ -170,8 +183,8 @@ def test_shipped_profiles_keep_their_published_accept_lengths() -> None:
     h100 = prof.acceptance  # the workload's: greedy
     assert h100 is prof.acceptance_for(temperature=0.0) is prof.acceptance_for(top_k=1)
     assert h100.expected_accept_length(SpecConfig("EAGLE3", 7, 1, 8)) == pytest.approx(3.53, abs=1e-3)  # vLLM #26191
-    assert h100.expected_accept_length(DEEP) == pytest.approx(5.39, abs=1e-3)      # PR #4247
-    assert h100.expected_accept_length(CHAIN3) == pytest.approx(2.69, abs=5e-3)   # the paper's chain of 3
+    assert h100.expected_accept_length(DEEP) == pytest.approx(5.39, abs=1e-3)  # PR #4247
+    assert h100.expected_accept_length(CHAIN3) == pytest.approx(2.69, abs=5e-3)  # the paper's chain of 3
     sampled = prof.acceptance_for(temperature=1.0)
     assert sampled.expected_accept_length(SpecConfig("EAGLE3", 7, 1, 8)) == pytest.approx(2.77, abs=1e-3)
     assert sampled.expected_accept_length(CHAIN3) == pytest.approx(2.33, abs=5e-3)
@@ -187,14 +200,18 @@ def test_shipped_profiles_keep_their_published_accept_lengths() -> None:
 
 def test_acceptance_per_prompt_set(tmp_path) -> None:
     text = load_profile("h100-llama3-8b-eagle3").path.read_text()
-    text = text.replace("[calibration]\n", """[acceptance.prompt_sets.code]
+    text = text.replace(
+        "[calibration]\n",
+        """[acceptance.prompt_sets.code]
 chain = { num_steps = 7, accept_length = 3.4, source = "test" }
 
 [acceptance.prompt_sets.fixed]
 alpha = 0.5
 
 [calibration]
-""", 1)
+""",
+        1,
+    )
     text = text.replace("[workload]\n", '[workload]\nprompt_set = "code"\n', 1)
     path = tmp_path / "p.toml"
     path.write_text(text)
@@ -242,27 +259,46 @@ def test_a_tree_below_its_chain_solves_the_draft_calibration() -> None:
     small = SpecConfig("EAGLE3", 3, 4, 8)
     truth = dataclasses.replace(base, draft_calibration=4.0)
     assert truth.expected_accept_length(small) < base.expected_accept_length(CHAIN3)  # below its chain
-    assert base.expected_accept_length(small) > base.expected_accept_length(CHAIN3)   # a calibrated draft is above
+    assert base.expected_accept_length(small) > base.expected_accept_length(CHAIN3)  # a calibrated draft is above
     assert truth.expected_accept_length(CHAIN3) == base.expected_accept_length(CHAIN3)  # chains are unchanged
     published = round(truth.expected_accept_length(small), 3)
-    one = AcceptanceModel.from_table({"depth_decay": 1.0, "concentration": 50.0, "sibling": 0.3, "chain": chain,
-                                      "tree": {"num_steps": 3, "topk": 4, "num_draft_tokens": 8,
-                                               "accept_length": published}})
+    one = AcceptanceModel.from_table(
+        {
+            "depth_decay": 1.0,
+            "concentration": 50.0,
+            "sibling": 0.3,
+            "chain": chain,
+            "tree": {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": published},
+        }
+    )
     assert one.sibling == 0.3 and one.draft_calibration > 1.0
     assert one.expected_accept_length(small) == pytest.approx(published, abs=0.05)
     # two trees solve both: the values that made them come back
     wide = SpecConfig("EAGLE3", 5, 4, 16)
-    points = [{"num_steps": 5, "topk": 4, "num_draft_tokens": 16,
-               "accept_length": round(truth.expected_accept_length(wide), 3)},
-              {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": published}]
+    points = [
+        {
+            "num_steps": 5,
+            "topk": 4,
+            "num_draft_tokens": 16,
+            "accept_length": round(truth.expected_accept_length(wide), 3),
+        },
+        {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": published},
+    ]
     two = AcceptanceModel.from_table({"depth_decay": 1.0, "concentration": 50.0, "chain": chain, "tree": points})
     assert two.sibling == pytest.approx(0.3, abs=0.01)
     assert two.draft_calibration == pytest.approx(4.0, rel=0.05)
     assert two.expected_accept_length(small) == pytest.approx(published, abs=0.01)
     assert len(two.points) == 3
     with pytest.raises(ConfigError, match="given and solved"):
-        AcceptanceModel.from_table({"sibling": 0.3, "chain": chain, "tree": [
-            {"num_steps": 8, "topk": 8, "num_draft_tokens": 64, "accept_length": 4.45},
-            {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": 2.6}]})
+        AcceptanceModel.from_table(
+            {
+                "sibling": 0.3,
+                "chain": chain,
+                "tree": [
+                    {"num_steps": 8, "topk": 8, "num_draft_tokens": 64, "accept_length": 4.45},
+                    {"num_steps": 3, "topk": 4, "num_draft_tokens": 8, "accept_length": 2.6},
+                ],
+            }
+        )
     with pytest.raises(ValueError, match="draft_calibration must be > 0"):
         dataclasses.replace(base, draft_calibration=0.0)

@@ -22,8 +22,9 @@ def test_acceptance_comes_from_the_published_accept_lengths() -> None:
         spec = cal.variant_config(MOE, f"qwen3-30b-a3b-eagle3-{'chain3' if topk == 1 else f'{steps}x{topk}-{n}'}").spec
         assert (spec.num_steps, spec.topk, spec.num_draft_tokens) == (steps, topk, n)
         # the two solved points exactly; the four others are the tree model's predictions (within 6%)
-        assert acc.expected_accept_length(spec) == pytest.approx(published, rel=1e-3 if (steps, topk) in
-                                                                 {(3, 1), (7, 4)} else 0.06)
+        assert acc.expected_accept_length(spec) == pytest.approx(
+            published, rel=1e-3 if (steps, topk) in {(3, 1), (7, 4)} else 0.06
+        )
 
 
 def test_points_are_published_and_validation_is_never_fitted() -> None:

@@ -24,71 +24,186 @@ VERSIONS = ["0.4.6.post5", "0.5.4", "0.5.9", "0.5.12", "0.5.17", "0.5.23"]
 HEAD = {
     "0.4.6.post5": ["id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens"],
     "0.5.4": ["id", "finish_reason", "prompt_tokens", "weight_version", "completion_tokens", "cached_tokens"],
-    "0.5.9": ["id", "finish_reason", "prompt_tokens", "weight_version", "total_retractions", "completion_tokens",
-              "cached_tokens"],
-    "0.5.12": ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "reasoning_tokens",
-               "completion_tokens", "cached_tokens"],
+    "0.5.9": [
+        "id",
+        "finish_reason",
+        "prompt_tokens",
+        "weight_version",
+        "total_retractions",
+        "completion_tokens",
+        "cached_tokens",
+    ],
+    "0.5.12": [
+        "id",
+        "finish_reason",
+        "prompt_tokens",
+        "weight_version",
+        "num_retractions",
+        "reasoning_tokens",
+        "completion_tokens",
+        "cached_tokens",
+    ],
     # 0.5.17 as recorded from the real server on a GPU (tests/fixtures/sglang_real/0.5.17/), metrics on
-    "0.5.17": ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "forward_entry_time",
-               "prefill_finished_time", "queue_time", "reasoning_tokens", "completion_tokens", "cached_tokens",
-               "cached_tokens_details", "dp_rank"],
-    "0.5.23": ["id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "reasoning_tokens",
-               "completion_tokens", "cached_tokens"],
+    "0.5.17": [
+        "id",
+        "finish_reason",
+        "prompt_tokens",
+        "weight_version",
+        "num_retractions",
+        "forward_entry_time",
+        "prefill_finished_time",
+        "queue_time",
+        "reasoning_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "cached_tokens_details",
+        "dp_rank",
+    ],
+    "0.5.23": [
+        "id",
+        "finish_reason",
+        "prompt_tokens",
+        "weight_version",
+        "num_retractions",
+        "reasoning_tokens",
+        "completion_tokens",
+        "cached_tokens",
+    ],
 }
 #: keys the final chunk adds (speculative server), in order.
 FINAL = {
     "0.4.6.post5": ["spec_verify_ct", "e2e_latency"],
     "0.5.4": ["spec_accept_rate", "spec_accept_length", "spec_verify_ct", "e2e_latency"],
-    "0.5.9": ["e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_accept_token_num",
-              "spec_draft_token_num", "spec_verify_ct", "spec_accept_histogram"],
-    "0.5.12": ["e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
-               "spec_num_proposed_drafts", "spec_verify_ct", "spec_accepted_drafts", "spec_proposed_drafts",
-               "spec_correct_drafts_histogram", "spec_accept_histogram"],
-    "0.5.23": ["weight_versions", "e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
-               "spec_num_proposed_drafts", "spec_verify_ct", "spec_correct_drafts_histogram"],
+    "0.5.9": [
+        "e2e_latency",
+        "spec_accept_rate",
+        "spec_accept_length",
+        "spec_accept_token_num",
+        "spec_draft_token_num",
+        "spec_verify_ct",
+        "spec_accept_histogram",
+    ],
+    "0.5.12": [
+        "e2e_latency",
+        "spec_accept_rate",
+        "spec_accept_length",
+        "spec_num_correct_drafts",
+        "spec_num_proposed_drafts",
+        "spec_verify_ct",
+        "spec_accepted_drafts",
+        "spec_proposed_drafts",
+        "spec_correct_drafts_histogram",
+        "spec_accept_histogram",
+    ],
+    "0.5.23": [
+        "weight_versions",
+        "e2e_latency",
+        "spec_accept_rate",
+        "spec_accept_length",
+        "spec_num_correct_drafts",
+        "spec_num_proposed_drafts",
+        "spec_verify_ct",
+        "spec_correct_drafts_histogram",
+    ],
 }
 #: the final chunk's request timestamps (0.5.17 with metrics on), after the spec keys
-FINAL["0.5.17"] = [*FINAL["0.5.12"], "request_received_ts", "api_server_dispatch_finish_ts", "request_finished_ts",
-                   "decode_throughput"]
+FINAL["0.5.17"] = [
+    *FINAL["0.5.12"],
+    "request_received_ts",
+    "api_server_dispatch_finish_ts",
+    "request_finished_ts",
+    "decode_throughput",
+]
 #: 0.5.17's streamed final chunk carries the first chunk's response_sent_to_client_ts again, before the finish
-STREAM_FINAL = {"0.5.17": [*FINAL["0.5.12"], "request_received_ts", "api_server_dispatch_finish_ts",
-                           "response_sent_to_client_ts", "request_finished_ts", "decode_throughput"]}
+STREAM_FINAL = {
+    "0.5.17": [
+        *FINAL["0.5.12"],
+        "request_received_ts",
+        "api_server_dispatch_finish_ts",
+        "response_sent_to_client_ts",
+        "request_finished_ts",
+        "decode_throughput",
+    ]
+}
 SENT_TS = {"0.4.6.post5": False, "0.5.4": False, "0.5.9": True, "0.5.12": True, "0.5.17": True, "0.5.23": True}
 BODY = {"0.4.6.post5": ["text", "meta_info"]}
 SERVER_ROUTES = {"0.4.6.post5": ["/get_server_info"], "0.5.4": ["/get_server_info"]}
 MODEL_INFO = {
     "0.4.6.post5": ["model_path", "tokenizer_path", "is_generation"],
     "0.5.4": ["model_path", "tokenizer_path", "is_generation", "preferred_sampling_params", "weight_version"],
-    "0.5.9": ["model_path", "tokenizer_path", "is_generation", "preferred_sampling_params", "weight_version",
-              "has_image_understanding", "has_audio_understanding", "model_type", "architectures"],
-    "0.5.23": ["model_path", "served_model_name", "tokenizer_path", "is_generation", "preferred_sampling_params",
-               "weight_version", "load_format", "reasoning_parser", "tool_call_parser", "disaggregation_mode",
-               "has_image_understanding", "has_audio_understanding", "model_type", "architectures"],
+    "0.5.9": [
+        "model_path",
+        "tokenizer_path",
+        "is_generation",
+        "preferred_sampling_params",
+        "weight_version",
+        "has_image_understanding",
+        "has_audio_understanding",
+        "model_type",
+        "architectures",
+    ],
+    "0.5.23": [
+        "model_path",
+        "served_model_name",
+        "tokenizer_path",
+        "is_generation",
+        "preferred_sampling_params",
+        "weight_version",
+        "load_format",
+        "reasoning_parser",
+        "tool_call_parser",
+        "disaggregation_mode",
+        "has_image_understanding",
+        "has_audio_understanding",
+        "model_type",
+        "architectures",
+    ],
 }
 MODEL_INFO["0.5.12"] = MODEL_INFO["0.5.9"]
 MODEL_INFO["0.5.17"] = [*MODEL_INFO["0.5.9"], "embedding"]
 #: server-info keys besides the echoed server args, in order.
-SERVER_INFO = {v: ["status", "max_total_num_tokens", "max_req_input_len", "internal_states", "version",
-                   "simulated", "simulation"] for v in VERSIONS}
-SERVER_INFO["0.5.23"] = ["launch_command", "status", "max_total_num_tokens", "max_req_input_len", "startup_time",
-                         "hicache_object_layout", "kv_events", "internal_states", "version", "frontend",
-                         "simulated", "simulation"]
+SERVER_INFO = {
+    v: ["status", "max_total_num_tokens", "max_req_input_len", "internal_states", "version", "simulated", "simulation"]
+    for v in VERSIONS
+}
+SERVER_INFO["0.5.23"] = [
+    "launch_command",
+    "status",
+    "max_total_num_tokens",
+    "max_req_input_len",
+    "startup_time",
+    "hicache_object_layout",
+    "kv_events",
+    "internal_states",
+    "version",
+    "frontend",
+    "simulated",
+    "simulation",
+]
 #: internal_states[0] keys besides the server args (avg_spec_accept_length comes after a log tick).
 STATE = {
     "0.4.6.post5": ["last_gen_throughput"],
     "0.5.4": ["last_gen_throughput", "memory_usage"],
     "0.5.9": ["last_gen_throughput", "memory_usage", "effective_max_running_requests_per_dp"],
-    "0.5.23": ["world_size", "startup_time", "effective_max_running_requests_per_dp", "last_gen_throughput",
-               "memory_usage", "disaggregation_mode", "decode_cuda_graph_bs", "decode_cuda_graph_memory_gb"],
+    "0.5.23": [
+        "world_size",
+        "startup_time",
+        "effective_max_running_requests_per_dp",
+        "last_gen_throughput",
+        "memory_usage",
+        "disaggregation_mode",
+        "decode_cuda_graph_bs",
+        "decode_cuda_graph_memory_gb",
+    ],
 }
 STATE["0.5.12"] = STATE["0.5.17"] = STATE["0.5.9"]
-MEMORY = {"0.5.4": ["weight", "kvcache", "token_capacity", "graph"],
-          "0.5.23": ["weight", "kvcache", "startup_available", "token_capacity", "token_capacity_swa", "graph"]}
+MEMORY = {
+    "0.5.4": ["weight", "kvcache", "token_capacity", "graph"],
+    "0.5.23": ["weight", "kvcache", "startup_available", "token_capacity", "token_capacity_swa", "graph"],
+}
 MEMORY["0.5.9"] = MEMORY["0.5.12"] = MEMORY["0.5.17"] = MEMORY["0.5.4"]
 
 ARG_KEYS = set(vars(build_parser().parse_args(["--model-path", "m"])))
-
-
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -109,8 +224,10 @@ def test_registry_and_aliases() -> None:
 
 def test_generate_key_sets(server) -> None:
     version, handle = server
-    status, raw = post_json(handle.url + "/generate", {
-        "text": "Write a function.", "sampling_params": {"max_new_tokens": 24, "temperature": 0.0}, "stream": True})
+    status, raw = post_json(
+        handle.url + "/generate",
+        {"text": "Write a function.", "sampling_params": {"max_new_tokens": 24, "temperature": 0.0}, "stream": True},
+    )
     assert status == 200
     events = sse_events(raw)
     assert events[-1] == "[DONE]"
@@ -121,8 +238,13 @@ def test_generate_key_sets(server) -> None:
     assert all(list(c["meta_info"]) == head for c in chunks[1:-1])
     assert list(chunks[-1]["meta_info"]) == head + STREAM_FINAL.get(version, FINAL[version])
     assert chunks[-1]["meta_info"]["completion_tokens"] == 24
-    assert max(b["meta_info"]["completion_tokens"] - a["meta_info"]["completion_tokens"]
-               for a, b in zip(chunks, chunks[1:])) > 1  # several tokens per chunk under speculation
+    assert (
+        max(
+            b["meta_info"]["completion_tokens"] - a["meta_info"]["completion_tokens"]
+            for a, b in zip(chunks, chunks[1:])
+        )
+        > 1
+    )  # several tokens per chunk under speculation
     if get_shape(version).output_ids == "delta":  # 0.5.4 streams output_ids deltas
         assert sum(len(c["output_ids"]) for c in chunks) == 24
     elif "output_ids" in chunks[-1]:
@@ -169,8 +291,14 @@ def test_strict_contract_only_in_0523(server) -> None:
 
 
 def test_contract_texts() -> None:
-    assert contract_error({"text": "x", "sampling_params": {"ignore_eos": 1}}) == \
-        "invalid type: integer `1`, expected a boolean"
-    assert contract_error({"text": "x", "sampling_params": {"json_schema": {}}}) == "invalid type: map, expected a string"
+    assert (
+        contract_error({"text": "x", "sampling_params": {"ignore_eos": 1}})
+        == "invalid type: integer `1`, expected a boolean"
+    )
+    assert (
+        contract_error({"text": "x", "sampling_params": {"json_schema": {}}}) == "invalid type: map, expected a string"
+    )
     assert contract_error({"text": "x", "unknown_top_level": 1, "sampling_params": {"max_new_tokens": 3}}) is None
-    assert contract_error({"text": "x", "sampling_params": [{"n": 1}, {"bogus": 2}]}).startswith("unknown field `bogus`")
+    assert contract_error({"text": "x", "sampling_params": [{"n": 1}, {"bogus": 2}]}).startswith(
+        "unknown field `bogus`"
+    )

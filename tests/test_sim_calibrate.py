@@ -18,16 +18,19 @@ from workbench.sim._profiles import load_profile
 
 H100 = load_profile("h100-llama3-8b-eagle3")
 #: A tiny workload so a fit runs in a second or two.
-TINY = PredictionPlan(ClosedLoop(concurrency_levels=(1, 4), requests_per_level=6, max_new_tokens=24, seed=0),
-                      prompt_lengths=(64, 96))
+TINY = PredictionPlan(
+    ClosedLoop(concurrency_levels=(1, 4), requests_per_level=6, max_new_tokens=24, seed=0), prompt_lengths=(64, 96)
+)
 
 
 def _points(predictor: cal.Predictor, efficiency) -> list[cal.Point]:
     """Synthetic 'measurements' made by the model itself with known efficiency terms."""
-    shape = [cal.Point("b1", "llama3-8b-baseline", "output_tok_s", 1.0, 1),
-             cal.Point("e1", "llama3-8b-eagle3", "output_tok_s", 1.0, 1),
-             cal.Point("b4", "llama3-8b-baseline", "per_request_tok_s", 1.0, 4),
-             cal.Point("s4", "llama3-8b-eagle3", "speedup", 1.0, 4, baseline="llama3-8b-baseline")]
+    shape = [
+        cal.Point("b1", "llama3-8b-baseline", "output_tok_s", 1.0, 1),
+        cal.Point("e1", "llama3-8b-eagle3", "output_tok_s", 1.0, 1),
+        cal.Point("b4", "llama3-8b-baseline", "per_request_tok_s", 1.0, 4),
+        cal.Point("s4", "llama3-8b-eagle3", "speedup", 1.0, 4, baseline="llama3-8b-baseline"),
+    ]
     values = predictor.predict(shape, efficiency)
     return [dataclasses.replace(p, value=v) for p, v in zip(shape, values)]
 
@@ -38,8 +41,12 @@ def test_fit_needs_fewer_terms_than_points() -> None:
     with pytest.raises(ConfigError, match="fewer terms than points"):
         cal.fit(H100, pts, terms=("hbm_efficiency", "cpu_overhead_ms"), predictor=predictor)
     with pytest.raises(ConfigError, match="1 to 3"):
-        cal.fit(H100, pts * 3, terms=("hbm_efficiency", "cpu_overhead_ms", "flops_efficiency", "cpu_per_request_ms"),
-                predictor=predictor)
+        cal.fit(
+            H100,
+            pts * 3,
+            terms=("hbm_efficiency", "cpu_overhead_ms", "flops_efficiency", "cpu_per_request_ms"),
+            predictor=predictor,
+        )
     with pytest.raises(ConfigError, match="not fittable"):
         bad = H100.path.read_text().replace('terms = ["hbm_efficiency", "cpu_overhead_ms"]', 'terms = ["alpha"]')
         path = PACKAGE_ROOT / "data" / "profiles" / "_test_bad_terms.toml"
@@ -60,31 +67,51 @@ def test_fit_recovers_known_terms_and_reports_leave_one_out() -> None:
     assert result.values["cpu_overhead_ms"] == pytest.approx(1.7, rel=0.1)
     assert result.max_abs_residual < 0.01
     assert result.efficiency.flops_efficiency == truth.flops_efficiency  # nothing else moves
-    rows = cal.leave_one_out(H100, pts, terms=("hbm_efficiency", "cpu_overhead_ms"), predictor=predictor,
-                             start=result.efficiency)
+    rows = cal.leave_one_out(
+        H100, pts, terms=("hbm_efficiency", "cpu_overhead_ms"), predictor=predictor, start=result.efficiency
+    )
     assert [r["point"] for r in rows] == [p.name for p in pts]
     for r in rows:
-        assert set(r) >= {"point", "measured", "loo_predicted", "loo_error", "loo_hbm_efficiency", "loo_cpu_overhead_ms"}
+        assert set(r) >= {
+            "point",
+            "measured",
+            "loo_predicted",
+            "loo_error",
+            "loo_hbm_efficiency",
+            "loo_cpu_overhead_ms",
+        }
         assert abs(r["loo_error"]) < 0.05  # the model made these points: every one is predictable without it
 
 
 def test_level_figures_match_the_benchmark_summary() -> None:
     predictor = cal.Predictor(H100, TINY)
     cfg = predictor._config("llama3-8b-eagle3")
-    rows = cal.offline_level(H100, cfg.spec, cost=H100.cost_for(cfg.args), concurrency=3, prompt_lengths=(50, 80),
-                             max_new_tokens=20, num_requests=7)
+    rows = cal.offline_level(
+        H100,
+        cfg.spec,
+        cost=H100.cost_for(cfg.args),
+        concurrency=3,
+        prompt_lengths=(50, 80),
+        max_new_tokens=20,
+        num_requests=7,
+    )
     fast, slow = cal.level_figures(rows), cal.level_stats(rows)
     assert fast == pytest.approx(slow)
 
 
 def test_points_from_a_tidy_levels_table(tmp_path) -> None:
     path = tmp_path / "levels.csv"
-    path.write_text("run_id,variant,concurrency,output_throughput_tok_s,mean_per_request_tok_s\n"
-                    "r1,baseline,1,93.0,93.0\nr1,baseline,8,440.0,55.0\n")
+    path.write_text(
+        "run_id,variant,concurrency,output_throughput_tok_s,mean_per_request_tok_s\n"
+        "r1,baseline,1,93.0,93.0\nr1,baseline,8,440.0,55.0\n"
+    )
     pts = cal.points_from_levels(path, metrics=("output_tok_s", "per_request_tok_s"))
     assert [(p.variant, p.metric, p.concurrency, p.value) for p in pts] == [
-        ("baseline", "output_tok_s", 1, 93.0), ("baseline", "per_request_tok_s", 1, 93.0),
-        ("baseline", "output_tok_s", 8, 440.0), ("baseline", "per_request_tok_s", 8, 55.0)]
+        ("baseline", "output_tok_s", 1, 93.0),
+        ("baseline", "per_request_tok_s", 1, 93.0),
+        ("baseline", "output_tok_s", 8, 440.0),
+        ("baseline", "per_request_tok_s", 8, 55.0),
+    ]
     with pytest.raises(ConfigError, match="needs a concurrency"):
         cal.Point("x", "baseline", "output_tok_s", 1.0)
 
@@ -119,7 +146,9 @@ def test_h100_profile_calibrates_on_published_points_only() -> None:
 
 def test_write_efficiency_keeps_comments(tmp_path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text("[profile]\nname='x'\n\n[efficiency]\nhbm_efficiency = 0.8   # fitted\nflops_efficiency = 0.6  # source\n\n[fit]\nterms=[]\n")
+    path.write_text(
+        "[profile]\nname='x'\n\n[efficiency]\nhbm_efficiency = 0.8   # fitted\nflops_efficiency = 0.6  # source\n\n[fit]\nterms=[]\n"
+    )
     cal.write_efficiency(path, {"hbm_efficiency": 0.654321, "cpu_overhead_ms": 1.5})
     data = tomllib.loads(path.read_text())
     assert data["efficiency"] == {"hbm_efficiency": 0.654321, "flops_efficiency": 0.6, "cpu_overhead_ms": 1.5}
@@ -163,9 +192,11 @@ def test_fit_separates_the_per_phase_constant_from_the_host_time_per_draft_step(
     same term on the published points)."""
     predictor = cal.Predictor(H100, TINY)
     truth = dataclasses.replace(H100.physics.efficiency, cpu_overhead_ms=0.6, cpu_per_draft_step_ms=0.3)
-    shape = [cal.Point("chain1", "llama3-8b-eagle3", "output_tok_s", 1.0, 1),
-             cal.Point("tree1", "llama3-8b-eagle3-bs1", "output_tok_s", 1.0, 1),
-             cal.Point("chain4", "llama3-8b-eagle3", "speedup", 1.0, 4, baseline="llama3-8b-baseline")]
+    shape = [
+        cal.Point("chain1", "llama3-8b-eagle3", "output_tok_s", 1.0, 1),
+        cal.Point("tree1", "llama3-8b-eagle3-bs1", "output_tok_s", 1.0, 1),
+        cal.Point("chain4", "llama3-8b-eagle3", "speedup", 1.0, 4, baseline="llama3-8b-baseline"),
+    ]
     pts = [dataclasses.replace(p, value=v) for p, v in zip(shape, predictor.predict(shape, truth))]
     start = dataclasses.replace(H100.physics.efficiency, cpu_overhead_ms=1.0, cpu_per_draft_step_ms=0.1)
     result = cal.fit(H100, pts, terms=("cpu_overhead_ms", "cpu_per_draft_step_ms"), predictor=predictor, start=start)

@@ -37,16 +37,30 @@ def _setup(variant: str, extra: list[str], c: int):
     return cfg, order, 7 * c + 1
 
 
-@pytest.mark.parametrize(("variant", "extra", "c", "digest", "iterations", "retractions", "accepted", "forward",
-                          "seconds", "stepping"), [
-    ("eagle3-topk4", ["--max-total-tokens", "12000"], 48, "08a7a8ef15ba3c59", 727, 2, 13859, 5052, 59.95102955060845, False),
-    ("eagle3-topk4-off-above-8", [], 10, "5dcac838ae357324", 287, 0, 423, 151, 11.586990755819338, False),
-    ("eagle3-topk4", [], 10, "f246f2c2ffa7fec3", 158, 0, 2522, 992, 11.830661599280202, True),
-    ("baseline", ["--max-total-tokens", "12000"], 16, "76eac37d6bee84f0", 657, 0, 0, 0, 14.85762156322496, False),
-    ("adaptive", [], 4, "5856ab4682a12a6d", 239, 0, 1920, 779, 7.135291114627961, False),
-])
-def test_step_trace_unchanged(variant, extra, c, digest, iterations, retractions, accepted, forward, seconds,
-                              stepping) -> None:
+@pytest.mark.parametrize(
+    ("variant", "extra", "c", "digest", "iterations", "retractions", "accepted", "forward", "seconds", "stepping"),
+    [
+        (
+            "eagle3-topk4",
+            ["--max-total-tokens", "12000"],
+            48,
+            "08a7a8ef15ba3c59",
+            727,
+            2,
+            13859,
+            5052,
+            59.95102955060845,
+            False,
+        ),
+        ("eagle3-topk4-off-above-8", [], 10, "5dcac838ae357324", 287, 0, 423, 151, 11.586990755819338, False),
+        ("eagle3-topk4", [], 10, "f246f2c2ffa7fec3", 158, 0, 2522, 992, 11.830661599280202, True),
+        ("baseline", ["--max-total-tokens", "12000"], 16, "76eac37d6bee84f0", 657, 0, 0, 0, 14.85762156322496, False),
+        ("adaptive", [], 4, "5856ab4682a12a6d", 239, 0, 1920, 779, 7.135291114627961, False),
+    ],
+)
+def test_step_trace_unchanged(
+    variant, extra, c, digest, iterations, retractions, accepted, forward, seconds, stepping
+) -> None:
     cfg, order, seed = _setup(variant, extra, c)
     eng = EngineCore.from_config(cfg, rng=random.Random(seed))
     if stepping:
@@ -69,17 +83,40 @@ def test_step_trace_unchanged(variant, extra, c, digest, iterations, retractions
                 send()
     assert hashlib.sha256(json.dumps(trace).encode()).hexdigest()[:16] == digest
     assert (len(trace), eng.total_retractions, eng.total_accepted_tokens, eng.total_forward_ct) == (
-        iterations, retractions, accepted, forward)
+        iterations,
+        retractions,
+        accepted,
+        forward,
+    )
     assert total_s == pytest.approx(seconds, rel=1e-12)
 
 
-@pytest.mark.parametrize(("variant", "extra", "c", "duration", "retractions", "decode", "spec", "last"), [
-    ("eagle3-topk4", ["--max-total-tokens", "12000"], 48, 87.77310473682876, 4, 1204, 1204,
-     (95, 39258.07517962193, 34988.49775933752, 97)),
-    ("adaptive", [], 4, 10.418743541183309, 0, 437, 437, (15, 1594.0980138502923, 181.00093385032955, 94)),
-    ("baseline", ["--max-total-tokens", "12000"], 16, 20.90646810643109, 3, 1025, 0,
-     (25, 13261.37148510246, 6845.85905803395, None)),  # TTFT: the first token, not the re-prefill's
-])
+@pytest.mark.parametrize(
+    ("variant", "extra", "c", "duration", "retractions", "decode", "spec", "last"),
+    [
+        (
+            "eagle3-topk4",
+            ["--max-total-tokens", "12000"],
+            48,
+            87.77310473682876,
+            4,
+            1204,
+            1204,
+            (95, 39258.07517962193, 34988.49775933752, 97),
+        ),
+        ("adaptive", [], 4, 10.418743541183309, 0, 437, 437, (15, 1594.0980138502923, 181.00093385032955, 94)),
+        (
+            "baseline",
+            ["--max-total-tokens", "12000"],
+            16,
+            20.90646810643109,
+            3,
+            1025,
+            0,
+            (25, 13261.37148510246, 6845.85905803395, None),
+        ),  # TTFT: the first token, not the re-prefill's
+    ],
+)
 def test_closed_loop_rows_unchanged(variant, extra, c, duration, retractions, decode, spec, last) -> None:
     cfg, order, seed = _setup(variant, extra, c)
     eng = EngineCore.from_config(cfg, rng=random.Random(seed))

@@ -22,13 +22,29 @@ from workbench.sim._spec import SpecConfig
 from doubles.flat_cost import FlatCost
 
 SEED = ["--model-path", "m", "--tp-size", "8", "--mem-fraction-static", "0.85"]
-EAGLE3_TOPK4 = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "2",
-                "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "16"]
+EAGLE3_TOPK4 = [
+    "--speculative-algorithm",
+    "EAGLE3",
+    "--speculative-num-steps",
+    "2",
+    "--speculative-eagle-topk",
+    "4",
+    "--speculative-num-draft-tokens",
+    "16",
+]
 
 
 def _engine(spec: SpecConfig, memory: MemoryRules, *, mrr: int = 64, seed: int = 1, **kw) -> EngineCore:
-    return EngineCore(cost=FlatCost(), acceptance=AcceptanceModel(), spec=spec, max_running_requests=mrr,
-                      chunked_prefill_size=8192, rng=random.Random(seed), memory=memory, **kw)
+    return EngineCore(
+        cost=FlatCost(),
+        acceptance=AcceptanceModel(),
+        spec=spec,
+        max_running_requests=mrr,
+        chunked_prefill_size=8192,
+        rng=random.Random(seed),
+        memory=memory,
+        **kw,
+    )
 
 
 # -- capacity ------------------------------------------------------------------------------------
@@ -78,7 +94,7 @@ def test_alloc_len_per_decode(version: str) -> None:
             alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16)
         return
     # 0.5.13+: ceil((page - 1 + steps) / page) pages per topk branch, each branch its own copy
-    assert alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16) == 2 * 16 * 4   # 128
+    assert alloc_len_per_decode(SpecConfig("EAGLE3", 2, 4, 16), version, page_size=16) == 2 * 16 * 4  # 128
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 8, 64), version, page_size=2) == 64  # 3 x 2 x 8 = 48 < 64
     assert alloc_len_per_decode(SpecConfig("EAGLE3", 5, 8, 32), version, page_size=2) == 48
 

@@ -19,10 +19,15 @@ EAGLE3 = SpecConfig("EAGLE3", num_steps=2, topk=4, num_draft_tokens=16)
 
 
 def test_resolve_spec_follows_sglang_059_rules() -> None:
-    assert not resolve_spec(algorithm=None, num_steps=None, topk=None, num_draft_tokens=None, enable_spec_v2=False).enabled
+    assert not resolve_spec(
+        algorithm=None, num_steps=None, topk=None, num_draft_tokens=None, enable_spec_v2=False
+    ).enabled
     s = resolve_spec(algorithm="eagle3", num_steps=2, topk=1, num_draft_tokens=16, enable_spec_v2=True)
     assert (s.algorithm, s.num_draft_tokens, s.spec_v2) == ("EAGLE3", 3, True)  # topk 1 forces steps + 1
-    assert resolve_spec(algorithm="NEXTN", num_steps=3, topk=1, num_draft_tokens=None, enable_spec_v2=False).algorithm == "EAGLE"
+    assert (
+        resolve_spec(algorithm="NEXTN", num_steps=3, topk=1, num_draft_tokens=None, enable_spec_v2=False).algorithm
+        == "EAGLE"
+    )
     with pytest.raises(ConfigError, match="only supports topk = 1"):
         resolve_spec(algorithm="EAGLE3", num_steps=2, topk=4, num_draft_tokens=16, enable_spec_v2=True)
     with pytest.raises(ConfigError, match="without --speculative-num-steps"):
@@ -30,7 +35,14 @@ def test_resolve_spec_follows_sglang_059_rules() -> None:
     with pytest.raises(ConfigError, match="not a choice"):
         resolve_spec(algorithm="DFLASH", num_steps=2, topk=1, num_draft_tokens=3, enable_spec_v2=False)
     with pytest.raises(ConfigError, match="not emulated"):
-        resolve_spec(algorithm=None, num_steps=None, topk=None, num_draft_tokens=None, enable_spec_v2=False, sglang_version="0.4.0")
+        resolve_spec(
+            algorithm=None,
+            num_steps=None,
+            topk=None,
+            num_draft_tokens=None,
+            enable_spec_v2=False,
+            sglang_version="0.4.0",
+        )
 
 
 def test_tree_shape() -> None:
@@ -65,8 +77,16 @@ def test_acceptance_rejects_bad_parameters() -> None:
 
 
 def test_cost_model_terms() -> None:
-    cost = CostModel(base_ms=10, per_token_ms=0.5, per_seq_ms=0.1, per_kv_token_us=1.0,
-                     draft_base_ms=2, draft_per_token_ms=0.01, spec_overhead_ms=4, spec_per_seq_ms=0.2)
+    cost = CostModel(
+        base_ms=10,
+        per_token_ms=0.5,
+        per_seq_ms=0.1,
+        per_kv_token_us=1.0,
+        draft_base_ms=2,
+        draft_per_token_ms=0.01,
+        spec_overhead_ms=4,
+        spec_per_seq_ms=0.2,
+    )
     assert cost.decode_ms(4, kv_tokens=1000) == pytest.approx(10 + 2 + 0.4 + 1.0)
     # draft: first step 4 tokens, second 16; verify 64 tokens; extend 10 tokens; overhead 4 + 0.8
     expected = (2 + 0.04) + (2 + 0.16) + (10 + 32 + 0.4 + 1.0) + (2 + 0.1) + 4.8
@@ -85,8 +105,12 @@ def dataclasses_replace(obj, **kw):
 
 def _engine(spec: SpecConfig, mrr: int = 100, policy=None) -> EngineCore:
     return EngineCore(
-        cost=CostModel(base_ms=10, per_token_ms=0.1), acceptance=AcceptanceModel(),
-        spec=spec, max_running_requests=mrr, chunked_prefill_size=1000, rng=random.Random(1),
+        cost=CostModel(base_ms=10, per_token_ms=0.1),
+        acceptance=AcceptanceModel(),
+        spec=spec,
+        max_running_requests=mrr,
+        chunked_prefill_size=1000,
+        rng=random.Random(1),
         spec_policy=policy,
     )
 

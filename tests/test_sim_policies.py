@@ -26,8 +26,18 @@ from workbench.sim._spec import SpecConfig, resolve_spec
 from workbench.variants import load_variant
 from doubles.flat_cost import FlatCost
 
-CHAIN3 = ["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3",
-          "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+CHAIN3 = [
+    "--model-path",
+    "m",
+    "--speculative-algorithm",
+    "EAGLE3",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+]
 
 
 # -- SGLang 0.5.12: one EMA -------------------------------------------------------------------------
@@ -77,19 +87,34 @@ def test_adaptive_tiers_step_to_zero_and_probe_back() -> None:
 def test_adaptive_config_json_and_resolution(tmp_path) -> None:
     cfg = tmp_path / "adaptive.json"
     cfg.write_text(json.dumps({"warmup_batches": 0, "1": {"candidate_steps": [2, 4]}, "16": {"candidate_steps": [0]}}))
-    c = parse_server_args(["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-adaptive",
-                           "--speculative-adaptive-config", str(cfg), "--sim-sglang-version", "0.5.16"])
+    c = parse_server_args(
+        [
+            "--model-path",
+            "m",
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-adaptive",
+            "--speculative-adaptive-config",
+            str(cfg),
+            "--sim-sglang-version",
+            "0.5.16",
+        ]
+    )
     assert (c.spec.num_steps, c.spec.topk, c.spec.num_draft_tokens) == (2, 1, 3)  # middle of [0, 2, 4]
     policy = c.make_policy()
     assert isinstance(policy, AdaptiveTiers) and policy.slots[1].warmup_batches == 0
     assert policy.steps(20) == 0 and c.memory.alloc_len == 5  # max candidate 4 + 1
     with pytest.raises(ConfigError, match="not in the adaptive config candidate_steps"):
-        parse_server_args(CHAIN3 + ["--speculative-adaptive", "--speculative-adaptive-config", str(cfg),
-                                    "--sim-sglang-version", "0.5.16"])
+        parse_server_args(
+            CHAIN3
+            + ["--speculative-adaptive", "--speculative-adaptive-config", str(cfg), "--sim-sglang-version", "0.5.16"]
+        )
     cfg.write_text(json.dumps({"ema_alpha": 0.5}))
     with pytest.raises(ConfigError, match="at least one integer-string"):
-        parse_server_args(CHAIN3 + ["--speculative-adaptive", "--speculative-adaptive-config", str(cfg),
-                                    "--sim-sglang-version", "0.5.16"])
+        parse_server_args(
+            CHAIN3
+            + ["--speculative-adaptive", "--speculative-adaptive-config", str(cfg), "--sim-sglang-version", "0.5.16"]
+        )
 
 
 # -- version gate ---------------------------------------------------------------------------------
@@ -99,16 +124,31 @@ def test_adaptive_flags_need_an_emulated_version_that_has_them() -> None:
     c = parse_server_args(CHAIN3 + ["--speculative-adaptive", "--sim-sglang-version", "0.5.12"])
     assert isinstance(c.make_policy(), AdaptiveEma) and c.spec.spec_v2  # 0.5.12: spec v2 on by default
     # topk > 1: SGLang warns and runs static settings (and 0.5.12 falls back to spec v1)
-    topk4 = parse_server_args(["--model-path", "m", "--speculative-algorithm", "EAGLE3", "--speculative-num-steps",
-                               "2", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "16",
-                               "--speculative-adaptive", "--sim-sglang-version", "0.5.12"])
+    topk4 = parse_server_args(
+        [
+            "--model-path",
+            "m",
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-num-steps",
+            "2",
+            "--speculative-eagle-topk",
+            "4",
+            "--speculative-num-draft-tokens",
+            "16",
+            "--speculative-adaptive",
+            "--sim-sglang-version",
+            "0.5.12",
+        ]
+    )
     assert topk4.make_policy() is None and not topk4.spec.spec_v2 and topk4.args["speculative_adaptive"] is False
 
 
 def test_spec_rules_by_version() -> None:
     def resolve(version, v2=None, topk=1):
-        return resolve_spec(algorithm="EAGLE3", num_steps=2, topk=topk, num_draft_tokens=None,
-                            enable_spec_v2=v2, sglang_version=version)
+        return resolve_spec(
+            algorithm="EAGLE3", num_steps=2, topk=topk, num_draft_tokens=None, enable_spec_v2=v2, sglang_version=version
+        )
 
     assert not resolve("0.5.9").spec_v2 and resolve("0.5.9", True).spec_v2
     assert resolve("0.5.12").spec_v2 and not resolve("0.5.12", False).spec_v2
@@ -135,10 +175,19 @@ def test_off_cost_points() -> None:
 @pytest.mark.parametrize("policy", ["tiers", "off_above"])
 def test_steps_zero_means_no_drafting_and_costs_the_off_overhead(policy: str) -> None:
     spec = SpecConfig("EAGLE3", 3, 1, 4, spec_v2=True)
-    pol = (AdaptiveTiers(3, {"1": {"candidate_steps": [0, 3]}, "4": {"candidate_steps": [0]}}, None)
-           if policy == "tiers" else SpecOffAbove(3, 3))
-    eng = EngineCore(cost=FlatCost(), acceptance=AcceptanceModel(), spec=spec, max_running_requests=8,
-                     rng=random.Random(0), spec_policy=pol)
+    pol = (
+        AdaptiveTiers(3, {"1": {"candidate_steps": [0, 3]}, "4": {"candidate_steps": [0]}}, None)
+        if policy == "tiers"
+        else SpecOffAbove(3, 3)
+    )
+    eng = EngineCore(
+        cost=FlatCost(),
+        acceptance=AcceptanceModel(),
+        spec=spec,
+        max_running_requests=8,
+        rng=random.Random(0),
+        spec_policy=pol,
+    )
     for i in range(4):
         eng.submit(SimRequest(f"r{i}", prompt_tokens=20, max_new_tokens=6))
     eng.step()
@@ -155,8 +204,14 @@ def test_spec_off_above_stand_in_keeps_working() -> None:
     assert isinstance(policy, SpecOffAbove) and policy.steps(8) == 2 and policy.steps(9) == 0
     eng = EngineCore.from_config(cfg, rng=random.Random(0))
     assert eng.spec_policy is not None and eng.memory.alloc_len == 16
-    legacy = EngineCore(cost=FlatCost(), acceptance=AcceptanceModel(), spec=cfg.spec, max_running_requests=48,
-                        rng=random.Random(0), spec_policy=lambda b: b <= 8)  # the older function interface
+    legacy = EngineCore(
+        cost=FlatCost(),
+        acceptance=AcceptanceModel(),
+        spec=cfg.spec,
+        max_running_requests=48,
+        rng=random.Random(0),
+        spec_policy=lambda b: b <= 8,
+    )  # the older function interface
     assert legacy.spec_policy.steps(9) == 0 and legacy.spec_policy.steps(2) == 2
 
 
@@ -169,8 +224,16 @@ def test_shipped_adaptive_variant_runs_on_the_simulator(version: str) -> None:
     argv = v.server_flags() + ["--sim-profile", str(prof.path), "--sim-sglang-version", version]
     cfg = parse_server_args(argv, environ={})
     assert cfg.adaptive_config is not None and cfg.spec.spec_v2
-    rows = cal.offline_level(prof, cfg.spec, cost=prof.cost_for(cfg.args), concurrency=4,
-                             prompt_lengths=[500, 900, 1300], max_new_tokens=256, num_requests=8, config=cfg)
+    rows = cal.offline_level(
+        prof,
+        cfg.spec,
+        cost=prof.cost_for(cfg.args),
+        concurrency=4,
+        prompt_lengths=[500, 900, 1300],
+        max_new_tokens=256,
+        num_requests=8,
+        config=cfg,
+    )
     assert len(rows) == 8 and all(r["output_tokens"] == 256 for r in rows)
     eng = EngineCore.from_config(cfg, rng=random.Random(0))
     for i in range(4):

@@ -29,8 +29,10 @@ def profile():
 
 
 def test_grid_applies_sglang_059_rules() -> None:
-    grid = {(p.topk, p.num_steps, p.num_draft_tokens, p.spec_v2): p
-            for p in P.spec_grid(topk=(1, 2, 4), num_steps=(1, 2), num_draft_tokens=(2, 3, 8), spec_v2=(False, True))}
+    grid = {
+        (p.topk, p.num_steps, p.num_draft_tokens, p.spec_v2): p
+        for p in P.spec_grid(topk=(1, 2, 4), num_steps=(1, 2), num_draft_tokens=(2, 3, 8), spec_v2=(False, True))
+    }
     assert grid[(4, 2, 8, True)].status == "refused" and "Spec v2" in grid[(4, 2, 8, True)].reason
     assert grid[(2, 1, 8, False)].status == "refused" and "candidates" in grid[(2, 1, 8, False)].reason  # 7 > 2
     assert grid[(4, 2, 8, False)].status == "ok"  # 7 <= 4 + 16
@@ -55,8 +57,9 @@ def test_configuration_matches_the_shipped_variant(profile) -> None:
     shipped = P.variant_configuration(profile, "eagle3-topk1-v2")
     built = P.configuration(profile, "eagle3-topk4", topk=1, num_steps=2, num_draft_tokens=3, spec_v2=True)
     assert built.spec == shipped.spec
-    assert P.predict(profile, [built], concurrency_levels=[1, 4]) [1]["output_throughput_tok_s"] == pytest.approx(
-        P.predict(profile, [shipped], concurrency_levels=[1, 4])[1]["output_throughput_tok_s"])
+    assert P.predict(profile, [built], concurrency_levels=[1, 4])[1]["output_throughput_tok_s"] == pytest.approx(
+        P.predict(profile, [shipped], concurrency_levels=[1, 4])[1]["output_throughput_tok_s"]
+    )
 
 
 @pytest.mark.parametrize("variant", ["baseline", "eagle3-topk4"])
@@ -82,27 +85,50 @@ def test_recording_only_the_ends_changes_no_figure(profile) -> None:
     ends = P.simulate_level(profile, config, plan, 4, chunks=False)
     strip = lambda rows: [{k: v for k, v in r.items() if k not in ("itl_ms", "tokens_per_chunk")} for r in rows]  # noqa: E731
     assert repr(strip(full.rows)) == repr(strip(ends.rows))
-    assert (full.decode_iterations, full.spec_iterations, full.decode_batch_sum) == \
-        (ends.decode_iterations, ends.spec_iterations, ends.decode_batch_sum)
+    assert (full.decode_iterations, full.spec_iterations, full.decode_batch_sum) == (
+        ends.decode_iterations,
+        ends.spec_iterations,
+        ends.decode_batch_sum,
+    )
     assert full.rows[0]["itl_ms"] and ends.rows[0]["itl_ms"] == []
 
 
 def test_closed_loop_keeps_its_concurrency(profile) -> None:
     config = P.variant_configuration(profile, "baseline")
-    engine = EngineCore(cost=profile.cost_for(config.args), acceptance=profile.acceptance, spec=config.spec,
-                        max_running_requests=64, rng=random.Random(0))
+    engine = EngineCore(
+        cost=profile.cost_for(config.args),
+        acceptance=profile.acceptance,
+        spec=config.spec,
+        max_running_requests=64,
+        rng=random.Random(0),
+    )
     result = simulate_closed_loop(engine, prompt_tokens=[300] * 12, concurrency=3, max_new_tokens=20, chunks=False)
     assert len(result.rows) == 12 and all(r["output_tokens"] == 20 for r in result.rows)
     assert result.mean_decode_batch <= 3.0 and result.duration_s == max(r["end_s"] for r in result.rows)
 
 
 def test_predict_rows_carry_the_level_tables_keys_and_a_breakdown(profile) -> None:
-    rows = P.predict(profile, ["baseline", "eagle3-topk4"], concurrency_levels=[1, 16], requests_per_level=16, max_new_tokens=32)
+    rows = P.predict(
+        profile, ["baseline", "eagle3-topk4"], concurrency_levels=[1, 16], requests_per_level=16, max_new_tokens=32
+    )
     assert [(r["variant"], r["concurrency"]) for r in rows] == [
-        ("baseline", 1), ("baseline", 16), ("eagle3-topk4", 1), ("eagle3-topk4", 16)]
+        ("baseline", 1),
+        ("baseline", 16),
+        ("eagle3-topk4", 1),
+        ("eagle3-topk4", 16),
+    ]
     for r in rows:
-        for key in ("output_throughput_tok_s", "mean_per_request_tok_s", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms",
-                    "accept_length", "num_requests", "duration_s", "simulated"):
+        for key in (
+            "output_throughput_tok_s",
+            "mean_per_request_tok_s",
+            "mean_ttft_ms",
+            "p99_ttft_ms",
+            "mean_tpot_ms",
+            "accept_length",
+            "num_requests",
+            "duration_s",
+            "simulated",
+        ):
             assert key in r
         parts = sum(r[f"step_{p}_ms"] for p in P.STEP_PARTS)
         assert parts == pytest.approx(r["step_total_ms"])
@@ -114,27 +140,51 @@ def test_predict_rows_carry_the_level_tables_keys_and_a_breakdown(profile) -> No
 
 
 def test_cli_predict_json(profile) -> None:
-    result = runner.invoke(app, ["sim", "predict", "baseline", "eagle3-topk1-v2", "--profile", "seed-pcie-8gpu",
-                                 "--levels", "1,2", "--requests", "4", "--max-new-tokens", "16", "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "sim",
+            "predict",
+            "baseline",
+            "eagle3-topk1-v2",
+            "--profile",
+            "seed-pcie-8gpu",
+            "--levels",
+            "1,2",
+            "--requests",
+            "4",
+            "--max-new-tokens",
+            "16",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["simulated"] is True and data["levels"] == [1, 2]
     assert [(r["variant"], r["concurrency"]) for r in data["rows"]] == [
-        ("baseline", 1), ("baseline", 2), ("eagle3-topk1-v2", 1), ("eagle3-topk1-v2", 2)]
+        ("baseline", 1),
+        ("baseline", 2),
+        ("eagle3-topk1-v2", 1),
+        ("eagle3-topk1-v2", 2),
+    ]
     assert data["rows"][0]["accept_length"] is None and data["rows"][2]["accept_length"] > 1
 
 
 def test_cli_predict_tables_and_errors() -> None:
-    result = runner.invoke(app, ["sim", "predict", "baseline", "--levels", "1", "--requests", "2",
-                                 "--max-new-tokens", "8"])
+    result = runner.invoke(
+        app, ["sim", "predict", "baseline", "--levels", "1", "--requests", "2", "--max-new-tokens", "8"]
+    )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("MODEL PREDICTION") and "output tok/s" in result.output and "comm" in result.output
     bad = runner.invoke(app, ["sim", "predict", "no-such-variant"])
     assert bad.exit_code == 2 and "Unknown variant" in bad.output and "Traceback" not in bad.output
     bad = runner.invoke(app, ["sim", "predict", "baseline", "--levels", "1,x"])
     assert bad.exit_code == 2
-    for levels, message in (("1000000", "above 16,384 requests in flight"), ("1,1", "names 1 more than once"),
-                            ("1,,2", "--levels has an empty part")):
+    for levels, message in (
+        ("1000000", "above 16,384 requests in flight"),
+        ("1,1", "names 1 more than once"),
+        ("1,,2", "--levels has an empty part"),
+    ):
         bad = runner.invoke(app, ["sim", "predict", "baseline", "--levels", levels])
         assert bad.exit_code == 2 and message in bad.output and "Traceback" not in bad.output, bad.output
 
@@ -142,9 +192,11 @@ def test_cli_predict_tables_and_errors() -> None:
 def test_sim_predict_help_imports_no_heavy_package() -> None:
     from tests.test_cli import _heavy_imports
 
-    code = ("import contextlib, io\nfrom workbench.cli import app\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-            "    app(['sim', 'predict', '--help'], prog_name='workbench')")
+    code = (
+        "import contextlib, io\nfrom workbench.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    app(['sim', 'predict', '--help'], prog_name='workbench')"
+    )
     assert _heavy_imports(code) == []
 
 
@@ -157,8 +209,9 @@ def test_output_lengths_drawn_per_request_break_the_lockstep_of_equal_lengths(tm
     prof = load_profile("seed-pcie-8gpu")
     cfg = P.variant_configuration(prof, "baseline")
     fixed = P.prediction_plan(prof, concurrency_levels=[1, 2])
-    spread = dataclasses.replace(fixed, output_lengths=tuple(range(128, 385, 16)),
-                                 load=dataclasses.replace(fixed.load, max_new_tokens=384))
+    spread = dataclasses.replace(
+        fixed, output_lengths=tuple(range(128, 385, 16)), load=dataclasses.replace(fixed.load, max_new_tokens=384)
+    )
     ttft = {}
     for name, plan in (("fixed", fixed), ("spread", spread)):
         for c in (1, 2):
@@ -167,8 +220,8 @@ def test_output_lengths_drawn_per_request_break_the_lockstep_of_equal_lengths(tm
             if name == "spread":
                 assert len({r["output_tokens"] for r in rows}) > 1
                 assert all(128 <= r["output_tokens"] <= 384 for r in rows)
-    assert ttft["fixed", 2] > 1.8 * ttft["fixed", 1]        # lockstep: two prompts prefilled together
-    assert ttft["spread", 2] < 1.25 * ttft["spread", 1]      # desynchronised: about one prompt's prefill
+    assert ttft["fixed", 2] > 1.8 * ttft["fixed", 1]  # lockstep: two prompts prefilled together
+    assert ttft["spread", 2] < 1.25 * ttft["spread", 1]  # desynchronised: about one prompt's prefill
 
 
 def test_output_lengths_come_from_the_workload_and_bad_ones_are_refused(tmp_path) -> None:
@@ -178,13 +231,18 @@ def test_output_lengths_come_from_the_workload_and_bad_ones_are_refused(tmp_path
     plan = P.prediction_plan(load_profile(good))
     assert plan.output_lengths == (100, 200, 300) and plan.max_new_tokens == 300
     assert set(plan.outputs(30)) <= {100, 200, 300} and plan.mean_output_tokens == 200
-    assert P.prediction_plan(load_profile(good), max_new_tokens=64).outputs(5) == 64   # an explicit count wins
+    assert P.prediction_plan(load_profile(good), max_new_tokens=64).outputs(5) == 64  # an explicit count wins
     bad = tmp_path / "bad.toml"
     bad.write_text(src.replace("[workload]\n", "[workload]\noutput_tokens = [0, 'x']\n", 1))
     with pytest.raises(ConfigError, match="output_tokens must be a list"):
         P.prediction_plan(load_profile(bad))
     seed = load_profile("seed-pcie-8gpu")
-    engine = EngineCore(cost=seed.cost_for({}), acceptance=seed.acceptance, spec=SpecConfig(), max_running_requests=4,
-                        rng=random.Random(0))
+    engine = EngineCore(
+        cost=seed.cost_for({}),
+        acceptance=seed.acceptance,
+        spec=SpecConfig(),
+        max_running_requests=4,
+        rng=random.Random(0),
+    )
     with pytest.raises(ValueError, match="one per prompt"):
         simulate_closed_loop(engine, prompt_tokens=[10, 20], concurrency=1, max_new_tokens=[5])

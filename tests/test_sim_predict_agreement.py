@@ -48,17 +48,41 @@ def fixed_acceptance_profile(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("variant", ["baseline", "eagle3-topk1-v2"])
 def test_http_and_offline_throughput_agree_within_2_percent(tmp_path, fixed_acceptance_profile, variant: str) -> None:
-    run = load_run(benchmark_variant(variant, concurrency_levels=LEVELS, requests_per_level=REQUESTS,
-                                     max_new_tokens=TOKENS, time_scale=SCALE, seed=0,
-                                     sim_profile=str(fixed_acceptance_profile), runs_dir=tmp_path, progress=False))
+    run = load_run(
+        benchmark_variant(
+            variant,
+            concurrency_levels=LEVELS,
+            requests_per_level=REQUESTS,
+            max_new_tokens=TOKENS,
+            time_scale=SCALE,
+            seed=0,
+            sim_profile=str(fixed_acceptance_profile),
+            runs_dir=tmp_path,
+            progress=False,
+        )
+    )
     measured = run.levels.set_index("concurrency")
-    offline = {r["concurrency"]: r for r in predict(load_profile(fixed_acceptance_profile), [variant], concurrency_levels=LEVELS,
-                                                     requests_per_level=REQUESTS, max_new_tokens=TOKENS, seed=0)}
+    offline = {
+        r["concurrency"]: r
+        for r in predict(
+            load_profile(fixed_acceptance_profile),
+            [variant],
+            concurrency_levels=LEVELS,
+            requests_per_level=REQUESTS,
+            max_new_tokens=TOKENS,
+            seed=0,
+        )
+    }
     ratios = {c: measured.loc[c, "output_throughput_tok_s"] / offline[c]["output_throughput_tok_s"] for c in LEVELS}
-    print(f"\n{variant}: HTTP / offline output tok/s = " + ", ".join(
-        f"c={c}: {r:.4f} (accept length {measured.loc[c, 'accept_length']:.3f} / {offline[c]['accept_length']:.3f}, "
-        f"behind schedule {measured.loc[c, 'sim_behind_schedule_wall_s']:.3f} s, client E2E over the server's "
-        f"{measured.loc[c, 'mean_e2e_over_server_ms']:.1f} ms, achieved concurrency "
-        f"{measured.loc[c, 'achieved_concurrency']:.2f})" for c, r in ratios.items()))
+    print(
+        f"\n{variant}: HTTP / offline output tok/s = "
+        + ", ".join(
+            f"c={c}: {r:.4f} (accept length {measured.loc[c, 'accept_length']:.3f} / {offline[c]['accept_length']:.3f}, "
+            f"behind schedule {measured.loc[c, 'sim_behind_schedule_wall_s']:.3f} s, client E2E over the server's "
+            f"{measured.loc[c, 'mean_e2e_over_server_ms']:.1f} ms, achieved concurrency "
+            f"{measured.loc[c, 'achieved_concurrency']:.2f})"
+            for c, r in ratios.items()
+        )
+    )
     bounds = {c: TOLERANCE + explained_share(measured.loc[c], SCALE) for c in LEVELS}
     assert all(abs(r - 1.0) <= bounds[c] for c, r in ratios.items()), (ratios, bounds)

@@ -23,8 +23,9 @@ CHAIN = SpecConfig("EAGLE3", num_steps=3, topk=1, num_draft_tokens=4)
 
 
 def _cost(model=LLAMA8, *, tp=1, link="nvlink", custom=True, graph_bs=160, draft=DRAFT8, eff=EFF) -> RooflineCost:
-    dep = Deployment(gpu=H100, interconnect=H100.interconnect(link), tp_size=tp, custom_all_reduce=custom,
-                     cuda_graph_max_bs=graph_bs)
+    dep = Deployment(
+        gpu=H100, interconnect=H100.interconnect(link), tp_size=tp, custom_all_reduce=custom, cuda_graph_max_bs=graph_bs
+    )
     return RooflineCost(model, dep, eff, draft=draft)
 
 
@@ -40,7 +41,10 @@ def test_memory_bound_at_small_batch_compute_bound_at_large() -> None:
     assert big[2] > 10 * (big[0] + big[1])
     # the GEMMs' knee: 2 T FLOPs per 2-byte weight meet the bandwidth at T* = achieved FLOP/s / achieved B/s
     knee = (H100.dense_bf16_tflops * 1e12 * EFF.flops_efficiency) / (H100.hbm_bandwidth_gb_s * 1e9 * EFF.hbm_efficiency)
-    below, above = cost.target.parts(int(knee * 0.7), int(knee * 0.7), 0, 1), cost.target.parts(int(knee * 1.5), 1, 0, 1)
+    below, above = (
+        cost.target.parts(int(knee * 0.7), int(knee * 0.7), 0, 1),
+        cost.target.parts(int(knee * 1.5), 1, 0, 1),
+    )
     assert below[2] == 0.0 and above[2] > 0.0
 
 
@@ -66,8 +70,10 @@ def test_tp_and_custom_all_reduce_change_communication() -> None:
     assert not pcie_on.deployment.uses_custom_all_reduce
     assert pcie_on.decode_ms(4, 4000) == pcie_off.decode_ms(4, 4000)
     # all-reduce bytes grow with T
-    assert _cost(LLAMA70, tp=8, link="pcie", draft=None).target.parts(4096, 1, 0, 1)[3] > \
-        20 * _cost(LLAMA70, tp=8, link="pcie", draft=None).target.parts(8, 8, 0, 8)[3]
+    assert (
+        _cost(LLAMA70, tp=8, link="pcie", draft=None).target.parts(4096, 1, 0, 1)[3]
+        > 20 * _cost(LLAMA70, tp=8, link="pcie", draft=None).target.parts(8, 8, 0, 8)[3]
+    )
 
 
 def test_moe_touched_experts_grow_with_tokens() -> None:
@@ -133,9 +139,20 @@ def test_flags_reach_the_cost_model() -> None:
         parse_server_args(base + ["--tp-size", "16"], environ={})
     nograph = parse_server_args(base + ["--disable-cuda-graph"], environ={})
     assert profile.cost_for(nograph.args).decode_ms(1, 1000) > c8.decode_ms(1, 1000)
-    spec = parse_server_args(base + ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "2",
-                                     "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "16"],
-                             environ={})
+    spec = parse_server_args(
+        base
+        + [
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-num-steps",
+            "2",
+            "--speculative-eagle-topk",
+            "4",
+            "--speculative-num-draft-tokens",
+            "16",
+        ],
+        environ={},
+    )
     assert not profile.cost_for(spec.args).deployment.overlap_schedule  # spec v1 runs without overlap
     small = dict(default.args, mem_fraction_static=0.5)
     assert profile.kv_capacity_tokens(small) < profile.kv_capacity_tokens(default.args)
@@ -173,10 +190,14 @@ def test_moe_tokens_cost_beyond_the_touched_experts() -> None:
     plain = _cost(QWEN_MOE, tp=2, draft=None)
     per_token = _cost(QWEN_MOE, tp=2, draft=None, eff=dataclasses.replace(EFF, moe_token_us=0.192))
     assert per_token.target.touched(256) == pytest.approx(128, abs=0.01)  # every expert touched
-    extra = {c: c.target.groups(1024, 64, 0, 64)["experts"][0] - c.target.groups(256, 64, 0, 64)["experts"][0]
-             for c in (plain, per_token)}
+    extra = {
+        c: c.target.groups(1024, 64, 0, 64)["experts"][0] - c.target.groups(256, 64, 0, 64)["experts"][0]
+        for c in (plain, per_token)
+    }
     assert extra[plain] == pytest.approx(0.0, abs=1e-5)  # bytes alone: more tokens are (almost) free
-    assert extra[per_token] - extra[plain] == pytest.approx(768 * 48 * 0.192 / 2 / 1e3, rel=1e-9)  # 768 tokens, 48 layers, TP 2
+    assert extra[per_token] - extra[plain] == pytest.approx(
+        768 * 48 * 0.192 / 2 / 1e3, rel=1e-9
+    )  # 768 tokens, 48 layers, TP 2
     dense = _cost(eff=dataclasses.replace(EFF, moe_token_us=0.192))
     assert dense.target.total(64, 64, 0, 64) == _cost().target.total(64, 64, 0, 64)  # a dense model is unaffected
 
@@ -206,8 +227,9 @@ def test_draft_step_host_time_charges_each_draft_forward_after_the_first() -> No
     host = _cost(eff=dataclasses.replace(EFF, cpu_per_draft_step_ms=0.25))
     tree = SpecConfig("EAGLE3", num_steps=8, topk=8, num_draft_tokens=64)
     for spec, steps in ((CHAIN, 2), (tree, 7)):
-        assert host.spec_decode_ms(4, 4000, spec, 8) - _cost().spec_decode_ms(4, 4000, spec, 8) == \
-            pytest.approx(0.25 * steps, rel=1e-9)
+        assert host.spec_decode_ms(4, 4000, spec, 8) - _cost().spec_decode_ms(4, 4000, spec, 8) == pytest.approx(
+            0.25 * steps, rel=1e-9
+        )
         assert host.spec_gpu_ms(4, 4000, spec, 8) == _cost().spec_gpu_ms(4, 4000, spec, 8)  # host time, not GPU
     v2 = SpecConfig("EAGLE3", num_steps=3, topk=1, num_draft_tokens=4, spec_v2=True)
     assert host.spec_decode_ms(4, 4000, v2, 8) == _cost().spec_decode_ms(4, 4000, v2, 8)  # overlapped: 0.5 ms < GPU

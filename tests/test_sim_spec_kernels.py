@@ -19,8 +19,11 @@ TABLE = ROOT / "data/calibration/h200-2026-12-02-spec/spec_step.csv"
 
 def _rows(part: str, **match) -> list[dict]:
     with TABLE.open(newline="") as fh:
-        return [r for r in csv.DictReader(fh) if r["family"] == "kernels" and r["part"] == part
-                and all(r[k] == str(v) for k, v in match.items())]
+        return [
+            r
+            for r in csv.DictReader(fh)
+            if r["family"] == "kernels" and r["part"] == part and all(r[k] == str(v) for k, v in match.items())
+        ]
 
 
 def test_a_measured_size_costs_what_was_measured() -> None:
@@ -85,7 +88,7 @@ def test_the_h200_profile_charges_them_in_the_spec_step() -> None:
     assert b.kernels_ms == pytest.approx(prof.physics.spec_kernels.step_ms(8, 2, 4, 16))
     assert b.total_ms == pytest.approx(cost.spec_decode_ms(8, 8 * 1024, spec, 24))
     gpu, kernels = cost.spec_gpu_ms(8, 8 * 1024, spec, 24)
-    assert kernels == pytest.approx(b.kernels_ms) and gpu < b.total_ms   # the CPU phases are not in the GPU time
+    assert kernels == pytest.approx(b.kernels_ms) and gpu < b.total_ms  # the CPU phases are not in the GPU time
     assert cost.decode_breakdown(8, 8 * 1024).kernels_ms == 0
 
 

@@ -16,11 +16,11 @@ def test_survival_is_each_requests_chance_of_reaching_a_position() -> None:
     acc = load_profile(PROFILE).acceptance
     rows = survival(acc, 7, 16)
     assert len(rows) == 16 and all(len(r) == 7 for r in rows)
-    assert all(r[i] >= r[i + 1] for r in rows for i in range(6))       # a prefix product never rises
+    assert all(r[i] >= r[i + 1] for r in rows for i in range(6))  # a prefix product never rises
     # over the batch, position j's mean survival is the published-style marginal P(accepted >= j)
     pmf = acc.accept_distribution(SpecConfig(algorithm="EAGLE3", num_steps=7, topk=1, num_draft_tokens=8))
     for j in range(7):
-        assert sum(r[j] for r in rows) / 16 == pytest.approx(sum(pmf[j + 1:]), abs=1e-9)
+        assert sum(r[j] for r in rows) / 16 == pytest.approx(sum(pmf[j + 1 :]), abs=1e-9)
     with pytest.raises(ConfigError, match="at least one draft"):
         survival(acc, 0, 4)
 
@@ -38,7 +38,7 @@ def test_each_policy_is_at_least_as_good_as_static_and_verifies_less_at_large_ba
         assert choices["goodput"].tok_s >= choices["static"].tok_s - 1e-9
         assert choices["adaptive_verification"].tok_s >= choices["static"].tok_s - 1e-9
     assert large["static"].verify_tokens == 128 * 8
-    assert large["adaptive_verification"].verify_tokens < large["static"].verify_tokens   # a ragged verify
+    assert large["adaptive_verification"].verify_tokens < large["static"].verify_tokens  # a ragged verify
     assert large["goodput"].drafts < 7
     # a ragged verify: batch + the admitted slots; every request keeps its bonus token
     assert large["adaptive_verification"].tokens_per_step > 128

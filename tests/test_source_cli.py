@@ -44,7 +44,9 @@ def test_history_in_json_and_as_a_table() -> None:
     report = json.loads(runner.invoke(app, [*args, "--json"]).output)
     assert report["definitions"] == []
     assert [(h["version"], h["status"], h["path"]) for h in report["history"]] == [
-        ("0.5.12.post1", "first", "srt/managers/utils.py"), ("0.5.13", "moved+changed", "srt/mem_cache/common.py")]
+        ("0.5.12.post1", "first", "srt/managers/utils.py"),
+        ("0.5.13", "moved+changed", "srt/mem_cache/common.py"),
+    ]
     table = runner.invoke(app, args).output.splitlines()
     assert table[0] == "get_alloc_len_per_decode: history (0.5.12.post1..0.5.13)"
     assert table[-1].split() == ["0.5.13", "moved+changed", "srt/mem_cache/common.py", "155-182", "d3a6c4655902",
@@ -71,7 +73,7 @@ def test_module_level_references_are_shown_as_module(tmp_path: Path) -> None:
     result = runner.invoke(app, ["inspect", "helper", "--tree", str(tmp_path), "--references"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    rows = [ln.split()[1:5] for ln in lines[lines.index("helper: references") + 2:] if ln.strip()]
+    rows = [ln.split()[1:5] for ln in lines[lines.index("helper: references") + 2 :] if ln.strip()]
     assert rows == [["main.py", "1", "import", "<module>"], ["main.py", "3", "call", "<module>"]]
     as_json = json.loads(runner.invoke(app, ["inspect", "helper", "--tree", str(tmp_path), "--references",
                                              "--json"]).output)  # fmt: skip

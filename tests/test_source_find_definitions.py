@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "remote" / "find_definitions.py"
-HOSTILE_DIR = "dir with space/it's \"q\""
+HOSTILE_DIR = 'dir with space/it\'s "q"'
 HOSTILE_FILE = "mod 'one'.py"
 
 MAIN_SOURCE = '''\

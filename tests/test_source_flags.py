@@ -116,7 +116,8 @@ def test_unknown_flags_suggest_close_spellings(v20: FlagTable, v9: FlagTable) ->
         v20.resolve("--specualtive-num-steps")
     assert info.value.kind == "unknown" and info.value.fix == "--speculative-num-steps"
     assert str(info.value).startswith(
-        "`--specualtive-num-steps` is not a flag of SGLang 0.5.20. Did you mean `--speculative-num-steps`")
+        "`--specualtive-num-steps` is not a flag of SGLang 0.5.20. Did you mean `--speculative-num-steps`"
+    )
     with pytest.raises(FlagError, match="is not a flag of SGLang 0.5.9. Did you mean `--cuda-graph-max-bs`"):
         v9.resolve("--cuda-graph-max-bs-decode")  # a flag from the future, not a removed one
     # flags that merely share the --speculative- prefix are not suggested (difflib 0.72 < SUGGEST_CUTOFF)

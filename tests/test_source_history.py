@@ -90,11 +90,15 @@ def test_history_table_and_events_for_display(history: pd.DataFrame) -> None:
 
 def test_diffs_cite_the_real_files_line_numbers(history: pd.DataFrame) -> None:
     changes = history_diffs(history)
-    assert [(c.old_version, c.new_version, c.moved) for c in changes] == [("0.5.9", "0.5.16", True),
-                                                                          ("0.5.16", "0.5.23", False)]
+    assert [(c.old_version, c.new_version, c.moved) for c in changes] == [
+        ("0.5.9", "0.5.16", True),
+        ("0.5.16", "0.5.23", False),
+    ]
     for change in changes:
-        old_lines, new_lines = file_text(change.old_version, change.old_path), file_text(change.new_version,
-                                                                                            change.new_path)
+        old_lines, new_lines = (
+            file_text(change.old_version, change.old_path),
+            file_text(change.new_version, change.new_path),
+        )
         assert change.diff.startswith(f"--- {change.old_version}/{change.old_path}\n+++ {change.new_version}/")
         for header in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$", change.diff, re.M):
             old_no, new_no = int(header.group(1)), int(header.group(3))
@@ -141,12 +145,17 @@ def test_a_rename_that_came_with_a_move_is_linked_both_ways() -> None:
     df = definition_history("auto_choose_speculative_params", versions=["0.5.12", "0.5.19", "0.5.23"])
     moved = df.iloc[1]
     assert (moved["status"], moved["path"], moved["qualname"]) == (
-        "moved+changed", "srt/arg_groups/speculative_hook.py", "_auto_choose_speculative_params")
+        "moved+changed",
+        "srt/arg_groups/speculative_hook.py",
+        "_auto_choose_speculative_params",
+    )
     assert moved["renamed"] and moved["previous_qualname"] == "auto_choose_speculative_params"
     assert moved["previous_path"] == "srt/server_args.py" and df.iloc[2]["status"] == "unchanged"
     [change] = history_diffs(df)
-    assert change.old_path == "srt/server_args.py" and "-def auto_choose_speculative_params(self: ServerArgs):" \
-        in change.diff
+    assert (
+        change.old_path == "srt/server_args.py"
+        and "-def auto_choose_speculative_params(self: ServerArgs):" in change.diff
+    )
     back = definition_history("_auto_choose_speculative_params", versions=["0.5.12", "0.5.19"], include_source=False)
     assert list(back["status"]) == ["absent", "moved+changed"] and back.iloc[1]["renamed"]
     assert back.iloc[1]["previous_qualname"] == "auto_choose_speculative_params"

@@ -40,7 +40,9 @@ def test_release_is_downloaded_unpacked_and_then_free(version: str, wheel_tag: s
         again = sglang_release(version)
         elapsed.append(time.perf_counter() - started)
         assert again == release
-    assert min(elapsed) < 0.05, f"a cached release took {min(elapsed):.3f} s (pip takes > 0.5 s): the cache was not used"
+    assert min(elapsed) < 0.05, (
+        f"a cached release took {min(elapsed):.3f} s (pip takes > 0.5 s): the cache was not used"
+    )
     assert sorted(p.name for p in (cache_dir() / "wheels").iterdir()) == wheels_before
 
 

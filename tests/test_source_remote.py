@@ -98,9 +98,7 @@ def test_read_errors_name_the_file_and_host(ssh_host: SSHHost, remote_tree: Path
         find_definition("x", versions=(), host=ssh_host, tree=str(remote_tree / "gone 'too'"))
 
 
-@pytest.mark.parametrize(
-    "name", ["x'; touch /tmp/pwned-{tag} #", "a b", 'say "hi"', "$(id)", "", "a..b", "1abc"]
-)
+@pytest.mark.parametrize("name", ["x'; touch /tmp/pwned-{tag} #", "a b", 'say "hi"', "$(id)", "", "a..b", "1abc"])
 def test_hostile_names_are_refused_before_anything_runs(counted, remote_tree: Path, name: str) -> None:  # noqa: ANN001
     host, commands = counted
     tag = uuid.uuid4().hex[:8]

@@ -49,10 +49,18 @@ def _config(tmp_path: Path, text: str = CONFIG) -> Path:
 def test_resolves_every_supported_option(tmp_path: Path) -> None:
     target = resolve("gpu", config=load_config(_config(tmp_path)))
     assert target == SSHTarget(
-        alias="gpu", hostname="10.1.2.3", port=2222, user="alice",
-        identity_files=(os.path.expanduser("~/keys/id_gpu"),), identities_only=True, proxy_jump=("bastion",),
-        server_alive_interval_s=15.0, connect_timeout_s=7.0, user_known_hosts=("/etc/wb/known_a", "/etc/wb/known_b"),
-        global_known_hosts=("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"), host_key_alias=None,
+        alias="gpu",
+        hostname="10.1.2.3",
+        port=2222,
+        user="alice",
+        identity_files=(os.path.expanduser("~/keys/id_gpu"),),
+        identities_only=True,
+        proxy_jump=("bastion",),
+        server_alive_interval_s=15.0,
+        connect_timeout_s=7.0,
+        user_known_hosts=("/etc/wb/known_a", "/etc/wb/known_b"),
+        global_known_hosts=("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"),
+        host_key_alias=None,
         strict_host_key_checking="accept-new",
     )
     assert target.host_key_name == "[10.1.2.3]:2222" and target.describe() == "gpu (alice@10.1.2.3:2222)"
@@ -91,7 +99,8 @@ def test_connection_chain_resolves_hops_in_the_same_config(tmp_path: Path) -> No
     config = load_config(_config(tmp_path))
     chain = connection_chain("gpu", config=config)
     assert [(t.alias, t.hostname, t.user) for t in chain] == [
-        ("bastion", "bastion.example.org", "jump"), ("gpu", "10.1.2.3", "alice")
+        ("bastion", "bastion.example.org", "jump"),
+        ("gpu", "10.1.2.3", "alice"),
     ]
     with pytest.raises(ConfigError, match="loop"):
         connection_chain("loop1", config=config)
@@ -134,7 +143,6 @@ def test_ssh_host_is_lazy_and_takes_its_defaults_from_the_config(tmp_path: Path)
     assert (tuned.keepalive_s, tuned.connect_timeout_s) == (0, 3)
     assert SSHHost("plain", config_file=_config(tmp_path)).keepalive_s == 30.0
     host.close()
-
 
 
 def test_match_exec_without_invoke_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -90,8 +90,10 @@ def test_ensure_files_puts_a_script_beside_the_module_it_imports(
     (tmp_path / "src").mkdir()
     module, script = tmp_path / "src" / "_shared.py", tmp_path / "run me.py"
     module.write_text("WORD = 'one'\n")
-    script.write_text("import sys, os\nsys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]\n"
-                      "import _shared\nprint(_shared.WORD)\n")
+    script.write_text(
+        "import sys, os\nsys.path[:0] = [os.path.dirname(os.path.abspath(__file__))]\n"
+        "import _shared\nprint(_shared.WORD)\n"
+    )
     cache = tmp_path / "cache"
     paths = ensure_files(ssh_host, [module, script], cache_dir=str(cache))
     assert [Path(p).name for p in paths] == ["_shared.py", "run me.py"]
@@ -102,8 +104,9 @@ def test_ensure_files_puts_a_script_beside_the_module_it_imports(
     commands: list[str] = []
     real_execute, real_write = ssh_host._execute, ssh_host.write_bytes
     monkeypatch.setattr(ssh_host, "_execute", lambda cmd, **kw: commands.append(cmd) or real_execute(cmd, **kw))
-    monkeypatch.setattr(ssh_host, "write_bytes",
-                        lambda path, *a, **kw: writes.append(path) or real_write(path, *a, **kw))
+    monkeypatch.setattr(
+        ssh_host, "write_bytes", lambda path, *a, **kw: writes.append(path) or real_write(path, *a, **kw)
+    )
     Path(paths[0]).unlink()
     assert ensure_files(ssh_host, [module, script], cache_dir=str(cache)) == paths
     assert len(commands) == 1 and writes == [paths[0]]  # one check; only the missing file is sent

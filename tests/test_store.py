@@ -19,8 +19,13 @@ from workbench.store import finish_run, list_runs, load_run, load_runs, new_run,
 from workbench.store._runs import STANDARD_KEYS
 
 T0 = datetime(2026, 5, 29, 10, 15, 0, tzinfo=timezone.utc)
-PLAN = SweepPlan.build(concurrency_levels=[1, 4], requests_per_level=4, max_new_tokens=8, seed=3,
-                       prompt_set=[Prompt(f"p{i}", "coding", f"prompt {i}") for i in range(5)])
+PLAN = SweepPlan.build(
+    concurrency_levels=[1, 4],
+    requests_per_level=4,
+    max_new_tokens=8,
+    seed=3,
+    prompt_set=[Prompt(f"p{i}", "coding", f"prompt {i}") for i in range(5)],
+)
 
 
 def fixed_clock(start: datetime = T0):
@@ -29,27 +34,59 @@ def fixed_clock(start: datetime = T0):
 
 
 def level(index: int, concurrency: int, n: int, *, spec: bool = True) -> LevelResult:
-    records = [RequestRecord(request_index=i, prompt_id=f"p{i}", output_tokens=8, prompt_tokens=20,
-                             ttft_ms=10.0 + i, e2e_ms=100.0, tpot_ms=90 / 7, itl_ms=[30.0, 60.0],
-                             tokens_per_chunk=[1, 3, 4], spec_verify_ct=4 if spec else None,
-                             accept_length=2.0 if spec else float("nan"), start_s=index + 0.01 * i,
-                             end_s=index + 0.01 * i + 0.1, time_scale=1.0)
-               for i in range(n)]
-    records.append(RequestRecord(request_index=n, error_type="TimeoutError", error="slow", start_s=index,
-                                 end_s=index + 0.5))
-    requests = records_to_frame(records, dict(level_index=index, mode="closed", concurrency=concurrency,
-                                              request_rate_req_s=float("inf")))
-    info = pd.DataFrame([dict(level_index=index, flush_ok=True, flush_attempts=1, flush_error=None,
-                              server_accept_length=2.1 if spec else float("nan"),
-                              server_gen_throughput_tok_s=float("nan"), server_info_error=None)])
+    records = [
+        RequestRecord(
+            request_index=i,
+            prompt_id=f"p{i}",
+            output_tokens=8,
+            prompt_tokens=20,
+            ttft_ms=10.0 + i,
+            e2e_ms=100.0,
+            tpot_ms=90 / 7,
+            itl_ms=[30.0, 60.0],
+            tokens_per_chunk=[1, 3, 4],
+            spec_verify_ct=4 if spec else None,
+            accept_length=2.0 if spec else float("nan"),
+            start_s=index + 0.01 * i,
+            end_s=index + 0.01 * i + 0.1,
+            time_scale=1.0,
+        )
+        for i in range(n)
+    ]
+    records.append(
+        RequestRecord(request_index=n, error_type="TimeoutError", error="slow", start_s=index, end_s=index + 0.5)
+    )
+    requests = records_to_frame(
+        records, dict(level_index=index, mode="closed", concurrency=concurrency, request_rate_req_s=float("inf"))
+    )
+    info = pd.DataFrame(
+        [
+            dict(
+                level_index=index,
+                flush_ok=True,
+                flush_attempts=1,
+                flush_error=None,
+                server_accept_length=2.1 if spec else float("nan"),
+                server_gen_throughput_tok_s=float("nan"),
+                server_info_error=None,
+            )
+        ]
+    )
     server_info = {"version": "0.5.9", "internal_states": [{"avg_spec_accept_length": 2.1}], "x": float("inf")}
     return LevelResult(requests=requests, info=info, server_info=server_info, plan=PLAN)
 
 
 def test_round_trip(tmp_path):
-    run = new_run("eagle3 topk4/steps2", engine="sim", root=tmp_path, now=fixed_clock(), rng=random.Random(0),
-                  launch_command=["python", "-m", "sglang.launch_server", "--tp", "8"], host="gpu1",
-                  client_location="host")
+    run = new_run(
+        "eagle3 topk4/steps2",
+        engine="sim",
+        root=tmp_path,
+        now=fixed_clock(),
+        rng=random.Random(0),
+        launch_command=["python", "-m", "sglang.launch_server", "--tp", "8"],
+        host="gpu1",
+        client_location="host",
+    )
     assert run.run_id.startswith("20260529T101500Z-eagle3-topk4-steps2-") and len(run.run_id.split("-")[-1]) == 6
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert manifest["status"] == "running" and manifest["simulated"] is True and manifest["engine"] == "sim"
@@ -82,8 +119,11 @@ def test_round_trip(tmp_path):
     assert req["itl_ms"].iloc[3] == []
     assert str(req["output_tokens"].dtype) == "Int64" and req["output_tokens"].isna().sum() == 2
     assert req["error"].notna().sum() == 2
-    pd.testing.assert_frame_equal(req.drop(columns=["itl_ms", "tokens_per_chunk"]),
-                                  run.requests.drop(columns=["itl_ms", "tokens_per_chunk"]), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        req.drop(columns=["itl_ms", "tokens_per_chunk"]),
+        run.requests.drop(columns=["itl_ms", "tokens_per_chunk"]),
+        check_dtype=False,
+    )
 
     lev = stored.levels
     assert list(lev["concurrency"]) == [1, 4] and list(lev["completed"]) == [3, 5]
@@ -109,8 +149,7 @@ def test_list_and_load_runs(tmp_path):
     a = new_run("baseline", engine="sglang", root=tmp_path, now=fixed_clock(T0), rng=random.Random(1))
     a.save_level(level(0, 1, 2, spec=False))
     a.finish()
-    b = new_run("eagle3", engine="sim", root=tmp_path, now=fixed_clock(T0 + timedelta(hours=1)),
-                rng=random.Random(2))
+    b = new_run("eagle3", engine="sim", root=tmp_path, now=fixed_clock(T0 + timedelta(hours=1)), rng=random.Random(2))
     b.save_level(level(0, 1, 3))
     empty = new_run("never-measured", engine="sim", root=tmp_path, now=fixed_clock(T0 + timedelta(hours=2)))
     (tmp_path / "junk").mkdir()
@@ -180,29 +219,78 @@ def test_the_plan_given_to_new_run_is_the_one_recorded(tmp_path):
 
 
 OLD_NOTEBOOK_PARAMETERS = {  # benchmark_variant's block, with the sweep's own merged into it
-    "concurrency_levels": [1, 8], "requests_per_level": "max(16, 2 * concurrency)", "max_new_tokens": 256,
-    "prompt_set": "default", "seed": 0, "warmup_requests": 1, "unique_prompts": False,
-    "sim_profile": "seed-pcie-8gpu", "base_url": "http://127.0.0.1:30001", "mode": "closed", "levels": [1, 8],
-    "prompt_ids": ["c1", "a1"], "time_scale": 2.0, "flush": True, "unique_prefix": False, "timeout_s": 600.0,
-    "max_concurrency": None, "extra_sampling_params": {},
+    "concurrency_levels": [1, 8],
+    "requests_per_level": "max(16, 2 * concurrency)",
+    "max_new_tokens": 256,
+    "prompt_set": "default",
+    "seed": 0,
+    "warmup_requests": 1,
+    "unique_prompts": False,
+    "sim_profile": "seed-pcie-8gpu",
+    "base_url": "http://127.0.0.1:30001",
+    "mode": "closed",
+    "levels": [1, 8],
+    "prompt_ids": ["c1", "a1"],
+    "time_scale": 2.0,
+    "flush": True,
+    "unique_prefix": False,
+    "timeout_s": 600.0,
+    "max_concurrency": None,
+    "extra_sampling_params": {},
 }
 OLD_SWEEP_PARAMETERS = {  # run_sweep(on_level=run.save_level) without benchmark_variant: an open-loop sweep
-    "base_url": "http://h:1", "mode": "open", "levels": [2.5, float("inf")], "requests_per_level": [4, 4],
-    "max_new_tokens": 8, "prompt_ids": ["p0"], "seed": 1, "time_scale": 1.0, "warmup_requests": 0, "flush": False,
-    "unique_prefix": True, "timeout_s": None, "max_concurrency": 3, "extra_sampling_params": {"top_p": 0.5},
+    "base_url": "http://h:1",
+    "mode": "open",
+    "levels": [2.5, float("inf")],
+    "requests_per_level": [4, 4],
+    "max_new_tokens": 8,
+    "prompt_ids": ["p0"],
+    "seed": 1,
+    "time_scale": 1.0,
+    "warmup_requests": 0,
+    "flush": False,
+    "unique_prefix": True,
+    "timeout_s": None,
+    "max_concurrency": 3,
+    "extra_sampling_params": {"top_p": 0.5},
 }
 
 
-@pytest.mark.parametrize("parameters, expected", [
-    (OLD_NOTEBOOK_PARAMETERS, dict(concurrency_levels=[1, 8], request_rates=None, requests_per_level=[16, 16],
-                                   prompt_set="default", prompt_ids=["c1", "a1"], time_scale=2.0,
-                                   unique_prompts=False, max_new_tokens=256)),
-    (OLD_SWEEP_PARAMETERS, dict(concurrency_levels=[], request_rates=[2.5, float("inf")], requests_per_level=[4, 4],
-                                prompt_set=None, max_concurrency=3, unique_prompts=True, flush=False,
-                                extra_sampling_params={"top_p": 0.5})),
-    ({"concurrency_levels": [1, 2], "requests_per_level": 5}, dict(concurrency_levels=[1, 2],
-                                                                    requests_per_level=[5, 5], time_scale=1.0)),
-])
+@pytest.mark.parametrize(
+    "parameters, expected",
+    [
+        (
+            OLD_NOTEBOOK_PARAMETERS,
+            dict(
+                concurrency_levels=[1, 8],
+                request_rates=None,
+                requests_per_level=[16, 16],
+                prompt_set="default",
+                prompt_ids=["c1", "a1"],
+                time_scale=2.0,
+                unique_prompts=False,
+                max_new_tokens=256,
+            ),
+        ),
+        (
+            OLD_SWEEP_PARAMETERS,
+            dict(
+                concurrency_levels=[],
+                request_rates=[2.5, float("inf")],
+                requests_per_level=[4, 4],
+                prompt_set=None,
+                max_concurrency=3,
+                unique_prompts=True,
+                flush=False,
+                extra_sampling_params={"top_p": 0.5},
+            ),
+        ),
+        (
+            {"concurrency_levels": [1, 2], "requests_per_level": 5},
+            dict(concurrency_levels=[1, 2], requests_per_level=[5, 5], time_scale=1.0),
+        ),
+    ],
+)
 def test_manifests_written_before_the_plan_still_load(tmp_path, parameters, expected):
     run = new_run("baseline", engine="sim", root=tmp_path)
     run.save_level(level(0, 1, 3))

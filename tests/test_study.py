@@ -21,15 +21,32 @@ def _study(manifests: list[dict] | None = None, **columns: object) -> Study:
     levels, requests = [], []
     for c, base, spec in [(1, 90.0, 99.0), (2, 170.0, 160.0), (4, 300.0, 240.0)]:
         for name, total in (("baseline", base), ("eagle3", spec)):
-            levels.append({"variant": name, "concurrency": c, "output_throughput_tok_s": total,
-                           "mean_per_request_tok_s": total / c, "simulated": True, "engine": "sim",
-                           "accept_length": 2.7 if name == "eagle3" else float("nan")})
+            levels.append(
+                {
+                    "variant": name,
+                    "concurrency": c,
+                    "output_throughput_tok_s": total,
+                    "mean_per_request_tok_s": total / c,
+                    "simulated": True,
+                    "engine": "sim",
+                    "accept_length": 2.7 if name == "eagle3" else float("nan"),
+                }
+            )
             for i in range(6):
                 tok_s = total / c * rng.uniform(0.9, 1.1)
-                requests.append({"variant": name, "concurrency": c, "request_index": i, "output_tokens": 256,
-                                 "e2e_ms": 256 / tok_s * 1000, "error": None})
-    return Study.from_frames(pd.DataFrame(levels).assign(**columns), pd.DataFrame(requests), manifests or [],
-                             "baseline")
+                requests.append(
+                    {
+                        "variant": name,
+                        "concurrency": c,
+                        "request_index": i,
+                        "output_tokens": 256,
+                        "e2e_ms": 256 / tok_s * 1000,
+                        "error": None,
+                    }
+                )
+    return Study.from_frames(
+        pd.DataFrame(levels).assign(**columns), pd.DataFrame(requests), manifests or [], "baseline"
+    )
 
 
 @pytest.fixture
@@ -74,8 +91,15 @@ def test_the_cache_is_not_a_constructor_argument_nor_shown() -> None:
     assert "_ci_cache" not in repr(study)
     t = study.tables
     with pytest.raises(TypeError):
-        StudyTables(levels=t.levels, requests=t.requests, manifests=(), baseline="baseline", workload=t.workload,
-                    axis=t.axis, _ci_cache={})
+        StudyTables(
+            levels=t.levels,
+            requests=t.requests,
+            manifests=(),
+            baseline="baseline",
+            workload=t.workload,
+            axis=t.axis,
+            _ci_cache={},
+        )
 
 
 def test_the_tables_are_one_frozen_value_and_the_study_a_facade_over_them() -> None:
@@ -100,10 +124,18 @@ def _repeated_study() -> Study:
     for c, base, spec in [(1, 90.0, 99.0), (2, 170.0, 171.0), (4, 300.0, 240.0), (8, 500.0, 300.0)]:
         for r, d in enumerate(spread):
             for name, total, wiggle in (("baseline", base, d), ("eagle3", spec, -3 * d if c == 2 else d)):
-                levels.append({"variant": name, "concurrency": c, "repeat": r, "simulated": True, "engine": "sim",
-                               "output_throughput_tok_s": total + wiggle,
-                               "mean_per_request_tok_s": (total + wiggle) / c,
-                               "accept_length": 2.7 + d / 100 if name == "eagle3" else float("nan")})
+                levels.append(
+                    {
+                        "variant": name,
+                        "concurrency": c,
+                        "repeat": r,
+                        "simulated": True,
+                        "engine": "sim",
+                        "output_throughput_tok_s": total + wiggle,
+                        "mean_per_request_tok_s": (total + wiggle) / c,
+                        "accept_length": 2.7 + d / 100 if name == "eagle3" else float("nan"),
+                    }
+                )
     return Study.from_frames(pd.DataFrame(levels), pd.DataFrame(), [], "baseline")
 
 
@@ -141,19 +173,33 @@ def test_one_repeat_says_n_1_and_claims_no_interval() -> None:
 
 
 MANIFESTS = [
-    {"variant": "baseline", "host": "local", "sglang_version": "0.5.9",
-     "server_info": {"max_running_requests": 4096, "disable_overlap_schedule": False, "tp_size": 8}},
-    {"variant": "eagle3", "host": "local", "sglang_version": "0.5.9",
-     "server_info": {"max_running_requests": 2, "disable_overlap_schedule": True, "tp_size": 8,
-                     "speculative_algorithm": "EAGLE3"}},
+    {
+        "variant": "baseline",
+        "host": "local",
+        "sglang_version": "0.5.9",
+        "server_info": {"max_running_requests": 4096, "disable_overlap_schedule": False, "tp_size": 8},
+    },
+    {
+        "variant": "eagle3",
+        "host": "local",
+        "sglang_version": "0.5.9",
+        "server_info": {
+            "max_running_requests": 2,
+            "disable_overlap_schedule": True,
+            "tp_size": 8,
+            "speculative_algorithm": "EAGLE3",
+        },
+    },
 ]
 
 
 def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
     study = _study(MANIFESTS)
     lines = study.verdict().splitlines()
-    assert lines[0] == ("**Verdict** — SIMULATED (a model, not a GPU measurement), engine sim, SGLang 0.5.9 rules, "
-                        "workbench 0.1.0, host local, n=1 repeat per level.")
+    assert lines[0] == (
+        "**Verdict** — SIMULATED (a model, not a GPU measurement), engine sim, SGLang 0.5.9 rules, "
+        "workbench 0.1.0, host local, n=1 repeat per level."
+    )
     assert lines[2:] == [
         "- **Recommended policy** (highest total output throughput at each level): **eagle3** at concurrency 1; "
         "**baseline** at concurrency 2–4 (margins over the runner-up not tested: 1 repeat).",
@@ -174,24 +220,32 @@ def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
         "  - The figures are the simulated engine's: a model calibrated to a few GPU measurements "
         "(docs/SIMULATOR.md), to choose what to measure, not a measurement.",
     ]
-    assert study.tables.queued().to_dict("records") == [{"variant": "eagle3", "concurrency": 4, "queued_requests": 2,
-                                                  "cap": 2}]
+    assert study.tables.queued().to_dict("records") == [
+        {"variant": "eagle3", "concurrency": 4, "queued_requests": 2, "cap": 2}
+    ]
     text = study.comparability_text()
     assert "- **eagle3** differs from baseline:" in text
     assert "- **Queued requests** (ringed in red in the charts): eagle3 at concurrency 4: 2 queued (cap 2)." in text
     ratio = study.charts()["ratio_eagle3"].to_dict()
-    assert ("NOT LIKE-FOR-LIKE: overlap scheduling on (baseline) vs off; max_running_requests 4096 (baseline) vs 2"
-            in ratio["title"]["subtitle"])
+    assert (
+        "NOT LIKE-FOR-LIKE: overlap scheduling on (baseline) vs off; max_running_requests 4096 (baseline) vs 2"
+        in ratio["title"]["subtitle"]
+    )
 
 
 def test_both_servers_queueing_alike_is_like_for_like() -> None:
-    study = _study([{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
-                                          "disable_overlap_schedule": False}} for m in MANIFESTS])
+    study = _study(
+        [
+            {**m, "server_info": {**m["server_info"], "max_running_requests": 2, "disable_overlap_schedule": False}}
+            for m in MANIFESTS
+        ]
+    )
     assert study.tables.comparability().empty
     lines = study.verdict().splitlines()
     assert lines[lines.index("- **Caveats**:") + 1] == (
         "  - At concurrency 4 both servers queue 2 of 4 requests (max-running-requests 2 each): both are full, so the "
-        "pair is like-for-like there.")
+        "pair is like-for-like there."
+    )
     assert "- **eagle3**: like-for-like with baseline" in study.comparability_text()
 
 
@@ -203,9 +257,12 @@ def test_verdict_with_three_repeats_says_what_was_tested() -> None:
         "(0.60x–0.80x) (tested: speculation ahead at 1, not distinguishable at 2, baseline ahead at 4–8); "
         "crossover between concurrency 2 and 4 (≈ 2.0, 95% interval 1.6–2.4, n=3 repeats); per request: ahead at "
         "1–2 (1.01x–1.10x), behind at 4–8 (0.60x–0.80x) (tested: speculation ahead at 1, not distinguishable at 2, "
-        "baseline ahead at 4–8); crossover between concurrency 2 and 4 (≈ 2.0, 95% interval 1.6–2.4, n=3 repeats).")
-    assert ("  - Significance rule: a difference is called significant only with at least 3 paired repeats per level "
-            "and a 95% Student t interval of the spec/baseline ratio that excludes 1.") in lines
+        "baseline ahead at 4–8); crossover between concurrency 2 and 4 (≈ 2.0, 95% interval 1.6–2.4, n=3 repeats)."
+    )
+    assert (
+        "  - Significance rule: a difference is called significant only with at least 3 paired repeats per level "
+        "and a 95% Student t interval of the spec/baseline ratio that excludes 1."
+    ) in lines
 
 
 def test_policy_carries_n_the_best_mean_interval_and_the_paired_margin() -> None:
@@ -223,14 +280,22 @@ def test_policy_carries_n_the_best_mean_interval_and_the_paired_margin() -> None
     assert pol.loc[2, "margin_verdict"] == "not distinguishable at this level"
     assert pol.loc[2, "margin_lo"] < 0 < pol.loc[2, "margin_hi"]
     table = study.policy_table().set_index("concurrency")
-    assert list(table.columns) == ["best variant", "n", "output tok/s", "runner-up", "margin over runner-up",
-                                   "best vs runner-up"]
+    assert list(table.columns) == [
+        "best variant",
+        "n",
+        "output tok/s",
+        "runner-up",
+        "margin over runner-up",
+        "best vs runner-up",
+    ]
     assert table.loc[1, "output tok/s"] == "99 (97–101)"
     assert table.loc[4, "best variant"] == "baseline" and table.loc[4, "best vs runner-up"] == "ahead"
     line = study.verdict().splitlines()[2]
-    assert line == ("- **Recommended policy** (highest total output throughput at each level): **eagle3** at "
-                    "concurrency 1; either **eagle3** or **baseline** at concurrency 2 (not distinguishable); "
-                    "**baseline** at concurrency 4–8 (n=3 repeats).")
+    assert line == (
+        "- **Recommended policy** (highest total output throughput at each level): **eagle3** at "
+        "concurrency 1; either **eagle3** or **baseline** at concurrency 2 (not distinguishable); "
+        "**baseline** at concurrency 4–8 (n=3 repeats)."
+    )
     one = _study().policy()
     assert list(one["margin_verdict"]) == ["not tested: 1 repeat"] * 3 and one["margin_lo"].isna().all()
 
@@ -245,8 +310,10 @@ def test_latency_and_accept_length_charts_draw_the_intervals_they_announce() -> 
         marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
         assert "errorbar" in marks, name
     one = _study().charts()["accept_length"].to_dict()  # n=1: no bars
-    assert all((layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) != "errorbar"
-               for layer in one["layer"])
+    assert all(
+        (layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) != "errorbar"
+        for layer in one["layer"]
+    )
 
 
 def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:
@@ -255,7 +322,10 @@ def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:
     # 89, 90, 91: mean 90, half width 2.48 -> one significant digit of it: units
     assert table.loc[("baseline", 1), "output tok/s"] == "90 (88–92)"
     one = _study().table("throughput").set_index(["variant", "concurrency"])
-    assert one.loc[("baseline", 2), "output tok/s"] == "170" and one.loc[("eagle3", 1), "accept length (tok/verify)"] == "2.7"
+    assert (
+        one.loc[("baseline", 2), "output tok/s"] == "170"
+        and one.loc[("eagle3", 1), "accept length (tok/verify)"] == "2.7"
+    )
     import pytest as _pytest
     from workbench.errors import ConfigError
 
@@ -266,36 +336,51 @@ def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:
 def test_queues_alike_in_every_pair_are_said_once() -> None:
     study = _study()
     twin = study.levels[study.levels["variant"] == "eagle3"].assign(variant="eagle3b")
-    study = Study.from_frames(pd.concat([study.levels, twin], ignore_index=True), study.requests,
-                              [{**m, "server_info": {**m["server_info"], "max_running_requests": 2,
-                                                     "disable_overlap_schedule": False}}
-                               for m in [*MANIFESTS, {**MANIFESTS[1], "variant": "eagle3b"}]], "baseline")
+    study = Study.from_frames(
+        pd.concat([study.levels, twin], ignore_index=True),
+        study.requests,
+        [
+            {**m, "server_info": {**m["server_info"], "max_running_requests": 2, "disable_overlap_schedule": False}}
+            for m in [*MANIFESTS, {**MANIFESTS[1], "variant": "eagle3b"}]
+        ],
+        "baseline",
+    )
     lines = study.verdict().splitlines()
     said = [line for line in lines if "queue" in line]
-    assert said == ["  - At concurrency 4 every server queues 2 of 4 requests (max-running-requests 2 each): all are "
-                    "full, so the pairs are like-for-like there."]
+    assert said == [
+        "  - At concurrency 4 every server queues 2 of 4 requests (max-running-requests 2 each): all are "
+        "full, so the pairs are like-for-like there."
+    ]
 
 
 def test_verdict_of_a_measured_study_says_measured_and_has_no_simulation_caveat() -> None:
     study = _study([{**m, "host": "gpu-box"} for m in MANIFESTS], simulated=False, engine="sglang", num_requests=16)
     lines = study.verdict().splitlines()
-    assert lines[0] == ("**Verdict** — Measured, engine sglang, SGLang 0.5.9, workbench 0.1.0, host gpu-box, n=1 "
-                        "repeat per level, 16 requests per level.")
+    assert lines[0] == (
+        "**Verdict** — Measured, engine sglang, SGLang 0.5.9, workbench 0.1.0, host gpu-box, n=1 "
+        "repeat per level, 16 requests per level."
+    )
     assert not [line for line in lines if "simulated engine" in line]
 
 
 def test_simulated_caveat_names_the_time_scale_and_the_levels_that_fell_behind() -> None:
     study = _repeated_study()
     behind = [0.25 if (row.concurrency == 8 and row.repeat == 1) else 0.0 for row in study.levels.itertuples()]
-    study = Study.from_frames(study.levels.assign(sim_behind_schedule_wall_s=behind), pd.DataFrame(),
-                              [{"variant": v, "simulation": {"time_scale": 4.0}} for v in ("baseline", "eagle3")],
-                              "baseline")
+    study = Study.from_frames(
+        study.levels.assign(sim_behind_schedule_wall_s=behind),
+        pd.DataFrame(),
+        [{"variant": v, "simulation": {"time_scale": 4.0}} for v in ("baseline", "eagle3")],
+        "baseline",
+    )
     line = next(x for x in study.verdict().splitlines() if "simulated engine's" in x)
-    assert line.endswith("It ran 4x faster than real time (times are simulated seconds), so this machine's CPU can "
-                         "shave the busiest levels (docs/PERFORMANCE.md); 2 of 24 level measurements fell behind its "
-                         "schedule (up to 0.25 wall s, at concurrency 8).")
-    calm = Study.from_frames(study.levels.assign(sim_behind_schedule_wall_s=0.0), pd.DataFrame(), study.manifests,
-                             "baseline")
+    assert line.endswith(
+        "It ran 4x faster than real time (times are simulated seconds), so this machine's CPU can "
+        "shave the busiest levels (docs/PERFORMANCE.md); 2 of 24 level measurements fell behind its "
+        "schedule (up to 0.25 wall s, at concurrency 8)."
+    )
+    calm = Study.from_frames(
+        study.levels.assign(sim_behind_schedule_wall_s=0.0), pd.DataFrame(), study.manifests, "baseline"
+    )
     assert "; no level fell behind the simulator's schedule." in calm.verdict()
     assert "faster than real time" not in _repeated_study().verdict()  # no time scale recorded: nothing said
 
@@ -306,8 +391,10 @@ def test_queues_alike_beside_unequal_settings_are_not_called_like_for_like() -> 
     assert not study.tables.comparability().empty  # overlap scheduling still differs
     caveats = study.verdict().split("- **Caveats**:")[1]
     assert "like-for-like there" not in caveats
-    assert ("both are full, so queueing favours neither there (their other settings differ: next caveat)."
-            in caveats and "Not like-for-like: eagle3 differs from baseline" in caveats)
+    assert (
+        "both are full, so queueing favours neither there (their other settings differ: next caveat)." in caveats
+        and "Not like-for-like: eagle3 differs from baseline" in caveats
+    )
 
 
 def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(tmp_path) -> None:
@@ -316,8 +403,14 @@ def test_same_work_passes_a_shipped_pair_and_flags_arms_sent_different_prompts(t
     EAGLE-3 arm sent other prompts (a unique tag per request) did other work and is flagged."""
     import workbench as wb
 
-    kw = {"concurrency_levels": [2], "requests_per_level": 6, "max_new_tokens": 16, "time_scale": 8.0,
-          "runs_dir": str(tmp_path), "progress": False}
+    kw = {
+        "concurrency_levels": [2],
+        "requests_per_level": 6,
+        "max_new_tokens": 16,
+        "time_scale": 8.0,
+        "runs_dir": str(tmp_path),
+        "progress": False,
+    }
     base, spec = wb.benchmark_variants(["baseline", "eagle3-topk4"], **kw)
     tagged = wb.benchmark_variant("eagle3-topk4", unique_prompts=True, label="tagged-prompts", **kw)
     same = wb.load_study([base, spec]).tables.same_work()
@@ -337,8 +430,14 @@ def test_acceptance_by_position_of_a_simulated_eagle3_chain_matches_the_profiles
     from workbench.analysis import position_rates
     from workbench.sim import load_profile, variant_config
 
-    kw = {"concurrency_levels": [4], "requests_per_level": 24, "max_new_tokens": 64, "time_scale": 8.0,
-          "runs_dir": str(tmp_path), "progress": False}
+    kw = {
+        "concurrency_levels": [4],
+        "requests_per_level": 24,
+        "max_new_tokens": 64,
+        "time_scale": 8.0,
+        "runs_dir": str(tmp_path),
+        "progress": False,
+    }
     runs = wb.benchmark_variants(["baseline", "eagle3-topk1-steps3"], **kw)
     study = wb.load_study(runs)
     profile = load_profile("seed-pcie-8gpu")
@@ -346,8 +445,9 @@ def test_acceptance_by_position_of_a_simulated_eagle3_chain_matches_the_profiles
     pmf = profile.acceptance_for(None, regime="greedy").accept_distribution(spec)  # P(k drafts) per verify
     model = [sum(pmf[j:]) for j in range(1, len(pmf))]
     # each request weighed once (the model's mixture is over requests), 99.9% interval over the 24 requests
-    measured = position_rates(study.requests[study.requests["variant"] == "eagle3-topk1-steps3"],
-                              by=("variant",), confidence=0.999)
+    measured = position_rates(
+        study.requests[study.requests["variant"] == "eagle3-topk1-steps3"], by=("variant",), confidence=0.999
+    )
     assert list(measured["position"]) == [1, 2, 3] and (measured["n_requests"] == 24).all()
     for row, expected in zip(measured.itertuples(), model):
         assert row.per_request_rate_lo <= expected <= row.per_request_rate_hi, (row, expected)
@@ -362,17 +462,39 @@ def test_goodput_under_ttft_and_tpot_targets_beside_throughput() -> None:
     levels, requests = [], []
     for c in (1, 2):
         for name, ttft, tpot in (("baseline", 100.0, 30.0 * c), ("eagle3", 120.0, 15.0 * c)):
-            levels.append({"variant": name, "concurrency": c, "output_throughput_tok_s": 100.0 * c,
-                           "mean_per_request_tok_s": 50.0, "simulated": True, "engine": "sim"})
+            levels.append(
+                {
+                    "variant": name,
+                    "concurrency": c,
+                    "output_throughput_tok_s": 100.0 * c,
+                    "mean_per_request_tok_s": 50.0,
+                    "simulated": True,
+                    "engine": "sim",
+                }
+            )
             for i in range(4):
-                requests.append({"variant": name, "concurrency": c, "request_index": i, "error": None,
-                                 "ttft_ms": ttft + 50.0 * i, "tpot_ms": tpot, "e2e_ms": 1000.0, "output_tokens": 32,
-                                 "start_s": float(i), "end_s": float(i) + 1.0})
-    study = Study.from_frames(pd.DataFrame(levels), pd.DataFrame(requests), [], "baseline",
-                              goodput=GoodputTargets(ttft_ms=200, tpot_ms=40))
+                requests.append(
+                    {
+                        "variant": name,
+                        "concurrency": c,
+                        "request_index": i,
+                        "error": None,
+                        "ttft_ms": ttft + 50.0 * i,
+                        "tpot_ms": tpot,
+                        "e2e_ms": 1000.0,
+                        "output_tokens": 32,
+                        "start_s": float(i),
+                        "end_s": float(i) + 1.0,
+                    }
+                )
+    study = Study.from_frames(
+        pd.DataFrame(levels), pd.DataFrame(requests), [], "baseline", goodput=GoodputTargets(ttft_ms=200, tpot_ms=40)
+    )
     means = study.means().set_index(["variant", "concurrency"])
     # ttft 100, 150, 200, 250 (baseline) meet TTFT <= 200 for 3 of 4; at concurrency 2 its TPOT 60 fails them all
-    assert means.loc[("baseline", 1), "goodput_fraction"] == 0.75 and means.loc[("baseline", 2), "goodput_fraction"] == 0
+    assert (
+        means.loc[("baseline", 1), "goodput_fraction"] == 0.75 and means.loc[("baseline", 2), "goodput_fraction"] == 0
+    )
     assert means.loc[("eagle3", 2), "goodput_fraction"] == 0.5 and means.loc[("eagle3", 2), "goodput_req_s"] == 0.5
     line = next(x for x in study.verdict().splitlines() if x.startswith("- **Goodput**"))
     assert "TTFT ≤ 200 ms and TPOT ≤ 40 ms" in line and "best **baseline** at concurrency 1" in line

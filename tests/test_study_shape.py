@@ -21,20 +21,34 @@ CLASSES = (Study, PolicyStudy, WhatIf, CalibrationStudy)
 
 
 def _spec_vs_baseline() -> Study:
-    levels = pd.DataFrame([{"variant": v, "concurrency": c, "output_throughput_tok_s": t * c, "simulated": True,
-                            "engine": "sim"} for v, t in (("baseline", 90.0), ("eagle3", 99.0)) for c in (1, 4)])
+    levels = pd.DataFrame(
+        [
+            {"variant": v, "concurrency": c, "output_throughput_tok_s": t * c, "simulated": True, "engine": "sim"}
+            for v, t in (("baseline", 90.0), ("eagle3", 99.0))
+            for c in (1, 4)
+        ]
+    )
     return Study.from_frames(levels, pd.DataFrame(), [], "baseline")
 
 
 @pytest.fixture(scope="module")
 def studies() -> dict[str, StudyShape]:
-    calibration = wb.load_calibration("data/calibration/h200-2026-12-01/llama3-8b.json", gpu="h200",
-                                      profile="h200-llama3-8b")
+    calibration = wb.load_calibration(
+        "data/calibration/h200-2026-12-01/llama3-8b.json", gpu="h200", profile="h200-llama3-8b"
+    )
     return {
         "spec_vs_baseline": _spec_vs_baseline(),
         "dynamic_disable": wb.load_dynamic_disable(FIXTURE, progress=False),
-        "what_if": wb.what_if("seed-pcie-8gpu", topk=(1,), num_steps=(1, 2), num_draft_tokens=(2, 3), spec_v2=(True,),
-                              concurrency_levels=(1, 16), requests_per_level=16, max_new_tokens=16),
+        "what_if": wb.what_if(
+            "seed-pcie-8gpu",
+            topk=(1,),
+            num_steps=(1, 2),
+            num_draft_tokens=(2, 3),
+            spec_v2=(True,),
+            concurrency_levels=(1, 16),
+            requests_per_level=16,
+            max_new_tokens=16,
+        ),
         "calibration": calibration.with_whatif(baseline="llama3-8b-baseline", spec_variants=["llama3-8b-eagle3"]),
     }
 
@@ -48,8 +62,9 @@ def test_one_signature_for_each_call(member: str) -> None:
         assert str(signature.return_annotation) == str(wanted.return_annotation), (name, signature)
 
 
-def test_every_study_answers_alike_and_saves_its_charts_as_one_table(studies: dict[str, StudyShape],
-                                                                     tmp_path: Path) -> None:
+def test_every_study_answers_alike_and_saves_its_charts_as_one_table(
+    studies: dict[str, StudyShape], tmp_path: Path
+) -> None:
     for name, study in studies.items():
         assert isinstance(study, StudyShape), name
         assert study.verdict().startswith("**Verdict"), name

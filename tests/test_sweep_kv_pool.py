@@ -14,16 +14,27 @@ from workbench.sweeps._sweep_pass import request_tokens
 
 def test_request_tokens_is_the_largest_request_of_the_plan() -> None:
     texts = (Prompt("a", "coding", "x" * 400), Prompt("b", "coding", "y" * 40))
-    assert request_tokens(SweepPlan(concurrency_levels=(1,), requests_per_level=(2,), prompts=texts,
-                                    max_new_tokens=64)) == 100 + 64
+    assert (
+        request_tokens(SweepPlan(concurrency_levels=(1,), requests_per_level=(2,), prompts=texts, max_new_tokens=64))
+        == 100 + 64
+    )
     ids = (Prompt("r", "random", "", input_ids=tuple(range(300))),)
-    assert request_tokens(SweepPlan(concurrency_levels=(1,), requests_per_level=(2,), prompts=ids,
-                                    max_new_tokens=32)) == 332
+    assert (
+        request_tokens(SweepPlan(concurrency_levels=(1,), requests_per_level=(2,), prompts=ids, max_new_tokens=32))
+        == 332
+    )
 
 
 def test_the_manifest_records_the_pool_the_server_became_ready_with(tmp_path) -> None:
-    run_dir = benchmark_variant("baseline", concurrency_levels=[1], requests_per_level=2, max_new_tokens=8,
-                                time_scale=20.0, progress=False, runs_dir=tmp_path)
+    run_dir = benchmark_variant(
+        "baseline",
+        concurrency_levels=[1],
+        requests_per_level=2,
+        max_new_tokens=8,
+        time_scale=20.0,
+        progress=False,
+        runs_dir=tmp_path,
+    )
     pool = json.loads((run_dir / "manifest.json").read_text())["kv_pool"]
     assert pool["tokens"] > 0 and pool["source"] in ("log", "/server_info")
     assert pool["max_running_requests"] is None or pool["max_running_requests"] > 0

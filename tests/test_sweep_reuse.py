@@ -24,13 +24,16 @@ def test_a_level_added_in_the_middle_is_the_only_one_measured(tmp_path: Path) ->
     [first] = benchmark_variants(["baseline"], concurrency_levels=[1, 4], runs_dir=tmp_path, **FAST)
     stored = load_run(first)
     opened = []
-    [second] = benchmark_variants(["baseline"], concurrency_levels=[1, 2, 4], runs_dir=tmp_path,
-                                  on_resume=opened.append, **FAST)
+    [second] = benchmark_variants(
+        ["baseline"], concurrency_levels=[1, 2, 4], runs_dir=tmp_path, on_resume=opened.append, **FAST
+    )
     assert second != first
     [resume] = opened
     assert (resume.stored, resume.total, resume.reused_from) == (2, 3, first)
-    assert f"(run {second.name}, copied from run {first.name}: the same sweep at other levels), measuring 1" in \
-        resume.line()
+    assert (
+        f"(run {second.name}, copied from run {first.name}: the same sweep at other levels), measuring 1"
+        in resume.line()
+    )
     run = load_run(second)
     assert run.manifest["status"] == "complete"
     assert sorted(map(tuple, run.manifest["units_completed"])) == [(0, 0), (0, 1), (0, 2)]
@@ -46,14 +49,25 @@ def test_a_level_added_in_the_middle_is_the_only_one_measured(tmp_path: Path) ->
     assert again.manifest["identity"] == stored.manifest["identity"] and len(again.requests) == 8
     # another label is another sweep: nothing reused
     opened.clear()
-    benchmark_variants(["baseline"], concurrency_levels=[1, 2], label="other", runs_dir=tmp_path,
-                       on_resume=opened.append, **FAST)
+    benchmark_variants(
+        ["baseline"], concurrency_levels=[1, 2], label="other", runs_dir=tmp_path, on_resume=opened.append, **FAST
+    )
     assert (opened[0].stored, opened[0].reused_from) == (0, None)
 
 
 def test_bench_with_one_more_level_than_a_stored_run_measures_only_that_level(tmp_path: Path) -> None:
-    args = ["bench", "baseline", "--requests", "4", "--max-new-tokens", "8", "--time-scale", "20",
-            "--runs-dir", str(tmp_path)]
+    args = [
+        "bench",
+        "baseline",
+        "--requests",
+        "4",
+        "--max-new-tokens",
+        "8",
+        "--time-scale",
+        "20",
+        "--runs-dir",
+        str(tmp_path),
+    ]
     runner = CliRunner()
     first = runner.invoke(app, [*args, "--levels", "1,2"])
     assert first.exit_code == 0, first.output

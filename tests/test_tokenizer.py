@@ -11,8 +11,7 @@ import pytest
 from conftest import load_tool
 
 from workbench.bench._prompts import load_prompts
-from workbench.bench._tokenizer import (TOKENIZER_DIR, count_tokens, decode_incremental, load_tokenizer,
-                                       token_bytes)
+from workbench.bench._tokenizer import TOKENIZER_DIR, count_tokens, decode_incremental, load_tokenizer, token_bytes
 from workbench.errors import ConfigError
 
 build_tokenizer = load_tool("build_tokenizer")

@@ -51,8 +51,10 @@ def _users() -> dict[str, set[str]]:
 
 def _documented_root_names() -> set[str]:
     """``wb.X`` in README.md and docs/*.md: the notebook API the documentation shows."""
-    texts = [(TREE / "README.md").read_text(encoding="utf-8"),
-             *(p.read_text(encoding="utf-8") for p in (TREE / "docs").glob("*.md"))]
+    texts = [
+        (TREE / "README.md").read_text(encoding="utf-8"),
+        *(p.read_text(encoding="utf-8") for p in (TREE / "docs").glob("*.md")),
+    ]
     return {m for text in texts for m in re.findall(r"\bwb\.([A-Za-z_]\w*)", text)}
 
 
@@ -74,5 +76,6 @@ def exported_but_unused() -> list[str]:
 
 def test_every_exported_name_has_a_user_outside_its_package() -> None:
     unused = exported_but_unused()
-    assert unused == [], "exported but used by nobody outside the package: drop them from the face's table " \
-                         "(and run tools/sync_faces.py)"
+    assert unused == [], (
+        "exported but used by nobody outside the package: drop them from the face's table (and run tools/sync_faces.py)"
+    )

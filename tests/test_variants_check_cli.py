@@ -38,20 +38,25 @@ def test_the_default_prefers_the_checked_plain_variant_then_a_shipped_baseline()
 
 def test_a_variant_without_a_plain_sibling_is_named_not_compared(tmp_path: Path) -> None:
     path = tmp_path / "lonely.toml"
-    path.write_text('name = "lonely"\nsglang_version = "0.5.9"\nmodel_path = "org/Only-Model"\n'
-                    'draft_model_path = "org/Only-Draft"\n[flags]\ntp-size = 1\nspeculative-algorithm = "EAGLE3"\n'
-                    'speculative-num-steps = 3\nspeculative-eagle-topk = 1\nspeculative-num-draft-tokens = 4\n')
+    path.write_text(
+        'name = "lonely"\nsglang_version = "0.5.9"\nmodel_path = "org/Only-Model"\n'
+        'draft_model_path = "org/Only-Draft"\n[flags]\ntp-size = 1\nspeculative-algorithm = "EAGLE3"\n'
+        "speculative-num-steps = 3\nspeculative-eagle-topk = 1\nspeculative-num-draft-tokens = 4\n"
+    )
     result = runner.invoke(app, ["variants", "check", str(path), "--show", "info"])
     assert result.exit_code == 0, result.output
-    assert ("info    lonely  not compared with a baseline: no plain variant of org/Only-Model at TP 1 among those "
-            "checked or shipped. Fix: write one (e.g. NAME-baseline.toml) or pass --baseline NAME") in result.output
+    assert (
+        "info    lonely  not compared with a baseline: no plain variant of org/Only-Model at TP 1 among those "
+        "checked or shipped. Fix: write one (e.g. NAME-baseline.toml) or pass --baseline NAME"
+    ) in result.output
     assert " vs " not in result.output
 
 
 def test_refused_grid_points_count_and_exit_2(tmp_path: Path) -> None:
     grid = tmp_path / "small.toml"
-    grid.write_text('name = "small"\ntemplate = "eagle3-topk4"\ntopk = [2]\nnum_steps = [1]\n'
-                    'num_draft_tokens = [2, 4]\n')
+    grid.write_text(
+        'name = "small"\ntemplate = "eagle3-topk4"\ntopk = [2]\nnum_steps = [1]\nnum_draft_tokens = [2, 4]\n'
+    )
     result = runner.invoke(app, ["variants", "check", "--grid", str(grid)])
     assert result.exit_code == 2, result.output
     assert "grid small: small-t2-s1-d2: ok" in result.output
@@ -74,8 +79,10 @@ def test_a_misspelt_name_exits_2_with_the_closest_names_in_both_commands(tmp_pat
     for result in (checked, benched):
         assert result.exit_code == 2, result.output
         assert "error: Unknown variant 'eagle3-topk5' (no eagle3-topk5.toml in " in result.output
-        assert "data/variants; a name is looked up there, or give a .toml file). Did you mean eagle3-topk4" \
+        assert (
+            "data/variants; a name is looked up there, or give a .toml file). Did you mean eagle3-topk4"
             in result.output
+        )
         assert "Known variants: adaptive, baseline," in result.output and "Traceback" not in result.output
     assert checked.output == benched.output and not list(tmp_path.iterdir())
     baseline = runner.invoke(app, ["variants", "check", "llama3-8b-eagle3", "--baseline", "basline"])

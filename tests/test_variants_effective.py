@@ -29,8 +29,11 @@ def test_matching_server_gives_only_notes() -> None:
 def test_forced_draft_tokens_and_wrong_spec_version_are_loud() -> None:
     v = load_variant("eagle3-topk1-v2")
     v = type(v)(**{**v.__dict__, "flags": {**v.flags, "speculative-num-draft-tokens": 8}})
-    found = confirm_effective(v, info(speculative_eagle_topk=1, speculative_num_draft_tokens=3),
-                              "Overlap scheduler is disabled when spec v2 is off or using unsupported ...")
+    found = confirm_effective(
+        v,
+        info(speculative_eagle_topk=1, speculative_num_draft_tokens=3),
+        "Overlap scheduler is disabled when spec v2 is off or using unsupported ...",
+    )
     loud = [f for f in found if f.severity == "warning"]
     assert {f.flag for f in loud} == {"--speculative-num-draft-tokens", "env SGLANG_ENABLE_SPEC_V2"}
     assert all(f.problem.startswith(LOUD) for f in loud)
@@ -41,8 +44,10 @@ def test_adaptive_silently_off_is_read_from_the_log() -> None:
     v = load_variant("adaptive")
     body = info(version="0.5.12", speculative_eagle_topk=1, speculative_num_steps=3, speculative_num_draft_tokens=4,
                 disable_overlap_schedule=False, speculative_adaptive=False)  # fmt: skip
-    log = ("[2026-01-01] speculative_adaptive disabled: enable_dp_attention=True is not supported (adaptive tier "
-           "decisions are not synchronized across DP ranks). Falling back to static speculative params.\n")
+    log = (
+        "[2026-01-01] speculative_adaptive disabled: enable_dp_attention=True is not supported (adaptive tier "
+        "decisions are not synchronized across DP ranks). Falling back to static speculative params.\n"
+    )
     f = next(x for x in confirm_effective(v, body, log) if x.flag == "--speculative-adaptive")
     assert f.severity == "warning" and "SILENTLY OFF" in f.problem and "enable_dp_attention" in f.problem
     on_body = {**body, "speculative_adaptive": True}

@@ -20,15 +20,17 @@ SMALL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def test_parameters_replace_the_files_values() -> None:
-    spec = apply_parameters(load_variant("eagle3-topk4"), model_path=SMALL, draft_model_path="d/8b", tp_size=1,
-                            gpus="2")
+    spec = apply_parameters(
+        load_variant("eagle3-topk4"), model_path=SMALL, draft_model_path="d/8b", tp_size=1, gpus="2"
+    )
     assert spec.name == "eagle3-topk4" and spec.model_path == SMALL and spec.draft_model_path == "d/8b"
     assert spec.flags["tp-size"] == 1 and spec.env["CUDA_VISIBLE_DEVICES"] == "2"
     assert spec.server_flags()[:4] == ["--model-path", SMALL, "--speculative-draft-model-path", "d/8b"]
     base = apply_parameters(load_variant("baseline"), draft_model_path="d/8b", tp_size=2, gpus=[0, 1])
     assert base.draft_model_path is None and base.env["CUDA_VISIBLE_DEVICES"] == "0,1"  # draft: speculative only
-    alias = apply_parameters(wb.load_variant("baseline").__class__("v", "m", flags={"tensor-parallel-size": 8}),
-                             tp_size=2)
+    alias = apply_parameters(
+        wb.load_variant("baseline").__class__("v", "m", flags={"tensor-parallel-size": 8}), tp_size=2
+    )
     assert alias.flags == {"tp-size": 2}
     with pytest.raises(ConfigError, match="8 GPUs, but gpus names 2"):
         apply_parameters(load_variant("baseline"), gpus="0,1")  # the file's TP 8
@@ -63,18 +65,26 @@ def test_grid_points_have_deterministic_names_in_grid_order() -> None:
     assert v.draft_model_path == load_variant("eagle3-topk4").draft_model_path
     shipped = load_grid("eagle3")
     assert shipped.template == "eagle3-topk4" and len(shipped.points()) == 24
-    assert load_grid({"template": "eagle3-topk4", "topk": 4, "num_steps": [2], "num_draft_tokens": [8]}).name \
-        == "eagle3-topk4"  # the prefix defaults to the template's name
+    assert (
+        load_grid({"template": "eagle3-topk4", "topk": 4, "num_steps": [2], "num_draft_tokens": [8]}).name
+        == "eagle3-topk4"
+    )  # the prefix defaults to the template's name
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"template": "eagle3-topk4", "topk": [4], "num_steps": [2]}, "needs num_draft_tokens"),
-    ({"template": "eagle3-topk4", "topk": [4], "num_steps": [2], "num_draft_tokens": [8], "tp": 1}, "unknown keys"),
-    ({"template": "eagle3-topk4", "topk": [0], "num_steps": [2], "num_draft_tokens": [8]}, "positive whole numbers"),
-    ({"template": "eagle3-topk4", "topk": [4, 4], "num_steps": [2], "num_draft_tokens": [8]}, "twice"),
-    ({"template": "baseline", "topk": [4], "num_steps": [2], "num_draft_tokens": [8]}, "not speculative"),
-    ("no-such-grid", "shipped grids: eagle3"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"template": "eagle3-topk4", "topk": [4], "num_steps": [2]}, "needs num_draft_tokens"),
+        ({"template": "eagle3-topk4", "topk": [4], "num_steps": [2], "num_draft_tokens": [8], "tp": 1}, "unknown keys"),
+        (
+            {"template": "eagle3-topk4", "topk": [0], "num_steps": [2], "num_draft_tokens": [8]},
+            "positive whole numbers",
+        ),
+        ({"template": "eagle3-topk4", "topk": [4, 4], "num_steps": [2], "num_draft_tokens": [8]}, "twice"),
+        ({"template": "baseline", "topk": [4], "num_steps": [2], "num_draft_tokens": [8]}, "not speculative"),
+        ("no-such-grid", "shipped grids: eagle3"),
+    ],
+)
 def test_bad_grids_are_refused_with_the_fix(bad, message) -> None:
     with pytest.raises(ConfigError, match=message):
         grid_variants(bad)
@@ -85,8 +95,10 @@ def test_expand_grid_refuses_what_sglang_would_not_run_as_asked() -> None:
     table = expansion.table.set_index("variant")
     assert len(table) == 24 and (table["checked_against"] == "sglang==0.5.9").all()
     # the draft tree: topk 2, num_steps 2 gives 2 + 4 = 6 candidates, so at most 7 draft tokens
-    assert table.loc["eagle3-t2-s2-d8", "status"] == "refused" and "only 6 draft candidates" in \
-        table.loc["eagle3-t2-s2-d8", "reason"]
+    assert (
+        table.loc["eagle3-t2-s2-d8", "status"] == "refused"
+        and "only 6 draft candidates" in table.loc["eagle3-t2-s2-d8", "reason"]
+    )
     assert table.loc["eagle3-t2-s2-d4", "status"] == "ok" and table.loc["eagle3-t4-s3-d16", "status"] == "ok"
     # topk 1: SGLang forces num_draft_tokens = num_steps + 1, so only that point runs as its name says
     assert table.loc["eagle3-t1-s2-d3", "status"] == "ok" and table.loc["eagle3-t1-s2-d8", "status"] == "refused"
@@ -98,8 +110,10 @@ def test_grid_rules_follow_the_sglang_version() -> None:
     # spec v2 with topk > 1: an error on 0.5.9 ('Spec v2 currently only supports topk = 1'), a fallback on 0.5.12
     grid = {"name": "v2", "template": "eagle3-topk1-v2", "topk": [1, 4], "num_steps": [2], "num_draft_tokens": [3]}
     on_059 = expand_grid(grid, sglang="0.5.9").table.set_index("variant")
-    assert on_059.loc["v2-t4-s2-d3", "status"] == "refused" and "only supports topk = 1" in on_059.loc[
-        "v2-t4-s2-d3", "reason"]
+    assert (
+        on_059.loc["v2-t4-s2-d3", "status"] == "refused"
+        and "only supports topk = 1" in on_059.loc["v2-t4-s2-d3", "reason"]
+    )
     assert expand_grid(grid, sglang="0.5.12").table.set_index("variant").loc["v2-t4-s2-d3", "status"] == "ok"
     with pytest.raises(ConfigError, match="every point was refused"):
         expand_grid({**grid, "topk": [4]}, sglang="0.5.9")
@@ -120,8 +134,17 @@ def test_grid_points_launch_with_the_parameters_on_the_simulated_engine(tmp_path
     grid = {"name": "g", "template": "eagle3-topk4", "topk": [2], "num_steps": [1], "num_draft_tokens": [2, 4]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        runs = wb.benchmark_variants([], grid=grid, tp_size=4, concurrency_levels=[2], requests_per_level=2,
-                                     max_new_tokens=8, time_scale=8.0, runs_dir=str(tmp_path), progress=False)
+        runs = wb.benchmark_variants(
+            [],
+            grid=grid,
+            tp_size=4,
+            concurrency_levels=[2],
+            requests_per_level=2,
+            max_new_tokens=8,
+            time_scale=8.0,
+            runs_dir=str(tmp_path),
+            progress=False,
+        )
     refused = [str(w.message) for w in caught if "refused by the pre-flight" in str(w.message)]
     assert len(refused) == 1 and "g-t2-s1-d4" in refused[0] and "only 2 draft candidates" in refused[0]
     assert len(runs) == 1

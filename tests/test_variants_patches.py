@@ -71,8 +71,11 @@ def test_patch_applies_to_the_real_059_wheel_source() -> None:
     assert "SGLANG_SPEC_OFF_ABOVE" not in old and "SGLANG_SPEC_OFF_ABOVE" in new
     compile(new, WORKER, "exec")  # the patched module is still valid Python
     changed = {c.qualname for c in patched_changes(trial)}
-    assert changed == {"EAGLEWorker.__init__", "EAGLEWorker.forward_batch_generation",
-                       "EAGLEWorker.forward_decode_without_draft"}
+    assert changed == {
+        "EAGLEWorker.__init__",
+        "EAGLEWorker.forward_batch_generation",
+        "EAGLEWorker.forward_decode_without_draft",
+    }
 
 
 def test_patch_on_another_release_names_file_and_hunk() -> None:
@@ -130,7 +133,8 @@ def test_dirty_checkout_is_recorded_and_failing_patch_leaves_nothing(checkout: P
         patch = tmp_path / "comment.patch"
         patch.write_text(
             "diff --git a/python/sglang/version.py b/python/sglang/version.py\n--- a/python/sglang/version.py\n"
-            "+++ b/python/sglang/version.py\n@@ -1 +1,2 @@\n+# patched\n try:\n")
+            "+++ b/python/sglang/version.py\n@@ -1 +1,2 @@\n+# patched\n try:\n"
+        )
         v = variant_on(tmp_path, f"local:{checkout}", patch)
         with prepare_tree(v, host="local", python=sys.executable) as tree:
             assert tree.dirty is True and WORKER in tree.dirty_files
@@ -194,10 +198,14 @@ def _unreadable() -> HostError:
             return err
 
 
-@pytest.mark.parametrize("error", [
-    ConnectionLost("Connection to host local dropped while trying to read x, and again after reconnecting"),
-    _unreadable(),
-], ids=["connection-lost", "permission-denied"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionLost("Connection to host local dropped while trying to read x, and again after reconnecting"),
+        _unreadable(),
+    ],
+    ids=["connection-lost", "permission-denied"],
+)
 def test_a_failed_read_in_the_trial_is_raised_not_taken_for_a_missing_file(
     checkout: Path, tmp_path: Path, error: HostError
 ) -> None:

@@ -17,15 +17,47 @@ from workbench.variants import load_variant
 runner = CliRunner()
 
 #: A speculative variant that passes every check (its flags are replaced one at a time below).
-FLAGS = {"tp-size": "1", "speculative-algorithm": '"EAGLE3"', "speculative-num-steps": "3",
-         "speculative-eagle-topk": "4", "speculative-num-draft-tokens": "8", "attention-backend": '"flashmla"',
-         "speculative-adaptive": "true"}
+FLAGS = {
+    "tp-size": "1",
+    "speculative-algorithm": '"EAGLE3"',
+    "speculative-num-steps": "3",
+    "speculative-eagle-topk": "4",
+    "speculative-num-draft-tokens": "8",
+    "attention-backend": '"flashmla"',
+    "speculative-adaptive": "true",
+}
 #: Values no flag can hold (a TOML type SGLang's parser cannot read from one word): refused when the file is read.
-UNREADABLE = ["[4]", "[]", '["EAGLE3"]', "[[1], [2]]", "{a = 1}", "{}", "99999999999999999999999",
-              "-99999999999999999999999", "nan", "inf", "-inf", "1979-05-27", "07:32:00", "1979-05-27T07:32:00Z"]
+UNREADABLE = [
+    "[4]",
+    "[]",
+    '["EAGLE3"]',
+    "[[1], [2]]",
+    "{a = 1}",
+    "{}",
+    "99999999999999999999999",
+    "-99999999999999999999999",
+    "nan",
+    "inf",
+    "-inf",
+    "1979-05-27",
+    "07:32:00",
+    "1979-05-27T07:32:00Z",
+]
 #: Values of a type a flag may hold, wrong for these flags: each a finding, never an exception.
-WRONG_BUT_READABLE = ['"abc"', '""', '"4"', "true", "false", "9223372036854775807", "-9223372036854775808", "0",
-                      "-1", "1.5", "0.0", "1e308"]
+WRONG_BUT_READABLE = [
+    '"abc"',
+    '""',
+    '"4"',
+    "true",
+    "false",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "0",
+    "-1",
+    "1.5",
+    "0.0",
+    "1e308",
+]
 #: Top-level keys and the values of a type each does not take.
 TOP_LEVEL = {
     "name": ["[1]", "{a = 1}", "7", "true", "nan", "1979-05-27"],
@@ -43,8 +75,13 @@ TOP_LEVEL = {
 
 def _variant(path: Path, *, top: dict[str, str] | None = None, flags: dict[str, str] | None = None) -> Path:
     """A variant file of ``top``-level keys (TOML text per key; ``flags`` a table unless ``top`` sets it)."""
-    keys = {"name": '"odd"', "sglang_version": '"0.5.9"', "model_path": '"m/M"', "draft_model_path": '"d/D"',
-            **(top or {})}
+    keys = {
+        "name": '"odd"',
+        "sglang_version": '"0.5.9"',
+        "model_path": '"m/M"',
+        "draft_model_path": '"d/D"',
+        **(top or {}),
+    }
     text = "".join(f"{k} = {v}\n" for k, v in keys.items())
     if "flags" not in keys:
         text += "[flags]\n" + "".join(f"{k} = {v}\n" for k, v in (flags or FLAGS).items())
@@ -98,7 +135,7 @@ def test_a_top_level_key_of_the_wrong_type_is_one_line_naming_the_key_and_its_ty
 
 def test_the_messages_say_what_type_was_found_and_what_to_write(tmp_path: Path) -> None:
     cases = {
-        ("flags", '{speculative-eagle-topk = [4]}'): "[flags] speculative-eagle-topk holds a list ([4]); a flag holds "
+        ("flags", "{speculative-eagle-topk = [4]}"): "[flags] speculative-eagle-topk holds a list ([4]); a flag holds "
         "one string, integer, finite number or true/false: write `speculative-eagle-topk = 4`",
         ("flags", '{speculative-algorithm = ["EAGLE3"]}'): 'write `speculative-algorithm = "EAGLE3"`',
         ("flags", "{tp-size = 99999999999999999999999}"): "[flags] tp-size is beyond TOML's 64-bit integers (an "
@@ -106,7 +143,7 @@ def test_the_messages_say_what_type_was_found_and_what_to_write(tmp_path: Path) 
         ("flags", "{mem-fraction-static = nan}"): "[flags] mem-fraction-static is nan, not a finite number (nan)",
         ("flags", "3"): "flags holds an integer (3); it takes a table: a [flags] section of `flag-name = value` lines",
         ("model_path", '["m/M"]'): "model_path holds a list (['m/M']); it takes a string (a path or hub id)",
-        ("env", "{SGLANG_ENABLE_SPEC_V2 = true}"): '[env] SGLANG_ENABLE_SPEC_V2 holds true/false (True); an '
+        ("env", "{SGLANG_ENABLE_SPEC_V2 = true}"): "[env] SGLANG_ENABLE_SPEC_V2 holds true/false (True); an "
         'environment variable is text: write `SGLANG_ENABLE_SPEC_V2 = "1"` (quoted)',
         ("patches", '"x.patch"'): "patches holds a string ('x.patch'); it takes a list of file paths",
     }

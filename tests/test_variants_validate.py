@@ -108,8 +108,9 @@ def test_algorithm_the_version_lacks() -> None:
 
 
 def test_topk_without_num_steps() -> None:
-    v = Variant("v", MODEL, draft_model_path=DRAFT,
-                flags={"speculative-algorithm": "EAGLE3", "speculative-eagle-topk": 1})
+    v = Variant(
+        "v", MODEL, draft_model_path=DRAFT, flags={"speculative-algorithm": "EAGLE3", "speculative-eagle-topk": 1}
+    )
     f = one(findings(v, "0.5.9"), "spec-steps-missing")
     assert f.severity == "error" and "--speculative-num-steps" in f.problem and "speculative-num-steps = N" in f.fix
 
@@ -127,14 +128,30 @@ def test_argparse_semantics_abbreviation_alias_store_true_choices() -> None:
     assert st.flag == "--disable-custom-all-reduce" and "store_true" in st.problem and "= true" in st.fix
     missing = one(findings(Variant("v", MODEL, flags={"tp-size": True}), "0.5.9"), "flag-missing_value")
     assert "needs a value" in missing.problem and "tp-size" in missing.fix
-    bad = one(findings(Variant("v", MODEL, flags={"speculative-algorithm": "EAGLE9", **{k: v for k, v in EAGLE.items()
-                                                  if k != "speculative-algorithm"}}), "0.5.9"), "flag-invalid_choice")
+    bad = one(
+        findings(
+            Variant(
+                "v",
+                MODEL,
+                flags={
+                    "speculative-algorithm": "EAGLE9",
+                    **{k: v for k, v in EAGLE.items() if k != "speculative-algorithm"},
+                },
+            ),
+            "0.5.9",
+        ),
+        "flag-invalid_choice",
+    )
     assert "choose from" in bad.problem
 
 
 def test_draft_tokens_forced_with_topk_1() -> None:
-    v = Variant("v", MODEL, draft_model_path=DRAFT,
-                flags={**EAGLE, "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 8})
+    v = Variant(
+        "v",
+        MODEL,
+        draft_model_path=DRAFT,
+        flags={**EAGLE, "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 8},
+    )
     f = one(findings(v, "0.5.9"), "spec-draft-forced")
     assert f.flag == "--speculative-num-draft-tokens" and "speculative-num-draft-tokens = 3" in f.fix
 
@@ -157,8 +174,9 @@ def test_pairs_that_are_not_comparable() -> None:
     v2 = [f.check for f in check_variants(["baseline", "eagle3-topk1-v2"], sglang="0.5.9", resources=False)]
     assert "implicit-overlap" not in v2 and "implicit-max-running" in v2
     # a baseline with the EAGLE cap of 48 matches the speculative variant's implicit 48: no warning on it
-    matched = check_variants(["baseline-cap48", "eagle3-topk1-v2"], sglang="0.5.9", resources=False,
-                             baseline="baseline-cap48")
+    matched = check_variants(
+        ["baseline-cap48", "eagle3-topk1-v2"], sglang="0.5.9", resources=False, baseline="baseline-cap48"
+    )
     assert not [f.line() for f in matched if f.severity == "warning" and "max-running" in f.flag]
 
 
@@ -166,9 +184,13 @@ def test_forced_acceptance_on_the_speculative_arm_only_is_like_for_like() -> Non
     """SGLANG_SIMULATE_ACC_LEN acts only in the verify: set on the speculative variant and not on its baseline
     (benchmarks/real_sglang/variants/) it is no difference beyond speculation; any other variable still is."""
     base = Variant("baseline", MODEL, flags={"tp-size": 8})
-    spec = Variant("spec", MODEL, draft_model_path=DRAFT, flags={"tp-size": 8, **EAGLE},
-                   env={"SGLANG_SIMULATE_ACC_LEN": "3.0", "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
-                        "NCCL_P2P_DISABLE": "1"})
+    spec = Variant(
+        "spec",
+        MODEL,
+        draft_model_path=DRAFT,
+        flags={"tp-size": 8, **EAGLE},
+        env={"SGLANG_SIMULATE_ACC_LEN": "3.0", "SGLANG_SIMULATE_ACC_METHOD": "match-expected", "NCCL_P2P_DISABLE": "1"},
+    )
     found = [f for f in check_variants([base, spec], sglang="0.5.9", resources=False) if f.check == "pair-env"]
     assert [f.flag for f in found] == ["env NCCL_P2P_DISABLE"]
 
@@ -199,8 +221,9 @@ def test_rules_read_from_source(version, v2_default, rejects, v1, adaptive) -> N
 
 
 def test_paths_disk_and_gpus_are_judged() -> None:
-    v = Variant("v", "/models/llama", draft_model_path="/models/draft",
-                flags={"tp-size": 8, "mem-fraction-static": 0.85})
+    v = Variant(
+        "v", "/models/llama", draft_model_path="/models/draft", flags={"tp-size": 8, "mem-fraction-static": 0.85}
+    )
     resolved = {"tp_size": 8, "mem_fraction_static": 0.85}
     gpus = [{"index": i, "name": "H100", "memory_total_mib": 81559, "memory_used_mib": 4} for i in range(8)]
     facts = HostFacts("gpu1", {"/models/llama": {"exists": True, "kib": 140 * 2**20},

@@ -9,8 +9,16 @@ import workbench as wb
 
 @pytest.fixture(scope="module")
 def wi():
-    return wb.what_if("seed-pcie-8gpu", topk=(1, 4), num_steps=(1, 2), num_draft_tokens=(2, 8, 16),
-                      spec_v2=(False, True), concurrency_levels=(1, 4, 16, 64), requests_per_level=64, max_new_tokens=32)
+    return wb.what_if(
+        "seed-pcie-8gpu",
+        topk=(1, 4),
+        num_steps=(1, 2),
+        num_draft_tokens=(2, 8, 16),
+        spec_v2=(False, True),
+        concurrency_levels=(1, 4, 16, 64),
+        requests_per_level=64,
+        max_new_tokens=32,
+    )
 
 
 def test_grid_and_levels(wi) -> None:
@@ -25,8 +33,12 @@ def test_crossovers_best_and_policy(wi) -> None:
     xs = wi.crossover_table()
     assert set(xs["variant"]) == set(wi.configurations)
     # words, not the analysis' enum values (issue 33: `none_in_range` on the page)
-    assert set(xs["crossover_kind"]) <= {"crosses between two levels", "even at a level", "behind at every level",
-                                         "ahead at every level"}
+    assert set(xs["crossover_kind"]) <= {
+        "crosses between two levels",
+        "even at a level",
+        "behind at every level",
+        "ahead at every level",
+    }
     assert not {"none_in_range", "below_range"} & set(xs["per_request_crossover_kind"])
     best = wi.best_table()
     assert list(best["concurrency"]) == [1, 4, 16, 64]
@@ -40,13 +52,18 @@ def test_crossovers_best_and_policy(wi) -> None:
     mine = ratios[ratios["variant"] == thr["variant"]].set_index("concurrency")["output_ratio"]
     assert (mine[mine.index <= thr["threshold"]] > 1.0).all()
     assert (mine[mine.index > thr["threshold"]].head(1) <= 1.0).all()
-    assert thr["variant"] == wb.analysis.best_threshold(wi.levels, baseline=wi.baseline, specs=wi.configurations,
-                                                        metric="output_throughput_tok_s").spec
+    assert (
+        thr["variant"]
+        == wb.analysis.best_threshold(
+            wi.levels, baseline=wi.baseline, specs=wi.configurations, metric="output_throughput_tok_s"
+        ).spec
+    )
     assert "MODEL PREDICTION" in wi.findings()
     verdict = wi.verdict().splitlines()
     assert verdict[0].startswith("**Verdict** — MODEL PREDICTION (simulator offline, virtual clock; not a measurement)")
     assert verdict[2].startswith("- Recommended policy") or verdict[2] == (
-        "- Recommended policy: plain decoding (no configuration beats the baseline at any level).")
+        "- Recommended policy: plain decoding (no configuration beats the baseline at any level)."
+    )
     crossing = [line for line in verdict if line.startswith("- Crossover")]
     if len(wi.crossover_table().dropna(subset=["crossover_concurrency"])):
         assert "between concurrency" in crossing[0] or "at concurrency" in crossing[0]
@@ -73,8 +90,16 @@ def test_breakdown_and_charts_say_model_prediction(wi) -> None:
 def test_what_if_shows_adaptive_verification_and_the_goodput_controller() -> None:
     import workbench as wb
 
-    wi = wb.what_if("h100-llama3-8b-eagle3", topk=[1], num_steps=[3], num_draft_tokens=[4], spec_v2=[True],
-                    concurrency_levels=[1, 64], requests_per_level=64, max_new_tokens=16)
+    wi = wb.what_if(
+        "h100-llama3-8b-eagle3",
+        topk=[1],
+        num_steps=[3],
+        num_draft_tokens=[4],
+        spec_v2=[True],
+        concurrency_levels=[1, 64],
+        requests_per_level=64,
+        max_new_tokens=16,
+    )
     t = wi.verify_policies(num_steps=7)
     assert set(t["policy"]) == {"static", "goodput", "adaptive_verification"}
     assert set(t["batch"]) == {1, 64} and t["configuration"].iloc[0] == "topk1-steps7-draft8-v2"
@@ -97,8 +122,10 @@ def test_the_recommendation_is_written_as_a_grid_that_variants_check_accepts(wi,
     named = []
     for row in written.itertuples():
         grid = load_grid(row.grid)
-        assert row.command.endswith("--sim-profile seed-pcie-8gpu --levels 1,4,16,64 --max-new-tokens 32 "
-                                    "--requests 64") and f"--grid {row.grid} " in row.command
+        assert (
+            row.command.endswith("--sim-profile seed-pcie-8gpu --levels 1,4,16,64 --max-new-tokens 32 --requests 64")
+            and f"--grid {row.grid} " in row.command
+        )
         done = CliRunner().invoke(app, ["variants", "check", "--grid", row.grid])
         assert done.exit_code == 0, done.output  # every point accepted: none refused
         for topk, steps, drafts in grid.points():

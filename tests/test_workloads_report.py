@@ -29,8 +29,9 @@ from report_page import page_problems
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 OFFLINE = [FIXTURES / "bench_serving" / f"offline_{arm}.jsonl" for arm in ("baseline", "eagle3")]
 INFERENCEX = FIXTURES / "inferencex" / "agg_dsr1_1k1k_fp8_sglang_h200.json"
-AIPERF_CSV = FIXTURES / "aiperf_csv" / "meta-llama_Llama-3.3-70B-Instruct-openai-chat-concurrency4" / \
-    "profile_export_aiperf.csv"
+AIPERF_CSV = (
+    FIXTURES / "aiperf_csv" / "meta-llama_Llama-3.3-70B-Instruct-openai-chat-concurrency4" / "profile_export_aiperf.csv"
+)
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "workloads.ipynb"
 
 
@@ -105,36 +106,51 @@ def test_an_offline_multi_workload_bench_serving_pair_renders_the_workloads_side
     assert page_problems(tmp_path / "reports" / "workloads.html", tmp_path / "reports" / "workloads.ipynb") == []
     assert "FAILED" not in page and "Traceback" not in page and page.count("<svg") >= 3  # three charts drawn
     rows = figures_table(page)
-    records = {(json.loads(line)["tag"], i): json.loads(line)
-               for path in OFFLINE for i, line in enumerate(path.read_text().splitlines())}
+    records = {
+        (json.loads(line)["tag"], i): json.loads(line)
+        for path in OFFLINE
+        for i, line in enumerate(path.read_text().splitlines())
+    }
     assert len(rows) == len(records) == 6
     by_workload: dict[str, dict[str, dict]] = {}
     for (tag, _), record in records.items():
-        label = (f"dataset={record['dataset_name']} in={record['random_input_len']} out={record['random_output_len']}"
-                 if record["dataset_name"] == "random" else f"dataset={record['dataset_name']}") + " backend=sglang"
+        label = (
+            f"dataset={record['dataset_name']} in={record['random_input_len']} out={record['random_output_len']}"
+            if record["dataset_name"] == "random"
+            else f"dataset={record['dataset_name']}"
+        ) + " backend=sglang"
         by_workload.setdefault(label, {})[tag] = record
     for row in rows:
         record = by_workload[row["workload"]][row["variant"]]
         assert row["load"] == "all at once" and row["n"] == "1" and shown(row["completed"]) == record["completed"]
-        for heading, key in (("output throughput (tok/s)", "output_throughput"),
-                             ("request throughput (req/s)", "request_throughput"),
-                             ("mean ttft (ms)", "mean_ttft_ms"), ("p50 ttft (ms)", "median_ttft_ms"),
-                             ("p99 ttft (ms)", "p99_ttft_ms"), ("mean tpot (ms)", "mean_tpot_ms"),
-                             ("p50 tpot (ms)", "median_tpot_ms"), ("p99 tpot (ms)", "p99_tpot_ms"),
-                             ("mean e2e (ms)", "mean_e2e_latency_ms"), ("p50 e2e (ms)", "median_e2e_latency_ms"),
-                             ("p99 e2e (ms)", "p99_e2e_latency_ms")):
+        for heading, key in (
+            ("output throughput (tok/s)", "output_throughput"),
+            ("request throughput (req/s)", "request_throughput"),
+            ("mean ttft (ms)", "mean_ttft_ms"),
+            ("p50 ttft (ms)", "median_ttft_ms"),
+            ("p99 ttft (ms)", "p99_ttft_ms"),
+            ("mean tpot (ms)", "mean_tpot_ms"),
+            ("p50 tpot (ms)", "median_tpot_ms"),
+            ("p99 tpot (ms)", "p99_tpot_ms"),
+            ("mean e2e (ms)", "mean_e2e_latency_ms"),
+            ("p50 e2e (ms)", "median_e2e_latency_ms"),
+            ("p99 e2e (ms)", "p99_e2e_latency_ms"),
+        ):
             assert close(row[heading], record[key]), (row["workload"], row["variant"], heading, row[heading])
         if row["variant"] == "eagle3":  # the ratios, from the two files
             base = by_workload[row["workload"]]["baseline"]
             assert row["compared with"] == row["workload"]
-            for heading, key in (("throughput ratio", "output_throughput"), ("ttft ratio", "mean_ttft_ms"),
-                                 ("tpot ratio", "mean_tpot_ms")):
+            for heading, key in (
+                ("throughput ratio", "output_throughput"),
+                ("ttft ratio", "mean_ttft_ms"),
+                ("tpot ratio", "mean_tpot_ms"),
+            ):
                 assert row[heading] == f"{record[key] / base[key]:.2f}", (row["workload"], heading)
             assert close(row["accept length"], record["accept_length"])
         else:
             assert row["throughput ratio"] == "—" and row["accept length"] == "—"  # not recorded: a dash, never 0
     words = text_of(page)
-    opening = words[words.index("In short"):words.index("Output throughput, workload by workload")]
+    opening = words[words.index("In short") : words.index("Output throughput, workload by workload")]
     assert "3 workloads and 2 variants, every request of a workload sent at once (offline throughput)" in opening
     for label, arms in by_workload.items():
         ratio = arms["eagle3"]["output_throughput"] / arms["baseline"]["output_throughput"]
@@ -152,8 +168,10 @@ def test_inferencex_and_aiperf_csv_render_with_every_figure_from_their_files(tmp
     aiperf = wb.import_results(AIPERF_CSV, runs_dir=runs, engine="sglang", variant="aiperf-llama70b").runs
     ids = [*inferencex["run_id"], *aiperf["run_id"]]
     output = _render([str(NOTEBOOK), "--from-runs", *ids], tmp_path / "reports", runs)
-    assert "not compared: variant aiperf-llama70b shares no workload with the baseline sglang-h200-fp8-tp8; " \
-           "--unlike-arms compares them" in output  # the refusal, on the terminal, naming the option
+    assert (
+        "not compared: variant aiperf-llama70b shares no workload with the baseline sglang-h200-fp8-tp8; "
+        "--unlike-arms compares them" in output
+    )  # the refusal, on the terminal, naming the option
     page = (tmp_path / "reports" / "workloads.html").read_text()
     assert "FAILED" not in page
     rows = figures_table(page)
@@ -165,11 +183,18 @@ def test_inferencex_and_aiperf_csv_render_with_every_figure_from_their_files(tmp
         assert row["workload"] == f"in={config['isl']} out={config['osl']}"
         gpus = config["tp"] * config["pp"] * config["pcp_size"]  # what InferenceX divides its throughput by
         assert close(row["output throughput (tok/s)"], config["output_tput_per_gpu"] * gpus)
-        for heading, key in (("mean ttft (ms)", "mean_ttft"), ("p50 ttft (ms)", "median_ttft"),
-                             ("p99 ttft (ms)", "p99_ttft"), ("mean tpot (ms)", "mean_tpot"),
-                             ("p50 tpot (ms)", "median_tpot"), ("p99 tpot (ms)", "p99_tpot"),
-                             ("mean e2e (ms)", "mean_e2el"), ("p50 e2e (ms)", "median_e2el"),
-                             ("p99 e2e (ms)", "p99_e2el"), ("mean itl (ms)", "mean_itl")):
+        for heading, key in (
+            ("mean ttft (ms)", "mean_ttft"),
+            ("p50 ttft (ms)", "median_ttft"),
+            ("p99 ttft (ms)", "p99_ttft"),
+            ("mean tpot (ms)", "mean_tpot"),
+            ("p50 tpot (ms)", "median_tpot"),
+            ("p99 tpot (ms)", "p99_tpot"),
+            ("mean e2e (ms)", "mean_e2el"),
+            ("p50 e2e (ms)", "median_e2el"),
+            ("p99 e2e (ms)", "p99_e2el"),
+            ("mean itl (ms)", "mean_itl"),
+        ):
             assert close(row[heading], config[key] * 1000), (variant, heading, row[heading])  # seconds in the file
         if config["spec_decoding"] == "mtp":
             [base] = [c for c in configs if c["spec_decoding"] == "none" and c["conc"] == config["conc"]]
@@ -192,17 +217,19 @@ def test_inferencex_and_aiperf_csv_render_with_every_figure_from_their_files(tmp
     assert shown(row["completed"]) == float(system["Request Count"])
     assert close(row["output throughput (tok/s)"], float(system["Output Token Throughput (tokens/sec)"]))
     assert close(row["request throughput (req/s)"], float(system["Request Throughput (requests/sec)"]))
-    for heading, metric, stat in (("mean ttft (ms)", "Time to First Token (ms)", "avg"),
-                                  ("p50 ttft (ms)", "Time to First Token (ms)", "p50"),
-                                  ("p99 ttft (ms)", "Time to First Token (ms)", "p99"),
-                                  ("mean tpot (ms)", "Inter Token Latency (ms)", "avg"),
-                                  ("p99 tpot (ms)", "Inter Token Latency (ms)", "p99"),
-                                  ("mean e2e (ms)", "Request Latency (ms)", "avg"),
-                                  ("p99 e2e (ms)", "Request Latency (ms)", "p99")):
+    for heading, metric, stat in (
+        ("mean ttft (ms)", "Time to First Token (ms)", "avg"),
+        ("p50 ttft (ms)", "Time to First Token (ms)", "p50"),
+        ("p99 ttft (ms)", "Time to First Token (ms)", "p99"),
+        ("mean tpot (ms)", "Inter Token Latency (ms)", "avg"),
+        ("p99 tpot (ms)", "Inter Token Latency (ms)", "p99"),
+        ("mean e2e (ms)", "Request Latency (ms)", "avg"),
+        ("p99 e2e (ms)", "Request Latency (ms)", "p99"),
+    ):
         assert close(row[heading], float(request[metric][stat])), (heading, row[heading])
     assert row["throughput ratio"] == "—" and row["compared with"] == ""  # another workload: not compared
     words = text_of(page)
-    not_compared = words[words.index("Not compared"):words.index("Output throughput, workload by workload")]
+    not_compared = words[words.index("Not compared") : words.index("Output throughput, workload by workload")]
     assert "aiperf-llama70b measured default and the baseline sglang-h200-fp8-tp8 in=1024 out=1024" in not_compared
     assert "render again with --unlike-arms (-p unlike_arms true)" in not_compared
     index = text_of((tmp_path / "reports" / "index.html").read_text())
@@ -211,21 +238,29 @@ def test_inferencex_and_aiperf_csv_render_with_every_figure_from_their_files(tmp
 
 def test_arms_on_different_endpoints_compare_only_on_request_under_a_caveat(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    ids = [wb.import_results(FIXTURES / "bench_serving" / name, runs_dir=runs).runs["run_id"].iloc[0]
-           for name in ("bs059_baseline_details.jsonl", "bs059_eagle3_oai.jsonl")]
+    ids = [
+        wb.import_results(FIXTURES / "bench_serving" / name, runs_dir=runs).runs["run_id"].iloc[0]
+        for name in ("bs059_baseline_details.jsonl", "bs059_eagle3_oai.jsonl")
+    ]
     _render([str(NOTEBOOK), "--from-runs", *ids, "--unlike-arms"], tmp_path / "reports", runs)
     page = (tmp_path / "reports" / "workloads.html").read_text()
     words = text_of(page)
     caveat = words.index("NOT LIKE-FOR-LIKE")
     assert caveat < words.index("In short") < words.index("Output throughput, workload by workload")
-    said = words[caveat:words.index("In short")]
+    said = words[caveat : words.index("In short")]
     assert "asked for with unlike_arms (--unlike-arms)" in said
-    assert ("eagle3-oai measured dataset=random-ids in=256 out=32 backend=sglang-oai and is compared with the baseline "
-            "baseline measured dataset=random-ids in=256 out=32 backend=sglang") in said
+    assert (
+        "eagle3-oai measured dataset=random-ids in=256 out=32 backend=sglang-oai and is compared with the baseline "
+        "baseline measured dataset=random-ids in=256 out=32 backend=sglang"
+    ) in said
     assert "endpoint (sglang vs sglang-oai)" in said and "workload (" not in said  # the one difference there is
-    base, spec = (json.loads(line) for line in
-                  [(FIXTURES / "bench_serving" / "bs059_baseline_details.jsonl").read_text().splitlines()[1],
-                   (FIXTURES / "bench_serving" / "bs059_eagle3_oai.jsonl").read_text().splitlines()[0]])
+    base, spec = (
+        json.loads(line)
+        for line in [
+            (FIXTURES / "bench_serving" / "bs059_baseline_details.jsonl").read_text().splitlines()[1],
+            (FIXTURES / "bench_serving" / "bs059_eagle3_oai.jsonl").read_text().splitlines()[0],
+        ]
+    )
     assert base["max_concurrency"] == spec["max_concurrency"] == 2  # the load both measured
     [row] = [r for r in figures_table(page) if r["variant"] == "eagle3-oai"]
     assert row["compared with"] == "dataset=random-ids in=256 out=32 backend=sglang"

@@ -33,14 +33,24 @@ def test_each_level_says_its_load_in_words() -> None:
     assert level_label({"mode": "open", "concurrency": math.nan, "request_rate_req_s": math.inf}) == "all at once"
     assert level_label({"mode": "closed", "concurrency": 4.0, "request_rate_req_s": math.nan}) == "concurrency 4"
     assert level_label({"mode": "open", "concurrency": math.nan, "request_rate_req_s": 2.5}) == "2.5 req/s"
-    assert level_label({"mode": "open", "concurrency": 8.0, "request_rate_req_s": 2.0}) == "2 req/s, at most 8 in flight"
+    assert (
+        level_label({"mode": "open", "concurrency": 8.0, "request_rate_req_s": 2.0}) == "2 req/s, at most 8 in flight"
+    )
     assert level_label({"concurrency": math.nan, "request_rate_req_s": math.nan}) == "load not recorded"
 
 
 def test_loads_sort_as_numbers_and_a_missing_figure_stays_missing() -> None:
-    rows = [{"variant": v, "workload": "w", "mode": "closed", "concurrency": c, "request_rate_req_s": math.nan,
-             "output_throughput_tok_s": t} for v, c, t in
-            [("base", 16, 800.0), ("base", 2, 200.0), ("spec", 2, 300.0), ("spec", 16, 720.0)]]
+    rows = [
+        {
+            "variant": v,
+            "workload": "w",
+            "mode": "closed",
+            "concurrency": c,
+            "request_rate_req_s": math.nan,
+            "output_throughput_tok_s": t,
+        }
+        for v, c, t in [("base", 16, 800.0), ("base", 2, 200.0), ("spec", 2, 300.0), ("spec", 16, 720.0)]
+    ]
     table = WorkloadStudy(levels=_levels(rows), manifests=[], baseline="base").table()
     assert list(table["load"]) == ["concurrency 2", "concurrency 16"] * 2  # 2 before 16, never text order
     assert list(table["throughput_ratio"].round(2).fillna(-1)) == [-1, -1, 1.5, 0.9]
@@ -48,20 +58,42 @@ def test_loads_sort_as_numbers_and_a_missing_figure_stays_missing() -> None:
 
 
 def test_unlike_arms_pair_one_workload_with_one_and_name_every_difference() -> None:
-    rows = [{"variant": "base", "workload": "dataset=random in=1024 out=128 backend=sglang", "tool": "sglang.bench_serving",
-             "engine": "sglang", "output_throughput_tok_s": 1000.0, "total_output_tokens": 1280, "completed": 10},
-            {"variant": "spec", "workload": "dataset=random in=1024 out=256 backend=sglang-oai", "tool": "vllm",
-             "engine": "sglang", "output_throughput_tok_s": 1500.0, "total_output_tokens": 2560, "completed": 10}]
-    manifests = [{"variant": "base", "server_info": {"version": "0.5.9", "tp_size": 8}},
-                 {"variant": "spec", "server_info": {"version": "0.5.17", "tp_size": 8}}]
+    rows = [
+        {
+            "variant": "base",
+            "workload": "dataset=random in=1024 out=128 backend=sglang",
+            "tool": "sglang.bench_serving",
+            "engine": "sglang",
+            "output_throughput_tok_s": 1000.0,
+            "total_output_tokens": 1280,
+            "completed": 10,
+        },
+        {
+            "variant": "spec",
+            "workload": "dataset=random in=1024 out=256 backend=sglang-oai",
+            "tool": "vllm",
+            "engine": "sglang",
+            "output_throughput_tok_s": 1500.0,
+            "total_output_tokens": 2560,
+            "completed": 10,
+        },
+    ]
+    manifests = [
+        {"variant": "base", "server_info": {"version": "0.5.9", "tp_size": 8}},
+        {"variant": "spec", "server_info": {"version": "0.5.17", "tp_size": 8}},
+    ]
     refused = WorkloadStudy(levels=_levels(rows), manifests=manifests, baseline="base")
     assert refused.not_compared == ["spec"] and refused.ratios().empty
     assert "**Not compared**" in refused.opening() and "`--unlike-arms`" in refused.opening()
     study = WorkloadStudy(levels=_levels(rows), manifests=manifests, baseline="base", unlike_arms=True)
     [pairing] = study.unlike_pairings
     assert dict(study.differences(pairing)) == {
-        "workload": "out 128 vs 256", "endpoint": "sglang vs sglang-oai", "client": "sglang.bench_serving vs vllm",
-        "server": "server version 0.5.9 vs 0.5.17", "tokens": "output tokens per request 128 vs 256"}
+        "workload": "out 128 vs 256",
+        "endpoint": "sglang vs sglang-oai",
+        "client": "sglang.bench_serving vs vllm",
+        "server": "server version 0.5.9 vs 0.5.17",
+        "tokens": "output tokens per request 128 vs 256",
+    }
     opening = study.opening()
     assert opening.startswith("> **NOT LIKE-FOR-LIKE**") and opening.index("NOT LIKE") < opening.index("In short")
     assert "x1.50 on `dataset=random in=1024 out=256 backend=sglang-oai` against the baseline on" in opening
@@ -82,25 +114,33 @@ def test_the_workloads_report_needs_runs_and_from_runs_picks_it_by_what_they_hol
         wb.load_workloads(None)
     runs = tmp_path / "runs"
     offline = wb.import_results(FIXTURES / "bench_serving" / "offline_baseline.jsonl", runs_dir=runs).runs
-    closed = wb.import_results(FIXTURES / "inferencex" / "agg_dsr1_1k1k_fp8_sglang_h200.json", runs_dir=runs,
-                               engine="sglang").runs
+    closed = wb.import_results(
+        FIXTURES / "inferencex" / "agg_dsr1_1k1k_fp8_sglang_h200.json", runs_dir=runs, engine="sglang"
+    ).runs
     offline_dirs = [runs / r for r in offline["run_id"]]
     closed_dirs = [runs / r for r in closed["run_id"]]
     picked, why = notebooks_for_runs(candidates, offline_dirs, {})
     assert [p.name for p in picked] == ["workloads.ipynb"] and "not running spec_vs_baseline.ipynb" in why[0]
     assert [p.name for p in notebooks_for_runs(candidates, closed_dirs, {})[0]] == ["spec_vs_baseline.ipynb"]
     assert [p.name for p in notebooks_for_runs(candidates, closed_dirs, {"unlike_arms": True})[0]] == [
-        "spec_vs_baseline.ipynb", "workloads.ipynb"]
-    assert split_report_args(["--from-runs", "a", "--unlike-arms"]) == ([], [("from_runs", '["a"]'),
-                                                                             ("unlike_arms", "true")])
+        "spec_vs_baseline.ipynb",
+        "workloads.ipynb",
+    ]
+    assert split_report_args(["--from-runs", "a", "--unlike-arms"]) == (
+        [],
+        [("from_runs", '["a"]'), ("unlike_arms", "true")],
+    )
 
 
 def _executed(folder: Path, notebook: Path, given: dict | None = None) -> None:
     """An executed notebook as `workbench report` leaves it: the recorded parameters, defaults as the cell writes them."""
     node = nbformat.read(str(notebook), as_version=4)
     declared = notebook_parameters(notebook)
-    node.metadata["workbench"] = {"parameters": given or {}, "status": "ok",
-                                  "defaults": {k: p.default for k, p in declared.items() if k not in (given or {})}}
+    node.metadata["workbench"] = {
+        "parameters": given or {},
+        "status": "ok",
+        "defaults": {k: p.default for k, p in declared.items() if k not in (given or {})},
+    }
     nbformat.write(node, str(folder / notebook.name))
     (folder / f"{notebook.stem}.html").write_text("<html></html>")
 
@@ -112,8 +152,10 @@ def test_the_index_says_what_each_report_measured_and_why_two_disagree(tmp_path:
         _executed(out, ROOT / "notebooks" / f"{name}.ipynb")
     _executed(out, ROOT / "notebooks" / "dynamic_disable.ipynb", {"max_new_tokens": 32})
     page = write_index(out).read_text()
-    rows = {stem: page[page.index(f'href="{stem}.html"'):].split("</tr>")[0] for stem in
-            ("spec_vs_baseline", "calibration", "inspect_source", "what_if", "dynamic_disable")}
+    rows = {
+        stem: page[page.index(f'href="{stem}.html"') :].split("</tr>")[0]
+        for stem in ("spec_vs_baseline", "calibration", "inspect_source", "what_if", "dynamic_disable")
+    }
     # the seed profile's target and GPU data sheet (data/profiles/seed-pcie-8gpu.toml), the output length given
     assert "meta-llama/Llama-3.3-70B-Instruct" in rows["spec_vs_baseline"]
     assert "8x NVIDIA H100 NVL 94 GB" in rows["spec_vs_baseline"] and "(simulated)" in rows["spec_vs_baseline"]
@@ -122,10 +164,14 @@ def test_the_index_says_what_each_report_measured_and_why_two_disagree(tmp_path:
     assert "meta-llama/Llama-3.1-8B-Instruct" in rows["calibration"] and "NVIDIA H200 SXM 141 GB" in rows["calibration"]
     assert "(simulated)" not in rows["calibration"]
     assert "none: measures no model" in rows["inspect_source"]
-    note = page[page.index('<p class="note">'):page.index("</p>")]
+    note = page[page.index('<p class="note">') : page.index("</p>")]
     assert "Two reports can disagree without either being wrong" in note
-    assert ("These reports differ in model (meta-llama/Llama-3.1-8B-Instruct: calibration; "
-            "meta-llama/Llama-3.3-70B-Instruct: dynamic_disable, spec_vs_baseline, what_if)") in note
+    assert (
+        "These reports differ in model (meta-llama/Llama-3.1-8B-Instruct: calibration; "
+        "meta-llama/Llama-3.3-70B-Instruct: dynamic_disable, spec_vs_baseline, what_if)"
+    ) in note
     assert "GPU (NVIDIA H200 SXM 141 GB: calibration; 8x NVIDIA H100 NVL 94 GB: dynamic_disable" in note
-    assert ("prompts=default out=32: dynamic_disable; prompts=default out=256: spec_vs_baseline, what_if)" in note
-            and "inspect_source" not in note)  # a report that measures no model is in no group
+    assert (
+        "prompts=default out=32: dynamic_disable; prompts=default out=256: spec_vs_baseline, what_if)" in note
+        and "inspect_source" not in note
+    )  # a report that measures no model is in no group

@@ -32,5 +32,7 @@ def until_undisturbed(measure: Callable[[], T], check: Callable[[T], None], trie
             failures.append(str(failed) or repr(failed))
             continue
         return result
-    raise AssertionError(f"failed in all {tries} tries (a real fault, not one disturbed measurement):\n"
-                         + "\n".join(f"  try {i + 1}: {f}" for i, f in enumerate(failures)))
+    raise AssertionError(
+        f"failed in all {tries} tries (a real fault, not one disturbed measurement):\n"
+        + "\n".join(f"  try {i + 1}: {f}" for i, f in enumerate(failures))
+    )

@@ -57,8 +57,22 @@ _NAME_PARTS = """get set load save read write parse build make run start stop op
 fetch push pop add remove update find check is has to from with for user order item request response
 config cache queue batch token prompt model draft stream chunk event state level rate count total
 max min avg sum len size time delay timeout retry error status result value key path name id""".split()
-_TYPES = ["int", "float", "str", "bool", "bytes", "list[int]", "dict[str, Any]", "Path", "None",
-          "list[str]", "tuple[int, int]", "Sequence[float]", "Mapping[str, str]", "Iterator[bytes]"]
+_TYPES = [
+    "int",
+    "float",
+    "str",
+    "bool",
+    "bytes",
+    "list[int]",
+    "dict[str, Any]",
+    "Path",
+    "None",
+    "list[str]",
+    "tuple[int, int]",
+    "Sequence[float]",
+    "Mapping[str, str]",
+    "Iterator[bytes]",
+]
 _MULTILINGUAL = [
     "Le café est prêt ; la requête a échoué après trois tentatives, réessayez plus tard.",
     "Die Größe des Puffers überschreitet das Maximum, daher wird die Anfrage abgelehnt.",
@@ -83,8 +97,15 @@ def _ident(rng: random.Random, parts: int = 2) -> str:
 def _sentence(rng: random.Random) -> str:
     subj = f"the {rng.choice(_ADJS)} {rng.choice(_NOUNS)}"
     obj = f"{rng.choice(['a', 'the', 'each', 'every', 'one'])} {rng.choice(_ADJS)} {rng.choice(_NOUNS)}"
-    tail = rng.choice(["", f" {rng.choice(_ADVS)}", f" after {rng.randint(2, 900)} ms",
-                       f" for {rng.randint(1, 64)} requests", f" when the {rng.choice(_NOUNS)} is {rng.choice(_ADJS)}"])
+    tail = rng.choice(
+        [
+            "",
+            f" {rng.choice(_ADVS)}",
+            f" after {rng.randint(2, 900)} ms",
+            f" for {rng.randint(1, 64)} requests",
+            f" when the {rng.choice(_NOUNS)} is {rng.choice(_ADJS)}",
+        ]
+    )
     text = f"{subj} {rng.choice(_VERBS)} {obj}{tail}."
     return text[0].upper() + text[1:]
 
@@ -102,33 +123,52 @@ def _python(rng: random.Random) -> str:
     name, arg, other = _ident(rng), _ident(rng, 1), _ident(rng, 1)
     t1, t2 = rng.choice(_TYPES), rng.choice(_TYPES)
     n = rng.randint(1, 100)
-    body = rng.choice([
-        (f"    total = 0\n    for i, {other} in enumerate({arg}):\n"
-         f"        if i % {n} == 0:\n            total += len({other})\n    return total\n"),
-        (f"    if {arg} is None:\n        raise ValueError(f\"{arg} must not be None, got {{{arg}!r}}\")\n"
-         f"    return {{k: v for k, v in {arg}.items() if v}}\n"),
-        (f"    result = []\n    while {arg}:\n        {other} = {arg}.pop()\n"
-         f"        result.append({other} * {n})\n    return sorted(result, reverse=True)\n"),
-        (f"    async with self._lock:\n        self.{other}_count += 1\n"
-         f"        await asyncio.sleep({n / 1000})\n        return self.{other}_count\n"),
-        (f"    try:\n        with open({arg}, encoding=\"utf-8\") as fh:\n            return json.load(fh)\n"
-         f"    except (OSError, json.JSONDecodeError) as exc:\n"
-         f"        raise ConfigError(f\"cannot read {{{arg}}}: {{exc}}\") from exc\n"),
-    ])
+    body = rng.choice(
+        [
+            (
+                f"    total = 0\n    for i, {other} in enumerate({arg}):\n"
+                f"        if i % {n} == 0:\n            total += len({other})\n    return total\n"
+            ),
+            (
+                f'    if {arg} is None:\n        raise ValueError(f"{arg} must not be None, got {{{arg}!r}}")\n'
+                f"    return {{k: v for k, v in {arg}.items() if v}}\n"
+            ),
+            (
+                f"    result = []\n    while {arg}:\n        {other} = {arg}.pop()\n"
+                f"        result.append({other} * {n})\n    return sorted(result, reverse=True)\n"
+            ),
+            (
+                f"    async with self._lock:\n        self.{other}_count += 1\n"
+                f"        await asyncio.sleep({n / 1000})\n        return self.{other}_count\n"
+            ),
+            (
+                f'    try:\n        with open({arg}, encoding="utf-8") as fh:\n            return json.load(fh)\n'
+                f"    except (OSError, json.JSONDecodeError) as exc:\n"
+                f'        raise ConfigError(f"cannot read {{{arg}}}: {{exc}}") from exc\n'
+            ),
+        ]
+    )
     doc = f'    """{_sentence(rng)}\n\n    Args:\n        {arg}: {_sentence(rng).lower()}\n    """\n'
-    test = (f"\n\ndef test_{name}():\n    assert {name}({rng.choice(['[]', '{}', '0', 'None', repr(_ident(rng, 1))])})"
-            f" == {rng.choice(['0', '[]', '{}', 'True', 'False'])}\n")
+    test = (
+        f"\n\ndef test_{name}():\n    assert {name}({rng.choice(['[]', '{}', '0', 'None', repr(_ident(rng, 1))])})"
+        f" == {rng.choice(['0', '[]', '{}', 'True', 'False'])}\n"
+    )
     func = f"def {name}({arg}: {t1}, *, {other}: {t2} = None) -> {rng.choice(_TYPES)}:\n{doc}{body}"
     if rng.random() < 0.5:
         cls = _camel(rng, rng.randint(2, 3))
-        func = (f"class {cls}({_camel(rng, 1)}Error if {n} else {_camel(rng, 2)}):\n"
-                f"    {_camel(rng, 2)}: int = {n}\n\n") + func
+        func = (
+            f"class {cls}({_camel(rng, 1)}Error if {n} else {_camel(rng, 2)}):\n    {_camel(rng, 2)}: int = {n}\n\n"
+        ) + func
     return func + (test if rng.random() < 0.4 else "")
 
 
 def _json_call(rng: random.Random) -> str:
-    args = {_ident(rng, 1): rng.choice([rng.randint(0, 5000), _ident(rng), rng.random() < 0.5, None,
-                                        [rng.randint(0, 9) for _ in range(3)]]) for _ in range(rng.randint(1, 4))}
+    args = {
+        _ident(rng, 1): rng.choice(
+            [rng.randint(0, 5000), _ident(rng), rng.random() < 0.5, None, [rng.randint(0, 9) for _ in range(3)]]
+        )
+        for _ in range(rng.randint(1, 4))
+    }
     call = {"name": _ident(rng), "arguments": args}
     if rng.random() < 0.5:
         return "Assistant (tool call): " + json.dumps(call)
@@ -136,16 +176,22 @@ def _json_call(rng: random.Random) -> str:
 
 
 def _shell_or_log(rng: random.Random) -> str:
-    ts = (f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-          f"T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z")
-    return rng.choice([
-        (f"$ {rng.choice(['git', 'pytest', 'python -m', 'ls -la', 'grep -rn', 'docker', 'kubectl get'])} "
-         f"{_ident(rng)} --{rng.choice(_NAME_PARTS)}={rng.randint(1, 64)}"),
-        f"{ts} {rng.choice(['INFO', 'WARN', 'ERROR', 'DEBUG'])}  {_sentence(rng)} (request_id={rng.getrandbits(32):08x})",
-        f"Decode batch, #running-req: {rng.randint(1, 64)}, #token: {rng.randint(100, 90000)}, "
-        f"token usage: {rng.random():.2f}, accept len: {rng.uniform(1, 4):.2f}, "
-        f"gen throughput (token/s): {rng.uniform(10, 900):.2f}",
-    ])
+    ts = (
+        f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        f"T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
+    )
+    return rng.choice(
+        [
+            (
+                f"$ {rng.choice(['git', 'pytest', 'python -m', 'ls -la', 'grep -rn', 'docker', 'kubectl get'])} "
+                f"{_ident(rng)} --{rng.choice(_NAME_PARTS)}={rng.randint(1, 64)}"
+            ),
+            f"{ts} {rng.choice(['INFO', 'WARN', 'ERROR', 'DEBUG'])}  {_sentence(rng)} (request_id={rng.getrandbits(32):08x})",
+            f"Decode batch, #running-req: {rng.randint(1, 64)}, #token: {rng.randint(100, 90000)}, "
+            f"token usage: {rng.random():.2f}, accept len: {rng.uniform(1, 4):.2f}, "
+            f"gen throughput (token/s): {rng.uniform(10, 900):.2f}",
+        ]
+    )
 
 
 def corpus(*, seed: int = SEED, generated_docs: int = 30000) -> Iterator[str]:
@@ -199,8 +245,17 @@ def write_directory(out: Path = DEFAULT_OUT, *, seed: int = SEED, vocab_size: in
     tokenizer = build(seed=seed, vocab_size=vocab_size)
     out.mkdir(parents=True, exist_ok=True)
     (out / "tokenizer.json").write_text(_tokenizer_json(tokenizer), encoding="utf-8")
-    added = {str(tokenizer.token_to_id(t)): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
-                                             "single_word": False, "special": True} for t in SPECIAL_TOKENS}
+    added = {
+        str(tokenizer.token_to_id(t)): {
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+        for t in SPECIAL_TOKENS
+    }
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": BOS,

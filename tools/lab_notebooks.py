@@ -36,8 +36,10 @@ def sync(source: Path, dest: Path) -> list[str]:
             shutil.copy2(notebook, copy)
             lines.append(f"copied {notebook.name} to {dest.name}/")
         elif notebook.stat().st_mtime > copy.stat().st_mtime:
-            lines.append(f"kept your {dest.name}/{notebook.name}; {source.name}/{notebook.name} is newer: delete "
-                         "the copy to take it")
+            lines.append(
+                f"kept your {dest.name}/{notebook.name}; {source.name}/{notebook.name} is newer: delete "
+                "the copy to take it"
+            )
     return lines
 
 

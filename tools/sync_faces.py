@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADER = "if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)"
+HEADER = (
+    "if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)"
+)
 CALL = "__all__, __getattr__, __dir__ = _lazy_face("
 
 

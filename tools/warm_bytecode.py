@@ -23,9 +23,28 @@ import sys
 
 #: Imported by a report's processes besides the workbench: papermill and its kernel, the HTML export,
 #: the notebooks' tables and charts, the simulated server's HTTP stack.
-THIRD_PARTY = ("ipykernel.kernelapp", "ipykernel.ipkernel", "papermill", "nbclient", "nbconvert.exporters.html",
-               "altair", "vl_convert", "pandas", "pyarrow.parquet", "aiohttp.web", "IPython", "ipywidgets",
-               "tqdm.auto", "uvloop", "orjson", "tokenizers", "typer", "yaml", "paramiko", "pygments")
+THIRD_PARTY = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "papermill",
+    "nbclient",
+    "nbconvert.exporters.html",
+    "altair",
+    "vl_convert",
+    "pandas",
+    "pyarrow.parquet",
+    "aiohttp.web",
+    "IPython",
+    "ipywidgets",
+    "tqdm.auto",
+    "uvloop",
+    "orjson",
+    "tokenizers",
+    "typer",
+    "yaml",
+    "paramiko",
+    "pygments",
+)
 
 
 def warm() -> int:

@@ -47,8 +47,12 @@ def _reflowed(text: str) -> str:
     it to the terminal's width instead of breaking where the source did; a paragraph with an indented line (an
     example, a table) or one marked ``\\b`` keeps its lines."""
     paragraphs = text.split("\n\n")
-    return "\n\n".join(p if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
-                       else " ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    return "\n\n".join(
+        p
+        if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
+        else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
 
 
 def _tidy_help(command: Any) -> None:
@@ -101,8 +105,11 @@ class _WorkbenchGroup(TyperGroup):
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(code=2 if isinstance(exc, ConfigError) else 1) from None
         except KeyboardInterrupt:
-            typer.echo("interrupted (Ctrl-C): stopped. What was stored is kept: a sweep resumes where it stopped "
-                       "when run again, and its servers are stopped (`workbench servers` shows any left).", err=True)
+            typer.echo(
+                "interrupted (Ctrl-C): stopped. What was stored is kept: a sweep resumes where it stopped "
+                "when run again, and its servers are stopped (`workbench servers` shows any left).",
+                err=True,
+            )
             raise typer.Exit(code=130) from None
 
 

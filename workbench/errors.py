@@ -123,8 +123,9 @@ class HelperError(CommandError):
         error: the helper's own error message.
     """
 
-    def __init__(self, message: str, result: object | None = None, *, helper: str = "", host: str = "",
-                 error: str = "") -> None:
+    def __init__(
+        self, message: str, result: object | None = None, *, helper: str = "", host: str = "", error: str = ""
+    ) -> None:
         super().__init__(message, result)
         self.helper = helper
         self.host = host

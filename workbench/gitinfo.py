@@ -24,8 +24,9 @@ def git_state(directory: str | Path, *, timeout_s: float = 10.0) -> dict[str, An
 
     def git(*args: str) -> str | None:
         try:
-            done = subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False)
+            done = subprocess.run(
+                ["git", *args], cwd=directory, capture_output=True, text=True, timeout=timeout_s, check=False
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return done.stdout if done.returncode == 0 else None

@@ -73,24 +73,35 @@ class StreamScript:
     until_in_flight_timeout_s: float = 30.0
 
 
-def _chunk(rid: str, text: str, completion: int, prompt_tokens: int, finish: dict | None,
-           extra: dict[str, Any] | None = None) -> bytes:
-    meta = {"id": rid, "finish_reason": finish, "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion, "cached_tokens": 0, "weight_version": "default"}
+def _chunk(
+    rid: str, text: str, completion: int, prompt_tokens: int, finish: dict | None, extra: dict[str, Any] | None = None
+) -> bytes:
+    meta = {
+        "id": rid,
+        "finish_reason": finish,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "cached_tokens": 0,
+        "weight_version": "default",
+    }
     meta.update(extra or {})
     body = {"text": text, "output_ids": list(range(completion)), "meta_info": meta}
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
-def _openai_chunk(kind: str, rid: str, delta: str, completion: int, prompt_tokens: int, finish: str | None,
-                  usage: bool) -> bytes:
+def _openai_chunk(
+    kind: str, rid: str, delta: str, completion: int, prompt_tokens: int, finish: str | None, usage: bool
+) -> bytes:
     if kind == "chat":
         choice: dict[str, Any] = {"index": 0, "delta": {"content": delta}, "finish_reason": finish}
     else:
         choice = {"index": 0, "text": delta, "finish_reason": finish}
     body: dict[str, Any] = {"id": rid, "object": "chunk", "choices": [choice]}
-    body["usage"] = ({"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                      "total_tokens": prompt_tokens + completion} if usage else None)
+    body["usage"] = (
+        {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion}
+        if usage
+        else None
+    )
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
@@ -127,8 +138,14 @@ class ScriptedServer:
     ) -> None:
         self._script = script
         self._flush_busy = flush_busy_answers
-        self._server_info = server_info if server_info is not None else {
-            "version": "scripted", "internal_states": [{"avg_spec_accept_length": 2.5, "last_gen_throughput": 100.0}]}
+        self._server_info = (
+            server_info
+            if server_info is not None
+            else {
+                "version": "scripted",
+                "internal_states": [{"avg_spec_accept_length": 2.5, "last_gen_throughput": 100.0}],
+            }
+        )
         self._legacy = legacy_server_info
         self.bodies: list[dict[str, Any]] = []
         self.in_flight = 0
@@ -168,13 +185,30 @@ class ScriptedServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, kind="chat")
 
-    def _encode(self, kind: str, body: dict[str, Any], rid: str, text: str, delta: str, completion: int,
-                script: StreamScript, finish: dict | None, extra: dict[str, Any]) -> bytes:
+    def _encode(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        rid: str,
+        text: str,
+        delta: str,
+        completion: int,
+        script: StreamScript,
+        finish: dict | None,
+        extra: dict[str, Any],
+    ) -> bytes:
         if kind == "generate":
             return _chunk(rid, text, completion, script.prompt_tokens, finish, extra)
         options = body.get("stream_options") or {}
-        return _openai_chunk(kind, rid, delta, completion, script.prompt_tokens, finish and finish["type"],
-                             bool(options.get("continuous_usage_stats")))
+        return _openai_chunk(
+            kind,
+            rid,
+            delta,
+            completion,
+            script.prompt_tokens,
+            finish and finish["type"],
+            bool(options.get("continuous_usage_stats")),
+        )
 
     async def _generate(self, request: web.Request, kind: str = "generate") -> web.StreamResponse:
         begun = time.time()
@@ -185,8 +219,7 @@ class ScriptedServer:
         self.bodies.append(body)
         script = self._script(body, index) if callable(self._script) else self._script
         if script.status != 200:
-            return web.json_response({"error": {"message": f"scripted status {script.status}"}},
-                                     status=script.status)
+            return web.json_response({"error": {"message": f"scripted status {script.status}"}}, status=script.status)
         self._set_in_flight(+1)
         rid = f"{index:032x}"
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -233,10 +266,12 @@ class ScriptedServer:
                     if not last:
                         await asyncio.sleep(script.gap_s)
             if kind != "generate" and (body.get("stream_options") or {}).get("include_usage") and completion:
-                usage = {"prompt_tokens": script.prompt_tokens, "completion_tokens": completion,
-                         "total_tokens": script.prompt_tokens + completion}
-                await resp.write(b"data: " + json.dumps({"id": rid, "choices": [], "usage": usage}).encode()
-                                 + b"\n\n")
+                usage = {
+                    "prompt_tokens": script.prompt_tokens,
+                    "completion_tokens": completion,
+                    "total_tokens": script.prompt_tokens + completion,
+                }
+                await resp.write(b"data: " + json.dumps({"id": rid, "choices": [], "usage": usage}).encode() + b"\n\n")
             if script.hold_s:
                 await asyncio.sleep(script.hold_s)
             # Count the request as finished before [DONE] reaches the client, so the

@@ -41,7 +41,8 @@ def _histograms(requests: pd.DataFrame) -> pd.DataFrame:
         return requests.iloc[0:0].assign(hist=[])
     ok = requests["error"].isna() if "error" in requests else pd.Series(True, index=requests.index)
     hists = requests["spec_accept_histogram"].map(
-        lambda h: np.asarray(h, dtype=float) if h is not None and len(h) and float(np.sum(h)) > 0 else None)
+        lambda h: np.asarray(h, dtype=float) if h is not None and len(h) and float(np.sum(h)) > 0 else None
+    )
     keep = ok & hists.notna()
     return requests[keep].assign(hist=hists[keep])
 
@@ -50,8 +51,9 @@ def _keys(by: Sequence[str], key: object) -> dict:
     return dict(zip(by, key if isinstance(key, tuple) else (key,)))
 
 
-def position_rates(requests: pd.DataFrame, *, by: Sequence[str] = ("variant", "concurrency"),
-                   confidence: float = 0.95) -> pd.DataFrame:
+def position_rates(
+    requests: pd.DataFrame, *, by: Sequence[str] = ("variant", "concurrency"), confidence: float = 0.95
+) -> pd.DataFrame:
     """Acceptance rate at each draft position, per level (module docstring).
 
     Args:
@@ -66,8 +68,16 @@ def position_rates(requests: pd.DataFrame, *, by: Sequence[str] = ("variant", "c
         ``per_request_rate_hi`` (NaN with fewer than 2 requests), ``n_requests`` and ``verifies``.
         Empty (same columns) when no row has a histogram.
     """
-    cols = [*by, "position", "rate", "per_request_rate", "per_request_rate_lo", "per_request_rate_hi",
-            "n_requests", "verifies"]
+    cols = [
+        *by,
+        "position",
+        "rate",
+        "per_request_rate",
+        "per_request_rate_lo",
+        "per_request_rate_hi",
+        "n_requests",
+        "verifies",
+    ]
     rows = _histograms(requests)
     out = []
     if len(rows):
@@ -78,14 +88,24 @@ def position_rates(requests: pd.DataFrame, *, by: Sequence[str] = ("variant", "c
             at_least = np.cumsum(hists[:, ::-1], axis=1)[:, ::-1]  # [:, j]: verifies with >= j drafts
             for j in range(1, width):
                 iv = mean_interval(at_least[:, j] / totals, confidence=confidence)
-                out.append({**_keys(by, key), "position": j, "rate": float(at_least[:, j].sum() / totals.sum()),
-                            "per_request_rate": iv.mean, "per_request_rate_lo": iv.lo, "per_request_rate_hi": iv.hi,
-                            "n_requests": iv.n, "verifies": int(totals.sum())})
+                out.append(
+                    {
+                        **_keys(by, key),
+                        "position": j,
+                        "rate": float(at_least[:, j].sum() / totals.sum()),
+                        "per_request_rate": iv.mean,
+                        "per_request_rate_lo": iv.lo,
+                        "per_request_rate_hi": iv.hi,
+                        "n_requests": iv.n,
+                        "verifies": int(totals.sum()),
+                    }
+                )
     return pd.DataFrame(out, columns=cols)
 
 
-def accept_length_distribution(requests: pd.DataFrame, *,
-                               by: Sequence[str] = ("variant", "concurrency")) -> pd.DataFrame:
+def accept_length_distribution(
+    requests: pd.DataFrame, *, by: Sequence[str] = ("variant", "concurrency")
+) -> pd.DataFrame:
     """Share of a level's verify steps at each accept length (``k`` drafts accepted + the bonus token).
 
     Returns:
@@ -101,8 +121,15 @@ def accept_length_distribution(requests: pd.DataFrame, *,
             width = max(len(h) for h in group["hist"])
             counts = np.sum([np.pad(h, (0, width - len(h))) for h in group["hist"]], axis=0)
             for k, count in enumerate(counts):
-                out.append({**_keys(by, key), "accept_length": k + 1, "share": float(count / counts.sum()),
-                            "verifies": int(count), "n_requests": len(group)})
+                out.append(
+                    {
+                        **_keys(by, key),
+                        "accept_length": k + 1,
+                        "share": float(count / counts.sum()),
+                        "verifies": int(count),
+                        "n_requests": len(group),
+                    }
+                )
     return pd.DataFrame(out, columns=cols)
 
 
@@ -125,18 +152,29 @@ def accept_by_category(requests: pd.DataFrame, *, by: Sequence[str] = ("variant"
     rows = requests[pd.to_numeric(requests["spec_verify_ct"], errors="coerce").fillna(0) > 0]
     if "error" in rows:
         rows = rows[rows["error"].isna()]
-    rows = rows.assign(prompt_category=rows["prompt_category"].fillna("(none)"),
-                       output_tokens=pd.to_numeric(rows["output_tokens"], errors="coerce"),
-                       spec_verify_ct=pd.to_numeric(rows["spec_verify_ct"], errors="coerce"))
-    out = [{**_keys([*by, "prompt_category"], key), "accept_length": float(g["output_tokens"].sum()
-                                                                              / g["spec_verify_ct"].sum()),
-            "n_requests": len(g), "verifies": int(g["spec_verify_ct"].sum())}
-           for key, g in rows.groupby([*by, "prompt_category"], sort=True)]
+    rows = rows.assign(
+        prompt_category=rows["prompt_category"].fillna("(none)"),
+        output_tokens=pd.to_numeric(rows["output_tokens"], errors="coerce"),
+        spec_verify_ct=pd.to_numeric(rows["spec_verify_ct"], errors="coerce"),
+    )
+    out = [
+        {
+            **_keys([*by, "prompt_category"], key),
+            "accept_length": float(g["output_tokens"].sum() / g["spec_verify_ct"].sum()),
+            "n_requests": len(g),
+            "verifies": int(g["spec_verify_ct"].sum()),
+        }
+        for key, g in rows.groupby([*by, "prompt_category"], sort=True)
+    ]
     return pd.DataFrame(out, columns=cols)
 
 
-def imported_position_rates(levels: pd.DataFrame, *, by: Sequence[str] = ("variant", "concurrency"),
-                            column: str = "vllm_spec_decode_per_position_acceptance_rates") -> pd.DataFrame:
+def imported_position_rates(
+    levels: pd.DataFrame,
+    *,
+    by: Sequence[str] = ("variant", "concurrency"),
+    column: str = "vllm_spec_decode_per_position_acceptance_rates",
+) -> pd.DataFrame:
     """The per-position rates another tool wrote, as :func:`position_rates` rows (``rate`` only).
 
     vLLM's bench results carry ``spec_decode_per_position_acceptance_rates`` (a list of fractions,
@@ -148,8 +186,16 @@ def imported_position_rates(levels: pd.DataFrame, *, by: Sequence[str] = ("varia
         :func:`position_rates`' columns; ``per_request_rate`` and its bounds NaN (the file has no
         per-request figures), ``n_requests`` the level's completed requests where known.
     """
-    cols = [*by, "position", "rate", "per_request_rate", "per_request_rate_lo", "per_request_rate_hi",
-            "n_requests", "verifies"]
+    cols = [
+        *by,
+        "position",
+        "rate",
+        "per_request_rate",
+        "per_request_rate_lo",
+        "per_request_rate_hi",
+        "n_requests",
+        "verifies",
+    ]
     if column not in levels or not len(levels):
         return pd.DataFrame(columns=cols)
     rows = levels[levels[column].map(lambda r: r is not None and not isinstance(r, float) and len(r) > 0)]
@@ -158,12 +204,23 @@ def imported_position_rates(levels: pd.DataFrame, *, by: Sequence[str] = ("varia
         rates = [np.asarray(r, dtype=float) for r in group[column]]
         width = min(len(r) for r in rates)
         mean = np.mean([r[:width] for r in rates], axis=0)
-        drafts = pd.to_numeric(group.get("vllm_spec_decode_num_drafts", pd.Series(math.nan, index=group.index)),
-                               errors="coerce").sum(min_count=1)
-        completed = pd.to_numeric(group.get("completed", pd.Series(math.nan, index=group.index)),
-                                  errors="coerce").sum(min_count=1)
+        drafts = pd.to_numeric(
+            group.get("vllm_spec_decode_num_drafts", pd.Series(math.nan, index=group.index)), errors="coerce"
+        ).sum(min_count=1)
+        completed = pd.to_numeric(group.get("completed", pd.Series(math.nan, index=group.index)), errors="coerce").sum(
+            min_count=1
+        )
         for j, rate in enumerate(mean, start=1):
-            out.append({**_keys(by, key), "position": j, "rate": float(rate), "per_request_rate": math.nan,
-                        "per_request_rate_lo": math.nan, "per_request_rate_hi": math.nan,
-                        "n_requests": completed, "verifies": drafts})
+            out.append(
+                {
+                    **_keys(by, key),
+                    "position": j,
+                    "rate": float(rate),
+                    "per_request_rate": math.nan,
+                    "per_request_rate_lo": math.nan,
+                    "per_request_rate_hi": math.nan,
+                    "n_requests": completed,
+                    "verifies": drafts,
+                }
+            )
     return pd.DataFrame(out, columns=cols)

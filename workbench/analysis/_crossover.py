@@ -78,8 +78,9 @@ def ratio_table(levels: pd.DataFrame, *, baseline: str, spec: str, metrics: tupl
     return joined.reset_index()
 
 
-def find_crossover(concurrency: list[float] | pd.Series, ratio: list[float] | pd.Series, *, metric: str,
-                   load: str = "concurrency") -> Crossover:
+def find_crossover(
+    concurrency: list[float] | pd.Series, ratio: list[float] | pd.Series, *, metric: str, load: str = "concurrency"
+) -> Crossover:
     """Crossover of a spec/baseline ratio series (see :class:`Crossover`).
 
     Args:
@@ -112,31 +113,50 @@ def find_crossover(concurrency: list[float] | pd.Series, ratio: list[float] | pd
         more = f" (it crosses {len(crossings)} times)" if len(crossings) > 1 else ""
         direction = "stops beating" if pairs[0][1] > 1.0 else "starts beating"
         return Crossover(
-            metric, "interpolated", cx, c0, c1,
+            metric,
+            "interpolated",
+            cx,
+            c0,
+            c1,
             f"Speculation {direction} the baseline on {metric} between {axis.words} {c0:g} and {c1:g}{axis.unit} "
             f"(≈ {cx:.1f}, interpolated on log {axis.words}: nothing was measured in between){more}.",
             tuple(crossings),
         )
     if exact:
         c = exact[0]
-        return Crossover(metric, "at_level", float(c), c, c,
-                         f"Speculation ties the baseline on {metric} at {axis.words} {c:g}{axis.unit}.")
+        return Crossover(
+            metric,
+            "at_level",
+            float(c),
+            c,
+            c,
+            f"Speculation ties the baseline on {metric} at {axis.words} {c:g}{axis.unit}.",
+        )
     lo, hi = pairs[0][0], pairs[-1][0]
     if not any(ahead):
         return Crossover(
-            metric, "below_range", None, None, None,
+            metric,
+            "below_range",
+            None,
+            None,
+            None,
             f"Speculation is behind the baseline on {metric} at every level from {lo:g} to {hi:g}{axis.unit}: "
             f"the crossover is below the smallest level ({lo:g}{axis.unit}).",
         )
     return Crossover(
-        metric, "none_in_range", None, None, None,
+        metric,
+        "none_in_range",
+        None,
+        None,
+        None,
         f"Speculation is ahead of the baseline on {metric} at every level from {lo:g} to {hi:g}{axis.unit}: "
         "no crossover in range.",
     )
 
 
-def best_policy(levels: pd.DataFrame, *, metric: str, higher_is_better: bool = True,
-                load: str = "concurrency") -> pd.DataFrame:
+def best_policy(
+    levels: pd.DataFrame, *, metric: str, higher_is_better: bool = True, load: str = "concurrency"
+) -> pd.DataFrame:
     """The best variant at each level on one metric (the envelope across variants).
 
     Args:
@@ -157,7 +177,9 @@ def best_policy(levels: pd.DataFrame, *, metric: str, higher_is_better: bool = T
                 "best_variant": best["variant"],
                 f"best_{metric}": best[metric],
                 "runner_up": None if second is None else second["variant"],
-                "margin": float("nan") if second is None or not second[metric] > 0 else best[metric] / second[metric] - 1.0,
+                "margin": float("nan")
+                if second is None or not second[metric] > 0
+                else best[metric] / second[metric] - 1.0,
             }
         )
     return pd.DataFrame(rows)

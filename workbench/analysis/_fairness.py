@@ -28,18 +28,45 @@ __all__ = ["IGNORED_SETTINGS", "queued_requests", "settings_differences"]
 
 #: ``/server_info`` keys that are not settings of the comparison: identity, ports, seeds, run state,
 #: the speculative settings themselves (their difference is the point), and the simulator's own.
-IGNORED_SETTINGS = frozenset({
-    "host", "port", "random_seed", "status", "internal_states", "simulation", "simulated", "version",
-    "weight_version", "served_model_name", "log_level", "decode_log_interval", "sim_seed", "sim_time_scale",
-    "sim_profile", "sim_api_version", "sim_sglang_version", "sim_spec_off_above", "tokenizer_path",
-    "speculative_draft_model_path", "speculative_token_map", "speculative_adaptive_config", "model_path",
-    "max_total_num_tokens", "max_total_tokens", "max_req_input_len",
-})
+IGNORED_SETTINGS = frozenset(
+    {
+        "host",
+        "port",
+        "random_seed",
+        "status",
+        "internal_states",
+        "simulation",
+        "simulated",
+        "version",
+        "weight_version",
+        "served_model_name",
+        "log_level",
+        "decode_log_interval",
+        "sim_seed",
+        "sim_time_scale",
+        "sim_profile",
+        "sim_api_version",
+        "sim_sglang_version",
+        "sim_spec_off_above",
+        "tokenizer_path",
+        "speculative_draft_model_path",
+        "speculative_token_map",
+        "speculative_adaptive_config",
+        "model_path",
+        "max_total_num_tokens",
+        "max_total_tokens",
+        "max_req_input_len",
+    }
+)
 
 
 #: ``disable_*`` keys said positively (their values inverted), so no reader meets "disable ... off".
-POSITIVE = {"disable_overlap_schedule": "overlap scheduling", "disable_cuda_graph": "CUDA graphs",
-            "disable_custom_all_reduce": "custom all-reduce", "disable_radix_cache": "radix cache"}
+POSITIVE = {
+    "disable_overlap_schedule": "overlap scheduling",
+    "disable_cuda_graph": "CUDA graphs",
+    "disable_custom_all_reduce": "custom all-reduce",
+    "disable_radix_cache": "radix cache",
+}
 
 
 def _shown(value: Any) -> str:
@@ -56,31 +83,44 @@ def _consequence(key: str, spec: str, b: Any, s: Any) -> tuple[str, str]:
     """(what the difference does to the comparison, how it can be equalised or why not)."""
     if key == "max_running_requests":
         low_name, low = ("the baseline", b) if (b or math.inf) < (s or math.inf) else (spec, s)
-        return (f"above concurrency {_shown(low)}, requests wait in {low_name}'s queue while the other server "
-                "still admits them: throughput and latency there compare a full server with one that is not",
-                "set the same --max-running-requests on both (SGLang caps EAGLE servers at 48 unless given)")
+        return (
+            f"above concurrency {_shown(low)}, requests wait in {low_name}'s queue while the other server "
+            "still admits them: throughput and latency there compare a full server with one that is not",
+            "set the same --max-running-requests on both (SGLang caps EAGLE servers at 48 unless given)",
+        )
     if key == "disable_overlap_schedule":
         off = spec if s else "the baseline"
-        return (f"overlap scheduling is off for {off}: its CPU scheduling is not hidden behind the GPU, "
-                "so part of the gap is scheduling, not speculation",
-                "spec v1 turns overlap off and it cannot be turned back on; equal only by disabling it on the "
-                "baseline too (slowing the baseline) or by running spec v2 (topk 1)")
+        return (
+            f"overlap scheduling is off for {off}: its CPU scheduling is not hidden behind the GPU, "
+            "so part of the gap is scheduling, not speculation",
+            "spec v1 turns overlap off and it cannot be turned back on; equal only by disabling it on the "
+            "baseline too (slowing the baseline) or by running spec v2 (topk 1)",
+        )
     if key == "disable_cuda_graph":
         eager = spec if s else "the baseline"
-        return (f"{eager} runs eager (no CUDA graphs): kernel launch overhead counts against it",
-                "use the same --disable-cuda-graph on both")
+        return (
+            f"{eager} runs eager (no CUDA graphs): kernel launch overhead counts against it",
+            "use the same --disable-cuda-graph on both",
+        )
     if key == "cuda_graph_max_bs":
-        return ("CUDA graphs cover different batch sizes: above the smaller limit that server runs eager",
-                "set the same --cuda-graph-max-bs on both")
+        return (
+            "CUDA graphs cover different batch sizes: above the smaller limit that server runs eager",
+            "set the same --cuda-graph-max-bs on both",
+        )
     if key == "enable_mixed_chunk":
-        return ("mixed chunked prefill differs (SGLang turns it off under speculation)",
-                "set --enable-mixed-chunk the same on both (off)")
-    return ("a setting other than speculation differs, so its effect mixes with speculation's",
-            f"give both servers the same --{key.replace('_', '-')}")
+        return (
+            "mixed chunked prefill differs (SGLang turns it off under speculation)",
+            "set --enable-mixed-chunk the same on both (off)",
+        )
+    return (
+        "a setting other than speculation differs, so its effect mixes with speculation's",
+        f"give both servers the same --{key.replace('_', '-')}",
+    )
 
 
-def settings_differences(baseline_info: Mapping[str, Any], spec_info: Mapping[str, Any], *, spec: str,
-                         baseline: str = "baseline") -> pd.DataFrame:
+def settings_differences(
+    baseline_info: Mapping[str, Any], spec_info: Mapping[str, Any], *, spec: str, baseline: str = "baseline"
+) -> pd.DataFrame:
     """Settings the two servers report differently, beyond speculation.
 
     Args:
@@ -108,8 +148,16 @@ def settings_differences(baseline_info: Mapping[str, Any], spec_info: Mapping[st
             name, b_text, s_text = POSITIVE[key], _shown(not b), _shown(not s)
         else:
             name, b_text, s_text = key, _shown(b), _shown(s)
-        rows.append({"variant": spec, "setting": name, "baseline_value": b_text, "spec_value": s_text,
-                     "effect": effect, "equalise": equalise})
+        rows.append(
+            {
+                "variant": spec,
+                "setting": name,
+                "baseline_value": b_text,
+                "spec_value": s_text,
+                "effect": effect,
+                "equalise": equalise,
+            }
+        )
     return pd.DataFrame(rows, columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
 
 

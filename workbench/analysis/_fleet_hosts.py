@@ -41,6 +41,13 @@ def fleet_hosts(units: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if unit.get("duration_s") is not None:
             row["busy_s"] += float(unit["duration_s"])
     ordered = sorted(rows.values(), key=lambda r: (r["host"] is None, str(r["host"])))
-    return [{"host": r["host"], "units": r["units"], "failed": r["failed"],
-             "gpus_used": ",".join(sorted(r["gpus"], key=lambda g: (len(g), g))), "busy_s": round(r["busy_s"], 3)}
-            for r in ordered]
+    return [
+        {
+            "host": r["host"],
+            "units": r["units"],
+            "failed": r["failed"],
+            "gpus_used": ",".join(sorted(r["gpus"], key=lambda g: (len(g), g))),
+            "busy_s": round(r["busy_s"], 3),
+        }
+        for r in ordered
+    ]

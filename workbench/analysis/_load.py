@@ -56,9 +56,9 @@ class LoadAxis:
 #: The two axes a study can compare levels on, by column.
 LOAD_AXES: dict[str, LoadAxis] = {
     "concurrency": LoadAxis("concurrency", "concurrency", "Concurrency (requests in flight)", ""),
-    "request_rate_req_s": LoadAxis("request_rate_req_s", "request rate", "Request rate (req/s, open loop)",
-                                   " req/s"),
+    "request_rate_req_s": LoadAxis("request_rate_req_s", "request rate", "Request rate (req/s, open loop)", " req/s"),
 }
+
 
 def load_modes(levels: pd.DataFrame) -> pd.Series:
     """Each row's loop: ``"closed"`` or ``"open"``.
@@ -68,10 +68,11 @@ def load_modes(levels: pd.DataFrame) -> pd.Series:
     else open.
     """
     conc = pd.to_numeric(levels.get("concurrency", pd.Series(math.nan, index=levels.index)), errors="coerce")
-    rate = pd.to_numeric(levels.get("request_rate_req_s", pd.Series(math.nan, index=levels.index)),
-                         errors="coerce")
-    inferred = pd.Series(["closed" if c == c and not (r == r and math.isfinite(r)) else "open"
-                          for c, r in zip(conc, rate)], index=levels.index)
+    rate = pd.to_numeric(levels.get("request_rate_req_s", pd.Series(math.nan, index=levels.index)), errors="coerce")
+    inferred = pd.Series(
+        ["closed" if c == c and not (r == r and math.isfinite(r)) else "open" for c, r in zip(conc, rate)],
+        index=levels.index,
+    )
     if "mode" not in levels:
         return inferred
     mode = levels["mode"].where(levels["mode"].isin(["closed", "open"]), None)
@@ -103,22 +104,25 @@ def load_axis(levels: pd.DataFrame) -> LoadAxis:
             f"(request rate: {', '.join(opened)}); a closed-loop level and an open-loop one are not the same load, "
             "so they cannot share a chart axis or be compared. Study them apart: load the closed-loop runs in one "
             "study and the open-loop runs in another (wb.load_study([...]) or `workbench report --from-runs` "
-            "once for each set)")
+            "once for each set)"
+        )
     if modes.iloc[0] == "closed":
         return LOAD_AXES["concurrency"]
-    rate = pd.to_numeric(levels.get("request_rate_req_s", pd.Series(math.nan, index=levels.index)),
-                         errors="coerce")
+    rate = pd.to_numeric(levels.get("request_rate_req_s", pd.Series(math.nan, index=levels.index)), errors="coerce")
     unplaced = ~rate.map(lambda r: r == r and math.isfinite(r) and r > 0)
     if unplaced.any():
         rows = levels[unplaced]
-        where = ", ".join(sorted(set(rows["variant"].astype(str)))) if "variant" in rows else f"{int(unplaced.sum())} rows"
+        where = (
+            ", ".join(sorted(set(rows["variant"].astype(str)))) if "variant" in rows else f"{int(unplaced.sum())} rows"
+        )
         raise ConfigError(
             f"open-loop levels of {where} have no finite request rate (all requests sent at once, or a trace), "
             "so they have no place on a request-rate axis; study them without those levels, or re-measure at "
             "finite rates (request_rates=[...]). Levels that sent every request at once (an offline throughput "
             "run) compare workload by workload instead: workbench.imports.offline_workloads(levels, "
             "baseline=...) is that table, with each variant's ratio to the baseline per workload "
-            "(`workbench import FILE --dry-run` prints it)")
+            "(`workbench import FILE --dry-run` prints it)"
+        )
     return LOAD_AXES["request_rate_req_s"]
 
 
@@ -143,8 +147,9 @@ def choose_workload(labels: pd.Series, variants: pd.Series, wanted: str | None =
         raise ConfigError("no level rows: nothing to choose a workload from")
     if wanted is not None:
         if wanted not in names:
-            raise ConfigError(f"workload {wanted!r} is not in these runs; they hold: "
-                              + "; ".join(repr(n) for n in names))
+            raise ConfigError(
+                f"workload {wanted!r} is not in these runs; they hold: " + "; ".join(repr(n) for n in names)
+            )
         chosen = wanted
     else:
         frame = pd.DataFrame({"workload": labels.to_numpy(), "variant": variants.to_numpy()})

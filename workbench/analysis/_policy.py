@@ -40,9 +40,25 @@ from workbench.analysis._repeats import CrossoverInterval, crossover_interval, r
 from workbench.errors import ConfigError
 from workbench.releases import ADAPTIVE_SINCE, ADAPTIVE_TIERS_SINCE, release_at_least, release_number
 
-__all__ = ["OBJECTIVES", "SglangPolicy", "Threshold", "Tier", "best_threshold", "envelope", "find_threshold",
-           "goodput_levels", "higher_is_better", "pareto_points", "policy_gains", "policy_rows", "predicted_vs_measured",
-           "sglang_policy", "spec_ratio_table", "step_tiers", "vllm_schedule"]
+__all__ = [
+    "OBJECTIVES",
+    "SglangPolicy",
+    "Threshold",
+    "Tier",
+    "best_threshold",
+    "envelope",
+    "find_threshold",
+    "goodput_levels",
+    "higher_is_better",
+    "pareto_points",
+    "policy_gains",
+    "policy_rows",
+    "predicted_vs_measured",
+    "sglang_policy",
+    "spec_ratio_table",
+    "step_tiers",
+    "vllm_schedule",
+]
 
 #: Objective name -> the level column it maximises.
 OBJECTIVES: dict[str, str] = {
@@ -53,7 +69,6 @@ OBJECTIVES: dict[str, str] = {
 
 #: The verdict of a level where a value is 0 or less (no ratio: e.g. no request met the goodput target).
 ZERO = "a value is 0: no ratio"
-
 
 
 def higher_is_better(metric: str) -> bool:
@@ -68,9 +83,14 @@ def _need(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 
 # -- goodput -------------------------------------------------------------------------------------
-def goodput_levels(requests: pd.DataFrame, *, tpot_ms: float | None = None,
-                   e2e_ms: float | None = None, ttft_ms: float | None = None,
-                   load: str = "concurrency") -> pd.DataFrame:
+def goodput_levels(
+    requests: pd.DataFrame,
+    *,
+    tpot_ms: float | None = None,
+    e2e_ms: float | None = None,
+    ttft_ms: float | None = None,
+    load: str = "concurrency",
+) -> pd.DataFrame:
     """Goodput per level: completed requests meeting the targets, per second of the level.
 
     A request counts when it completed without error, its TTFT is at most ``ttft_ms`` (when
@@ -98,8 +118,20 @@ def goodput_levels(requests: pd.DataFrame, *, tpot_ms: float | None = None,
     for name, value in (("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms), ("e2e_ms", e2e_ms)):
         if value is not None and (isinstance(value, bool) or not (isinstance(value, (int, float)) and value > 0)):
             raise ConfigError(f"goodput target {name} must be a number of milliseconds > 0, got {value!r}")
-    _need(requests, ["variant", load, "error", "tpot_ms", "e2e_ms", "start_s", "end_s",
-                     *(["ttft_ms"] if ttft_ms is not None else [])], "request table")
+    _need(
+        requests,
+        [
+            "variant",
+            load,
+            "error",
+            "tpot_ms",
+            "e2e_ms",
+            "start_s",
+            "end_s",
+            *(["ttft_ms"] if ttft_ms is not None else []),
+        ],
+        "request table",
+    )
     rows = requests.assign(repeat=requests["repeat"] if "repeat" in requests else 0)
     good = rows["error"].isna()
     if ttft_ms is not None:
@@ -109,8 +141,11 @@ def goodput_levels(requests: pd.DataFrame, *, tpot_ms: float | None = None,
     if e2e_ms is not None:
         good &= rows["e2e_ms"].astype(float) <= e2e_ms
     rows = rows.assign(_good=good)
-    out = rows.groupby(["variant", load, "repeat"], sort=True).agg(
-        _n=("_good", "size"), _good=("_good", "sum"), _start=("start_s", "min"), _end=("end_s", "max")).reset_index()
+    out = (
+        rows.groupby(["variant", load, "repeat"], sort=True)
+        .agg(_n=("_good", "size"), _good=("_good", "sum"), _start=("start_s", "min"), _end=("end_s", "max"))
+        .reset_index()
+    )
     duration = (out["_end"] - out["_start"]).astype(float)
     out["goodput_req_s"] = np.where(duration > 0, out["_good"] / duration.where(duration > 0), np.nan)
     out["goodput_fraction"] = out["_good"] / out["_n"]
@@ -119,8 +154,9 @@ def goodput_levels(requests: pd.DataFrame, *, tpot_ms: float | None = None,
 
 
 # -- ratios and the envelope ---------------------------------------------------------------------
-def spec_ratio_table(levels: pd.DataFrame, *, baseline: str, metric: str, specs: Sequence[str] | None = None,
-                     confidence: float = 0.95) -> pd.DataFrame:
+def spec_ratio_table(
+    levels: pd.DataFrame, *, baseline: str, metric: str, specs: Sequence[str] | None = None, confidence: float = 0.95
+) -> pd.DataFrame:
     """Each speculative variant against the baseline, oriented so that above 1 means speculation is better.
 
     Throughput-like metrics: spec / baseline. Latencies (``*_ms``): baseline / spec. Both come
@@ -158,19 +194,34 @@ def spec_ratio_table(levels: pd.DataFrame, *, baseline: str, metric: str, specs:
                 t = ratio_intervals(pair, baseline=spec, spec=baseline, metric=metric, confidence=confidence)
             frames.append(t.assign(variant=spec, metric=metric, orientation=orient))
         if zero:
-            frames.append(pd.DataFrame({"concurrency": zero, "n": 0, "ratio": np.nan, "ratio_lo": np.nan,
-                                        "ratio_hi": np.nan, "verdict": ZERO, "variant": spec, "metric": metric,
-                                        "orientation": orient}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "concurrency": zero,
+                        "n": 0,
+                        "ratio": np.nan,
+                        "ratio_lo": np.nan,
+                        "ratio_hi": np.nan,
+                        "verdict": ZERO,
+                        "variant": spec,
+                        "metric": metric,
+                        "orientation": orient,
+                    }
+                )
+            )
     cols = ["variant", "concurrency", "n", "ratio", "ratio_lo", "ratio_hi", "verdict", "metric", "orientation"]
     if not frames:
         return pd.DataFrame(columns=cols)
     out = pd.concat(frames, ignore_index=True)[cols]
-    return out.sort_values(["variant", "concurrency"], key=lambda c: c.map({v: i for i, v in enumerate(names)})
-                           if c.name == "variant" else c).reset_index(drop=True)
+    return out.sort_values(
+        ["variant", "concurrency"],
+        key=lambda c: c.map({v: i for i, v in enumerate(names)}) if c.name == "variant" else c,
+    ).reset_index(drop=True)
 
 
-def envelope(levels: pd.DataFrame, *, metric: str, variants: Sequence[str] | None = None,
-             confidence: float = 0.95) -> pd.DataFrame:
+def envelope(
+    levels: pd.DataFrame, *, metric: str, variants: Sequence[str] | None = None, confidence: float = 0.95
+) -> pd.DataFrame:
     """The best variant at each concurrency on ``metric`` (mean over repeats), with its interval.
 
     Uses :func:`workbench.analysis.repeat_table` for the means and intervals and
@@ -202,12 +253,25 @@ def envelope(levels: pd.DataFrame, *, metric: str, variants: Sequence[str] | Non
     for row in best.itertuples(index=False):
         b = keyed.loc[(row.best_variant, row.concurrency)]
         second = keyed.loc[(row.runner_up, row.concurrency)] if row.runner_up is not None else None
-        separated = bool(second is not None and not math.isnan(b[f"{metric}_lo"])
-                         and not math.isnan(second[f"{metric}_lo"])
-                         and (b[f"{metric}_lo"] > second[f"{metric}_hi"] or b[f"{metric}_hi"] < second[f"{metric}_lo"]))
-        rows.append({"concurrency": int(row.concurrency), "best_variant": row.best_variant, metric: b[metric],
-                     f"{metric}_lo": b[f"{metric}_lo"], f"{metric}_hi": b[f"{metric}_hi"], "n": int(b[f"{metric}_n"]),
-                     "runner_up": row.runner_up, "margin": row.margin, "separated": separated})
+        separated = bool(
+            second is not None
+            and not math.isnan(b[f"{metric}_lo"])
+            and not math.isnan(second[f"{metric}_lo"])
+            and (b[f"{metric}_lo"] > second[f"{metric}_hi"] or b[f"{metric}_hi"] < second[f"{metric}_lo"])
+        )
+        rows.append(
+            {
+                "concurrency": int(row.concurrency),
+                "best_variant": row.best_variant,
+                metric: b[metric],
+                f"{metric}_lo": b[f"{metric}_lo"],
+                f"{metric}_hi": b[f"{metric}_hi"],
+                "n": int(b[f"{metric}_n"]),
+                "runner_up": row.runner_up,
+                "margin": row.margin,
+                "separated": separated,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -249,7 +313,7 @@ ThresholdKind = Literal["threshold", "always", "never"]
 
 @dataclasses.dataclass(frozen=True)
 class Threshold:
-    """"No drafting above N running requests" for one speculative variant.
+    """ "No drafting above N running requests" for one speculative variant.
 
     Attributes:
         spec: the speculative variant that drafts at or below the threshold.
@@ -281,8 +345,9 @@ class Threshold:
         return {c: (self.spec if c <= limit else self.baseline) for c in self.levels}
 
 
-def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: str,
-                   confidence: float = 0.95) -> Threshold:
+def find_threshold(
+    levels: pd.DataFrame, *, baseline: str, spec: str, metric: str, confidence: float = 0.95
+) -> Threshold:
     """The "no drafting above N" threshold of ``spec`` against ``baseline`` on ``metric``.
 
     N is the highest measured level up to which ``spec``'s mean is better than the baseline's at
@@ -295,8 +360,11 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
     """
     ratios = spec_ratio_table(levels, baseline=baseline, metric=metric, specs=[spec], confidence=confidence)
     ratios = ratios.sort_values("concurrency").reset_index(drop=True)
-    means = repeat_table(levels[levels["variant"].isin([baseline, spec])], [metric]).pivot(
-        index="concurrency", columns="variant", values=metric).dropna()
+    means = (
+        repeat_table(levels[levels["variant"].isin([baseline, spec])], [metric])
+        .pivot(index="concurrency", columns="variant", values=metric)
+        .dropna()
+    )
     measured = tuple(int(c) for c in means.index)
     ahead = list(means[spec] > means[baseline]) if higher_is_better(metric) else list(means[spec] < means[baseline])
     lead = 0
@@ -309,22 +377,30 @@ def find_threshold(levels: pd.DataFrame, *, baseline: str, spec: str, metric: st
     limit: int | None
     if lead == len(ahead):
         kind, limit = "always", None
-        text = (f"{spec} is ahead of {baseline} on {metric} at every measured level ({', '.join(map(str, measured))}): "
-                f"no threshold in range; keep drafting (n={n} repeats).")
+        text = (
+            f"{spec} is ahead of {baseline} on {metric} at every measured level ({', '.join(map(str, measured))}): "
+            f"no threshold in range; keep drafting (n={n} repeats)."
+        )
     elif lead == 0:
         kind, limit = "never", 0
-        text = (f"{spec} is behind {baseline} on {metric} already at concurrency {measured[0]}: do not draft "
-                f"(n={n} repeats).")
+        text = (
+            f"{spec} is behind {baseline} on {metric} already at concurrency {measured[0]}: do not draft "
+            f"(n={n} repeats)."
+        )
     else:
         kind, limit = "threshold", measured[lead - 1]
-        text = (f"No drafting above {limit} running requests: {spec} is ahead of {baseline} on {metric} up to "
-                f"concurrency {limit} and behind at {measured[lead]} (means over n={n} repeats). "
-                f"{crossover.description}")
+        text = (
+            f"No drafting above {limit} running requests: {spec} is ahead of {baseline} on {metric} up to "
+            f"concurrency {limit} and behind at {measured[lead]} (means over n={n} repeats). "
+            f"{crossover.description}"
+        )
         if crossover.kind != "claimed":  # the switch point may move between runs of the same sweep
             at = ratios.set_index("concurrency")
-            text += (f" Not stable across runs until tested: the ratio is {_ratio_cell(at, limit)} at {limit} and "
-                     f"{_ratio_cell(at, measured[lead])} at {measured[lead]}, so another run of the same sweep may "
-                     "put N at another level (two runs of the defaults, one repeat each, gave 4 and 16).")
+            text += (
+                f" Not stable across runs until tested: the ratio is {_ratio_cell(at, limit)} at {limit} and "
+                f"{_ratio_cell(at, measured[lead])} at {measured[lead]}, so another run of the same sweep may "
+                "put N at another level (two runs of the defaults, one repeat each, gave 4 and 16)."
+            )
     return Threshold(spec, baseline, metric, kind, limit, measured, crossover, text)
 
 
@@ -336,8 +412,9 @@ def _ratio_cell(ratios: pd.DataFrame, concurrency: int) -> str:
     return f"{row['ratio']:.2f}x (n={int(row['n'])}, no interval)"
 
 
-def best_threshold(levels: pd.DataFrame, *, baseline: str, specs: Sequence[str], metric: str,
-                   confidence: float = 0.95) -> Threshold:
+def best_threshold(
+    levels: pd.DataFrame, *, baseline: str, specs: Sequence[str], metric: str, confidence: float = 0.95
+) -> Threshold:
     """Of the thresholds of ``specs`` (:func:`find_threshold`), the one whose policy scores best.
 
     Score: the geometric mean over levels of the policy's mean (its chosen variant's) divided by the
@@ -352,13 +429,17 @@ def best_threshold(levels: pd.DataFrame, *, baseline: str, specs: Sequence[str],
     env = envelope(levels, metric=metric, variants=[baseline, *specs], confidence=confidence)
     best = env.set_index("concurrency")[metric]
     means = repeat_table(levels[levels["variant"].isin([baseline, *specs])], [metric]).set_index(
-        ["variant", "concurrency"])[metric]
+        ["variant", "concurrency"]
+    )[metric]
     sign = 1.0 if higher_is_better(metric) else -1.0
     scored = []
     for spec in specs:
         t = find_threshold(levels, baseline=baseline, spec=spec, metric=metric, confidence=confidence)
-        logs = [sign * math.log(max(means[(v, c)], 1e-12) / best[c]) for c, v in t.choice().items()
-                if (v, c) in means and best[c] > 0]
+        logs = [
+            sign * math.log(max(means[(v, c)], 1e-12) / best[c])
+            for c, v in t.choice().items()
+            if (v, c) in means and best[c] > 0
+        ]
         scored.append((sum(logs) / len(logs) if logs else -math.inf, t))
     return max(scored, key=lambda s: s[0])[1]
 
@@ -387,8 +468,9 @@ def policy_rows(levels: pd.DataFrame, choice: Mapping[int, str], *, name: str) -
     return pd.concat(frames, ignore_index=True)
 
 
-def policy_gains(levels: pd.DataFrame, *, policy: str, against: Sequence[str], metric: str,
-                 confidence: float = 0.95) -> pd.DataFrame:
+def policy_gains(
+    levels: pd.DataFrame, *, policy: str, against: Sequence[str], metric: str, confidence: float = 0.95
+) -> pd.DataFrame:
     """A policy's gain over each of ``against`` (always-off, always-on, ...) per concurrency, with intervals.
 
     The gain is the oriented ratio of :func:`spec_ratio_table` (above 1: the policy is better),
@@ -403,13 +485,21 @@ def policy_gains(levels: pd.DataFrame, *, policy: str, against: Sequence[str], m
     for other in against:
         t = spec_ratio_table(levels, baseline=other, metric=metric, specs=[policy], confidence=confidence)
         frames.append(t.assign(against=other))
-    out = pd.concat(frames, ignore_index=True).rename(columns={"ratio": "gain", "ratio_lo": "gain_lo",
-                                                               "ratio_hi": "gain_hi"})
+    out = pd.concat(frames, ignore_index=True).rename(
+        columns={"ratio": "gain", "ratio_lo": "gain_lo", "ratio_hi": "gain_hi"}
+    )
     return out[["against", "concurrency", "n", "gain", "gain_lo", "gain_hi", "verdict"]]
 
 
-def predicted_vs_measured(levels: pd.DataFrame, *, predicted: str, measured: str, against: Sequence[str],
-                          metric: str, confidence: float = 0.95) -> pd.DataFrame:
+def predicted_vs_measured(
+    levels: pd.DataFrame,
+    *,
+    predicted: str,
+    measured: str,
+    against: Sequence[str],
+    metric: str,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
     """A policy's predicted gain (from :func:`policy_rows`) beside its measured gain (a run of it).
 
     Args:
@@ -431,19 +521,46 @@ def predicted_vs_measured(levels: pd.DataFrame, *, predicted: str, measured: str
     pred = policy_gains(levels, policy=predicted, against=against, metric=metric, confidence=confidence)
     meas = policy_gains(levels, policy=measured, against=against, metric=metric, confidence=confidence)
     both = pred.merge(meas, on=["against", "concurrency"], suffixes=("_p", "_m"))
-    out = pd.DataFrame({
-        "against": both["against"], "concurrency": both["concurrency"],
-        "predicted_gain": both["gain_p"], "predicted_gain_lo": both["gain_lo_p"], "predicted_gain_hi": both["gain_hi_p"],
-        "measured_gain": both["gain_m"], "measured_gain_lo": both["gain_lo_m"], "measured_gain_hi": both["gain_hi_m"],
-        "n": both[["n_p", "n_m"]].min(axis=1)})
+    out = pd.DataFrame(
+        {
+            "against": both["against"],
+            "concurrency": both["concurrency"],
+            "predicted_gain": both["gain_p"],
+            "predicted_gain_lo": both["gain_lo_p"],
+            "predicted_gain_hi": both["gain_hi_p"],
+            "measured_gain": both["gain_m"],
+            "measured_gain_lo": both["gain_lo_m"],
+            "measured_gain_hi": both["gain_hi_m"],
+            "n": both[["n_p", "n_m"]].min(axis=1),
+        }
+    )
     check = spec_ratio_table(levels, baseline=predicted, metric=metric, specs=[measured], confidence=confidence)
-    words = {"spec ahead": "measured gain above the prediction", "baseline ahead": "measured gain below the prediction",
-             "not distinguishable at this level": "agrees", "n=1: no interval": "n=1: no interval"}
-    check = check.assign(agreement=check["verdict"].map(lambda v: words.get(v, v))).rename(columns={
-        "ratio": "measured_over_predicted", "ratio_lo": "measured_over_predicted_lo",
-        "ratio_hi": "measured_over_predicted_hi"})
-    return out.merge(check[["concurrency", "measured_over_predicted", "measured_over_predicted_lo",
-                            "measured_over_predicted_hi", "agreement"]], on="concurrency", how="left")
+    words = {
+        "spec ahead": "measured gain above the prediction",
+        "baseline ahead": "measured gain below the prediction",
+        "not distinguishable at this level": "agrees",
+        "n=1: no interval": "n=1: no interval",
+    }
+    check = check.assign(agreement=check["verdict"].map(lambda v: words.get(v, v))).rename(
+        columns={
+            "ratio": "measured_over_predicted",
+            "ratio_lo": "measured_over_predicted_lo",
+            "ratio_hi": "measured_over_predicted_hi",
+        }
+    )
+    return out.merge(
+        check[
+            [
+                "concurrency",
+                "measured_over_predicted",
+                "measured_over_predicted_lo",
+                "measured_over_predicted_hi",
+                "agreement",
+            ]
+        ],
+        on="concurrency",
+        how="left",
+    )
 
 
 # -- the per-batch-size schedule -----------------------------------------------------------------
@@ -469,8 +586,9 @@ class Tier:
     note: str = ""
 
 
-def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int], metric: str,
-               tolerance: float = 0.0) -> list[Tier]:
+def step_tiers(
+    levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int], metric: str, tolerance: float = 0.0
+) -> list[Tier]:
     """Batch-size tiers of num_steps from a sweep over num_steps (topk 1), the baseline as steps 0.
 
     At each measured concurrency the best of ``baseline`` and ``steps``' variants (mean over
@@ -511,13 +629,17 @@ def step_tiers(levels: pd.DataFrame, *, baseline: str, steps: Mapping[str, int],
     for c, group in means.groupby("concurrency", sort=True):
         ordered = group.sort_values(metric, ascending=not up)
         best = ordered.iloc[0]
-        near = ordered[(ordered[metric] >= best[metric] * (1 - tolerance)) if up
-                       else (ordered[metric] <= best[metric] * (1 + tolerance))]
+        near = ordered[
+            (ordered[metric] >= best[metric] * (1 - tolerance))
+            if up
+            else (ordered[metric] <= best[metric] * (1 + tolerance))
+        ]
         cands = tuple(sorted({of[v] for v in near["variant"]}))
         note = ""
         if off_at is not None and of[best["variant"]] > 0:
-            note = _reentry(rows, baseline=baseline, spec=str(best["variant"]), concurrency=int(c), off_at=off_at,
-                            metric=metric)
+            note = _reentry(
+                rows, baseline=baseline, spec=str(best["variant"]), concurrency=int(c), off_at=off_at, metric=metric
+            )
             if note:  # not separated from the baseline: drafting stays off, as below this level
                 best, cands = ordered[ordered["variant"] == baseline].iloc[0], (0,)
         if of[best["variant"]] == 0 and off_at is None:
@@ -547,9 +669,11 @@ def _reentry(rows: pd.DataFrame, *, baseline: str, spec: str, concurrency: int, 
     if n >= 2 and lo == lo and (lo > 1.0 or hi < 1.0):
         return ""
     spread = f"95% interval {lo:.2f}-{hi:.2f}, n={n}" if n >= 2 and lo == lo else f"n={n}, no interval"
-    return (f"{spec} measured {ratio['ratio']:.2f}x the baseline at {concurrency} ({spread}) after plain decoding "
-            f"won at {off_at}: not separated from it, so drafting stays off there; measure with 3 or more repeats "
-            "to test whether the return is real")
+    return (
+        f"{spec} measured {ratio['ratio']:.2f}x the baseline at {concurrency} ({spread}) after plain decoding "
+        f"won at {off_at}: not separated from it, so drafting stays off there; measure with 3 or more repeats "
+        "to test whether the return is real"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -575,8 +699,14 @@ class SglangPolicy:
     note: str
 
 
-def sglang_policy(tiers: Sequence[Tier], threshold: Threshold | None, *, sglang_version: str,
-                  up_hysteresis: float = 0.0, down_hysteresis: float = 0.0) -> SglangPolicy:
+def sglang_policy(
+    tiers: Sequence[Tier],
+    threshold: Threshold | None,
+    *,
+    sglang_version: str,
+    up_hysteresis: float = 0.0,
+    down_hysteresis: float = 0.0,
+) -> SglangPolicy:
     """The schedule for ``sglang_version``: adaptive tiers from 0.5.16, else the threshold policy.
 
     The config's shape is SGLang 0.5.16-0.5.23's (``srt/speculative/adaptive_spec_params.py``
@@ -603,29 +733,70 @@ def sglang_policy(tiers: Sequence[Tier], threshold: Threshold | None, *, sglang_
         raise ConfigError(f"not an SGLang version: {sglang_version!r} (e.g. '0.5.23')")
     steps = sorted({s for t in tiers for s in t.candidate_steps})
     if steps == [0]:
-        return SglangPolicy(sglang_version, "none", None, (), 0,
-                            "plain decoding was best at every measured level: launch without speculation")
+        return SglangPolicy(
+            sglang_version,
+            "none",
+            None,
+            (),
+            0,
+            "plain decoding was best at every measured level: launch without speculation",
+        )
     if release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
-        config = {str(t.start): {"candidate_steps": list(t.candidate_steps), "up_hysteresis": up_hysteresis,
-                                 "down_hysteresis": down_hysteresis} for t in tiers}
-        flags = ("--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "1", "--speculative-adaptive",
-                 "--speculative-adaptive-config", "CONFIG.json", "--speculative-num-steps", str(max(steps)))
+        config = {
+            str(t.start): {
+                "candidate_steps": list(t.candidate_steps),
+                "up_hysteresis": up_hysteresis,
+                "down_hysteresis": down_hysteresis,
+            }
+            for t in tiers
+        }
+        flags = (
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-adaptive",
+            "--speculative-adaptive-config",
+            "CONFIG.json",
+            "--speculative-num-steps",
+            str(max(steps)),
+        )
         left_off = "; ".join(t.note for t in tiers if t.note)
-        return SglangPolicy(sglang_version, "adaptive_tiers", config, flags, None,
-                            "batch sizes are padded to the next CUDA-graph size, then routed to the largest tier "
-                            "key at or below it; each tier after the first starts one above the last level measured "
-                            "with the tier before it, as the threshold's N does" + (f". Left off: {left_off}"
-                                                                                     if left_off else ""))
+        return SglangPolicy(
+            sglang_version,
+            "adaptive_tiers",
+            config,
+            flags,
+            None,
+            "batch sizes are padded to the next CUDA-graph size, then routed to the largest tier "
+            "key at or below it; each tier after the first starts one above the last level measured "
+            "with the tier before it, as the threshold's N does" + (f". Left off: {left_off}" if left_off else ""),
+        )
     limit = None if threshold is None else threshold.no_draft_above
-    why = (f"--speculative-adaptive arrived in {ADAPTIVE_SINCE} without batch-size tiers (a single EMA over candidate "
-           "steps >= 1, which cannot turn drafting off)" if release_at_least(sglang_version, ADAPTIVE_SINCE)
-           else "this release has no adaptive speculation")
+    why = (
+        f"--speculative-adaptive arrived in {ADAPTIVE_SINCE} without batch-size tiers (a single EMA over candidate "
+        "steps >= 1, which cannot turn drafting off)"
+        if release_at_least(sglang_version, ADAPTIVE_SINCE)
+        else "this release has no adaptive speculation"
+    )
     if threshold is None or threshold.kind == "always":
-        return SglangPolicy(sglang_version, "threshold", None, (), None,
-                            f"{why}; speculation was ahead at every measured level, so keep it on")
-    return SglangPolicy(sglang_version, "threshold", None, ("SGLANG_SPEC_OFF_ABOVE=" + str(limit),), limit,
-                        f"{why}: no drafting above {limit} running requests ({threshold.spec}), which needs a patched "
-                        "build (data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9)")
+        return SglangPolicy(
+            sglang_version,
+            "threshold",
+            None,
+            (),
+            None,
+            f"{why}; speculation was ahead at every measured level, so keep it on",
+        )
+    return SglangPolicy(
+        sglang_version,
+        "threshold",
+        None,
+        ("SGLANG_SPEC_OFF_ABOVE=" + str(limit),),
+        limit,
+        f"{why}: no drafting above {limit} running requests ({threshold.spec}), which needs a patched "
+        "build (data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9)",
+    )
 
 
 def vllm_schedule(tiers: Sequence[Tier], *, max_batch_size: int) -> list[list[int]]:

@@ -34,8 +34,15 @@ __all__ = ["MISSING", "column_kind", "column_title", "readable_html", "readable_
 #: What a missing value is shown as.
 MISSING = "—"
 
-_UNITS = (("_tok_s", "tok/s"), ("_req_s", "req/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"), ("_gib", "GiB"),
-          ("_mib", "MiB"))
+_UNITS = (
+    ("_tok_s", "tok/s"),
+    ("_req_s", "req/s"),
+    ("_ms", "ms"),
+    ("_us", "µs"),
+    ("_s", "s"),
+    ("_gib", "GiB"),
+    ("_mib", "MiB"),
+)
 _CHANGE = re.compile(r"(^|_)(margin|residual|error)$|^gain_over_")
 _FRACTION = re.compile(r"(^|_)(share|fraction|efficiency|shortfall)$")
 _RATIO = re.compile(r"ratio|speedup|_over_|(^|_)gain$")
@@ -100,7 +107,9 @@ def readable_value(value: Any, kind: str = "number", lo: Any = None, hi: Any = N
     if kind in ("change", "fraction"):
         text = _percent(value, signed=kind == "change")
         if bounds:
-            text += f" ({_percent(bounds[0], signed=kind == 'change')} to {_percent(bounds[1], signed=kind == 'change')})"
+            text += (
+                f" ({_percent(bounds[0], signed=kind == 'change')} to {_percent(bounds[1], signed=kind == 'change')})"
+            )
         return text
     if kind == "ratio":
         text = f"{value + 0.0:.2f}"

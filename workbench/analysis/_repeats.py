@@ -54,8 +54,20 @@ from workbench.analysis._load import LOAD_AXES
 from workbench.analysis._verdict import MIN_TEST_REPEATS, not_tested_text
 from workbench.errors import ConfigError
 
-__all__ = ["NON_NEGATIVE", "UNBOUNDED", "CrossoverInterval", "Interval", "IntervalMethod", "Support",
-           "crossover_interval", "mean_interval", "metric_support", "ratio_intervals", "repeat_table", "t_quantile"]
+__all__ = [
+    "NON_NEGATIVE",
+    "UNBOUNDED",
+    "CrossoverInterval",
+    "Interval",
+    "IntervalMethod",
+    "Support",
+    "crossover_interval",
+    "mean_interval",
+    "metric_support",
+    "ratio_intervals",
+    "repeat_table",
+    "t_quantile",
+]
 
 Verdict = str  # "spec ahead", "baseline ahead", "not distinguishable at this level", "not tested: <n> repeat(s)"
 NOT_DISTINGUISHABLE = "not distinguishable at this level"
@@ -199,8 +211,9 @@ class Interval:
         """``"812.3 (95% CI 790.1–834.5, n=3)"``, or ``"812.3 (n=1, no interval)"``."""
         if self.n < 2 or math.isnan(self.lo):
             return f"{self.mean:.{digits}f} (n={self.n}, no interval)"
-        return (f"{self.mean:.{digits}f} ({self.confidence:.0%} CI {self.lo:.{digits}f}–{self.hi:.{digits}f}, "
-                f"n={self.n})")
+        return (
+            f"{self.mean:.{digits}f} ({self.confidence:.0%} CI {self.lo:.{digits}f}–{self.hi:.{digits}f}, n={self.n})"
+        )
 
 
 def _check_confidence(confidence: float) -> None:
@@ -366,8 +379,16 @@ def ratio_intervals(
         logs = np.log(group["s"].to_numpy(float) / group["b"].to_numpy(float))
         iv = mean_interval(logs, confidence=confidence)
         lo, hi = math.exp(iv.lo) if iv.n > 1 else math.nan, math.exp(iv.hi) if iv.n > 1 else math.nan
-        rows.append({load: LOAD_AXES[load].value(c), "n": iv.n, "ratio": math.exp(iv.mean), "ratio_lo": lo, "ratio_hi": hi,
-                     "verdict": _verdict(iv.n, lo, hi)})
+        rows.append(
+            {
+                load: LOAD_AXES[load].value(c),
+                "n": iv.n,
+                "ratio": math.exp(iv.mean),
+                "ratio_lo": lo,
+                "ratio_hi": hi,
+                "verdict": _verdict(iv.n, lo, hi),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -445,9 +466,18 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str, load: str = "concur
     table = ratios.sort_values(load).reset_index(drop=True)
     n_min = int(table["n"].min())
     if n_min < MIN_TEST_REPEATS:
-        return CrossoverInterval(metric, "not_tested", None, None, None, None, None, n_min,
-                                 f"On {metric}: {not_tested_text(n_min)} at some level, so no crossover is claimed; "
-                                 f"measure {MIN_TEST_REPEATS} or more repeats (repeats={MIN_TEST_REPEATS}) to test one.")
+        return CrossoverInterval(
+            metric,
+            "not_tested",
+            None,
+            None,
+            None,
+            None,
+            None,
+            n_min,
+            f"On {metric}: {not_tested_text(n_min)} at some level, so no crossover is claimed; "
+            f"measure {MIN_TEST_REPEATS} or more repeats (repeats={MIN_TEST_REPEATS}) to test one.",
+        )
     verdicts = list(table["verdict"])
     signs = {"spec ahead": 1, "baseline ahead": -1}
     found = None
@@ -460,26 +490,49 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str, load: str = "concur
                 break
         if found:
             break
-    words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
-             NOT_DISTINGUISHABLE: NOT_DISTINGUISHABLE}
-    parts = [f"{words[v]} at {axis.words} {_levels_text(table.loc[table['verdict'] == v, load], load)}{axis.unit}"
-             for v in words if (table["verdict"] == v).any()]
+    words = {
+        "spec ahead": "speculation ahead",
+        "baseline ahead": "baseline ahead",
+        NOT_DISTINGUISHABLE: NOT_DISTINGUISHABLE,
+    }
+    parts = [
+        f"{words[v]} at {axis.words} {_levels_text(table.loc[table['verdict'] == v, load], load)}{axis.unit}"
+        for v in words
+        if (table["verdict"] == v).any()
+    ]
     summary = f"{'; '.join(parts)} (95% intervals over n>={n_min} repeats)"
     if found is None:
-        return CrossoverInterval(metric, "not_claimed", None, None, None, None, None, n_min,
-                                 f"No crossover can be claimed on {metric}: {summary}.")
+        return CrossoverInterval(
+            metric,
+            "not_claimed",
+            None,
+            None,
+            None,
+            None,
+            None,
+            n_min,
+            f"No crossover can be claimed on {metric}: {summary}.",
+        )
     i, j = found
-    seg = table.iloc[i:j + 1]
+    seg = table.iloc[i : j + 1]
     x = [math.log2(c) for c in seg[load]]
     point = _crossings(x, list(seg["ratio"]))
     band = _crossings(x, list(seg["ratio_lo"])) + _crossings(x, list(seg["ratio_hi"]))
     x_point = point[0] if point else (x[0] + x[-1]) / 2.0
     log2_lo, log2_hi = min(band + [x_point]), max(band + [x_point])
-    c_point, c_lo, c_hi = 2.0 ** x_point, 2.0 ** log2_lo, 2.0 ** log2_hi
+    c_point, c_lo, c_hi = 2.0**x_point, 2.0**log2_lo, 2.0**log2_hi
     direction = "stops beating" if verdicts[i] == "spec ahead" else "starts beating"
     n_seg = int(seg["n"].min())
     return CrossoverInterval(
-        metric, "claimed", c_point, c_lo, c_hi, log2_lo, log2_hi, n_seg,
+        metric,
+        "claimed",
+        c_point,
+        c_lo,
+        c_hi,
+        log2_lo,
+        log2_hi,
+        n_seg,
         f"Speculation {direction} the baseline on {metric} near {axis.words} {c_point:.1f}{axis.unit} (95% interval "
         f"{c_lo:.1f}–{c_hi:.1f}, on log {axis.words} between {_levels_text([seg[load].iloc[0]], load)} and "
-        f"{_levels_text([seg[load].iloc[-1]], load)}{axis.unit}; n={n_seg} repeats); {summary}.")
+        f"{_levels_text([seg[load].iloc[-1]], load)}{axis.unit}; n={n_seg} repeats); {summary}.",
+    )

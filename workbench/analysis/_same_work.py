@@ -87,29 +87,46 @@ class SameWork:
         """One sentence of markdown (names escaped, :mod:`workbench.markup`): what was compared and what it found."""
         spec, baseline = literal(self.spec), literal(self.baseline)
         if not self.checked:
-            return (f"{spec} vs {baseline}: outputs not compared (no greedy requests with output hashes "
-                    "in both arms: temperature above 0, an imported file, or runs older than the hash)")
+            return (
+                f"{spec} vs {baseline}: outputs not compared (no greedy requests with output hashes "
+                "in both arms: temperature above 0, an imported file, or runs older than the hash)"
+            )
         if self.forced_accept_length is not None:
-            why = (f"{spec}'s accept length was forced to {self.forced_accept_length:g} (SGLANG_SIMULATE_ACC_LEN), "
-                   "which writes placeholder tokens in the verify, so its text differs from the baseline's by "
-                   "construction")
-            counts = (f"{self.same_length_pairs} of {self.pairs} request pairs with {baseline} generated the same "
-                      "number of tokens")
+            why = (
+                f"{spec}'s accept length was forced to {self.forced_accept_length:g} (SGLANG_SIMULATE_ACC_LEN), "
+                "which writes placeholder tokens in the verify, so its text differs from the baseline's by "
+                "construction"
+            )
+            counts = (
+                f"{self.same_length_pairs} of {self.pairs} request pairs with {baseline} generated the same "
+                "number of tokens"
+            )
             if self.flagged:
                 return f"{why}; judged on token counts instead: only {counts}, so the arms did not do the same work"
             return f"{why}; judged on token counts instead: {counts}, the same work"
-        head = (f"{self.differing} of {self.prompts} prompts ({self.share:.0%}; {self.differing_pairs} of "
-                f"{self.pairs} request pairs) returned different greedy output in {spec} and {baseline}")
+        head = (
+            f"{self.differing} of {self.prompts} prompts ({self.share:.0%}; {self.differing_pairs} of "
+            f"{self.pairs} request pairs) returned different greedy output in {spec} and {baseline}"
+        )
         if self.flagged:
             shown = ", ".join(code(p) for p in self.examples)
-            return (f"{head}: above the {self.tolerance:.0%} tolerance, so the arms did not do the same work and "
-                    f"their speeds are not comparable (e.g. {shown}); check the model, draft, chat template and "
-                    "max_new_tokens of both")
+            return (
+                f"{head}: above the {self.tolerance:.0%} tolerance, so the arms did not do the same work and "
+                f"their speeds are not comparable (e.g. {shown}); check the model, draft, chat template and "
+                "max_new_tokens of both"
+            )
         return f"{head}: within the {self.tolerance:.0%} tolerance, the same work"
 
 
-def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str = "concurrency",
-                 tolerance: float = SAME_WORK_TOLERANCE, forced_accept_length: float | None = None) -> SameWork:
+def same_outputs(
+    requests: pd.DataFrame,
+    *,
+    baseline: str,
+    spec: str,
+    load: str = "concurrency",
+    tolerance: float = SAME_WORK_TOLERANCE,
+    forced_accept_length: float | None = None,
+) -> SameWork:
     """Compare the greedy outputs of ``spec`` and ``baseline`` prompt by prompt.
 
     Args:
@@ -151,6 +168,15 @@ def same_outputs(requests: pd.DataFrame, *, baseline: str, spec: str, load: str 
     paired["differs"] = paired["b"] != paired["s"]
     by_prompt = paired.groupby(level="prompt_id")["differs"].any()
     examples = tuple(str(p) for p in by_prompt[by_prompt].index[:5])
-    return SameWork(spec, baseline, prompts=int(len(by_prompt)), differing=int(by_prompt.sum()),
-                    pairs=int(len(paired)), differing_pairs=int(paired["differs"].sum()), tolerance=tolerance,
-                    examples=examples, forced_accept_length=forced_accept_length, same_length_pairs=same_length)
+    return SameWork(
+        spec,
+        baseline,
+        prompts=int(len(by_prompt)),
+        differing=int(by_prompt.sum()),
+        pairs=int(len(paired)),
+        differing_pairs=int(paired["differs"].sum()),
+        tolerance=tolerance,
+        examples=examples,
+        forced_accept_length=forced_accept_length,
+        same_length_pairs=same_length,
+    )

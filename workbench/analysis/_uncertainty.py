@@ -59,13 +59,13 @@ def per_request_ratio_ci(
         raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
     ok = requests[requests["error"].isna()]
     speed = ok["output_tokens"].astype(float) / (ok["e2e_ms"].astype(float) / 1000.0)
-    frame = pd.DataFrame({"variant": ok["variant"], "level": ok[load], "speed": speed,
-                          "pair": _pair_keys(ok)})
+    frame = pd.DataFrame({"variant": ok["variant"], "level": ok[load], "speed": speed, "pair": _pair_keys(ok)})
     rng = np.random.default_rng(seed)
     alpha = (1.0 - confidence) / 2.0
     rows = []
-    levels = sorted(set(frame.loc[frame["variant"] == baseline, "level"])
-                    & set(frame.loc[frame["variant"] == spec, "level"]))
+    levels = sorted(
+        set(frame.loc[frame["variant"] == baseline, "level"]) & set(frame.loc[frame["variant"] == spec, "level"])
+    )
     for c in levels:
         fb = frame[(frame["variant"] == baseline) & (frame["level"] == c)].set_index("pair")["speed"]
         fs = frame[(frame["variant"] == spec) & (frame["level"] == c)].set_index("pair")["speed"]
@@ -78,12 +78,22 @@ def per_request_ratio_ci(
             picks = rng.integers(0, len(b), size=(resamples, len(b)))
             ratios = s[picks].mean(axis=1) / b[picks].mean(axis=1)
         else:
-            ratios = (rng.choice(s, size=(resamples, len(s))).mean(axis=1)
-                      / rng.choice(b, size=(resamples, len(b))).mean(axis=1))
+            ratios = rng.choice(s, size=(resamples, len(s))).mean(axis=1) / rng.choice(
+                b, size=(resamples, len(b))
+            ).mean(axis=1)
         lo, hi = np.quantile(ratios, [alpha, 1.0 - alpha])
-        rows.append({load: LOAD_AXES[load].value(c), "ratio": float(s.mean() / b.mean()), "ratio_lo": float(lo),
-                     "ratio_hi": float(hi), "n_baseline": len(b), "n_spec": len(s), "paired": bool(paired),
-                     "excludes_1": bool(lo > 1.0 or hi < 1.0)})
+        rows.append(
+            {
+                load: LOAD_AXES[load].value(c),
+                "ratio": float(s.mean() / b.mean()),
+                "ratio_lo": float(lo),
+                "ratio_hi": float(hi),
+                "n_baseline": len(b),
+                "n_spec": len(s),
+                "paired": bool(paired),
+                "excludes_1": bool(lo > 1.0 or hi < 1.0),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -22,15 +22,28 @@ from collections.abc import Sequence
 
 from workbench.analysis._load import LOAD_AXES
 
-__all__ = ["MIN_TEST_REPEATS", "SIGNIFICANCE_RULE", "bracket_levels", "bracket_text", "interval_text", "level_number",
-           "levels_text", "not_tested_text", "ratio_spans", "round_sig", "round_to_interval"]
+__all__ = [
+    "MIN_TEST_REPEATS",
+    "SIGNIFICANCE_RULE",
+    "bracket_levels",
+    "bracket_text",
+    "interval_text",
+    "level_number",
+    "levels_text",
+    "not_tested_text",
+    "ratio_spans",
+    "round_sig",
+    "round_to_interval",
+]
 
 #: The fewest paired repeats per level with which a difference is tested.
 MIN_TEST_REPEATS = 3
 
 #: The rule, as reports state it.
-SIGNIFICANCE_RULE = (f"a difference is called significant only with at least {MIN_TEST_REPEATS} paired repeats per "
-                     "level and a 95% Student t interval of the spec/baseline ratio that excludes 1")
+SIGNIFICANCE_RULE = (
+    f"a difference is called significant only with at least {MIN_TEST_REPEATS} paired repeats per "
+    "level and a 95% Student t interval of the spec/baseline ratio that excludes 1"
+)
 
 
 def not_tested_text(n: int) -> str:

@@ -58,7 +58,8 @@ LOG_FIELDS: dict[str, str] = {
 
 _LINE = re.compile(
     r"\[(?P<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?P<ms>\.\d+)?(?P<ranks>(?: [A-Z_]+\d+)*)\]\s+"
-    r"(?P<kind>Decode|Prefill) batch(?: \[\d+\])?[.,]\s*(?P<rest>.*)$")
+    r"(?P<kind>Decode|Prefill) batch(?: \[\d+\])?[.,]\s*(?P<rest>.*)$"
+)
 _RANK = re.compile(r"([A-Z_]+)(\d+)")
 #: Rank parts kept in the label (as :func:`workbench.bench._observe.rank_label` writes them).
 _KEPT_RANKS = ("DP", "PP", "TP", "EP")
@@ -77,8 +78,9 @@ def parse_batch_line(line: str) -> list[dict[str, Any]]:
     match = _LINE.search(line)
     if match is None:
         return []
-    ranks = " ".join(f"{p}{n}" for p, n in _RANK.findall(match["ranks"])
-                     if p in _KEPT_RANKS and not (p in ("PP", "EP") and n == "0"))
+    ranks = " ".join(
+        f"{p}{n}" for p, n in _RANK.findall(match["ranks"]) if p in _KEPT_RANKS and not (p in ("PP", "EP") and n == "0")
+    )
     t = _epoch(match["time"], match["ms"])
     batch = match["kind"].lower()
     out = []
@@ -95,8 +97,9 @@ def parse_batch_line(line: str) -> list[dict[str, Any]]:
     return out
 
 
-def parse_batch_log(lines: Iterable[str] | str, *, start_epoch_s: float | None = None,
-                    end_epoch_s: float | None = None) -> list[dict[str, Any]]:
+def parse_batch_log(
+    lines: Iterable[str] | str, *, start_epoch_s: float | None = None, end_epoch_s: float | None = None
+) -> list[dict[str, Any]]:
     """Points of every batch line, optionally only those stamped within ``[start, end]``.
 
     Log times have whole seconds unless ``SGLANG_LOG_MS`` is set, so the window is

@@ -41,8 +41,15 @@ from workbench.bench._rxstamp import ArrivalClock, socket_of
 from workbench.bench._sse import SSEDecoder, StreamEvent
 from workbench.bench._timing import Timebase
 
-__all__ = ["ROUTES", "build_generate_body", "build_request_body", "send_generate", "send_request",
-           "DEFAULT_REQUEST_TIMEOUT_S", "error_kind_of"]
+__all__ = [
+    "ROUTES",
+    "build_generate_body",
+    "build_request_body",
+    "send_generate",
+    "send_request",
+    "DEFAULT_REQUEST_TIMEOUT_S",
+    "error_kind_of",
+]
 
 #: The route of each backend (:data:`workbench.bench._record.BACKENDS`).
 ROUTES: dict[str, str] = {"generate": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -88,7 +95,7 @@ def build_generate_body(
         "ignore_eos": bool(ignore_eos),
     }
     sampling.update(extra_sampling_params or {})
-    body: dict[str, Any] = ({"input_ids": list(input_ids)} if input_ids is not None else {"text": prompt})
+    body: dict[str, Any] = {"input_ids": list(input_ids)} if input_ids is not None else {"text": prompt}
     body.update({"sampling_params": sampling, "stream": True})
     body.update(extra_body or {})
     return body
@@ -125,21 +132,36 @@ def build_request_body(
         ValueError: unknown backend, or token ids for the chat route.
     """
     if backend == "generate":
-        return build_generate_body(prompt, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   ignore_eos=ignore_eos, extra_sampling_params=extra_sampling_params,
-                                   extra_body=extra_body, input_ids=input_ids)
+        return build_generate_body(
+            prompt,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            ignore_eos=ignore_eos,
+            extra_sampling_params=extra_sampling_params,
+            extra_body=extra_body,
+            input_ids=input_ids,
+        )
     if backend not in ROUTES:
         raise ValueError(f"backend must be one of {list(ROUTES)}, got {backend!r}")
     body: dict[str, Any] = {"model": model}
     if backend == "chat":
         if input_ids is not None:
-            raise ValueError("the chat route takes messages, not token ids; send random-token prompts to "
-                             "backend 'generate' or 'completions'")
+            raise ValueError(
+                "the chat route takes messages, not token ids; send random-token prompts to "
+                "backend 'generate' or 'completions'"
+            )
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = list(input_ids) if input_ids is not None else prompt
-    body.update({"max_tokens": int(max_new_tokens), "temperature": float(temperature), "ignore_eos": bool(ignore_eos),
-                 "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})
+    body.update(
+        {
+            "max_tokens": int(max_new_tokens),
+            "temperature": float(temperature),
+            "ignore_eos": bool(ignore_eos),
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+    )
     body.update(extra_sampling_params or {})
     body.update(extra_body or {})
     return body
@@ -151,8 +173,9 @@ def error_kind_of(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, aiohttp.ClientConnectorError):
         return "connect"
-    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError,
-                        ConnectionError)):
+    if isinstance(
+        exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, ConnectionError)
+    ):
         return "disconnect"
     return "client_error"
 
@@ -219,9 +242,17 @@ async def send_request(
         ValueError: a body that cannot be built (see :func:`build_request_body`).
     """
     tb = timebase or Timebase.start()
-    body = build_request_body(backend, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
-                              ignore_eos=ignore_eos, model=model, input_ids=input_ids,
-                              extra_sampling_params=extra_sampling_params, extra_body=extra_body)
+    body = build_request_body(
+        backend,
+        prompt,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        ignore_eos=ignore_eos,
+        model=model,
+        input_ids=input_ids,
+        extra_sampling_params=extra_sampling_params,
+        extra_body=extra_body,
+    )
     url = base_url.rstrip("/") + ROUTES[backend]
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     kernel_ok = tb.clock is time.perf_counter  # stamps map onto the real clock only (tests script theirs)
@@ -232,12 +263,14 @@ async def send_request(
             acc.set_http_status(resp.status)
             if resp.status != 200:
                 text = await resp.text(errors="replace")
-                acc.fail("HTTPStatusError", _http_error_message(resp.status, resp.reason, text), tb.now(),
-                         kind="http_status")
+                acc.fail(
+                    "HTTPStatusError", _http_error_message(resp.status, resp.reason, text), tb.now(), kind="http_status"
+                )
                 return acc.finish(tb.now())
             decoder = SSEDecoder()
-            stamps = ArrivalClock(socket_of(resp.connection and resp.connection.transport) if kernel_ok else None,
-                                  tb.clock, start)
+            stamps = ArrivalClock(
+                socket_of(resp.connection and resp.connection.transport) if kernel_ok else None, tb.clock, start
+            )
             async for data in resp.content.iter_any():
                 t, kernel = stamps.arrival(tb.now())
                 events = decoder.feed(data)
@@ -247,8 +280,12 @@ async def send_request(
             t = tb.now()
             acc.on_read(decoder.close(), t)
     except (asyncio.TimeoutError, TimeoutError) as exc:  # distinct classes before Python 3.11
-        acc.fail("TimeoutError", f"no complete response from {url} within {timeout_s} s (wall)", tb.now(),
-                 kind=error_kind_of(exc))
+        acc.fail(
+            "TimeoutError",
+            f"no complete response from {url} within {timeout_s} s (wall)",
+            tb.now(),
+            kind=error_kind_of(exc),
+        )
     except (aiohttp.ClientError, OSError) as exc:
         acc.fail(type(exc).__name__, f"{url}: {exc}" if str(exc) else url, tb.now(), kind=error_kind_of(exc))
     return acc.finish(tb.now())
@@ -268,6 +305,14 @@ async def send_generate(
 ) -> RequestRecord:
     """Send one streaming ``/generate`` request and measure it (:func:`send_request` with
     ``backend="generate"``, temperature 0, ``ignore_eos``; the arguments mean the same)."""
-    return await send_request(session, base_url, prompt, max_new_tokens=max_new_tokens, timebase=timebase,
-                              timeout_s=timeout_s, prompt_id=prompt_id, extra_sampling_params=extra_sampling_params,
-                              extra_body=extra_body)
+    return await send_request(
+        session,
+        base_url,
+        prompt,
+        max_new_tokens=max_new_tokens,
+        timebase=timebase,
+        timeout_s=timeout_s,
+        prompt_id=prompt_id,
+        extra_sampling_params=extra_sampling_params,
+        extra_body=extra_body,
+    )

@@ -39,8 +39,13 @@ def records_to_frame(records: Iterable[RequestRecord], constants: Mapping[str, A
 
 
 #: dtypes of level columns whose value may be missing (None), so every level's rows agree.
-LEVEL_COLUMN_DTYPES: dict[str, str] = {"input_len": "Int64", "sweep": "str", "sweep_value": "float64",
-                                       "temperature": "float64", "backend": "str"}
+LEVEL_COLUMN_DTYPES: dict[str, str] = {
+    "input_len": "Int64",
+    "sweep": "str",
+    "sweep_value": "float64",
+    "temperature": "float64",
+    "backend": "str",
+}
 
 
 def _dtype_for(value: Any, name: str = "") -> str:

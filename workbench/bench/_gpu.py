@@ -95,12 +95,21 @@ def parse_query_csv(text: str, *, now: float | None = None) -> list[dict[str, An
             if field in cells:
                 value = _number(cells[field])
                 if value is not None:
-                    out.append({"source": "gpu", "t_epoch_s": t if t is not None else stamp, "rank": rank,
-                                "name": name, "value": value})
+                    out.append(
+                        {
+                            "source": "gpu",
+                            "t_epoch_s": t if t is not None else stamp,
+                            "rank": rank,
+                            "name": name,
+                            "value": value,
+                        }
+                    )
     return out
 
 
-async def query_gpus(executable: str | None = None, *, timeout_s: float = 10.0) -> tuple[list[dict[str, Any]], str | None]:
+async def query_gpus(
+    executable: str | None = None, *, timeout_s: float = 10.0
+) -> tuple[list[dict[str, Any]], str | None]:
     """One sample of every GPU: ``(points, None)``, or ``([], why not)`` (no nvidia-smi, an error).
 
     Args:
@@ -112,8 +121,12 @@ async def query_gpus(executable: str | None = None, *, timeout_s: float = 10.0) 
         return [], "nvidia-smi is not on PATH (no NVIDIA driver here): no GPU telemetry"
     try:
         proc = await asyncio.create_subprocess_exec(
-            exe, f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            exe,
+            f"--query-gpu={','.join(QUERY_FIELDS)}",
+            "--format=csv",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
     except (OSError, asyncio.TimeoutError) as exc:
         return [], f"{exe}: {type(exc).__name__}: {exc}"

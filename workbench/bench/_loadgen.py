@@ -91,8 +91,9 @@ async def _one(
     request_kwargs: Mapping[str, Any],
     due: float,
 ) -> RequestRecord:
-    record = await send_request(session, base_url, prompt.text, prompt_id=prompt.id, input_ids=prompt.input_ids,
-                                due=due, **request_kwargs)
+    record = await send_request(
+        session, base_url, prompt.text, prompt_id=prompt.id, input_ids=prompt.input_ids, due=due, **request_kwargs
+    )
     record.request_index = index
     record.prompt_category = prompt.category
     return record
@@ -144,8 +145,13 @@ async def closed_loop(
         raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
     records: list[RequestRecord | None] = [None] * len(schedule)
     cursor = 0
-    kwargs = dict(max_new_tokens=max_new_tokens, timebase=timebase, timeout_s=timeout_s,
-                  extra_sampling_params=extra_sampling_params, **request_options)
+    kwargs = dict(
+        max_new_tokens=max_new_tokens,
+        timebase=timebase,
+        timeout_s=timeout_s,
+        extra_sampling_params=extra_sampling_params,
+        **request_options,
+    )
 
     async def worker() -> None:
         nonlocal cursor
@@ -205,8 +211,13 @@ async def open_loop(
         raise ConfigError(f"max_concurrency must be >= 1 or None, got {max_concurrency}")
     offsets = poisson_arrivals(len(schedule), request_rate, rng=rng)
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-    kwargs = dict(max_new_tokens=max_new_tokens, timebase=timebase, timeout_s=timeout_s,
-                  extra_sampling_params=extra_sampling_params, **request_options)
+    kwargs = dict(
+        max_new_tokens=max_new_tokens,
+        timebase=timebase,
+        timeout_s=timeout_s,
+        extra_sampling_params=extra_sampling_params,
+        **request_options,
+    )
     loop = asyncio.get_running_loop()
     t0, tb0 = loop.time(), timebase.now()
 

@@ -42,13 +42,30 @@ from workbench.bench._gpu import query_gpus
 from workbench.bench._rxstamp import keep_stamping_on, stamped_socket
 from workbench.bench._observe import DEFAULT_OBSERVE_INTERVAL_S, MetricsSampler, Point, scrape_metrics
 from workbench.bench._record import RequestRecord
-from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, fetch_server_info, flush_cache,
-                                        server_time_scale, sim_behind_schedule_s)
+from workbench.bench._server_api import (
+    FlushOutcome,
+    ServerInfoOutcome,
+    fetch_server_info,
+    flush_cache,
+    server_time_scale,
+    sim_behind_schedule_s,
+)
 from workbench.bench._timing import Clock, Timebase
 from workbench.errors import BenchmarkError, ConfigError
 
-__all__ = ["FD_HEADROOM", "LevelMeasured", "OnRequest", "SweepEvent", "SweepStarted", "WarmupMeasured",
-           "ensure_fd_limit", "measure_sweep", "open_session", "resolve_time_scale", "served_model"]
+__all__ = [
+    "FD_HEADROOM",
+    "LevelMeasured",
+    "OnRequest",
+    "SweepEvent",
+    "SweepStarted",
+    "WarmupMeasured",
+    "ensure_fd_limit",
+    "measure_sweep",
+    "open_session",
+    "resolve_time_scale",
+    "served_model",
+]
 
 #: File descriptors kept free beside one socket per stream (log files, the event loop, the server's pipes).
 FD_HEADROOM = 64
@@ -67,9 +84,11 @@ def resolve_time_scale(requested: float | str, info: dict[str, Any] | None, base
     if requested == "auto":
         return reported if reported is not None else 1.0
     if reported is not None and abs(float(requested) - reported) > 1e-9 * max(1.0, reported):
-        raise ConfigError(f"time_scale={requested} but the simulated server at {base_url} runs at "
-                          f"time_scale={reported} (/server_info simulation.time_scale); pass time_scale={reported} "
-                          "or 'auto', otherwise every duration would be off by their ratio")
+        raise ConfigError(
+            f"time_scale={requested} but the simulated server at {base_url} runs at "
+            f"time_scale={reported} (/server_info simulation.time_scale); pass time_scale={reported} "
+            "or 'auto', otherwise every duration would be off by their ratio"
+        )
     return float(requested)
 
 
@@ -194,7 +213,8 @@ def ensure_fd_limit(streams: int, *, headroom: int = FD_HEADROOM) -> int:
             f"{streams} concurrent streams need {need} file descriptors, but this process may open at most {hard} "
             f"(hard RLIMIT_NOFILE; soft {soft}). Raise it (`ulimit -Hn {need}` as root, or nofile in "
             "/etc/security/limits.conf) or measure at a concurrency below "
-            f"{max(1, hard - headroom)}")
+            f"{max(1, hard - headroom)}"
+        )
     target = need if hard == resource.RLIM_INFINITY else min(hard, max(need, 2 * soft))
     resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     return target
@@ -262,8 +282,10 @@ async def measure_sweep(
     todo = plan.units() if units is None else [(int(r), int(i)) for r, i in units]
     unknown = sorted(set(todo) - set(plan.units()))
     if unknown:
-        raise ConfigError(f"units {unknown} are not (repeat, level_index) pairs of the plan "
-                          f"({plan.repeats} repeats x {plan.num_levels} levels)")
+        raise ConfigError(
+            f"units {unknown} are not (repeat, level_index) pairs of the plan "
+            f"({plan.repeats} repeats x {plan.num_levels} levels)"
+        )
     preflight = await fetch_server_info(session, base_url)
     time_scale = resolve_time_scale(plan.time_scale, preflight.info, base_url)
     timebase = Timebase.start(clock=clock, wall_clock=wall_clock, time_scale=time_scale)
@@ -272,9 +294,16 @@ async def measure_sweep(
 
     def request_args(index: int) -> dict[str, Any]:
         settings = plan.level_settings(index)
-        return dict(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
-                    timebase=timebase, timeout_s=plan.timeout_s, extra_sampling_params=plan.extra_sampling_params,
-                    backend=plan.backend, ignore_eos=plan.ignore_eos, model=model)
+        return dict(
+            max_new_tokens=settings["max_new_tokens"],
+            temperature=settings["temperature"],
+            timebase=timebase,
+            timeout_s=plan.timeout_s,
+            extra_sampling_params=plan.extra_sampling_params,
+            backend=plan.backend,
+            ignore_eos=plan.ignore_eos,
+            model=model,
+        )
 
     prompts = list(plan.prompts)
 
@@ -283,14 +312,17 @@ async def measure_sweep(
 
     if plan.warmup_requests > 0:
         first = todo[0][1] if todo else 0
-        schedule = _level_schedule(dataclasses.replace(plan, unique_prompts=False), prompts, first,
-                                   plan.warmup_requests, plan.seed)
-        warm = await closed_loop(session, base_url, schedule, concurrency=plan.warmup_requests,
-                                 on_done=reporter(None), **request_args(first))
+        schedule = _level_schedule(
+            dataclasses.replace(plan, unique_prompts=False), prompts, first, plan.warmup_requests, plan.seed
+        )
+        warm = await closed_loop(
+            session, base_url, schedule, concurrency=plan.warmup_requests, on_done=reporter(None), **request_args(first)
+        )
         if all(not r.ok for r in warm):
             raise BenchmarkError(
                 f"All {len(warm)} warmup requests to {base_url}{ROUTES[plan.backend]} failed; first error: "
-                f"{warm[0].error_type}: {warm[0].error}. Is the server up (check /health and its log)?")
+                f"{warm[0].error_type}: {warm[0].error}. Is the server up (check /health and its log)?"
+            )
         yield WarmupMeasured(records=warm)
     carried = preflight.info
     for repeat, index in todo:
@@ -307,13 +339,25 @@ async def measure_sweep(
             await sampler.start()
         try:
             if plan.request_rates is None:
-                records = await closed_loop(session, base_url, schedule,  # closed loop: never None
-                                            concurrency=cast(int, plan.level_concurrency(index)),
-                                            on_done=reporter(index), **request_args(index))
+                records = await closed_loop(
+                    session,
+                    base_url,
+                    schedule,  # closed loop: never None
+                    concurrency=cast(int, plan.level_concurrency(index)),
+                    on_done=reporter(index),
+                    **request_args(index),
+                )
             else:
-                records = await open_loop(session, base_url, schedule, request_rate=plan.level_request_rate(index),
-                                          rng=random.Random(seed + 1), max_concurrency=plan.max_concurrency,
-                                          on_done=reporter(index), **request_args(index))
+                records = await open_loop(
+                    session,
+                    base_url,
+                    schedule,
+                    request_rate=plan.level_request_rate(index),
+                    rng=random.Random(seed + 1),
+                    max_concurrency=plan.max_concurrency,
+                    on_done=reporter(index),
+                    **request_args(index),
+                )
         except BaseException:
             for sampler in samplers:
                 sampler.cancel()
@@ -324,5 +368,13 @@ async def measure_sweep(
         lag_before = sim_behind_schedule_s(carried)
         carried = fetched.info if fetched.info is not None else carried
         lag = sim_behind_schedule_s(fetched.info) - lag_before  # NaN for a real server
-        yield LevelMeasured(index=index, records=records, flush=flushed, server_info=fetched, sim_lag_s=lag,
-                            repeat=repeat, observations=observations, observe_problems=problems)
+        yield LevelMeasured(
+            index=index,
+            records=records,
+            flush=flushed,
+            server_info=fetched,
+            sim_lag_s=lag,
+            repeat=repeat,
+            observations=observations,
+            observe_problems=problems,
+        )

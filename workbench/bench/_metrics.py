@@ -72,9 +72,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["STATS", "LEVEL_INFO_COLUMNS", "MAX_BEHIND_SCHEDULE_SHARE", "MAX_OUTSIDE_SERVER_SHARE",
-           "add_request_columns", "schedule_problem", "summarize_level", "summarize_levels",
-           "itl_per_token"]
+__all__ = [
+    "STATS",
+    "LEVEL_INFO_COLUMNS",
+    "MAX_BEHIND_SCHEDULE_SHARE",
+    "MAX_OUTSIDE_SERVER_SHARE",
+    "add_request_columns",
+    "schedule_problem",
+    "summarize_level",
+    "summarize_levels",
+    "itl_per_token",
+]
 
 #: Statistic names and the percentile each takes (None: the mean).
 STATS: dict[str, float | None] = {"mean": None, "p50": 50.0, "p90": 90.0, "p99": 99.0}
@@ -83,17 +91,39 @@ STATS: dict[str, float | None] = {"mean": None, "p50": 50.0, "p90": 90.0, "p99":
 SUMMARIZED = ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
 
 #: Columns copied from the first row of each level when present.
-DESCRIPTORS = ("run_id", "variant", "engine", "simulated", "level_index", "repeat", "mode", "concurrency",
-               "request_rate_req_s", "max_new_tokens", "time_scale", "backend", "input_len", "temperature", "sweep",
-               "sweep_value")
+DESCRIPTORS = (
+    "run_id",
+    "variant",
+    "engine",
+    "simulated",
+    "level_index",
+    "repeat",
+    "mode",
+    "concurrency",
+    "request_rate_req_s",
+    "max_new_tokens",
+    "time_scale",
+    "backend",
+    "input_len",
+    "temperature",
+    "sweep",
+    "sweep_value",
+)
 
 #: Per-request metrics summarized when the rows have them (older runs lack them).
 SUMMARIZED_IF_PRESENT = ("client_wait_ms", "user_ttft_ms", "user_e2e_ms")
 
 #: Columns a level-info table may carry (joined onto the summary).
-LEVEL_INFO_COLUMNS = ("flush_ok", "flush_attempts", "flush_error", "server_accept_length",
-                      "server_gen_throughput_tok_s", "server_info_error", "sim_behind_schedule_wall_s",
-                      "observe_problems")
+LEVEL_INFO_COLUMNS = (
+    "flush_ok",
+    "flush_attempts",
+    "flush_error",
+    "server_accept_length",
+    "server_gen_throughput_tok_s",
+    "server_info_error",
+    "sim_behind_schedule_wall_s",
+    "observe_problems",
+)
 _NAN_INFO = ("server_accept_length", "server_gen_throughput_tok_s", "sim_behind_schedule_wall_s")
 
 #: A simulated level whose engine fell behind its schedule for more than this share of the level's
@@ -120,14 +150,18 @@ def schedule_problem(level: dict[str, Any]) -> str | None:
     scale = _number(level.get("time_scale"))
     behind, duration = _number(level.get("sim_behind_schedule_wall_s")), _number(level.get("duration_s"))
     if scale > 0 and duration > 0 and behind / (duration / scale) > MAX_BEHIND_SCHEDULE_SHARE:
-        problems.append(f"the simulator fell {behind:.2f} wall s behind its schedule, "
-                        f"{behind / (duration / scale):.0%} of the level (bound {MAX_BEHIND_SCHEDULE_SHARE:.0%}: "
-                        "more streams than this machine's CPU keeps up with)")
+        problems.append(
+            f"the simulator fell {behind:.2f} wall s behind its schedule, "
+            f"{behind / (duration / scale):.0%} of the level (bound {MAX_BEHIND_SCHEDULE_SHARE:.0%}: "
+            "more streams than this machine's CPU keeps up with)"
+        )
     outside, e2e = _number(level.get("mean_e2e_over_server_ms")), _number(level.get("mean_e2e_ms"))
     if e2e > 0 and outside / e2e > MAX_OUTSIDE_SERVER_SHARE:
-        problems.append(f"{outside / e2e:.0%} of the mean E2E was spent outside the server (bound "
-                        f"{MAX_OUTSIDE_SERVER_SHARE:.0%}: wall-clock HTTP and client overheads x the time scale "
-                        f"{scale:g}; use a lower time scale)")
+        problems.append(
+            f"{outside / e2e:.0%} of the mean E2E was spent outside the server (bound "
+            f"{MAX_OUTSIDE_SERVER_SHARE:.0%}: wall-clock HTTP and client overheads x the time scale "
+            f"{scale:g}; use a lower time scale)"
+        )
     return "; ".join(problems) or None
 
 
@@ -208,8 +242,7 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
     valid_duration = duration > 0
     out["output_throughput_tok_s"] = total_out / duration if valid_duration else float("nan")
     out["request_throughput_req_s"] = len(ok) / duration if valid_duration else float("nan")
-    out["achieved_concurrency"] = (float(ok["e2e_ms"].sum()) / 1000.0 / duration
-                                   if valid_duration else float("nan"))
+    out["achieved_concurrency"] = float(ok["e2e_ms"].sum()) / 1000.0 / duration if valid_duration else float("nan")
     for name in SUMMARIZED:
         out.update(_stats(ok[name].astype("float64"), name))
     for name in SUMMARIZED_IF_PRESENT:
@@ -232,8 +265,7 @@ def summarize_level(rows: pd.DataFrame) -> dict[str, Any]:
     out["mean_e2e_over_server_ms"] = float(over.mean()) if over.notna().any() else float("nan")
     spec = ok[ok["spec_verify_ct"].astype("float64") > 0]
     verify = float(spec["spec_verify_ct"].astype("float64").sum())
-    out["accept_length"] = (float(spec["output_tokens"].astype("float64").sum()) / verify
-                            if verify > 0 else float("nan"))
+    out["accept_length"] = float(spec["output_tokens"].astype("float64").sum()) / verify if verify > 0 else float("nan")
     errors = rows.loc[~rows["ok"], "error_type"].dropna()
     out["error_counts"] = ", ".join(f"{k}: {v}" for k, v in errors.value_counts().sort_index().items()) or None
     first = rows.loc[~rows["ok"], "error"]
@@ -272,6 +304,7 @@ def summarize_levels(requests: pd.DataFrame, level_info: pd.DataFrame | None = N
     for col in LEVEL_INFO_COLUMNS:
         if col not in levels:
             levels[col] = np.nan if col in _NAN_INFO else None
-    levels["sim_schedule_problem"] = pd.Series([schedule_problem(r) for r in levels.to_dict("records")],
-                                               index=levels.index, dtype=object)
+    levels["sim_schedule_problem"] = pd.Series(
+        [schedule_problem(r) for r in levels.to_dict("records")], index=levels.index, dtype=object
+    )
     return levels.sort_values(keys).reset_index(drop=True)

@@ -29,8 +29,15 @@ from typing import Any
 
 import aiohttp
 
-__all__ = ["DEFAULT_OBSERVE_INTERVAL_S", "MetricsSampler", "Point", "metric_points", "parse_prometheus",
-           "rank_label", "scrape_metrics"]
+__all__ = [
+    "DEFAULT_OBSERVE_INTERVAL_S",
+    "MetricsSampler",
+    "Point",
+    "metric_points",
+    "parse_prometheus",
+    "rank_label",
+    "scrape_metrics",
+]
 
 #: One observed value (see the module docstring).
 Point = dict[str, Any]
@@ -62,8 +69,11 @@ def parse_prometheus(text: str) -> list[tuple[str, dict[str, str], float]]:
     """
     from prometheus_client.parser import text_string_to_metric_families
 
-    return [(s.name, dict(s.labels), float(s.value))
-            for family in text_string_to_metric_families(text) for s in family.samples]
+    return [
+        (s.name, dict(s.labels), float(s.value))
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    ]
 
 
 def metric_points(samples: Iterable[tuple[str, dict[str, str], float]], t_epoch_s: float) -> list[Point]:
@@ -72,13 +82,21 @@ def metric_points(samples: Iterable[tuple[str, dict[str, str], float]], t_epoch_
     for name, labels, value in samples:
         if not name.startswith("sglang:") or name.endswith(("_bucket", "_created")):
             continue
-        out.append({"source": "metrics", "t_epoch_s": t_epoch_s, "rank": rank_label(labels),
-                    "name": name.removeprefix("sglang:"), "value": value})
+        out.append(
+            {
+                "source": "metrics",
+                "t_epoch_s": t_epoch_s,
+                "rank": rank_label(labels),
+                "name": name.removeprefix("sglang:"),
+                "value": value,
+            }
+        )
     return out
 
 
-async def scrape_metrics(session: aiohttp.ClientSession, base_url: str, *, timeout_s: float = 10.0
-                         ) -> tuple[list[Point], str | None]:
+async def scrape_metrics(
+    session: aiohttp.ClientSession, base_url: str, *, timeout_s: float = 10.0
+) -> tuple[list[Point], str | None]:
     """``GET /metrics`` once: ``(points, None)``, or ``([], why not)``.
 
     A 404 means the server runs without ``--enable-metrics``; the reason says so.

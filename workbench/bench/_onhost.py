@@ -43,8 +43,7 @@ from workbench.bench._sweep import LevelResult, SweepAssembler, SweepFollower, S
 from workbench.bench._sweeplog import SweepLogReader
 from workbench.errors import BenchmarkError, CommandError, CommandTimeout, ConfigError, HostError
 from workbench.errors import HostAuthError, HostKeyError
-from workbench.hosts import (Host, SpawnedProcess, call_helper, ensure_bundle, get_host, host_python, is_local,
-                             processes)
+from workbench.hosts import Host, SpawnedProcess, call_helper, ensure_bundle, get_host, host_python, is_local, processes
 
 __all__ = ["HostSweep", "read_host_sweep", "run_sweep_on_host", "start_host_sweep"]
 
@@ -92,11 +91,16 @@ def _transient(exc: HostError) -> bool:
 
 def _new_sweep_dir(host: Host, root: str | None) -> str:
     """Create a fresh ``<root>/sweep-<random>`` on the host; its absolute path."""
-    wanted = root or os.environ.get("WORKBENCH_SWEEPS_DIR") or (
-        str(paths.cache_dir() / "sweeps") if is_local(host) else REMOTE_SWEEPS_DIR)
+    wanted = (
+        root
+        or os.environ.get("WORKBENCH_SWEEPS_DIR")
+        or (str(paths.cache_dir() / "sweeps") if is_local(host) else REMOTE_SWEEPS_DIR)
+    )
     name = f"sweep-{secrets.token_hex(6)}"
-    line = (f'r={_shell_dir(wanted)}; mkdir -p "$r" && chmod 700 "$r" && mkdir "$r"/{shlex.quote(name)} && '
-            f'cd "$r"/{shlex.quote(name)} && pwd -P')
+    line = (
+        f'r={_shell_dir(wanted)}; mkdir -p "$r" && chmod 700 "$r" && mkdir "$r"/{shlex.quote(name)} && '
+        f'cd "$r"/{shlex.quote(name)} && pwd -P'
+    )
     res = host.run(line, timeout_s=60, check=False)
     found = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
     if not found.startswith("/"):
@@ -121,8 +125,17 @@ class HostSweep:
         units: the ``(repeat, level_index)`` pairs it measures, in order.
     """
 
-    def __init__(self, host: Host, *, process: SpawnedProcess, directory: str, python: str, plan: SweepPlan,
-                 base_url: str, units: Sequence[Unit] | None = None) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        process: SpawnedProcess,
+        directory: str,
+        python: str,
+        plan: SweepPlan,
+        base_url: str,
+        units: Sequence[Unit] | None = None,
+    ) -> None:
         self.host = host
         self.process = process
         self.directory = directory
@@ -174,9 +187,12 @@ class HostSweep:
                 is left running; :func:`read_host_sweep` reads its results later).
         """
         reconnect_for_s = reconnect_seconds() if reconnect_for_s is None else reconnect_for_s
-        follower = SweepFollower(self.plan, self.units, progress=progress, desc=desc or f"sweep on {self.host.name}",
-                                 on_level=on_level)
-        reader = SweepLogReader(on_request=follower.on_request, source=f"{self.results_path} on host {self.host.name!r}")
+        follower = SweepFollower(
+            self.plan, self.units, progress=progress, desc=desc or f"sweep on {self.host.name}", on_level=on_level
+        )
+        reader = SweepLogReader(
+            on_request=follower.on_request, source=f"{self.results_path} on host {self.host.name!r}"
+        )
         offset, lost_since, left_running = 0, None, False
         try:
             while not reader.done:
@@ -211,7 +227,8 @@ class HostSweep:
                         f"The load generator on host {self.host.name!r} exited before finishing the sweep "
                         f"({len(follower.assembler.levels)} of {len(self.units)} levels measured). Does "
                         f"{self.python} there have aiohttp (SGLang's environment does)? Log "
-                        f"{self.log_path}:\n{self.log_tail()}")
+                        f"{self.log_path}:\n{self.log_tail()}"
+                    )
                 if not complete:
                     time.sleep(poll_s)
         except BaseException:
@@ -226,15 +243,26 @@ class HostSweep:
 
     def _poll(self, offset: int) -> dict[str, Any]:
         """The runner's status and the results file's new bytes from ``offset``, in one round trip."""
-        spec = {"id": "sweep", "pid": self.process.pid, "pgid": self.process.pgid,
-                "start_time": self.process.start_time, "log_path": self.results_path, "log_offset": offset}
-        answer = call_helper(self.host, "process_status",
-                             {"processes": [spec], "ports": False, "max_log_bytes": MAX_POLL_BYTES},
-                             python=self.python, timeout_s=60)
+        spec = {
+            "id": "sweep",
+            "pid": self.process.pid,
+            "pgid": self.process.pgid,
+            "start_time": self.process.start_time,
+            "log_path": self.results_path,
+            "log_offset": offset,
+        }
+        answer = call_helper(
+            self.host,
+            "process_status",
+            {"processes": [spec], "ports": False, "max_log_bytes": MAX_POLL_BYTES},
+            python=self.python,
+            timeout_s=60,
+        )
         status = answer["processes"][0]
         if (status.get("log") or {}).get("reset"):
-            raise BenchmarkError(f"{self.results_path} on host {self.host.name!r} shrank while being read; "
-                                 "something else writes to it")
+            raise BenchmarkError(
+                f"{self.results_path} on host {self.host.name!r} shrank while being read; something else writes to it"
+            )
         return status
 
     @property
@@ -328,8 +356,17 @@ def start_host_sweep(
     base_url = f"http://127.0.0.1:{port}"
     h.write_text(f"{directory}/plan.json", json.dumps(plan.to_json()))
     todo = plan.units() if units is None else [(int(r), int(i)) for r, i in units]
-    argv = [py, "-m", "workbench.bench._remote_run", "--plan", f"{directory}/plan.json",
-            "--results", f"{directory}/results.jsonl", "--url", base_url]
+    argv = [
+        py,
+        "-m",
+        "workbench.bench._remote_run",
+        "--plan",
+        f"{directory}/plan.json",
+        "--results",
+        f"{directory}/results.jsonl",
+        "--url",
+        base_url,
+    ]
     if units is not None:
         argv += ["--units", json.dumps(todo, separators=(",", ":"))]
     proc = processes.spawn(h, argv, log_path=f"{directory}/runner.log", env={"PYTHONPATH": tree})
@@ -365,8 +402,9 @@ def run_sweep_on_host(
         ConfigError, BenchmarkError, HostError: see :func:`start_host_sweep` and
         :meth:`HostSweep.follow`.
     """
-    with start_host_sweep(host, base_port_on_host, plan, python=python, config_file=config_file,
-                          sweeps_dir=sweeps_dir, units=units) as sweep:
+    with start_host_sweep(
+        host, base_port_on_host, plan, python=python, config_file=config_file, sweeps_dir=sweeps_dir, units=units
+    ) as sweep:
         return sweep.follow(on_level=on_level, progress=progress, poll_s=poll_s, reconnect_for_s=reconnect_for_s)
 
 

@@ -30,9 +30,24 @@ from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, ROUTES
 from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts, load_sharegpt
 from workbench.errors import ConfigError
 
-__all__ = ["ClosedLoop", "DEFAULT_CONCURRENCY_LEVELS", "DEFAULT_MAX_NEW_TOKENS", "LOAD_DEFAULTS", "MAX_CONCURRENCY", "MAX_REQUESTS_PER_LEVEL", "MAX_TOKENS",
-           "SWEEP_DIMENSIONS", "PromptSet", "check_concurrency_levels", "parse_number_list", "RequestsPerLevel", "SweepPlan", "Unit", "default_requests_per_level",
-           "repeat_seed"]
+__all__ = [
+    "ClosedLoop",
+    "DEFAULT_CONCURRENCY_LEVELS",
+    "DEFAULT_MAX_NEW_TOKENS",
+    "LOAD_DEFAULTS",
+    "MAX_CONCURRENCY",
+    "MAX_REQUESTS_PER_LEVEL",
+    "MAX_TOKENS",
+    "SWEEP_DIMENSIONS",
+    "PromptSet",
+    "check_concurrency_levels",
+    "parse_number_list",
+    "RequestsPerLevel",
+    "SweepPlan",
+    "Unit",
+    "default_requests_per_level",
+    "repeat_seed",
+]
 
 #: Closed-loop levels when none are given (requests in flight).
 DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -84,6 +99,7 @@ def _is_whole(value: Any) -> bool:
 
 # One check per parameter: each returns the normalised value or raises its one message.
 
+
 def _as_list(name: str, value: Any, example: str) -> tuple[Any, ...]:
     """``value`` as a tuple; a string, a mapping or a lone number is refused, naming ``name``."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
@@ -100,9 +116,11 @@ def _no_repeats(name: str, values: Sequence[Any], example: str) -> None:
             twice.append(value)
         seen.add(value)
     if twice:
-        raise ConfigError(f"{name} names {', '.join(repr(v) for v in twice)} more than once in {list(values)!r}; "
-                          f"give each value once, e.g. {example} (for several measurements of a level use "
-                          "repeats, which gives each its own seed and prompt order)")
+        raise ConfigError(
+            f"{name} names {', '.join(repr(v) for v in twice)} more than once in {list(values)!r}; "
+            f"give each value once, e.g. {example} (for several measurements of a level use "
+            "repeats, which gives each its own seed and prompt order)"
+        )
 
 
 #: The most requests in flight a level may ask for. Each is one TCP connection and one SSE
@@ -136,13 +154,17 @@ def check_concurrency_levels(value: Any, name: str = "concurrency_levels") -> tu
         raise ConfigError(f"{name} is empty; give at least one concurrency (requests in flight), e.g. [1, 2, 4]")
     for level in levels:
         if not _is_whole(level) or level < 1:
-            raise ConfigError(f"{name} must be whole numbers >= 1 (requests in flight), got {level!r} "
-                              f"in {list(levels)!r}; e.g. [1, 2, 4]")
+            raise ConfigError(
+                f"{name} must be whole numbers >= 1 (requests in flight), got {level!r} "
+                f"in {list(levels)!r}; e.g. [1, 2, 4]"
+            )
         if level > MAX_CONCURRENCY:
-            raise ConfigError(f"{name}: concurrency {level!r} is above {MAX_CONCURRENCY:,} requests in flight, the "
-                              "most one client process can drive without setting the timings itself (one TCP "
-                              "connection and SSE stream each; the simulator fell 15 s behind its schedule at "
-                              "4,096); give smaller levels")
+            raise ConfigError(
+                f"{name}: concurrency {level!r} is above {MAX_CONCURRENCY:,} requests in flight, the "
+                "most one client process can drive without setting the timings itself (one TCP "
+                "connection and SSE stream each; the simulator fell 15 s behind its schedule at "
+                "4,096); give smaller levels"
+            )
     levels = tuple(int(level) for level in levels)
     _no_repeats(name, levels, "[1, 2, 4]")
     return levels
@@ -176,11 +198,14 @@ def parse_number_list(option: str, text: str, convert: Callable[[str], Any], wha
         try:
             value = convert(part)
         except ValueError:
-            raise ConfigError(f"{option} must be comma-separated {what}, e.g. {example}; {part!r} is not one "
-                              f"(got {text!r})") from None
+            raise ConfigError(
+                f"{option} must be comma-separated {what}, e.g. {example}; {part!r} is not one (got {text!r})"
+            ) from None
         if isinstance(value, float) and math.isinf(value) and part.lower().lstrip("+-") not in ("inf", "infinity"):
-            raise ConfigError(f"{option}: {part!r} is too large for a number (it overflows to infinity, which is not "
-                              f"what was typed); give {what} below 1e308, e.g. {example}")
+            raise ConfigError(
+                f"{option}: {part!r} is too large for a number (it overflows to infinity, which is not "
+                f"what was typed); give {what} below 1e308, e.g. {example}"
+            )
         values.append(value)
     return values
 
@@ -188,12 +213,16 @@ def parse_number_list(option: str, text: str, convert: Callable[[str], Any], wha
 def _request_rates(value: Any) -> tuple[float, ...]:
     rates = _as_list("request_rates", value, "[0.5, 2.0, inf]")
     if not rates:
-        raise ConfigError("request_rates is empty; give at least one rate (requests/s), or None for a "
-                          "closed-loop sweep over concurrency_levels")
+        raise ConfigError(
+            "request_rates is empty; give at least one rate (requests/s), or None for a "
+            "closed-loop sweep over concurrency_levels"
+        )
     for rate in rates:
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not float(rate) > 0:
-            raise ConfigError(f"request_rates must be numbers > 0 (engine-time requests/s; inf sends all at once), "
-                              f"got {rate!r} in {list(rates)!r}")
+            raise ConfigError(
+                f"request_rates must be numbers > 0 (engine-time requests/s; inf sends all at once), "
+                f"got {rate!r} in {list(rates)!r}"
+            )
     rates = tuple(float(rate) for rate in rates)
     _no_repeats("request_rates", rates, "[0.5, 2.0, inf]")
     return rates
@@ -225,17 +254,22 @@ def _arrivals_within_bound(plan: "SweepPlan") -> None:
             raise ConfigError(
                 f"request_rates: {rate:g} req/s is too low: its level's {count} requests would arrive over about "
                 f"{wall_s / 3600:,.0f} hours of wall time (at time scale {scale:g}), and a level may take at most {MAX_OPEN_LOOP_LEVEL_H:g} hours; give rates of at least {lowest:.3g} req/s "
-                "(engine time), or fewer requests per level")
+                "(engine time), or fewer requests per level"
+            )
 
 
 def _requests_count(value: Any, where: str) -> int:
     if not _is_whole(value) or value < 1:
-        raise ConfigError(f"requests_per_level must be a whole number >= 1 (or a function of the concurrency "
-                          f"returning one), got {value!r} for {where}")
+        raise ConfigError(
+            f"requests_per_level must be a whole number >= 1 (or a function of the concurrency "
+            f"returning one), got {value!r} for {where}"
+        )
     if value > MAX_REQUESTS_PER_LEVEL:
-        raise ConfigError(f"requests_per_level {value!r} for {where} is above {MAX_REQUESTS_PER_LEVEL:,}, the most "
-                          "one level may send (its rows are held in memory until the level is stored); split the "
-                          "work into repeats or levels")
+        raise ConfigError(
+            f"requests_per_level {value!r} for {where} is above {MAX_REQUESTS_PER_LEVEL:,}, the most "
+            "one level may send (its rows are held in memory until the level is stored); split the "
+            "work into repeats or levels"
+        )
     return int(value)
 
 
@@ -243,8 +277,10 @@ def _tokens(name: str, value: Any, meaning: str) -> int:
     """A token count in [1, :data:`MAX_TOKENS`]."""
     count = _whole_at_least(name, value, 1, meaning)
     if count > MAX_TOKENS:
-        raise ConfigError(f"{name} {count:,} is above {MAX_TOKENS:,} tokens, past the context length of the models "
-                          "served (SGLang refuses a request longer than --context-length); give a smaller count")
+        raise ConfigError(
+            f"{name} {count:,} is above {MAX_TOKENS:,} tokens, past the context length of the models "
+            "served (SGLang refuses a request longer than --context-length); give a smaller count"
+        )
     return count
 
 
@@ -262,14 +298,17 @@ def _requests_reach_concurrency(levels: Sequence[int], counts: Sequence[int]) ->
             f"requests_per_level {n} is below concurrency {c}: a level of {n} requests never has {c} in flight, "
             f"so it cannot measure concurrency {c} (levels short of requests: "
             f"{', '.join(f'concurrency={c} with {n}' for c, n in short)}); give requests_per_level >= "
-            f"{max(c for c, _ in short)}, or None for the default max(16, 2 * concurrency), or drop those levels")
+            f"{max(c for c, _ in short)}, or None for the default max(16, 2 * concurrency), or drop those levels"
+        )
 
 
 def _prompts(value: Any) -> tuple[Prompt, ...]:
     prompts = tuple(value)
     if not prompts:
-        raise ConfigError("prompt_set holds no prompts; give a prompt-set name (data/prompts/<name>.jsonl), "
-                          "a JSONL path, or a non-empty list of prompts")
+        raise ConfigError(
+            "prompt_set holds no prompts; give a prompt-set name (data/prompts/<name>.jsonl), "
+            "a JSONL path, or a non-empty list of prompts"
+        )
     if not all(isinstance(p, Prompt) for p in prompts):
         raise ConfigError("prompts must be Prompt objects; build the plan with SweepPlan.build(prompt_set=...)")
     return prompts
@@ -288,16 +327,23 @@ def _seed(value: Any) -> int:
 
 
 def _repeats(value: Any) -> int:
-    return _whole_at_least("repeats", value, 1, "how many times each level is measured, each with its own seed "
-                           "and prompt order; 3 or more give a 95% interval worth reading")
+    return _whole_at_least(
+        "repeats",
+        value,
+        1,
+        "how many times each level is measured, each with its own seed "
+        "and prompt order; 3 or more give a 95% interval worth reading",
+    )
 
 
 def _time_scale(value: Any) -> float | Literal["auto"]:
     if value == "auto":
         return "auto"
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"time_scale must be a finite number > 0 (engine seconds per wall second; 1.0 for a "
-                          f"real server) or 'auto' (what a simulated server reports), got {value!r}")
+        raise ConfigError(
+            f"time_scale must be a finite number > 0 (engine seconds per wall second; 1.0 for a "
+            f"real server) or 'auto' (what a simulated server reports), got {value!r}"
+        )
     return float(value)
 
 
@@ -313,8 +359,10 @@ def _max_concurrency(value: Any, mode: str) -> int | None:
     if value is None:
         return None
     if mode == "closed":
-        raise ConfigError("max_concurrency caps an open-loop sweep (request_rates) only; in a closed loop the "
-                          "concurrency is the level, so leave max_concurrency None")
+        raise ConfigError(
+            "max_concurrency caps an open-loop sweep (request_rates) only; in a closed loop the "
+            "concurrency is the level, so leave max_concurrency None"
+        )
     return _whole_at_least("max_concurrency", value, 1, "requests in flight; None for no cap")
 
 
@@ -326,8 +374,9 @@ def _flag(name: str, value: Any) -> bool:
 
 def _sampling_params(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"extra_sampling_params must be a mapping of SGLang sampling params (e.g. "
-                          f"{{'top_p': 0.9}}), got {value!r}")
+        raise ConfigError(
+            f"extra_sampling_params must be a mapping of SGLang sampling params (e.g. {{'top_p': 0.9}}), got {value!r}"
+        )
     return dict(value)
 
 
@@ -336,19 +385,31 @@ def _sampling_params(value: Any) -> dict[str, Any]:
 # identity of a sweep planned before they existed does not change.
 
 #: Defaults of the load fields (see :class:`SweepPlan`).
-LOAD_DEFAULTS: dict[str, Any] = {"backend": "generate", "model": None, "temperature": 0.0, "ignore_eos": True,
-                                 "input_len": None, "random_vocab_size": DEFAULT_RANDOM_VOCAB_SIZE, "sweep": None,
-                                 "sweep_values": None}
+LOAD_DEFAULTS: dict[str, Any] = {
+    "backend": "generate",
+    "model": None,
+    "temperature": 0.0,
+    "ignore_eos": True,
+    "input_len": None,
+    "random_vocab_size": DEFAULT_RANDOM_VOCAB_SIZE,
+    "sweep": None,
+    "sweep_values": None,
+}
 
 #: What a sweep can vary besides the concurrency (or request rate) -> the row column holding it.
-SWEEP_DIMENSIONS: dict[str, str] = {"input_len": "input_len", "output_len": "max_new_tokens",
-                                    "temperature": "temperature"}
+SWEEP_DIMENSIONS: dict[str, str] = {
+    "input_len": "input_len",
+    "output_len": "max_new_tokens",
+    "temperature": "temperature",
+}
 
 
 def _backend(value: Any) -> str:
     if value not in ROUTES:
-        raise ConfigError(f"backend must be one of {list(ROUTES)} (SGLang's native /generate, or the OpenAI-compatible "
-                          f"/v1/completions and /v1/chat/completions), got {value!r}")
+        raise ConfigError(
+            f"backend must be one of {list(ROUTES)} (SGLang's native /generate, or the OpenAI-compatible "
+            f"/v1/completions and /v1/chat/completions), got {value!r}"
+        )
     return value
 
 
@@ -361,15 +422,21 @@ def _temperature(value: Any, where: str = "temperature") -> float:
 def _sweep(dimension: Any, values: Any) -> tuple[str | None, tuple[Any, ...] | None]:
     if dimension is None:
         if values is not None:
-            raise ConfigError("sweep_values needs sweep (what they are values of: "
-                              f"{sorted(SWEEP_DIMENSIONS)}); or leave sweep_values None")
+            raise ConfigError(
+                "sweep_values needs sweep (what they are values of: "
+                f"{sorted(SWEEP_DIMENSIONS)}); or leave sweep_values None"
+            )
         return None, None
     if dimension not in SWEEP_DIMENSIONS:
-        raise ConfigError(f"sweep must be one of {sorted(SWEEP_DIMENSIONS)} (the dimension varied besides the "
-                          f"concurrency), or None, got {dimension!r}")
+        raise ConfigError(
+            f"sweep must be one of {sorted(SWEEP_DIMENSIONS)} (the dimension varied besides the "
+            f"concurrency), or None, got {dimension!r}"
+        )
     if values is None or isinstance(values, (str, bytes)) or not tuple(values):
-        raise ConfigError(f"sweep={dimension!r} needs sweep_values: a non-empty list of values, e.g. "
-                          f"{ {'input_len': [128, 1024], 'output_len': [64, 512], 'temperature': [0.0, 1.0]}[dimension]}")
+        raise ConfigError(
+            f"sweep={dimension!r} needs sweep_values: a non-empty list of values, e.g. "
+            f"{ {'input_len': [128, 1024], 'output_len': [64, 512], 'temperature': [0.0, 1.0]}[dimension] }"
+        )
     name = f"sweep_values ({dimension})"
     if dimension == "temperature":
         checked = tuple(_temperature(v, "sweep_values (temperature)") for v in values)
@@ -386,8 +453,10 @@ def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str 
         return tuple(load_sharegpt(prompt_set.removeprefix("sharegpt:"))), prompt_set
     if isinstance(prompt_set, (str, Path)):
         return tuple(load_prompts(prompt_set)), str(prompt_set)
-    return tuple(p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
-                 for i, p in enumerate(prompt_set)), None
+    return tuple(
+        p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
+        for i, p in enumerate(prompt_set)
+    ), None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -421,7 +490,9 @@ class ClosedLoop:
         put("concurrency_levels", _concurrency_levels(self.concurrency_levels))
         if self.requests_per_level is not None:
             put("requests_per_level", _requests_count(self.requests_per_level, "every level"))
-            _requests_reach_concurrency(self.concurrency_levels, [self.requests_per_level] * len(self.concurrency_levels))
+            _requests_reach_concurrency(
+                self.concurrency_levels, [self.requests_per_level] * len(self.concurrency_levels)
+            )
         put("max_new_tokens", _tokens("max_new_tokens", self.max_new_tokens, "output tokens per request"))
         put("seed", _seed(self.seed))
 
@@ -541,6 +612,7 @@ class SweepPlan:
 
     def _check_load(self) -> None:
         """Check the load fields (backend, sampling, prompt length, sweep dimension)."""
+
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
@@ -549,16 +621,29 @@ class SweepPlan:
             raise ConfigError(f"model must be a string (the OpenAI 'model' field) or None, got {self.model!r}")
         put("temperature", _temperature(self.temperature))
         put("ignore_eos", _flag("ignore_eos", self.ignore_eos))
-        put("input_len", None if self.input_len is None else _tokens(
-            "input_len", self.input_len, "prompt tokens of random-token prompts; None: the prompt set"))
-        put("random_vocab_size", _whole_at_least("random_vocab_size", self.random_vocab_size, 1001,
-                                                 "random token ids are drawn from [1000, random_vocab_size)"))
+        put(
+            "input_len",
+            None
+            if self.input_len is None
+            else _tokens("input_len", self.input_len, "prompt tokens of random-token prompts; None: the prompt set"),
+        )
+        put(
+            "random_vocab_size",
+            _whole_at_least(
+                "random_vocab_size",
+                self.random_vocab_size,
+                1001,
+                "random token ids are drawn from [1000, random_vocab_size)",
+            ),
+        )
         sweep, values = _sweep(self.sweep, self.sweep_values)
         put("sweep", sweep)
         put("sweep_values", values)
         if self.backend == "chat" and self.random_input:
-            raise ConfigError("backend 'chat' sends messages, not token ids: random-token prompts (input_len, "
-                              "sweep='input_len') need backend 'generate' or 'completions'")
+            raise ConfigError(
+                "backend 'chat' sends messages, not token ids: random-token prompts (input_len, "
+                "sweep='input_len') need backend 'generate' or 'completions'"
+            )
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -575,8 +660,9 @@ class SweepPlan:
             put("request_rates", _request_rates(self.request_rates))
         counts = tuple(self.requests_per_level)
         if len(counts) != self.num_levels:
-            raise ConfigError(f"requests_per_level has {len(counts)} counts for {self.num_levels} levels; "
-                              "give one count per level")
+            raise ConfigError(
+                f"requests_per_level has {len(counts)} counts for {self.num_levels} levels; give one count per level"
+            )
         put("requests_per_level", tuple(_requests_count(n, self.level_label(i)) for i, n in enumerate(counts)))
         _requests_reach_concurrency(self.concurrency_levels, self.requests_per_level)
         put("prompts", tuple(self.prompts) if self.random_input else _prompts(self.prompts))
@@ -588,8 +674,12 @@ class SweepPlan:
         put("time_scale", _time_scale(self.time_scale))
         if self.request_rates is not None:
             _arrivals_within_bound(self)
-        put("warmup_requests", _whole_at_least("warmup_requests", self.warmup_requests, 0,
-                                               "requests before the first level; 0 disables the warmup"))
+        put(
+            "warmup_requests",
+            _whole_at_least(
+                "warmup_requests", self.warmup_requests, 0, "requests before the first level; 0 disables the warmup"
+            ),
+        )
         put("flush", _flag("flush", self.flush))
         put("unique_prompts", _flag("unique_prompts", self.unique_prompts))
         put("timeout_s", _timeout_s(self.timeout_s))
@@ -647,15 +737,18 @@ class SweepPlan:
         closed: tuple[int, ...] = ()  # the closed loop's concurrencies
         rates: tuple[float, ...] | None = None  # the open loop's request rates
         if request_rates is None:
-            closed = _concurrency_levels(DEFAULT_CONCURRENCY_LEVELS if concurrency_levels is None
-                                         else concurrency_levels)
+            closed = _concurrency_levels(
+                DEFAULT_CONCURRENCY_LEVELS if concurrency_levels is None else concurrency_levels
+            )
         elif concurrency_levels is not None:
             raise ConfigError("give concurrency_levels (closed loop) or request_rates (open loop), not both")
         else:
             rates = _request_rates(request_rates)
         unknown = sorted(set(load) - set(LOAD_DEFAULTS))
         if unknown:
-            raise ConfigError(f"unknown sweep plan parameters {unknown}; the load parameters are {sorted(LOAD_DEFAULTS)}")
+            raise ConfigError(
+                f"unknown sweep plan parameters {unknown}; the load parameters are {sorted(LOAD_DEFAULTS)}"
+            )
         sweep_values = load.get("sweep_values")
         grid = 1 if sweep_values is None or isinstance(sweep_values, (str, bytes)) else max(1, len(tuple(sweep_values)))
         rule = default_requests_per_level if requests_per_level is None else requests_per_level
@@ -663,12 +756,24 @@ class SweepPlan:
         counts = tuple(rule(c) if callable(rule) else rule for c in per_level) * grid
         random_input = load.get("input_len") is not None or load.get("sweep") == "input_len"
         prompts, name = ((), None) if random_input else _resolve_prompt_set(prompt_set)
-        return cls(concurrency_levels=closed, requests_per_level=counts, prompts=prompts, request_rates=rates,
-                   max_concurrency=max_concurrency, prompt_set=name, max_new_tokens=max_new_tokens, seed=seed,
-                   time_scale=time_scale, warmup_requests=warmup_requests, flush=flush,
-                   unique_prompts=unique_prompts, timeout_s=timeout_s,
-                   extra_sampling_params={} if extra_sampling_params is None else extra_sampling_params,
-                   repeats=repeats, **load)
+        return cls(
+            concurrency_levels=closed,
+            requests_per_level=counts,
+            prompts=prompts,
+            request_rates=rates,
+            max_concurrency=max_concurrency,
+            prompt_set=name,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            time_scale=time_scale,
+            warmup_requests=warmup_requests,
+            flush=flush,
+            unique_prompts=unique_prompts,
+            timeout_s=timeout_s,
+            extra_sampling_params={} if extra_sampling_params is None else extra_sampling_params,
+            repeats=repeats,
+            **load,
+        )
 
     @property
     def mode(self) -> Literal["closed", "open"]:
@@ -711,8 +816,13 @@ class SweepPlan:
     def level_settings(self, index: int) -> dict[str, Any]:
         """What level ``index`` sends: ``max_new_tokens``, ``temperature``, ``input_len`` (None: the
         prompt set), ``sweep`` and ``sweep_value`` (None without a sweep dimension)."""
-        out = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "input_len": self.input_len,
-               "sweep": self.sweep, "sweep_value": None}
+        out = {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "input_len": self.input_len,
+            "sweep": self.sweep,
+            "sweep_value": None,
+        }
         if self.sweep is not None and self.sweep_values is not None:
             value = self.sweep_values[index // self._num_base_levels]
             out[SWEEP_DIMENSIONS[self.sweep]] = value
@@ -774,8 +884,7 @@ class SweepPlan:
         else:
             del out["prompts"]
             out["prompt_ids"] = [p.id for p in self.prompts]
-            out["prompts_sha256"] = hashlib.sha256(
-                "\0".join(p.text for p in self.prompts).encode("utf-8")).hexdigest()
+            out["prompts_sha256"] = hashlib.sha256("\0".join(p.text for p in self.prompts).encode("utf-8")).hexdigest()
         return out
 
     @classmethod
@@ -790,9 +899,13 @@ class SweepPlan:
         names = {f.name for f in dataclasses.fields(cls)}
         obj = {"repeats": 1, **LOAD_DEFAULTS, **obj}
         if set(obj) != names:
-            raise ConfigError(f"sweep plan keys must be {sorted(names)}; missing {sorted(names - set(obj))}, "
-                              f"unknown {sorted(set(obj) - names)}")
+            raise ConfigError(
+                f"sweep plan keys must be {sorted(names)}; missing {sorted(names - set(obj))}, "
+                f"unknown {sorted(set(obj) - names)}"
+            )
         values = dict(obj)
-        values["prompts"] = tuple(Prompt(**{**p, "input_ids": None if p.get("input_ids") is None
-                                            else tuple(p["input_ids"])}) for p in obj["prompts"])
+        values["prompts"] = tuple(
+            Prompt(**{**p, "input_ids": None if p.get("input_ids") is None else tuple(p["input_ids"])})
+            for p in obj["prompts"]
+        )
         return cls(**values)

@@ -23,8 +23,16 @@ from typing import Any, Literal
 
 from workbench.errors import ConfigError
 
-__all__ = ["Category", "Prompt", "PROMPTS_DIR", "DEFAULT_RANDOM_VOCAB_SIZE", "load_prompts", "load_sharegpt",
-           "prompt_path", "random_token_prompts"]
+__all__ = [
+    "Category",
+    "Prompt",
+    "PROMPTS_DIR",
+    "DEFAULT_RANDOM_VOCAB_SIZE",
+    "load_prompts",
+    "load_sharegpt",
+    "prompt_path",
+    "random_token_prompts",
+]
 
 #: Token ids of random prompts are drawn from ``[RANDOM_LOW_ID, vocab_size)``: the low ids of
 #: most vocabularies are special and control tokens.
@@ -74,8 +82,10 @@ def prompt_path(path_or_name: str | Path = "default") -> Path:
         candidate = PROMPTS_DIR / f"{path_or_name}.jsonl"
     if not candidate.is_file():
         known = sorted(p.stem for p in PROMPTS_DIR.glob("*.jsonl"))
-        raise ConfigError(f"Prompt set {str(path_or_name)!r} not found (looked for {candidate}); "
-                          f"shipped sets: {known}. Pass a set name or a path to a .jsonl file.")
+        raise ConfigError(
+            f"Prompt set {str(path_or_name)!r} not found (looked for {candidate}); "
+            f"shipped sets: {known}. Pass a set name or a path to a .jsonl file."
+        )
     return candidate
 
 
@@ -84,8 +94,9 @@ def _parse_line(path: Path, lineno: int, line: str) -> Prompt:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                          "each line must be one JSON object") from exc
+        raise ConfigError(
+            f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
+        ) from exc
     if not isinstance(obj, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     missing = [f for f in FIELDS if f not in obj]
@@ -160,8 +171,10 @@ def _sharegpt_records(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         try:
             records = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-                              "a ShareGPT file is a JSON array of conversations or one conversation per line") from exc
+            raise ConfigError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                "a ShareGPT file is a JSON array of conversations or one conversation per line"
+            ) from exc
         for i, record in enumerate(records):
             yield f"{path}[{i}]", record
         return
@@ -171,8 +184,10 @@ def _sharegpt_records(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         try:
             yield f"{path}:{lineno}", json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                              "each line of a ShareGPT JSONL file must be one conversation object") from exc
+            raise ConfigError(
+                f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                "each line of a ShareGPT JSONL file must be one conversation object"
+            ) from exc
 
 
 def load_sharegpt(path: str | Path, *, limit: int | None = None) -> list[Prompt]:
@@ -205,10 +220,17 @@ def load_sharegpt(path: str | Path, *, limit: int | None = None) -> list[Prompt]
     seen: set[str] = set()
     for where, record in _sharegpt_records(path, text):
         if not isinstance(record, dict) or not isinstance(record.get("conversations"), list):
-            raise ConfigError(f"{where}: expected an object with a 'conversations' list (ShareGPT format), "
-                              f"got {str(record)[:80]!r}")
-        first = next((turn for turn in record["conversations"] if isinstance(turn, dict)
-                      and turn.get("from", turn.get("role")) in _USER_ROLES), None)
+            raise ConfigError(
+                f"{where}: expected an object with a 'conversations' list (ShareGPT format), got {str(record)[:80]!r}"
+            )
+        first = next(
+            (
+                turn
+                for turn in record["conversations"]
+                if isinstance(turn, dict) and turn.get("from", turn.get("role")) in _USER_ROLES
+            ),
+            None,
+        )
         value = None if first is None else first.get("value", first.get("content"))
         if not isinstance(value, str) or not value.strip():
             continue
@@ -224,8 +246,9 @@ def load_sharegpt(path: str | Path, *, limit: int | None = None) -> list[Prompt]
     return prompts
 
 
-def random_token_prompts(num: int, input_len: int, *, seed: int,
-                         vocab_size: int = DEFAULT_RANDOM_VOCAB_SIZE) -> list[Prompt]:
+def random_token_prompts(
+    num: int, input_len: int, *, seed: int, vocab_size: int = DEFAULT_RANDOM_VOCAB_SIZE
+) -> list[Prompt]:
     """``num`` prompts of ``input_len`` random token ids each, the same for the same arguments.
 
     As sglang ``bench_serving --dataset-name random`` (uniform ids; it then decodes
@@ -246,11 +269,20 @@ def random_token_prompts(num: int, input_len: int, *, seed: int,
     Raises:
         ConfigError: a count, length or vocabulary size out of range.
     """
-    for name, value, minimum in (("num", num, 1), ("input_len", input_len, 1),
-                                 ("vocab_size", vocab_size, RANDOM_LOW_ID + 1)):
+    for name, value, minimum in (
+        ("num", num, 1),
+        ("input_len", input_len, 1),
+        ("vocab_size", vocab_size, RANDOM_LOW_ID + 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ConfigError(f"random prompts: {name} must be a whole number >= {minimum}, got {value!r}")
     rng = random.Random(f"{seed}/{input_len}")
-    return [Prompt(id=f"random-{input_len}-{i}", category="random", text="",
-                   input_ids=tuple(rng.randrange(RANDOM_LOW_ID, vocab_size) for _ in range(input_len)))
-            for i in range(num)]
+    return [
+        Prompt(
+            id=f"random-{input_len}-{i}",
+            category="random",
+            text="",
+            input_ids=tuple(rng.randrange(RANDOM_LOW_ID, vocab_size) for _ in range(input_len)),
+        )
+        for i in range(num)
+    ]

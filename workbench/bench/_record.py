@@ -87,8 +87,15 @@ from typing import Any
 from workbench.bench._sse import StreamEvent
 from workbench.bench._timing import Timebase
 
-__all__ = ["BACKENDS", "ERROR_KINDS", "RequestRecord", "StreamAccumulator", "REQUEST_DTYPES", "record_from_json",
-           "record_to_json"]
+__all__ = [
+    "BACKENDS",
+    "ERROR_KINDS",
+    "RequestRecord",
+    "StreamAccumulator",
+    "REQUEST_DTYPES",
+    "record_from_json",
+    "record_to_json",
+]
 
 NAN = float("nan")
 
@@ -100,8 +107,15 @@ BACKENDS: tuple[str, ...] = ("generate", "completions", "chat")
 #: mid-response, or the stream ended early), ``server_error`` (an error chunk or an aborted
 #: request: the server's own text in ``error``), ``protocol`` (a malformed stream),
 #: ``client_error`` (any other transport failure).
-ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "connect", "disconnect", "server_error", "protocol",
-                                "client_error")
+ERROR_KINDS: tuple[str, ...] = (
+    "http_status",
+    "timeout",
+    "connect",
+    "disconnect",
+    "server_error",
+    "protocol",
+    "client_error",
+)
 
 
 @dataclasses.dataclass
@@ -185,16 +199,25 @@ class StreamAccumulator:
         ValueError: an unknown ``backend``.
     """
 
-    def __init__(self, timebase: Timebase, start: float, *, prompt_id: str | None = None,
-                 max_new_tokens: int | None = None, backend: str = "generate", due: float | None = None) -> None:
+    def __init__(
+        self,
+        timebase: Timebase,
+        start: float,
+        *,
+        prompt_id: str | None = None,
+        max_new_tokens: int | None = None,
+        backend: str = "generate",
+        due: float | None = None,
+    ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
         self._tb = timebase
         self._start = start
         self._due = due
         self._openai = backend != "generate"
-        self._rec = RequestRecord(prompt_id=prompt_id, max_new_tokens=max_new_tokens,
-                                  time_scale=timebase.time_scale, backend=backend)
+        self._rec = RequestRecord(
+            prompt_id=prompt_id, max_new_tokens=max_new_tokens, time_scale=timebase.time_scale, backend=backend
+        )
         self._last_event_t: float | None = None
         self._first_content_t: float | None = None
         self._last_content_t = 0.0  # valid once _first_content_t is set
@@ -216,8 +239,9 @@ class StreamAccumulator:
         """True once ``[DONE]`` was seen or the request failed (later events are ignored)."""
         return self._done or self._rec.error is not None
 
-    def fail(self, error_type: str, message: str, t: float, *, http_status: int | None = None,
-             kind: str = "client_error") -> None:
+    def fail(
+        self, error_type: str, message: str, t: float, *, http_status: int | None = None, kind: str = "client_error"
+    ) -> None:
         """Mark the request failed at raw reading ``t`` (the first failure wins).
 
         Args:
@@ -282,8 +306,9 @@ class StreamAccumulator:
             return
         delta = ct - self._last_ct
         if delta < 0:
-            self.fail("StreamProtocolError", f"completion_tokens went down from {self._last_ct} to {ct}", t,
-                      kind="protocol")
+            self.fail(
+                "StreamProtocolError", f"completion_tokens went down from {self._last_ct} to {ct}", t, kind="protocol"
+            )
             return
         if not first and delta == 0:
             return
@@ -297,13 +322,11 @@ class StreamAccumulator:
         meta = chunk.get("meta_info")
         ct = meta.get("completion_tokens") if isinstance(meta, dict) else None
         if _int_or_none(ct) is None:
-            self.fail("StreamProtocolError", "chunk without an integer meta_info.completion_tokens", t,
-                      kind="protocol")
+            self.fail("StreamProtocolError", "chunk without an integer meta_info.completion_tokens", t, kind="protocol")
             return
         text = chunk.get("text")
         if text is not None and not isinstance(text, str):
-            self.fail("StreamProtocolError", f"chunk text is {type(text).__name__}, expected str", t,
-                      kind="protocol")
+            self.fail("StreamProtocolError", f"chunk text is {type(text).__name__}, expected str", t, kind="protocol")
             return
         self._meta = meta
         if text:
@@ -334,8 +357,7 @@ class StreamAccumulator:
         else:
             text = choice.get("text")
         if text is not None and not isinstance(text, str):
-            self.fail("StreamProtocolError", f"chunk text is {type(text).__name__}, expected str", t,
-                      kind="protocol")
+            self.fail("StreamProtocolError", f"chunk text is {type(text).__name__}, expected str", t, kind="protocol")
             return
         if text:
             self._text.append(text)
@@ -359,8 +381,13 @@ class StreamAccumulator:
         if isinstance(finish, dict):
             rec.finish_reason = str(finish.get("type"))
             if finish.get("type") == "abort" and rec.error is None:
-                self.fail("Aborted", str(finish.get("message", "request aborted by the server")), last,
-                          http_status=_int_or_none(finish.get("status_code")), kind="server_error")
+                self.fail(
+                    "Aborted",
+                    str(finish.get("message", "request aborted by the server")),
+                    last,
+                    http_status=_int_or_none(finish.get("status_code")),
+                    kind="server_error",
+                )
         elif isinstance(finish, str):
             rec.finish_reason = finish
 
@@ -386,11 +413,15 @@ class StreamAccumulator:
         """
         rec, tb = self._rec, self._tb
         last = self._last_event_t if self._last_event_t is not None else t
-        finished = self._finish is not None if self._openai else (
-            self._meta is not None and self._meta.get("finish_reason") is not None)
+        finished = (
+            self._finish is not None
+            if self._openai
+            else (self._meta is not None and self._meta.get("finish_reason") is not None)
+        )
         if rec.error is None and not self._done and not finished:
-            self.fail("IncompleteStream", "response ended before [DONE] and without a finish_reason", t,
-                      kind="disconnect")
+            self.fail(
+                "IncompleteStream", "response ended before [DONE] and without a finish_reason", t, kind="disconnect"
+            )
         if self._openai:
             self._finish_openai(rec, last)
         else:
@@ -490,8 +521,9 @@ def record_from_json(obj: Mapping[str, Any]) -> RequestRecord:
     unknown = set(obj) - set(REQUEST_DTYPES)
     if unknown:
         raise ValueError(f"not RequestRecord fields: {sorted(unknown)}")
-    values: dict[str, Any] = {name: (NAN if name in _FLOAT_FIELDS and value is None else value)
-                              for name, value in obj.items()}
+    values: dict[str, Any] = {
+        name: (NAN if name in _FLOAT_FIELDS and value is None else value) for name, value in obj.items()
+    }
     for name in ("itl_ms", "tokens_per_chunk", "chunks_per_read", "tokens_per_read", "spec_accept_histogram"):
         if name in values:
             values[name] = list(values[name])

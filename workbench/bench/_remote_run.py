@@ -58,12 +58,18 @@ def _say(text: str) -> None:
 
 
 def _runner_facts() -> dict[str, Any]:
-    return {"pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable,
-            "aiohttp": aiohttp.__version__, "hostname": platform.node()}
+    return {
+        "pid": os.getpid(),
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "aiohttp": aiohttp.__version__,
+        "hostname": platform.node(),
+    }
 
 
-async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
-                   units: list[tuple[int, int]] | None = None) -> None:
+async def run_plan(
+    base_url: str, plan: SweepPlan, writer: SweepLogWriter, units: list[tuple[int, int]] | None = None
+) -> None:
     """Measure ``plan`` against ``base_url``, writing every request and event with ``writer``.
 
     Raises:
@@ -85,15 +91,19 @@ async def run_plan(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
                 writer.event(event, runner=facts)
                 if isinstance(event, LevelMeasured):
                     done, failed = counts.get(event.index, [0, 0])
-                    _say(f"level {event.index + 1}/{plan.num_levels} {plan.unit_label(event.unit)}: "
-                         f"{done} requests, {failed} failed")
+                    _say(
+                        f"level {event.index + 1}/{plan.num_levels} {plan.unit_label(event.unit)}: "
+                        f"{done} requests, {failed} failed"
+                    )
         finally:
             await events.aclose()
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench._remote_run",
-                                     description="Run a workbench sweep plan against a server on this host.")
+    parser = argparse.ArgumentParser(
+        prog="python -m workbench.bench._remote_run",
+        description="Run a workbench sweep plan against a server on this host.",
+    )
     parser.add_argument("--plan", required=True, help="sweep plan JSON file (SweepPlan.to_json)")
     parser.add_argument("--results", required=True, help="results file to create (JSON Lines; must not exist)")
     parser.add_argument("--url", required=True, help="server root URL, e.g. http://127.0.0.1:30000")
@@ -106,8 +116,9 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Stopped("stopped by SIGTERM")
 
 
-async def _run_until_sigterm(base_url: str, plan: SweepPlan, writer: SweepLogWriter,
-                             units: list[tuple[int, int]] | None) -> None:
+async def _run_until_sigterm(
+    base_url: str, plan: SweepPlan, writer: SweepLogWriter, units: list[tuple[int, int]] | None
+) -> None:
     """:func:`run_plan`, ended by SIGTERM through the loop: the sweep task is cancelled (its ``finally`` blocks
     close the streams) and :class:`Stopped` raised here.
 

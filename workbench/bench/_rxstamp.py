@@ -33,8 +33,15 @@ import time
 import weakref
 from typing import Any
 
-__all__ = ["ANCHOR_SLACK_S", "SO_TIMESTAMPNS", "ArrivalClock", "StampedSocket", "keep_stamping_on", "stamped_socket",
-           "socket_of"]
+__all__ = [
+    "ANCHOR_SLACK_S",
+    "SO_TIMESTAMPNS",
+    "ArrivalClock",
+    "StampedSocket",
+    "keep_stamping_on",
+    "stamped_socket",
+    "socket_of",
+]
 
 #: ``SO_TIMESTAMPNS`` (Linux ``asm-generic/socket.h``: ``SO_TIMESTAMPNS_OLD`` = 35; Python's
 #: ``socket`` module does not export it). Its control message type has the same number.

@@ -20,17 +20,37 @@ from workbench.bench._batchlog import parse_batch_log
 
 __all__ = ["SERIES_COLUMNS", "add_log_series", "series_frame"]
 
-SERIES_COLUMNS: dict[str, str] = {"level_index": "Int64", "repeat": "Int64", "source": "str", "t_epoch_s": "float64",
-                                  "t_s": "float64", "rank": "str", "name": "str", "value": "float64", "batch": "str"}
+SERIES_COLUMNS: dict[str, str] = {
+    "level_index": "Int64",
+    "repeat": "Int64",
+    "source": "str",
+    "t_epoch_s": "float64",
+    "t_s": "float64",
+    "rank": "str",
+    "name": "str",
+    "value": "float64",
+    "batch": "str",
+}
 
 
-def series_frame(points: Iterable[Mapping[str, Any]], *, level_index: int, repeat: int,
-                 start_epoch_s: float) -> pd.DataFrame:
+def series_frame(
+    points: Iterable[Mapping[str, Any]], *, level_index: int, repeat: int, start_epoch_s: float
+) -> pd.DataFrame:
     """The long table of ``points`` for one level (empty with the same columns when none)."""
-    rows = [{"level_index": level_index, "repeat": repeat, "source": p["source"], "t_epoch_s": float(p["t_epoch_s"]),
-             "t_s": float(p["t_epoch_s"]) - start_epoch_s if math.isfinite(start_epoch_s) else math.nan,
-             "rank": p.get("rank", ""), "name": p["name"], "value": float(p["value"]), "batch": p.get("batch")}
-            for p in points]
+    rows = [
+        {
+            "level_index": level_index,
+            "repeat": repeat,
+            "source": p["source"],
+            "t_epoch_s": float(p["t_epoch_s"]),
+            "t_s": float(p["t_epoch_s"]) - start_epoch_s if math.isfinite(start_epoch_s) else math.nan,
+            "rank": p.get("rank", ""),
+            "name": p["name"],
+            "value": float(p["value"]),
+            "batch": p.get("batch"),
+        }
+        for p in points
+    ]
     return pd.DataFrame(rows, columns=list(SERIES_COLUMNS)).astype(SERIES_COLUMNS)
 
 

@@ -26,8 +26,17 @@ import aiohttp
 
 from workbench.engines import server_info_engine
 
-__all__ = ["FlushOutcome", "ServerInfoOutcome", "flush_cache", "fetch_server_info", "server_accept_length",
-           "server_engine", "server_gen_throughput", "server_time_scale", "sim_behind_schedule_s"]
+__all__ = [
+    "FlushOutcome",
+    "ServerInfoOutcome",
+    "flush_cache",
+    "fetch_server_info",
+    "server_accept_length",
+    "server_engine",
+    "server_gen_throughput",
+    "server_time_scale",
+    "sim_behind_schedule_s",
+]
 
 #: Per-call limit for management calls (wall seconds).
 CALL_TIMEOUT_S = 30.0

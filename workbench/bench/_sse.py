@@ -149,7 +149,7 @@ class SSEDecoder:
             end = buf.find(b"\n\n", start)
             if end == -1 or not buf.startswith(b"data:", start):
                 break
-            line = bytes(buf[start + 5:end])
+            line = bytes(buf[start + 5 : end])
             if b"\n" in line:
                 break
             if line[:1] == b" ":

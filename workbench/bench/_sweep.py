@@ -43,13 +43,25 @@ from workbench.bench._metrics import summarize_levels
 from workbench.bench._plan import SweepPlan, Unit
 from workbench.bench._record import RequestRecord
 from workbench.bench._series import series_frame
-from workbench.bench._server_api import (FlushOutcome, ServerInfoOutcome, server_accept_length, server_engine,
-                                        server_gen_throughput)
+from workbench.bench._server_api import (
+    FlushOutcome,
+    ServerInfoOutcome,
+    server_accept_length,
+    server_engine,
+    server_gen_throughput,
+)
 from workbench.bench._timing import Clock
 from workbench.errors import BenchmarkError
 
-__all__ = ["LevelResult", "SweepAssembler", "SweepFollower", "SweepResult", "level_output_tok_s",
-           "run_sweep", "run_sweep_async"]
+__all__ = [
+    "LevelResult",
+    "SweepAssembler",
+    "SweepFollower",
+    "SweepResult",
+    "level_output_tok_s",
+    "run_sweep",
+    "run_sweep_async",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,12 +124,20 @@ class SweepFollower:
             exceptions propagate).
     """
 
-    def __init__(self, plan: SweepPlan, units: Sequence[Unit], *, progress: bool, desc: str,
-                 on_level: Callable[[LevelResult], None] | None = None) -> None:
+    def __init__(
+        self,
+        plan: SweepPlan,
+        units: Sequence[Unit],
+        *,
+        progress: bool,
+        desc: str,
+        on_level: Callable[[LevelResult], None] | None = None,
+    ) -> None:
         self.assembler = SweepAssembler()
         self._plan, self._on_level = plan, on_level
-        self._bar = tqdm(total=sum(plan.requests_per_level[i] for _, i in units), disable=not progress, unit="req",
-                         desc=desc)
+        self._bar = tqdm(
+            total=sum(plan.requests_per_level[i] for _, i in units), disable=not progress, unit="req", desc=desc
+        )
         self._units = iter(units)
         self._unit: Unit | None = next(self._units, None)
         self._last = ""
@@ -218,8 +238,17 @@ async def run_sweep_async(
     follower = SweepFollower(plan, todo, progress=progress, desc=desc, on_level=on_level)
     try:
         async with open_session(plan.max_streams) as session:
-            events = measure_sweep(session, base_url, plan, on_request=follower.on_request, units=todo, clock=clock,
-                                   wall_clock=wall_clock, observe=observe, gpu_telemetry=gpu_telemetry)
+            events = measure_sweep(
+                session,
+                base_url,
+                plan,
+                on_request=follower.on_request,
+                units=todo,
+                clock=clock,
+                wall_clock=wall_clock,
+                observe=observe,
+                gpu_telemetry=gpu_telemetry,
+            )
             try:
                 async for event in events:
                     follower.add(event)
@@ -266,13 +295,25 @@ class SweepAssembler:
             return None
         if event.server_info.info is not None:
             self._server_info = event.server_info.info
-        result = _level_result(self._started.plan, event.index, event.records, event.flush, event.server_info,
-                               self._server_info, sim_lag_s=event.sim_lag_s, repeat=event.repeat)
+        result = _level_result(
+            self._started.plan,
+            event.index,
+            event.records,
+            event.flush,
+            event.server_info,
+            self._server_info,
+            sim_lag_s=event.sim_lag_s,
+            repeat=event.repeat,
+        )
         if event.observations or event.observe_problems:
             start = min((r.start_epoch_s for r in event.records), default=math.nan)
             result.info["observe_problems"] = "; ".join(event.observe_problems) or None
-            result = dataclasses.replace(result, series=series_frame(
-                event.observations, level_index=event.index, repeat=event.repeat, start_epoch_s=start))
+            result = dataclasses.replace(
+                result,
+                series=series_frame(
+                    event.observations, level_index=event.index, repeat=event.repeat, start_epoch_s=start
+                ),
+            )
         self._levels.append(result)
         return result
 
@@ -287,14 +328,29 @@ class SweepAssembler:
         requests = pd.concat([lvl.requests for lvl in self._levels], ignore_index=True)
         level_info = pd.concat([lvl.info for lvl in self._levels], ignore_index=True)
         started = self._started
-        return SweepResult(requests=requests, levels=summarize_levels(requests, level_info), level_info=level_info,
-                           warmup=records_to_frame(self._warmup), server_info=self._server_info, plan=started.plan,
-                           base_url=started.base_url, time_scale=started.time_scale)
+        return SweepResult(
+            requests=requests,
+            levels=summarize_levels(requests, level_info),
+            level_info=level_info,
+            warmup=records_to_frame(self._warmup),
+            server_info=self._server_info,
+            plan=started.plan,
+            base_url=started.base_url,
+            time_scale=started.time_scale,
+        )
 
 
-def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flushed: FlushOutcome | None,
-                  fetched: ServerInfoOutcome, server_info: dict[str, Any] | None, *, sim_lag_s: float,
-                  repeat: int = 0) -> LevelResult:
+def _level_result(
+    plan: SweepPlan,
+    index: int,
+    records: list[RequestRecord],
+    flushed: FlushOutcome | None,
+    fetched: ServerInfoOutcome,
+    server_info: dict[str, Any] | None,
+    *,
+    sim_lag_s: float,
+    repeat: int = 0,
+) -> LevelResult:
     """Tables of level ``index`` (repeat ``repeat``) of ``plan``; rows are labelled with the engine
     ``/server_info`` reported.
 
@@ -308,24 +364,42 @@ def _level_result(plan: SweepPlan, index: int, records: list[RequestRecord], flu
     """
     engine, simulated = server_engine(server_info)
     settings = plan.level_settings(index)
-    keys = dict(engine=engine, simulated=simulated, level_index=index, repeat=repeat, mode=plan.mode,
-                concurrency=plan.level_concurrency(index), request_rate_req_s=plan.level_request_rate(index),
-                input_len=settings["input_len"], temperature=settings["temperature"],
-                sweep=settings["sweep"], sweep_value=(None if settings["sweep_value"] is None
-                                                      else float(settings["sweep_value"])))
-    info = pd.DataFrame([dict(
+    keys = dict(
+        engine=engine,
+        simulated=simulated,
         level_index=index,
         repeat=repeat,
-        flush_ok=None if flushed is None else flushed.ok,
-        flush_attempts=None if flushed is None else flushed.attempts,
-        flush_error=None if flushed is None else flushed.error,
-        server_accept_length=server_accept_length(fetched.info),
-        server_gen_throughput_tok_s=server_gen_throughput(fetched.info),
-        server_info_error=fetched.error,
-        sim_behind_schedule_wall_s=sim_lag_s,
-    )])
-    return LevelResult(requests=records_to_frame(records, keys), info=info, server_info=fetched.info, plan=plan,
-                       index=index, repeat=repeat)
+        mode=plan.mode,
+        concurrency=plan.level_concurrency(index),
+        request_rate_req_s=plan.level_request_rate(index),
+        input_len=settings["input_len"],
+        temperature=settings["temperature"],
+        sweep=settings["sweep"],
+        sweep_value=(None if settings["sweep_value"] is None else float(settings["sweep_value"])),
+    )
+    info = pd.DataFrame(
+        [
+            dict(
+                level_index=index,
+                repeat=repeat,
+                flush_ok=None if flushed is None else flushed.ok,
+                flush_attempts=None if flushed is None else flushed.attempts,
+                flush_error=None if flushed is None else flushed.error,
+                server_accept_length=server_accept_length(fetched.info),
+                server_gen_throughput_tok_s=server_gen_throughput(fetched.info),
+                server_info_error=fetched.error,
+                sim_behind_schedule_wall_s=sim_lag_s,
+            )
+        ]
+    )
+    return LevelResult(
+        requests=records_to_frame(records, keys),
+        info=info,
+        server_info=fetched.info,
+        plan=plan,
+        index=index,
+        repeat=repeat,
+    )
 
 
 def run_sweep(base_url: str, plan: SweepPlan, **options: Any) -> SweepResult:

@@ -75,17 +75,32 @@ class SweepLogWriter:
             runner: facts about the runner for the ``started`` line (pid, python version, ...).
         """
         if isinstance(event, SweepStarted):
-            self._line({"type": "started", "plan": event.plan.to_json(), "base_url": event.base_url,
-                        "time_scale": event.time_scale, "server_info": event.server_info, "runner": runner or {}})
+            self._line(
+                {
+                    "type": "started",
+                    "plan": event.plan.to_json(),
+                    "base_url": event.base_url,
+                    "time_scale": event.time_scale,
+                    "server_info": event.server_info,
+                    "runner": runner or {},
+                }
+            )
         elif isinstance(event, WarmupMeasured):
             self._line({"type": "warmup", "requests": len(event.records)})
         else:
-            self._line({"type": "level", "level_index": event.index, "repeat": event.repeat,
-                        "requests": len(event.records),
-                        "flush": None if event.flush is None else dataclasses.asdict(event.flush),
-                        "server_info": dataclasses.asdict(event.server_info),
-                        "sim_lag_s": _nan_to_none(event.sim_lag_s),
-                        "observations": event.observations, "observe_problems": event.observe_problems})
+            self._line(
+                {
+                    "type": "level",
+                    "level_index": event.index,
+                    "repeat": event.repeat,
+                    "requests": len(event.records),
+                    "flush": None if event.flush is None else dataclasses.asdict(event.flush),
+                    "server_info": dataclasses.asdict(event.server_info),
+                    "sim_lag_s": _nan_to_none(event.sim_lag_s),
+                    "observations": event.observations,
+                    "observe_problems": event.observe_problems,
+                }
+            )
 
     def finished(self) -> None:
         """The last line of a sweep that measured every level."""
@@ -115,8 +130,12 @@ class SweepLogReader:
         lines: how many lines were read.
     """
 
-    def __init__(self, *, on_request: Callable[[int | None, RequestRecord], None] | None = None,
-                 source: str = "the sweep results file") -> None:
+    def __init__(
+        self,
+        *,
+        on_request: Callable[[int | None, RequestRecord], None] | None = None,
+        source: str = "the sweep results file",
+    ) -> None:
         self._on_request = on_request
         self._source = source
         self._pending: dict[int | None, list[RequestRecord]] = {}
@@ -148,8 +167,10 @@ class SweepLogReader:
                 obj = json.loads(line)
                 event = self._take(obj)
             except (ValueError, KeyError, TypeError, ConfigError) as exc:
-                raise BenchmarkError(f"{self._source}, line {self.lines}: not a sweep results line "
-                                     f"({type(exc).__name__}: {exc}): {line[:200]!r}") from exc
+                raise BenchmarkError(
+                    f"{self._source}, line {self.lines}: not a sweep results line "
+                    f"({type(exc).__name__}: {exc}): {line[:200]!r}"
+                ) from exc
             if event is not None:
                 events.append(event)
         return events
@@ -163,8 +184,12 @@ class SweepLogReader:
                 self._on_request(obj["level_index"], record)
             return None
         if kind == "started":
-            self.started = SweepStarted(plan=SweepPlan.from_json(obj["plan"]), base_url=str(obj["base_url"]),
-                                        time_scale=float(obj["time_scale"]), server_info=obj["server_info"])
+            self.started = SweepStarted(
+                plan=SweepPlan.from_json(obj["plan"]),
+                base_url=str(obj["base_url"]),
+                time_scale=float(obj["time_scale"]),
+                server_info=obj["server_info"],
+            )
             return self.started
         if kind == "warmup":
             return WarmupMeasured(records=self._records(None, obj["requests"]))
@@ -185,8 +210,11 @@ class SweepLogReader:
             self.finished = True
             return None
         if kind == "failed":
-            self.failure = {"error_type": str(obj["error_type"]), "message": str(obj["message"]),
-                            "traceback": obj.get("traceback")}
+            self.failure = {
+                "error_type": str(obj["error_type"]),
+                "message": str(obj["message"]),
+                "traceback": obj.get("traceback"),
+            }
             return None
         raise ValueError(f"unknown line type {kind!r}")
 

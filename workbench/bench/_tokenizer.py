@@ -31,8 +31,10 @@ TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "data" / "tokenizer"
 def _load(path: Path) -> Tokenizer:
     file = path / "tokenizer.json" if path.is_dir() else path
     if not file.is_file():
-        raise ConfigError(f"No tokenizer at {file}; the workbench ships one in {TOKENIZER_DIR} "
-                          "(rebuild it with `python tools/build_tokenizer.py`)")
+        raise ConfigError(
+            f"No tokenizer at {file}; the workbench ships one in {TOKENIZER_DIR} "
+            "(rebuild it with `python tools/build_tokenizer.py`)"
+        )
     try:
         return Tokenizer.from_file(str(file))
     except Exception as exc:  # tokenizers raises a bare Exception for malformed files

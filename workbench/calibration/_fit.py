@@ -32,8 +32,13 @@ DEFAULT_TERMS = ("hbm_efficiency", "flops_efficiency", "layer_fixed_us")
 #: Terms fitted to the all-reduce rows (two or more GPUs).
 ALLREDUCE_TERMS = ("allreduce_latency_us", "interconnect_efficiency")
 #: Upper bounds of the terms (efficiencies are fractions of the data sheet).
-_UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficiency": 1.0,
-          "layer_fixed_us": 1e4, "allreduce_latency_us": 1e4}
+_UPPER = {
+    "hbm_efficiency": 1.0,
+    "flops_efficiency": 1.0,
+    "interconnect_efficiency": 1.0,
+    "layer_fixed_us": 1e4,
+    "allreduce_latency_us": 1e4,
+}
 #: How far above the one-token time a step leaves the memory-bound floor.
 KNEE_THRESHOLD = 0.10
 
@@ -69,8 +74,18 @@ def predict_points(points: pd.DataFrame, cost) -> pd.DataFrame:
     """
     rows = []
     for p in points.itertuples(index=False):
-        out = dict.fromkeys(("model_ms", "model_layers_ms", "model_attention_ms", "model_dense_ms",
-                             "model_experts_ms", "model_lm_head_ms", "model_fixed_ms"), math.nan)
+        out = dict.fromkeys(
+            (
+                "model_ms",
+                "model_layers_ms",
+                "model_attention_ms",
+                "model_dense_ms",
+                "model_experts_ms",
+                "model_lm_head_ms",
+                "model_fixed_ms",
+            ),
+            math.nan,
+        )
         if p.family in (*FORWARD_FAMILIES, "lm_head", "draft"):
             model = "draft" if p.role == "draft" else "target"
             g = cost.forward_groups(p.tokens, p.seqs, p.kv_tokens, p.logits, model=model)
@@ -87,8 +102,9 @@ def _efficiency(base, terms: Sequence[str], x: np.ndarray):
     return dataclasses.replace(base, **{t: min(math.exp(v), _UPPER[t]) for t, v in zip(terms, x)})
 
 
-def least_squares(residuals: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *,
-                  max_iterations: int = 60, tol: float = 1e-10) -> tuple[np.ndarray, int]:
+def least_squares(
+    residuals: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, max_iterations: int = 60, tol: float = 1e-10
+) -> tuple[np.ndarray, int]:
     """Damped Gauss-Newton (Levenberg-Marquardt) on ``residuals(x)``; finite-difference Jacobian.
 
     Returns:
@@ -152,8 +168,11 @@ class CalibrationFit:
         pts = self.points.dropna(subset=["residual"]).assign(abs_pct=lambda d: 100 * d["residual"].abs())
         pts = pts.assign(set=np.where(pts["fitted"], "fitted", "held out"))
         out = pts.groupby(["set", "family", "context"], sort=False).agg(
-            points=("point", "size"), median_abs_error_pct=("abs_pct", "median"),
-            max_abs_error_pct=("abs_pct", "max"), mean_error_pct=("residual", lambda s: 100 * s.mean()))
+            points=("point", "size"),
+            median_abs_error_pct=("abs_pct", "median"),
+            max_abs_error_pct=("abs_pct", "max"),
+            mean_error_pct=("residual", lambda s: 100 * s.mean()),
+        )
         return out.reset_index()
 
     def knees(self, *, threshold: float = KNEE_THRESHOLD) -> pd.DataFrame:
@@ -192,7 +211,9 @@ def fit_table(
     pts = step_points(table)
     fitted = fit_on(pts).to_numpy() & pts["measured_ms"].notna().to_numpy()
     if fitted.sum() <= len(terms):
-        raise ConfigError(f"{len(terms)} free terms and {int(fitted.sum())} points: a fit needs fewer terms than points")
+        raise ConfigError(
+            f"{len(terms)} free terms and {int(fitted.sum())} points: a fit needs fewer terms than points"
+        )
     base = start or Efficiency(layer_fixed_us=20.0)
     chosen = pts[fitted]
     goal = np.log(chosen["measured_ms"].to_numpy(float))
@@ -238,8 +259,10 @@ def fit_allreduce(table: GpuTable, *, gpu: str) -> dict[str, float] | None:
         lat = eff.allreduce_latency_us / 1e3
         return np.array([(cost.forward_groups(int(t), int(t), 0, 0)["communication"] - lat) / 2 for t in ar["tokens"]])
 
-    x, _ = least_squares(lambda x: np.log(model(_efficiency(base, ALLREDUCE_TERMS, x))) - goal,
-                         np.log([base.allreduce_latency_us, base.interconnect_efficiency]))
+    x, _ = least_squares(
+        lambda x: np.log(model(_efficiency(base, ALLREDUCE_TERMS, x))) - goal,
+        np.log([base.allreduce_latency_us, base.interconnect_efficiency]),
+    )
     eff = _efficiency(base, ALLREDUCE_TERMS, x)
     return {t: getattr(eff, t) for t in ALLREDUCE_TERMS}
 
@@ -271,11 +294,25 @@ def knees(points: pd.DataFrame, cost, *, threshold: float = KNEE_THRESHOLD, max_
     grid = np.arange(1, max_tokens + 1)
     for context, d in dec.groupby("context", sort=True):
         d = d.sort_values("tokens")
-        model = np.array([sum(v for k, v in cost.forward_groups(int(t), int(t), int(t) * int(context), int(t)).items()
-                              if k != "communication") for t in grid])
+        model = np.array(
+            [
+                sum(
+                    v
+                    for k, v in cost.forward_groups(int(t), int(t), int(t) * int(context), int(t)).items()
+                    if k != "communication"
+                )
+                for t in grid
+            ]
+        )
         above = np.nonzero(model > model[0] * (1.0 + threshold))[0]
-        rows.append({"context": int(context), "floor_ms": float(d["measured_ms"].iloc[0]),
-                     "measured_knee_tokens": measured_knee(d["tokens"], d["measured_ms"], threshold=threshold),
-                     "max_measured_tokens": int(d["tokens"].max()), "model_floor_ms": float(model[0]),
-                     "model_knee_tokens": float(grid[above[0]]) if len(above) else math.nan})
+        rows.append(
+            {
+                "context": int(context),
+                "floor_ms": float(d["measured_ms"].iloc[0]),
+                "measured_knee_tokens": measured_knee(d["tokens"], d["measured_ms"], threshold=threshold),
+                "max_measured_tokens": int(d["tokens"].max()),
+                "model_floor_ms": float(model[0]),
+                "model_knee_tokens": float(grid[above[0]]) if len(above) else math.nan,
+            }
+        )
     return pd.DataFrame(rows)

@@ -16,8 +16,15 @@ from pathlib import Path
 from workbench.calibration._fit import CalibrationFit
 
 #: Efficiency terms that a profile carries from another (never measured by a kernel table).
-CARRIED = ("cpu_overhead_ms", "cpu_per_request_ms", "interconnect_efficiency", "allreduce_latency_us",
-           "custom_allreduce_latency_us", "eager_layer_us", "spec_cpu_phases")
+CARRIED = (
+    "cpu_overhead_ms",
+    "cpu_per_request_ms",
+    "interconnect_efficiency",
+    "allreduce_latency_us",
+    "custom_allreduce_latency_us",
+    "eager_layer_us",
+    "spec_cpu_phases",
+)
 
 
 def _section(text: str, name: str) -> str:
@@ -29,8 +36,10 @@ def _section(text: str, name: str) -> str:
 def _subtables(text: str, name: str) -> list[str]:
     """Every ``[name.<sub>]`` table of a TOML text (header and body, comments kept), in order: an
     ``[acceptance]`` table's sampling regimes and prompt sets."""
-    return [f"[{m.group(1)}]\n{m.group(2).rstrip()}\n"
-            for m in re.finditer(rf"(?ms)^\[({re.escape(name)}\.[^\]]+)\]\n(.*?)(?=^\[)", text + "\n[")]
+    return [
+        f"[{m.group(1)}]\n{m.group(2).rstrip()}\n"
+        for m in re.finditer(rf"(?ms)^\[({re.escape(name)}\.[^\]]+)\]\n(.*?)(?=^\[)", text + "\n[")
+    ]
 
 
 def _carried_lines(text: str) -> dict[str, str]:
@@ -44,8 +53,9 @@ def _carried_lines(text: str) -> dict[str, str]:
     return out
 
 
-def profile_text(fit: CalibrationFit, *, name: str, description: str, carry: Path, table_path: str,
-                 sglang_version: str = "0.5.9") -> str:
+def profile_text(
+    fit: CalibrationFit, *, name: str, description: str, carry: Path, table_path: str, sglang_version: str = "0.5.9"
+) -> str:
     """The profile's TOML text (see module docstring).
 
     Args:
@@ -88,10 +98,16 @@ def profile_text(fit: CalibrationFit, *, name: str, description: str, carry: Pat
     ]
     if table.draft_model:
         lines.append(f'draft = "{table.draft_model}"')
-    lines += ["", "[efficiency]", f"# Fitted ([fit].terms) to {table_path}: {int(fitted['points'].sum())} points "
-              f"(decode at contexts {', '.join(str(c) for c in fitted['context'])}), {len(fit.terms)} terms;"]
-    lines.append(f"# held out ({int(held['points'].sum())} points): "
-                 + "; ".join(f"{r.family} C{r.context} median |error| {r.median_abs_error_pct:.0f}%" for r in held.itertuples()))
+    lines += [
+        "",
+        "[efficiency]",
+        f"# Fitted ([fit].terms) to {table_path}: {int(fitted['points'].sum())} points "
+        f"(decode at contexts {', '.join(str(c) for c in fitted['context'])}), {len(fit.terms)} terms;",
+    ]
+    lines.append(
+        f"# held out ({int(held['points'].sum())} points): "
+        + "; ".join(f"{r.family} C{r.context} median |error| {r.median_abs_error_pct:.0f}%" for r in held.itertuples())
+    )
     for term in fit.terms:
         lines.append(f"{term} = {getattr(fit.efficiency, term):.6g}")
     if fit.allreduce:
@@ -106,15 +122,28 @@ def profile_text(fit: CalibrationFit, *, name: str, description: str, carry: Pat
             lines.append(carried[term] if "#" in carried[term] else carried[term] + note)
         elif term in ("cpu_overhead_ms", "cpu_per_request_ms"):
             lines.append(f"{term} = 0.0   # ASSUMPTION: not in {carry.stem}")
-    lines += ["", "[fit]", "# The terms fitted to the GPU timing table (`workbench calibrate fit`).",
-              f"terms = [{', '.join(repr(t).replace(chr(39), chr(34)) for t in fit.terms)}]", ""]
+    lines += [
+        "",
+        "[fit]",
+        "# The terms fitted to the GPU timing table (`workbench calibrate fit`).",
+        f"terms = [{', '.join(repr(t).replace(chr(39), chr(34)) for t in fit.terms)}]",
+        "",
+    ]
     lines += ["[workload]", f"# Carried from {carry.stem}.", _section(old, "workload").rstrip(), ""]
-    lines += ["[acceptance]", f"# Carried from {carry.stem} (the acceptance is the draft's, not the GPU's).",
-              _section(old, "acceptance").rstrip(), ""]
+    lines += [
+        "[acceptance]",
+        f"# Carried from {carry.stem} (the acceptance is the draft's, not the GPU's).",
+        _section(old, "acceptance").rstrip(),
+        "",
+    ]
     for sub in _subtables(old, "acceptance"):
         lines += [sub.rstrip(), ""]
-    lines += ["[calibration]", f'source = "GPU kernel timings: {table_path} ({table.gpu_name}, {table.date})"',
-              f'table = "{table_path}"', ""]
+    lines += [
+        "[calibration]",
+        f'source = "GPU kernel timings: {table_path} ({table.gpu_name}, {table.date})"',
+        f'table = "{table_path}"',
+        "",
+    ]
     return "\n".join(lines)
 
 

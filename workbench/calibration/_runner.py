@@ -178,7 +178,9 @@ def run_calibration(
             dst = out / f"{plan['name']}.plan.json"
             host.get(f"{remote_abs}/{plan['name']}.plan.json", dst)
             fetched.append(dst)
-        return CalibrationRun(host.name, shlex.join(argv + ["--dry-run"]), 0, tuple(fetched), None, clock() - started, plans)
+        return CalibrationRun(
+            host.name, shlex.join(argv + ["--dry-run"]), 0, tuple(fetched), None, clock() - started, plans
+        )
     for local in out.glob("*.json"):  # resume on a fresh host from the tables fetched before
         if local.name.endswith(".plan.json"):
             continue
@@ -201,8 +203,11 @@ def run_calibration(
             break
         if timeout_s is not None and clock() - started > timeout_s:
             processes.stop(host, proc)
-            raise CommandTimeout(f"gpu_calibrate on host {host.name!r} ran past {timeout_s} s; run the same command "
-                                 f"again to resume (log {log})", None)
+            raise CommandTimeout(
+                f"gpu_calibrate on host {host.name!r} ran past {timeout_s} s; run the same command "
+                f"again to resume (log {log})",
+                None,
+            )
         sleep(poll_s)
     rc_text = host.run(["cat", rc_file], check=False, timeout_s=60).stdout.strip()
     status = int(rc_text) if rc_text.lstrip("-").isdigit() else 1
@@ -217,7 +222,10 @@ def run_calibration(
     if status == REFUSED_STATUS and not tables:
         raise CommandError(f"gpu_calibrate refused on host {host.name!r} (exit status 2):\n{tail}", None)
     if status not in (0, REFUSED_STATUS):
-        raise CommandError(f"gpu_calibrate failed on host {host.name!r} (exit status {status}); the tables keep the "
-                           f"points timed so far ({len(tables)} fetched into {out}); run the same command again to "
-                           f"resume:\n{tail}", None)
+        raise CommandError(
+            f"gpu_calibrate failed on host {host.name!r} (exit status {status}); the tables keep the "
+            f"points timed so far ({len(tables)} fetched into {out}); run the same command again to "
+            f"resume:\n{tail}",
+            None,
+        )
     return CalibrationRun(host.name, line, status, tuple(sorted(tables)), out / "run.log", clock() - started)

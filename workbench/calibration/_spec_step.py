@@ -38,13 +38,20 @@ def _cost(efficiency, *, gpu: str, target: str, draft: str, kernels=None):
     sheet = load_gpu(gpu)
     link = sheet.interconnect(next(iter(sheet.interconnects)))
     dep = Deployment(gpu=sheet, interconnect=link, tp_size=1, cuda_graph_max_bs=1 << 20)
-    return RooflineCost(load_model_config(target), dep, efficiency, draft=load_model_config(draft),
-                        spec_kernels=kernels)
+    return RooflineCost(
+        load_model_config(target), dep, efficiency, draft=load_model_config(draft), spec_kernels=kernels
+    )
 
 
-def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "llama-3.1-8b-instruct",
-                       draft: str = "eagle3-llama3.1-8b", shipped: str | None = "h200-llama3-8b",
-                       kernels_table: str | Path | None = None) -> tuple[dict[str, float], pd.DataFrame]:
+def spec_step_accuracy(
+    path: str | Path,
+    *,
+    gpu: str = "h200",
+    target: str = "llama-3.1-8b-instruct",
+    draft: str = "eagle3-llama3.1-8b",
+    shipped: str | None = "h200-llama3-8b",
+    kernels_table: str | Path | None = None,
+) -> tuple[dict[str, float], pd.DataFrame]:
     """Fit on the table's decode rows; predict its whole spec steps.
 
     Args:
@@ -73,8 +80,10 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     decode = table[table["family"] == "decode"]
     whole = table[(table["family"] == "spec") & (table["part"] == "whole")]
     if len(decode) <= len(TERMS) or whole.empty:
-        raise ConfigError(f"{path} needs more than {len(TERMS)} decode rows and some spec rows; rerun "
-                          "remote/gpu_spec_step.py with --families decode,spec")
+        raise ConfigError(
+            f"{path} needs more than {len(TERMS)} decode rows and some spec rows; rerun "
+            "remote/gpu_spec_step.py with --families decode,spec"
+        )
     kernels = SpecKernelCosts(kernels_table or path)
 
     def eff(x):
@@ -101,23 +110,42 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
         if physics is None:
             raise ConfigError(f"profile {shipped!r} has no [physics] table: no shipped GPU terms to compare with")
         e = physics.efficiency
-        box = _cost(Efficiency(**{t: getattr(e, t) for t in TERMS}), gpu=gpu, target=target, draft=draft,
-                    kernels=kernels)
+        box = _cost(
+            Efficiency(**{t: getattr(e, t) for t in TERMS}), gpu=gpu, target=target, draft=draft, kernels=kernels
+        )
     rows = []
     for r in decode.itertuples():
         m = decode_ms(plain, r)
-        rows.append({"shape": "decode", "batch": int(r.batch), "measured_ms": r.median_ms, "model_ms": m,
-                     "model_no_kernels_ms": m, "kernels_ms": 0.0, "fitted": True,
-                     "shipped_ms": decode_ms(box, r) if box is not None else math.nan})
+        rows.append(
+            {
+                "shape": "decode",
+                "batch": int(r.batch),
+                "measured_ms": r.median_ms,
+                "model_ms": m,
+                "model_no_kernels_ms": m,
+                "kernels_ms": 0.0,
+                "fitted": True,
+                "shipped_ms": decode_ms(box, r) if box is not None else math.nan,
+            }
+        )
     for r in whole.itertuples():
-        spec = SpecConfig(algorithm="EAGLE3", num_steps=int(r.num_steps), topk=int(r.topk),
-                          num_draft_tokens=int(r.num_draft_tokens))
+        spec = SpecConfig(
+            algorithm="EAGLE3", num_steps=int(r.num_steps), topk=int(r.topk), num_draft_tokens=int(r.num_draft_tokens)
+        )
         b, kv, extend = int(r.batch), int(r.batch * r.context), int(r.batch * (r.num_steps + 1))
         gpu_ms, kernels_ms = full.spec_gpu_ms(b, kv, spec, extend)
-        rows.append({"shape": r.shape, "batch": b, "measured_ms": r.median_ms, "model_ms": gpu_ms,
-                     "model_no_kernels_ms": plain.spec_gpu_ms(b, kv, spec, extend)[0], "kernels_ms": kernels_ms,
-                     "fitted": False,
-                     "shipped_ms": box.spec_gpu_ms(b, kv, spec, extend)[0] if box is not None else math.nan})
+        rows.append(
+            {
+                "shape": r.shape,
+                "batch": b,
+                "measured_ms": r.median_ms,
+                "model_ms": gpu_ms,
+                "model_no_kernels_ms": plain.spec_gpu_ms(b, kv, spec, extend)[0],
+                "kernels_ms": kernels_ms,
+                "fitted": False,
+                "shipped_ms": box.spec_gpu_ms(b, kv, spec, extend)[0] if box is not None else math.nan,
+            }
+        )
     out = pd.DataFrame(rows)
     out["error_pct"] = 100 * (out["model_ms"] / out["measured_ms"] - 1)
     out["error_no_kernels_pct"] = 100 * (out["model_no_kernels_ms"] / out["measured_ms"] - 1)
@@ -125,9 +153,15 @@ def spec_step_accuracy(path: str | Path, *, gpu: str = "h200", target: str = "ll
     return {t: getattr(fitted, t) for t in TERMS}, out
 
 
-def spec_step_breakdown(path: str | Path, terms: dict[str, Any], *, gpu: str = "h200",
-                        target: str = "llama-3.1-8b-instruct", draft: str = "eagle3-llama3.1-8b",
-                        kernels_table: str | Path | None = None) -> pd.DataFrame:
+def spec_step_breakdown(
+    path: str | Path,
+    terms: dict[str, Any],
+    *,
+    gpu: str = "h200",
+    target: str = "llama-3.1-8b-instruct",
+    draft: str = "eagle3-llama3.1-8b",
+    kernels_table: str | Path | None = None,
+) -> pd.DataFrame:
     """The whole step's parts, measured alone and modelled, with the terms :func:`spec_step_accuracy` fitted.
 
     Each measured part carries its own small kernels, so the model's are grouped the same way: ``draft`` is the
@@ -148,21 +182,34 @@ def spec_step_breakdown(path: str | Path, terms: dict[str, Any], *, gpu: str = "
     cost = _cost(Efficiency(**terms), gpu=gpu, target=target, draft=draft, kernels=kernels)
     spec_rows = table[table["family"] == "spec"]
     rows = []
-    for (shape, steps, topk, n, b), g in spec_rows.groupby(["shape", "num_steps", "topk", "num_draft_tokens", "batch"],
-                                                         sort=False):
+    for (shape, steps, topk, n, b), g in spec_rows.groupby(
+        ["shape", "num_steps", "topk", "num_draft_tokens", "batch"], sort=False
+    ):
         part = g.set_index("part")["median_ms"]
         spec = SpecConfig(algorithm="EAGLE3", num_steps=int(steps), topk=int(topk), num_draft_tokens=int(n))
         b, ctx = int(b), int(g["context"].iloc[0])
         brk = cost.spec_breakdown(b, b * ctx, spec, b * (int(steps) + 1))
         gpu_ms, _ = cost.spec_gpu_ms(b, b * ctx, spec, b * (int(steps) + 1))
         k = kernels.parts(b, int(steps), int(topk), int(n))
-        model = {"draft": brk.draft_ms + k["draft_topk"] + k["tree_select"],
-                 "verify": gpu_ms - brk.draft_ms - brk.kernels_ms,
-                 "tree_and_accept": k["tree_build"] + k["verify"] + k["kv_accept"]}
-        measured = {"draft": part["draft_extend"] + part.get("draft_steps", 0.0),
-                    "verify": part["verify_forward"],
-                    "tree_and_accept": part["tree"] * (int(topk) > 1) + part["accept"]}
+        model = {
+            "draft": brk.draft_ms + k["draft_topk"] + k["tree_select"],
+            "verify": gpu_ms - brk.draft_ms - brk.kernels_ms,
+            "tree_and_accept": k["tree_build"] + k["verify"] + k["kv_accept"],
+        }
+        measured = {
+            "draft": part["draft_extend"] + part.get("draft_steps", 0.0),
+            "verify": part["verify_forward"],
+            "tree_and_accept": part["tree"] * (int(topk) > 1) + part["accept"],
+        }
         for name in model:
-            rows.append({"shape": shape, "batch": b, "part": name, "measured_ms": measured[name],
-                         "model_ms": model[name], "error_pct": 100 * (model[name] / measured[name] - 1)})
+            rows.append(
+                {
+                    "shape": shape,
+                    "batch": b,
+                    "part": name,
+                    "measured_ms": measured[name],
+                    "model_ms": model[name],
+                    "error_pct": 100 * (model[name] / measured[name] - 1),
+                }
+            )
     return pd.DataFrame(rows)

@@ -88,8 +88,10 @@ class GpuTable:
         env = self.environment
         timed = f"{self.plan['layers_timed']} of {self.plan['target']['layers']} layers timed"
         label = "MEASURED" if self.calibration else "CPU TEST RUN (not a calibration)"
-        return (f"{label} ({self.gpu_name}, {self.date}, torch {env.get('torch')}, CUDA {env.get('cuda')}, "
-                f"{timed}, attention: PyTorch SDPA)")
+        return (
+            f"{label} ({self.gpu_name}, {self.date}, torch {env.get('torch')}, CUDA {env.get('cuda')}, "
+            f"{timed}, attention: PyTorch SDPA)"
+        )
 
 
 def load_table(path: str | Path) -> GpuTable:
@@ -111,10 +113,18 @@ def load_table(path: str | Path) -> GpuTable:
         raise ConfigError(f"{p} has format {doc.get('format')!r}; this reader knows {FORMAT!r}")
     rows = pd.DataFrame(doc.get("rows", []))
     if rows.empty:
-        raise ConfigError(f"{p} holds no timed rows (status {doc.get('status')!r}); run the calibration again to resume it")
-    return GpuTable(name=str(doc["plan"]["name"]), path=p, status=str(doc.get("status")),
-                    calibration=bool(doc.get("calibration")), plan=doc["plan"],
-                    environment=dict(doc.get("environment") or {}), rows=rows)
+        raise ConfigError(
+            f"{p} holds no timed rows (status {doc.get('status')!r}); run the calibration again to resume it"
+        )
+    return GpuTable(
+        name=str(doc["plan"]["name"]),
+        path=p,
+        status=str(doc.get("status")),
+        calibration=bool(doc.get("calibration")),
+        plan=doc["plan"],
+        environment=dict(doc.get("environment") or {}),
+        rows=rows,
+    )
 
 
 def load_tables(directory: str | Path) -> dict[str, GpuTable]:

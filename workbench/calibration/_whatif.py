@@ -19,8 +19,14 @@ import pandas as pd
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)
 
 
-def whatif_speedup(profile: str, *, baseline: str, spec_variants: Sequence[str], context: int = 1024,
-                   batches: Sequence[int] = DEFAULT_BATCHES) -> pd.DataFrame:
+def whatif_speedup(
+    profile: str,
+    *,
+    baseline: str,
+    spec_variants: Sequence[str],
+    context: int = 1024,
+    batches: Sequence[int] = DEFAULT_BATCHES,
+) -> pd.DataFrame:
     """Per (variant, batch): decode and speculative iteration times, accept length, tok/s, speedup.
 
     Args:
@@ -42,11 +48,22 @@ def whatif_speedup(profile: str, *, baseline: str, spec_variants: Sequence[str],
         accept = prof.acceptance.expected_accept_length(variant_config(prof, variant).spec, samples=20000)
         for b in batches:
             base = step_breakdown(prof, baseline, batch=b, kv_tokens=b * context).total_ms
-            spec = step_breakdown(prof, variant, batch=b, kv_tokens=b * context,
-                                  accepted_tokens=round(b * accept)).total_ms
-            rows.append({"variant": variant, "batch": b, "context": context, "baseline_ms": base, "spec_ms": spec,
-                         "accept_length": accept, "baseline_tok_s": 1e3 * b / base,
-                         "spec_tok_s": 1e3 * b * accept / spec, "speedup": (b * accept / spec) / (b / base)})
+            spec = step_breakdown(
+                prof, variant, batch=b, kv_tokens=b * context, accepted_tokens=round(b * accept)
+            ).total_ms
+            rows.append(
+                {
+                    "variant": variant,
+                    "batch": b,
+                    "context": context,
+                    "baseline_ms": base,
+                    "spec_ms": spec,
+                    "accept_length": accept,
+                    "baseline_tok_s": 1e3 * b / base,
+                    "spec_tok_s": 1e3 * b * accept / spec,
+                    "speedup": (b * accept / spec) / (b / base),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -57,7 +74,14 @@ def whatif_crossovers(speedups: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for variant, d in speedups.groupby("variant", sort=False):
         c = find_crossover(d["batch"], d["speedup"], metric="output tok/s")
-        rows.append({"variant": variant, "accept_length": float(d["accept_length"].iloc[0]),
-                     "speedup_at_1": float(d["speedup"].iloc[0]), "crossover_batch": c.concurrency, "kind": c.kind,
-                     "description": c.description})
+        rows.append(
+            {
+                "variant": variant,
+                "accept_length": float(d["accept_length"].iloc[0]),
+                "speedup_at_1": float(d["speedup"].iloc[0]),
+                "crossover_batch": c.concurrency,
+                "kind": c.kind,
+                "description": c.description,
+            }
+        )
     return pd.DataFrame(rows)

@@ -15,7 +15,7 @@ from workbench.hosts.cli import HOST_OPTION
 
 calibrate_app = typer.Typer(
     help="Time a model's kernel groups on a GPU host (remote/gpu_calibrate.py) and fit the simulator's "
-         "efficiency terms to the table.",
+    "efficiency terms to the table.",
     invoke_without_command=True,
 )
 
@@ -42,21 +42,53 @@ def _md(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
 def fit_report(fit) -> str:
     """The fit as text: terms, every point's residual, held-out summary, knees (Markdown tables)."""
     t = fit.table
-    out = [f"{t.name}: {t.provenance()}",
-           "fitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in fit.values.items())
-           + f" ({fit.iterations} iterations; data sheet data/gpus/{fit.gpu}.toml)"]
+    out = [
+        f"{t.name}: {t.provenance()}",
+        "fitted: "
+        + ", ".join(f"{k} = {v:.4g}" for k, v in fit.values.items())
+        + f" ({fit.iterations} iterations; data sheet data/gpus/{fit.gpu}.toml)",
+    ]
     pts = fit.points.dropna(subset=["residual"]).assign(set=lambda d: d["fitted"].map({True: "fit", False: "held out"}))
-    out.append(_md(pts.to_dict("records"), [("point", "point", ""), ("set", "set", ""), ("measured_ms", "measured ms", ".3f"),
-                                            ("model_ms", "model ms", ".3f"), ("residual", "residual", "+.1%")]))
-    out.append(_md(fit.residual_summary().to_dict("records"), [
-        ("set", "set", ""), ("family", "family", ""), ("context", "context", "d"), ("points", "points", "d"),
-        ("median_abs_error_pct", "median abs error %", ".1f"), ("max_abs_error_pct", "max abs error %", ".1f"),
-        ("mean_error_pct", "mean error %", "+.1f")]))
-    out.append("knee (tokens per step where a decode step leaves its one-token time by 10%):\n" + _md(
-        fit.knees().to_dict("records"), [
-            ("context", "context", "d"), ("floor_ms", "measured floor ms", ".2f"),
-            ("measured_knee_tokens", "measured knee", ".0f"), ("max_measured_tokens", "largest T measured", "d"),
-            ("model_floor_ms", "model floor ms", ".2f"), ("model_knee_tokens", "model knee", ".0f")]))
+    out.append(
+        _md(
+            pts.to_dict("records"),
+            [
+                ("point", "point", ""),
+                ("set", "set", ""),
+                ("measured_ms", "measured ms", ".3f"),
+                ("model_ms", "model ms", ".3f"),
+                ("residual", "residual", "+.1%"),
+            ],
+        )
+    )
+    out.append(
+        _md(
+            fit.residual_summary().to_dict("records"),
+            [
+                ("set", "set", ""),
+                ("family", "family", ""),
+                ("context", "context", "d"),
+                ("points", "points", "d"),
+                ("median_abs_error_pct", "median abs error %", ".1f"),
+                ("max_abs_error_pct", "max abs error %", ".1f"),
+                ("mean_error_pct", "mean error %", "+.1f"),
+            ],
+        )
+    )
+    out.append(
+        "knee (tokens per step where a decode step leaves its one-token time by 10%):\n"
+        + _md(
+            fit.knees().to_dict("records"),
+            [
+                ("context", "context", "d"),
+                ("floor_ms", "measured floor ms", ".2f"),
+                ("measured_knee_tokens", "measured knee", ".0f"),
+                ("max_measured_tokens", "largest T measured", "d"),
+                ("model_floor_ms", "model floor ms", ".2f"),
+                ("model_knee_tokens", "model knee", ".0f"),
+            ],
+        )
+    )
     return "\n\n".join(out)
 
 
@@ -82,13 +114,25 @@ def _fit_and_write(paths: list[Path], *, gpu: Optional[str], write_profile: Opti
         fit = fit_table(table, gpu=gpu or _gpu_stem(table))
         typer.echo(fit_report(fit) + "\n")
         if write_profile:
-            name = write_profile.replace("{shape}", table.name) if "{shape}" in write_profile or len(paths) == 1 \
+            name = (
+                write_profile.replace("{shape}", table.name)
+                if "{shape}" in write_profile or len(paths) == 1
                 else f"{write_profile}-{table.name}"
+            )
             root = project_root()
-            rel = str(table.path.resolve().relative_to(root)) if table.path.resolve().is_relative_to(root) else str(table.path)
-            text = profile_text(fit, name=name, carry=root / "data" / "profiles" / f"{carry}.toml", table_path=rel,
-                                description=f"One {table.gpu_name}, {table.plan['target']['name']}: the roofline fitted "
-                                            f"to GPU kernel timings ({rel}).")
+            rel = (
+                str(table.path.resolve().relative_to(root))
+                if table.path.resolve().is_relative_to(root)
+                else str(table.path)
+            )
+            text = profile_text(
+                fit,
+                name=name,
+                carry=root / "data" / "profiles" / f"{carry}.toml",
+                table_path=rel,
+                description=f"One {table.gpu_name}, {table.plan['target']['name']}: the roofline fitted "
+                f"to GPU kernel timings ({rel}).",
+            )
             dst = write(root / "data" / "profiles" / f"{name}.toml", text)
             typer.echo(f"wrote {dst}")
 
@@ -97,25 +141,48 @@ def _fit_and_write(paths: list[Path], *, gpu: Optional[str], write_profile: Opti
 def calibrate_command(
     ctx: typer.Context,
     host: Annotated[Optional[str], HOST_OPTION] = None,
-    preset: Annotated[Optional[str], typer.Option("--preset", help="shape preset(s), comma-separated: llama3-8b, "
-                                                  "qwen3-30b-a3b (tiny, tiny-moe: CPU test shapes)")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="target model: a data/models stem or a .toml file")] = None,
+    preset: Annotated[
+        Optional[str],
+        typer.Option(
+            "--preset",
+            help="shape preset(s), comma-separated: llama3-8b, qwen3-30b-a3b (tiny, tiny-moe: CPU test shapes)",
+        ),
+    ] = None,
+    model: Annotated[
+        Optional[str], typer.Option("--model", help="target model: a data/models stem or a .toml file")
+    ] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="draft model likewise ('none': no draft)")] = None,
-    tp: Annotated[Optional[int], typer.Option("--tp-size", help="tensor-parallel ranks (one rank's shapes are "
-                                              "timed; default 1)")] = None,
-    gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPU indices, e.g. 0,1 (two or more: all-reduce too)")] = None,
+    tp: Annotated[
+        Optional[int], typer.Option("--tp-size", help="tensor-parallel ranks (one rank's shapes are timed; default 1)")
+    ] = None,
+    gpus: Annotated[
+        Optional[str], typer.Option("--gpus", help="GPU indices, e.g. 0,1 (two or more: all-reduce too)")
+    ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="the short grid (about 1-3 min per shape on an H200)")] = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="local folder for the tables (default "
-                                                "data/calibration/<host>-<shape>); the same folder resumes")] = None,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out",
+            help="local folder for the tables (default data/calibration/<host>-<shape>); the same folder resumes",
+        ),
+    ] = None,
     python: Annotated[Optional[str], typer.Option("--python", help="the host's Python that has PyTorch")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto (a GPU) or cpu (tiny shapes: a test, never a calibration)")] = "auto",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="plan only (points, memory, time); no torch needed")] = False,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="data sheet to fit against (data/gpus/NAME.toml; "
-                                               "default from the GPU's name)")] = None,
-    write_profile: Annotated[Optional[str], typer.Option("--write-profile", help="write data/profiles/NAME.toml "
-                                                         "from the fit")] = None,
-    carry: Annotated[str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a "
-                                       "written profile carries")] = DEFAULT_CARRY,
+    device: Annotated[
+        str, typer.Option("--device", help="auto (a GPU) or cpu (tiny shapes: a test, never a calibration)")
+    ] = "auto",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="plan only (points, memory, time); no torch needed")
+    ] = False,
+    gpu: Annotated[
+        Optional[str],
+        typer.Option("--gpu", help="data sheet to fit against (data/gpus/NAME.toml; default from the GPU's name)"),
+    ] = None,
+    write_profile: Annotated[
+        Optional[str], typer.Option("--write-profile", help="write data/profiles/NAME.toml from the fit")
+    ] = None,
+    carry: Annotated[
+        str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a written profile carries")
+    ] = DEFAULT_CARRY,
     old_tp: Annotated[Optional[int], typer.Option("--tp", hidden=True)] = None,
 ) -> None:
     """Upload remote/gpu_calibrate.py to --host, run it with the host's Python that has PyTorch (progress shown,
@@ -140,29 +207,49 @@ def calibrate_command(
         ids = tuple(int(g) for g in gpus.split(",")) if gpus else ()
     except ValueError:
         raise ConfigError(f"--gpus takes indices such as 0,1; got {gpus!r}") from None
-    request = CalibrationRequest(presets=tuple(p for p in (preset or "").split(",") if p), model=model, draft=draft,
-                                 tp=tp, gpus=ids, quick=quick, device=device)
+    request = CalibrationRequest(
+        presets=tuple(p for p in (preset or "").split(",") if p),
+        model=model,
+        draft=draft,
+        tp=tp,
+        gpus=ids,
+        quick=quick,
+        device=device,
+    )
     shape = "-".join(request.presets) or Path(model or "model").stem
     folder = resolve(out) if out else resolve(f"{DEFAULT_OUT}/{host}-{shape}")
     with get_host(host) as h:
         run = run_calibration(h, request, out_dir=folder, python=python, dry_run=dry_run, progress=typer.echo)
     if dry_run:
         import json
+
         typer.echo(json.dumps(list(run.plans), indent=1))
         typer.echo(f"plans fetched into {folder}")
         return
-    typer.echo(f"{len(run.tables)} table(s) in {folder} ({run.duration_s:.0f} s on host {run.host}); log {run.log_path}")
+    typer.echo(
+        f"{len(run.tables)} table(s) in {folder} ({run.duration_s:.0f} s on host {run.host}); log {run.log_path}"
+    )
     _fit_and_write(list(run.tables), gpu=gpu, write_profile=write_profile, carry=carry)
 
 
 @calibrate_app.command("fit")
 def fit_command(
-    tables: Annotated[list[Path], typer.Argument(metavar="TABLE", help="timing tables (NAME.json) or a folder of them")],
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="data sheet (data/gpus/NAME.toml; default from the table)")] = None,
-    write_profile: Annotated[Optional[str], typer.Option("--write-profile", help="write data/profiles/NAME.toml "
-                                                         "(several tables: NAME-<shape>, or put {shape} in NAME)")] = None,
-    carry: Annotated[str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a "
-                                       "written profile carries")] = DEFAULT_CARRY,
+    tables: Annotated[
+        list[Path], typer.Argument(metavar="TABLE", help="timing tables (NAME.json) or a folder of them")
+    ],
+    gpu: Annotated[
+        Optional[str], typer.Option("--gpu", help="data sheet (data/gpus/NAME.toml; default from the table)")
+    ] = None,
+    write_profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--write-profile",
+            help="write data/profiles/NAME.toml (several tables: NAME-<shape>, or put {shape} in NAME)",
+        ),
+    ] = None,
+    carry: Annotated[
+        str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a written profile carries")
+    ] = DEFAULT_CARRY,
 ) -> None:
     """Fit the roofline's terms to stored tables: residual per point, held-out errors, knees; optionally write a profile."""
     paths: list[Path] = []

@@ -24,8 +24,20 @@ from collections.abc import Iterable, Sequence
 
 import altair as alt
 
-__all__ = ["BASELINE_GREY", "DASH_LEGEND", "LEVEL_DASHES", "LINE_LEGEND", "OTHER_PLAIN_GREY", "PALETTE", "PINNED",
-           "level_order", "natural_key", "variant_colour", "variant_colours", "variant_scale"]
+__all__ = [
+    "BASELINE_GREY",
+    "DASH_LEGEND",
+    "LEVEL_DASHES",
+    "LINE_LEGEND",
+    "OTHER_PLAIN_GREY",
+    "PALETTE",
+    "PINNED",
+    "level_order",
+    "natural_key",
+    "variant_colour",
+    "variant_colours",
+    "variant_scale",
+]
 
 #: The baseline's colour in every chart that is told which variant it is.
 BASELINE_GREY = "#9a9a9a"
@@ -40,15 +52,25 @@ OTHER_PLAIN_GREY = "#555555"
 #: The shipped variants' colours (``data/variants/``): the reports that show them together
 #: (spec_vs_baseline, dynamic_disable, calibration) never give two of them one colour.
 PINNED: dict[str, str] = {
-    "baseline": OTHER_PLAIN_GREY, "baseline-cap48": OTHER_PLAIN_GREY, "llama3-8b-baseline": OTHER_PLAIN_GREY,
+    "baseline": OTHER_PLAIN_GREY,
+    "baseline-cap48": OTHER_PLAIN_GREY,
+    "llama3-8b-baseline": OTHER_PLAIN_GREY,
     "qwen3-30b-a3b-baseline": OTHER_PLAIN_GREY,
-    "eagle3-topk4": PALETTE[0], "eagle3-topk1-v2": PALETTE[1], "eagle3-topk4-off-above-8": PALETTE[2],
-    "eagle3-topk4-steps1": PALETTE[3], "eagle3-topk1-steps1": PALETTE[4], "eagle3-topk1-steps3": PALETTE[6],
+    "eagle3-topk4": PALETTE[0],
+    "eagle3-topk1-v2": PALETTE[1],
+    "eagle3-topk4-off-above-8": PALETTE[2],
+    "eagle3-topk4-steps1": PALETTE[3],
+    "eagle3-topk1-steps1": PALETTE[4],
+    "eagle3-topk1-steps3": PALETTE[6],
     "adaptive": PALETTE[8],
-    "llama3-8b-eagle3": PALETTE[0], "llama3-8b-eagle3-bs1": PALETTE[1],
-    "qwen3-30b-a3b-eagle3-3x3-4": PALETTE[0], "qwen3-30b-a3b-eagle3-3x3-8": PALETTE[1],
-    "qwen3-30b-a3b-eagle3-6x4-12": PALETTE[2], "qwen3-30b-a3b-eagle3-7x4-16": PALETTE[3],
-    "qwen3-30b-a3b-eagle3-8x8-60": PALETTE[4], "qwen3-30b-a3b-eagle3-chain3": PALETTE[6],
+    "llama3-8b-eagle3": PALETTE[0],
+    "llama3-8b-eagle3-bs1": PALETTE[1],
+    "qwen3-30b-a3b-eagle3-3x3-4": PALETTE[0],
+    "qwen3-30b-a3b-eagle3-3x3-8": PALETTE[1],
+    "qwen3-30b-a3b-eagle3-6x4-12": PALETTE[2],
+    "qwen3-30b-a3b-eagle3-7x4-16": PALETTE[3],
+    "qwen3-30b-a3b-eagle3-8x8-60": PALETTE[4],
+    "qwen3-30b-a3b-eagle3-chain3": PALETTE[6],
 }
 
 #: A colour legend whose symbols are short line samples in the line's colour, not dots.
@@ -88,8 +110,9 @@ def variant_colours(variants: Iterable[str], baseline: str | None = None) -> dic
     return {v: colours[v] for v in names}
 
 
-def variant_scale(variants: Sequence[str], baseline: str | None = None, *,
-                  present: Iterable[str] | None = None) -> alt.Scale:
+def variant_scale(
+    variants: Sequence[str], baseline: str | None = None, *, present: Iterable[str] | None = None
+) -> alt.Scale:
     """The colour scale of a chart's variants: the baseline first, then ``variants``' order, then any
     other variant in ``present``; only those in ``present`` (the rows drawn) when it is given, so the
     legend has no entry without data."""
@@ -102,8 +125,14 @@ def variant_scale(variants: Sequence[str], baseline: str | None = None, *,
     return alt.Scale(domain=shown, range=[colours[v] for v in shown])
 
 
-def variant_colour(variants: Sequence[str] | None, baseline: str | None = None, *,
-                   present: Iterable[str] | None = None, line: bool = True, title: str = "Variant") -> alt.Color:
+def variant_colour(
+    variants: Sequence[str] | None,
+    baseline: str | None = None,
+    *,
+    present: Iterable[str] | None = None,
+    line: bool = True,
+    title: str = "Variant",
+) -> alt.Color:
     """The ``variant`` colour channel: :func:`variant_scale` in the legend's order, a line sample in
     the legend for line charts (``line``)."""
     scale = variant_scale(list(variants or []), baseline, present=present)

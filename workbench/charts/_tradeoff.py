@@ -42,9 +42,15 @@ def _queue_rings(data: pd.DataFrame, y: str) -> alt.Chart | None:
         return None
     held = data[data["queued_requests"].fillna(0) > 0]
     load = _load_of(data)
-    return (alt.Chart(held).mark_point(shape="circle", size=260, filled=False, strokeWidth=2, color=QUEUE_COLOUR)
-            .encode(x=_x(load), y=alt.Y(f"{y}:Q"),
-                    tooltip=["variant", load, alt.Tooltip("queued_requests:Q", title="queued requests")]))
+    return (
+        alt.Chart(held)
+        .mark_point(shape="circle", size=260, filled=False, strokeWidth=2, color=QUEUE_COLOUR)
+        .encode(
+            x=_x(load),
+            y=alt.Y(f"{y}:Q"),
+            tooltip=["variant", load, alt.Tooltip("queued_requests:Q", title="queued requests")],
+        )
+    )
 
 
 def provenance_subtitle(levels: pd.DataFrame, *, profile: str | None = None, time_scale: float | None = None) -> str:
@@ -75,8 +81,12 @@ def _load_of(table: pd.DataFrame) -> str:
 def _x(load: str = "concurrency") -> alt.X:
     """The x axis: log2 concurrency with the doubling grid's ticks, or log2 request rate (req/s)."""
     if load == "concurrency":
-        return alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2),
-                     axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128, 256]), title=LOAD_AXES[load].title)
+        return alt.X(
+            "concurrency:Q",
+            scale=alt.Scale(type="log", base=2),
+            axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64, 128, 256]),
+            title=LOAD_AXES[load].title,
+        )
     return alt.X(f"{load}:Q", scale=alt.Scale(type="log", base=2), title=LOAD_AXES[load].title)
 
 
@@ -91,8 +101,15 @@ def _title(text: str, subtitle: Subtitle) -> alt.TitleParams:
     return alt.TitleParams(text=text, subtitle=_lines_of(subtitle), anchor="start")
 
 
-def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle: Subtitle,
-           variants: list[str] | None, baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
+def _lines(
+    levels: pd.DataFrame,
+    column: str,
+    title: str,
+    y_title: str,
+    subtitle: Subtitle,
+    variants: list[str] | None,
+    baseline: str | None = None,
+) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     if column not in levels.columns:
         raise KeyError(f"level table has no column {column!r}")
     load = _load_of(levels)
@@ -105,8 +122,12 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
     colour = variant_colour(variants, baseline, present=data["variant"])
     if rings is not None:
         subtitle = [*_lines_of(subtitle), QUEUE_NOTE]
-    tooltip = ["variant", load, alt.Tooltip(f"{column}:Q", format=".1f"),
-               *[alt.Tooltip(f"{c}:Q", format=".1f" if c != "n" else "d") for c in extra]]
+    tooltip = [
+        "variant",
+        load,
+        alt.Tooltip(f"{column}:Q", format=".1f"),
+        *[alt.Tooltip(f"{c}:Q", format=".1f" if c != "n" else "d") for c in extra],
+    ]
     line = (
         alt.Chart(data)
         .mark_line(point=True)
@@ -122,8 +143,9 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
         layers.append(
             alt.Chart(data.dropna(subset=bounds))
             .mark_errorbar(ticks=True)
-            .encode(x=_x(load), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q",
-                    color=colour, tooltip=tooltip)
+            .encode(
+                x=_x(load), y=alt.Y(f"{bounds[0]}:Q", title=y_title), y2=f"{bounds[1]}:Q", color=colour, tooltip=tooltip
+            )
         )
     if rings is not None:
         layers.append(rings)
@@ -132,22 +154,32 @@ def _lines(levels: pd.DataFrame, column: str, title: str, y_title: str, subtitle
     return alt.layer(*layers, title=_title(title, subtitle), width=WIDTH, height=HEIGHT)
 
 
-def throughput_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
-                     baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
+def throughput_chart(
+    levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None, baseline: str | None = None
+) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """Total output throughput (tok/s, all requests) against concurrency, one line per variant.
 
     ``variants`` fixes the colour order (pass the same list to every chart); ``baseline`` draws
     that variant in grey. Rows with ``queued_requests`` > 0 get a red ring (see :data:`QUEUE_NOTE`).
     """
-    return _lines(levels, "output_throughput_tok_s", "Total output throughput", "Output tok/s (all requests)",
-                  subtitle, variants, baseline)
+    return _lines(
+        levels,
+        "output_throughput_tok_s",
+        "Total output throughput",
+        "Output tok/s (all requests)",
+        subtitle,
+        variants,
+        baseline,
+    )
 
 
-def per_request_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
-                      baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
+def per_request_chart(
+    levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None, baseline: str | None = None
+) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """Mean per-request speed (output tokens / E2E latency, tok/s) against concurrency (as :func:`throughput_chart`)."""
-    return _lines(levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle,
-                  variants, baseline)
+    return _lines(
+        levels, "mean_per_request_tok_s", "Per-request speed", "Mean per-request tok/s", subtitle, variants, baseline
+    )
 
 
 #: Latency metrics :func:`latency_chart` draws: column stem -> (title, axis title).
@@ -161,8 +193,14 @@ LATENCIES = {
 PERCENTILES = {"p50": [1, 0], "p90": [6, 3], "p99": [2, 2]}
 
 
-def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, variants: list[str] | None = None,
-                  baseline: str | None = None) -> alt.LayerChart | alt.FacetChart:
+def latency_chart(
+    levels: pd.DataFrame,
+    metric: str,
+    *,
+    subtitle: Subtitle,
+    variants: list[str] | None = None,
+    baseline: str | None = None,
+) -> alt.LayerChart | alt.FacetChart:
     """p50, p90 and p99 of a latency against concurrency, one colour per variant (the baseline grey).
 
     Args:
@@ -188,7 +226,8 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     load = _load_of(levels)
     keep = ["variant", load, *[c for c in ["queued_requests"] if c in levels.columns]]
     long = levels.melt(id_vars=keep, value_vars=cols, var_name="percentile", value_name="latency_ms").dropna(
-        subset=["latency_ms"])
+        subset=["latency_ms"]
+    )
     long = long[long["latency_ms"] > 0]
     long["percentile"] = long["percentile"].str.split("_").str[0]
     title, y_title = LATENCIES[metric]
@@ -197,20 +236,38 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     drawn = [p for p in PERCENTILES if p in set(long["percentile"])]  # no legend entry without a line
     tooltip = ["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title=y_title)]
     # the points are a layer of their own: a line's point overlay would turn the dash legend into dots
-    lines = alt.Chart(long).mark_line().encode(
-        x=_x(load), y=y, color=colour,
-        strokeDash=alt.StrokeDash("percentile:N", title="Percentile", legend=DASH_LEGEND, sort=drawn,
-                                  scale=alt.Scale(domain=drawn, range=[PERCENTILES[p] for p in drawn])),
-        detail="percentile:N", tooltip=tooltip)
-    points = alt.Chart(long).mark_point(filled=True, opacity=1).encode(x=_x(load), y=y, color=colour,
-                                                                       detail="percentile:N", tooltip=tooltip)
+    lines = (
+        alt.Chart(long)
+        .mark_line()
+        .encode(
+            x=_x(load),
+            y=y,
+            color=colour,
+            strokeDash=alt.StrokeDash(
+                "percentile:N",
+                title="Percentile",
+                legend=DASH_LEGEND,
+                sort=drawn,
+                scale=alt.Scale(domain=drawn, range=[PERCENTILES[p] for p in drawn]),
+            ),
+            detail="percentile:N",
+            tooltip=tooltip,
+        )
+    )
+    points = (
+        alt.Chart(long)
+        .mark_point(filled=True, opacity=1)
+        .encode(x=_x(load), y=y, color=colour, detail="percentile:N", tooltip=tooltip)
+    )
     layers: list[alt.Chart] = [lines, points]
-    bars = _latency_bars(levels, metric, cols, y_title, colour, floor=float(long["latency_ms"].min()) / 2
-                         if len(long) else 1.0)
+    bars = _latency_bars(
+        levels, metric, cols, y_title, colour, floor=float(long["latency_ms"].min()) / 2 if len(long) else 1.0
+    )
     if bars is not None:
         layers.append(bars)
-    rings = _queue_rings(long[long["percentile"] == "p50"].rename(columns={"latency_ms": "p50_latency_ms"}),
-                         "p50_latency_ms")
+    rings = _queue_rings(
+        long[long["percentile"] == "p50"].rename(columns={"latency_ms": "p50_latency_ms"}), "p50_latency_ms"
+    )
     lines_of = _lines_of(subtitle)
     if rings is not None:
         layers.append(rings)
@@ -218,8 +275,9 @@ def latency_chart(levels: pd.DataFrame, metric: str, *, subtitle: Subtitle, vari
     return alt.layer(*layers, title=_title(title, lines_of), width=WIDTH, height=HEIGHT)
 
 
-def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: str, colour: alt.Color, *,
-                  floor: float) -> alt.Chart | None:
+def _latency_bars(
+    levels: pd.DataFrame, metric: str, cols: list[str], y_title: str, colour: alt.Color, *, floor: float
+) -> alt.Chart | None:
     """Interval bars of each percentile where ``<col>_lo``/``_hi`` are present (means over repeats).
 
     On the log axis a lower bound at or below 0 is drawn from ``floor`` (half the smallest latency
@@ -231,23 +289,40 @@ def _latency_bars(levels: pd.DataFrame, metric: str, cols: list[str], y_title: s
         lo, hi = f"{col}_lo", f"{col}_hi"
         if lo not in levels.columns or hi not in levels.columns:
             continue
-        part = levels[["variant", load, col, lo, hi]].dropna().rename(
-            columns={col: "latency_ms", lo: "lo_ms", hi: "hi_ms"})
+        part = (
+            levels[["variant", load, col, lo, hi]]
+            .dropna()
+            .rename(columns={col: "latency_ms", lo: "lo_ms", hi: "hi_ms"})
+        )
         frames.append(part.assign(percentile=col.split("_")[0]))
     data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if data.empty:
         return None
     data["lo_drawn_ms"] = data["lo_ms"].clip(lower=floor)
-    return alt.Chart(data).mark_errorbar(ticks=True, opacity=0.7).encode(
-        x=_x(load), y=alt.Y("lo_drawn_ms:Q", title=y_title, scale=alt.Scale(type="log")), y2="hi_ms:Q",
-        color=colour, detail="percentile:N",
-        tooltip=["variant", load, "percentile", alt.Tooltip("latency_ms:Q", format=".1f", title="mean (ms)"),
-                 alt.Tooltip("lo_ms:Q", format=".1f", title="95% low (ms)"),
-                 alt.Tooltip("hi_ms:Q", format=".1f", title="95% high (ms)")])
+    return (
+        alt.Chart(data)
+        .mark_errorbar(ticks=True, opacity=0.7)
+        .encode(
+            x=_x(load),
+            y=alt.Y("lo_drawn_ms:Q", title=y_title, scale=alt.Scale(type="log")),
+            y2="hi_ms:Q",
+            color=colour,
+            detail="percentile:N",
+            tooltip=[
+                "variant",
+                load,
+                "percentile",
+                alt.Tooltip("latency_ms:Q", format=".1f", title="mean (ms)"),
+                alt.Tooltip("lo_ms:Q", format=".1f", title="95% low (ms)"),
+                alt.Tooltip("hi_ms:Q", format=".1f", title="95% high (ms)"),
+            ],
+        )
+    )
 
 
-def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None,
-                        baseline: str | None = None) -> alt.Chart | alt.LayerChart | alt.FacetChart:
+def accept_length_chart(
+    levels: pd.DataFrame, *, subtitle: Subtitle, variants: list[str] | None = None, baseline: str | None = None
+) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """Accept length (tokens per verify, bonus included) against concurrency, speculative variants.
 
     Draws the client-side figure (sum output tokens / sum spec_verify_ct) as lines
@@ -256,29 +331,53 @@ def accept_length_chart(levels: pd.DataFrame, *, subtitle: Subtitle, variants: l
     load = _load_of(levels)
     cols = [c for c in ("accept_length", "server_accept_length") if c in levels.columns]
     long = levels.melt(id_vars=["variant", load], value_vars=cols, var_name="source", value_name="accept_len").dropna()
-    long["source"] = long["source"].map({"accept_length": "client (meta_info)", "server_accept_length": "server (/server_info)"})
+    long["source"] = long["source"].map(
+        {"accept_length": "client (meta_info)", "server_accept_length": "server (/server_info)"}
+    )
     if "server (/server_info)" in set(long["source"]):
-        subtitle = [*_lines_of(subtitle), "lines: the client's figure (output tokens / spec_verify_ct); hollow "
-                    "diamonds: the server's avg_spec_accept_length (/server_info after each level)"]
-    colour = variant_colour(variants, baseline, present=long["variant"])  # speculative variants only: no entry without data
+        subtitle = [
+            *_lines_of(subtitle),
+            "lines: the client's figure (output tokens / spec_verify_ct); hollow "
+            "diamonds: the server's avg_spec_accept_length (/server_info after each level)",
+        ]
+    colour = variant_colour(
+        variants, baseline, present=long["variant"]
+    )  # speculative variants only: no entry without data
     base = alt.Chart(long, title=_title("Accept length", subtitle), width=WIDTH, height=HEIGHT).encode(
         x=_x(load),
-        y=alt.Y("accept_len:Q", title="Accept length (tokens per verify)",
-                scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3])),
+        y=alt.Y(
+            "accept_len:Q",
+            title="Accept length (tokens per verify)",
+            scale=alt.Scale(domain=[1, max(3.0, float(long["accept_len"].max()) + 0.25)] if len(long) else [1, 3]),
+        ),
         color=colour,
         tooltip=["variant", load, "source", alt.Tooltip("accept_len:Q", format=".2f")],
     )
     client = base.transform_filter(alt.datum.source == "client (meta_info)").mark_line(point=True)
-    server = base.transform_filter(alt.datum.source == "server (/server_info)").mark_point(filled=False, size=90, shape="diamond")
+    server = base.transform_filter(alt.datum.source == "server (/server_info)").mark_point(
+        filled=False, size=90, shape="diamond"
+    )
     layers = [client, server]
     if {"accept_length_lo", "accept_length_hi"} <= set(levels.columns):
         bounds = levels[["variant", load, "accept_length", "accept_length_lo", "accept_length_hi"]].dropna()
         if len(bounds):
-            layers.append(alt.Chart(bounds).mark_errorbar(ticks=True).encode(
-                x=_x(load), y=alt.Y("accept_length_lo:Q", title="Accept length (tokens per verify)"), y2="accept_length_hi:Q",
-                color=colour,
-                tooltip=["variant", load, alt.Tooltip("accept_length:Q", format=".3f"),
-                         alt.Tooltip("accept_length_lo:Q", format=".3f"), alt.Tooltip("accept_length_hi:Q", format=".3f")]))
+            layers.append(
+                alt.Chart(bounds)
+                .mark_errorbar(ticks=True)
+                .encode(
+                    x=_x(load),
+                    y=alt.Y("accept_length_lo:Q", title="Accept length (tokens per verify)"),
+                    y2="accept_length_hi:Q",
+                    color=colour,
+                    tooltip=[
+                        "variant",
+                        load,
+                        alt.Tooltip("accept_length:Q", format=".3f"),
+                        alt.Tooltip("accept_length_lo:Q", format=".3f"),
+                        alt.Tooltip("accept_length_hi:Q", format=".3f"),
+                    ],
+                )
+            )
     return alt.layer(*layers)
 
 
@@ -313,7 +412,9 @@ def ratio_chart(
     names = {"output_throughput_tok_s": "total output tok/s", "mean_per_request_tok_s": "per-request tok/s"}
     load = _load_of(ratios)
     metrics = [m for m in crossovers if f"{m}_ratio" in ratios.columns]
-    long = ratios.melt(id_vars=[load], value_vars=[f"{m}_ratio" for m in metrics], var_name="metric", value_name="ratio")
+    long = ratios.melt(
+        id_vars=[load], value_vars=[f"{m}_ratio" for m in metrics], var_name="metric", value_name="ratio"
+    )
     long["metric"] = long["metric"].str.removesuffix("_ratio").map(lambda m: names.get(m, m))
     lines = (
         alt.Chart(long)
@@ -326,29 +427,44 @@ def ratio_chart(
         )
     )
     one = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(y="ratio:Q")
-    points = [(m, x) for m, c in crossovers.items() if c.concurrency is not None
-              for x in ([cx for _, _, cx in c.crossings] or [c.concurrency])]
+    points = [
+        (m, x)
+        for m, c in crossovers.items()
+        if c.concurrency is not None
+        for x in ([cx for _, _, cx in c.crossings] or [c.concurrency])
+    ]
     measured = sorted(level_number(c) for c in ratios[load])
-    marks: list[dict[str, Any]] = [{load: x, "label": crossover_label(names.get(m, m), x, measured, load), "row": i}
-             for i, (m, x) in enumerate(points)]
+    marks: list[dict[str, Any]] = [
+        {load: x, "label": crossover_label(names.get(m, m), x, measured, load), "row": i}
+        for i, (m, x) in enumerate(points)
+    ]
     notes = [f"{names.get(m, m)}: {c.description}" for m, c in crossovers.items() if c.concurrency is None]
     layers = [lines, one]
     notes_queue = []
     if "queued_requests" in ratios.columns and (ratios["queued_requests"].fillna(0) > 0).any():
         held = long.merge(ratios[[load, "queued_requests"]], on=load)
         held = held[held["queued_requests"] > 0]
-        layers.append(alt.Chart(held).mark_point(shape="circle", size=260, filled=False, strokeWidth=2,
-                                                 color=QUEUE_COLOUR)
-                      .encode(x=_x(load), y="ratio:Q", tooltip=[load, "metric", alt.Tooltip(
-                          "queued_requests:Q", title="requests queued (either server)")]))
+        layers.append(
+            alt.Chart(held)
+            .mark_point(shape="circle", size=260, filled=False, strokeWidth=2, color=QUEUE_COLOUR)
+            .encode(
+                x=_x(load),
+                y="ratio:Q",
+                tooltip=[load, "metric", alt.Tooltip("queued_requests:Q", title="requests queued (either server)")],
+            )
+        )
         notes_queue = [QUEUE_NOTE.replace("the server's queue", "either server's queue")]
     if ci is not None and len(ci):
         layers.append(
             alt.Chart(ci.assign(metric=names["mean_per_request_tok_s"]))
             .mark_errorbar(ticks=True)
-            .encode(x=f"{load}:Q", y=alt.Y("ratio_lo:Q", title=""), y2="ratio_hi:Q",
-                    color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS), legend=LINE_LEGEND),
-                    tooltip=[load, alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")])
+            .encode(
+                x=f"{load}:Q",
+                y=alt.Y("ratio_lo:Q", title=""),
+                y2="ratio_hi:Q",
+                color=alt.Color("metric:N", title="Ratio of", scale=alt.Scale(range=RATIO_COLOURS), legend=LINE_LEGEND),
+                tooltip=[load, alt.Tooltip("ratio_lo:Q", format=".3f"), alt.Tooltip("ratio_hi:Q", format=".3f")],
+            )
         )
     if marks:
         mark_df = pd.DataFrame(marks)
@@ -362,4 +478,6 @@ def ratio_chart(
                 .encode(x=f"{load}:Q", y=alt.value(12 + 16 * mark["row"]), text="label:N")
             )
     full_subtitle = [*_lines_of(subtitle), *notes, *notes_queue]
-    return alt.layer(*layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT)
+    return alt.layer(
+        *layers, title=_title(f"Speculation vs baseline: {spec}", full_subtitle), width=WIDTH, height=HEIGHT
+    )

@@ -48,8 +48,7 @@ def get_engine(engine: str | Engine) -> Engine:
         return found
     if isinstance(engine, Engine):
         return engine
-    raise ConfigError(f"engine must be an engine name ({', '.join(map(repr, ENGINES))}) or an Engine, "
-                      f"got {engine!r}")
+    raise ConfigError(f"engine must be an engine name ({', '.join(map(repr, ENGINES))}) or an Engine, got {engine!r}")
 
 
 def resolve_engine(host: str | Host | None, engine: str | Engine | None = None) -> Engine:

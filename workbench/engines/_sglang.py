@@ -44,8 +44,9 @@ class SGLangEngine(Engine):
             ConfigError: ``options`` given (simulator options do not apply to a real server).
         """
         if options:
-            raise ConfigError(f"sim_options apply only to the simulated engine, not to engine={self.name!r} "
-                              f"(got {options!r})")
+            raise ConfigError(
+                f"sim_options apply only to the simulated engine, not to engine={self.name!r} (got {options!r})"
+            )
         return variant.server_flags(), []
 
     # How a sweep measures it.

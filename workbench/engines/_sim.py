@@ -107,7 +107,8 @@ class SimEngine(Engine):
                 f"schedule at: each request's wall-clock HTTP and client overheads count {requested:g} times over "
                 f"(at 50x figures came out 25-40% low, docs/PERFORMANCE.md); give --time-scale "
                 f"{MAX_SIM_TIME_SCALE:g} or less (the default, {DEFAULT_SIM_TIME_SCALE:g}, kept every level within "
-                "2.5% of the model)")
+                "2.5% of the model)"
+            )
         return float(requested)
 
     def launch_options(self, *, profile: str, time_scale: float, seed: int) -> dict[str, Any] | None:

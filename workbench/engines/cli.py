@@ -14,5 +14,9 @@ import typer
 
 __all__ = ["EngineOpt"]
 
-EngineOpt = Annotated[Optional[str], typer.Option(
-    "--engine", help="'sim' or 'sglang': what serves the variants (default: sim on this machine, sglang on a host).")]
+EngineOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--engine", help="'sim' or 'sglang': what serves the variants (default: sim on this machine, sglang on a host)."
+    ),
+]

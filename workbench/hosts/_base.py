@@ -155,10 +155,7 @@ class Forward:
         self.close()
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}({self.local_host}:{self.local_port} -> "
-            f"{self.remote_host}:{self.remote_port})"
-        )
+        return f"{type(self).__name__}({self.local_host}:{self.local_port} -> {self.remote_host}:{self.remote_port})"
 
 
 class Host(abc.ABC):

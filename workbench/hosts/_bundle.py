@@ -101,7 +101,7 @@ def ensure_bundle(host: Host, *, cache_dir: str = DEFAULT_CACHE_DIR) -> str:
     data = build_bundle()
     key = content_key(data)
     tree = f"{cache_dir.rstrip('/')}/{key}/tree"
-    probe = f"t={shell_path(tree)}; if [ -f \"$t/.complete\" ]; then printf 'present\\n%s' \"$t\"; fi"
+    probe = f't={shell_path(tree)}; if [ -f "$t/.complete" ]; then printf \'present\\n%s\' "$t"; fi'
     res = host.run(probe, timeout_s=60)
     state, _, path = res.stdout.partition("\n")
     if state == "present" and path.startswith("/"):
@@ -115,12 +115,14 @@ def ensure_bundle(host: Host, *, cache_dir: str = DEFAULT_CACHE_DIR) -> str:
     remote_tar = ensure_file(host, local, cache_dir=cache_dir)
     tree_abs = posixpath.join(posixpath.dirname(remote_tar), "tree")
     unpack = (
-        f"t={shlex.quote(tree_abs)}; p={shlex.quote(tree_abs + '.part.')}$$; rm -rf \"$p\" && mkdir -p \"$p\" && "
-        f"tar -xzf {shlex.quote(remote_tar)} -C \"$p\" && touch \"$p/.complete\" && "
-        "{ [ -d \"$t\" ] || mv \"$p\" \"$t\"; } ; rm -rf \"$p\"; [ -f \"$t/.complete\" ]"
+        f't={shlex.quote(tree_abs)}; p={shlex.quote(tree_abs + ".part.")}$$; rm -rf "$p" && mkdir -p "$p" && '
+        f'tar -xzf {shlex.quote(remote_tar)} -C "$p" && touch "$p/.complete" && '
+        '{ [ -d "$t" ] || mv "$p" "$t"; } ; rm -rf "$p"; [ -f "$t/.complete" ]'
     )
     res = host.run(unpack, timeout_s=300, check=False)
     if not res.ok:
-        raise HostError(f"Could not unpack the workbench package on host {host.name!r} into {tree_abs}: "
-                        f"{res.describe()}\nThe simulator needs `tar` and a writable home directory there.")
+        raise HostError(
+            f"Could not unpack the workbench package on host {host.name!r} into {tree_abs}: "
+            f"{res.describe()}\nThe simulator needs `tar` and a writable home directory there."
+        )
     return tree_abs

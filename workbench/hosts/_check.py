@@ -112,19 +112,31 @@ def check_host(
         return HostReport(host=h.name, usable=False, error=str(exc))
     facts = last_json_object(res.stdout)
     if not res.ok or facts is None:
-        return HostReport(host=h.name, usable=False, error=(
-            f"No usable Python at `{py}` on host {h.name!r} (exit status {res.exit_status}: "
-            f"{res.tail().strip() or 'no output'}). The workbench runs its helpers with the host's Python "
-            f"{'.'.join(map(str, MIN_PYTHON))}+: install python3 there (e.g. `apt-get install python3`) or "
-            "pass --python / set WORKBENCH_REMOTE_PYTHON to one that exists."))
+        return HostReport(
+            host=h.name,
+            usable=False,
+            error=(
+                f"No usable Python at `{py}` on host {h.name!r} (exit status {res.exit_status}: "
+                f"{res.tail().strip() or 'no output'}). The workbench runs its helpers with the host's Python "
+                f"{'.'.join(map(str, MIN_PYTHON))}+: install python3 there (e.g. `apt-get install python3`) or "
+                "pass --python / set WORKBENCH_REMOTE_PYTHON to one that exists."
+            ),
+        )
     version = tuple(int(x) for x in facts["version"].split(".")[:2])
     if version < MIN_PYTHON:
-        return HostReport(host=h.name, usable=False, python=facts, error=(
-            f"{py} on host {h.name!r} is Python {facts['version']}; the workbench needs "
-            f"{'.'.join(map(str, MIN_PYTHON))} or newer. Install a newer python3 there or pass --python."))
+        return HostReport(
+            host=h.name,
+            usable=False,
+            python=facts,
+            error=(
+                f"{py} on host {h.name!r} is Python {facts['version']}; the workbench needs "
+                f"{'.'.join(map(str, MIN_PYTHON))} or newer. Install a newer python3 there or pass --python."
+            ),
+        )
     try:
-        sglang = call_helper(h, "checkout_state", {"paths": [sglang_path] if sglang_path else [],
-                                                   "installed": True}, python=py)
+        sglang = call_helper(
+            h, "checkout_state", {"paths": [sglang_path] if sglang_path else [], "installed": True}, python=py
+        )
         gpus = call_helper(h, "gpu_inventory", {}, python=py)
     except WorkbenchError as exc:
         return HostReport(host=h.name, usable=False, python=facts, error=f"Helpers failed on host {h.name!r}: {exc}")
@@ -133,18 +145,22 @@ def check_host(
     return HostReport(host=h.name, usable=True, python=facts, sglang=sglang, gpus=gpus, problems=tuple(problems))
 
 
-def _sglang_missing(python: dict[str, Any], sglang: dict[str, Any], gpus: dict[str, Any],
-                    sglang_path: str | None) -> str | None:
+def _sglang_missing(
+    python: dict[str, Any], sglang: dict[str, Any], gpus: dict[str, Any], sglang_path: str | None
+) -> str | None:
     """``--require sglang``: the problem when neither the interpreter nor the checkout has SGLang."""
     if _has_sglang(sglang):
         return None
-    return (f"SGLang is not installed for {python['executable']}" +
-            (f" and {sglang_path} holds no SGLang checkout" if sglang_path else "") +
-            ": pass --python with the SGLang environment's interpreter, or --sglang-path.")
+    return (
+        f"SGLang is not installed for {python['executable']}"
+        + (f" and {sglang_path} holds no SGLang checkout" if sglang_path else "")
+        + ": pass --python with the SGLang environment's interpreter, or --sglang-path."
+    )
 
 
-def _gpus_missing(python: dict[str, Any], sglang: dict[str, Any], gpus: dict[str, Any],
-                  sglang_path: str | None) -> str | None:
+def _gpus_missing(
+    python: dict[str, Any], sglang: dict[str, Any], gpus: dict[str, Any], sglang_path: str | None
+) -> str | None:
     """``--require gpu``: the problem when nvidia-smi lists no GPU."""
     if gpus.get("gpus"):
         return None
@@ -185,7 +201,9 @@ def render_check(report: HostReport) -> str:
     lines = [f"host      {report.host}: " + ("reachable" if report.python else "NOT usable")]
     if report.python:
         p = report.python
-        lines.append(f"python    {p['executable']} ({p['version']}) on {p.get('hostname', '?')}, {p.get('platform', '')}")
+        lines.append(
+            f"python    {p['executable']} ({p['version']}) on {p.get('hostname', '?')}, {p.get('platform', '')}"
+        )
     if report.error:
         lines.append(f"error     {report.error}")
     if report.sglang is not None:
@@ -194,8 +212,11 @@ def render_check(report: HostReport) -> str:
             where = inst.get("package_dir") or "?"
             editable = ", editable install" if inst.get("editable") else ""
             vcs = (inst.get("direct_url") or {}).get("vcs_info") or {}
-            origin = (_git_text(inst.get("git")) if inst.get("git") or not vcs.get("commit_id") else
-                      f"installed from {inst['direct_url'].get('url')} at commit {vcs['commit_id'][:12]}")
+            origin = (
+                _git_text(inst.get("git"))
+                if inst.get("git") or not vcs.get("commit_id")
+                else f"installed from {inst['direct_url'].get('url')} at commit {vcs['commit_id'][:12]}"
+            )
             lines.append(f"sglang    {inst['version']} at {where}{editable}; {origin}")
         else:
             lines.append(f"sglang    not installed for {report.python['executable'] if report.python else 'python'}")
@@ -203,7 +224,9 @@ def render_check(report: HostReport) -> str:
             if c.get("error") and not c.get("version"):
                 lines.append(f"checkout  {c['path']}: {c['error']}")
             else:
-                lines.append(f"checkout  {c['path']}: {c.get('version') or 'version unknown'}; {_git_text(c.get('git'))}")
+                lines.append(
+                    f"checkout  {c['path']}: {c.get('version') or 'version unknown'}; {_git_text(c.get('git'))}"
+                )
     if report.gpus is not None:
         g = report.gpus
         if not g.get("nvidia_smi"):
@@ -215,8 +238,10 @@ def render_check(report: HostReport) -> str:
             mem = sorted({x.get("memory_total_mib") for x in g["gpus"] if x.get("memory_total_mib")})
             used = sum(x.get("memory_used_mib") or 0 for x in g["gpus"])
             links = sorted({link["link"] for link in g.get("links", [])})
-            lines.append(f"gpus      {len(g['gpus'])} x {' / '.join(names)} ({'/'.join(map(str, mem))} MiB each, "
-                         f"{used} MiB in use), driver {g.get('driver_version') or '?'}")
+            lines.append(
+                f"gpus      {len(g['gpus'])} x {' / '.join(names)} ({'/'.join(map(str, mem))} MiB each, "
+                f"{used} MiB in use), driver {g.get('driver_version') or '?'}"
+            )
             lines.append(f"links     {g.get('interconnect')}" + (f" ({', '.join(links)})" if links else ""))
     for problem in report.problems:
         lines.append(f"problem   {problem}")

@@ -79,8 +79,10 @@ def servers_dir(host: Host, directory: str | None = None, *, environ: Mapping[st
         HostError: the directory cannot be created there.
     """
     env = os.environ if environ is None else environ
-    wanted = directory or env.get("WORKBENCH_SERVERS_DIR") or (
-        str(paths.cache_dir() / "servers") if isinstance(host, LocalHost) else REMOTE_SERVERS_DIR
+    wanted = (
+        directory
+        or env.get("WORKBENCH_SERVERS_DIR")
+        or (str(paths.cache_dir() / "servers") if isinstance(host, LocalHost) else REMOTE_SERVERS_DIR)
     )
     key = (host.name, wanted)
     with _dirs_lock:
@@ -90,8 +92,7 @@ def servers_dir(host: Host, directory: str | None = None, *, environ: Mapping[st
     res = host.run(line, timeout_s=60, check=False)
     found = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
     if not found.startswith("/"):
-        raise HostError(f"Cannot create the server registry directory {wanted} on host {host.name!r}: "
-                        f"{res.describe()}")
+        raise HostError(f"Cannot create the server registry directory {wanted} on host {host.name!r}: {res.describe()}")
     with _dirs_lock:
         _dirs[key] = found
     return found

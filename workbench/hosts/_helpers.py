@@ -185,8 +185,13 @@ def call_helper(
     message = answer.get("error") or f"exit status {result.exit_status} without an error message"
     if answer.get("kind") == "request":
         tail = result.tail().strip()
-        raise HelperError(f"The {where} refused the request: {message}" + (f"\n--- stderr ---\n{tail}" if tail else ""),
-                          result, helper=name, host=host.name, error=str(message))
+        raise HelperError(
+            f"The {where} refused the request: {message}" + (f"\n--- stderr ---\n{tail}" if tail else ""),
+            result,
+            helper=name,
+            host=host.name,
+            error=str(message),
+        )
     trace = str(answer.get("traceback", "")).strip()
     message = f"The {where} failed: {message}\n{result.describe()}"
     raise CommandError(message + (f"\n--- helper traceback ---\n{trace}" if trace else ""), result)
@@ -204,7 +209,7 @@ def _run_uploaded(host: Host, name: str, payload: bytes, *, timeout_s: float, py
     """
     location = remote_location(name)
     line = (
-        f"p={shell_path(location)}; if [ -f \"$p\" ]; then exec {shlex.quote(python)} \"$p\"; fi; "
+        f'p={shell_path(location)}; if [ -f "$p" ]; then exec {shlex.quote(python)} "$p"; fi; '
         f"echo {_MISSING_MARK} >&2; exit {_MISSING_STATUS}"
     )
     result = host.run(line, stdin=payload, timeout_s=timeout_s, check=False)

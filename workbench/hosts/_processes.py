@@ -67,9 +67,7 @@ def spawn(
     info = _parse_stat(out[-1]) if len(out) >= 2 else None
     if info is None:
         tail = read_tail(host, log_path)
-        raise HostError(
-            f"Process `{command}` on host {host.name!r} exited immediately; log {log_path}:\n{tail}"
-        )
+        raise HostError(f"Process `{command}` on host {host.name!r} exited immediately; log {log_path}:\n{tail}")
     pgid, start_time = info
     return SpawnedProcess(host=host.name, pid=pid, pgid=pgid, start_time=start_time, command=command, log_path=log_path)
 

@@ -29,6 +29,7 @@ def is_local(host: str | Host) -> bool:
         return isinstance(host, LocalHost)
     return host in LOCAL_NAMES
 
+
 def get_host(host: str | Host = "local", *, config_file: str | os.PathLike[str] | None = None) -> Host:
     """Resolve the ``host`` parameter: ``"local"`` (default), an ssh config alias, or a Host.
 

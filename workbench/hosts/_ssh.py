@@ -203,8 +203,10 @@ class SSHHost(Host):
                 silent = ALIVE_COUNT_MAX * self.keepalive_s
                 why = f"the host stopped answering keepalives for {silent:g} s (network outage, or the host is down)"
             else:
-                why = (f"closed by the host or the network; if this happens during long silent waits, lower "
-                       f"keepalive_s (now {self.keepalive_s:g} s) or set ServerAliveInterval")
+                why = (
+                    f"closed by the host or the network; if this happens during long silent waits, lower "
+                    f"keepalive_s (now {self.keepalive_s:g} s) or set ServerAliveInterval"
+                )
             raise ConnectionLost(
                 f"Connection to host {self.target.describe()} dropped after {duration:.1f} s while "
                 f"`{command}` was running ({why}). It may still be running there; the next call "
@@ -316,8 +318,11 @@ class SSHHost(Host):
         """
         self._connection()  # fail here, not in the first client's connection
         fwd = SSHForward(
-            self._open_direct, host_name=self.name, remote_host=remote_host,
-            remote_port=remote_port, local_port=local_port,
+            self._open_direct,
+            host_name=self.name,
+            remote_host=remote_host,
+            remote_port=remote_port,
+            local_port=local_port,
         )
         self._forwards.add(fwd)
         return fwd

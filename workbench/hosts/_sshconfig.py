@@ -191,8 +191,11 @@ def resolve(alias: str, *, config: paramiko.SSHConfig) -> SSHTarget:
         global_known_hosts=_files(opts.get("globalknownhostsfile"), DEFAULT_GLOBAL_KNOWN_HOSTS),
         host_key_alias=opts.get("hostkeyalias"),
         strict_host_key_checking=opts.get("stricthostkeychecking", "yes").lower(),
-        in_config=any(fnmatch.fnmatchcase(alias, pattern) for pattern in config.get_hostnames()
-                      if pattern != "*" and not pattern.startswith("!")),
+        in_config=any(
+            fnmatch.fnmatchcase(alias, pattern)
+            for pattern in config.get_hostnames()
+            if pattern != "*" and not pattern.startswith("!")
+        ),
         config_files=tuple(getattr(config, "workbench_files", ())),
     )
 
@@ -205,7 +208,7 @@ def parse_jump(spec: str) -> tuple[str | None, str, int | None]:
     Raises:
         ConfigError: the port is not a number.
     """
-    rest = spec[len("ssh://"):] if spec.startswith("ssh://") else spec
+    rest = spec[len("ssh://") :] if spec.startswith("ssh://") else spec
     user, _, hostport = rest.rpartition("@")
     port: str | None = None
     if hostport.startswith("["):

@@ -127,8 +127,11 @@ class AliveProbe(threading.Thread):
             probe.start()
             probe.join(self.interval_s * self.count_max)
             if probe.is_alive() and not self._stopped.is_set():
-                log.warning("%s: no answer to keepalive for %.1f s; closing the connection",
-                            self.name, self.interval_s * self.count_max)
+                log.warning(
+                    "%s: no answer to keepalive for %.1f s; closing the connection",
+                    self.name,
+                    self.interval_s * self.count_max,
+                )
                 self.declared_dead = True
                 self.transport.close()
                 return
@@ -180,8 +183,9 @@ def open_connection(
     probes = []
     if keepalive_s > 0:
         for client, target in zip(clients, chain):
-            probe = AliveProbe(client.get_transport(), interval_s=keepalive_s, count_max=ALIVE_COUNT_MAX,
-                               name=target.alias)
+            probe = AliveProbe(
+                client.get_transport(), interval_s=keepalive_s, count_max=ALIVE_COUNT_MAX, name=target.alias
+            )
             probe.start()
             probes.append(probe)
     return Connection(clients=clients, target=chain[-1], probes=probes)

@@ -115,10 +115,10 @@ class _StdoutDrain(_Drain):
         start = self._head.find(MARKER)
         end = self._head.find(b"\n", start) if start >= 0 else -1
         if end >= 0:
-            fields = self._head[start + len(MARKER):end].split()
+            fields = self._head[start + len(MARKER) : end].split()
             if len(fields) == 2 and all(f.isdigit() for f in fields):
                 self.pid, self.pgid = int(fields[0]), int(fields[1])
-            self.chunks.append(bytes(self._head[end + 1:]))
+            self.chunks.append(bytes(self._head[end + 1 :]))
             self._head.clear()
             self.marker_done.set()
         elif len(self._head) > MAX_HEAD:

@@ -114,8 +114,9 @@ class SSHForward(Forward):
             except OSError:
                 return
             client.settimeout(None)
-            thread = threading.Thread(target=self._serve, args=(client, addr), name=f"{self._accepter.name}-conn",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=self._serve, args=(client, addr), name=f"{self._accepter.name}-conn", daemon=True
+            )
             with self._lock:
                 self._threads = [t for t in self._threads if t.is_alive()] + [thread]
             thread.start()

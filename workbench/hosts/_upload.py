@@ -102,7 +102,7 @@ def ensure_files(
         'p="$d/$f"; if [ -f "$p" ]; then echo present; else echo missing; fi; done'
     )
     answer = host.run(line, timeout_s=60).stdout.split("\n")
-    where, states = answer[0], answer[1:1 + len(names)]
+    where, states = answer[0], answer[1 : 1 + len(names)]
     if not where.startswith("/") or len(states) != len(names) or not set(states) <= {"present", "missing"}:
         raise HostError(f"Unexpected answer from host {host.name!r} while checking {directory}: {answer!r}")
     paths = [f"{where}/{name}" for name in names]

@@ -21,8 +21,10 @@ __all__ = ["ConfigOpt", "HOST_OPTION", "HostOpt", "PythonOpt", "host_app"]
 HOST_OPTION = typer.Option("--host", "-H", help="'local' or an ssh config alias.")
 HostOpt = Annotated[str, HOST_OPTION]
 ConfigOpt = Annotated[Optional[str], typer.Option("-F", "--ssh-config", help="ssh config file (like ssh -F).")]
-PythonOpt = Annotated[Optional[str], typer.Option(
-    "--python", help="Interpreter on the host (default: python3, or $WORKBENCH_REMOTE_PYTHON).")]
+PythonOpt = Annotated[
+    Optional[str],
+    typer.Option("--python", help="Interpreter on the host (default: python3, or $WORKBENCH_REMOTE_PYTHON)."),
+]
 
 host_app = typer.Typer(help="Look at a GPU host before using it.", no_args_is_help=True)
 
@@ -31,11 +33,13 @@ host_app = typer.Typer(help="Look at a GPU host before using it.", no_args_is_he
 def host_check_command(
     host: Annotated[str, typer.Argument(metavar="HOST", help="'local' or an ssh config alias.")],
     config_file: ConfigOpt = None,
-    require: Annotated[Optional[str], typer.Option(
-        "--require", help="Comma-separated: sglang, gpu. Missing ones make the check fail.")] = None,
+    require: Annotated[
+        Optional[str], typer.Option("--require", help="Comma-separated: sglang, gpu. Missing ones make the check fail.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    sglang_path: Annotated[Optional[str], typer.Option(
-        "--sglang-path", help="An SGLang checkout on the host to inspect too.")] = None,
+    sglang_path: Annotated[
+        Optional[str], typer.Option("--sglang-path", help="An SGLang checkout on the host to inspect too.")
+    ] = None,
     python: PythonOpt = None,
 ) -> None:
     """Print what the workbench learns of HOST: reachable, Python, SGLang version and commit, GPUs and links.
@@ -46,8 +50,9 @@ def host_check_command(
     # imported here, not at the top: the host machinery (paramiko) costs what `--help` need not pay
     from workbench.hosts import check_host, parse_requirements, render_check
 
-    report = check_host(host, config_file=config_file, python=python, sglang_path=sglang_path,
-                        require=parse_requirements(require))
+    report = check_host(
+        host, config_file=config_file, python=python, sglang_path=sglang_path, require=parse_requirements(require)
+    )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=1))
     else:

@@ -63,6 +63,7 @@ def _run_getter(obj: Mapping[str, Any]) -> Getter:
         if not isinstance(metric, Mapping) or stat not in metric:
             return None
         return number(metric[stat]), str(metric.get("unit", ""))
+
     return get
 
 
@@ -74,6 +75,7 @@ def _aggregate_getter(obj: Mapping[str, Any], field: str = "mean") -> Getter:
         if not isinstance(metric, Mapping) or field not in metric:
             return None
         return number(metric[field]), str(metric.get("unit", ""))
+
     return get
 
 
@@ -117,7 +119,8 @@ def level_values(get: Getter, path: Path, *, per_chunk_usage: bool) -> dict[str,
             v[f"{our_stat}_tpot_ms"] = value
         v[f"{our_stat}_per_request_tok_s"] = _rate(get, "e2e_output_token_throughput", stat, path)
         v[f"aiperf_output_token_throughput_per_user_{our_stat}_tok_s"] = _rate(
-            get, "output_token_throughput_per_user", stat, path)
+            get, "output_token_throughput_per_user", stat, path
+        )
     v["output_throughput_tok_s"] = _rate(get, "output_token_throughput", "avg", path)
     v["request_throughput_req_s"] = _rate(get, "request_throughput", "avg", path)
     duration = get("benchmark_duration", "avg")
@@ -149,10 +152,13 @@ def load_shape(obj: Mapping[str, Any]) -> dict[str, Any]:
     rate = number(phase.get("request_rate", phase.get("rate")))
     endpoint = config.get("endpoint") or {}
     streamed = endpoint.get("streaming")
-    return {"concurrency": concurrency, "request_rate_req_s": rate,
-            "mode": "open" if not math.isnan(rate) else ("closed" if not math.isnan(concurrency) else None),
-            "streamed": None if streamed is None else bool(streamed),
-            "per_chunk_usage": bool(endpoint.get("per_chunk_usage"))}
+    return {
+        "concurrency": concurrency,
+        "request_rate_req_s": rate,
+        "mode": "open" if not math.isnan(rate) else ("closed" if not math.isnan(concurrency) else None),
+        "streamed": None if streamed is None else bool(streamed),
+        "per_chunk_usage": bool(endpoint.get("per_chunk_usage")),
+    }
 
 
 def _failed(obj: Mapping[str, Any]) -> float:
@@ -191,17 +197,24 @@ def _requests(export: Path) -> pd.DataFrame | None:
         error = record.get("error")
         e2e, ttft = value("request_latency", time=True), value("time_to_first_token", time=True)
         out = value("output_sequence_length", time=False)
-        rows.append({
-            "request_index": len(rows), "prompt_tokens": value("input_sequence_length", time=False),
-            "output_tokens": math.nan if error else out, "ttft_ms": math.nan if error else ttft,
-            "e2e_ms": math.nan if error else e2e,
-            "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
-            "itl_ms": None if error else value("inter_chunk_latency", time=True),
-            "start_s": number(meta.get("request_start_ns")) / 1e9,
-            "end_s": number(meta.get("request_end_ns")) / 1e9,
-            "error": None if not error else (error.get("message") or error.get("type") or str(error))
-            if isinstance(error, Mapping) else str(error),
-        })
+        rows.append(
+            {
+                "request_index": len(rows),
+                "prompt_tokens": value("input_sequence_length", time=False),
+                "output_tokens": math.nan if error else out,
+                "ttft_ms": math.nan if error else ttft,
+                "e2e_ms": math.nan if error else e2e,
+                "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
+                "itl_ms": None if error else value("inter_chunk_latency", time=True),
+                "start_s": number(meta.get("request_start_ns")) / 1e9,
+                "end_s": number(meta.get("request_end_ns")) / 1e9,
+                "error": None
+                if not error
+                else (error.get("message") or error.get("type") or str(error))
+                if isinstance(error, Mapping)
+                else str(error),
+            }
+        )
     return pd.DataFrame(rows) if rows else None
 
 
@@ -231,20 +244,45 @@ def read_aiperf(path: Path, obj: Mapping[str, Any] | None = None, *, variant: st
     v["aiperf_trial"] = number(run_info.get("trial"))
     folder = path.parent
     name = variant or (folder.parent.parent.name if folder.parent.name == "profile_runs" else folder.name)
-    return [ImportedLevel(tool="aiperf", tool_version=str(obj.get("aiperf_version")), tool_version_source="file",
-                          source_file=str(path), source_record="whole file", variant=name, values=v,
-                          streamed=shape["streamed"], measured_at=obj.get("start_time"), requests=_requests(path))]
+    return [
+        ImportedLevel(
+            tool="aiperf",
+            tool_version=str(obj.get("aiperf_version")),
+            tool_version_source="file",
+            source_file=str(path),
+            source_record="whole file",
+            variant=name,
+            values=v,
+            streamed=shape["streamed"],
+            measured_at=obj.get("start_time"),
+            requests=_requests(path),
+        )
+    ]
 
 
 def _aggregate_level(path: Path, obj: Mapping[str, Any], *, variant: str | None) -> ImportedLevel:
     meta = obj["metadata"]
     root = path.parent.parent if path.parent.name == "aggregate" else path.parent
     labels = [str(x) for x in meta.get("run_labels") or []]
-    first_run = next((root / "profile_runs" / label / "profile_export_aiperf.json" for label in labels
-                      if (root / "profile_runs" / label / "profile_export_aiperf.json").is_file()), None)
-    shape: dict[str, Any] = load_shape(_load(first_run)) if first_run else {
-        "concurrency": math.nan, "request_rate_req_s": math.nan, "mode": None, "streamed": None,
-        "per_chunk_usage": False}
+    first_run = next(
+        (
+            root / "profile_runs" / label / "profile_export_aiperf.json"
+            for label in labels
+            if (root / "profile_runs" / label / "profile_export_aiperf.json").is_file()
+        ),
+        None,
+    )
+    shape: dict[str, Any] = (
+        load_shape(_load(first_run))
+        if first_run
+        else {
+            "concurrency": math.nan,
+            "request_rate_req_s": math.nan,
+            "mode": None,
+            "streamed": None,
+            "per_chunk_usage": False,
+        }
+    )
     v = level_values(_aggregate_getter(obj), path, per_chunk_usage=shape["per_chunk_usage"])
     v.update({k: shape[k] for k in ("concurrency", "request_rate_req_s", "mode")})
     v["aiperf_num_profile_runs"] = number(meta.get("num_profile_runs"))
@@ -256,6 +294,12 @@ def _aggregate_level(path: Path, obj: Mapping[str, Any], *, variant: str | None)
         v[f"aiperf_mean_ttft_{bound}_ms"] = _time(get, "time_to_first_token", "avg", path)
         v[f"aiperf_mean_e2e_{bound}_ms"] = _time(get, "request_latency", "avg", path)
     return ImportedLevel(
-        tool="aiperf", tool_version=str(obj.get("aiperf_version")), tool_version_source="file",
-        source_file=str(path), source_record=f"aggregate of {len(labels)} runs (means over runs)",
-        variant=variant or root.name, values=v, streamed=shape["streamed"])
+        tool="aiperf",
+        tool_version=str(obj.get("aiperf_version")),
+        tool_version_source="file",
+        source_file=str(path),
+        source_record=f"aggregate of {len(labels)} runs (means over runs)",
+        variant=variant or root.name,
+        values=v,
+        streamed=shape["streamed"],
+    )

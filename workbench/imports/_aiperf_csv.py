@@ -94,8 +94,10 @@ def _metrics(path: Path) -> dict[str, dict[str, Any]]:
         if header is None:  # telemetry (``Endpoint,GPU_Index,...``, ``=== ... ===``) and whatever follows it
             continue
         if len(cells) != len(header) + 1:
-            raise ConfigError(f"{path}: line {line_number} has {len(cells)} cells where its section's header has "
-                              f"{len(header) + 1}; is the file cut short or edited?")
+            raise ConfigError(
+                f"{path}: line {line_number} has {len(cells)} cells where its section's header has "
+                f"{len(header) + 1}; is the file cut short or edited?"
+            )
         match = _NAME.match(cells[0])
         name, unit = (match.group("header"), match.group("unit") or "") if match else (cells[0], "")
         tag = HEADERS.get(name)
@@ -106,8 +108,10 @@ def _metrics(path: Path) -> dict[str, dict[str, Any]]:
             continue
         out[tag] = {"unit": unit or ("requests" if tag.endswith("_count") else ""), **values}
     if not out:
-        raise ConfigError(f"{path}: no AIPerf metric rows (Time to First Token, Request Latency, ...) found; "
-                          "is this AIPerf's profile_export_aiperf.csv?")
+        raise ConfigError(
+            f"{path}: no AIPerf metric rows (Time to First Token, Request Latency, ...) found; "
+            "is this AIPerf's profile_export_aiperf.csv?"
+        )
     return out
 
 
@@ -117,6 +121,7 @@ def _getter(metrics: Mapping[str, Mapping[str, Any]]) -> Getter:
         if metric is None or stat not in metric or math.isnan(metric[stat]):
             return None
         return float(metric[stat]), str(metric["unit"])
+
     return get
 
 
@@ -141,9 +146,14 @@ def _folder_load(path: Path) -> dict[str, Any] | None:
         if conc or rate:
             concurrency = float(conc.group(1)) if conc else math.nan
             request_rate = float(rate.group(1)) if rate else math.nan
-            return {"concurrency": concurrency, "request_rate_req_s": request_rate,
-                    "mode": "open" if rate else "closed", "streamed": None, "per_chunk_usage": False,
-                    "source": f"artifact folder name {folder.name!r}"}
+            return {
+                "concurrency": concurrency,
+                "request_rate_req_s": request_rate,
+                "mode": "open" if rate else "closed",
+                "streamed": None,
+                "per_chunk_usage": False,
+                "source": f"artifact folder name {folder.name!r}",
+            }
     return None
 
 
@@ -166,8 +176,14 @@ def read_aiperf_csv(path: Path, *, variant: str | None = None) -> list[ImportedL
     elif folder_shape is not None:
         shape = folder_shape
     else:
-        shape = {"concurrency": math.nan, "request_rate_req_s": math.nan, "mode": None, "streamed": None,
-                 "per_chunk_usage": False, "source": "not recorded (the CSV has no load; pass the JSON export)"}
+        shape = {
+            "concurrency": math.nan,
+            "request_rate_req_s": math.nan,
+            "mode": None,
+            "streamed": None,
+            "per_chunk_usage": False,
+            "source": "not recorded (the CSV has no load; pass the JSON export)",
+        }
     v = level_values(_getter(metrics), path, per_chunk_usage=shape["per_chunk_usage"])
     v.update({k: shape[k] for k in ("concurrency", "request_rate_req_s", "mode")})
     v["aiperf_load_source"] = shape["source"]
@@ -179,8 +195,16 @@ def read_aiperf_csv(path: Path, *, variant: str | None = None) -> list[ImportedL
     folder = path.parent
     name = variant or (folder.parent.parent.name if folder.parent.name == "profile_runs" else folder.name)
     version = str(export.get("aiperf_version")) if export is not None else None
-    return [ImportedLevel(
-        tool="aiperf", tool_version=version,
-        tool_version_source="profile_export_aiperf.json beside the CSV" if version else "not recorded in the CSV",
-        source_file=str(path), source_record="whole file (CSV export)", variant=name, values=v,
-        streamed=shape["streamed"], measured_at=export.get("start_time") if export is not None else None)]
+    return [
+        ImportedLevel(
+            tool="aiperf",
+            tool_version=version,
+            tool_version_source="profile_export_aiperf.json beside the CSV" if version else "not recorded in the CSV",
+            source_file=str(path),
+            source_record="whole file (CSV export)",
+            variant=name,
+            values=v,
+            streamed=shape["streamed"],
+            measured_at=export.get("start_time") if export is not None else None,
+        )
+    ]

@@ -84,8 +84,10 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     hint = "bench_serving writes one JSON object per line: is the file cut short?"
     for line, record in json_lines(path, hint=hint):
         if not isinstance(record, dict) or not looks_like(record):
-            raise ConfigError(f"{path}: line {line} is not a bench_serving result (it lacks "
-                              f"{', '.join(_SIGNATURE)}); pass each tool's files as they were written")
+            raise ConfigError(
+                f"{path}: line {line} is not a bench_serving result (it lacks "
+                f"{', '.join(_SIGNATURE)}); pass each tool's files as they were written"
+            )
         yield line, record
 
 
@@ -110,14 +112,16 @@ def _requests(record: Mapping[str, Any], itl_column: str | None) -> pd.DataFrame
     for i in range(n):
         error = record["errors"][i] or None
         gaps = itls[i] if i < len(itls) and isinstance(itls[i], list) else None
-        rows.append({
-            "request_index": i,
-            "prompt_tokens": number(inputs[i]) if i < len(inputs) else math.nan,
-            "output_tokens": math.nan if error else number(record["output_lens"][i]),
-            "ttft_ms": math.nan if error else ms(record["ttfts"][i], "s"),
-            "bench_serving_itl_ms": None if error or gaps is None else [ms(g, "s") for g in gaps],
-            "error": error,
-        })
+        rows.append(
+            {
+                "request_index": i,
+                "prompt_tokens": number(inputs[i]) if i < len(inputs) else math.nan,
+                "output_tokens": math.nan if error else number(record["output_lens"][i]),
+                "ttft_ms": math.nan if error else ms(record["ttfts"][i], "s"),
+                "bench_serving_itl_ms": None if error or gaps is None else [ms(g, "s") for g in gaps],
+                "error": error,
+            }
+        )
     frame = pd.DataFrame(rows)
     if itl_column is not None:
         frame[itl_column] = frame["bench_serving_itl_ms"]
@@ -158,9 +162,10 @@ def _level(record: Mapping[str, Any], *, path: Path, line: int, variant: str | N
     for theirs in ("ttft", "tpot", "e2e_latency"):
         for stat in ("std", "p95"):
             v[f"bench_serving_{stat}_{theirs}_ms"] = number(record.get(f"{stat}_{theirs}_ms"))
-    v["bench_serving_itl_definition"] = {"itl_per_token_ms": "per token (each chunk gap / tokens it added)",
-                                         "itl_ms": "per chunk"}.get(itl_column or "", "not known for this "
-                                                                    "backend and client generation")
+    v["bench_serving_itl_definition"] = {
+        "itl_per_token_ms": "per token (each chunk gap / tokens it added)",
+        "itl_ms": "per chunk",
+    }.get(itl_column or "", "not known for this backend and client generation")
     v["bench_serving_input_tok_s"] = number(record.get("input_throughput"))
     v["bench_serving_total_tok_s"] = number(record.get("total_throughput"))
     v["bench_serving_peak_output_tok_s"] = number(record.get("max_output_tokens_per_s"))
@@ -181,11 +186,20 @@ def _level(record: Mapping[str, Any], *, path: Path, line: int, variant: str | N
     simulation = (info or {}).get("simulation")
     scale = number(simulation.get("time_scale")) if isinstance(simulation, Mapping) else math.nan
     name = variant or record.get("tag") or path.stem
-    return ImportedLevel(time_scale=None if math.isnan(scale) else scale,
-        tool="sglang.bench_serving", tool_version=first if first == last else f"{first}..{last}",
+    return ImportedLevel(
+        time_scale=None if math.isnan(scale) else scale,
+        tool="sglang.bench_serving",
+        tool_version=first if first == last else f"{first}..{last}",
         tool_version_source="inferred from the record's keys (the client writes no version)",
-        source_file=str(path), source_record=f"line {line}", variant=str(name), values=v, streamed=True,
-        requests=requests, server_info=info, named_by_file=not (variant or record.get("tag")))
+        source_file=str(path),
+        source_record=f"line {line}",
+        variant=str(name),
+        values=v,
+        streamed=True,
+        requests=requests,
+        server_info=info,
+        named_by_file=not (variant or record.get("tag")),
+    )
 
 
 def read_bench_serving(path: Path, *, variant: str | None = None) -> list[ImportedLevel]:

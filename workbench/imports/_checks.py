@@ -70,22 +70,27 @@ def violations(row: Mapping[str, Any], *, streamed: bool | None) -> list[str]:
     if out_rate is not None and req_rate is not None and mean_out is not None:
         allowed = req_rate * mean_out
         if out_rate > allowed * (1 + RATE_SLACK) + 1e-9:
-            reasons.append(f"output throughput above what its request throughput and lengths allow "
-                           f"({out_rate:.6g} tok/s > {req_rate:.6g} req/s x {mean_out:.6g} tokens = {allowed:.6g})")
+            reasons.append(
+                f"output throughput above what its request throughput and lengths allow "
+                f"({out_rate:.6g} tok/s > {req_rate:.6g} req/s x {mean_out:.6g} tokens = {allowed:.6g})"
+            )
     offered = _finite(row, "request_rate_req_s")
     if out_rate is not None and offered is not None and math.isfinite(offered) and mean_out is not None:
         allowed = offered * mean_out * OFFERED_RATE_SLACK
         if out_rate > allowed:
-            reasons.append(f"output throughput above what its request rate and lengths allow ({out_rate:.6g} "
-                           f"tok/s > {OFFERED_RATE_SLACK:g} x {offered:.6g} req/s x {mean_out:.6g} tokens)")
+            reasons.append(
+                f"output throughput above what its request rate and lengths allow ({out_rate:.6g} "
+                f"tok/s > {OFFERED_RATE_SLACK:g} x {offered:.6g} req/s x {mean_out:.6g} tokens)"
+            )
     if streamed is not False and (mean_out is None or mean_out > 1):
         for metric in ("itl_ms", "itl_per_token_ms"):
             zero = [s for s in ("mean", "p50") if _finite(row, f"{s}_{metric}") == 0.0]
             if zero:
                 reasons.append(f"ITL of 0 on a streamed run ({zero[0]}_{metric} = 0)")
                 break
-    negative = sorted(k for k in row if (k.startswith(_LATENCY_PREFIXES) or k.endswith("_tok_s"))
-                      and (_finite(row, k) or 0.0) < 0)
+    negative = sorted(
+        k for k in row if (k.startswith(_LATENCY_PREFIXES) or k.endswith("_tok_s")) and (_finite(row, k) or 0.0) < 0
+    )
     if negative:
         reasons.append(f"negative latency or throughput ({', '.join(negative)})")
     return reasons

@@ -38,10 +38,18 @@ __all__ = ["looks_like", "read_guidellm"]
 
 _STATS = (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99"))
 #: Our level columns taken from :func:`workbench.bench.summarize_levels` of the request rows.
-_DERIVED = ("num_requests", "completed", "failed", "duration_s", "total_output_tokens", "total_prompt_tokens",
-            "output_throughput_tok_s", "request_throughput_req_s", "achieved_concurrency",
-            *(f"{s}_{m}" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s")
-              for s in ("mean", "p50", "p90", "p99")))
+_DERIVED = (
+    "num_requests",
+    "completed",
+    "failed",
+    "duration_s",
+    "total_output_tokens",
+    "total_prompt_tokens",
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "achieved_concurrency",
+    *(f"{s}_{m}" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s") for s in ("mean", "p50", "p90", "p99")),
+)
 
 
 def looks_like(obj: Mapping[str, Any]) -> bool:
@@ -75,11 +83,13 @@ def _strategy(config: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "concurrent":
         return {"mode": "closed", "concurrency": number(strategy.get("streams")), "request_rate_req_s": math.nan}
     if kind in ("constant", "poisson", "async"):
-        return {"mode": "open", "concurrency": number(strategy.get("max_concurrency")),
-                "request_rate_req_s": number(strategy.get("rate"))}
+        return {
+            "mode": "open",
+            "concurrency": number(strategy.get("max_concurrency")),
+            "request_rate_req_s": number(strategy.get("rate")),
+        }
     if kind == "throughput":
-        return {"mode": "open", "concurrency": number(strategy.get("max_concurrency")),
-                "request_rate_req_s": math.inf}
+        return {"mode": "open", "concurrency": number(strategy.get("max_concurrency")), "request_rate_req_s": math.inf}
     return {"mode": kind or None, "concurrency": math.nan, "request_rate_req_s": math.nan}
 
 
@@ -102,19 +112,30 @@ def _request_rows(bench: Mapping[str, Any]) -> pd.DataFrame | None:
         e2e = ms(req.get("request_latency"), "s")
         ttft = number(req.get("time_to_first_token_ms"))
         out = number(req.get("output_tokens"))
-        rows.append({
-            "level_index": 0, "request_index": i, "error": error or None, "error_type": error,
-            "prompt_tokens": number(req.get("prompt_tokens")), "output_tokens": out if not error else math.nan,
-            "ttft_ms": ttft if not error else math.nan, "e2e_ms": e2e if not error else math.nan,
-            "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
-            "itl_ms": [], "tokens_per_chunk": [], "spec_verify_ct": math.nan,
-            "start_s": number(req.get("request_start_time")), "end_s": number(req.get("request_end_time")),
-        })
+        rows.append(
+            {
+                "level_index": 0,
+                "request_index": i,
+                "error": error or None,
+                "error_type": error,
+                "prompt_tokens": number(req.get("prompt_tokens")),
+                "output_tokens": out if not error else math.nan,
+                "ttft_ms": ttft if not error else math.nan,
+                "e2e_ms": e2e if not error else math.nan,
+                "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
+                "itl_ms": [],
+                "tokens_per_chunk": [],
+                "spec_verify_ct": math.nan,
+                "start_s": number(req.get("request_start_time")),
+                "end_s": number(req.get("request_end_time")),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def _level(bench: Mapping[str, Any], index: int, *, path: Path, version: str, stream: bool | None,
-           variant: str) -> ImportedLevel:
+def _level(
+    bench: Mapping[str, Any], index: int, *, path: Path, version: str, stream: bool | None, variant: str
+) -> ImportedLevel:
     metrics = bench.get("metrics") or {}
     v: dict[str, Any] = dict(_strategy(bench.get("config") or {}))
     requests = _request_rows(bench)
@@ -124,12 +145,17 @@ def _level(bench: Mapping[str, Any], index: int, *, path: Path, version: str, st
         requests = requests.drop(columns=["level_index", "itl_ms", "tokens_per_chunk", "spec_verify_ct"])
     else:
         totals = metrics.get("request_totals") or {}
-        v.update(completed=number(totals.get("successful")), failed=number(totals.get("errored")),
-                 num_requests=number(totals.get("total")), duration_s=number(bench.get("duration")),
-                 output_throughput_tok_s=_stat(metrics.get("output_tokens_per_second"), "mean"),
-                 request_throughput_req_s=_stat(metrics.get("requests_per_second"), "mean"),
-                 total_output_tokens=number((metrics.get("output_token_count") or {}).get("successful", {})
-                                            .get("total_sum")))
+        v.update(
+            completed=number(totals.get("successful")),
+            failed=number(totals.get("errored")),
+            num_requests=number(totals.get("total")),
+            duration_s=number(bench.get("duration")),
+            output_throughput_tok_s=_stat(metrics.get("output_tokens_per_second"), "mean"),
+            request_throughput_req_s=_stat(metrics.get("requests_per_second"), "mean"),
+            total_output_tokens=number(
+                (metrics.get("output_token_count") or {}).get("successful", {}).get("total_sum")
+            ),
+        )
         for stat, ours in _STATS:
             v[f"{ours}_ttft_ms"] = _stat(metrics.get("time_to_first_token_ms"), stat)
             v[f"{ours}_e2e_ms"] = ms(_stat(metrics.get("request_latency"), stat), "s")
@@ -143,9 +169,18 @@ def _level(bench: Mapping[str, Any], index: int, *, path: Path, version: str, st
     v["guidellm_duration_s"] = number(bench.get("duration"))
     v["guidellm_incomplete_requests"] = number((metrics.get("request_totals") or {}).get("incomplete"))
     v["guidellm_strategy"] = str(((bench.get("config") or {}).get("strategy") or {}).get("type_"))
-    return ImportedLevel(tool="guidellm", tool_version=version, tool_version_source="file", source_file=str(path),
-                         source_record=f"benchmarks[{index}]", variant=variant, values=v, streamed=stream,
-                         requests=requests, measured_at=_iso(bench.get("start_time")))
+    return ImportedLevel(
+        tool="guidellm",
+        tool_version=version,
+        tool_version_source="file",
+        source_file=str(path),
+        source_record=f"benchmarks[{index}]",
+        variant=variant,
+        values=v,
+        streamed=stream,
+        requests=requests,
+        measured_at=_iso(bench.get("start_time")),
+    )
 
 
 def read_guidellm(path: Path, obj: Mapping[str, Any], *, variant: str | None = None) -> list[ImportedLevel]:
@@ -166,5 +201,14 @@ def read_guidellm(path: Path, obj: Mapping[str, Any], *, variant: str | None = N
     version = str(obj["metadata"]["guidellm_version"])
     backend = ((obj.get("config") or {}).get("spec") or {}).get("backend") or {}
     stream = backend.get("stream")
-    return [_level(b, i, path=path, version=version, stream=None if stream is None else bool(stream),
-                   variant=variant or path.stem) for i, b in enumerate(obj["benchmarks"])]
+    return [
+        _level(
+            b,
+            i,
+            path=path,
+            version=version,
+            stream=None if stream is None else bool(stream),
+            variant=variant or path.stem,
+        )
+        for i, b in enumerate(obj["benchmarks"])
+    ]

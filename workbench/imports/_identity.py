@@ -59,8 +59,10 @@ class Deduplicated:
         if not self.dropped or self.first_dropped is None:
             return None
         repeat, original = self.first_dropped
-        return (f"dropped {self.dropped} exact duplicate record(s): the same figures from the same file as a record "
-                f"read before (first: {repeat} repeats {original}); each record is kept once")
+        return (
+            f"dropped {self.dropped} exact duplicate record(s): the same figures from the same file as a record "
+            f"read before (first: {repeat} repeats {original}); each record is kept once"
+        )
 
 
 def drop_duplicates(levels: Sequence[tuple[Path, ImportedLevel]]) -> Deduplicated:
@@ -108,4 +110,5 @@ def refuse_copies(kept: Sequence[tuple[Path, ImportedLevel, str]]) -> None:
             f"{level.source_file} {level.source_record} holds the same figures, to every digit, as "
             f"{earlier.source_file} {earlier.source_record} (run name {level.variant!r}): one measurement in two files, not two repeats, "
             "and pooled they would make an interval of zero width. Import one of the two files; if they are two "
-            "measurements, their tool wrote one of them wrong")
+            "measurements, their tool wrote one of them wrong"
+        )

@@ -52,8 +52,20 @@ __all__ = ["ImportResult", "Format", "detect_format", "import_results", "read_re
 
 Format = Literal["bench_serving", "vllm", "vllm_sweep", "aiperf", "aiperf_csv", "guidellm", "inferencex", "folder"]
 #: Columns of :attr:`ImportResult.runs`.
-RUN_LISTING = ("run_id", "variant", "tool", "tool_version", "engine", "simulated", "levels", "quarantined",
-               "requests", "source_file", "path", "created")
+RUN_LISTING = (
+    "run_id",
+    "variant",
+    "tool",
+    "tool_version",
+    "engine",
+    "simulated",
+    "levels",
+    "quarantined",
+    "requests",
+    "source_file",
+    "path",
+    "created",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,8 +93,14 @@ class ImportResult:
     def to_records(self) -> list[dict[str, Any]]:
         """The level rows as JSON-ready dicts (NaN and infinities as None and ``"inf"``), quarantined ones
         included with their ``quarantine_reason``; what ``workbench import --json`` prints."""
-        frames = [f for f in (self.levels.assign(quarantine_reason=None),
-                              self.quarantine.rename(columns={"reason": "quarantine_reason"})) if len(f)]
+        frames = [
+            f
+            for f in (
+                self.levels.assign(quarantine_reason=None),
+                self.quarantine.rename(columns={"reason": "quarantine_reason"}),
+            )
+            if len(f)
+        ]
         rows = pd.concat(frames, ignore_index=True).to_dict("records") if frames else []
         return [{k: _jsonable(v) for k, v in row.items()} for row in rows]
 
@@ -100,9 +118,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_KNOWN = ("Known formats: sglang.bench_serving JSONL (--output-file), vllm bench serve --save-result JSON, a "
-          "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
-          "folder), GuideLLM benchmarks JSON, InferenceX aggregated results (agg_*.json), or a folder of such files")
+_KNOWN = (
+    "Known formats: sglang.bench_serving JSONL (--output-file), vllm bench serve --save-result JSON, a "
+    "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
+    "folder), GuideLLM benchmarks JSON, InferenceX aggregated results (agg_*.json), or a folder of such files"
+)
 #: File name endings a folder of result files is read for (:func:`folder_files`).
 _RESULT_SUFFIXES = (".json", ".jsonl", ".csv")
 
@@ -131,15 +151,19 @@ def detect_format(path: str | Path) -> Format:
             return "aiperf"
         if folder_files(path):
             return "folder"
-        raise ConfigError(f"Cannot import folder {path}: it is neither a vllm bench sweep experiment folder "
-                          "(SERVE-...-BENCH-.../run=<n>.json), an AIPerf artifact folder "
-                          "(profile_export_aiperf.json or .csv) nor a folder of result files (*.json, *.jsonl, "
-                          "*.csv); pass result files or one of those folders")
+        raise ConfigError(
+            f"Cannot import folder {path}: it is neither a vllm bench sweep experiment folder "
+            "(SERVE-...-BENCH-.../run=<n>.json), an AIPerf artifact folder "
+            "(profile_export_aiperf.json or .csv) nor a folder of result files (*.json, *.jsonl, "
+            "*.csv); pass result files or one of those folders"
+        )
     if path.suffix.lower() == ".csv" or _aiperf_csv.looks_like_csv(path):
         if _aiperf_csv.looks_like_csv(path):
             return "aiperf_csv"
-        raise ConfigError(f"Cannot import {path}: a CSV file, but not AIPerf's CSV export (its first line is not "
-                          f"'Metric,avg,...' or 'Metric,Value'). {_KNOWN}")
+        raise ConfigError(
+            f"Cannot import {path}: a CSV file, but not AIPerf's CSV export (its first line is not "
+            f"'Metric,avg,...' or 'Metric,Value'). {_KNOWN}"
+        )
     try:
         first = json.loads(_first_line(path), parse_int=json_int)
     except json.JSONDecodeError:
@@ -158,9 +182,12 @@ def detect_format(path: str | Path) -> Format:
     except ConfigError as exc:
         raise ConfigError(f"{exc}. {_KNOWN}") from exc
     obj = objects[0] if objects else {}
-    for name, test in (("aiperf", lambda o: _aiperf.looks_like(o) or _aiperf.looks_like_aggregate(o)),
-                       ("guidellm", _guidellm.looks_like), ("vllm", _vllm.looks_like),
-                       ("bench_serving", _bench_serving.looks_like)):
+    for name, test in (
+        ("aiperf", lambda o: _aiperf.looks_like(o) or _aiperf.looks_like_aggregate(o)),
+        ("guidellm", _guidellm.looks_like),
+        ("vllm", _vllm.looks_like),
+        ("bench_serving", _bench_serving.looks_like),
+    ):
         if test(obj):
             return name  # type: ignore[return-value]
     raise ConfigError(f"Cannot import {path}: not a result file of a known tool. {_KNOWN}")
@@ -177,8 +204,11 @@ def _aiperf_files(folder: Path) -> list[Path]:
     """AIPerf exports in an artifact folder: the aggregate when there is one, else each run's JSON export,
     else each run's CSV export."""
     aggregate = sorted(folder.glob("**/profile_export_aiperf_aggregate.json"))
-    return (aggregate or sorted(folder.glob("**/profile_export_aiperf.json"))
-            or sorted(folder.glob("**/profile_export_aiperf.csv")))
+    return (
+        aggregate
+        or sorted(folder.glob("**/profile_export_aiperf.json"))
+        or sorted(folder.glob("**/profile_export_aiperf.csv"))
+    )
 
 
 def folder_files(folder: Path) -> list[Path]:
@@ -199,8 +229,10 @@ def _read_folder(folder: Path, *, variant: str | None) -> list[ImportedLevel]:
         try:
             read = read_results(file, variant=variant)
         except ConfigError as exc:
-            raise ConfigError(f"{exc} (in folder {folder}: move files that are not results out of it, or pass the "
-                              "result files themselves)") from exc
+            raise ConfigError(
+                f"{exc} (in folder {folder}: move files that are not results out of it, or pass the "
+                "result files themselves)"
+            ) from exc
         for level in read:
             if level.named_by_file:
                 level.variant, level.named_by_file = folder.name, False
@@ -223,9 +255,15 @@ def read_results(path: str | Path, *, variant: str | None = None) -> list[Import
     if fmt == "folder":
         return _read_folder(path, variant=variant)
     if fmt == "aiperf" and path.is_dir():
-        return [level for f in _aiperf_files(path) for level in (
-            _aiperf_csv.read_aiperf_csv(f, variant=variant or path.name) if f.suffix == ".csv"
-            else _aiperf.read_aiperf(f, variant=variant or path.name))]
+        return [
+            level
+            for f in _aiperf_files(path)
+            for level in (
+                _aiperf_csv.read_aiperf_csv(f, variant=variant or path.name)
+                if f.suffix == ".csv"
+                else _aiperf.read_aiperf(f, variant=variant or path.name)
+            )
+        ]
     if fmt == "aiperf_csv":
         return _aiperf_csv.read_aiperf_csv(path, variant=variant)
     text = _read_text(path)
@@ -250,16 +288,17 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _engine_of(levels: list[ImportedLevel], engine: str | None,
-               simulated: bool | None) -> tuple[str | None, bool]:
+def _engine_of(levels: list[ImportedLevel], engine: str | None, simulated: bool | None) -> tuple[str | None, bool]:
     """The engine name and simulated flag of one run's levels (module docstring)."""
     info = next((lvl.server_info for lvl in levels if lvl.server_info), None)
     answered = server_info_engine(info) if info else None
     if answered is not None:
         if simulated is not None and simulated != answered.simulated:
-            raise ConfigError(f"{levels[0].source_file}: the recorded /server_info says the engine was "
-                              f"{answered.name!r} (simulated={answered.simulated}); simulated={simulated} "
-                              "contradicts it")
+            raise ConfigError(
+                f"{levels[0].source_file}: the recorded /server_info says the engine was "
+                f"{answered.name!r} (simulated={answered.simulated}); simulated={simulated} "
+                "contradicts it"
+            )
         return answered.name, bool(answered.simulated)
     if engine is None:
         return None, bool(simulated)
@@ -281,9 +320,18 @@ def _iso(text: str | None) -> str | None:
 
 
 #: Columns :func:`workbench.bench.summarize_levels` needs, with what a request row lacking one gets.
-_SUMMARY_INPUTS = {"error": None, "error_type": None, "output_tokens": math.nan, "prompt_tokens": math.nan,
-                   "ttft_ms": math.nan, "tpot_ms": math.nan, "e2e_ms": math.nan, "spec_verify_ct": math.nan,
-                   "start_s": math.nan, "end_s": math.nan}
+_SUMMARY_INPUTS = {
+    "error": None,
+    "error_type": None,
+    "output_tokens": math.nan,
+    "prompt_tokens": math.nan,
+    "ttft_ms": math.nan,
+    "tpot_ms": math.nan,
+    "e2e_ms": math.nan,
+    "spec_verify_ct": math.nan,
+    "start_s": math.nan,
+    "end_s": math.nan,
+}
 _PER_REQUEST = tuple(f"{s}_per_request_tok_s" for s in ("mean", "p50", "p90", "p99"))
 
 
@@ -295,9 +343,12 @@ def _fill_per_request_speed(lvl: ImportedLevel) -> None:
         return
     if rows["e2e_ms"].isna().all() or any(not math.isnan(lvl.values.get(k, math.nan)) for k in _PER_REQUEST):
         return
-    frame = rows.assign(level_index=0, itl_ms=[[] for _ in range(len(rows))],
-                        tokens_per_chunk=[[] for _ in range(len(rows))],
-                        **{k: rows[k] if k in rows else v for k, v in _SUMMARY_INPUTS.items()})
+    frame = rows.assign(
+        level_index=0,
+        itl_ms=[[] for _ in range(len(rows))],
+        tokens_per_chunk=[[] for _ in range(len(rows))],
+        **{k: rows[k] if k in rows else v for k, v in _SUMMARY_INPUTS.items()},
+    )
     summary = summarize_levels(frame).iloc[0]
     lvl.values.update({k: float(summary[k]) for k in _PER_REQUEST})
 
@@ -311,8 +362,12 @@ def _number_levels(levels: list[ImportedLevel]) -> list[dict[str, Any]]:
     def key(lvl: ImportedLevel, workload: str) -> tuple[str, float, float, str]:
         conc = lvl.values.get("concurrency", math.nan)
         rate = lvl.values.get("request_rate_req_s", math.nan)
-        return (workload, math.inf if math.isnan(conc) else conc, math.inf if math.isnan(rate) else rate,
-                str(lvl.values.get("mode")))
+        return (
+            workload,
+            math.inf if math.isnan(conc) else conc,
+            math.inf if math.isnan(rate) else rate,
+            str(lvl.values.get("mode")),
+        )
 
     keys = [key(lvl, w) for lvl, w in zip(levels, workloads)]
     order = {k: i for i, k in enumerate(sorted(set(keys)))}
@@ -335,8 +390,9 @@ def _front(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[first + [c for c in frame.columns if c not in first]]
 
 
-def _run_frames(group: list[ImportedLevel], *, name: str, tool: str, engine: str | None,
-                simulated: bool) -> dict[str, pd.DataFrame]:
+def _run_frames(
+    group: list[ImportedLevel], *, name: str, tool: str, engine: str | None, simulated: bool
+) -> dict[str, pd.DataFrame]:
     """One run's ``levels`` (clean), ``quarantine`` (with ``reason``) and ``requests`` tables."""
     for lvl in group:
         _fill_per_request_speed(lvl)
@@ -351,17 +407,37 @@ def _run_frames(group: list[ImportedLevel], *, name: str, tool: str, engine: str
         reasons = violations(row, streamed=lvl.streamed)
         (bad if reasons else clean).append({**row, "reason": "; ".join(reasons)} if reasons else row)
         if lvl.requests is not None and len(lvl.requests):
-            reqs.append(lvl.requests.assign(
-                variant=name, level_index=row["level_index"], repeat=row["repeat"], mode=row["mode"],
-                concurrency=row["concurrency"], request_rate_req_s=row["request_rate_req_s"], engine=engine,
-                simulated=simulated, tool=tool, source_file=lvl.source_file))
-    return {"levels": pd.DataFrame(clean), "quarantine": pd.DataFrame(bad),
-            "requests": pd.concat(reqs, ignore_index=True) if reqs else pd.DataFrame()}
+            reqs.append(
+                lvl.requests.assign(
+                    variant=name,
+                    level_index=row["level_index"],
+                    repeat=row["repeat"],
+                    mode=row["mode"],
+                    concurrency=row["concurrency"],
+                    request_rate_req_s=row["request_rate_req_s"],
+                    engine=engine,
+                    simulated=simulated,
+                    tool=tool,
+                    source_file=lvl.source_file,
+                )
+            )
+    return {
+        "levels": pd.DataFrame(clean),
+        "quarantine": pd.DataFrame(bad),
+        "requests": pd.concat(reqs, ignore_index=True) if reqs else pd.DataFrame(),
+    }
 
 
-def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | None = None,
-                   engine: str | None = None, simulated: bool | None = None, label: str | None = None,
-                   runs_dir: str | Path | None = None, store: bool = True) -> ImportResult:
+def import_results(
+    paths: str | Path | Iterable[str | Path],
+    *,
+    variant: str | None = None,
+    engine: str | None = None,
+    simulated: bool | None = None,
+    label: str | None = None,
+    runs_dir: str | Path | None = None,
+    store: bool = True,
+) -> ImportResult:
     """Import other tools' result files into tidy tables and the run catalogue.
 
     Args:
@@ -409,8 +485,11 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         read.extend((source, lvl) for lvl in read_results(source, variant=variant))
     sweep_names(lvl for _, lvl in read)  # one file per rate, none naming its run: one run (workbench.imports._naming)
     for source, lvl in read:
-        check_name(lvl.variant, what=f"run name from {source.name} ({lvl.source_record}: the tool's tag or label, "
-                   "else the file's name)", fix="Pass --variant NAME to name the runs of this import")
+        check_name(
+            lvl.variant,
+            what=f"run name from {source.name} ({lvl.source_record}: the tool's tag or label, else the file's name)",
+            fix="Pass --variant NAME to name the runs of this import",
+        )
         problem = impossible(lvl)
         if problem is not None:
             raise ConfigError(problem)
@@ -431,18 +510,33 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         if store:
             for src in sources:
                 digests.setdefault(src, _sha256(src))
-            digest = digests[sources[0]] if len(sources) == 1 else hashlib.sha256(
-                "".join(digests[src] for src in sorted(sources)).encode()).hexdigest()
+            digest = (
+                digests[sources[0]]
+                if len(sources) == 1
+                else hashlib.sha256("".join(digests[src] for src in sorted(sources)).encode()).hexdigest()
+            )
             path, created = save_imported_run(
-                variant=name, engine=eng, simulated=sim, tool=tool, tool_version=group[0].tool_version,
-                source_file=str(sources[0]), source_sha256=digest, levels=frames["levels"],
-                requests=frames["requests"], quarantine=frames["quarantine"], label=label,
+                variant=name,
+                engine=eng,
+                simulated=sim,
+                tool=tool,
+                tool_version=group[0].tool_version,
+                source_file=str(sources[0]),
+                source_sha256=digest,
+                levels=frames["levels"],
+                requests=frames["requests"],
+                quarantine=frames["quarantine"],
+                label=label,
                 measured_at=next((t for t in (_iso(lvl.measured_at) for lvl in group) if t), None),
-                extra={"tool_version_source": group[0].tool_version_source,
-                       "server_info": next((lvl.server_info for lvl in group if lvl.server_info), None),
-                       "source_files": [str(src) for src in sources],
-                       "source_records": [lvl.source_record for lvl in group], "time_scale": group[0].time_scale},
-                root=runs_dir)
+                extra={
+                    "tool_version_source": group[0].tool_version_source,
+                    "server_info": next((lvl.server_info for lvl in group if lvl.server_info), None),
+                    "source_files": [str(src) for src in sources],
+                    "source_records": [lvl.source_record for lvl in group],
+                    "time_scale": group[0].time_scale,
+                },
+                root=runs_dir,
+            )
             run_id = path.name
         for frame in frames.values():
             if len(frame):
@@ -450,16 +544,31 @@ def import_results(paths: str | Path | Iterable[str | Path], *, variant: str | N
         levels_out.append(frames["levels"])
         quarantine_out.append(frames["quarantine"])
         requests_out.append(frames["requests"])
-        runs.append({"run_id": run_id, "variant": name, "tool": tool, "tool_version": group[0].tool_version,
-                     "engine": eng, "simulated": sim, "levels": len(frames["levels"]),
-                     "quarantined": len(frames["quarantine"]), "requests": len(frames["requests"]),
-                     "source_file": ", ".join(str(src) for src in sources), "path": str(path) if path else None,
-                     "created": created})
+        runs.append(
+            {
+                "run_id": run_id,
+                "variant": name,
+                "tool": tool,
+                "tool_version": group[0].tool_version,
+                "engine": eng,
+                "simulated": sim,
+                "levels": len(frames["levels"]),
+                "quarantined": len(frames["quarantine"]),
+                "requests": len(frames["requests"]),
+                "source_file": ", ".join(str(src) for src in sources),
+                "path": str(path) if path else None,
+                "created": created,
+            }
+        )
 
     def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
         frames = [f for f in frames if len(f)]
         return _front(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
-    return ImportResult(levels=cat(levels_out), quarantine=cat(quarantine_out), requests=cat(requests_out),
-                        runs=pd.DataFrame(runs, columns=list(RUN_LISTING)),
-                        notes=(unique.note,) if unique.note else ())
+    return ImportResult(
+        levels=cat(levels_out),
+        quarantine=cat(quarantine_out),
+        requests=cat(requests_out),
+        runs=pd.DataFrame(runs, columns=list(RUN_LISTING)),
+        notes=(unique.note,) if unique.note else (),
+    )

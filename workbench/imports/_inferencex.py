@@ -44,10 +44,33 @@ _SIGNATURE = ("hw", "conc", "tput_per_gpu", "output_tput_per_gpu")
 _METRICS = (("ttft", "ttft_ms"), ("tpot", "tpot_ms"), ("itl", "itl_ms"), ("e2el", "e2e_ms"))
 _OURS = {"mean": "mean", "median": "p50", "p90": "p90", "p99": "p99"}
 _STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|intvty)$")
-_CONFIG = ("hw", "model", "infmax_model_prefix", "framework", "precision", "spec_decoding", "mtp", "image",
-           "disagg", "is_multinode", "tp", "pp", "dcp_size", "pcp_size", "ep", "dp_attention", "isl", "osl",
-           "num_prefill_gpu", "num_decode_gpu", "prefill_tp", "prefill_ep", "decode_tp", "decode_ep",
-           "recipe_fingerprint")
+_CONFIG = (
+    "hw",
+    "model",
+    "infmax_model_prefix",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "mtp",
+    "image",
+    "disagg",
+    "is_multinode",
+    "tp",
+    "pp",
+    "dcp_size",
+    "pcp_size",
+    "ep",
+    "dp_attention",
+    "isl",
+    "osl",
+    "num_prefill_gpu",
+    "num_decode_gpu",
+    "prefill_tp",
+    "prefill_ep",
+    "decode_tp",
+    "decode_ep",
+    "recipe_fingerprint",
+)
 
 
 def looks_like(obj: Any) -> bool:
@@ -90,9 +113,12 @@ def _name(obj: Mapping[str, Any]) -> str:
 def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str | None) -> ImportedLevel:
     gpus = _output_gpus(obj)
     v: dict[str, Any] = {
-        "mode": "closed", "concurrency": number(obj.get("conc")), "request_rate_req_s": math.nan,
+        "mode": "closed",
+        "concurrency": number(obj.get("conc")),
+        "request_rate_req_s": math.nan,
         "output_throughput_tok_s": number(obj.get("output_tput_per_gpu")) * gpus if gpus > 0 else math.nan,
-        "input_len": number(obj.get("isl")), "max_new_tokens": number(obj.get("osl")),
+        "input_len": number(obj.get("isl")),
+        "max_new_tokens": number(obj.get("osl")),
         "inferencex_output_gpus": gpus,
     }
     for key in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
@@ -120,8 +146,15 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str | No
             value = obj[key]
             v[f"inferencex_{key}"] = value if isinstance(value, (str, bool)) or value is None else number(value)
     return ImportedLevel(
-        tool="inferencex", tool_version=None, tool_version_source="not recorded by InferenceX's result files",
-        source_file=str(path), source_record=record, variant=variant or _name(obj), values=v, streamed=True)
+        tool="inferencex",
+        tool_version=None,
+        tool_version_source="not recorded by InferenceX's result files",
+        source_file=str(path),
+        source_record=record,
+        variant=variant or _name(obj),
+        values=v,
+        streamed=True,
+    )
 
 
 def read_inferencex(path: Path, obj: Any, *, variant: str | None = None) -> list[ImportedLevel]:
@@ -138,5 +171,7 @@ def read_inferencex(path: Path, obj: Any, *, variant: str | None = None) -> list
     if not looks_like(obj):
         raise ConfigError(f"{path} is not an InferenceX aggregated result (it lacks {', '.join(_SIGNATURE)})")
     objects = obj if isinstance(obj, list) else [obj]
-    return [_level(o, path=path, record=f"[{i}]" if isinstance(obj, list) else "whole file", variant=variant)
-            for i, o in enumerate(objects)]
+    return [
+        _level(o, path=path, record=f"[{i}]" if isinstance(obj, list) else "whole file", variant=variant)
+        for i, o in enumerate(objects)
+    ]

@@ -36,8 +36,7 @@ MAX_RATE_REQ_S = 1_000_000.0
 #: Tokens per second above which no throughput is real (a whole GPU cluster stays far below).
 MAX_TOK_S = 1e9
 #: What to do, said after every refusal.
-FIX = ("correct or remove that record (the file was edited, cut short or not written by the tool), "
-       "then import again")
+FIX = "correct or remove that record (the file was edited, cut short or not written by the tool), then import again"
 
 
 def _problem(key: str, value: float) -> str | None:
@@ -49,8 +48,13 @@ def _problem(key: str, value: float) -> str | None:
     if key == "concurrency":
         return None if 1 <= value <= MAX_CONCURRENCY else f"a concurrency must be from 1 to {MAX_CONCURRENCY:,}"
     if key == "request_rate_req_s":
-        return None if 0 < value <= MAX_RATE_REQ_S or value == math.inf else (
-            f"an offered request rate must be above 0 and at most {MAX_RATE_REQ_S:,.0f} req/s (or inf: all at once)")
+        return (
+            None
+            if 0 < value <= MAX_RATE_REQ_S or value == math.inf
+            else (
+                f"an offered request rate must be above 0 and at most {MAX_RATE_REQ_S:,.0f} req/s (or inf: all at once)"
+            )
+        )
     if key == "repeat":
         return None if value >= 0 and value == int(value) else "a repeat is a whole number from 0"
     if key.endswith("_req_s") and value > MAX_RATE_REQ_S:
@@ -80,12 +84,21 @@ def _request_problem(rows: pd.DataFrame) -> str | None:
             infinite = np.isinf(series.to_numpy(dtype=float))
             first = int(infinite.argmax()) if infinite.any() else None
         else:
-            first = next((i for i, cell in enumerate(series)
-                          if any(math.isinf(x) for x in map(_number, cell if isinstance(cell, list) else [cell])
-                                 if x is not None)), None)
+            first = next(
+                (
+                    i
+                    for i, cell in enumerate(series)
+                    if any(
+                        math.isinf(x) for x in map(_number, cell if isinstance(cell, list) else [cell]) if x is not None
+                    )
+                ),
+                None,
+            )
         if first is not None:
-            return (f"request {first}'s {col} is infinite: no measured figure is (a number too large for a float, "
-                    "such as 1e400, reads as inf)")
+            return (
+                f"request {first}'s {col} is infinite: no measured figure is (a number too large for a float, "
+                "such as 1e400, reads as inf)"
+            )
     return None
 
 

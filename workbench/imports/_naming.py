@@ -23,8 +23,11 @@ __all__ = ["sweep_key", "sweep_names"]
 
 _NUMBER = r"(?:inf|\d+(?:\.\d+)?)"
 #: A load part of a file stem: ``2.0qps``, ``8rps``, ``qps8``, ``rate8``, ``request_rate8``, ``concurrency4``.
-_LOAD = re.compile(rf"(?:^|(?<=[-_.]))(?:{_NUMBER}(?:qps|rps)|(?:qps|rps|rate|request[-_]?rate)[-_]?{_NUMBER}"
-                   r"|concurrency[-_]?\d+)(?=$|[-_.])", re.IGNORECASE)
+_LOAD = re.compile(
+    rf"(?:^|(?<=[-_.]))(?:{_NUMBER}(?:qps|rps)|(?:qps|rps|rate|request[-_]?rate)[-_]?{_NUMBER}"
+    r"|concurrency[-_]?\d+)(?=$|[-_.])",
+    re.IGNORECASE,
+)
 #: vLLM's ``%Y%m%d-%H%M%S`` at the end of a stem.
 _DATE = re.compile(r"[-_]\d{8}[-_]\d{6}$")
 

@@ -17,8 +17,16 @@ import pandas as pd
 __all__ = ["OFFLINE_FIGURES", "offline_levels", "offline_workloads", "offline_lines"]
 
 #: The figures the table compares (our level columns), higher-is-better first.
-OFFLINE_FIGURES = ("output_throughput_tok_s", "request_throughput_req_s", "mean_ttft_ms", "p99_ttft_ms",
-                   "mean_tpot_ms", "p99_tpot_ms", "mean_e2e_ms", "accept_length")
+OFFLINE_FIGURES = (
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "mean_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "p99_tpot_ms",
+    "mean_e2e_ms",
+    "accept_length",
+)
 #: Figures whose ratio to the baseline the table gives (``<figure>_ratio``: variant / baseline).
 RATIO_FIGURES = ("output_throughput_tok_s", "mean_ttft_ms", "mean_tpot_ms")
 
@@ -53,14 +61,19 @@ def offline_workloads(levels: pd.DataFrame, *, baseline: str | None = None) -> p
     columns = ["workload", "variant", "n", "completed", *OFFLINE_FIGURES, *(f"{f}_ratio" for f in RATIO_FIGURES)]
     if not len(rows):
         return pd.DataFrame(columns=columns)
-    rows = rows.assign(**{c: pd.to_numeric(rows[c], errors="coerce") if c in rows else math.nan
-                          for c in (*OFFLINE_FIGURES, "completed")})
+    rows = rows.assign(
+        **{
+            c: pd.to_numeric(rows[c], errors="coerce") if c in rows else math.nan
+            for c in (*OFFLINE_FIGURES, "completed")
+        }
+    )
     if "workload" not in rows:
         rows = rows.assign(workload="default")
     variants = list(dict.fromkeys(rows["variant"]))
     base = baseline if baseline is not None else variants[0]
     table = rows.groupby(["workload", "variant"], sort=False).agg(
-        n=("variant", "size"), completed=("completed", "sum"), **{f: (f, "mean") for f in OFFLINE_FIGURES})
+        n=("variant", "size"), completed=("completed", "sum"), **{f: (f, "mean") for f in OFFLINE_FIGURES}
+    )
     table = table.reset_index()
     reference = table[table["variant"] == base].set_index("workload")
     for figure in RATIO_FIGURES:
@@ -83,10 +96,17 @@ def offline_lines(table: pd.DataFrame) -> list[str]:
         lines.append(f"workload {workload}:")
         for row in rows.itertuples():
             ratio = getattr(row, "output_throughput_tok_s_ratio")
-            versus = "" if ratio != ratio else (
-                f"  vs baseline: throughput x{ratio:.2f}, TTFT x{getattr(row, 'mean_ttft_ms_ratio'):.2f}, "
-                f"TPOT x{getattr(row, 'mean_tpot_ms_ratio'):.2f}")
-            lines.append(f"  {row.variant}: {_cell(row.output_throughput_tok_s)} output tok/s, mean TTFT "
-                         f"{_cell(row.mean_ttft_ms)} ms, mean TPOT {_cell(row.mean_tpot_ms, 2)} ms, "
-                         f"{int(row.completed) if row.completed == row.completed else '-'} requests{versus}")
+            versus = (
+                ""
+                if ratio != ratio
+                else (
+                    f"  vs baseline: throughput x{ratio:.2f}, TTFT x{getattr(row, 'mean_ttft_ms_ratio'):.2f}, "
+                    f"TPOT x{getattr(row, 'mean_tpot_ms_ratio'):.2f}"
+                )
+            )
+            lines.append(
+                f"  {row.variant}: {_cell(row.output_throughput_tok_s)} output tok/s, mean TTFT "
+                f"{_cell(row.mean_ttft_ms)} ms, mean TPOT {_cell(row.mean_tpot_ms, 2)} ms, "
+                f"{int(row.completed) if row.completed == row.completed else '-'} requests{versus}"
+            )
     return lines

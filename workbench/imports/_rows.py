@@ -33,8 +33,19 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 
-__all__ = ["ImportedLevel", "STAT_METRICS", "OUR_STATS", "number", "ms", "stats_columns", "level_columns",
-           "to_engine_time", "json_int", "json_lines", "tpot_ms"]
+__all__ = [
+    "ImportedLevel",
+    "STAT_METRICS",
+    "OUR_STATS",
+    "number",
+    "ms",
+    "stats_columns",
+    "level_columns",
+    "to_engine_time",
+    "json_int",
+    "json_lines",
+    "tpot_ms",
+]
 
 _FLOAT_MAX = sys.float_info.max
 #: Our per-level statistics (:data:`workbench.bench._metrics.STATS`) and the metrics they summarise.
@@ -42,10 +53,24 @@ OUR_STATS = ("mean", "p50", "p90", "p99")
 STAT_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms", "itl_per_token_ms", "per_request_tok_s")
 
 #: Our scalar level columns an importer may fill (all others of a stored level are absent).
-SCALARS = ("mode", "concurrency", "request_rate_req_s", "max_new_tokens", "num_requests", "completed", "failed",
-           "duration_s", "total_output_tokens", "total_prompt_tokens", "output_throughput_tok_s",
-           "request_throughput_req_s", "achieved_concurrency", "accept_length", "server_accept_length",
-           "spec_acceptance_rate")
+SCALARS = (
+    "mode",
+    "concurrency",
+    "request_rate_req_s",
+    "max_new_tokens",
+    "num_requests",
+    "completed",
+    "failed",
+    "duration_s",
+    "total_output_tokens",
+    "total_prompt_tokens",
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "achieved_concurrency",
+    "accept_length",
+    "server_accept_length",
+    "spec_acceptance_rate",
+)
 
 
 def level_columns() -> list[str]:
@@ -82,8 +107,9 @@ def json_lines(path: Path, *, hint: str) -> Iterator[tuple[int, Any]]:
             try:
                 yield line_number, json.loads(line, parse_int=json_int)
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: line {line_number} is not JSON ({exc.msg} at column {exc.colno}); "
-                                  f"{hint}") from exc
+                raise ConfigError(
+                    f"{path}: line {line_number} is not JSON ({exc.msg} at column {exc.colno}); {hint}"
+                ) from exc
 
 
 def tpot_ms(e2e_ms: float, ttft_ms: float, output_tokens: float) -> float:
@@ -121,9 +147,22 @@ def ms(value: Any, unit: str) -> float:
     Raises:
         ValueError: an unknown unit (the importer turns it into a ConfigError naming the file).
     """
-    factor = {"s": 1e3, "sec": 1e3, "secs": 1e3, "second": 1e3, "seconds": 1e3, "ms": 1.0, "msec": 1.0,
-              "milliseconds": 1.0, "us": 1e-3, "usec": 1e-3, "microseconds": 1e-3, "ns": 1e-6, "nsec": 1e-6,
-              "nanoseconds": 1e-6}.get(unit.strip().lower())
+    factor = {
+        "s": 1e3,
+        "sec": 1e3,
+        "secs": 1e3,
+        "second": 1e3,
+        "seconds": 1e3,
+        "ms": 1.0,
+        "msec": 1.0,
+        "milliseconds": 1.0,
+        "us": 1e-3,
+        "usec": 1e-3,
+        "microseconds": 1e-3,
+        "ns": 1e-6,
+        "nsec": 1e-6,
+        "nanoseconds": 1e-6,
+    }.get(unit.strip().lower())
     if factor is None:
         raise ValueError(f"unknown time unit {unit!r}")
     return number(value) * factor
@@ -144,8 +183,9 @@ def _scaled(key: str, value: Any, scale: float) -> Any:
     return number(value) * factor
 
 
-def to_engine_time(values: Mapping[str, Any], requests: pd.DataFrame | None,
-                   scale: float) -> tuple[dict[str, Any], pd.DataFrame | None]:
+def to_engine_time(
+    values: Mapping[str, Any], requests: pd.DataFrame | None, scale: float
+) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """Level values and request rows measured by wall clock against a simulated engine running at
     ``scale`` engine seconds per wall second, converted to engine time (as the workbench stores its
     own runs): every ``*_ms`` column and ``duration_s`` times ``scale``, every ``*_tok_s`` and
@@ -205,6 +245,11 @@ class ImportedLevel:
         for key, value in self.values.items():
             if key not in out:
                 out[key] = value
-        out.update(tool=self.tool, tool_version=self.tool_version, source_file=self.source_file,
-                   source_record=self.source_record, measured_at=self.measured_at)
+        out.update(
+            tool=self.tool,
+            tool_version=self.tool_version,
+            source_file=self.source_file,
+            source_record=self.source_record,
+            measured_at=self.measured_at,
+        )
         return out

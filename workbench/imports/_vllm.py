@@ -60,8 +60,11 @@ _RUN_FILE = re.compile(r"^run=(\d+)\.json$")
 
 def looks_like(obj: Mapping[str, Any]) -> bool:
     """True for a ``vllm bench serve`` result object (and not a bench_serving one)."""
-    return (all(k in obj for k in _SIGNATURE) and "mean_e2e_latency_ms" not in obj
-            and ("endpoint_type" in obj or "mean_ttft_ms" in obj or "date" in obj))
+    return (
+        all(k in obj for k in _SIGNATURE)
+        and "mean_e2e_latency_ms" not in obj
+        and ("endpoint_type" in obj or "mean_ttft_ms" in obj or "date" in obj)
+    )
 
 
 def parse_objects(text: str, path: Path) -> list[dict[str, Any]]:
@@ -100,12 +103,20 @@ def _requests(obj: Mapping[str, Any]) -> pd.DataFrame | None:
         out = number(at("output_lens", i))
         ttft = math.nan if error else ms(at("ttfts", i), "s")
         e2e = math.nan if error else ms(at("latencies", i), "s")
-        rows.append({"request_index": i, "prompt_tokens": number(at("input_lens", i)),
-                     "output_tokens": math.nan if error else out, "ttft_ms": ttft, "e2e_ms": e2e,
-                     "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
-                     "itl_ms": None if error or not isinstance(itl, list) else [ms(g, "s") for g in itl],
-                     "vllm_client_queue_time_ms": ms(at("queue_times", i), "s"),
-                     "start_s": number(at("start_times", i)), "error": error})
+        rows.append(
+            {
+                "request_index": i,
+                "prompt_tokens": number(at("input_lens", i)),
+                "output_tokens": math.nan if error else out,
+                "ttft_ms": ttft,
+                "e2e_ms": e2e,
+                "tpot_ms": math.nan if error else tpot_ms(e2e, ttft, out),
+                "itl_ms": None if error or not isinstance(itl, list) else [ms(g, "s") for g in itl],
+                "vllm_client_queue_time_ms": ms(at("queue_times", i), "s"),
+                "start_s": number(at("start_times", i)),
+                "error": error,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -115,9 +126,12 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str) -> 
     completed, failed = number(obj.get("completed")), number(obj.get("failed"))
     v: dict[str, Any] = {
         "mode": "closed" if math.isinf(rate) and not math.isnan(conc) else "open",
-        "concurrency": conc, "request_rate_req_s": rate,
+        "concurrency": conc,
+        "request_rate_req_s": rate,
         "num_requests": completed + failed if not math.isnan(failed) else number(obj.get("num_prompts")),
-        "completed": completed, "failed": failed, "duration_s": number(obj.get("duration")),
+        "completed": completed,
+        "failed": failed,
+        "duration_s": number(obj.get("duration")),
         "total_prompt_tokens": number(obj.get("total_input_tokens")),
         "total_output_tokens": number(obj.get("total_output_tokens")),
         "request_throughput_req_s": number(obj.get("request_throughput")),
@@ -134,8 +148,16 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str) -> 
             v[f"{our_stat}_{ours}"] = v[f"vllm_{stat}_{theirs}_ms"]
     for theirs in (*(t for t, _ in _OURS), "client_queue_time", "e2el_including_client_queue"):
         v[f"vllm_std_{theirs}_ms"] = number(obj.get(f"std_{theirs}_ms"))  # population std over requests (np.std)
-    for key in ("request_goodput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests",
-                "burstiness", "spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"):
+    for key in (
+        "request_goodput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
+        "burstiness",
+        "spec_decode_num_drafts",
+        "spec_decode_draft_tokens",
+        "spec_decode_accepted_tokens",
+    ):
         v[f"vllm_{key}"] = number(obj.get(key))
     rates = obj.get("spec_decode_per_position_acceptance_rates")
     v["vllm_spec_decode_per_position_acceptance_rates"] = list(rates) if isinstance(rates, list) else None
@@ -144,10 +166,17 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str) -> 
     version = obj.get("vllm_version") or obj.get("version")
     date = obj.get("date")
     return ImportedLevel(
-        tool="vllm bench serve", tool_version=str(version) if version else None,
+        tool="vllm bench serve",
+        tool_version=str(version) if version else None,
         tool_version_source="--metadata of the run" if version else "not recorded by vllm bench serve",
-        source_file=str(path), source_record=record, variant=variant, values=v, streamed=True,
-        requests=_requests(obj), measured_at=f"{date} (local time of the client)" if date else None)
+        source_file=str(path),
+        source_record=record,
+        variant=variant,
+        values=v,
+        streamed=True,
+        requests=_requests(obj),
+        measured_at=f"{date} (local time of the client)" if date else None,
+    )
 
 
 def read_vllm_file(path: Path, text: str, *, variant: str | None = None) -> list[ImportedLevel]:
@@ -164,12 +193,18 @@ def read_vllm_file(path: Path, text: str, *, variant: str | None = None) -> list
     objects = parse_objects(text, path)
     for i, obj in enumerate(objects):
         if not looks_like(obj):
-            raise ConfigError(f"{path}: object {i + 1} is not a vllm bench serve result (it lacks "
-                              f"{', '.join(_SIGNATURE)} or looks like another tool's)")
+            raise ConfigError(
+                f"{path}: object {i + 1} is not a vllm bench serve result (it lacks "
+                f"{', '.join(_SIGNATURE)} or looks like another tool's)"
+            )
     levels = []
     for i, obj in enumerate(objects):
-        level = _level(obj, path=path, record=f"object {i + 1}" if len(objects) > 1 else "whole file",
-                       variant=variant or obj.get("label") or path.stem)
+        level = _level(
+            obj,
+            path=path,
+            record=f"object {i + 1}" if len(objects) > 1 else "whole file",
+            variant=variant or obj.get("label") or path.stem,
+        )
         level.named_by_file = not (variant or obj.get("label"))
         levels.append(level)
     return levels
@@ -184,7 +219,7 @@ def _serve_name(combination: str) -> str:
     """The serve part of ``SERVE--<serve>-BENCH--<bench>`` (the whole name when it has none)."""
     if not combination.startswith("SERVE-"):
         return "default"
-    return combination[len("SERVE-"):].split("-BENCH-")[0].strip("-") or "default"
+    return combination[len("SERVE-") :].split("-BENCH-")[0].strip("-") or "default"
 
 
 def read_vllm_sweep(folder: Path, *, variant: str | None = None) -> list[ImportedLevel]:
@@ -199,8 +234,10 @@ def read_vllm_sweep(folder: Path, *, variant: str | None = None) -> list[Importe
     named = [(p, m) for p in folder.glob("*/run=*.json") if (m := _RUN_FILE.match(p.name))]
     files = [p for p, _ in sorted(named, key=lambda pm: (pm[0].parent.name, int(pm[1].group(1))))]
     if not files:
-        raise ConfigError(f"{folder}: no <combination>/run=<n>.json files; pass a vllm bench sweep serve "
-                          "experiment folder (the one holding SERVE-...-BENCH-... folders)")
+        raise ConfigError(
+            f"{folder}: no <combination>/run=<n>.json files; pass a vllm bench sweep serve "
+            "experiment folder (the one holding SERVE-...-BENCH-... folders)"
+        )
     levels = []
     for file in files:
         text = file.read_text(encoding="utf-8")

@@ -20,33 +20,69 @@ from workbench.store.cli import RunsDirOption
 __all__ = ["import_command"]
 
 #: Level columns of the text summary (our names; missing values print as NaN).
-SUMMARY = ("variant", "workload", "level_index", "repeat", "concurrency", "request_rate_req_s", "completed",
-           "output_throughput_tok_s", "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "accept_length")
+SUMMARY = (
+    "variant",
+    "workload",
+    "level_index",
+    "repeat",
+    "concurrency",
+    "request_rate_req_s",
+    "completed",
+    "output_throughput_tok_s",
+    "mean_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "accept_length",
+)
 
 
 def import_command(
-    files: Annotated[list[Path], typer.Argument(
-        metavar="FILE", help="Result files or folders: sglang.bench_serving JSONL, vllm bench serve "
-        "--save-result JSON (one or several, or a folder of them: a sweep saved one file per rate is one run) or a "
-        "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
-        "folder), GuideLLM benchmarks JSON, InferenceX agg_*.json.")],
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print the imported rows as a JSON array, one object per row (our column names; "
-        "quarantined rows carry quarantine_reason).")] = False,
-    variant: Annotated[Optional[str], typer.Option(
-        "--variant", help="Run name for every level (default: the tool's tag/label, else the file name).")] = None,
-    engine: Annotated[Optional[str], typer.Option(
-        "--engine", help="Engine the tool measured, where the file does not say (sglang, sim, vllm, ...).")] = None,
-    simulated: Annotated[Optional[bool], typer.Option(
-        "--simulated/--measured", help="Whether the figures come from a simulator, where neither the file nor "
-        "--engine says (default: measured).")] = None,
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILE",
+            help="Result files or folders: sglang.bench_serving JSONL, vllm bench serve "
+            "--save-result JSON (one or several, or a folder of them: a sweep saved one file per rate is one run) or a "
+            "vllm bench sweep folder, AIPerf profile_export_aiperf.json or .csv (or its aggregate, or an artifact "
+            "folder), GuideLLM benchmarks JSON, InferenceX agg_*.json.",
+        ),
+    ],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the imported rows as a JSON array, one object per row (our column names; "
+            "quarantined rows carry quarantine_reason).",
+        ),
+    ] = False,
+    variant: Annotated[
+        Optional[str],
+        typer.Option("--variant", help="Run name for every level (default: the tool's tag/label, else the file name)."),
+    ] = None,
+    engine: Annotated[
+        Optional[str],
+        typer.Option(
+            "--engine", help="Engine the tool measured, where the file does not say (sglang, sim, vllm, ...)."
+        ),
+    ] = None,
+    simulated: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--simulated/--measured",
+            help="Whether the figures come from a simulator, where neither the file nor "
+            "--engine says (default: measured).",
+        ),
+    ] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="A label stored with each run.")] = None,
     runs_dir: RunsDirOption = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Read and check only; store nothing.")] = False,
-    baseline: Annotated[Optional[str], typer.Option(
-        "--baseline", help="Variant the others are compared with in the offline workload table (default: the "
-        "first imported).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and check only; store nothing.")] = False,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline",
+            help="Variant the others are compared with in the offline workload table (default: the first imported).",
+        ),
+    ] = None,
 ) -> None:
     """Import other tools' benchmark results as runs of kind "import", beside the workbench's own.
 
@@ -65,8 +101,9 @@ def import_command(
     """
     from workbench.imports._importer import import_results
 
-    result = import_results(files, variant=variant, engine=engine, simulated=simulated, label=label,
-                            runs_dir=runs_dir, store=not dry_run)
+    result = import_results(
+        files, variant=variant, engine=engine, simulated=simulated, label=label, runs_dir=runs_dir, store=not dry_run
+    )
     for note in result.notes:  # beside --json's array, not in it
         typer.echo(note, err=as_json)
     if as_json:
@@ -79,9 +116,11 @@ def import_command(
         version = row.tool_version if isinstance(row.tool_version, str) else "version not recorded"
         sim = ", SIMULATED" if row.simulated else ""
         engine = row.engine if isinstance(row.engine, str) else "not recorded (pass --engine)"
-        typer.echo(f"{row.source_file}: {row.tool} {version}, variant {row.variant!r}, engine {engine}{sim}: "
-                   f"{row.levels} level rows, {row.quarantined} quarantined, {row.requests} request rows; "
-                   f"{state}{where}")
+        typer.echo(
+            f"{row.source_file}: {row.tool} {version}, variant {row.variant!r}, engine {engine}{sim}: "
+            f"{row.levels} level rows, {row.quarantined} quarantined, {row.requests} request rows; "
+            f"{state}{where}"
+        )
     if len(result.levels):
         cols = [c for c in SUMMARY if c in result.levels]
         typer.echo("")
@@ -95,5 +134,6 @@ def import_command(
     if len(result.quarantine):
         typer.echo("\nquarantined (stored, never charted):")
         for row in result.quarantine.itertuples():
-            typer.echo(f"  {row.variant} level {row.level_index} repeat {row.repeat} ({row.source_record}): "
-                       f"{row.reason}")
+            typer.echo(
+                f"  {row.variant} level {row.level_index} repeat {row.repeat} ({row.source_record}): {row.reason}"
+            )

@@ -24,8 +24,10 @@ __all__ = ["MAX_NAME_LENGTH", "NAME_RULE", "check_name"]
 MAX_NAME_LENGTH = 60
 
 #: The rule in words, as every refusal states it.
-NAME_RULE = (f"1 to {MAX_NAME_LENGTH} ASCII letters, digits, '.', '_' or '-', starting with a letter or digit "
-             "(no spaces, no markup)")
+NAME_RULE = (
+    f"1 to {MAX_NAME_LENGTH} ASCII letters, digits, '.', '_' or '-', starting with a letter or digit "
+    "(no spaces, no markup)"
+)
 
 _NAME = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_NAME_LENGTH - 1}}}$")
 
@@ -56,5 +58,6 @@ def check_name(value: object, *, what: str = "variant name", fix: str = "Rename 
     if isinstance(value, str) and _NAME.match(value):
         return value
     shown = repr(value) if isinstance(value, str) else f"{value!r} (a {type(value).__name__})"
-    raise ConfigError(f"{what} {shown} is not allowed: a name is {NAME_RULE}. "
-                      f"{fix}, e.g. {_suggestion(str(value), what)!r}.")
+    raise ConfigError(
+        f"{what} {shown} is not allowed: a name is {NAME_RULE}. {fix}, e.g. {_suggestion(str(value), what)!r}."
+    )

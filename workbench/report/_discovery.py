@@ -82,8 +82,10 @@ def default_notebooks(directory: str | Path, *, with_runs: bool = False) -> list
     if not with_runs:
         found = {name: p for name, p in found.items() if report_metadata(p).get("needs_runs") is not True}
         if not found:
-            raise ConfigError(f"every notebook in {folder} renders stored runs only (its metadata says needs_runs): "
-                              "give the runs with --from-runs RUN..., or name the notebooks to run.")
+            raise ConfigError(
+                f"every notebook in {folder} renders stored runs only (its metadata says needs_runs): "
+                "give the runs with --from-runs RUN..., or name the notebooks to run."
+            )
     first = [found[name] for name in NOTEBOOK_ORDER if name in found]
     rest = [found[name] for name in sorted(found) if name not in NOTEBOOK_ORDER]
     return first + rest

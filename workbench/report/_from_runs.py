@@ -48,8 +48,9 @@ def _kinds(levels: Any) -> tuple[int, int, int]:
     return int(on_axis.sum()), int(offline.sum()), int(workloads)
 
 
-def notebooks_for_runs(notebooks: Sequence[Path], runs: Sequence[Path], given: Mapping[str, Any]
-                       ) -> tuple[list[Path], list[str]]:
+def notebooks_for_runs(
+    notebooks: Sequence[Path], runs: Sequence[Path], given: Mapping[str, Any]
+) -> tuple[list[Path], list[str]]:
     """The notebooks (of those declaring ``from_runs``) that can render ``runs``, and why, one line each.
 
     Args:
@@ -75,6 +76,8 @@ def notebooks_for_runs(notebooks: Sequence[Path], runs: Sequence[Path], given: M
         elif on_axis:
             chosen.append(nb)
         else:
-            lines.append(f"not running {nb.name}: every level of the runs sent all its requests at once (an "
-                         "offline throughput run), so none has a concurrency or request rate to compare on")
+            lines.append(
+                f"not running {nb.name}: every level of the runs sent all its requests at once (an "
+                "offline throughput run), so none has a concurrency or request rate to compare on"
+            )
     return (chosen, lines) if chosen else (list(notebooks), [])

@@ -143,9 +143,14 @@ def _markdown_output_exporter():
             cell = context.get("cell", {})
             if cell.get("cell_type") == "markdown":
                 return super().markdown2html(context, source)
-            renderer = IPythonRenderer(escape=True, allow_harmful_protocols=None, embed_images=False,
-                                       anchor_link_text=self.anchor_link_text,
-                                       exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+            renderer = IPythonRenderer(
+                escape=True,
+                allow_harmful_protocols=None,
+                embed_images=False,
+                anchor_link_text=self.anchor_link_text,
+                exclude_anchor_links=self.exclude_anchor_links,
+                **self.lexer_options,
+            )
             return MarkdownWithMath(renderer=renderer).render(source)
 
     return _Exporter

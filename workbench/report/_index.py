@@ -81,8 +81,11 @@ def index_entry(notebook: nbformat.NotebookNode, href: str) -> IndexEntry:
         notebook: the executed notebook.
         href: its HTML page's path relative to the index.
     """
-    markdown = [c.source for c in notebook.cells if c.cell_type == "markdown" and c.source.strip()
-                and "papermill-error-cell" not in c.source]  # papermill's notes in a failed notebook
+    markdown = [
+        c.source
+        for c in notebook.cells
+        if c.cell_type == "markdown" and c.source.strip() and "papermill-error-cell" not in c.source
+    ]  # papermill's notes in a failed notebook
     first = markdown[0] if markdown else ""
     lines = [line.strip() for line in first.splitlines() if line.strip()]
     heading = next((line for line in lines if line.startswith("#")), "")
@@ -101,8 +104,9 @@ def index_entry(notebook: nbformat.NotebookNode, href: str) -> IndexEntry:
         summary = _plain(opening[0]) if opening else _plain(lines[0].lstrip("#")) if lines else ""
     record = notebook.metadata.get("workbench", {})
     failed = record.get("status") == "failed"
-    return IndexEntry(href=href, title=title, summary=summary, failed=failed,
-                      scope=report_scope(report_parameters(record)))
+    return IndexEntry(
+        href=href, title=title, summary=summary, failed=failed, scope=report_scope(report_parameters(record))
+    )
 
 
 _PAGE = """<!DOCTYPE html>
@@ -144,28 +148,34 @@ def disagreement(entries: Sequence[IndexEntry]) -> str:
     names = {Path(urllib.parse.unquote(e.href)).stem: e.scope for e in entries}
     differ = scope_differences(names)
     simulated = sorted(name for name, scope in names.items() if scope.simulated)
-    said = ("Two reports can disagree without either being wrong: each answers for the model, GPU and workload it "
-            "measured (the columns below, read from each report's own runs or parameters; its header and opening "
-            "say the rest), and where speculation pays moves with all three (a larger model or a slower GPU makes a "
-            "decode step costlier, a longer output gives drafts more steps to pay back).")
+    said = (
+        "Two reports can disagree without either being wrong: each answers for the model, GPU and workload it "
+        "measured (the columns below, read from each report's own runs or parameters; its header and opening "
+        "say the rest), and where speculation pays moves with all three (a larger model or a slower GPU makes a "
+        "decode step costlier, a longer output gives drafts more steps to pay back)."
+    )
     if differ:
         said += " These reports differ in " + "; and in ".join(differ) + "."
     elif sum(s.measured for s in names.values()) > 1:
-        said += (" These reports share their model, GPU and workload, so a difference between them comes from "
-                 "what each varies (its variants, loads, repeats).")
+        said += (
+            " These reports share their model, GPU and workload, so a difference between them comes from "
+            "what each varies (its variants, loads, repeats)."
+        )
     if simulated:
-        said += (f" Figures of {', '.join(simulated)} come from the simulator, on the GPU's data sheet, not from a "
-                 "card.")
+        said += f" Figures of {', '.join(simulated)} come from the simulator, on the GPU's data sheet, not from a card."
     return said
 
 
 def _scope_cells(scope: ReportScope) -> str:
     if not scope.measured:
         return f'<td class="scope" colspan="3">{_NO_SCOPE}</td>'
-    gpu = html.escape(scope.gpu or "not recorded") + (' <span class="sim">(simulated)</span>' if scope.simulated
-                                                         else "")
-    return (f"<td>{html.escape(scope.model or 'not recorded')}</td><td>{gpu}</td>"
-            f"<td>{html.escape(scope.workload or 'not recorded')}</td>")
+    gpu = html.escape(scope.gpu or "not recorded") + (
+        ' <span class="sim">(simulated)</span>' if scope.simulated else ""
+    )
+    return (
+        f"<td>{html.escape(scope.model or 'not recorded')}</td><td>{gpu}</td>"
+        f"<td>{html.escape(scope.workload or 'not recorded')}</td>"
+    )
 
 
 def index_page(entries: Sequence[IndexEntry]) -> str:
@@ -173,8 +183,10 @@ def index_page(entries: Sequence[IndexEntry]) -> str:
     rows = []
     for entry in entries:
         failed = ' <span class="failed">FAILED (partial output)</span>' if entry.failed else ""
-        rows.append(f'<tr><td><a href="{html.escape(entry.href)}">{html.escape(entry.title)}</a>{failed}</td>'
-                    f"<td>{html.escape(entry.summary)}</td>{_scope_cells(entry.scope)}</tr>")
+        rows.append(
+            f'<tr><td><a href="{html.escape(entry.href)}">{html.escape(entry.title)}</a>{failed}</td>'
+            f"<td>{html.escape(entry.summary)}</td>{_scope_cells(entry.scope)}</tr>"
+        )
     if not rows:
         rows.append('<tr><td colspan="5">No reports in this folder.</td></tr>')
     return _PAGE.format(rows="\n".join(rows), disagree=html.escape(disagreement(entries)))

@@ -75,7 +75,9 @@ def run_interruptibly(call: Callable[[], T], kernels: KernelProcesses, *, grace_
     if threading.current_thread() is not threading.main_thread():
         return call()
     outcome: dict[str, Any] = {}
-    done = threading.Event()  # not Thread.join: a join that Ctrl-C interrupted may report the thread ended (CPython gh-90882)
+    done = (
+        threading.Event()
+    )  # not Thread.join: a join that Ctrl-C interrupted may report the thread ended (CPython gh-90882)
 
     def target() -> None:
         try:

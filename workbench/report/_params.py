@@ -155,8 +155,7 @@ def load_params_file(path: str | Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(
-            f"parameters file {file} must hold a mapping 'name: value' at the top level, "
-            f"not a {type(data).__name__}"
+            f"parameters file {file} must hold a mapping 'name: value' at the top level, not a {type(data).__name__}"
         )
     for name in data:
         _check_name(name, source=str(file))
@@ -260,10 +259,12 @@ def distribute_parameters(
     ]
     if orphans:
         hints = did_you_mean(orphans, {name for params in declared.values() for name in params})
-        listing = "\n".join(f"  {Path(nb).name}: {', '.join(params) or '(no parameters cell)'}"
-                             for nb, params in declared.items())
+        listing = "\n".join(
+            f"  {Path(nb).name}: {', '.join(params) or '(no parameters cell)'}" for nb, params in declared.items()
+        )
         raise ConfigError(
-            f"no notebook declares {_named(orphans)}." + (f" {hints}" if hints else "")
+            f"no notebook declares {_named(orphans)}."
+            + (f" {hints}" if hints else "")
             + f"\nKnown parameters:\n{listing}\n"
             f"Check the spelling, or pass the notebook that declares {'it' if len(orphans) == 1 else 'them'}."
         )

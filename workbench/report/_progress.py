@@ -23,8 +23,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["NOTES_FILE_ENV", "PROGRESS_FILE_ENV", "CellWatch", "ProgressTail", "collecting_notes", "executed_sources",
-           "progress_bars", "progress_lines", "report_note", "report_progress", "reporting_progress"]
+__all__ = [
+    "NOTES_FILE_ENV",
+    "PROGRESS_FILE_ENV",
+    "CellWatch",
+    "ProgressTail",
+    "collecting_notes",
+    "executed_sources",
+    "progress_bars",
+    "progress_lines",
+    "report_note",
+    "report_progress",
+    "reporting_progress",
+]
 
 #: The environment variable that names the progress file of the notebook being run.
 PROGRESS_FILE_ENV = "WORKBENCH_PROGRESS_FILE"
@@ -184,8 +195,9 @@ def executed_sources(cells: Sequence[Any]) -> list[str | None]:
 
 
 @contextlib.contextmanager
-def progress_lines(path: str | Path, *, stream: TextIO | None = None, cells: CellWatch | None = None,
-                   prefix: str = "  ") -> Iterator[None]:
+def progress_lines(
+    path: str | Path, *, stream: TextIO | None = None, cells: CellWatch | None = None, prefix: str = "  "
+) -> Iterator[None]:
     """While the block runs, :func:`report_progress` lines (this process's and its children's) go to ``stream``.
 
     Names ``path`` as the progress file in :data:`PROGRESS_FILE_ENV` (restored on exit) and
@@ -219,8 +231,15 @@ class ProgressTail:
         cells: a :class:`CellWatch` whose long-running cells are named as they run (optional).
     """
 
-    def __init__(self, path: str | Path, *, stream: TextIO | None = None, prefix: str = "  ",
-                 interval_s: float = 0.5, cells: CellWatch | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        stream: TextIO | None = None,
+        prefix: str = "  ",
+        interval_s: float = 0.5,
+        cells: CellWatch | None = None,
+    ) -> None:
         self.path = Path(path)
         self.cells = cells
         self.stream = stream if stream is not None else sys.stderr

@@ -176,8 +176,11 @@ def _execute(
     watch = CellWatch(executed_sources(nbformat.read(str(source), as_version=4).cells)) if progress else None
     # the kernel inherits the progress file's name (report_progress)
     prefix = f"  [{progress_label}] " if progress_label else "  "
-    tail = (progress_lines(progress_file, stream=sys.stderr, cells=watch, prefix=prefix) if progress
-            else contextlib.nullcontext())
+    tail = (
+        progress_lines(progress_file, stream=sys.stderr, cells=watch, prefix=prefix)
+        if progress
+        else contextlib.nullcontext()
+    )
     propagate, level = papermill_log.propagate, papermill_log.level
     sockets = _kernel_sockets()
     kernels = kernels if kernels is not None else KernelProcesses()
@@ -187,22 +190,25 @@ def _execute(
         papermill_log.setLevel(logging.INFO)
     try:
         with tail:
-            run_interruptibly(lambda: papermill.execute_notebook(
-                str(source),
-                str(executed),
-                parameters=parameters,
-                kernel_name=kernel,
-                language=None if has_language else "python",
-                cwd=str(source.parent),
-                progress_bar=False,
-                log_output=watch is not None,  # "Executing Cell N" records for the watch
-                execution_timeout=cell_timeout_s,
-                # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
-                # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7); in a
-                # folder of this run's own (_kernel_sockets), never shared with another kernel.
-                config=Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}}),
-                kernel_manager_class=_kernel_manager(kernel_log, kernels),
-            ), kernels)  # Ctrl-C: the cell interrupted, the kernel stopped, then KeyboardInterrupt (_interrupt.py)
+            run_interruptibly(
+                lambda: papermill.execute_notebook(
+                    str(source),
+                    str(executed),
+                    parameters=parameters,
+                    kernel_name=kernel,
+                    language=None if has_language else "python",
+                    cwd=str(source.parent),
+                    progress_bar=False,
+                    log_output=watch is not None,  # "Executing Cell N" records for the watch
+                    execution_timeout=cell_timeout_s,
+                    # IPC sockets, not TCP: the kernel and papermill share this machine, and ipykernel
+                    # warns on every start that unencrypted TCP can be eavesdropped (ipykernel 7); in a
+                    # folder of this run's own (_kernel_sockets), never shared with another kernel.
+                    config=Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}}),
+                    kernel_manager_class=_kernel_manager(kernel_log, kernels),
+                ),
+                kernels,
+            )  # Ctrl-C: the cell interrupted, the kernel stopped, then KeyboardInterrupt (_interrupt.py)
     except NoSuchKernel as exc:
         raise ReportError(
             f"cannot run {source}: no Jupyter kernel named {kernel!r} in this environment. "
@@ -286,8 +292,9 @@ def _no_space(exc: OSError) -> bool:
     return (found is not None and int(found.group(1)) in NO_SPACE) or "No space left on device" in str(exc)
 
 
-def _disk_full(exc: OSError, *, source: Path, executed: Path, html: Path, kernels: KernelProcesses,
-               runs_dir: Any) -> DiskFullError:
+def _disk_full(
+    exc: OSError, *, source: Path, executed: Path, html: Path, kernels: KernelProcesses, runs_dir: Any
+) -> DiskFullError:
     """The one-line error for a report that ran out of room, once what it left is made safe.
 
     The kernel is stopped if still running (SIGKILL to its process group); the executed notebook and the
@@ -302,16 +309,27 @@ def _disk_full(exc: OSError, *, source: Path, executed: Path, html: Path, kernel
             path.unlink()
             removed.append(path.name)
     where = getattr(exc, "filename", None) or executed
-    failed, unmarked = _fail_runs(runs_dir, kernels.pids(), f"disk full: {where} could not be written "
-                                  f"({exc.strerror or 'no space left on device'}) while {source.name} ran")
-    runs = (f"; run{'s' if len(failed) > 1 else ''} {', '.join(failed)} marked failed" if failed else "")
-    runs += (f"; run{'s' if len(unmarked) > 1 else ''} {', '.join(unmarked)} could not be marked failed (its "
-             "disk is full too)" if unmarked else "")
+    failed, unmarked = _fail_runs(
+        runs_dir,
+        kernels.pids(),
+        f"disk full: {where} could not be written "
+        f"({exc.strerror or 'no space left on device'}) while {source.name} ran",
+    )
+    runs = f"; run{'s' if len(failed) > 1 else ''} {', '.join(failed)} marked failed" if failed else ""
+    runs += (
+        f"; run{'s' if len(unmarked) > 1 else ''} {', '.join(unmarked)} could not be marked failed (its "
+        "disk is full too)"
+        if unmarked
+        else ""
+    )
     return DiskFullError(
         f"disk full: cannot write {where} ({exc.strerror or 'no space left on device'}) while running "
         f"{source.name}; no report was written"
-        + (f" (the partial {' and '.join(removed)} removed)" if removed else "") + runs
-        + ". Free space or choose -o elsewhere, then run it again", path=str(where))
+        + (f" (the partial {' and '.join(removed)} removed)" if removed else "")
+        + runs
+        + ". Free space or choose -o elsewhere, then run it again",
+        path=str(where),
+    )
 
 
 def _fail_runs(runs_dir: Any, pids: set[int], error: str) -> tuple[list[str], list[str]]:
@@ -413,20 +431,45 @@ def run_notebook(
         out.mkdir(parents=True, exist_ok=True)
         if "report_dir" in declared or "report_dir" in (parameters or {}):
             report_dir.mkdir(parents=True, exist_ok=True)
-        return _run_and_finish(source, executed, html, report_dir, given=given, declared=declared, kernel=kernel,
-                               git=git, started=started, cell_timeout_s=cell_timeout_s, progress=progress,
-                               progress_label=progress_label, kernels=kernels)
+        return _run_and_finish(
+            source,
+            executed,
+            html,
+            report_dir,
+            given=given,
+            declared=declared,
+            kernel=kernel,
+            git=git,
+            started=started,
+            cell_timeout_s=cell_timeout_s,
+            progress=progress,
+            progress_label=progress_label,
+            kernels=kernels,
+        )
     except OSError as exc:
         if _no_space(exc):
-            raise _disk_full(exc, source=source, executed=executed, html=html, kernels=kernels,
-                             runs_dir=given.get("runs_dir")) from exc
+            raise _disk_full(
+                exc, source=source, executed=executed, html=html, kernels=kernels, runs_dir=given.get("runs_dir")
+            ) from exc
         raise
 
 
-def _run_and_finish(source: Path, executed: Path, html: Path, report_dir: Path, *, given: dict[str, Any],
-                    declared: Mapping[str, Any], kernel: str, git: Any, started: datetime,
-                    cell_timeout_s: float | None, progress: bool, progress_label: str | None,
-                    kernels: KernelProcesses) -> ReportResult:
+def _run_and_finish(
+    source: Path,
+    executed: Path,
+    html: Path,
+    report_dir: Path,
+    *,
+    given: dict[str, Any],
+    declared: Mapping[str, Any],
+    kernel: str,
+    git: Any,
+    started: datetime,
+    cell_timeout_s: float | None,
+    progress: bool,
+    progress_label: str | None,
+    kernels: KernelProcesses,
+) -> ReportResult:
     """:func:`run_notebook` from the kernel's start on: execute, stamp provenance, export, check the page.
 
     Raises:
@@ -436,13 +479,26 @@ def _run_and_finish(source: Path, executed: Path, html: Path, report_dir: Path, 
     """
     with collecting_notes(executed.with_name(f".{executed.stem}.notes")) as notes:
         failure, error_info = _execute(
-            source, executed, parameters=given, kernel=kernel, cell_timeout_s=cell_timeout_s, progress=progress,
-            progress_label=progress_label, kernels=kernels)
-    if failure is not None and error_info.get("ename") in ("OSError", "DiskFullError") and _no_space(
-            OSError(str(error_info.get("evalue", "")))):  # a cell that could not write: the same full disk
+            source,
+            executed,
+            parameters=given,
+            kernel=kernel,
+            cell_timeout_s=cell_timeout_s,
+            progress=progress,
+            progress_label=progress_label,
+            kernels=kernels,
+        )
+    if (
+        failure is not None
+        and error_info.get("ename") in ("OSError", "DiskFullError")
+        and _no_space(OSError(str(error_info.get("evalue", ""))))
+    ):  # a cell that could not write: the same full disk
         named = re.search(r": '(.+)'$", str(error_info.get("evalue", "")))
-        raise OSError(errno.ENOSPC, f"no space left on device, in cell {error_info.get('cell')}",
-                      named.group(1) if named else str(executed)) from failure
+        raise OSError(
+            errno.ENOSPC,
+            f"no space left on device, in cell {error_info.get('cell')}",
+            named.group(1) if named else str(executed),
+        ) from failure
     record = provenance(
         notebook=source,
         parameters=given,

@@ -131,8 +131,9 @@ def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
 
 
 @contextlib.contextmanager
-def run_beside(notebooks: Sequence[Path], run: Callable[[Path], Any], *, at_once: int = BESIDE_AT_ONCE,
-               spare_only: bool = True) -> Iterator[Callable[[], Iterator[tuple[Path, Any, BaseException | None]]]]:
+def run_beside(
+    notebooks: Sequence[Path], run: Callable[[Path], Any], *, at_once: int = BESIDE_AT_ONCE, spare_only: bool = True
+) -> Iterator[Callable[[], Iterator[tuple[Path, Any, BaseException | None]]]]:
     """Start ``run(notebook)`` for each notebook, up to ``at_once`` at a time, each in a process of its own.
 
     Use as ``with run_beside(books, run) as finished: <run the measuring notebooks here>``, then
@@ -157,9 +158,12 @@ def run_beside(notebooks: Sequence[Path], run: Callable[[Path], Any], *, at_once
     Ctrl-C), the runs not started are cancelled, and the exception goes on once the workers have ended.
     Nothing of theirs is printed.
     """
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(at_once, len(notebooks))),
-                                                  mp_context=_context(), initializer=_start_worker,
-                                                  initargs=(spare_only,))
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=max(1, min(at_once, len(notebooks))),
+        mp_context=_context(),
+        initializer=_start_worker,
+        initargs=(spare_only,),
+    )
     try:
         futures = {pool.submit(_run_stoppably, run, nb): nb for nb in notebooks}
 

@@ -99,8 +99,9 @@ def _profile_scope(profile: str, params: Mapping[str, Any]) -> ReportScope:
     gpu = _gpu_words(str(deployment.get("gpu")), deployment.get("gpus")) if deployment.get("gpu") else ""
     out_len = params.get("max_new_tokens") or workload.get("max_new_tokens")
     prompts = params.get("prompt_set") or workload.get("prompt_set")
-    words = " ".join(part for part in (f"prompts={prompts}" if prompts else "", f"out={out_len}" if out_len else "")
-                     if part)
+    words = " ".join(
+        part for part in (f"prompts={prompts}" if prompts else "", f"out={out_len}" if out_len else "") if part
+    )
     return ReportScope(model=model, gpu=gpu, workload=words, simulated=True, source=f"profile {profile}")
 
 
@@ -146,8 +147,9 @@ def _runs_scope(runs: Sequence[Any], runs_dir: Any) -> ReportScope:
     gpus.extend(_first(levels, "inferencex_hw"))
     simulated = simulated or any(bool(x) for x in _first(levels, "simulated"))
     workloads = _first(levels, "workload")
-    return ReportScope(model=_joined(models), gpu=_joined(gpus), workload=_joined(workloads), simulated=simulated,
-                       source="runs")
+    return ReportScope(
+        model=_joined(models), gpu=_joined(gpus), workload=_joined(workloads), simulated=simulated, source="runs"
+    )
 
 
 def report_scope(params: Mapping[str, Any]) -> ReportScope:
@@ -163,8 +165,12 @@ def report_scope(params: Mapping[str, Any]) -> ReportScope:
     if isinstance(profile, str) and profile and on_simulator:
         scope = _profile_scope(profile, params)
         if isinstance(params.get("table"), str) and isinstance(params.get("gpu"), str):  # a stored timing table:
-            return dataclasses.replace(scope, gpu=_gpu_words(params["gpu"]), simulated=False,  # timed on that GPU
-                                       source=f"timing table {Path(params['table']).name}")
+            return dataclasses.replace(
+                scope,
+                gpu=_gpu_words(params["gpu"]),
+                simulated=False,  # timed on that GPU
+                source=f"timing table {Path(params['table']).name}",
+            )
         return scope
     return ReportScope()
 
@@ -182,6 +188,7 @@ def scope_differences(scopes: Mapping[str, ReportScope]) -> list[str]:
             if value:
                 groups.setdefault(value, []).append(name)
         if len(groups) > 1:
-            out.append(f"{words} (" + "; ".join(f"{value}: {', '.join(names)}" for value, names in groups.items())
-                       + ")")
+            out.append(
+                f"{words} (" + "; ".join(f"{value}: {', '.join(names)}" for value, names in groups.items()) + ")"
+            )
     return out

@@ -40,8 +40,21 @@ FROM_RUNS_PARAMETER = "from_runs"
 
 #: What a from-runs report uses (the ``from_runs`` branch of spec_vs_baseline's sweep cell and what
 #: follows it); any other parameter would only change a measurement that does not happen.
-FROM_RUNS_APPLIES = frozenset({FROM_RUNS_PARAMETER, "runs_dir", "baseline", "seed_pair", "workload", "ttft_target_ms",
-                               "tpot_target_ms", "report_dir", "progress", UNLIKE_ARMS})
+FROM_RUNS_APPLIES = frozenset(
+    {
+        FROM_RUNS_PARAMETER,
+        "runs_dir",
+        "baseline",
+        "seed_pair",
+        "workload",
+        "ttft_target_ms",
+        "tpot_target_ms",
+        "report_dir",
+        "progress",
+        UNLIKE_ARMS,
+    }
+)
+
 
 def check_from_runs(given: Mapping[str, Any]) -> list[Path]:
     """Refuse what a from-runs report cannot honour, before a kernel starts; return the runs' directories.
@@ -62,7 +75,8 @@ def check_from_runs(given: Mapping[str, Any]) -> list[Path]:
             f"Leave {'it' if len(ignored) == 1 else 'them'} out, or measure anew without --from-runs (e.g. "
             "`make report P='repeats=3'`, or `workbench bench VARIANT... --repeats 3` and then "
             "`workbench report --from-runs` on the runs it prints). With --from-runs only "
-            f"{', '.join(sorted(FROM_RUNS_APPLIES - {FROM_RUNS_PARAMETER}))} apply.")
+            f"{', '.join(sorted(FROM_RUNS_APPLIES - {FROM_RUNS_PARAMETER}))} apply."
+        )
     from workbench.store import stored_runs
 
     return stored_runs(list(given[FROM_RUNS_PARAMETER]), runs_dir=given.get("runs_dir"))
@@ -90,9 +104,11 @@ def split_report_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, s
                 i += 1
                 runs.append(str(Path(args[i]).resolve()) if Path(args[i]).is_dir() else args[i])
             if not runs:
-                raise ConfigError("--from-runs needs one or more run ids or run directories, e.g. --from-runs "
-                                  "20260601T090000Z-baseline-3fa91c 20260601T091500Z-eagle3-topk4-0b12cd "
-                                  "(`workbench runs list` shows them)")
+                raise ConfigError(
+                    "--from-runs needs one or more run ids or run directories, e.g. --from-runs "
+                    "20260601T090000Z-baseline-3fa91c 20260601T091500Z-eagle3-topk4-0b12cd "
+                    "(`workbench runs list` shows them)"
+                )
             pairs.append((FROM_RUNS_PARAMETER, json.dumps(runs)))
             i += 1
         elif word == UNLIKE_ARMS_FLAG:
@@ -121,8 +137,9 @@ def with_runs_dir(given: dict[str, Any], runs_dir: Path | None) -> dict[str, Any
     if runs_dir is None:
         return {}
     if given.get("runs_dir") is not None and str(given["runs_dir"]) != str(runs_dir):
-        raise ConfigError(f"--runs-dir {runs_dir} and -p runs_dir {given['runs_dir']} name different runs folders; "
-                          "give one of them")
+        raise ConfigError(
+            f"--runs-dir {runs_dir} and -p runs_dir {given['runs_dir']} name different runs folders; give one of them"
+        )
     given.pop("runs_dir", None)
     return {"runs_dir": str(runs_dir)}
 
@@ -157,9 +174,12 @@ def reuse_lines(runs_dir: str | Path | None, started: datetime, finished: dateti
             if not (started <= at <= finished) or not reused:
                 continue
             since = str(manifest.get("started_at") or "")[:16].replace("T", " ")
-            lines.append(f"reused: {manifest.get('variant')}: {len(reused)} stored unit(s) (level x repeat) from run "
-                         f"{manifest.get('run_id', path.parent.name)}" + (f", stored since {since} UTC" if since else "")
-                         + ("" if todo is None else f"; measured now: {len(todo)}"))
+            lines.append(
+                f"reused: {manifest.get('variant')}: {len(reused)} stored unit(s) (level x repeat) from run "
+                f"{manifest.get('run_id', path.parent.name)}"
+                + (f", stored since {since} UTC" if since else "")
+                + ("" if todo is None else f"; measured now: {len(todo)}")
+            )
     return lines
 
 
@@ -182,14 +202,28 @@ def _shown(params: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v!r}" for k, v in params.items()) or "(defaults)"
 
 
-def _run_one(nb: Path, *, plan: Mapping[Path, dict[str, Any]], out: Path, kernel: str | None,
-             cell_timeout: float | None, label: bool = False) -> Any:
+def _run_one(
+    nb: Path,
+    *,
+    plan: Mapping[Path, dict[str, Any]],
+    out: Path,
+    kernel: str | None,
+    cell_timeout: float | None,
+    label: bool = False,
+) -> Any:
     """:func:`run_notebook` for one notebook of the plan, progress on (lines labelled with its name when
     ``label``: it runs beside others). Module level, so a child process can be given it by name."""
     from workbench.report._runner import run_notebook
 
-    return run_notebook(nb, out_dir=out, parameters=plan[nb], kernel_name=kernel, cell_timeout_s=cell_timeout,
-                        progress=True, progress_label=nb.stem if label else None)
+    return run_notebook(
+        nb,
+        out_dir=out,
+        parameters=plan[nb],
+        kernel_name=kernel,
+        cell_timeout_s=cell_timeout,
+        progress=True,
+        progress_label=nb.stem if label else None,
+    )
 
 
 def report_command(
@@ -283,8 +317,9 @@ def report_command(
         typer.echo(f"  took {result.duration_s:.0f} s")
         for note in result.notes:  # what the report's first screen says a reader must not miss: one line each
             typer.echo(f"  {note}")
-        reused = reuse_lines(_runs_dir_of(result.parameters, declared.get(nb, {})), result.started_at,
-                             result.finished_at)
+        reused = reuse_lines(
+            _runs_dir_of(result.parameters, declared.get(nb, {})), result.started_at, result.finished_at
+        )
         for line in reused:  # a re-run that measured little or nothing says so, by run
             typer.echo(f"  {line}")
         if reused and "fresh" in declared.get(nb, {}):
@@ -297,12 +332,17 @@ def report_command(
     if beside:
         import papermill  # noqa: F401  (imported once here, shared by the forked children)
 
-        typer.echo(f"running {len(beside)} notebooks that measure nothing at once, on spare CPU only"
-                   + (" (beside the others)" if alone else "") + ": " + ", ".join(nb.name for nb in beside))
+        typer.echo(
+            f"running {len(beside)} notebooks that measure nothing at once, on spare CPU only"
+            + (" (beside the others)" if alone else "")
+            + ": "
+            + ", ".join(nb.name for nb in beside)
+        )
         for nb in beside:
             typer.echo(f"running {nb} with {_shown(plan[nb])}")
     started_beside: contextlib.AbstractContextManager[Any] = (
-        run_beside(beside, functools.partial(run, label=True)) if beside else contextlib.nullcontext(lambda: iter(())))
+        run_beside(beside, functools.partial(run, label=True)) if beside else contextlib.nullcontext(lambda: iter(()))
+    )
     with started_beside as beside_finished:
         for nb in alone:
             typer.echo(f"running {nb} with {_shown(plan[nb])}")
@@ -318,8 +358,10 @@ def report_command(
 
         typer.echo(f"  index:    {write_index(out, order=[nb.stem for nb in plan])}")
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
-    typer.echo(f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
-               f"{f'{minutes} min ' if minutes else ''}{seconds} s")
+    typer.echo(
+        f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
+        f"{f'{minutes} min ' if minutes else ''}{seconds} s"
+    )
     if failures:
         typer.echo(f"{len(failures)} of {len(plan)} notebook(s) failed: {', '.join(failures)}", err=True)
         # 2 when every failure was the notebook refusing its parameters (bad input), as for any command

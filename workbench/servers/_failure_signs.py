@@ -26,7 +26,9 @@ SHAPE_MISMATCH = re.compile(
     r"\(\d{4,}\)|The expanded size of the tensor \(\d{4,}\) must match the existing size \(\d{4,}\)|"
     r"stack expects each tensor to be equal size, but got \[[\d, ]+\] at entry \d+ and \[[\d, ]+\] at entry \d+|"
     r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \S+: copying a param with shape|"
-    r"Attempted to load weight \(.*\) into parameter).*$", _M)
+    r"Attempted to load weight \(.*\) into parameter).*$",
+    _M,
+)
 #: A broadcast between two sizes of any width, for the draft's code when no spec v2 tree explains it.
 BROADCAST_MISMATCH = re.compile(r"^.*The size of tensor a \(\d+\) must match the size of tensor b \(\d+\).*$", _M)
 #: The draft's own code in the log's traceback: an EAGLE/MTP model file, a file of ``srt/speculative/`` named for
@@ -35,7 +37,9 @@ BROADCAST_MISMATCH = re.compile(r"^.*The size of tensor a \(\d+\) must match the
 DRAFT_CODE = re.compile(
     r'File "[^"\n]*/sglang/srt/models/[^"/\n]*(?:eagle|mtp|nextn|draft)[^"/\n]*\.py"|'
     r'File "[^"\n]*/sglang/srt/speculative/[^"/\n]*draft[^"/\n]*\.py"|'
-    r"\bdraft_(?:runner|worker|model_runner)\b|\bin draft_forward\b", _I)
+    r"\bdraft_(?:runner|worker|model_runner)\b|\bin draft_forward\b",
+    _I,
+)
 #: A vocabulary check that names both sides: STANDALONE's (0.5.17 ``speculative/standalone_worker_v2.py``, "requires
 #: the draft model to share the same vocabulary as the target model, but got target vocab_size=... and draft
 #: vocab_size=...").
@@ -44,14 +48,14 @@ DRAFT_SHAPE_SUGGESTION = (
     "The draft model's config does not match the target's: a hidden size (or vocabulary) mismatch between them "
     "(the evidence shows the two sizes). Use the draft trained for this target, and check the draft's config.json "
     "(hidden_size, target_hidden_size, vocab_size / draft_vocab_size) against the target's config.json (hidden_size, "
-    "vocab_size).")
+    "vocab_size)."
+)
 
 # -- spec v2 with tree drafting -----------------------------------------------------------------------------
 
 #: Spec v2 in the log or the launch: its switch (SGLang 0.5.6-0.5.12), its worker's frames (the only worker from
 #: 0.5.13, when ``speculative/eagle_worker.py`` left the wheel), its draft-extend step.
-SPEC_V2 = re.compile(
-    r"SGLANG_ENABLE_SPEC_V2=(?:1|true)|eagle_worker_v2|eagle_info_v2|_draft_extend_for_decode", _I)
+SPEC_V2 = re.compile(r"SGLANG_ENABLE_SPEC_V2=(?:1|true)|eagle_worker_v2|eagle_info_v2|_draft_extend_for_decode", _I)
 #: Tree drafting: a topk above 1 on the command line, in ServerArgs as SGLang logs it, or in a message.
 TOPK_ABOVE_1 = re.compile(r"(?:--speculative-eagle-topk[ =]|speculative_eagle_topk=|\btopk ?= ?)0*(?:[2-9]|[1-9]\d+)\b")
 #: The release refusing the combination by name: 0.5.8-0.5.12 ``ServerArgs`` ("Spec v2 currently only supports topk = 1
@@ -64,16 +68,20 @@ SPEC_V2_TOPK_REFUSED = re.compile(r"^.*Spec v2 currently only supports topk = 1.
 STEP_SHAPE = re.compile(
     r"^.*(?:shape '\[[-\d, ]*\]' is invalid for input of size \d+|out_cache_loc\.shape\[0\]=\d+ != batch_size \* topk|"
     r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|The expanded size of the tensor \(\d+\) "
-    r"must match the existing size|index -?\d+ is out of bounds for dimension \d+ with size \d+).*$", _M)
+    r"must match the existing size|index -?\d+ is out of bounds for dimension \d+ with size \d+).*$",
+    _M,
+)
 SPEC_V2_TOPK_SUGGESTION = (
     "Spec v2 (SGLANG_ENABLE_SPEC_V2) with --speculative-eagle-topk > 1 breaks in the draft extend "
     "(sglang#13352, #14077): set speculative-eagle-topk = 1 (and num_draft_tokens = num_steps + 1), or drop "
-    "SGLANG_ENABLE_SPEC_V2 to run tree drafting on spec v1.")
+    "SGLANG_ENABLE_SPEC_V2 to run tree drafting on spec v1."
+)
 SPEC_V2_TREE_SUGGESTION = (
     "Spec v2 (SGLANG_ENABLE_SPEC_V2 before SGLang 0.5.13, the only speculative worker since) with "
     "--speculative-eagle-topk > 1 failed a shape check of its draft step, or this release refuses the pair at start: "
     "set speculative-eagle-topk = 1 with num_draft_tokens = num_steps + 1 (chain drafting); on a release that still "
-    "ships spec v1 (0.5.12 and earlier) unset SGLANG_ENABLE_SPEC_V2 to keep tree drafting there.")
+    "ships spec v1 (0.5.12 and earlier) unset SGLANG_ENABLE_SPEC_V2 to keep tree drafting there."
+)
 
 # -- a fault on the GPU in the speculative path -------------------------------------------------------------
 
@@ -83,12 +91,15 @@ SPEC_V2_TREE_SUGGESTION = (
 DEVICE_FAULT = re.compile(
     r"^.*(?:an illegal memory access was encountered|an illegal instruction was encountered|"
     r"device-side assert(?:ion)? triggered|misaligned address|index out of bounds|cudaErrorIllegalAddress|"
-    r"srcIndex < srcSelectDimSize|unspecified launch failure).*$", _M | _I)
+    r"srcIndex < srcSelectDimSize|unspecified launch failure).*$",
+    _M | _I,
+)
 #: The speculative path: its frames (``sglang/srt/speculative/``, the draft and verify CUDA-graph runners, the
 #: draft's model code), or a launch with speculative flags (the command line, or ServerArgs as SGLang logs them).
 SPEC_PATH = re.compile(
     r"/sglang/srt/speculative/|(?:draft|verify)\w*_cuda_graph_runner|/sglang/srt/models/[^\"/\n]*(?:eagle|mtp)|"
-    r"--speculative-(?:algorithm|adaptive|draft-model-path)\b|speculative_algorithm='")
+    r"--speculative-(?:algorithm|adaptive|draft-model-path)\b|speculative_algorithm='"
+)
 #: A grammar-constrained request beside it: frames of ``srt/constrained/`` or a grammar library, the grammar's
 #: vocabulary mask in the speculative tree (0.5.17 ``eagle_worker_common.build_grammar_vocab_mask``,
 #: ``GrammarMask.apply``; 0.5.9 ``spec_utils.generate_token_bitmask``, ``traverse_tree``), or a logged request whose
@@ -96,17 +107,20 @@ SPEC_PATH = re.compile(
 GRAMMAR = re.compile(
     r'File "[^"\n]*/(?:sglang/srt/constrained|xgrammar|llguidance|outlines)/|\b(?:apply_vocab_mask|'
     r"build_grammar_vocab_mask|generate_token_bitmask|apply_token_bitmask\w*|traverse_tree|grammar_mask\.apply)\b|"
-    r"""['"]?\b(?:json_schema|regex|ebnf|structural_tag)\b['"]?\s*[:=]\s*['"{]""")
+    r"""['"]?\b(?:json_schema|regex|ebnf|structural_tag)\b['"]?\s*[:=]\s*['"{]"""
+)
 SPEC_KERNEL_FAULT_SUGGESTION = (
     "A device-side fault (illegal memory access, device-side assert, out-of-bounds index) in SGLang's speculative "
     "path: an SGLang bug there, not a memory-size problem (lowering --mem-fraction-static or --cuda-graph-max-bs "
     "will not fix it). Run the variant without the speculative feature it adds (e.g. drop --speculative-adaptive), "
     "try another --attention-backend, or set CUDA_LAUNCH_BLOCKING=1 to locate the kernel; report it upstream "
-    "(https://github.com/sgl-project/sglang/issues) with the log.")
+    "(https://github.com/sgl-project/sglang/issues) with the log."
+)
 _GRAMMAR_FAULT = (
     "A grammar-constrained request (json_schema / regex / ebnf) was being decoded beside it: the grammar's "
     "vocabulary mask meets the draft tree there, so send constrained requests to a server without speculation, or "
-    "try another --grammar-backend (xgrammar, llguidance), and check the draft's vocabulary is the target's. ")
+    "try another --grammar-backend (xgrammar, llguidance), and check the draft's vocabulary is the target's. "
+)
 
 
 def kernel_fault_advice(match: re.Match[str]) -> str:
@@ -120,7 +134,9 @@ def kernel_fault_advice(match: re.Match[str]) -> str:
 #: the architecture while a kernel is compiled just in time (flashinfer, deep_gemm).
 GPU_ARCH = re.compile(
     r"^.*(?:no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|"
-    r"CUDA error: invalid device function|Unsupported gpu architecture '[^'\n]+').*$", _M | _I)
+    r"CUDA error: invalid device function|Unsupported gpu architecture '[^'\n]+').*$",
+    _M | _I,
+)
 GPU_ARCH_SUGGESTION = (
     "A kernel was not built for this GPU's architecture (CUDA found no kernel image for the device): the installed "
     "torch / sgl-kernel / flashinfer builds lack it, which no memory or graph setting changes. Compare `nvidia-smi "
@@ -128,11 +144,13 @@ GPU_ARCH_SUGGESTION = (
     "on the host and install the builds whose CUDA version covers this GPU (the SGLang release's wheels for that "
     "CUDA); a kernel compiled at start-up (flashinfer) needs a CUDA toolkit that knows the GPU, with "
     "FLASHINFER_CUDA_ARCH_LIST / TORCH_CUDA_ARCH_LIST naming it and ~/.cache/flashinfer cleared. "
-    "--attention-backend triton compiles its attention kernels for this GPU at run time.")
+    "--attention-backend triton compiles its attention kernels for this GPU at run time."
+)
 _GPU_ARCH_IN_DRAFT = (
     " It failed in the draft's CUDA-graph capture, the first place the draft's attention backend and the "
     "speculative kernels run: --speculative-draft-attention-backend triton avoids a prebuilt kernel there when the "
-    "draft's attention kernel is the one missing.")
+    "draft's attention kernel is the one missing."
+)
 
 
 def gpu_arch_advice(match: re.Match[str]) -> str:
@@ -145,7 +163,9 @@ def gpu_arch_advice(match: re.Match[str]) -> str:
 #: The refusals with no exception name in the line (the forms quoted in public issues).
 BACKEND_REFUSED_BARE = re.compile(
     r"^.*(?:Backend does not support speculative decoding|only supports topk ?= ?1 for speculative decoding|"
-    r"speculative decoding is currently not supported with \S+ attention backend).*$", _M | _I)
+    r"speculative decoding is currently not supported with \S+ attention backend).*$",
+    _M | _I,
+)
 #: An exception whose message names a backend (or attention), what speculation it refuses and how: 0.5.17's
 #: ``draft_utils.DraftBackendFactory`` ("EAGLE is not supported in attention backend torch_native"), ServerArgs'
 #: and ``arg_groups/speculative_hook.py``'s checks (Flex Attention, trtllm_mha with topk > 1, tree drafting with
@@ -155,14 +175,17 @@ BACKEND_REFUSED = re.compile(
     r"^(?:\S+ )?[\w.]*(?:Error|Exception): (?=.*(?:[Bb]ackend|\b[Aa]ttention\b))"
     r"(?=.*(?:[Ss]peculative|EAGLE|MTP|topk|[Dd]raft))"
     r"(?=.*(?:not supported|n't support|does not support|only supports?|only supported|currently supports|is unstable|"
-    r"not implemented)).*$", _M)
+    r"not implemented)).*$",
+    _M,
+)
 ATTENTION_BACKEND_SUGGESTION = (
     "The attention backend does not support speculative decoding as configured (the evidence names the backend and "
     "what it refuses): pick one that does (on NVIDIA GPUs fa3, flashinfer or triton: --attention-backend, and "
     "--speculative-draft-attention-backend for the draft), or change what it refuses: speculative-eagle-topk = 1 "
     "where a backend drafts only chains (the MLA backends, trtllm_mha), --page-size 1 for tree drafting on a paged "
     "backend, and one backend for prefill and decode (drop --prefill-attention-backend) where a hybrid refuses "
-    "speculation (sglang#9330).")
+    "speculation (sglang#9330)."
+)
 
 
 def own_fix(line: str) -> str:
@@ -176,8 +199,12 @@ def own_fix(line: str) -> str:
         Those sentences joined (``Use page_size == 1 or one of those backends.``), or '' when there is none.
     """
     message = line.split(": ", 1)[-1]
-    found = re.findall(r"(?:^|[.;,]\s+)((?:please\s+)?(?:use|set|re-run|rerun|pass|disable|enable|add|drop|remove)\b"
-                       r"(?:[^.;]|\.(?=\w))*\.?)", message, _I)
+    found = re.findall(
+        r"(?:^|[.;,]\s+)((?:please\s+)?(?:use|set|re-run|rerun|pass|disable|enable|add|drop|remove)\b"
+        r"(?:[^.;]|\.(?=\w))*\.?)",
+        message,
+        _I,
+    )
     return " ".join(sentence.strip() for sentence in found)
 
 
@@ -198,12 +225,15 @@ SERVER_ARGS_REFUSED = re.compile(
     r'^[ \t]*File "[^"\n]*/sglang/(?P<file>srt/(?:server_args\.py|arg_groups/[^"/\n]+\.py|speculative/'
     r'(?:spec_info|spec_registry|adaptive_spec_params)\.py))", line (?P<line>\d+), in (?P<func>\S+)\n'
     r'(?P<source>(?:[ \t]+(?!File ")\S.*\n)*?)'
-    r"(?P<error>(?:ValueError|AssertionError|NotImplementedError)(?:: .*)?)$", _M)
+    r"(?P<error>(?:ValueError|AssertionError|NotImplementedError)(?:: .*)?)$",
+    _M,
+)
 SERVER_ARGS_SUMMARY = (
     "SGLang's checks of its server arguments refused this launch (the evidence is the error; the advice names where "
     "it was raised and SGLang's own fix when its message gives one): change the flags (or env) it names in the "
     "variant, and run `workbench variants check` to check the variant against the release's source before "
-    "launching.")
+    "launching."
+)
 
 
 def server_args_advice(match: re.Match[str]) -> str:
@@ -211,13 +241,19 @@ def server_args_advice(match: re.Match[str]) -> str:
     error, fix = match.group("error"), own_fix(match.group("error"))
     source = " ".join(line.strip() for line in match.group("source").splitlines() if line.strip(" ^~\t"))
     where = f"{match.group('file')}:{match.group('line')} in {match.group('func')}"
-    said = (f"SGLang's message says: {fix.rstrip('.')}" if fix else
-            "Its message names the flags that cannot go together in this release" if ": " in error else
-            f"A bare assert (`{source}`): read the check with `workbench inspect {match.group('func')} --sglang "
-            "<the server's release> --source`")
-    return (f"SGLang's check of its server arguments refused this launch at {where} ({error}). {said}. Change "
-            "those flags (or env) in the variant, and run `workbench variants check` to check it against the "
-            "release's source before launching.")
+    said = (
+        f"SGLang's message says: {fix.rstrip('.')}"
+        if fix
+        else "Its message names the flags that cannot go together in this release"
+        if ": " in error
+        else f"A bare assert (`{source}`): read the check with `workbench inspect {match.group('func')} --sglang "
+        "<the server's release> --source`"
+    )
+    return (
+        f"SGLang's check of its server arguments refused this launch at {where} ({error}). {said}. Change "
+        "those flags (or env) in the variant, and run `workbench variants check` to check it against the "
+        "release's source before launching."
+    )
 
 
 # -- a server spanning nodes --------------------------------------------------------------------------------
@@ -236,30 +272,39 @@ RENDEZVOUS = re.compile(
     r"DistNetworkError|DistStoreError|waiting for clients\. \d+/\d+ clients joined|Connection closed by peer|"
     r"retr(?:ie|ei)ving ncclUniqueId from \[0\] via c10d key-value store|wait timeout after \d+ms, keys: |"
     r"client socket has failed to connect to|network addresses of \([^)\n]+\) cannot be retrieved|"
-    r"server socket has failed to (?:bind|listen)).*$", _M)
+    r"server socket has failed to (?:bind|listen)).*$",
+    _M,
+)
 _REACH = "check that every node reaches rank 0's address and port"
 _MULTI_NODE_REST = (
     " (firewall, the right interface: GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME), that every rank got the same "
-    "--nnodes and --dist-init-addr, and read the other ranks' log tails for the rank that failed first.")
+    "--nnodes and --dist-init-addr, and read the other ranks' log tails for the rank that failed first."
+)
 MULTI_NODE_SUGGESTION = (
     f"A rank of this multi-node server could not reach the others at --dist-init-addr, or lost them: {_REACH}"
-    f"{_MULTI_NODE_REST}")
+    f"{_MULTI_NODE_REST}"
+)
 _TIMED_OUT = re.compile(r"timed out|[Tt]imeout|clients joined")
 _TIMEOUT_REMEDY = (
     " Start every node's command within --dist-timeout of the first (each with its own --node-rank 0..nnodes-1), "
-    "or raise --dist-timeout (seconds) when nodes start minutes apart (weights loading).")
+    "or raise --dist-timeout (seconds) when nodes start minutes apart (weights loading)."
+)
 
 
 def multi_node_advice(match: re.Match[str]) -> str:
     """The rendezvous advice, with the address to test, a timeout's remedy or a taken port's."""
     line, where = match.group(0), match.group("where")
     if "server socket has failed to" in line:
-        return ("Rank 0 could not listen on the --dist-init-addr port (another process holds it on rank 0's node, "
-                "or the address is not one of its own): pick a free port of rank 0's own address in "
-                "--dist-init-addr (the same on every node; `ss -ltnp` there shows what holds it).")
+        return (
+            "Rank 0 could not listen on the --dist-init-addr port (another process holds it on rank 0's node, "
+            "or the address is not one of its own): pick a free port of rank 0's own address in "
+            "--dist-init-addr (the same on every node; `ss -ltnp` there shows what holds it)."
+        )
     test = ""
     if where:
         host, _, port = where.strip("()").partition(", ")
         test = f" (`nc -zv {host} {port}` from each node tests it)"
-    return (f"A rank of this multi-node server could not reach the others at --dist-init-addr, or lost them: "
-            f"{_REACH}{test}{_MULTI_NODE_REST}" + (_TIMEOUT_REMEDY if _TIMED_OUT.search(line) else ""))
+    return (
+        f"A rank of this multi-node server could not reach the others at --dist-init-addr, or lost them: "
+        f"{_REACH}{test}{_MULTI_NODE_REST}" + (_TIMEOUT_REMEDY if _TIMED_OUT.search(line) else "")
+    )

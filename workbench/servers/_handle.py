@@ -28,8 +28,17 @@ from typing import IO, Any
 
 from workbench.engines import Engine, get_engine, resolve_engine
 from workbench.errors import HostError, ServerError, WorkbenchError
-from workbench.hosts import (Forward, Host, SpawnedProcess, call_helper, get_host, host_python, is_local, processes,
-                             servers_dir)
+from workbench.hosts import (
+    Forward,
+    Host,
+    SpawnedProcess,
+    call_helper,
+    get_host,
+    host_python,
+    is_local,
+    processes,
+    servers_dir,
+)
 from workbench.servers import _failures as failures, _launch as launch, _lease as lease, _registry as registry
 from workbench.servers import _kv_cache as kv_cache, _watch as watch
 from workbench.variants import Variant
@@ -90,8 +99,14 @@ class ServerHandle:
         self.engine: Engine = get_engine(record.engine)
         self.port = record.port
         self.command = list(record.command)
-        self.process = SpawnedProcess(host=host.name, pid=record.pid, pgid=record.pgid, start_time=record.start_time,
-                                      command=" ".join(record.command), log_path=record.log_path)
+        self.process = SpawnedProcess(
+            host=host.name,
+            pid=record.pid,
+            pgid=record.pgid,
+            start_time=record.start_time,
+            command=" ".join(record.command),
+            log_path=record.log_path,
+        )
         self.python = python
         self.owned = owned
         self._forward = forward
@@ -181,8 +196,19 @@ class ServerHandle:
         directory = servers_dir(h, state_dir)
         if gpu_list is not None and not allow_shared_gpus:
             launch.check_gpus_free(h, directory, gpu_list, python=py)
-        record = launch.spawn_server(h, variant, eng, python=py, directory=directory, port=port, env=env,
-                                     gpus=gpu_list, options=sim_options, detached=detached, lease_s=lease_seconds)
+        record = launch.spawn_server(
+            h,
+            variant,
+            eng,
+            python=py,
+            directory=directory,
+            port=port,
+            env=env,
+            gpus=gpu_list,
+            options=sim_options,
+            detached=detached,
+            lease_s=lease_seconds,
+        )
         try:
             handle = cls(h, record, forward=h.forward(record.port), python=py, owned=True, heartbeat_s=heartbeat_s)
         except BaseException:
@@ -190,8 +216,11 @@ class ServerHandle:
             raise
         if wait:
             try:
-                handle.wait_ready(timeout_s=ready_timeout_s, on_line=watch.printer(None) if show_log else None,
-                                  request_tokens=request_tokens)
+                handle.wait_ready(
+                    timeout_s=ready_timeout_s,
+                    on_line=watch.printer(None) if show_log else None,
+                    request_tokens=request_tokens,
+                )
             except BaseException:
                 handle.stop()
                 raise
@@ -298,8 +327,11 @@ class ServerHandle:
                 self._exit_cleanup()
             except HostError as stop_error:  # the block's work is done; say the server may outlive it, loudly
                 self.close()
-                warnings.warn(f"Could not stop server {self.record.id} on host {self.host.name!r}: {stop_error}. "
-                              + self._left_note(), stacklevel=2)
+                warnings.warn(
+                    f"Could not stop server {self.record.id} on host {self.host.name!r}: {stop_error}. "
+                    + self._left_note(),
+                    stacklevel=2,
+                )
             return
         try:
             self._exit_cleanup()
@@ -307,14 +339,18 @@ class ServerHandle:
             # The error that ended the block is the one to report (e.g. the host went away, with the
             # hint to recover its results); the failed stop is a note on it, never its replacement.
             self.close()
-            exc.add_note(f"Stopping server {self.record.id} on host {self.host.name!r} failed too: {stop_error}. "
-                         + self._left_note())
+            exc.add_note(
+                f"Stopping server {self.record.id} on host {self.host.name!r} failed too: {stop_error}. "
+                + self._left_note()
+            )
 
     def _left_note(self) -> str:
         """What stops a server this client could not stop."""
         if self.record.lease_s:
-            return (f"Its host-side lease stops it {self.record.lease_s:g} s after the last heartbeat; running the "
-                    "same sweep again stops it at once.")
+            return (
+                f"Its host-side lease stops it {self.record.lease_s:g} s after the last heartbeat; running the "
+                "same sweep again stops it at once."
+            )
         return "It is detached: stop it with `workbench servers --stop`."
 
     @property
@@ -367,12 +403,25 @@ class ServerHandle:
                 on_line(line)
 
         not_ready = watch.wait_until_ready(
-            self._status, lambda: self._get_status("/health_generate", timeout_s=10), port=self.port,
-            limit_s=watch.ready_timeout(self.engine, timeout_s), poll_s=poll_s, on_line=seen,
-            launch=self.launch_text, max_poll_s=LOCAL_MAX_POLL_S if is_local(self.host) else 2.0)
+            self._status,
+            lambda: self._get_status("/health_generate", timeout_s=10),
+            port=self.port,
+            limit_s=watch.ready_timeout(self.engine, timeout_s),
+            poll_s=poll_s,
+            on_line=seen,
+            launch=self.launch_text,
+            max_poll_s=LOCAL_MAX_POLL_S if is_local(self.host) else 2.0,
+        )
         if not_ready is not None:
-            raise watch.start_error(not_ready, variant=self.variant.name, engine=self.engine, host=self.host.name,
-                                    command=self.command, log_path=self.process.log_path, log_tail=self.logs_tail)
+            raise watch.start_error(
+                not_ready,
+                variant=self.variant.name,
+                engine=self.engine,
+                host=self.host.name,
+                command=self.command,
+                log_path=self.process.log_path,
+                log_tail=self.logs_tail,
+            )
         if self.ready_after_s is None:
             self.ready_after_s = round(registry.started_ago(self.record), 3)
         self._check_kv_pool("\n".join(pool_lines), request_tokens, concurrency)
@@ -389,8 +438,12 @@ class ServerHandle:
         self.kv_pool = kv_cache.kv_pool(pool_lines, info)
         if self.kv_pool is None:
             return
-        line = self.kv_pool.warning(self.variant.name, request_tokens=request_tokens, concurrency=concurrency,
-                                    mem_fraction=kv_cache.mem_fraction_static(self.command))
+        line = self.kv_pool.warning(
+            self.variant.name,
+            request_tokens=request_tokens,
+            concurrency=concurrency,
+            mem_fraction=kv_cache.mem_fraction_static(self.command),
+        )
         if line is not None:
             warnings.warn(line, kv_cache.KvCacheWarning, stacklevel=3)
 
@@ -412,8 +465,9 @@ class ServerHandle:
         """
         return watch.follow_log(self._status, from_start=from_start, poll_s=poll_s, timeout_s=timeout_s)
 
-    def stream_log(self, until_ready: bool = True, *, file: IO[str] | None = None,
-                   timeout_s: float | None = None) -> None:
+    def stream_log(
+        self, until_ready: bool = True, *, file: IO[str] | None = None, timeout_s: float | None = None
+    ) -> None:
         """Print the log's lines as they come (in a notebook: live in the cell's output).
 
         Args:
@@ -451,10 +505,16 @@ class ServerHandle:
                 raise ServerError(f"Server {self.variant.name!r} at {self.url} does not answer: {exc}") from exc
         raise ServerError(f"Server at {self.url} has neither /server_info nor /get_server_info")
 
-    def _status(self, *, log_offset: int | None = None, ports: bool = False,
-                max_log_bytes: int | None = None) -> dict[str, Any]:
-        spec: dict[str, Any] = {"id": self.record.id, "pid": self.process.pid, "pgid": self.process.pgid,
-                                "start_time": self.process.start_time, "heartbeat_path": self.record.heartbeat_path}
+    def _status(
+        self, *, log_offset: int | None = None, ports: bool = False, max_log_bytes: int | None = None
+    ) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "id": self.record.id,
+            "pid": self.process.pid,
+            "pgid": self.process.pgid,
+            "start_time": self.process.start_time,
+            "heartbeat_path": self.record.heartbeat_path,
+        }
         if log_offset is not None:
             spec.update(log_path=self.process.log_path, log_offset=log_offset)
         request: dict[str, Any] = {"processes": [spec], "ports": ports}
@@ -473,5 +533,7 @@ class ServerHandle:
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("closed" if self._closed else "running")
-        return (f"<ServerHandle {self.record.id} {self.engine.name} on {self.host.name}:{self.port} "
-                f"pgid={self.process.pgid} {state}>")
+        return (
+            f"<ServerHandle {self.record.id} {self.engine.name} on {self.host.name}:{self.port} "
+            f"pgid={self.process.pgid} {state}>"
+        )

@@ -29,8 +29,10 @@ __all__ = ["FAR_BELOW", "KV_POOL_MARK", "KvCacheWarning", "KvPool", "kv_pool", "
 
 #: The text that starts SGLang's pool line (a cheap test before the pattern).
 KV_POOL_MARK = "max_total_num_tokens="
-_LINE = re.compile(r"max_total_num_tokens=(?P<tokens>\d+),.*?max_running_requests=(?P<running>\d+),"
-                   r"\s*context_len=(?P<context>\d+)")
+_LINE = re.compile(
+    r"max_total_num_tokens=(?P<tokens>\d+),.*?max_running_requests=(?P<running>\d+),"
+    r"\s*context_len=(?P<context>\d+)"
+)
 #: What SGLang keeps back of a request's length below the pool or the context (``max_req_len - 5``, and
 #: ``max_req_len`` is one below either): the longest prompt is the smaller of the two less this.
 _PROMPT_MARGIN = 6
@@ -86,21 +88,34 @@ class KvPool:
         """
         out = []
         if self.below_context:
-            out.append(f"less than one request at the model's context of {self.context_len:,} tokens (prompts over "
-                       f"{self.longest_prompt_tokens:,} tokens are refused)")
+            out.append(
+                f"less than one request at the model's context of {self.context_len:,} tokens (prompts over "
+                f"{self.longest_prompt_tokens:,} tokens are refused)"
+            )
         running = self.max_running_requests
         if concurrency is not None:
             running = min(running, concurrency) if running else concurrency
         if request_tokens is not None and running and self.requests_held(request_tokens) < FAR_BELOW * running:
             held = self.requests_held(request_tokens)
-            where = (f"the load keeps {running} in flight" if running == concurrency
-                     else f"max_running_requests is {running}")
-            out.append(f"room for {held:,} request{'' if held == 1 else 's'} of {int(request_tokens):,} tokens "
-                       f"(prompt + output) at once where {where}")
+            where = (
+                f"the load keeps {running} in flight"
+                if running == concurrency
+                else f"max_running_requests is {running}"
+            )
+            out.append(
+                f"room for {held:,} request{'' if held == 1 else 's'} of {int(request_tokens):,} tokens "
+                f"(prompt + output) at once where {where}"
+            )
         return tuple(out)
 
-    def warning(self, server: str, *, request_tokens: int | None = None, concurrency: int | None = None,
-                mem_fraction: float | None = None) -> str | None:
+    def warning(
+        self,
+        server: str,
+        *,
+        request_tokens: int | None = None,
+        concurrency: int | None = None,
+        mem_fraction: float | None = None,
+    ) -> str | None:
         """One line for a server that became ready with this pool: what is wrong and what to change; None
         when nothing is.
 
@@ -113,12 +128,17 @@ class KvPool:
         if not problems:
             return None
         now = f" (now {mem_fraction:g})" if mem_fraction is not None else ""
-        per_request = f"; {self.tokens // self.max_running_requests:,} tokens per running request" \
-            if self.max_running_requests else ""
-        return (f"{server}: ready with a KV cache too small: {self.tokens:,} tokens (max_total_num_tokens, from its "
-                f"{self.source}), {' and '.join(problems)}{per_request}. Its figures would measure memory, not "
-                f"the variant: raise --mem-fraction-static{now} until the pool holds the load, or lower "
-                "--context-length to the longest request you send.")
+        per_request = (
+            f"; {self.tokens // self.max_running_requests:,} tokens per running request"
+            if self.max_running_requests
+            else ""
+        )
+        return (
+            f"{server}: ready with a KV cache too small: {self.tokens:,} tokens (max_total_num_tokens, from its "
+            f"{self.source}), {' and '.join(problems)}{per_request}. Its figures would measure memory, not "
+            f"the variant: raise --mem-fraction-static{now} until the pool holds the load, or lower "
+            "--context-length to the longest request you send."
+        )
 
 
 def kv_pool(log_text: str = "", server_info: Mapping[str, Any] | None = None) -> KvPool | None:
@@ -128,15 +148,22 @@ def kv_pool(log_text: str = "", server_info: Mapping[str, Any] | None = None) ->
     found = list(_LINE.finditer(log_text)) if KV_POOL_MARK in log_text else []
     if found:
         last = found[-1]
-        return KvPool(tokens=int(last.group("tokens")), max_running_requests=int(last.group("running")),
-                      context_len=int(last.group("context")), source="log")
+        return KvPool(
+            tokens=int(last.group("tokens")),
+            max_running_requests=int(last.group("running")),
+            context_len=int(last.group("context")),
+            source="log",
+        )
     info = server_info or {}
-    tokens, running, context = (info.get(k) for k in ("max_total_num_tokens", "max_running_requests",
-                                                      "context_length"))
+    tokens, running, context = (info.get(k) for k in ("max_total_num_tokens", "max_running_requests", "context_length"))
     if not isinstance(tokens, int) or not _count(tokens):
         return None
-    return KvPool(tokens=tokens, max_running_requests=running if _count(running) else None,
-                  context_len=context if _count(context) else None, source="/server_info")
+    return KvPool(
+        tokens=tokens,
+        max_running_requests=running if _count(running) else None,
+        context_len=context if _count(context) else None,
+        source="/server_info",
+    )
 
 
 def _count(value: Any) -> bool:

@@ -61,8 +61,9 @@ def server_env(variant: Variant, gpus: list[int] | None) -> dict[str, str]:
     env = dict(variant.env)
     if gpus is not None:
         if "CUDA_VISIBLE_DEVICES" in env:
-            raise ConfigError(f"Variant {variant.name!r} sets CUDA_VISIBLE_DEVICES in its env; pass gpus= or "
-                              "the env entry, not both")
+            raise ConfigError(
+                f"Variant {variant.name!r} sets CUDA_VISIBLE_DEVICES in its env; pass gpus= or the env entry, not both"
+            )
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
     return env
 
@@ -136,17 +137,41 @@ def spawn_server(
     try:
         watchdog = None
         if not detached:
-            wd = _spawn_watchdog(host, proc, python=python, heartbeat_path=heartbeat_path, lease_s=lease_s,
-                                 record_path=f"{base}.json", log_path=f"{base}.watchdog.log",
-                                 owner=lease.this_process() if is_local(host) else None)
+            wd = _spawn_watchdog(
+                host,
+                proc,
+                python=python,
+                heartbeat_path=heartbeat_path,
+                lease_s=lease_s,
+                record_path=f"{base}.json",
+                log_path=f"{base}.watchdog.log",
+                owner=lease.this_process() if is_local(host) else None,
+            )
             if wd is not None:
                 watchdog = {"pid": wd.pid, "pgid": wd.pgid, "start_time": wd.start_time, "log_path": wd.log_path}
-        return registry.write_record(host, directory, registry.ServerRecord(
-            id=server_id, variant=variant.to_dict(), engine=engine.name, port=port, command=argv,
-            pid=proc.pid, pgid=proc.pgid, start_time=proc.start_time, log_path=proc.log_path,
-            heartbeat_path=heartbeat_path, watchdog=watchdog, lease_s=lease_s, detached=detached,
-            gpus=gpus, python=python, started_at=time.time(), client=registry.client_info(),
-        ))
+        return registry.write_record(
+            host,
+            directory,
+            registry.ServerRecord(
+                id=server_id,
+                variant=variant.to_dict(),
+                engine=engine.name,
+                port=port,
+                command=argv,
+                pid=proc.pid,
+                pgid=proc.pgid,
+                start_time=proc.start_time,
+                log_path=proc.log_path,
+                heartbeat_path=heartbeat_path,
+                watchdog=watchdog,
+                lease_s=lease_s,
+                detached=detached,
+                gpus=gpus,
+                python=python,
+                started_at=time.time(),
+                client=registry.client_info(),
+            ),
+        )
     except BaseException:
         processes.stop(host, proc, grace_s=5)
         raise

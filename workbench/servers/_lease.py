@@ -30,6 +30,7 @@ def this_process() -> tuple[int, int | None]:
     except (OSError, ValueError, IndexError):
         return os.getpid(), None
 
+
 log = logging.getLogger(__name__)
 
 #: Seconds without a heartbeat before the watchdog stops a server.
@@ -93,9 +94,24 @@ def spawn_watchdog(
     script = helper_path(host, "server_watchdog")
     check = check_s if check_s is not None else min(30.0, max(0.5, lease_s / 4))
     argv = [
-        python, script, "--pid", str(server.pid), "--pgid", str(server.pgid), "--start-time", str(server.start_time),
-        "--heartbeat", heartbeat_path, "--lease-s", f"{lease_s:g}", "--check-s", f"{check:g}",
-        "--log", server.log_path, "--record", record_path,
+        python,
+        script,
+        "--pid",
+        str(server.pid),
+        "--pgid",
+        str(server.pgid),
+        "--start-time",
+        str(server.start_time),
+        "--heartbeat",
+        heartbeat_path,
+        "--lease-s",
+        f"{lease_s:g}",
+        "--check-s",
+        f"{check:g}",
+        "--log",
+        server.log_path,
+        "--record",
+        record_path,
     ]
     if owner is not None:
         argv += ["--owner-pid", str(owner[0])] + ([] if owner[1] is None else ["--owner-start", str(owner[1])])

@@ -93,8 +93,14 @@ class ServerRecord:
     @property
     def process(self) -> SpawnedProcess:
         """The server's leader as a :class:`SpawnedProcess`."""
-        return SpawnedProcess(host="", pid=self.pid, pgid=self.pgid, start_time=self.start_time,
-                              command=" ".join(self.command), log_path=self.log_path)
+        return SpawnedProcess(
+            host="",
+            pid=self.pid,
+            pgid=self.pgid,
+            start_time=self.start_time,
+            command=" ".join(self.command),
+            log_path=self.log_path,
+        )
 
     @property
     def watchdog_process(self) -> SpawnedProcess | None:
@@ -102,8 +108,14 @@ class ServerRecord:
         w = self.watchdog
         if not w:
             return None
-        return SpawnedProcess(host="", pid=int(w["pid"]), pgid=int(w["pgid"]), start_time=int(w["start_time"]),
-                              command="server_watchdog", log_path=str(w.get("log_path", "")))
+        return SpawnedProcess(
+            host="",
+            pid=int(w["pid"]),
+            pgid=int(w["pgid"]),
+            start_time=int(w["start_time"]),
+            command="server_watchdog",
+            log_path=str(w.get("log_path", "")),
+        )
 
     def to_variant(self) -> Variant:
         """The :class:`Variant` it runs (without its source file)."""
@@ -131,9 +143,6 @@ class ServerRecord:
             return cls(**kwargs)
         except TypeError as exc:
             raise ServerError(f"Server registry record {path or data.get('id')!r} is malformed: {exc}") from exc
-
-
-
 
 
 def client_info() -> dict[str, Any]:
@@ -202,9 +211,13 @@ class ProcessStatus:
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "ProcessStatus":
         data = data or {}
-        return cls(alive=bool(data.get("alive")), leader_alive=bool(data.get("leader_alive")),
-                   members=list(data.get("members") or []), ports=list(data.get("ports") or []),
-                   heartbeat_age_s=data.get("heartbeat_age_s"))
+        return cls(
+            alive=bool(data.get("alive")),
+            leader_alive=bool(data.get("leader_alive")),
+            members=list(data.get("members") or []),
+            ports=list(data.get("ports") or []),
+            heartbeat_age_s=data.get("heartbeat_age_s"),
+        )
 
 
 @dataclasses.dataclass(frozen=True)

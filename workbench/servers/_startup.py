@@ -24,8 +24,10 @@ _TIMINGS = re.compile(r"Engine startup timings \(s\): (?P<body>.*)$", re.MULTILI
 _PAIR = re.compile(r"(\w+)=([0-9.]+)")
 _GRAPHS = re.compile(r"cuda_graph=\{(?P<graphs>[^}]*)\}")
 _WEIGHTS = re.compile(r"Load weight end\..*?type=(?P<type>\w+).*?mem usage=(?P<gb>[0-9.]+) GB")
-_KV = re.compile(r"KV Cache is allocated\..*?#tokens: (?P<tokens>\d+), K size: (?P<k>[0-9.]+) GB, V size: "
-                 r"(?P<v>[0-9.]+) GB")
+_KV = re.compile(
+    r"KV Cache is allocated\..*?#tokens: (?P<tokens>\d+), K size: (?P<k>[0-9.]+) GB, V size: "
+    r"(?P<v>[0-9.]+) GB"
+)
 
 
 def startup_timings(log_text: str) -> dict[str, Any]:
@@ -52,8 +54,10 @@ def startup_timings(log_text: str) -> dict[str, Any]:
     weights = {m.group("type"): float(m.group("gb")) for m in _WEIGHTS.finditer(log_text)}
     if weights:
         out["weights_gb"] = weights
-    pools = [{"tokens": int(m.group("tokens")), "gb": round(float(m.group("k")) + float(m.group("v")), 3)}
-             for m in _KV.finditer(log_text)]
+    pools = [
+        {"tokens": int(m.group("tokens")), "gb": round(float(m.group("k")) + float(m.group("v")), 3)}
+        for m in _KV.finditer(log_text)
+    ]
     if pools:
         out["kv_cache"] = pools
     return out

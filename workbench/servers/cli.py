@@ -24,21 +24,32 @@ if TYPE_CHECKING:
 __all__ = ["servers_command"]
 
 
-
 def servers_command(
-    server_ids: Annotated[Optional[list[str]], typer.Argument(
-        metavar="ID", help="With --stop: the servers to stop (ids, unique id prefixes, or ports).")] = None,
+    server_ids: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="ID", help="With --stop: the servers to stop (ids, unique id prefixes, or ports)."),
+    ] = None,
     host: HostOpt = "local",
     stop: Annotated[bool, typer.Option("--stop", help="Stop the named servers (or all with --all).")] = False,
-    all_: Annotated[bool, typer.Option("--all", help="With --stop: every server of this checkout on the host.")] = False,
-    any_checkout: Annotated[bool, typer.Option(
-        "--any-checkout", help="Show (and with --stop, stop) servers started from any checkout or user, not only "
-                               "this checkout's.")] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="With --stop: every server of this checkout on the host.")
+    ] = False,
+    any_checkout: Annotated[
+        bool,
+        typer.Option(
+            "--any-checkout",
+            help="Show (and with --stop, stop) servers started from any checkout or user, not only this checkout's.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     config_file: ConfigOpt = None,
     python: PythonOpt = None,
-    state_dir: Annotated[Optional[str], typer.Option(
-        "--state-dir", help="Registry directory on the host (default ~/.cache/specbench-workbench/servers).")] = None,
+    state_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            "--state-dir", help="Registry directory on the host (default ~/.cache/specbench-workbench/servers)."
+        ),
+    ] = None,
 ) -> None:
     """List the servers this checkout started on a host; --stop ID... or --stop --all stops them.
 
@@ -61,13 +72,19 @@ def servers_command(
     entries = every if any_checkout else [e for e in every if registry.is_ours(e.record)]
     hidden = len(every) - len(entries)
     if stop:
-        targets = entries if all_ else [_ours(registry.find_server(every, s, host_name=h.name), any_checkout)
-                                        for s in server_ids or []]
+        targets = (
+            entries
+            if all_
+            else [_ours(registry.find_server(every, s, host_name=h.name), any_checkout) for s in server_ids or []]
+        )
         for entry in targets:
             was = entry.state
             registry.stop_entry(h, entry)
-            typer.echo(f"stopped {entry.record.id} (pgid {entry.record.pgid}, was {was}): nothing left"
-                       if was == "running" else f"removed the record of {entry.record.id} ({was})")
+            typer.echo(
+                f"stopped {entry.record.id} (pgid {entry.record.pgid}, was {was}): nothing left"
+                if was == "running"
+                else f"removed the record of {entry.record.id} ({was})"
+            )
         if not targets:
             typer.echo(f"no workbench servers on host {h.name}" + _hidden_note(hidden))
         return
@@ -91,18 +108,25 @@ def _ours(entry: ServerEntry, any_checkout: bool) -> ServerEntry:
 
     if any_checkout or registry.is_ours(entry.record):
         return entry
-    raise ConfigError(f"server {entry.record.id} belongs to {registry.owner_text(entry.record)}, not this checkout; "
-                      "add --any-checkout to stop it anyway")
+    raise ConfigError(
+        f"server {entry.record.id} belongs to {registry.owner_text(entry.record)}, not this checkout; "
+        "add --any-checkout to stop it anyway"
+    )
 
 
 def _entry_json(entry: ServerEntry) -> dict:
     out = entry.record.to_json()
     from workbench.servers import _registry as registry
 
-    out.update(state=entry.state, owner=registry.owner_text(entry.record), members=entry.status.members,
-               ports=entry.status.ports,
-               heartbeat_age_s=entry.status.heartbeat_age_s,
-               watchdog_alive=entry.watchdog.alive if entry.watchdog else None, path=entry.record.path)
+    out.update(
+        state=entry.state,
+        owner=registry.owner_text(entry.record),
+        members=entry.status.members,
+        ports=entry.status.ports,
+        heartbeat_age_s=entry.status.heartbeat_age_s,
+        watchdog_alive=entry.watchdog.alive if entry.watchdog else None,
+        path=entry.record.path,
+    )
     return out
 
 
@@ -118,11 +142,21 @@ def _table(entries: list[ServerEntry]) -> str:
             guard = f"lease {registry.age_text(r.lease_s)}"
         else:
             guard = "no watchdog"
-        rows.append((
-            r.id, r.variant.get("name", "?"), r.engine, str(r.port), str(r.pgid), e.state,
-            ",".join(map(str, r.gpus)) if r.gpus else "-", registry.age_text(registry.started_ago(r)),
-            registry.age_text(e.status.heartbeat_age_s) if not r.detached else "-", guard, registry.owner_text(r),
-            r.log_path,
-        ))
+        rows.append(
+            (
+                r.id,
+                r.variant.get("name", "?"),
+                r.engine,
+                str(r.port),
+                str(r.pgid),
+                e.state,
+                ",".join(map(str, r.gpus)) if r.gpus else "-",
+                registry.age_text(registry.started_ago(r)),
+                registry.age_text(e.status.heartbeat_age_s) if not r.detached else "-",
+                guard,
+                registry.owner_text(r),
+                r.log_path,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in rows)

@@ -32,7 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     log.info("server_args=%s", json.dumps(config.args, sort_keys=True))
     log.info(
         "SIMULATED SGLang %s server (workbench sim engine, profile %s, time scale %s): %s",
-        config.sglang_version, config.profile.name, config.args["sim_time_scale"], config.spec.label(),
+        config.sglang_version,
+        config.profile.name,
+        config.args["sim_time_scale"],
+        config.spec.label(),
     )
     args = config.args
     if args["nnodes"] > 1 and args["node_rank"] > 0:
@@ -74,8 +77,7 @@ async def _serve_rank(args: dict[str, Any], log: logging.Logger) -> int:
     except _rdv.RendezvousError as exc:
         log.error("%s", exc)
         return 1
-    log.info("SIMULATED: rank %d of %d joined its group at %s; serving the dummy health check only", rank, nnodes,
-             addr)
+    log.info("SIMULATED: rank %d of %d joined its group at %s; serving the dummy health check only", rank, nnodes, addr)
     gone = asyncio.ensure_future(reader.read())  # b"" when rank 0's connection closes
     served = asyncio.ensure_future(_serve_http(_health_app(), args["host"], args["port"], log, ready_line=False))
     done, _ = await asyncio.wait({gone, served}, return_when=asyncio.FIRST_COMPLETED)
@@ -84,14 +86,19 @@ async def _serve_rank(args: dict[str, Any], log: logging.Logger) -> int:
         writer.close()
         return served.result()
     host, port = _rdv.split_addr(addr)
-    log.error("RuntimeError: Connection closed by peer [%s]:%d (SIMULATED: rank 0 went away; rank %d exits with "
-              "its group)", host, port, rank)
+    log.error(
+        "RuntimeError: Connection closed by peer [%s]:%d (SIMULATED: rank 0 went away; rank %d exits with its group)",
+        host,
+        port,
+        rank,
+    )
     served.cancel()
     return 1
 
 
 def _health_app() -> web.Application:
     """SGLang's ``launch_dummy_health_check_server`` (0.5.9 ``srt/utils/common.py``): 200 on three paths."""
+
     async def ok(_: web.Request) -> web.Response:
         return web.Response(status=200)
 
@@ -105,7 +112,9 @@ def _health_app() -> web.Application:
 SHUTDOWN_TIMEOUT_S = 1.0
 
 
-async def _serve_http(app: web.Application, host: str, port: int, log: logging.Logger, *, ready_line: bool = True) -> int:
+async def _serve_http(
+    app: web.Application, host: str, port: int, log: logging.Logger, *, ready_line: bool = True
+) -> int:
     # SIGTERM ends the server within about a second, streams in flight cut as a killed server cuts them: aiohttp's
     # default waits up to 60 s for open handlers, and a stop that waits on its own load generator's streams (a
     # cancelled fleet unit, a Ctrl-C'd sweep) then outlasted the 5 s the workbench promises (docs/FLEET.md).

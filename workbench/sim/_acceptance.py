@@ -100,8 +100,15 @@ class AcceptPoint:
 
 
 @functools.lru_cache(maxsize=16384)
-def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, topk: int,
-             num_draft_tokens: int, draft_calibration: float = 1.0) -> tuple[float, ...]:
+def tree_pmf(
+    alpha: float,
+    depth_decay: float,
+    sibling: float,
+    num_steps: int,
+    topk: int,
+    num_draft_tokens: int,
+    draft_calibration: float = 1.0,
+) -> tuple[float, ...]:
     """Exact distribution of the drafts one verify accepts, for one request's ``alpha``.
 
     Args:
@@ -118,7 +125,7 @@ def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, t
     Returns:
         ``(P(0 accepted), P(1), ..., P(D))``, ``D`` the deepest depth in the verified tree.
     """
-    top = [alpha * depth_decay ** d for d in range(num_steps)]  # p_d, depth d + 1
+    top = [alpha * depth_decay**d for d in range(num_steps)]  # p_d, depth d + 1
 
     def match(depth: int, rank: int) -> float:
         p = top[depth - 1]
@@ -132,7 +139,8 @@ def tree_pmf(alpha: float, depth_decay: float, sibling: float, num_steps: int, t
 
     # candidates: (draft score, depth, parent index or -1, match probability, reach probability)
     nodes: list[tuple[float, int, int, float, float]] = [
-        (score(1, j), 1, -1, match(1, j), match(1, j)) for j in range(topk)]
+        (score(1, j), 1, -1, match(1, j), match(1, j)) for j in range(topk)
+    ]
     beam = list(range(len(nodes)))
     for depth in range(2, num_steps + 1):
         fresh = []
@@ -237,8 +245,15 @@ class AcceptanceModel:
         if not spec.enabled:
             return (1.0,)
         alpha = self.alpha if request_alpha is None else request_alpha
-        return tree_pmf(alpha, self.depth_decay, self.sibling, spec.num_steps, spec.topk, spec.num_draft_tokens,
-                        self.draft_calibration if spec.topk > 1 else 1.0)
+        return tree_pmf(
+            alpha,
+            self.depth_decay,
+            self.sibling,
+            spec.num_steps,
+            spec.topk,
+            spec.num_draft_tokens,
+            self.draft_calibration if spec.topk > 1 else 1.0,
+        )
 
     def depth_probs(self, spec: SpecConfig, request_alpha: float | None = None) -> list[float]:
         """Continuation probabilities ``[h_1, ..., h_D]``: ``P(accepted >= d | accepted >= d - 1)``.
@@ -303,8 +318,10 @@ class AcceptanceModel:
         fields = {"alpha", "depth_decay", "sibling", "concentration", "bins", "draft_calibration"}
         unknown = set(table) - fields - {"chain", "tree", "source", "why", "prompt_sets"}
         if unknown:
-            raise ConfigError(f"[acceptance] unknown keys {sorted(unknown)}; known: {sorted(fields)}, chain, tree, "
-                              "source, why, prompt_sets")
+            raise ConfigError(
+                f"[acceptance] unknown keys {sorted(unknown)}; known: {sorted(fields)}, chain, tree, "
+                "source, why, prompt_sets"
+            )
         given = {k: table[k] for k in fields if k in table}
         chain = table.get("chain", [])
         chain = [chain] if isinstance(chain, Mapping) else list(chain)
@@ -318,8 +335,10 @@ class AcceptanceModel:
         if any(p.topk != 1 for p in chain_pts) or any(p.topk < 2 for p in tree_pts):
             raise ConfigError("[acceptance] chain points need topk 1 and tree points topk > 1")
         if len(chain_pts) > 2 or len(tree_pts) > 2:
-            raise ConfigError("[acceptance] at most two chain points (they set alpha and depth_decay) and two tree "
-                              "points (sibling and draft_calibration)")
+            raise ConfigError(
+                "[acceptance] at most two chain points (they set alpha and depth_decay) and two tree "
+                "points (sibling and draft_calibration)"
+            )
         solved = ({"alpha"} if chain_pts else set()) | ({"depth_decay"} if len(chain_pts) == 2 else set())
         if len(tree_pts) == 2:
             solved |= {"sibling", "draft_calibration"}
@@ -350,8 +369,10 @@ def forced_length(raw: object) -> float | None:
     try:
         value = float(str(raw))
     except ValueError:
-        raise ConfigError(f"{FORCED_ACCEPTANCE_ENV}={raw!r} is not a number (SGLang reads it as a float: the mean "
-                          "accept length per verify, e.g. 3.0)") from None
+        raise ConfigError(
+            f"{FORCED_ACCEPTANCE_ENV}={raw!r} is not a number (SGLang reads it as a float: the mean "
+            "accept length per verify, e.g. 3.0)"
+        ) from None
     return value if value > 0 else None  # NaN > 0 is False: off
 
 
@@ -364,8 +385,10 @@ def forced_accept_length(environ: Mapping[str, str]) -> float | None:
     value = forced_length(environ.get(FORCED_ACCEPTANCE_ENV))
     method = environ.get(FORCED_METHOD_ENV, "match-expected")
     if value is not None and method != "match-expected":
-        raise ConfigError(f"{FORCED_METHOD_ENV}={method!r}: the simulator emulates only SGLang's default "
-                          "'match-expected' (the rounded-down or rounded-up length, weighted to the mean)")
+        raise ConfigError(
+            f"{FORCED_METHOD_ENV}={method!r}: the simulator emulates only SGLang's default "
+            "'match-expected' (the rounded-down or rounded-up length, weighted to the mean)"
+        )
     return value
 
 
@@ -412,8 +435,10 @@ def _bisect(f, lo: float, hi: float, what: str, iterations: int = 48) -> float:
     """Root of an increasing ``f`` on [lo, hi]; ConfigError when it does not change sign."""
     flo, fhi = f(lo), f(hi)
     if flo > 0 or fhi < 0:
-        raise ConfigError(f"[acceptance] no {what} in [{lo:g}, {hi:g}] reaches the published accept length "
-                          f"(the model gives {flo:+.3f} .. {fhi:+.3f} around it)")
+        raise ConfigError(
+            f"[acceptance] no {what} in [{lo:g}, {hi:g}] reaches the published accept length "
+            f"(the model gives {flo:+.3f} .. {fhi:+.3f} around it)"
+        )
     for _ in range(iterations):
         mid = 0.5 * (lo + hi)
         if f(mid) < 0:
@@ -435,8 +460,13 @@ def _shape(p: AcceptPoint) -> str:
     return f"{p.num_steps}/{p.topk}/{p.spec.num_draft_tokens}"
 
 
-def _two_trees_unmet(model: AcceptanceModel, large: AcceptPoint, small: AcceptPoint, grid: Sequence[float],
-                     at: Callable[[float], AcceptanceModel]) -> str:
+def _two_trees_unmet(
+    model: AcceptanceModel,
+    large: AcceptPoint,
+    small: AcceptPoint,
+    grid: Sequence[float],
+    at: Callable[[float], AcceptanceModel],
+) -> str:
     """Why no (sibling, draft_calibration) meets both trees, with the numbers: the range of accept lengths the
     model gives the small tree at every draft calibration that holds the large tree, against the published one."""
     reach: list[tuple[float, float]] = []
@@ -445,11 +475,15 @@ def _two_trees_unmet(model: AcceptanceModel, large: AcceptPoint, small: AcceptPo
             reach.append((c, at(c).expected_accept_length(small.spec)))
         except ConfigError:
             continue
-    head = (f"[acceptance] no (sibling, draft_calibration) meets both trees ({large.accept_length} at "
-            f"{_shape(large)}, {small.accept_length} at {_shape(small)})")
+    head = (
+        f"[acceptance] no (sibling, draft_calibration) meets both trees ({large.accept_length} at "
+        f"{_shape(large)}, {small.accept_length} at {_shape(small)})"
+    )
     if not reach:
-        return (f"{head}: no draft_calibration in [{grid[0]:.3g}, {grid[-1]:.3g}] reaches the {_shape(large)} tree's "
-                f"{large.accept_length} at any sibling; drop that point or give depth_decay")
+        return (
+            f"{head}: no draft_calibration in [{grid[0]:.3g}, {grid[-1]:.3g}] reaches the {_shape(large)} tree's "
+            f"{large.accept_length} at any sibling; drop that point or give depth_decay"
+        )
     lo = min(v for _, v in reach)
     hi = max(v for _, v in reach)
     cs = [c for c, _ in reach]
@@ -458,22 +492,32 @@ def _two_trees_unmet(model: AcceptanceModel, large: AcceptPoint, small: AcceptPo
     published = large.accept_length - small.accept_length
     model_gain = large.accept_length - (lo if side == "below" else hi)
     limit = "at most" if side == "below" else "at least"
-    why = ("a draft's acceptance that does not fall with depth (depth_decay 1, the largest) still prices the extra "
-           "depth below the pair; the pair would need acceptance rising with depth, which no draft of this kind "
-           "(one acceptance per depth, a sibling gain, a calibration exponent) has: the two figures likely come from "
-           "runs that differ in more than the tree (engine release, prompts, or settings assumed for one of them). "
-           "Use two trees from one run, or keep one tree" if side == "below" and model.depth_decay >= 1.0 else
-           "no draft of this kind (one acceptance per depth, a sibling gain, a calibration exponent) meets both. "
-           "Use two trees from one run, give another depth_decay (or a second chain point), or keep one tree")
-    return (f"{head}: holding the {_shape(large)} tree at {large.accept_length}, this model (alpha {model.alpha:.3f}, "
-            f"depth_decay {model.depth_decay:.2f}) gives the {_shape(small)} tree {lo:.2f} to {hi:.2f} at every "
-            f"draft_calibration from {min(cs):.3g} to {max(cs):.3g} (beyond them the large tree is out of reach), "
-            f"never {small.accept_length}: {gap:.2f} {side} it. The pair says the trees differ by {published:.2f} "
-            f"tokens; the model makes it {limit} {model_gain:.2f}: {why}")
+    why = (
+        "a draft's acceptance that does not fall with depth (depth_decay 1, the largest) still prices the extra "
+        "depth below the pair; the pair would need acceptance rising with depth, which no draft of this kind "
+        "(one acceptance per depth, a sibling gain, a calibration exponent) has: the two figures likely come from "
+        "runs that differ in more than the tree (engine release, prompts, or settings assumed for one of them). "
+        "Use two trees from one run, or keep one tree"
+        if side == "below" and model.depth_decay >= 1.0
+        else "no draft of this kind (one acceptance per depth, a sibling gain, a calibration exponent) meets both. "
+        "Use two trees from one run, give another depth_decay (or a second chain point), or keep one tree"
+    )
+    return (
+        f"{head}: holding the {_shape(large)} tree at {large.accept_length}, this model (alpha {model.alpha:.3f}, "
+        f"depth_decay {model.depth_decay:.2f}) gives the {_shape(small)} tree {lo:.2f} to {hi:.2f} at every "
+        f"draft_calibration from {min(cs):.3g} to {max(cs):.3g} (beyond them the large tree is out of reach), "
+        f"never {small.accept_length}: {gap:.2f} {side} it. The pair says the trees differ by {published:.2f} "
+        f"tokens; the model makes it {limit} {model_gain:.2f}: {why}"
+    )
 
 
-def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (),
-          tree: AcceptPoint | Sequence[AcceptPoint] | None = None, *, solve_draft: bool = False) -> AcceptanceModel:
+def solve(
+    model: AcceptanceModel,
+    chain: Sequence[AcceptPoint] = (),
+    tree: AcceptPoint | Sequence[AcceptPoint] | None = None,
+    *,
+    solve_draft: bool = False,
+) -> AcceptanceModel:
     """``model`` with ``alpha`` (one chain point), ``depth_decay`` (two), ``sibling`` (a tree point) and
     ``draft_calibration`` (``solve_draft``: from a second tree point, or from the one point with ``sibling``
     given) solved so that its expected accept lengths equal the points'. Exact expectations, bisection.
@@ -509,7 +553,8 @@ def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (),
                     f"[acceptance] the tree {point.num_steps}/{point.topk}/{point.spec.num_draft_tokens} accepts "
                     f"{point.accept_length}, less than a calibrated draft's tree ever does ({g(0.0) + point.accept_length:.3f} "
                     "at sibling 0): its draft does not rank candidates by the target's acceptance. Give a second, "
-                    "larger tree point (or sibling) so that draft_calibration is solved too") from exc
+                    "larger tree point (or sibling) so that draft_calibration is solved too"
+                ) from exc
             raise
 
     def with_draft(m: AcceptanceModel, point: AcceptPoint) -> AcceptanceModel:
@@ -524,7 +569,8 @@ def solve(model: AcceptanceModel, chain: Sequence[AcceptPoint] = (),
             raise ConfigError(
                 f"[acceptance] no draft_calibration lands the tree {point.num_steps}/{point.topk}/"
                 f"{point.spec.num_draft_tokens} on {point.accept_length} (closest {point.accept_length - h(best):.3f} at "
-                f"{best:.3g}: the tree's shape changes in steps there); drop the point or give draft_calibration")
+                f"{best:.3g}: the tree's shape changes in steps there); drop the point or give draft_calibration"
+            )
         return dataclasses.replace(m, draft_calibration=best)
 
     if len(chain) == 1:

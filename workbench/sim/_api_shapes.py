@@ -110,13 +110,15 @@ def _spec_0512(c: SpecCounts, *, aliases: bool = True) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     if drafts > 0:
-        out.update({
-            "spec_accept_rate": c.accepted_drafts / drafts,
-            "spec_accept_length": c.completion_tokens / c.verify_ct,
-            "spec_num_correct_drafts": c.accepted_drafts,
-            "spec_num_proposed_drafts": drafts,
-            "spec_verify_ct": c.verify_ct,
-        })
+        out.update(
+            {
+                "spec_accept_rate": c.accepted_drafts / drafts,
+                "spec_accept_length": c.completion_tokens / c.verify_ct,
+                "spec_num_correct_drafts": c.accepted_drafts,
+                "spec_num_proposed_drafts": drafts,
+                "spec_verify_ct": c.verify_ct,
+            }
+        )
         if aliases:
             out["spec_accepted_drafts"] = c.accepted_drafts
             out["spec_proposed_drafts"] = drafts
@@ -282,10 +284,16 @@ class ApiShape:
         """Body of the model-info routes, plus ``simulated``."""
         return {**self.model_info_layout(**kwargs), "simulated": True}
 
-    def models_list(self, *, served_model_name: str, model_path: str, created: int, max_model_len: int) -> dict[str, Any]:
+    def models_list(
+        self, *, served_model_name: str, model_path: str, created: int, max_model_len: int
+    ) -> dict[str, Any]:
         """Body of ``/v1/models`` (``ModelCard`` of ``openai/protocol.py``)."""
         card: dict[str, Any] = {
-            "id": served_model_name, "object": "model", "created": created, "owned_by": "sglang", "root": model_path,
+            "id": served_model_name,
+            "object": "model",
+            "created": created,
+            "owned_by": "sglang",
+            "root": model_path,
         }
         if self.openai.models_parent:
             card["parent"] = None
@@ -326,8 +334,11 @@ def _state_0523(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         "effective_max_running_requests_per_dp": kw["max_running_requests"],
         "last_gen_throughput": kw["last_gen_throughput"],
         "memory_usage": {
-            "weight": 0.0, "kvcache": 0.0, "startup_available": 0.0,
-            "token_capacity": kw["max_total_num_tokens"], "token_capacity_swa": None,
+            "weight": 0.0,
+            "kvcache": 0.0,
+            "startup_available": 0.0,
+            "token_capacity": kw["max_total_num_tokens"],
+            "token_capacity_swa": None,
             "graph": dict.fromkeys(GRAPH_PHASES_0523, 0.0),
         },
         "disaggregation_mode": "null",
@@ -354,8 +365,12 @@ def _server_info_05(
     ``avg_spec_accept_length`` is in the internal state only when speculative and the
     lifetime counters are non-zero (they advance at decode log ticks).
     """
-    kw = dict(max_total_num_tokens=max_total_num_tokens, last_gen_throughput=last_gen_throughput,
-              max_running_requests=max_running_requests, startup_time=startup_time)
+    kw = dict(
+        max_total_num_tokens=max_total_num_tokens,
+        last_gen_throughput=last_gen_throughput,
+        max_running_requests=max_running_requests,
+        startup_time=startup_time,
+    )
     internal = shape.internal_state(args, **kw)
     if avg_spec_accept_length is not None:
         internal["avg_spec_accept_length"] = avg_spec_accept_length
@@ -371,12 +386,27 @@ def _server_info_05(
     }
 
 
-def _server_info_0523(shape: ApiShape, *, args: dict[str, Any], max_total_num_tokens: int, max_req_input_len: int,
-                      startup_time: float, last_gen_throughput: float, avg_spec_accept_length: float | None,
-                      max_running_requests: int, launch_command: str, simulation: dict[str, Any]) -> dict[str, Any]:
+def _server_info_0523(
+    shape: ApiShape,
+    *,
+    args: dict[str, Any],
+    max_total_num_tokens: int,
+    max_req_input_len: int,
+    startup_time: float,
+    last_gen_throughput: float,
+    avg_spec_accept_length: float | None,
+    max_running_requests: int,
+    launch_command: str,
+    simulation: dict[str, Any],
+) -> dict[str, Any]:
     """0.5.23 ``build_server_info`` + ``server_info``: adds launch_command, hicache layout, kv_events, frontend."""
-    internal = shape.internal_state(args, max_total_num_tokens=max_total_num_tokens, last_gen_throughput=last_gen_throughput,
-                           max_running_requests=max_running_requests, startup_time=startup_time)
+    internal = shape.internal_state(
+        args,
+        max_total_num_tokens=max_total_num_tokens,
+        last_gen_throughput=last_gen_throughput,
+        max_running_requests=max_running_requests,
+        startup_time=startup_time,
+    )
     if avg_spec_accept_length is not None:
         internal["avg_spec_accept_length"] = avg_spec_accept_length
     return {
@@ -387,8 +417,11 @@ def _server_info_0523(shape: ApiShape, *, args: dict[str, Any], max_total_num_to
         "max_req_input_len": max_req_input_len,
         "startup_time": startup_time,
         "hicache_object_layout": {
-            "enabled": False, "backend": None, "page_size": args.get("page_size", 1),
-            "hicache_object_layout": {"pools": []}, "reason": "Hierarchical cache is disabled",
+            "enabled": False,
+            "backend": None,
+            "page_size": args.get("page_size", 1),
+            "hicache_object_layout": {"pools": []},
+            "reason": "Hierarchical cache is disabled",
         },
         "kv_events": None,
         "internal_states": [internal],
@@ -400,7 +433,9 @@ def _server_info_0523(shape: ApiShape, *, args: dict[str, Any], max_total_num_to
 
 
 # -- model info builders --------------------------------------------------------------
-def _model_info_04(*, model_path: str, tokenizer_path: str, weight_version: str, served_model_name: str) -> dict[str, Any]:
+def _model_info_04(
+    *, model_path: str, tokenizer_path: str, weight_version: str, served_model_name: str
+) -> dict[str, Any]:
     return {"model_path": model_path, "tokenizer_path": tokenizer_path, "is_generation": True}
 
 
@@ -420,11 +455,15 @@ def _model_info_059(**kw: Any) -> dict[str, Any]:
 
 def _model_info_0517(**kw: Any) -> dict[str, Any]:
     """0.5.17 adds ``embedding``: what the server would do as an embedding model (nothing, for a generation model)."""
-    return {**_model_info_059(**kw), "embedding": {"family": "none", "task": "none", "execution": "none",
-                                                  "enabled": False}}
+    return {
+        **_model_info_059(**kw),
+        "embedding": {"family": "none", "task": "none", "execution": "none", "enabled": False},
+    }
 
 
-def _model_info_0523(*, model_path: str, tokenizer_path: str, weight_version: str, served_model_name: str) -> dict[str, Any]:
+def _model_info_0523(
+    *, model_path: str, tokenizer_path: str, weight_version: str, served_model_name: str
+) -> dict[str, Any]:
     return {
         "model_path": model_path,
         "served_model_name": served_model_name,
@@ -444,60 +483,171 @@ def _model_info_0523(*, model_path: str, tokenizer_path: str, weight_version: st
 
 
 _OLD_ROUTES: dict[str, Any] = {"server_info_routes": ("/get_server_info",), "model_info_routes": ("/get_model_info",)}
-_NEW_ROUTES: dict[str, Any] = {"server_info_routes": ("/server_info", "/get_server_info"),
-               "model_info_routes": ("/model_info", "/get_model_info")}
-_PYDANTIC_05: dict[str, Any] = dict(chat_chunks="pydantic", usage_reasoning_tokens=True, usage_completion_details=False,
-                    message_tool_calls=True, metadata_weight_versions=False)
+_NEW_ROUTES: dict[str, Any] = {
+    "server_info_routes": ("/server_info", "/get_server_info"),
+    "model_info_routes": ("/model_info", "/get_model_info"),
+}
+_PYDANTIC_05: dict[str, Any] = dict(
+    chat_chunks="pydantic",
+    usage_reasoning_tokens=True,
+    usage_completion_details=False,
+    message_tool_calls=True,
+    metadata_weight_versions=False,
+)
 
 #: meta_info's key order of a speculative 0.5.17 server with --enable-metrics, as recorded on a GPU.
 _ORDER_0517 = (
-    "id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions", "forward_entry_time",
-    "prefill_finished_time", "queue_time", "reasoning_tokens", "completion_tokens", "cached_tokens",
-    "cached_tokens_details", "dp_rank", "e2e_latency", "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
-    "spec_num_proposed_drafts", "spec_verify_ct", "spec_accepted_drafts", "spec_proposed_drafts",
-    "spec_correct_drafts_histogram", "spec_accept_histogram", "request_received_ts", "api_server_dispatch_finish_ts",
-    "response_sent_to_client_ts", "request_finished_ts", "decode_throughput",
+    "id",
+    "finish_reason",
+    "prompt_tokens",
+    "weight_version",
+    "num_retractions",
+    "forward_entry_time",
+    "prefill_finished_time",
+    "queue_time",
+    "reasoning_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cached_tokens_details",
+    "dp_rank",
+    "e2e_latency",
+    "spec_accept_rate",
+    "spec_accept_length",
+    "spec_num_correct_drafts",
+    "spec_num_proposed_drafts",
+    "spec_verify_ct",
+    "spec_accepted_drafts",
+    "spec_proposed_drafts",
+    "spec_correct_drafts_histogram",
+    "spec_accept_histogram",
+    "request_received_ts",
+    "api_server_dispatch_finish_ts",
+    "response_sent_to_client_ts",
+    "request_finished_ts",
+    "decode_throughput",
 )
 
 #: SGLang versions whose HTTP shapes the simulator reproduces -> their shapes.
 EMULATED_VERSIONS: dict[str, ApiShape] = {
     s.version: s
     for s in (
-        ApiShape(version="0.4.6.post5", retraction_key=None, weight_version=False, reasoning_tokens=False, output_ids=None,
-               response_sent_ts=False, spec_before_e2e=True, weight_versions=False, spec=_spec_04,
-               strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_04, model_info_layout=_model_info_04,
-               # 0.4.x's openai_api/adapter.py streams differently; see docs/SIMULATOR.md.
-               openai=OpenAIShape(**{**_PYDANTIC_05, "usage_reasoning_tokens": False}, models_parent=False),
-               **_OLD_ROUTES),
-        ApiShape(version="0.5.4", retraction_key=None, weight_version=True, reasoning_tokens=False, output_ids="delta",
-               response_sent_ts=False, spec_before_e2e=True, weight_versions=False, spec=_spec_054,
-               strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_054, model_info_layout=_model_info_054,
-               openai=OpenAIShape(**_PYDANTIC_05, models_parent=False), **_OLD_ROUTES),
-        ApiShape(version="0.5.9", retraction_key="total_retractions", weight_version=True, reasoning_tokens=False,
-               output_ids="cumulative", response_sent_ts=True, spec_before_e2e=False, weight_versions=False,
-               spec=_spec_059, strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_059,
-               model_info_layout=_model_info_059, openai=OpenAIShape(**_PYDANTIC_05, models_parent=True), **_NEW_ROUTES),
-        ApiShape(version="0.5.12", retraction_key="num_retractions", weight_version=True, reasoning_tokens=True,
-               output_ids="cumulative", response_sent_ts=True, spec_before_e2e=False, weight_versions=False,
-               spec=_spec_0512, strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_059,
-               model_info_layout=_model_info_059,
-               openai=OpenAIShape(**{**_PYDANTIC_05, "chat_chunks": "msgspec"}, models_parent=True), **_NEW_ROUTES),
+        ApiShape(
+            version="0.4.6.post5",
+            retraction_key=None,
+            weight_version=False,
+            reasoning_tokens=False,
+            output_ids=None,
+            response_sent_ts=False,
+            spec_before_e2e=True,
+            weight_versions=False,
+            spec=_spec_04,
+            strict_generate=False,
+            server_info_layout=_server_info_05,
+            internal_state=_state_04,
+            model_info_layout=_model_info_04,
+            # 0.4.x's openai_api/adapter.py streams differently; see docs/SIMULATOR.md.
+            openai=OpenAIShape(**{**_PYDANTIC_05, "usage_reasoning_tokens": False}, models_parent=False),
+            **_OLD_ROUTES,
+        ),
+        ApiShape(
+            version="0.5.4",
+            retraction_key=None,
+            weight_version=True,
+            reasoning_tokens=False,
+            output_ids="delta",
+            response_sent_ts=False,
+            spec_before_e2e=True,
+            weight_versions=False,
+            spec=_spec_054,
+            strict_generate=False,
+            server_info_layout=_server_info_05,
+            internal_state=_state_054,
+            model_info_layout=_model_info_054,
+            openai=OpenAIShape(**_PYDANTIC_05, models_parent=False),
+            **_OLD_ROUTES,
+        ),
+        ApiShape(
+            version="0.5.9",
+            retraction_key="total_retractions",
+            weight_version=True,
+            reasoning_tokens=False,
+            output_ids="cumulative",
+            response_sent_ts=True,
+            spec_before_e2e=False,
+            weight_versions=False,
+            spec=_spec_059,
+            strict_generate=False,
+            server_info_layout=_server_info_05,
+            internal_state=_state_059,
+            model_info_layout=_model_info_059,
+            openai=OpenAIShape(**_PYDANTIC_05, models_parent=True),
+            **_NEW_ROUTES,
+        ),
+        ApiShape(
+            version="0.5.12",
+            retraction_key="num_retractions",
+            weight_version=True,
+            reasoning_tokens=True,
+            output_ids="cumulative",
+            response_sent_ts=True,
+            spec_before_e2e=False,
+            weight_versions=False,
+            spec=_spec_0512,
+            strict_generate=False,
+            server_info_layout=_server_info_05,
+            internal_state=_state_059,
+            model_info_layout=_model_info_059,
+            openai=OpenAIShape(**{**_PYDANTIC_05, "chat_chunks": "msgspec"}, models_parent=True),
+            **_NEW_ROUTES,
+        ),
         # 0.5.17: recorded from the real server on a GPU (tests/fixtures/sglang_real/0.5.17/)
-        ApiShape(version="0.5.17", retraction_key="num_retractions", weight_version=True, reasoning_tokens=True,
-               output_ids="cumulative", response_sent_ts=True, spec_before_e2e=False, weight_versions=False,
-               spec=_spec_0512, strict_generate=False, server_info_layout=_server_info_05, internal_state=_state_059,
-               model_info_layout=_model_info_0517,
-               openai=OpenAIShape(**{**_PYDANTIC_05, "chat_chunks": "msgspec"}, models_parent=True),
-               request_details=True, metrics_timing=True, unknown_sampling_param_status=500,
-               negative_max_new_tokens="max_new_tokens must be at least 0, got {value}.", key_order=_ORDER_0517,
-               sent_ts_on_final=True, **_NEW_ROUTES),
-        ApiShape(version="0.5.23", retraction_key="num_retractions", weight_version=True, reasoning_tokens=True,
-               output_ids="cumulative", response_sent_ts=True, spec_before_e2e=False, weight_versions=True,
-               spec=_spec_0523, strict_generate=True, server_info_layout=_server_info_0523, internal_state=_state_0523,
-               model_info_layout=_model_info_0523,
-               openai=OpenAIShape(chat_chunks="msgspec", usage_reasoning_tokens=True, usage_completion_details=True,
-                                  message_tool_calls=False, metadata_weight_versions=True, models_parent=True),
-               **_NEW_ROUTES),
+        ApiShape(
+            version="0.5.17",
+            retraction_key="num_retractions",
+            weight_version=True,
+            reasoning_tokens=True,
+            output_ids="cumulative",
+            response_sent_ts=True,
+            spec_before_e2e=False,
+            weight_versions=False,
+            spec=_spec_0512,
+            strict_generate=False,
+            server_info_layout=_server_info_05,
+            internal_state=_state_059,
+            model_info_layout=_model_info_0517,
+            openai=OpenAIShape(**{**_PYDANTIC_05, "chat_chunks": "msgspec"}, models_parent=True),
+            request_details=True,
+            metrics_timing=True,
+            unknown_sampling_param_status=500,
+            negative_max_new_tokens="max_new_tokens must be at least 0, got {value}.",
+            key_order=_ORDER_0517,
+            sent_ts_on_final=True,
+            **_NEW_ROUTES,
+        ),
+        ApiShape(
+            version="0.5.23",
+            retraction_key="num_retractions",
+            weight_version=True,
+            reasoning_tokens=True,
+            output_ids="cumulative",
+            response_sent_ts=True,
+            spec_before_e2e=False,
+            weight_versions=True,
+            spec=_spec_0523,
+            strict_generate=True,
+            server_info_layout=_server_info_0523,
+            internal_state=_state_0523,
+            model_info_layout=_model_info_0523,
+            openai=OpenAIShape(
+                chat_chunks="msgspec",
+                usage_reasoning_tokens=True,
+                usage_completion_details=True,
+                message_tool_calls=False,
+                metadata_weight_versions=True,
+                models_parent=True,
+            ),
+            **_NEW_ROUTES,
+        ),
     )
 }
 

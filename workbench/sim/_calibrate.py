@@ -54,8 +54,15 @@ def variant_cost(profile: SimProfile, variant: str, efficiency: Efficiency | Non
     return profile.cost_for(variant_config(profile, variant).args, efficiency=efficiency)
 
 
-def step_breakdown(profile: SimProfile | str, variant: str, *, batch: int, kv_tokens: int,
-                   accepted_tokens: int | None = None, prompt_tokens: Sequence[int] | None = None):
+def step_breakdown(
+    profile: SimProfile | str,
+    variant: str,
+    *,
+    batch: int,
+    kv_tokens: int,
+    accepted_tokens: int | None = None,
+    prompt_tokens: Sequence[int] | None = None,
+):
     """Where one iteration of a variant's server goes on a profile (a notebook's "why").
 
     Args:
@@ -165,8 +172,18 @@ def sweep_stats(
     """``{concurrency: (output tok/s, mean per-request tok/s)}`` of an offline sweep (the sweep plan's default
     levels and requests rule, :mod:`workbench.bench`, unless given)."""
     return {
-        c: level_figures(offline_level(profile, spec, cost=cost, concurrency=c, prompt_lengths=prompt_lengths,
-                                       max_new_tokens=max_new_tokens, num_requests=requests(c), seed=seed))
+        c: level_figures(
+            offline_level(
+                profile,
+                spec,
+                cost=cost,
+                concurrency=c,
+                prompt_lengths=prompt_lengths,
+                max_new_tokens=max_new_tokens,
+                num_requests=requests(c),
+                seed=seed,
+            )
+        )
         for c in concurrency_levels
     }
 
@@ -188,8 +205,9 @@ def figures(
         Dict with the keys of :data:`FIGURES` (tok/s) and ``"baseline"`` / ``"eagle3"`` sweeps
         as returned by :func:`sweep_stats`.
     """
-    common: dict[str, Any] = dict(prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens,
-                                  concurrency_levels=concurrency_levels, seed=seed)
+    common: dict[str, Any] = dict(
+        prompt_lengths=prompt_lengths, max_new_tokens=max_new_tokens, concurrency_levels=concurrency_levels, seed=seed
+    )
     base = sweep_stats(profile, SpecConfig(), cost=cost or variant_cost(profile, "baseline"), **common)
     eagle = sweep_stats(profile, seed_eagle3_spec(), cost=cost or variant_cost(profile, "eagle3-topk4"), **common)
     first = min(concurrency_levels)
@@ -240,8 +258,10 @@ class Point:
 def profile_points(profile: SimProfile, section: str = "calibration") -> list[Point]:
     """The points of a profile's ``[calibration]`` (fitted) or ``[validation]`` (never fitted) section."""
     table = profile.calibration if section == "calibration" else profile.validation
-    return [Point(**{k: v for k, v in p.items() if k in {f.name for f in dataclasses.fields(Point)}})
-            for p in table.get("points", [])]
+    return [
+        Point(**{k: v for k, v in p.items() if k in {f.name for f in dataclasses.fields(Point)}})
+        for p in table.get("points", [])
+    ]
 
 
 def points_from_levels(levels: Any, *, metrics: Sequence[str] = ("output_tok_s",)) -> list[Point]:
@@ -261,8 +281,16 @@ def points_from_levels(levels: Any, *, metrics: Sequence[str] = ("output_tok_s",
         for metric in metrics:
             value = float(getattr(row, column[metric]))
             c = int(row.concurrency)
-            out.append(Point(f"{row.variant}_c{c}_{metric}", str(row.variant), metric, value, c,
-                             source=str(getattr(row, "run_id", "imported table"))))
+            out.append(
+                Point(
+                    f"{row.variant}_c{c}_{metric}",
+                    str(row.variant),
+                    metric,
+                    value,
+                    c,
+                    source=str(getattr(row, "run_id", "imported table")),
+                )
+            )
     return out
 
 
@@ -298,9 +326,15 @@ class Predictor:
         cfg = self._config(variant)
         plan = self.plan
         rows = offline_level(
-            self.profile, cfg.spec, cost=self.profile.cost_for(cfg.args, efficiency=efficiency),
-            concurrency=concurrency, prompt_lengths=plan.prompt_lengths, max_new_tokens=plan.max_new_tokens,
-            num_requests=plan.requests(concurrency), seed=plan.seed, config=cfg,
+            self.profile,
+            cfg.spec,
+            cost=self.profile.cost_for(cfg.args, efficiency=efficiency),
+            concurrency=concurrency,
+            prompt_lengths=plan.prompt_lengths,
+            max_new_tokens=plan.max_new_tokens,
+            num_requests=plan.requests(concurrency),
+            seed=plan.seed,
+            config=cfg,
         )
         self.levels_run += 1
         return level_figures(rows)
@@ -363,9 +397,18 @@ class FitResult:
         return max(abs(r) for r in self.residuals)
 
 
-_UPPER = {"hbm_efficiency": 1.0, "flops_efficiency": 1.0, "interconnect_efficiency": 1.0, "cpu_overhead_ms": 1e3,
-          "cpu_per_request_ms": 1e3, "layer_fixed_us": 1e4, "moe_layer_floor_us": 1e4, "routing_overlap": 0.99,
-          "cpu_per_draft_step_ms": 1e3, "verify_mask_ns": 1e3}
+_UPPER = {
+    "hbm_efficiency": 1.0,
+    "flops_efficiency": 1.0,
+    "interconnect_efficiency": 1.0,
+    "cpu_overhead_ms": 1e3,
+    "cpu_per_request_ms": 1e3,
+    "layer_fixed_us": 1e4,
+    "moe_layer_floor_us": 1e4,
+    "routing_overlap": 0.99,
+    "cpu_per_draft_step_ms": 1e3,
+    "verify_mask_ns": 1e3,
+}
 
 
 def _efficiency(base: Efficiency, terms: Sequence[str], x: Iterable[float]) -> Efficiency:
@@ -398,14 +441,17 @@ def fit(
     import numpy as np
 
     if profile.physics is None:
-        raise ConfigError(f"profile {profile.name} has no [physics] table: only a physical profile's efficiency terms "
-                          "can be fitted")
+        raise ConfigError(
+            f"profile {profile.name} has no [physics] table: only a physical profile's efficiency terms can be fitted"
+        )
     terms = tuple(terms if terms is not None else profile.physics.fit_terms)
     if not terms or len(terms) > 3:
         raise ConfigError(f"fit {len(terms)} terms: need 1 to 3 ({terms})")
     if len(terms) > len(points) or (len(terms) == len(points) and not exact_ok):
-        raise ConfigError(f"{len(terms)} free terms and {len(points)} points: a fit needs fewer terms than "
-                          "points, or it only memorises them")
+        raise ConfigError(
+            f"{len(terms)} free terms and {len(points)} points: a fit needs fewer terms than "
+            "points, or it only memorises them"
+        )
     predictor = predictor or Predictor(profile)
     base = start or profile.physics.efficiency
     goal = np.log([p.value for p in points])
@@ -439,8 +485,14 @@ def fit(
     return FitResult(terms, _efficiency(base, terms, x), tuple(points), tuple(pred), it)
 
 
-def leave_one_out(profile: SimProfile, points: Sequence[Point], *, terms: Sequence[str] | None = None,
-                  predictor: Predictor | None = None, start: Efficiency | None = None) -> list[dict[str, Any]]:
+def leave_one_out(
+    profile: SimProfile,
+    points: Sequence[Point],
+    *,
+    terms: Sequence[str] | None = None,
+    predictor: Predictor | None = None,
+    start: Efficiency | None = None,
+) -> list[dict[str, Any]]:
     """For each point: refit without it, predict it. One row per point.
 
     Row keys: ``point``, ``measured``, ``loo_predicted``, ``loo_error`` (predicted / measured - 1)
@@ -473,7 +525,9 @@ def write_efficiency(path: Path, values: dict[str, float]) -> None:
     body, nxt, tail = rest.partition("\n[")
     for name, value in values.items():
         line = f"{name} = {value:.6g}"
-        body, n = re.subn(rf"(?m)^{re.escape(name)}\s*=\s*[^#\n]*?(\s*#.*)?$", lambda m: line + (m.group(1) or ""), body)
+        body, n = re.subn(
+            rf"(?m)^{re.escape(name)}\s*=\s*[^#\n]*?(\s*#.*)?$", lambda m: line + (m.group(1) or ""), body
+        )
         if n == 0:
             body = line + "\n" + body
     path.write_text(head + sep + body + nxt + tail)

@@ -176,8 +176,11 @@ class EngineCore:
         self.chunked_prefill_size = chunked_prefill_size
         self.decode_log_interval = decode_log_interval
         self.rng = rng
-        policy = (FunctionPolicy(spec_policy, spec.num_steps) if spec_policy is not None
-                  and not hasattr(spec_policy, "steps") else cast("SpecPolicy | None", spec_policy))
+        policy = (
+            FunctionPolicy(spec_policy, spec.num_steps)
+            if spec_policy is not None and not hasattr(spec_policy, "steps")
+            else cast("SpecPolicy | None", spec_policy)
+        )
         self.spec_policy: SpecPolicy | None = policy if spec.enabled else None
         self.memory = memory or MemoryRules()
         self.capacity = self.memory.capacity_tokens
@@ -389,11 +392,14 @@ class EngineCore:
         self.total_retractions += len(retracted)
         self.last_retracted = len(retracted)
         old = self.new_token_ratio.value
-        self.new_token_ratio.after_retraction(sum(r.output_tokens for r in self.running), len(self.running),
-                                              sum(r.max_new_tokens for r in self.running))
-        return (f"KV cache pool is full. Retract requests. #retracted_reqs: {len(retracted)}, "
-                f"#new_tokens_gained: {self._pool - self.kv_used - free_before}, "
-                f"#new_token_ratio: {old:.4f} -> {self.new_token_ratio.value:.4f}")
+        self.new_token_ratio.after_retraction(
+            sum(r.output_tokens for r in self.running), len(self.running), sum(r.max_new_tokens for r in self.running)
+        )
+        return (
+            f"KV cache pool is full. Retract requests. #retracted_reqs: {len(retracted)}, "
+            f"#new_tokens_gained: {self._pool - self.kv_used - free_before}, "
+            f"#new_token_ratio: {old:.4f} -> {self.new_token_ratio.value:.4f}"
+        )
 
     def _hold_kv(self, emissions: list[Emission]) -> None:
         """Set each decoded request's KV hold after the step and the pool's use from it.
@@ -532,9 +538,7 @@ class EngineCore:
 
     def _log_tick(self, running: int, kv_tokens: int) -> str:
         """Fold interval counters into lifetime ones and build SGLang's decode log line."""
-        self.last_gen_throughput = (
-            self._interval_tokens / self._interval_time_s if self._interval_time_s > 0 else 0.0
-        )
+        self.last_gen_throughput = self._interval_tokens / self._interval_time_s if self._interval_time_s > 0 else 0.0
         msg = f"Decode batch, #running-req: {running}, #token: {kv_tokens}, token usage: {self.token_usage:.2f}, "
         if self.spec.enabled:
             forward = self._interval_forward

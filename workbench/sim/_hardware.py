@@ -71,8 +71,9 @@ class GpuSpec:
         try:
             return self.interconnects[kind]
         except KeyError:
-            raise ConfigError(f"GPU {self.name} has no interconnect {kind!r}; "
-                              f"its data sheet lists {sorted(self.interconnects)}") from None
+            raise ConfigError(
+                f"GPU {self.name} has no interconnect {kind!r}; its data sheet lists {sorted(self.interconnects)}"
+            ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,13 +151,19 @@ def load_gpu(name: str, *, directory: Path = GPUS_DIR) -> GpuSpec:
     path = directory / f"{name}.toml"
     data = _read(path, "GPU")
     try:
-        links = {kind: Interconnect(kind, float(v["bandwidth_gb_s"]), bool(v["custom_all_reduce"]))
-                 for kind, v in data.get("interconnect", {}).items()}
-        return GpuSpec(name=name, memory_gb=float(data["memory_gb"]),
-                       hbm_bandwidth_gb_s=float(data["hbm_bandwidth_gb_s"]),
-                       dense_bf16_tflops=float(data["dense_bf16_tflops"]),
-                       dense_fp8_tflops=float(data["dense_fp8_tflops"]),
-                       sm_count=int(data["sm_count"]), interconnects=links)
+        links = {
+            kind: Interconnect(kind, float(v["bandwidth_gb_s"]), bool(v["custom_all_reduce"]))
+            for kind, v in data.get("interconnect", {}).items()
+        }
+        return GpuSpec(
+            name=name,
+            memory_gb=float(data["memory_gb"]),
+            hbm_bandwidth_gb_s=float(data["hbm_bandwidth_gb_s"]),
+            dense_bf16_tflops=float(data["dense_bf16_tflops"]),
+            dense_fp8_tflops=float(data["dense_fp8_tflops"]),
+            sm_count=int(data["sm_count"]),
+            interconnects=links,
+        )
     except KeyError as exc:
         raise ConfigError(f"GPU file {path} lacks {exc.args[0]!r}") from None
 

@@ -59,8 +59,10 @@ class HeldOut:
     def sentence(self) -> str:
         what = "in-sample error (the points fitted)" if self.fitted else "held-out error"
         v2 = "" if self.spec_v2 is None else (" spec v2" if self.spec_v2 else " spec v1")
-        return (f"{self.regime}{v2}, batch {self.batch_min}-{self.batch_max}, {self.metric}: {self.mean_abs_pct:g}% "
-                f"mean, {self.worst_abs_pct:g}% worst {what} (n={self.n}; {self.source})")
+        return (
+            f"{self.regime}{v2}, batch {self.batch_min}-{self.batch_max}, {self.metric}: {self.mean_abs_pct:g}% "
+            f"mean, {self.worst_abs_pct:g}% worst {what} (n={self.n}; {self.source})"
+        )
 
 
 def parse_held_out(entries: Any, where: str) -> tuple[HeldOut, ...]:
@@ -74,15 +76,28 @@ def parse_held_out(entries: Any, where: str) -> tuple[HeldOut, ...]:
         try:
             lo, hi = (int(x) for x in e["batch"])
             v2 = e.get("spec_v2")
-            item = HeldOut(str(e["regime"]), lo, hi, str(e["metric"]), float(e["mean_abs_pct"]),
-                           float(e["worst_abs_pct"]), int(e["n"]), str(e["source"]),
-                           None if v2 is None else bool(v2), bool(e.get("fitted", False)))
+            item = HeldOut(
+                str(e["regime"]),
+                lo,
+                hi,
+                str(e["metric"]),
+                float(e["mean_abs_pct"]),
+                float(e["worst_abs_pct"]),
+                int(e["n"]),
+                str(e["source"]),
+                None if v2 is None else bool(v2),
+                bool(e.get("fitted", False)),
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{where}: [[held_out]] entry {i + 1} needs regime, batch = [lo, hi], metric, "
-                              f"mean_abs_pct, worst_abs_pct, n and source ({exc})") from exc
+            raise ConfigError(
+                f"{where}: [[held_out]] entry {i + 1} needs regime, batch = [lo, hi], metric, "
+                f"mean_abs_pct, worst_abs_pct, n and source ({exc})"
+            ) from exc
         if item.regime not in REGIMES or item.metric not in METRICS or not 1 <= lo <= hi:
-            raise ConfigError(f"{where}: [[held_out]] entry {i + 1}: regime one of {REGIMES}, metric one of "
-                              f"{METRICS}, 1 <= batch[0] <= batch[1]; got {item.regime!r}, {item.metric!r}, {lo}-{hi}")
+            raise ConfigError(
+                f"{where}: [[held_out]] entry {i + 1}: regime one of {REGIMES}, metric one of "
+                f"{METRICS}, 1 <= batch[0] <= batch[1]; got {item.regime!r}, {item.metric!r}, {lo}-{hi}"
+            )
         out.append(item)
     return tuple(out)
 
@@ -99,6 +114,8 @@ def trust(held_out: Sequence[HeldOut], spec: SpecConfig, levels: Sequence[int]) 
     found = [h for h in held_out if h.covers(spec, levels)]
     if not found:
         v2 = "" if not spec.enabled else (" spec v2" if spec.spec_v2 else " spec v1")
-        return (f"checked: never for {regime_of(spec)}{v2} decoding at batch {min(levels)}-{max(levels)} on this "
-                "profile; the prediction is unchecked there")
+        return (
+            f"checked: never for {regime_of(spec)}{v2} decoding at batch {min(levels)}-{max(levels)} on this "
+            "profile; the prediction is unchecked there"
+        )
     return "checked: " + "; ".join(h.sentence() for h in found)

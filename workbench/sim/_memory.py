@@ -28,8 +28,12 @@ from __future__ import annotations
 
 import dataclasses
 from workbench.errors import ConfigError
-from workbench.releases import (DRAFT_KV_IN_TARGET_POOL_SINCE, PAGED_DRAFT_TREE_SINCE, SPEC_V2_DECODE_CHECK_SINCE,
-                                release_at_least)
+from workbench.releases import (
+    DRAFT_KV_IN_TARGET_POOL_SINCE,
+    PAGED_DRAFT_TREE_SINCE,
+    SPEC_V2_DECODE_CHECK_SINCE,
+    release_at_least,
+)
 from workbench.sim._hardware import ModelConfig
 from workbench.sim._spec import SpecConfig
 
@@ -58,11 +62,20 @@ def weight_bytes_per_gpu(model: ModelConfig, tp_size: int) -> float:
 
 def kv_bytes_per_token(model: ModelConfig, tp_size: int) -> float:
     """KV bytes one token takes on one TP rank (K and V of every layer; KV heads replicated below 1 per rank)."""
-    return model.num_hidden_layers * 2 * max(1.0, model.num_key_value_heads / tp_size) * model.head_dim * model.dtype_bytes
+    return (
+        model.num_hidden_layers * 2 * max(1.0, model.num_key_value_heads / tp_size) * model.head_dim * model.dtype_bytes
+    )
 
 
-def kv_capacity_tokens(*, memory_gb: float, mem_fraction_static: float, target: ModelConfig, draft: ModelConfig | None,
-                       tp_size: int, sglang_version: str) -> int:
+def kv_capacity_tokens(
+    *,
+    memory_gb: float,
+    mem_fraction_static: float,
+    target: ModelConfig,
+    draft: ModelConfig | None,
+    tp_size: int,
+    sglang_version: str,
+) -> int:
     """``max_total_num_tokens``: the KV tokens the pool holds, from memory, weights and the fraction.
 
     SGLang 0.5.9 (``ModelRunner.profile_max_num_token``, ``model_runner_kv_cache_mixin.py``) sizes
@@ -93,8 +106,9 @@ def kv_capacity_tokens(*, memory_gb: float, mem_fraction_static: float, target: 
     return max(0, int(free // cell))
 
 
-def alloc_len_per_decode(spec: SpecConfig, sglang_version: str, *, page_size: int = 1,
-                         max_num_draft_tokens: int | None = None) -> int:
+def alloc_len_per_decode(
+    spec: SpecConfig, sglang_version: str, *, page_size: int = 1, max_num_draft_tokens: int | None = None
+) -> int:
     """KV slots one request takes per decode step: SGLang's ``get_alloc_len_per_decode``.
 
     Read from each release's wheel (the EAGLE family; every one of them keeps draft KV):
@@ -130,8 +144,10 @@ def alloc_len_per_decode(spec: SpecConfig, sglang_version: str, *, page_size: in
     if page_size <= 1 or topk == 1:
         return max(steps * topk, tokens)
     if not paged_tree_rule:
-        raise ConfigError(f"get_alloc_len_per_decode is not implemented for page_size {page_size} > 1 with "
-                          f"topk {topk} > 1 (SGLang {sglang_version}); use --page-size 1, or SGLang 0.5.13 or later")
+        raise ConfigError(
+            f"get_alloc_len_per_decode is not implemented for page_size {page_size} > 1 with "
+            f"topk {topk} > 1 (SGLang {sglang_version}); use --page-size 1, or SGLang 0.5.13 or later"
+        )
     pages_per_branch = (page_size - 1 + steps + page_size - 1) // page_size
     return max(pages_per_branch * page_size * topk, tokens)
 
@@ -177,8 +193,14 @@ class MemoryRules:
         return self.alloc_len * (2 if self.spec_v2 else 1)
 
 
-def memory_rules(spec: SpecConfig, sglang_version: str, capacity_tokens: int | None, *,
-                 page_size: int = 1, max_num_draft_tokens: int | None = None) -> MemoryRules:
+def memory_rules(
+    spec: SpecConfig,
+    sglang_version: str,
+    capacity_tokens: int | None,
+    *,
+    page_size: int = 1,
+    max_num_draft_tokens: int | None = None,
+) -> MemoryRules:
     """The :class:`MemoryRules` of a server with these settings (see :func:`alloc_len_per_decode`)."""
     alloc = alloc_len_per_decode(spec, sglang_version, page_size=page_size, max_num_draft_tokens=max_num_draft_tokens)
     need = 0
@@ -186,9 +208,15 @@ def memory_rules(spec: SpecConfig, sglang_version: str, capacity_tokens: int | N
         align = lambda n: -(-n // page_size) * page_size  # noqa: E731
         per_branch = align(max(spec.num_steps, 1) + (page_size if spec.topk > 1 else 0))
         need = max(per_branch * spec.topk, align(spec.num_draft_tokens)) * (2 if spec.spec_v2 else 1)
-    return MemoryRules(capacity_tokens=capacity_tokens, alloc_len=alloc, spec_v2=spec.enabled and spec.spec_v2,
-                       tight_v2_check=release_at_least(sglang_version, SPEC_V2_DECODE_CHECK_SINCE),
-                       speculative=spec.enabled, page_size=max(1, page_size), spec_page_need=need)
+    return MemoryRules(
+        capacity_tokens=capacity_tokens,
+        alloc_len=alloc,
+        spec_v2=spec.enabled and spec.spec_v2,
+        tight_v2_check=release_at_least(sglang_version, SPEC_V2_DECODE_CHECK_SINCE),
+        speculative=spec.enabled,
+        page_size=max(1, page_size),
+        spec_page_need=need,
+    )
 
 
 def default_max_running_requests(capacity_tokens: int | None, context_len: int) -> int:

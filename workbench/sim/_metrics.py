@@ -33,10 +33,31 @@ if TYPE_CHECKING:
 __all__ = ["SimMetrics", "TTFT_BUCKETS_S", "E2E_BUCKETS_S"]
 
 #: Histogram buckets (seconds) of sglang 0.5.9's tokenizer collector defaults.
-TTFT_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0,
-                  400.0)
-E2E_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0,
-                 400.0, 600.0, 1200.0, 1800.0, 2400.0)
+TTFT_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
+E2E_BUCKETS_S = (
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+    600.0,
+    1200.0,
+    1800.0,
+    2400.0,
+)
 
 
 @dataclasses.dataclass
@@ -101,8 +122,9 @@ class SimMetrics:
 
     def render(self, engine: EngineCore, *, spec_enabled: bool) -> str:
         """The Prometheus text of every metric, the gauges read from ``engine`` now."""
-        sched = _labels({"model_name": self.model_name, "engine_type": "unified", "tp_rank": 0, "pp_rank": 0,
-                         "moe_ep_rank": 0})
+        sched = _labels(
+            {"model_name": self.model_name, "engine_type": "unified", "tp_rank": 0, "pp_rank": 0, "moe_ep_rank": 0}
+        )
         tok = _labels({"model_name": self.model_name})
         gauges = [
             ("num_running_reqs", "The number of running requests.", len(engine.running)),
@@ -111,29 +133,44 @@ class SimMetrics:
             ("gen_throughput", "The generation throughput (token/s).", engine.last_gen_throughput),
             ("num_queue_reqs", "The number of requests in the waiting queue.", len(engine.waiting)),
             ("cache_hit_rate", "The prefix cache hit rate.", 0.0),
-            ("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
-             math.inf if engine.capacity is None else engine.capacity),  # None: an unlimited pool
-            ("spec_accept_length", "The average acceptance length of speculative decoding.",
-             engine.last_accept_length if spec_enabled else 0.0),
+            (
+                "max_total_num_tokens",
+                "Maximum total number of tokens in the KV cache pool.",
+                math.inf if engine.capacity is None else engine.capacity,
+            ),  # None: an unlimited pool
+            (
+                "spec_accept_length",
+                "The average acceptance length of speculative decoding.",
+                engine.last_accept_length if spec_enabled else 0.0,
+            ),
         ]
         if self.spec_accept_rate:
-            gauges.append(("spec_accept_rate", "The average acceptance rate of speculative decoding.",
-                           engine.last_accept_rate if spec_enabled else 0.0))
+            gauges.append(
+                (
+                    "spec_accept_rate",
+                    "The average acceptance rate of speculative decoding.",
+                    engine.last_accept_rate if spec_enabled else 0.0,
+                )
+            )
         lines: list[str] = []
         for name, doc, value in gauges:
             full = f"sglang:{name}"
             lines += [f"# HELP {full} {doc}", f"# TYPE {full} gauge", f"{full}{{{sched}}} {float(value)}"]
-        for name, doc, value in (("prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens),
-                                 ("generation_tokens", "Number of generation tokens processed.",
-                                  self.generation_tokens),
-                                 ("num_requests", "Number of requests processed.", self.requests)):
+        for name, doc, value in (
+            ("prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens),
+            ("generation_tokens", "Number of generation tokens processed.", self.generation_tokens),
+            ("num_requests", "Number of requests processed.", self.requests),
+        ):
             full = f"sglang:{name}"
-            lines += [f"# HELP {full}_total {doc}", f"# TYPE {full}_total counter",
-                      f"{full}_total{{{tok}}} {float(value)}"]
-        for name, doc, hist in (("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                                 self.ttft),
-                                ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
-                                 self.e2e)):
+            lines += [
+                f"# HELP {full}_total {doc}",
+                f"# TYPE {full}_total counter",
+                f"{full}_total{{{tok}}} {float(value)}",
+            ]
+        for name, doc, hist in (
+            ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self.ttft),
+            ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self.e2e),
+        ):
             full = f"sglang:{name}"
             lines += [f"# HELP {full} {doc}", f"# TYPE {full} histogram", *hist.lines(full, tok)]
         return "\n".join(lines) + "\n"

@@ -67,8 +67,9 @@ def run_closed_loop(
     chunks: bool = True,
 ) -> list[dict]:
     """Simulate one closed-loop level; return one row per request (see :func:`simulate_closed_loop`)."""
-    return simulate_closed_loop(engine, prompt_tokens=prompt_tokens, concurrency=concurrency,
-                                max_new_tokens=max_new_tokens, chunks=chunks).rows
+    return simulate_closed_loop(
+        engine, prompt_tokens=prompt_tokens, concurrency=concurrency, max_new_tokens=max_new_tokens, chunks=chunks
+    ).rows
 
 
 def simulate_closed_loop(
@@ -103,8 +104,10 @@ def simulate_closed_loop(
         raise ValueError("concurrency must be >= 1")
     if not isinstance(max_new_tokens, int):
         if len(max_new_tokens) != len(prompt_tokens) or min(max_new_tokens, default=1) < 1:
-            raise ValueError(f"per-request output lengths must be one per prompt ({len(prompt_tokens)}) and >= 1; "
-                             f"got {len(max_new_tokens)} values")
+            raise ValueError(
+                f"per-request output lengths must be one per prompt ({len(prompt_tokens)}) and >= 1; "
+                f"got {len(max_new_tokens)} values"
+            )
     if not engine.idle:
         raise ValueError("run_closed_loop needs an idle engine")
     if chunks:
@@ -116,8 +119,9 @@ def _lengths(max_new_tokens: int | Sequence[int], total: int) -> Sequence[int]:
     return [max_new_tokens] * total if isinstance(max_new_tokens, int) else max_new_tokens
 
 
-def _with_chunks(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: int,
-                 max_new_tokens: int | Sequence[int]) -> ClosedLoopResult:
+def _with_chunks(
+    engine: EngineCore, prompt_tokens: Sequence[int], concurrency: int, max_new_tokens: int | Sequence[int]
+) -> ClosedLoopResult:
     now = 0.0
     result = ClosedLoopResult([])
     starts: dict[str, float] = {}
@@ -158,8 +162,9 @@ def _with_chunks(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: 
     return result
 
 
-def _ends_only(engine: EngineCore, prompt_tokens: Sequence[int], concurrency: int,
-               max_new_tokens: int | Sequence[int]) -> ClosedLoopResult:
+def _ends_only(
+    engine: EngineCore, prompt_tokens: Sequence[int], concurrency: int, max_new_tokens: int | Sequence[int]
+) -> ClosedLoopResult:
     now = 0.0
     result = ClosedLoopResult([])
     starts: dict[str, float] = {}
@@ -225,8 +230,9 @@ def _count(result: ClosedLoopResult, iteration) -> None:
         result.prefill_s += iteration.duration_s
 
 
-def _row(req: SimRequest, start_s: float, first_s: float, end_s: float, times: Sequence[float],
-         tokens: Sequence[int]) -> dict:
+def _row(
+    req: SimRequest, start_s: float, first_s: float, end_s: float, times: Sequence[float], tokens: Sequence[int]
+) -> dict:
     ttft_ms = (first_s - start_s) * 1000.0
     e2e_ms = (end_s - start_s) * 1000.0
     out = req.output_tokens

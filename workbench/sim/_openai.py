@@ -152,8 +152,9 @@ def parse_completion(body: Any) -> OpenAIRequest:
         raise OpenAIError(400, "The simulator serves one prompt per request (a string or one list of token ids)")
     else:
         raise _validation(f"1 validation error for {name}: prompt: Input should be a valid string or list")
-    return OpenAIRequest("completion", model, ids, max_tokens, stream, usage, continuous, adapter,
-                         **_sampling(body, "CompletionRequest"))
+    return OpenAIRequest(
+        "completion", model, ids, max_tokens, stream, usage, continuous, adapter, **_sampling(body, "CompletionRequest")
+    )
 
 
 def parse_chat(body: Any, *, template: ChatTemplate, context_length: int | None = None) -> OpenAIRequest:
@@ -175,16 +176,28 @@ def parse_chat(body: Any, *, template: ChatTemplate, context_length: int | None 
     # ChatCompletionRequest.to_sampling_params: max_completion_tokens or max_tokens.
     max_tokens = _int_field(body, "max_completion_tokens", name) or _int_field(body, "max_tokens", name)
     if max_tokens is not None and context_length and max_tokens > context_length:
-        raise OpenAIError(400, f"max_completion_tokens is too large: {max_tokens}."
-                               f"This model supports at most {context_length} completion tokens.")
+        raise OpenAIError(
+            400,
+            f"max_completion_tokens is too large: {max_tokens}."
+            f"This model supports at most {context_length} completion tokens.",
+        )
     if max_tokens is None:
         max_tokens = CHAT_DEFAULT_MAX_TOKENS
     if max_tokens < 0:
         raise OpenAIError(400, f"max_new_tokens must be at least 0, got {max_tokens}.")
     if max_tokens == 0:
         raise OpenAIError(400, "The simulator generates at least one token: max_tokens must be >= 1")
-    return OpenAIRequest("chat", model, template.render(turns), max_tokens, stream, usage, continuous, adapter,
-                         **_sampling(body, "ChatCompletionRequest"))
+    return OpenAIRequest(
+        "chat",
+        model,
+        template.render(turns),
+        max_tokens,
+        stream,
+        usage,
+        continuous,
+        adapter,
+        **_sampling(body, "ChatCompletionRequest"),
+    )
 
 
 def _message_text(message: Any, name: str) -> tuple[str, str]:
@@ -249,7 +262,9 @@ class ChatTemplate:
 
 
 # -- response bodies ----------------------------------------------------------------------
-def usage(shape: OpenAIShape, prompt_tokens: int, completion_tokens: int, *, exclude_none: bool = False) -> dict[str, Any]:
+def usage(
+    shape: OpenAIShape, prompt_tokens: int, completion_tokens: int, *, exclude_none: bool = False
+) -> dict[str, Any]:
     """``UsageInfo`` as the version dumps it (``exclude_none`` for the completions usage chunk)."""
     out: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
@@ -278,33 +293,68 @@ def _metadata(shape: OpenAIShape, meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def completion_chunk(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str, delta: str,
-                     usage_now: dict[str, Any] | None = None) -> dict[str, Any]:
+def completion_chunk(
+    shape: OpenAIShape,
+    *,
+    meta: dict[str, Any],
+    created: int,
+    model: str,
+    delta: str,
+    usage_now: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One streamed ``text_completion`` chunk (``CompletionStreamResponse``, all fields dumped)."""
     reason, matched = _finish(meta["finish_reason"])
     choice = {"index": 0, "text": delta, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
-    return {"id": meta["id"], "object": "text_completion", "created": created, "model": model,
-            "choices": [choice], "usage": usage_now}
+    return {
+        "id": meta["id"],
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [choice],
+        "usage": usage_now,
+    }
 
 
 def completion_usage_chunk(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str) -> dict[str, Any]:
     """The final usage chunk of a completions stream (``model_dump_json(exclude_none=True)``)."""
-    return {"id": meta["id"], "object": "text_completion", "created": created, "model": model, "choices": [],
-            "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"], exclude_none=True)}
+    return {
+        "id": meta["id"],
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [],
+        "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"], exclude_none=True),
+    }
 
 
-def completion_response(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str, text: str) -> dict[str, Any]:
+def completion_response(
+    shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str, text: str
+) -> dict[str, Any]:
     """A non-streamed ``text_completion`` (``CompletionResponse``)."""
     reason, matched = _finish(meta["finish_reason"])
     choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
-    return {"id": meta["id"], "object": "text_completion", "created": created, "model": model, "choices": [choice],
-            "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
-            "metadata": _metadata(shape, meta)}
+    return {
+        "id": meta["id"],
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [choice],
+        "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
+        "metadata": _metadata(shape, meta),
+    }
 
 
-def chat_chunk(shape: OpenAIShape, *, rid: str, created: int, model: str, role: str | None = None,
-               content: str | None = None, finish_reason: dict[str, Any] | None = None,
-               usage_now: dict[str, Any] | None = None) -> dict[str, Any]:
+def chat_chunk(
+    shape: OpenAIShape,
+    *,
+    rid: str,
+    created: int,
+    model: str,
+    role: str | None = None,
+    content: str | None = None,
+    finish_reason: dict[str, Any] | None = None,
+    usage_now: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One ``chat.completion.chunk`` with one choice, serialized as the version does."""
     reason, matched = _finish(finish_reason)
     if shape.chat_chunks == "msgspec":  # omit_defaults: role/content only when set; no null usage
@@ -316,8 +366,13 @@ def chat_chunk(shape: OpenAIShape, *, rid: str, created: int, model: str, role: 
     else:
         delta = {"role": role, "content": content, "reasoning_content": None, "tool_calls": None}
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
-    out: dict[str, Any] = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                           "choices": [choice]}
+    out: dict[str, Any] = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [choice],
+    }
     if shape.chat_chunks == "pydantic" or usage_now is not None:
         out["usage"] = usage_now
     return out
@@ -325,8 +380,14 @@ def chat_chunk(shape: OpenAIShape, *, rid: str, created: int, model: str, role: 
 
 def chat_usage_chunk(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str) -> dict[str, Any]:
     """The final usage chunk of a chat stream (``ChatCompletionStreamResponse``, all fields dumped)."""
-    return {"id": meta["id"], "object": "chat.completion.chunk", "created": created, "model": model, "choices": [],
-            "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"])}
+    return {
+        "id": meta["id"],
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [],
+        "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
+    }
 
 
 def chat_response(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str, text: str) -> dict[str, Any]:
@@ -336,9 +397,15 @@ def chat_response(shape: OpenAIShape, *, meta: dict[str, Any], created: int, mod
     if shape.message_tool_calls:
         message["tool_calls"] = None
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
-    return {"id": meta["id"], "object": "chat.completion", "created": created, "model": model, "choices": [choice],
-            "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
-            "metadata": _metadata(shape, meta)}
+    return {
+        "id": meta["id"],
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [choice],
+        "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
+        "metadata": _metadata(shape, meta),
+    }
 
 
 def sse(obj: Any) -> bytes:

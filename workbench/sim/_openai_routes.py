@@ -51,7 +51,9 @@ async def _serve(http: web.Request, server: SimServer, kind: str) -> web.StreamR
         return _error(oa.OpenAIError(400, "JSON decode error", "Bad Request"))
     try:
         if kind == "chat":
-            req = oa.parse_chat(body, template=server.chat_template, context_length=server.config.args["context_length"])
+            req = oa.parse_chat(
+                body, template=server.chat_template, context_length=server.config.args["context_length"]
+            )
         else:
             req = oa.parse_completion(body)
     except oa.OpenAIError as err:
@@ -65,8 +67,9 @@ async def _serve(http: web.Request, server: SimServer, kind: str) -> web.StreamR
         await resp.write(oa.SSE_DONE)
         return resp
     prompt_tokens = len(req.prompt) if isinstance(req.prompt, list) else server.text.count_tokens(req.prompt)
-    pending = server.submit(prompt_tokens, req.max_new_tokens, temperature=req.temperature, top_k=req.top_k,
-                            prompt=req.prompt)
+    pending = server.submit(
+        prompt_tokens, req.max_new_tokens, temperature=req.temperature, top_k=req.top_k, prompt=req.prompt
+    )
     created = int(time.time())
     if not req.stream:
         try:
@@ -75,8 +78,9 @@ async def _serve(http: web.Request, server: SimServer, kind: str) -> web.StreamR
             server.abort(pending)
             raise
         build = oa.chat_response if kind == "chat" else oa.completion_response
-        return web.json_response(build(server.shape.openai, meta=out["meta_info"], created=created, model=req.model,
-                                       text=out["text"]))
+        return web.json_response(
+            build(server.shape.openai, meta=out["meta_info"], created=created, model=req.model, text=out["text"])
+        )
     resp = await _open_stream(http)
     chunks = server.chunks(pending)
     try:
@@ -107,8 +111,18 @@ async def _completion_stream(resp, chunks, server: SimServer, req: oa.OpenAIRequ
     async for body in chunks:
         meta, text = body["meta_info"], body["text"]
         delta, sent = text[sent:], len(text)
-        await resp.write(oa.sse(oa.completion_chunk(shape, meta=meta, created=created, model=req.model, delta=delta,
-                                                    usage_now=_usage_now(server, req, meta))))
+        await resp.write(
+            oa.sse(
+                oa.completion_chunk(
+                    shape,
+                    meta=meta,
+                    created=created,
+                    model=req.model,
+                    delta=delta,
+                    usage_now=_usage_now(server, req, meta),
+                )
+            )
+        )
     if req.include_usage and meta:
         await resp.write(oa.sse(oa.completion_usage_chunk(shape, meta=meta, created=created, model=req.model)))
 
@@ -122,15 +136,31 @@ async def _chat_stream(resp, chunks, server: SimServer, req: oa.OpenAIRequest, c
         meta, text = body["meta_info"], body["text"]
         if first:  # serving_chat: the first output of a choice opens with the role
             first = False
-            await resp.write(oa.sse(oa.chat_chunk(shape, rid=meta["id"], created=created, model=req.model,
-                                                  role="assistant", content="")))
+            await resp.write(
+                oa.sse(
+                    oa.chat_chunk(shape, rid=meta["id"], created=created, model=req.model, role="assistant", content="")
+                )
+            )
         delta, sent = text[sent:], len(text)
         if delta:
-            await resp.write(oa.sse(oa.chat_chunk(shape, rid=meta["id"], created=created, model=req.model,
-                                                  content=delta, usage_now=_usage_now(server, req, meta))))
+            await resp.write(
+                oa.sse(
+                    oa.chat_chunk(
+                        shape,
+                        rid=meta["id"],
+                        created=created,
+                        model=req.model,
+                        content=delta,
+                        usage_now=_usage_now(server, req, meta),
+                    )
+                )
+            )
     if not meta:
         return
-    await resp.write(oa.sse(oa.chat_chunk(shape, rid=meta["id"], created=created, model=req.model,
-                                          finish_reason=meta["finish_reason"])))
+    await resp.write(
+        oa.sse(
+            oa.chat_chunk(shape, rid=meta["id"], created=created, model=req.model, finish_reason=meta["finish_reason"])
+        )
+    )
     if req.include_usage:
         await resp.write(oa.sse(oa.chat_usage_chunk(shape, meta=meta, created=created, model=req.model)))

@@ -55,8 +55,10 @@ DEFAULT_TIERS_0_5_16: dict[str, Any] = {
 }
 
 #: 0.5.23's default differs in tier 1 only: ``[1, 3, 5, 7]`` (../shared/sglang-facts.md section 4).
-DEFAULT_TIERS_0_5_23: dict[str, Any] = {**DEFAULT_TIERS_0_5_16, "1": {**DEFAULT_TIERS_0_5_16["1"],
-                                                                     "candidate_steps": [1, 3, 5, 7]}}
+DEFAULT_TIERS_0_5_23: dict[str, Any] = {
+    **DEFAULT_TIERS_0_5_16,
+    "1": {**DEFAULT_TIERS_0_5_16["1"], "candidate_steps": [1, 3, 5, 7]},
+}
 
 
 class SpecPolicy(Protocol):
@@ -236,7 +238,9 @@ class AdaptiveEma:
     def __init__(self, initial_steps: int, config: Mapping[str, Any] | None = None) -> None:
         self.slot = _EmaSlot(initial_steps, config or {}, zero_steps=False)
         if len(self.slot.candidates) < 2:
-            raise ConfigError(f"adaptive candidate_steps must have at least 2 distinct values, got {self.slot.candidates}")
+            raise ConfigError(
+                f"adaptive candidate_steps must have at least 2 distinct values, got {self.slot.candidates}"
+            )
         if self.slot.candidates[0] < 1:
             raise ConfigError(f"SGLang 0.5.12's adaptive candidate_steps must be >= 1, got {self.slot.candidates}")
 
@@ -251,14 +255,18 @@ class AdaptiveEma:
         self.slot.update(batch_size, correct_drafts)
 
     def describe(self) -> dict[str, Any]:
-        return {"policy": "adaptive (SGLang 0.5.12, EMA)", "candidate_steps": self.candidate_steps,
-                "current_steps": self.slot.current, "ema_accept_len": round(self.slot.ema, 4)}
+        return {
+            "policy": "adaptive (SGLang 0.5.12, EMA)",
+            "candidate_steps": self.candidate_steps,
+            "current_steps": self.slot.current,
+            "ema_accept_len": round(self.slot.ema, 4),
+        }
 
 
 def spec_capture_batch_sizes(max_bs: int) -> list[int]:
     """CUDA-graph batch sizes SGLang captures for a speculative server (0.5.16 ``srt/server_args.py``
     ``_generate_decode_cuda_graph_batch_sizes``, spec branch; ``max_bs`` itself is added)."""
-    sizes = ([*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8), *range(272, max_bs + 1, 16)])
+    sizes = [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8), *range(272, max_bs + 1, 16)]
     sizes = [b for b in sizes if b <= max_bs]
     if max_bs > 0 and max_bs not in sizes:
         sizes.append(max_bs)
@@ -309,9 +317,12 @@ class AdaptiveTiers:
         self.slots[self.tier(batch_size)].update(batch_size, correct_drafts)
 
     def describe(self) -> dict[str, Any]:
-        return {"policy": "adaptive (SGLang 0.5.16+, batch-size tiers)",
-                "tiers": {str(bs): {"candidate_steps": s.candidates, "current_steps": s.current}
-                          for bs, s in self.slots.items()}}
+        return {
+            "policy": "adaptive (SGLang 0.5.16+, batch-size tiers)",
+            "tiers": {
+                str(bs): {"candidate_steps": s.candidates, "current_steps": s.current} for bs, s in self.slots.items()
+            },
+        }
 
 
 def tier_entries(config: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
@@ -326,12 +337,15 @@ def tier_entries(config: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
             continue
         steps = entry.get("candidate_steps") if isinstance(entry, Mapping) else None
         if not isinstance(steps, list) or not steps or not all(isinstance(s, int) and s >= 0 for s in steps):
-            raise ConfigError(f"adaptive config tier {key}: candidate_steps must be a list of non-negative ints, "
-                              f"got {steps!r}")
+            raise ConfigError(
+                f"adaptive config tier {key}: candidate_steps must be a list of non-negative ints, got {steps!r}"
+            )
         out[int(key)] = dict(entry)
     if not out:
-        raise ConfigError('--speculative-adaptive-config must contain at least one integer-string batch-size key, '
-                          f'e.g. {{"1": {{"candidate_steps": [1,3,7]}}}}; got keys {list(config)}')
+        raise ConfigError(
+            "--speculative-adaptive-config must contain at least one integer-string batch-size key, "
+            f'e.g. {{"1": {{"candidate_steps": [1,3,7]}}}}; got keys {list(config)}'
+        )
     return out
 
 
@@ -365,8 +379,9 @@ def adaptive_candidate_union(config: Mapping[str, Any], sglang_version: str) -> 
     return sorted({s for entry in tier_entries(config).values() for s in entry["candidate_steps"]})
 
 
-def adaptive_policy(sglang_version: str, initial_steps: int, config: Mapping[str, Any], *,
-                    cuda_graph_max_bs: int) -> AdaptiveEma | AdaptiveTiers:
+def adaptive_policy(
+    sglang_version: str, initial_steps: int, config: Mapping[str, Any], *, cuda_graph_max_bs: int
+) -> AdaptiveEma | AdaptiveTiers:
     """The adaptive policy of the emulated version (0.5.12: :class:`AdaptiveEma`; 0.5.16+: :class:`AdaptiveTiers`)."""
     if release_at_least(sglang_version, ADAPTIVE_TIERS_SINCE):
         graph_bs = spec_capture_batch_sizes(cuda_graph_max_bs) if cuda_graph_max_bs > 0 else None

@@ -75,11 +75,16 @@ class Configuration:
     def describe(self) -> dict[str, Any]:
         """The configuration's columns in a prediction row."""
         s = self.spec
-        return {"variant": self.name, "speculative": s.enabled, "topk": s.topk if s.enabled else None,
-                "num_steps": s.num_steps if s.enabled else None,
-                "num_draft_tokens": s.num_draft_tokens if s.enabled else None,
-                "spec_v2": s.spec_v2 if s.enabled else None, "spec_off_above": self.spec_off_above,
-                "max_running_requests": self.max_running_requests}
+        return {
+            "variant": self.name,
+            "speculative": s.enabled,
+            "topk": s.topk if s.enabled else None,
+            "num_steps": s.num_steps if s.enabled else None,
+            "num_draft_tokens": s.num_draft_tokens if s.enabled else None,
+            "spec_v2": s.spec_v2 if s.enabled else None,
+            "spec_off_above": self.spec_off_above,
+            "max_running_requests": self.max_running_requests,
+        }
 
 
 def _parsed(profile: SimProfile, argv: list[str], env: dict[str, str]):
@@ -96,12 +101,23 @@ def variant_configuration(profile: SimProfile, variant: str | Path, *, name: str
     """
     vname, argv, env = variant_argv(variant)
     cfg = _parsed(profile, argv, env)
-    return Configuration(name or vname, cfg.spec, cfg.args, cfg.max_running_requests, cfg.args.get("sim_spec_off_above"))
+    return Configuration(
+        name or vname, cfg.spec, cfg.args, cfg.max_running_requests, cfg.args.get("sim_spec_off_above")
+    )
 
 
-def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_steps: int, num_draft_tokens: int,
-                  spec_v2: bool = False, spec_off_above: int | None = None, max_running_requests: int | None = None,
-                  name: str | None = None) -> Configuration:
+def configuration(
+    profile: SimProfile,
+    template: str | Path,
+    *,
+    topk: int,
+    num_steps: int,
+    num_draft_tokens: int,
+    spec_v2: bool = False,
+    spec_off_above: int | None = None,
+    max_running_requests: int | None = None,
+    name: str | None = None,
+) -> Configuration:
     """A speculative configuration: the template variant's flags with these speculative settings.
 
     The settings go through the same parsing and SGLang 0.5.9 rules as a launched server
@@ -114,8 +130,13 @@ def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_s
         ConfigError: a combination SGLang 0.5.9 refuses or cannot run; the message says why.
     """
     _, argv, env = variant_argv(template)
-    drop = {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
-            "--sim-spec-off-above", *(["--max-running-requests"] if max_running_requests is not None else [])}
+    drop = {
+        "--speculative-num-steps",
+        "--speculative-eagle-topk",
+        "--speculative-num-draft-tokens",
+        "--sim-spec-off-above",
+        *(["--max-running-requests"] if max_running_requests is not None else []),
+    }
     kept: list[str] = []
     skip = False
     for token in argv:
@@ -128,8 +149,14 @@ def configuration(profile: SimProfile, template: str | Path, *, topk: int, num_s
         kept.append(token)
     if "--speculative-algorithm" not in kept:
         raise ConfigError(f"template variant {template!r} is not speculative; name one with --speculative-algorithm")
-    kept += ["--speculative-num-steps", str(num_steps), "--speculative-eagle-topk", str(topk),
-             "--speculative-num-draft-tokens", str(num_draft_tokens)]
+    kept += [
+        "--speculative-num-steps",
+        str(num_steps),
+        "--speculative-eagle-topk",
+        str(topk),
+        "--speculative-num-draft-tokens",
+        str(num_draft_tokens),
+    ]
     if spec_off_above is not None:
         kept += ["--sim-spec-off-above", str(spec_off_above)]
     if max_running_requests is not None:
@@ -212,8 +239,14 @@ def spec_grid(
     seen: set[str] = set()
     for k, s, d, v2 in itertools.product(topk, num_steps, num_draft_tokens, spec_v2):
         try:
-            spec = resolve_spec(algorithm=algorithm, num_steps=s, topk=k, num_draft_tokens=d, enable_spec_v2=v2,
-                                sglang_version=sglang_version)
+            spec = resolve_spec(
+                algorithm=algorithm,
+                num_steps=s,
+                topk=k,
+                num_draft_tokens=d,
+                enable_spec_v2=v2,
+                sglang_version=sglang_version,
+            )
             check_draft_budget(spec)
         except ConfigError as exc:
             out.append(GridPoint(k, s, d, v2, None, "refused", str(exc)))
@@ -224,8 +257,17 @@ def spec_grid(
             continue
         seen.add(name)
         if spec.num_draft_tokens != d:
-            out.append(GridPoint(k, s, d, v2, name, "adjusted",
-                                 f"topk 1: SGLang sets num_draft_tokens = num_steps + 1 = {spec.num_draft_tokens}"))
+            out.append(
+                GridPoint(
+                    k,
+                    s,
+                    d,
+                    v2,
+                    name,
+                    "adjusted",
+                    f"topk 1: SGLang sets num_draft_tokens = num_steps + 1 = {spec.num_draft_tokens}",
+                )
+            )
         else:
             out.append(GridPoint(k, s, d, v2, name, "ok"))
     return out
@@ -233,9 +275,18 @@ def spec_grid(
 
 def grid_configurations(profile: SimProfile, template: str | Path, grid: Iterable[GridPoint]) -> list[Configuration]:
     """The configurations of a grid's usable points (``ok`` and ``adjusted``) on the template's flags."""
-    return [configuration(profile, template, topk=p.topk, num_steps=p.num_steps,
-                          num_draft_tokens=p.num_draft_tokens, spec_v2=p.spec_v2)
-            for p in grid if p.status in ("ok", "adjusted")]
+    return [
+        configuration(
+            profile,
+            template,
+            topk=p.topk,
+            num_steps=p.num_steps,
+            num_draft_tokens=p.num_draft_tokens,
+            spec_v2=p.spec_v2,
+        )
+        for p in grid
+        if p.status in ("ok", "adjusted")
+    ]
 
 
 def profile_variants(profile: SimProfile) -> tuple[str, str]:
@@ -251,8 +302,10 @@ def profile_variants(profile: SimProfile) -> tuple[str, str]:
     plain = [n for n in names if not load_variant(n).speculative]
     spec = [n for n in names if load_variant(n).speculative]
     if not plain or not spec:
-        raise ConfigError(f"profile {profile.name}: its calibration points do not name a baseline and a speculative "
-                          "variant; pass baseline= and template= explicitly")
+        raise ConfigError(
+            f"profile {profile.name}: its calibration points do not name a baseline and a speculative "
+            "variant; pass baseline= and template= explicitly"
+        )
     return plain[0], spec[0]
 
 
@@ -261,8 +314,11 @@ _COSTS: dict[tuple, Any] = {}
 
 
 def _cost(profile: SimProfile, config: Configuration):
-    key = (str(profile.path), profile.physics.efficiency if profile.physics else None,
-           tuple(sorted((k, v) for k, v in config.args.items() if not isinstance(v, (list, dict)))))
+    key = (
+        str(profile.path),
+        profile.physics.efficiency if profile.physics else None,
+        tuple(sorted((k, v) for k, v in config.args.items() if not isinstance(v, (list, dict)))),
+    )
     cost = _COSTS.get(key)
     if cost is None:
         if len(_COSTS) > 4096:
@@ -300,8 +356,10 @@ def workload_requests(profile: SimProfile) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"profile {profile.name}: [workload] requests_per_level must be a whole number >= 1, or "
-                          f"left out for the bench's rule max(16, 2 x concurrency); got {value!r}")
+        raise ConfigError(
+            f"profile {profile.name}: [workload] requests_per_level must be a whole number >= 1, or "
+            f"left out for the bench's rule max(16, 2 x concurrency); got {value!r}"
+        )
     return value
 
 
@@ -432,9 +490,16 @@ class PredictionPlan:
         return self.load.requests(concurrency)
 
 
-def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | None = None,
-                    requests_per_level: int | None = None, max_new_tokens: int | None = None, seed: int | None = None,
-                    prompt_set: str | None = None, temperature: float | None = None) -> PredictionPlan:
+def prediction_plan(
+    profile: SimProfile,
+    *,
+    concurrency_levels: Sequence[int] | None = None,
+    requests_per_level: int | None = None,
+    max_new_tokens: int | None = None,
+    seed: int | None = None,
+    prompt_set: str | None = None,
+    temperature: float | None = None,
+) -> PredictionPlan:
     """The plan, each unset value from the profile's ``[workload]`` (levels, requests per level, output
     tokens, seed, the acceptance's prompt set and temperature), else the sweep plan's defaults
     (:class:`workbench.bench.ClosedLoop`): the workload the profile's figures were measured with, so a
@@ -447,8 +512,10 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
             acceptance figures in the profile.
     """
     if prompt_set is not None and prompt_set not in profile.prompt_sets:
-        raise ConfigError(f"prompt set {prompt_set!r}: profile {profile.name} has no acceptance figures for it; "
-                          f"known: {', '.join(profile.prompt_sets) or 'none'}")
+        raise ConfigError(
+            f"prompt set {prompt_set!r}: profile {profile.name} has no acceptance figures for it; "
+            f"known: {', '.join(profile.prompt_sets) or 'none'}"
+        )
     from workbench.bench import ClosedLoop
 
     if temperature is not None:
@@ -459,9 +526,11 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
     load = ClosedLoop(
         concurrency_levels=tuple(levels),
         requests_per_level=requests_per_level if requests_per_level is not None else workload_requests(profile),
-        max_new_tokens=max_new_tokens if max_new_tokens is not None else w.get("max_new_tokens",
-                                                                               defaults.max_new_tokens),
-        seed=seed if seed is not None else w.get("seed", defaults.seed))
+        max_new_tokens=max_new_tokens
+        if max_new_tokens is not None
+        else w.get("max_new_tokens", defaults.max_new_tokens),
+        seed=seed if seed is not None else w.get("seed", defaults.seed),
+    )
     outputs = None
     if max_new_tokens is None and "output_tokens" in w:
         raw = w["output_tokens"]
@@ -470,30 +539,42 @@ def prediction_plan(profile: SimProfile, *, concurrency_levels: Sequence[int] | 
         except (TypeError, ValueError):
             outputs = ()
         if not outputs or min(outputs) < 1:
-            raise ConfigError(f"profile {profile.name}: [workload] output_tokens must be a list of token counts >= 1, "
-                              f"got {raw!r}")
+            raise ConfigError(
+                f"profile {profile.name}: [workload] output_tokens must be a list of token counts >= 1, got {raw!r}"
+            )
         load = dataclasses.replace(load, max_new_tokens=max(outputs))
     return PredictionPlan(load, workload_prompt_lengths(profile), prompt_set, temperature, outputs)
 
 
-def simulate_level(profile: SimProfile, config: Configuration, plan: PredictionPlan, concurrency: int, *,
-                   chunks: bool = False) -> ClosedLoopResult:
+def simulate_level(
+    profile: SimProfile, config: Configuration, plan: PredictionPlan, concurrency: int, *, chunks: bool = False
+) -> ClosedLoopResult:
     """One closed-loop level of one configuration on the virtual clock (the calibration's seeding)."""
-    engine = EngineCore(cost=_cost(profile, config), acceptance=plan.acceptance(profile), spec=config.spec,
-                        max_running_requests=config.max_running_requests,
-                        rng=random.Random(plan.seed * 1_000_003 + concurrency), spec_policy=config.spec_policy())
+    engine = EngineCore(
+        cost=_cost(profile, config),
+        acceptance=plan.acceptance(profile),
+        spec=config.spec,
+        max_running_requests=config.max_running_requests,
+        rng=random.Random(plan.seed * 1_000_003 + concurrency),
+        spec_policy=config.spec_policy(),
+    )
     order = _schedule(plan.prompt_lengths, plan.requests(concurrency), plan.seed)
-    return simulate_closed_loop(engine, prompt_tokens=order, concurrency=concurrency,
-                                max_new_tokens=plan.outputs(len(order)), chunks=chunks)
+    return simulate_closed_loop(
+        engine, prompt_tokens=order, concurrency=concurrency, max_new_tokens=plan.outputs(len(order)), chunks=chunks
+    )
 
 
-def _step_columns(profile: SimProfile, config: Configuration, result: ClosedLoopResult, summary: dict[str, Any],
-                  plan: PredictionPlan) -> dict[str, Any]:
+def _step_columns(
+    profile: SimProfile, config: Configuration, result: ClosedLoopResult, summary: dict[str, Any], plan: PredictionPlan
+) -> dict[str, Any]:
     """The decode step at the level's mean running batch, split into its parts (ms)."""
-    out: dict[str, Any] = {"decode_iterations": result.decode_iterations, "spec_iterations": result.spec_iterations,
-                           "mean_decode_batch": result.mean_decode_batch,
-                           "mean_decode_step_ms": result.mean_decode_step_ms,
-                           "prefill_time_share": result.prefill_s / result.duration_s if result.duration_s else float("nan")}
+    out: dict[str, Any] = {
+        "decode_iterations": result.decode_iterations,
+        "spec_iterations": result.spec_iterations,
+        "mean_decode_batch": result.mean_decode_batch,
+        "mean_decode_step_ms": result.mean_decode_step_ms,
+        "prefill_time_share": result.prefill_s / result.duration_s if result.duration_s else float("nan"),
+    }
     if not result.decode_iterations:
         out.update({f"step_{p}_ms": float("nan") for p in (*STEP_PARTS, "total")})
         out["step_batch"] = 0
@@ -560,8 +641,15 @@ def predict(
         ConfigError: unknown profile or variant, or settings the server would refuse.
     """
     prof = load_profile(profile) if isinstance(profile, str) else profile
-    plan = prediction_plan(prof, concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
-                           max_new_tokens=max_new_tokens, seed=seed, prompt_set=prompt_set, temperature=temperature)
+    plan = prediction_plan(
+        prof,
+        concurrency_levels=concurrency_levels,
+        requests_per_level=requests_per_level,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+        prompt_set=prompt_set,
+        temperature=temperature,
+    )
     configs = [c if isinstance(c, Configuration) else variant_configuration(prof, c) for c in configurations]
     rows = []
     for config in configs:
@@ -569,8 +657,14 @@ def predict(
         for c in plan.concurrency_levels:
             result = simulate_level(prof, config, plan, c)
             summary = summarize_rows(result.rows)
-            row = {**head, "concurrency": c, "max_new_tokens": plan.max_new_tokens, "simulated": True,
-                   "prediction": "offline", **summary}
+            row = {
+                **head,
+                "concurrency": c,
+                "max_new_tokens": plan.max_new_tokens,
+                "simulated": True,
+                "prediction": "offline",
+                **summary,
+            }
             row.update(_step_columns(prof, config, result, summary, plan))
             rows.append(row)
     return rows

@@ -135,8 +135,14 @@ class SimProfile:
         """The prompt sets with acceptance figures of their own (``[acceptance.prompt_sets.<name>]``)."""
         return tuple(sorted(self.acceptance_table.get("prompt_sets", {})))
 
-    def acceptance_for(self, prompt_set: str | None = None, *, temperature: float | None = None,
-                       top_k: int | None = None, regime: str | None = None) -> AcceptanceModel:
+    def acceptance_for(
+        self,
+        prompt_set: str | None = None,
+        *,
+        temperature: float | None = None,
+        top_k: int | None = None,
+        regime: str | None = None,
+    ) -> AcceptanceModel:
         """The acceptance model of a prompt set under a sampling regime.
 
         Args:
@@ -188,17 +194,25 @@ class SimProfile:
         tp = args.get("tp_size")
         tp = self.default_tp_size if tp is None else int(tp)
         if tp > phys.gpus:
-            raise ConfigError(f"--tp-size {tp} needs {tp} GPUs; profile {self.name} has {phys.gpus} "
-                              f"({phys.gpu.name}): set the variant's tp-size to {phys.gpus} or less, or choose a profile "
-                              f"with {tp} GPUs")
+            raise ConfigError(
+                f"--tp-size {tp} needs {tp} GPUs; profile {self.name} has {phys.gpus} "
+                f"({phys.gpu.name}): set the variant's tp-size to {phys.gpus} or less, or choose a profile "
+                f"with {tp} GPUs"
+            )
         custom = phys.defaults.get("custom_all_reduce", True) and not args.get("disable_custom_all_reduce", False)
         graph_bs = args.get("cuda_graph_max_bs")
         graph_bs = self.default_cuda_graph_max_bs if graph_bs is None else int(graph_bs)
         if args.get("disable_cuda_graph"):
             graph_bs = 0
         overlap = not args.get("disable_overlap_schedule", False) if overlap_schedule is None else overlap_schedule
-        return Deployment(gpu=phys.gpu, interconnect=phys.gpu.interconnect(phys.interconnect), tp_size=tp,
-                          custom_all_reduce=bool(custom), cuda_graph_max_bs=graph_bs, overlap_schedule=overlap)
+        return Deployment(
+            gpu=phys.gpu,
+            interconnect=phys.gpu.interconnect(phys.interconnect),
+            tp_size=tp,
+            custom_all_reduce=bool(custom),
+            cuda_graph_max_bs=graph_bs,
+            overlap_schedule=overlap,
+        )
 
     def cost_for(self, args: dict[str, Any] | None = None, *, efficiency: Efficiency | None = None):
         """The cost model a server launched with ``args`` (parsed flags) runs on.
@@ -210,9 +224,14 @@ class SimProfile:
         if self.physics is None:
             assert self.cost is not None  # a legacy profile always has [cost] (checked on load)
             return self.cost
-        return RooflineCost(self.physics.target, self.deployment(args), efficiency or self.physics.efficiency,
-                            draft=self.physics.draft, spec_kernels=self.physics.spec_kernels,
-                            extend_attention=self.physics.extend_attention)
+        return RooflineCost(
+            self.physics.target,
+            self.deployment(args),
+            efficiency or self.physics.efficiency,
+            draft=self.physics.draft,
+            spec_kernels=self.physics.spec_kernels,
+            extend_attention=self.physics.extend_attention,
+        )
 
     def kv_capacity_tokens(self, args: dict[str, Any] | None = None, *, sglang_version: str | None = None) -> int:
         """KV-cache tokens the server would hold (``max_total_num_tokens``), from memory and the flags.
@@ -228,9 +247,14 @@ class SimProfile:
         phys = self.physics
         fraction = args.get("mem_fraction_static") or phys.defaults.get("mem_fraction_static", DEFAULT_MEM_FRACTION)
         draft = phys.draft if args.get("speculative_algorithm") else None
-        return kv_capacity_tokens(memory_gb=phys.gpu.memory_gb, mem_fraction_static=float(fraction),
-                                  target=phys.target, draft=draft, tp_size=self.deployment(args).tp_size,
-                                  sglang_version=sglang_version or args.get("sim_sglang_version") or self.sglang_version)
+        return kv_capacity_tokens(
+            memory_gb=phys.gpu.memory_gb,
+            mem_fraction_static=float(fraction),
+            target=phys.target,
+            draft=draft,
+            tp_size=self.deployment(args).tp_size,
+            sglang_version=sglang_version or args.get("sim_sglang_version") or self.sglang_version,
+        )
 
     @property
     def max_total_num_tokens(self) -> int:
@@ -255,26 +279,40 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
         raise ConfigError(f"Profile {path}: [fit] terms {unknown} are not fittable; choose from {list(FITTABLE)}")
     if len(terms) > 3:
         raise ConfigError(f"Profile {path}: at most 3 fitted terms, got {len(terms)}")
-    defaults = {k: dep[k] for k in ("tp_size", "custom_all_reduce", "cuda_graph_max_bs", "mem_fraction_static")
-                if k in dep}
+    defaults = {
+        k: dep[k] for k in ("tp_size", "custom_all_reduce", "cuda_graph_max_bs", "mem_fraction_static") if k in dep
+    }
     kernels = data.get("spec_kernels")
     spec_kernels = extend_attention = None
     if kernels is not None:
         if "table" not in kernels and "extend_attention" not in kernels:
-            raise ConfigError(f"Profile {path}: [spec_kernels] needs table = \"data/calibration/.../spec_step.csv\" "
-                              "and/or extend_attention = \"data/calibration/.../kernels.csv\"")
+            raise ConfigError(
+                f'Profile {path}: [spec_kernels] needs table = "data/calibration/.../spec_step.csv" '
+                'and/or extend_attention = "data/calibration/.../kernels.csv"'
+            )
         if "table" in kernels:
             spec_kernels = _spec_kernel_costs(str(kernels["table"]), str(kernels.get("verify", "greedy")))
         if "extend_attention" in kernels:
             if "extend_attention_servers" not in kernels:
-                raise ConfigError(f"Profile {path}: [spec_kernels] extend_attention needs extend_attention_servers "
-                                  "= \"<prefix of one model's servers in the table>\" (for example \"l8b-\")")
-            extend_attention = _extend_attention(str(kernels["extend_attention"]),
-                                                 str(kernels["extend_attention_servers"]))
-    return Physics(gpu=gpu, gpus=int(dep.get("gpus", 1)), interconnect=interconnect,
-                   target=load_model_config(dep["target"]), draft=draft,
-                   efficiency=Efficiency(**data.get("efficiency", {})), fit_terms=terms, defaults=defaults,
-                   spec_kernels=spec_kernels, extend_attention=extend_attention)
+                raise ConfigError(
+                    f"Profile {path}: [spec_kernels] extend_attention needs extend_attention_servers "
+                    '= "<prefix of one model\'s servers in the table>" (for example "l8b-")'
+                )
+            extend_attention = _extend_attention(
+                str(kernels["extend_attention"]), str(kernels["extend_attention_servers"])
+            )
+    return Physics(
+        gpu=gpu,
+        gpus=int(dep.get("gpus", 1)),
+        interconnect=interconnect,
+        target=load_model_config(dep["target"]),
+        draft=draft,
+        efficiency=Efficiency(**data.get("efficiency", {})),
+        fit_terms=terms,
+        defaults=defaults,
+        spec_kernels=spec_kernels,
+        extend_attention=extend_attention,
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -322,17 +360,24 @@ def _overlay(table: dict[str, Any], override: dict[str, Any], model: AcceptanceM
     carry = list(override.get("carry", []))
     unknown = set(carry) - {"alpha", "depth_decay", "sibling", "draft_calibration"}
     if unknown:
-        raise ConfigError(f"[acceptance] carry names {sorted(unknown)}; it may name alpha, depth_decay, sibling, "
-                          "draft_calibration")
-    solved_here = {"chain": {"alpha"} | ({"depth_decay"} if isinstance(override.get("chain"), list)
-                                         and len(override["chain"]) == 2 else set()),
-                   "tree": {"sibling"} | ({"draft_calibration"} if isinstance(override.get("tree"), list)
-                                          and len(override["tree"]) == 2 else set())}
+        raise ConfigError(
+            f"[acceptance] carry names {sorted(unknown)}; it may name alpha, depth_decay, sibling, draft_calibration"
+        )
+    solved_here = {
+        "chain": {"alpha"}
+        | ({"depth_decay"} if isinstance(override.get("chain"), list) and len(override["chain"]) == 2 else set()),
+        "tree": {"sibling"}
+        | ({"draft_calibration"} if isinstance(override.get("tree"), list) and len(override["tree"]) == 2 else set()),
+    }
     for key, params in solved_here.items():  # a set's own point replaces the value it solves
         if key in override:
             for p in params:
                 merged.pop(p, None)
-    for param, point in (("alpha", "chain"), ("sibling", "tree"), ("draft_calibration", "tree")):  # a value replaces a point
+    for param, point in (
+        ("alpha", "chain"),
+        ("sibling", "tree"),
+        ("draft_calibration", "tree"),
+    ):  # a value replaces a point
         if (param in override or param in carry) and point not in override:
             merged.pop(point, None)
     for param in carry:
@@ -345,7 +390,9 @@ def _plain(table: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in table.items() if k not in ("prompt_sets", *REGIMES)}
 
 
-def acceptance_model(table: dict[str, Any], prompt_set: str | None = None, regime: str | None = None) -> AcceptanceModel:
+def acceptance_model(
+    table: dict[str, Any], prompt_set: str | None = None, regime: str | None = None
+) -> AcceptanceModel:
     """The acceptance model of (prompt set, regime) of an ``[acceptance]`` table.
 
     ``(None, None)`` is ``[acceptance]`` itself; otherwise ``[acceptance.<regime>]``,
@@ -405,8 +452,9 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
             raise ConfigError(f"Profile {path} has neither [deployment] (physical) nor [cost] (linear)")
         acceptance_table = dict(data.get("acceptance", {}))
         workload = dict(data.get("workload", {}))
-        acceptance = acceptance_model(acceptance_table, workload.get("prompt_set"),
-                                      acceptance_regime(workload.get("temperature")))
+        acceptance = acceptance_model(
+            acceptance_table, workload.get("prompt_set"), acceptance_regime(workload.get("temperature"))
+        )
         model = dict(data.get("model", {}))
         if physics is not None:
             model.setdefault("target", physics.target.name)

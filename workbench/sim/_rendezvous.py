@@ -54,19 +54,24 @@ def split_addr(addr: str) -> tuple[str, int]:
 class Group:
     """Rank 0's side of a formed group: the open connection of every other rank (rank -> its streams)."""
 
-    def __init__(self, server: asyncio.AbstractServer, peers: dict[int, tuple[asyncio.StreamReader,
-                                                                             asyncio.StreamWriter]]) -> None:
+    def __init__(
+        self, server: asyncio.AbstractServer, peers: dict[int, tuple[asyncio.StreamReader, asyncio.StreamWriter]]
+    ) -> None:
         self.server = server
         self.peers = peers
         self.left: list[int] = []
 
     async def watch(self, log: logging.Logger) -> None:
         """Log each rank whose connection closes (rank 0 keeps serving, as a real one would until NCCL's timeout)."""
+
         async def one(rank: int, reader: asyncio.StreamReader) -> None:
             await reader.read()  # b"" at EOF
             self.left.append(rank)
-            log.error("SIMULATED: rank %d left the group (its connection to --dist-init-addr closed); a real "
-                      "rank 0 would hang in its collectives until NCCL's timeout", rank)
+            log.error(
+                "SIMULATED: rank %d left the group (its connection to --dist-init-addr closed); a real "
+                "rank 0 would hang in its collectives until NCCL's timeout",
+                rank,
+            )
 
         await asyncio.gather(*(one(r, rw[0]) for r, rw in self.peers.items()))
 
@@ -92,14 +97,19 @@ async def host_group(addr: str, nnodes: int, *, timeout_s: float, log: logging.L
         ok = len(words) == 3 and words[0] == "JOIN" and words[1].isdigit() and words[2] == str(nnodes)
         rank = int(words[1]) if ok else -1
         if not ok or not 0 < rank < nnodes or rank in peers:
-            log.error("SIMULATED: refused a join %r (want JOIN <rank 1..%d> %d, each rank once)",
-                      " ".join(words), nnodes - 1, nnodes)
+            log.error(
+                "SIMULATED: refused a join %r (want JOIN <rank 1..%d> %d, each rank once)",
+                " ".join(words),
+                nnodes - 1,
+                nnodes,
+            )
             writer.write(b"REFUSED\n")
             writer.close()
             return
         peers[rank] = (reader, writer)
-        log.info("SIMULATED: rank %d joined from %s (%d/%d)", rank, writer.get_extra_info("peername"),
-                 len(peers), nnodes - 1)
+        log.info(
+            "SIMULATED: rank %d joined from %s (%d/%d)", rank, writer.get_extra_info("peername"), len(peers), nnodes - 1
+        )
         if len(peers) == nnodes - 1:
             everyone.set()
 
@@ -111,8 +121,10 @@ async def host_group(addr: str, nnodes: int, *, timeout_s: float, log: logging.L
         server.close()
         for _, writer in peers.values():
             writer.close()
-        raise RendezvousError(f"torch.distributed.DistStoreError: Timed out after {timeout_s:g} seconds waiting "
-                              f"for clients. {len(peers)}/{nnodes - 1} clients joined.") from None
+        raise RendezvousError(
+            f"torch.distributed.DistStoreError: Timed out after {timeout_s:g} seconds waiting "
+            f"for clients. {len(peers)}/{nnodes - 1} clients joined."
+        ) from None
     for _, writer in peers.values():
         writer.write(b"READY\n")
         await writer.drain()
@@ -120,8 +132,9 @@ async def host_group(addr: str, nnodes: int, *, timeout_s: float, log: logging.L
     return Group(server, peers)
 
 
-async def join_group(addr: str, rank: int, nnodes: int, *, timeout_s: float,
-                     log: logging.Logger) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def join_group(
+    addr: str, rank: int, nnodes: int, *, timeout_s: float, log: logging.Logger
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Rank ``rank`` > 0: connect to rank 0 at ``addr`` (retrying while it is not listening), join, wait for READY.
 
     Returns:
@@ -132,8 +145,10 @@ async def join_group(addr: str, rank: int, nnodes: int, *, timeout_s: float,
     """
     host, port = split_addr(addr)
     deadline = time.monotonic() + timeout_s
-    timed_out = RendezvousError(f"torch.distributed.DistNetworkError: The client socket has timed out after "
-                                f"{int(timeout_s * 1000)}ms while trying to connect to ({host}, {port}).")
+    timed_out = RendezvousError(
+        f"torch.distributed.DistNetworkError: The client socket has timed out after "
+        f"{int(timeout_s * 1000)}ms while trying to connect to ({host}, {port})."
+    )
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -153,7 +168,9 @@ async def join_group(addr: str, rank: int, nnodes: int, *, timeout_s: float,
         raise timed_out from None
     if answer.strip() != b"READY":
         writer.close()
-        raise RendezvousError(f"SIMULATED: rank 0 at {addr} refused rank {rank} of {nnodes} "
-                              f"({answer.decode(errors='replace').strip() or 'connection closed'}): every rank needs "
-                              "the same --nnodes and its own --node-rank")
+        raise RendezvousError(
+            f"SIMULATED: rank 0 at {addr} refused rank {rank} of {nnodes} "
+            f"({answer.decode(errors='replace').strip() or 'connection closed'}): every rank needs "
+            "the same --nnodes and its own --node-rank"
+        )
     return reader, writer

@@ -139,9 +139,19 @@ class Efficiency:
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
-        for name in ("cpu_overhead_ms", "cpu_per_request_ms", "allreduce_latency_us", "custom_allreduce_latency_us",
-                     "eager_layer_us", "layer_fixed_us", "moe_layer_floor_us", "moe_token_us",
-                     "cpu_per_draft_step_ms", "verify_mask_ns", "host_exposed_ms"):
+        for name in (
+            "cpu_overhead_ms",
+            "cpu_per_request_ms",
+            "allreduce_latency_us",
+            "custom_allreduce_latency_us",
+            "eager_layer_us",
+            "layer_fixed_us",
+            "moe_layer_floor_us",
+            "moe_token_us",
+            "cpu_per_draft_step_ms",
+            "verify_mask_ns",
+            "host_exposed_ms",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.expert_flops_efficiency is not None and not 0.0 < self.expert_flops_efficiency <= 1.0:
@@ -151,8 +161,18 @@ class Efficiency:
 
 
 #: Efficiency terms a calibration may fit.
-FITTABLE = ("hbm_efficiency", "flops_efficiency", "interconnect_efficiency", "cpu_overhead_ms", "cpu_per_request_ms",
-            "layer_fixed_us", "moe_layer_floor_us", "routing_overlap", "cpu_per_draft_step_ms", "verify_mask_ns")
+FITTABLE = (
+    "hbm_efficiency",
+    "flops_efficiency",
+    "interconnect_efficiency",
+    "cpu_overhead_ms",
+    "cpu_per_request_ms",
+    "layer_fixed_us",
+    "moe_layer_floor_us",
+    "routing_overlap",
+    "cpu_per_draft_step_ms",
+    "verify_mask_ns",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,8 +242,15 @@ class StepBreakdown:
     @property
     def total_ms(self) -> float:
         """The iteration's duration."""
-        return (self.weights_ms + self.kv_ms + self.compute_ms + self.communication_ms
-                + self.draft_ms + self.overhead_ms + self.kernels_ms)
+        return (
+            self.weights_ms
+            + self.kv_ms
+            + self.compute_ms
+            + self.communication_ms
+            + self.draft_ms
+            + self.overhead_ms
+            + self.kernels_ms
+        )
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """A flat row (with ``total_ms``) for a table."""
@@ -245,29 +272,30 @@ class _Forward:
         bw = dep.gpu.hbm_bandwidth_gb_s * 1e9 * eff.hbm_efficiency / 1e3
         tflops = dep.gpu.dense_fp8_tflops if b == 1 else dep.gpu.dense_bf16_tflops
         flops = tflops * 1e12 * eff.flops_efficiency / 1e3
-        attn_params = h * (model.num_attention_heads + 2 * model.num_key_value_heads) * hd \
-            + model.num_attention_heads * hd * h
+        attn_params = (
+            h * (model.num_attention_heads + 2 * model.num_key_value_heads) * hd + model.num_attention_heads * hd * h
+        )
         if model.is_moe:
             dense_params = attn_params + 3 * h * model.shared_expert_intermediate_size + h * model.num_experts
         else:
             dense_params = attn_params + 3 * h * model.intermediate_size
         dense_params = layers * dense_params + model.eagle_fused_layers * h * h
-        self.dense_mem = dense_params * b / tp / bw          # ms
-        self.dense_flop = 2.0 * dense_params / tp / flops    # ms per query token
+        self.dense_mem = dense_params * b / tp / bw  # ms
+        self.dense_flop = 2.0 * dense_params / tp / flops  # ms per query token
         expert_params = 3 * h * model.moe_intermediate_size
         self.n_experts = model.num_experts
         self.route_keep = 1.0 - model.num_experts_per_tok / model.num_experts if model.is_moe else 1.0
-        self.expert_mem = layers * expert_params * b / tp / bw                         # ms per touched expert
+        self.expert_mem = layers * expert_params * b / tp / bw  # ms per touched expert
         expert_eff = eff.flops_efficiency if eff.expert_flops_efficiency is None else eff.expert_flops_efficiency
         expert_flops = tflops * 1e12 * expert_eff / 1e3
         self.expert_flop = 2.0 * layers * model.num_experts_per_tok * expert_params / tp / expert_flops  # ms per token
-        self.expert_token = layers * eff.moe_token_us / tp / 1e3 if model.is_moe else 0.0        # ms per token
-        kv_heads = max(1.0, model.num_key_value_heads / tp)   # SGLang replicates KV heads when tp > kv heads
-        self.kv_mem = layers * 2 * kv_heads * hd * b / bw                              # ms per token read
+        self.expert_token = layers * eff.moe_token_us / tp / 1e3 if model.is_moe else 0.0  # ms per token
+        kv_heads = max(1.0, model.num_key_value_heads / tp)  # SGLang replicates KV heads when tp > kv heads
+        self.kv_mem = layers * 2 * kv_heads * hd * b / bw  # ms per token read
         self.attn_flop = layers * 4.0 * (model.num_attention_heads / tp) * hd / flops  # ms per (query, key) pair
         vocab = model.lm_head_vocab
         self.lm_mem = vocab * h * b / tp / bw
-        self.lm_flop = 2.0 * vocab * h / tp / flops           # ms per logit row
+        self.lm_flop = 2.0 * vocab * h / tp / flops  # ms per logit row
         # collectives
         self.tp = tp
         if tp > 1:
@@ -287,23 +315,26 @@ class _Forward:
         request's tokens beyond its first count ``1 - routing_overlap`` (None: every token independent)."""
         if seqs is not None and 0 < seqs < tokens:
             tokens = seqs + (tokens - seqs) * self.own_token
-        return self.n_experts * (1.0 - self.route_keep ** tokens)
+        return self.n_experts * (1.0 - self.route_keep**tokens)
 
     def groups(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> dict[str, tuple[float, float]]:
         """(bytes ms, FLOPs ms) of each kernel group of one forward: ``dense``, ``experts`` (MoE only),
         ``attention``, ``lm_head``; a group takes the larger of the two."""
         out = {"dense": (self.dense_mem, self.dense_flop * tokens)}
         if self.is_moe:
-            out["experts"] = (self.expert_mem * self.touched(tokens, seqs) + self.expert_token * tokens,
-                              self.expert_flop * tokens)
+            out["experts"] = (
+                self.expert_mem * self.touched(tokens, seqs) + self.expert_token * tokens,
+                self.expert_flop * tokens,
+            )
         per_seq = tokens / seqs if seqs else 0.0
         pairs = per_seq * kv_tokens + tokens * (per_seq + 1.0) / 2.0
         out["attention"] = (self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs)
         out["lm_head"] = (self.lm_mem, self.lm_flop * logits)
         return out
 
-    def parts(self, tokens: int, seqs: int, kv_tokens: int, logits: int, *,
-              attention: bool = True) -> tuple[float, float, float, float]:
+    def parts(
+        self, tokens: int, seqs: int, kv_tokens: int, logits: int, *, attention: bool = True
+    ) -> tuple[float, float, float, float]:
         """(weights, kv, compute, communication) milliseconds of one forward (without :attr:`fixed_ms`);
         ``attention=False`` leaves the attention group out (a measured table charges it instead)."""
         weights = kv = compute = 0.0
@@ -322,8 +353,11 @@ class _Forward:
             latency = self.nccl_latency
             if self.custom_latency is not None and size <= CUSTOM_ALL_REDUCE_MAX_BYTES:
                 latency = self.custom_latency
-            comm = self.ar_count * (latency + size * self.ar_ms_per_byte) \
-                + self.nccl_latency + logits * self.gather_ms_per_row
+            comm = (
+                self.ar_count * (latency + size * self.ar_ms_per_byte)
+                + self.nccl_latency
+                + logits * self.gather_ms_per_row
+            )
         return weights, kv, compute, comm
 
     def total(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> float:
@@ -357,8 +391,15 @@ class RooflineCost:
         ConfigError: ``tp_size`` < 1.
     """
 
-    def __init__(self, target: ModelConfig, deployment: Deployment, efficiency: Efficiency,
-                 draft: ModelConfig | None = None, spec_kernels=None, extend_attention=None) -> None:
+    def __init__(
+        self,
+        target: ModelConfig,
+        deployment: Deployment,
+        efficiency: Efficiency,
+        draft: ModelConfig | None = None,
+        spec_kernels=None,
+        extend_attention=None,
+    ) -> None:
         if deployment.tp_size < 1:
             raise ConfigError(f"--tp-size must be >= 1, got {deployment.tp_size}")
         self.target_config, self.draft_config = target, draft
@@ -374,8 +415,9 @@ class RooflineCost:
     # -- helpers --------------------------------------------------------------------------
     def _draft(self, tokens: int, seqs: int, kv_tokens: int, logits: int) -> float:
         if self.draft is None:
-            raise ConfigError(f"a speculative step needs a draft model; the profile names none "
-                              f"for {self.target_config.name}")
+            raise ConfigError(
+                f"a speculative step needs a draft model; the profile names none for {self.target_config.name}"
+            )
         return self.draft.total(tokens, seqs, kv_tokens, logits)
 
     def _iteration(self, gpu_ms: float, phases: int, overlap: bool, batch: int, extra_cpu_ms: float = 0.0) -> float:
@@ -393,8 +435,9 @@ class RooflineCost:
         gpu = self.target.total(batch, batch, kv_tokens, batch) + self._eager(batch, self.target)
         return self._iteration(gpu, 1, self.deployment.overlap_schedule, batch)
 
-    def spec_decode_ms(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int, *,
-                       verify_tokens: int | None = None) -> float:
+    def spec_decode_ms(
+        self, batch: int, kv_tokens: int, spec: SpecConfig, accepted_tokens: int, *, verify_tokens: int | None = None
+    ) -> float:
         """One EAGLE iteration: ``num_steps`` draft forwards, a verify, a draft extend.
 
         ``verify_tokens``: the verify's query tokens when they are not ``batch x num_draft_tokens`` (a ragged
@@ -417,7 +460,9 @@ class RooflineCost:
         return self._prefill_parts(prompt_tokens, spec)[-1]
 
     # -- parts ----------------------------------------------------------------------------
-    def _spec_parts(self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int, verify_tokens: int | None = None):
+    def _spec_parts(
+        self, batch: int, kv_tokens: int, spec: SpecConfig, accepted: int, verify_tokens: int | None = None
+    ):
         if verify_tokens is None:
             verify_tokens = batch * spec.num_draft_tokens
         if self.extend_attention is None:
@@ -431,9 +476,14 @@ class RooflineCost:
             draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
         draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
         eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
-        kernels = 0.0 if self.spec_kernels is None else self.spec_kernels.step_ms(
-            batch, spec.num_steps, spec.topk, max(1, round(verify_tokens / batch)))
-        mask = self.efficiency.verify_mask_ns * 1e-6 * (kv_tokens + verify_tokens) * max(1, round(verify_tokens / batch))
+        kernels = (
+            0.0
+            if self.spec_kernels is None
+            else self.spec_kernels.step_ms(batch, spec.num_steps, spec.topk, max(1, round(verify_tokens / batch)))
+        )
+        mask = (
+            self.efficiency.verify_mask_ns * 1e-6 * (kv_tokens + verify_tokens) * max(1, round(verify_tokens / batch))
+        )
         gpu = sum(target) + self.target.fixed_ms + draft + eager + kernels + mask
         host = self.efficiency.cpu_per_draft_step_ms * max(0, spec.num_steps - 1)
         total = self._iteration(gpu, self.efficiency.spec_cpu_phases, spec.spec_v2, batch, host)
@@ -442,15 +492,20 @@ class RooflineCost:
     def _prefill_parts(self, prompt_tokens: list[int], spec: SpecConfig):
         tokens, seqs = sum(prompt_tokens), len(prompt_tokens)
         target = self.target.parts(tokens, seqs, 0, seqs)
-        draft = self._draft(tokens, seqs, 0, seqs) + self.draft.eager_ms if spec.enabled and self.draft is not None else 0.0
-        gpu = sum(target) + self.target.fixed_ms + draft + self.target.eager_ms  # SGLang 0.5.9 runs extend without CUDA graphs
+        draft = (
+            self._draft(tokens, seqs, 0, seqs) + self.draft.eager_ms if spec.enabled and self.draft is not None else 0.0
+        )
+        gpu = (
+            sum(target) + self.target.fixed_ms + draft + self.target.eager_ms
+        )  # SGLang 0.5.9 runs extend without CUDA graphs
         overlap = self.deployment.overlap_schedule and (not spec.enabled or spec.spec_v2)
         total = self._iteration(gpu, 1, overlap, seqs)
         return target, draft, gpu, total
 
     # -- one forward by kernel group (GPU timings, ``workbench calibrate``) -----------------
-    def forward_groups(self, tokens: int, seqs: int, kv_tokens: int, logits: int, *,
-                       model: Literal["target", "draft"] = "target") -> dict[str, float]:
+    def forward_groups(
+        self, tokens: int, seqs: int, kv_tokens: int, logits: int, *, model: Literal["target", "draft"] = "target"
+    ) -> dict[str, float]:
         """GPU milliseconds of one forward replayed from a CUDA graph, by kernel group.
 
         Args:
@@ -477,12 +532,14 @@ class RooflineCost:
         return out
 
     # -- breakdowns (for notebooks) -------------------------------------------------------
-    def _breakdown(self, kind: str, batch: int, tokens: int, target, draft: float, total: float,
-                   kernels: float = 0.0) -> StepBreakdown:
+    def _breakdown(
+        self, kind: str, batch: int, tokens: int, target, draft: float, total: float, kernels: float = 0.0
+    ) -> StepBreakdown:
         w, k, c, m = target
         touched = self.target.touched(tokens, batch) if self.target.is_moe else None
-        return StepBreakdown(kind, batch, tokens, w, k, c, m, draft, total - (w + k + c + m + draft + kernels), touched,
-                             kernels)
+        return StepBreakdown(
+            kind, batch, tokens, w, k, c, m, draft, total - (w + k + c + m + draft + kernels), touched, kernels
+        )
 
     def decode_breakdown(self, batch: int, kv_tokens: int) -> StepBreakdown:
         """:meth:`decode_ms` split into its parts."""

@@ -113,8 +113,9 @@ class SimServer:
         for temperature in (0.0, 1.0):  # solved (and a bad table refused) at start-up, not at the first request
             self.acceptance_for(temperature)
         self.emit_timestamps = bool(config.args.get("sim_emit_timestamps"))
-        self.metrics = SimMetrics(self.served_model_name,
-                                  spec_accept_rate=release_number(self.shape.version) >= (0, 5, 4))
+        self.metrics = SimMetrics(
+            self.served_model_name, spec_accept_rate=release_number(self.shape.version) >= (0, 5, 4)
+        )
         self.startup_time = time.time()
         self.behind_schedule_s = 0.0
         self.max_lag_s = 0.0
@@ -171,24 +172,41 @@ class SimServer:
         model = self._acceptance.get(regime)
         if model is None:
             model = self._acceptance[regime] = (
-                ForcedAcceptance(forced_length=self.forced_accept_length) if self.forced_accept_length else
-                self.profile.acceptance_for(self.config.args.get("sim_prompt_set"), regime=regime))
+                ForcedAcceptance(forced_length=self.forced_accept_length)
+                if self.forced_accept_length
+                else self.profile.acceptance_for(self.config.args.get("sim_prompt_set"), regime=regime)
+            )
         return model
 
-    def submit(self, prompt_tokens: int, max_new_tokens: int, rid: str | None = None, *,
-               temperature: float | None = 1.0, top_k: int | None = None,
-               prompt: str | list[int] | None = None, stream_interval: int | None = None) -> _Pending:
+    def submit(
+        self,
+        prompt_tokens: int,
+        max_new_tokens: int,
+        rid: str | None = None,
+        *,
+        temperature: float | None = 1.0,
+        top_k: int | None = None,
+        prompt: str | list[int] | None = None,
+        stream_interval: int | None = None,
+    ) -> _Pending:
         """Queue one engine request; ``temperature``/``top_k`` pick its acceptance (SGLang's default
         temperature is 1.0: a request that names none samples); with ``prompt`` (its text or token
         ids) a greedy request's output tokens follow from the prompt (:func:`greedy_text_key`);
         ``stream_interval``: the request's ``sampling_params.stream_interval`` (None: the server's
         ``--stream-interval``)."""
         rid = rid or uuid.uuid4().hex
-        request = SimRequest(rid=rid, prompt_tokens=max(1, prompt_tokens), max_new_tokens=max_new_tokens,
-                             acceptance=self.acceptance_for(temperature, top_k))
-        pending = _Pending(request=request, created=time.time(),
-                           text_key=None if prompt is None else greedy_text_key(prompt, temperature),
-                           stream_interval=stream_interval or int(self.config.args.get("stream_interval") or 1))
+        request = SimRequest(
+            rid=rid,
+            prompt_tokens=max(1, prompt_tokens),
+            max_new_tokens=max_new_tokens,
+            acceptance=self.acceptance_for(temperature, top_k),
+        )
+        pending = _Pending(
+            request=request,
+            created=time.time(),
+            text_key=None if prompt is None else greedy_text_key(prompt, temperature),
+            stream_interval=stream_interval or int(self.config.args.get("stream_interval") or 1),
+        )
         self.pending[rid] = pending
         self.engine.submit(request)
         self._wake.set()
@@ -216,8 +234,9 @@ class SimServer:
             plist = params if isinstance(params, list) else [params] * len(prompts)
             outs = []
             for prompt, sp in zip(prompts, plist):
-                checked = self._check(sp, prompt if isinstance(prompt, str) else None,
-                                      prompt if isinstance(prompt, list) else None)
+                checked = self._check(
+                    sp, prompt if isinstance(prompt, str) else None, prompt if isinstance(prompt, list) else None
+                )
                 if isinstance(checked, web.Response):
                     return checked
                 outs.append(self._submit_checked(checked))
@@ -236,8 +255,15 @@ class SimServer:
 
     def _submit_checked(self, checked: tuple) -> _Pending:
         prompt_tokens, max_new, rid, temperature, top_k, prompt, stream_interval = checked
-        return self.submit(prompt_tokens, max_new, rid, temperature=temperature, top_k=top_k, prompt=prompt,
-                           stream_interval=stream_interval)
+        return self.submit(
+            prompt_tokens,
+            max_new,
+            rid,
+            temperature=temperature,
+            top_k=top_k,
+            prompt=prompt,
+            stream_interval=stream_interval,
+        )
 
     def _check(self, params: Any, text: Any, input_ids: Any, rid: Any = None) -> tuple | web.Response:
         if not isinstance(params, dict):
@@ -278,8 +304,11 @@ class SimServer:
             pending.first_token_at = time.time()
             self.metrics.first_token((time.time() - pending.created) * self.time_scale)
         if finished and not req.aborted:
-            self.metrics.finished(req.prompt_tokens, len(pending.output_ids) + new_tokens,
-                                  (time.time() - pending.created) * self.time_scale)
+            self.metrics.finished(
+                req.prompt_tokens,
+                len(pending.output_ids) + new_tokens,
+                (time.time() - pending.created) * self.time_scale,
+            )
         start = len(pending.output_ids)
         ids = self.text.output_ids(pending.text_key or req.rid, start, new_tokens)
         pending.output_ids.extend(ids)
@@ -301,21 +330,25 @@ class SimServer:
             meta[self.shape.retraction_key] = req.retractions
         if done:
             spec = self.config.spec
-            counts = api_shapes.SpecCounts(
-                completion_tokens=len(pending.output_ids),
-                verify_ct=req.verify_ct,
-                accepted_drafts=req.accepted_drafts,
-                num_steps=spec.num_steps,
-                num_draft_tokens=spec.num_draft_tokens,
-                histogram=tuple(req.accept_histogram),
-            ) if spec.enabled else None
+            counts = (
+                api_shapes.SpecCounts(
+                    completion_tokens=len(pending.output_ids),
+                    verify_ct=req.verify_ct,
+                    accepted_drafts=req.accepted_drafts,
+                    num_steps=spec.num_steps,
+                    num_draft_tokens=spec.num_draft_tokens,
+                    histogram=tuple(req.accept_histogram),
+                )
+                if spec.enabled
+                else None
+            )
             e2e = (time.time() - pending.created) * self.time_scale
             self.shape.finish(meta, e2e_latency=e2e, spec=counts, weight_version=weight_version)
         if self.shape.metrics_timing and self.config.args.get("enable_metrics"):
             _add_timing(meta, pending, done=done, time_scale=self.time_scale)
         ids = list(pending.output_ids)
         if stream and self.shape.output_ids == "delta":
-            ids = ids[pending.sent_ids:]
+            ids = ids[pending.sent_ids :]
             pending.sent_ids = len(pending.output_ids)
         return self.shape.generate_body(text="".join(pending.text_parts), output_ids=ids, meta=self.shape.ordered(meta))
 
@@ -468,20 +501,29 @@ class SimServer:
             "alloc_len_per_decode": self.engine.memory.alloc_len,
             "prompt_set": self.config.args.get("sim_prompt_set"),
             "forced_accept_length": self.forced_accept_length,  # SGLANG_SIMULATE_ACC_LEN, None when not forced
-            "expected_accept_length": (
-                self.acceptance_for(1.0).expected_accept_length(spec) if spec.enabled else None
-            ),
+            "expected_accept_length": (self.acceptance_for(1.0).expected_accept_length(spec) if spec.enabled else None),
             "expected_accept_length_by_regime": (
-                {r: round(self.acceptance_for(0.0 if r == "greedy" else 1.0).expected_accept_length(spec), 4)
-                 for r in ("greedy", "sampled")} if spec.enabled else None
+                {
+                    r: round(self.acceptance_for(0.0 if r == "greedy" else 1.0).expected_accept_length(spec), 4)
+                    for r in ("greedy", "sampled")
+                }
+                if spec.enabled
+                else None
             ),
             "iterations": self.iterations,
             "behind_schedule_s": round(self.behind_schedule_s, 4),
             "max_lag_s": round(self.max_lag_s, 4),
-            "multi_node": ({"nnodes": self.config.args["nnodes"], "dist_init_addr": self.config.args["dist_init_addr"],
-                            "note": "SIMULATED: the ranks met over TCP at --dist-init-addr (no NCCL, no GPUs); "
-                                    "the performance model is the one-node model of --tp-size, with no "
-                                    "inter-node cost"} if self.config.args.get("nnodes", 1) > 1 else None),
+            "multi_node": (
+                {
+                    "nnodes": self.config.args["nnodes"],
+                    "dist_init_addr": self.config.args["dist_init_addr"],
+                    "note": "SIMULATED: the ranks met over TCP at --dist-init-addr (no NCCL, no GPUs); "
+                    "the performance model is the one-node model of --tp-size, with no "
+                    "inter-node cost",
+                }
+                if self.config.args.get("nnodes", 1) > 1
+                else None
+            ),
         }
 
     async def flush_cache(self, http: web.Request) -> web.Response:
@@ -494,8 +536,11 @@ class SimServer:
 
     async def metrics_text(self, http: web.Request) -> web.Response:
         """GET /metrics (only with ``--enable-metrics``, as SGLang): :mod:`workbench.sim._metrics`."""
-        return web.Response(text=self.metrics.render(self.engine, spec_enabled=self.config.spec.enabled),
-                            content_type="text/plain", charset="utf-8")
+        return web.Response(
+            text=self.metrics.render(self.engine, spec_enabled=self.config.spec.enabled),
+            content_type="text/plain",
+            charset="utf-8",
+        )
 
     # -- app ----------------------------------------------------------------
     def app(self) -> web.Application:

@@ -81,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--random-seed", type=int, default=None)
     p.add_argument("--weight-version", default="default")
     p.add_argument(  # every emulated version's choices; resolve_spec checks the version's own
-        "--speculative-algorithm", type=str.upper, default=None,
+        "--speculative-algorithm",
+        type=str.upper,
+        default=None,
         choices=sorted({a for algos in ALGORITHMS_BY_VERSION.values() for a in algos}),
     )
     p.add_argument("--speculative-draft-model-path", default=None)
@@ -99,26 +101,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--node-rank", type=int, default=0)
     sim = p.add_argument_group("simulator (not SGLang flags)")
     sim.add_argument("--sim-profile", default=DEFAULT_PROFILE, help="profile name or TOML path")
-    sim.add_argument("--sim-time-scale", type=float, default=1.0,
-                     help="simulated seconds per wall-clock second (1 = real time)")
+    sim.add_argument(
+        "--sim-time-scale", type=float, default=1.0, help="simulated seconds per wall-clock second (1 = real time)"
+    )
     sim.add_argument("--sim-seed", type=int, default=0, help="seed of the acceptance sampling")
-    sim.add_argument("--sim-sglang-version", default=None,
-                     help="SGLang version the variant targets: the flag rules (speculative defaults) of the "
-                          "latest emulated version at or below it apply (default: the profile's)")
-    sim.add_argument("--sim-api-version", default=None,
-                     help="SGLang version whose HTTP shapes to emulate: 0.4.6.post5 (alias 0.4), 0.5.4, 0.5.9, "
-                          "0.5.12 or 0.5.23 (default: --sim-sglang-version, else the profile's)")
-    sim.add_argument("--sim-prompt-set", default=None,
-                     help="prompt set whose acceptance figures to use (the profile's [acceptance.prompt_sets]; "
-                          "default: the profile's workload's); each request's temperature then picks greedy or "
-                          "sampled figures")
-    sim.add_argument("--sim-emit-timestamps", action="store_true",
-                     help="stamp every streamed /generate chunk with meta_info.emit_ts (Unix seconds at the write), "
-                          "for measuring a client's timing error (benchmarks/client_fidelity.py)")
-    sim.add_argument("--sim-spec-off-above", type=int, default=None,
-                     help="stand-in for a patch: no drafting when more than N requests run")
-    sim.add_argument("--sim-dist-timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                     help="seconds a rank of a multi-node server waits for its group at --dist-init-addr")
+    sim.add_argument(
+        "--sim-sglang-version",
+        default=None,
+        help="SGLang version the variant targets: the flag rules (speculative defaults) of the "
+        "latest emulated version at or below it apply (default: the profile's)",
+    )
+    sim.add_argument(
+        "--sim-api-version",
+        default=None,
+        help="SGLang version whose HTTP shapes to emulate: 0.4.6.post5 (alias 0.4), 0.5.4, 0.5.9, "
+        "0.5.12 or 0.5.23 (default: --sim-sglang-version, else the profile's)",
+    )
+    sim.add_argument(
+        "--sim-prompt-set",
+        default=None,
+        help="prompt set whose acceptance figures to use (the profile's [acceptance.prompt_sets]; "
+        "default: the profile's workload's); each request's temperature then picks greedy or "
+        "sampled figures",
+    )
+    sim.add_argument(
+        "--sim-emit-timestamps",
+        action="store_true",
+        help="stamp every streamed /generate chunk with meta_info.emit_ts (Unix seconds at the write), "
+        "for measuring a client's timing error (benchmarks/client_fidelity.py)",
+    )
+    sim.add_argument(
+        "--sim-spec-off-above",
+        type=int,
+        default=None,
+        help="stand-in for a patch: no drafting when more than N requests run",
+    )
+    sim.add_argument(
+        "--sim-dist-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="seconds a rank of a multi-node server waits for its group at --dist-init-addr",
+    )
     return p
 
 
@@ -137,11 +160,14 @@ def _check_nodes(args: dict[str, Any]) -> None:
     if nnodes == 1:
         return
     if tp % nnodes:
-        raise ConfigError(f"tp_size must be divisible by number of nodes (SGLang asserts here): --tp-size {tp}, "
-                          f"--nnodes {nnodes}")
+        raise ConfigError(
+            f"tp_size must be divisible by number of nodes (SGLang asserts here): --tp-size {tp}, --nnodes {nnodes}"
+        )
     if args["dp_size"] > 1:
-        raise ConfigError("multi-node data parallel is not supported unless dp attention! (SGLang asserts here; "
-                          "the simulator has no dp attention)")
+        raise ConfigError(
+            "multi-node data parallel is not supported unless dp attention! (SGLang asserts here; "
+            "the simulator has no dp attention)"
+        )
     if not args["dist_init_addr"]:
         raise ConfigError("please provide --dist-init-addr as host:port of head node (SGLang asserts here)")
     try:
@@ -188,9 +214,14 @@ class SimServerConfig:
         if not self.spec.enabled:
             return None
         if self.adaptive_config is not None:
-            return adaptive_policy(self.sglang_version, self.spec.num_steps, self.adaptive_config,
-                                   cuda_graph_max_bs=self.profile.default_cuda_graph_max_bs
-                                   if self.args.get("cuda_graph_max_bs") is None else int(self.args["cuda_graph_max_bs"]))
+            return adaptive_policy(
+                self.sglang_version,
+                self.spec.num_steps,
+                self.adaptive_config,
+                cuda_graph_max_bs=self.profile.default_cuda_graph_max_bs
+                if self.args.get("cuda_graph_max_bs") is None
+                else int(self.args["cuda_graph_max_bs"]),
+            )
         off_above = self.args.get("sim_spec_off_above")
         if off_above is not None:
             return SpecOffAbove(int(off_above), self.spec.num_steps)
@@ -221,9 +252,11 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
     args = vars(ns)
     profile = load_profile(args["sim_profile"])
     if args["sim_prompt_set"] is not None and args["sim_prompt_set"] not in profile.prompt_sets:
-        raise ConfigError(f"--sim-prompt-set {args['sim_prompt_set']}: profile {profile.name} has no acceptance "
-                          f"figures for it; known: {', '.join(profile.prompt_sets) or 'none'} (leave the flag out "
-                          "for the profile's own figures)")
+        raise ConfigError(
+            f"--sim-prompt-set {args['sim_prompt_set']}: profile {profile.name} has no acceptance "
+            f"figures for it; known: {', '.join(profile.prompt_sets) or 'none'} (leave the flag out "
+            "for the profile's own figures)"
+        )
     version = rules_version_for(args["sim_sglang_version"]) if args["sim_sglang_version"] else profile.sglang_version
     api_version = get_shape(args["sim_api_version"] or _api_shape_for(version)).version
     raw_v2 = env.get("SGLANG_ENABLE_SPEC_V2")
@@ -260,9 +293,11 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
         if args["max_total_tokens"] is not None:
             capacity = min(capacity, int(args["max_total_tokens"]))  # ModelRunner.init_memory_pool
         if capacity <= 0:
-            raise ConfigError(f"Not enough memory for the KV cache on profile {profile.name} (SGLang: 'Not enough "
-                              f"memory. Please try to increase --mem-fraction-static'); current value: "
-                              f"{args['mem_fraction_static'] or 'the profile default'}")
+            raise ConfigError(
+                f"Not enough memory for the KV cache on profile {profile.name} (SGLang: 'Not enough "
+                f"memory. Please try to increase --mem-fraction-static'); current value: "
+                f"{args['mem_fraction_static'] or 'the profile default'}"
+            )
     mrr = args["max_running_requests"]
     if mrr is None:
         if spec.enabled:
@@ -275,12 +310,26 @@ def parse_server_args(argv: Sequence[str], *, environ: dict[str, str] | None = N
         candidates = adaptive_candidate_union(adaptive, version)
         max_draft = max(candidates) + 1 if candidates else None
     # the reservation follows the exact release asked for (0.5.14's rule is not 0.5.12's), the flags the emulated one
-    memory = memory_rules(spec, args["sim_sglang_version"] or version, capacity, page_size=int(args["page_size"]),
-                          max_num_draft_tokens=max_draft)
+    memory = memory_rules(
+        spec,
+        args["sim_sglang_version"] or version,
+        capacity,
+        page_size=int(args["page_size"]),
+        max_num_draft_tokens=max_draft,
+    )
     return SimServerConfig(
-        args=args, spec=spec, profile=profile, sglang_version=version, max_running_requests=mrr, enable_spec_v2=v2,
-        api_version=api_version, launch_command=" ".join(argv), kv_capacity_tokens=capacity, memory=memory,
-        adaptive_config=adaptive, off_cost=SpecOffCost.from_table(profile.policies),
+        args=args,
+        spec=spec,
+        profile=profile,
+        sglang_version=version,
+        max_running_requests=mrr,
+        enable_spec_v2=v2,
+        api_version=api_version,
+        launch_command=" ".join(argv),
+        kv_capacity_tokens=capacity,
+        memory=memory,
+        adaptive_config=adaptive,
+        off_cost=SpecOffCost.from_table(profile.policies),
     )
 
 
@@ -300,9 +349,11 @@ def rules_version_for(version: str) -> str:
         raise ConfigError(f"--sim-sglang-version {version!r} is not an SGLang version such as 0.5.12")
     older = [v for v in ALGORITHMS_BY_VERSION if release_number(v) <= key]
     if not older:
-        raise ConfigError(f"SGLang {version} is older than every version the simulator emulates "
-                          f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=release_number))}); pass one of those "
-                          "with --sim-sglang-version")
+        raise ConfigError(
+            f"SGLang {version} is older than every version the simulator emulates "
+            f"({', '.join(sorted(ALGORITHMS_BY_VERSION, key=release_number))}); pass one of those "
+            "with --sim-sglang-version"
+        )
     return max(older, key=release_number)
 
 
@@ -333,10 +384,12 @@ def _adaptive_config(args: dict[str, Any], version: str) -> dict[str, Any] | Non
 
 
 def _no_adaptive(version: str, flag: str) -> str:
-    return (f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in {ADAPTIVE_SINCE}; "
-            f"the simulator emulates it from {ADAPTIVE_EMULATED_SINCE}); run with --sim-sglang-version "
-            f"{ADAPTIVE_EMULATED_SINCE} or later "
-            f"(emulated: {', '.join(ALGORITHMS_BY_VERSION)}), or use a profile of such a version")
+    return (
+        f"{flag} is not a flag of SGLang {version} (adaptive speculative decoding arrived in {ADAPTIVE_SINCE}; "
+        f"the simulator emulates it from {ADAPTIVE_EMULATED_SINCE}); run with --sim-sglang-version "
+        f"{ADAPTIVE_EMULATED_SINCE} or later "
+        f"(emulated: {', '.join(ALGORITHMS_BY_VERSION)}), or use a profile of such a version"
+    )
 
 
 def _adaptive_supported(algorithm: str | None, topk: int | None) -> bool:

@@ -25,8 +25,14 @@ import dataclasses
 from typing import Literal
 
 from workbench.errors import ConfigError
-from workbench.releases import (ADAPTIVE_SINCE, ADAPTIVE_TIERS_SINCE, SPEC_V1_GONE_SINCE, SPEC_V2_DEFAULT_SINCE,
-                                release_at_least, release_number)
+from workbench.releases import (
+    ADAPTIVE_SINCE,
+    ADAPTIVE_TIERS_SINCE,
+    SPEC_V1_GONE_SINCE,
+    SPEC_V2_DEFAULT_SINCE,
+    release_at_least,
+    release_number,
+)
 
 Algorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 
@@ -38,7 +44,6 @@ ALGORITHMS_BY_VERSION: dict[str, tuple[str, ...]] = {
     "0.5.16": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK"),
     "0.5.23": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO"),
 }
-
 
 
 def first_emulated(fact: str) -> str:
@@ -162,8 +167,10 @@ def resolve_spec(
         if num_steps is None:
             num_steps = adaptive_steps[len(adaptive_steps) // 2]
         if num_steps not in adaptive_steps:
-            raise ConfigError(f"--speculative-num-steps={num_steps} is not in the adaptive config candidate_steps "
-                              f"{adaptive_steps} (SGLang {sglang_version}); pass one of those values")
+            raise ConfigError(
+                f"--speculative-num-steps={num_steps} is not in the adaptive config candidate_steps "
+                f"{adaptive_steps} (SGLang {sglang_version}); pass one of those values"
+            )
         num_draft_tokens = num_steps + 1
     v2_default = release_at_least(sglang_version, SPEC_V2_DEFAULT_EMULATED_SINCE)
     v2_only = release_at_least(sglang_version, SPEC_V2_ONLY_EMULATED_SINCE)

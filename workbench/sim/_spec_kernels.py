@@ -82,8 +82,10 @@ class SpecKernelCosts:
             with self.path.open(newline="", encoding="utf-8") as fh:
                 rows = [r for r in csv.DictReader(fh) if r.get("family") == "kernels"]
         except OSError as exc:
-            raise ConfigError(f"cannot read the spec-kernel table {self.path}: {exc}; run remote/gpu_spec_step.py "
-                              "on the GPU and name its spec_step.csv") from exc
+            raise ConfigError(
+                f"cannot read the spec-kernel table {self.path}: {exc}; run remote/gpu_spec_step.py "
+                "on the GPU and name its spec_step.csv"
+            ) from exc
         if any("NOT a calibration" in r.get("timer", "") for r in rows):
             raise ConfigError(f"{self.path} was timed on a CPU (a test of the program): it is never a calibration")
         by: dict[str, dict[float, list[float]]] = {}
@@ -101,8 +103,10 @@ class SpecKernelCosts:
         need = ["draft_topk", "tree_select", "kv_accept", VERIFY_PARTS[verify]]
         missing = [p for p in need if p not in by] + ([] if trees else ["tree_build"])
         if missing:
-            raise ConfigError(f"{self.path} has no rows for {', '.join(missing)}: rerun remote/gpu_spec_step.py "
-                              "with --families kernels")
+            raise ConfigError(
+                f"{self.path} has no rows for {', '.join(missing)}: rerun remote/gpu_spec_step.py "
+                "with --families kernels"
+            )
         self.curves = {p: _Curve(v) for p, v in by.items()}
         self.tree_sizes = sorted(trees)
         self.tree_curves = {n: _Curve(v) for n, v in trees.items()}
@@ -128,11 +132,13 @@ class SpecKernelCosts:
             c = self.curves
             topk_ms = c["draft_topk"](batch) + max(0, num_steps - 1) * c["draft_topk"](batch * topk)
             tree = topk > 1
-            out = {"draft_topk": topk_ms,
-                   "tree_select": max(0, num_steps - 1) * c["tree_select"](batch) if tree else 0.0,
-                   "tree_build": self._tree_build(batch, num_draft_tokens) if tree else 0.0,
-                   "verify": c[VERIFY_PARTS[self.verify]](batch * num_draft_tokens),
-                   "kv_accept": c["kv_accept"](batch)}
+            out = {
+                "draft_topk": topk_ms,
+                "tree_select": max(0, num_steps - 1) * c["tree_select"](batch) if tree else 0.0,
+                "tree_build": self._tree_build(batch, num_draft_tokens) if tree else 0.0,
+                "verify": c[VERIFY_PARTS[self.verify]](batch * num_draft_tokens),
+                "kv_accept": c["kv_accept"](batch),
+            }
             self._memo[key] = out
         return out
 
@@ -176,8 +182,10 @@ class ExtendAttentionCosts:
             with self.path.open(newline="", encoding="utf-8") as fh:
                 rows = [r for r in csv.DictReader(fh) if r.get("server", "").startswith(servers)]
         except OSError as exc:
-            raise ConfigError(f"cannot read the extend-attention table {self.path}: {exc}; run "
-                              "benchmarks/real_engine_accuracy.py --traces DIR on the real engine's traces") from exc
+            raise ConfigError(
+                f"cannot read the extend-attention table {self.path}: {exc}; run "
+                "benchmarks/real_engine_accuracy.py --traces DIR on the real engine's traces"
+            ) from exc
         by: dict[float, list[float]] = {}
         try:
             for r in rows:
@@ -187,8 +195,10 @@ class ExtendAttentionCosts:
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"{self.path}: a row lacks or garbles {exc}") from exc
         if not by:
-            raise ConfigError(f"{self.path} has no speculative server named {servers}*: name the prefix of one "
-                              "model's servers (for example l8b- or q30b-)")
+            raise ConfigError(
+                f"{self.path} has no speculative server named {servers}*: name the prefix of one "
+                "model's servers (for example l8b- or q30b-)"
+            )
         pairs = sorted((b, sorted(v)[len(v) // 2]) for b, v in by.items())
         self._batches = [b for b, _ in pairs]
         self._per_token = [m for _, m in pairs]

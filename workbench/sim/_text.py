@@ -52,8 +52,9 @@ class TextModel:
         # The shipped prompts' counts, made at start-up in one batch: a request that sends one of them
         # then waits for no tokenizer (about 5 ms a prompt on this machine, which a time scale of 16
         # would turn into 80 simulated ms of TTFT).
-        self._counts: dict[str, int] = {text: len(enc.ids) for text, enc in
-                                        zip(prompts, self.tokenizer.encode_batch(prompts))}
+        self._counts: dict[str, int] = {
+            text: len(enc.ids) for text, enc in zip(prompts, self.tokenizer.encode_batch(prompts))
+        }
 
     def count_tokens(self, text: str) -> int:
         """Prompt length in tokens.

@@ -92,8 +92,9 @@ class StepChoice:
         return 1e3 * self.tokens_per_step / self.step_ms
 
 
-def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int, *,
-                  off_overhead: float = 0.0) -> dict[str, StepChoice]:
+def step_policies(
+    cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int, *, off_overhead: float = 0.0
+) -> dict[str, StepChoice]:
     """Each policy's choice at one batch size (see the module docstring).
 
     Args:
@@ -108,8 +109,10 @@ def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int
         ConfigError: a tree (``topk > 1``): adaptive verification ranks a chain's positions.
     """
     if spec.topk != 1:
-        raise ConfigError(f"adaptive verification and the goodput controller rank a chain's positions; "
-                          f"topk {spec.topk} is a tree (use topk 1)")
+        raise ConfigError(
+            f"adaptive verification and the goodput controller rank a chain's positions; "
+            f"topk {spec.topk} is a tree (use topk 1)"
+        )
     K = spec.num_steps
     surv = survival(acceptance, K, batch)
     out: dict[str, StepChoice] = {}
@@ -119,8 +122,9 @@ def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int
         return cost.spec_decode_ms(batch, kv_tokens, s, max(batch, round(accepted)), verify_tokens=verify_tokens)
 
     static_tokens = batch + sum(sum(row) for row in surv)
-    out["static"] = StepChoice("static", batch, batch * (K + 1), K, static_tokens,
-                               spec_ms(K, batch * (K + 1), static_tokens))
+    out["static"] = StepChoice(
+        "static", batch, batch * (K + 1), K, static_tokens, spec_ms(K, batch * (K + 1), static_tokens)
+    )
     off = StepChoice("goodput", batch, batch, 0, float(batch), cost.decode_ms(batch, kv_tokens) * (1 + off_overhead))
     best = off
     for k in range(1, K + 1):
@@ -135,8 +139,9 @@ def step_policies(cost, acceptance, spec: SpecConfig, batch: int, kv_tokens: int
     for n in range(len(slots) + 1):
         if n:
             gained += slots[n - 1]
-        c = StepChoice("adaptive_verification", batch, batch + n, K, batch + gained,
-                       spec_ms(K, batch + n, batch + gained))
+        c = StepChoice(
+            "adaptive_verification", batch, batch + n, K, batch + gained, spec_ms(K, batch + n, batch + gained)
+        )
         if best_av is None or c.tok_s > best_av.tok_s:
             best_av = c
     if best_av is not None:  # always: the loop runs at least once (n = 0)
@@ -149,16 +154,19 @@ def policy_support(sglang_version: str) -> dict[str, str]:
     from workbench.releases import ADAPTIVE_SINCE, DSPARK_SINCE
     from workbench.releases import release_at_least
 
-    adaptive = ("SGLang --speculative-adaptive (EMA over candidate steps) runs here"
-                if release_at_least(sglang_version, ADAPTIVE_SINCE) else f"SGLang's adaptive speculation needs >= {ADAPTIVE_SINCE}")
+    adaptive = (
+        "SGLang --speculative-adaptive (EMA over candidate steps) runs here"
+        if release_at_least(sglang_version, ADAPTIVE_SINCE)
+        else f"SGLang's adaptive speculation needs >= {ADAPTIVE_SINCE}"
+    )
     return {
         "static": f"every SGLang release (this one: {sglang_version})",
         "goodput": f"no engine: a simulated per-batch oracle of one speculation length ({adaptive}, a rule on accepted "
-                   "drafts, not on cost)",
+        "drafts, not on cost)",
         "adaptive_verification": "vLLM Model Runner V2 with PR #52228 (EAGLE-3 and other draft models); in SGLang only the "
-                                 f"DSPARK algorithm (>= {DSPARK_SINCE}) caps verification" +
-                                 ("" if release_at_least(sglang_version, DSPARK_SINCE) else f", not {sglang_version}") +
-                                 "; no emulated SGLang release (0.5.9-0.5.23) is known to run it for EAGLE-3",
+        f"DSPARK algorithm (>= {DSPARK_SINCE}) caps verification"
+        + ("" if release_at_least(sglang_version, DSPARK_SINCE) else f", not {sglang_version}")
+        + "; no emulated SGLang release (0.5.9-0.5.23) is known to run it for EAGLE-3",
     }
 
 
@@ -191,7 +199,17 @@ def policy_table(profile, variant, baseline: str, *, batches: Sequence[int], con
         kv = b * context
         base = 1e3 * b / base_cost.decode_ms(b, kv)
         for name, choice in step_policies(cost, acceptance, cfg.spec, b, kv, off_overhead=off.overhead(b)).items():
-            rows.append({"batch": b, "policy": name, "drafts": choice.drafts, "verify_tokens": choice.verify_tokens,
-                         "tokens_per_step": choice.tokens_per_step, "step_ms": choice.step_ms, "tok_s": choice.tok_s,
-                         "baseline_tok_s": base, "gain": choice.tok_s / base - 1.0})
+            rows.append(
+                {
+                    "batch": b,
+                    "policy": name,
+                    "drafts": choice.drafts,
+                    "verify_tokens": choice.verify_tokens,
+                    "tokens_per_step": choice.tokens_per_step,
+                    "step_ms": choice.step_ms,
+                    "tok_s": choice.tok_s,
+                    "baseline_tok_s": base,
+                    "gain": choice.tok_s / base - 1.0,
+                }
+            )
     return rows

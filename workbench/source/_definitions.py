@@ -218,8 +218,10 @@ def callers_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def line_ranges(df: pd.DataFrame) -> list[str]:
     """Each row's ``start_line``-``end_line`` as ``"182-206"`` (``""`` where either is missing)."""
-    return [f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else ""
-            for s, e in zip(df["start_line"], df["end_line"], strict=True)]
+    return [
+        f"{s}-{e}" if not (pd.isna(s) or pd.isna(e)) else ""
+        for s, e in zip(df["start_line"], df["end_line"], strict=True)
+    ]
 
 
 def short_digest(value: object, missing: object = None) -> object:
@@ -339,8 +341,7 @@ def answers_frame(
             if not result["matches"]:
                 rows.append({**base, "query": each, "found": False})
             for match in result["matches"]:
-                rows.append({**base, "query": each, "found": True,
-                             **{k: v for k, v in match.items() if k in columns}})
+                rows.append({**base, "query": each, "found": True, **{k: v for k, v in match.items() if k in columns}})
     frame = pd.DataFrame(rows, columns=columns)
     for column in _LINE_COLUMNS:
         if column in frame.columns:

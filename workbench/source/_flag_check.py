@@ -139,8 +139,11 @@ def _consume(flag: Flag, token: str, explicit: str | None, tokens: list[str], i:
         return following[:wanted], i + wanted, None
     if isinstance(nargs, int):
         if len(following) < nargs:
-            return [], i + len(following), FlagProblem(
-                "error", "missing_value", token, flag.name, f"`{flag.name}` needs {nargs} values.")
+            return (
+                [],
+                i + len(following),
+                FlagProblem("error", "missing_value", token, flag.name, f"`{flag.name}` needs {nargs} values."),
+            )
         return following[:nargs], i + nargs, None
     if nargs == "+" and not following:
         return [], i, FlagProblem("error", "missing_value", token, flag.name,
@@ -202,8 +205,9 @@ def _check_values(table: FlagTable, token: str, flag: Flag, values: list[str]) -
         elif flag.dest == "speculative_algorithm" and not table.speculative.accepts(value):
             known = table.speculative.names + table.speculative.aliases
             close = _close(value, list(known))
-            plugin = " or a name a plugin registers via SpeculativeAlgorithm.register" if table.speculative.plugins \
-                else ""
+            plugin = (
+                " or a name a plugin registers via SpeculativeAlgorithm.register" if table.speculative.plugins else ""
+            )
             where = ", ".join(table.speculative.validated_in[:1]) or table.speculative.source
             found.append(FlagProblem(
                 "error", "unknown_algorithm", token, flag.name,

@@ -79,8 +79,9 @@ class FlagTable:
     root: str
     previous: FlagTable | None = None
     previous_adjacent: bool = False
-    older: Callable[..., tuple[FlagTable, str] | None] | None = dataclasses.field(default=None, compare=False,
-                                                                                 repr=False)
+    older: Callable[..., tuple[FlagTable, str] | None] | None = dataclasses.field(
+        default=None, compare=False, repr=False
+    )
 
     def __repr__(self) -> str:  # the flags themselves would fill a notebook cell
         return f"<FlagTable {self.label}: {len(self.flags)} flags, layout {self.layout!r}>"
@@ -201,8 +202,10 @@ class FlagTable:
         was = had.get(option)
         same_dest = [f for f in self.flags if was is not None and f.dest == was.dest]
         fix = same_dest[0].name if same_dest else None
-        return (f"was removed in SGLang {removed_in} (SGLang {had.version} was the last release with it; "
-                f"it is now only a prefix of other flags)"), fix
+        return (
+            f"was removed in SGLang {removed_in} (SGLang {had.version} was the last release with it; "
+            f"it is now only a prefix of other flags)"
+        ), fix
 
     def _ambiguous(self, option: str, candidates: list[str]) -> FlagError:
         listed = ", ".join(f"`{c}`" for c in candidates)

@@ -122,8 +122,9 @@ def history_frame(name: str, picked: list[str], found: pd.DataFrame, *, include_
         here = found[(found["version"] == version) & found["found"]]
         current = [dict(r) for _, r in here[here["query"] == followed].iterrows()]
         if not current and previous:
-            current, followed = _renamed(previous, [dict(r) for _, r in here[here["query"] != followed].iterrows()],
-                                         followed)
+            current, followed = _renamed(
+                previous, [dict(r) for _, r in here[here["query"] != followed].iterrows()], followed
+            )
         prev_version = picked[index - 1] if index else None
         if current and not previous and index:  # first seen here: renamed from another spelling?
             before = found[(found["version"] == prev_version) & found["found"] & (found["query"] != followed)]
@@ -170,19 +171,21 @@ def _body(source: str) -> str:
     """A definition's text without its decorators and ``def``/``class`` line (what a rename keeps)."""
     lines = source.splitlines()
     start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def ", "class "))), 0)
-    return "\n".join(lines[start + 1:])
+    return "\n".join(lines[start + 1 :])
 
 
-def _renamed(previous: list[dict[str, Any]], others: list[dict[str, Any]],
-             followed: str) -> tuple[list[dict[str, Any]], str]:
+def _renamed(
+    previous: list[dict[str, Any]], others: list[dict[str, Any]], followed: str
+) -> tuple[list[dict[str, Any]], str]:
     """Where the followed name disappeared: the definition under another spelling that continues it
     (the most alike to one of ``previous``, at least :data:`RENAME_SIMILARITY`) and its query; else
     ``([], followed)``."""
     best, score = None, RENAME_SIMILARITY
     for candidate in others:
         for before in previous:
-            ratio = difflib.SequenceMatcher(None, _body(str(before.get("source") or "")),
-                                            _body(str(candidate.get("source") or "")), autojunk=False).ratio()
+            ratio = difflib.SequenceMatcher(
+                None, _body(str(before.get("source") or "")), _body(str(candidate.get("source") or "")), autojunk=False
+            ).ratio()
             if ratio >= score:
                 best, score = candidate, ratio
     if best is None:
@@ -303,7 +306,13 @@ def history_diffs(df: pd.DataFrame, *, context: int = DIFF_CONTEXT) -> list[Chan
 
 
 def unified_diff(
-    old: str, new: str, *, old_start: int = 1, new_start: int = 1, fromfile: str = "a", tofile: str = "b",
+    old: str,
+    new: str,
+    *,
+    old_start: int = 1,
+    new_start: int = 1,
+    fromfile: str = "a",
+    tofile: str = "b",
     context: int = DIFF_CONTEXT,
 ) -> str:
     """A unified diff of two texts whose first lines are lines ``old_start`` and ``new_start`` of their files.

@@ -55,7 +55,7 @@ class LineRange:
     def _repr_html_(self) -> str:
         where = self.version or f"{self.host}:{self.root}"
         head = (
-            "<div style=\"font-family: system-ui, sans-serif; font-size: 13px; padding: 4px 0;\">"
+            '<div style="font-family: system-ui, sans-serif; font-size: 13px; padding: 4px 0;">'
             f"<b>{html.escape(where)}</b> &middot; <code>{html.escape(self.path)}</code> &middot; "
             f"lines {self.start}-{self.end} of {self.total_lines}</div>"
         )
@@ -107,9 +107,7 @@ def read_lines(
     if read["error"]:
         raise SourceError(f"Cannot read {path!r} in {label}: {read['error']}.")
     if start > read["total_lines"]:
-        raise SourceError(
-            f"{path!r} in {label} has {read['total_lines']} lines; line {start} is past its end."
-        )
+        raise SourceError(f"{path!r} in {label} has {read['total_lines']} lines; line {start} is past its end.")
     return LineRange(
         path=path, start=start, end=read["end"], total_lines=read["total_lines"], text=read["text"],
         host=where.name, root=answer["root"], version=version,

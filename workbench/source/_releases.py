@@ -78,9 +78,7 @@ def cache_dir(*, environ: Mapping[str, str] | None = None) -> Path:
 def check_version(version: str) -> str:
     """Return ``version`` when it is a normalised release version, else raise ConfigError."""
     if not isinstance(version, str) or not _VERSION.match(version):
-        raise ConfigError(
-            f"SGLang version {version!r} is not a release version such as '0.5.9' or '0.5.10rc0'."
-        )
+        raise ConfigError(f"SGLang version {version!r} is not a release version such as '0.5.9' or '0.5.10rc0'.")
     return version
 
 

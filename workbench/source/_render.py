@@ -174,7 +174,13 @@ def source_panes(
 
 
 def _pane(
-    row: pd.Series, first_seen: dict[str, str], *, name: str, scanned: object, max_lines: int | None, wrap: bool,
+    row: pd.Series,
+    first_seen: dict[str, str],
+    *,
+    name: str,
+    scanned: object,
+    max_lines: int | None,
+    wrap: bool,
     style: str,
 ) -> str:
     """One version's pane for one match, or the 'not defined' pane."""

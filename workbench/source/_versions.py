@@ -31,8 +31,10 @@ INDEX_TIMEOUT_S = 120.0
 #: The series searched when no versions are given.
 DEFAULT_SERIES = "0.5.x"
 
-_PARTS = re.compile(r"^(?P<release>[0-9]+(?:\.[0-9]+)*)(?:(?P<pre>a|b|rc)(?P<pre_n>[0-9]+))?"
-                    r"(?:\.post(?P<post>[0-9]+))?(?:\.dev(?P<dev>[0-9]+))?$")
+_PARTS = re.compile(
+    r"^(?P<release>[0-9]+(?:\.[0-9]+)*)(?:(?P<pre>a|b|rc)(?P<pre_n>[0-9]+))?"
+    r"(?:\.post(?P<post>[0-9]+))?(?:\.dev(?P<dev>[0-9]+))?$"
+)
 _PRE_RANK = {"a": 0, "b": 1, "rc": 2}
 _SERIES = re.compile(r"^(?P<prefix>[0-9]+(?:\.[0-9]+)*)\.[x*]$")
 
@@ -140,8 +142,9 @@ def select_versions(
     if ".." not in spec and series is None:
         return [check_version(spec)]
     lister = available or (lambda pre: index_versions(include_prereleases=pre))
-    offered = sorted((v for v in lister(include_prereleases) if include_prereleases or not is_prerelease(v)),
-                     key=version_key)
+    offered = sorted(
+        (v for v in lister(include_prereleases) if include_prereleases or not is_prerelease(v)), key=version_key
+    )
     if series is not None:
         prefix = series["prefix"] + "."
         picked = [v for v in offered if v.startswith(prefix)]
@@ -167,6 +170,7 @@ def previous_release(version: str, *, available: Callable[[bool], Sequence[str]]
         SourceError: the index could not be listed.
     """
     lister = available or (lambda pre: index_versions(include_prereleases=pre))
-    earlier = sorted((v for v in lister(False) if not is_prerelease(v) and version_key(v) < version_key(version)),
-                     key=version_key)
+    earlier = sorted(
+        (v for v in lister(False) if not is_prerelease(v) and version_key(v) < version_key(version)), key=version_key
+    )
     return earlier[-1] if earlier else None

@@ -37,8 +37,11 @@ def inspect_command(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Function, class or method: bare or Class.method.")],
     sglang: Annotated[
         Optional[list[str]],
-        typer.Option("--sglang", help="SGLang release to search (repeat for several). "
-                     f"Default: {', '.join(DEFAULT_VERSIONS)} unless --tree is given."),
+        typer.Option(
+            "--sglang",
+            help="SGLang release to search (repeat for several). "
+            f"Default: {', '.join(DEFAULT_VERSIONS)} unless --tree is given.",
+        ),
     ] = None,
     tree: Annotated[
         Optional[str], typer.Option("--tree", help="A source tree on --host to search too (e.g. python/sglang).")

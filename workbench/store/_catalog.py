@@ -25,9 +25,27 @@ __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 
 #: Columns of :func:`list_runs`.
 LISTING_COLUMNS: tuple[str, ...] = (
-    "run_id", "variant", "engine", "simulated", "status", "started_at", "finished_at", "imported_at", "units_stored",
-    "units_planned", "num_requests", "sglang_version", "host", "time_scale", "workload", "requests_per_level",
-    "label", "kind", "tool", "path")  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
+    "run_id",
+    "variant",
+    "engine",
+    "simulated",
+    "status",
+    "started_at",
+    "finished_at",
+    "imported_at",
+    "units_stored",
+    "units_planned",
+    "num_requests",
+    "sglang_version",
+    "host",
+    "time_scale",
+    "workload",
+    "requests_per_level",
+    "label",
+    "kind",
+    "tool",
+    "path",
+)  # kind, tool: imported runs' (docs/RUNS.md), None for measured ones
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +97,11 @@ def _plan_of(manifest: dict[str, Any]) -> dict[str, Any] | None:
         return None
     counts = old.get("requests_per_level")
     if isinstance(counts, str):  # the rule's text, written when the default was used
-        counts = [default_requests_per_level(int(c) if closed else 1) for c in levels] \
-            if counts == _OLD_DEFAULT_RULE_TEXT else None
+        counts = (
+            [default_requests_per_level(int(c) if closed else 1) for c in levels]
+            if counts == _OLD_DEFAULT_RULE_TEXT
+            else None
+        )
     elif isinstance(counts, (int, float)):
         counts = [int(counts)] * len(levels)
     return {
@@ -118,22 +139,34 @@ def resolve_run(run: str | Path, *, root: str | Path | None = None) -> Path:
         raise ConfigError(
             f"Run {str(run)!r} ({candidate}) has no manifest.json (deleted, or the sweep died before writing it), "
             f"so it cannot be read as a run; it holds {held or 'nothing'}. Restore manifest.json from a backup, "
-            "or delete the folder and run the sweep again (it measures everything anew)")
+            "or delete the folder and run the sweep again (it measures everything anew)"
+        )
     if not (candidate / "manifest.json").is_file():
-        raise ConfigError(f"No run {str(run)!r}: neither it nor {candidate} is a run directory with a "
-                          "manifest.json; list_runs() shows what is stored")
+        raise ConfigError(
+            f"No run {str(run)!r}: neither it nor {candidate} is a run directory with a "
+            "manifest.json; list_runs() shows what is stored"
+        )
     return candidate
 
 
 def _with_run_columns(frame: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
     """Ensure the run columns are present (first), filled from the manifest."""
-    values = {"run_id": manifest.get("run_id"), "variant": manifest.get("variant"),
-              "engine": manifest.get("engine"), "simulated": bool(manifest.get("simulated"))}
+    values = {
+        "run_id": manifest.get("run_id"),
+        "variant": manifest.get("variant"),
+        "engine": manifest.get("engine"),
+        "simulated": bool(manifest.get("simulated")),
+    }
     frame = frame.copy()
     for i, name in enumerate(RUN_COLUMNS):
         if name not in frame:
-            frame.insert(i, name, pd.Series([values[name]] * len(frame), index=frame.index,
-                                            dtype="bool" if name == "simulated" else "str"))
+            frame.insert(
+                i,
+                name,
+                pd.Series(
+                    [values[name]] * len(frame), index=frame.index, dtype="bool" if name == "simulated" else "str"
+                ),
+            )
     return frame
 
 
@@ -143,8 +176,7 @@ def _stored_only(frame: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
     if "level_index" not in frame or not len(frame):
         return frame
     if "repeat" not in frame:
-        frame.insert(frame.columns.get_loc("level_index") + 1, "repeat",
-                     pd.Series(0, index=frame.index, dtype="Int64"))
+        frame.insert(frame.columns.get_loc("level_index") + 1, "repeat", pd.Series(0, index=frame.index, dtype="Int64"))
     if manifest.get("units_completed") is None:
         return frame
     units = set(stored_units(manifest))
@@ -168,11 +200,18 @@ def load_run(run: str | Path, *, root: str | Path | None = None) -> StoredRun:
     for name in ("requests", "levels"):
         file = path / f"{name}.parquet"
         tables[name] = _stored_only(
-            _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest), manifest)
+            _with_run_columns(read_parquet(file) if file.is_file() else pd.DataFrame(), manifest), manifest
+        )
     series_file = path / "server_series.parquet"
     series = _stored_only(read_parquet(series_file), manifest) if series_file.is_file() else pd.DataFrame()
-    return StoredRun(run_id=str(manifest.get("run_id", path.name)), path=path, manifest=manifest,
-                     requests=tables["requests"], levels=tables["levels"], series=series)
+    return StoredRun(
+        run_id=str(manifest.get("run_id", path.name)),
+        path=path,
+        manifest=manifest,
+        requests=tables["requests"],
+        levels=tables["levels"],
+        series=series,
+    )
 
 
 #: Files only a run directory holds: a folder with one of them but no manifest is a broken run.
@@ -185,8 +224,11 @@ LISTING_COLUMNS = (*LISTING_COLUMNS, "problem")
 
 def _broken(folder: Path) -> bool:
     """A folder that looks like a run (its name, or a run's files) but has no manifest.json."""
-    return folder.is_dir() and not (folder / "manifest.json").exists() and (
-        bool(RUN_ID.match(folder.name)) or any((folder / name).exists() for name in RUN_FILES))
+    return (
+        folder.is_dir()
+        and not (folder / "manifest.json").exists()
+        and (bool(RUN_ID.match(folder.name)) or any((folder / name).exists() for name in RUN_FILES))
+    )
 
 
 def _listing_row(folder: Path) -> dict[str, Any]:
@@ -195,39 +237,53 @@ def _listing_row(folder: Path) -> dict[str, Any]:
     problem = None
     if not manifest_path.exists():
         m: dict[str, Any] = {"run_id": folder.name, "status": "broken"}
-        problem = ("no manifest.json (deleted, or the sweep died before writing it): restore it, or delete the "
-                   "folder and run the sweep again")
+        problem = (
+            "no manifest.json (deleted, or the sweep died before writing it): restore it, or delete the "
+            "folder and run the sweep again"
+        )
     else:
         try:
             m = read_json(manifest_path)
         except HostError as exc:
             m, problem = {"run_id": folder.name, "status": "unreadable"}, str(exc)
-    corrupt = [found for name in ("requests.parquet", "levels.parquet")
-               if (folder / name).is_file() and (found := parquet_problem(folder / name))]
+    corrupt = [
+        found
+        for name in ("requests.parquet", "levels.parquet")
+        if (folder / name).is_file() and (found := parquet_problem(folder / name))
+    ]
     if corrupt and problem is None:
         m = {**m, "status": "broken"}
-        problem = ("; ".join(corrupt) + ": the run's rows are lost or damaged (a disk error, or a copy cut short); "
-                   "restore the file from a backup, or delete the run and measure it again")
+        problem = (
+            "; ".join(corrupt) + ": the run's rows are lost or damaged (a disk error, or a copy cut short); "
+            "restore the file from a backup, or delete the run and measure it again"
+        )
     if m.get("status") == "failed" and not m.get("units_completed") and problem is None:
         said = str(m.get("error") or "no error recorded").strip().splitlines()[0][:300]
-        problem = (f"failed before any level was measured, nothing is stored ({said}); fix that and run the same "
-                   "sweep again (it reuses this run), or `workbench runs delete` it")
+        problem = (
+            f"failed before any level was measured, nothing is stored ({said}); fix that and run the same "
+            "sweep again (it reuses this run), or `workbench runs delete` it"
+        )
     if m.get("status") == "interrupted" and problem is None:
-        problem = ("stopped by the user (Ctrl-C) before every level was measured; run the same sweep again to resume "
-                   "it (the levels stored are kept), or `workbench runs delete` it")
+        problem = (
+            "stopped by the user (Ctrl-C) before every level was measured; run the same sweep again to resume "
+            "it (the levels stored are kept), or `workbench runs delete` it"
+        )
     if m.get("status") == "running":
         owner, lock = lock_owner(folder)
         if owner == "dead":
             m = {**m, "status": "interrupted"}
-            problem = (f"its sweep (pid {lock.get('pid')}) died without finishing (killed, or its kernel "
-                       "restarted); run the same sweep again to resume it (it also stops a server left running)")
+            problem = (
+                f"its sweep (pid {lock.get('pid')}) died without finishing (killed, or its kernel "
+                "restarted); run the same sweep again to resume it (it also stops a server left running)"
+            )
     row = {c: m.get(c) for c in LISTING_COLUMNS if c not in ("path", "problem")}
     row["path"], row["problem"] = str(folder), problem
     plan = _plan_of(m) if problem is None or m.get("status") == "interrupted" else None
     known = "units_completed" in m or "levels_completed" in m  # older manifests counted levels of one repeat
     row["units_stored"] = len(stored_units(m)) if known else None
-    row.update(_plan_facts(plan) if plan is not None else {"units_planned": None, "workload": None,
-                                                          "requests_per_level": None})
+    row.update(
+        _plan_facts(plan) if plan is not None else {"units_planned": None, "workload": None, "requests_per_level": None}
+    )
     if plan is None and m.get("kind") == "import" and problem is None:
         row["workload"] = _imported_workload(folder)
     return row
@@ -244,9 +300,13 @@ def _plan_facts(plan: dict[str, Any]) -> dict[str, Any]:
     swept = plan.get("sweep_values") or None
     levels = len(base) * (len(swept) if swept else 1)
     settings = {**LOAD_DEFAULTS, **plan}
-    row = {"prompt_set": settings.get("prompt_set"), "input_len": settings.get("input_len"),
-           "max_new_tokens": settings.get("max_new_tokens"), "temperature": settings.get("temperature"),
-           "backend": settings.get("backend")}
+    row = {
+        "prompt_set": settings.get("prompt_set"),
+        "input_len": settings.get("input_len"),
+        "max_new_tokens": settings.get("max_new_tokens"),
+        "temperature": settings.get("temperature"),
+        "backend": settings.get("backend"),
+    }
     if swept:
         row[{"output_len": "max_new_tokens"}.get(str(plan.get("sweep")), str(plan.get("sweep")))] = None
     label = str(workload_labels(pd.DataFrame([row])).iloc[0])
@@ -255,8 +315,13 @@ def _plan_facts(plan: dict[str, Any]) -> dict[str, Any]:
     counts = plan.get("requests_per_level")
     if not counts:
         requests = None
-    elif closed and len(counts) == len(base) * (len(swept) if swept else 1) and all(
-            int(n) == default_requests_per_level(int(c)) for n, c in zip(counts, base * (len(swept) if swept else 1))):
+    elif (
+        closed
+        and len(counts) == len(base) * (len(swept) if swept else 1)
+        and all(
+            int(n) == default_requests_per_level(int(c)) for n, c in zip(counts, base * (len(swept) if swept else 1))
+        )
+    ):
         requests = "max(16, 2c)"
     elif len(set(counts)) == 1:
         requests = str(int(counts[0]))
@@ -294,12 +359,17 @@ def list_runs(root: str | Path | None = None) -> pd.DataFrame:
     with those and what to do (None for the others). A missing root gives an empty table.
     """
     base = runs_root(root)
-    folders = sorted(p for p in base.iterdir() if (p / "manifest.json").is_file() or _broken(p)) \
-        if base.is_dir() else []
+    folders = (
+        sorted(p for p in base.iterdir() if (p / "manifest.json").is_file() or _broken(p)) if base.is_dir() else []
+    )
     listing = pd.DataFrame([_listing_row(folder) for folder in folders], columns=list(LISTING_COLUMNS))
     when = _utc(listing["started_at"]).fillna(_utc(listing["imported_at"]))
-    return (listing.assign(_when=when).sort_values(["_when", "run_id"], na_position="last")
-            .drop(columns="_when").reset_index(drop=True))
+    return (
+        listing.assign(_when=when)
+        .sort_values(["_when", "run_id"], na_position="last")
+        .drop(columns="_when")
+        .reset_index(drop=True)
+    )
 
 
 def _utc(times: pd.Series) -> pd.Series:
@@ -327,8 +397,10 @@ def load_runs(runs: Iterable[str | Path], *, root: str | Path | None = None) -> 
         raise ConfigError("load_runs: no runs given")
     requests = [r.requests for r in loaded if len(r.requests)]
     levels = [_with_prompt_set(r.levels, r.manifest) for r in loaded if len(r.levels)]
-    return (pd.concat(requests, ignore_index=True) if requests else pd.DataFrame(columns=list(RUN_COLUMNS)),
-            with_workload(pd.concat(levels, ignore_index=True)) if levels else pd.DataFrame(columns=list(RUN_COLUMNS)))
+    return (
+        pd.concat(requests, ignore_index=True) if requests else pd.DataFrame(columns=list(RUN_COLUMNS)),
+        with_workload(pd.concat(levels, ignore_index=True)) if levels else pd.DataFrame(columns=list(RUN_COLUMNS)),
+    )
 
 
 def _with_prompt_set(levels: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:

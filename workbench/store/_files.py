@@ -46,7 +46,9 @@ def _write_error(path: Path, exc: OSError) -> HostError:
             f"The disk holding {path.parent} is full (or a quota or file-size limit was reached); {path.name} "
             "keeps its previous content and the files written before are intact. Free some space (or give "
             "another runs_dir / $WORKBENCH_RUNS_DIR) and run the same sweep again: it resumes after the last "
-            "stored level.", path=str(path))
+            "stored level.",
+            path=str(path),
+        )
     return HostError(f"Cannot write {path}: {exc.strerror or exc}")
 
 

@@ -45,16 +45,32 @@ __all__ = ["load_quarantine", "save_imported_run"]
 def _with_run_columns(frame: pd.DataFrame, constants: Mapping[str, Any]) -> pd.DataFrame:
     frame = frame.drop(columns=[c for c in RUN_COLUMNS if c in frame]).copy()
     for i, (name, value) in enumerate(constants.items()):
-        frame.insert(i, name, pd.Series([value] * len(frame), index=frame.index,
-                                        dtype="bool" if name == "simulated" else "object"))
+        frame.insert(
+            i,
+            name,
+            pd.Series([value] * len(frame), index=frame.index, dtype="bool" if name == "simulated" else "object"),
+        )
     return frame
 
 
-def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool: str, tool_version: str | None,
-                      source_file: str, source_sha256: str, levels: pd.DataFrame, requests: pd.DataFrame,
-                      quarantine: pd.DataFrame, extra: Mapping[str, Any] | None = None,
-                      label: str | None = None, measured_at: str | None = None,
-                      root: str | Path | None = None, now: datetime | None = None) -> tuple[Path, bool]:
+def save_imported_run(
+    *,
+    variant: str,
+    engine: str | None,
+    simulated: bool,
+    tool: str,
+    tool_version: str | None,
+    source_file: str,
+    source_sha256: str,
+    levels: pd.DataFrame,
+    requests: pd.DataFrame,
+    quarantine: pd.DataFrame,
+    extra: Mapping[str, Any] | None = None,
+    label: str | None = None,
+    measured_at: str | None = None,
+    root: str | Path | None = None,
+    now: datetime | None = None,
+) -> tuple[Path, bool]:
     """Write one imported run's directory (or find the one a previous import wrote).
 
     Args:
@@ -85,7 +101,11 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
         except HostError:
             continue
         if (manifest.get("kind"), manifest.get("source_sha256"), manifest.get("tool"), manifest.get("variant")) == (
-                "import", source_sha256, tool, variant):
+            "import",
+            source_sha256,
+            tool,
+            variant,
+        ):
             return existing.parent, False
     imported = now or datetime.now(timezone.utc)
     run_id = f"{imported.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-{_slug(variant)}-{digest}"
@@ -93,14 +113,34 @@ def save_imported_run(*, variant: str, engine: str | None, simulated: bool, tool
     constants = {"run_id": run_id, "variant": variant, "engine": engine, "simulated": bool(simulated)}
     units = [[int(r), int(i)] for r, i in zip(levels["repeat"], levels["level_index"])] if len(levels) else []
     manifest = {
-        "schema_version": SCHEMA_VERSION, "run_id": run_id, "kind": "import", "variant": variant, "engine": engine,
-        "simulated": bool(simulated), "status": "complete", "error": None,
-        "started_at": measured_at, "finished_at": None,
-        "imported_at": _utc_iso(imported), "host": None, "client_location": None, "launch_command": None,
-        "sglang_version": None, "time_scale": None, "plan": None, "levels_completed": len(units),
-        "units_completed": units, "num_requests": _num_requests(levels, requests), "identity": None, "label": label,
-        "server_info": None, "tool": tool, "tool_version": tool_version, "source_file": source_file,
-        "source_sha256": source_sha256, "quarantined": int(len(quarantine)),
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "kind": "import",
+        "variant": variant,
+        "engine": engine,
+        "simulated": bool(simulated),
+        "status": "complete",
+        "error": None,
+        "started_at": measured_at,
+        "finished_at": None,
+        "imported_at": _utc_iso(imported),
+        "host": None,
+        "client_location": None,
+        "launch_command": None,
+        "sglang_version": None,
+        "time_scale": None,
+        "plan": None,
+        "levels_completed": len(units),
+        "units_completed": units,
+        "num_requests": _num_requests(levels, requests),
+        "identity": None,
+        "label": label,
+        "server_info": None,
+        "tool": tool,
+        "tool_version": tool_version,
+        "source_file": source_file,
+        "source_sha256": source_sha256,
+        "quarantined": int(len(quarantine)),
         "workbench": {"version": __version__, **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
     }
     for key, value in (extra or {}).items():

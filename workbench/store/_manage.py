@@ -30,15 +30,43 @@ from workbench.store._files import atomic_write, read_json
 from workbench.store._resume import LOCK_NAME, sweep_in_flight
 from workbench.store._runs import runs_root
 
-__all__ = ["CATALOGUE_COLUMNS", "catalogue", "delete_run", "export_tables", "find_run", "label_run", "run_labels",
-           "run_origin", "stored_runs"]
+__all__ = [
+    "CATALOGUE_COLUMNS",
+    "catalogue",
+    "delete_run",
+    "export_tables",
+    "find_run",
+    "label_run",
+    "run_labels",
+    "run_origin",
+    "stored_runs",
+]
 
 #: The sidecar file of a run's labels.
 LABELS_NAME = "labels.json"
 #: Columns of :func:`catalogue`, in order.
-CATALOGUE_COLUMNS = ("run_id", "state", "kind", "variant", "engine", "simulated", "host", "sglang_version", "tool",
-                     "started_at", "units_stored", "units_planned", "num_requests", "time_scale", "workload",
-                     "requests_per_level", "label", "labels", "problem", "path")
+CATALOGUE_COLUMNS = (
+    "run_id",
+    "state",
+    "kind",
+    "variant",
+    "engine",
+    "simulated",
+    "host",
+    "sglang_version",
+    "tool",
+    "started_at",
+    "units_stored",
+    "units_planned",
+    "num_requests",
+    "time_scale",
+    "workload",
+    "requests_per_level",
+    "label",
+    "labels",
+    "problem",
+    "path",
+)
 #: Request columns holding lists (per-chunk gaps, tokens per chunk): JSON text in a CSV.
 _LIST_COLUMNS = ("itl_ms", "tokens_per_chunk")
 
@@ -65,10 +93,14 @@ def find_run(run: str | Path, *, root: str | Path | None = None, listing: pd.Dat
     if len(hits) == 1:
         return hits[0]
     if hits:
-        raise ConfigError(f"{text!r} matches {len(hits)} runs ({', '.join(p.name for p in hits[:5])}"
-                          f"{', ...' if len(hits) > 5 else ''}); give more of the run id")
-    raise ConfigError(f"No run {text!r} under {runs_root(root)}: give a run id, a unique prefix of one or a run "
-                      "directory; `workbench runs list` (wb.list_runs()) shows what is stored")
+        raise ConfigError(
+            f"{text!r} matches {len(hits)} runs ({', '.join(p.name for p in hits[:5])}"
+            f"{', ...' if len(hits) > 5 else ''}); give more of the run id"
+        )
+    raise ConfigError(
+        f"No run {text!r} under {runs_root(root)}: give a run id, a unique prefix of one or a run "
+        "directory; `workbench runs list` (wb.list_runs()) shows what is stored"
+    )
 
 
 def run_labels(path: str | Path) -> list[str]:
@@ -83,8 +115,9 @@ def run_labels(path: str | Path) -> list[str]:
     return [str(x) for x in labels] if isinstance(labels, list) else []
 
 
-def label_run(run: str | Path, labels: Iterable[str], *, remove: bool = False,
-              root: str | Path | None = None) -> list[str]:
+def label_run(
+    run: str | Path, labels: Iterable[str], *, remove: bool = False, root: str | Path | None = None
+) -> list[str]:
     """Add (or with ``remove=True`` take away) labels of a run; returns its labels afterwards.
 
     Labels are kept in ``<run>/labels.json`` (not the manifest: see the module docstring),
@@ -139,16 +172,22 @@ def catalogue(root: str | Path | None = None) -> pd.DataFrame:
         :func:`list_runs` says (None otherwise). Broken runs are rows, never errors.
     """
     listing = list_runs(root)
-    out = pd.DataFrame({c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
-                        for c in CATALOGUE_COLUMNS if c not in ("state", "labels")})
+    out = pd.DataFrame(
+        {
+            c: listing[c] if c in listing else pd.Series([None] * len(listing), dtype=object)
+            for c in CATALOGUE_COLUMNS
+            if c not in ("state", "labels")
+        }
+    )
     out.insert(1, "state", listing["status"].fillna("unknown") if "status" in listing else "unknown")
     out["kind"] = [run_kind(kind, sim) for kind, sim in zip(out["kind"], out["simulated"])]
     out["labels"] = [", ".join(run_labels(p)) for p in listing["path"]]
     return out[list(CATALOGUE_COLUMNS)].reset_index(drop=True)
 
 
-def delete_run(run: str | Path, *, root: str | Path | None = None,
-               confirm: Callable[[str], bool] | None = None) -> Path | None:
+def delete_run(
+    run: str | Path, *, root: str | Path | None = None, confirm: Callable[[str], bool] | None = None
+) -> Path | None:
     """Delete a run directory: its tables, manifest, labels, everything in it.
 
     Args:
@@ -169,8 +208,10 @@ def delete_run(run: str | Path, *, root: str | Path | None = None,
     path = find_run(run, root=root)
     holder = sweep_in_flight(path)
     if holder is not None:
-        raise ConfigError(f"Run {path.name} is being written now by pid {holder.get('pid')} on "
-                          f"{holder.get('hostname')!r}; stop that sweep first (or wait for it to finish), then delete")
+        raise ConfigError(
+            f"Run {path.name} is being written now by pid {holder.get('pid')} on "
+            f"{holder.get('hostname')!r}; stop that sweep first (or wait for it to finish), then delete"
+        )
     known = ("manifest.json", "levels.parquet", "requests.parquet", LABELS_NAME, LOCK_NAME)
     if not any((path / name).exists() for name in known):
         raise ConfigError(f"{path} holds no run files ({', '.join(known[:3])}); not deleting it")
@@ -198,13 +239,16 @@ def _describe(path: Path) -> str:
         return f"{path} (no readable manifest)"
     origin = run_origin(m)
     requests = "" if m.get("num_requests") is None else f", {m.get('num_requests')} request(s)"
-    return (f"{path.name}: {m.get('variant')} on {m.get('engine')} ({'simulated' if m.get('simulated') else 'measured'}"
-            f", {origin}), {m.get('status')}, {len(m.get('units_completed') or [])} unit(s) (level x repeat) stored"
-            f"{requests}")
+    return (
+        f"{path.name}: {m.get('variant')} on {m.get('engine')} ({'simulated' if m.get('simulated') else 'measured'}"
+        f", {origin}), {m.get('status')}, {len(m.get('units_completed') or [])} unit(s) (level x repeat) stored"
+        f"{requests}"
+    )
 
 
-def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path | None = None,
-                  requests: bool = False) -> tuple[pd.DataFrame, list[str]]:
+def export_tables(
+    runs: Sequence[str | Path] | None = None, *, root: str | Path | None = None, requests: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
     """One table of several runs' level rows (or request rows), ready for CSV.
 
     Args:
@@ -237,8 +281,11 @@ def export_tables(runs: Sequence[str | Path] | None = None, *, root: str | Path 
         if len(frame):
             frames.append(frame)
     if not frames:
-        raise ConfigError("No stored rows to export" + (f" ({'; '.join(skipped)})" if skipped else "") +
-                          "; `workbench runs list` shows the runs and their state")
+        raise ConfigError(
+            "No stored rows to export"
+            + (f" ({'; '.join(skipped)})" if skipped else "")
+            + "; `workbench runs list` shows the runs and their state"
+        )
     table = pd.concat(frames, ignore_index=True)
     for column in _LIST_COLUMNS:
         if column in table:

@@ -33,8 +33,15 @@ from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet, to_jsonable, write_json
 from workbench.store._runs import RUN_COLUMNS, RunWriter, _utc_iso, runs_root, new_run, stored_units
 
-__all__ = ["LOCK_NAME", "ResumedRun", "fail_unfinished_run", "lock_owner", "open_run", "sweep_identity",
-           "sweep_in_flight"]
+__all__ = [
+    "LOCK_NAME",
+    "ResumedRun",
+    "fail_unfinished_run",
+    "lock_owner",
+    "open_run",
+    "sweep_identity",
+    "sweep_in_flight",
+]
 
 #: The lock file in a run directory being written.
 LOCK_NAME = "sweep.lock"
@@ -77,7 +84,7 @@ def _process_start(pid: int) -> str | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat[stat.rfind(")") + 2:].split()[19]
+    return stat[stat.rfind(")") + 2 :].split()[19]
 
 
 def _alive(lock: Mapping[str, Any]) -> bool:
@@ -169,11 +176,13 @@ def _acquire(run_dir: Path) -> dict[str, Any] | None:
             if held.get("hostname") not in (None, socket.gethostname()):
                 raise ConfigError(
                     f"Run {run_dir} is locked by pid {held.get('pid')} on {held.get('hostname')!r} ({path}); "
-                    "if no sweep runs there any more, delete that file and run again") from None
+                    "if no sweep runs there any more, delete that file and run again"
+                ) from None
             if held.get("pid") == os.getpid() or _alive(held):
                 raise ConfigError(
                     f"Another sweep (pid {held.get('pid')}) is writing {run_dir} right now; wait for it, or "
-                    "pass fresh=True (--fresh) to start a separate run") from None
+                    "pass fresh=True (--fresh) to start a separate run"
+                ) from None
             stale = held  # its process is gone (killed): take the run over
             path.unlink(missing_ok=True)
             continue
@@ -278,13 +287,17 @@ def open_run(
         now = new_run_options.get("now") or (lambda: datetime.now(timezone.utc))
         writer = RunWriter(run_dir, manifest, requests=requests, info=info, now=now)
         plan = new_run_options.get("plan")
-        writer.manifest["resumed"] = [*(manifest.get("resumed") or []), {
-            "at": _utc_iso(now()), "units_reused": [list(u) for u in writer.units_completed],
-            "units_to_measure": None if plan is None else [list(u) for u in writer.pending_units(plan)]}]
+        writer.manifest["resumed"] = [
+            *(manifest.get("resumed") or []),
+            {
+                "at": _utc_iso(now()),
+                "units_reused": [list(u) for u in writer.units_completed],
+                "units_to_measure": None if plan is None else [list(u) for u in writer.pending_units(plan)],
+            },
+        ]
         writer.reopen()  # writes the manifest, with the record above
     except BaseException:
         _release(run_dir)
         raise
     writer.on_finish = lambda: _release(run_dir)
     return ResumedRun(writer=writer, resumed=True, previous=previous, stale_lock=stale)
-

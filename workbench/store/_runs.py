@@ -51,18 +51,48 @@ from workbench.errors import ConfigError, HostError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_parquet, to_jsonable, write_json, write_parquet
 
-__all__ = ["RunStatus", "RunWriter", "finish_run", "new_run", "runs_root", "runs_root_source", "save_level",
-           "stored_units", "writable_runs_root"]
+__all__ = [
+    "RunStatus",
+    "RunWriter",
+    "finish_run",
+    "new_run",
+    "runs_root",
+    "runs_root_source",
+    "save_level",
+    "stored_units",
+    "writable_runs_root",
+]
 
 SCHEMA_VERSION = 1
 RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
 REPO_ROOT = paths.PACKAGE_ROOT
 #: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
-STANDARD_KEYS = frozenset({
-    "schema_version", "run_id", "variant", "engine", "simulated", "status", "error", "started_at", "finished_at",
-    "host", "client_location", "launch_command", "sglang_version", "time_scale", "plan", "levels_completed",
-    "num_requests", "server_info", "workbench", "identity", "label", "units_completed",
-})
+STANDARD_KEYS = frozenset(
+    {
+        "schema_version",
+        "run_id",
+        "variant",
+        "engine",
+        "simulated",
+        "status",
+        "error",
+        "started_at",
+        "finished_at",
+        "host",
+        "client_location",
+        "launch_command",
+        "sglang_version",
+        "time_scale",
+        "plan",
+        "levels_completed",
+        "num_requests",
+        "server_info",
+        "workbench",
+        "identity",
+        "label",
+        "units_completed",
+    }
+)
 #: Run statuses: measuring, every unit stored, stopped by an error, stopped with units left (resumable),
 #: stopped by the user (Ctrl-C: KeyboardInterrupt; resumable).
 RunStatus = Literal["running", "complete", "failed", "incomplete", "interrupted"]
@@ -102,18 +132,24 @@ def writable_runs_root(root: str | Path | None = None) -> Path:
     base = runs_root(root)
     where = f"runs folder {base} (from {runs_root_source(root)})"
     if base.exists() and not base.is_dir():
-        raise ConfigError(f"The {where} is a file, not a folder: point --runs-dir or WORKBENCH_RUNS_DIR at a "
-                          "folder (a new one is created)")
+        raise ConfigError(
+            f"The {where} is a file, not a folder: point --runs-dir or WORKBENCH_RUNS_DIR at a "
+            "folder (a new one is created)"
+        )
     try:
         base.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=base, prefix=".write-check-"):
             pass
     except NotADirectoryError as exc:
-        raise ConfigError(f"The {where} cannot be created: a part of its path is a file ({exc.filename}); point "
-                          "--runs-dir or WORKBENCH_RUNS_DIR at a folder") from exc
+        raise ConfigError(
+            f"The {where} cannot be created: a part of its path is a file ({exc.filename}); point "
+            "--runs-dir or WORKBENCH_RUNS_DIR at a folder"
+        ) from exc
     except OSError as exc:
-        raise HostError(f"The {where} cannot be written: {exc.strerror or exc}. Make it writable, or point "
-                        "--runs-dir or WORKBENCH_RUNS_DIR at a folder you can write") from exc
+        raise HostError(
+            f"The {where} cannot be written: {exc.strerror or exc}. Make it writable, or point "
+            "--runs-dir or WORKBENCH_RUNS_DIR at a folder you can write"
+        ) from exc
     return base
 
 
@@ -137,8 +173,15 @@ class RunWriter:
         manifest: the manifest dict as last written.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], *, now: Callable[[], datetime],
-                 requests: pd.DataFrame | None = None, info: pd.DataFrame | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict[str, Any],
+        *,
+        now: Callable[[], datetime],
+        requests: pd.DataFrame | None = None,
+        info: pd.DataFrame | None = None,
+    ) -> None:
         self.path = path
         self.run_id: str = manifest["run_id"]
         self.manifest = manifest
@@ -192,8 +235,13 @@ class RunWriter:
                 requests = pd.concat([read_parquet(path), requests], ignore_index=True)
             write_parquet(path, requests)
         failed = int(level.requests["error"].notna().sum()) if "error" in level.requests else 0
-        entry = {"repeat": repeat, "level_index": index, "completed": len(level.requests) - failed,
-                 "failed": failed, **failure}
+        entry = {
+            "repeat": repeat,
+            "level_index": index,
+            "completed": len(level.requests) - failed,
+            "failed": failed,
+            **failure,
+        }
         self.manifest["failed_levels"] = [*(self.manifest.get("failed_levels") or []), to_jsonable(entry)]
         self._write_manifest()
 
@@ -212,24 +260,32 @@ class RunWriter:
         self.manifest.update(keys)
         self._write_manifest()
 
-    def record_server(self, *, launch_command: str | Sequence[str] | None, client_location: str,
-                      server_info: Mapping[str, Any] | None, **extra: Any) -> None:
+    def record_server(
+        self,
+        *,
+        launch_command: str | Sequence[str] | None,
+        client_location: str,
+        server_info: Mapping[str, Any] | None,
+        **extra: Any,
+    ) -> None:
         """Record the server a (resumed) sweep measures now: its launch command, where the load
         generator runs, its ``/server_info``, and other (non-standard) keys, e.g. ``server_process``.
 
         Raises:
             ConfigError: an extra key is a standard key, or the run is finished.
         """
-        self.manifest["launch_command"] = (launch_command if isinstance(launch_command, (str, type(None)))
-                                           else list(launch_command))
+        self.manifest["launch_command"] = (
+            launch_command if isinstance(launch_command, (str, type(None))) else list(launch_command)
+        )
         self.manifest["client_location"] = client_location
         if server_info is not None:
             self.manifest["server_info"] = dict(server_info)
             self.manifest["sglang_version"] = self.manifest.get("sglang_version") or server_info.get("version")
         self.annotate(**extra)
 
-    def finish(self, *, status: RunStatus = "complete", error: str | None = None,
-               server_info: Mapping[str, Any] | None = None) -> Path:
+    def finish(
+        self, *, status: RunStatus = "complete", error: str | None = None, server_info: Mapping[str, Any] | None = None
+    ) -> Path:
         """Same as :func:`finish_run`."""
         return finish_run(self, status=status, error=error, server_info=server_info)
 
@@ -345,8 +401,7 @@ def new_run(
         "identity": identity,
         "label": label,
         "server_info": info,
-        "workbench": {"version": __version__,
-                      **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
+        "workbench": {"version": __version__, **(git_state(REPO_ROOT) or {"commit": None, "dirty": None})},
     }
     clash = set(extra or {}) & set(manifest)
     if clash:
@@ -385,30 +440,44 @@ def save_level(run: RunWriter, level: Any) -> None:
         repeat = _first_int(info, "repeat") if "repeat" in info else int(getattr(level, "repeat", 0))
         unit = (repeat, _first_int(info, "level_index"))
     if unit in run.units_completed:
-        raise ConfigError(f"Run {run.run_id} already stores level_index {unit[1]} of repeat {unit[0]}; "
-                          "a resumed sweep measures only the units it lacks")
+        raise ConfigError(
+            f"Run {run.run_id} already stores level_index {unit[1]} of repeat {unit[0]}; "
+            "a resumed sweep measures only the units it lacks"
+        )
     if plan is not None and run.manifest.get("plan") is None:
         run.manifest["plan"] = plan.to_json(prompt_texts=False)
-    constants = {"run_id": run.run_id, "variant": run.manifest["variant"], "engine": run.manifest["engine"],
-                 "simulated": run.manifest["simulated"]}
+    constants = {
+        "run_id": run.run_id,
+        "variant": run.manifest["variant"],
+        "engine": run.manifest["engine"],
+        "simulated": run.manifest["simulated"],
+    }
     for name in ("engine", "simulated"):
         reported = set(requests[name].dropna()) if name in requests else set()
         if reported - {constants[name]}:
             raise ConfigError(
                 f"Run {run.run_id} was created with {name}={constants[name]!r}, but the server reported "
                 f"{name}={sorted(reported, key=str)} (/server_info); simulated results must never be stored as "
-                "real ones or the reverse. Create the run with the matching engine.")
+                "real ones or the reverse. Create the run with the matching engine."
+            )
     requests = requests.drop(columns=[c for c in RUN_COLUMNS if c in requests]).copy()
     info = info.drop(columns=[c for c in RUN_COLUMNS if c in info]).copy()
     for i, (name, value) in enumerate(constants.items()):
-        requests.insert(i, name, pd.Series([value] * len(requests), index=requests.index,
-                                           dtype="bool" if name == "simulated" else "str"))
-        info.insert(i, name, pd.Series([value] * len(info), index=info.index,
-                                       dtype="bool" if name == "simulated" else "str"))
+        requests.insert(
+            i,
+            name,
+            pd.Series([value] * len(requests), index=requests.index, dtype="bool" if name == "simulated" else "str"),
+        )
+        info.insert(
+            i, name, pd.Series([value] * len(info), index=info.index, dtype="bool" if name == "simulated" else "str")
+        )
     for frame in (requests, info):
         if "repeat" not in frame:
-            frame.insert(frame.columns.get_loc("level_index") + 1 if "level_index" in frame else len(frame.columns),
-                         "repeat", pd.Series([unit[0]] * len(frame), index=frame.index, dtype="Int64"))
+            frame.insert(
+                frame.columns.get_loc("level_index") + 1 if "level_index" in frame else len(frame.columns),
+                "repeat",
+                pd.Series([unit[0]] * len(frame), index=frame.index, dtype="Int64"),
+            )
     all_requests = pd.concat([*run._requests, requests], ignore_index=True)
     all_info = pd.concat([*run._info, info], ignore_index=True)
     # Rows first, the manifest (the list of stored units) last: the commit point.
@@ -437,7 +506,9 @@ def _save_series(run: RunWriter, series: pd.DataFrame | None, unit: tuple[int, i
         old = read_parquet(path)
         keep = [(int(r), int(i)) in stored for r, i in zip(old["repeat"], old["level_index"])]
         frames.append(old[keep])
-    frames.append(series.assign(repeat=unit[0], level_index=unit[1]).astype({"repeat": "Int64", "level_index": "Int64"}))
+    frames.append(
+        series.assign(repeat=unit[0], level_index=unit[1]).astype({"repeat": "Int64", "level_index": "Int64"})
+    )
     write_parquet(path, pd.concat([f for f in frames if len(f)], ignore_index=True))
 
 
@@ -457,8 +528,13 @@ def stored_units(manifest: Mapping[str, Any]) -> list[tuple[int, int]]:
     return [(int(r), int(i)) for r, i in units]
 
 
-def finish_run(run: RunWriter, *, status: RunStatus = "complete", error: str | None = None,
-               server_info: Mapping[str, Any] | None = None) -> Path:
+def finish_run(
+    run: RunWriter,
+    *,
+    status: RunStatus = "complete",
+    error: str | None = None,
+    server_info: Mapping[str, Any] | None = None,
+) -> Path:
     """Stamp the end time and status in the manifest; returns the run directory.
 
     ``status`` ``"incomplete"``: the sweep stopped with units left, on purpose (e.g.

@@ -15,5 +15,9 @@ import typer
 
 __all__ = ["RunsDirOption"]
 
-RunsDirOption = Annotated[Optional[Path], typer.Option(
-    "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project root).")]
+RunsDirOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--runs-dir", help="Runs folder (default: $WORKBENCH_RUNS_DIR or data/runs; relative: to the project root)."
+    ),
+]

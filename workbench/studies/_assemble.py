@@ -27,9 +27,16 @@ __all__ = ["assemble_tables", "read_tables"]
 _LOOP_WORDS = {"closed": "closed-loop (at fixed concurrencies)", "open": "open-loop (at request rates)"}
 
 
-def assemble_tables(levels: pd.DataFrame, requests: pd.DataFrame, manifests: Sequence[Mapping[str, Any]],
-                    baseline: str, *, workload: str | None = None, goodput: GoodputTargets = GoodputTargets(),
-                    seed_pair: tuple[str, str] | None = None) -> StudyTables:
+def assemble_tables(
+    levels: pd.DataFrame,
+    requests: pd.DataFrame,
+    manifests: Sequence[Mapping[str, Any]],
+    baseline: str,
+    *,
+    workload: str | None = None,
+    goodput: GoodputTargets = GoodputTargets(),
+    seed_pair: tuple[str, str] | None = None,
+) -> StudyTables:
     """The :class:`StudyTables` of these rows, compared against ``baseline``.
 
     The study compares levels on one load axis: ``concurrency`` for closed-loop runs,
@@ -71,8 +78,10 @@ def assemble_tables(levels: pd.DataFrame, requests: pd.DataFrame, manifests: Seq
         set_aside = [*set_aside, *_runs_left_out(levels, kept, workload=workload, baseline=baseline)]
         levels, requests = _keep(kept, requests)
         if baseline not in set(levels["variant"]):
-            raise ConfigError(f"the baseline {baseline!r} did not measure workload {workload!r}; "
-                              f"pass workload= one of {[workload, *others]}")
+            raise ConfigError(
+                f"the baseline {baseline!r} did not measure workload {workload!r}; "
+                f"pass workload= one of {[workload, *others]}"
+            )
     keys = ["variant", axis.column, *(["repeat"] if "repeat" in levels else [])]
     dupes = levels.groupby(keys).size()
     if (dupes > 1).any():
@@ -81,22 +90,33 @@ def assemble_tables(levels: pd.DataFrame, requests: pd.DataFrame, manifests: Seq
             f"{list(dupes[dupes > 1].index)}; pass one run per variant"
         )
     levels = with_goodput(levels, requests, goodput, load=axis.column)
-    return StudyTables(levels=levels, requests=requests, manifests=tuple(dict(m) for m in manifests),
-                       baseline=baseline, workload=workload, axis=axis, goodput=goodput, seed_pair=seed_pair,
-                       other_workloads=tuple(others), set_aside=tuple(set_aside))
+    return StudyTables(
+        levels=levels,
+        requests=requests,
+        manifests=tuple(dict(m) for m in manifests),
+        baseline=baseline,
+        workload=workload,
+        axis=axis,
+        goodput=goodput,
+        seed_pair=seed_pair,
+        other_workloads=tuple(others),
+        set_aside=tuple(set_aside),
+    )
 
 
 def _keep(kept: pd.DataFrame, requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``kept`` (a subset of the level rows) with its index reset, and ``requests`` narrowed to its levels."""
     if {"run_id", "level_index"} <= set(requests.columns) and {"run_id", "level_index"} <= set(kept):
         keys = pd.MultiIndex.from_frame(kept[["run_id", "level_index"]].drop_duplicates())
-        requests = requests[pd.MultiIndex.from_frame(
-            requests[["run_id", "level_index"]]).isin(keys)].reset_index(drop=True)
+        requests = requests[pd.MultiIndex.from_frame(requests[["run_id", "level_index"]]).isin(keys)].reset_index(
+            drop=True
+        )
     return kept.reset_index(drop=True), requests
 
 
-def _set_aside_other_load(levels: pd.DataFrame, requests: pd.DataFrame,
-                          baseline: str) -> tuple[pd.DataFrame, pd.DataFrame, list[SetAsideRun]]:
+def _set_aside_other_load(
+    levels: pd.DataFrame, requests: pd.DataFrame, baseline: str
+) -> tuple[pd.DataFrame, pd.DataFrame, list[SetAsideRun]]:
     """Runs measured on the other kind of load than the baseline (closed loop against open loop) are set
     aside by name and reason: the two share no axis, and a report never drops a run without saying so.
     Returns the levels and requests kept, and the runs set aside."""
@@ -108,12 +128,19 @@ def _set_aside_other_load(levels: pd.DataFrame, requests: pd.DataFrame,
     out = []
     for run_id, rows in levels[modes != mode].groupby(key, sort=False):
         theirs = str(load_modes(rows).iloc[0])
-        out.append(SetAsideRun(str(run_id), str(rows["variant"].iloc[0]), tuple(sorted(set(
-            rows["workload"].astype(str)))) if "workload" in rows else (), (
-            f"it was measured {_LOOP_WORDS.get(theirs, theirs)}, and the baseline {baseline!r} "
-            f"{_LOOP_WORDS.get(mode, mode)}; a closed-loop level and an open-loop one are not the same load, so "
-            f"they share no axis and none of its figures is shown. Measure {baseline!r} the same way and "
-            "report the two together")))
+        out.append(
+            SetAsideRun(
+                str(run_id),
+                str(rows["variant"].iloc[0]),
+                tuple(sorted(set(rows["workload"].astype(str)))) if "workload" in rows else (),
+                (
+                    f"it was measured {_LOOP_WORDS.get(theirs, theirs)}, and the baseline {baseline!r} "
+                    f"{_LOOP_WORDS.get(mode, mode)}; a closed-loop level and an open-loop one are not the same load, so "
+                    f"they share no axis and none of its figures is shown. Measure {baseline!r} the same way and "
+                    "report the two together"
+                ),
+            )
+        )
     kept, requests = _keep(levels[modes == mode], requests)
     return kept, requests, out
 
@@ -128,17 +155,31 @@ def _runs_left_out(levels: pd.DataFrame, kept: pd.DataFrame, *, workload: str, b
         workloads = tuple(sorted(set(rows["workload"].astype(str))))
         variant = str(rows["variant"].iloc[0])
         theirs = ", ".join(workloads)
-        out.append(SetAsideRun(str(run_id), variant, workloads, (
-            f"it measured workload {theirs}, and this report compares {workload}, the workload of the "
-            f"baseline {baseline!r}; levels of different workloads (output lengths, prompts) are never "
-            f"compared, so none of its figures is shown. Measure {baseline!r} on {theirs} too and report "
-            "the two together")))
+        out.append(
+            SetAsideRun(
+                str(run_id),
+                variant,
+                workloads,
+                (
+                    f"it measured workload {theirs}, and this report compares {workload}, the workload of the "
+                    f"baseline {baseline!r}; levels of different workloads (output lengths, prompts) are never "
+                    f"compared, so none of its figures is shown. Measure {baseline!r} on {theirs} too and report "
+                    "the two together"
+                ),
+            )
+        )
     return out
 
 
-def read_tables(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
-                goodput: GoodputTargets = GoodputTargets(), seed_pair: Sequence[str] | None = None,
-                runs_dir: str | Path | None = None) -> StudyTables:
+def read_tables(
+    runs: Sequence[str | Path],
+    *,
+    baseline: str | None = None,
+    workload: str | None = None,
+    goodput: GoodputTargets = GoodputTargets(),
+    seed_pair: Sequence[str] | None = None,
+    runs_dir: str | Path | None = None,
+) -> StudyTables:
     """:func:`assemble_tables` over stored runs: run directories, run ids or unique prefixes of one, resolved
     as every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
     None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
@@ -165,10 +206,17 @@ def read_tables(runs: Sequence[str | Path], *, baseline: str | None = None, work
     first = str(manifests[0].get("variant")) if manifests else "baseline"
     chosen = first if baseline is None else baseline
     names = {m.get("variant") for m in manifests}
-    pair = ((seed_pair[0], seed_pair[1]) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names
-            else None)
+    pair = (seed_pair[0], seed_pair[1]) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names else None
     if seed_pair and pair is None and len(seed_pair) != 2:
-        raise ConfigError(f"seed_pair must name two variants (the seed's baseline, its speculative variant), "
-                          f"got {list(seed_pair)!r}")
-    return assemble_tables(levels, requests, manifests, chosen, workload=workload, goodput=goodput,
-                           seed_pair=pair if pair and pair[0] != chosen else None)
+        raise ConfigError(
+            f"seed_pair must name two variants (the seed's baseline, its speculative variant), got {list(seed_pair)!r}"
+        )
+    return assemble_tables(
+        levels,
+        requests,
+        manifests,
+        chosen,
+        workload=workload,
+        goodput=goodput,
+        seed_pair=pair if pair and pair[0] != chosen else None,
+    )

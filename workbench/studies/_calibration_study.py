@@ -62,7 +62,18 @@ class CalibrationStudy:
 
     def points(self) -> pd.DataFrame:
         """Every point: measured, model, residual, fitted or held out."""
-        cols = ["point", "family", "tokens", "seqs", "q_len", "context", "measured_ms", "model_ms", "residual", "fitted"]
+        cols = [
+            "point",
+            "family",
+            "tokens",
+            "seqs",
+            "q_len",
+            "context",
+            "measured_ms",
+            "model_ms",
+            "residual",
+            "fitted",
+        ]
         return self.fit.points.dropna(subset=["residual"])[cols].reset_index(drop=True)
 
     def summary(self) -> pd.DataFrame:
@@ -83,9 +94,16 @@ class CalibrationStudy:
         for context in sorted(self.fit.points.query("family == 'decode' and tokens == 1")["context"]):
             measured = float(pts.loc[f"decode:T1:q1:C{context}", "measured_ms"])
             predicted = cost.decode_ms(1, context)
-            rows.append({"context": context, "measured_forward_ms": measured, "measured_tok_s": 1e3 / measured,
-                         "predicted_iteration_ms": predicted, "predicted_tok_s": 1e3 / predicted,
-                         "error": predicted / measured - 1})
+            rows.append(
+                {
+                    "context": context,
+                    "measured_forward_ms": measured,
+                    "measured_tok_s": 1e3 / measured,
+                    "predicted_iteration_ms": predicted,
+                    "predicted_tok_s": 1e3 / predicted,
+                    "error": predicted / measured - 1,
+                }
+            )
         return pd.DataFrame(rows)
 
     def group_table(self, points: Sequence[str] = GROUP_POINTS) -> pd.DataFrame:
@@ -113,8 +131,13 @@ class CalibrationStudy:
             grid = sorted({int(round(2 ** (i / 8))) for i in range(0, 8 * 13)} | {top})
             for t in (t for t in grid if t <= min(top, max_tokens)):
                 g = cost.forward_groups(t, t, t * int(context), t)
-                rows.append({"tokens": t, "context": int(context),
-                             "model_ms": sum(v for k, v in g.items() if k != "communication")})
+                rows.append(
+                    {
+                        "tokens": t,
+                        "context": int(context),
+                        "model_ms": sum(v for k, v in g.items() if k != "communication"),
+                    }
+                )
         return pd.DataFrame(rows)
 
     def verdict(self) -> str:
@@ -129,54 +152,79 @@ class CalibrationStudy:
         """
         pts = self.fit.points.dropna(subset=["residual"])
         fitted, held = pts[pts["fitted"].astype(bool)], pts[~pts["fitted"].astype(bool)]
-        lines = [f"**Verdict** — {literal(self.fit.table.provenance())}; fitted by the workbench roofline "
-                 f"(data/gpus/{literal(self.fit.gpu)}.toml): {len(fitted)} points fitted, {len(held)} held out.", ""]
+        lines = [
+            f"**Verdict** — {literal(self.fit.table.provenance())}; fitted by the workbench roofline "
+            f"(data/gpus/{literal(self.fit.gpu)}.toml): {len(fitted)} points fitted, {len(held)} held out.",
+            "",
+        ]
 
         def pct(values: pd.Series) -> str:
             return f"{float(round_sig(values.abs().median() * 100, 2)):g}%"
 
-        lines.append(f"- **Fit**: median |error| {pct(fitted['residual'])} on the fitted points, "
-                     f"{pct(held['residual'])} on the held-out points (the honest figure).")
+        lines.append(
+            f"- **Fit**: median |error| {pct(fitted['residual'])} on the fitted points, "
+            f"{pct(held['residual'])} on the held-out points (the honest figure)."
+        )
         summary = self.summary()
         out = summary[summary["set"] == "held out"]
         if len(out):
             worst = out.loc[out["median_abs_error_pct"].idxmax()]
             side = "under" if worst["mean_error_pct"] < 0 else "over"
-            lines.append(f"- **Largest miss**: held-out {literal(worst['family'])} at context {int(worst['context'])}: median "
-                         f"|error| {round_sig(float(worst['median_abs_error_pct']), 2):g}% over {int(worst['points'])} "
-                         f"points, the model {side}-predicting.")
+            lines.append(
+                f"- **Largest miss**: held-out {literal(worst['family'])} at context {int(worst['context'])}: median "
+                f"|error| {round_sig(float(worst['median_abs_error_pct']), 2):g}% over {int(worst['points'])} "
+                f"points, the model {side}-predicting."
+            )
         knees = self.knees().dropna(subset=["measured_knee_tokens"])
         if len(knees):
             k = knees.iloc[0]
-            lines.append(f"- **Knee** (a decode step 10% slower than at one token) at context {int(k['context'])}: "
-                         f"measured near {round_sig(float(k['measured_knee_tokens']), 2):g} tokens, the model "
-                         f"{round_sig(float(k['model_knee_tokens']), 2):g}.")
+            lines.append(
+                f"- **Knee** (a decode step 10% slower than at one token) at context {int(k['context'])}: "
+                f"measured near {round_sig(float(k['measured_knee_tokens']), 2):g} tokens, the model "
+                f"{round_sig(float(k['model_knee_tokens']), 2):g}."
+            )
         if self.whatif is not None and len(self.whatif):
             for variant, group in self.whatif.groupby("variant", sort=False):
                 group = group.sort_values("batch")
                 at1 = group.iloc[0]
                 behind = group[group["speedup"] < 1.0]
-                where = "ahead at every batch up to " + str(int(group["batch"].max())) if behind.empty else (
-                    f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())}"
-                    f" and {int(behind['batch'].iloc[0])}")
-                lines.append(f"- **What-if (SIMULATED, step level)**: {literal(variant)} {at1['speedup']:.2f}x plain decode at "
-                             f"batch {int(at1['batch'])}, {where} (accept length {at1['accept_length']:.2f}, the "
-                             "profile's, from published figures).")
-        lines.append("- **Caveats**: attention here is PyTorch SDPA, not SGLang's FlashInfer or FA3, so the long-context "
-                     "decode misses say more about SDPA than about SGLang; one timing table (one GPU, one session), "
-                     "so no run-to-run interval.")
+                where = (
+                    "ahead at every batch up to " + str(int(group["batch"].max()))
+                    if behind.empty
+                    else (
+                        f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())}"
+                        f" and {int(behind['batch'].iloc[0])}"
+                    )
+                )
+                lines.append(
+                    f"- **What-if (SIMULATED, step level)**: {literal(variant)} {at1['speedup']:.2f}x plain decode at "
+                    f"batch {int(at1['batch'])}, {where} (accept length {at1['accept_length']:.2f}, the "
+                    "profile's, from published figures)."
+                )
+        lines.append(
+            "- **Caveats**: attention here is PyTorch SDPA, not SGLang's FlashInfer or FA3, so the long-context "
+            "decode misses say more about SDPA than about SGLang; one timing table (one GPU, one session), "
+            "so no run-to-run interval."
+        )
         return "\n".join(lines)
 
     def charts(self) -> dict[str, alt.TopLevelMixin]:
         """The notebook's charts by stem: ``fit``, ``residuals``, ``kernel_groups``, and ``whatif`` with a what-if."""
         sub = self.measured_subtitle
-        out: dict[str, alt.TopLevelMixin] = {"fit": charts.calibration_fit_chart(self.fit.points, self.knees(), subtitle=sub, model=self.model_curve()),
-               "residuals": charts.residual_chart(self.fit.points, subtitle=sub),
-               "kernel_groups": charts.kernel_group_chart(self.group_table(), subtitle=sub)}
+        out: dict[str, alt.TopLevelMixin] = {
+            "fit": charts.calibration_fit_chart(self.fit.points, self.knees(), subtitle=sub, model=self.model_curve()),
+            "residuals": charts.residual_chart(self.fit.points, subtitle=sub),
+            "kernel_groups": charts.kernel_group_chart(self.group_table(), subtitle=sub),
+        }
         if self.whatif is not None:
-            out["whatif"] = charts.whatif_chart(self.whatif, subtitle=[
-                f"SIMULATED: profile {self.profile} (fitted to the MEASURED table above), step level: no prefill, "
-                "no queueing", "acceptance: the profile's, from published accept lengths"])
+            out["whatif"] = charts.whatif_chart(
+                self.whatif,
+                subtitle=[
+                    f"SIMULATED: profile {self.profile} (fitted to the MEASURED table above), step level: no prefill, "
+                    "no queueing",
+                    "acceptance: the profile's, from published accept lengths",
+                ],
+            )
         return out
 
     def save_charts(self, out_dir: str | Path) -> pd.DataFrame:

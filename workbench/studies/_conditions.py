@@ -28,8 +28,11 @@ def _env_of(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
     env = definition.get("env") if isinstance(definition, Mapping) else None
     if isinstance(env, Mapping) and env:
         return env
-    launch_env = (manifest.get("provenance") or {}).get("launch_env") if isinstance(manifest.get("provenance"),
-                                                                                    Mapping) else None
+    launch_env = (
+        (manifest.get("provenance") or {}).get("launch_env")
+        if isinstance(manifest.get("provenance"), Mapping)
+        else None
+    )
     return launch_env if isinstance(launch_env, Mapping) else {}
 
 
@@ -118,7 +121,13 @@ def conditions_text(manifests: Sequence[Mapping[str, Any]], *, short: bool = Fal
         parts.append("random weights" + ("" if short else " (--load-format dummy: real cost, meaningless tokens)"))
     if c.forced:
         values = ", ".join(f"{name} {value:g}" for name, value in c.forced.items())
-        parts.append(("accept length forced: " if short else
-                      f"accept length forced by {FORCED_ACCEPTANCE_ENV} (not a draft model's): ") + values
-                     + " per verify")
+        parts.append(
+            (
+                "accept length forced: "
+                if short
+                else f"accept length forced by {FORCED_ACCEPTANCE_ENV} (not a draft model's): "
+            )
+            + values
+            + " per verify"
+        )
     return "; ".join(parts)

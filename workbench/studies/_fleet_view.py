@@ -22,8 +22,19 @@ from workbench.markup import literal
 __all__ = ["FLEET_COLUMNS", "fleet_host_table", "fleet_placement", "fleet_placement_line", "fleet_section"]
 
 #: The placement table's columns, in order (``repeat`` counts from 1 as the report's other tables do).
-FLEET_COLUMNS = ("variant", "repeat", "host", "hostname", "gpus", "co_tenants", "duration_s", "moved_from",
-                 "outcome", "failure_kind", "failure")
+FLEET_COLUMNS = (
+    "variant",
+    "repeat",
+    "host",
+    "hostname",
+    "gpus",
+    "co_tenants",
+    "duration_s",
+    "moved_from",
+    "outcome",
+    "failure_kind",
+    "failure",
+)
 
 
 def _outcome(unit: Mapping[str, Any]) -> tuple[str, Any, Any]:
@@ -56,13 +67,21 @@ def fleet_placement(manifests: Sequence[Mapping[str, Any]]) -> pd.DataFrame | No
     for m in manifests:
         for unit in m.get("fleet_units") or []:
             outcome, kind, failure = _outcome(unit)
-            rows.append({"variant": m.get("variant"), "repeat": int(unit.get("repeat", 0)) + 1,
-                         "host": unit.get("host"), "hostname": unit.get("hostname"), "gpus": unit.get("gpus"),
-                         "co_tenants": "; ".join(unit.get("co_tenants") or []) or "none",
-                         "duration_s": unit.get("duration_s"),
-                         "moved_from": ", ".join(unit.get("moved_from") or []) or None,
-                         "outcome": outcome, "failure_kind": kind,
-                         "failure": failure})
+            rows.append(
+                {
+                    "variant": m.get("variant"),
+                    "repeat": int(unit.get("repeat", 0)) + 1,
+                    "host": unit.get("host"),
+                    "hostname": unit.get("hostname"),
+                    "gpus": unit.get("gpus"),
+                    "co_tenants": "; ".join(unit.get("co_tenants") or []) or "none",
+                    "duration_s": unit.get("duration_s"),
+                    "moved_from": ", ".join(unit.get("moved_from") or []) or None,
+                    "outcome": outcome,
+                    "failure_kind": kind,
+                    "failure": failure,
+                }
+            )
     if not rows:
         return None
     return pd.DataFrame(rows, columns=list(FLEET_COLUMNS))
@@ -75,8 +94,10 @@ def fleet_host_table(manifests: Sequence[Mapping[str, Any]]) -> pd.DataFrame | N
     if table is None:
         return None
     given = table.astype(object).where(table.notna(), None)  # a missing host or duration as None, not NaN
-    units = [{"host": r.host, "gpus": r.gpus, "duration_s": r.duration_s, "failed": r.outcome != "done"}
-             for r in given.itertuples()]
+    units = [
+        {"host": r.host, "gpus": r.gpus, "duration_s": r.duration_s, "failed": r.outcome != "done"}
+        for r in given.itertuples()
+    ]
     return pd.DataFrame(fleet_hosts(units), columns=list(HOST_COLUMNS))
 
 
@@ -94,16 +115,25 @@ def fleet_placement_line(manifests: Sequence[Mapping[str, Any]]) -> str:
     counts = placed.groupby("host").size()
     hosts = ", ".join(f"{host}: {n}" for host, n in counts.items())
     failed = table[table["outcome"] != "done"]
-    tail = "every unit finished." if failed.empty else f"{len(failed)} failed (" + ", ".join(
-        f"{r.variant} repeat {r.repeat}: {_or(r.failure_kind, 'failed')}" for r in failed.itertuples()) + ")."
+    tail = (
+        "every unit finished."
+        if failed.empty
+        else f"{len(failed)} failed ("
+        + ", ".join(f"{r.variant} repeat {r.repeat}: {_or(r.failure_kind, 'failed')}" for r in failed.itertuples())
+        + ")."
+    )
     moved = table[table["moved_from"].notna() & table["host"].notna()]  # ran somewhere else afterwards
     if not moved.empty:
-        tail += (f" {_counted(len(moved), 'unit')} moved to another host after the one "
-                 f"{'it was' if len(moved) == 1 else 'they were'} pinned to was lost ("
-                 + "; ".join(f"{r.variant} repeat {r.repeat}, lost on {r.moved_from}" for r in moved.itertuples())
-                 + ").")
-    return (f"{_counted(len(table), 'unit')} ran on a fleet of {_counted(len(counts), 'host')} "
-            f"({hosts or 'none placed'}); {tail}")
+        tail += (
+            f" {_counted(len(moved), 'unit')} moved to another host after the one "
+            f"{'it was' if len(moved) == 1 else 'they were'} pinned to was lost ("
+            + "; ".join(f"{r.variant} repeat {r.repeat}, lost on {r.moved_from}" for r in moved.itertuples())
+            + ")."
+        )
+    return (
+        f"{_counted(len(table), 'unit')} ran on a fleet of {_counted(len(counts), 'host')} "
+        f"({hosts or 'none placed'}); {tail}"
+    )
 
 
 def _counted(n: int, noun: str) -> str:
@@ -127,8 +157,11 @@ def _cell(value: Any, digits: int = 1) -> str:
 def _markdown_table(frame: pd.DataFrame) -> list[str]:
     head = "| " + " | ".join(literal(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    return [head, rule, *("| " + " | ".join(_cell(v) for v in row) + " |"
-                          for row in frame.astype(object).itertuples(index=False))]
+    return [
+        head,
+        rule,
+        *("| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.astype(object).itertuples(index=False)),
+    ]
 
 
 def fleet_section(manifests: Sequence[Mapping[str, Any]]) -> str:
@@ -143,14 +176,26 @@ def fleet_section(manifests: Sequence[Mapping[str, Any]]) -> str:
     if table is None:
         return ""
     shown = table.drop(columns=["failure_kind", "failure"]).astype(object)
-    shown["outcome"] = [r.outcome if r.outcome == "done" else
-                        f"{r.outcome} ({_or(r.failure_kind, 'unknown')}): {_or(r.failure, '-')}" for r in table.itertuples()]
+    shown["outcome"] = [
+        r.outcome if r.outcome == "done" else f"{r.outcome} ({_or(r.failure_kind, 'unknown')}): {_or(r.failure, '-')}"
+        for r in table.itertuples()
+    ]
     hosts = fleet_host_table(manifests)
     assert hosts is not None  # there is a placement table
-    return "\n".join(["### Where each unit ran", "", "Each (variant, repeat) unit of the fleet sweep: its host, the GPUs "
-                      "Ray gave it, the units beside it on that host while it ran (they shared its CPU, PCIe and "
-                      "memory bandwidth), how long it ran and how it ended (docs/FLEET.md). "
-                      + literal(fleet_placement_line(manifests)), "",
-                      *_markdown_table(shown), "", "**Per host** (units done and failed, GPUs used, seconds busy):", "",
-                      *_markdown_table(hosts.rename(columns={"units": "units_done", "failed": "units_failed"})
-                                       .astype(object)), ""])
+    return "\n".join(
+        [
+            "### Where each unit ran",
+            "",
+            "Each (variant, repeat) unit of the fleet sweep: its host, the GPUs "
+            "Ray gave it, the units beside it on that host while it ran (they shared its CPU, PCIe and "
+            "memory bandwidth), how long it ran and how it ended (docs/FLEET.md). "
+            + literal(fleet_placement_line(manifests)),
+            "",
+            *_markdown_table(shown),
+            "",
+            "**Per host** (units done and failed, GPUs used, seconds busy):",
+            "",
+            *_markdown_table(hosts.rename(columns={"units": "units_done", "failed": "units_failed"}).astype(object)),
+            "",
+        ]
+    )

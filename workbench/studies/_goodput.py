@@ -50,8 +50,9 @@ class GoodputTargets:
     def __post_init__(self) -> None:
         for name, value in self._pairs():
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
-                raise ConfigError(f"goodput target {name} must be a number of milliseconds > 0 (or None: no "
-                                  f"target), got {value!r}")
+                raise ConfigError(
+                    f"goodput target {name} must be a number of milliseconds > 0 (or None: no target), got {value!r}"
+                )
 
     def _pairs(self) -> tuple[tuple[str, float | None], ...]:
         return (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms), ("e2e_ms", self.e2e_ms))
@@ -66,12 +67,14 @@ class GoodputTargets:
     @property
     def words(self) -> str:
         """``"TTFT ≤ 500 ms and TPOT ≤ 50 ms"``: the targets as a report says them (``""`` for none)."""
-        return " and ".join(f"{name.removesuffix('_ms').upper()} ≤ {value:g} ms"
-                            for name, value in self.given().items())
+        return " and ".join(
+            f"{name.removesuffix('_ms').upper()} ≤ {value:g} ms" for name, value in self.given().items()
+        )
 
 
-def with_goodput(levels: pd.DataFrame, requests: pd.DataFrame, targets: GoodputTargets, *,
-                 load: str = "concurrency") -> pd.DataFrame:
+def with_goodput(
+    levels: pd.DataFrame, requests: pd.DataFrame, targets: GoodputTargets, *, load: str = "concurrency"
+) -> pd.DataFrame:
     """``levels`` with :data:`GOODPUT_COLUMNS` computed from ``requests`` under ``targets``.
 
     Each level row (variant, ``load`` level, repeat: 0 for a table without repeats) gets its level's
@@ -92,6 +95,7 @@ def with_goodput(levels: pd.DataFrame, requests: pd.DataFrame, targets: GoodputT
         return out.assign(**{c: float("nan") for c in GOODPUT_COLUMNS})
     good = goodput_levels(requests, load=load, **targets.given())
     keyed = out.assign(repeat=out["repeat"] if "repeat" in out else 0)
-    merged = keyed.merge(good[["variant", load, "repeat", *GOODPUT_COLUMNS]], on=["variant", load, "repeat"],
-                         how="left")
+    merged = keyed.merge(
+        good[["variant", load, "repeat", *GOODPUT_COLUMNS]], on=["variant", load, "repeat"], how="left"
+    )
     return merged if "repeat" in levels else merged.drop(columns=["repeat"])

@@ -98,8 +98,10 @@ def _load_sentence(study: StudyTables) -> str:
     """What each server was given: the load, requests per level, output length, prompts."""
     plans = _plans(study.manifests)
     closed = study.load == "concurrency"
-    parts = [f"a {'closed-loop load (that many requests in flight)' if closed else 'open-loop load (Poisson arrivals)'} "
-             f"at {_levels_words(study)}"]
+    parts = [
+        f"a {'closed-loop load (that many requests in flight)' if closed else 'open-loop load (Poisson arrivals)'} "
+        f"at {_levels_words(study)}"
+    ]
     counts = study.levels["num_requests"].dropna() if "num_requests" in study.levels else pd.Series(dtype=float)
     if len(counts):
         lo, hi = int(counts.min()), int(counts.max())
@@ -127,27 +129,40 @@ def _where(study: StudyTables) -> str:
 def _order_sentence(study: StudyTables) -> str:
     """Whether the variants' servers ran one after another or at the same time, from the requests' stamps."""
     if any(m.get("fleet_units") for m in study.manifests):
-        return ("The (variant, repeat) units ran as tasks on a Ray fleet, as many at once as its GPUs allowed "
-                "(*Where each unit ran* below names each unit's host and neighbours).")
+        return (
+            "The (variant, repeat) units ran as tasks on a Ray fleet, as many at once as its GPUs allowed "
+            "(*Where each unit ran* below names each unit's host and neighbours)."
+        )
     order = pass_order(study.requests)
     n = len(order.orders)
     if order.kind == "unknown":
-        return ("When each variant's requests ran is not recorded in these runs, so the order of the variants and "
-                "whether they overlapped is not known.")
+        return (
+            "When each variant's requests ran is not recorded in these runs, so the order of the variants and "
+            "whether they overlapped is not known."
+        )
     if order.kind == "parallel":
-        many = (f"up to {order.most_at_once} variants' servers" if order.most_at_once < len(study.variants) else
-                f"all {order.most_at_once} variants' servers")
+        many = (
+            f"up to {order.most_at_once} variants' servers"
+            if order.most_at_once < len(study.variants)
+            else f"all {order.most_at_once} variants' servers"
+        )
         many = many if n > 1 else many[0].upper() + many[1:]
         within = "Within each repeat " if n > 1 else ""
-        return (f"{within}{many} were measured at the same time, each with its own load generator, so they shared "
-                "this machine's CPU (no variant ran first; their requests' timestamps overlap)"
-                + (f"; each variant's {n} repeats followed one another." if n > 1 else "."))
+        return (
+            f"{within}{many} were measured at the same time, each with its own load generator, so they shared "
+            "this machine's CPU (no variant ran first; their requests' timestamps overlap)"
+            + (f"; each variant's {n} repeats followed one another." if n > 1 else ".")
+        )
     if n > 1 and order.alternated:
-        return ("One server at a time: the variants ran one after another, their order reversed from each repeat "
-                f"to the next (repeat 1: {literal(', '.join(order.orders[0]))}), so drift over time favours none.")
+        return (
+            "One server at a time: the variants ran one after another, their order reversed from each repeat "
+            f"to the next (repeat 1: {literal(', '.join(order.orders[0]))}), so drift over time favours none."
+        )
     if n > 1 and len(set(order.orders)) == 1:
-        return (f"One server at a time, in the same order in every repeat ({literal(', '.join(order.orders[0]))}): "
-                "drift over time (a warming host) can favour the variants that ran first.")
+        return (
+            f"One server at a time, in the same order in every repeat ({literal(', '.join(order.orders[0]))}): "
+            "drift over time (a warming host) can favour the variants that ran first."
+        )
     first = order.orders[0] if order.orders else ()
     return f"One server at a time, one after another (first repeat: {literal(', '.join(first))})."
 
@@ -181,15 +196,21 @@ def _when_sentence(study: StudyTables) -> str:
     if len(sessions) == 1:
         text = f"Every figure here was measured in one session, {when(sessions[0][0])}–{when(sessions[0][1])[-5:]} UTC."
     else:
-        text = (f"The figures were measured in {len(sessions)} sessions ("
-                + ", ".join(f"{when(a)}–{when(b)[-5:]}" for a, b in sessions)
-                + " UTC): a later sweep resumed runs and kept the levels an earlier one had stored "
-                "(`workbench runs show RUN` says which).")
+        text = (
+            f"The figures were measured in {len(sessions)} sessions ("
+            + ", ".join(f"{when(a)}–{when(b)[-5:]}" for a, b in sessions)
+            + " UTC): a later sweep resumed runs and kept the levels an earlier one had stored "
+            "(`workbench runs show RUN` says which)."
+        )
     copied = [m for m in study.manifests if isinstance(m.get("reused_levels"), Mapping)]
     if copied:
-        text += (" Levels copied from an earlier run of the same sweep: "
-                 + ", ".join(f"{literal(str(m.get('variant')))} from {code(str(m['reused_levels'].get('run_id')))}"
-                             for m in copied) + ".")
+        text += (
+            " Levels copied from an earlier run of the same sweep: "
+            + ", ".join(
+                f"{literal(str(m.get('variant')))} from {code(str(m['reused_levels'].get('run_id')))}" for m in copied
+            )
+            + "."
+        )
     return text
 
 
@@ -198,27 +219,44 @@ def _engine_paragraph(study: StudyTables) -> str:
     imported = sorted({str(m.get("tool")) for m in study.manifests if m.get("kind") == "import" and m.get("tool")})
     lines = []
     if imported:
-        lines.append(f"Some figures were imported from another tool's result file ({literal(', '.join(imported))}; "
-                     "`workbench import`): their load and timing are that tool's, converted, not re-measured.")
+        lines.append(
+            f"Some figures were imported from another tool's result file ({literal(', '.join(imported))}; "
+            "`workbench import`): their load and timing are that tool's, converted, not re-measured."
+        )
     if study.simulated:
         sims = [m.get("simulation") or {} for m in study.manifests if m.get("simulated")]
         profiles = sorted({str(s["profile"]) for s in sims if s.get("profile")})
-        scales = sorted({float(s) for s in [*(m.get("time_scale") for m in study.manifests if m.get("simulated")),
-                                            *(s.get("time_scale") for s in sims)] if s})
+        scales = sorted(
+            {
+                float(s)
+                for s in [
+                    *(m.get("time_scale") for m in study.manifests if m.get("simulated")),
+                    *(s.get("time_scale") for s in sims),
+                ]
+                if s
+            }
+        )
         profile = f" (profile {literal(', '.join(profiles))})" if profiles else ""
         if not scales:
             pace = "Its time scale is not recorded in these runs."
         elif len(scales) == 1:
-            pace = ("It ran in real time." if scales[0] == 1.0 else
-                    f"It ran {scales[0]:g} times faster than real time (time scale {scales[0]:g}, as every run's "
-                    "manifest records), and times are in simulated seconds; how the time scale moves the figures "
-                    "on a busy machine is in docs/PERFORMANCE.md.")
+            pace = (
+                "It ran in real time."
+                if scales[0] == 1.0
+                else f"It ran {scales[0]:g} times faster than real time (time scale {scales[0]:g}, as every run's "
+                "manifest records), and times are in simulated seconds; how the time scale moves the figures "
+                "on a busy machine is in docs/PERFORMANCE.md."
+            )
         else:
-            pace = (f"The runs were made at different time scales ({', '.join(f'{s:g}' for s in scales)}): "
-                    "their figures are not like for like (`workbench runs compare` names each run's).")
-        lines.append(f"The engine was the workbench's **simulated** SGLang server{profile}: the same HTTP API and "
-                     f"flags, performance from the profile's model, not a GPU. {pace} Every simulated figure is "
-                     "labelled.")
+            pace = (
+                f"The runs were made at different time scales ({', '.join(f'{s:g}' for s in scales)}): "
+                "their figures are not like for like (`workbench runs compare` names each run's)."
+            )
+        lines.append(
+            f"The engine was the workbench's **simulated** SGLang server{profile}: the same HTTP API and "
+            f"flags, performance from the profile's model, not a GPU. {pace} Every simulated figure is "
+            "labelled."
+        )
     else:
         measured = conditions_text(study.manifests) or "Measured on a real engine"
         lines.append(f"{measured}.")
@@ -235,17 +273,23 @@ def method_text(study: StudyTables) -> str:
     """
     n = study.max_repeats
     imported_only = all(m.get("kind") == "import" for m in study.manifests)
-    head = ("Each variant's figures come from its run, " if imported_only else
-            f"Each server variant was launched {_where(study)} and given ")
-    sentences = [f"{head}{_load_sentence(study)}; it was then stopped and compared with "
-                 f"{literal(study.baseline)}.",
-                 f"Each level was measured {n} time{'' if n == 1 else 's'}"
-                 + (" (its own seed and prompt order per repeat)." if n > 1 else ".")]
+    head = (
+        "Each variant's figures come from its run, "
+        if imported_only
+        else f"Each server variant was launched {_where(study)} and given "
+    )
+    sentences = [
+        f"{head}{_load_sentence(study)}; it was then stopped and compared with {literal(study.baseline)}.",
+        f"Each level was measured {n} time{'' if n == 1 else 's'}"
+        + (" (its own seed and prompt order per repeat)." if n > 1 else "."),
+    ]
     if not imported_only:
         sentences.append(_order_sentence(study))
     when = _when_sentence(study)
     if when:
         sentences.append(when)
-    sentences.append("Each level is on disk as soon as it is measured; running the same sweep again resumes it "
-                     "(`fresh = True` starts anew).")
+    sentences.append(
+        "Each level is on disk as soon as it is measured; running the same sweep again resumes it "
+        "(`fresh = True` starts anew)."
+    )
     return " ".join(sentences) + "\n\n" + _engine_paragraph(study)

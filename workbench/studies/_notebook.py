@@ -44,6 +44,7 @@ class _PageSubtitles:
 
     def trim(self, spec: dict[str, Any]) -> dict[str, Any]:
         """``spec`` without the lines of the page's shared block, unless it is the chart that draws them."""
+
         def walk(node: Any) -> Any:
             if isinstance(node, list):
                 return [walk(item) for item in node]

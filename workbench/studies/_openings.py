@@ -49,16 +49,27 @@ def _join(sentences: list[str]) -> str:
     return LEAD + " ".join(s for s in sentences[:MAX_SENTENCES] if s)
 
 
-def _interval_words(interval: CrossoverInterval, measured: Sequence[float], *, who: str, against: str,
-                    words: str = "concurrency", unit: str = "") -> str:
+def _interval_words(
+    interval: CrossoverInterval,
+    measured: Sequence[float],
+    *,
+    who: str,
+    against: str,
+    words: str = "concurrency",
+    unit: str = "",
+) -> str:
     """Where ``who`` stops paying against ``against``, from a :class:`workbench.analysis.CrossoverInterval`
     (``words`` and ``unit``: the load's, e.g. ``"request rate"`` and ``" req/s"``)."""
     if interval.kind == "claimed":
         lo, hi = bracket_levels(cast(float, interval.concurrency), list(measured))  # a claimed one has its concurrency
-        return (f"{code(who)} stops paying between {words} {lo:g} and {hi:g}{unit} (≈ {interval.concurrency:.0f}, "
-                f"95% interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n}).")
+        return (
+            f"{code(who)} stops paying between {words} {lo:g} and {hi:g}{unit} (≈ {interval.concurrency:.0f}, "
+            f"95% interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n})."
+        )
     if interval.kind == "not_claimed":
-        return f"Where {code(who)} stops paying against {code(against)} cannot be pinned down: the 95% intervals overlap."
+        return (
+            f"Where {code(who)} stops paying against {code(against)} cannot be pinned down: the 95% intervals overlap."
+        )
     if interval.kind == "not_tested":
         return f"Where {code(who)} stops paying is not tested (n={interval.n}; 3 repeats are needed)."
     return ""
@@ -92,8 +103,11 @@ def _lead_spec(study: StudyTables) -> str | None:
     first = pol.sort_values(study.load)["best_variant"].iloc[0]
     if first in study.spec_variants:
         return first
-    ratios = {s: study.ratios(s).sort_values(study.load)["output_throughput_tok_s_ratio"].iloc[0]
-              for s in study.spec_variants if "output_throughput_tok_s" in study.compared(s)}
+    ratios = {
+        s: study.ratios(s).sort_values(study.load)["output_throughput_tok_s_ratio"].iloc[0]
+        for s in study.spec_variants
+        if "output_throughput_tok_s" in study.compared(s)
+    }
     return max(ratios, key=lambda s: ratios[s]) if ratios else None
 
 
@@ -105,11 +119,15 @@ def _study_caveat(study: StudyTables, spec: str | None) -> str:
     lead = differs[differs["variant"] == spec]
     if len(lead) or len(differs):
         r = (lead if len(lead) else differs).iloc[0]
-        return (f"Caveat: {code(r.variant)} differs from {code(study.baseline)} beyond speculation ({literal(r.setting)}), so that "
-                "pair is not like-for-like.")
+        return (
+            f"Caveat: {code(r.variant)} differs from {code(study.baseline)} beyond speculation ({literal(r.setting)}), so that "
+            "pair is not like-for-like."
+        )
     measured = sorted(study.levels[study.load].unique())
-    return (f"Caveat: {study.load_axis.words} was measured only at {_listed([f'{c:g}' for c in measured])}"
-            f"{study.load_axis.unit}, so a switch point lies between two measured levels.")
+    return (
+        f"Caveat: {study.load_axis.words} was measured only at {_listed([f'{c:g}' for c in measured])}"
+        f"{study.load_axis.unit}, so a switch point lies between two measured levels."
+    )
 
 
 def _provenance_sentence(study: StudyTables) -> str:
@@ -124,8 +142,12 @@ def _provenance_sentence(study: StudyTables) -> str:
     scale = study.time_scale  # None for runs that recorded none (imports of a simulated server)
     pace = f"{scale:g}x real time" if scale is not None else "time scale not recorded"
     late = int((behind > 0).sum())
-    cpu = (f"; in {late} of {len(study.levels)} level measurements this machine's CPU could not keep the simulated "
-           "clock's pace" if late else "")
+    cpu = (
+        f"; in {late} of {len(study.levels)} level measurements this machine's CPU could not keep the simulated "
+        "clock's pace"
+        if late
+        else ""
+    )
     return f"All figures are SIMULATED ({pace}, n={n} repeats{cpu}), not GPU measurements."
 
 
@@ -144,19 +166,29 @@ def study_opening(study: StudyTables) -> str:
     words = f" at {study.load_axis.words} "
     plan = _and([spans[0], *(s.replace(words, " at ") for s in spans[1:3])])  # "concurrency" said once
     tied = " (either: indistinguishable there)" if any(s.startswith(("either ", "any of ")) for s in spans[:3]) else ""
-    sentences = [f"Run {plan}{'' if len(spans) <= 3 else ' (more switches in the table below)'}: the highest "
-                 f"total output throughput there{tied}."]
+    sentences = [
+        f"Run {plan}{'' if len(spans) <= 3 else ' (more switches in the table below)'}: the highest "
+        f"total output throughput there{tied}."
+    ]
     spec = _lead_spec(study)
     if spec is not None:
         interval = study.crossover_intervals(spec).get("output_throughput_tok_s")
         if interval is not None:
             crossover = study.crossovers(spec)["output_throughput_tok_s"]
-            said = _interval_words(interval, measured, who=spec, against=study.baseline,
-                                   words=study.load_axis.words, unit=study.load_axis.unit)
+            said = _interval_words(
+                interval,
+                measured,
+                who=spec,
+                against=study.baseline,
+                words=study.load_axis.words,
+                unit=study.load_axis.unit,
+            )
             if not said:
-                said = (f"{code(spec)} beats {code(study.baseline)} at every level up to {max(measured)}."
-                        if crossover.kind == "none_in_range" and pol["best_variant"].iloc[0] == spec else
-                        f"{code(spec)} never beats {code(study.baseline)} on total output throughput.")
+                said = (
+                    f"{code(spec)} beats {code(study.baseline)} at every level up to {max(measured)}."
+                    if crossover.kind == "none_in_range" and pol["best_variant"].iloc[0] == spec
+                    else f"{code(spec)} never beats {code(study.baseline)} on total output throughput."
+                )
             sentences.append(said)
     split = cap_split(study)
     if split is not None and study.seed_pair is not None:  # a split is only made of a seed pair
@@ -174,8 +206,10 @@ def _set_aside_paragraph(study: StudyTables) -> str:
         return ""
     items = [f"run {code(r.run_id)} (variant {code(r.variant)}): {literal(r.reason)}." for r in runs]
     many = len(runs) > 1
-    return (f"\n\n**Not compared** — {len(runs)} of the runs given {'are' if many else 'is'} left out of every "
-            f"figure below: " + " ".join(items))
+    return (
+        f"\n\n**Not compared** — {len(runs)} of the runs given {'are' if many else 'is'} left out of every "
+        f"figure below: " + " ".join(items)
+    )
 
 
 # -- dynamic_disable --------------------------------------------------------------------------------
@@ -190,15 +224,19 @@ def policy_opening(study: PolicyStudy) -> str:
         what = f"Do not draft: {code(t.baseline)} is ahead from concurrency {min(measured)}."
     else:
         what = f"Draft with {code(t.spec)} up to {t.no_draft_above} running requests, and run {code(t.baseline)} above."
-    sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline),
-                 _tiers_sentence(study)]
+    sentences = [what, _interval_words(t.crossover, measured, who=t.spec, against=t.baseline), _tiers_sentence(study)]
     tokens = sorted({int(v) for v in study.levels.get("max_new_tokens", pd.Series(dtype=float)).dropna()})
     length = f" with {_listed(tokens)} output tokens per request" if tokens else ""
-    sentences.append(f"Caveat: measured only at concurrency {_listed(measured)}{length}; another output length or "
-                     "variant set (as in spec_vs_baseline) can move the switch.")
+    sentences.append(
+        f"Caveat: measured only at concurrency {_listed(measured)}{length}; another output length or "
+        "variant set (as in spec_vs_baseline) can move the switch."
+    )
     n = study.repeats
-    sentences.append(f"These figures are SIMULATED (n={n} repeats), not GPU measurements." if study.simulated else
-                     f"Measured with n={n} repeats per level.")
+    sentences.append(
+        f"These figures are SIMULATED (n={n} repeats), not GPU measurements."
+        if study.simulated
+        else f"Measured with n={n} repeats per level."
+    )
     return _join(sentences)
 
 
@@ -217,8 +255,10 @@ def _tiers_sentence(study: PolicyStudy) -> str:
         return ""
     if not drafting:
         return "SGLang's adaptive tiers (topk 1 only) never draft: no topk-1 variant beats the baseline."
-    return (f"SGLang's adaptive tiers (topk 1 only) draft up to {tiers_up_to} running requests instead: they choose "
-            "among the topk-1 variants alone.")
+    return (
+        f"SGLang's adaptive tiers (topk 1 only) draft up to {tiers_up_to} running requests instead: they choose "
+        "among the topk-1 variants alone."
+    )
 
 
 # -- calibration ------------------------------------------------------------------------------------
@@ -231,22 +271,31 @@ def calibration_opening(study: CalibrationStudy) -> str:
     summary = study.summary()
     held = summary[summary["set"] == "held out"]
     pts = study.points()
-    sentences = [f"The roofline fitted to {int(pts['fitted'].astype(bool).sum())} GPU points predicts the "
-                 f"{int((~pts['fitted'].astype(bool)).sum())} held-out ones with a median error of "
-                 f"{round_sig(float(pts.loc[~pts['fitted'].astype(bool), 'residual'].abs().median()) * 100, 2):g}%."]
+    sentences = [
+        f"The roofline fitted to {int(pts['fitted'].astype(bool).sum())} GPU points predicts the "
+        f"{int((~pts['fitted'].astype(bool)).sum())} held-out ones with a median error of "
+        f"{round_sig(float(pts.loc[~pts['fitted'].astype(bool), 'residual'].abs().median()) * 100, 2):g}%."
+    ]
     if len(held):
         worst = held.loc[held["median_abs_error_pct"].idxmax()]
-        sentences.append(f"It misses most on {worst['family']} at context {int(worst['context'])} "
-                         f"({round_sig(float(worst['median_abs_error_pct']), 2):g}% median).")
+        sentences.append(
+            f"It misses most on {worst['family']} at context {int(worst['context'])} "
+            f"({round_sig(float(worst['median_abs_error_pct']), 2):g}% median)."
+        )
     whatif = study.whatif
     if whatif is not None and len(whatif):
         variant, group = next(iter(whatif.sort_values("batch").groupby("variant", sort=False)))
         behind = group[group["speedup"] < 1.0]
-        where = (f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())} "
-                 f"and {int(behind['batch'].iloc[0])}" if len(behind) else
-                 f"pays at every batch up to {int(group['batch'].max())}")
-        sentences.append(f"What-if (SIMULATED): {code(variant)} is {group['speedup'].iloc[0]:.2f}x plain decode at batch "
-                         f"{int(group['batch'].iloc[0])} and {where}.")
+        where = (
+            f"stops paying between batch {int(group[group['batch'] < behind['batch'].iloc[0]]['batch'].max())} "
+            f"and {int(behind['batch'].iloc[0])}"
+            if len(behind)
+            else f"pays at every batch up to {int(group['batch'].max())}"
+        )
+        sentences.append(
+            f"What-if (SIMULATED): {code(variant)} is {group['speedup'].iloc[0]:.2f}x plain decode at batch "
+            f"{int(group['batch'].iloc[0])} and {where}."
+        )
     sentences.append("Caveat: attention was PyTorch SDPA, not SGLang's kernels, so long contexts say more about SDPA.")
     sentences.append("The timings are MEASURED on a GPU; the fit and the what-if are the model's.")
     return _join(sentences)
@@ -269,10 +318,15 @@ def what_if_opening(wi: WhatIf) -> str:
     xs = wi.crossover_table().dropna(subset=["crossover_concurrency"])
     if len(xs):
         best = xs.iloc[0]
-        sentences.append(f"The configuration that pays longest, {code(best['variant'])}, stops paying near concurrency "
-                         f"{best['crossover_concurrency']:.0f} (one prediction: no interval).")
-    sentences.append("Caveat: accept lengths are calibrated on the profile's own settings only; other settings' "
-                     "are extrapolated.")
-    sentences.append("Every figure is a MODEL PREDICTION: measure the chosen settings with the grid files it writes "
-                     "(*From prediction to measurement*, below).")
+        sentences.append(
+            f"The configuration that pays longest, {code(best['variant'])}, stops paying near concurrency "
+            f"{best['crossover_concurrency']:.0f} (one prediction: no interval)."
+        )
+    sentences.append(
+        "Caveat: accept lengths are calibrated on the profile's own settings only; other settings' are extrapolated."
+    )
+    sentences.append(
+        "Every figure is a MODEL PREDICTION: measure the chosen settings with the grid files it writes "
+        "(*From prediction to measurement*, below)."
+    )
     return _join(sentences)

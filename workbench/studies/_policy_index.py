@@ -28,8 +28,11 @@ def variant_settings(v: Variant) -> dict[str, Any]:
     """``topk``, ``num_steps`` (None for plain decoding) and ``gpus`` (TP x DP, default 1) of a variant."""
     spec = v.flags.get("speculative-algorithm") is not None
     gpus = (_int_flag(v, "tp-size") or _int_flag(v, "tensor-parallel-size") or 1) * (_int_flag(v, "dp-size") or 1)
-    return {"topk": (_int_flag(v, "speculative-eagle-topk") or 1) if spec else None,
-            "num_steps": _int_flag(v, "speculative-num-steps") if spec else None, "gpus": gpus}
+    return {
+        "topk": (_int_flag(v, "speculative-eagle-topk") or 1) if spec else None,
+        "num_steps": _int_flag(v, "speculative-num-steps") if spec else None,
+        "gpus": gpus,
+    }
 
 
 @dataclasses.dataclass
@@ -60,8 +63,13 @@ def read_policy_runs(index: Mapping[str, Any], folder: Path) -> dict[str, tuple[
     out = {}
     for name, entry in index.get("policies", {}).items():
         variant_file = folder / entry["variant_file"]
-        run = PolicyRun(name, load_variant(variant_file), variant_file,
-                        folder / entry["config_file"] if entry.get("config_file") else None, entry["always_on"],
-                        {int(c): v for c, v in entry["choice"].items()})
+        run = PolicyRun(
+            name,
+            load_variant(variant_file),
+            variant_file,
+            folder / entry["config_file"] if entry.get("config_file") else None,
+            entry["always_on"],
+            {int(c): v for c, v in entry["choice"].items()},
+        )
         out[name] = (run, folder / entry["run"] if entry.get("run") else None)
     return out

@@ -19,8 +19,10 @@ from workbench.studies._policy_study import PolicyStudy
 __all__ = ["PANEL_FALLBACK", "build_panel", "show_panel"]
 
 #: What an exported report shows where the live panel would be.
-PANEL_FALLBACK = ("Interactive panel (variants, metric, objective, threshold slider): live in JupyterLab only "
-                  "(make lab); the static charts above stand in for it here.")
+PANEL_FALLBACK = (
+    "Interactive panel (variants, metric, objective, threshold slider): live in JupyterLab only "
+    "(make lab); the static charts above stand in for it here."
+)
 
 
 def _gain_html(study: PolicyStudy, variants: list[str], limit: int, metric: str) -> str:
@@ -32,10 +34,13 @@ def _gain_html(study: PolicyStudy, variants: list[str], limit: int, metric: str)
     rows = "".join(
         f"<tr><td>{html.escape(str(r.against))}</td><td>{int(r.concurrency)}</td><td>{r.gain:.3f}</td>"
         f"<td>{'' if r.gain_lo != r.gain_lo else f'{r.gain_lo:.3f}–{r.gain_hi:.3f}'}</td><td>{int(r.n)}</td></tr>"
-        for r in table.itertuples())
-    return (f"<p class='wb-threshold'>No drafting above <b>{limit}</b> running requests, drafting with "
-            f"<b>{html.escape(spec)}</b>: predicted gain on {html.escape(metric)} (above 1: better)</p>"
-            f"<table><tr><th>over</th><th>concurrency</th><th>gain</th><th>95% CI</th><th>n</th></tr>{rows}</table>")
+        for r in table.itertuples()
+    )
+    return (
+        f"<p class='wb-threshold'>No drafting above <b>{limit}</b> running requests, drafting with "
+        f"<b>{html.escape(spec)}</b>: predicted gain on {html.escape(metric)} (above 1: better)</p>"
+        f"<table><tr><th>over</th><th>concurrency</th><th>gain</th><th>95% CI</th><th>n</th></tr>{rows}</table>"
+    )
 
 
 def build_panel(study: PolicyStudy) -> Any:
@@ -47,15 +52,23 @@ def build_panel(study: PolicyStudy) -> Any:
     levels = sorted(int(c) for c in set(study.levels["concurrency"]))
     metrics = [m for m in METRIC_TITLES if m in study.levels]
     objectives = [k for k, col in OBJECTIVES.items() if col in study.levels]
-    pick = w.SelectMultiple(options=study.spec_variants, value=tuple(study.spec_variants), description="Variants",
-                            rows=min(8, max(2, len(study.spec_variants))))
+    pick = w.SelectMultiple(
+        options=study.spec_variants,
+        value=tuple(study.spec_variants),
+        description="Variants",
+        rows=min(8, max(2, len(study.spec_variants))),
+    )
     metric = w.Dropdown(options=[(METRIC_TITLES[m], m) for m in metrics], value=study.metric, description="Metric")
     objective = w.Dropdown(options=objectives, value=study.objective, description="Objective")
     recommended = study.threshold().no_draft_above
     start = levels[-1] if recommended is None else (recommended or levels[0])
-    slider = w.SelectionSlider(options=levels, value=start if start in levels else levels[0],
-                               description="No drafting above", continuous_update=False,
-                               style={"description_width": "initial"})
+    slider = w.SelectionSlider(
+        options=levels,
+        value=start if start in levels else levels[0],
+        description="No drafting above",
+        continuous_update=False,
+        style={"description_width": "initial"},
+    )
     chart = w.Output()
     gains = w.HTML()
     note = w.HTML()
@@ -81,8 +94,10 @@ def build_panel(study: PolicyStudy) -> Any:
             chosen = list(pick.value)
             if chosen:
                 best = study.threshold(col, specs=chosen).no_draft_above
-                note.value = (f"<p>Recommended for {html.escape(objective.value)}: "
-                              f"{'keep drafting at every level' if best is None else f'no drafting above {best}'}</p>")
+                note.value = (
+                    f"<p>Recommended for {html.escape(objective.value)}: "
+                    f"{'keep drafting at every level' if best is None else f'no drafting above {best}'}</p>"
+                )
                 if best in levels:
                     slider.value = best
         finally:

@@ -24,9 +24,24 @@ import altair as alt
 import pandas as pd
 
 from workbench import charts, paths
-from workbench.analysis import (OBJECTIVES, SglangPolicy, Threshold, Tier, best_threshold, envelope, higher_is_better,
-                                pareto_points, policy_gains, policy_rows, predicted_vs_measured, repeat_table,
-                                sglang_policy, spec_ratio_table, step_tiers, vllm_schedule)
+from workbench.analysis import (
+    OBJECTIVES,
+    SglangPolicy,
+    Threshold,
+    Tier,
+    best_threshold,
+    envelope,
+    higher_is_better,
+    pareto_points,
+    policy_gains,
+    policy_rows,
+    predicted_vs_measured,
+    repeat_table,
+    sglang_policy,
+    spec_ratio_table,
+    step_tiers,
+    vllm_schedule,
+)
 from workbench.studies._assemble import assemble_tables, read_tables
 from workbench.studies._goodput import GoodputTargets, with_goodput
 from workbench.studies._policy_index import INDEX_NAME, PolicyRun, read_policy_runs, variant_settings
@@ -137,26 +152,30 @@ class PolicyStudy:
         included), the SGLang rules of the sweep, n."""
         if ("subtitle",) not in self._cache:
             first = assemble_tables(self.levels, self.requests, self.manifests, self.baseline).subtitle_lines
-            versions = sorted({str((m.get("variant_definition") or {}).get("sglang_version") or "?")
-                               for m in self.manifests})
+            versions = sorted(
+                {str((m.get("variant_definition") or {}).get("sglang_version") or "?") for m in self.manifests}
+            )
             n = self.repeats
-            rep = (f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals")
+            rep = f"n={n} repeats per level; bars: 95% t intervals" if n > 1 else "n=1 repeat: no intervals"
             self._cache[("subtitle",)] = [*first, f"SGLang rules {', '.join(versions)} (sweep); {rep}"]
         return list(self._cache[("subtitle",)])
 
     # -- tables -------------------------------------------------------------------------------------
     def means(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
         """Mean, interval and n over repeats per (variant, concurrency) (:func:`workbench.analysis.repeat_table`)."""
-        wanted = metrics or [m for m in dict.fromkeys([self.metric, *OBJECTIVES.values(), *METRIC_TITLES])
-                             if m in self.levels]
+        wanted = metrics or [
+            m for m in dict.fromkeys([self.metric, *OBJECTIVES.values(), *METRIC_TITLES]) if m in self.levels
+        ]
         return repeat_table(self.levels, list(wanted))
 
     def ratios(self, metric: str | None = None) -> pd.DataFrame:
         """Oriented spec/baseline ratios with intervals (:func:`workbench.analysis.spec_ratio_table`)."""
         return spec_ratio_table(self.levels, baseline=self.baseline, metric=metric or self.metric)
 
-    def ratio_summary(self, metrics: Sequence[str] = ("output_throughput_tok_s", "mean_per_request_tok_s",
-                                                     "mean_ttft_ms", "mean_tpot_ms")) -> pd.DataFrame:
+    def ratio_summary(
+        self,
+        metrics: Sequence[str] = ("output_throughput_tok_s", "mean_per_request_tok_s", "mean_ttft_ms", "mean_tpot_ms"),
+    ) -> pd.DataFrame:
         """:meth:`ratios` of several metrics in one table (throughputs spec/baseline, latencies baseline/spec)."""
         return pd.concat([self.ratios(m) for m in metrics if m in self.levels], ignore_index=True)
 
@@ -187,8 +206,9 @@ class PolicyStudy:
         choice = {c: (spec if c <= no_draft_above else self.baseline) for c in levels}
         rows = pd.concat([self.levels, policy_rows(self.levels, choice, name="threshold (slid)")], ignore_index=True)
         out = policy_gains(rows, policy="threshold (slid)", against=[self.baseline, spec], metric=metric)
-        out["against"] = out["against"].map(lambda a: "always-off (baseline)" if a == self.baseline
-                                            else f"always-on ({spec})")
+        out["against"] = out["against"].map(
+            lambda a: "always-off (baseline)" if a == self.baseline else f"always-on ({spec})"
+        )
         out.attrs["spec"] = spec
         return out
 
@@ -200,11 +220,14 @@ class PolicyStudy:
         """
         steps = self.topk_variants(1)
         if not steps:
-            raise ConfigError("no topk-1 variant in the sweep: the adaptive tiers need a sweep over num_steps at topk 1")
+            raise ConfigError(
+                "no topk-1 variant in the sweep: the adaptive tiers need a sweep over num_steps at topk 1"
+            )
         key = ("tiers", metric or self.metric, tolerance)
         if key not in self._cache:
-            self._cache[key] = step_tiers(self.levels, baseline=self.baseline, steps=steps, metric=key[1],
-                                          tolerance=tolerance)
+            self._cache[key] = step_tiers(
+                self.levels, baseline=self.baseline, steps=steps, metric=key[1], tolerance=tolerance
+            )
         return list(self._cache[key])
 
     def sglang_policy(self, sglang_version: str | None = None) -> SglangPolicy:
@@ -219,16 +242,28 @@ class PolicyStudy:
     def policy_table(self) -> pd.DataFrame:
         """The recommended policies in each output format, one row per format."""
         t = self.threshold()
-        rows = [{"format": "threshold (no drafting above N)", "for": f"{t.spec}; any engine with a switch",
-                 "setting": "keep drafting (no threshold in range)" if t.kind == "always" else
-                 f"no drafting above {t.no_draft_above} running requests", "note": t.description}]
+        rows = [
+            {
+                "format": "threshold (no drafting above N)",
+                "for": f"{t.spec}; any engine with a switch",
+                "setting": "keep drafting (no threshold in range)"
+                if t.kind == "always"
+                else f"no drafting above {t.no_draft_above} running requests",
+                "note": t.description,
+            }
+        ]
         for version in ("0.5.12", self.adaptive_version, "0.5.23"):
             p = self.sglang_policy(version)
             setting = json.dumps(p.config) if p.config else (", ".join(p.flags) or p.kind)
             rows.append({"format": f"SGLang {version}", "for": p.kind, "setting": setting, "note": p.note})
-        rows.append({"format": "vLLM", "for": "--speculative-config num_speculative_tokens_per_batch_size",
-                     "setting": json.dumps(self.vllm_schedule()),
-                     "note": "K = the best num_steps at topk 1; inclusive batch-size ranges"})
+        rows.append(
+            {
+                "format": "vLLM",
+                "for": "--speculative-config num_speculative_tokens_per_batch_size",
+                "setting": json.dumps(self.vllm_schedule()),
+                "note": "K = the best num_steps at topk 1; inclusive batch-size ranges",
+            }
+        )
         return pd.DataFrame(rows)
 
     def policy_files(self) -> str:
@@ -244,16 +279,28 @@ class PolicyStudy:
         for run in self.runs.values():
             name = run.variant.name
             if run.policy == "threshold":  # N as the file says it (what the name was made from)
-                what = (f"{code(run.always_on)} with no drafting above {run.variant.sim_policy.get('spec_off_above')} "
-                        "running requests (the name ends in the threshold)")
+                what = (
+                    f"{code(run.always_on)} with no drafting above {run.variant.sim_policy.get('spec_off_above')} "
+                    "running requests (the name ends in the threshold)"
+                )
             else:
-                what = (f"SGLang's adaptive num_steps per batch-size tier; the name ends in the first 8 hex digits of "
-                        f"its config's SHA-256 ({code(paths.shown(run.config_path)) if run.config_path else 'no file'})")
-            lines.append(f"- **{literal(run.policy)}**: variant {code(name)}, {what}; file {code(paths.shown(run.path))}")
+                what = (
+                    f"SGLang's adaptive num_steps per batch-size tier; the name ends in the first 8 hex digits of "
+                    f"its config's SHA-256 ({code(paths.shown(run.config_path)) if run.config_path else 'no file'})"
+                )
+            lines.append(
+                f"- **{literal(run.policy)}**: variant {code(name)}, {what}; file {code(paths.shown(run.path))}"
+            )
         if not lines:
             return ""
-        return "\n".join(["The policies as variant files, each measured below as one server (measure one yourself "
-                          "with `workbench bench FILE`):", "", *lines])
+        return "\n".join(
+            [
+                "The policies as variant files, each measured below as one server (measure one yourself "
+                "with `workbench bench FILE`):",
+                "",
+                *lines,
+            ]
+        )
 
     # -- policies measured -------------------------------------------------------------------------
     def attach_policy_levels(self, policy: str, levels: pd.DataFrame) -> None:
@@ -290,15 +337,22 @@ class PolicyStudy:
         for name, run in self.runs.items():
             against = [self.baseline, run.always_on]
             if run.levels is not None and len(run.levels):
-                t = predicted_vs_measured(combined, predicted=f"{name} (predicted)", measured=f"{name} (measured)",
-                                          against=against, metric=metric)
+                t = predicted_vs_measured(
+                    combined,
+                    predicted=f"{name} (predicted)",
+                    measured=f"{name} (measured)",
+                    against=against,
+                    metric=metric,
+                )
             else:
                 g = policy_gains(combined, policy=f"{name} (predicted)", against=against, metric=metric)
-                t = g.rename(columns={"gain": "predicted_gain", "gain_lo": "predicted_gain_lo",
-                                      "gain_hi": "predicted_gain_hi"}).drop(columns="verdict")
+                t = g.rename(
+                    columns={"gain": "predicted_gain", "gain_lo": "predicted_gain_lo", "gain_hi": "predicted_gain_hi"}
+                ).drop(columns="verdict")
                 t = t.assign(agreement="not run")
-            t["against"] = t["against"].map(lambda a, on=run.always_on: "always-off (baseline)" if a == self.baseline
-                                            else f"always-on ({on})")
+            t["against"] = t["against"].map(
+                lambda a, on=run.always_on: "always-off (baseline)" if a == self.baseline else f"always-on ({on})"
+            )
             frames.append(t.assign(policy=name))
         if not frames:
             return pd.DataFrame()
@@ -312,9 +366,9 @@ class PolicyStudy:
         for source in ("predicted", "measured"):
             if f"{source}_gain" not in g:
                 continue
-            part = g[["policy", "against", "concurrency", "n", f"{source}_gain", f"{source}_gain_lo",
-                      f"{source}_gain_hi"]].rename(columns={f"{source}_gain": "gain", f"{source}_gain_lo": "gain_lo",
-                                                            f"{source}_gain_hi": "gain_hi"})
+            part = g[
+                ["policy", "against", "concurrency", "n", f"{source}_gain", f"{source}_gain_lo", f"{source}_gain_hi"]
+            ].rename(columns={f"{source}_gain": "gain", f"{source}_gain_lo": "gain_lo", f"{source}_gain_hi": "gain_hi"})
             frames.append(part.dropna(subset=["gain"]).assign(source=source))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -330,35 +384,49 @@ class PolicyStudy:
             lines.append(f"- **Do not draft**: {literal(t.description)}")
         else:  # the description opens with the rule itself: said once, in bold
             said = t.description.removeprefix(f"No drafting above {t.no_draft_above} running requests: ")
-            lines.append(f"- **No drafting above {t.no_draft_above} running requests**, drafting with "
-                         f"{literal(t.spec)}: {literal(said)}")
+            lines.append(
+                f"- **No drafting above {t.no_draft_above} running requests**, drafting with "
+                f"{literal(t.spec)}: {literal(said)}"
+            )
         if self.topk_variants(1):
             p = self.sglang_policy()
             if p.config:
-                lines.append(f"- SGLang {self.adaptive_version}+ `--speculative-adaptive-config`: "
-                             f"`{json.dumps(p.config)}`")
+                lines.append(
+                    f"- SGLang {self.adaptive_version}+ `--speculative-adaptive-config`: `{json.dumps(p.config)}`"
+                )
             lines.append(f"- vLLM `num_speculative_tokens_per_batch_size`: `{json.dumps(self.vllm_schedule())}`")
         g = self.gains(m)
-        for (policy, against), part in (g.groupby(["policy", "against"], sort=False) if len(g) else []):
+        for (policy, against), part in g.groupby(["policy", "against"], sort=False) if len(g) else []:
             if (part["predicted_gain"] == 1.0).all():
-                lines.append(f"- {literal(policy)} runs the same variant as {literal(against)} at every level: predicted gain 0; "
-                             + ("measured " + ", ".join(f"{_pct(r, 'measured_gain')} at {int(r['concurrency'])}"
-                                                       for _, r in part.iterrows())
-                                if "measured_gain" in part and part["measured_gain"].notna().any() else "not run")
-                             + f" (n={int(part['n'].min())} repeats).")
+                lines.append(
+                    f"- {literal(policy)} runs the same variant as {literal(against)} at every level: predicted gain 0; "
+                    + (
+                        "measured "
+                        + ", ".join(
+                            f"{_pct(r, 'measured_gain')} at {int(r['concurrency'])}" for _, r in part.iterrows()
+                        )
+                        if "measured_gain" in part and part["measured_gain"].notna().any()
+                        else "not run"
+                    )
+                    + f" (n={int(part['n'].min())} repeats)."
+                )
                 continue
             best = part.loc[part["predicted_gain"].idxmax()]
-            text = (f"- {literal(policy)} over {literal(against)}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
-                    f"{int(best['concurrency'])}")
+            text = (
+                f"- {literal(policy)} over {literal(against)}: predicted up to {_pct(best, 'predicted_gain')} at concurrency "
+                f"{int(best['concurrency'])}"
+            )
             if "measured_gain" in part and part["measured_gain"].notna().any():
                 text += f", measured {_pct(best, 'measured_gain')} there ({best['agreement']})"
             lines.append(text + f"; n={int(best['n'])} repeats.")
-        lines.append(f"- Caveats: {literal('; '.join(self.subtitle))}. Levels "
-                     f"{', '.join(str(int(c)) for c in sorted(set(self.levels['concurrency'])))} only: the switch "
-                     "lies somewhere between the last level ahead and the next; a policy's prediction is assembled "
-                     "from static variants and leaves out what switching costs (measured: the policy run as one "
-                     f"server). Adaptive tiers run under SGLang {literal(self.adaptive_version)}'s rules, the sweep under its "
-                     "variants' own.")
+        lines.append(
+            f"- Caveats: {literal('; '.join(self.subtitle))}. Levels "
+            f"{', '.join(str(int(c)) for c in sorted(set(self.levels['concurrency'])))} only: the switch "
+            "lies somewhere between the last level ahead and the next; a policy's prediction is assembled "
+            "from static variants and leaves out what switching costs (measured: the policy run as one "
+            f"server). Adaptive tiers run under SGLang {literal(self.adaptive_version)}'s rules, the sweep under its "
+            "variants' own."
+        )
         return "\n".join(lines)
 
     # -- charts -------------------------------------------------------------------------------------
@@ -371,34 +439,57 @@ class PolicyStudy:
         sub = self.subtitle
         limit = self.threshold(metric).no_draft_above
         out: dict[str, alt.TopLevelMixin] = {
-            "envelope": self.envelope_chart(metric=metric, variants=names, no_draft_above=limit)}
+            "envelope": self.envelope_chart(metric=metric, variants=names, no_draft_above=limit)
+        }
         if len(names) > 1:
             out["ratios"] = charts.spec_ratio_chart(
                 spec_ratio_table(self.levels, baseline=self.baseline, metric=metric, specs=names[1:]),
-                baseline=self.baseline, variants=self.variants, subtitle=sub, no_draft_above=limit,
-                y_title=("spec / baseline" if higher_is_better(metric) else "baseline / spec") + f", {metric}")
-        both = repeat_table(self.levels[self.levels["variant"].isin(names)],
-                            ["output_throughput_tok_s", "mean_per_request_tok_s"])
+                baseline=self.baseline,
+                variants=self.variants,
+                subtitle=sub,
+                no_draft_above=limit,
+                y_title=("spec / baseline" if higher_is_better(metric) else "baseline / spec") + f", {metric}",
+            )
+        both = repeat_table(
+            self.levels[self.levels["variant"].isin(names)], ["output_throughput_tok_s", "mean_per_request_tok_s"]
+        )
         points = pareto_points(both, gpus={v: self.settings[v]["gpus"] for v in names})
-        out["pareto"] = charts.pareto_chart(points, baseline=self.baseline, variants=self.variants,
-                                            subtitle=[*sub[:-1], sub[-1].split("; bars")[0] + "; points: means"])
+        out["pareto"] = charts.pareto_chart(
+            points,
+            baseline=self.baseline,
+            variants=self.variants,
+            subtitle=[*sub[:-1], sub[-1].split("; bars")[0] + "; points: means"],
+        )
         if self.runs:
-            stand_ins = [f"{run.variant.name} = {run.variant.sim_stand_in()}" for run in self.runs.values()
-                         if run.variant.sim_stand_in() and self.simulated]
-            out["gains"] = charts.gain_chart(self.gains_long(metric), subtitle=[*sub, *stand_ins],
-                                             y_title=f"gain ({metric}; above 1: the policy is better)")
+            stand_ins = [
+                f"{run.variant.name} = {run.variant.sim_stand_in()}"
+                for run in self.runs.values()
+                if run.variant.sim_stand_in() and self.simulated
+            ]
+            out["gains"] = charts.gain_chart(
+                self.gains_long(metric),
+                subtitle=[*sub, *stand_ins],
+                y_title=f"gain ({metric}; above 1: the policy is better)",
+            )
         return out
 
-    def envelope_chart(self, *, metric: str | None = None, variants: Sequence[str] | None = None,
-                       no_draft_above: int | None = None) -> alt.LayerChart | alt.FacetChart:
+    def envelope_chart(
+        self, *, metric: str | None = None, variants: Sequence[str] | None = None, no_draft_above: int | None = None
+    ) -> alt.LayerChart | alt.FacetChart:
         """The envelope chart of ``variants`` (the baseline always kept) with a threshold rule at ``no_draft_above``."""
         metric = metric or self.metric
         names = [self.baseline, *[v for v in (variants or self.spec_variants) if v != self.baseline]]
         means = repeat_table(self.levels[self.levels["variant"].isin(names)], [metric])
-        return charts.policy_envelope_chart(means, self.envelope(metric, names), metric=metric,
-                                            y_title=METRIC_TITLES.get(metric, metric), baseline=self.baseline,
-                                            variants=self.variants, subtitle=self.subtitle,
-                                            no_draft_above=no_draft_above)
+        return charts.policy_envelope_chart(
+            means,
+            self.envelope(metric, names),
+            metric=metric,
+            y_title=METRIC_TITLES.get(metric, metric),
+            baseline=self.baseline,
+            variants=self.variants,
+            subtitle=self.subtitle,
+            no_draft_above=no_draft_above,
+        )
 
     def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
         """Write every chart as PNG and SVG into ``out_dir`` (relative: to the project root); one row per chart."""
@@ -413,10 +504,16 @@ def _pct(row: pd.Series, col: str) -> str:
     return text
 
 
-def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline", objective: str = "throughput",
-                      tpot_ms: float | None = None, e2e_ms: float | None = None,
-                      adaptive_version: str = DEFAULT_ADAPTIVE_VERSION, bench: Mapping[str, Any] | None = None,
-                      ) -> PolicyStudy:
+def load_policy_study(
+    runs: Sequence[str | Path],
+    *,
+    baseline: str = "baseline",
+    objective: str = "throughput",
+    tpot_ms: float | None = None,
+    e2e_ms: float | None = None,
+    adaptive_version: str = DEFAULT_ADAPTIVE_VERSION,
+    bench: Mapping[str, Any] | None = None,
+) -> PolicyStudy:
     """A :class:`PolicyStudy` over stored runs of the sweep (run directories or ids).
 
     Raises:
@@ -428,14 +525,27 @@ def load_policy_study(runs: Sequence[str | Path], *, baseline: str = "baseline",
         name = m["variant"]
         definition = m.get("variant_definition") or {}
         settings[name] = variant_settings(Variant.from_dict(definition, name=name))
-    return PolicyStudy(levels=tables.levels, requests=tables.requests, manifests=list(tables.manifests),
-                       baseline=baseline, settings=settings, objective=objective,
-                       goodput=GoodputTargets(tpot_ms=tpot_ms, e2e_ms=e2e_ms), adaptive_version=adaptive_version,
-                       bench=dict(bench or {}))
+    return PolicyStudy(
+        levels=tables.levels,
+        requests=tables.requests,
+        manifests=list(tables.manifests),
+        baseline=baseline,
+        settings=settings,
+        objective=objective,
+        goodput=GoodputTargets(tpot_ms=tpot_ms, e2e_ms=e2e_ms),
+        adaptive_version=adaptive_version,
+        bench=dict(bench or {}),
+    )
 
 
-def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpot_ms: float | None = None,
-                         e2e_ms: float | None = None, progress: bool | None = None) -> PolicyStudy:
+def load_dynamic_disable(
+    index: str | Path,
+    *,
+    objective: str | None = None,
+    tpot_ms: float | None = None,
+    e2e_ms: float | None = None,
+    progress: bool | None = None,
+) -> PolicyStudy:
     """The :class:`PolicyStudy` a :func:`dynamic_disable` run recorded (its ``study.json``), measured policies included.
 
     Args:
@@ -464,11 +574,14 @@ def load_dynamic_disable(index: str | Path, *, objective: str | None = None, tpo
     if missing:
         raise ConfigError(f"{path} names runs that are not there: {missing}")
     has_goodput = tpot_ms is not None or e2e_ms is not None
-    study = load_policy_study(list(tqdm(sweep, desc="reading sweep runs", disable=not bars)),
-                              baseline=data["baseline"], objective=objective or data["objective"],
-                              tpot_ms=tpot_ms if has_goodput else data.get("tpot_ms"),
-                              e2e_ms=e2e_ms if has_goodput else data.get("e2e_ms"),
-                              adaptive_version=data.get("adaptive_version", DEFAULT_ADAPTIVE_VERSION))
+    study = load_policy_study(
+        list(tqdm(sweep, desc="reading sweep runs", disable=not bars)),
+        baseline=data["baseline"],
+        objective=objective or data["objective"],
+        tpot_ms=tpot_ms if has_goodput else data.get("tpot_ms"),
+        e2e_ms=e2e_ms if has_goodput else data.get("e2e_ms"),
+        adaptive_version=data.get("adaptive_version", DEFAULT_ADAPTIVE_VERSION),
+    )
     study.settings = {**study.settings, **data.get("settings", {})}
     policies = read_policy_runs(data, folder)
     for name, (run, run_dir) in tqdm(list(policies.items()), desc="reading policy runs", disable=not bars):

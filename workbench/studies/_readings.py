@@ -18,17 +18,38 @@ __all__ = ["SUMMARY_COLUMNS", "TABLES", "crossover_table", "narrow_table", "poli
 
 #: The report's narrow tables: name -> [(level column, shown column with its unit)].
 TABLES = {
-    "throughput": [("output_throughput_tok_s", "output tok/s"), ("mean_per_request_tok_s", "per-request tok/s"),
-                   ("accept_length", "accept length (tok/verify)")],
-    "latency": [("p50_ttft_ms", "TTFT p50 ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("p50_tpot_ms", "TPOT p50 ms"),
-                ("p99_tpot_ms", "TPOT p99 ms"), ("p50_e2e_ms", "E2E p50 ms"), ("p99_e2e_ms", "E2E p99 ms")],
+    "throughput": [
+        ("output_throughput_tok_s", "output tok/s"),
+        ("mean_per_request_tok_s", "per-request tok/s"),
+        ("accept_length", "accept length (tok/verify)"),
+    ],
+    "latency": [
+        ("p50_ttft_ms", "TTFT p50 ms"),
+        ("p99_ttft_ms", "TTFT p99 ms"),
+        ("p50_tpot_ms", "TPOT p50 ms"),
+        ("p99_tpot_ms", "TPOT p99 ms"),
+        ("p50_e2e_ms", "E2E p50 ms"),
+        ("p99_e2e_ms", "E2E p99 ms"),
+    ],
 }
 
 #: Columns of the compact per-level table shown in reports (one repeat).
 SUMMARY_COLUMNS = (
-    "variant", "concurrency", "completed", "failed", "output_throughput_tok_s", "request_throughput_req_s",
-    "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "mean_tpot_ms", "p50_itl_ms", "p99_itl_ms",
-    "mean_e2e_ms", "accept_length", "server_accept_length",
+    "variant",
+    "concurrency",
+    "completed",
+    "failed",
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "mean_per_request_tok_s",
+    "mean_ttft_ms",
+    "p90_ttft_ms",
+    "mean_tpot_ms",
+    "p50_itl_ms",
+    "p99_itl_ms",
+    "mean_e2e_ms",
+    "accept_length",
+    "server_accept_length",
 )
 
 
@@ -49,11 +70,11 @@ def summary(study: StudyTables) -> pd.DataFrame:
         table.insert(2, "n", 1)
     else:
         means = study.means()
-        cols = ["variant", load, "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means
-                                         for s in ("", "_lo", "_hi")]
+        cols = ["variant", load, "n"] + [f"{m}{s}" for m in INTERVAL_METRICS if m in means for s in ("", "_lo", "_hi")]
         table = means[cols]
-    digits = {c: (2 if "accept" in c or "_req_s" in c else 1) for c in table.columns
-              if pd.api.types.is_float_dtype(table[c])}
+    digits = {
+        c: (2 if "accept" in c or "_req_s" in c else 1) for c in table.columns if pd.api.types.is_float_dtype(table[c])
+    }
     return table.round(digits)
 
 
@@ -81,16 +102,22 @@ def narrow_table(study: StudyTables, kind: str = "throughput") -> pd.DataFrame:
     for col, shown in TABLES[kind]:
         if col not in means or means[col].isna().all():
             continue
-        out[shown] = [interval_text(getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi"))
-                      for row in means.itertuples()]
+        out[shown] = [
+            interval_text(getattr(row, col), getattr(row, f"{col}_lo"), getattr(row, f"{col}_hi"))
+            for row in means.itertuples()
+        ]
     return out.reset_index(drop=True)
 
 
 #: A crossover's kind as the table says it (:class:`workbench.analysis.CrossoverInterval` when tested, else
 #: :func:`workbench.analysis.find_crossover`'s, untested): words, not the analysis' enum values.
-_KIND_WORDS = {"not_claimed": "not claimed (the intervals overlap)", "interpolated": "between two levels (untested)",
-               "at_level": "at a measured level (untested)", "below_range": "below the lowest level (untested)",
-               "none_in_range": "none within the levels (untested)"}
+_KIND_WORDS = {
+    "not_claimed": "not claimed (the intervals overlap)",
+    "interpolated": "between two levels (untested)",
+    "at_level": "at a measured level (untested)",
+    "below_range": "below the lowest level (untested)",
+    "none_in_range": "none within the levels (untested)",
+}
 
 
 def crossover_table(study: StudyTables) -> pd.DataFrame:
@@ -109,11 +136,19 @@ def crossover_table(study: StudyTables) -> pd.DataFrame:
                 lo, hi = bracket_levels(c.concurrency, measured)
                 between = f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
             kind = c.kind if iv.kind == "not_tested" else iv.kind
-            rows.append({"variant": spec, "metric": metric, "kind": _KIND_WORDS.get(kind, kind), "between": between,
-                         f"crossover_{load}": None if c.concurrency is None else round(c.concurrency, 1),
-                         "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
-                         "crossover_hi": None if iv.hi is None else round(iv.hi, 1), "n": iv.n,
-                         "description": c.description})
+            rows.append(
+                {
+                    "variant": spec,
+                    "metric": metric,
+                    "kind": _KIND_WORDS.get(kind, kind),
+                    "between": between,
+                    f"crossover_{load}": None if c.concurrency is None else round(c.concurrency, 1),
+                    "crossover_lo": None if iv.lo is None else round(iv.lo, 1),
+                    "crossover_hi": None if iv.hi is None else round(iv.hi, 1),
+                    "n": iv.n,
+                    "description": c.description,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -122,8 +157,11 @@ def policy_table(study: StudyTables, metric: str = "output_throughput_tok_s") ->
     interval (``"143 (140–145)"``), ``runner-up``, the margin over it in per cent with its paired
     interval (``"+52% (+45% to +60%)"``) and whether the best is ahead under the significance rule."""
     pol = study.policy(metric)
-    shown = {"output_throughput_tok_s": "output tok/s", "mean_per_request_tok_s": "per-request tok/s",
-             "goodput_req_s": f"goodput req/s ({study.goodput.words})"}.get(metric, metric)
+    shown = {
+        "output_throughput_tok_s": "output tok/s",
+        "mean_per_request_tok_s": "per-request tok/s",
+        "goodput_req_s": f"goodput req/s ({study.goodput.words})",
+    }.get(metric, metric)
 
     def margin(row: tuple) -> str:
         m, lo, hi = row
@@ -133,15 +171,25 @@ def policy_table(study: StudyTables, metric: str = "output_throughput_tok_s") ->
             return f"{m:+.1%}"
         return f"{m:+.1%} ({lo:+.1%} to {hi:+.1%})"
 
-    return pd.DataFrame({
-        study.load: pol[study.load], "best variant": pol["best_variant"], "n": pol["n"],
-        shown: [interval_text(v, lo, hi) for v, lo, hi in
-                zip(pol[f"best_{metric}"], pol[f"best_{metric}_lo"], pol[f"best_{metric}_hi"])],
-        "runner-up": pol["runner_up"],
-        "margin over runner-up": [margin(r) for r in zip(pol["margin"], pol["margin_lo"], pol["margin_hi"])],
-        "best vs runner-up": [_versus(study, level, best, runner, verdict) for level, best, runner, verdict in
-                              zip(pol[study.load], pol["best_variant"], pol["runner_up"], pol["margin_verdict"])],
-    })
+    return pd.DataFrame(
+        {
+            study.load: pol[study.load],
+            "best variant": pol["best_variant"],
+            "n": pol["n"],
+            shown: [
+                interval_text(v, lo, hi)
+                for v, lo, hi in zip(pol[f"best_{metric}"], pol[f"best_{metric}_lo"], pol[f"best_{metric}_hi"])
+            ],
+            "runner-up": pol["runner_up"],
+            "margin over runner-up": [margin(r) for r in zip(pol["margin"], pol["margin_lo"], pol["margin_hi"])],
+            "best vs runner-up": [
+                _versus(study, level, best, runner, verdict)
+                for level, best, runner, verdict in zip(
+                    pol[study.load], pol["best_variant"], pol["runner_up"], pol["margin_verdict"]
+                )
+            ],
+        }
+    )
 
 
 def _versus(study: StudyTables, level: float, best: str, runner: object, verdict: object) -> object:

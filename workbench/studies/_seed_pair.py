@@ -47,9 +47,11 @@ class CapSplit:
     def sentence(self, seed_baseline: str, seed_spec: str, baseline: str) -> str:
         """``"At concurrency 64 the seed's `baseline` gives 2.03x `eagle3-topk4`'s output tok/s: 1.05x of
         it is the 48-request cap (against `baseline-cap48`), 1.93x speculation."``"""
-        return (f"At concurrency {self.concurrency} the seed's {code(seed_baseline)} gives {self.gap:.2f}x "
-                f"{code(seed_spec)}'s output tok/s: {self.cap:.2f}x of it is the 48-request cap (against "
-                f"{code(baseline)}), {self.speculation:.2f}x speculation.")
+        return (
+            f"At concurrency {self.concurrency} the seed's {code(seed_baseline)} gives {self.gap:.2f}x "
+            f"{code(seed_spec)}'s output tok/s: {self.cap:.2f}x of it is the 48-request cap (against "
+            f"{code(baseline)}), {self.speculation:.2f}x speculation."
+        )
 
 
 def _means(study: StudyTables) -> pd.DataFrame:
@@ -116,9 +118,16 @@ def seed_figures(study: StudyTables) -> pd.DataFrame:
         error = r[col] / float(point["value"]) - 1.0
         values.setdefault(point["metric"], {})[point["variant"]] = (float(point["value"]), float(r[col]))
         metrics.append(point["metric"])
-        rows.append({"figure": what, "variant": variant, "seed": float(point["value"]),
-                     "measured": interval_text(r[col], r.get(f"{col}_lo"), r.get(f"{col}_hi")),
-                     "error_pct": float(round_sig(error * 100, 2)), "within": bool(abs(error) <= tolerance)})
+        rows.append(
+            {
+                "figure": what,
+                "variant": variant,
+                "seed": float(point["value"]),
+                "measured": interval_text(r[col], r.get(f"{col}_lo"), r.get(f"{col}_hi")),
+                "error_pct": float(round_sig(error * 100, 2)),
+                "within": bool(abs(error) <= tolerance),
+            }
+        )
 
     def same_sign(metric: str) -> bool | None:
         pair = values.get(metric, {})

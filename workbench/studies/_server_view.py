@@ -21,10 +21,15 @@ __all__ = ["server_series", "server_series_summary", "server_series_table", "sho
 
 #: Columns of the per-level table: series name -> column (the mean over the level's samples).
 #: SGLang's ``token_usage`` is a fraction of the KV pool; the table shows it in per cent (:data:`PERCENT`).
-TABLE_SERIES = {"num_running_reqs": "mean_running_reqs", "num_queue_reqs": "mean_queued_reqs",
-                "token_usage": "mean_token_usage_pct", "gen_throughput": "mean_server_gen_tok_s",
-                "spec_accept_length": "mean_server_accept_length", "gpu_util_pct": "mean_gpu_util_pct",
-                "power_w": "mean_gpu_power_w"}
+TABLE_SERIES = {
+    "num_running_reqs": "mean_running_reqs",
+    "num_queue_reqs": "mean_queued_reqs",
+    "token_usage": "mean_token_usage_pct",
+    "gen_throughput": "mean_server_gen_tok_s",
+    "spec_accept_length": "mean_server_accept_length",
+    "gpu_util_pct": "mean_gpu_util_pct",
+    "power_w": "mean_gpu_power_w",
+}
 
 #: Series given as fractions (0..1) that the table shows in per cent.
 PERCENT = frozenset({"token_usage"})
@@ -40,10 +45,14 @@ def server_series(runs: Sequence[str | Path]) -> tuple[pd.DataFrame, pd.DataFram
         levels.append(stored.levels)
         if len(stored.series):
             keys = stored.levels[["level_index", "repeat", "concurrency"]].drop_duplicates()
-            keys["level"] = [_level_label(row) for _, row in stored.levels.drop_duplicates(
-                ["level_index", "repeat"]).iterrows()]
-            frames.append(stored.series.merge(keys, on=["level_index", "repeat"], how="left")
-                          .assign(variant=stored.manifest.get("variant"), run_id=stored.run_id))
+            keys["level"] = [
+                _level_label(row) for _, row in stored.levels.drop_duplicates(["level_index", "repeat"]).iterrows()
+            ]
+            frames.append(
+                stored.series.merge(keys, on=["level_index", "repeat"], how="left").assign(
+                    variant=stored.manifest.get("variant"), run_id=stored.run_id
+                )
+            )
     series = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return series, (pd.concat(levels, ignore_index=True) if levels else pd.DataFrame())
 
@@ -97,8 +106,11 @@ def server_series_summary(table: pd.DataFrame, order: Sequence[str] | None = Non
     totals = table.groupby(keys)["n_samples"].sum()
     out["n_samples"] = [int(totals[tuple(k)]) for k in stats[keys].itertuples(index=False)]
     rank = {v: i for i, v in enumerate(dict.fromkeys([*(order or []), *table["variant"]]))}
-    return (out.sort_values(["variant", "level_index"], key=lambda c: c.map(rank) if c.name == "variant" else c)
-            .drop(columns="level_index").reset_index(drop=True))
+    return (
+        out.sort_values(["variant", "level_index"], key=lambda c: c.map(rank) if c.name == "variant" else c)
+        .drop(columns="level_index")
+        .reset_index(drop=True)
+    )
 
 
 def gen_throughput_note(levels: pd.DataFrame) -> str:
@@ -111,12 +123,15 @@ def gen_throughput_note(levels: pd.DataFrame) -> str:
     counts only its decode steps' time, prefill left out (said when ``levels`` hold simulated rows).
     """
     simulated = bool(levels.get("simulated", pd.Series([False])).fillna(False).astype(bool).any())
-    engine = (" (the simulated engine counts its decode steps' time alone, so prefill is left out too)"
-              if simulated else "")
-    return ("*Mean server gen (tok/s)* is the server's own rate while it was generating: tokens per second over "
-            f"its last batch of decode steps{engine}, sampled only while requests ran. The client's output tok/s "
-            "(the tables below) divides every output token by the whole level, prefill, waiting, ramp-up and the "
-            "last requests' drain included, so at the same level the server's figure is the higher one.")
+    engine = (
+        " (the simulated engine counts its decode steps' time alone, so prefill is left out too)" if simulated else ""
+    )
+    return (
+        "*Mean server gen (tok/s)* is the server's own rate while it was generating: tokens per second over "
+        f"its last batch of decode steps{engine}, sampled only while requests ran. The client's output tok/s "
+        "(the tables below) divides every output token by the whole level, prefill, waiting, ramp-up and the "
+        "last requests' drain included, so at the same level the server's figure is the higher one."
+    )
 
 
 def show_server_series(runs: Sequence[str | Path]) -> None:
@@ -124,14 +139,22 @@ def show_server_series(runs: Sequence[str | Path]) -> None:
     from IPython.display import Markdown, display
 
     series, levels = server_series(runs)
-    display(Markdown("## What the server saw\nSampled during each level: the server's `/metrics` (with "
-                     "`--enable-metrics`), its \"Decode batch\" / \"Prefill batch\" log lines, and the host's GPUs "
-                     "(nvidia-smi, where the load generator runs on the server's host). Each cell: the mean over "
-                     "the repeats of each repeat's mean over its samples, with its 95% interval over the n "
-                     "repeats (none for n=1); n_samples over all repeats."))
+    display(
+        Markdown(
+            "## What the server saw\nSampled during each level: the server's `/metrics` (with "
+            '`--enable-metrics`), its "Decode batch" / "Prefill batch" log lines, and the host\'s GPUs '
+            "(nvidia-smi, where the load generator runs on the server's host). Each cell: the mean over "
+            "the repeats of each repeat's mean over its samples, with its 95% interval over the n "
+            "repeats (none for n=1); n_samples over all repeats."
+        )
+    )
     if series.empty:
-        display(Markdown("*No server-side observations in these runs* (the server served no `/metrics`, logged "
-                         "no batch lines within the levels, and no GPU was sampled)."))
+        display(
+            Markdown(
+                "*No server-side observations in these runs* (the server served no `/metrics`, logged "
+                "no batch lines within the levels, and no GPU was sampled)."
+            )
+        )
         return
     table = server_series_summary(server_series_table(series), order=list(dict.fromkeys(series["variant"])))
     display(table)
@@ -139,7 +162,10 @@ def show_server_series(runs: Sequence[str | Path]) -> None:
         display(Markdown(gen_throughput_note(levels)))
     first = series[series["repeat"] == series["repeat"].min()]
     try:
-        display(charts.server_series_chart(first, subtitle=[charts.provenance_subtitle(levels),
-                                                            "repeat 1 of each level; one line per level"]))
+        display(
+            charts.server_series_chart(
+                first, subtitle=[charts.provenance_subtitle(levels), "repeat 1 of each level; one line per level"]
+            )
+        )
     except ValueError as exc:
         display(Markdown(f"*No chart: {literal(exc)}.*"))

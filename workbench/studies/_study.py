@@ -43,17 +43,28 @@ class Study:
     tables: StudyTables
 
     @classmethod
-    def from_frames(cls, levels: pd.DataFrame, requests: pd.DataFrame, manifests: Sequence[Mapping[str, Any]],
-                    baseline: str, *, workload: str | None = None, goodput: GoodputTargets = GoodputTargets(),
-                    seed_pair: tuple[str, str] | None = None) -> Study:
+    def from_frames(
+        cls,
+        levels: pd.DataFrame,
+        requests: pd.DataFrame,
+        manifests: Sequence[Mapping[str, Any]],
+        baseline: str,
+        *,
+        workload: str | None = None,
+        goodput: GoodputTargets = GoodputTargets(),
+        seed_pair: tuple[str, str] | None = None,
+    ) -> Study:
         """A study of rows at hand (levels, requests, manifests) rather than stored runs: as
         :func:`workbench.studies._assemble.assemble_tables` checks and narrows them.
 
         Raises:
             ConfigError: as :func:`~workbench.studies._assemble.assemble_tables`.
         """
-        return cls(assemble_tables(levels, requests, manifests, baseline, workload=workload, goodput=goodput,
-                                   seed_pair=seed_pair))
+        return cls(
+            assemble_tables(
+                levels, requests, manifests, baseline, workload=workload, goodput=goodput, seed_pair=seed_pair
+            )
+        )
 
     # -- what is compared (the tables' own fields) ---------------------------------------
     @property
@@ -240,9 +251,16 @@ class Study:
         return charts.save_charts(self.charts(), paths.resolve(out_dir))
 
 
-def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workload: str | None = None,
-               ttft_target_ms: float | None = None, tpot_target_ms: float | None = None,
-               seed_pair: Sequence[str] | None = None, runs_dir: str | Path | None = None) -> Study:
+def load_study(
+    runs: Sequence[str | Path],
+    *,
+    baseline: str | None = None,
+    workload: str | None = None,
+    ttft_target_ms: float | None = None,
+    tpot_target_ms: float | None = None,
+    seed_pair: Sequence[str] | None = None,
+    runs_dir: str | Path | None = None,
+) -> Study:
     """A :class:`Study` over runs: run directories, run ids or unique prefixes of one, resolved as
     every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
     None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
@@ -269,5 +287,6 @@ def load_study(runs: Sequence[str | Path], *, baseline: str | None = None, workl
     label in ``sim_stand_in`` (None elsewhere), taken from each run's manifest.
     """
     goodput = GoodputTargets(ttft_ms=ttft_target_ms, tpot_ms=tpot_target_ms)
-    return Study(read_tables(runs, baseline=baseline, workload=workload, goodput=goodput, seed_pair=seed_pair,
-                             runs_dir=runs_dir))
+    return Study(
+        read_tables(runs, baseline=baseline, workload=workload, goodput=goodput, seed_pair=seed_pair, runs_dir=runs_dir)
+    )

@@ -19,8 +19,16 @@ from typing import cast
 import pandas as pd
 
 from workbench._version import __version__
-from workbench.analysis import (MIN_TEST_REPEATS, SIGNIFICANCE_RULE, Crossover, CrossoverInterval, bracket_levels,
-                                levels_text, not_tested_text, ratio_spans)
+from workbench.analysis import (
+    MIN_TEST_REPEATS,
+    SIGNIFICANCE_RULE,
+    Crossover,
+    CrossoverInterval,
+    bracket_levels,
+    levels_text,
+    not_tested_text,
+    ratio_spans,
+)
 from workbench.markup import code, literal
 from workbench.studies._conditions import conditions_text
 from workbench.studies._seed_pair import cap_split
@@ -36,8 +44,13 @@ def _at(study: StudyTables, levels: object) -> str:
     return f"{axis.words} {shown}{axis.unit}"
 
 
-def choice_spans(study: StudyTables, metric: str = "output_throughput_tok_s", *,
-                 name: Callable[[str], str] = literal, brief: bool = False) -> list[str]:
+def choice_spans(
+    study: StudyTables,
+    metric: str = "output_throughput_tok_s",
+    *,
+    name: Callable[[str], str] = literal,
+    brief: bool = False,
+) -> list[str]:
     """What to run where, as phrases over runs of consecutive levels (:meth:`StudyTables.policy_choices`): a
     level where several variants serve equally names them all with "either" and says why, so no phrase
     recommends one of two settings the tables cannot tell apart.
@@ -63,10 +76,15 @@ def choice_spans(study: StudyTables, metric: str = "output_throughput_tok_s", *,
             out.append(f"{name(serve[0])} at {at}")
             continue
         names = [name(v) for v in serve]
-        who = f"either {names[0]} or {names[1]}" if len(names) == 2 else f"any of {', '.join(names[:-1])} or {names[-1]}"
+        who = (
+            f"either {names[0]} or {names[1]}" if len(names) == 2 else f"any of {', '.join(names[:-1])} or {names[-1]}"
+        )
         said = list(dict.fromkeys(whys))
-        reason = said[0] if len(said) == 1 else "; ".join(
-            f"{w} at {levels_text([c for c, x in zip(levels, whys) if x == w], measured)}" for w in said)
+        reason = (
+            said[0]
+            if len(said) == 1
+            else "; ".join(f"{w} at {levels_text([c for c, x in zip(levels, whys) if x == w], measured)}" for w in said)
+        )
         out.append(f"{who} at {at}" if brief else f"{who} at {at} ({reason})")
     return out
 
@@ -76,37 +94,50 @@ def comparability_text(study: StudyTables) -> str:
     differs from the baseline beyond speculation with what it does and how (or whether) it can be
     equalised, and the levels where a server's queue held requests."""
     unfair, held = study.comparability(), study.queued()
-    same = [f"- **Same work** ({'FLAGGED' if w.flagged else 'checked' if w.checked else 'not checked'}): "
-            f"{w.text()}." for w in study.same_work()]
+    same = [
+        f"- **Same work** ({'FLAGGED' if w.flagged else 'checked' if w.checked else 'not checked'}): {w.text()}."
+        for w in study.same_work()
+    ]
     if not study.server_infos:
-        return "\n".join(["No server settings were recorded in these runs' manifests: comparability cannot be "
-                          "checked.", *same])
+        return "\n".join(
+            ["No server settings were recorded in these runs' manifests: comparability cannot be checked.", *same]
+        )
     lines = list(same)
     base = literal(study.baseline)
     for spec in study.spec_variants:
         rows = unfair[unfair["variant"] == spec]
         if not len(rows):
-            lines.append(f"- **{literal(spec)}**: like-for-like with {base} (the servers reported the same "
-                         "settings beyond speculation).")
+            lines.append(
+                f"- **{literal(spec)}**: like-for-like with {base} (the servers reported the same "
+                "settings beyond speculation)."
+            )
             continue
         lines.append(f"- **{literal(spec)}** differs from {base}:")
         for r in rows.itertuples():
-            values = (f" ({base}: {literal(r.baseline_value)}, {literal(spec)}: {literal(r.spec_value)})"
-                      if r.baseline_value else "")
+            values = (
+                f" ({base}: {literal(r.baseline_value)}, {literal(spec)}: {literal(r.spec_value)})"
+                if r.baseline_value
+                else ""
+            )
             lines.append(f"  - {code(r.setting)}{values}: {r.effect}. To equalise: {r.equalise}.")
     if len(held):
-        at = "; ".join(f"{literal(r.variant)} at {_at(study, getattr(r, study.load))}: {r.queued_requests} queued "
-                       f"(cap {r.cap})"
-                       for r in held.itertuples())
+        at = "; ".join(
+            f"{literal(r.variant)} at {_at(study, getattr(r, study.load))}: {r.queued_requests} queued (cap {r.cap})"
+            for r in held.itertuples()
+        )
         lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
     elif study.load != "concurrency":
-        lines.append("- **Queued requests**: not known for open-loop levels (requests arrive at a rate, so how "
-                     "many wait in a server's queue is not fixed by the load).")
+        lines.append(
+            "- **Queued requests**: not known for open-loop levels (requests arrive at a rate, so how "
+            "many wait in a server's queue is not fixed by the load)."
+        )
     else:
-        lines.append("- **Queued requests** beyond max-running-requests: none; every level's concurrency is within "
-                     "each server's max-running-requests. A request can still wait in the server's own queue for "
-                     "its prefill (chunked prefill admits a budget of prompt tokens per step): *What the server "
-                     "saw* shows the queue the server reported at each level, where it was observed.")
+        lines.append(
+            "- **Queued requests** beyond max-running-requests: none; every level's concurrency is within "
+            "each server's max-running-requests. A request can still wait in the server's own queue for "
+            "its prefill (chunked prefill admits a budget of prompt tokens per step): *What the server "
+            "saw* shows the queue the server reported at each level, where it was observed."
+        )
     return "\n".join(lines)
 
 
@@ -119,20 +150,27 @@ def acceptance_text(study: StudyTables) -> str:
     for spec in study.spec_variants:
         mine = rates[rates["variant"] == spec]
         if not len(mine):
-            lines.append(f"- **{literal(spec)}**: no per-position figures (the server sent no accept histogram: SGLang "
-                         "before 0.5.9, an OpenAI route, or an imported file without them).")
+            lines.append(
+                f"- **{literal(spec)}**: no per-position figures (the server sent no accept histogram: SGLang "
+                "before 0.5.9, an OpenAI route, or an imported file without them)."
+            )
             continue
         for level, group in mine.groupby(study.load, sort=True):
             shown = ", ".join(f"{r.position}: {r.rate:.2f}" for r in group.itertuples())
             first = group.iloc[0]
-            where = "from vLLM's file" if first["source"] == "vllm" else (
-                f"n={int(first['n_requests'])} requests, {int(first['verifies'])} verifies")
-            lines.append(f"- **{literal(spec)}** at {_at(study, level)}: acceptance rate by draft position {shown} "
-                         f"({where}).")
+            where = (
+                "from vLLM's file"
+                if first["source"] == "vllm"
+                else (f"n={int(first['n_requests'])} requests, {int(first['verifies'])} verifies")
+            )
+            lines.append(
+                f"- **{literal(spec)}** at {_at(study, level)}: acceptance rate by draft position {shown} ({where})."
+            )
     cats = study.accept_by_category()
     for spec, group in cats[cats["variant"].isin(study.spec_variants)].groupby("variant", sort=False):
-        shown = "; ".join(f"{literal(r.prompt_category)} {r.accept_length:.2f} (n={r.n_requests})"
-                          for r in group.itertuples())
+        shown = "; ".join(
+            f"{literal(r.prompt_category)} {r.accept_length:.2f} (n={r.n_requests})" for r in group.itertuples()
+        )
         lines.append(f"- **{literal(spec)}**, accept length by prompt category (every level pooled): {shown}.")
     return "\n".join(lines) if lines else "No speculative variant in these runs."
 
@@ -147,24 +185,35 @@ def findings(study: StudyTables) -> str:
         for metric, c in study.crossovers(spec).items():
             lines.append(f"- **{literal(spec)}**, {metric}: {c.description}")
         if "mean_per_request_tok_s" not in study.compared(spec):
-            lines.append(f"  - per-request tok/s: not recorded for both {literal(spec)} and {literal(study.baseline)} "
-                         "(not compared).")
+            lines.append(
+                f"  - per-request tok/s: not recorded for both {literal(spec)} and {literal(study.baseline)} "
+                "(not compared)."
+            )
             continue
         if study.max_repeats > 1:
             for row in study.ratio_intervals(spec, "mean_per_request_tok_s").itertuples():
-                interval = ("no interval" if row.n < 2 else
-                            f"95% CI {round(row.ratio_lo - 1, 2) + 0.0:+.0%} to {round(row.ratio_hi - 1, 2) + 0.0:+.0%}")
-                lines.append(f"  - at {_at(study, getattr(row, study.load))}, {literal(spec)} is "
-                             f"{round(row.ratio - 1, 2) + 0.0:+.0%} per request ({interval}, n={row.n} paired repeats): "
-                             f"{row.verdict}.")
+                interval = (
+                    "no interval"
+                    if row.n < 2
+                    else f"95% CI {round(row.ratio_lo - 1, 2) + 0.0:+.0%} to {round(row.ratio_hi - 1, 2) + 0.0:+.0%}"
+                )
+                lines.append(
+                    f"  - at {_at(study, getattr(row, study.load))}, {literal(spec)} is "
+                    f"{round(row.ratio - 1, 2) + 0.0:+.0%} per request ({interval}, n={row.n} paired repeats): "
+                    f"{row.verdict}."
+                )
             continue
-        ci = study.per_request_ci(spec).merge(study.ratios(spec)[[study.load, "queued_requests"]],
-                                              on=study.load, how="left")
+        ci = study.per_request_ci(spec).merge(
+            study.ratios(spec)[[study.load, "queued_requests"]], on=study.load, how="left"
+        )
         for row in ci.itertuples():
             if row.ratio > 1.0:
                 level = getattr(row, study.load)
-                queued = (f"; {int(row.queued_requests)} of {level} requests queued in a server, so "
-                          "not like-for-like" if row.queued_requests > 0 else "")
+                queued = (
+                    f"; {int(row.queued_requests)} of {level} requests queued in a server, so not like-for-like"
+                    if row.queued_requests > 0
+                    else ""
+                )
                 lines.append(
                     f"  - at {_at(study, level)}, {literal(spec)} is {round(row.ratio - 1, 2) + 0.0:+.0%} per request "
                     f"(requests' spread: {round(row.ratio_lo - 1, 2) + 0.0:+.0%} to "
@@ -193,6 +242,7 @@ def findings(study: StudyTables) -> str:
             )
     return "\n".join(lines)
 
+
 def provenance_line(study: StudyTables) -> str:
     """Where the figures come from: measured or simulated, engine, SGLang and workbench versions, host, n."""
     sims = [m.get("simulation") or {} for m in study.manifests]
@@ -203,10 +253,15 @@ def provenance_line(study: StudyTables) -> str:
     counts = (study.levels["num_requests"] if "num_requests" in study.levels else pd.Series(dtype=float)).dropna()
     if not len(counts) and "completed" in study.levels:  # a tool that records only the completed ones
         counts = study.levels["completed"].dropna()
-    what = "SIMULATED (a model, not a GPU measurement)" if study.simulated else (
-        conditions_text(study.manifests) or "Measured")
-    parts = [what, f"engine {literal(', '.join(engines) or 'unknown')}"
-             + (f" (profile {literal(profile)})" if profile else "")]
+    what = (
+        "SIMULATED (a model, not a GPU measurement)"
+        if study.simulated
+        else (conditions_text(study.manifests) or "Measured")
+    )
+    parts = [
+        what,
+        f"engine {literal(', '.join(engines) or 'unknown')}" + (f" (profile {literal(profile)})" if profile else ""),
+    ]
     if versions:
         parts.append(f"SGLang {literal(', '.join(versions))}" + (" rules" if study.simulated else ""))
     parts.append(f"workbench {literal(__version__)}")
@@ -221,7 +276,10 @@ def provenance_line(study: StudyTables) -> str:
         parts.append(f"workload {literal(study.workload)} (of {1 + len(study.other_workloads)} in these runs)")
     return ", ".join(parts) + "."
 
-def _metric_sentence(study: StudyTables, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval) -> str:
+
+def _metric_sentence(
+    study: StudyTables, spec: str, metric: str, crossover: Crossover, interval: CrossoverInterval
+) -> str:
     """``"ahead at 1 (1.03x), behind at 2–64 (0.46x–0.91x); crossover between concurrency 1 and 2 (≈ 1.2)"``."""
     ratios = study.ratios(spec)
     load, axis = study.load, study.load_axis
@@ -238,21 +296,30 @@ def _metric_sentence(study: StudyTables, spec: str, metric: str, crossover: Cros
         parts.append(f"{side} at {levels_text(levels, measured)} ({shown})")
     text = ", ".join(parts)
     if study.max_repeats >= MIN_TEST_REPEATS:
-        words = {"spec ahead": "speculation ahead", "baseline ahead": "baseline ahead",
-                 "not distinguishable at this level": "not distinguishable"}
-        tested = [f"{words.get(v, v)} at {levels_text(list(g[load]), measured)}"
-                  for v, g in ratios.groupby(f"{metric}_verdict", sort=False)]
+        words = {
+            "spec ahead": "speculation ahead",
+            "baseline ahead": "baseline ahead",
+            "not distinguishable at this level": "not distinguishable",
+        }
+        tested = [
+            f"{words.get(v, v)} at {levels_text(list(g[load]), measured)}"
+            for v, g in ratios.groupby(f"{metric}_verdict", sort=False)
+        ]
         text += f" (tested: {', '.join(tested)})"
     if interval.kind == "claimed":
         lower, upper = bracket_levels(cast(float, interval.concurrency), measured)  # claimed: it has one
-        text += (f"; crossover between {axis.words} {lower} and {upper}{axis.unit} (≈ {interval.concurrency:.1f}, 95% "
-                 f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)")
+        text += (
+            f"; crossover between {axis.words} {lower} and {upper}{axis.unit} (≈ {interval.concurrency:.1f}, 95% "
+            f"interval {interval.lo:.1f}–{interval.hi:.1f}, n={interval.n} repeats)"
+        )
     elif interval.kind == "not_claimed":
         text += "; no crossover can be claimed (the 95% intervals do not separate on both sides)"
     elif crossover.kind == "interpolated":
         first = "first " if len(crossover.crossings) > 1 else ""
-        text += (f"; {first}crossover between {axis.words} {crossover.lower:g} and {crossover.upper:g}{axis.unit} "
-                 f"(≈ {crossover.concurrency:.1f})")
+        text += (
+            f"; {first}crossover between {axis.words} {crossover.lower:g} and {crossover.upper:g}{axis.unit} "
+            f"(≈ {crossover.concurrency:.1f})"
+        )
         if len(crossover.crossings) > 1:
             text += f", {len(crossover.crossings)} crossings in all"
     elif crossover.kind == "below_range":
@@ -260,6 +327,7 @@ def _metric_sentence(study: StudyTables, spec: str, metric: str, crossover: Cros
     elif crossover.kind == "none_in_range":
         text += f"; no crossover up to {_at(study, f'{max(measured):g}')}"
     return text
+
 
 def _time_scale_text(study: StudyTables) -> str:
     """The simulator's time scale, and the levels where this machine's CPU set part of the timings
@@ -270,27 +338,35 @@ def _time_scale_text(study: StudyTables) -> str:
     marked = _schedule_text(study)
     if scale is None or scale == 1.0:
         return marked
-    text = (f" It ran {scale:g}x faster than real time (times are simulated seconds), so this machine's CPU "
-            "can shave the busiest levels (docs/PERFORMANCE.md)")
+    text = (
+        f" It ran {scale:g}x faster than real time (times are simulated seconds), so this machine's CPU "
+        "can shave the busiest levels (docs/PERFORMANCE.md)"
+    )
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
     late = study.levels.loc[behind[behind > 0].index]
     if late.empty:
         return text + "; no level fell behind the simulator's schedule." + marked
-    return (text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
-            f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at "
-            f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))}).") + marked
+    return (
+        text + f"; {len(late)} of {len(study.levels)} level measurements fell behind its schedule (up to "
+        f"{late['sim_behind_schedule_wall_s'].max():.2f} wall s, at "
+        f"{_at(study, ', '.join(f'{c:g}' for c in sorted(set(late[study.load]))))})."
+    ) + marked
 
 
 def _schedule_text(study: StudyTables) -> str:
-    """" **Timings not the model's** at ...: <why>." for the levels marked ``sim_schedule_problem``; "" for none."""
+    """ " **Timings not the model's** at ...: <why>." for the levels marked ``sim_schedule_problem``; "" for none."""
     problems = study.levels.get("sim_schedule_problem", pd.Series(dtype=object)).dropna()
     if problems.empty:
         return ""
     marked = study.levels.loc[problems.index]
-    where = ", ".join(f"{literal(v)} at {_at(study, f'{c:g}')}" for v, c in
-                      sorted({(str(v), float(c)) for v, c in zip(marked["variant"], marked[study.load])}))
-    return (f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}): "
-            f"{literal(problems.iloc[0])}.")
+    where = ", ".join(
+        f"{literal(v)} at {_at(study, f'{c:g}')}"
+        for v, c in sorted({(str(v), float(c)) for v, c in zip(marked["variant"], marked[study.load])})
+    )
+    return (
+        f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}): "
+        f"{literal(problems.iloc[0])}."
+    )
 
 
 def _policy_caveat(study: StudyTables, pol: pd.DataFrame, measured: list[float]) -> str:
@@ -305,8 +381,10 @@ def _policy_caveat(study: StudyTables, pol: pd.DataFrame, measured: list[float])
     even = pol.loc[said.index[said == "not distinguishable at this level"], study.load]
     if even.empty:
         return f" (ahead of the runner-up at every level, n={int(pol['n'].min())} repeats)"
-    return (f" (at {_at(study, levels_text(list(even), measured))} not distinguishable from the runner-up, "
-            f"n={int(pol['n'].min())} repeats: either serves there)")
+    return (
+        f" (at {_at(study, levels_text(list(even), measured))} not distinguishable from the runner-up, "
+        f"n={int(pol['n'].min())} repeats: either serves there)"
+    )
 
 
 def verdict(study: StudyTables) -> str:
@@ -330,8 +408,9 @@ def verdict(study: StudyTables) -> str:
     caveat = _policy_caveat(study, pol, measured)
     if "either serves there" in caveat:  # the spans name both already, with why
         caveat = f" (n={int(pol['n'].min())} repeats)"
-    lines.append(f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}"
-                 f"{caveat}.")
+    lines.append(
+        f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}{caveat}."
+    )
     lines += _goodput_lines(study)
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()
@@ -339,9 +418,12 @@ def verdict(study: StudyTables) -> str:
     alike: dict[str, list[str]] = {}
     for spec in study.spec_variants:
         crossovers, intervals = study.crossovers(spec), study.crossover_intervals(spec)
-        said = "; ".join(f"{names[m]}: {_metric_sentence(study, spec, m, crossovers[m], intervals[m])}"
-                         if m in crossovers else f"{names[m]}: not recorded for both (not compared)"
-                         for m in COMPARED)
+        said = "; ".join(
+            f"{names[m]}: {_metric_sentence(study, spec, m, crossovers[m], intervals[m])}"
+            if m in crossovers
+            else f"{names[m]}: not recorded for both (not compared)"
+            for m in COMPARED
+        )
         lines.append(f"- **{literal(spec)}** against {literal(study.baseline)} — {said}.")
         for text in _queue_sentences(study, spec, held):
             if text.endswith("like-for-like there.") and not text.startswith("Not"):
@@ -350,7 +432,9 @@ def verdict(study: StudyTables) -> str:
                 lines.append(f"  - {text}")
     split = cap_split(study)
     if split is not None and study.seed_pair is not None:  # a split is only made of a seed pair
-        lines.append(f"- **The seed's pair** (uncapped, as the seed measured it): {split.sentence(*study.seed_pair, study.baseline)}")
+        lines.append(
+            f"- **The seed's pair** (uncapped, as the seed measured it): {split.sentence(*study.seed_pair, study.baseline)}"
+        )
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
     unlike = set(differs["variant"])
     caveats = [_queued_alike(text, specs, study.spec_variants, unlike) for text, specs in alike.items()]
@@ -359,21 +443,29 @@ def verdict(study: StudyTables) -> str:
             caveats.append(f"Not the same work: {work.text()} (*Comparability* below).")
     caveats.extend(_unmeasured(study))
     for spec, group in differs.groupby("variant", sort=False):
-        settings = ", ".join(f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
-                             for r in group.itertuples())
-        caveats.append(f"Not like-for-like: {literal(spec)} differs from {literal(study.baseline)} beyond speculation in {settings} "
-                       "(*Comparability* below says what each does and what can be equalised).")
+        settings = ", ".join(
+            f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
+            for r in group.itertuples()
+        )
+        caveats.append(
+            f"Not like-for-like: {literal(spec)} differs from {literal(study.baseline)} beyond speculation in {settings} "
+            "(*Comparability* below says what each does and what can be equalised)."
+        )
     n = study.max_repeats
     if n < MIN_TEST_REPEATS:
-        caveats.append(f"Nothing here is tested for significance ({not_tested_text(n)} per level); the rule: "
-                       f"{SIGNIFICANCE_RULE}. Measure with {MIN_TEST_REPEATS} repeats to test (`-p repeats "
-                       f"{MIN_TEST_REPEATS}` in a report that measures, `workbench bench VARIANT... --repeats "
-                       f"{MIN_TEST_REPEATS}`).")
+        caveats.append(
+            f"Nothing here is tested for significance ({not_tested_text(n)} per level); the rule: "
+            f"{SIGNIFICANCE_RULE}. Measure with {MIN_TEST_REPEATS} repeats to test (`-p repeats "
+            f"{MIN_TEST_REPEATS}` in a report that measures, `workbench bench VARIANT... --repeats "
+            f"{MIN_TEST_REPEATS}`)."
+        )
     else:
         caveats.append(f"Significance rule: {SIGNIFICANCE_RULE}.")
     if study.simulated:
-        caveats.append("The figures are the simulated engine's: a model calibrated to a few GPU measurements "
-                       "(docs/SIMULATOR.md), to choose what to measure, not a measurement." + _time_scale_text(study))
+        caveats.append(
+            "The figures are the simulated engine's: a model calibrated to a few GPU measurements "
+            "(docs/SIMULATOR.md), to choose what to measure, not a measurement." + _time_scale_text(study)
+        )
     stand_ins = [str(m.get("variant")) for m in study.manifests if m.get("sim_stand_in")]
     if stand_ins:
         caveats.append(f"{literal(', '.join(stand_ins))}: the simulator runs a stand-in for the patch, not the patch.")
@@ -381,21 +473,29 @@ def verdict(study: StudyTables) -> str:
     lines += [f"  - {c}" for c in caveats]
     return "\n".join(lines)
 
+
 def _queued_alike(text: str, specs: list[str], all_specs: list[str], unlike: set[str]) -> str:
     """The caveat for pairs that queue alike at a level (``text`` as :func:`_queue_sentences` says it for
     one pair), for the ``specs`` it holds for. A pair whose settings differ beyond speculation
     (``unlike``, the next caveat says how) is not called like-for-like: queueing favours neither there."""
     if set(specs) & unlike:
-        text = text.replace("so the pair is like-for-like there.",
-                            "so queueing favours neither there (their other settings differ: next caveat).")
+        text = text.replace(
+            "so the pair is like-for-like there.",
+            "so queueing favours neither there (their other settings differ: next caveat).",
+        )
     if len(specs) == len(all_specs) > 1:
-        return text.replace("both servers queue", "every server queues").replace(
-            "both are full, so the pair is", "all are full, so the pairs are").replace(
-            "so queueing favours neither there (their other settings differ", "so queueing favours none there ("
-            "some other settings differ")
+        return (
+            text.replace("both servers queue", "every server queues")
+            .replace("both are full, so the pair is", "all are full, so the pairs are")
+            .replace(
+                "so queueing favours neither there (their other settings differ",
+                "so queueing favours none there (some other settings differ",
+            )
+        )
     if len(all_specs) > 1:
         return text.replace("there.", f"there ({literal(', '.join(specs))}).").replace(
-            "there (their other", f"there ({literal(', '.join(specs))}; their other")
+            "there (their other", f"there ({literal(', '.join(specs))}; their other"
+        )
     return text
 
 
@@ -411,8 +511,10 @@ def _goodput_lines(study: StudyTables) -> list[str]:
     measured = list(pol[study.load])
     none = pol[~(pol["best_goodput_req_s"] > 0)]
     pol = pol[pol["best_goodput_req_s"] > 0]
-    spans = [f"**{v}** at {_at(study, levels_text(list(g[study.load]), measured))}"
-             for v, g in pol.groupby("best_variant", sort=False)]
+    spans = [
+        f"**{v}** at {_at(study, levels_text(list(g[study.load]), measured))}"
+        for v, g in pol.groupby("best_variant", sort=False)
+    ]
     if len(none):
         spans.append(f"no variant meets them at {_at(study, levels_text(list(none[study.load]), measured))}")
     shares = []
@@ -420,9 +522,11 @@ def _goodput_lines(study: StudyTables) -> list[str]:
         lo, hi = group["goodput_fraction"].min(), group["goodput_fraction"].max()
         name = literal(variant)
         shares.append(f"{name} {lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{name} {lo:.0%}–{hi:.0%}")
-    return [f"- **Goodput** (requests meeting {study.goodput.words}, per second): best {'; '.join(spans)}"
-            f"{_policy_caveat(study, pol, measured)}; share of requests meeting the targets across levels: "
-            f"{', '.join(shares)}."]
+    return [
+        f"- **Goodput** (requests meeting {study.goodput.words}, per second): best {'; '.join(spans)}"
+        f"{_policy_caveat(study, pol, measured)}; share of requests meeting the targets across levels: "
+        f"{', '.join(shares)}."
+    ]
 
 
 def _unmeasured(study: StudyTables) -> list[str]:
@@ -434,9 +538,12 @@ def _unmeasured(study: StudyTables) -> list[str]:
         error = str(m.get("error") or "no error recorded").split("\n")
         first = error[0].split(": ", 1)[-1] if ": " in error[0] else error[0]
         advice = next((line.removeprefix("What to do: ") for line in error if line.startswith("What to do: ")), "")
-        out.append(f"Not measured: {literal(str(m.get('variant')))} ({m.get('status')}, run "
-                   f"{literal(str(m.get('run_id')))}): {literal(first.rstrip('.'))}" + (f"; {literal(advice.rstrip('.'))}" if advice else
-                                                                           "") + ".")
+        out.append(
+            f"Not measured: {literal(str(m.get('variant')))} ({m.get('status')}, run "
+            f"{literal(str(m.get('run_id')))}): {literal(first.rstrip('.'))}"
+            + (f"; {literal(advice.rstrip('.'))}" if advice else "")
+            + "."
+        )
     return out
 
 
@@ -449,14 +556,24 @@ def _queue_sentences(study: StudyTables, spec: str, held: pd.DataFrame) -> list[
         q = dict(zip(group["variant"], group["queued_requests"]))
         qb, qs = q.get(study.baseline, 0), q.get(spec, 0)
         if qb == qs:
-            out.append(f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
-                       f"{literal(caps.get(spec))} each): both are full, so the pair is like-for-like there.")
+            out.append(
+                f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
+                f"{literal(caps.get(spec))} each): both are full, so the pair is like-for-like there."
+            )
             continue
-        who = [f"{q_} of {c} requests wait in {literal(v)}'s queue (max-running-requests {literal(caps.get(v))})"
-               for v, q_ in ((spec, qs), (study.baseline, qb)) if q_]
-        others = [f"{literal(v)} (max-running-requests {literal(caps.get(v, 'unknown'))}) admits {'all' if not q_ else c - q_}"
-                  for v, q_ in ((spec, qs), (study.baseline, qb)) if not q_]
-        out.append(f"Not like-for-like at concurrency {c}: {' and '.join(who)}"
-                   f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "
-                   "server with one that is not.")
+        who = [
+            f"{q_} of {c} requests wait in {literal(v)}'s queue (max-running-requests {literal(caps.get(v))})"
+            for v, q_ in ((spec, qs), (study.baseline, qb))
+            if q_
+        ]
+        others = [
+            f"{literal(v)} (max-running-requests {literal(caps.get(v, 'unknown'))}) admits {'all' if not q_ else c - q_}"
+            for v, q_ in ((spec, qs), (study.baseline, qb))
+            if not q_
+        ]
+        out.append(
+            f"Not like-for-like at concurrency {c}: {' and '.join(who)}"
+            f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "
+            "server with one that is not."
+        )
     return out

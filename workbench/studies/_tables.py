@@ -24,10 +24,26 @@ from typing import Any, cast
 import pandas as pd
 
 from workbench import charts
-from workbench.analysis import (Crossover, CrossoverInterval, LoadAxis, SameWork, accept_by_category,
-                                accept_length_distribution, best_policy, crossover_interval, find_crossover,
-                                imported_position_rates, not_tested_text, per_request_ratio_ci, position_rates,
-                                queued_requests, ratio_intervals, repeat_table, same_outputs, settings_differences)
+from workbench.analysis import (
+    Crossover,
+    CrossoverInterval,
+    LoadAxis,
+    SameWork,
+    accept_by_category,
+    accept_length_distribution,
+    best_policy,
+    crossover_interval,
+    find_crossover,
+    imported_position_rates,
+    not_tested_text,
+    per_request_ratio_ci,
+    position_rates,
+    queued_requests,
+    ratio_intervals,
+    repeat_table,
+    same_outputs,
+    settings_differences,
+)
 from workbench.errors import ConfigError
 from workbench.studies._conditions import conditions_of, conditions_text
 from workbench.studies._goodput import GoodputTargets
@@ -42,19 +58,49 @@ _POLICY_WORDS = {"spec ahead": "ahead", "baseline ahead": "runner-up ahead (pair
 
 #: ``/server_info`` keys that change while a server runs or name where it listens, not how it serves: two
 #: servers that differ only in these (and their request cap) are one server below the smaller cap.
-_LIVE_KEYS = frozenset({"port", "host", "status", "internal_states", "simulation", "log_level", "random_seed",
-                        "sim_seed", "decode_log_interval", "served_model_name", "weight_version",
-                        "max_total_num_tokens"})
+_LIVE_KEYS = frozenset(
+    {
+        "port",
+        "host",
+        "status",
+        "internal_states",
+        "simulation",
+        "log_level",
+        "random_seed",
+        "sim_seed",
+        "decode_log_interval",
+        "served_model_name",
+        "weight_version",
+        "max_total_num_tokens",
+    }
+)
 
 #: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
 INTERVAL_METRICS = (
-    "output_throughput_tok_s", "mean_per_request_tok_s", "mean_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
-    "mean_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "accept_length",
+    "output_throughput_tok_s",
+    "mean_per_request_tok_s",
+    "mean_ttft_ms",
+    "p90_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "p90_tpot_ms",
+    "p99_tpot_ms",
+    "accept_length",
 )
 
 #: Latency percentiles drawn and tabled (ms), beyond :data:`INTERVAL_METRICS`.
-LATENCY_METRICS = ("p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
-                   "p50_e2e_ms", "p90_e2e_ms", "p99_e2e_ms")
+LATENCY_METRICS = (
+    "p50_ttft_ms",
+    "p90_ttft_ms",
+    "p99_ttft_ms",
+    "p50_tpot_ms",
+    "p90_tpot_ms",
+    "p99_tpot_ms",
+    "p50_e2e_ms",
+    "p90_e2e_ms",
+    "p99_e2e_ms",
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class SetAsideRun:
@@ -115,7 +161,8 @@ class StudyTables:
     set_aside: tuple[SetAsideRun, ...] = ()
     #: (spec, confidence) -> the bootstrap of :meth:`per_request_ci`, computed once per study.
     _ci_cache: dict[tuple[str, float], pd.DataFrame] = dataclasses.field(
-        default_factory=dict, init=False, repr=False, compare=False)
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # -- who is who ---------------------------------------------------------------
     @property
@@ -132,8 +179,14 @@ class StudyTables:
     @property
     def workload_line(self) -> str:
         """The chart subtitle line naming the workload shown (and how many others were set aside)."""
-        others = (f" (the runs hold {len(self.other_workloads)} other workload(s), not shown: "
-                  "load_study(..., workload=...) picks one)") if self.other_workloads else ""
+        others = (
+            (
+                f" (the runs hold {len(self.other_workloads)} other workload(s), not shown: "
+                "load_study(..., workload=...) picks one)"
+            )
+            if self.other_workloads
+            else ""
+        )
         return f"workload: {self.workload}{others}"
 
     @property
@@ -171,7 +224,8 @@ class StudyTables:
         sims = [m.get("simulation") or {} for m in self.manifests]
         profile = next((s.get("profile") for s in sims if s.get("profile")), None)
         text = conditions_text(self.manifests, short=True) or charts.provenance_subtitle(
-            self.levels, profile=profile, time_scale=self.time_scale)
+            self.levels, profile=profile, time_scale=self.time_scale
+        )
         stand_ins = [f"{m.get('variant')} = {m['sim_stand_in']}" for m in self.manifests if m.get("sim_stand_in")]
         return [text, self.workload_line, *stand_ins]
 
@@ -250,11 +304,18 @@ class StudyTables:
             level = getattr(row, self.load)
             serve, why = [str(row.best_variant)], []
             verdict = row.margin_verdict
-            if (isinstance(row.runner_up, str) and isinstance(verdict, str) and verdict != "ahead"
-                    and not verdict.startswith("not tested")):  # untested: the best alone, the verdict says so
+            if (
+                isinstance(row.runner_up, str)
+                and isinstance(verdict, str)
+                and verdict != "ahead"
+                and not verdict.startswith("not tested")
+            ):  # untested: the best alone, the verdict says so
                 serve.append(row.runner_up)
-                why.append("not distinguishable" if verdict.startswith("not distinguishable") else
-                           "the runner-up ahead in paired repeats")
+                why.append(
+                    "not distinguishable"
+                    if verdict.startswith("not distinguishable")
+                    else "the runner-up ahead in paired repeats"
+                )
             measured = set(levels.loc[levels[self.load] == level, "variant"])
             for other in self.variants:
                 below = self.same_server_below(serve[0], other)
@@ -278,17 +339,26 @@ class StudyTables:
         frames = []
         for spec in self.spec_variants:
             if self.baseline in infos and spec in infos:
-                frames.append(settings_differences(infos[self.baseline], infos[spec], spec=spec,
-                                                   baseline=self.baseline))
+                frames.append(
+                    settings_differences(infos[self.baseline], infos[spec], spec=spec, baseline=self.baseline)
+                )
         rows = []
         for m in self.manifests:
             for f in [*(m.get("preflight_findings") or []), *(m.get("effective_findings") or [])]:
                 if f.get("severity") in ("warning", "error") and m.get("variant") != self.baseline:
-                    rows.append({"variant": m.get("variant"), "setting": f"preflight: {f.get('flag')}",
-                                 "baseline_value": "", "spec_value": "", "effect": f.get("problem", ""),
-                                 "equalise": f.get("fix", "")})
-        frames.append(pd.DataFrame(rows, columns=["variant", "setting", "baseline_value", "spec_value", "effect",
-                                                  "equalise"]))
+                    rows.append(
+                        {
+                            "variant": m.get("variant"),
+                            "setting": f"preflight: {f.get('flag')}",
+                            "baseline_value": "",
+                            "spec_value": "",
+                            "effect": f.get("problem", ""),
+                            "equalise": f.get("fix", ""),
+                        }
+                    )
+        frames.append(
+            pd.DataFrame(rows, columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
+        )
         frames = [f for f in frames if len(f)]
         if not frames:
             return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
@@ -299,9 +369,17 @@ class StudyTables:
         (:func:`workbench.analysis.same_outputs`; ``tolerance`` None: its default, 5% of prompts)."""
         kw = {} if tolerance is None else {"tolerance": tolerance}
         forced = conditions_of(self.manifests).forced  # forced acceptance: judged on token counts
-        return [same_outputs(self.requests, baseline=self.baseline, spec=spec, load=self.load,
-                             forced_accept_length=forced.get(spec), **kw)
-                for spec in self.spec_variants]
+        return [
+            same_outputs(
+                self.requests,
+                baseline=self.baseline,
+                spec=spec,
+                load=self.load,
+                forced_accept_length=forced.get(spec),
+                **kw,
+            )
+            for spec in self.spec_variants
+        ]
 
     # -- acceptance in detail (workbench.analysis._acceptance) ---------------------
     def position_rates(self) -> pd.DataFrame:
@@ -336,9 +414,20 @@ class StudyTables:
     def means(self) -> pd.DataFrame:
         """One row per (variant, level on :attr:`load`): ``n`` repeats, and each of :data:`INTERVAL_METRICS`
         (and :data:`COMPARED`) as mean, ``_lo``, ``_hi`` (95% t interval; NaN for n=1), ``_n``."""
-        metrics = [m for m in dict.fromkeys([*COMPARED, *INTERVAL_METRICS, *LATENCY_METRICS, "server_accept_length",
-                                             "goodput_req_s", "goodput_fraction"])
-                   if m in self.levels.columns]
+        metrics = [
+            m
+            for m in dict.fromkeys(
+                [
+                    *COMPARED,
+                    *INTERVAL_METRICS,
+                    *LATENCY_METRICS,
+                    "server_accept_length",
+                    "goodput_req_s",
+                    "goodput_fraction",
+                ]
+            )
+            if m in self.levels.columns
+        ]
         table = repeat_table(self.levels, metrics, by=("variant", self.load))
         table["workload"] = self.workload
         order = {v: i for i, v in enumerate(self.variants)}
@@ -347,10 +436,13 @@ class StudyTables:
                 table[col] = table["variant"].map(self.levels.groupby("variant")[col].first())
         caps = self.caps
         # an open loop holds no fixed number of requests in flight: nothing is known to queue
-        table["queued_requests"] = [queued_requests(c, caps.get(v)) if self.load == "concurrency" else 0
-                                    for v, c in zip(table["variant"], table[self.load])]
-        return table.sort_values(["variant", self.load], key=lambda s: s.map(order) if s.name == "variant"
-                                 else s).reset_index(drop=True)
+        table["queued_requests"] = [
+            queued_requests(c, caps.get(v)) if self.load == "concurrency" else 0
+            for v, c in zip(table["variant"], table[self.load])
+        ]
+        return table.sort_values(
+            ["variant", self.load], key=lambda s: s.map(order) if s.name == "variant" else s
+        ).reset_index(drop=True)
 
     def ratio_intervals(self, spec: str, metric: str) -> pd.DataFrame:
         """:func:`workbench.analysis.ratio_intervals` of ``spec`` over the baseline on ``metric``."""
@@ -371,7 +463,8 @@ class StudyTables:
                 continue
             has = lv[m].notna()
             if set(lv.loc[has & (lv["variant"] == self.baseline), self.load]) & set(
-                    lv.loc[has & (lv["variant"] == spec), self.load]):
+                lv.loc[has & (lv["variant"] == spec), self.load]
+            ):
                 out.append(m)
         return tuple(out)
 
@@ -382,17 +475,32 @@ class StudyTables:
         server's queue at that level (:meth:`caps`)."""
         metrics = self.compared(spec)
         if not metrics:
-            raise ConfigError(f"{spec!r} and the baseline {self.baseline!r} share no {self.axis.words} level at which "
-                              f"both recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)")
-        tables = [self.ratio_intervals(spec, m).rename(columns={
-            "ratio": f"{m}_ratio", "ratio_lo": f"{m}_ratio_lo", "ratio_hi": f"{m}_ratio_hi", "n": f"{m}_n",
-            "verdict": f"{m}_verdict"}) for m in metrics]
+            raise ConfigError(
+                f"{spec!r} and the baseline {self.baseline!r} share no {self.axis.words} level at which "
+                f"both recorded any of {', '.join(COMPARED)}: nothing to compare (check the runs' levels)"
+            )
+        tables = [
+            self.ratio_intervals(spec, m).rename(
+                columns={
+                    "ratio": f"{m}_ratio",
+                    "ratio_lo": f"{m}_ratio_lo",
+                    "ratio_hi": f"{m}_ratio_hi",
+                    "n": f"{m}_n",
+                    "verdict": f"{m}_verdict",
+                }
+            )
+            for m in metrics
+        ]
         out = tables[0]
         for t in tables[1:]:
             out = out.merge(t, on=self.load, how="outer")
         caps = self.caps
-        out["queued_requests"] = [max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
-                                  if self.load == "concurrency" else 0 for c in out[self.load]]
+        out["queued_requests"] = [
+            max(queued_requests(c, caps.get(self.baseline)), queued_requests(c, caps.get(spec)))
+            if self.load == "concurrency"
+            else 0
+            for c in out[self.load]
+        ]
         return out.sort_values(self.load).reset_index(drop=True)
 
     def per_request_ci(self, spec: str, *, confidence: float = 0.95) -> pd.DataFrame:
@@ -410,8 +518,9 @@ class StudyTables:
     def crossover_intervals(self, spec: str) -> dict[str, CrossoverInterval]:
         """Per compared metric, the crossover of ``spec`` with its interval, claimed only where the
         intervals separate (:func:`workbench.analysis.crossover_interval`)."""
-        return {m: crossover_interval(self.ratio_intervals(spec, m), metric=m, load=self.load)
-                for m in self.compared(spec)}
+        return {
+            m: crossover_interval(self.ratio_intervals(spec, m), metric=m, load=self.load) for m in self.compared(spec)
+        }
 
     def crossovers(self, spec: str) -> dict[str, Crossover]:
         """Crossover concurrency of ``spec`` against the baseline, per compared metric, as charts draw it.
@@ -427,7 +536,8 @@ class StudyTables:
             point = find_crossover(table[self.load], table[f"{m}_ratio"], metric=m, load=self.load)
             if interval.kind == "not_tested":
                 out[m] = dataclasses.replace(
-                    point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)")
+                    point, description=f"{point.description} ({not_tested_text(interval.n)}: no crossover interval)"
+                )
             elif interval.kind == "claimed":
                 claimed = cast(float, interval.concurrency)  # a claimed crossover has its concurrency
                 out[m] = Crossover(m, "interpolated", claimed, None, None, interval.description, ((0, 0, claimed),))
@@ -455,17 +565,27 @@ class StudyTables:
         for row in out.itertuples():
             level = getattr(row, self.load)
             best = keyed.loc[(row.best_variant, level)]
-            entry = {"n": int(best["n"]), f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
-                     f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
-                     "margin_lo": float("nan"), "margin_hi": float("nan"), "margin_verdict": None}
-            at = self.levels[(self.levels[self.load] == level) & self.levels["variant"].isin([row.runner_up,
-                                                                                             row.best_variant])]
+            entry = {
+                "n": int(best["n"]),
+                f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
+                f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
+                "margin_lo": float("nan"),
+                "margin_hi": float("nan"),
+                "margin_verdict": None,
+            }
+            at = self.levels[
+                (self.levels[self.load] == level) & self.levels["variant"].isin([row.runner_up, row.best_variant])
+            ]
             if isinstance(row.runner_up, str) and (at[metric] > 0).all():  # a ratio needs both above 0
-                paired = ratio_intervals(at,
-                                         baseline=row.runner_up, spec=row.best_variant, metric=metric, load=self.load)
+                paired = ratio_intervals(
+                    at, baseline=row.runner_up, spec=row.best_variant, metric=metric, load=self.load
+                )
                 if len(paired):
                     first = paired.iloc[0]
-                    entry.update(margin_lo=first["ratio_lo"] - 1.0, margin_hi=first["ratio_hi"] - 1.0,
-                                 margin_verdict=_POLICY_WORDS.get(first["verdict"], first["verdict"]))
+                    entry.update(
+                        margin_lo=first["ratio_lo"] - 1.0,
+                        margin_hi=first["ratio_hi"] - 1.0,
+                        margin_verdict=_POLICY_WORDS.get(first["verdict"], first["verdict"]),
+                    )
             rows.append(entry)
         return pd.concat([out, pd.DataFrame(rows, index=out.index)], axis=1)

@@ -72,12 +72,27 @@ def what_if(
     configs = grid_configurations(prof, template, grid)
     if not configs:
         raise ConfigError("the grid has no configuration SGLang 0.5.9 accepts; see spec_grid's refusals")
-    rows = predict(prof, [baseline, *configs], concurrency_levels=concurrency_levels, requests_per_level=requests_per_level,
-                   max_new_tokens=max_new_tokens, seed=seed)
-    return WhatIf(profile=prof.name, baseline=baseline, template=template, levels=pd.DataFrame(rows),
-                  grid=pd.DataFrame([dataclasses.asdict(p) for p in grid]),
-                  settings={"concurrency_levels": concurrency_levels, "requests_per_level": requests_per_level,
-                            "max_new_tokens": max_new_tokens, "seed": seed})
+    rows = predict(
+        prof,
+        [baseline, *configs],
+        concurrency_levels=concurrency_levels,
+        requests_per_level=requests_per_level,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+    )
+    return WhatIf(
+        profile=prof.name,
+        baseline=baseline,
+        template=template,
+        levels=pd.DataFrame(rows),
+        grid=pd.DataFrame([dataclasses.asdict(p) for p in grid]),
+        settings={
+            "concurrency_levels": concurrency_levels,
+            "requests_per_level": requests_per_level,
+            "max_new_tokens": max_new_tokens,
+            "seed": seed,
+        },
+    )
 
 
 @dataclasses.dataclass
@@ -107,9 +122,11 @@ class WhatIf:
         """Chart subtitle: MODEL PREDICTION, the profile and the workload."""
         first = self.levels.iloc[0]
         reqs = self.settings.get("requests_per_level")
-        return [f"MODEL PREDICTION (simulator offline, virtual clock; not a measurement): profile {self.profile}",
-                f"{reqs or 'max(16, 2c)'} requests per level, {int(first['max_new_tokens'])} output tokens; "
-                f"grid on {self.template}'s flags, SGLang 0.5.9 rules"]
+        return [
+            f"MODEL PREDICTION (simulator offline, virtual clock; not a measurement): profile {self.profile}",
+            f"{reqs or 'max(16, 2c)'} requests per level, {int(first['max_new_tokens'])} output tokens; "
+            f"grid on {self.template}'s flags, SGLang 0.5.9 rules",
+        ]
 
     @property
     def configurations(self) -> list[str]:
@@ -127,10 +144,24 @@ class WhatIf:
         if "ratios" not in self._cache:
             base = self.levels[self.levels["variant"] == self.baseline].set_index("concurrency")
             spec = self.levels[self.levels["variant"] != self.baseline]
-            out = spec[["variant", "topk", "num_steps", "num_draft_tokens", "spec_v2", "concurrency",
-                        "output_throughput_tok_s", "mean_per_request_tok_s"]].copy()
-            out["output_ratio"] = out["output_throughput_tok_s"] / out["concurrency"].map(base["output_throughput_tok_s"])
-            out["per_request_ratio"] = out["mean_per_request_tok_s"] / out["concurrency"].map(base["mean_per_request_tok_s"])
+            out = spec[
+                [
+                    "variant",
+                    "topk",
+                    "num_steps",
+                    "num_draft_tokens",
+                    "spec_v2",
+                    "concurrency",
+                    "output_throughput_tok_s",
+                    "mean_per_request_tok_s",
+                ]
+            ].copy()
+            out["output_ratio"] = out["output_throughput_tok_s"] / out["concurrency"].map(
+                base["output_throughput_tok_s"]
+            )
+            out["per_request_ratio"] = out["mean_per_request_tok_s"] / out["concurrency"].map(
+                base["mean_per_request_tok_s"]
+            )
             self._cache["ratios"] = out.reset_index(drop=True)
         return self._cache["ratios"].copy()
 
@@ -141,19 +172,32 @@ class WhatIf:
             for name, group in self.ratios().groupby("variant", sort=False):
                 group = group.sort_values("concurrency")
                 out_x = find_crossover(group["concurrency"], group["output_ratio"], metric="output_throughput_tok_s")
-                per_x = find_crossover(group["concurrency"], group["per_request_ratio"], metric="mean_per_request_tok_s")
+                per_x = find_crossover(
+                    group["concurrency"], group["per_request_ratio"], metric="mean_per_request_tok_s"
+                )
                 first = group.iloc[0]
-                rows.append({"variant": name, "topk": int(first["topk"]), "num_steps": int(first["num_steps"]),
-                             "num_draft_tokens": int(first["num_draft_tokens"]), "spec_v2": bool(first["spec_v2"]),
-                             "ratio_at_lowest_level": first["output_ratio"], "best_ratio": group["output_ratio"].max(),
-                             "crossover_concurrency": out_x.concurrency,
-                             "crossover_kind": CROSSOVER_WORDS.get(out_x.kind, out_x.kind),
-                             "per_request_crossover_concurrency": per_x.concurrency,
-                             "per_request_crossover_kind": CROSSOVER_WORDS.get(per_x.kind, per_x.kind)})
+                rows.append(
+                    {
+                        "variant": name,
+                        "topk": int(first["topk"]),
+                        "num_steps": int(first["num_steps"]),
+                        "num_draft_tokens": int(first["num_draft_tokens"]),
+                        "spec_v2": bool(first["spec_v2"]),
+                        "ratio_at_lowest_level": first["output_ratio"],
+                        "best_ratio": group["output_ratio"].max(),
+                        "crossover_concurrency": out_x.concurrency,
+                        "crossover_kind": CROSSOVER_WORDS.get(out_x.kind, out_x.kind),
+                        "per_request_crossover_concurrency": per_x.concurrency,
+                        "per_request_crossover_kind": CROSSOVER_WORDS.get(per_x.kind, per_x.kind),
+                    }
+                )
             table = pd.DataFrame(rows)
             table["_sort"] = table["crossover_concurrency"].fillna(-1.0)
-            self._cache["crossovers"] = table.sort_values(["_sort", "ratio_at_lowest_level"], ascending=False) \
-                .drop(columns="_sort").reset_index(drop=True)
+            self._cache["crossovers"] = (
+                table.sort_values(["_sort", "ratio_at_lowest_level"], ascending=False)
+                .drop(columns="_sort")
+                .reset_index(drop=True)
+            )
         return self._cache["crossovers"].copy()
 
     def best_table(self) -> pd.DataFrame:
@@ -184,8 +228,16 @@ class WhatIf:
         from workbench.sim import STEP_PARTS
 
         names = [self.baseline, *(variants if variants is not None else self.highlights())]
-        cols = ["variant", "concurrency", "step_batch", "step_tokens_per_request", "step_total_ms",
-                *(f"step_{p}_ms" for p in STEP_PARTS), "mean_decode_step_ms", "prefill_time_share"]
+        cols = [
+            "variant",
+            "concurrency",
+            "step_batch",
+            "step_tokens_per_request",
+            "step_total_ms",
+            *(f"step_{p}_ms" for p in STEP_PARTS),
+            "mean_decode_step_ms",
+            "prefill_time_share",
+        ]
         rows = self.levels[self.levels["variant"].isin(names)][cols].copy()
         rows["ms_per_output_token"] = rows["step_total_ms"] / rows["step_tokens_per_request"]
         rows["matmuls_bound_by"] = [_bound_by(w, c) for w, c in zip(rows["step_weights_ms"], rows["step_compute_ms"])]
@@ -208,8 +260,9 @@ class WhatIf:
             return self._cache["threshold"]
         from workbench.sim import configuration, load_profile, predict
 
-        pick = best_threshold(self.levels, baseline=self.baseline, specs=self.configurations,
-                              metric="output_throughput_tok_s")
+        pick = best_threshold(
+            self.levels, baseline=self.baseline, specs=self.configurations, metric="output_throughput_tok_s"
+        )
         if pick.kind == "never":
             self._cache["threshold"] = None
             return None
@@ -217,22 +270,39 @@ class WhatIf:
         top = int(self.levels["concurrency"].max())
         limit = top if pick.no_draft_above is None else pick.no_draft_above
         prof = load_profile(self.profile)
-        cfg = configuration(prof, self.template, topk=int(row["topk"]), num_steps=int(row["num_steps"]),
-                            num_draft_tokens=int(row["num_draft_tokens"]), spec_v2=bool(row["spec_v2"]),
-                            spec_off_above=limit, max_running_requests=max(top, 48))
+        cfg = configuration(
+            prof,
+            self.template,
+            topk=int(row["topk"]),
+            num_steps=int(row["num_steps"]),
+            num_draft_tokens=int(row["num_draft_tokens"]),
+            spec_v2=bool(row["spec_v2"]),
+            spec_off_above=limit,
+            max_running_requests=max(top, 48),
+        )
         s = self.settings
-        levels = predict(prof, [cfg], concurrency_levels=sorted(set(self.levels["concurrency"])),
-                         requests_per_level=s.get("requests_per_level"), max_new_tokens=s.get("max_new_tokens"),
-                         seed=s.get("seed"))
-        self._cache["threshold"] = {"variant": pick.spec, "threshold": limit,
-                                    "name": cfg.name, "max_running_requests": cfg.max_running_requests,
-                                    "levels": pd.DataFrame(levels)}
+        levels = predict(
+            prof,
+            [cfg],
+            concurrency_levels=sorted(set(self.levels["concurrency"])),
+            requests_per_level=s.get("requests_per_level"),
+            max_new_tokens=s.get("max_new_tokens"),
+            seed=s.get("seed"),
+        )
+        self._cache["threshold"] = {
+            "variant": pick.spec,
+            "threshold": limit,
+            "name": cfg.name,
+            "max_running_requests": cfg.max_running_requests,
+            "levels": pd.DataFrame(levels),
+        }
         return self._cache["threshold"]
 
     def _tiers(self, variants: Sequence[str] | None = None) -> list[tuple[int, int, str]]:
         """Contiguous level ranges with the same best configuration: (first level, last level, name)."""
-        levels = self.levels if variants is None else self.levels[self.levels["variant"].isin(
-            [self.baseline, *variants])]
+        levels = (
+            self.levels if variants is None else self.levels[self.levels["variant"].isin([self.baseline, *variants])]
+        )
         best = best_policy(levels, metric="output_throughput_tok_s")
         tiers: list[tuple[int, int, str]] = []
         for row in best.itertuples():
@@ -248,12 +318,22 @@ class WhatIf:
         base = self.levels[self.levels["variant"] == self.baseline]
         frames = [base.assign(policy=f"baseline ({self.baseline})")]
         best = self.best_table()
-        frames.append(pd.DataFrame({"policy": "best configuration per level (tiers)", "concurrency": best["concurrency"],
-                                    "output_throughput_tok_s": best["best_output_throughput_tok_s"]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "policy": "best configuration per level (tiers)",
+                    "concurrency": best["concurrency"],
+                    "output_throughput_tok_s": best["best_output_throughput_tok_s"],
+                }
+            )
+        )
         threshold = self._threshold_policy()
         if threshold is not None:
-            frames.append(threshold["levels"].assign(
-                policy=f"threshold: {threshold['variant']} up to {threshold['threshold']} running, baseline above"))
+            frames.append(
+                threshold["levels"].assign(
+                    policy=f"threshold: {threshold['variant']} up to {threshold['threshold']} running, baseline above"
+                )
+            )
         return pd.concat([f[["policy", "concurrency", "output_throughput_tok_s"]] for f in frames], ignore_index=True)
 
     def policy(self) -> pd.DataFrame:
@@ -272,34 +352,55 @@ class WhatIf:
         if threshold is not None:
             sim = threshold["levels"].set_index("concurrency")["output_throughput_tok_s"]
             short = float((1.0 - sim / best).max())
-            rows.append({"policy": "threshold", "settings": f"{threshold['variant']} while at most "
-                         f"{threshold['threshold']} requests run, plain decoding above "
-                         f"(--max-running-requests {threshold['max_running_requests']})",
-                         "worst_shortfall": short, "note": "simulated as one server (drafting switched per iteration)"})
+            rows.append(
+                {
+                    "policy": "threshold",
+                    "settings": f"{threshold['variant']} while at most "
+                    f"{threshold['threshold']} requests run, plain decoding above "
+                    f"(--max-running-requests {threshold['max_running_requests']})",
+                    "worst_shortfall": short,
+                    "note": "simulated as one server (drafting switched per iteration)",
+                }
+            )
         tiers = self._tiers()
-        rows.append({"policy": "adaptive tiers", "settings": "; ".join(
-            f"{a}-{b}: {v}" if a != b else f"{a}: {v}" for a, b, v in tiers), "worst_shortfall": 0.0,
-            "note": "the envelope of the grid (switching costs not modelled); needs a scheduler that changes settings "
-                    "with the batch size"})
+        rows.append(
+            {
+                "policy": "adaptive tiers",
+                "settings": "; ".join(f"{a}-{b}: {v}" if a != b else f"{a}: {v}" for a, b, v in tiers),
+                "worst_shortfall": 0.0,
+                "note": "the envelope of the grid (switching costs not modelled); needs a scheduler that changes settings "
+                "with the batch size",
+            }
+        )
         topk1 = [v for v in self.configurations if v.startswith("topk1-")]
         if topk1:
             t1 = self._tiers(topk1)
-            env = best_policy(self.levels[self.levels["variant"].isin([self.baseline, *topk1])],
-                              metric="output_throughput_tok_s").set_index("concurrency")
-            rows.append({"policy": "adaptive tiers, topk 1", "settings": "; ".join(
-                f"{a}-{b}: {v}" if a != b else f"{a}: {v}" for a, b, v in t1),
-                "worst_shortfall": float((1.0 - env["best_output_throughput_tok_s"] / best).max()),
-                "note": "num_steps per batch-size tier at topk 1, what --speculative-adaptive (SGLang >= 0.5.11) "
-                        "varies; a baseline tier still needs the threshold patch"})
+            env = best_policy(
+                self.levels[self.levels["variant"].isin([self.baseline, *topk1])], metric="output_throughput_tok_s"
+            ).set_index("concurrency")
+            rows.append(
+                {
+                    "policy": "adaptive tiers, topk 1",
+                    "settings": "; ".join(f"{a}-{b}: {v}" if a != b else f"{a}: {v}" for a, b, v in t1),
+                    "worst_shortfall": float((1.0 - env["best_output_throughput_tok_s"] / best).max()),
+                    "note": "num_steps per batch-size tier at topk 1, what --speculative-adaptive (SGLang >= 0.5.11) "
+                    "varies; a baseline tier still needs the threshold patch",
+                }
+            )
         table = pd.DataFrame(rows)
-        pick = "threshold" if threshold is not None and rows[0]["worst_shortfall"] <= POLICY_TOLERANCE else "adaptive tiers"
+        pick = (
+            "threshold"
+            if threshold is not None and rows[0]["worst_shortfall"] <= POLICY_TOLERANCE
+            else "adaptive tiers"
+        )
         if threshold is None and len(tiers) == 1 and tiers[0][2] == self.baseline:
             pick = "none"
         table.insert(1, "recommended", table["policy"] == pick)
         return table
 
-    def verify_policies(self, *, num_steps: int = 7, spec_v2: bool = True, context: int = 1024,
-                        batches: Sequence[int] | None = None) -> pd.DataFrame:
+    def verify_policies(
+        self, *, num_steps: int = 7, spec_v2: bool = True, context: int = 1024, batches: Sequence[int] | None = None
+    ) -> pd.DataFrame:
         """Adaptive verification and a goodput controller beside static speculation (step level).
 
         A chain of ``num_steps`` drafts on the template's flags (:func:`workbench.sim._verify_budget.policy_table`:
@@ -314,8 +415,9 @@ class WhatIf:
         from workbench.sim import configuration, load_profile, policy_support, policy_table
 
         prof = load_profile(self.profile)
-        cfg = configuration(prof, self.template, topk=1, num_steps=num_steps, num_draft_tokens=num_steps + 1,
-                            spec_v2=spec_v2)
+        cfg = configuration(
+            prof, self.template, topk=1, num_steps=num_steps, num_draft_tokens=num_steps + 1, spec_v2=spec_v2
+        )
         levels = batches or sorted(self.levels["concurrency"].unique())
         table = pd.DataFrame(policy_table(prof, cfg, self.baseline, batches=[int(b) for b in levels], context=context))
         support = policy_support(prof.sglang_version)
@@ -328,32 +430,45 @@ class WhatIf:
         n = len(xs)
         ahead = xs[xs["ratio_at_lowest_level"] > 1.0]
         lo_level = int(self.levels["concurrency"].min())
-        lines.append(f"- {n} configurations predicted ({len(self.grid)} grid combinations asked; "
-                     f"{int((self.grid['status'] == 'refused').sum())} refused under SGLang 0.5.9's rules). "
-                     f"{len(ahead)} beat the baseline's output throughput at concurrency {lo_level}.")
+        lines.append(
+            f"- {n} configurations predicted ({len(self.grid)} grid combinations asked; "
+            f"{int((self.grid['status'] == 'refused').sum())} refused under SGLang 0.5.9's rules). "
+            f"{len(ahead)} beat the baseline's output throughput at concurrency {lo_level}."
+        )
         crossed = xs.dropna(subset=["crossover_concurrency"])
         if len(crossed):
             measured = sorted(int(c) for c in self.levels["concurrency"].unique())
             first, last = crossed["crossover_concurrency"].min(), crossed.iloc[0]
-            lines.append(f"- Crossover (output throughput), where a configuration has one in range: the earliest "
-                         f"{bracket_text(first, measured)}, the latest "
-                         f"{bracket_text(last['crossover_concurrency'], measured)} ({literal(last['variant'])}).")
+            lines.append(
+                f"- Crossover (output throughput), where a configuration has one in range: the earliest "
+                f"{bracket_text(first, measured)}, the latest "
+                f"{bracket_text(last['crossover_concurrency'], measured)} ({literal(last['variant'])})."
+            )
         for kind, count in xs["crossover_kind"].value_counts().items():
             if kind in (CROSSOVER_WORDS["below_range"], CROSSOVER_WORDS["none_in_range"]):
-                words = ("behind the baseline at every level" if kind == CROSSOVER_WORDS["below_range"] else
-                         "ahead at every level")
+                words = (
+                    "behind the baseline at every level"
+                    if kind == CROSSOVER_WORDS["below_range"]
+                    else "ahead at every level"
+                )
                 lines.append(f"- {count} configurations are {words}.")
         best = self.best_table()
-        lines.append("- Best configuration per concurrency (output throughput): " + "; ".join(
-            f"{int(r.concurrency)}: {literal(r.best_variant)} ({round(r.gain_over_baseline, 2) + 0.0:+.0%} vs baseline)"
-            for r in best.itertuples())
-            + ".")
+        lines.append(
+            "- Best configuration per concurrency (output throughput): "
+            + "; ".join(
+                f"{int(r.concurrency)}: {literal(r.best_variant)} ({round(r.gain_over_baseline, 2) + 0.0:+.0%} vs baseline)"
+                for r in best.itertuples()
+            )
+            + "."
+        )
         pol = self.policy()
         rec = pol[pol["recommended"]]
         if len(rec):
             r = rec.iloc[0]
-            lines.append(f"- Recommended policy: **{literal(r['policy'])}**: {literal(r['settings'])} "
-                         f"(gives up at most {r['worst_shortfall']:.1%} of the best predicted throughput at any level).")
+            lines.append(
+                f"- Recommended policy: **{literal(r['policy'])}**: {literal(r['settings'])} "
+                f"(gives up at most {r['worst_shortfall']:.1%} of the best predicted throughput at any level)."
+            )
         else:
             lines.append("- Recommended policy: plain decoding (no configuration beats the baseline at any level).")
         return "\n".join(lines)
@@ -364,12 +479,16 @@ class WhatIf:
         lines = self.findings().splitlines()[2:]
         policy = [line for line in lines if line.startswith("- Recommended policy")]
         rest = [line for line in lines if not line.startswith("- Recommended policy")]
-        head = (f"**Verdict** — {literal(self.subtitle_lines[0])}; {literal(self.subtitle_lines[1])}; workbench "
-                f"{literal(__version__)}; one prediction per configuration and level (a model's output: nothing "
-                "here is measured or tested).")
-        caveat = ("- **Caveats**: every figure is the simulator's cost and acceptance model, calibrated on the "
-                  "profile's own settings only; other settings' accept lengths are extrapolated. Use it to choose "
-                  "what to measure, then measure with `spec_vs_baseline`.")
+        head = (
+            f"**Verdict** — {literal(self.subtitle_lines[0])}; {literal(self.subtitle_lines[1])}; workbench "
+            f"{literal(__version__)}; one prediction per configuration and level (a model's output: nothing "
+            "here is measured or tested)."
+        )
+        caveat = (
+            "- **Caveats**: every figure is the simulator's cost and acceptance model, calibrated on the "
+            "profile's own settings only; other settings' accept lengths are extrapolated. Use it to choose "
+            "what to measure, then measure with `spec_vs_baseline`."
+        )
         return "\n".join([head, "", *policy, *rest, caveat])
 
     # -- from prediction to measurement ---------------------------------------------------------
@@ -385,12 +504,15 @@ class WhatIf:
         if kind == "threshold":
             t = self._threshold_policy()
             assert t is not None  # a recommended threshold was simulated
-            rows.append({"variant": t["variant"], "concurrency": f"1-{t['threshold']}", "spec_off_above": t["threshold"]})
+            rows.append(
+                {"variant": t["variant"], "concurrency": f"1-{t['threshold']}", "spec_off_above": t["threshold"]}
+            )
         elif kind == "adaptive tiers":
             for a, b, name in self._tiers():
                 if name != self.baseline:
-                    rows.append({"variant": name, "concurrency": f"{a}-{b}" if a != b else f"{a}",
-                                 "spec_off_above": None})
+                    rows.append(
+                        {"variant": name, "concurrency": f"{a}-{b}" if a != b else f"{a}", "spec_off_above": None}
+                    )
         cols = ["variant", "topk", "num_steps", "num_draft_tokens", "spec_v2", "concurrency", "spec_off_above"]
         if not rows:
             return pd.DataFrame(columns=cols)
@@ -434,26 +556,47 @@ class WhatIf:
             for part in _products(group):
                 stem = f"whatif-{self.profile}-{prefix}-" + "-".join(
                     f"{letter}{'_'.join(str(x) for x in part['axes'][axis])}"
-                    for letter, axis in (("t", "topk"), ("s", "num_steps"), ("d", "num_draft_tokens")))
+                    for letter, axis in (("t", "topk"), ("s", "num_steps"), ("d", "num_draft_tokens"))
+                )
                 path = folder / f"{stem}.toml"
                 path.write_text(_grid_toml(prefix, template, part["axes"], self.profile), encoding="utf-8")
-                names = [f"{prefix}-t{r.topk}-s{r.num_steps}-d{r.num_draft_tokens} = {r.variant} (concurrency "
-                         f"{r.concurrency})" for r in part["rows"].itertuples()]
+                names = [
+                    f"{prefix}-t{r.topk}-s{r.num_steps}-d{r.num_draft_tokens} = {r.variant} (concurrency "
+                    f"{r.concurrency})"
+                    for r in part["rows"].itertuples()
+                ]
                 thresholds = [int(n) for n in part["rows"]["spec_off_above"].dropna()]
-                note = (f"recommended with no drafting above {thresholds[0]} running requests: a grid point drafts at "
-                        f"every level; the switch needs a variant with sim_policy spec_off_above = {thresholds[0]} on "
-                        "the simulator, or the eagle-spec-off-above patch on SGLang" if thresholds else "")
-                rows.append({"grid": paths.shown(path), "points": "; ".join(names), "template": str(template),
-                             "command": self._bench_command(paths.shown(path)), "note": note})
+                note = (
+                    f"recommended with no drafting above {thresholds[0]} running requests: a grid point drafts at "
+                    f"every level; the switch needs a variant with sim_policy spec_off_above = {thresholds[0]} on "
+                    "the simulator, or the eagle-spec-off-above patch on SGLang"
+                    if thresholds
+                    else ""
+                )
+                rows.append(
+                    {
+                        "grid": paths.shown(path),
+                        "points": "; ".join(names),
+                        "template": str(template),
+                        "command": self._bench_command(paths.shown(path)),
+                        "note": note,
+                    }
+                )
         return pd.DataFrame(rows)
 
     def _bench_command(self, grid: str) -> str:
         """``workbench bench BASELINE --grid FILE`` with this what-if's profile, levels and output length."""
         levels = ",".join(str(int(c)) for c in sorted(set(self.levels["concurrency"])))
         tokens = int(self.levels["max_new_tokens"].iloc[0])
-        extra = "" if self.settings.get("requests_per_level") is None else f" --requests {self.settings['requests_per_level']}"
-        return (f"workbench bench {self.baseline} --grid {grid} --sim-profile {self.profile} --levels {levels} "
-                f"--max-new-tokens {tokens}{extra}")
+        extra = (
+            ""
+            if self.settings.get("requests_per_level") is None
+            else f" --requests {self.settings['requests_per_level']}"
+        )
+        return (
+            f"workbench bench {self.baseline} --grid {grid} --sim-profile {self.profile} --levels {levels} "
+            f"--max-new-tokens {tokens}{extra}"
+        )
 
     def _grid_template(self, spec_v2: bool, folder: Path) -> str:
         """The variant a grid's points keep their other flags from: the what-if's template, or for spec v2 (v1) a
@@ -473,9 +616,20 @@ class WhatIf:
                 return name
         name = f"{base.name}-{'v2' if spec_v2 else 'v1'}"
         path = folder / f"{name}.toml"
-        path.write_text(_variant_toml(dataclasses.replace(base, name=name, env=env, description=(
-            f"{base.name} with spec {'v2' if spec_v2 else 'v1'} (SGLANG_ENABLE_SPEC_V2 "
-            f"{'on' if spec_v2 else 'off'}): the template of the what-if's grid"))), encoding="utf-8")
+        path.write_text(
+            _variant_toml(
+                dataclasses.replace(
+                    base,
+                    name=name,
+                    env=env,
+                    description=(
+                        f"{base.name} with spec {'v2' if spec_v2 else 'v1'} (SGLANG_ENABLE_SPEC_V2 "
+                        f"{'on' if spec_v2 else 'off'}): the template of the what-if's grid"
+                    ),
+                )
+            ),
+            encoding="utf-8",
+        )
         return str(path)
 
     # -- charts -----------------------------------------------------------------
@@ -488,29 +642,50 @@ class WhatIf:
         sub = self.subtitle_lines
         top = self.highlights()
         out: dict[str, alt.TopLevelMixin] = {
-            "throughput": charts.envelope_chart(self.levels, metric="output_throughput_tok_s",
-                                                title="Predicted total output throughput", y_title="Output tok/s (all requests)",
-                                                baseline=self.baseline, highlight=top, subtitle=sub),
-            "per_request": charts.envelope_chart(self.levels, metric="mean_per_request_tok_s",
-                                                 title="Predicted per-request speed", y_title="Mean per-request tok/s",
-                                                 baseline=self.baseline, highlight=top, subtitle=sub),
+            "throughput": charts.envelope_chart(
+                self.levels,
+                metric="output_throughput_tok_s",
+                title="Predicted total output throughput",
+                y_title="Output tok/s (all requests)",
+                baseline=self.baseline,
+                highlight=top,
+                subtitle=sub,
+            ),
+            "per_request": charts.envelope_chart(
+                self.levels,
+                metric="mean_per_request_tok_s",
+                title="Predicted per-request speed",
+                y_title="Mean per-request tok/s",
+                baseline=self.baseline,
+                highlight=top,
+                subtitle=sub,
+            ),
         }
         order = list(self.crossover_table()["variant"])
         ratios = self.ratios()[["variant", "concurrency", "output_ratio"]].rename(columns={"output_ratio": "ratio"})
         ratios["variant"] = pd.Categorical(ratios["variant"], categories=order, ordered=True)
-        out["ratio_heatmap"] = charts.ratio_heatmap(ratios.sort_values("variant").astype({"variant": str}),
-                                                    metric_title="output throughput", subtitle=sub)
+        out["ratio_heatmap"] = charts.ratio_heatmap(
+            ratios.sort_values("variant").astype({"variant": str}), metric_title="output throughput", subtitle=sub
+        )
         out["crossover"] = charts.crossover_chart(self.crossover_table(), subtitle=sub)
         table = self.breakdown_table(top)
-        long = table.melt(id_vars=["variant", "concurrency", "step_tokens_per_request"],
-                          value_vars=[f"step_{p}_ms" for p in STEP_PARTS], var_name="part", value_name="ms")
+        long = table.melt(
+            id_vars=["variant", "concurrency", "step_tokens_per_request"],
+            value_vars=[f"step_{p}_ms" for p in STEP_PARTS],
+            var_name="part",
+            value_name="ms",
+        )
         long["part"] = long["part"].str.removeprefix("step_").str.removesuffix("_ms")
         long["part_order"] = long["part"].map({p: i for i, p in enumerate(STEP_PARTS)})
         long["ms_per_token"] = long["ms"] / long["step_tokens_per_request"]
         long["variant"] = long["variant"].astype(str)
         out["breakdown"] = charts.breakdown_chart(long.dropna(subset=["ms_per_token"]), subtitle=sub)
-        out["policy"] = charts.policy_chart(self.policy_levels(), title="Predicted output throughput of the policies",
-                                            y_title="Output tok/s (all requests)", subtitle=sub)
+        out["policy"] = charts.policy_chart(
+            self.policy_levels(),
+            title="Predicted output throughput of the policies",
+            y_title="Output tok/s (all requests)",
+            subtitle=sub,
+        )
         self._cache["charts"] = out
         return out
 
@@ -522,8 +697,12 @@ class WhatIf:
 
 
 #: A crossover's kind (:func:`workbench.analysis.find_crossover`) as the tables say it.
-CROSSOVER_WORDS = {"interpolated": "crosses between two levels", "at_level": "even at a level",
-                   "none_in_range": "ahead at every level", "below_range": "behind at every level"}
+CROSSOVER_WORDS = {
+    "interpolated": "crosses between two levels",
+    "at_level": "even at a level",
+    "none_in_range": "ahead at every level",
+    "below_range": "behind at every level",
+}
 
 
 def _bound_by(weights_ms: float, compute_ms: float) -> str:
@@ -539,8 +718,17 @@ def _products(group: pd.DataFrame) -> list[dict[str, Any]]:
     wanted = {(int(r.topk), int(r.num_steps), int(r.num_draft_tokens)) for r in group.itertuples()}
     if wanted == set(itertools.product(*axes.values())):
         return [{"axes": axes, "rows": group}]
-    return [{"axes": {"topk": [int(r.topk)], "num_steps": [int(r.num_steps)], "num_draft_tokens": [int(r.num_draft_tokens)]},
-             "rows": group.iloc[[i]]} for i, r in enumerate(group.itertuples())]
+    return [
+        {
+            "axes": {
+                "topk": [int(r.topk)],
+                "num_steps": [int(r.num_steps)],
+                "num_draft_tokens": [int(r.num_draft_tokens)],
+            },
+            "rows": group.iloc[[i]],
+        }
+        for i, r in enumerate(group.itertuples())
+    ]
 
 
 def _toml_value(value: Any) -> str:
@@ -557,18 +745,27 @@ def _toml_value(value: Any) -> str:
 
 def _grid_toml(name: str, template: str, axes: dict[str, list[int]], profile: str) -> str:
     """A grid file: its name, template and the three axes, with a header saying where it came from."""
-    lines = [f"# Written by the what-if on profile {profile}: the settings it recommends (a MODEL PREDICTION), to",
-             "# measure them: workbench bench BASELINE --grid THIS_FILE (or the spec_vs_baseline notebook's grid).",
-             f"name = {_toml_value(name)}", f"template = {_toml_value(template)}",
-             f"description = {_toml_value(f'What-if recommendation on profile {profile}')}"]
+    lines = [
+        f"# Written by the what-if on profile {profile}: the settings it recommends (a MODEL PREDICTION), to",
+        "# measure them: workbench bench BASELINE --grid THIS_FILE (or the spec_vs_baseline notebook's grid).",
+        f"name = {_toml_value(name)}",
+        f"template = {_toml_value(template)}",
+        f"description = {_toml_value(f'What-if recommendation on profile {profile}')}",
+    ]
     lines += [f"{key} = {_toml_value(values)}" for key, values in axes.items()]
     return "\n".join(lines) + "\n"
 
 
 def _variant_toml(variant: Any) -> str:
     """A variant file of ``variant`` (a :class:`workbench.variants.Variant` without patches)."""
-    top = {"name": variant.name, "description": variant.description, "model_path": variant.model_path,
-           "draft_model_path": variant.draft_model_path, "sglang_version": variant.sglang_version, "base": variant.base}
+    top = {
+        "name": variant.name,
+        "description": variant.description,
+        "model_path": variant.model_path,
+        "draft_model_path": variant.draft_model_path,
+        "sglang_version": variant.sglang_version,
+        "base": variant.base,
+    }
     lines = [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
     for table, values in (("flags", variant.flags), ("env", variant.env), ("sim_policy", variant.sim_policy)):
         if values:
@@ -586,6 +783,5 @@ def _grid_point(template: str | Path, env: dict[str, str] | None = None) -> dict
         point = grid_variants({"template": str(template), "topk": [1], "num_steps": [1], "num_draft_tokens": [2]})[0]
     except ConfigError:
         return None
-    point = dataclasses.replace(point, name="point", description="", path=None,
-                                env=point.env if env is None else env)
+    point = dataclasses.replace(point, name="point", description="", path=None, env=point.env if env is None else env)
     return point.to_dict()

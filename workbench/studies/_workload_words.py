@@ -36,11 +36,19 @@ _ENDPOINT_KEYS = ("backend",)
 _TOKENS_TOLERANCE = 0.01
 #: Server settings compared, (where, key, words): a manifest's ``server_info`` or a level column.
 _SERVER_FIELDS = (
-    ("level", "engine", "engine"), ("level", "simulated", "simulated"), ("manifest", "sglang_version", "SGLang"),
-    ("info", "version", "server version"), ("info", "model_path", "model"), ("info", "tp_size", "TP"),
-    ("level", "inferencex_model", "model"), ("level", "inferencex_hw", "GPU"),
-    ("level", "inferencex_framework", "framework"), ("level", "inferencex_image", "image"),
-    ("level", "inferencex_precision", "precision"), ("level", "inferencex_tp", "TP"), ("level", "inferencex_ep", "EP"),
+    ("level", "engine", "engine"),
+    ("level", "simulated", "simulated"),
+    ("manifest", "sglang_version", "SGLang"),
+    ("info", "version", "server version"),
+    ("info", "model_path", "model"),
+    ("info", "tp_size", "TP"),
+    ("level", "inferencex_model", "model"),
+    ("level", "inferencex_hw", "GPU"),
+    ("level", "inferencex_framework", "framework"),
+    ("level", "inferencex_image", "image"),
+    ("level", "inferencex_precision", "precision"),
+    ("level", "inferencex_tp", "TP"),
+    ("level", "inferencex_ep", "EP"),
     ("manifest", "host", "host"),
 )
 
@@ -134,8 +142,11 @@ def differences(study: WorkloadView, pairing: Pairing) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     b_parts, v_parts = _parts(pairing.baseline_workload), _parts(pairing.workload)
     keys = list(dict.fromkeys([*b_parts, *v_parts]))
-    sent = [f"{k} {b_parts.get(k, 'not set')} vs {v_parts.get(k, 'not set')}" for k in keys
-            if k not in _ENDPOINT_KEYS and b_parts.get(k) != v_parts.get(k)]
+    sent = [
+        f"{k} {b_parts.get(k, 'not set')} vs {v_parts.get(k, 'not set')}"
+        for k in keys
+        if k not in _ENDPOINT_KEYS and b_parts.get(k) != v_parts.get(k)
+    ]
     if sent:
         out.append(("workload", ", ".join(sent)))
     b_end = b_parts.get("backend") or _first(base_rows, "bench_serving_backend")
@@ -154,8 +165,10 @@ def differences(study: WorkloadView, pairing: Pairing) -> list[tuple[str, str]]:
     if server:
         out.append(("server", ", ".join(dict.fromkeys(server))))
     tokens = []
-    for total, words in (("total_prompt_tokens", "prompt tokens per request"),
-                         ("total_output_tokens", "output tokens per request")):
+    for total, words in (
+        ("total_prompt_tokens", "prompt tokens per request"),
+        ("total_output_tokens", "output tokens per request"),
+    ):
         a, b = _per_request(base_rows, total), _per_request(rows, total)
         if a == a and b == b and abs(a - b) > _TOKENS_TOLERANCE * max(abs(a), abs(b)):
             tokens.append(f"{words} {a:,.0f} vs {b:,.0f}")
@@ -169,34 +182,47 @@ def _caveat(study: WorkloadView) -> str:
     for pairing in study.unlike_pairings:
         found = differences(study, pairing)
         said = "; ".join(f"**{kind}** ({literal(words)})" for kind, words in found) or (
-            "nothing their files recorded, beyond the workload labels themselves")
+            "nothing their files recorded, beyond the workload labels themselves"
+        )
         lines.append(
             f"`{pairing.variant}` measured {code(pairing.workload)} and is compared with the baseline "
-            f"{code(study.baseline)} measured {code(pairing.baseline_workload)}. They differ in {said}.")
-    return ("> **NOT LIKE-FOR-LIKE** — asked for with "
-            f"{code(UNLIKE_PARAMETER)} ({code(UNLIKE_ARMS_FLAG)}). " + " ".join(lines)
-            + " Each ratio of such a pair mixes these differences with what speculation does: it compares two "
-            "setups, not speculation alone.")
+            f"{code(study.baseline)} measured {code(pairing.baseline_workload)}. They differ in {said}."
+        )
+    return (
+        "> **NOT LIKE-FOR-LIKE** — asked for with "
+        f"{code(UNLIKE_PARAMETER)} ({code(UNLIKE_ARMS_FLAG)}). "
+        + " ".join(lines)
+        + " Each ratio of such a pair mixes these differences with what speculation does: it compares two "
+        "setups, not speculation alone."
+    )
 
 
 def _cells(rows: pd.DataFrame) -> str:
     """Ratios of one variant as words: each cell when few, else their range."""
+
     def where(row: Any) -> str:
         against = "" if row.compared_with == row.workload else f" against the baseline on {code(row.compared_with)}"
         return f"{code(row.workload)}{against}, {literal(row.load)}"
 
     def said(row: Any) -> str:
-        others = [f"mean {name} x{value:.2f}" for name, value in (("TTFT", getattr(row, "ttft_ratio", math.nan)),
-                                                                   ("TPOT", getattr(row, "tpot_ratio", math.nan)))
-                  if value == value]
+        others = [
+            f"mean {name} x{value:.2f}"
+            for name, value in (
+                ("TTFT", getattr(row, "ttft_ratio", math.nan)),
+                ("TPOT", getattr(row, "tpot_ratio", math.nan)),
+            )
+            if value == value
+        ]
         return f"x{row.throughput_ratio:.2f} on {where(row)}" + (f" ({', '.join(others)})" if others else "")
 
     if len(rows) <= 4:
         return "; ".join(said(r) for r in rows.itertuples())
     low, high = rows.loc[rows["throughput_ratio"].idxmin()], rows.loc[rows["throughput_ratio"].idxmax()]
     above = int((rows["throughput_ratio"] > 1).sum())
-    return (f"from x{low.throughput_ratio:.2f} ({where(low)}) to x{high.throughput_ratio:.2f} ({where(high)}), "
-            f"above 1 in {above} of {len(rows)}")
+    return (
+        f"from x{low.throughput_ratio:.2f} ({where(low)}) to x{high.throughput_ratio:.2f} ({where(high)}), "
+        f"above 1 in {above} of {len(rows)}"
+    )
 
 
 def opening(study: WorkloadView) -> str:
@@ -211,27 +237,38 @@ def opening(study: WorkloadView) -> str:
     loads = list(dict.fromkeys(table["load"]))
     tools = sorted({str(t) for t in study.levels.get("tool", pd.Series(dtype=object)).dropna()})
     source = ("SIMULATED figures" if study.simulated else "Measured figures") + (
-        f" imported from {literal(', '.join(tools))}" if tools else "")
+        f" imported from {literal(', '.join(tools))}" if tools else ""
+    )
     n_w = len(study.workloads)
-    at = ("every request of a workload sent at once (offline throughput)" if loads == [ALL_AT_ONCE]
-          else f"at {literal(', '.join(loads))}")
-    lead = (f"**In short** — {source}: {n_w} workload{'s' if n_w != 1 else ''} and {len(study.variants)} "
-            f"variant{'s' if len(study.variants) != 1 else ''}, {at}.")
+    at = (
+        "every request of a workload sent at once (offline throughput)"
+        if loads == [ALL_AT_ONCE]
+        else f"at {literal(', '.join(loads))}"
+    )
+    lead = (
+        f"**In short** — {source}: {n_w} workload{'s' if n_w != 1 else ''} and {len(study.variants)} "
+        f"variant{'s' if len(study.variants) != 1 else ''}, {at}."
+    )
     ratios = study.ratios()
     sentences = [lead]
     for variant in study.pairings:
         mine = ratios[ratios["variant"] == variant]
         if len(mine):
-            sentences.append(f"`{literal(variant)}` over the baseline {code(study.baseline)}, output throughput: "
-                             f"{_cells(mine)}.")
+            sentences.append(
+                f"`{literal(variant)}` over the baseline {code(study.baseline)}, output throughput: {_cells(mine)}."
+            )
     if len(study.variants) == 1:
-        sentences.append(f"Only {code(study.baseline)} is in these runs: its workloads side by side, with no other "
-                         "variant to compare.")
+        sentences.append(
+            f"Only {code(study.baseline)} is in these runs: its workloads side by side, with no other "
+            "variant to compare."
+        )
     elif not len(ratios) and not study.not_compared:
         sentences.append("No variant measured a workload at a load the baseline also measured: nothing is compared.")
     if len(ratios) and int(table["n"].max()) == 1:
-        sentences.append("One measurement per cell (no repeats): no interval, so read a difference of a few percent "
-                         "as possibly noise.")
+        sentences.append(
+            "One measurement per cell (no repeats): no interval, so read a difference of a few percent "
+            "as possibly noise."
+        )
     parts = [" ".join(sentences)]
     if study.unlike_pairings:
         parts.insert(0, _caveat(study))
@@ -239,13 +276,18 @@ def opening(study: WorkloadView) -> str:
         named = []
         for variant in study.not_compared:
             mine, base = study.workloads_of(variant), study.workloads_of(study.baseline)
-            named.append(f"{code(variant)} measured {', '.join(code(w) for w in mine)} and the baseline "
-                         f"{code(study.baseline)} {', '.join(code(w) for w in base)}")
-            report_note(f"not compared: variant {variant} shares no workload with the baseline {study.baseline}; "
-                        f"{UNLIKE_ARMS_FLAG} compares them under a NOT LIKE-FOR-LIKE caveat")
+            named.append(
+                f"{code(variant)} measured {', '.join(code(w) for w in mine)} and the baseline "
+                f"{code(study.baseline)} {', '.join(code(w) for w in base)}"
+            )
+            report_note(
+                f"not compared: variant {variant} shares no workload with the baseline {study.baseline}; "
+                f"{UNLIKE_ARMS_FLAG} compares them under a NOT LIKE-FOR-LIKE caveat"
+            )
         parts.append(
             "**Not compared** — " + "; ".join(named) + ". Arms of different workloads or endpoints are not "
             "compared (a ratio would mix the workload's effect with speculation's): each is shown below without a "
             f"ratio. To set them side by side anyway, under a NOT LIKE-FOR-LIKE caveat naming every difference, "
-            f"render again with {code(UNLIKE_ARMS_FLAG)} ({code(f'-p {UNLIKE_PARAMETER} true')}).")
+            f"render again with {code(UNLIKE_ARMS_FLAG)} ({code(f'-p {UNLIKE_PARAMETER} true')})."
+        )
     return "\n\n".join(parts)

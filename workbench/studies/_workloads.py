@@ -32,9 +32,21 @@ if TYPE_CHECKING:
 __all__ = ["FIGURES", "RATIOS", "WorkloadStudy", "level_label", "load_workloads"]
 
 #: The figures compared (our level columns), shown where any row recorded them.
-FIGURES = ("output_throughput_tok_s", "request_throughput_req_s", "mean_ttft_ms", "p50_ttft_ms", "p99_ttft_ms",
-           "mean_tpot_ms", "p50_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "mean_e2e_ms", "p50_e2e_ms", "p99_e2e_ms",
-           "accept_length")
+FIGURES = (
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "mean_ttft_ms",
+    "p50_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "p50_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "mean_e2e_ms",
+    "p50_e2e_ms",
+    "p99_e2e_ms",
+    "accept_length",
+)
 #: Figure -> the column of its ratio to the baseline (variant / baseline, same workload and load).
 RATIOS = {"output_throughput_tok_s": "throughput_ratio", "mean_ttft_ms": "ttft_ratio", "mean_tpot_ms": "tpot_ratio"}
 
@@ -56,8 +68,9 @@ def level_label(row: Any) -> str:
 
 def _level_key(label: str) -> tuple[int, float]:
     """Sort key of :func:`level_label`'s words: numeric order within each kind of load."""
-    number = pd.to_numeric(pd.Series([label.split(" ")[-1] if label.startswith("concurrency") else
-                                      label.split(" ")[0]]), errors="coerce").iloc[0]
+    number = pd.to_numeric(
+        pd.Series([label.split(" ")[-1] if label.startswith("concurrency") else label.split(" ")[0]]), errors="coerce"
+    ).iloc[0]
     kind = 0 if label.startswith("concurrency") else 1 if "req/s" in label else 2
     return kind, (0.0 if pd.isna(number) else float(number))
 
@@ -89,13 +102,17 @@ class WorkloadStudy:
 
     def __post_init__(self) -> None:
         if not len(self.levels):
-            raise ConfigError("the runs hold no level rows to compare (each was empty, or every row was "
-                              "quarantined: `workbench runs show RUN` lists them)")
+            raise ConfigError(
+                "the runs hold no level rows to compare (each was empty, or every row was "
+                "quarantined: `workbench runs show RUN` lists them)"
+            )
         levels = self.levels if "workload" in self.levels else self.levels.assign(workload="default")
         self.levels = levels.assign(level=[level_label(row) for _, row in levels.iterrows()])
         if self.baseline not in self.variants:
-            raise ConfigError(f"baseline {self.baseline!r} has no rows in these runs; they hold {self.variants}. "
-                              "Pass one of them as baseline (-p baseline NAME)")
+            raise ConfigError(
+                f"baseline {self.baseline!r} has no rows in these runs; they hold {self.variants}. "
+                "Pass one of them as baseline (-p baseline NAME)"
+            )
         base = self.workloads_of(self.baseline)
         for variant in self.variants:
             if variant == self.baseline:
@@ -109,7 +126,8 @@ class WorkloadStudy:
                     raise ConfigError(
                         f"unlike_arms pairs one workload with one, but {variant!r} measured {len(mine)} workload(s) "
                         f"({'; '.join(mine)}) and the baseline {self.baseline!r} {len(base)} ({'; '.join(base)}), "
-                        "none of them shared; report runs that each measured one workload")
+                        "none of them shared; report runs that each measured one workload"
+                    )
                 self.pairings[variant] = [Pairing(variant, mine[0], base[0])]
             else:
                 self.pairings[variant] = []
@@ -162,12 +180,24 @@ class WorkloadStudy:
             with) and :data:`RATIOS` (variant / baseline at the same load; NaN without such a baseline row).
             Rows in workload order (the baseline's first), the baseline first within each, loads in numeric order.
         """
-        figures = [f for f in FIGURES if f in self.levels and pd.to_numeric(self.levels[f], errors="coerce").notna().any()]
-        rows = self.levels.assign(**{c: pd.to_numeric(self.levels[c], errors="coerce") if c in self.levels else math.nan
-                                     for c in (*figures, "completed")})
-        table = rows.groupby(["workload", "variant", "level"], sort=False).agg(
-            n=("variant", "size"), completed=("completed", lambda s: s.sum(min_count=1)),
-            **{f: (f, "mean") for f in figures}).reset_index()
+        figures = [
+            f for f in FIGURES if f in self.levels and pd.to_numeric(self.levels[f], errors="coerce").notna().any()
+        ]
+        rows = self.levels.assign(
+            **{
+                c: pd.to_numeric(self.levels[c], errors="coerce") if c in self.levels else math.nan
+                for c in (*figures, "completed")
+            }
+        )
+        table = (
+            rows.groupby(["workload", "variant", "level"], sort=False)
+            .agg(
+                n=("variant", "size"),
+                completed=("completed", lambda s: s.sum(min_count=1)),
+                **{f: (f, "mean") for f in figures},
+            )
+            .reset_index()
+        )
         table = table.rename(columns={"level": "load"})
         base = table[table["variant"] == self.baseline].set_index(["workload", "load"])
         paired = {(p.variant, p.workload): p.baseline_workload for ps in self.pairings.values() for p in ps}
@@ -175,13 +205,16 @@ class WorkloadStudy:
         for figure, ratio in RATIOS.items():
             if figure not in figures:
                 continue
-            reference = [base[figure].get((cw, load), math.nan) if cw else math.nan
-                         for cw, load in zip(table["compared_with"], table["load"])]
+            reference = [
+                base[figure].get((cw, load), math.nan) if cw else math.nan
+                for cw, load in zip(table["compared_with"], table["load"])
+            ]
             table[ratio] = table[figure] / pd.Series(reference, index=table.index, dtype=float)
         order_w = {w: i for i, w in enumerate(self.workloads)}
         order_v = {v: i for i, v in enumerate([self.baseline, *(v for v in self.variants if v != self.baseline)])}
-        table = table.assign(_w=table["workload"].map(order_w), _v=table["variant"].map(order_v),
-                             _l=table["load"].map(_level_key))
+        table = table.assign(
+            _w=table["workload"].map(order_w), _v=table["variant"].map(order_v), _l=table["load"].map(_level_key)
+        )
         return table.sort_values(["_w", "_v", "_l"]).drop(columns=["_w", "_v", "_l"]).reset_index(drop=True)
 
     def ratios(self) -> pd.DataFrame:
@@ -224,8 +257,10 @@ class WorkloadStudy:
                 made = f"imported from {code(m.get('tool') or 'another tool')}" + (f" ({files})" if files else "")
             else:
                 made = "measured by the workbench"
-            lines.append(f"- {code(m.get('run_id'))}: variant {code(variant)}, {made}; workloads "
-                         + ", ".join(code(w) for w in self.workloads_of(variant)))
+            lines.append(
+                f"- {code(m.get('run_id'))}: variant {code(variant)}, {made}; workloads "
+                + ", ".join(code(w) for w in self.workloads_of(variant))
+            )
         return "**Runs behind this report** (`workbench runs show RUN`):\n\n" + "\n".join(lines)
 
     def save_charts(self, out_dir: str | Path) -> pd.DataFrame:
@@ -253,21 +288,41 @@ class WorkloadStudy:
         facet = len(loads) > 1
         by_load = alt.Row("load:N", title=None, sort=loads, header=alt.Header(labelAngle=0, labelAlign="left"))
         shared = _shared_parts(self.workloads)
-        subtitle = [self.provenance_line(), f"workload: {self.workloads[0]}" if len(self.workloads) == 1 else
-                    "every workload" + (f" has {shared}" if shared else "") + "; one bar per variant"]
+        subtitle = [
+            self.provenance_line(),
+            f"workload: {self.workloads[0]}"
+            if len(self.workloads) == 1
+            else "every workload" + (f" has {shared}" if shared else "") + "; one bar per variant",
+        ]
 
-        def bars(frame: pd.DataFrame, field: str, axis_title: str, *, label: str = "workload_shown",
-                 columns: str | None = None) -> alt.TopLevelMixin:
+        def bars(
+            frame: pd.DataFrame,
+            field: str,
+            axis_title: str,
+            *,
+            label: str = "workload_shown",
+            columns: str | None = None,
+        ) -> alt.TopLevelMixin:
             drawn = [v for v in self.variants if v in set(frame["variant"])]
-            encoded = alt.Chart().mark_bar().encode(
-                y=alt.Y(f"{label}:N", title=None, sort=list(dict.fromkeys(frame[label])),
-                        axis=alt.Axis(labelLimit=360)),
-                yOffset=alt.YOffset("variant:N", sort=drawn),
-                x=alt.X(f"{field}:Q", title=axis_title),
-                color=alt.Color("variant:N", title="variant", sort=drawn,
-                                scale=alt.Scale(domain=drawn, range=[colours[v] for v in drawn])),
-                tooltip=["workload", "variant", "load", alt.Tooltip(f"{field}:Q", format=",.4g")],
-            ).properties(width=320, height=alt.Step(16))
+            encoded = (
+                alt.Chart()
+                .mark_bar()
+                .encode(
+                    y=alt.Y(
+                        f"{label}:N", title=None, sort=list(dict.fromkeys(frame[label])), axis=alt.Axis(labelLimit=360)
+                    ),
+                    yOffset=alt.YOffset("variant:N", sort=drawn),
+                    x=alt.X(f"{field}:Q", title=axis_title),
+                    color=alt.Color(
+                        "variant:N",
+                        title="variant",
+                        sort=drawn,
+                        scale=alt.Scale(domain=drawn, range=[colours[v] for v in drawn]),
+                    ),
+                    tooltip=["workload", "variant", "load", alt.Tooltip(f"{field}:Q", format=",.4g")],
+                )
+                .properties(width=320, height=alt.Step(16))
+            )
             layers = [encoded]
             if field == "throughput_ratio":
                 layers.append(alt.Chart().mark_rule(strokeDash=[4, 3], color="black").encode(x=alt.datum(1.0)))
@@ -283,24 +338,35 @@ class WorkloadStudy:
 
         out: dict[str, alt.TopLevelMixin] = {}
         if "output_throughput_tok_s" in table:
-            out["throughput"] = titled(bars(table, "output_throughput_tok_s", "output throughput (tok/s)"),
-                                       "Output throughput, workload by workload (higher is better)")
+            out["throughput"] = titled(
+                bars(table, "output_throughput_tok_s", "output throughput (tok/s)"),
+                "Output throughput, workload by workload (higher is better)",
+            )
         latency = [c for c in ("mean_ttft_ms", "mean_tpot_ms") if c in table]
         if latency:
-            long = table.melt(id_vars=["workload", "workload_shown", "variant", "load"], value_vars=latency,
-                              var_name="figure", value_name="ms").dropna(subset=["ms"])
+            long = table.melt(
+                id_vars=["workload", "workload_shown", "variant", "load"],
+                value_vars=latency,
+                var_name="figure",
+                value_name="ms",
+            ).dropna(subset=["ms"])
             long["figure"] = long["figure"].map({"mean_ttft_ms": "mean TTFT (ms)", "mean_tpot_ms": "mean TPOT (ms)"})
-            out["latency"] = titled(bars(long, "ms", "ms", columns="figure").resolve_scale(x="independent"),
-                                    "Mean TTFT and TPOT, workload by workload (lower is better)")
+            out["latency"] = titled(
+                bars(long, "ms", "ms", columns="figure").resolve_scale(x="independent"),
+                "Mean TTFT and TPOT, workload by workload (lower is better)",
+            )
         if "throughput_ratio" in table and table["throughput_ratio"].notna().any():
             compared = table[table["throughput_ratio"].notna()]
-            compared = compared.assign(pair=[short.get(w, w) + ("" if cw == w else f" vs {self.baseline} on "
-                                                                f"{short.get(cw, cw)}")
-                                             for w, cw in zip(compared["workload"], compared["compared_with"])])
-            out["ratio"] = titled(bars(compared, "throughput_ratio", f"output throughput / {self.baseline}'s",
-                                       label="pair"),
-                                  f"Each variant over {self.baseline} on the same workload and load (above 1: more "
-                                  "throughput)")
+            compared = compared.assign(
+                pair=[
+                    short.get(w, w) + ("" if cw == w else f" vs {self.baseline} on {short.get(cw, cw)}")
+                    for w, cw in zip(compared["workload"], compared["compared_with"])
+                ]
+            )
+            out["ratio"] = titled(
+                bars(compared, "throughput_ratio", f"output throughput / {self.baseline}'s", label="pair"),
+                f"Each variant over {self.baseline} on the same workload and load (above 1: more throughput)",
+            )
         return out
 
 
@@ -321,8 +387,13 @@ def _shared_parts(workloads: Sequence[str]) -> str:
     return " ".join(p for p in first if p in common)
 
 
-def load_workloads(runs: str | Path | Sequence[str | Path], *, baseline: str | None = None,
-                   unlike_arms: bool = False, runs_dir: str | Path | None = None) -> WorkloadStudy:
+def load_workloads(
+    runs: str | Path | Sequence[str | Path],
+    *,
+    baseline: str | None = None,
+    unlike_arms: bool = False,
+    runs_dir: str | Path | None = None,
+) -> WorkloadStudy:
     """Read stored runs into a :class:`WorkloadStudy`.
 
     Args:
@@ -338,9 +409,11 @@ def load_workloads(runs: str | Path | Sequence[str | Path], *, baseline: str | N
     from workbench.store import load_run, load_runs, stored_runs
 
     if not runs:
-        raise ConfigError("the workloads report compares stored runs and none was given: name them with "
-                          "`workbench report notebooks/workloads.ipynb --from-runs RUN...` (`workbench runs list` shows "
-                          "them; `workbench import FILE` stores another tool's result file as runs)")
+        raise ConfigError(
+            "the workloads report compares stored runs and none was given: name them with "
+            "`workbench report notebooks/workloads.ipynb --from-runs RUN...` (`workbench runs list` shows "
+            "them; `workbench import FILE` stores another tool's result file as runs)"
+        )
     paths = stored_runs(runs, runs_dir=runs_dir)
     _, levels = load_runs(paths)
     manifests = [load_run(p).manifest for p in paths]

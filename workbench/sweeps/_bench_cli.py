@@ -29,12 +29,14 @@ from workbench.store.cli import RunsDirOption
 from workbench.variants.cli import DraftModelPathOption, GpusOption, ModelPathOption, TpSizeOption, grid_lines
 from workbench.variants.cli import grid_option
 
-__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "schedule_lines",
-           "summary_lines"]
+__all__ = ["bench_command", "load_options", "parse_levels", "parse_rates", "schedule_lines", "summary_lines"]
 
 #: Metrics of the summary, with their column titles and decimals.
-SUMMARY_METRICS = (("output_throughput_tok_s", "output tok/s", 1), ("mean_per_request_tok_s", "per-request tok/s", 1),
-                   ("accept_length", "accept length", 2))
+SUMMARY_METRICS = (
+    ("output_throughput_tok_s", "output tok/s", 1),
+    ("mean_per_request_tok_s", "per-request tok/s", 1),
+    ("accept_length", "accept length", 2),
+)
 
 
 def parse_levels(text: str) -> list[int]:
@@ -61,9 +63,15 @@ def parse_rates(text: str) -> list[float]:
     return parse_number_list("--request-rates", text, float, "numbers (requests per second)", "0.5,2,8")
 
 
-def load_options(*, backend: str | None = None, temperature: float | None = None, ignore_eos: bool | None = None,
-                 input_len: int | None = None, sweep: str | None = None,
-                 sweep_values: str | None = None) -> dict[str, Any]:
+def load_options(
+    *,
+    backend: str | None = None,
+    temperature: float | None = None,
+    ignore_eos: bool | None = None,
+    input_len: int | None = None,
+    sweep: str | None = None,
+    sweep_values: str | None = None,
+) -> dict[str, Any]:
     """The ``load=`` of :func:`workbench.benchmark_variants` from the command's load options.
 
     Only the options given are set, so a command without them plans the sweep the
@@ -79,20 +87,33 @@ def load_options(*, backend: str | None = None, temperature: float | None = None
     from workbench.bench import ROUTES, SWEEP_DIMENSIONS, parse_number_list
 
     if backend is not None and backend not in ROUTES:
-        raise ConfigError(f"--backend must be one of {', '.join(ROUTES)} (SGLang's native /generate, or the "
-                          f"OpenAI-compatible /v1/completions and /v1/chat/completions), got {backend!r}")
+        raise ConfigError(
+            f"--backend must be one of {', '.join(ROUTES)} (SGLang's native /generate, or the "
+            f"OpenAI-compatible /v1/completions and /v1/chat/completions), got {backend!r}"
+        )
     if sweep is not None and sweep not in SWEEP_DIMENSIONS:
-        raise ConfigError(f"--sweep must be one of {', '.join(SWEEP_DIMENSIONS)} (varied besides the concurrency), "
-                          f"got {sweep!r}")
+        raise ConfigError(
+            f"--sweep must be one of {', '.join(SWEEP_DIMENSIONS)} (varied besides the concurrency), got {sweep!r}"
+        )
     if (sweep is None) != (sweep_values is None):
         raise ConfigError("--sweep and --sweep-values go together, e.g. --sweep output_len --sweep-values 128,2048")
     values = None
     if sweep_values is not None:
-        values = (parse_number_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
-                  if sweep == "temperature" else
-                  parse_number_list("--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"))
-    given = {"backend": backend, "temperature": temperature, "ignore_eos": ignore_eos, "input_len": input_len,
-             "sweep": sweep, "sweep_values": values}
+        values = (
+            parse_number_list("--sweep-values", sweep_values, float, "numbers (temperatures)", "0,0.7,1")
+            if sweep == "temperature"
+            else parse_number_list(
+                "--sweep-values", sweep_values, int, f"whole numbers of tokens ({sweep})", "128,2048"
+            )
+        )
+    given = {
+        "backend": backend,
+        "temperature": temperature,
+        "ignore_eos": ignore_eos,
+        "input_len": input_len,
+        "sweep": sweep,
+        "sweep_values": values,
+    }
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -116,9 +137,16 @@ def summary_lines(means: Any, sweep: str | None = None) -> list[str]:
     load = "concurrency" if "concurrency" in means else "request_rate_req_s"
     shown = {"concurrency": "concurrency", "request_rate_req_s": "request rate (req/s)"}[load]
     header = ["variant", *swept, shown, "n", *[f"{title} (95% CI)" for _, title, _ in SUMMARY_METRICS]]
-    rows = [[str(r["variant"]), *[f"{r['sweep_value']:g}" for _ in swept], f"{float(r[load]):g}",
-             str(int(r["n"])), *[_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], d) for m, _, d in SUMMARY_METRICS]]
-            for r in means.to_dict("records")]
+    rows = [
+        [
+            str(r["variant"]),
+            *[f"{r['sweep_value']:g}" for _ in swept],
+            f"{float(r[load]):g}",
+            str(int(r["n"])),
+            *[_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], d) for m, _, d in SUMMARY_METRICS],
+        ]
+        for r in means.to_dict("records")
+    ]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     return [fmt.format(*header), *(fmt.format(*row) for row in rows)]
@@ -126,72 +154,151 @@ def summary_lines(means: Any, sweep: str | None = None) -> list[str]:
 
 def bench_command(
     ctx: typer.Context,
-    variants: Annotated[Optional[list[str]], typer.Argument(
-        metavar="VARIANT", help="Variant names (data/variants/) or files (or --grid).")] = None,
+    variants: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="VARIANT", help="Variant names (data/variants/) or files (or --grid)."),
+    ] = None,
     host: HostOpt = "local",
     engine: EngineOpt = None,
-    levels: Annotated[Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")] = None,
-    request_rates: Annotated[Optional[str], typer.Option(
-        "--request-rates", help="Open loop instead of --levels: request rates in req/s (Poisson arrivals), e.g. "
-        "0.5,2,8; the summary and crossovers are then per rate.")] = None,
-    requests: Annotated[Optional[int], typer.Option("--requests", help="Requests per level (default max(16, 2c)).")] = None,
-    repeats: Annotated[Optional[int], typer.Option(
-        "--repeats", help="Times each level is measured (default: 3 on a real engine, 1 on the simulator).")] = None,
+    levels: Annotated[
+        Optional[str], typer.Option("--levels", help="Concurrency levels, e.g. 1,2,4 (default 1..64).")
+    ] = None,
+    request_rates: Annotated[
+        Optional[str],
+        typer.Option(
+            "--request-rates",
+            help="Open loop instead of --levels: request rates in req/s (Poisson arrivals), e.g. "
+            "0.5,2,8; the summary and crossovers are then per rate.",
+        ),
+    ] = None,
+    requests: Annotated[
+        Optional[int], typer.Option("--requests", help="Requests per level (default max(16, 2c)).")
+    ] = None,
+    repeats: Annotated[
+        Optional[int],
+        typer.Option(
+            "--repeats", help="Times each level is measured (default: 3 on a real engine, 1 on the simulator)."
+        ),
+    ] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="Name of the sweep (part of its identity).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start new runs instead of resuming this sweep's.")] = False,
     runs_dir: RunsDirOption = None,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Output tokens per request.")] = 256,
-    backend: Annotated[Optional[str], typer.Option(
-        "--backend", help="Route: generate (SGLang's /generate, default), completions (/v1/completions) or chat "
-        "(/v1/chat/completions).")] = None,
-    temperature: Annotated[Optional[float], typer.Option(
-        "--temperature", help="Sampling temperature (default 0.0: greedy).")] = None,
-    ignore_eos: Annotated[Optional[bool], typer.Option(
-        "--ignore-eos/--no-ignore-eos", help="Generate past EOS, so every request has --max-new-tokens "
-        "(default: on).")] = None,
-    input_len: Annotated[Optional[int], typer.Option(
-        "--input-len", help="Send random token ids of this many prompt tokens instead of the prompt set.")] = None,
-    prompt_set: Annotated[Optional[str], typer.Option(
-        "--prompt-set", help="Prompt set: a name (data/prompts/NAME.jsonl), a JSONL file, or sharegpt:PATH "
-        "(ShareGPT-style JSON/JSONL); default: default.")] = None,
-    sweep: Annotated[Optional[str], typer.Option(
-        "--sweep", help="Also vary input_len, output_len (= max new tokens) or temperature: every concurrency "
-        "level is measured at each of --sweep-values.")] = None,
-    sweep_values: Annotated[Optional[str], typer.Option(
-        "--sweep-values", help="Values of --sweep, e.g. 128,2048 (tokens) or 0,1 (temperature).")] = None,
-    time_scale: Annotated[Optional[float], typer.Option(
-        "--time-scale", help="Simulator only: simulated seconds per wall second (default "
-        f"{DEFAULT_SIM_TIME_SCALE:g}, as in the notebooks: workbench.engines.DEFAULT_SIM_TIME_SCALE, whose "
-        "docstring gives its measured fidelity).")] = None,
-    sim_profile: Annotated[Optional[str], typer.Option(
-        "--sim-profile", help="Simulator only: the hardware and model it models, a name in data/profiles/ or a "
-        "TOML file (default seed-pcie-8gpu; e.g. h200-llama3-8b beside real runs on an H200).")] = None,
-    progress: Annotated[Optional[bool], typer.Option(
-        "--progress/--no-progress", help="Progress bars (default: when stderr is a terminal; otherwise one line "
-        "per level on stderr, no bars).")] = None,
+    backend: Annotated[
+        Optional[str],
+        typer.Option(
+            "--backend",
+            help="Route: generate (SGLang's /generate, default), completions (/v1/completions) or chat "
+            "(/v1/chat/completions).",
+        ),
+    ] = None,
+    temperature: Annotated[
+        Optional[float], typer.Option("--temperature", help="Sampling temperature (default 0.0: greedy).")
+    ] = None,
+    ignore_eos: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--ignore-eos/--no-ignore-eos",
+            help="Generate past EOS, so every request has --max-new-tokens (default: on).",
+        ),
+    ] = None,
+    input_len: Annotated[
+        Optional[int],
+        typer.Option("--input-len", help="Send random token ids of this many prompt tokens instead of the prompt set."),
+    ] = None,
+    prompt_set: Annotated[
+        Optional[str],
+        typer.Option(
+            "--prompt-set",
+            help="Prompt set: a name (data/prompts/NAME.jsonl), a JSONL file, or sharegpt:PATH "
+            "(ShareGPT-style JSON/JSONL); default: default.",
+        ),
+    ] = None,
+    sweep: Annotated[
+        Optional[str],
+        typer.Option(
+            "--sweep",
+            help="Also vary input_len, output_len (= max new tokens) or temperature: every concurrency "
+            "level is measured at each of --sweep-values.",
+        ),
+    ] = None,
+    sweep_values: Annotated[
+        Optional[str],
+        typer.Option("--sweep-values", help="Values of --sweep, e.g. 128,2048 (tokens) or 0,1 (temperature)."),
+    ] = None,
+    time_scale: Annotated[
+        Optional[float],
+        typer.Option(
+            "--time-scale",
+            help="Simulator only: simulated seconds per wall second (default "
+            f"{DEFAULT_SIM_TIME_SCALE:g}, as in the notebooks: workbench.engines.DEFAULT_SIM_TIME_SCALE, whose "
+            "docstring gives its measured fidelity).",
+        ),
+    ] = None,
+    sim_profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--sim-profile",
+            help="Simulator only: the hardware and model it models, a name in data/profiles/ or a "
+            "TOML file (default seed-pcie-8gpu; e.g. h200-llama3-8b beside real runs on an H200).",
+        ),
+    ] = None,
+    progress: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--progress/--no-progress",
+            help="Progress bars (default: when stderr is a terminal; otherwise one line per level on stderr, no bars).",
+        ),
+    ] = None,
     model_path: ModelPathOption = None,
     draft_model_path: DraftModelPathOption = None,
     tp_size: TpSizeOption = None,
     gpus: GpusOption = None,
-    baseline: Annotated[Optional[str], typer.Option(
-        "--baseline", help="The variant the crossovers are against (default: the first VARIANT).")] = None,
-    grid: Annotated[Optional[str], typer.Option(
-        "--grid", help="A grid of topk x num_steps x num_draft_tokens on a template variant (data/grids/NAME.toml, "
-        "a file, or its keys inline: 'template = \"eagle3-topk4\", topk = [1, 4], num_steps = [2], "
-        "num_draft_tokens = [4, 8]'): its points are measured after VARIANT..., each checked first; refused points "
-        "are named and nothing is launched (exit 2) unless --skip-refused.")] = None,
-    skip_refused: Annotated[bool, typer.Option(
-        "--skip-refused", help="With --grid: measure the accepted points when some are refused (each is still "
-        "named, with why).")] = False,
-    fleet: Annotated[Optional[str], typer.Option(
-        "--fleet", help="Run the (variant, repeat) units as Ray tasks on this Ray cluster (host:6379, or auto), as "
-        "many at once as its GPU slots allow; replaces --host (docs/FLEET.md; needs the fleet extra).")] = None,
-    one_unit_per_host: Annotated[bool, typer.Option(
-        "--one-unit-per-host", help="With --fleet: at most one unit at a time on each host (no neighbours sharing "
-        "its CPU, PCIe and memory bandwidth).")] = False,
-    detach: Annotated[bool, typer.Option(
-        "--detach", help="With --fleet NAME (a fleet of `workbench fleet up`): submit the sweep as a Ray job on it "
-        "and return; it goes on without this command, `workbench fleet attach` pulls its units.")] = False,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option("--baseline", help="The variant the crossovers are against (default: the first VARIANT)."),
+    ] = None,
+    grid: Annotated[
+        Optional[str],
+        typer.Option(
+            "--grid",
+            help="A grid of topk x num_steps x num_draft_tokens on a template variant (data/grids/NAME.toml, "
+            'a file, or its keys inline: \'template = "eagle3-topk4", topk = [1, 4], num_steps = [2], '
+            "num_draft_tokens = [4, 8]'): its points are measured after VARIANT..., each checked first; refused points "
+            "are named and nothing is launched (exit 2) unless --skip-refused.",
+        ),
+    ] = None,
+    skip_refused: Annotated[
+        bool,
+        typer.Option(
+            "--skip-refused",
+            help="With --grid: measure the accepted points when some are refused (each is still named, with why).",
+        ),
+    ] = False,
+    fleet: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fleet",
+            help="Run the (variant, repeat) units as Ray tasks on this Ray cluster (host:6379, or auto), as "
+            "many at once as its GPU slots allow; replaces --host (docs/FLEET.md; needs the fleet extra).",
+        ),
+    ] = None,
+    one_unit_per_host: Annotated[
+        bool,
+        typer.Option(
+            "--one-unit-per-host",
+            help="With --fleet: at most one unit at a time on each host (no neighbours sharing "
+            "its CPU, PCIe and memory bandwidth).",
+        ),
+    ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="With --fleet NAME (a fleet of `workbench fleet up`): submit the sweep as a Ray job on it "
+            "and return; it goes on without this command, `workbench fleet attach` pulls its units.",
+        ),
+    ] = False,
 ) -> None:
     """Benchmark VARIANT... at each concurrency level, repeat by repeat, and print a summary.
 
@@ -214,17 +321,40 @@ def bench_command(
     from workbench.sweeps._investigation import benchmark_variants
 
     if levels is not None and request_rates is not None:
-        raise ConfigError("give --levels (closed loop: requests in flight) or --request-rates (open loop: requests "
-                          "per second), not both")
-    points = _grid_points(grid, skip_refused=skip_refused, host=host, engine=engine,
-                          parameters={"model_path": model_path, "draft_model_path": draft_model_path,
-                                      "tp_size": tp_size, "gpus": gpus}) if grid is not None else []
+        raise ConfigError(
+            "give --levels (closed loop: requests in flight) or --request-rates (open loop: requests "
+            "per second), not both"
+        )
+    points = (
+        _grid_points(
+            grid,
+            skip_refused=skip_refused,
+            host=host,
+            engine=engine,
+            parameters={
+                "model_path": model_path,
+                "draft_model_path": draft_model_path,
+                "tp_size": tp_size,
+                "gpus": gpus,
+            },
+        )
+        if grid is not None
+        else []
+    )
     names = [*(Path(v).stem for v in variants or []), *(p.name for p in points)]
     if baseline is not None and baseline not in names:
-        raise ConfigError(f"--baseline {baseline!r} is not one of the variants measured ({', '.join(names)}); "
-                          f"name one of them, e.g. --baseline {names[0]}")
-    load = load_options(backend=backend, temperature=temperature, ignore_eos=ignore_eos, input_len=input_len,
-                        sweep=sweep, sweep_values=sweep_values)
+        raise ConfigError(
+            f"--baseline {baseline!r} is not one of the variants measured ({', '.join(names)}); "
+            f"name one of them, e.g. --baseline {names[0]}"
+        )
+    load = load_options(
+        backend=backend,
+        temperature=temperature,
+        ignore_eos=ignore_eos,
+        input_len=input_len,
+        sweep=sweep,
+        sweep_values=sweep_values,
+    )
     optional: dict[str, Any] = {"prompt_set": prompt_set} if prompt_set is not None else {}
     if sim_profile is not None:
         optional["sim_profile"] = sim_profile
@@ -244,12 +374,27 @@ def bench_command(
 
     with _level_lines(progress), warnings.catch_warnings(record=True) as caught:  # shown below, one line each
         paths = benchmark_variants(
-            [*(variants or []), *points], model_path=model_path, draft_model_path=draft_model_path, tp_size=tp_size,
-            gpus=gpus, host=host, engine=engine,
+            [*(variants or []), *points],
+            model_path=model_path,
+            draft_model_path=draft_model_path,
+            tp_size=tp_size,
+            gpus=gpus,
+            host=host,
+            engine=engine,
             concurrency_levels=parse_levels(levels) if levels is not None else None,
-            requests_per_level=requests, repeats=repeats, label=label, fresh=fresh, runs_dir=runs_dir,
-            max_new_tokens=max_new_tokens, time_scale=time_scale, progress=progress, on_failure=failures.append,
-            on_resume=on_resume, load=load, **optional)
+            requests_per_level=requests,
+            repeats=repeats,
+            label=label,
+            fresh=fresh,
+            runs_dir=runs_dir,
+            max_new_tokens=max_new_tokens,
+            time_scale=time_scale,
+            progress=progress,
+            on_failure=failures.append,
+            on_resume=on_resume,
+            load=load,
+            **optional,
+        )
     for line in _warning_lines(caught, failed={f.variant for f in failures}):
         typer.echo(line, err=True)
     measured = [p for p, n in zip(paths, _units(paths)) if n]
@@ -300,18 +445,25 @@ def _submit(ctx: Any, fleet: str | None, host: str, runs_dir: Any) -> None:
     from workbench.sweeps._fleet_job import submit_sweep
 
     if fleet is None:
-        raise ConfigError("--detach submits the sweep as a job on a fleet: give --fleet NAME (a fleet brought up by "
-                          "`workbench fleet up`)")
+        raise ConfigError(
+            "--detach submits the sweep as a job on a fleet: give --fleet NAME (a fleet brought up by "
+            "`workbench fleet up`)"
+        )
     if host != "local" or runs_dir is not None:
-        raise ConfigError("--detach runs the sweep on the fleet's head into its runs folder: leave out --host and "
-                          "--runs-dir (`workbench fleet attach --runs-dir DIR` chooses where its units are pulled)")
+        raise ConfigError(
+            "--detach runs the sweep on the fleet's head into its runs folder: leave out --host and "
+            "--runs-dir (`workbench fleet attach --runs-dir DIR` chooses where its units are pulled)"
+        )
     job = submit_sweep(fleet, job_arguments(ctx))
-    typer.echo(f"job: {job} on fleet {fleet}; it goes on without this command. Pull its finished units with "
-               f"`workbench fleet attach {job} --name {fleet}`, stop it with `workbench fleet cancel {job} --name {fleet}`")
+    typer.echo(
+        f"job: {job} on fleet {fleet}; it goes on without this command. Pull its finished units with "
+        f"`workbench fleet attach {job} --name {fleet}`, stop it with `workbench fleet cancel {job} --name {fleet}`"
+    )
 
 
-def _grid_points(grid: str, *, skip_refused: bool, host: str, engine: str | None,
-                 parameters: dict[str, Any]) -> list[Any]:
+def _grid_points(
+    grid: str, *, skip_refused: bool, host: str, engine: str | None, parameters: dict[str, Any]
+) -> list[Any]:
     """The accepted points of ``--grid`` (as :class:`~workbench.variants.Variant` values), each point named on
     stderr with ``ok`` or why it is refused, before anything is launched.
 
@@ -321,18 +473,24 @@ def _grid_points(grid: str, *, skip_refused: bool, host: str, engine: str | None
     """
     from workbench.variants import expand_grid
 
-    expansion = expand_grid(grid_option(grid), parameters={k: v for k, v in parameters.items() if v is not None},
-                            host=host, engine=engine)
+    expansion = expand_grid(
+        grid_option(grid), parameters={k: v for k, v in parameters.items() if v is not None}, host=host, engine=engine
+    )
     for line in grid_lines(expansion):
         typer.echo(line, err=True)
     refused, total = len(expansion.refused), len(expansion.table)
     if refused and not skip_refused:
-        raise ConfigError(f"grid {expansion.grid.name}: {refused} of {total} point(s) refused by the pre-flight checks "
-                          "(named above, each with why), so nothing was launched; fix the grid, or pass --skip-refused "
-                          f"to measure the other {total - refused}")
+        raise ConfigError(
+            f"grid {expansion.grid.name}: {refused} of {total} point(s) refused by the pre-flight checks "
+            "(named above, each with why), so nothing was launched; fix the grid, or pass --skip-refused "
+            f"to measure the other {total - refused}"
+        )
     if refused:
-        typer.echo(f"grid {expansion.grid.name}: {refused} of {total} point(s) refused (named above); measuring the "
-                   f"other {total - refused} (--skip-refused)", err=True)
+        typer.echo(
+            f"grid {expansion.grid.name}: {refused} of {total} point(s) refused (named above); measuring the "
+            f"other {total - refused} (--skip-refused)",
+            err=True,
+        )
     return list(expansion.variants)
 
 
@@ -364,9 +522,11 @@ def _resume_line(variant: str, run: Path) -> str:
     left = {i: repeats - stored[i] for i in range(len(names))}
     what = "levels" if repeats == 1 else "levels x repeats"
     since = str(manifest.get("started_at") or "")[:16].replace("T", " ")
-    return (f"{variant}: reusing {len(units)} of {len(names) * repeats} {what} from run {run.name}"
-            + (f" (stored since {since} UTC)" if since else "")
-            + f": {listed(stored)}; measuring now: {listed(left)}")
+    return (
+        f"{variant}: reusing {len(units)} of {len(names) * repeats} {what} from run {run.name}"
+        + (f" (stored since {since} UTC)" if since else "")
+        + f": {listed(stored)}; measuring now: {listed(left)}"
+    )
 
 
 def _units(paths: list[Path]) -> list[int]:
@@ -419,10 +579,14 @@ def schedule_lines(paths: list[Path]) -> list[str]:
     for row in levels[levels["sim_schedule_problem"].notna()].to_dict("records"):
         repeat = f" repeat {int(row['repeat']) + 1}" if row.get("repeat", 0) == row.get("repeat", 0) else ""
         rate = row.get("request_rate_req_s")
-        level = (f"request rate {rate:g} req/s" if isinstance(rate, float) and math.isfinite(rate)
-                 else f"concurrency {int(row['concurrency'])}")
-        lines.append(f"WARNING {row['variant']} {level}{repeat}: figures not the model's: "
-                     f"{row['sim_schedule_problem']}")
+        level = (
+            f"request rate {rate:g} req/s"
+            if isinstance(rate, float) and math.isfinite(rate)
+            else f"concurrency {int(row['concurrency'])}"
+        )
+        lines.append(
+            f"WARNING {row['variant']} {level}{repeat}: figures not the model's: {row['sim_schedule_problem']}"
+        )
     return lines
 
 
@@ -471,7 +635,13 @@ def _crossovers(paths: list[Path], names: list[str], sweep: str | None, baseline
     if len(names) < 2:
         return lines
     if sweep:
-        return [*lines, f"(no crossover: the levels vary {sweep} as well as the concurrency; a crossover is over "
-                        f"the concurrency at one setting, so sweep one {sweep} at a time for it)"]
-    return [*lines, f"crossovers against {study.baseline}:",
-            *(f"  {row.variant}, {row.metric}: {row.description}" for row in study.crossover_table().itertuples())]
+        return [
+            *lines,
+            f"(no crossover: the levels vary {sweep} as well as the concurrency; a crossover is over "
+            f"the concurrency at one setting, so sweep one {sweep} at a time for it)",
+        ]
+    return [
+        *lines,
+        f"crossovers against {study.baseline}:",
+        *(f"  {row.variant}, {row.metric}: {row.description}" for row in study.crossover_table().itertuples()),
+    ]

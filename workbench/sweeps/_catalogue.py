@@ -22,8 +22,18 @@ from workbench.errors import ConfigError, HostError
 from workbench.store import catalogue, delete_run as _delete, export_tables, find_run, label_run as _label
 from workbench.store import load_run, run_kind, run_labels, run_origin
 
-__all__ = ["COMPARE_METRICS", "RunOverview", "compare_lines", "compare_runs", "delete_run", "export_runs",
-           "label_run", "list_runs", "run_levels", "show_run"]
+__all__ = [
+    "COMPARE_METRICS",
+    "RunOverview",
+    "compare_lines",
+    "compare_runs",
+    "delete_run",
+    "export_runs",
+    "label_run",
+    "list_runs",
+    "run_levels",
+    "show_run",
+]
 
 #: Metrics :func:`compare_runs` shows by default (level columns, units in the names).
 COMPARE_METRICS = ("output_throughput_tok_s", "mean_per_request_tok_s")
@@ -55,8 +65,9 @@ def label_run(run: str | Path, *labels: str, remove: bool = False, runs_dir: str
     return _label(run, labels, remove=remove, root=runs_dir)
 
 
-def delete_run(run: str | Path, *, runs_dir: str | Path | None = None,
-               confirm: Callable[[str], bool] | None = None) -> Path | None:
+def delete_run(
+    run: str | Path, *, runs_dir: str | Path | None = None, confirm: Callable[[str], bool] | None = None
+) -> Path | None:
     """Delete a run directory (see :func:`workbench.store.delete_run`); refuses a run being written.
 
     ``confirm`` is asked with the run's description; None deletes without asking (a
@@ -84,8 +95,9 @@ def _level_key(levels: pd.DataFrame) -> pd.DataFrame:
     return with_workload(out[out["level_value"].notna()])
 
 
-def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
-               runs_dir: str | Path | None = None) -> pd.DataFrame:
+def run_levels(
+    run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS, runs_dir: str | Path | None = None
+) -> pd.DataFrame:
     """One run's levels as means over its repeats, with n and 95% intervals.
 
     Returns:
@@ -106,8 +118,16 @@ def run_levels(run: str | Path, *, metrics: Sequence[str] = COMPARE_METRICS,
         if m not in levels:
             levels[m] = math.nan
     if not len(levels):
-        return pd.DataFrame(columns=["run_id", "workload", "mode", "level_value", "n",
-                                     *[f"{m}{s}" for m in metrics for s in ("", "_lo", "_hi", "_n")]])
+        return pd.DataFrame(
+            columns=[
+                "run_id",
+                "workload",
+                "mode",
+                "level_value",
+                "n",
+                *[f"{m}{s}" for m in metrics for s in ("", "_lo", "_hi", "_n")],
+            ]
+        )
     levels["run_id"] = stored.run_id
     return repeat_table(levels, list(metrics), by=("run_id", "workload", "mode", "level_value"))
 
@@ -141,8 +161,11 @@ class RunOverview:
         """In a notebook: the facts as a two-column table, then the levels table."""
         import html
 
-        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-                       for k, v in self.facts.items() if v not in (None, "", []))
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in self.facts.items()
+            if v not in (None, "", [])
+        )
         problem = f"<p><b>problem:</b> {html.escape(self.problem)}</p>" if self.problem else ""
         levels = self.levels.to_html(index=False) if len(self.levels) else ""
         return f"<table>{rows}</table>{problem}{levels}"
@@ -169,21 +192,36 @@ def show_run(run: str | Path, *, runs_dir: str | Path | None = None) -> RunOverv
         facts["labels"] = ", ".join(run_labels(path))
         return RunOverview(facts, pd.DataFrame(), str(exc))
     m, plan = stored.manifest, stored.plan or {}
-    facts.update({
-        "kind": run_kind(m.get("kind"), m.get("simulated")), "variant": m.get("variant"), "engine": m.get("engine"),
-        "simulated": m.get("simulated"), "host": m.get("host"), "client_location": m.get("client_location"),
-        "sglang_version": m.get("sglang_version"), "tool": m.get("tool"), "tool_version": m.get("tool_version"),
-        "source_file": m.get("source_file"), "started_at": m.get("started_at"), "finished_at": m.get("finished_at"),
-        "concurrency_levels": plan.get("concurrency_levels"), "repeats": plan.get("repeats"),
-        "units_stored": len(m.get("units_completed") or []), "num_requests": m.get("num_requests"),
-        "label": m.get("label"), "labels": ", ".join(run_labels(path)), "error": m.get("error"),
-    })
+    facts.update(
+        {
+            "kind": run_kind(m.get("kind"), m.get("simulated")),
+            "variant": m.get("variant"),
+            "engine": m.get("engine"),
+            "simulated": m.get("simulated"),
+            "host": m.get("host"),
+            "client_location": m.get("client_location"),
+            "sglang_version": m.get("sglang_version"),
+            "tool": m.get("tool"),
+            "tool_version": m.get("tool_version"),
+            "source_file": m.get("source_file"),
+            "started_at": m.get("started_at"),
+            "finished_at": m.get("finished_at"),
+            "concurrency_levels": plan.get("concurrency_levels"),
+            "repeats": plan.get("repeats"),
+            "units_stored": len(m.get("units_completed") or []),
+            "num_requests": m.get("num_requests"),
+            "label": m.get("label"),
+            "labels": ", ".join(run_labels(path)),
+            "error": m.get("error"),
+        }
+    )
     facts.setdefault("state", m.get("status"))
     return RunOverview(facts, run_levels(path), None)
 
 
-def compare_runs(runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE_METRICS,
-                 runs_dir: str | Path | None = None) -> pd.DataFrame:
+def compare_runs(
+    runs: Sequence[str | Path], *, metrics: Sequence[str] = COMPARE_METRICS, runs_dir: str | Path | None = None
+) -> pd.DataFrame:
     """Two or more runs' level summaries, one row per (run, level), for side-by-side reading.
 
     Args:
@@ -249,8 +287,14 @@ def _level_label(mode: str, value: float) -> str:
 def _table_lines(table: pd.DataFrame, metrics: Sequence[str]) -> list[str]:
     several = "workload" in table and table["workload"].nunique() > 1  # then each row says which
     header = [*(["workload"] if several else []), "level", *[f"{m} (95% CI)" for m in metrics]]
-    rows = [[*([str(r["workload"])] if several else []), _level_label(r["mode"], r["level_value"]),
-             *[_cell(r, m) for m in metrics]] for _, r in table.iterrows()]
+    rows = [
+        [
+            *([str(r["workload"])] if several else []),
+            _level_label(r["mode"], r["level_value"]),
+            *[_cell(r, m) for m in metrics],
+        ]
+        for _, r in table.iterrows()
+    ]
     lines = _aligned(header, rows)
     if not several and "workload" in table and len(table):
         lines.insert(0, f"workload: {table['workload'].iloc[0]}")
@@ -267,15 +311,19 @@ def _differences(table: pd.DataFrame, ids: list[str]) -> list[str]:
     """What makes ``ids``' figures not like for like, one phrase each: time scale, workload, requests per level
     (``"time scale (#1 2x, #2 8x)"``); none when they agree."""
     found = []
-    for title, column in (("time scale", "time_scale"), ("workload", "workload"),
-                          ("requests per level", "requests_per_level")):
+    for title, column in (
+        ("time scale", "time_scale"),
+        ("workload", "workload"),
+        ("requests per level", "requests_per_level"),
+    ):
         if column not in table:
             continue
         per_run = []
         for run_id in ids:
             values = table.loc[table["run_id"] == run_id, column].dropna()
-            shown = sorted({f"{v:g}x" if column == "time_scale" and isinstance(v, (int, float)) else str(v)
-                            for v in values})
+            shown = sorted(
+                {f"{v:g}x" if column == "time_scale" and isinstance(v, (int, float)) else str(v) for v in values}
+            )
             per_run.append(" + ".join(shown) or "unknown")
         if len(set(per_run)) > 1:
             found.append(f"{title} (" + ", ".join(f"#{i} {v}" for i, v in enumerate(per_run, start=1)) + ")")
@@ -294,25 +342,38 @@ def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS,
     for i, run_id in enumerate(ids, start=1):
         r = table[table["run_id"] == run_id].iloc[0]
         scale = r.get("time_scale")
-        where = (f"SIMULATED at {scale:g}x" if isinstance(scale, (int, float)) and scale == scale else "SIMULATED") \
-            if r["simulated"] else "measured"
-        out += textwrap.wrap(f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, "
-                             f"{r['software']}", width, subsequent_indent="    ")
+        where = (
+            (f"SIMULATED at {scale:g}x" if isinstance(scale, (int, float)) and scale == scale else "SIMULATED")
+            if r["simulated"]
+            else "measured"
+        )
+        out += textwrap.wrap(
+            f"#{i} {run_id}: {r['variant']} on {r['engine']} ({where}), {r['origin']}, {r['software']}",
+            width,
+            subsequent_indent="    ",
+        )
     table = table if "workload" in table else table.assign(workload="default")
     differ = _differences(table, ids)
     if differ:
-        out += textwrap.wrap("note: not like for like, these runs differ in " + "; ".join(differ)
-                             + ": a difference in their figures may come from that, not from the variants", width)
-    keys = table[["workload", "mode", "level_value"]].drop_duplicates().sort_values(["workload", "mode",
-                                                                                      "level_value"])
+        out += textwrap.wrap(
+            "note: not like for like, these runs differ in "
+            + "; ".join(differ)
+            + ": a difference in their figures may come from that, not from the variants",
+            width,
+        )
+    keys = table[["workload", "mode", "level_value"]].drop_duplicates().sort_values(["workload", "mode", "level_value"])
     several = keys["workload"].nunique() > 1
     for m in metrics:
         rows = []
         for workload, mode, value in keys.itertuples(index=False):
             cells = []
             for run_id in ids:
-                hit = table[(table["run_id"] == run_id) & (table["workload"] == workload) & (table["mode"] == mode)
-                            & (table["level_value"] == value)]
+                hit = table[
+                    (table["run_id"] == run_id)
+                    & (table["workload"] == workload)
+                    & (table["mode"] == mode)
+                    & (table["level_value"] == value)
+                ]
                 cells.append(_cell(hit.iloc[0], m) if len(hit) else "not measured")
             rows.append((([str(workload)] if several else []) + [_level_label(mode, value)], cells))
         lead = len(rows[0][0]) if rows else 1
@@ -331,8 +392,13 @@ def compare_lines(table: pd.DataFrame, metrics: Sequence[str] = COMPARE_METRICS,
     return out
 
 
-def export_runs(runs: Iterable[str | Path] | None = None, *, out: str | Path | None = None, requests: bool = False,
-                runs_dir: str | Path | None = None) -> pd.DataFrame:
+def export_runs(
+    runs: Iterable[str | Path] | None = None,
+    *,
+    out: str | Path | None = None,
+    requests: bool = False,
+    runs_dir: str | Path | None = None,
+) -> pd.DataFrame:
     """Several runs' level rows (or request rows) as one table, written as CSV when ``out`` is given.
 
     Args:
@@ -371,6 +437,8 @@ def _export_target(target: Path) -> Path:
     if target.is_dir():
         raise ConfigError(f"--out {target} is a folder; name a CSV file in it, e.g. {target / 'runs.csv'}")
     if not target.parent.is_dir():
-        raise ConfigError(f"--out {target}: folder {target.parent} does not exist (nothing is created); create it "
-                          "first or name a file in an existing folder")
+        raise ConfigError(
+            f"--out {target}: folder {target.parent} does not exist (nothing is created); create it "
+            "first or name a file in an existing folder"
+        )
     return target

@@ -50,17 +50,24 @@ __all__ = ["CANCEL_GRACE_S", "run_units"]
 #: Seconds a cancelled unit gets to stop its server before its worker is killed (force cancel).
 CANCEL_GRACE_S = 3.0
 
-def _execute(task: Callable[[Any, Placement], Any], payload: Any, ended: Any = None,
-             key: int | None = None) -> tuple[Placement, Any]:
+
+def _execute(
+    task: Callable[[Any, Placement], Any], payload: Any, ended: Any = None, key: int | None = None
+) -> tuple[Placement, Any]:
     """The Ray task body: where it runs, then ``task(payload, placement)``; then, however it ended (a soft cancel's
     ``KeyboardInterrupt`` included, after the task's ``with`` blocks stopped its server), tells ``ended`` (an
     :class:`_Ended` actor) that unit ``key`` is over."""
     import ray
 
     try:
-        placement = Placement(node_id=ray.get_runtime_context().get_node_id(), host=ray.util.get_node_ip_address(),
-                              hostname=socket.gethostname(), gpus=tuple(str(g) for g in ray.get_gpu_ids()),
-                              pid=os.getpid(), started_at=time.time())
+        placement = Placement(
+            node_id=ray.get_runtime_context().get_node_id(),
+            host=ray.util.get_node_ip_address(),
+            hostname=socket.gethostname(),
+            gpus=tuple(str(g) for g in ray.get_gpu_ids()),
+            pid=os.getpid(),
+            started_at=time.time(),
+        )
         return placement, task(payload, placement)
     finally:
         if ended is not None:
@@ -101,8 +108,10 @@ def _check_fits(ray: Any, units: Sequence[FleetUnit]) -> None:
     too_big = sorted({(u.gpus, u.label) for u in units if u.gpus > most})
     if too_big:
         gpus, label = too_big[-1]
-        raise ConfigError(f"{label} asks for {gpus} GPU(s), but the largest node of the fleet has {most:g}: lower "
-                          "tp_size (or dp_size), or add a node with more GPUs")
+        raise ConfigError(
+            f"{label} asks for {gpus} GPU(s), but the largest node of the fleet has {most:g}: lower "
+            "tp_size (or dp_size), or add a node with more GPUs"
+        )
 
 
 class _Hosts:
@@ -146,11 +155,17 @@ class _Running:
     group: Any = None
 
 
-def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any], *, fleet: Fleet,
-              on_done: Callable[[UnitOutcome], None] | None = None,
-              retry_exceptions: Sequence[type[BaseException]] = (), prestart: bool = True,
-              on_prestart: Callable[[Prestart], None] | None = None,
-              clock: Callable[[], float] = time.time) -> list[UnitOutcome]:
+def run_units(
+    units: Sequence[FleetUnit],
+    task: Callable[[Any, Placement], Any],
+    *,
+    fleet: Fleet,
+    on_done: Callable[[UnitOutcome], None] | None = None,
+    retry_exceptions: Sequence[type[BaseException]] = (),
+    prestart: bool = True,
+    on_prestart: Callable[[Prestart], None] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> list[UnitOutcome]:
     """Run every unit as a Ray task on ``fleet`` and collect the outcomes as they finish.
 
     Args:
@@ -206,8 +221,11 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
         while waiting:
             unit, lost = waiting[0]
             # GPU slots bound how many run at once; a CPU-only unit (the simulator without GPUs) takes a CPU slot
-            options: dict[str, Any] = {**unit_options(unit.gpus), "max_retries": fleet.max_retries,
-                                       "retry_exceptions": list(retry_exceptions) or False}
+            options: dict[str, Any] = {
+                **unit_options(unit.gpus),
+                "max_retries": fleet.max_retries,
+                "retry_exceptions": list(retry_exceptions) or False,
+            }
             host, group = None, None
             if unit.nnodes > 1:  # a placement group of one bundle per node (never pinned: it spans hosts)
                 spread, group = group_options(unit)
@@ -232,10 +250,15 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in done:
                 now = running[ref]  # it stays in ``running`` (so a Ctrl-C cancels it) until moved on
-                outcome = dataclasses.replace(_collect(ray, ref, now.unit, clock()), submitted_at=now.submitted_at,
-                                              moved_from=now.lost)
-                move = (outcome.lost and now.host is not None and len(now.lost) < fleet.max_retries
-                        and (_unschedulable(outcome) or not hosts.alive(now.host)))
+                outcome = dataclasses.replace(
+                    _collect(ray, ref, now.unit, clock()), submitted_at=now.submitted_at, moved_from=now.lost
+                )
+                move = (
+                    outcome.lost
+                    and now.host is not None
+                    and len(now.lost) < fleet.max_retries
+                    and (_unschedulable(outcome) or not hosts.alive(now.host))
+                )
                 del running[ref]
                 hosts.busy.discard(now.host)
                 if now.group is not None:
@@ -250,9 +273,18 @@ def run_units(units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any],
             submit()
         while waiting:  # with nothing running, no alive host has the GPUs they ask for (theirs were lost)
             unit, lost = waiting.pop(0)
-            outcomes.append(UnitOutcome(unit, None, None, clock(), f"no alive host has the {unit.gpus} GPU(s) it asks "
-                                        f"for after {', '.join(lost) or 'its host'} was lost", lost=True,
-                                        moved_from=lost))
+            outcomes.append(
+                UnitOutcome(
+                    unit,
+                    None,
+                    None,
+                    clock(),
+                    f"no alive host has the {unit.gpus} GPU(s) it asks "
+                    f"for after {', '.join(lost) or 'its host'} was lost",
+                    lost=True,
+                    moved_from=lost,
+                )
+            )
             if on_done is not None:
                 on_done(outcomes[-1])
     except KeyboardInterrupt:
@@ -293,8 +325,9 @@ def _unschedulable(outcome: UnitOutcome) -> bool:
     return (outcome.error or "").startswith(_UNSCHEDULABLE)
 
 
-def _cancel(ray: Any, running: Mapping[Any, _Running], clock: Callable[[], float],
-            ended: Any) -> dict[Any, UnitOutcome]:
+def _cancel(
+    ray: Any, running: Mapping[Any, _Running], clock: Callable[[], float], ended: Any
+) -> dict[Any, UnitOutcome]:
     """Cancel every running unit: softly (``KeyboardInterrupt`` in the task, whose ``with`` blocks stop
     the server), then with ``force=True`` for those that have not told ``ended`` (:class:`_Ended`) they are
     over after :data:`CANCEL_GRACE_S` (a cancelled reference resolves at once, so it cannot say).
@@ -313,13 +346,19 @@ def _cancel(ray: Any, running: Mapping[Any, _Running], clock: Callable[[], float
     while left and time.monotonic() < deadline:
         time.sleep(0.1)
         try:
-            over = set(ray.get(ended.which.remote([running[ref].number for ref in left]),
-                               timeout=max(0.1, deadline - time.monotonic())))
+            over = set(
+                ray.get(
+                    ended.which.remote([running[ref].number for ref in left]),
+                    timeout=max(0.1, deadline - time.monotonic()),
+                )
+            )
         except ray.exceptions.GetTimeoutError:  # the actor not up yet (a cold worker): none is known to be over
             continue
         left = [ref for ref in left if running[ref].number not in over]
     for ref in left:
         ray.cancel(ref, force=True)
     now = clock()
-    return {**{ref: _collect(ray, ref, running[ref].unit, now) for ref in finished},
-            **{ref: UnitOutcome(running[ref].unit, None, None, now, "cancelled") for ref in refs}}
+    return {
+        **{ref: _collect(ray, ref, running[ref].unit, now) for ref in finished},
+        **{ref: UnitOutcome(running[ref].unit, None, None, now, "cancelled") for ref in refs},
+    }

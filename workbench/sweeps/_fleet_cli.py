@@ -41,14 +41,20 @@ def up_command(
     config_file: ConfigOpt = None,
     python: PythonOpt = None,
     port: Annotated[int, typer.Option("--port", help="The head's Ray (GCS) port.")] = 6379,
-    dashboard_port: Annotated[int, typer.Option(
-        "--dashboard-port", help="The dashboard's (job API's) port on the head's loopback.")] = 8265,
+    dashboard_port: Annotated[
+        int, typer.Option("--dashboard-port", help="The dashboard's (job API's) port on the head's loopback.")
+    ] = 8265,
     num_gpus: Annotated[Optional[int], typer.Option("--num-gpus", help="GPUs per node (default: Ray detects).")] = None,
     num_cpus: Annotated[Optional[int], typer.Option("--num-cpus", help="CPUs per node (default: Ray detects).")] = None,
-    ray_arg: Annotated[Optional[list[str]], typer.Option(
-        "--ray-arg", help="One more `ray start` argument for every node (repeat it).")] = None,
-    node_ip: Annotated[Optional[list[str]], typer.Option(
-        "--node-ip", help="ALIAS=ADDRESS: the address the other nodes reach ALIAS at (default: its ssh HostName).")] = None,
+    ray_arg: Annotated[
+        Optional[list[str]], typer.Option("--ray-arg", help="One more `ray start` argument for every node (repeat it).")
+    ] = None,
+    node_ip: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--node-ip", help="ALIAS=ADDRESS: the address the other nodes reach ALIAS at (default: its ssh HostName)."
+        ),
+    ] = None,
 ) -> None:
     """Start Ray on HOST... over SSH: the head on the first host, a worker on each other one.
 
@@ -58,12 +64,24 @@ def up_command(
     from workbench.sweeps._fleet_up import fleet_up
 
     started = time.monotonic()
-    state = fleet_up(hosts, name=name, python=python, ssh_config=config_file, port=port, dashboard_port=dashboard_port,
-                     num_gpus=num_gpus, num_cpus=num_cpus, ray_args=ray_arg or [], node_ips=_node_ips(node_ip or []))
+    state = fleet_up(
+        hosts,
+        name=name,
+        python=python,
+        ssh_config=config_file,
+        port=port,
+        dashboard_port=dashboard_port,
+        num_gpus=num_gpus,
+        num_cpus=num_cpus,
+        ray_args=ray_arg or [],
+        node_ips=_node_ips(node_ip or []),
+    )
     for entry in state.started:
         typer.echo(f"{entry['role']} on {entry['alias']} ({entry['ip']}): pid {entry['pid']}, log {entry['log_path']}")
-    typer.echo(f"fleet {state.name} up in {time.monotonic() - started:.1f} s: Ray at {state.address}; sweeps: "
-               f"`workbench bench VARIANT... --fleet {state.name} --detach`")
+    typer.echo(
+        f"fleet {state.name} up in {time.monotonic() - started:.1f} s: Ray at {state.address}; sweeps: "
+        f"`workbench bench VARIANT... --fleet {state.name} --detach`"
+    )
 
 
 @fleet_app.command("status")
@@ -92,8 +110,10 @@ def attach_command(
     job: JobArg = None,
     name: NameOpt = "default",
     runs_dir: RunsDirOption = None,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Follow the job until it ends (pulling as units "
-                                       "finish), or pull once.")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait/--no-wait", help="Follow the job until it ends (pulling as units finish), or pull once."),
+    ] = False,
     every_s: Annotated[float, typer.Option("--every", help="Seconds between pulls with --wait.")] = 5.0,
 ) -> None:
     """Pull the units the fleet's job finished into the local runs folder (only what is new since the last pull)."""
@@ -121,6 +141,8 @@ def cancel_command(job: JobArg = None, name: NameOpt = "default") -> None:
     from workbench.sweeps._fleet_job import cancel_job
 
     chosen, status, seconds, asked_at = cancel_job(name, job)
-    typer.echo(f"job {chosen}: {status} {seconds:.1f} s after the stop request (sent at {asked_at:.3f} UTC seconds); "
-               f"what it finished stays on the head "
-               f"(`workbench fleet attach {chosen}` pulls it)")
+    typer.echo(
+        f"job {chosen}: {status} {seconds:.1f} s after the stop request (sent at {asked_at:.3f} UTC seconds); "
+        f"what it finished stays on the head "
+        f"(`workbench fleet attach {chosen}` pulls it)"
+    )

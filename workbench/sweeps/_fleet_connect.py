@@ -70,8 +70,10 @@ class Fleet:
         elif isinstance(fleet, str) and fleet.strip():
             chosen = cls(address=fleet.strip())
         else:
-            raise ConfigError(f"fleet must be a Ray cluster address (e.g. '10.0.0.5:6379' or 'auto') or a "
-                              f"workbench.sweeps.Fleet, got {fleet!r}")
+            raise ConfigError(
+                f"fleet must be a Ray cluster address (e.g. '10.0.0.5:6379' or 'auto') or a "
+                f"workbench.sweeps.Fleet, got {fleet!r}"
+            )
         if isinstance(chosen.max_retries, bool) or not isinstance(chosen.max_retries, int) or chosen.max_retries < 0:
             raise ConfigError(f"Fleet.max_retries must be a whole number >= 0, got {chosen.max_retries!r}")
         return chosen
@@ -87,8 +89,10 @@ def ray_module() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError("Sweeps on a fleet need Ray: pip install 'specbench-workbench[fleet]' (ray[default]); "
-                          f"importing it failed: {exc}") from None
+        raise ConfigError(
+            "Sweeps on a fleet need Ray: pip install 'specbench-workbench[fleet]' (ray[default]); "
+            f"importing it failed: {exc}"
+        ) from None
     return ray
 
 
@@ -170,12 +174,17 @@ def _auto_address() -> str:
             pick = None
         for address in [pick, record, *running] if pick else []:
             if address and address not in found:
-                found[address] = (f"Ray's record of the last cluster ({record_file})" if address == record
-                                  else "a Ray process running on this machine")
+                found[address] = (
+                    f"Ray's record of the last cluster ({record_file})"
+                    if address == record
+                    else "a Ray process running on this machine"
+                )
     if not found:
-        raise FleetUnreachable("--fleet auto found no Ray cluster (no RAY_ADDRESS, no Ray process on this machine, no "
-                               f"record in {record_file}): pass the head's address (--fleet HOST:6379) or start a "
-                               "fleet (`workbench fleet up HOST...`)")
+        raise FleetUnreachable(
+            "--fleet auto found no Ray cluster (no RAY_ADDRESS, no Ray process on this machine, no "
+            f"record in {record_file}): pass the head's address (--fleet HOST:6379) or start a "
+            "fleet (`workbench fleet up HOST...`)"
+        )
     why: dict[str, str | None] = {address: "not checked" for address in found}
 
     def check(address: str) -> None:
@@ -191,11 +200,15 @@ def _auto_address() -> str:
     if why[chosen] is None:
         return chosen
     others = [address for address in found if address != chosen and why[address] is None]
-    instead = (f"clusters that answer here: {', '.join(others)} (pass one with --fleet HOST:PORT)" if others
-               else "pass a live head's address (--fleet HOST:6379) or start a fleet (`workbench fleet up HOST...`)")
+    instead = (
+        f"clusters that answer here: {', '.join(others)} (pass one with --fleet HOST:PORT)"
+        if others
+        else "pass a live head's address (--fleet HOST:6379) or start a fleet (`workbench fleet up HOST...`)"
+    )
     stale = f"; if that cluster is gone, remove the stale record (rm {record_file})" if "record" in source else ""
-    raise FleetUnreachable(f"--fleet auto ignored {source}: it names {chosen}, which does not answer "
-                           f"({why[chosen]}); {instead}{stale}")
+    raise FleetUnreachable(
+        f"--fleet auto ignored {source}: it names {chosen}, which does not answer ({why[chosen]}); {instead}{stale}"
+    )
 
 
 @contextlib.contextmanager
@@ -223,16 +236,22 @@ def _token_advice(address: str, shown: str) -> str:
             with contextlib.suppress(ConfigError):
                 state = load_state(path.stem)
                 if state.address == address:
-                    files.append(f"fleet {state.name}'s is {state.token_path} here, {state.remote_dir}/auth_token "
-                                 "on its hosts")
+                    files.append(
+                        f"fleet {state.name}'s is {state.token_path} here, {state.remote_dir}/auth_token on its hosts"
+                    )
     except OSError:
         pass
-    where = "; ".join(files) or "a fleet of `workbench fleet up` keeps it in .fleet/NAME.token and "\
-                                "~/.workbench/fleet/NAME/auth_token on its hosts"
-    return (f"The Ray cluster at {shown} wants its token: "
-            f"{'the token given is not its own' if given else 'this process gave none (RAY_AUTH_MODE is not token)'}."
-            f" Give it with RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=FILE (or RAY_AUTH_TOKEN) in the environment "
-            f"({where})")
+    where = (
+        "; ".join(files)
+        or "a fleet of `workbench fleet up` keeps it in .fleet/NAME.token and "
+        "~/.workbench/fleet/NAME/auth_token on its hosts"
+    )
+    return (
+        f"The Ray cluster at {shown} wants its token: "
+        f"{'the token given is not its own' if given else 'this process gave none (RAY_AUTH_MODE is not token)'}."
+        f" Give it with RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=FILE (or RAY_AUTH_TOKEN) in the environment "
+        f"({where})"
+    )
 
 
 def connect(fleet: Fleet) -> Any:
@@ -254,9 +273,11 @@ def connect(fleet: Fleet) -> Any:
     if fleet.address != "auto" and "://" not in fleet.address:  # before importing Ray: seconds on a loaded host
         why = head_answers(fleet.address)
         if why is not None:
-            raise FleetUnreachable(f"No Ray head answers at {fleet.address} ({why}): check the address (the head's "
-                                   "IP and its GCS port, 6379 by default) and that the cluster is up (`workbench "
-                                   "fleet status`, or `ray start --head` there)")
+            raise FleetUnreachable(
+                f"No Ray head answers at {fleet.address} ({why}): check the address (the head's "
+                "IP and its GCS port, 6379 by default) and that the cluster is up (`workbench "
+                "fleet status`, or `ray start --head` there)"
+            )
     ray = ray_module()
     address, head, shown = fleet.address, fleet.address, fleet.address
     if fleet.address == "auto":
@@ -265,13 +286,16 @@ def connect(fleet: Fleet) -> Any:
     elif "://" in fleet.address:
         why = head_answers(fleet.address)
         if why is not None:
-            raise FleetUnreachable(f"No Ray client server answers at {fleet.address} ({why}): check the address "
-                                   "(ray://HEAD:10001) and that the cluster is up")
+            raise FleetUnreachable(
+                f"No Ray client server answers at {fleet.address} ({why}): check the address "
+                "(ray://HEAD:10001) and that the cluster is up"
+            )
     if "://" not in head:
         if address == "auto":  # as ray.init does for a cluster it found: a local token turns token mode on
             with contextlib.suppress(ImportError):
                 from ray._private.authentication.authentication_token_setup import (
-                    maybe_enable_token_auth_if_token_available)
+                    maybe_enable_token_auth_if_token_available,
+                )
 
                 maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
         from ray._raylet import InnerGcsClient  # type: ignore[attr-defined]
@@ -283,9 +307,11 @@ def connect(fleet: Fleet) -> Any:
             raise ConfigError(_token_advice(head, shown)) from None
         except Exception as exc:  # noqa: BLE001 - Ray's RPC errors have no common class
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise FleetUnreachable(f"The Ray head at {shown} took the connection but its GCS did not answer within "
-                                   f"{GCS_CHECK_MS / 1000:g} s ({first}): check that it is a Ray head and up "
-                                   "(`workbench fleet status`)") from None
+            raise FleetUnreachable(
+                f"The Ray head at {shown} took the connection but its GCS did not answer within "
+                f"{GCS_CHECK_MS / 1000:g} s ({first}): check that it is a Ray head and up "
+                "(`workbench fleet status`)"
+            ) from None
     try:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -64,7 +64,7 @@ def unit_failure(outcome: UnitOutcome) -> tuple[str, str] | None:
 
 def _one_line(message: str) -> str:
     line = next((part.strip() for part in message.splitlines() if part.strip()), "")
-    return line if len(line) <= FAILURE_LINE_CHARS else line[:FAILURE_LINE_CHARS - 3] + "..."
+    return line if len(line) <= FAILURE_LINE_CHARS else line[: FAILURE_LINE_CHARS - 3] + "..."
 
 
 def unit_entry(outcome: UnitOutcome, others: Sequence[UnitOutcome]) -> dict[str, Any]:
@@ -82,22 +82,38 @@ def unit_entry(outcome: UnitOutcome, others: Sequence[UnitOutcome]) -> dict[str,
     where = outcome.placement
     failed = unit_failure(outcome)
     recorder = outcome.result if isinstance(outcome.result, UnitRecorder) else None
-    return {"label": outcome.unit.label, "repeat": outcome.unit.key[1], "host": where and where.host,
-            "hostname": where and where.hostname, "node_id": where and where.node_id,
-            "gpus": ",".join(where.gpus) if where else None, "worker_pid": where and where.pid,
-            "submitted_at": outcome.submitted_at, "started_at": where and where.started_at,
-            "server_ready_at": recorder and recorder.ready_at, "finished_at": outcome.finished_at,
-            "duration_s": None if where is None else round(outcome.finished_at - where.started_at, 3),
-            "co_tenants": co_tenants(outcome, others), "error": outcome.error,
-            "outcome": "failed" if failed else "done", "failure_kind": failed and failed[0],
-            "failure": failed and _one_line(failed[1]), "moved_from": list(outcome.moved_from)}
+    return {
+        "label": outcome.unit.label,
+        "repeat": outcome.unit.key[1],
+        "host": where and where.host,
+        "hostname": where and where.hostname,
+        "node_id": where and where.node_id,
+        "gpus": ",".join(where.gpus) if where else None,
+        "worker_pid": where and where.pid,
+        "submitted_at": outcome.submitted_at,
+        "started_at": where and where.started_at,
+        "server_ready_at": recorder and recorder.ready_at,
+        "finished_at": outcome.finished_at,
+        "duration_s": None if where is None else round(outcome.finished_at - where.started_at, 3),
+        "co_tenants": co_tenants(outcome, others),
+        "error": outcome.error,
+        "outcome": "failed" if failed else "done",
+        "failure_kind": failed and failed[0],
+        "failure": failed and _one_line(failed[1]),
+        "moved_from": list(outcome.moved_from),
+    }
 
 
 def host_summary(outcomes: Sequence[UnitOutcome]) -> list[dict[str, Any]]:
     """One row per host (:func:`workbench.analysis.fleet_hosts`): ``host``, ``units`` (finished),
     ``failed`` (:func:`unit_failure`), ``gpus_used`` (distinct GPU ids), ``busy_s`` (sum of the units'
     durations); units never placed are under host ``None``, last."""
-    return fleet_hosts({"host": o.placement.host if o.placement else None,
-                        "gpus": ",".join(o.placement.gpus) if o.placement else None,
-                        "duration_s": o.finished_at - o.placement.started_at if o.placement else None,
-                        "failed": unit_failure(o) is not None} for o in outcomes)
+    return fleet_hosts(
+        {
+            "host": o.placement.host if o.placement else None,
+            "gpus": ",".join(o.placement.gpus) if o.placement else None,
+            "duration_s": o.finished_at - o.placement.started_at if o.placement else None,
+            "failed": unit_failure(o) is not None,
+        }
+        for o in outcomes
+    )

@@ -42,9 +42,11 @@ TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 #: unblocks it only when its own environment says so, and Python installs no handler for a signal ignored at
 #: its start): unblocked here, and both SIGINT and SIGTERM raise KeyboardInterrupt, so a stopped job cancels its
 #: sweep as Ctrl-C does, whichever signal Ray sends.
-_CLI = ("import signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
-        "signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "signal.signal(signal.SIGTERM, signal.default_int_handler); from workbench.cli import app; app()")
+_CLI = (
+    "import signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "signal.signal(signal.SIGTERM, signal.default_int_handler); from workbench.cli import app; app()"
+)
 
 
 def _client(base: str, state: FleetState) -> Any:
@@ -57,8 +59,20 @@ def _client(base: str, state: FleetState) -> Any:
 
 def job_entrypoint(state: FleetState, bench_args: Sequence[str]) -> str:
     """The job's shell command: ``PYTHON -c <cli> bench ARGS... --fleet auto --runs-dir RUNS --no-progress``."""
-    return shlex.join([state.python, "-c", _CLI, "bench", *bench_args, "--fleet", "auto", "--runs-dir",
-                       state.runs_dir, "--no-progress"])
+    return shlex.join(
+        [
+            state.python,
+            "-c",
+            _CLI,
+            "bench",
+            *bench_args,
+            "--fleet",
+            "auto",
+            "--runs-dir",
+            state.runs_dir,
+            "--no-progress",
+        ]
+    )
 
 
 def _job(state: FleetState, job: str | None) -> str:
@@ -69,8 +83,10 @@ def _job(state: FleetState, job: str | None) -> str:
     """
     if job is None:
         if not state.jobs:
-            raise ConfigError(f"fleet {state.name!r} has no job; submit one with `workbench bench VARIANT... "
-                              f"--fleet {state.name} --detach`")
+            raise ConfigError(
+                f"fleet {state.name!r} has no job; submit one with `workbench bench VARIANT... "
+                f"--fleet {state.name} --detach`"
+            )
         return max(state.jobs, key=lambda j: state.jobs[j]["submitted_at"])
     if job not in state.jobs:
         raise ConfigError(f"{job!r} is not a job of fleet {state.name!r} (its jobs: {', '.join(state.jobs) or 'none'})")
@@ -83,7 +99,8 @@ def submit_sweep(name: str, bench_args: Sequence[str]) -> str:
     with dashboard(state) as base:
         job = _client(base, state).submit_job(
             entrypoint=job_entrypoint(state, bench_args),
-            runtime_env={"env_vars": {"RAY_JOB_STOP_SIGNAL": "SIGINT", "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_S)}})
+            runtime_env={"env_vars": {"RAY_JOB_STOP_SIGNAL": "SIGINT", "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_S)}},
+        )
     state = load_state(name)
     state.jobs[job] = {"submitted_at": time.time(), "argv": list(bench_args)}
     save_state(state)
@@ -124,8 +141,10 @@ def cancel_job(name: str, job: str | None = None, *, timeout_s: float = 60.0) ->
 def _remote_files(host: Any, runs_dir: str) -> dict[str, tuple[int, float]]:
     """``relative path -> (size, mtime)`` of the files under ``runs_dir`` on ``host`` (hidden ones left out:
     the store's temporary files)."""
-    listing = host.run(["sh", "-c", f"cd {shlex.quote(runs_dir)} 2>/dev/null && find . -type f -printf '%P\\t%s\\t%T@\\n'"
-                        " || true"], timeout_s=120).stdout
+    listing = host.run(
+        ["sh", "-c", f"cd {shlex.quote(runs_dir)} 2>/dev/null && find . -type f -printf '%P\\t%s\\t%T@\\n' || true"],
+        timeout_s=120,
+    ).stdout
     found = {}
     for line in listing.splitlines():
         parts = line.split("\t")
@@ -163,7 +182,7 @@ def pull_runs(name: str, runs_root: Path) -> dict[str, list[str]]:
         whole = not final.exists()
         into = runs_root / f".pull-{run}.{os.getpid()}.tmp" if whole else runs_root
         try:
-            for rel in (sorted(r for r in remote if r.startswith(run + "/")) if whole else files):
+            for rel in sorted(r for r in remote if r.startswith(run + "/")) if whole else files:
                 host.get(posixpath.join(state.runs_dir, rel), into / (rel.split("/", 1)[1] if whole else rel))
             if whole:
                 os.rename(into, final)

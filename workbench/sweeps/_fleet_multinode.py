@@ -59,10 +59,16 @@ def group_options(unit: Any) -> tuple[dict[str, Any], Any]:
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     bundle = {"GPU": float(unit.gpus)} if unit.gpus else {"CPU": 1.0}
-    group = placement_group([dict(bundle) for _ in range(unit.nnodes)], strategy="STRICT_SPREAD",
-                            name=f"workbench-unit-{os.getpid()}-{id(unit)}")
-    options = {"num_gpus": unit.gpus, "num_cpus": 0 if unit.gpus else 1,
-               "scheduling_strategy": PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)}
+    group = placement_group(
+        [dict(bundle) for _ in range(unit.nnodes)],
+        strategy="STRICT_SPREAD",
+        name=f"workbench-unit-{os.getpid()}-{id(unit)}",
+    )
+    options = {
+        "num_gpus": unit.gpus,
+        "num_cpus": 0 if unit.gpus else 1,
+        "scheduling_strategy": PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0),
+    }
     return options, group
 
 
@@ -78,8 +84,10 @@ def check_groups_fit(nodes: list[Mapping[str, Any]], units: list[Any]) -> None:
         key = "GPU" if unit.gpus else "CPU"
         able = sum(1 for n in nodes if n.get("Alive") and float(n.get("Resources", {}).get(key, 0)) >= (unit.gpus or 1))
         if able < unit.nnodes:
-            raise ConfigError(f"{unit.label} spans {unit.nnodes} nodes of {unit.gpus} GPU(s) each, but the fleet has "
-                              f"{able} node(s) with that many: add nodes, or lower nnodes in the variant's flags")
+            raise ConfigError(
+                f"{unit.label} spans {unit.nnodes} nodes of {unit.gpus} GPU(s) each, but the fleet has "
+                f"{able} node(s) with that many: add nodes, or lower nnodes in the variant's flags"
+            )
 
 
 def remove_group(group: Any) -> None:
@@ -114,9 +122,14 @@ class RankServer:
         gpus = [str(g) for g in ray.get_gpu_ids()]
         launch = apply_parameters(variant, gpus=",".join(gpus)) if gpus else variant
         self.handle = ServerHandle.start(launch, engine=engine, sim_options=sim_options, wait=False)
-        return {"host": ray.util.get_node_ip_address(), "hostname": socket.gethostname(), "gpus": ",".join(gpus),
-                "pid": self.handle.process.pid, "log_path": self.handle.process.log_path,
-                "command": list(self.handle.command)}
+        return {
+            "host": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname(),
+            "gpus": ",".join(gpus),
+            "pid": self.handle.process.pid,
+            "log_path": self.handle.process.log_path,
+            "command": list(self.handle.command),
+        }
 
     def wait_exit(self) -> float:
         """Block until the rank's server has exited (or :meth:`stop` ran); returns the UTC time it was seen gone."""
@@ -162,8 +175,15 @@ class RankGroup:
         first_exit: the first rank > 0 seen gone while rank 0 ran, else None.
     """
 
-    def __init__(self, variant: Variant, *, nnodes: int = 1, dist_init_addr: str | None = None,
-                 host: str = "", hostname: str = "") -> None:
+    def __init__(
+        self,
+        variant: Variant,
+        *,
+        nnodes: int = 1,
+        dist_init_addr: str | None = None,
+        host: str = "",
+        hostname: str = "",
+    ) -> None:
         self.variant = variant
         self.nnodes = nnodes
         self.dist_init_addr = dist_init_addr
@@ -255,17 +275,26 @@ class RankGroup:
             rank, host, hostname, tail, launch = next(t for t in tails if t[0] == self.first_exit.rank)
             found = server_died(tail, launch=launch)
             kind, suggestion = found.kind, found.suggestion
-            after = (f"; rank 0 was stopped {self.first_exit.rank0_stopped_at - self.first_exit.seen_at:.1f} s after"
-                     if self.first_exit.rank0_stopped_at else "")
-            head = (f"rank {rank} of {self.nnodes} on {host} ({hostname}) exited first, classified {kind}: "
-                    f"{suggestion} The workbench stopped the group{after}. Rank 0's unit: {head}")
+            after = (
+                f"; rank 0 was stopped {self.first_exit.rank0_stopped_at - self.first_exit.seen_at:.1f} s after"
+                if self.first_exit.rank0_stopped_at
+                else ""
+            )
+            head = (
+                f"rank {rank} of {self.nnodes} on {host} ({hostname}) exited first, classified {kind}: "
+                f"{suggestion} The workbench stopped the group{after}. Rank 0's unit: {head}"
+            )
         else:
             head = f"rank 0 of {self.nnodes} on {self.host} ({self.hostname}) failed: {head}"
-        blocks = "\n".join(f"--- rank {r} of {self.nnodes} on {h} ({n}), log tail:\n{t.rstrip()}"
-                           for r, h, n, t, _ in tails)
-        return dataclasses.replace(failure, kind=kind, suggestion=suggestion,
-                                   message=f"{failure.variant}: the server spanning {self.nnodes} nodes failed: "
-                                           f"{head}\n{blocks}")
+        blocks = "\n".join(
+            f"--- rank {r} of {self.nnodes} on {h} ({n}), log tail:\n{t.rstrip()}" for r, h, n, t, _ in tails
+        )
+        return dataclasses.replace(
+            failure,
+            kind=kind,
+            suggestion=suggestion,
+            message=f"{failure.variant}: the server spanning {self.nnodes} nodes failed: {head}\n{blocks}",
+        )
 
     def close(self) -> None:
         """Stop every rank > 0 and kill its actor (rank 0 is the unit's: its ``with`` block stops it)."""
@@ -294,8 +323,9 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def rank_group(variant: Variant, placement: Any, *, engine: str,
-               sim_options: dict[str, Any] | None) -> Iterator[RankGroup]:
+def rank_group(
+    variant: Variant, placement: Any, *, engine: str, sim_options: dict[str, Any] | None
+) -> Iterator[RankGroup]:
     """The ranks of ``variant``'s server for a unit running at ``placement`` (rank 0's node, in bundle 0 of the
     unit's placement group): ranks > 0 started on the other bundles' nodes before rank 0 starts. One node:
     a group of rank 0 alone (nothing started).
@@ -314,25 +344,42 @@ def rank_group(variant: Variant, placement: Any, *, engine: str,
 
     pg = ray.util.get_current_placement_group()
     if pg is None:
-        raise ConfigError(f"{variant.name} spans {nodes} nodes (nnodes = {nodes}): it runs on a fleet only, whose "
-                          "run_units gives it a placement group of one bundle per node")
+        raise ConfigError(
+            f"{variant.name} spans {nodes} nodes (nnodes = {nodes}): it runs on a fleet only, whose "
+            "run_units gives it a placement group of one bundle per node"
+        )
     addr = f"{placement.host}:{_free_port()}"
-    group = RankGroup(rank_variant(variant, rank=0, dist_init_addr=addr), nnodes=nodes, dist_init_addr=addr,
-                      host=placement.host, hostname=placement.hostname)
+    group = RankGroup(
+        rank_variant(variant, rank=0, dist_init_addr=addr),
+        nnodes=nodes,
+        dist_init_addr=addr,
+        host=placement.host,
+        hostname=placement.hostname,
+    )
     per_node = len(placement.gpus)
     actor_class = ray.remote(RankServer)
     try:
         for rank in range(1, nodes):
-            group._actors.append(actor_class.options(
-                num_cpus=0 if per_node else 1, num_gpus=per_node, max_concurrency=4, max_restarts=0,
-                scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=rank)).remote())
-        starts = [actor.start.remote(rank_variant(variant, rank=r, dist_init_addr=addr), engine, sim_options)
-                  for r, actor in enumerate(group._actors, start=1)]
+            group._actors.append(
+                actor_class.options(
+                    num_cpus=0 if per_node else 1,
+                    num_gpus=per_node,
+                    max_concurrency=4,
+                    max_restarts=0,
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=rank),
+                ).remote()
+            )
+        starts = [
+            actor.start.remote(rank_variant(variant, rank=r, dist_init_addr=addr), engine, sim_options)
+            for r, actor in enumerate(group._actors, start=1)
+        ]
         try:
             infos = ray.get(starts, timeout=RANK_START_S)
         except ray.exceptions.RayTaskError as exc:
-            raise ServerError(f"{variant.name}: a rank > 0 of its {nodes}-node server could not start: "
-                              f"{exc.cause if isinstance(getattr(exc, 'cause', None), BaseException) else exc}") from None
+            raise ServerError(
+                f"{variant.name}: a rank > 0 of its {nodes}-node server could not start: "
+                f"{exc.cause if isinstance(getattr(exc, 'cause', None), BaseException) else exc}"
+            ) from None
         group.ranks = [{**info, "rank": r} for r, info in enumerate(infos, start=1)]
         yield group
     finally:

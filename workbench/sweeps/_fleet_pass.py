@@ -64,14 +64,24 @@ def _fleet_unit(work: _FleetWork, placement: Placement) -> UnitRecorder:
     sweep = work.sweep
     # a variant spanning nodes: ranks > 0 start on the other nodes of the unit's placement group, rank 0 is
     # this unit's server (its per-node command); one node: the group is the variant itself
-    with rank_group(sweep.variant, placement, engine=sweep.engine.name,
-                    sim_options=sweep.sim_options(work.repeat)) as group:
-        recorder = UnitRecorder(work.run_path, work.units, tags={
-            "fleet_host": placement.host, "fleet_gpus": ",".join(placement.gpus), **group.row_tags(placement)})
+    with rank_group(
+        sweep.variant, placement, engine=sweep.engine.name, sim_options=sweep.sim_options(work.repeat)
+    ) as group:
+        recorder = UnitRecorder(
+            work.run_path,
+            work.units,
+            tags={"fleet_host": placement.host, "fleet_gpus": ",".join(placement.gpus), **group.row_tags(placement)},
+        )
         variant = group.variant
         variant = apply_parameters(variant, gpus=",".join(placement.gpus)) if placement.gpus else variant
-        here = dataclasses.replace(sweep, variant=variant, host="local", where="local", progress=False,
-                                   on_server=group.adopt if group.nnodes > 1 else None)
+        here = dataclasses.replace(
+            sweep,
+            variant=variant,
+            host="local",
+            where="local",
+            progress=False,
+            on_server=group.adopt if group.nnodes > 1 else None,
+        )
         try:
             measure_pending(here, recorder, None, [work.repeat])
         except (ServerError, BenchmarkError) as exc:
@@ -85,8 +95,9 @@ def _fleet_unit(work: _FleetWork, placement: Placement) -> UnitRecorder:
 def _on_fleet(sweep: VariantSweep, fleet: Fleet) -> VariantSweep:
     """``sweep`` as the driver keeps it: its run's host is the fleet, and its identity says so (a fleet
     sweep resumes fleet runs, whatever the cluster's address is today)."""
-    return dataclasses.replace(sweep, host=fleet.name, identity=sweep_identity({"sweep": sweep.identity,
-                                                                                "fleet": True}), on_fleet=True)
+    return dataclasses.replace(
+        sweep, host=fleet.name, identity=sweep_identity({"sweep": sweep.identity, "fleet": True}), on_fleet=True
+    )
 
 
 def _units(sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter]) -> list[FleetUnit]:
@@ -103,15 +114,27 @@ def _units(sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter]) -> list
             name = sweeps[i].variant.name
             label = name if repeats == 1 else f"{name} repeat {repeat + 1}/{repeats}"
             variant = sweeps[i].variant  # a unit spanning nodes asks for its GPUs per node, on nnodes nodes
-            units.append(FleetUnit(key=(i, repeat), label=label, gpus=gpus_per_node(variant),
-                                   payload=_FleetWork(sweeps[i], repeat, todo, writers[i].path),
-                                   nnodes=nnodes_of(variant)))
+            units.append(
+                FleetUnit(
+                    key=(i, repeat),
+                    label=label,
+                    gpus=gpus_per_node(variant),
+                    payload=_FleetWork(sweeps[i], repeat, todo, writers[i].path),
+                    nnodes=nnodes_of(variant),
+                )
+            )
     return units
 
 
-def benchmark_on_fleet(sweeps: Sequence[VariantSweep], fleet: str | Fleet, *, fresh: bool,
-                       on_failure: Callable[[SweepFailure], None] | None,
-                       on_resume: Callable[[SweepResume], None] | None, progress: bool) -> list[Path]:
+def benchmark_on_fleet(
+    sweeps: Sequence[VariantSweep],
+    fleet: str | Fleet,
+    *,
+    fresh: bool,
+    on_failure: Callable[[SweepFailure], None] | None,
+    on_resume: Callable[[SweepResume], None] | None,
+    progress: bool,
+) -> list[Path]:
     """Measure ``sweeps`` (validated by :func:`~workbench.sweeps._sweep_prep.prepare_sweep`) on a Ray cluster.
 
     Every unit not on disk is submitted at once; Ray runs as many as the GPU slots allow
@@ -136,8 +159,13 @@ def benchmark_on_fleet(sweeps: Sequence[VariantSweep], fleet: str | Fleet, *, fr
     try:
         for s in kept:
             writers.append(open_sweep_run(s, fresh=fresh, on_open=on_resume).writer)
-            writers[-1].annotate(fleet={"address": fleet.address, "one_unit_per_host": fleet.one_unit_per_host,
-                                        "max_retries": fleet.max_retries})
+            writers[-1].annotate(
+                fleet={
+                    "address": fleet.address,
+                    "one_unit_per_host": fleet.one_unit_per_host,
+                    "max_retries": fleet.max_retries,
+                }
+            )
         return _run_fleet(kept, writers, fleet, on_failure=on_failure, progress=progress)
     finally:
         for s, w in zip(kept, writers):
@@ -150,8 +178,15 @@ class _UnitsDone:
     ``fleet_units``, reported (a progress line, the bar), and, when it failed, warned about and told to
     ``on_failure``. Keeps the outcomes and each variant's failures for the end of the sweep."""
 
-    def __init__(self, sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter], *, total: int, bar: Any,
-                 on_failure: Callable[[SweepFailure], None] | None) -> None:
+    def __init__(
+        self,
+        sweeps: Sequence[VariantSweep],
+        writers: Sequence[RunWriter],
+        *,
+        total: int,
+        bar: Any,
+        on_failure: Callable[[SweepFailure], None] | None,
+    ) -> None:
         self.sweeps, self.writers, self.total, self.bar, self.on_failure = sweeps, writers, total, bar, on_failure
         #: Each run's ``fleet_units`` from earlier runs of this sweep, kept ahead of this sweep's.
         self.earlier = [list(w.manifest.get("fleet_units") or []) for w in writers]
@@ -171,24 +206,39 @@ class _UnitsDone:
         failure = recorder.failure if recorder is not None else None
         failed = unit_failure(outcome)
         if outcome.error is not None and failed is not None and failed[0] != "cancelled":  # lost, or it raised
-            failure = SweepFailure(variant=self.sweeps[i].variant.name, run=self.writers[i].path, kind=failed[0],
-                                   message=f"{outcome.unit.label}: {failed[1]}")
+            failure = SweepFailure(
+                variant=self.sweeps[i].variant.name,
+                run=self.writers[i].path,
+                kind=failed[0],
+                message=f"{outcome.unit.label}: {failed[1]}",
+            )
         self.writers[i].annotate(fleet_units=self.entries(i))
         where = outcome.placement.host if outcome.placement else "nowhere"
-        report_progress(f"{outcome.unit.label}: {'failed' if failure else 'done'} on {where} "
-                        f"({len(self.outcomes)}/{self.total} units)")
+        report_progress(
+            f"{outcome.unit.label}: {'failed' if failure else 'done'} on {where} "
+            f"({len(self.outcomes)}/{self.total} units)"
+        )
         self.bar.update(1)
         self.bar.set_postfix_str(" ".join(f"{r['host']}:{r['units']}" for r in host_summary(self.outcomes)))
         if failure is not None:
             self.failures.setdefault(i, []).append(failure)
-            warnings.warn(f"{failure.variant}: a unit failed ({failure.kind}) on {where}; the other units go on. "
-                          f"{failure.message}", stacklevel=4)
+            warnings.warn(
+                f"{failure.variant}: a unit failed ({failure.kind}) on {where}; the other units go on. "
+                f"{failure.message}",
+                stacklevel=4,
+            )
             if self.on_failure is not None:
                 self.on_failure(failure)
 
 
-def _run_fleet(sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter], fleet: Fleet, *,
-               on_failure: Callable[[SweepFailure], None] | None, progress: bool) -> list[Path]:
+def _run_fleet(
+    sweeps: Sequence[VariantSweep],
+    writers: Sequence[RunWriter],
+    fleet: Fleet,
+    *,
+    on_failure: Callable[[SweepFailure], None] | None,
+    progress: bool,
+) -> list[Path]:
     """Run the units of ``sweeps`` not stored in ``writers`` (their open runs) on ``fleet``; finish each run."""
     from tqdm.auto import tqdm
 
@@ -196,21 +246,30 @@ def _run_fleet(sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter], fle
     bar = tqdm(total=len(units), disable=not progress or not units, unit="unit", desc="fleet")
     done = _UnitsDone(sweeps, writers, total=len(units), bar=bar, on_failure=on_failure)
     try:
-        run_units(units, _fleet_unit, retry_exceptions=(TransientUnitFailure,), fleet=fleet, on_done=done,
-                  on_prestart=lambda warm: _prestarted(warm, writers))
+        run_units(
+            units,
+            _fleet_unit,
+            retry_exceptions=(TransientUnitFailure,),
+            fleet=fleet,
+            on_done=done,
+            on_prestart=lambda warm: _prestarted(warm, writers),
+        )
     finally:
         bar.close()
     for i, w in enumerate(writers):  # co-tenants again, now that every unit's interval is known
         if any(o.unit.key[0] == i for o in done.outcomes):
             w.annotate(fleet_units=done.entries(i))
     for row in host_summary(done.outcomes):
-        report_progress(f"fleet host {row['host']}: {row['units']} unit(s) done, {row['failed']} failed, "
-                        f"GPUs {row['gpus_used'] or '-'}, busy {row['busy_s']:.0f} s")
+        report_progress(
+            f"fleet host {row['host']}: {row['units']} unit(s) done, {row['failed']} failed, "
+            f"GPUs {row['gpus_used'] or '-'}, busy {row['busy_s']:.0f} s"
+        )
     for i, (s, w) in enumerate(zip(sweeps, writers)):
         if w.pending_units(s.plan):
             status: RunStatus = "failed" if i in done.failures else "incomplete"
-            w.finish(status=status,
-                     error="; ".join(f.message.splitlines()[0] for f in done.failures.get(i, [])) or None)
+            w.finish(
+                status=status, error="; ".join(f.message.splitlines()[0] for f in done.failures.get(i, [])) or None
+            )
         else:
             w.finish(status="complete")
     return [w.path for w in writers]
@@ -219,8 +278,15 @@ def _run_fleet(sweeps: Sequence[VariantSweep], writers: Sequence[RunWriter], fle
 def _prestarted(warm: Prestart, writers: Sequence[RunWriter]) -> None:
     """Record the workers warmed before the first submission (manifest ``fleet_prestart``) and say so."""
     for w in writers:
-        w.annotate(fleet_prestart={"wanted": warm.wanted, "warmed": warm.warmed, "seconds": warm.seconds,
-                                   "workers": [list(x) for x in warm.workers]})
-    report_progress(f"fleet: {warm.warmed} of {warm.wanted} worker(s) warmed in {warm.seconds:.1f} s before the "
-                    "first unit was submitted")
-
+        w.annotate(
+            fleet_prestart={
+                "wanted": warm.wanted,
+                "warmed": warm.warmed,
+                "seconds": warm.seconds,
+                "workers": [list(x) for x in warm.workers],
+            }
+        )
+    report_progress(
+        f"fleet: {warm.warmed} of {warm.wanted} worker(s) warmed in {warm.seconds:.1f} s before the "
+        "first unit was submitted"
+    )

@@ -18,6 +18,7 @@ __all__ = ["PRESTART_TIMEOUT_S", "Prestart", "unit_options", "warm_workers"]
 #: GPUs another job holds cannot take its warm-up; its units then start on cold workers).
 PRESTART_TIMEOUT_S = 120.0
 
+
 @dataclasses.dataclass(frozen=True)
 class Prestart:
     """The workers started before the first unit was submitted (:func:`~workbench.sweeps._fleet.run_units`,
@@ -76,8 +77,7 @@ def unit_options(gpus: int) -> dict[str, Any]:
     return {"num_gpus": gpus, "num_cpus": 0 if gpus else 1}
 
 
-def _warm_plan(nodes: Sequence[Mapping[str, Any]], units: Sequence[FleetUnit], *,
-               one_unit_per_host: bool) -> list[str]:
+def _warm_plan(nodes: Sequence[Mapping[str, Any]], units: Sequence[FleetUnit], *, one_unit_per_host: bool) -> list[str]:
     """The node id of each warm-up task to run: on every alive node, as many as its slots hold units of the
     smallest unit's size (GPU slots, or CPU slots for CPU-only units; one with ``one_unit_per_host``), at most
     ``len(units)`` per node, so wherever Ray places a unit a warm worker waits there.
@@ -99,8 +99,13 @@ def _warm_plan(nodes: Sequence[Mapping[str, Any]], units: Sequence[FleetUnit], *
     return plan
 
 
-def warm_workers(ray: Any, units: Sequence[FleetUnit], task: Callable[[Any, Placement], Any], fleet: Fleet,
-              clock: Callable[[], float]) -> Prestart:
+def warm_workers(
+    ray: Any,
+    units: Sequence[FleetUnit],
+    task: Callable[[Any, Placement], Any],
+    fleet: Fleet,
+    clock: Callable[[], float],
+) -> Prestart:
     """Start and warm the workers the units will run on, before any is submitted (:class:`Prestart`).
 
     A Ray worker process is started for a task the first time one needs it, and imports Ray and then
@@ -119,9 +124,12 @@ def warm_workers(ray: Any, units: Sequence[FleetUnit], task: Callable[[Any, Plac
     started = clock()
     gate = ray.remote(num_cpus=0)(_Gate).remote()
     warm = ray.remote(_warm_up)
-    refs = [warm.options(**unit_options(gpus), max_retries=0,
-                         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(
-        gate, len(plan), task, units[0].payload) for node_id in plan]
+    refs = [
+        warm.options(
+            **unit_options(gpus), max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
+        ).remote(gate, len(plan), task, units[0].payload)
+        for node_id in plan
+    ]
     try:
         done, left = ray.wait(refs, num_returns=len(refs), timeout=PRESTART_TIMEOUT_S + 10)
     finally:
@@ -139,5 +147,9 @@ def warm_workers(ray: Any, units: Sequence[FleetUnit], task: Callable[[Any, Plac
     if left:
         ray.wait(left, num_returns=len(left), timeout=2.0)
     ray.kill(gate)  # an actor, not a task: a warm-up starting later fails at once on the dead gate
-    return Prestart(wanted=len(plan), warmed=len(set(workers)), seconds=round(clock() - started, 3),
-                    workers=tuple(sorted(set(workers))))
+    return Prestart(
+        wanted=len(plan),
+        warmed=len(set(workers)),
+        seconds=round(clock() - started, 3),
+        workers=tuple(sorted(set(workers))),
+    )

@@ -73,11 +73,27 @@ class UnitRecorder:
         requests = level.requests.assign(**self.tags) if len(level.requests) else level.requests
         return dataclasses.replace(level, requests=requests)
 
-    def record_server(self, *, launch_command: str | Sequence[str] | None, client_location: str,
-                      server_info: Mapping[str, Any] | None, **extra: Any) -> None:
+    def record_server(
+        self,
+        *,
+        launch_command: str | Sequence[str] | None,
+        client_location: str,
+        server_info: Mapping[str, Any] | None,
+        **extra: Any,
+    ) -> None:
         """Keep :meth:`RunWriter.record_server <workbench.store.RunWriter.record_server>`'s call."""
-        self.calls.append(("record_server", (), {"launch_command": launch_command, "client_location": client_location,
-                                                 "server_info": server_info, **extra}))
+        self.calls.append(
+            (
+                "record_server",
+                (),
+                {
+                    "launch_command": launch_command,
+                    "client_location": client_location,
+                    "server_info": server_info,
+                    **extra,
+                },
+            )
+        )
         self.ready_at = self.ready_at or time.time()
 
     def annotate(self, **keys: Any) -> None:
@@ -103,8 +119,10 @@ class UnitRecorder:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if self.status is None:
-            self.finish(status="failed" if exc is not None else "complete",
-                        error=None if exc is None else f"{type(exc).__name__}: {exc}")
+            self.finish(
+                status="failed" if exc is not None else "complete",
+                error=None if exc is None else f"{type(exc).__name__}: {exc}",
+            )
 
 
 def replay(recorder: UnitRecorder, writer: RunSink) -> int:

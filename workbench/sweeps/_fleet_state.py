@@ -38,8 +38,9 @@ def check_name(name: str) -> str:
         ConfigError: any other name.
     """
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ConfigError(f"fleet name {name!r} is not usable: use letters, digits, '_', '.' or '-' (at most 64), "
-                          "e.g. --name lab")
+        raise ConfigError(
+            f"fleet name {name!r} is not usable: use letters, digits, '_', '.' or '-' (at most 64), e.g. --name lab"
+        )
     return name
 
 
@@ -92,8 +93,10 @@ class FleetState:
         try:
             return self.token_path.read_text().strip()
         except OSError as exc:
-            raise ConfigError(f"fleet {self.name!r} has no token file {self.token_path} ({exc.strerror}); bring it "
-                              f"up again with `workbench fleet up`") from exc
+            raise ConfigError(
+                f"fleet {self.name!r} has no token file {self.token_path} ({exc.strerror}); bring it "
+                f"up again with `workbench fleet up`"
+            ) from exc
 
 
 def write_token(name: str, token: str) -> Path:
@@ -129,34 +132,62 @@ def load_state(name: str) -> FleetState:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         known = sorted(p.stem for p in fleet_dir().glob("*.json"))
-        raise ConfigError(f"no fleet named {name!r} in {fleet_dir()} (fleets: {', '.join(known) or 'none'}); "
-                          "start one with `workbench fleet up HOST...`") from None
+        raise ConfigError(
+            f"no fleet named {name!r} in {fleet_dir()} (fleets: {', '.join(known) or 'none'}); "
+            "start one with `workbench fleet up HOST...`"
+        ) from None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the fleet file {path}: {exc}; remove it and run `workbench fleet up` "
-                          "again") from exc
+        raise ConfigError(
+            f"cannot read the fleet file {path}: {exc}; remove it and run `workbench fleet up` again"
+        ) from exc
     problem = _record_problem(data)
     if problem is None and data["name"] != name:  # `fleet down` removes <name>.json: it must be this file
         problem = f"its name is {data['name']!r}, not {name!r} (the file's own name)"
     if problem is not None:
-        raise ConfigError(f"the fleet file {path} is not a record `fleet up` wrote: {problem}. Nothing was stopped; "
-                          f"remove the file (rm {path}) and run `workbench fleet up` again (stop by hand any Ray "
-                          "process it had started: their logs are ray-*.log in the fleet's folder on each host)")
+        raise ConfigError(
+            f"the fleet file {path} is not a record `fleet up` wrote: {problem}. Nothing was stopped; "
+            f"remove the file (rm {path}) and run `workbench fleet up` again (stop by hand any Ray "
+            "process it had started: their logs are ray-*.log in the fleet's folder on each host)"
+        )
     fields = {f.name for f in dataclasses.fields(FleetState)}
     return FleetState(**{k: v for k, v in data.items() if k in fields})
 
 
 #: The fields of a fleet file and the JSON types each holds (``ssh_config`` may also be null).
-_FIELD_TYPES: dict[str, tuple[type, ...]] = {"name": (str,), "head": (str,), "address": (str,),
-                                             "dashboard_port": (int,), "python": (str,), "remote_dir": (str,),
-                                             "runs_dir": (str,), "ssh_config": (str, type(None)), "started": (list,),
-                                             "jobs": (dict,), "pulled": (dict,)}
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "head": (str,),
+    "address": (str,),
+    "dashboard_port": (int,),
+    "python": (str,),
+    "remote_dir": (str,),
+    "runs_dir": (str,),
+    "ssh_config": (str, type(None)),
+    "started": (list,),
+    "jobs": (dict,),
+    "pulled": (dict,),
+}
 #: What each entry of ``started`` holds (the keys `fleet down` and `fleet status` read).
-_STARTED_TYPES: dict[str, tuple[type, ...]] = {"alias": (str,), "role": (str,), "ip": (str,), "pid": (int,),
-                                               "pgid": (int,), "start_time": (int,), "log_path": (str,),
-                                               "command": (str,)}
+_STARTED_TYPES: dict[str, tuple[type, ...]] = {
+    "alias": (str,),
+    "role": (str,),
+    "ip": (str,),
+    "pid": (int,),
+    "pgid": (int,),
+    "start_time": (int,),
+    "log_path": (str,),
+    "command": (str,),
+}
 _REQUIRED = ("name", "head", "address", "dashboard_port", "python", "remote_dir", "runs_dir")
-_WORDS = {str: "a string", int: "an integer", list: "a list", dict: "an object", type(None): "null",
-          float: "a number", bool: "true/false"}
+_WORDS = {
+    str: "a string",
+    int: "an integer",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+    float: "a number",
+    bool: "true/false",
+}
 
 
 def _typed(value: Any, types: tuple[type, ...]) -> bool:
@@ -166,8 +197,10 @@ def _typed(value: Any, types: tuple[type, ...]) -> bool:
 
 def _wrong(where: str, value: Any, types: tuple[type, ...]) -> str:
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    return (f"{where} is {_WORDS.get(type(value), type(value).__name__)} ({shown}), not "
-            f"{' or '.join(_WORDS[t] for t in types)}")
+    return (
+        f"{where} is {_WORDS.get(type(value), type(value).__name__)} ({shown}), not "
+        f"{' or '.join(_WORDS[t] for t in types)}"
+    )
 
 
 def _record_problem(data: Any) -> str | None:

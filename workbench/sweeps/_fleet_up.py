@@ -38,8 +38,16 @@ from typing import Any
 from workbench.errors import ConfigError, HostError
 from workbench.sweeps._fleet_state import FleetState, check_name, fleet_dir, load_state, save_state, write_token
 
-__all__ = ["DEFAULT_DASHBOARD_PORT", "DEFAULT_RAY_PORT", "dashboard", "dashboard_get", "fleet_down", "fleet_status",
-           "fleet_up", "status_lines"]
+__all__ = [
+    "DEFAULT_DASHBOARD_PORT",
+    "DEFAULT_RAY_PORT",
+    "dashboard",
+    "dashboard_get",
+    "fleet_down",
+    "fleet_status",
+    "fleet_up",
+    "status_lines",
+]
 
 DEFAULT_RAY_PORT = 6379
 DEFAULT_DASHBOARD_PORT = 8265
@@ -56,7 +64,9 @@ _STARTED = "Ray runtime started"
 #: installs no KeyboardInterrupt handler, so ``ray.cancel`` (which interrupts the task's main thread) could not
 #: stop a unit softly, and the sweep's Ctrl-C and ``fleet cancel`` fell back to killing workers (measured here:
 #: no server 6.5-7.5 s after the stop request, against the 5 s bound).
-_SIGINT_DEFAULT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+_SIGINT_DEFAULT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 def _hosts_of(ssh_config: str | None) -> Any:
@@ -79,8 +89,10 @@ def _absolute(host: Any, program: str) -> str:
         found = host.run(["sh", "-c", f"command -v {shlex.quote(program)}"], check=False, timeout_s=60)
         if found.ok and found.stdout.strip().startswith("/"):
             return found.stdout.strip().splitlines()[0]
-    raise ConfigError(f"no interpreter {program!r} on host {host.name!r}: pass --python with the absolute path of "
-                      "a Python that has the workbench and its fleet extra installed (the same path on every host)")
+    raise ConfigError(
+        f"no interpreter {program!r} on host {host.name!r}: pass --python with the absolute path of "
+        "a Python that has the workbench and its fleet extra installed (the same path on every host)"
+    )
 
 
 def _node_ip(host: Any, given: Mapping[str, str]) -> str:
@@ -93,8 +105,10 @@ def _node_ip(host: Any, given: Mapping[str, str]) -> str:
     try:
         return socket.gethostbyname(name)
     except OSError as exc:
-        raise ConfigError(f"cannot resolve {name!r} (host {host.name!r}) to a node IP: {exc}; give it with "
-                          f"--node-ip {host.name}=ADDRESS") from exc
+        raise ConfigError(
+            f"cannot resolve {name!r} (host {host.name!r}) to a node IP: {exc}; give it with "
+            f"--node-ip {host.name}=ADDRESS"
+        ) from exc
 
 
 def _wait_started(host: Any, proc: Any, what: str, timeout_s: float) -> None:
@@ -110,18 +124,31 @@ def _wait_started(host: Any, proc: Any, what: str, timeout_s: float) -> None:
         if _STARTED in processes.read_tail(host, proc.log_path, lines=400):
             return
         if not processes.is_alive(host, proc):
-            raise HostError(f"{what} on host {host.name!r} exited before it started; log {proc.log_path}:\n"
-                            f"{processes.read_tail(host, proc.log_path, lines=30)}")
+            raise HostError(
+                f"{what} on host {host.name!r} exited before it started; log {proc.log_path}:\n"
+                f"{processes.read_tail(host, proc.log_path, lines=30)}"
+            )
         time.sleep(1.0)
-    raise HostError(f"{what} on host {host.name!r} did not start within {timeout_s:.0f} s; log {proc.log_path}:\n"
-                    f"{processes.read_tail(host, proc.log_path, lines=30)}")
+    raise HostError(
+        f"{what} on host {host.name!r} did not start within {timeout_s:.0f} s; log {proc.log_path}:\n"
+        f"{processes.read_tail(host, proc.log_path, lines=30)}"
+    )
 
 
-def fleet_up(hosts: Sequence[str], *, name: str = "default", python: str | None = None,
-             ssh_config: str | None = None, port: int = DEFAULT_RAY_PORT,
-             dashboard_port: int = DEFAULT_DASHBOARD_PORT, num_gpus: int | None = None, num_cpus: int | None = None,
-             ray_args: Sequence[str] = (), node_ips: Mapping[str, str] | None = None,
-             start_timeout_s: float = NODE_START_S) -> FleetState:
+def fleet_up(
+    hosts: Sequence[str],
+    *,
+    name: str = "default",
+    python: str | None = None,
+    ssh_config: str | None = None,
+    port: int = DEFAULT_RAY_PORT,
+    dashboard_port: int = DEFAULT_DASHBOARD_PORT,
+    num_gpus: int | None = None,
+    num_cpus: int | None = None,
+    ray_args: Sequence[str] = (),
+    node_ips: Mapping[str, str] | None = None,
+    start_timeout_s: float = NODE_START_S,
+) -> FleetState:
     """Start a Ray cluster on ``hosts`` (ssh aliases): the head on the first, a worker on each other one.
 
     Args:
@@ -150,8 +177,10 @@ def fleet_up(hosts: Sequence[str], *, name: str = "default", python: str | None 
     if len(set(hosts)) != len(hosts):
         raise ConfigError(f"a host is named twice in {list(hosts)}; name each host once")
     if (fleet_dir() / f"{name}.json").exists():
-        raise ConfigError(f"fleet {name!r} is up already ({fleet_dir() / (name + '.json')}); `workbench fleet down "
-                          f"--name {name}` first, or give another --name")
+        raise ConfigError(
+            f"fleet {name!r} is up already ({fleet_dir() / (name + '.json')}); `workbench fleet down "
+            f"--name {name}` first, or give another --name"
+        )
     from workbench.hosts import host_python, processes
 
     get = _hosts_of(ssh_config)
@@ -161,14 +190,26 @@ def fleet_up(hosts: Sequence[str], *, name: str = "default", python: str | None 
     home = head.run(["sh", "-c", "cd && pwd"], timeout_s=60).stdout.strip()
     remote_dir = posixpath.join(home, ".workbench", "fleet", name)
     ips = {alias: _node_ip(get(alias), node_ips or {}) for alias in hosts}
-    state = FleetState(name=name, head=hosts[0], address=f"{ips[hosts[0]]}:{int(port)}",
-                       dashboard_port=int(dashboard_port), python=py, remote_dir=remote_dir,
-                       runs_dir=posixpath.join(remote_dir, "runs"), ssh_config=ssh_config)
+    state = FleetState(
+        name=name,
+        head=hosts[0],
+        address=f"{ips[hosts[0]]}:{int(port)}",
+        dashboard_port=int(dashboard_port),
+        python=py,
+        remote_dir=remote_dir,
+        runs_dir=posixpath.join(remote_dir, "runs"),
+        ssh_config=ssh_config,
+    )
     token = secrets.token_hex(32)
     token_path = posixpath.join(remote_dir, "auth_token")
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token_path, "RAY_USAGE_STATS_ENABLED": "0"}
-    common = ["--block", "--disable-usage-stats", *(["--num-gpus", str(num_gpus)] if num_gpus is not None else []),
-              *(["--num-cpus", str(num_cpus)] if num_cpus is not None else []), *ray_args]
+    common = [
+        "--block",
+        "--disable-usage-stats",
+        *(["--num-gpus", str(num_gpus)] if num_gpus is not None else []),
+        *(["--num-cpus", str(num_cpus)] if num_cpus is not None else []),
+        *ray_args,
+    ]
     write_token(name, token)
     save_state(state)
     try:
@@ -179,13 +220,34 @@ def fleet_up(hosts: Sequence[str], *, name: str = "default", python: str | None 
             host.write_bytes(token_path, token.encode(), mode=0o600)
             role = "head" if alias == hosts[0] else "worker"
             argv = [py, "-c", _SIGINT_DEFAULT, ray, "start", "--node-ip-address", ips[alias], *common]
-            argv += (["--head", "--port", str(int(port)), "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                      "--dashboard-port", str(int(dashboard_port))] if role == "head" else ["--address", state.address])
+            argv += (
+                [
+                    "--head",
+                    "--port",
+                    str(int(port)),
+                    "--include-dashboard=true",
+                    "--dashboard-host=127.0.0.1",
+                    "--dashboard-port",
+                    str(int(dashboard_port)),
+                ]
+                if role == "head"
+                else ["--address", state.address]
+            )
             log_path = posixpath.join(remote_dir, f"ray-{role}-{alias}.log")
             host.run(["rm", "-f", log_path], timeout_s=60)
             proc = processes.spawn(host, argv, log_path=log_path, env=env, cwd=remote_dir)
-            state.started.append({"alias": alias, "role": role, "ip": ips[alias], "pid": proc.pid, "pgid": proc.pgid,
-                                  "start_time": proc.start_time, "log_path": log_path, "command": proc.command})
+            state.started.append(
+                {
+                    "alias": alias,
+                    "role": role,
+                    "ip": ips[alias],
+                    "pid": proc.pid,
+                    "pgid": proc.pgid,
+                    "start_time": proc.start_time,
+                    "log_path": log_path,
+                    "command": proc.command,
+                }
+            )
             save_state(state)  # recorded at once: a failure later still lets `fleet down` stop it
             _wait_started(host, proc, f"the Ray {role} (ray start)", start_timeout_s)
         _wait_nodes(state, len(hosts))
@@ -238,16 +300,21 @@ def _wait_nodes(state: FleetState, count: int, timeout_s: float = NODES_ALIVE_S)
     with dashboard(state) as base:
         while time.monotonic() < deadline:
             try:
-                alive = [n for n in _listed(dashboard_get(base, "/api/v0/nodes?detail=true", state.token()))
-                         if n.get("state") == "ALIVE"]
+                alive = [
+                    n
+                    for n in _listed(dashboard_get(base, "/api/v0/nodes?detail=true", state.token()))
+                    if n.get("state") == "ALIVE"
+                ]
                 if len(alive) >= count:
                     return
                 seen = f"{len(alive)} of {count} nodes alive"
             except HostError as exc:
                 seen = str(exc)
             time.sleep(1.0)
-    raise HostError(f"the fleet's nodes did not all join within {timeout_s:.0f} s ({seen}); see the logs in "
-                    f"{state.remote_dir} on each host")
+    raise HostError(
+        f"the fleet's nodes did not all join within {timeout_s:.0f} s ({seen}); see the logs in "
+        f"{state.remote_dir} on each host"
+    )
 
 
 def fleet_status(name: str = "default") -> dict[str, Any]:
@@ -265,10 +332,20 @@ def fleet_status(name: str = "default") -> dict[str, Any]:
     token = state.token()
     with dashboard(state) as base:
         nodes = _listed(dashboard_get(base, "/api/v0/nodes?detail=true", token))
-        query = urllib.parse.urlencode([("filter_keys", "state"), ("filter_predicates", "="),
-                                        ("filter_values", "RUNNING"), ("detail", "true"), ("limit", "10000")])
-        tasks = [t for t in _listed(dashboard_get(base, f"/api/v0/tasks?{query}", token))
-                 if str(t.get("name", "")).split(".")[-1] == UNIT_TASK]
+        query = urllib.parse.urlencode(
+            [
+                ("filter_keys", "state"),
+                ("filter_predicates", "="),
+                ("filter_values", "RUNNING"),
+                ("detail", "true"),
+                ("limit", "10000"),
+            ]
+        )
+        tasks = [
+            t
+            for t in _listed(dashboard_get(base, f"/api/v0/tasks?{query}", token))
+            if str(t.get("name", "")).split(".")[-1] == UNIT_TASK
+        ]
         jobs = _listed(dashboard_get(base, "/api/v0/jobs", token)) if state.jobs else []
     by_node: dict[str, int] = {}
     for task in tasks:
@@ -276,22 +353,34 @@ def fleet_status(name: str = "default") -> dict[str, Any]:
     rows = []
     for node in sorted(nodes, key=lambda n: str(n.get("node_ip"))):
         total = node.get("resources_total") or {}
-        rows.append({"ip": node.get("node_ip"), "alias": aliases.get(node.get("node_ip")),
-                     "alive": node.get("state") == "ALIVE", "gpus": int(float(total.get("GPU", 0))),
-                     "cpus": int(float(total.get("CPU", 0))), "units_running": by_node.get(str(node.get("node_id")), 0)})
-    ours = [{"job": j.get("submission_id"), "status": j.get("status")} for j in jobs
-            if j.get("submission_id") in state.jobs]
+        rows.append(
+            {
+                "ip": node.get("node_ip"),
+                "alias": aliases.get(node.get("node_ip")),
+                "alive": node.get("state") == "ALIVE",
+                "gpus": int(float(total.get("GPU", 0))),
+                "cpus": int(float(total.get("CPU", 0))),
+                "units_running": by_node.get(str(node.get("node_id")), 0),
+            }
+        )
+    ours = [
+        {"job": j.get("submission_id"), "status": j.get("status")} for j in jobs if j.get("submission_id") in state.jobs
+    ]
     return {"name": state.name, "address": state.address, "nodes": rows, "units_running": len(tasks), "jobs": ours}
 
 
 def status_lines(status: Mapping[str, Any]) -> list[str]:
     """``fleet status`` as text: one line per host, then the units running and the fleet's jobs."""
-    lines = [f"fleet {status['name']}: Ray at {status['address']}, {len(status['nodes'])} hosts, "
-             f"{sum(n['gpus'] for n in status['nodes'])} GPUs, {status['units_running']} units running"]
+    lines = [
+        f"fleet {status['name']}: Ray at {status['address']}, {len(status['nodes'])} hosts, "
+        f"{sum(n['gpus'] for n in status['nodes'])} GPUs, {status['units_running']} units running"
+    ]
     for node in status["nodes"]:
-        lines.append(f"  {node['ip']} ({node['alias'] or 'not started by fleet up'}): "
-                     f"{'alive' if node['alive'] else 'DEAD'}, {node['gpus']} GPUs, {node['cpus']} CPUs, "
-                     f"{node['units_running']} units running")
+        lines.append(
+            f"  {node['ip']} ({node['alias'] or 'not started by fleet up'}): "
+            f"{'alive' if node['alive'] else 'DEAD'}, {node['gpus']} GPUs, {node['cpus']} CPUs, "
+            f"{node['units_running']} units running"
+        )
     for job in status["jobs"]:
         lines.append(f"  job {job['job']}: {job['status']}")
     return lines
@@ -315,13 +404,20 @@ def fleet_down(name: str = "default", *, grace_s: float = 15.0) -> list[str]:
     lines = []
     for entry in sorted(state.started, key=lambda s: s["role"] == "head"):
         host = get(entry["alias"])
-        proc = SpawnedProcess(host=entry["alias"], pid=entry["pid"], pgid=entry["pgid"],
-                              start_time=entry["start_time"], command=entry["command"], log_path=entry["log_path"])
+        proc = SpawnedProcess(
+            host=entry["alias"],
+            pid=entry["pid"],
+            pgid=entry["pgid"],
+            start_time=entry["start_time"],
+            command=entry["command"],
+            log_path=entry["log_path"],
+        )
         began = time.monotonic()
         ended = processes.stop(host, proc, grace_s=grace_s, term_leader_only=True)  # ray start --block stops its node
         took = time.monotonic() - began
         how = {"gone": "gone already", "stopped": f"stopped in {took:.1f} s"}.get(
-            ended, f"killed: still running {grace_s:.0f} s after SIGTERM, so SIGKILL ended it ({took:.1f} s)")
+            ended, f"killed: still running {grace_s:.0f} s after SIGTERM, so SIGKILL ended it ({took:.1f} s)"
+        )
         lines.append(f"{entry['role']} on {entry['alias']} (pid {entry['pid']}): {how}")
         with contextlib.suppress(HostError):
             host.run(["rm", "-f", posixpath.join(state.remote_dir, "auth_token")], check=False, timeout_s=60)

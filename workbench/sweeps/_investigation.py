@@ -30,8 +30,13 @@ from workbench.sweeps._fleet_pass import benchmark_on_fleet
 from workbench.sweeps._options import SweepOptions
 from workbench.sweeps._sweep_outcomes import PassFailed, SweepFailure, SweepResume, failure_of
 from workbench.sweeps._sweep_pass import run_pass
-from workbench.sweeps._sweep_prep import (VariantSweep, check_fleet_arguments, one_node_only, parallel_passes,
-                                          prepare_sweep)
+from workbench.sweeps._sweep_prep import (
+    VariantSweep,
+    check_fleet_arguments,
+    one_node_only,
+    parallel_passes,
+    prepare_sweep,
+)
 from workbench.variants import TEMPLATE_PARAMETERS, Variant, expand_grid, parameters_given
 
 __all__ = ["SweepFailure", "SweepResume", "benchmark_variant", "benchmark_variants"]
@@ -164,13 +169,35 @@ def benchmark_variant(
             level measured before an error.
         DiskFullError: no room to store a level; earlier levels are intact.
     """
-    sweep = prepare_sweep(SweepOptions(
-        variant=variant, host=host, engine=engine, client=client, concurrency_levels=concurrency_levels,
-        requests_per_level=requests_per_level, max_new_tokens=max_new_tokens, prompt_set=prompt_set, seed=seed,
-        request_rates=request_rates, max_concurrency=max_concurrency, sim_profile=sim_profile, time_scale=time_scale,
-        warmup_requests=warmup_requests, unique_prompts=unique_prompts, repeats=repeats, label=label, fresh=fresh,
-        runs_dir=runs_dir, progress=progress, model_path=model_path, draft_model_path=draft_model_path,
-        tp_size=tp_size, gpus=gpus, load=load))
+    sweep = prepare_sweep(
+        SweepOptions(
+            variant=variant,
+            host=host,
+            engine=engine,
+            client=client,
+            concurrency_levels=concurrency_levels,
+            requests_per_level=requests_per_level,
+            max_new_tokens=max_new_tokens,
+            prompt_set=prompt_set,
+            seed=seed,
+            request_rates=request_rates,
+            max_concurrency=max_concurrency,
+            sim_profile=sim_profile,
+            time_scale=time_scale,
+            warmup_requests=warmup_requests,
+            unique_prompts=unique_prompts,
+            repeats=repeats,
+            label=label,
+            fresh=fresh,
+            runs_dir=runs_dir,
+            progress=progress,
+            model_path=model_path,
+            draft_model_path=draft_model_path,
+            tp_size=tp_size,
+            gpus=gpus,
+            load=load,
+        )
+    )
     try:
         one_node_only([sweep])
         return run_pass(sweep, repeats=None, fresh=fresh)
@@ -250,12 +277,15 @@ def benchmark_variants(
     chosen: list[str | Path | Variant] = list(variants or [])
     if grid is not None:
         params = {k: kwargs.get(k) for k in TEMPLATE_PARAMETERS}
-        expansion = expand_grid(grid, parameters=parameters_given(params), host=kwargs.get("host"),
-                                engine=kwargs.get("engine"))
+        expansion = expand_grid(
+            grid, parameters=parameters_given(params), host=kwargs.get("host"), engine=kwargs.get("engine")
+        )
         if len(expansion.refused):
-            warnings.warn(f"grid {expansion.grid.name!r}: {len(expansion.refused)} of {len(expansion.table)} points "
-                          "refused by the pre-flight checks (not launched):\n" + "\n".join(expansion.refusal_lines()),
-                          stacklevel=2)
+            warnings.warn(
+                f"grid {expansion.grid.name!r}: {len(expansion.refused)} of {len(expansion.table)} points "
+                "refused by the pre-flight checks (not launched):\n" + "\n".join(expansion.refusal_lines()),
+                stacklevel=2,
+            )
         chosen += expansion.variants
     if not chosen:
         raise ConfigError("variants is empty; name at least a baseline and one speculative variant (or a grid)")
@@ -266,13 +296,17 @@ def benchmark_variants(
         raise ConfigError(f"variant(s) {twice} named twice (runs and charts are keyed by name); name each once")
     if fleet is not None:
         if parallel not in (None, 1):
-            raise ConfigError(f"parallel={parallel} and fleet cannot be combined: on a fleet as many units run at once "
-                              "as its GPU slots allow; leave parallel unset")
-        return benchmark_on_fleet(sweeps, fleet, fresh=fresh, on_failure=on_failure, on_resume=on_resume,
-                                  progress=sweeps[0].progress)
+            raise ConfigError(
+                f"parallel={parallel} and fleet cannot be combined: on a fleet as many units run at once "
+                "as its GPU slots allow; leave parallel unset"
+            )
+        return benchmark_on_fleet(
+            sweeps, fleet, fresh=fresh, on_failure=on_failure, on_resume=on_resume, progress=sweeps[0].progress
+        )
     one_node_only(sweeps)
-    return _PassScheduler(sweeps, fresh=fresh, on_failure=on_failure, on_resume=on_resume,
-                          at_once=parallel_passes(parallel, sweeps)).run()
+    return _PassScheduler(
+        sweeps, fresh=fresh, on_failure=on_failure, on_resume=on_resume, at_once=parallel_passes(parallel, sweeps)
+    ).run()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,9 +333,15 @@ class _PassScheduler:
         failed: each failed variant's :class:`SweepFailure`, by index.
     """
 
-    def __init__(self, sweeps: Sequence[VariantSweep], *, fresh: bool,
-                 on_failure: Callable[[SweepFailure], None] | None,
-                 on_resume: Callable[[SweepResume], None] | None, at_once: int) -> None:
+    def __init__(
+        self,
+        sweeps: Sequence[VariantSweep],
+        *,
+        fresh: bool,
+        on_failure: Callable[[SweepFailure], None] | None,
+        on_resume: Callable[[SweepResume], None] | None,
+        at_once: int,
+    ) -> None:
         self.sweeps, self.fresh, self.at_once = sweeps, fresh, at_once
         self.on_failure, self.on_resume = on_failure, on_resume
         self.paths: dict[int, Path] = {}
@@ -321,8 +361,16 @@ class _PassScheduler:
         """Variant ``i``'s pass of ``repeat`` (a variant's passes never run at once: no lock needed here)."""
         first = i not in self._opened
         try:
-            return _PassOutcome(i, run_pass(self.sweeps[i], repeats=[repeat], fresh=self.fresh and first,
-                                            on_open=self.on_resume if first else None), None)
+            return _PassOutcome(
+                i,
+                run_pass(
+                    self.sweeps[i],
+                    repeats=[repeat],
+                    fresh=self.fresh and first,
+                    on_open=self.on_resume if first else None,
+                ),
+                None,
+            )
         except PassFailed as exc:
             return _PassOutcome(i, None, exc)
 
@@ -337,8 +385,11 @@ class _PassScheduler:
                 failure = failure_of(self.sweeps[i].variant.name, outcome.failed.run, outcome.failed.error)
                 self.failed[i] = failure
                 self.paths[i] = failure.run
-                warnings.warn(f"{failure.variant}: server failed ({failure.kind}); going on with the next variant. "
-                              f"{failure.message}", stacklevel=5)
+                warnings.warn(
+                    f"{failure.variant}: server failed ({failure.kind}); going on with the next variant. "
+                    f"{failure.message}",
+                    stacklevel=5,
+                )
                 if self.on_failure is not None:
                     self.on_failure(failure)
             self._opened.add(i)
@@ -348,6 +399,7 @@ class _PassScheduler:
         at once, so no variant waits at the end of a repeat for the slowest one (the repeats' server starts still
         take turns, ``_sweep_pass._STARTING``). Every pass has the same company for most of its time, which is
         what the alternating order of :meth:`_by_repeat` gives one pass after another."""
+
         def chain(i: int) -> None:
             for repeat in range(self.sweeps[0].plan.repeats):
                 self._settle(self._pass(i, repeat))

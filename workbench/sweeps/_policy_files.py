@@ -45,7 +45,11 @@ def _toml(top: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]]) -> st
     out = ["# Written by workbench (notebooks/dynamic_disable.ipynb): a policy derived from a measured sweep."]
     out += [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
     for name, table in tables.items():
-        out += ["", f"[{name}]", *[f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in table.items() if v is not None]]
+        out += [
+            "",
+            f"[{name}]",
+            *[f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in table.items() if v is not None],
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -64,8 +68,9 @@ def threshold_variant(spec: Variant, threshold: Threshold, folder: Path) -> Poli
     top: dict[str, Any] = {
         "name": f"{threshold.spec}-off-above-{n}",
         "description": f"{spec.description.rstrip('.')}; no drafting above {n} running requests "
-                       f"(derived by notebooks/dynamic_disable.ipynb{note}).",
-        "model_path": spec.model_path, "draft_model_path": spec.draft_model_path,
+        f"(derived by notebooks/dynamic_disable.ipynb{note}).",
+        "model_path": spec.model_path,
+        "draft_model_path": spec.draft_model_path,
     }
     if spec.base:
         top["base"] = spec.base
@@ -80,8 +85,9 @@ def threshold_variant(spec: Variant, threshold: Threshold, folder: Path) -> Poli
     return PolicyRun("threshold", load_variant(path), path, None, threshold.spec, threshold.choice())
 
 
-def adaptive_variant(template: Variant, policy: SglangPolicy, folder: Path, *, always_on: str,
-                     choice: Mapping[int, str]) -> PolicyRun:
+def adaptive_variant(
+    template: Variant, policy: SglangPolicy, folder: Path, *, always_on: str, choice: Mapping[int, str]
+) -> PolicyRun:
     """An EAGLE-3 topk-1 variant running ``policy``'s adaptive config (SGLang 0.5.16+), written to ``folder``.
 
     It keeps ``template``'s model, draft model and other flags; ``--speculative-num-steps`` is the
@@ -93,16 +99,28 @@ def adaptive_variant(template: Variant, policy: SglangPolicy, folder: Path, *, a
     config = folder / f"adaptive-config-{_digest(config_text)}.json"
     config.write_text(config_text)
     steps = sorted({s for tier in (policy.config or {}).values() for s in tier["candidate_steps"]})
-    flags = {k: v for k, v in template.flags.items() if k not in ("speculative-num-draft-tokens",
-                                                                   "speculative-num-steps")}
-    flags.update({"speculative-eagle-topk": 1, "speculative-num-steps": max(steps), "speculative-adaptive": True,
-                  "speculative-adaptive-config": str(config)})
+    flags = {
+        k: v for k, v in template.flags.items() if k not in ("speculative-num-draft-tokens", "speculative-num-steps")
+    }
+    flags.update(
+        {
+            "speculative-eagle-topk": 1,
+            "speculative-num-steps": max(steps),
+            "speculative-adaptive": True,
+            "speculative-adaptive-config": str(config),
+        }
+    )
     env = {k: v for k, v in template.env.items() if k != "SGLANG_ENABLE_SPEC_V2"}
     name = f"adaptive-tiers-{_digest(config_text)}"
-    top = {"name": name, "description": f"EAGLE-3 topk 1, adaptive num_steps per batch-size tier (SGLang "
-           f"{policy.sglang_version}+ --speculative-adaptive-config {config.name}; derived by "
-           "notebooks/dynamic_disable.ipynb).", "sglang_version": policy.sglang_version,
-           "model_path": template.model_path, "draft_model_path": template.draft_model_path}
+    top = {
+        "name": name,
+        "description": f"EAGLE-3 topk 1, adaptive num_steps per batch-size tier (SGLang "
+        f"{policy.sglang_version}+ --speculative-adaptive-config {config.name}; derived by "
+        "notebooks/dynamic_disable.ipynb).",
+        "sglang_version": policy.sglang_version,
+        "model_path": template.model_path,
+        "draft_model_path": template.draft_model_path,
+    }
     path = folder / f"{name}.toml"
     path.write_text(_toml(top, {"flags": flags, "env": env}))
     return PolicyRun("adaptive tiers", load_variant(path), path, config, always_on, dict(choice))
@@ -124,16 +142,27 @@ def write_index(study: Any, sweep_runs: Sequence[Path], policy_runs: Mapping[str
     folder = paths.resolve(folder)
     folder.mkdir(parents=True, exist_ok=True)
     index = {
-        "baseline": study.baseline, "objective": study.objective, "tpot_ms": study.tpot_ms, "e2e_ms": study.e2e_ms,
-        "adaptive_version": study.adaptive_version, "settings": study.settings,
-        "bench": {k: (v if isinstance(v, (str, int, float, bool, list, type(None))) else repr(v))
-                  for k, v in study.bench.items()},
+        "baseline": study.baseline,
+        "objective": study.objective,
+        "tpot_ms": study.tpot_ms,
+        "e2e_ms": study.e2e_ms,
+        "adaptive_version": study.adaptive_version,
+        "settings": study.settings,
+        "bench": {
+            k: (v if isinstance(v, (str, int, float, bool, list, type(None))) else repr(v))
+            for k, v in study.bench.items()
+        },
         "sweep_runs": [_rel(r, folder) for r in sweep_runs],
-        "policies": {name: {"variant_file": _rel(run.path, folder), "config_file": None if run.config_path is None
-                            else _rel(run.config_path, folder), "always_on": run.always_on,
-                            "choice": {str(c): v for c, v in run.choice.items()},
-                            "run": _rel(policy_runs[name], folder) if name in policy_runs else None}
-                     for name, run in study.runs.items()},
+        "policies": {
+            name: {
+                "variant_file": _rel(run.path, folder),
+                "config_file": None if run.config_path is None else _rel(run.config_path, folder),
+                "always_on": run.always_on,
+                "choice": {str(c): v for c, v in run.choice.items()},
+                "run": _rel(policy_runs[name], folder) if name in policy_runs else None,
+            }
+            for name, run in study.runs.items()
+        },
     }
     path = folder / INDEX_NAME
     path.write_text(json.dumps(index, indent=1) + "\n")

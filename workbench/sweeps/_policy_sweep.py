@@ -19,8 +19,14 @@ from workbench.analysis import sglang_policy
 from workbench.engines import resolve_engine
 from workbench.errors import ConfigError
 from workbench.store import runs_root
-from workbench.studies import (DEFAULT_ADAPTIVE_VERSION, PolicyRun, PolicyStudy, load_policy_study, load_study,
-                               variant_settings)
+from workbench.studies import (
+    DEFAULT_ADAPTIVE_VERSION,
+    PolicyRun,
+    PolicyStudy,
+    load_policy_study,
+    load_study,
+    variant_settings,
+)
 from workbench.sweeps._investigation import benchmark_variants
 from workbench.sweeps._policy_files import adaptive_variant, threshold_variant, write_index
 from workbench.variants import load_variant
@@ -48,8 +54,9 @@ def write_policies(study: PolicyStudy, policy_dir: str | Path) -> dict[str, Poli
         best = study.envelope(variants=[study.baseline, *topk1]).sort_values("concurrency")
         choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
         always_on = next((v for v in best["best_variant"] if v != study.baseline), next(iter(topk1)))
-        study.runs["adaptive tiers"] = adaptive_variant(load_variant(next(iter(topk1))), policy, folder,
-                                                       always_on=always_on, choice=choice)
+        study.runs["adaptive tiers"] = adaptive_variant(
+            load_variant(next(iter(topk1))), policy, folder, always_on=always_on, choice=choice
+        )
     return study.runs
 
 
@@ -64,17 +71,22 @@ def measure_policies(study: PolicyStudy, policy_dir: str | Path | None = None) -
             :func:`workbench.benchmark_variants`.
     """
     if not study.bench:
-        raise ConfigError("this study has no sweep settings (bench): build it with dynamic_disable(...) or "
-                          "pass bench={...} with the sweep's keyword arguments")
+        raise ConfigError(
+            "this study has no sweep settings (bench): build it with dynamic_disable(...) or "
+            "pass bench={...} with the sweep's keyword arguments"
+        )
     if not study.runs:
         write_policies(study, policy_dir or runs_root(study.bench.get("runs_dir")) / "policies")
     runs = list(study.runs.values())
     if not resolve_engine(study.bench.get("host", "local"), study.bench.get("engine")).simulated:
         # a real SGLang runs only what its tree does: a threshold without a patch would measure always-on
         for run in [r for r in runs if r.policy == "threshold" and not r.variant.patches]:
-            warnings.warn(f"{run.variant.name}: no patch switches drafting off in {run.always_on}'s SGLang "
-                          "(data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9 only), so a real "
-                          "engine would run it always-on; not run. Its prediction is still shown.", stacklevel=2)
+            warnings.warn(
+                f"{run.variant.name}: no patch switches drafting off in {run.always_on}'s SGLang "
+                "(data/patches/eagle-spec-off-above.patch covers spec v1 of 0.5.9 only), so a real "
+                "engine would run it always-on; not run. Its prediction is still shown.",
+                stacklevel=2,
+            )
             runs.remove(run)
     if not runs:
         return {}
@@ -124,8 +136,15 @@ def dynamic_disable(
     if baseline not in [v.name for v in loaded]:
         raise ConfigError(f"the baseline {baseline!r} must be among the variants swept: {[v.name for v in loaded]}")
     dirs = benchmark_variants(loaded, **bench)
-    study = load_policy_study(dirs, baseline=baseline, objective=objective, tpot_ms=tpot_ms, e2e_ms=e2e_ms,
-                              adaptive_version=adaptive_version, bench=bench)
+    study = load_policy_study(
+        dirs,
+        baseline=baseline,
+        objective=objective,
+        tpot_ms=tpot_ms,
+        e2e_ms=e2e_ms,
+        adaptive_version=adaptive_version,
+        bench=bench,
+    )
     study.settings = {v.name: variant_settings(v) for v in loaded}
     folder = policy_dir or runs_root(bench.get("runs_dir")) / "policies"
     policy_runs: dict[str, Path] = {}

@@ -48,8 +48,14 @@ class RunSink(Protocol):
         """The units of ``plan`` not stored yet, in the plan's order."""
         ...
 
-    def record_server(self, *, launch_command: str | Sequence[str] | None, client_location: str,
-                      server_info: Mapping[str, Any] | None, **extra: Any) -> None:
+    def record_server(
+        self,
+        *,
+        launch_command: str | Sequence[str] | None,
+        client_location: str,
+        server_info: Mapping[str, Any] | None,
+        **extra: Any,
+    ) -> None:
         """Record the server measured now."""
         ...
 
@@ -65,14 +71,14 @@ class RunSink(Protocol):
         """Keep a level cut short by its server's failure apart from the measured ones."""
         ...
 
-    def finish(self, *, status: RunStatus = "complete", error: str | None = None,
-               server_info: Mapping[str, Any] | None = None) -> Path:
+    def finish(
+        self, *, status: RunStatus = "complete", error: str | None = None, server_info: Mapping[str, Any] | None = None
+    ) -> Path:
         """Stamp how the run (or the unit) ended; returns the run directory."""
         ...
 
-    def __enter__(self) -> RunSink:
-        ...
+    def __enter__(self) -> RunSink: ...
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...

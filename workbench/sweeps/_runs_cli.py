@@ -21,8 +21,9 @@ from workbench.store.cli import RunsDirOption
 
 __all__ = ["runs_app"]
 
-runs_app = typer.Typer(help="The run catalogue: list, show, label, compare, delete and export stored runs.",
-                       no_args_is_help=True)
+runs_app = typer.Typer(
+    help="The run catalogue: list, show, label, compare, delete and export stored runs.", no_args_is_help=True
+)
 
 #: The width `runs list` and `runs compare` keep their lines to (a terminal of 100 columns).
 WIDTH = 100
@@ -52,11 +53,16 @@ def list_command(
 
     base, source = runs_root(runs_dir), runs_root_source(runs_dir)
     if base.exists() and not base.is_dir():
-        raise ConfigError(f"The runs folder {base} (from {source}) is a file, not a folder: point --runs-dir or "
-                          "WORKBENCH_RUNS_DIR at the folder your runs are in")
+        raise ConfigError(
+            f"The runs folder {base} (from {source}) is a file, not a folder: point --runs-dir or "
+            "WORKBENCH_RUNS_DIR at the folder your runs are in"
+        )
     if not base.exists():
-        typer.echo(f"no runs folder: {base} (from {source}) does not exist; `workbench bench`, `workbench import` "
-                   "or a notebook creates it, or point --runs-dir at the folder your runs are in", err=True)
+        typer.echo(
+            f"no runs folder: {base} (from {source}) does not exist; `workbench bench`, `workbench import` "
+            "or a notebook creates it, or point --runs-dir at the folder your runs are in",
+            err=True,
+        )
         raise typer.Exit(code=1)
     table = list_runs(runs_dir)
     if as_json:
@@ -110,8 +116,17 @@ def listing_lines(table: Any) -> list[str]:
     for r, key in zip(rows, keys):
         planned, stored = r.get("units_planned"), r.get("units_stored")
         units = "" if stored is None else f"{int(stored)}" + (f"/{int(planned)}" if planned is not None else "")
-        cells.append([str(r["run_id"]), str(r.get("state") or ""), str(r.get("kind") or ""), units, _scale(r),
-                      sets.get(key, "") if key is not None else "", *([str(r.get("label") or "")] if labelled else [])])
+        cells.append(
+            [
+                str(r["run_id"]),
+                str(r.get("state") or ""),
+                str(r.get("kind") or ""),
+                units,
+                _scale(r),
+                sets.get(key, "") if key is not None else "",
+                *([str(r.get("label") or "")] if labelled else []),
+            ]
+        )
     widths = [max(len(x) for x in col) for col in zip(header, *cells)]
     lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *cells]]
     if sets:
@@ -119,15 +134,24 @@ def listing_lines(table: Any) -> list[str]:
         for key, letter in sets.items():
             count = keys.count(key)
             scale, workload, requests = key
-            text = (f"set {letter} ({count} run{'s' if count > 1 else ''}): " + (f"time scale {scale}, " if scale else "")
-                    + f"workload {workload}, requests per level {requests}")
+            text = (
+                f"set {letter} ({count} run{'s' if count > 1 else ''}): "
+                + (f"time scale {scale}, " if scale else "")
+                + f"workload {workload}, requests per level {requests}"
+            )
             lines += textwrap.wrap(text, WIDTH, subsequent_indent="  ")
         if len(sets) > 1:
-            differ = [what for i, what in enumerate(("time scale", "workload", "requests per level"))
-                      if len({k[i] for k in sets}) > 1]
-            lines += textwrap.wrap(f"note: these runs are of {len(sets)} sets, which differ in {' and '.join(differ)}: "
-                                   "figures of different sets are not like for like; compare runs of one set "
-                                   "(`workbench runs compare` says so too)", WIDTH)
+            differ = [
+                what
+                for i, what in enumerate(("time scale", "workload", "requests per level"))
+                if len({k[i] for k in sets}) > 1
+            ]
+            lines += textwrap.wrap(
+                f"note: these runs are of {len(sets)} sets, which differ in {' and '.join(differ)}: "
+                "figures of different sets are not like for like; compare runs of one set "
+                "(`workbench runs compare` says so too)",
+                WIDTH,
+            )
     problems = [(r["run_id"], r["problem"]) for r in rows if r.get("problem")]
     if problems:
         lines.append("")
@@ -165,9 +189,14 @@ def label_command(
 @runs_app.command("compare")
 def compare_command(
     runs: Annotated[list[str], typer.Argument(metavar="RUN", help="Two or more runs.")],
-    metric: Annotated[Optional[list[str]], typer.Option(
-        "--metric", "-m", help="Level column to compare (repeatable; default output_throughput_tok_s and "
-        "mean_per_request_tok_s).")] = None,
+    metric: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Level column to compare (repeatable; default output_throughput_tok_s and mean_per_request_tok_s).",
+        ),
+    ] = None,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Two or more runs' levels side by side: per metric and level, each run's mean [95% CI] (n repeats).
@@ -184,8 +213,20 @@ def compare_command(
 
 
 #: Numeric level columns that say which level a row is, not what was measured there.
-_LEVEL_KEYS = frozenset({"level_index", "repeat", "concurrency", "request_rate_req_s", "max_new_tokens", "time_scale",
-                         "input_len", "temperature", "sweep_value", "simulated"})
+_LEVEL_KEYS = frozenset(
+    {
+        "level_index",
+        "repeat",
+        "concurrency",
+        "request_rate_req_s",
+        "max_new_tokens",
+        "time_scale",
+        "input_len",
+        "temperature",
+        "sweep_value",
+        "simulated",
+    }
+)
 
 
 def _recorded_metrics(runs: list[str], runs_dir: str | Path | None) -> list[str]:
@@ -197,8 +238,11 @@ def _recorded_metrics(runs: list[str], runs_dir: str | Path | None) -> list[str]
     found: set[str] = set()
     for run in runs:
         levels = load_run(find_run(run, root=runs_dir)).levels
-        found |= {str(c) for c in levels.columns
-                  if is_numeric_dtype(levels[c]) and not is_bool_dtype(levels[c]) and c not in _LEVEL_KEYS}
+        found |= {
+            str(c)
+            for c in levels.columns
+            if is_numeric_dtype(levels[c]) and not is_bool_dtype(levels[c]) and c not in _LEVEL_KEYS
+        }
     return sorted(found)
 
 
@@ -218,8 +262,10 @@ def _check_metrics(metrics: tuple[str, ...], runs: list[str], runs_dir: str | Pa
         return
     close = [c for m in unknown for c in difflib.get_close_matches(m, known, n=3, cutoff=0.6)]
     hint = f" Did you mean {' or '.join(dict.fromkeys(close))}?" if close else ""
-    raise ConfigError(f"--metric {', '.join(unknown)}: no such metric in the levels of {', '.join(runs)}.{hint} "
-                      f"Metrics these runs record: {', '.join(known) or 'none'}")
+    raise ConfigError(
+        f"--metric {', '.join(unknown)}: no such metric in the levels of {', '.join(runs)}.{hint} "
+        f"Metrics these runs record: {', '.join(known) or 'none'}"
+    )
 
 
 @runs_app.command("delete")
@@ -244,8 +290,9 @@ def export_command(
     runs: Annotated[Optional[list[str]], typer.Argument(metavar="RUN", help="Runs (default: all).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="CSV file (default: standard output).")] = None,
     csv: Annotated[bool, typer.Option("--csv", help="CSV, the one format: accepted, never needed.")] = False,
-    requests: Annotated[bool, typer.Option(
-        "--requests", help="One row per request instead of one per level and repeat.")] = False,
+    requests: Annotated[
+        bool, typer.Option("--requests", help="One row per request instead of one per level and repeat.")
+    ] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Export runs' level rows (or request rows) as CSV, on standard output or into --out FILE.

@@ -30,8 +30,14 @@ class LevelSink:
     """The sweep's ``on_level``: each level a server measured, labelled, reported, then kept (one step each,
     in this order; each step is its own collaborator)."""
 
-    def __init__(self, sweep: VariantSweep, run: RunSink, server: ServerHandle, prep: PreparedLaunch,
-                 todo: Sequence[tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        sweep: VariantSweep,
+        run: RunSink,
+        server: ServerHandle,
+        prep: PreparedLaunch,
+        todo: Sequence[tuple[int, int]],
+    ) -> None:
         self.labels = _LevelLabels(server, prep)
         self.progress = _LevelProgress(sweep, todo)
         self.keeper = _LevelKeeper(run, server, variant=sweep.variant.name, plan=sweep.plan)
@@ -94,8 +100,15 @@ class _LevelKeeper:
             self.run.save_level(level)  # some requests failed; the server still serves
             return
         alive = serving or _still_running(self.server)
-        _fail_level(self.run, level, self.server, alive=alive, serving=serving, variant=self.variant,
-                    label=self.plan.unit_label(level.unit))
+        _fail_level(
+            self.run,
+            level,
+            self.server,
+            alive=alive,
+            serving=serving,
+            variant=self.variant,
+            label=self.plan.unit_label(level.unit),
+        )
 
 
 #: Seconds a server that stopped answering is given to exit before its level is judged (SIGTERM, then SIGKILL
@@ -119,8 +132,14 @@ def _still_serving(server: ServerHandle) -> bool:
     return True
 
 
-def _still_running(server: ServerHandle, *, grace_s: float = STOPPING_GRACE_S, poll_s: float = 0.25,
-                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> bool:
+def _still_running(
+    server: ServerHandle,
+    *,
+    grace_s: float = STOPPING_GRACE_S,
+    poll_s: float = 0.25,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
     """Whether a server that no longer answers still runs ``grace_s`` seconds on (False as soon as it is gone)."""
     deadline = clock() + grace_s
     while True:
@@ -134,8 +153,16 @@ def _still_running(server: ServerHandle, *, grace_s: float = STOPPING_GRACE_S, p
         sleep(poll_s)
 
 
-def _fail_level(run: RunSink, level: LevelResult, server: ServerHandle, *, alive: bool, variant: str, label: str,
-                serving: bool = True) -> None:
+def _fail_level(
+    run: RunSink,
+    level: LevelResult,
+    server: ServerHandle,
+    *,
+    alive: bool,
+    variant: str,
+    label: str,
+    serving: bool = True,
+) -> None:
     """Keep ``level`` apart as failed (not a measured unit) and stop the pass with a BenchmarkError.
 
     A level whose server died or stopped answering (or whose every request failed) measures
@@ -149,26 +176,47 @@ def _fail_level(run: RunSink, level: LevelResult, server: ServerHandle, *, alive
     failure = classify_failure(tail, launch=launch) if alive else server_died(tail, launch=launch)
     first_error = str(level.requests["error"].dropna().iloc[0])
     failed = int(level.requests["error"].notna().sum())
-    state = ("still running" if serving else "still running but no longer answering") if alive else \
-        "no longer running"
-    signal_note = (f"unknown (a signal: its log's last word is {failure.evidence!r})" if failure.evidence else
-                   "unknown (no error in its log: a signal such as SIGKILL)")
-    run.save_failed_level(level, {
-        "label": label, "server_alive": alive, "server_serving": serving, "server_pid": server.process.pid,
-        # a detached server is not our child: its exit status cannot be read, only inferred from its log
-        "exit_signal": None if alive else (signal_note if failure.kind == "killed" else "unknown (it logged an error)"),
-        "kind": failure.kind, "suggestion": failure.suggestion, "evidence": failure.evidence,
-        "first_error": first_error, "log_tail": tail})
+    state = ("still running" if serving else "still running but no longer answering") if alive else "no longer running"
+    signal_note = (
+        f"unknown (a signal: its log's last word is {failure.evidence!r})"
+        if failure.evidence
+        else "unknown (no error in its log: a signal such as SIGKILL)"
+    )
+    run.save_failed_level(
+        level,
+        {
+            "label": label,
+            "server_alive": alive,
+            "server_serving": serving,
+            "server_pid": server.process.pid,
+            # a detached server is not our child: its exit status cannot be read, only inferred from its log
+            "exit_signal": None
+            if alive
+            else (signal_note if failure.kind == "killed" else "unknown (it logged an error)"),
+            "kind": failure.kind,
+            "suggestion": failure.suggestion,
+            "evidence": failure.evidence,
+            "first_error": first_error,
+            "log_tail": tail,
+        },
+    )
     counts = f"{failed} of {len(level.requests)} requests failed"
-    what = (f"Every request of a level failed ({label})" if serving else
-            f"The server of {variant!r} stopped answering during {label} ({counts})" if alive else
-            f"The server of {variant!r} died during {label} ({counts})")
+    what = (
+        f"Every request of a level failed ({label})"
+        if serving
+        else f"The server of {variant!r} stopped answering during {label} ({counts})"
+        if alive
+        else f"The server of {variant!r} died during {label} ({counts})"
+    )
     raise BenchmarkError(
         f"{what}: server {state}; its log is classified {failure.kind}: {failure.suggestion} First error: "
         f"{first_error}. That level is kept apart as failed (manifest failed_levels, failed_levels.parquet; "
         f"not charted) and no further level of this server is measured. Measured levels are kept in {run.path}; "
         f"running the same sweep again resumes it. Server log tail:\n{tail}",
-        kind=failure.kind, log_tail=tail, suggestion=failure.suggestion)  # read by failure_of
+        kind=failure.kind,
+        log_tail=tail,
+        suggestion=failure.suggestion,
+    )  # read by failure_of
 
 
 def _progress_line(sweep: VariantSweep, level: LevelResult, *, done: int | None, total: int, elapsed_s: float) -> None:
@@ -181,8 +229,9 @@ def _progress_line(sweep: VariantSweep, level: LevelResult, *, done: int | None,
     rows = add_request_columns(level.requests) if len(level.requests) else None
     per_request = float(rows["per_request_tok_s"].mean()) if rows is not None else float("nan")
     failed = int((~rows["ok"]).sum()) if rows is not None else 0
-    report_progress(f"{sweep.variant.name}{repeat}: {plan.level_label(level.index)} done{count}: "
-                    f"{level.output_tok_s:.0f} output tok/s, {per_request:.1f} tok/s per request"
-                    f"{f', {failed} failed' if failed else ''}{' (simulated)' if sweep.engine.simulated else ''}"
-                    f" [{elapsed_s:.0f} s]")
-
+    report_progress(
+        f"{sweep.variant.name}{repeat}: {plan.level_label(level.index)} done{count}: "
+        f"{level.output_tok_s:.0f} output tok/s, {per_request:.1f} tok/s per request"
+        f"{f', {failed} failed' if failed else ''}{' (simulated)' if sweep.engine.simulated else ''}"
+        f" [{elapsed_s:.0f} s]"
+    )

@@ -45,16 +45,22 @@ class SweepFailure:
             return []
         tail = self.log_tail.splitlines()[-lines:]
         head = f"server log {self.log_path or '(path not recorded)'}" + (
-            f", last {len(tail)} lines:" if tail else ": empty, nothing was logged")
+            f", last {len(tail)} lines:" if tail else ": empty, nothing was logged"
+        )
         return [head, *(f"  | {line}" for line in tail)]
 
     def line(self) -> str:
         """One line for a terminal: the variant, the failure's kind, what to do, and what its run keeps."""
-        kept = (f"{self.measured} level(s) measured before it are kept in {self.run}; running the same sweep again "
-                "resumes it" if self.measured else
-                f"nothing was measured; its run {self.run} is marked failed (`workbench runs delete` removes it)")
-        return (f"{self.variant}: the server failed ({self.kind}): {self.suggestion or 'see its log tail in the run manifest'}"
-                f" ({kept})")
+        kept = (
+            f"{self.measured} level(s) measured before it are kept in {self.run}; running the same sweep again "
+            "resumes it"
+            if self.measured
+            else f"nothing was measured; its run {self.run} is marked failed (`workbench runs delete` removes it)"
+        )
+        return (
+            f"{self.variant}: the server failed ({self.kind}): {self.suggestion or 'see its log tail in the run manifest'}"
+            f" ({kept})"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,10 +90,15 @@ class SweepResume:
         counts are of (level, repeat) units: ``"... of 14 levels x repeats ..."``; for a sweep extended by
         levels: ``"(run R, copied from run S: the same sweep at other levels)"``)."""
         what = "levels" if self.repeats == 1 else "levels x repeats"
-        source = (f", copied from run {self.reused_from.name}: the same sweep at other levels"
-                  if self.reused_from is not None else "")
-        return (f"{self.variant}: {self.stored} of {self.total} {what} already on disk (run {self.run.name}{source}), "
-                f"measuring {self.total - self.stored}")
+        source = (
+            f", copied from run {self.reused_from.name}: the same sweep at other levels"
+            if self.reused_from is not None
+            else ""
+        )
+        return (
+            f"{self.variant}: {self.stored} of {self.total} {what} already on disk (run {self.run.name}{source}), "
+            f"measuring {self.total - self.stored}"
+        )
 
 
 class PassFailed(Exception):
@@ -105,8 +116,11 @@ def failure_of(variant: str, run: Path, exc: ServerError | BenchmarkError) -> Sw
     :class:`BenchmarkError` raised for a server that died during a level), else classified from its message.
     """
     classified = classify_failure(str(exc))
-    told_kind, told_suggestion, tail = ((exc.kind, exc.suggestion, exc.log_tail)
-                                        if isinstance(exc, (ServerStartError, BenchmarkError)) else (None, "", ""))
+    told_kind, told_suggestion, tail = (
+        (exc.kind, exc.suggestion, exc.log_tail)
+        if isinstance(exc, (ServerStartError, BenchmarkError))
+        else (None, "", "")
+    )
     kind = told_kind or classified.kind
     suggestion = told_suggestion or (classified.suggestion if classified.kind == kind else "")
     message = f"{type(exc).__name__}: {exc}" + (f"\nServer log tail:\n{tail}" if tail and tail not in str(exc) else "")
@@ -114,6 +128,13 @@ def failure_of(variant: str, run: Path, exc: ServerError | BenchmarkError) -> Sw
         manifest = load_run(run).manifest
     except WorkbenchError:
         manifest = {}
-    return SweepFailure(variant=variant, run=run, kind=kind, message=message, suggestion=suggestion,
-                        measured=len(manifest.get("units_completed") or []),
-                        log_path=str(manifest.get("server_log") or ""), log_tail=tail)
+    return SweepFailure(
+        variant=variant,
+        run=run,
+        kind=kind,
+        message=message,
+        suggestion=suggestion,
+        measured=len(manifest.get("units_completed") or []),
+        log_path=str(manifest.get("server_log") or ""),
+        log_tail=tail,
+    )

@@ -47,12 +47,20 @@ def _stop_leftover(previous: dict[str, Any] | None, host: str) -> None:
     except ServerError:
         pass  # not running any more (stopped by its lease, or never outlived the sweep)
     except HostError as exc:
-        warnings.warn(f"Could not stop server {server_id} on {host!r} left by a killed sweep: {exc}; its "
-                      "host-side lease stops it once it runs out", stacklevel=3)
+        warnings.warn(
+            f"Could not stop server {server_id} on {host!r} left by a killed sweep: {exc}; its "
+            "host-side lease stops it once it runs out",
+            stacklevel=3,
+        )
 
 
-def run_pass(sweep: VariantSweep, *, repeats: Sequence[int] | None, fresh: bool,
-             on_open: Callable[[SweepResume], None] | None = None) -> Path:
+def run_pass(
+    sweep: VariantSweep,
+    *,
+    repeats: Sequence[int] | None,
+    fresh: bool,
+    on_open: Callable[[SweepResume], None] | None = None,
+) -> Path:
     """Measure the units of ``sweep`` not stored yet (those of ``repeats`` only, when given) with one server.
 
     ``on_open`` is told what the run held when it was opened, before anything is launched.
@@ -70,8 +78,9 @@ def run_pass(sweep: VariantSweep, *, repeats: Sequence[int] | None, fresh: bool,
         raise PassFailed(run.path, exc) from exc
 
 
-def open_sweep_run(sweep: VariantSweep, *, fresh: bool,
-                   on_open: Callable[[SweepResume], None] | None = None) -> ResumedRun:
+def open_sweep_run(
+    sweep: VariantSweep, *, fresh: bool, on_open: Callable[[SweepResume], None] | None = None
+) -> ResumedRun:
     """Open (resume, or create) and lock the run of ``sweep``; ``on_open`` is told what it held.
 
     A new run (none of this identity stored, ``fresh`` off) first gets the units a stored run of the same sweep
@@ -79,26 +88,46 @@ def open_sweep_run(sweep: VariantSweep, *, fresh: bool,
     so a sweep extended by levels measures only the new ones.
     """
     v, plan = sweep.variant, sweep.plan
-    opened = open_run(v.name, identity=sweep.identity, label=sweep.label, fresh=fresh, root=sweep.root,
-                      engine=sweep.engine, host=sweep.host, plan=plan, time_scale=float(plan.time_scale),
-                      extra={"variant_definition": variant_definition(v)})
+    opened = open_run(
+        v.name,
+        identity=sweep.identity,
+        label=sweep.label,
+        fresh=fresh,
+        root=sweep.root,
+        engine=sweep.engine,
+        host=sweep.host,
+        plan=plan,
+        time_scale=float(plan.time_scale),
+        extra={"variant_definition": variant_definition(v)},
+    )
     run = opened.writer
     reused = None
     if not opened.resumed and not fresh:
         try:
             reused = reuse_stored_levels(sweep, run)
         except BaseException as exc:
-            run.finish(status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
-                       error=f"copying the levels stored in another run failed: {type(exc).__name__}: {exc}")
+            run.finish(
+                status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                error=f"copying the levels stored in another run failed: {type(exc).__name__}: {exc}",
+            )
             raise
     if on_open is not None:
-        on_open(SweepResume(v.name, run.path, stored=len(run.units_completed), total=len(plan.units()),
-                            repeats=plan.repeats, reused_from=reused.source if reused is not None else None))
+        on_open(
+            SweepResume(
+                v.name,
+                run.path,
+                stored=len(run.units_completed),
+                total=len(plan.units()),
+                repeats=plan.repeats,
+                reused_from=reused.source if reused is not None else None,
+            )
+        )
     return opened
 
 
-def measure_pending(sweep: VariantSweep, run: RunSink, previous: dict[str, Any] | None,
-                    repeats: Sequence[int] | None) -> Path:
+def measure_pending(
+    sweep: VariantSweep, run: RunSink, previous: dict[str, Any] | None, repeats: Sequence[int] | None
+) -> Path:
     """Measure the units of ``sweep`` not in ``run`` (those of ``repeats`` only, when given) with one server, and
     finish ``run``; ``previous`` is what the run's manifest held when it was reopened (a server it left is stopped).
 
@@ -112,48 +141,80 @@ def measure_pending(sweep: VariantSweep, run: RunSink, previous: dict[str, Any] 
         if not todo:
             run.finish(status="incomplete" if run.pending_units(plan) else "complete")
             return run.path
-        desc = v.name if repeats is None or plan.repeats == 1 else \
-            f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
+        desc = (
+            v.name
+            if repeats is None or plan.repeats == 1
+            else f"{v.name} (repeat {', '.join(str(r + 1) for r in repeats)}/{plan.repeats})"
+        )
         # The (patched) tree first (the pre-flight ran in _prepare); the tree is removed after the server stops.
-        with prepare_launch(v, host=sweep.host, engine=eng, findings=sweep.preflight) as prep, \
-                _started_server(sweep, prep.launch_variant, todo[0][0],
-                                not_ready=lambda failed: run.annotate(server_log=failed.log_path)) as server:
+        with (
+            prepare_launch(v, host=sweep.host, engine=eng, findings=sweep.preflight) as prep,
+            _started_server(
+                sweep,
+                prep.launch_variant,
+                todo[0][0],
+                not_ready=lambda failed: run.annotate(server_log=failed.log_path),
+            ) as server,
+        ):
             info = server.server_info()
             report_progress(f"{desc}: server ready on {sweep.host} ({eng.name}), measuring {len(todo)} level(s)")
             run.record_server(
-                launch_command=server.command, client_location=_client_location(server, sweep.where),
+                launch_command=server.command,
+                client_location=_client_location(server, sweep.where),
                 server_info=info,
                 simulation=info.get("simulation"),
                 gpus=_server_gpus(server) if eng.wants_gpus else None,
                 server_log=server.process.log_path,
-                server_process={"id": server.id, "pid": server.process.pid, "pgid": server.process.pgid,
-                                "start_time": server.process.start_time, "port": server.port,
-                                # spawn to first ready answer: weights, kernel compilation and CUDA graphs on SGLang
-                                "ready_after_s": server.ready_after_s},
+                server_process={
+                    "id": server.id,
+                    "pid": server.process.pid,
+                    "pgid": server.process.pgid,
+                    "start_time": server.process.start_time,
+                    "port": server.port,
+                    # spawn to first ready answer: weights, kernel compilation and CUDA graphs on SGLang
+                    "ready_after_s": server.ready_after_s,
+                },
                 # the KV pool it became ready with (tokens, running-request cap, context), checked against one
                 # request of this plan (servers/_kv_cache.py: a pool too small for it is warned about)
                 kv_pool=dataclasses.asdict(server.kv_pool) if server.kv_pool is not None else None,
                 # provenance (version, base commit, dirty, patch sha256 + text, launch command),
                 # sim_stand_in, pre-flight findings, effective settings and their findings
-                **prep.manifest_extra(server_info=info, log_text=server.logs_tail(LOG_LINES),
-                                      launch_command=server.command),
+                **prep.manifest_extra(
+                    server_info=info, log_text=server.logs_tail(LOG_LINES), launch_command=server.command
+                ),
             )
 
             on_level = LevelSink(sweep, run, server, prep, todo)
             if sweep.where == "host":
                 with start_host_sweep(server.host, server.port, plan, python=server.python, units=todo) as hosted:
-                    run.annotate(client={"python": hosted.python, "pid": hosted.process.pid,
-                                         "results_path": hosted.results_path, "log_path": hosted.log_path})
+                    run.annotate(
+                        client={
+                            "python": hosted.python,
+                            "pid": hosted.process.pid,
+                            "results_path": hosted.results_path,
+                            "log_path": hosted.log_path,
+                        }
+                    )
                     hosted.follow(on_level=on_level, progress=sweep.progress, desc=desc)
             else:
-                run_sweep(server.url, plan, progress=sweep.progress, on_level=on_level, units=todo, desc=desc,
-                          gpu_telemetry=is_local(server.host))  # this machine's GPUs are the server's only here
+                run_sweep(
+                    server.url,
+                    plan,
+                    progress=sweep.progress,
+                    on_level=on_level,
+                    units=todo,
+                    desc=desc,
+                    gpu_telemetry=is_local(server.host),
+                )  # this machine's GPUs are the server's only here
             try:
                 final_info = server.server_info()
             except (ServerError, HostError) as exc:  # every level is stored: a last read that fails loses nothing
                 final_info = None
-                warnings.warn(f"{v.name}: could not read /server_info after the sweep ({exc}); the run keeps the "
-                              "one read after its last level", stacklevel=3)
+                warnings.warn(
+                    f"{v.name}: could not read /server_info after the sweep ({exc}); the run keeps the "
+                    "one read after its last level",
+                    stacklevel=3,
+                )
         run.finish(status="incomplete" if run.pending_units(plan) else "complete", server_info=final_info)
     return run.path
 
@@ -167,8 +228,11 @@ def request_tokens(plan: SweepPlan) -> int:
         prompt = plan.input_len
     else:
         prompt = max((len(p.input_ids) if p.input_ids else len(p.text) // 4 for p in plan.prompts), default=0)
-    output = max(int(v) for v in plan.sweep_values) if plan.sweep == "output_len" and plan.sweep_values \
+    output = (
+        max(int(v) for v in plan.sweep_values)
+        if plan.sweep == "output_len" and plan.sweep_values
         else plan.max_new_tokens
+    )
     return prompt + output
 
 
@@ -178,16 +242,18 @@ _STARTING = threading.Lock()
 
 
 @contextlib.contextmanager
-def _started_server(sweep: VariantSweep, variant: Variant, repeat: int,
-                    not_ready: Callable[[ServerHandle], None] | None = None) -> Iterator[ServerHandle]:
+def _started_server(
+    sweep: VariantSweep, variant: Variant, repeat: int, not_ready: Callable[[ServerHandle], None] | None = None
+) -> Iterator[ServerHandle]:
     """``variant``'s server for ``sweep``, started (one start at a time, :data:`_STARTING`) and stopped.
 
     ``not_ready`` is told of a server that did not become ready, before it is stopped (the run records its
     log's path, so the failure names the log; a ready server's is recorded with the rest of its facts).
     """
     with _STARTING:
-        server = ServerHandle.start(variant, host=sweep.host, engine=sweep.engine,
-                                    sim_options=sweep.sim_options(repeat), wait=False)
+        server = ServerHandle.start(
+            variant, host=sweep.host, engine=sweep.engine, sim_options=sweep.sim_options(repeat), wait=False
+        )
         try:
             if sweep.on_server is not None:
                 sweep.on_server(server)
@@ -218,8 +284,11 @@ def _server_gpus(server: ServerHandle) -> list[dict[str, Any]] | None:
     except WorkbenchError:
         return None
     visible = server.record.gpus
-    return [{k: g.get(k) for k in ("index", "name", "memory_total_mib")} for g in answer.get("gpus") or []
-            if visible is None or g.get("index") in visible]
+    return [
+        {k: g.get(k) for k in ("index", "name", "memory_total_mib")}
+        for g in answer.get("gpus") or []
+        if visible is None or g.get("index") in visible
+    ]
 
 
 def _client_location(server: ServerHandle, where: str) -> str:
@@ -227,4 +296,3 @@ def _client_location(server: ServerHandle, where: str) -> str:
     if where == "host":
         return f"host:{server.host.name}"
     return "local" if is_local(server.host) else "local (tunnel)"
-

@@ -27,11 +27,25 @@ from workbench.report import progress_bars
 from workbench.servers import ServerHandle
 from workbench.store import sweep_identity, writable_runs_root
 from workbench.sweeps._options import SweepOptions
-from workbench.variants import (TEMPLATE_PARAMETERS, Finding, Variant, apply_parameters, load_variant, nnodes_of,
-                                parameters_given, preflight)
+from workbench.variants import (
+    TEMPLATE_PARAMETERS,
+    Finding,
+    Variant,
+    apply_parameters,
+    load_variant,
+    nnodes_of,
+    parameters_given,
+    preflight,
+)
 
-__all__ = ["VariantSweep", "check_fleet_arguments", "one_node_only", "parallel_passes", "prepare_sweep",
-           "variant_definition"]
+__all__ = [
+    "VariantSweep",
+    "check_fleet_arguments",
+    "one_node_only",
+    "parallel_passes",
+    "prepare_sweep",
+    "variant_definition",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,8 +80,9 @@ class VariantSweep:
 
     def sim_options(self, repeat: int) -> dict[str, Any] | None:
         """The engine's launch options for a server measuring ``repeat`` first (its seed)."""
-        return self.engine.launch_options(profile=self.sim_profile, time_scale=float(self.plan.time_scale),
-                                          seed=self.plan.seed_of(repeat))
+        return self.engine.launch_options(
+            profile=self.sim_profile, time_scale=float(self.plan.time_scale), seed=self.plan.seed_of(repeat)
+        )
 
 
 def variant_definition(v: Variant) -> dict[str, Any]:
@@ -85,8 +100,10 @@ def prepare_sweep(options: SweepOptions) -> VariantSweep:
     host, client, time_scale, label = options.host, options.client, options.time_scale, options.label
     sim_profile, seed = options.sim_profile, options.seed
     variant = options.variant
-    v = apply_parameters(variant if isinstance(variant, Variant) else load_variant(variant),
-                         **parameters_given(options.template_parameters(TEMPLATE_PARAMETERS)))
+    v = apply_parameters(
+        variant if isinstance(variant, Variant) else load_variant(variant),
+        **parameters_given(options.template_parameters(TEMPLATE_PARAMETERS)),
+    )
     eng = resolve_engine(host, options.engine)
     time_scale = eng.time_scale(time_scale)  # the engine's default; ConfigError for a value it cannot run at
     if client not in (None, "host", "local"):
@@ -99,23 +116,49 @@ def prepare_sweep(options: SweepOptions) -> VariantSweep:
     if options.request_rates is not None and levels is DEFAULT_CONCURRENCY_LEVELS:
         levels = None  # the closed-loop default stands aside for an open-loop sweep
     unique_prompts, repeats = options.unique_prompts, options.repeats
-    plan = SweepPlan.build(concurrency_levels=levels, request_rates=options.request_rates,
-                           max_concurrency=options.max_concurrency, requests_per_level=options.requests_per_level,
-                           max_new_tokens=options.max_new_tokens, prompt_set=options.prompt_set, seed=seed,
-                           time_scale=time_scale, warmup_requests=options.warmup_requests,
-                           unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
-                           repeats=eng.default_repeats if repeats is None else repeats, **dict(options.load or {}))
+    plan = SweepPlan.build(
+        concurrency_levels=levels,
+        request_rates=options.request_rates,
+        max_concurrency=options.max_concurrency,
+        requests_per_level=options.requests_per_level,
+        max_new_tokens=options.max_new_tokens,
+        prompt_set=options.prompt_set,
+        seed=seed,
+        time_scale=time_scale,
+        warmup_requests=options.warmup_requests,
+        unique_prompts=unique_prompts if unique_prompts is not None else eng.unique_prompts,
+        repeats=eng.default_repeats if repeats is None else repeats,
+        **dict(options.load or {}),
+    )
     _no_offline_level(plan)
     _warn_graph_below_concurrency(v, plan)
     checked = preflight(v, host=host, engine=eng)  # every engine, the notebooks' checks; ConfigError before any run
     engine_options = eng.launch_options(profile=sim_profile, time_scale=time_scale, seed=seed)
-    parts = {"variant": v.name, "variant_definition": variant_definition(v), "engine": eng.name, "host": str(host),
-             "engine_options": engine_options, "engine_code": _engine_code(eng, sim_profile), "client": where,
-             "label": label}
+    parts = {
+        "variant": v.name,
+        "variant_definition": variant_definition(v),
+        "engine": eng.name,
+        "host": str(host),
+        "engine_options": engine_options,
+        "engine_code": _engine_code(eng, sim_profile),
+        "client": where,
+        "label": label,
+    }
     identity = sweep_identity({"plan": plan.to_json(prompt_texts=False), **parts})
-    return VariantSweep(variant=v, engine=eng, host=host, where=where, plan=plan, sim_profile=sim_profile, label=label,
-                  identity=identity, identity_parts=parts, root=writable_runs_root(options.runs_dir),
-                  progress=progress_bars(options.progress), preflight=checked)
+    return VariantSweep(
+        variant=v,
+        engine=eng,
+        host=host,
+        where=where,
+        plan=plan,
+        sim_profile=sim_profile,
+        label=label,
+        identity=identity,
+        identity_parts=parts,
+        root=writable_runs_root(options.runs_dir),
+        progress=progress_bars(options.progress),
+        preflight=checked,
+    )
 
 
 def _no_offline_level(plan: SweepPlan) -> None:
@@ -137,7 +180,8 @@ def _no_offline_level(plan: SweepPlan) -> None:
             "which has no place on the request-rate axis the summary, the crossovers and the reports compare "
             "open-loop levels on, so a sweep refuses it before launching anything. Measure it as a closed-loop "
             f"level with every request in flight instead (concurrency_levels=[{count}], requests_per_level={count}; "
-            f"`workbench bench --levels {count} --requests {count}`), and drop inf from the rates")
+            f"`workbench bench --levels {count} --requests {count}`), and drop inf from the rates"
+        )
 
 
 def one_node_only(sweeps: Sequence[VariantSweep]) -> None:
@@ -149,9 +193,11 @@ def one_node_only(sweeps: Sequence[VariantSweep]) -> None:
     for s in sweeps:
         nodes = nnodes_of(s.variant)
         if nodes > 1:
-            raise ConfigError(f"{s.variant.name} spans {nodes} nodes (nnodes = {nodes} in its flags): run it on a "
-                              "fleet (fleet='HEAD:6379', `workbench bench --fleet`), which starts a rank on each "
-                              "node, or drop nnodes to run it on one host")
+            raise ConfigError(
+                f"{s.variant.name} spans {nodes} nodes (nnodes = {nodes} in its flags): run it on a "
+                "fleet (fleet='HEAD:6379', `workbench bench --fleet`), which starts a rank on each "
+                "node, or drop nnodes to run it on one host"
+            )
 
 
 def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
@@ -167,11 +213,14 @@ def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
         limit = v.flags.get(flag)
         if isinstance(limit, int) and not isinstance(limit, bool) and limit < max(plan.concurrency_levels):
             above = [c for c in plan.concurrency_levels if c > limit]
-            warnings.warn(f"{v.name}: --{flag} {limit} is below the sweep's concurrency {above} with speculative "
-                          f"decoding on: those levels decode without CUDA graphs (eager draft and verify steps), "
-                          f"so they measure another regime than the levels at or below {limit}. Raise --{flag} "
-                          f"to {max(plan.concurrency_levels)} in the variant, or keep the levels <= {limit}.",
-                          UserWarning, stacklevel=4)
+            warnings.warn(
+                f"{v.name}: --{flag} {limit} is below the sweep's concurrency {above} with speculative "
+                f"decoding on: those levels decode without CUDA graphs (eager draft and verify steps), "
+                f"so they measure another regime than the levels at or below {limit}. Raise --{flag} "
+                f"to {max(plan.concurrency_levels)} in the variant, or keep the levels <= {limit}.",
+                UserWarning,
+                stacklevel=4,
+            )
             return
 
 
@@ -208,8 +257,10 @@ def parallel_passes(parallel: Any, sweeps: Sequence[VariantSweep]) -> int:
     if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
         raise ConfigError(f"parallel must be a whole number >= 1 (passes measured at once), got {parallel!r}")
     if parallel > 1 and not all(s.engine.simulated and is_local(s.host) for s in sweeps):
-        raise ConfigError(f"parallel={parallel} needs the simulated engine on this machine: servers on a GPU host "
-                          "would share its GPUs and time each other; leave parallel at 1 (or None) there")
+        raise ConfigError(
+            f"parallel={parallel} needs the simulated engine on this machine: servers on a GPU host "
+            "would share its GPUs and time each other; leave parallel at 1 (or None) there"
+        )
     return parallel
 
 
@@ -221,7 +272,9 @@ def check_fleet_arguments(kwargs: dict[str, Any]) -> None:
             ``client="host"`` (on a fleet the load generator always runs beside the server).
     """
     if kwargs.get("host", "local") != "local":
-        raise ConfigError(f"host={kwargs['host']!r} and fleet= both say where to run; a fleet replaces host "
-                          "(each unit runs on the node Ray places it on): drop host")
+        raise ConfigError(
+            f"host={kwargs['host']!r} and fleet= both say where to run; a fleet replaces host "
+            "(each unit runs on the node Ray places it on): drop host"
+        )
     if kwargs.get("client") not in (None, "local"):
         raise ConfigError("on a fleet the load generator runs beside the server on the unit's node; drop client=")

@@ -60,21 +60,28 @@ def level_keys(plan_json: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         plan_json: :meth:`SweepPlan.to_json <workbench.bench.SweepPlan.to_json>`, as a run's manifest records it.
     """
     rates = plan_json.get("request_rates")
-    base: list[tuple[str, float]] = ([("request_rate", float(r)) for r in rates] if rates is not None else
-                                     [("concurrency", float(c)) for c in plan_json.get("concurrency_levels") or []])
+    base: list[tuple[str, float]] = (
+        [("request_rate", float(r)) for r in rates]
+        if rates is not None
+        else [("concurrency", float(c)) for c in plan_json.get("concurrency_levels") or []]
+    )
     values = plan_json.get("sweep_values")
     grid = list(values) if values is not None else [None]
     counts = list(plan_json.get("requests_per_level") or [])
     keys = []
     for index in range(len(base) * len(grid)):
-        key: tuple[Any, ...] = (*base[index % len(base)], grid[index // len(base)],
-                                int(counts[index]) if index < len(counts) else None)
+        key: tuple[Any, ...] = (
+            *base[index % len(base)],
+            grid[index // len(base)],
+            int(counts[index]) if index < len(counts) else None,
+        )
         keys.append((*key, index) if plan_json.get("unique_prompts") else key)
     return keys
 
 
-def _renumbered(sweep: VariantSweep, plan_json: Mapping[str, Any], units: Sequence[tuple[int, int]],
-                stored_plan: Mapping[str, Any]) -> tuple[tuple[int, int, int], ...]:
+def _renumbered(
+    sweep: VariantSweep, plan_json: Mapping[str, Any], units: Sequence[tuple[int, int]], stored_plan: Mapping[str, Any]
+) -> tuple[tuple[int, int, int], ...]:
     """The units of a stored run (plan ``stored_plan``) that ``sweep`` (plan ``plan_json``) measures too, each with
     its level index in ``sweep``'s plan."""
     mine, theirs = level_keys(plan_json), level_keys(stored_plan)
@@ -102,20 +109,27 @@ def _candidate(sweep: VariantSweep, plan_json: Mapping[str, Any]) -> Reuse | Non
         except (ConfigError, HostError):
             continue
         stored_plan = manifest.get("plan") or {}
-        if not stored_plan or manifest.get("identity") is None or manifest.get("identity") != sweep.identity_with(
-                {**plan_json, **{f: stored_plan.get(f) for f in LEVEL_FIELDS}}):
+        if (
+            not stored_plan
+            or manifest.get("identity") is None
+            or manifest.get("identity")
+            != sweep.identity_with({**plan_json, **{f: stored_plan.get(f) for f in LEVEL_FIELDS}})
+        ):
             continue
-        units = _renumbered(sweep, plan_json, [(int(r), int(i)) for r, i in manifest.get("units_completed") or []],
-                            stored_plan)
+        units = _renumbered(
+            sweep, plan_json, [(int(r), int(i)) for r, i in manifest.get("units_completed") or []], stored_plan
+        )
         if units and len(units) < total and (best is None or len(units) > len(best.units)):
             best = Reuse(Path(path), units)
     return best
 
 
-def _level(tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame], repeat: int, index: int,
-           new_index: int) -> LevelResult:
+def _level(
+    tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame], repeat: int, index: int, new_index: int
+) -> LevelResult:
     """Unit ``(repeat, index)`` of a stored run's ``(requests, levels, series)`` (:func:`workbench.store.load_run`)
     as a measured level at ``new_index``: its request rows, its level's observations and its server series."""
+
     def rows(frame: pd.DataFrame) -> pd.DataFrame:
         if not len(frame) or "level_index" not in frame:
             return frame.iloc[0:0]
@@ -125,10 +139,18 @@ def _level(tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame], repeat: int,
     requests = rows(tables[0]).assign(level_index=new_index)
     levels = rows(tables[1])
     info = levels[[c for c in ("level_index", "repeat", *LEVEL_INFO_COLUMNS) if c in levels]].assign(
-        level_index=new_index)
+        level_index=new_index
+    )
     series = rows(tables[2]).drop(columns=["repeat", "level_index"], errors="ignore")
-    return LevelResult(requests=requests.reset_index(drop=True), info=info.reset_index(drop=True), server_info=None,
-                       plan=None, index=new_index, repeat=repeat, series=series if len(series) else None)
+    return LevelResult(
+        requests=requests.reset_index(drop=True),
+        info=info.reset_index(drop=True),
+        server_info=None,
+        plan=None,
+        index=new_index,
+        repeat=repeat,
+        series=series if len(series) else None,
+    )
 
 
 def reuse_stored_levels(sweep: VariantSweep, writer: RunWriter) -> Reuse | None:
@@ -150,6 +172,8 @@ def reuse_stored_levels(sweep: VariantSweep, writer: RunWriter) -> Reuse | None:
     writer.annotate(reused_levels={"run_id": stored.run_id, "units": [list(u) for u in found.units]})
     left = len(sweep.plan.units()) - len(found.units)
     labels = ", ".join(sweep.plan.unit_label((r, i)) for r, _, i in found.units)
-    report_progress(f"{sweep.variant.name}: {len(found.units)} level(s) reused from run {stored.run_id} (the same "
-                    f"sweep at other levels: {labels}); measuring {left}")
+    report_progress(
+        f"{sweep.variant.name}: {len(found.units)} level(s) reused from run {stored.run_id} (the same "
+        f"sweep at other levels: {labels}); measuring {left}"
+    )
     return found

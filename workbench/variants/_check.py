@@ -333,6 +333,7 @@ def default_baseline(variant: Variant, checked: Sequence[Variant], shipped: Sequ
     ``llama3-8b-baseline`` in ``data/profiles/h100-llama3-8b-eagle3.toml``), and checking
     ``baseline-cap48 eagle3-topk4`` pairs those two.
     """
+
     def tp(v: Variant) -> Any:
         return v.flags.get("tp-size", 1)
 
@@ -372,8 +373,9 @@ def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: str | Host
         return by_name[v.name]
 
     if baseline is not None:
-        named = by_name[baseline].variant if baseline in by_name else apply_parameters(load_variant(baseline),
-                                                                                        **parameters)
+        named = (
+            by_name[baseline].variant if baseline in by_name else apply_parameters(load_variant(baseline), **parameters)
+        )
         chosen: dict[str, Variant | None] = {c.variant.name: named for c in specs}
     else:
         shipped = _shipped(exclude=set(by_name), parameters=parameters)
@@ -395,9 +397,16 @@ def _pairs(checks: list[VariantCheck], *, baseline: str | None, host: str | Host
         rules = cast(SpecRules, c.rules)  # specs are the checks whose rules were read
         out += compare_pair(base.variant, c.variant, base.resolved, c.resolved, rules, same_sglang=same)
         if base.target is not None and c.target is not None and base.target.label != c.target.label:
-            out.append(Finding("warning", f"{c.variant.name} vs {base.variant.name}", "sglang_version",
-                               f"the pair targets different SGLang: {base.target.label} vs {c.target.label}.",
-                               "check and run both on the same version (e.g. --sglang VERSION)", "pair-version"))
+            out.append(
+                Finding(
+                    "warning",
+                    f"{c.variant.name} vs {base.variant.name}",
+                    "sglang_version",
+                    f"the pair targets different SGLang: {base.target.label} vs {c.target.label}.",
+                    "check and run both on the same version (e.g. --sglang VERSION)",
+                    "pair-version",
+                )
+            )
     return out
 
 

@@ -95,8 +95,13 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)
 
 
-def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], baseline: str = "baseline",
-                     checked_against: str | None = None) -> str:
+def findings_verdict(
+    findings: Iterable[Finding],
+    *,
+    variants: Iterable[str],
+    baseline: str = "baseline",
+    checked_against: str | None = None,
+) -> str:
     """The variants report's answer, as markdown: which variants will start, which pairs are like-for-like.
 
     Args:
@@ -114,29 +119,36 @@ def findings_verdict(findings: Iterable[Finding], *, variants: Iterable[str], ba
     items = list(findings)
     names = list(variants)
     against = f"against SGLang {literal(checked_against)}" if checked_against else "each against its own SGLang version"
-    lines = [f"**Verdict** — {len(names)} variant(s) checked {against}, before anything is launched: "
-             f"{count_line(items)}.", ""]
+    lines = [
+        f"**Verdict** — {len(names)} variant(s) checked {against}, before anything is launched: {count_line(items)}.",
+        "",
+    ]
     starting, errors, fair, pairs = _sorted_out(items, names, baseline)
     if starting:
         lines.append(f"- **Would start**: {literal(', '.join(starting))}.")
     if errors:
-        failing = "; ".join(f"{literal(n)} ({literal(e.flag) + ': ' if e.flag else ''}"
-                            f"{e.problem.split('. ')[0].rstrip('.')})"
-                            for n, e in errors.items())
+        failing = "; ".join(
+            f"{literal(n)} ({literal(e.flag) + ': ' if e.flag else ''}{e.problem.split('. ')[0].rstrip('.')})"
+            for n, e in errors.items()
+        )
         lines.append(f"- **Would not start**: {failing}.")
     if fair:
-        lines.append(f"- **Like-for-like with {literal(baseline)}** (differ only in speculation): "
-                     f"{literal(', '.join(fair))}.")
+        lines.append(
+            f"- **Like-for-like with {literal(baseline)}** (differ only in speculation): {literal(', '.join(fair))}."
+        )
     if pairs:
         unfair = "; ".join(f"{literal(n)} ({literal(', '.join(dict.fromkeys(flags)))})" for n, flags in pairs.items())
-        lines.append(f"- **Not like-for-like with {literal(baseline)}**: {unfair}. The findings below name each fix; "
-                     "what SGLang itself changes (the 48 cap, overlap off under spec v1) can be matched on the "
-                     "baseline only in part (`baseline-cap48` matches the cap).")
+        lines.append(
+            f"- **Not like-for-like with {literal(baseline)}**: {unfair}. The findings below name each fix; "
+            "what SGLang itself changes (the 48 cap, overlap off under spec v1) can be matched on the "
+            "baseline only in part (`baseline-cap48` matches the cap)."
+        )
     return "\n".join(lines)
 
 
-def _sorted_out(items: list[Finding], names: list[str], baseline: str
-                ) -> tuple[list[str], dict[str, Finding], list[str], dict[str, list[str]]]:
+def _sorted_out(
+    items: list[Finding], names: list[str], baseline: str
+) -> tuple[list[str], dict[str, Finding], list[str], dict[str, list[str]]]:
     """(variants that would start, the first error of each that would not, the speculative variants
     like-for-like with ``baseline``, the others with the flags that differ)."""
     errors: dict[str, Finding] = {}
@@ -161,15 +173,18 @@ def findings_opening(findings: Iterable[Finding], *, variants: Iterable[str], ba
     """
     items, names = list(findings), list(variants)
     starting, errors, fair, pairs = _sorted_out(items, names, baseline)
-    sentences = [f"{len(starting)} of {len(names)} variants would start"
-                 + (f"; {', '.join(code(n) for n in errors)} would not (see its finding)." if errors else ".")]
+    sentences = [
+        f"{len(starting)} of {len(names)} variants would start"
+        + (f"; {', '.join(code(n) for n in errors)} would not (see its finding)." if errors else ".")
+    ]
     if fair:
         sentences.append(f"Like-for-like with {code(baseline)}: {', '.join(code(n) for n in fair)}.")
     if pairs:
-        sentences.append(f"Not like-for-like with {code(baseline)}: "
-                         + "; ".join(f"{code(n)} ({literal(', '.join(dict.fromkeys(flags)))})"
-                                     for n, flags in pairs.items()) + ".")
+        sentences.append(
+            f"Not like-for-like with {code(baseline)}: "
+            + "; ".join(f"{code(n)} ({literal(', '.join(dict.fromkeys(flags)))})" for n, flags in pairs.items())
+            + "."
+        )
     sentences.append("These are checks of SGLang's source: a server can still fail at start (memory, CUDA graphs).")
     sentences.append("Nothing was launched or measured.")
     return "**In short** — " + " ".join(sentences[:5])
-

@@ -43,8 +43,11 @@ __all__ = ["GRIDS_DIR", "Grid", "GridExpansion", "expand_grid", "grid_variants",
 #: Where shipped grids live.
 GRIDS_DIR = VARIANTS_DIR.parent / "grids"
 #: The three settings a grid spans: key -> the launch flag it sets (``[flags]`` spelling).
-AXES = {"topk": "speculative-eagle-topk", "num_steps": "speculative-num-steps",
-        "num_draft_tokens": "speculative-num-draft-tokens"}
+AXES = {
+    "topk": "speculative-eagle-topk",
+    "num_steps": "speculative-num-steps",
+    "num_draft_tokens": "speculative-num-draft-tokens",
+}
 _KEYS = {"name", "template", "description", *AXES}
 #: Pre-flight checks that refuse a grid point although they are not errors: SGLang would run other settings.
 REFUSED_CHECKS = ("spec-draft-forced",)
@@ -82,10 +85,14 @@ def point_name(prefix: str, topk: int, num_steps: int, num_draft_tokens: int) ->
 
 def _axis(where: str, key: str, value: Any) -> tuple[int, ...]:
     values = [value] if isinstance(value, int) and not isinstance(value, bool) else value
-    if not isinstance(values, (list, tuple)) or not values or any(
-            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
-        raise ConfigError(f"{where}: {key} must be a list of positive whole numbers, e.g. {key} = [2, 4], "
-                          f"got {value!r}")
+    if (
+        not isinstance(values, (list, tuple))
+        or not values
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values)
+    ):
+        raise ConfigError(
+            f"{where}: {key} must be a list of positive whole numbers, e.g. {key} = [2, 4], got {value!r}"
+        )
     if len(set(values)) != len(values):
         raise ConfigError(f"{where}: {key} lists a value twice ({values}); list each once")
     return tuple(int(v) for v in values)
@@ -110,8 +117,10 @@ def load_grid(grid: str | Path | Mapping[str, Any] | Grid, *, directory: Path = 
             path = directory / f"{grid}.toml"
         if not path.is_file():
             known = ", ".join(sorted(p.stem for p in directory.glob("*.toml"))) or "none"
-            raise ConfigError(f"No grid {str(grid)!r} (no file {path}); shipped grids: {known}; or give a grid "
-                              "file's path, or a mapping with template, topk, num_steps and num_draft_tokens")
+            raise ConfigError(
+                f"No grid {str(grid)!r} (no file {path}); shipped grids: {known}; or give a grid "
+                "file's path, or a mapping with template, topk, num_steps and num_draft_tokens"
+            )
         try:
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as exc:
@@ -122,17 +131,25 @@ def load_grid(grid: str | Path | Mapping[str, Any] | Grid, *, directory: Path = 
         raise ConfigError(f"{where}: unknown keys {unknown}; known keys: {sorted(_KEYS)}")
     missing = sorted({"template", *AXES} - set(data))
     if missing:
-        raise ConfigError(f"{where} needs {', '.join(missing)} (e.g. template = \"eagle3-topk4\", topk = [1, 4], "
-                          "num_steps = [2, 3], num_draft_tokens = [4, 8])")
+        raise ConfigError(
+            f'{where} needs {", ".join(missing)} (e.g. template = "eagle3-topk4", topk = [1, 4], '
+            "num_steps = [2, 3], num_draft_tokens = [4, 8])"
+        )
     template = str(data["template"])
     prefix = str(data.get("name") or Path(template).stem)
     check_name(prefix, what="grid name (the prefix of its variants' names)", fix=f"Change 'name' in {where}")
-    return Grid(name=prefix, template=template, description=str(data.get("description", "")), path=path,
-                **{key: _axis(where, key, data[key]) for key in AXES})
+    return Grid(
+        name=prefix,
+        template=template,
+        description=str(data.get("description", "")),
+        path=path,
+        **{key: _axis(where, key, data[key]) for key in AXES},
+    )
 
 
-def grid_variants(grid: str | Path | Mapping[str, Any] | Grid, *,
-                  parameters: Mapping[str, Any] | None = None) -> list[Variant]:
+def grid_variants(
+    grid: str | Path | Mapping[str, Any] | Grid, *, parameters: Mapping[str, Any] | None = None
+) -> list[Variant]:
     """Every point of ``grid`` as a variant, unchecked (see :func:`expand_grid` for the checked list).
 
     Args:
@@ -146,15 +163,23 @@ def grid_variants(grid: str | Path | Mapping[str, Any] | Grid, *,
     g = load_grid(grid)
     template = apply_parameters(load_variant(g.template), **dict(parameters or {}))
     if not template.speculative:
-        raise ConfigError(f"grid template {g.template!r} is not speculative (no speculative-algorithm); name an "
-                          "EAGLE variant such as eagle3-topk4")
+        raise ConfigError(
+            f"grid template {g.template!r} is not speculative (no speculative-algorithm); name an "
+            "EAGLE variant such as eagle3-topk4"
+        )
     out = []
     for k, s, d in g.points():
         flags = {key: value for key, value in template.flags.items() if key not in AXES.values()}
         flags.update({AXES["topk"]: k, AXES["num_steps"]: s, AXES["num_draft_tokens"]: d})
-        out.append(dataclasses.replace(  # path None: messages name the point, not the template's file
-            template, name=point_name(g.name, k, s, d), flags=flags, path=None,
-            description=f"grid {g.name} on {template.name}: topk {k}, num_steps {s}, num_draft_tokens {d}"))
+        out.append(
+            dataclasses.replace(  # path None: messages name the point, not the template's file
+                template,
+                name=point_name(g.name, k, s, d),
+                flags=flags,
+                path=None,
+                description=f"grid {g.name} on {template.name}: topk {k}, num_steps {s}, num_draft_tokens {d}",
+            )
+        )
     return out
 
 
@@ -181,8 +206,11 @@ class GridExpansion:
 
     def refusal_lines(self) -> list[str]:
         """One line per refused point: its name, settings and why."""
-        return [f"{r.variant} (topk {r.topk}, num_steps {r.num_steps}, num_draft_tokens {r.num_draft_tokens}): "
-                f"refused: {r.reason}" for r in self.refused.itertuples()]
+        return [
+            f"{r.variant} (topk {r.topk}, num_steps {r.num_steps}, num_draft_tokens {r.num_draft_tokens}): "
+            f"refused: {r.reason}"
+            for r in self.refused.itertuples()
+        ]
 
 
 def expand_grid(
@@ -216,15 +244,23 @@ def expand_grid(
         check = check_variant(variant, host=host, sglang=sglang, engine=engine, resources=False, cache=cache)
         refusing = [f for f in check.findings if f.severity == "error" or f.check in REFUSED_CHECKS]
         flags = variant.flags
-        rows.append({"variant": variant.name, "topk": flags[AXES["topk"]], "num_steps": flags[AXES["num_steps"]],
-                     "num_draft_tokens": flags[AXES["num_draft_tokens"]],
-                     "status": "refused" if refusing else "ok",
-                     "reason": "; ".join(f"{f.problem} Fix: {f.fix}" if f.fix else f.problem for f in refusing),
-                     "checked_against": check.target.label if check.target is not None else None})
+        rows.append(
+            {
+                "variant": variant.name,
+                "topk": flags[AXES["topk"]],
+                "num_steps": flags[AXES["num_steps"]],
+                "num_draft_tokens": flags[AXES["num_draft_tokens"]],
+                "status": "refused" if refusing else "ok",
+                "reason": "; ".join(f"{f.problem} Fix: {f.fix}" if f.fix else f.problem for f in refusing),
+                "checked_against": check.target.label if check.target is not None else None,
+            }
+        )
         if not refusing:
             accepted.append(variant)
     expansion = GridExpansion(g, accepted, pd.DataFrame(rows))
     if not accepted:
-        raise ConfigError(f"grid {g.name!r}: every point was refused by the pre-flight checks:\n"
-                          + "\n".join(expansion.refusal_lines()))
+        raise ConfigError(
+            f"grid {g.name!r}: every point was refused by the pre-flight checks:\n"
+            + "\n".join(expansion.refusal_lines())
+        )
     return expansion

@@ -42,8 +42,10 @@ def nnodes_of(variant: Variant) -> int:
     """
     value = variant.flags.get("nnodes", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"Variant {variant.name!r}: nnodes must be a whole number >= 1, got {value!r}; write "
-                          "e.g. `nnodes = 2` under [flags]")
+        raise ConfigError(
+            f"Variant {variant.name!r}: nnodes must be a whole number >= 1, got {value!r}; write "
+            "e.g. `nnodes = 2` under [flags]"
+        )
     return value
 
 
@@ -57,9 +59,11 @@ def gpus_per_node(variant: Variant) -> int:
     nodes = nnodes_of(variant)
     gpus = variant.gpus_wanted
     if gpus % nodes:
-        raise ConfigError(f"Variant {variant.name!r}: nnodes = {nodes} does not divide its {gpus} GPU(s) "
-                          f"(tp_size x dp_size): SGLang splits tp_size evenly over the nodes; choose a tp-size "
-                          f"that is a multiple of {nodes}, or fewer nodes")
+        raise ConfigError(
+            f"Variant {variant.name!r}: nnodes = {nodes} does not divide its {gpus} GPU(s) "
+            f"(tp_size x dp_size): SGLang splits tp_size evenly over the nodes; choose a tp-size "
+            f"that is a multiple of {nodes}, or fewer nodes"
+        )
     return gpus // nodes
 
 
@@ -74,8 +78,9 @@ def rank_variant(variant: Variant, *, rank: int, dist_init_addr: str) -> Variant
     """
     nodes = nnodes_of(variant)
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < nodes:
-        raise ConfigError(f"Variant {variant.name!r}: node rank {rank!r} is out of range for nnodes = {nodes} "
-                          f"(0 .. {nodes - 1})")
+        raise ConfigError(
+            f"Variant {variant.name!r}: node rank {rank!r} is out of range for nnodes = {nodes} (0 .. {nodes - 1})"
+        )
     flags = {k: v for k, v in variant.flags.items() if k not in RANK_FLAGS and k != "nnodes"}
     flags.update({"nnodes": nodes, "node-rank": rank, "dist-init-addr": dist_init_addr})
     return dataclasses.replace(variant, flags=flags)
@@ -94,31 +99,72 @@ def check_multinode(variant: Variant) -> list[Finding]:
     try:
         nodes = nnodes_of(variant)
     except ConfigError as exc:
-        return [Finding("error", name, "--nnodes", str(exc), "set nnodes to the number of nodes, e.g. 2",
-                        "multinode-nnodes")]
+        return [
+            Finding(
+                "error", name, "--nnodes", str(exc), "set nnodes to the number of nodes, e.g. 2", "multinode-nnodes"
+            )
+        ]
     rank = variant.flags.get("node-rank")
     if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < nodes):
-        out.append(Finding("error", name, "--node-rank", f"node-rank = {rank!r} is out of range for nnodes = "
-                           f"{nodes}: ranks are 0 .. {nodes - 1}.", "drop node-rank (on a fleet the workbench "
-                           "sets each node's rank) or give one in range", "multinode-rank"))
+        out.append(
+            Finding(
+                "error",
+                name,
+                "--node-rank",
+                f"node-rank = {rank!r} is out of range for nnodes = {nodes}: ranks are 0 .. {nodes - 1}.",
+                "drop node-rank (on a fleet the workbench sets each node's rank) or give one in range",
+                "multinode-rank",
+            )
+        )
     tp, pp = _int_flag(variant, _TP), _int_flag(variant, _PP)
     if isinstance(tp, int) and isinstance(pp, int) and (tp * pp) % nodes:
-        out.append(Finding("error", name, "--nnodes", f"nnodes = {nodes} does not divide tp_size x pp_size = "
-                           f"{tp * pp}: SGLang asserts 'tp_size must be divisible by number of nodes' "
-                           "(srt/server_args.py check_server_args).", f"use a tp-size that is a multiple of "
-                           f"{nodes}, or fewer nodes", "multinode-divide"))
+        out.append(
+            Finding(
+                "error",
+                name,
+                "--nnodes",
+                f"nnodes = {nodes} does not divide tp_size x pp_size = "
+                f"{tp * pp}: SGLang asserts 'tp_size must be divisible by number of nodes' "
+                "(srt/server_args.py check_server_args).",
+                f"use a tp-size that is a multiple of {nodes}, or fewer nodes",
+                "multinode-divide",
+            )
+        )
     elif variant.gpus_wanted % nodes:
-        out.append(Finding("error", name, "--nnodes", f"nnodes = {nodes} does not divide the variant's "
-                           f"{variant.gpus_wanted} GPU(s) (tp_size x dp_size).", "choose tp-size and dp-size so "
-                           "that their product is a multiple of nnodes", "multinode-divide"))
+        out.append(
+            Finding(
+                "error",
+                name,
+                "--nnodes",
+                f"nnodes = {nodes} does not divide the variant's {variant.gpus_wanted} GPU(s) (tp_size x dp_size).",
+                "choose tp-size and dp-size so that their product is a multiple of nnodes",
+                "multinode-divide",
+            )
+        )
     dp = variant.flags.get("dp-size") or 1
     if nodes > 1 and isinstance(dp, int) and dp > 1 and not variant.flags.get("enable-dp-attention"):
-        out.append(Finding("error", name, "--dp-size", f"dp-size = {dp} across {nodes} nodes: SGLang asserts "
-                           "'multi-node data parallel is not supported unless dp attention!' "
-                           "(srt/server_args.py).", "drop dp-size, or add enable-dp-attention = true",
-                           "multinode-dp"))
+        out.append(
+            Finding(
+                "error",
+                name,
+                "--dp-size",
+                f"dp-size = {dp} across {nodes} nodes: SGLang asserts "
+                "'multi-node data parallel is not supported unless dp attention!' "
+                "(srt/server_args.py).",
+                "drop dp-size, or add enable-dp-attention = true",
+                "multinode-dp",
+            )
+        )
     if nodes > 1 and any(k in variant.flags for k in RANK_FLAGS[1:]):
-        out.append(Finding("info", name, "--dist-init-addr", "dist-init-addr is the variant's own; on a fleet the "
-                           "workbench replaces it with rank 0's node address and a port free there.", "",
-                           "multinode-addr"))
+        out.append(
+            Finding(
+                "info",
+                name,
+                "--dist-init-addr",
+                "dist-init-addr is the variant's own; on a fleet the "
+                "workbench replaces it with rank 0's node address and a port free there.",
+                "",
+                "multinode-addr",
+            )
+        )
     return out

@@ -22,8 +22,9 @@ from workbench.variants._patchfile import load_patch
 
 _SANS = "font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif; font-size: 13px;"
 _COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#57606a"}
-_CELL = ("border-bottom: 1px solid #d0d7de; padding: 4px 8px; vertical-align: top; text-align: left;"
-         " white-space: normal;")
+_CELL = (
+    "border-bottom: 1px solid #d0d7de; padding: 4px 8px; vertical-align: top; text-align: left; white-space: normal;"
+)
 _TABLE = "border-collapse: collapse;"
 #: Columns of prose get room to read (the others are as wide as their longest word).
 _WIDE = {"description": " min-width: 14em;", "sim_stand_in": " min-width: 14em;"}

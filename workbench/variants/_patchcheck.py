@@ -93,7 +93,7 @@ def _trial_on_release(patches: list[Patch], version: str) -> TrialResult:
     scratch = Path(tempfile.mkdtemp(prefix="workbench-patch-check-"))
     try:
         for rel in touched_paths(patches):
-            src = release.root / rel[len(_PKG):] if rel.startswith(_PKG) else release.root / rel
+            src = release.root / rel[len(_PKG) :] if rel.startswith(_PKG) else release.root / rel
             if src.is_file():
                 (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, scratch / rel)
@@ -212,7 +212,7 @@ def _definitions(text: str) -> dict[str, tuple[int, int, str]]:
                 qual = f"{prefix}{child.name}"
                 start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                 end = child.end_lineno or child.lineno
-                out[qual] = (start, end, "".join(lines[start - 1:end]))
+                out[qual] = (start, end, "".join(lines[start - 1 : end]))
                 walk(child, qual + ".")
 
     walk(tree, "")

@@ -216,14 +216,30 @@ def explain_failure(patch: Patch, output: str, *, target: str) -> PatchCheck:
         missing = _MISSING.search(line)
         if missing:
             path = missing.group(1)
-            return PatchCheck(patch.name, False, path, None, (
-                f"patch {patch.name}: {path} does not exist in {target}. Fix: check the path (patches are "
-                "relative to the repository root, e.g. python/sglang/srt/...) or the variant's base."), output)
+            return PatchCheck(
+                patch.name,
+                False,
+                path,
+                None,
+                (
+                    f"patch {patch.name}: {path} does not exist in {target}. Fix: check the path (patches are "
+                    "relative to the repository root, e.g. python/sglang/srt/...) or the variant's base."
+                ),
+                output,
+            )
         corrupt = _CORRUPT.search(line)
         if corrupt:
-            return PatchCheck(patch.name, False, None, None, (
-                f"patch {patch.name} is corrupt at line {corrupt.group(1)} (as git counts the diff). Fix: "
-                "regenerate it with `git diff`; hand edits must keep the hunk line counts right."), output)
+            return PatchCheck(
+                patch.name,
+                False,
+                None,
+                None,
+                (
+                    f"patch {patch.name} is corrupt at line {corrupt.group(1)} (as git counts the diff). Fix: "
+                    "regenerate it with `git diff`; hand edits must keep the hunk line counts right."
+                ),
+                output,
+            )
     tail = output.strip().splitlines()[-3:]
     return PatchCheck(patch.name, False, None, None,
                       f"patch {patch.name} does not apply to {target}: {' / '.join(tail) or 'git apply failed'}. "

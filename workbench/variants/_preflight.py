@@ -147,8 +147,12 @@ def preflight(variant: Variant, *, host: str | Host = "local", engine: str | Eng
     eng = resolve_engine(h, engine)
     findings = check_variant(variant, host=h, engine=eng).findings
     if not eng.runs_variant_tree:  # it runs no SGLang, so an unreadable release only limits the check
-        findings = [dataclasses.replace(f, severity="warning", fix=f"{f.fix}; the flags were not checked")
-                    if f.check == "target" and f.severity == "error" else f for f in findings]
+        findings = [
+            dataclasses.replace(f, severity="warning", fix=f"{f.fix}; the flags were not checked")
+            if f.check == "target" and f.severity == "error"
+            else f
+            for f in findings
+        ]
     if has_errors(findings):
         lines = "\n".join(f.line() for f in sort_findings(findings) if f.severity == "error")
         raise ConfigError(f"Pre-flight checks of variant {variant.name!r} for host {h.name!r} ({eng.name}) found "

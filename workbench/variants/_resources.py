@@ -121,8 +121,11 @@ def judge_resources(
     eng = get_engine(engine)
     name, out = variant.name, []
     flags = resolved if resolved is not None else unresolved_flags(variant)
-    hub_id = "the server downloads it into the Hugging Face cache" if eng.reads_weights else (
-        f"{eng.called} loads no weights")
+    hub_id = (
+        "the server downloads it into the Hugging Face cache"
+        if eng.reads_weights
+        else (f"{eng.called} loads no weights")
+    )
     missing = "" if eng.reads_weights else f" ({eng.called} does not read it, so the run itself will work)"
     for label, value in variant_paths(variant, resolved).items():
         if not looks_like_path(value):
@@ -141,8 +144,9 @@ def judge_resources(
                            f"directory of {facts.host!r} (server logs, patched trees, downloads go there).",
                            f"free at least {MIN_FREE_DISK_GIB:g} GiB", "disk"))  # fmt: skip
     if not eng.wants_gpus:
-        out.append(Finding("info", name, "gpu", f"GPU memory not checked: {eng.called} needs no GPU.", "",
-                           "gpu-skipped"))
+        out.append(
+            Finding("info", name, "gpu", f"GPU memory not checked: {eng.called} needs no GPU.", "", "gpu-skipped")
+        )
         return out
     return out + _judge_gpus(variant, facts, flags)
 

@@ -87,15 +87,18 @@ def apply_parameters(
         need = gpus_per_node(shaped)  # a server spanning nodes takes its share on each node
         if len(indices) < need:
             per = f" / --nnodes {nnodes_of(shaped)} per node" if nnodes_of(shaped) > 1 else ""
-            raise ConfigError(f"variant {variant.name!r} runs at --tp-size x --dp-size{per} = {need} GPUs, "
-                              f"but gpus names {len(indices)} ({','.join(map(str, indices))}); give as many GPUs "
-                              "or a smaller tp_size")
+            raise ConfigError(
+                f"variant {variant.name!r} runs at --tp-size x --dp-size{per} = {need} GPUs, "
+                f"but gpus names {len(indices)} ({','.join(map(str, indices))}); give as many GPUs "
+                "or a smaller tp_size"
+            )
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, indices))
     return dataclasses.replace(
         variant,
         model_path=variant.model_path if model_path is None else str(model_path),
-        draft_model_path=(str(draft_model_path) if draft_model_path is not None and variant.speculative
-                          else variant.draft_model_path),
+        draft_model_path=(
+            str(draft_model_path) if draft_model_path is not None and variant.speculative else variant.draft_model_path
+        ),
         flags=flags,
         env=env,
     )

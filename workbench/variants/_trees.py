@@ -63,7 +63,7 @@ def make_scratch_dir(host: Host, label: str, *, parent: str | None = None) -> st
     """An empty new directory on ``host`` (``mktemp -d``) named after ``label``; returns its path."""
     slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in label)[:60] or "tree"
     where = shlex.quote(parent) if parent else f'"$HOME"/{SCRATCH_DIR}'
-    out = _sh(host, f'mkdir -p {where} && mktemp -d {where}/{shlex.quote(slug)}.XXXXXX').stdout.strip()
+    out = _sh(host, f"mkdir -p {where} && mktemp -d {where}/{shlex.quote(slug)}.XXXXXX").stdout.strip()
     if not out.startswith("/"):
         raise SourceError(f"mktemp on host {host.name!r} answered {out!r}, not a directory path")
     return out
@@ -126,8 +126,10 @@ class LaunchTree:
         """The manifest record: base, version, commit, dirty state, patches, how the server is launched."""
         note = None
         if self.kind == "worktree" and self.dirty:
-            note = ("the checkout had uncommitted changes; the patched worktree is made from the commit, "
-                    "so those changes are NOT in the launched server")
+            note = (
+                "the checkout had uncommitted changes; the patched worktree is made from the commit, "
+                "so those changes are NOT in the launched server"
+            )
         return {
             "tree_kind": self.kind, "tree": self.root, "host": self.host.name, "base": str(self.base),
             "sglang_version": self.version, "repo": self.repo, "base_commit": self.base_commit,
@@ -228,8 +230,15 @@ def _checkout_tree(h: Host, variant: Variant, base: Base, patches: list[Patch], 
                           f"({entry.get('error') or git.get('error') or 'no commit'}). Fix: point base at the "
                           "repository root (the directory holding python/sglang)")  # fmt: skip
     version = entry.get("version") or tree_version(h, f"{repo}/python/sglang")
-    common = dict(host=h, base=base, version=version, repo=git.get("root") or repo,
-                  base_commit=git["commit"], dirty=git.get("dirty"), dirty_files=list(git.get("changed") or []))
+    common = dict(
+        host=h,
+        base=base,
+        version=version,
+        repo=git.get("root") or repo,
+        base_commit=git["commit"],
+        dirty=git.get("dirty"),
+        dirty_files=list(git.get("changed") or []),
+    )
     if not patches:
         return LaunchTree(kind="checkout", root=git.get("root") or repo, **common)
     root = make_scratch_dir(h, f"{variant.name}-worktree", parent=parent)

@@ -182,10 +182,17 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
                            f"in {f}", "spec-auto-params"))  # fmt: skip
     if family and v2_asked and rules.has_spec_v1 and rules.spec_v2_env_default is not None:
         if str(algo).upper() not in rules.v2_algorithms():
-            out.append(Finding("warning", name, "env SGLANG_ENABLE_SPEC_V2",
-                               f"SGLANG_ENABLE_SPEC_V2=1 covers only {', '.join(rules.v2_algorithms())} in SGLang "
-                               f"{ver}; {algo} stays on spec v1 with overlap scheduling off.",
-                               "use EAGLE (or a newer SGLang) for spec v2, or drop the env var", "spec-v2-algorithm"))
+            out.append(
+                Finding(
+                    "warning",
+                    name,
+                    "env SGLANG_ENABLE_SPEC_V2",
+                    f"SGLANG_ENABLE_SPEC_V2=1 covers only {', '.join(rules.v2_algorithms())} in SGLang "
+                    f"{ver}; {algo} stays on spec v1 with overlap scheduling off.",
+                    "use EAGLE (or a newer SGLang) for spec v2, or drop the env var",
+                    "spec-v2-algorithm",
+                )
+            )
         elif (_int(topk) or 0) > 1 and rules.v2_rejects_topk_gt1:
             out.append(Finding("error", name, "--speculative-eagle-topk",
                                f"spec v2 (SGLANG_ENABLE_SPEC_V2={env_v2}) with --speculative-eagle-topk {topk}: "
@@ -212,21 +219,29 @@ def check_spec(variant: Variant, resolved: dict[str, Any], rules: SpecRules, *,
                            f"in {f}", "spec-draft-forced"))  # fmt: skip
     tree = draft_tree_problem(topk, steps, draft, version=ver) if family and not adaptive else None
     if tree is not None:
-        out.append(Finding("error", name, "--speculative-num-draft-tokens", tree[0], f"{tree[1]} in {f}",
-                           "spec-draft-budget"))
+        out.append(
+            Finding("error", name, "--speculative-num-draft-tokens", tree[0], f"{tree[1]} in {f}", "spec-draft-budget")
+        )
     if family and str(algo).upper() in ("EAGLE", "EAGLE3") and not variant.draft_model_path \
             and not resolved.get("speculative_draft_model_path"):  # fmt: skip
-        out.append(Finding("warning", name, "--speculative-draft-model-path",
-                           f"{algo} without a draft model: only DeepSeek/GLM-style MTP targets default the draft "
-                           "to the model itself.", "set draft_model_path in the variant file", "spec-no-draft"))
+        out.append(
+            Finding(
+                "warning",
+                name,
+                "--speculative-draft-model-path",
+                f"{algo} without a draft model: only DeepSeek/GLM-style MTP targets default the draft "
+                "to the model itself.",
+                "set draft_model_path in the variant file",
+                "spec-no-draft",
+            )
+        )
     out += _spec_backends(variant, resolved, topk)
     if adaptive and has_adaptive_flag:
         out += _adaptive(variant, resolved, rules, str(algo), topk)
     return out
 
 
-def draft_tree_problem(topk: Any, num_steps: Any, num_draft_tokens: Any, *,
-                       version: str) -> tuple[str, str] | None:
+def draft_tree_problem(topk: Any, num_steps: Any, num_draft_tokens: Any, *, version: str) -> tuple[str, str] | None:
     """Why a tree of ``topk`` x ``num_steps`` cannot supply ``num_draft_tokens``, as ``(problem, fix)``; else None.
 
     SGLang (``srt/speculative/eagle_utils.py`` ``organize_draft_results``, the same statement
@@ -244,26 +259,42 @@ def draft_tree_problem(topk: Any, num_steps: Any, num_draft_tokens: Any, *,
     k, s, d = _int(topk), _int(num_steps), _int(num_draft_tokens)
     if k is None or s is None or d is None or k <= 1:
         return None
-    candidates = k + (s - 1) * k ** 2
+    candidates = k + (s - 1) * k**2
     if d - 1 <= candidates:
         return None
-    return (f"num_draft_tokens {d} with topk {k} and num_steps {s}: SGLang {version} picks num_draft_tokens - 1 = "
-            f"{d - 1} of only {candidates} draft candidates (topk + (num_steps - 1) * topk^2; "
-            "eagle_utils.organize_draft_results) and fails at the first verify, not at start-up.",
-            f"set `speculative-num-draft-tokens` to at most {candidates + 1}, or raise topk or num_steps")
+    return (
+        f"num_draft_tokens {d} with topk {k} and num_steps {s}: SGLang {version} picks num_draft_tokens - 1 = "
+        f"{d - 1} of only {candidates} draft candidates (topk + (num_steps - 1) * topk^2; "
+        "eagle_utils.organize_draft_results) and fails at the first verify, not at start-up.",
+        f"set `speculative-num-draft-tokens` to at most {candidates + 1}, or raise topk or num_steps",
+    )
 
 
 def _adaptive(variant: Variant, resolved: dict[str, Any], rules: SpecRules, algo: str, topk: Any) -> list[Finding]:
     name, ver, f, out = variant.name, rules.version, _file(variant), []
     off = f"SGLang {ver} would log 'speculative_adaptive disabled' and silently run static settings"
     if algo.upper() not in ("EAGLE", "EAGLE3", "NEXTN"):
-        out.append(Finding("error", name, "--speculative-adaptive",
-                           f"--speculative-adaptive needs EAGLE or EAGLE3, not {algo}: {off}.",
-                           f"set `speculative-algorithm = \"EAGLE3\"` in {f}", "adaptive-algorithm"))
+        out.append(
+            Finding(
+                "error",
+                name,
+                "--speculative-adaptive",
+                f"--speculative-adaptive needs EAGLE or EAGLE3, not {algo}: {off}.",
+                f'set `speculative-algorithm = "EAGLE3"` in {f}',
+                "adaptive-algorithm",
+            )
+        )
     if topk is not None and _int(topk) != 1:
-        out.append(Finding("error", name, "--speculative-eagle-topk",
-                           f"--speculative-adaptive needs --speculative-eagle-topk 1, not {topk}: {off}.",
-                           f"set `speculative-eagle-topk = 1` in {f}", "adaptive-topk"))
+        out.append(
+            Finding(
+                "error",
+                name,
+                "--speculative-eagle-topk",
+                f"--speculative-adaptive needs --speculative-eagle-topk 1, not {topk}: {off}.",
+                f"set `speculative-eagle-topk = 1` in {f}",
+                "adaptive-topk",
+            )
+        )
     v2 = rules.spec_v2_effective(algorithm=algo, topk=_int(topk), env=variant.env)
     if rules.adaptive_needs_v1 and v2 and not resolved.get("disable_overlap_schedule"):
         why = "SGLANG_ENABLE_SPEC_V2 asks for it" if "SGLANG_ENABLE_SPEC_V2" in variant.env else "the default there"

@@ -174,10 +174,19 @@ class Variant:
         """Every field, JSON-ready (paths as strings, ``patches`` a list): what a server record, a run's
         manifest (``variant_definition``, without ``name`` and ``description``) and a sweep's identity store.
         :meth:`from_dict` rebuilds the variant from it."""
-        return {"name": self.name, "description": self.description, "model_path": self.model_path,
-                "draft_model_path": self.draft_model_path, "flags": dict(self.flags), "env": dict(self.env),
-                "path": str(self.path) if self.path else None, "base": self.base, "sglang_version": self.sglang_version,
-                "patches": [str(p) for p in self.patches], "sim_policy": dict(self.sim_policy)}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "model_path": self.model_path,
+            "draft_model_path": self.draft_model_path,
+            "flags": dict(self.flags),
+            "env": dict(self.env),
+            "path": str(self.path) if self.path else None,
+            "base": self.base,
+            "sglang_version": self.sglang_version,
+            "patches": [str(p) for p in self.patches],
+            "sim_policy": dict(self.sim_policy),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **given: Any) -> "Variant":
@@ -193,11 +202,19 @@ class Variant:
         """
         d = {**data, **given}
         path = d.get("path")
-        return cls(name=str(d["name"]), model_path=str(d.get("model_path") or "?"),
-                   description=str(d.get("description") or ""), draft_model_path=d.get("draft_model_path"),
-                   flags=dict(d.get("flags") or {}), env={str(k): str(x) for k, x in (d.get("env") or {}).items()},
-                   path=Path(path) if path else None, base=d.get("base"), sglang_version=d.get("sglang_version"),
-                   patches=tuple(Path(x) for x in d.get("patches") or ()), sim_policy=dict(d.get("sim_policy") or {}))
+        return cls(
+            name=str(d["name"]),
+            model_path=str(d.get("model_path") or "?"),
+            description=str(d.get("description") or ""),
+            draft_model_path=d.get("draft_model_path"),
+            flags=dict(d.get("flags") or {}),
+            env={str(k): str(x) for k, x in (d.get("env") or {}).items()},
+            path=Path(path) if path else None,
+            base=d.get("base"),
+            sglang_version=d.get("sglang_version"),
+            patches=tuple(Path(x) for x in d.get("patches") or ()),
+            sim_policy=dict(d.get("sim_policy") or {}),
+        )
 
     @property
     def speculative(self) -> bool:
@@ -264,8 +281,11 @@ def _unknown_message(given: str, path: Path, directory: Path) -> str:
     """What was looked up where, the closest names (difflib) and every known one."""
     known = list_variants(directory)
     close = difflib.get_close_matches(Path(given).stem, known, n=3, cutoff=0.6)
-    where = (f"no file {path}" if Path(given).suffix == ".toml"
-             else f"no {path.name} in {directory}; a name is looked up there, or give a .toml file")
+    where = (
+        f"no file {path}"
+        if Path(given).suffix == ".toml"
+        else f"no {path.name} in {directory}; a name is looked up there, or give a .toml file"
+    )
     hint = f" Did you mean {', '.join(close[:-1]) + ' or ' if len(close) > 1 else ''}{close[-1]}?" if close else ""
     return f"Unknown variant {given!r} ({where}).{hint} Known variants: {', '.join(known) or 'none'}"
 
@@ -290,8 +310,9 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Variant file {path} is not valid TOML: {exc}") from exc
     except ValueError as exc:  # tomllib's int() of a number of more than 4,300 digits
-        raise ConfigError(f"Variant file {path} holds a number TOML cannot read ({exc}); write a value of at "
-                          "most 19 digits") from exc
+        raise ConfigError(
+            f"Variant file {path} holds a number TOML cannot read ({exc}); write a value of at most 19 digits"
+        ) from exc
     unknown = set(data) - _KEYS
     if unknown:
         raise ConfigError(f"Variant file {path}: unknown keys {sorted(unknown)}; known keys: {sorted(_KEYS)}")
@@ -303,8 +324,10 @@ def load_variant(name_or_path: str | Path, *, directory: Path = VARIANTS_DIR) ->
         if key.startswith("-"):
             raise ConfigError(f"Variant file {path}: write flag {key!r} without leading dashes")
         if key in MANAGED_FLAGS:
-            raise ConfigError(f"Variant file {path}: flag {key!r} is set by the workbench ({MANAGED_FLAGS[key]}); "
-                              f"remove it from [flags]")
+            raise ConfigError(
+                f"Variant file {path}: flag {key!r} is set by the workbench ({MANAGED_FLAGS[key]}); "
+                f"remove it from [flags]"
+            )
     env = {str(k): str(v) for k, v in data.get("env", {}).items()}
     try:
         base = parse_base(data.get("base"))
@@ -338,8 +361,14 @@ def _kind(value: object) -> str:
     """What a TOML value is, in words (``"a list"``, ``"a table"``, ``"true/false"``, ...)."""
     if isinstance(value, bool):
         return "true/false"
-    for types, words in ((dict, "a table"), (list, "a list"), (str, "a string"), (int, "an integer"),
-                         (float, "a number with a fraction"), ((datetime.date, datetime.time), "a date or time")):
+    for types, words in (
+        (dict, "a table"),
+        (list, "a list"),
+        (str, "a string"),
+        (int, "an integer"),
+        (float, "a number with a fraction"),
+        ((datetime.date, datetime.time), "a date or time"),
+    ):
         if isinstance(value, types):
             return words
     return f"a {type(value).__name__}"
@@ -378,7 +407,7 @@ def _one_value(key: str, value: object) -> str:
         item = value[0]
         text = json.dumps(item) if isinstance(item, (str, bool)) else str(item)
         return f"`{key} = {text}`"
-    return f"e.g. `{key} = 4`, `{key} = \"text\"` or `{key} = true`"
+    return f'e.g. `{key} = 4`, `{key} = "text"` or `{key} = true`'
 
 
 def check_shapes(path: Path, data: Mapping[str, Any]) -> None:
@@ -398,16 +427,22 @@ def check_shapes(path: Path, data: Mapping[str, Any]) -> None:
     for key, value in data.get("flags", {}).items():
         problem = flag_value_problem(value)
         if problem is not None:
-            raise ConfigError(f"Variant file {path}: [flags] {key} {problem} ({_shown(value)}); a flag holds one "
-                              f"string, integer, finite number or true/false: write {_one_value(key, value)}")
+            raise ConfigError(
+                f"Variant file {path}: [flags] {key} {problem} ({_shown(value)}); a flag holds one "
+                f"string, integer, finite number or true/false: write {_one_value(key, value)}"
+            )
     for key, value in data.get("env", {}).items():
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise ConfigError(f"Variant file {path}: [env] {key} holds {_kind(value)} ({_shown(value)}); an "
-                              f"environment variable is text: write `{key} = \"1\"` (quoted)")
+            raise ConfigError(
+                f"Variant file {path}: [env] {key} holds {_kind(value)} ({_shown(value)}); an "
+                f'environment variable is text: write `{key} = "1"` (quoted)'
+            )
     for entry in data.get("patches", []):
         if not isinstance(entry, str):
-            raise ConfigError(f"Variant file {path}: patches holds {_kind(entry)} ({_shown(entry)}) in its list; "
-                              'it takes file paths, e.g. patches = ["../patches/x.patch"]')
+            raise ConfigError(
+                f"Variant file {path}: patches holds {_kind(entry)} ({_shown(entry)}) in its list; "
+                'it takes file paths, e.g. patches = ["../patches/x.patch"]'
+            )
 
 
 def _patch_path(variant_file: Path, entry: object) -> Path:
@@ -415,19 +450,23 @@ def _patch_path(variant_file: Path, entry: object) -> Path:
         raise ConfigError(f"Variant file {variant_file}: patches must be a list of file paths, got {entry!r}")
     patch = (variant_file.parent / entry).resolve()
     if not patch.is_file():
-        raise ConfigError(f"Variant file {variant_file}: patch {entry!r} not found (looked at {patch}); "
-                          "patch paths are relative to the variant file")
+        raise ConfigError(
+            f"Variant file {variant_file}: patch {entry!r} not found (looked at {patch}); "
+            "patch paths are relative to the variant file"
+        )
     return patch
 
 
 def _check_sim_policy(variant_file: Path, policy: dict[str, Any]) -> None:
     for key, value in policy.items():
         if key not in SIM_POLICIES:
-            raise ConfigError(f"Variant file {variant_file}: unknown sim_policy {key!r}; "
-                              f"known: {', '.join(sorted(SIM_POLICIES))}")
+            raise ConfigError(
+                f"Variant file {variant_file}: unknown sim_policy {key!r}; known: {', '.join(sorted(SIM_POLICIES))}"
+            )
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"Variant file {variant_file}: sim_policy {key} must be a positive integer, "
-                              f"got {value!r}")
+            raise ConfigError(
+                f"Variant file {variant_file}: sim_policy {key} must be a positive integer, got {value!r}"
+            )
 
 
 def list_variants(directory: Path = VARIANTS_DIR) -> list[str]:
