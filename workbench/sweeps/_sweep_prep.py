@@ -9,7 +9,10 @@ variants cannot run (a variant spanning nodes off a fleet, ``parallel`` on a GPU
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
+import tomllib
 import dataclasses
 import math
 import warnings
@@ -227,7 +230,9 @@ def _warn_graph_below_concurrency(v: Variant, plan: SweepPlan) -> None:
 def _engine_code(eng: Engine, sim_profile: str) -> str | None:
     """For a simulated engine, a hash of what computes its figures (the simulator's source and the
     profile file), so a changed model is another sweep and never resumes runs it did not produce.
-    None for a real engine: its figures come from the SGLang the variant names.
+    None for a real engine: its figures come from the SGLang the variant names. The source counts as its
+    syntax tree and the profile as its values, so a reformatted file or an edited comment (a source named
+    beside a figure) is the same model and resumes what it measured.
 
     Raises:
         ConfigError: the profile names no file (a TOML path, or data/profiles/NAME.toml; the known names
@@ -242,8 +247,20 @@ def _engine_code(eng: Engine, sim_profile: str) -> str | None:
         known = ", ".join(sorted(p.stem for p in folder.glob("*.toml")))
         raise ConfigError(f"sim_profile {sim_profile!r}: no such profile (no file {profile}); known profiles: {known}")
     for file in [*sorted((paths.PACKAGE_ROOT / "workbench" / "sim").glob("*.py")), profile]:
-        digest.update(file.name.encode() + b"\0" + (file.read_bytes() if file.is_file() else b"") + b"\0")
+        digest.update(file.name.encode() + b"\0" + _model_text(file).encode() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def _model_text(file: Path) -> str:
+    """What of a simulator file computes figures: a module's syntax tree (no comments, no layout), a profile's
+    values (no comments); the bytes of anything that does not parse."""
+    text = file.read_text(encoding="utf-8", errors="replace") if file.is_file() else ""
+    try:
+        if file.suffix == ".py":
+            return ast.dump(ast.parse(text))
+        return json.dumps(tomllib.loads(text), sort_keys=True, default=str)
+    except (SyntaxError, ValueError, tomllib.TOMLDecodeError):
+        return text
 
 
 def parallel_passes(parallel: Any, sweeps: Sequence[VariantSweep]) -> int:
