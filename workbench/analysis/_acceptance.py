@@ -35,6 +35,19 @@ from workbench.analysis._repeats import mean_interval
 __all__ = ["accept_by_category", "accept_length_distribution", "imported_position_rates", "position_rates"]
 
 
+#: The columns of a position-rate table after its ``by`` columns (:func:`position_rates`,
+#: :func:`imported_position_rates`).
+_POSITION_COLUMNS = (
+    "position",
+    "rate",
+    "per_request_rate",
+    "per_request_rate_lo",
+    "per_request_rate_hi",
+    "n_requests",
+    "verifies",
+)
+
+
 def _histograms(requests: pd.DataFrame) -> pd.DataFrame:
     """Completed rows with a non-empty histogram, each as a numpy array in ``hist``."""
     if "spec_accept_histogram" not in requests or not len(requests):
@@ -68,16 +81,7 @@ def position_rates(
         ``per_request_rate_hi`` (NaN with fewer than 2 requests), ``n_requests`` and ``verifies``.
         Empty (same columns) when no row has a histogram.
     """
-    cols = [
-        *by,
-        "position",
-        "rate",
-        "per_request_rate",
-        "per_request_rate_lo",
-        "per_request_rate_hi",
-        "n_requests",
-        "verifies",
-    ]
+    cols = [*by, *_POSITION_COLUMNS]
     rows = _histograms(requests)
     out = []
     if len(rows):
@@ -186,16 +190,7 @@ def imported_position_rates(
         :func:`position_rates`' columns; ``per_request_rate`` and its bounds NaN (the file has no
         per-request figures), ``n_requests`` the level's completed requests where known.
     """
-    cols = [
-        *by,
-        "position",
-        "rate",
-        "per_request_rate",
-        "per_request_rate_lo",
-        "per_request_rate_hi",
-        "n_requests",
-        "verifies",
-    ]
+    cols = [*by, *_POSITION_COLUMNS]
     if column not in levels or not len(levels):
         return pd.DataFrame(columns=cols)
     rows = levels[levels[column].map(lambda r: r is not None and not isinstance(r, float) and len(r) > 0)]

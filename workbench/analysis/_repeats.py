@@ -424,6 +424,11 @@ class CrossoverInterval:
     description: str
 
 
+def _no_crossover(metric: str, kind: CrossoverIntervalKind, n: int, description: str) -> CrossoverInterval:
+    """A :class:`CrossoverInterval` that claims no crossing (``not_tested`` or ``not_claimed``)."""
+    return CrossoverInterval(metric, kind, None, None, None, None, None, n, description)
+
+
 def _crossings(x: Sequence[float], y: Sequence[float]) -> list[float]:
     """Every x where the piecewise-linear ``y(x)`` crosses 1 (touching counts)."""
     out = []
@@ -466,14 +471,9 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str, load: str = "concur
     table = ratios.sort_values(load).reset_index(drop=True)
     n_min = int(table["n"].min())
     if n_min < MIN_TEST_REPEATS:
-        return CrossoverInterval(
+        return _no_crossover(
             metric,
             "not_tested",
-            None,
-            None,
-            None,
-            None,
-            None,
             n_min,
             f"On {metric}: {not_tested_text(n_min)} at some level, so no crossover is claimed; "
             f"measure {MIN_TEST_REPEATS} or more repeats (repeats={MIN_TEST_REPEATS}) to test one.",
@@ -502,14 +502,9 @@ def crossover_interval(ratios: pd.DataFrame, *, metric: str, load: str = "concur
     ]
     summary = f"{'; '.join(parts)} (95% intervals over n>={n_min} repeats)"
     if found is None:
-        return CrossoverInterval(
+        return _no_crossover(
             metric,
             "not_claimed",
-            None,
-            None,
-            None,
-            None,
-            None,
             n_min,
             f"No crossover can be claimed on {metric}: {summary}.",
         )

@@ -67,7 +67,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from workbench.servers import _failure_signs as signs
 
@@ -95,28 +95,7 @@ FailureKind = Literal[
 ]
 
 #: Every kind :func:`classify` (or a caller, for ``timeout``) can report.
-KINDS: tuple[str, ...] = (
-    "lease_expired",
-    "cuda_graph",
-    "out_of_memory",
-    "port_in_use",
-    "bad_flags",
-    "import_error",
-    "gpu_arch",
-    "spec_v2_topk",
-    "draft_weights",
-    "draft_shape",
-    "spec_kernel_fault",
-    "eagle3_no_draft",
-    "attention_backend",
-    "custom_all_reduce",
-    "kv_pool_exhausted",
-    "scheduler_exception",
-    "multi_node",
-    "timeout",
-    "killed",
-    "unknown",
-)
+KINDS: tuple[str, ...] = get_args(FailureKind)
 
 
 @dataclasses.dataclass(frozen=True)
