@@ -32,22 +32,14 @@ import pandas as pd
 
 from workbench.bench import summarize_levels
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, ms, number, tpot_ms
+from workbench.imports._rows import SUMMARY_SCALARS, ImportedLevel, ms, number, tpot_ms
 
 __all__ = ["looks_like", "read_guidellm"]
 
 _STATS = (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99"))
 #: Our level columns taken from :func:`workbench.bench.summarize_levels` of the request rows.
 _DERIVED = (
-    "num_requests",
-    "completed",
-    "failed",
-    "duration_s",
-    "total_output_tokens",
-    "total_prompt_tokens",
-    "output_throughput_tok_s",
-    "request_throughput_req_s",
-    "achieved_concurrency",
+    *SUMMARY_SCALARS,
     *(f"{s}_{m}" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "per_request_tok_s") for s in ("mean", "p50", "p90", "p99")),
 )
 

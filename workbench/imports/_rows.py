@@ -36,6 +36,7 @@ from workbench.errors import ConfigError
 __all__ = [
     "ImportedLevel",
     "STAT_METRICS",
+    "SUMMARY_SCALARS",
     "OUR_STATS",
     "number",
     "ms",
@@ -52,12 +53,8 @@ _FLOAT_MAX = sys.float_info.max
 OUR_STATS = ("mean", "p50", "p90", "p99")
 STAT_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms", "itl_per_token_ms", "per_request_tok_s")
 
-#: Our scalar level columns an importer may fill (all others of a stored level are absent).
-SCALARS = (
-    "mode",
-    "concurrency",
-    "request_rate_req_s",
-    "max_new_tokens",
+#: Our level columns that summarise the request rows (counts, duration, totals, throughputs).
+SUMMARY_SCALARS = (
     "num_requests",
     "completed",
     "failed",
@@ -67,6 +64,14 @@ SCALARS = (
     "output_throughput_tok_s",
     "request_throughput_req_s",
     "achieved_concurrency",
+)
+#: Our scalar level columns an importer may fill (all others of a stored level are absent).
+SCALARS = (
+    "mode",
+    "concurrency",
+    "request_rate_req_s",
+    "max_new_tokens",
+    *SUMMARY_SCALARS,
     "accept_length",
     "server_accept_length",
     "spec_acceptance_rate",
