@@ -347,6 +347,29 @@ def _state_0523(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     }
 
 
+def _internal_state(
+    shape: ApiShape,
+    args: dict[str, Any],
+    *,
+    max_total_num_tokens: int,
+    last_gen_throughput: float,
+    max_running_requests: int,
+    startup_time: float,
+    avg_spec_accept_length: float | None,
+) -> dict[str, Any]:
+    """The version's ``internal_states`` entry, with ``avg_spec_accept_length`` only when given."""
+    internal = shape.internal_state(
+        args,
+        max_total_num_tokens=max_total_num_tokens,
+        last_gen_throughput=last_gen_throughput,
+        max_running_requests=max_running_requests,
+        startup_time=startup_time,
+    )
+    if avg_spec_accept_length is not None:
+        internal["avg_spec_accept_length"] = avg_spec_accept_length
+    return internal
+
+
 def _server_info_05(
     shape: ApiShape,
     *,
@@ -365,15 +388,15 @@ def _server_info_05(
     ``avg_spec_accept_length`` is in the internal state only when speculative and the
     lifetime counters are non-zero (they advance at decode log ticks).
     """
-    kw = dict(
+    internal = _internal_state(
+        shape,
+        args,
         max_total_num_tokens=max_total_num_tokens,
         last_gen_throughput=last_gen_throughput,
         max_running_requests=max_running_requests,
         startup_time=startup_time,
+        avg_spec_accept_length=avg_spec_accept_length,
     )
-    internal = shape.internal_state(args, **kw)
-    if avg_spec_accept_length is not None:
-        internal["avg_spec_accept_length"] = avg_spec_accept_length
     return {
         **args,
         "status": "ready",
@@ -400,15 +423,15 @@ def _server_info_0523(
     simulation: dict[str, Any],
 ) -> dict[str, Any]:
     """0.5.23 ``build_server_info`` + ``server_info``: adds launch_command, hicache layout, kv_events, frontend."""
-    internal = shape.internal_state(
+    internal = _internal_state(
+        shape,
         args,
         max_total_num_tokens=max_total_num_tokens,
         last_gen_throughput=last_gen_throughput,
         max_running_requests=max_running_requests,
         startup_time=startup_time,
+        avg_spec_accept_length=avg_spec_accept_length,
     )
-    if avg_spec_accept_length is not None:
-        internal["avg_spec_accept_length"] = avg_spec_accept_length
     return {
         **args,
         "launch_command": launch_command,

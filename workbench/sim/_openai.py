@@ -293,6 +293,17 @@ def _metadata(shape: OpenAIShape, meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _choice(field: str, value: Any, finish_reason: dict[str, Any] | None) -> dict[str, Any]:
+    """The one choice of a response or chunk: ``value`` under ``field`` (``text``, ``delta``, ``message``)."""
+    reason, matched = _finish(finish_reason)
+    return {"index": 0, field: value, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+
+
+def _head(rid: str, kind: str, created: int, model: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fields every response and chunk opens with, ``object`` being ``kind``, then its choices."""
+    return {"id": rid, "object": kind, "created": created, "model": model, "choices": choices}
+
+
 def completion_chunk(
     shape: OpenAIShape,
     *,
@@ -303,26 +314,14 @@ def completion_chunk(
     usage_now: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One streamed ``text_completion`` chunk (``CompletionStreamResponse``, all fields dumped)."""
-    reason, matched = _finish(meta["finish_reason"])
-    choice = {"index": 0, "text": delta, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
-    return {
-        "id": meta["id"],
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [choice],
-        "usage": usage_now,
-    }
+    choice = _choice("text", delta, meta["finish_reason"])
+    return {**_head(meta["id"], "text_completion", created, model, [choice]), "usage": usage_now}
 
 
 def completion_usage_chunk(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str) -> dict[str, Any]:
     """The final usage chunk of a completions stream (``model_dump_json(exclude_none=True)``)."""
     return {
-        "id": meta["id"],
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [],
+        **_head(meta["id"], "text_completion", created, model, []),
         "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"], exclude_none=True),
     }
 
@@ -331,14 +330,9 @@ def completion_response(
     shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str, text: str
 ) -> dict[str, Any]:
     """A non-streamed ``text_completion`` (``CompletionResponse``)."""
-    reason, matched = _finish(meta["finish_reason"])
-    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+    choice = _choice("text", text, meta["finish_reason"])
     return {
-        "id": meta["id"],
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [choice],
+        **_head(meta["id"], "text_completion", created, model, [choice]),
         "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
         "metadata": _metadata(shape, meta),
     }
@@ -356,7 +350,6 @@ def chat_chunk(
     usage_now: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One ``chat.completion.chunk`` with one choice, serialized as the version does."""
-    reason, matched = _finish(finish_reason)
     if shape.chat_chunks == "msgspec":  # omit_defaults: role/content only when set; no null usage
         delta: dict[str, Any] = {"reasoning_content": None}
         if role is not None:
@@ -365,14 +358,7 @@ def chat_chunk(
             delta["content"] = content
     else:
         delta = {"role": role, "content": content, "reasoning_content": None, "tool_calls": None}
-    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
-    out: dict[str, Any] = {
-        "id": rid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [choice],
-    }
+    out = _head(rid, "chat.completion.chunk", created, model, [_choice("delta", delta, finish_reason)])
     if shape.chat_chunks == "pydantic" or usage_now is not None:
         out["usage"] = usage_now
     return out
@@ -381,28 +367,18 @@ def chat_chunk(
 def chat_usage_chunk(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str) -> dict[str, Any]:
     """The final usage chunk of a chat stream (``ChatCompletionStreamResponse``, all fields dumped)."""
     return {
-        "id": meta["id"],
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [],
+        **_head(meta["id"], "chat.completion.chunk", created, model, []),
         "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
     }
 
 
 def chat_response(shape: OpenAIShape, *, meta: dict[str, Any], created: int, model: str, text: str) -> dict[str, Any]:
     """A non-streamed ``chat.completion`` (``ChatCompletionResponse``)."""
-    reason, matched = _finish(meta["finish_reason"])
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "reasoning_content": None}
     if shape.message_tool_calls:
         message["tool_calls"] = None
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
     return {
-        "id": meta["id"],
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [choice],
+        **_head(meta["id"], "chat.completion", created, model, [_choice("message", message, meta["finish_reason"])]),
         "usage": usage(shape, meta["prompt_tokens"], meta["completion_tokens"]),
         "metadata": _metadata(shape, meta),
     }
