@@ -197,7 +197,7 @@ def test_show_run_reads_broken_and_stopped_runs(runs) -> None:
     assert stopped.facts["state"] == "running" and stopped.facts["units_stored"] == 1
     assert list(stopped.levels["level_value"]) == [1.0] and list(stopped.levels["n"]) == [1]
     text = "\n".join(wb.show_run(made["baseline"].run_id, runs_dir=root).lines())
-    assert "variant: baseline" in text and "host: gpu1" in text and "(n=2)" in text
+    assert "variant: baseline" in text and "host: gpu1" in text and ", n=2)" in text
     assert "<th style='text-align:left'>state</th><td>unreadable</td>" in broken._repr_html_()
 
 
@@ -231,7 +231,7 @@ def test_compare_puts_runs_side_by_side_with_n_and_intervals(runs) -> None:
     result = CliRunner().invoke(app, ["runs", "compare", a, b, "--runs-dir", str(root), "-m", "mean_per_request_tok_s"])
     assert result.exit_code == 0, result.output
     assert "#2 " + b in result.output and "SIMULATED" in result.output and "c=4" in result.output
-    assert "92.5 [" in result.output and "(n=2)" in result.output
+    assert "92.5 (" in result.output and ", n=2)" in result.output and "[" not in result.output.split("#2")[-1]
     bad = CliRunner().invoke(app, ["runs", "compare", a, "--runs-dir", str(root)])
     assert bad.exit_code == 2 and "two or more runs" in bad.output
 

@@ -120,9 +120,9 @@ def load_options(
 def _cell(mean: float, lo: float, hi: float, digits: int) -> str:
     if mean != mean:
         return "-"
-    if lo != lo:
-        return f"{mean:.{digits}f} (no CI)"
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    if lo != lo:  # one repeat: no interval (the n column says so)
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"  # the reports' notation
 
 
 def summary_lines(means: Any, sweep: str | None = None) -> list[str]:

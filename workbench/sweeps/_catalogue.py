@@ -277,7 +277,7 @@ def _cell(row: Any, m: str) -> str:
     digits = 2 if "accept" in m else 1
     if lo != lo:
         return f"{mean:.{digits}f} (n={int(n)})"
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}] (n={int(n)})"
+    return f"{mean:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f}, n={int(n)})"  # the reports' notation, with n
 
 
 def _level_label(mode: str, value: float) -> str:

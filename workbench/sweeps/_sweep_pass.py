@@ -258,8 +258,10 @@ def _started_server(
             if sweep.on_server is not None:
                 sweep.on_server(server)
             plan = sweep.plan
+            # the most requests in flight: the top concurrency (closed loop) or the open loop's cap; an uncapped
+            # open loop's is not known before it runs, so its pool is checked against the context alone
             in_flight = max(plan.concurrency_levels) if plan.request_rates is None else plan.max_concurrency
-            server.wait_ready(request_tokens=request_tokens(plan), concurrency=in_flight)
+            server.wait_ready(request_tokens=request_tokens(plan) if in_flight else None, concurrency=in_flight)
         except BaseException as exc:
             if not_ready is not None:
                 try:
