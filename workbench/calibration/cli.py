@@ -23,6 +23,10 @@ calibrate_app = typer.Typer(
 DEFAULT_OUT = "data/calibration"
 #: The profile whose CPU terms, workload and acceptance a written profile carries.
 DEFAULT_CARRY = "h100-llama3-8b-eagle3"
+#: ``--carry`` of both calibrate and fit: the profile a written profile takes its other sections from.
+_CarryOpt = Annotated[
+    str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a written profile carries")
+]
 
 
 def _md(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
@@ -180,9 +184,7 @@ def calibrate_command(
     write_profile: Annotated[
         Optional[str], typer.Option("--write-profile", help="write data/profiles/NAME.toml from the fit")
     ] = None,
-    carry: Annotated[
-        str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a written profile carries")
-    ] = DEFAULT_CARRY,
+    carry: _CarryOpt = DEFAULT_CARRY,
     old_tp: Annotated[Optional[int], typer.Option("--tp", hidden=True)] = None,
 ) -> None:
     """Upload remote/gpu_calibrate.py to --host, run it with the host's Python that has PyTorch (progress shown,
@@ -247,9 +249,7 @@ def fit_command(
             help="write data/profiles/NAME.toml (several tables: NAME-<shape>, or put {shape} in NAME)",
         ),
     ] = None,
-    carry: Annotated[
-        str, typer.Option("--carry", help="profile whose CPU terms, workload and acceptance a written profile carries")
-    ] = DEFAULT_CARRY,
+    carry: _CarryOpt = DEFAULT_CARRY,
 ) -> None:
     """Fit the roofline's terms to stored tables: residual per point, held-out errors, knees; optionally write a profile."""
     paths: list[Path] = []
