@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
+from workbench.sim._hardware import check_non_negative
 from workbench.sim._spec import SpecConfig
 
 
@@ -75,9 +76,7 @@ class CostModel:
     v2_cpu_fraction: float = 0.5
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            if getattr(self, field.name) < 0:
-                raise ValueError(f"cost model {field.name} must be >= 0, got {getattr(self, field.name)}")
+        check_non_negative(self, (field.name for field in dataclasses.fields(self)), what="cost model ")
 
     def target_forward_ms(self, tokens: int, seqs: int, kv_tokens: int = 0) -> float:
         """Target forward over ``tokens`` query tokens of ``seqs`` requests reading ``kv_tokens``."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,17 @@ class ModelConfig:
             mlp = 3 * h * self.intermediate_size
         fc = self.eagle_fused_layers * h * h
         return self.num_hidden_layers * (attn + mlp) + fc + self.lm_head_vocab * h
+
+
+def check_non_negative(config: object, names: Iterable[str], *, what: str = "") -> None:
+    """Raise ``ValueError`` naming the first of ``names`` whose value on ``config`` is below zero.
+
+    ``what`` opens the message (``"cost model "``) where the field's name alone would not say whose it is.
+    """
+    for name in names:
+        value = getattr(config, name)
+        if value < 0:
+            raise ValueError(f"{what}{name} must be >= 0, got {value}")
 
 
 def _read(path: Path, what: str) -> dict[str, Any]:

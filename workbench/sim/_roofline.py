@@ -57,7 +57,7 @@ import dataclasses
 from typing import Literal
 
 from workbench.errors import ConfigError
-from workbench.sim._hardware import GpuSpec, Interconnect, ModelConfig
+from workbench.sim._hardware import GpuSpec, Interconnect, ModelConfig, check_non_negative
 from workbench.sim._spec import SpecConfig
 
 #: Largest message SGLang's custom all-reduce takes (8 MiB; larger ones go to NCCL).
@@ -139,21 +139,22 @@ class Efficiency:
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
-        for name in (
-            "cpu_overhead_ms",
-            "cpu_per_request_ms",
-            "allreduce_latency_us",
-            "custom_allreduce_latency_us",
-            "eager_layer_us",
-            "layer_fixed_us",
-            "moe_layer_floor_us",
-            "moe_token_us",
-            "cpu_per_draft_step_ms",
-            "verify_mask_ns",
-            "host_exposed_ms",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        check_non_negative(
+            self,
+            (
+                "cpu_overhead_ms",
+                "cpu_per_request_ms",
+                "allreduce_latency_us",
+                "custom_allreduce_latency_us",
+                "eager_layer_us",
+                "layer_fixed_us",
+                "moe_layer_floor_us",
+                "moe_token_us",
+                "cpu_per_draft_step_ms",
+                "verify_mask_ns",
+                "host_exposed_ms",
+            ),
+        )
         if self.expert_flops_efficiency is not None and not 0.0 < self.expert_flops_efficiency <= 1.0:
             raise ValueError(f"expert_flops_efficiency must be in (0, 1], got {self.expert_flops_efficiency}")
         if not 0.0 <= self.routing_overlap < 1.0:
