@@ -26,6 +26,7 @@ from workbench._version import __version__
 from workbench.analysis import best_policy, best_threshold, bracket_text, find_crossover
 from workbench.errors import ConfigError
 from workbench.markup import literal
+from workbench.variants import toml_value
 
 #: Within this fraction of the best configuration at every level, the simpler policy is recommended.
 POLICY_TOLERANCE = 0.02
@@ -731,28 +732,16 @@ def _products(group: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def _toml_value(value: Any) -> str:
-    """A TOML value for a string, a boolean, a number or a list of them (strings as JSON's escapes, which TOML's
-    basic strings share)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))
-
-
 def _grid_toml(name: str, template: str, axes: dict[str, list[int]], profile: str) -> str:
     """A grid file: its name, template and the three axes, with a header saying where it came from."""
     lines = [
         f"# Written by the what-if on profile {profile}: the settings it recommends (a MODEL PREDICTION), to",
         "# measure them: workbench bench BASELINE --grid THIS_FILE (or the spec_vs_baseline notebook's grid).",
-        f"name = {_toml_value(name)}",
-        f"template = {_toml_value(template)}",
-        f"description = {_toml_value(f'What-if recommendation on profile {profile}')}",
+        f"name = {toml_value(name)}",
+        f"template = {toml_value(template)}",
+        f"description = {toml_value(f'What-if recommendation on profile {profile}')}",
     ]
-    lines += [f"{key} = {_toml_value(values)}" for key, values in axes.items()]
+    lines += [f"{key} = {toml_value(values)}" for key, values in axes.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -766,10 +755,10 @@ def _variant_toml(variant: Any) -> str:
         "sglang_version": variant.sglang_version,
         "base": variant.base,
     }
-    lines = [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
+    lines = [f"{k} = {toml_value(v)}" for k, v in top.items() if v is not None]
     for table, values in (("flags", variant.flags), ("env", variant.env), ("sim_policy", variant.sim_policy)):
         if values:
-            lines += ["", f"[{table}]", *(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in values.items())]
+            lines += ["", f"[{table}]", *(f"{json.dumps(k)} = {toml_value(v)}" for k, v in values.items())]
     return "\n".join(lines) + "\n"
 
 

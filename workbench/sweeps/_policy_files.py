@@ -23,32 +23,22 @@ from typing import Any
 from workbench import paths
 from workbench.analysis import SglangPolicy, Threshold
 from workbench.studies import INDEX_NAME, PolicyRun
-from workbench.variants import Variant, load_variant
+from workbench.variants import Variant, load_variant, toml_value
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))  # a TOML basic string: JSON's escapes are TOML's
-
-
 def _toml(top: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]]) -> str:
     """A variant file: top-level keys (None left out), then each table."""
     out = ["# Written by workbench (notebooks/dynamic_disable.ipynb): a policy derived from a measured sweep."]
-    out += [f"{k} = {_toml_value(v)}" for k, v in top.items() if v is not None]
+    out += [f"{k} = {toml_value(v)}" for k, v in top.items() if v is not None]
     for name, table in tables.items():
         out += [
             "",
             f"[{name}]",
-            *[f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in table.items() if v is not None],
+            *[f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in table.items() if v is not None],
         ]
     return "\n".join(out) + "\n"
 

@@ -40,6 +40,7 @@ _NAMES = {
     "resolve_target": "_check",
     "Target": "_check",
     "TEMPLATE_PARAMETERS": "_template",
+    "toml_value": "_grid",
     "trial_apply": "_patchcheck",
     "Variant": "_variant",
     "variants_html": "_notebook",
@@ -81,6 +82,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.variants._check import resolve_target as resolve_target
     from workbench.variants._check import Target as Target
     from workbench.variants._template import TEMPLATE_PARAMETERS as TEMPLATE_PARAMETERS
+    from workbench.variants._grid import toml_value as toml_value
     from workbench.variants._patchcheck import trial_apply as trial_apply
     from workbench.variants._variant import Variant as Variant
     from workbench.variants._notebook import variants_html as variants_html

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +38,19 @@ from workbench.names import check_name
 from workbench.hosts import Host
 from workbench.variants._variant import VARIANTS_DIR, Variant, load_variant
 from workbench.variants._template import apply_parameters
+
+
+def toml_value(value: Any) -> str:
+    """A TOML value for a string, a boolean, a number or a list of them, as a variant or grid file writes it
+    (strings as JSON's escapes, which TOML's basic strings share)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))
+
 
 __all__ = ["GRIDS_DIR", "Grid", "GridExpansion", "expand_grid", "grid_variants", "load_grid"]
 
