@@ -6,10 +6,14 @@ stays fast.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from workbench.sim._calibrate import Point
 
 sim_app = typer.Typer(
     help="The simulated SGLang engine: calibrate its profiles, predict sweeps offline.", no_args_is_help=True
@@ -27,6 +31,25 @@ def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
         for r in rows
     ]
     return "\n".join([head, rule, *body])
+
+
+def _fit_table(points: Sequence[Point], predicted: Sequence[float], headers: tuple[str, str, str]) -> str:
+    """Each point's measured and predicted value and the relative error between them, under ``headers``
+    (measured, predicted, error)."""
+    rows = [
+        {"point": p.name, "measured": p.value, "predicted": q, "error": q / p.value - 1}
+        for p, q in zip(points, predicted)
+    ]
+    measured, predicted_header, error = headers
+    return _table(
+        rows,
+        [
+            ("point", "point", ""),
+            ("measured", measured, ".4g"),
+            ("predicted", predicted_header, ".4g"),
+            ("error", error, "+.1%"),
+        ],
+    )
 
 
 @sim_app.command("calibrate")
@@ -60,22 +83,7 @@ def calibrate_command(
         f"({', '.join(result.terms)}); {result.iterations} iterations"
     )
     typer.echo("\nfitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in result.values.items()))
-    rows = [
-        {"point": p.name, "measured": p.value, "predicted": q, "residual": q / p.value - 1}
-        for p, q in zip(pts, result.predicted)
-    ]
-    typer.echo(
-        "\n"
-        + _table(
-            rows,
-            [
-                ("point", "point", ""),
-                ("measured", "measured", ".4g"),
-                ("predicted", "fitted model", ".4g"),
-                ("residual", "residual", "+.1%"),
-            ],
-        )
-    )
+    typer.echo("\n" + _fit_table(pts, result.predicted, ("measured", "fitted model", "residual")))
     if loo:
         loo_rows = cal.leave_one_out(prof, pts, predictor=predictor, start=result.efficiency)
         cols = [
@@ -89,21 +97,9 @@ def calibrate_command(
     validation = cal.profile_points(prof, "validation")
     if validation and not points:
         predicted = predictor.predict(validation, result.efficiency)
-        rows = [
-            {"point": p.name, "measured": p.value, "predicted": q, "error": q / p.value - 1}
-            for p, q in zip(validation, predicted)
-        ]
         typer.echo(
             "\nvalidation (out of sample, never fitted):\n"
-            + _table(
-                rows,
-                [
-                    ("point", "point", ""),
-                    ("measured", "published", ".4g"),
-                    ("predicted", "predicted", ".4g"),
-                    ("error", "error", "+.1%"),
-                ],
-            )
+            + _fit_table(validation, predicted, ("published", "predicted", "error"))
         )
     typer.echo(f"\n{predictor.levels_run} offline levels simulated")
     if write:
