@@ -39,7 +39,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, json_lines, ms, number
+from workbench.imports._rows import ImportedLevel, bench_totals, json_lines, ms, number
 
 __all__ = ["GENERATIONS", "generation", "looks_like", "read_bench_serving"]
 
@@ -140,11 +140,7 @@ def _level(record: Mapping[str, Any], *, path: Path, line: int, variant: str | N
         "concurrency": max_conc,
         "request_rate_req_s": rate_req_s,
         "completed": number(record.get("completed")),
-        "duration_s": number(record.get("duration")),
-        "total_prompt_tokens": number(record.get("total_input_tokens")),
-        "total_output_tokens": number(record.get("total_output_tokens")),
-        "request_throughput_req_s": number(record.get("request_throughput")),
-        "output_throughput_tok_s": number(record.get("output_throughput")),
+        **bench_totals(record),
         "achieved_concurrency": number(record.get("concurrency")),
         "accept_length": number(record.get("accept_length")),
         "server_accept_length": number(record.get("accept_length")),

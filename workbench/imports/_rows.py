@@ -37,6 +37,7 @@ __all__ = [
     "ImportedLevel",
     "STAT_METRICS",
     "SUMMARY_SCALARS",
+    "bench_totals",
     "OUR_STATS",
     "number",
     "ms",
@@ -121,6 +122,18 @@ def tpot_ms(e2e_ms: float, ttft_ms: float, output_tokens: float) -> float:
     """Our TPOT of one request, ``(e2e - ttft) / (output_tokens - 1)`` (:mod:`workbench.bench._record`);
     NaN below 2 output tokens."""
     return (e2e_ms - ttft_ms) / (output_tokens - 1) if output_tokens >= 2 else math.nan
+
+
+def bench_totals(record: Mapping[str, Any]) -> dict[str, float]:
+    """The duration, token totals and throughputs of a bench_serving-style result (SGLang's ``bench_serving``,
+    vLLM's ``vllm bench serve``: the same field names), as our level columns."""
+    return {
+        "duration_s": number(record.get("duration")),
+        "total_prompt_tokens": number(record.get("total_input_tokens")),
+        "total_output_tokens": number(record.get("total_output_tokens")),
+        "request_throughput_req_s": number(record.get("request_throughput")),
+        "output_throughput_tok_s": number(record.get("output_throughput")),
+    }
 
 
 def number(value: Any) -> float:

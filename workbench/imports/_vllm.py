@@ -48,7 +48,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.imports._rows import ImportedLevel, json_int, ms, number, tpot_ms
+from workbench.imports._rows import ImportedLevel, bench_totals, json_int, ms, number, tpot_ms
 
 __all__ = ["looks_like", "read_vllm_file", "read_vllm_sweep", "is_sweep_folder"]
 
@@ -131,11 +131,7 @@ def _level(obj: Mapping[str, Any], *, path: Path, record: str, variant: str) -> 
         "num_requests": completed + failed if not math.isnan(failed) else number(obj.get("num_prompts")),
         "completed": completed,
         "failed": failed,
-        "duration_s": number(obj.get("duration")),
-        "total_prompt_tokens": number(obj.get("total_input_tokens")),
-        "total_output_tokens": number(obj.get("total_output_tokens")),
-        "request_throughput_req_s": number(obj.get("request_throughput")),
-        "output_throughput_tok_s": number(obj.get("output_throughput")),
+        **bench_totals(obj),
         "accept_length": number(obj.get("spec_decode_acceptance_length")),
         "spec_acceptance_rate": number(obj.get("spec_decode_acceptance_rate")) / 100.0,
     }
