@@ -9,7 +9,6 @@ process table (the server's process group, anything started under the test's fol
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -280,7 +279,7 @@ def test_a_server_that_never_becomes_ready_is_stopped_and_named(
     with pytest.warns(UserWarning, match="baseline: server failed \\(timeout\\)"):
         (path,) = benchmark_variants(
             ["baseline"],
-            engine=NeverReady(**dataclasses.asdict(get_engine("sim"))),
+            engine=NeverReady(),
             concurrency_levels=[1],
             requests_per_level=2,
             runs_dir=tmp_path / "runs",

@@ -26,7 +26,7 @@ from workbench._version import __version__
 from workbench.analysis import best_policy, best_threshold, bracket_text, find_crossover
 from workbench.errors import ConfigError
 from workbench.markup import literal
-from workbench.variants import toml_value
+from workbench.variants import Variant, toml_value
 
 #: Within this fraction of the best configuration at every level, the simpler policy is recommended.
 POLICY_TOLERANCE = 0.02
@@ -745,7 +745,7 @@ def _grid_toml(name: str, template: str, axes: dict[str, list[int]], profile: st
     return "\n".join(lines) + "\n"
 
 
-def _variant_toml(variant: Any) -> str:
+def _variant_toml(variant: Variant) -> str:
     """A variant file of ``variant`` (a :class:`workbench.variants.Variant` without patches)."""
     top = {
         "name": variant.name,
