@@ -197,7 +197,7 @@ def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
         ("eagle3-topk4", "1", "2"),
         ("eagle3-topk4", "4", "2"),
     ]
-    assert all("[" in line for line in lines[1:5])  # every mean with its interval
+    assert all("–" in line and "(" in line for line in lines[1:5])  # every mean with its interval, (lo–hi)
     assert "  eagle3-topk4, output_throughput_tok_s:" in result.output
     assert "\ncrossovers against baseline:\n" in result.output  # the first variant, as in the notebooks
     assert "figures: SIMULATED: workbench sim engine" in result.output and "time scale 20x" in result.output
