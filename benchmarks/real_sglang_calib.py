@@ -214,15 +214,22 @@ def wave(url: str, log_path: Path, b: int, *, input_len: int, tokens: int, seed:
     return row
 
 
-def trace_summary(path: Path, num_steps: int) -> dict[str, Any]:
-    """GPU busy time, window and per-category kernel time of one torch-profiler trace (CUDA activity)."""
+#: Forward iterations each profile records (``/start_profile``'s ``num_steps``), and how long after a profiled
+#: wave's requests are sent the profiler starts (every request prefilled and decoding by then).
+PROFILED_STEPS = 16
+PROFILE_DELAY_S = 1.5
+
+
+def gpu_events(path: Path, cats: tuple[str, ...] = ("kernel", "gpu_memcpy", "gpu_memset")) -> list[dict[str, Any]]:
+    """The complete GPU events of one torch-profiler trace (``.trace.json.gz``) whose category is in ``cats``."""
     with gzip.open(path, "rt") as fh:
         data = json.load(fh)
-    events = [
-        e
-        for e in data.get("traceEvents", [])
-        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e
-    ]
+    return [e for e in data.get("traceEvents", []) if e.get("ph") == "X" and e.get("cat") in cats and "dur" in e]
+
+
+def trace_summary(path: Path, num_steps: int) -> dict[str, Any]:
+    """GPU busy time, window and per-category kernel time of one torch-profiler trace (CUDA activity)."""
+    events = gpu_events(path)
     if not events:
         return {"events": 0}
     spans = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events)
@@ -268,7 +275,7 @@ def profile(
     trace_dir.mkdir(parents=True, exist_ok=True)
     before = set(trace_dir.glob("*.trace.json.gz"))
     threads, _ = _launch_wave(url, b, input_len, 4000, seed)
-    time.sleep(1.5)  # every request prefilled and decoding
+    time.sleep(PROFILE_DELAY_S)  # every request prefilled and decoding
     t0 = time.monotonic()
     status, _, err = _post(
         url + "/start_profile",
@@ -376,7 +383,7 @@ def run(
                                 input_len=input_len,
                                 trace_dir=trace_dir,
                                 prefix=f"{point[0]}-b{b}",
-                                num_steps=16,
+                                num_steps=PROFILED_STEPS,
                                 seed=2000 + b,
                             )
                         )
