@@ -135,12 +135,11 @@ def kernel_table(traces: Path) -> pd.DataFrame:
 
 
 #: The real-engine profiles built from these tables (fitted on plain decoding only; the exposed host time and the
-#: extend attention per cached token measured): data/profiles/. _MODE picks them instead of the shipped ones.
+#: extend attention per cached token measured): data/profiles/.
 REAL_PROFILES = {
     "llama31-8b": "h100-llama3-8b-sglang0517-triton",
     "qwen3-30b-a3b": "h100-qwen3-30b-a3b-sglang0517-triton",
 }
-_MODE = {"measured": False}
 
 
 def with_kv(kernels: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
@@ -160,10 +159,10 @@ def with_kv(kernels: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     return kernels.assign(kv_per_request=kv)
 
 
-def _cost(model: str, efficiency: Any = None):
+def _cost(model: str, efficiency: Any = None, profiles: dict[str, str] = PROFILES):
     from workbench.sim import load_profile
 
-    profile = load_profile((REAL_PROFILES if _MODE["measured"] else PROFILES)[model])
+    profile = load_profile(profiles[model])
     return profile.cost_for({"tp_size": 1, "cuda_graph_max_bs": 64}, efficiency=efficiency), profile
 
 
@@ -179,11 +178,13 @@ def _spec(row: Any):
     )
 
 
-def predict(points: pd.DataFrame, efficiency: Any = None, host_exposed_ms: float = 0.0) -> np.ndarray:
+def predict(
+    points: pd.DataFrame, efficiency: Any = None, host_exposed_ms: float = 0.0, profiles: dict[str, str] = PROFILES
+) -> np.ndarray:
     """Each point's step time (ms) on its model's profile (with ``efficiency`` if given) plus ``host_exposed_ms``."""
     out = []
     for row in points.itertuples(index=False):
-        cost, _ = _cost(row.model, efficiency if efficiency is None else efficiency[row.model])
+        cost, _ = _cost(row.model, efficiency if efficiency is None else efficiency[row.model], profiles)
         kv = int(row.batch) * (int(row.input_len) + int(row.wave_tokens) // 2)
         if row.kind == "baseline":
             ms = cost.decode_ms(int(row.batch), kv)
@@ -193,11 +194,11 @@ def predict(points: pd.DataFrame, efficiency: Any = None, host_exposed_ms: float
     return np.array(out)
 
 
-def fit_baseline(points: pd.DataFrame, model: str, host_exposed_ms: float) -> Any:
+def fit_baseline(points: pd.DataFrame, model: str, host_exposed_ms: float, profiles: dict[str, str] = PROFILES) -> Any:
     """The model's efficiency with FIT_TERMS fitted (log least squares) to its baseline step times."""
     from workbench.calibration import least_squares
 
-    _, profile = _cost(model)
+    _, profile = _cost(model, profiles=profiles)
     base = profile.physics.efficiency
     terms = FIT_TERMS[model]
     rows = points[(points.model == model) & (points.kind == "baseline")]
@@ -209,7 +210,7 @@ def fit_baseline(points: pd.DataFrame, model: str, host_exposed_ms: float) -> An
         )
 
     def resid(x: np.ndarray) -> np.ndarray:
-        return np.log(predict(rows, {model: eff(x)}, host_exposed_ms)) - goal
+        return np.log(predict(rows, {model: eff(x)}, host_exposed_ms, profiles)) - goal
 
     x0 = np.log([max(getattr(base, t), 1e-3) for t in terms])
     x, _ = least_squares(resid, x0)
@@ -313,10 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     results["fitted_on_baseline"] = summary(fitted, "fitted on baseline only; host time measured; spec held out")
     results["fitted_terms"] = {m: {t: round(getattr(e, t), 5) for t in FIT_TERMS[m]} for m, e in fitted_eff.items()}
     # the real-engine profiles as shipped (their terms fitted on baseline only by the refit below, which must agree)
-    _MODE["measured"] = True
-    measured = errors(points, predict(points))
-    refit = {m: fit_baseline(points, m, 0.0) for m in sorted(points.model.unique())}
-    _MODE["measured"] = False
+    measured = errors(points, predict(points, profiles=REAL_PROFILES))
+    refit = {m: fit_baseline(points, m, 0.0, REAL_PROFILES) for m in sorted(points.model.unique())}
     results["real_engine_profiles"] = summary(
         measured,
         "the real-engine profiles: fitted on baseline only, host time and extend attention measured; spec held out",
