@@ -4,8 +4,9 @@
 ``# Case``, ``# Expect: <kind>`` and ``# Launch:`` header, ending at ``# ---``);
 ``tests/fixtures/sglang_real/0.5.17/failures.json`` holds what the workbench said of each broken launch then
 (kind, suggestion, the message with its evidence and command, the last 60 log lines); the records without a
-``gpu`` were made on an NVIDIA H200, the one with ``"gpu": "NVIDIA H100 80GB HBM3"`` on an H100 (the KV-memory
-breakage sized to that card: ``--mem-fraction-static 0.201``). The taken port is also replayed by a real process
+``gpu`` were made on an NVIDIA H200, the two with ``"gpu": "NVIDIA H100 80GB HBM3"`` on an H100 (the KV-memory
+breakage sized to that card: ``--mem-fraction-static 0.201``; EAGLE-3 without a draft path, recorded then as
+``out_of_memory``). The taken port is also replayed by a real process
 that writes the recorded lines and stays alive, as SGLang did for a minute or more; so is the H100's start with a
 KV pool of 5,759 tokens, which is ready (with a warning), not failed.
 """
@@ -49,9 +50,10 @@ ACTIONS = {
         "report it upstream",
     ),
     "port_in_use": ("`ss -ltnp`", "start without port="),
+    "eagle3_no_draft": ("--speculative-draft-model-path", "set draft_model_path", "memory advice does not apply"),
 }
 #: Records of failures.json whose kind the classifier now names differently (the kinds added since the recording).
-RECLASSIFIED = {"draft_hidden_size": "draft_shape"}
+RECLASSIFIED = {"draft_hidden_size": "draft_shape", "eagle3_no_draft": "eagle3_no_draft"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +111,29 @@ def test_an_illegal_address_in_the_speculative_capture_is_a_kernel_fault_not_a_m
         classify(capture, launch="python -m sglang.launch_server --speculative-algorithm EAGLE3").kind
         == "spec_kernel_fault"
     )
+
+
+def test_eagle3_without_a_draft_path_is_named_by_the_target_loaded_twice_not_by_its_out_of_memory() -> None:
+    """SGLang 0.5.17 loaded the target again as its own draft (type=LlamaForCausalLM twice, 15.02 and 14.96 GB) and
+    ran out of memory allocating that copy's KV pool: the recorded advice (lower --mem-fraction-static) was wrong."""
+    log = _read(REAL_LOGS / "eagle3_no_draft.log")
+    failure = classify(log.body, launch=log.launch)
+    assert failure.kind == "eagle3_no_draft"
+    assert "type=LlamaForCausalLM" in failure.evidence and "mem usage=14.96 GB" in failure.evidence
+    # the log alone says EAGLE3 too (ServerArgs' speculative_algorithm='EAGLE3')
+    assert classify(log.body).kind == "eagle3_no_draft"
+    # a draft of its own class (an EAGLE-3 head) that ran out of memory is a memory problem
+    own_class = log.body.replace("mem usage=14.96 GB", "x").replace(
+        "type=LlamaForCausalLM, avail mem=48.52", "type=LlamaForCausalLMEagle3, avail mem=48.52"
+    )
+    assert "type=LlamaForCausalLMEagle3" in own_class and classify(own_class).kind == "out_of_memory"
+    # a STANDALONE draft may share the target's class: without an EAGLE launch the out-of-memory stays one
+    standalone = log.body.replace("speculative_algorithm='EAGLE3'", "speculative_algorithm='STANDALONE'")
+    assert classify(standalone, launch="python -m sglang.launch_server --speculative-algorithm STANDALONE").kind == (
+        "out_of_memory"
+    )
+    # the target loaded twice but nothing ran out of memory: not this rule
+    assert classify(log.body.split("Scheduler hit an exception")[0], launch=log.launch).kind != "eagle3_no_draft"
 
 
 def test_a_capture_that_ran_out_of_memory_under_speculation_stays_a_capture_failure() -> None:

@@ -208,3 +208,85 @@ def test_startup_timings_of_the_h100_first_start(adaptive) -> None:
     assert first["kv_cache"] == [{"tokens": 362417, "gb": 44.24}, {"tokens": 362417, "gb": 1.38}]
     [manifest] = adaptive.manifests
     assert manifest["server_process"]["ready_after_s"] == 113.431  # the workbench's clock: spawn to ready
+
+
+# -- the baseline and three speculative variants on one NVIDIA H100 (data/measured/h100-sglang-0.5.17-2026-12-06-four)
+# Two calls of `benchmarks/real_sglang_gpu.py bench` on the same warm H100, 2026-12-06 (baseline and chain, then tree
+# and adaptive with its own tiers): the study issue 30 asks for, every variant on one GPU at concurrency 1-64.
+
+FOUR = Path(__file__).resolve().parents[1] / "data" / "measured" / "h100-sglang-0.5.17-2026-12-06-four"
+SPECULATIVE = ("real-eagle3-chain", "real-eagle3-tree", "real-eagle3-adaptive-tiers")
+
+
+@pytest.fixture(scope="module")
+def four():
+    return load_study(sorted((FOUR / "runs").iterdir()))
+
+
+def test_the_four_variants_ran_on_one_gpu_at_every_level(four) -> None:
+    assert not four.simulated
+    assert set(four.levels["variant"]) == {"real-baseline", *SPECULATIVE}
+    for _, levels in four.levels.groupby("variant"):
+        assert sorted(levels["concurrency"]) == [1, 2, 4, 8, 16, 32, 64]
+    c = conditions_of(four.manifests)
+    assert c.gpus == ("NVIDIA H100 80GB HBM3",) and c.sglang_versions == ("0.5.17",)
+    assert c.forced == {"real-eagle3-chain": 3.0, "real-eagle3-tree": 3.4, "real-eagle3-adaptive-tiers": 3.0}
+    assert set(c.random_weights) == {"real-baseline", *SPECULATIVE}
+    opening = study_opening(four.tables)
+    assert opening.count("MEASURED on real SGLang 0.5.17, NVIDIA H100 80GB HBM3; random weights; accept length") == 1
+    assert "Not measured" not in four.verdict()  # every server started and measured every level
+
+
+def test_every_speculative_variant_leads_at_low_concurrency_and_trails_from_eight(four) -> None:
+    """The H100's answer, as the report prints it: each speculative variant ahead of plain decoding in total output
+    throughput at concurrency 1-4, each behind at 16-64, so every crossover lies between concurrency 4 and 8."""
+    table = four.table("throughput")
+    tok_s = table.pivot(index="concurrency", columns="variant", values="output tok/s").astype(float)
+    for name in SPECULATIVE:
+        ratio = tok_s[name] / tok_s["real-baseline"]
+        assert (ratio.loc[[1, 2, 4]] > 1.2).all() and (ratio.loc[[16, 32, 64]] < 0.9).all(), (name, ratio)
+    assert tok_s.loc[1, "real-baseline"] == 128 and tok_s.loc[64, "real-baseline"] == 1050
+    verdict = four.verdict()
+    for name in SPECULATIVE:
+        line = next(x for x in verdict.splitlines() if x.startswith(f"- **{name}** against real-baseline"))
+        assert "total output throughput: ahead at 1–4" in line and "crossover between concurrency 4 and 8" in line
+
+
+def test_adaptive_drops_to_one_step_from_32_and_loses_to_its_own_chain_under_forced_acceptance(four) -> None:
+    """Forced acceptance is a fixed accept length per verify, capped by the steps drafted: the tiers' 1 step above a
+    padded batch of 24 caps it at 2 (2.0 read at c=32 and 64), while the fixed 3-step chain keeps 2.98. Real drafts
+    accept less at large batches' long contexts; a forced one does not, so this run cannot show the adaptive gain."""
+    table = four.table("throughput").set_index(["variant", "concurrency"])
+    accept = table.loc["real-eagle3-adaptive-tiers", "accept length (tok/verify)"].astype(float)
+    assert accept.loc[16] == pytest.approx(2.98, abs=0.01) and accept.loc[32] == pytest.approx(2.0, abs=0.02)
+    tok_s = table["output tok/s"].astype(float)
+    assert tok_s.loc[("real-eagle3-adaptive-tiers", 64)] < 0.85 * tok_s.loc[("real-eagle3-chain", 64)]
+    assert tok_s.loc[("real-eagle3-adaptive-tiers", 8)] == pytest.approx(tok_s.loc[("real-eagle3-chain", 8)], rel=0.02)
+
+
+def test_the_four_runs_are_the_same_work_by_token_counts(four) -> None:
+    works = four.tables.same_work()
+    assert len(works) == 3
+    for work in works:
+        assert work.checked and not work.flagged and work.pairs == work.same_length_pairs == 288
+
+
+def test_start_up_on_the_h100_later_starts_compile_nothing() -> None:
+    import json
+
+    from workbench.servers import startup_timings
+
+    starts = {}
+    for name in ("summary-bench-h100-pair-a.json", "summary-bench-h100-pair-b.json"):
+        starts.update(json.loads((FOUR / name).read_text())["bench"]["startup"])
+    first = next(v for k, v in starts.items() if k.startswith("real-baseline"))
+    assert first["cuda_graph_s"]["prefill"] == 63.42 and first["scheduler_e2e_s"] == 76.77  # the first start
+    later = [v for k, v in starts.items() if k.startswith(SPECULATIVE)]
+    assert len(later) == 3 and all(v["cuda_graph_s"]["prefill"] < 10 for v in later)
+    assert all(v["weights_gb"] == {"LlamaForCausalLM": 15.02, "LlamaForCausalLMEagle3": 2.14} for v in later)
+    import tarfile
+
+    with tarfile.open(FOUR / "server-logs.tar.gz") as tar:
+        logs = {m.name.rsplit("-", 2)[0]: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    assert set(logs) == {"real-baseline", *SPECULATIVE}
+    assert startup_timings(logs["real-eagle3-tree"])["cuda_graph_s"]["draft_decode"] == 12.95

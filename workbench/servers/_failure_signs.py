@@ -100,6 +100,25 @@ SPEC_PATH = re.compile(
     r"/sglang/srt/speculative/|(?:draft|verify)\w*_cuda_graph_runner|/sglang/srt/models/[^\"/\n]*(?:eagle|mtp)|"
     r"--speculative-(?:algorithm|adaptive|draft-model-path)\b|speculative_algorithm='"
 )
+#: The target loaded again as its own draft: an EAGLE launch (the command line, or ServerArgs as SGLang logs them)
+#: whose second weight load is of the target's own class (``type=LlamaForCausalLM`` twice). SGLang 0.5.17 does that
+#: when --speculative-draft-model-path is missing (tests/fixtures/sglang_logs_real/eagle3_no_draft.log, an H100): the
+#: copy takes a second set of full weights and the draft's full-depth KV pool then runs out of memory. An EAGLE draft
+#: loads as its own class (``LlamaForCausalLMEagle3``); a STANDALONE draft may share the target's class, hence the
+#: EAGLE launch.
+EAGLE_LAUNCH = re.compile(r"--speculative-algorithm[ =]EAGLE3?\b|speculative_algorithm='EAGLE3?'", _I)
+TARGET_AS_DRAFT = re.compile(
+    r"Load weight end\.[^\n]*type=(?P<cls>\w+),[\s\S]*?^(?P<line>[^\n]*Load weight end\.[^\n]*type=(?P=cls),[^\n]*)$",
+    _M,
+)
+TARGET_AS_DRAFT_SUGGESTION = (
+    "EAGLE was started without --speculative-draft-model-path, so SGLang loaded the target checkpoint a second "
+    "time as its own draft (the evidence: a second weight load of the target's class), and that copy's weights and "
+    "full-depth KV pool did not fit: set draft_model_path in the variant to an EAGLE-3 draft trained for this "
+    "target (the memory advice does not apply)."
+)
+#: Any out-of-memory line (CUDA's, PyTorch's) that the rule above ties to the target loaded as its own draft.
+OUT_OF_MEMORY = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", _I)
 #: A grammar-constrained request beside it: frames of ``srt/constrained/`` or a grammar library, the grammar's
 #: vocabulary mask in the speculative tree (0.5.17 ``eagle_worker_common.build_grammar_vocab_mask``,
 #: ``GrammarMask.apply``; 0.5.9 ``spec_utils.generate_token_bitmask``, ``traverse_tree``), or a logged request whose

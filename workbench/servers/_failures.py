@@ -191,6 +191,16 @@ _RULES: tuple[_Rule, ...] = (
         "own draft and is not an EAGLE-3 head (sglang#36528): set draft_model_path in the variant to an EAGLE-3 "
         "draft trained for this target.",
     ),
+    # SGLang 0.5.17 on an H100 (tests/fixtures/sglang_logs_real/eagle3_no_draft.log): the missing draft path did not
+    # reach set_embed; the second copy of the target ran out of memory allocating the draft's KV pool. Before the
+    # memory rules, whose advice (lower --mem-fraction-static) would not help.
+    _Rule(
+        "eagle3_no_draft",
+        signs.TARGET_AS_DRAFT,
+        signs.TARGET_AS_DRAFT_SUGGESTION,
+        requires=(signs.EAGLE_LAUNCH, signs.OUT_OF_MEMORY),
+        evidence="line",
+    ),
     _Rule(
         "draft_weights",
         re.compile(r"^.*KeyError: '[^']*'.*$", _M),
