@@ -13,7 +13,7 @@ import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -145,17 +145,18 @@ def with_runs_dir(given: dict[str, Any], runs_dir: Path | None) -> dict[str, Any
 
 
 def reuse_lines(runs_dir: str | Path | None, started: datetime, finished: datetime) -> list[str]:
-    """One line per run under the runs folder that a sweep reopened between ``started`` and ``finished`` (a
-    notebook's run) and took stored levels from: its variant, run, how many (level, repeat) units it reused and
-    since when they were stored, and how many were measured then. Read from each manifest's ``resumed``
-    record (:func:`workbench.store.open_run`); a folder or manifest that cannot be read gives no line.
+    """One line per run under the runs folder that a notebook's sweep resumed between ``started`` and ``finished``
+    (the notebook's run) with levels stored before it began: its variant, run, how many (level, repeat) units it
+    reused and since when they were stored, and how many it measured then. A line is written once per run, however
+    often the sweep reopened it (each repeat's pass reopens the run, and a later pass finds the units an earlier
+    one of the same notebook stored: those were measured now, not reused). Read from each manifest's ``resumed``
+    record (:func:`workbench.store.open_run`) and ``units_completed``; a folder or manifest that cannot be read
+    gives no line.
 
     Args:
         runs_dir: the runs folder as the notebook was given it (None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
         started, finished: the notebook's run (timezone-aware).
     """
-    from datetime import datetime as _datetime
-
     from workbench.store import runs_root
 
     root = runs_root(runs_dir)
@@ -165,22 +166,41 @@ def reuse_lines(runs_dir: str | Path | None, started: datetime, finished: dateti
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        for entry in manifest.get("resumed") or [] if isinstance(manifest, dict) else []:
-            try:
-                at = _datetime.fromisoformat(str(entry.get("at")).replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            reused, todo = entry.get("units_reused") or [], entry.get("units_to_measure")
-            if not (started <= at <= finished) or not reused:
-                continue
-            since = str(manifest.get("started_at") or "")[:16].replace("T", " ")
-            lines.append(
-                f"reused: {manifest.get('variant')}: {len(reused)} stored unit(s) (level x repeat) from run "
-                f"{manifest.get('run_id', path.parent.name)}"
-                + (f", stored since {since} UTC" if since else "")
-                + ("" if todo is None else f"; measured now: {len(todo)}")
-            )
+        if not isinstance(manifest, dict):
+            continue
+        created = _stamp(manifest.get("started_at"))
+        if created is None or created >= started:  # a run this notebook created: nothing in it is older
+            continue
+        reopened = [
+            entry
+            for entry in manifest.get("resumed") or []
+            if isinstance(entry, dict) and (at := _stamp(entry.get("at"))) is not None and started <= at <= finished
+        ]
+        if not reopened:
+            continue
+        # the first reopening in the window holds what was stored before the notebook began; later ones hold
+        # this notebook's own units too
+        reused = {tuple(u) for u in reopened[0].get("units_reused") or []}
+        if not reused:
+            continue
+        stored = {tuple(u) for u in manifest.get("units_completed") or []}
+        since = str(manifest.get("started_at") or "")[:16].replace("T", " ")
+        lines.append(
+            f"reused: {manifest.get('variant')}: {len(reused)} stored unit(s) (level x repeat) from run "
+            f"{manifest.get('run_id', path.parent.name)}"
+            + (f", stored since {since} UTC" if since else "")
+            + f"; measured now: {len(stored - reused)}"
+        )
     return lines
+
+
+def _stamp(value: object) -> datetime | None:
+    """A manifest's UTC time (``2026-12-06T08:09:55.536Z``) as an aware datetime; None when it is not one."""
+    try:
+        at = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 def _runs_dir_of(parameters: Mapping[str, Any], declared: Mapping[str, Any]) -> Any:
