@@ -15,8 +15,13 @@ and the point's batch and KV (prompt 128 + half the 256 output tokens per reques
   ``moe_layer_floor_us``) fitted to the seven baseline step times; the host time the GPU waits on per iteration is
   the *measured* one (the trace's idle share at the profiled batches), not fitted; every speculative point predicted;
 * **the real-engine profiles** (``data/profiles/*-sglang0517-triton.toml``) as shipped: fitted the same way, with the
-  exposed host time and the extend attention per cached token measured (``kernels.csv``) in the model; the refit
-  printed beside them must reproduce their fitted terms.
+  exposed host time, the extend attention (affine in the cache per request, ``kernels.csv``) and the GEMMs' FLOP
+  efficiency (:func:`gemm_flops_efficiency`) measured, and SGLang 0.5.17's spec v2 step structure (the draft extend
+  over the whole tree width); the refit printed beside them must reproduce their fitted terms.
+
+It writes ``steps.csv`` and ``kernels.csv`` from ``raw/calib-*.json`` alone (``kernels.csv`` from the trace summaries
+the calib step stored beside each profile), then the summaries (``--json``): the one command that regenerates the
+folder's tables (``tests/test_real_engine_tables.py`` checks the stored ones are what it writes).
 
 Errors are on the step time, which is the error of the steady-state output tok/s (``batch x accept length / step``),
 and on the spec/baseline ratio of those throughputs at the same batch. The tree-minus-chain cost (a tree and the
@@ -100,11 +105,58 @@ def tidy(table: Path) -> pd.DataFrame:
 #: SGLang 0.5.17's triton attention kernels, by name: the extend kernel (target verify and draft extend) and the
 #: two stages of the decode kernel (plain decode and the draft's decode steps).
 EXTEND_KERNEL, DECODE_KERNELS = "_fwd_kernel", ("_fwd_grouped_kernel_stage1", "_fwd_kernel_stage2")
+#: The calib step's kernel categories (``real_sglang_calib.CATEGORIES``) kept as columns of kernels.csv.
+KERNEL_PARTS = ("gemm", "moe", "tree_and_sampling", "copy_memset")
+
+
+def kernels(table: Path) -> pd.DataFrame:
+    """Per profiled point of every ``raw/calib-*.json`` (batch 1, 8, 64): GPU milliseconds per iteration, from the
+    trace summary the calib step wrote beside each profile (its 16 iterations' totals divided by 16).
+
+    Columns: ``iteration_ms`` (the trace's window per iteration), ``gpu_busy_ms`` (the union of GPU activity),
+    ``kernels_ms`` (every kernel, copy and memset), ``extend_attention_ms`` (the triton extend kernel, by name: the
+    target's verify and the draft's extend; 0 for plain decoding), ``decode_attention_ms`` (the triton decode
+    kernel's two stages, by name; empty where one of them is not among the summary's twelve largest kernels),
+    ``gemm_ms``, ``moe_ms``, ``tree_and_sampling_ms``, ``copy_memset_ms`` (the summary's categories, by kernel name,
+    first match wins), ``rest_ms`` (``kernels_ms`` less the extend attention, GEMMs and fused MoE: norms, rotary,
+    activations, sampling and tree kernels, copies, decode attention) and ``kv_per_request`` (:func:`with_kv`).
+    """
+    rows = []
+    for path in sorted((table / "raw").glob("calib-*.json")):
+        for server in json.loads(path.read_text())["servers"]:
+            for prof in server.get("profiles", []):
+                if "busy_fraction" not in prof:
+                    continue
+                steps = prof["profiled_steps"]
+                parts = prof["kernel_ms_by_part"]
+                top = {name: ms for name, ms in prof["top_kernels_ms"]}
+                if server.get("shape") and EXTEND_KERNEL not in top:
+                    raise ValueError(
+                        f"{path.name}: {server['name']} at batch {prof['batch']}: the extend kernel {EXTEND_KERNEL} "
+                        "is not among the trace summary's largest kernels; read it from the trace instead"
+                    )
+                extend = top.get(EXTEND_KERNEL, 0.0)
+                decode = sum(top[k] for k in DECODE_KERNELS) if all(k in top for k in DECODE_KERNELS) else None
+                total = sum(parts.values())
+                row = {
+                    "server": server["name"],
+                    "batch": prof["batch"],
+                    "iteration_ms": prof["window_ms"] / steps,
+                    "gpu_busy_ms": prof["gpu_busy_ms"] / steps,
+                    "kernels_ms": total / steps,
+                    "extend_attention_ms": extend / steps,
+                    "decode_attention_ms": None if decode is None else decode / steps,
+                    **{f"{part}_ms": parts.get(part, 0.0) / steps for part in KERNEL_PARTS},
+                    "rest_ms": (total - extend - parts.get("gemm", 0.0) - parts.get("moe", 0.0)) / steps,
+                }
+                rows.append({k: v if v is None or isinstance(v, (str, int)) else round(v, 3) for k, v in row.items()})
+    return pd.DataFrame(rows)
 
 
 def kernel_table(traces: Path) -> pd.DataFrame:
-    """Per profiled point: GPU milliseconds per iteration of the extend (verify) attention, the decode attention,
-    the GEMMs, the fused MoE and all kernels, and the iteration's wall time (the trace's window / its 16 steps)."""
+    """Per torch-profiler trace in ``traces`` (``traces-batch8.tar`` unpacked): GPU milliseconds per iteration of
+    the extend attention and the fused MoE, read from the kernels themselves; :func:`kernels` reads the same from
+    the calib step's summaries (a test checks they agree on the kept traces)."""
     import re
 
     from real_sglang_calib import PROFILED_STEPS, gpu_events
@@ -114,20 +166,12 @@ def kernel_table(traces: Path) -> pd.DataFrame:
         name = re.sub(r"-\d+(\.\d+)?-TP-0\.trace\.json\.gz$", "", path.name)
         server, batch = name.rsplit("-b", 1)
         events = gpu_events(path, ("kernel",))
-        if not events:
-            continue
-        iterations = PROFILED_STEPS
-        ms = lambda pick: sum(e["dur"] for e in events if pick(e["name"])) / 1000 / iterations  # noqa: E731
-        window = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) / 1000 / iterations
+        ms = lambda pick: sum(e["dur"] for e in events if pick(e["name"])) / 1000 / PROFILED_STEPS  # noqa: E731
         rows.append(
             {
                 "server": server,
                 "batch": int(batch),
-                "iteration_ms": round(window, 3),
-                "gpu_kernels_ms": round(ms(lambda n: True), 3),
                 "extend_attention_ms": round(ms(lambda n: n == EXTEND_KERNEL), 3),
-                "decode_attention_ms": round(ms(lambda n: n.startswith(DECODE_KERNELS)), 3),
-                "gemm_ms": round(ms(lambda n: n.startswith(("nvjet", "sm90", "cutlass")) or "gemm" in n.lower()), 3),
                 "moe_ms": round(ms(lambda n: "moe" in n.lower() or "expert" in n.lower()), 3),
             }
         )
@@ -157,6 +201,34 @@ def with_kv(kernels: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
             round(at.input_len + (PROFILE_DELAY_S * 1000.0 / at.step_ms + PROFILED_STEPS / 2) * at.accept_length, 1)
         )
     return kernels.assign(kv_per_request=kv)
+
+
+def gemm_flops_efficiency(points: pd.DataFrame, kernel_rows: pd.DataFrame, model: str = "llama31-8b") -> float:
+    """The achieved fraction of the data sheet's bf16 FLOP/s in the GEMMs, measured: at the profiled points of
+    ``model`` with the widest verify (the most target tokens per iteration: the 16-token tree at batch 64, 1,024
+    rows, where the GEMMs are compute-bound by the roofline's own reckoning), the FLOPs of every GEMM of the
+    iteration as SGLang 0.5.17 runs it (the target's dense layers and LM head over the verify rows; the draft's
+    ``num_steps - 1`` forwards over ``batch x topk`` rows and its extend over the verify rows, each with its LM
+    head) over the trace's GEMM time; the median over those points."""
+    from workbench.sim import load_profile
+
+    profile = load_profile(REAL_PROFILES[model])
+    peak = dataclasses.replace(profile.physics.efficiency, flops_efficiency=1.0)
+    cost = profile.cost_for({"tp_size": 1, "cuda_graph_max_bs": 64}, efficiency=peak)
+    steps = points.set_index(["server", "batch"])
+    found = []
+    for row in kernel_rows.itertuples(index=False):
+        point = steps.loc[(row.server, row.batch)]
+        if point.model != model or point.kind == "baseline":
+            continue
+        spec = _spec(point)
+        rows, wide = row.batch * spec.num_draft_tokens, row.batch * spec.topk
+        flop_ms = cost.target.dense_flop * rows + cost.target.lm_flop * rows
+        flop_ms += (spec.num_steps - 1) * (cost.draft.dense_flop + cost.draft.lm_flop) * wide
+        flop_ms += (cost.draft.dense_flop + cost.draft.lm_flop) * rows
+        found.append((rows, flop_ms / row.gemm_ms))
+    widest = max(r for r, _ in found)
+    return float(np.median([e for r, e in found if r == widest]))
 
 
 def _cost(model: str, efficiency: Any = None, profiles: dict[str, str] = PROFILES):
@@ -282,26 +354,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", type=Path, default=DEFAULT_TABLE)
     ap.add_argument("--json", type=Path, default=None, help="write the summaries here")
-    ap.add_argument(
-        "--traces",
-        type=Path,
-        default=None,
-        help="a folder of the calib step's torch-profiler traces: write kernels.csv from them",
-    )
     args = ap.parse_args(argv)
-    if args.traces:
-        kernels = with_kv(kernel_table(args.traces), tidy(args.table))
-        kernels.to_csv(args.table / "kernels.csv", index=False)
-        print(kernels.to_string(index=False))
     points = tidy(args.table)
     points.to_csv(args.table / "steps.csv", index=False)
+    with_kv(kernels(args.table), points).to_csv(args.table / "kernels.csv", index=False)
     pd.set_option("display.width", 200)
-    print(f"{len(points)} points from {args.table.relative_to(ROOT)} -> steps.csv")
+    print(f"{len(points)} points from {args.table} -> steps.csv")
     host = points.dropna(subset=["host_exposed_ms"]).groupby("model").host_exposed_ms.median()
     print(
         "measured host time the GPU waits on per iteration (median over profiled points, ms):", host.round(3).to_dict()
     )
     results: dict[str, Any] = {"host_exposed_ms": host.round(4).to_dict()}
+    flops = gemm_flops_efficiency(points, pd.read_csv(args.table / "kernels.csv"))
+    print("measured GEMM FLOP efficiency (the widest verify's GEMMs, dense model):", round(flops, 3))
+    results["gemm_flops_efficiency"] = round(flops, 4)
 
     shipped = errors(points, predict(points))
     results["out_of_the_box"] = summary(shipped, "shipped profiles, no fit")
@@ -318,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     refit = {m: fit_baseline(points, m, 0.0, REAL_PROFILES) for m in sorted(points.model.unique())}
     results["real_engine_profiles"] = summary(
         measured,
-        "the real-engine profiles: fitted on baseline only, host time and extend attention measured; spec held out",
+        "the real-engine profiles: fitted on baseline only, host time, extend attention and GEMM FLOP efficiency measured; spec held out",
     )
     results["real_engine_profiles_refit"] = {
         m: {t: round(getattr(e, t), 5) for t in FIT_TERMS[m]} for m, e in refit.items()

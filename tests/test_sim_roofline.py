@@ -266,3 +266,26 @@ def test_expert_flops_efficiency_applies_to_the_experts_only() -> None:
     per_layer_s = row["median_ms"] / row["layers_timed"] / 1e3
     flops = 2 * 4096 * QWEN_MOE.num_experts_per_tok * 3 * QWEN_MOE.hidden_size * QWEN_MOE.moe_intermediate_size
     assert flops / per_layer_s / 1e12 == pytest.approx(198.3, abs=1.0)
+
+
+def test_spec_v2_of_0_5_13_on_runs_the_draft_extend_over_the_whole_tree() -> None:
+    """SGLang 0.5.13+ (eagle_worker_v2.py): num_steps - 1 draft forwards of batch x topk tokens, then the draft
+    extend over batch x num_draft_tokens rows with a logit row each; profiles of earlier releases keep their step."""
+    from workbench.sim import load_profile
+
+    real = load_profile("h100-llama3-8b-sglang0517-triton")
+    assert real.full_width_draft_extend and not load_profile("h100-llama3-8b-eagle3").full_width_draft_extend
+    cost = real.cost_for({"tp_size": 1})
+    spec = SpecConfig("EAGLE3", num_steps=3, topk=4, num_draft_tokens=16, spec_v2=True)
+    batch, kv = 8, 8 * 300
+    d = cost.draft
+    assert d is not None
+    expected = sum(d.total(batch * 4, batch, kv + step * batch * 4, batch * 4) for step in range(2))
+    expected += d.total(batch * 16, batch, kv, batch * 16)
+    assert cost.spec_breakdown(batch, kv, spec, 24).draft_ms == pytest.approx(expected)
+    old = dataclasses.replace(real, sglang_version="0.5.12").cost_for({"tp_size": 1})
+    assert old.spec_breakdown(batch, kv, spec, 24).draft_ms == pytest.approx(
+        d.total(batch, batch, kv, batch)
+        + sum(d.total(batch * 4, batch, kv + step * batch * 4, batch * 4) for step in (1, 2))
+        + d.total(24, batch, kv, batch)
+    )

@@ -22,6 +22,7 @@ _NAMES = {
     "SPEC_V1_GONE_SINCE": "_sglang",
     "SPEC_V2_DECODE_CHECK_SINCE": "_sglang",
     "SPEC_V2_DEFAULT_SINCE": "_sglang",
+    "SPEC_V2_WIDE_DRAFT_EXTEND_SINCE": "_sglang",
     "SPEC_V2_EAGLE3_SINCE": "_sglang",
     "SPEC_V2_STANDALONE_SINCE": "_sglang",
 }
@@ -38,6 +39,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.releases._sglang import SPEC_V1_GONE_SINCE as SPEC_V1_GONE_SINCE
     from workbench.releases._sglang import SPEC_V2_DECODE_CHECK_SINCE as SPEC_V2_DECODE_CHECK_SINCE
     from workbench.releases._sglang import SPEC_V2_DEFAULT_SINCE as SPEC_V2_DEFAULT_SINCE
+    from workbench.releases._sglang import SPEC_V2_WIDE_DRAFT_EXTEND_SINCE as SPEC_V2_WIDE_DRAFT_EXTEND_SINCE
     from workbench.releases._sglang import SPEC_V2_EAGLE3_SINCE as SPEC_V2_EAGLE3_SINCE
     from workbench.releases._sglang import SPEC_V2_STANDALONE_SINCE as SPEC_V2_STANDALONE_SINCE
 else:

@@ -46,6 +46,12 @@ SPEC_V1_GONE_SINCE = "0.5.13"
 #: per request as 0.5.9 does; first read in the 0.5.12 wheel.
 SPEC_V2_DECODE_CHECK_SINCE = "0.5.12"
 
+#: Spec v2's draft extend after a verify runs the draft over the whole tree width, ``num_draft_tokens`` rows per
+#: request with logits for each (``srt/speculative/eagle_worker_v2.py`` ``_draft_extend_for_decode``:
+#: ``num_tokens_per_req=self.speculative_num_draft_tokens``); 0.5.12.post1 runs it over ``num_steps + 1`` rows
+#: (read in the 0.5.12.post1, 0.5.13, 0.5.14 and 0.5.17 wheels).
+SPEC_V2_WIDE_DRAFT_EXTEND_SINCE = "0.5.13"
+
 #: ``get_alloc_len_per_decode`` moved to ``srt/mem_cache/common.py`` and uses ``max_speculative_num_draft_tokens``
 #: (new in ``ServerArgs``), and page size > 1 with topk > 1 reserves the worst-case page-aligned tree instead of
 #: raising NotImplementedError (every 0.5.x final wheel checked).

@@ -40,6 +40,7 @@ from workbench.sim._acceptance import AcceptanceModel
 from workbench.sim._cost_model import CostModel
 from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
 from workbench.paths import PACKAGE_ROOT
+from workbench.releases import SPEC_V2_WIDE_DRAFT_EXTEND_SINCE, release_at_least
 from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
 from workbench.sim._held_out import HeldOut, parse_held_out
 from workbench.sim._spec_kernels import ExtendAttentionCosts, SpecKernelCosts
@@ -129,6 +130,12 @@ class SimProfile:
     policies: dict[str, Any] = dataclasses.field(default_factory=dict)
     acceptance_table: dict[str, Any] = dataclasses.field(default_factory=dict)
     held_out: tuple[HeldOut, ...] = ()
+
+    @property
+    def full_width_draft_extend(self) -> bool:
+        """The profile's release runs spec v2's draft extend over the whole tree width (SGLang 0.5.13+,
+        :data:`~workbench.releases.SPEC_V2_WIDE_DRAFT_EXTEND_SINCE`): its step costs charge that structure."""
+        return release_at_least(self.sglang_version, SPEC_V2_WIDE_DRAFT_EXTEND_SINCE)
 
     @property
     def prompt_sets(self) -> tuple[str, ...]:
@@ -231,6 +238,7 @@ class SimProfile:
             draft=self.physics.draft,
             spec_kernels=self.physics.spec_kernels,
             extend_attention=self.physics.extend_attention,
+            full_width_draft_extend=self.full_width_draft_extend,
         )
 
     def kv_capacity_tokens(self, args: dict[str, Any] | None = None, *, sglang_version: str | None = None) -> int:

@@ -387,6 +387,12 @@ class RooflineCost:
         extend_attention: the real engine's measured extend attention per speculative iteration
             (:class:`~workbench.sim._spec_kernels.ExtendAttentionCosts`), charged instead of the roofline's verify
             attention; None costs the verify's attention as the roofline costs any forward's.
+        full_width_draft_extend: the draft's side of a spec v2 iteration as SGLang 0.5.13+ runs it
+            (``srt/speculative/eagle_worker_v2.py``): ``num_steps - 1`` draft forwards of ``batch x topk`` tokens (the
+            first draft token of an iteration comes from the previous draft extend's logits, ``draft`` skips the last
+            forward), then the draft extend over the whole tree width, ``batch x num_draft_tokens`` rows with a logit
+            row each (``_draft_extend_for_decode``). False (profiles fitted before it) charges one draft forward over
+            ``batch`` tokens, ``num_steps - 1`` over ``batch x topk`` and the extend over the accepted tokens.
 
     Raises:
         ConfigError: ``tp_size`` < 1.
@@ -400,6 +406,7 @@ class RooflineCost:
         draft: ModelConfig | None = None,
         spec_kernels=None,
         extend_attention=None,
+        full_width_draft_extend: bool = False,
     ) -> None:
         if deployment.tp_size < 1:
             raise ConfigError(f"--tp-size must be >= 1, got {deployment.tp_size}")
@@ -409,6 +416,7 @@ class RooflineCost:
         self.draft = _Forward(draft, deployment, efficiency) if draft is not None else None
         self.spec_kernels = spec_kernels
         self.extend_attention = extend_attention
+        self.full_width_draft_extend = full_width_draft_extend
         self._cpu = efficiency.cpu_overhead_ms
         self._cpu_req = efficiency.cpu_per_request_ms
         self._graph_bs = deployment.cuda_graph_max_bs
@@ -471,11 +479,18 @@ class RooflineCost:
         else:  # the real engine's extend kernel, measured, for the verify's (and the draft extend's) attention
             w, k, c, m = self.target.parts(verify_tokens, batch, kv_tokens, verify_tokens, attention=False)
             target = (w, k + self.extend_attention.iteration_ms(batch, kv_tokens), c, m)
-        draft = self._draft(batch, batch, kv_tokens, batch)
         wide = batch * spec.topk
-        for step in range(1, spec.num_steps):
-            draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
-        draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
+        if self.full_width_draft_extend:
+            draft = 0.0
+            for step in range(spec.num_steps - 1):
+                draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
+            rows = batch * spec.num_draft_tokens
+            draft += self._draft(rows, batch, kv_tokens, rows)
+        else:
+            draft = self._draft(batch, batch, kv_tokens, batch)
+            for step in range(1, spec.num_steps):
+                draft += self._draft(wide, batch, kv_tokens + step * wide, wide)
+            draft += self._draft(max(accepted, batch), batch, kv_tokens, batch)
         eager = self._eager(batch, self.target) + (self._eager(batch, self.draft) if self.draft else 0.0)
         kernels = (
             0.0

@@ -157,20 +157,25 @@ class ExtendAttentionCosts:
     which on one H100 took 6-11 times plain decoding's attention over the same cache (1.8 ms per iteration at
     batch 1, 15.2 ms at batch 64 for Llama-3.1-8B's chain of 3). A roofline that charges the verify's attention
     as the bytes it reads cannot see that, so a profile may name the table the real engine's traces give
-    (``benchmarks/real_engine_accuracy.py --traces`` writes it: ``kernels.csv``, columns ``server``, ``batch``,
-    ``extend_attention_ms``, ``kv_per_request``) and the roofline then charges this instead of its own verify
-    attention. The kernel loops over each request's cache, so the table is read as milliseconds per cached token
-    per request at each batch, and an iteration is charged that times the cache per request it reads.
+    (``benchmarks/real_engine_accuracy.py`` writes it from the calib step's trace summaries: ``kernels.csv``,
+    columns ``server``, ``batch``, ``extend_attention_ms``, ``kv_per_request``) and the roofline then charges this
+    instead of its own verify attention.
+
+    At each measured batch the kernel's time is **affine in the cache per request**: a fixed part (the query block
+    against its own draft tokens under the tree mask, the draft extend's pass, the launch and the programs' tails)
+    plus a part that grows with the cached tokens each program loops over. The line is the least-squares fit over
+    the model's speculative servers at that batch, chains and trees together (the kernel pads the query rows:
+    4-, 8- and 16-token verifies sit within 3% of one line at batch 1 and 8 on the H100), whose profiled waves held
+    different caches (their accept lengths differ). Where a batch's rows all hold one cache length, or the line
+    would have a negative fixed part, the figure is read as proportional to the cache (a line through zero).
 
     Args:
         path: the ``kernels.csv`` of a real-engine calibration run.
-        servers: the prefix of the speculative servers whose rows are read (one model's, e.g. ``"l8b-"``);
-            each batch's figure is the median over them (chains and trees alike: the kernel pads the query rows, so
-            a 16-token tree and a 4-token chain cost within 10% of each other at every batch measured).
+        servers: the prefix of the speculative servers whose rows are read (one model's, e.g. ``"l8b-"``).
 
-    Interpolation is linear in the batch between the measured batches (the kernel runs one program per request
-    and head, so past a full GPU its time grows with the requests, not their logarithm), flat below the smallest
-    and extended along the last segment above the largest.
+    The fixed part and the slope are interpolated linearly in the batch between the measured batches (the kernel
+    runs one program per request and head, so past a full GPU its time grows with the requests, not their
+    logarithm), flat below the smallest and extended along the last segment above the largest.
 
     Raises:
         ConfigError: a missing or unreadable file, or no row of a speculative server with that prefix.
@@ -184,14 +189,14 @@ class ExtendAttentionCosts:
         except OSError as exc:
             raise ConfigError(
                 f"cannot read the extend-attention table {self.path}: {exc}; run "
-                "benchmarks/real_engine_accuracy.py --traces DIR on the real engine's traces"
+                "benchmarks/real_engine_accuracy.py on the real engine's calibration records"
             ) from exc
-        by: dict[float, list[float]] = {}
+        by: dict[float, list[tuple[float, float]]] = {}
         try:
             for r in rows:
                 ms = float(r["extend_attention_ms"])
                 if ms > 0:  # a plain-decoding server has no extend attention in its steps
-                    by.setdefault(float(r["batch"]), []).append(ms / float(r["kv_per_request"]))
+                    by.setdefault(float(r["batch"]), []).append((float(r["kv_per_request"]), ms))
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"{self.path}: a row lacks or garbles {exc}") from exc
         if not by:
@@ -199,18 +204,39 @@ class ExtendAttentionCosts:
                 f"{self.path} has no speculative server named {servers}*: name the prefix of one "
                 "model's servers (for example l8b- or q30b-)"
             )
-        pairs = sorted((b, sorted(v)[len(v) // 2]) for b, v in by.items())
-        self._batches = [b for b, _ in pairs]
-        self._per_token = [m for _, m in pairs]
+        self._batches = sorted(by)
+        lines = [_affine(by[b]) for b in self._batches]
+        self._fixed = [a for a, _ in lines]
+        self._slope = [s for _, s in lines]
 
-    def _at(self, batch: float) -> float:
-        bs, ms = self._batches, self._per_token
+    def _at(self, values: list[float], batch: float) -> float:
+        bs = self._batches
         if batch <= bs[0] or len(bs) == 1:
-            return ms[0]
+            return values[0]
         i = min(max(bisect.bisect_left(bs, batch), 1), len(bs) - 1)
-        return ms[i - 1] + (ms[i] - ms[i - 1]) * (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+        return values[i - 1] + (values[i] - values[i - 1]) * (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+
+    def line(self, batch: float) -> tuple[float, float]:
+        """(fixed ms, ms per cached token per request) of one iteration's extend attention at ``batch``."""
+        return max(self._at(self._fixed, batch), 0.0), max(self._at(self._slope, batch), 0.0)
 
     def iteration_ms(self, batch: int, kv_tokens: int) -> float:
         """Extend attention of one speculative iteration at ``batch`` running requests reading ``kv_tokens``
         cached tokens in all (ms)."""
-        return max(self._at(batch), 0.0) * kv_tokens / max(batch, 1)
+        fixed, slope = self.line(batch)
+        return fixed + slope * kv_tokens / max(batch, 1)
+
+
+def _affine(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (intercept, slope) of ``ms`` against ``kv`` over ``(kv, ms)`` pairs; through zero (the mean
+    ratio's line) where the cache lengths do not spread or the intercept would be negative."""
+    n = len(points)
+    mean_kv = sum(k for k, _ in points) / n
+    mean_ms = sum(m for _, m in points) / n
+    spread = sum((k - mean_kv) ** 2 for k, _ in points)
+    if n > 1 and spread > 0:
+        slope = sum((k - mean_kv) * (m - mean_ms) for k, m in points) / spread
+        fixed = mean_ms - slope * mean_kv
+        if fixed >= 0 and slope >= 0:
+            return fixed, slope
+    return 0.0, sum(m for _, m in points) / sum(k for k, _ in points)
