@@ -7,6 +7,7 @@ the simulated server's own flag parser, as a launch would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -122,9 +123,11 @@ def test_charts_are_aggregated_and_labelled(study: wb.PolicyStudy) -> None:
 
 
 def test_written_policies_load_and_the_adaptive_one_parses_as_the_simulator_would(tmp_path: Path) -> None:
-    study = wb.load_dynamic_disable(FIXTURE, progress=False)  # its own: write_policies replaces its runs
-    runs = write_policies(study, tmp_path)
-    threshold, adaptive = runs["threshold"], runs["adaptive tiers"]
+    stored = wb.load_dynamic_disable(FIXTURE, progress=False)
+    study = write_policies(stored, tmp_path)  # a new study whose runs are the policies written here
+    assert stored.runs["threshold"].path.parent == FIXTURE  # the stored study is unchanged
+    threshold, adaptive = study.runs["threshold"], study.runs["adaptive tiers"]
+    assert threshold.path.parent == tmp_path and threshold.levels is None
     v = load_variant(threshold.path)
     assert v.sim_policy == {"spec_off_above": study.threshold().no_draft_above}
     a = load_variant(adaptive.path)
@@ -173,11 +176,11 @@ def test_notebook_regenerates_under_papermill_from_the_stored_study(tmp_path: Pa
 
 
 def test_a_threshold_without_a_patch_is_not_run_on_a_real_engine(tmp_path: Path) -> None:
-    study = wb.load_dynamic_disable(FIXTURE, progress=False)
-    write_policies(study, tmp_path)
-    study.runs.pop("adaptive tiers")
+    written = write_policies(wb.load_dynamic_disable(FIXTURE, progress=False), tmp_path)
+    study = written.with_runs({"threshold": written.runs["threshold"]})
     assert not study.runs["threshold"].variant.patches  # eagle3-topk1-v2 is spec v2: no patch covers it
-    study.bench = {"host": "local", "engine": "sglang", "runs_dir": str(tmp_path / "runs")}
+    bench = {"host": "local", "engine": "sglang", "runs_dir": str(tmp_path / "runs")}
+    study = dataclasses.replace(study, tables=dataclasses.replace(study.tables, bench=bench))
     with pytest.warns(UserWarning, match="would run it always-on; not run"):
-        assert measure_policies(study) == {}
+        assert measure_policies(study) is study  # nothing measured: the same study back
     assert not (tmp_path / "runs").exists()

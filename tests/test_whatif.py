@@ -47,13 +47,13 @@ def test_crossovers_best_and_policy(wi) -> None:
     assert pol["recommended"].sum() <= 1 and "adaptive tiers" in set(pol["policy"])
     # the threshold policy is the analysis package's rule on the predictions: its configuration is ahead of
     # the baseline at every level up to the threshold and not at the next
-    thr = wi._threshold_policy()
+    thr = wi.tables.threshold
     ratios = wi.ratios()
-    mine = ratios[ratios["variant"] == thr["variant"]].set_index("concurrency")["output_ratio"]
-    assert (mine[mine.index <= thr["threshold"]] > 1.0).all()
-    assert (mine[mine.index > thr["threshold"]].head(1) <= 1.0).all()
+    mine = ratios[ratios["variant"] == thr.variant].set_index("concurrency")["output_ratio"]
+    assert (mine[mine.index <= thr.threshold] > 1.0).all()
+    assert (mine[mine.index > thr.threshold].head(1) <= 1.0).all()
     assert (
-        thr["variant"]
+        thr.variant
         == wb.analysis.best_threshold(
             wi.levels, baseline=wi.baseline, specs=wi.configurations, metric="output_throughput_tok_s"
         ).spec

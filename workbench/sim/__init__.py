@@ -6,10 +6,13 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
+    "check_prediction": "_held_out",
+    "combine_checks": "_held_out",
     "configuration": "_predict",
     "FORCED_ACCEPTANCE_ENV": "_acceptance",
     "forced_length": "_acceptance",
     "grid_configurations": "_predict",
+    "HeldOutCheck": "_held_out",
     "Deployment": "_roofline",
     "Efficiency": "_roofline",
     "load_gpu": "_hardware",
@@ -32,10 +35,13 @@ _NAMES = {
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
+    from workbench.sim._held_out import check_prediction as check_prediction
+    from workbench.sim._held_out import combine_checks as combine_checks
     from workbench.sim._predict import configuration as configuration
     from workbench.sim._acceptance import FORCED_ACCEPTANCE_ENV as FORCED_ACCEPTANCE_ENV
     from workbench.sim._acceptance import forced_length as forced_length
     from workbench.sim._predict import grid_configurations as grid_configurations
+    from workbench.sim._held_out import HeldOutCheck as HeldOutCheck
     from workbench.sim._roofline import Deployment as Deployment
     from workbench.sim._roofline import Efficiency as Efficiency
     from workbench.sim._hardware import load_gpu as load_gpu

@@ -35,9 +35,10 @@ def variant_settings(v: Variant) -> dict[str, Any]:
     }
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PolicyRun:
-    """A policy as one server: its variant file and, once measured, its level rows.
+    """A policy as one server: its variant file and, once measured, its level rows (a new value:
+    ``dataclasses.replace(run, levels=..., run_dir=...)``).
 
     Attributes:
         policy: ``"threshold"`` or ``"adaptive tiers"``.
@@ -47,6 +48,7 @@ class PolicyRun:
         always_on: the static speculative variant it is compared with.
         choice: concurrency -> the swept variant the prediction takes there.
         levels: its measured level rows (None until run).
+        run_dir: the run that measured it (None until run).
     """
 
     policy: str
@@ -56,6 +58,7 @@ class PolicyRun:
     always_on: str
     choice: dict[int, str]
     levels: pd.DataFrame | None = None
+    run_dir: Path | None = None
 
 
 def read_policy_runs(index: Mapping[str, Any], folder: Path) -> dict[str, tuple[PolicyRun, Path | None]]:

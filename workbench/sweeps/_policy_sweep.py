@@ -9,6 +9,7 @@ with the same plan (:func:`measure_policies`) and records the study's index (``s
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ from workbench.sweeps._policy_files import adaptive_variant, threshold_variant, 
 from workbench.variants import load_variant
 
 
-def write_policies(study: PolicyStudy, policy_dir: str | Path) -> dict[str, PolicyRun]:
+def write_policies(study: PolicyStudy, policy_dir: str | Path) -> PolicyStudy:
     """Write the threshold and adaptive-tiers policies as variant files (and the adaptive JSON) into ``policy_dir``.
 
     File names carry a hash of their content, so a changed policy is another sweep and never
@@ -40,31 +41,33 @@ def write_policies(study: PolicyStudy, policy_dir: str | Path) -> dict[str, Poli
     every level) is not written: it is one of the swept variants already.
 
     Returns:
-        policy -> :class:`~workbench.studies.PolicyRun` (also kept in ``study.runs``).
+        ``study`` with the policies written as its runs (policy -> :class:`~workbench.studies.PolicyRun`, not yet
+        measured), in place of any it had.
     """
     folder = paths.resolve(policy_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    study.runs = {}
+    runs: dict[str, PolicyRun] = {}
     t = study.threshold()
     if t.kind == "threshold":
-        study.runs["threshold"] = threshold_variant(load_variant(t.spec), t, folder)
+        runs["threshold"] = threshold_variant(load_variant(t.spec), t, folder)
     topk1 = study.topk_variants(1)
     policy = sglang_policy(study.tiers(), None, sglang_version=study.adaptive_version) if topk1 else None
     if policy is not None and policy.kind == "adaptive_tiers":
         best = study.envelope(variants=[study.baseline, *topk1]).sort_values("concurrency")
         choice = {int(r.concurrency): r.best_variant for r in best.itertuples()}
         always_on = next((v for v in best["best_variant"] if v != study.baseline), next(iter(topk1)))
-        study.runs["adaptive tiers"] = adaptive_variant(
+        runs["adaptive tiers"] = adaptive_variant(
             load_variant(next(iter(topk1))), policy, folder, always_on=always_on, choice=choice
         )
-    return study.runs
+    return study.with_runs(runs)
 
 
-def measure_policies(study: PolicyStudy, policy_dir: str | Path | None = None) -> dict[str, Path]:
+def measure_policies(study: PolicyStudy, policy_dir: str | Path | None = None) -> PolicyStudy:
     """Write the policies (when not yet) and measure each as one server with the sweep's plan.
 
     Returns:
-        policy -> its run directory.
+        ``study`` with each measured policy's level rows and run directory in its run
+        (:attr:`~workbench.studies.PolicyRun.levels`, :attr:`~workbench.studies.PolicyRun.run_dir`).
 
     Raises:
         ConfigError: the study has no sweep settings (loaded from runs: pass ``bench``), or as
@@ -76,7 +79,7 @@ def measure_policies(study: PolicyStudy, policy_dir: str | Path | None = None) -
             "pass bench={...} with the sweep's keyword arguments"
         )
     if not study.runs:
-        write_policies(study, policy_dir or runs_root(study.bench.get("runs_dir")) / "policies")
+        study = write_policies(study, policy_dir or runs_root(study.bench.get("runs_dir")) / "policies")
     runs = list(study.runs.values())
     if not resolve_engine(study.bench.get("host", "local"), study.bench.get("engine")).simulated:
         # a real SGLang runs only what its tree does: a threshold without a patch would measure always-on
@@ -89,13 +92,15 @@ def measure_policies(study: PolicyStudy, policy_dir: str | Path | None = None) -
             )
             runs.remove(run)
     if not runs:
-        return {}
+        return study
     dirs = benchmark_variants([r.variant for r in runs], **study.bench)
     measured = load_study(dirs, baseline=runs[0].variant.name)
     rows = study.with_goodput(measured.levels, measured.requests)
-    for run in runs:
-        run.levels = rows[rows["variant"] == run.variant.name].copy()
-    return {run.policy: d for run, d in zip(runs, dirs)}
+    done = {
+        run.policy: dataclasses.replace(run, levels=rows[rows["variant"] == run.variant.name].copy(), run_dir=d)
+        for run, d in zip(runs, dirs)
+    }
+    return study.with_runs({**study.runs, **done})
 
 
 def dynamic_disable(
@@ -144,12 +149,11 @@ def dynamic_disable(
         e2e_ms=e2e_ms,
         adaptive_version=adaptive_version,
         bench=bench,
+        settings={v.name: variant_settings(v) for v in loaded},
     )
-    study.settings = {v.name: variant_settings(v) for v in loaded}
     folder = policy_dir or runs_root(bench.get("runs_dir")) / "policies"
-    policy_runs: dict[str, Path] = {}
     if run_policies:
-        write_policies(study, folder)
-        policy_runs = measure_policies(study)
+        study = measure_policies(write_policies(study, folder))
+    policy_runs = {name: run.run_dir for name, run in study.runs.items() if run.run_dir is not None}
     write_index(study, dirs, policy_runs, folder)
     return study
