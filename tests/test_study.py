@@ -225,7 +225,12 @@ def test_verdict_from_one_repeat_with_a_queue_and_unequal_settings() -> None:
     ]
     text = study.comparability_text()
     assert "- **eagle3** differs from baseline:" in text
-    assert "- **Queued requests** (ringed in red in the charts): eagle3 at concurrency 4: 2 queued (cap 2)." in text
+    assert (
+        "- **Requests over the cap** (the tables' *over cap*: in flight beyond the server's max-running-requests, so "
+        "waiting whatever it does; ringed in red in the charts): eagle3 at concurrency 4: 2 over (cap 2). The "
+        "server's own queue, which also holds requests waiting for their prefill, is in *What the server saw* "
+        "(*mean_queued_reqs*)."
+    ) in text
     ratio = study.charts()["ratio_eagle3"].to_dict()
     assert (
         "NOT LIKE-FOR-LIKE: overlap scheduling on (baseline) vs off; max_running_requests 4096 (baseline) vs 2"
@@ -318,7 +323,7 @@ def test_latency_and_accept_length_charts_draw_the_intervals_they_announce() -> 
 
 def test_narrow_tables_round_to_the_interval_and_carry_units() -> None:
     table = _repeated_study().table("throughput").set_index(["variant", "concurrency"])
-    assert list(table.columns) == ["n", "queued", "output tok/s", "per-request tok/s", "accept length (tok/verify)"]
+    assert list(table.columns) == ["n", "over cap", "output tok/s", "per-request tok/s", "accept length (tok/verify)"]
     # 89, 90, 91: mean 90, half width 2.48 -> one significant digit of it: units
     assert table.loc[("baseline", 1), "output tok/s"] == "90 (88–92)"
     one = _study().table("throughput").set_index(["variant", "concurrency"])
@@ -348,8 +353,8 @@ def test_queues_alike_in_every_pair_are_said_once() -> None:
     lines = study.verdict().splitlines()
     said = [line for line in lines if "queue" in line]
     assert said == [
-        "  - At concurrency 4 every server queues 2 of 4 requests (max-running-requests 2 each): all are "
-        "full, so the pairs are like-for-like there."
+        "  - At concurrency 4 baseline and the 2 variants compared with it (eagle3, eagle3b) each queue 2 of 4 "
+        "requests (max-running-requests 2 each): these 3 servers are full, so the 2 pairs are like-for-like there."
     ]
 
 

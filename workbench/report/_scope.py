@@ -131,25 +131,37 @@ def _runs_scope(runs: Sequence[Any], runs_dir: Any) -> ReportScope:
     except WorkbenchError:  # runs moved or deleted since: the index still lists the report
         return ReportScope()
     models: list[Any] = []
-    gpus: list[Any] = []
+    gpus: dict[str, list[str]] = {}  # GPU -> the variants that ran on it
     simulated = False
     for m in manifests:
         sim = m.get("simulation") or {}
         info = m.get("server_info") or {}
         models.append(sim.get("target_model") or info.get("model_path") or _launch_model(m))
-        gpus.extend(g.get("name") for g in m.get("gpus") or [] if isinstance(g, Mapping))
+        ran_on = [g.get("name") for g in m.get("gpus") or [] if isinstance(g, Mapping)]
         if sim.get("profile"):
             simulated = True
             deployment = _toml("profiles", str(sim["profile"])).get("deployment") or {}
             if deployment.get("gpu"):
-                gpus.append(_gpu_words(str(deployment["gpu"]), deployment.get("gpus")))
+                ran_on.append(_gpu_words(str(deployment["gpu"]), deployment.get("gpus")))
+        for gpu in dict.fromkeys(str(g) for g in ran_on if g):
+            gpus.setdefault(gpu, []).append(str(m.get("variant")))
     models.extend(_first(levels, "inferencex_model"))
-    gpus.extend(_first(levels, "inferencex_hw"))
+    for hw in _first(levels, "inferencex_hw"):
+        gpus.setdefault(str(hw), [])
     simulated = simulated or any(bool(x) for x in _first(levels, "simulated"))
     workloads = _first(levels, "workload")
     return ReportScope(
-        model=_joined(models), gpu=_joined(gpus), workload=_joined(workloads), simulated=simulated, source="runs"
+        model=_joined(models), gpu=_gpus_text(gpus), workload=_joined(workloads), simulated=simulated, source="runs"
     )
+
+
+def _gpus_text(gpus: Mapping[str, Sequence[str]]) -> str:
+    """One GPU as its name; several, each with the variants whose runs used it (``"NVIDIA H200 (real-baseline,
+    real-eagle3-chain); NVIDIA H100 80GB HBM3 (real-eagle3-adaptive-tiers)"``), so runs on two cards never read as
+    one."""
+    if len(gpus) < 2:
+        return _joined(gpus)
+    return "; ".join(f"{gpu} ({', '.join(dict.fromkeys(v))})" if v else gpu for gpu, v in gpus.items())
 
 
 def report_scope(params: Mapping[str, Any]) -> ReportScope:

@@ -19,6 +19,7 @@ import pandas as pd
 from workbench.analysis import choose_workload, load_axis, load_modes
 from workbench.errors import ConfigError
 from workbench.studies._goodput import GoodputTargets, with_goodput
+from workbench.studies._run_facts import drafts
 from workbench.studies._tables import SetAsideRun, StudyTables
 
 __all__ = ["assemble_tables", "read_tables"]
@@ -184,7 +185,8 @@ def read_tables(
     as every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
     None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
 
-    ``baseline`` None: the first run's variant. ``seed_pair`` is kept only when both of its variants are
+    ``baseline`` None: the first run's variant that decodes plainly (:func:`workbench.studies._run_facts.drafts`), else
+    the first run's (every run drafts: the study then says it has no plain-decoding baseline). ``seed_pair`` is kept only when both of its variants are
     among the runs and its baseline is not the study's. Rows of runs whose figures come from a simulator
     stand-in for a patch carry its label in ``sim_stand_in`` (None elsewhere), from each run's manifest.
 
@@ -203,7 +205,8 @@ def read_tables(
     for frame in (requests, levels):
         if "run_id" in frame:
             frame["sim_stand_in"] = frame["run_id"].map(stand_in).astype("object")
-    first = str(manifests[0].get("variant")) if manifests else "baseline"
+    plain = [m for m in manifests if drafts([m], str(m.get("variant"))) is False]  # runs that decode plainly
+    first = str((plain or manifests)[0].get("variant")) if manifests else "baseline"
     chosen = first if baseline is None else baseline
     names = {m.get("variant") for m in manifests}
     pair = (seed_pair[0], seed_pair[1]) if seed_pair and len(seed_pair) == 2 and set(seed_pair) <= names else None

@@ -77,12 +77,14 @@ class RunConditions:
         random_weights: variants whose server loaded random weights (``--load-format dummy``).
         forced: variant -> the accept length its server was forced to.
         sglang_versions: the SGLang versions the servers reported (sorted).
+        gpu_variants: GPU model name -> the variants whose servers ran on it (in run order).
     """
 
     gpus: tuple[str, ...]
     random_weights: tuple[str, ...]
     forced: Mapping[str, float]
     sglang_versions: tuple[str, ...]
+    gpu_variants: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def any(self) -> bool:
@@ -100,6 +102,10 @@ def conditions_of(manifests: Sequence[Mapping[str, Any]]) -> RunConditions:
         random_weights=tuple(sorted({str(m.get("variant")) for m in real if _random_weights(m)})),
         forced=dict(sorted(forced.items())),
         sglang_versions=tuple(sorted({str(m["sglang_version"]) for m in real if m.get("sglang_version")})),
+        gpu_variants={
+            g: tuple(dict.fromkeys(str(m.get("variant")) for m in real if g in _gpu_names(m)))
+            for g in sorted({g for m in real for g in _gpu_names(m)})
+        },
     )
 
 
@@ -114,8 +120,10 @@ def conditions_text(manifests: Sequence[Mapping[str, Any]], *, short: bool = Fal
     if not c.any:
         return ""
     head = "MEASURED on real SGLang" + (f" {', '.join(c.sglang_versions)}" if c.sglang_versions else "")
-    if c.gpus:
-        head += f", {', '.join(c.gpus)}"
+    if len(c.gpus) > 1:  # runs on different cards: say which ran where
+        head += ", " + " and ".join(f"{g} ({', '.join(c.gpu_variants.get(g, ()))})" for g in c.gpus)
+    elif c.gpus:
+        head += f", {c.gpus[0]}"
     parts = [head]
     if c.random_weights:
         parts.append("random weights" + ("" if short else " (--load-format dummy: real cost, meaningless tokens)"))

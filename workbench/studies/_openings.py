@@ -22,7 +22,6 @@ from workbench.studies._calibration_study import CalibrationStudy
 from workbench.studies._conditions import conditions_text
 from workbench.studies._policy_study import PolicyStudy
 from workbench.studies._seed_pair import cap_split
-from workbench.studies._study_words import choice_spans
 from workbench.studies._tables import StudyTables
 from workbench.studies._whatif import WhatIf
 
@@ -151,25 +150,97 @@ def _provenance_sentence(study: StudyTables) -> str:
     return f"All figures are SIMULATED ({pace}, n={n} repeats{cpu}), not GPU measurements."
 
 
+def _answer_sentence(study: StudyTables) -> str:
+    """The short answer: at which levels speculation pays, ties with plain decoding or loses, on total output
+    throughput (:meth:`StudyTables.policy_choices`: a level where a speculative and a plain-decoding server are not
+    distinguishable is a tie), naming what to run where it pays and where it loses."""
+    choices = study.policy_choices()
+    measured = list(choices[study.load])
+    best = study.policy().set_index(study.load)["best_variant"]
+    if study.baseline_speculative:  # nothing decodes plainly: what to run, not whether speculation pays
+        runs = _runs_of(best.reset_index(), study.load)
+        spans = [
+            f"{code(v)} at {_at(study, levels_text(c, measured)) if i == 0 else levels_text(c, measured)}"
+            for i, (v, c) in enumerate(runs)
+        ]
+        return f"Run {_and(spans)}: the most total output tok/s there (every variant here drafts)."
+    kinds = []
+    for serve in choices["serve"]:
+        drafting = [study.speculative(v) for v in serve]
+        kinds.append("pays" if all(drafting) else "loses" if not any(drafting) else "ties")
+    segments: list[tuple[str, list]] = []
+    for kind, level in zip(kinds, measured):
+        if segments and segments[-1][0] == kind:
+            segments[-1][1].append(level)
+        else:
+            segments.append((kind, [level]))
+
+    serving = dict(zip(measured, choices["serve"]))
+
+    def names(levels: list) -> str:
+        """The variants that serve at every level of ``levels`` ("a or b": the tables cannot tell them apart), else
+        the best at each in turn ("a, then b")."""
+        common = [v for v in serving[levels[0]] if all(v in serving[c] for c in levels)]
+        if common:
+            return " or ".join(code(v) for v in common)
+        return ", then ".join(code(v) for v in dict.fromkeys(best[c] for c in levels))
+
+    if len(segments) == 1:
+        kind, levels = segments[0]
+        every = f"every {study.load_axis.words} measured ({levels_text(levels, measured)}{study.load_axis.unit})"
+        if kind == "pays":
+            return f"On total output tok/s, speculation pays at {every}: run {names(levels)}."
+        if kind == "loses":
+            return f"On total output tok/s, speculation does not pay at {every}: run plain decoding ({names(levels)})."
+        return f"On total output tok/s, speculation ties with plain decoding at {every}: either serves."
+    said = []
+    for i, (kind, levels) in enumerate(segments):
+        at = levels_text(levels, measured)
+        at = _at(study, at) if i == 0 else f"{at}{study.load_axis.unit}"
+        if kind == "pays":
+            said.append(f"pays at {at} ({names(levels)})")
+        elif kind == "loses":
+            said.append(f"loses at {at} (run plain decoding: {names(levels)})")
+        else:
+            said.append(f"ties with plain decoding at {at}")
+    return f"On total output tok/s, speculation {_and(said)}."
+
+
+def _lone_opening(study: StudyTables) -> str:
+    """The opening of a study whose one variant drafts: there is no baseline, so it says so, gives the variant's own
+    throughput, and what to measure."""
+    means = study.means()
+    tok_s = means["output_throughput_tok_s"]
+    levels = sorted(means[study.load])
+    return _join(
+        [
+            f"No baseline to compare to: these runs hold one variant, {code(study.baseline)}, and it drafts "
+            "(speculative decoding), so nothing here says whether speculation pays.",
+            f"On its own it gave {tok_s.min():,.0f}–{tok_s.max():,.0f} output tok/s at "
+            f"{_at(study, levels_text(levels, levels))}.",
+            "Measure plain decoding on the same model, GPU and workload (its variant without "
+            "`--speculative-algorithm`) and report both runs together.",
+            _provenance_sentence(study),
+        ]
+    )
+
+
 def study_opening(study: StudyTables) -> str:
     """The spec-versus-baseline report's opening (markdown, at most :data:`MAX_SENTENCES` sentences).
 
-    In order: what to run at which concurrency (:meth:`StudyTables.policy`, highest total output
-    throughput); where the lead speculative variant stops paying against the baseline, with its
-    95% interval (:meth:`StudyTables.crossover_intervals`); with the seed's pair, what the 48-request cap
-    accounts for of its gap (:func:`workbench.studies._seed_pair.cap_split`); the caveat that matters most; simulated or
-    measured, with n and the levels that fell behind the simulator's schedule.
+    In order: the short answer, at which levels speculation pays, ties with plain decoding or loses on total output
+    throughput, with what to run (:func:`_answer_sentence`); where the lead speculative variant stops paying against
+    the baseline, with its 95% interval (:meth:`StudyTables.crossover_intervals`); with the seed's pair, what the
+    48-request cap accounts for of its gap, and how many of the measurements it rests on are timing-flagged
+    (:func:`workbench.studies._seed_pair.cap_split`); the caveat that matters most; simulated or measured, with n and
+    the levels that fell behind the simulator's schedule. A study whose only variant drafts says that it has no
+    baseline to compare to (:func:`_lone_opening`).
     """
+    if study.baseline_speculative and not study.spec_variants:
+        return _lone_opening(study) + _set_aside_paragraph(study)
     pol = study.policy()
     measured = sorted(pol[study.load])
-    spans = choice_spans(study, name=code, brief=True)
-    words = f" at {study.load_axis.words} "
-    plan = _and([spans[0], *(s.replace(words, " at ") for s in spans[1:3])])  # "concurrency" said once
-    tied = " (either: indistinguishable there)" if any(s.startswith(("either ", "any of ")) for s in spans[:3]) else ""
-    sentences = [
-        f"Run {plan}{'' if len(spans) <= 3 else ' (more switches in the table below)'}: the highest "
-        f"total output throughput there{tied}."
-    ]
+    sentences = [_answer_sentence(study)]
     spec = _lead_spec(study)
     if spec is not None:
         interval = study.crossover_intervals(spec).get("output_throughput_tok_s")
@@ -193,7 +264,13 @@ def study_opening(study: StudyTables) -> str:
     split = cap_split(study)
     if split is not None and study.seed_pair is not None:  # a split is only made of a seed pair
         sentences.append(split.sentence(*study.seed_pair, study.baseline))
-    sentences.append(_study_caveat(study, spec))
+    if study.baseline_speculative:
+        sentences.append(
+            f"Caveat: no run here decodes plainly ({code(study.baseline)}, the baseline, drafts too), so these "
+            "figures compare speculative settings with each other, not speculation with plain decoding."
+        )
+    else:
+        sentences.append(_study_caveat(study, spec))
     sentences.append(_provenance_sentence(study))
     return _join(sentences) + _set_aside_paragraph(study)
 

@@ -87,8 +87,9 @@ def narrow_table(study: StudyTables, kind: str = "throughput") -> pd.DataFrame:
             ``"latency"`` (TTFT, TPOT and E2E p50 and p99 in ms); :data:`TABLES`.
 
     Returns:
-        ``variant``, ``concurrency``, ``n`` (repeats), ``queued`` (requests in the server's
-        queue), then each metric as text: the mean rounded to its interval's first
+        ``variant``, ``concurrency``, ``n`` (repeats), ``over cap`` (requests beyond the server's
+        max-running-requests at that concurrency, which wait whatever the server does: not the server's own
+        queue, which ``/metrics`` reports), then each metric as text: the mean rounded to its interval's first
         significant digit with the 95% interval, ``"812 (790–835)"``, or three significant
         figures without one (n=1).
 
@@ -98,7 +99,7 @@ def narrow_table(study: StudyTables, kind: str = "throughput") -> pd.DataFrame:
     if kind not in TABLES:
         raise ConfigError(f"table kind {kind!r} is not one of {sorted(TABLES)}")
     means = study.means()
-    out = means[["variant", study.load, "n", "queued_requests"]].rename(columns={"queued_requests": "queued"})
+    out = means[["variant", study.load, "n", "queued_requests"]].rename(columns={"queued_requests": "over cap"})
     for col, shown in TABLES[kind]:
         if col not in means or means[col].isna().all():
             continue

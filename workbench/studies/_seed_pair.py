@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+
 import pandas as pd
 
 from workbench.analysis import interval_text, round_sig
-from workbench.markup import code
+from workbench.markup import code, literal
 from workbench.studies._tables import StudyTables
 
 __all__ = ["SEED_PROFILE", "CapSplit", "cap_split", "seed_figures"]
@@ -36,6 +37,11 @@ class CapSplit:
         speculation: like-for-like baseline / seed speculative variant.
         cap_share: the cap's part of the gap in log terms (``log cap / log gap``), 0..1 when both
             factors are at least 1.
+        flagged: the measurements the split rests on whose timings are flagged, one phrase each
+            (``"baseline, repeat 2: fell 0.06 wall s behind the simulator's schedule"``): the simulator's CPU
+            fell behind its clock there (``sim_behind_schedule_wall_s`` > 0) or past the stated bounds
+            (``sim_schedule_problem``). Empty when none is.
+        measurements: how many level measurements (variant x repeat) the split rests on.
     """
 
     concurrency: int
@@ -43,14 +49,28 @@ class CapSplit:
     cap: float
     speculation: float
     cap_share: float
+    flagged: tuple[str, ...] = ()
+    measurements: int = 0
 
-    def sentence(self, seed_baseline: str, seed_spec: str, baseline: str) -> str:
+    def sentence(self, seed_baseline: str, seed_spec: str, baseline: str, *, detail: bool = False) -> str:
         """``"At concurrency 64 the seed's `baseline` gives 2.03x `eagle3-topk4`'s output tok/s: 1.05x of
-        it is the 48-request cap (against `baseline-cap48`), 1.93x speculation."``"""
-        return (
+        it is the 48-request cap (against `baseline-cap48`), 1.93x speculation."``, and, where a measurement it
+        rests on is timing-flagged (:attr:`flagged`), how many (``detail``: which, and why: the verdict's line)."""
+        said = (
             f"At concurrency {self.concurrency} the seed's {code(seed_baseline)} gives {self.gap:.2f}x "
             f"{code(seed_spec)}'s output tok/s: {self.cap:.2f}x of it is the 48-request cap (against "
-            f"{code(baseline)}), {self.speculation:.2f}x speculation."
+            f"{code(baseline)}), {self.speculation:.2f}x speculation"
+        )
+        if not self.flagged:
+            return said + "."
+        n, verb = len(self.flagged), "is" if len(self.flagged) == 1 else "are"
+        if not detail:
+            return (
+                f"{said}; {n} of its {self.measurements} measurements {verb} timing-flagged (*The seed's pair* below)."
+            )
+        return (
+            f"{said}; {n} of the {self.measurements} measurements it rests on {verb} timing-flagged, so take the split "
+            f"as approximate: {'; '.join(literal(f) for f in self.flagged)}."
         )
 
 
@@ -76,7 +96,27 @@ def cap_split(study: StudyTables) -> CapSplit | None:
     cap = means[(seed_base, c)] / means[(study.baseline, c)]
     spec = means[(study.baseline, c)] / means[(seed_spec, c)]
     share = math.log(cap) / math.log(gap) if gap > 0 and abs(math.log(gap)) > 1e-12 else float("nan")
-    return CapSplit(c, float(gap), float(cap), float(spec), float(share))
+    at = lv[(lv["concurrency"] == c) & lv["variant"].isin(names)]
+    flagged = tuple(
+        f"{row['variant']}"
+        + (f", repeat {int(row['repeat']) + 1}" if "repeat" in at and at["repeat"].nunique() > 1 else "")
+        + f": {why}"
+        for _, row in at.iterrows()
+        if (why := _timing_flag(row))
+    )
+    return CapSplit(c, float(gap), float(cap), float(spec), float(share), flagged, len(at))
+
+
+def _timing_flag(level: pd.Series) -> str:
+    """Why a level measurement's timings are not the model's alone (``""``: they are): past the simulator's stated
+    bounds (``sim_schedule_problem``), or behind its schedule (``sim_behind_schedule_wall_s`` > 0)."""
+    problem = level.get("sim_schedule_problem")
+    if isinstance(problem, str) and problem:
+        return f"timings not the model's: {problem}"
+    behind = level.get("sim_behind_schedule_wall_s")
+    if behind is not None and not pd.isna(behind) and float(behind) > 0:
+        return f"fell {float(behind):.2f} wall s behind the simulator's schedule"
+    return ""
 
 
 def seed_figures(study: StudyTables) -> pd.DataFrame:

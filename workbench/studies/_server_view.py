@@ -145,7 +145,10 @@ def show_server_series(runs: Sequence[str | Path]) -> None:
             '`--enable-metrics`), its "Decode batch" / "Prefill batch" log lines, and the host\'s GPUs '
             "(nvidia-smi, where the load generator runs on the server's host). Each cell: the mean over "
             "the repeats of each repeat's mean over its samples, with its 95% interval over the n "
-            "repeats (none for n=1); n_samples over all repeats."
+            "repeats (none for n=1); n_samples over all repeats. *mean_queued_reqs* is the server's own "
+            "waiting queue (`num_queue_reqs`): requests it has received and not yet started, whether they wait "
+            "for a free request slot or for their prefill. It can be above 0 where the results table's "
+            "*over cap* is 0: that column counts only the requests beyond the server's max-running-requests."
         )
     )
     if series.empty:

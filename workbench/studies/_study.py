@@ -265,8 +265,8 @@ def load_study(
     every ``workbench runs`` command resolves them (:func:`workbench.store.find_run` under ``runs_dir``;
     None: ``$WORKBENCH_RUNS_DIR`` or data/runs).
 
-    ``baseline`` names the variant the others are compared with; None: the first run's variant
-    (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
+    ``baseline`` names the variant the others are compared with; None: the first run's variant that decodes
+    plainly, else the first run's (``benchmark_variants`` returns runs in the order of its ``variants``). ``workload`` picks
     which workload to show when the runs hold several (a label of
     :func:`workbench.bench.workload_labels`, as ``workbench runs show`` prints it); None: the
     one the most variants measured (:attr:`Study.other_workloads` lists the rest, and every

@@ -122,21 +122,25 @@ def comparability_text(study: StudyTables) -> str:
             lines.append(f"  - {code(r.setting)}{values}: {r.effect}. To equalise: {r.equalise}.")
     if len(held):
         at = "; ".join(
-            f"{literal(r.variant)} at {_at(study, getattr(r, study.load))}: {r.queued_requests} queued (cap {r.cap})"
+            f"{literal(r.variant)} at {_at(study, getattr(r, study.load))}: {r.queued_requests} over (cap {r.cap})"
             for r in held.itertuples()
         )
-        lines.append(f"- **Queued requests** (ringed in red in the charts): {at}.")
+        lines.append(
+            "- **Requests over the cap** (the tables' *over cap*: in flight beyond the server's max-running-requests, "
+            f"so waiting whatever it does; ringed in red in the charts): {at}. The server's own queue, which also "
+            "holds requests waiting for their prefill, is in *What the server saw* (*mean_queued_reqs*)."
+        )
     elif study.load != "concurrency":
         lines.append(
-            "- **Queued requests**: not known for open-loop levels (requests arrive at a rate, so how "
+            "- **Requests over the cap**: not known for open-loop levels (requests arrive at a rate, so how "
             "many wait in a server's queue is not fixed by the load)."
         )
     else:
         lines.append(
-            "- **Queued requests** beyond max-running-requests: none; every level's concurrency is within "
-            "each server's max-running-requests. A request can still wait in the server's own queue for "
-            "its prefill (chunked prefill admits a budget of prompt tokens per step): *What the server "
-            "saw* shows the queue the server reported at each level, where it was observed."
+            "- **Requests over the cap**: none (the tables' *over cap* is 0 at every level); every level's "
+            "concurrency is within each server's max-running-requests. A request can still wait in the server's "
+            "own queue for its prefill (chunked prefill admits a budget of prompt tokens per step): *What the "
+            "server saw* shows that queue as the server reported it (*mean_queued_reqs*), where it was observed."
         )
     return "\n".join(lines)
 
@@ -147,7 +151,8 @@ def acceptance_text(study: StudyTables) -> str:
     prompt category; says so where the runs recorded no per-request histograms."""
     rates = study.position_rates()
     lines = []
-    for spec in study.spec_variants:
+    drafting = [v for v in study.variants if study.speculative(v)]  # a speculative baseline included
+    for spec in drafting:
         mine = rates[rates["variant"] == spec]
         if not len(mine):
             lines.append(
@@ -167,7 +172,7 @@ def acceptance_text(study: StudyTables) -> str:
                 f"- **{literal(spec)}** at {_at(study, level)}: acceptance rate by draft position {shown} ({where})."
             )
     cats = study.accept_by_category()
-    for spec, group in cats[cats["variant"].isin(study.spec_variants)].groupby("variant", sort=False):
+    for spec, group in cats[cats["variant"].isin(drafting)].groupby("variant", sort=False):
         shown = "; ".join(
             f"{literal(r.prompt_category)} {r.accept_length:.2f} (n={r.n_requests})" for r in group.itertuples()
         )
@@ -402,20 +407,28 @@ def verdict(study: StudyTables) -> str:
     last, the provenance (:func:`provenance_line`).
     """
     lines = [f"**Verdict** — {provenance_line(study)}", ""]
+    if study.baseline_speculative and not study.spec_variants:
+        lines.append(
+            f"- **No baseline to compare to**: the runs hold one variant, {literal(study.baseline)}, and it drafts "
+            "(speculative decoding). Whether speculation pays needs a plain-decoding run of the same model, GPU and "
+            "workload (its variant without `--speculative-algorithm`), reported with this one; the figures below "
+            "are this variant's own."
+        )
     pol = study.policy()
     measured = list(pol[study.load])
     spans = choice_spans(study, name=lambda v: f"**{literal(v)}**")
     caveat = _policy_caveat(study, pol, measured)
     if "either serves there" in caveat:  # the spans name both already, with why
         caveat = f" (n={int(pol['n'].min())} repeats)"
-    lines.append(
-        f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}{caveat}."
-    )
+    if len(study.variants) > 1:  # one variant is no choice
+        lines.append(
+            f"- **Recommended policy** (highest total output throughput at each level): {'; '.join(spans)}{caveat}."
+        )
     lines += _goodput_lines(study)
     names = {"output_throughput_tok_s": "total output throughput", "mean_per_request_tok_s": "per request"}
     unfair = study.comparability()
     held = study.queued()
-    alike: dict[str, list[str]] = {}
+    alike: dict[tuple[float, int, object], list[str]] = {}  # (level, queued, cap) -> the specs queueing as the baseline
     for spec in study.spec_variants:
         crossovers, intervals = study.crossovers(spec), study.crossover_intervals(spec)
         said = "; ".join(
@@ -425,23 +438,28 @@ def verdict(study: StudyTables) -> str:
             for m in COMPARED
         )
         lines.append(f"- **{literal(spec)}** against {literal(study.baseline)} — {said}.")
-        for text in _queue_sentences(study, spec, held):
-            if text.endswith("like-for-like there.") and not text.startswith("Not"):
-                alike.setdefault(text, []).append(spec)  # said once, among the caveats
-            else:
-                lines.append(f"  - {text}")
+        same, unequal = _queue_sentences(study, spec, held)
+        for key in same:
+            alike.setdefault(key, []).append(spec)  # said once, among the caveats
+        lines += [f"  - {text}" for text in unequal]
     split = cap_split(study)
     if split is not None and study.seed_pair is not None:  # a split is only made of a seed pair
         lines.append(
-            f"- **The seed's pair** (uncapped, as the seed measured it): {split.sentence(*study.seed_pair, study.baseline)}"
+            f"- **The seed's pair** (uncapped, as the seed measured it): "
+            f"{split.sentence(*study.seed_pair, study.baseline, detail=True)}"
         )
     differs = unfair[~unfair["setting"].str.startswith("preflight")]
     unlike = set(differs["variant"])
-    caveats = [_queued_alike(text, specs, study.spec_variants, unlike) for text, specs in alike.items()]
+    caveats = [_queued_alike(study, key, specs, unlike) for key, specs in alike.items()]
     for work in study.same_work():
         if work.flagged:
             caveats.append(f"Not the same work: {work.text()} (*Comparability* below).")
     caveats.extend(_unmeasured(study))
+    if study.baseline_speculative and study.spec_variants:
+        caveats.append(
+            f"No plain-decoding run: the baseline {literal(study.baseline)} drafts too, so each pair compares two "
+            "speculative settings, not speculation with plain decoding."
+        )
     for spec, group in differs.groupby("variant", sort=False):
         settings = ", ".join(
             f"{literal(r.setting)} {literal(r.baseline_value)} (baseline) vs {literal(r.spec_value)}"
@@ -474,29 +492,26 @@ def verdict(study: StudyTables) -> str:
     return "\n".join(lines)
 
 
-def _queued_alike(text: str, specs: list[str], all_specs: list[str], unlike: set[str]) -> str:
-    """The caveat for pairs that queue alike at a level (``text`` as :func:`_queue_sentences` says it for
-    one pair), for the ``specs`` it holds for. A pair whose settings differ beyond speculation
-    (``unlike``, the next caveat says how) is not called like-for-like: queueing favours neither there."""
+def _queued_alike(study: StudyTables, key: tuple[float, int, object], specs: list[str], unlike: set[str]) -> str:
+    """The caveat for the pairs whose two servers queue alike at a level (``key``: the level, how many requests
+    wait in each, their cap), for the ``specs`` it holds for, counting the servers and pairs it names. A pair whose
+    settings differ beyond speculation (``unlike``, the next caveat says how) is not called like-for-like: queueing
+    favours neither there."""
+    c, q, cap = key
+    base, pairs = literal(study.baseline), len(specs)
+    held = f"queue {q} of {c:g} requests (max-running-requests {literal(cap)} each)"
+    if pairs == 1:
+        who, full, pair = f"both servers {held}", "both are full", "the pair"
+    else:
+        of = "the" if pairs == len(study.spec_variants) else f"{pairs} of the {len(study.spec_variants)}"
+        names = literal(", ".join(specs))
+        who = f"{base} and {of} {pairs} variants compared with it ({names}) each {held}"
+        full, pair = f"these {pairs + 1} servers are full", f"the {pairs} pairs"
     if set(specs) & unlike:
-        text = text.replace(
-            "so the pair is like-for-like there.",
-            "so queueing favours neither there (their other settings differ: next caveat).",
-        )
-    if len(specs) == len(all_specs) > 1:
-        return (
-            text.replace("both servers queue", "every server queues")
-            .replace("both are full, so the pair is", "all are full, so the pairs are")
-            .replace(
-                "so queueing favours neither there (their other settings differ",
-                "so queueing favours none there (some other settings differ",
-            )
-        )
-    if len(all_specs) > 1:
-        return text.replace("there.", f"there ({literal(', '.join(specs))}).").replace(
-            "there (their other", f"there ({literal(', '.join(specs))}; their other"
-        )
-    return text
+        neither = "neither" if pairs == 1 else f"none of {pair}"
+        other = "their other settings differ" if pairs == 1 else "some of their other settings differ"
+        return f"At {_at(study, c)} {who}: {full}, so queueing favours {neither} there ({other}: next caveat)."
+    return f"At {_at(study, c)} {who}: {full}, so {pair} {'is' if pairs == 1 else 'are'} like-for-like there."
 
 
 def _goodput_lines(study: StudyTables) -> list[str]:
@@ -547,8 +562,13 @@ def _unmeasured(study: StudyTables) -> list[str]:
     return out
 
 
-def _queue_sentences(study: StudyTables, spec: str, held: pd.DataFrame) -> list[str]:
-    """Per level where either server of the pair queued: like-for-like when both queued alike, else not."""
+def _queue_sentences(
+    study: StudyTables, spec: str, held: pd.DataFrame
+) -> tuple[list[tuple[float, int, object]], list[str]]:
+    """Per level where either server of the pair queued: ``(alike, unequal)``, the levels where both queued alike
+    as ``(level, queued, cap)`` (:func:`_queued_alike` words them, once for every pair they hold for), and a
+    not-like-for-like sentence per level where they did not."""
+    alike: list[tuple[float, int, object]] = []
     out = []
     caps = study.caps
     pair = held[held["variant"].isin([spec, study.baseline])]
@@ -556,10 +576,7 @@ def _queue_sentences(study: StudyTables, spec: str, held: pd.DataFrame) -> list[
         q = dict(zip(group["variant"], group["queued_requests"]))
         qb, qs = q.get(study.baseline, 0), q.get(spec, 0)
         if qb == qs:
-            out.append(
-                f"At concurrency {c} both servers queue {qs} of {c} requests (max-running-requests "
-                f"{literal(caps.get(spec))} each): both are full, so the pair is like-for-like there."
-            )
+            alike.append((c, int(qs), caps.get(spec)))
             continue
         who = [
             f"{q_} of {c} requests wait in {literal(v)}'s queue (max-running-requests {literal(caps.get(v))})"
@@ -576,4 +593,4 @@ def _queue_sentences(study: StudyTables, spec: str, held: pd.DataFrame) -> list[
             f"{', while ' + ' and '.join(others) if others else ''}; the figures there compare a full "
             "server with one that is not."
         )
-    return out
+    return alike, out

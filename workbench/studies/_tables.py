@@ -47,6 +47,7 @@ from workbench.analysis import (
 from workbench.errors import ConfigError
 from workbench.studies._conditions import conditions_of, conditions_text
 from workbench.studies._goodput import GoodputTargets
+from workbench.studies._run_facts import drafts, gpu_difference, gpu_words
 
 __all__ = ["COMPARED", "INTERVAL_METRICS", "LATENCY_METRICS", "SetAsideRun", "StudyTables"]
 
@@ -201,6 +202,27 @@ class StudyTables:
         seed_base = self.seed_pair[0] if self.seed_pair else None
         return [v for v in self.variants if v not in (self.baseline, seed_base)]
 
+    def speculative(self, variant: str) -> bool:
+        """Whether ``variant``'s server drafts (speculative decoding) rather than decoding plainly: as its run's
+        manifest says (:func:`workbench.studies._run_facts.drafts`), else whether its levels record an accept length,
+        else whether it is neither the baseline nor the seed's (rows built by hand)."""
+        said = drafts(self.manifests, variant)
+        if said is not None:
+            return said
+        mine = self.levels.loc[self.levels["variant"] == variant].get("accept_length", pd.Series(dtype=float))
+        if len(mine):
+            return bool(mine.notna().any())
+        return variant not in (self.baseline, self.seed_pair[0] if self.seed_pair else None)
+
+    @property
+    def baseline_speculative(self) -> bool:
+        """True when the baseline itself drafts: no plain-decoding run to compare speculation with."""
+        return self.speculative(self.baseline)
+
+    def gpus(self, variant: str) -> str:
+        """The GPUs ``variant``'s server ran on, in words (:func:`workbench.studies._run_facts.gpu_words`)."""
+        return gpu_words(self.manifests, variant)
+
     @property
     def simulated(self) -> bool:
         """True when any figure comes from the simulated engine."""
@@ -342,7 +364,10 @@ class StudyTables:
                 frames.append(
                     settings_differences(infos[self.baseline], infos[spec], spec=spec, baseline=self.baseline)
                 )
-        rows = []
+        rows: list[dict[str, Any]] = []
+        for spec in self.spec_variants:  # a pair on two GPUs compares cards as well as speculation
+            if self.gpus(self.baseline) and self.gpus(spec) and self.gpus(spec) != self.gpus(self.baseline):
+                rows.append(gpu_difference(self.baseline, self.gpus(self.baseline), spec, self.gpus(spec)))
         for m in self.manifests:
             for f in [*(m.get("preflight_findings") or []), *(m.get("effective_findings") or [])]:
                 if f.get("severity") in ("warning", "error") and m.get("variant") != self.baseline:
