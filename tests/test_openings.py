@@ -98,7 +98,7 @@ def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
     assert said[2] == (
         f"At concurrency 64 the seed's `baseline` gives {gap:.2f}x `eagle3-topk4`'s output tok/s: "
         f"{cap:.2f}x of it is the 48-request cap (against `baseline-cap48`), {gap / cap:.2f}x speculation; "
-        "1 of its 9 measurements is timing-flagged (*The seed's pair* below)."
+        "1 of its 9 measurements is timing-flagged (the verdict says which)."
     )
     assert said[3].startswith("Caveat: ")
     assert said[4] == (

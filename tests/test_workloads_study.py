@@ -164,14 +164,16 @@ def test_the_index_says_what_each_report_measured_and_why_two_disagree(tmp_path:
     assert "meta-llama/Llama-3.1-8B-Instruct" in rows["calibration"] and "NVIDIA H200 SXM 141 GB" in rows["calibration"]
     assert "(simulated)" not in rows["calibration"]
     assert "none: measures no model" in rows["inspect_source"]
-    note = page[page.index('<p class="note">') : page.index("</p>")]
+    start = page.index('<p class="note">Two reports')  # under the table (the page opens with the answer)
+    note = page[start : page.index("</p>", start)]
     assert "Two reports can disagree without either being wrong" in note
+    # groups and names in the index's reading order (spec_vs_baseline first)
     assert (
-        "These reports differ in model (meta-llama/Llama-3.1-8B-Instruct: calibration; "
-        "meta-llama/Llama-3.3-70B-Instruct: dynamic_disable, spec_vs_baseline, what_if)"
+        "These reports differ in model (meta-llama/Llama-3.3-70B-Instruct: spec_vs_baseline, dynamic_disable, "
+        "what_if; meta-llama/Llama-3.1-8B-Instruct: calibration)"
     ) in note
-    assert "GPU (NVIDIA H200 SXM 141 GB: calibration; 8x NVIDIA H100 NVL 94 GB: dynamic_disable" in note
+    assert "GPU (8x NVIDIA H100 NVL 94 GB: spec_vs_baseline, dynamic_disable, what_if; NVIDIA H200 SXM 141 GB" in note
     assert (
-        "prompts=default out=32: dynamic_disable; prompts=default out=256: spec_vs_baseline, what_if)" in note
+        "prompts=default out=256: spec_vs_baseline, what_if; prompts=default out=32: dynamic_disable; out=512" in note
         and "inspect_source" not in note
     )  # a report that measures no model is in no group

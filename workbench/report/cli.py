@@ -376,7 +376,7 @@ def report_command(
     if out.is_dir():  # one page listing every report in the folder, linked relatively
         from workbench.report._index import write_index
 
-        typer.echo(f"  index:    {write_index(out, order=[nb.stem for nb in plan])}")
+        typer.echo(f"  index:    {write_index(out)}")  # in reading order: the answer first
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     typer.echo(
         f"{len(plan) - len(failures)} of {len(plan)} report(s) written to {out} in "
