@@ -120,8 +120,8 @@ def trust(held_out: Sequence[HeldOut], spec: SpecConfig, levels: Sequence[int]) 
     if not found:
         v2 = "" if not spec.enabled else (" spec v2" if spec.spec_v2 else " spec v1")
         return (
-            f"checked: never for {regime_of(spec)}{v2} decoding at batch {min(levels)}-{max(levels)} on this "
-            "profile; the prediction is unchecked there"
+            f"not checked: this profile holds no real-engine error for {regime_of(spec)}{v2} decoding at batch "
+            f"{min(levels)}-{max(levels)}, so the prediction is unchecked there"
         )
     return "checked: " + "; ".join(h.sentence() for h in found)
 
