@@ -113,7 +113,8 @@ def kernels(table: Path) -> pd.DataFrame:
     """Per profiled point of every ``raw/calib-*.json`` (batch 1, 8, 64): GPU milliseconds per iteration, from the
     trace summary the calib step wrote beside each profile (its 16 iterations' totals divided by 16).
 
-    Columns: ``iteration_ms`` (the trace's window per iteration), ``gpu_busy_ms`` (the union of GPU activity),
+    Columns: the server's ``num_steps``, ``topk`` and ``num_draft_tokens`` (0, 1, 1 for plain decoding),
+    ``iteration_ms`` (the trace's window per iteration), ``gpu_busy_ms`` (the union of GPU activity),
     ``kernels_ms`` (every kernel, copy and memset), ``extend_attention_ms`` (the triton extend kernel, by name: the
     target's verify and the draft's extend; 0 for plain decoding), ``decode_attention_ms`` (the triton decode
     kernel's two stages, by name; empty where one of them is not among the summary's twelve largest kernels),
@@ -138,9 +139,13 @@ def kernels(table: Path) -> pd.DataFrame:
                 extend = top.get(EXTEND_KERNEL, 0.0)
                 decode = sum(top[k] for k in DECODE_KERNELS) if all(k in top for k in DECODE_KERNELS) else None
                 total = sum(parts.values())
+                shape = server.get("shape") or (0, 1, 1)
                 row = {
                     "server": server["name"],
                     "batch": prof["batch"],
+                    "num_steps": shape[0],
+                    "topk": shape[1],
+                    "num_draft_tokens": shape[2],
                     "iteration_ms": prof["window_ms"] / steps,
                     "gpu_busy_ms": prof["gpu_busy_ms"] / steps,
                     "kernels_ms": total / steps,
@@ -229,6 +234,38 @@ def gemm_flops_efficiency(points: pd.DataFrame, kernel_rows: pd.DataFrame, model
         found.append((rows, flop_ms / row.gemm_ms))
     widest = max(r for r, _ in found)
     return float(np.median([e for r, e in found if r == widest]))
+
+
+def small_kernel_check(kernel_rows: pd.DataFrame, profiles: dict[str, str] = REAL_PROFILES) -> pd.DataFrame:
+    """Per profiled speculative point: the small kernels' measured time beyond plain decoding's (``rest_ms`` less
+    the plain server's ``rest_ms - decode_attention_ms`` at that batch) beside what each real-engine profile's
+    :class:`~workbench.sim.SmallKernelCosts` charges, and whether the point is one of the servers its terms were
+    solved from (``solved_from``): the others (the second accept lengths) are the check."""
+    from workbench.sim import load_profile
+
+    rows = []
+    for model, name in profiles.items():
+        small = load_profile(name).physics.spec_kernels
+        named = set(getattr(small, "servers", ()))
+        prefix = next(iter(named)).split("-")[0] + "-"
+        part = kernel_rows[kernel_rows.server.str.startswith(prefix)]
+        plain = part[part.num_steps == 0].set_index("batch")
+        for row in part[part.num_steps > 0].itertuples(index=False):
+            carry = plain.loc[row.batch, "rest_ms"] - plain.loc[row.batch, "decode_attention_ms"]
+            measured = row.rest_ms - carry
+            charged = small.step_ms(int(row.batch), int(row.num_steps), int(row.topk), int(row.num_draft_tokens))
+            rows.append(
+                {
+                    "model": model,
+                    "server": row.server,
+                    "batch": int(row.batch),
+                    "solved_from": row.server in named,
+                    "measured_ms": round(measured, 3),
+                    "charged_ms": round(charged, 3),
+                    "error_ms": round(charged - measured, 3),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def _cost(model: str, efficiency: Any = None, profiles: dict[str, str] = PROFILES):
@@ -407,11 +444,15 @@ def main(argv: list[str] | None = None) -> int:
     ):
         print(f"\n== {label}")
         print(df[cols].to_string(index=False))
+    check = small_kernel_check(pd.read_csv(args.table / "kernels.csv"))
+    print("\n== small kernels beyond plain decoding's: measured (trace) and charged (SmallKernelCosts)")
+    print(check.to_string(index=False))
+    results["small_kernels"] = check.to_dict(orient="records")
     tmc = tree_minus_chain(measured)
     print("\n== tree minus chain (fitted, measured terms)")
     print(tmc.to_string(index=False))
     results["tree_minus_chain"] = tmc.to_dict(orient="records")
-    print(json.dumps({k: v for k, v in results.items() if k != "tree_minus_chain"}, indent=1))
+    print(json.dumps({k: v for k, v in results.items() if k not in ("tree_minus_chain", "small_kernels")}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

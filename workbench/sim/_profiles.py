@@ -43,7 +43,7 @@ from workbench.paths import PACKAGE_ROOT
 from workbench.releases import SPEC_V2_WIDE_DRAFT_EXTEND_SINCE, release_at_least
 from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
 from workbench.sim._held_out import HeldOut, parse_held_out
-from workbench.sim._spec_kernels import ExtendAttentionCosts, SpecKernelCosts
+from workbench.sim._spec_kernels import ExtendAttentionCosts, SmallKernelCosts, SpecKernelCosts
 
 #: Where shipped profiles live.
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "data" / "profiles"
@@ -72,7 +72,9 @@ class Physics:
             cuda_graph_max_bs, mem_fraction_static).
         spec_kernels: the speculative step's small kernels measured on the GPU (``[spec_kernels]``:
             ``table``, a ``remote/gpu_spec_step.py`` CSV relative to the project root, and ``verify``,
-            ``"greedy"`` by default), or None: not charged.
+            ``"greedy"`` by default; or ``small_kernels``, a real-engine ``kernels.csv``, and
+            ``small_kernels_servers``, the servers of one model in it by name: :class:`SmallKernelCosts`), or None:
+            not charged.
         extend_attention: the real engine's measured extend attention per speculative iteration (``[spec_kernels]``
             ``extend_attention``, a real-engine ``kernels.csv``, and ``extend_attention_servers``, the prefix of one
             model's servers in it), or None: the roofline costs the verify's attention.
@@ -86,7 +88,7 @@ class Physics:
     efficiency: Efficiency
     fit_terms: tuple[str, ...]
     defaults: dict[str, Any]
-    spec_kernels: SpecKernelCosts | None = None
+    spec_kernels: SpecKernelCosts | SmallKernelCosts | None = None
     extend_attention: ExtendAttentionCosts | None = None
 
 
@@ -291,15 +293,31 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
         k: dep[k] for k in ("tp_size", "custom_all_reduce", "cuda_graph_max_bs", "mem_fraction_static") if k in dep
     }
     kernels = data.get("spec_kernels")
-    spec_kernels = extend_attention = None
+    spec_kernels: SpecKernelCosts | SmallKernelCosts | None = None
+    extend_attention = None
     if kernels is not None:
-        if "table" not in kernels and "extend_attention" not in kernels:
+        if not {"table", "small_kernels", "extend_attention"} & set(kernels):
             raise ConfigError(
                 f'Profile {path}: [spec_kernels] needs table = "data/calibration/.../spec_step.csv" '
-                'and/or extend_attention = "data/calibration/.../kernels.csv"'
+                '(or small_kernels = "data/calibration/.../kernels.csv") and/or extend_attention = '
+                '"data/calibration/.../kernels.csv"'
+            )
+        if "table" in kernels and "small_kernels" in kernels:
+            raise ConfigError(
+                f"Profile {path}: [spec_kernels] names both table (the PyTorch stand-ins) and small_kernels (the "
+                "real engine's); each charges the same kernels, so keep one"
             )
         if "table" in kernels:
             spec_kernels = _spec_kernel_costs(str(kernels["table"]), str(kernels.get("verify", "greedy")))
+        if "small_kernels" in kernels:
+            names = kernels.get("small_kernels_servers")
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+                raise ConfigError(
+                    f"Profile {path}: [spec_kernels] small_kernels needs small_kernels_servers = [the plain-decoding "
+                    'server and four speculative ones of one model, by name] (for example ["l8b-baseline", '
+                    '"l8b-chain3-acc3.0", "l8b-chain7-acc4.5", "l8b-tree8-acc3.4", "l8b-tree16-acc3.6"])'
+                )
+            spec_kernels = _small_kernels(str(kernels["small_kernels"]), tuple(names))
         if "extend_attention" in kernels:
             if "extend_attention_servers" not in kernels:
                 raise ConfigError(
@@ -328,6 +346,12 @@ def _spec_kernel_costs(table: str, verify: str) -> SpecKernelCosts:
     """One loaded table per (file, regime): profiles that share a table share its curves."""
     path = Path(table)
     return SpecKernelCosts(path if path.is_absolute() else PACKAGE_ROOT / path, verify=verify)
+
+
+@functools.lru_cache(maxsize=8)
+def _small_kernels(table: str, servers: tuple[str, ...]) -> SmallKernelCosts:
+    path = Path(table)
+    return SmallKernelCosts(path if path.is_absolute() else PACKAGE_ROOT / path, servers=servers)
 
 
 @functools.lru_cache(maxsize=8)

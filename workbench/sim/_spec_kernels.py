@@ -240,3 +240,141 @@ def _affine(points: list[tuple[float, float]]) -> tuple[float, float]:
         if fixed >= 0 and slope >= 0:
             return fixed, slope
     return 0.0, sum(m for _, m in points) / sum(k for k, _ in points)
+
+
+#: What :class:`SmallKernelCosts` charges per iteration, each term's size: ``fixed`` (1), ``per_draft_step``
+#: (``num_steps - 1`` draft decode forwards), ``per_verify_row`` (``num_draft_tokens`` rows per request) and
+#: ``per_tree`` (1 when ``topk > 1``).
+SMALL_KERNEL_TERMS = ("fixed", "per_draft_step", "per_verify_row", "per_tree")
+
+
+class SmallKernelCosts:
+    """Per-iteration time of a speculative step's small kernels, measured on the real engine.
+
+    Beside its GEMMs, fused MoE and extend attention, an SGLang 0.5.17 spec v2 iteration runs many small kernels:
+    norms, rotary and activations over every verify row of every layer, the draft's decode attention, top-k and
+    softmax after each draft forward, tree building and the tree's top-k over ``topk x topk`` candidates, the
+    verify's sampling, and copies (the tree's KV move of accepted tokens, ``copy_all_layer_kv_cache_tiled``, 0.95 ms
+    per iteration at batch 64 for Llama-3.1-8B's 16-token tree). The real engine's traces give their time per
+    iteration (``kernels.csv``'s ``rest_ms``: every kernel but the extend attention, the GEMMs and the fused MoE),
+    and this class charges them **instead of** the PyTorch stand-ins of :class:`SpecKernelCosts`.
+
+    What plain decoding pays for the same kinds of kernels is already in a profile fitted on plain decoding (the
+    fitted HBM efficiency and fixed time per layer absorb it), so at each measured batch the charged time is a
+    server's ``rest_ms`` less the plain-decoding server's ``rest_ms - decode_attention_ms`` (its decode attention
+    is charged by the roofline and is not run by a verify). That excess is written, per batch, as four terms
+    (:data:`SMALL_KERNEL_TERMS`)::
+
+        fixed + per_draft_step x (num_steps - 1) + per_verify_row x num_draft_tokens + per_tree x [topk > 1]
+
+    solved at that batch from the named servers: four shapes (a chain of 3 and of 7, a tree of 8 and of 16 tokens)
+    give the four terms exactly (more servers are solved by least squares). The tables' servers at a second accept
+    length (the same shapes) are left out on purpose: they are the check that a term is the shape's, not one
+    server's (``benchmarks/real_engine_accuracy.py`` prints it). A term is the launch-bound cost of a draft step at small batches and the row-bound cost of
+    the verify's norms and activations at large ones, so it is interpolated linearly in the batch between the
+    measured batches, flat below the smallest and extended along the last segment above the largest; the sum is
+    never charged below zero.
+
+    Args:
+        path: the ``kernels.csv`` of a real-engine calibration run (columns ``server``, ``batch``, ``num_steps``,
+            ``topk``, ``num_draft_tokens``, ``rest_ms``, ``decode_attention_ms``).
+        servers: the servers of one model whose rows are read, by name: its plain-decoding server (``num_steps``
+            0) and its speculative ones.
+
+    Raises:
+        ConfigError: a missing or unreadable file, a named server not in it, a row lacking a column, no
+            plain-decoding server at a batch with speculative ones, or fewer than four distinct speculative shapes (a chain and a tree each at two
+            sizes) at a measured batch.
+    """
+
+    def __init__(self, path: str | Path, *, servers: tuple[str, ...]) -> None:
+        self.path, self.servers = Path(path), tuple(servers)
+        try:
+            with self.path.open(newline="", encoding="utf-8") as fh:
+                rows = [r for r in csv.DictReader(fh) if r.get("server") in self.servers]
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read the small-kernel table {self.path}: {exc}; run "
+                "benchmarks/real_engine_accuracy.py on the real engine's calibration records"
+            ) from exc
+        missing = sorted(set(self.servers) - {r["server"] for r in rows})
+        if missing:
+            raise ConfigError(f"{self.path} has no rows of {', '.join(missing)}: name servers of its 'server' column")
+        plain: dict[float, float] = {}
+        spec: dict[float, list[tuple[tuple[float, ...], float]]] = {}
+        try:
+            for r in rows:
+                batch, steps, rest = float(r["batch"]), int(r["num_steps"]), float(r["rest_ms"])
+                if steps == 0:
+                    plain[batch] = rest - float(r["decode_attention_ms"])
+                    continue
+                x = (1.0, float(steps - 1), float(r["num_draft_tokens"]), 1.0 if int(r["topk"]) > 1 else 0.0)
+                spec.setdefault(batch, []).append((x, rest))
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(
+                f"{self.path}: a row lacks or garbles {exc}; rerun benchmarks/real_engine_accuracy.py, which writes "
+                "the shape columns"
+            ) from exc
+        if not spec:
+            raise ConfigError(f"{self.path}: none of {', '.join(self.servers)} is a speculative server")
+        self._batches = sorted(spec)
+        self._terms: list[tuple[float, ...]] = []
+        for b in self._batches:
+            if b not in plain:
+                raise ConfigError(
+                    f"{self.path}: no plain-decoding server among those named at batch {b:g}, so what plain decoding already "
+                    "pays for its small kernels is unknown there; profile the baseline at every profiled batch"
+                )
+            points = [(x, rest - plain[b]) for x, rest in spec[b]]
+            if len({x for x, _ in points}) < len(SMALL_KERNEL_TERMS):
+                raise ConfigError(
+                    f"{self.path}: the servers named have {len({x for x, _ in points})} distinct speculative shapes "
+                    f"at batch {b:g}; the {len(SMALL_KERNEL_TERMS)} terms ({', '.join(SMALL_KERNEL_TERMS)}) need chains of "
+                    "two lengths and trees of two sizes"
+                )
+            self._terms.append(_least_squares(points))
+        self._memo: dict[tuple[int, int, int, int], float] = {}
+
+    def terms(self, batch: float) -> dict[str, float]:
+        """Each of :data:`SMALL_KERNEL_TERMS` (ms) at ``batch`` running requests, interpolated in the batch."""
+        bs = self._batches
+        if batch <= bs[0] or len(bs) == 1:
+            values = self._terms[0]
+        else:
+            i = min(max(bisect.bisect_left(bs, batch), 1), len(bs) - 1)
+            f = (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+            values = tuple(a + (b - a) * f for a, b in zip(self._terms[i - 1], self._terms[i]))
+        return dict(zip(SMALL_KERNEL_TERMS, values))
+
+    def step_ms(self, batch: int, num_steps: int, topk: int, num_draft_tokens: int) -> float:
+        """Milliseconds of one iteration's small kernels beyond plain decoding's, at ``batch`` running requests."""
+        if batch <= 0:
+            return 0.0
+        key = (batch, num_steps, topk, num_draft_tokens)
+        out = self._memo.get(key)
+        if out is None:
+            t = self.terms(batch)
+            out = max(
+                0.0,
+                t["fixed"]
+                + t["per_draft_step"] * max(0, num_steps - 1)
+                + t["per_verify_row"] * num_draft_tokens
+                + (t["per_tree"] if topk > 1 else 0.0),
+            )
+            self._memo[key] = out
+        return out
+
+
+def _least_squares(points: list[tuple[tuple[float, ...], float]]) -> tuple[float, ...]:
+    """The coefficients minimising the squared error of ``y ~ x . c`` over ``(x, y)`` pairs (normal equations,
+    Gaussian elimination with partial pivoting; the caller has checked the ``x`` span their space)."""
+    n = len(points[0][0])
+    a = [[sum(x[i] * x[j] for x, _ in points) for j in range(n)] + [sum(x[i] * y for x, y in points)] for i in range(n)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(n):
+            if r != col:
+                f = a[r][col] / a[col][col]
+                a[r] = [v - f * p for v, p in zip(a[r], a[col])]
+    return tuple(a[i][n] / a[i][i] for i in range(n))
