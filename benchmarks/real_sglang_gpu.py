@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import socket
+import signal
 import subprocess
 import sys
 import tarfile
@@ -174,6 +175,30 @@ def variant_file(name: str) -> str:
     return str(path) if path.exists() else name
 
 
+#: How long ``workbench bench`` may take to stop its server after an interrupt before it is killed.
+INTERRUPT_GRACE_S = 90.0
+
+
+def run_interruptibly(argv: list[str], *, stdout: Any, timeout_s: float) -> int:
+    """Run ``argv`` for at most ``timeout_s``; past it, interrupt it as Ctrl-C would (SIGINT), so that the
+    workbench stops the server it started and keeps what it measured, and kill it only if it is still running
+    ``INTERRUPT_GRACE_S`` later. Returns its exit status (negative: the signal that ended it).
+
+    A plain kill at the deadline (what this did first, 2026-12-06) left the SGLang server of the level in
+    progress running until the host-side watchdog's lease ran out."""
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        log(f"past {timeout_s:.0f} s: interrupting (SIGINT) so that the workbench stops its server")
+        proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=INTERRUPT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
 def bench(
     names: list[str],
     *,
@@ -212,10 +237,7 @@ def bench(
     log(" ".join(argv))
     t0 = time.monotonic()
     with open(out / f"bench-{label}.log", "w") as fh:
-        try:
-            rc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s, cwd=ROOT).returncode
-        except subprocess.TimeoutExpired:
-            rc = -9
+        rc = run_interruptibly(argv, stdout=fh, timeout_s=timeout_s)
     wall = time.monotonic() - t0
     with tarfile.open(out / f"runs-{label}.tar.gz", "w:gz") as tar:
         if runs.exists():
