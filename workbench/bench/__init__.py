@@ -14,9 +14,9 @@ from workbench._faces import lazy_face as _lazy_face
 _NAMES = {
     "add_log_series": "_series",
     "add_request_columns": "_metrics",
-    "ClosedLoop": "_plan",
+    "ClosedLoop": "_closed_loop",
     "DEFAULT_MAX_NEW_TOKENS": "_plan",
-    "parse_number_list": "_plan",
+    "parse_number_list": "_plan_checks",
     "ensure_fd_limit": "_measure",
     "load_sharegpt": "_prompts",
     "parse_batch_log": "_batchlog",
@@ -24,14 +24,14 @@ _NAMES = {
     "parse_query_csv": "_gpu",
     "random_token_prompts": "_prompts",
     "send_request": "_client",
-    "SWEEP_DIMENSIONS": "_plan",
+    "SWEEP_DIMENSIONS": "_plan_load",
     "build_generate_body": "_client",
     "closed_loop": "_loadgen",
     "count_tokens": "_tokenizer",
     "decode_incremental": "_tokenizer",
     "DEFAULT_CONCURRENCY_LEVELS": "_plan",
     "default_requests_per_level": "_plan",
-    "LOAD_DEFAULTS": "_plan",
+    "LOAD_DEFAULTS": "_plan_load",
     "LEVEL_INFO_COLUMNS": "_metrics",
     "LevelResult": "_sweep",
     "load_prompts": "_prompts",
@@ -64,9 +64,9 @@ _NAMES = {
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
     from workbench.bench._series import add_log_series as add_log_series
     from workbench.bench._metrics import add_request_columns as add_request_columns
-    from workbench.bench._plan import ClosedLoop as ClosedLoop
+    from workbench.bench._closed_loop import ClosedLoop as ClosedLoop
     from workbench.bench._plan import DEFAULT_MAX_NEW_TOKENS as DEFAULT_MAX_NEW_TOKENS
-    from workbench.bench._plan import parse_number_list as parse_number_list
+    from workbench.bench._plan_checks import parse_number_list as parse_number_list
     from workbench.bench._measure import ensure_fd_limit as ensure_fd_limit
     from workbench.bench._prompts import load_sharegpt as load_sharegpt
     from workbench.bench._batchlog import parse_batch_log as parse_batch_log
@@ -74,14 +74,14 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._gpu import parse_query_csv as parse_query_csv
     from workbench.bench._prompts import random_token_prompts as random_token_prompts
     from workbench.bench._client import send_request as send_request
-    from workbench.bench._plan import SWEEP_DIMENSIONS as SWEEP_DIMENSIONS
+    from workbench.bench._plan_load import SWEEP_DIMENSIONS as SWEEP_DIMENSIONS
     from workbench.bench._client import build_generate_body as build_generate_body
     from workbench.bench._loadgen import closed_loop as closed_loop
     from workbench.bench._tokenizer import count_tokens as count_tokens
     from workbench.bench._tokenizer import decode_incremental as decode_incremental
     from workbench.bench._plan import DEFAULT_CONCURRENCY_LEVELS as DEFAULT_CONCURRENCY_LEVELS
     from workbench.bench._plan import default_requests_per_level as default_requests_per_level
-    from workbench.bench._plan import LOAD_DEFAULTS as LOAD_DEFAULTS
+    from workbench.bench._plan_load import LOAD_DEFAULTS as LOAD_DEFAULTS
     from workbench.bench._metrics import LEVEL_INFO_COLUMNS as LEVEL_INFO_COLUMNS
     from workbench.bench._sweep import LevelResult as LevelResult
     from workbench.bench._prompts import load_prompts as load_prompts

@@ -9,7 +9,11 @@ host-side runner (:mod:`workbench.bench._remote_run`, which reads it back from
 
 Defaults live here once: :data:`DEFAULT_CONCURRENCY_LEVELS` and
 :func:`default_requests_per_level`. Each parameter has one check and one message,
-which names the parameter and says what to give instead.
+which names the parameter and says what to give instead: the checks are
+:mod:`workbench.bench._plan_checks`, the load's fields (backend, sampling, prompt length,
+the swept dimension) :mod:`workbench.bench._plan_load`, and the prompt set's resolution
+:mod:`workbench.bench._prompt_set`. A sweep run on a model instead of a server takes the
+plan's closed-loop part, :class:`~workbench.bench._closed_loop.ClosedLoop`.
 
 No pandas or numpy (standard library and the bench's stdlib/aiohttp modules): the
 host-side runner imports it where those may be absent.
@@ -18,30 +22,35 @@ host-side runner imports it where those may be absent.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import math
-import numbers
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal, Union
 
-from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S, ROUTES
-from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt, load_prompts, load_sharegpt
+from workbench.bench._client import DEFAULT_REQUEST_TIMEOUT_S
+from workbench.bench._plan_checks import (
+    _concurrency_levels,
+    _flag,
+    _max_concurrency,
+    _repeats,
+    _request_rates,
+    _requests_count,
+    _requests_reach_concurrency,
+    _sampling_params,
+    _seed,
+    _time_scale,
+    _timeout_s,
+    _tokens,
+    _whole_at_least,
+)
+from workbench.bench._plan_load import LOAD_DEFAULTS, SWEEP_DIMENSIONS, _check_load
+from workbench.bench._prompt_set import PromptSet, _prompts, _resolve_prompt_set
+from workbench.bench._prompts import DEFAULT_RANDOM_VOCAB_SIZE, Prompt
 from workbench.errors import ConfigError
 
 __all__ = [
-    "ClosedLoop",
     "DEFAULT_CONCURRENCY_LEVELS",
     "DEFAULT_MAX_NEW_TOKENS",
-    "LOAD_DEFAULTS",
-    "MAX_CONCURRENCY",
-    "MAX_REQUESTS_PER_LEVEL",
-    "MAX_TOKENS",
-    "SWEEP_DIMENSIONS",
-    "PromptSet",
-    "check_concurrency_levels",
-    "parse_number_list",
     "RequestsPerLevel",
     "SweepPlan",
     "Unit",
@@ -54,8 +63,6 @@ DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 #: Output tokens per request when none are given.
 DEFAULT_MAX_NEW_TOKENS = 256
 
-#: A prompt-set name (``data/prompts/<name>.jsonl``), a JSONL path, or the prompts themselves.
-PromptSet = Union[str, Path, Sequence[Union[Prompt, str]]]
 #: Requests per level: one count for every level, a function of the concurrency, or None (the default rule).
 RequestsPerLevel = Union[int, Callable[[int], int], None]
 
@@ -90,144 +97,6 @@ def default_requests_per_level(concurrency: int) -> int:
     return max(16, 2 * concurrency)
 
 
-def _is_whole(value: Any) -> bool:
-    """True for an int, or a float with no fractional part (not bool, not inf or NaN)."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
-
-
-# One check per parameter: each returns the normalised value or raises its one message.
-
-
-def _as_list(name: str, value: Any, example: str) -> tuple[Any, ...]:
-    """``value`` as a tuple; a string, a mapping or a lone number is refused, naming ``name``."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        raise ConfigError(f"{name} must be a list, e.g. {example}; got {value!r} ({type(value).__name__})")
-    return tuple(value)
-
-
-def _no_repeats(name: str, values: Sequence[Any], example: str) -> None:
-    """Refuse a list that names a value twice: a level measured twice is not two repeats of it
-    (they share a seed and a prompt order), yet it would be stored and shown as n=2 with an interval."""
-    seen, twice = set(), []
-    for value in values:
-        if value in seen and value not in twice:
-            twice.append(value)
-        seen.add(value)
-    if twice:
-        raise ConfigError(
-            f"{name} names {', '.join(repr(v) for v in twice)} more than once in {list(values)!r}; "
-            f"give each value once, e.g. {example} (for several measurements of a level use "
-            "repeats, which gives each its own seed and prompt order)"
-        )
-
-
-#: The most requests in flight a level may ask for. Each is one TCP connection and one SSE
-#: stream in this client's one event loop; at 4,096 the simulated server already fell 15 s
-#: behind its schedule in a 72 s level (issue 24), so far beyond that the client and the
-#: machine, not the server, set the timings.
-MAX_CONCURRENCY = 16_384
-
-#: The most requests one level may send: its rows are held in memory until the level is stored.
-MAX_REQUESTS_PER_LEVEL = 1_000_000
-
-#: The most tokens a prompt (``input_len``) or an output (``max_new_tokens``) may have: 2**20,
-#: past the context length of the models served (SGLang refuses a request longer than
-#: ``--context-length``), and 8 MB of token ids per random prompt.
-MAX_TOKENS = 1_048_576
-
-
-def check_concurrency_levels(value: Any, name: str = "concurrency_levels") -> tuple[int, ...]:
-    """``value`` as a tuple of concurrencies (requests in flight), checked once for every entry point.
-
-    Args:
-        value: a list of whole numbers.
-        name: the parameter or option named in the message (``--levels`` on a command line).
-
-    Raises:
-        ConfigError: not a list, empty, a level that is not a whole number in
-            [1, :data:`MAX_CONCURRENCY`], or a level named twice.
-    """
-    levels = _as_list(name, value, "[1, 2, 4]")
-    if not levels:
-        raise ConfigError(f"{name} is empty; give at least one concurrency (requests in flight), e.g. [1, 2, 4]")
-    for level in levels:
-        if not _is_whole(level) or level < 1:
-            raise ConfigError(
-                f"{name} must be whole numbers >= 1 (requests in flight), got {level!r} "
-                f"in {list(levels)!r}; e.g. [1, 2, 4]"
-            )
-        if level > MAX_CONCURRENCY:
-            raise ConfigError(
-                f"{name}: concurrency {level!r} is above {MAX_CONCURRENCY:,} requests in flight, the "
-                "most one client process can drive without setting the timings itself (one TCP "
-                "connection and SSE stream each; the simulator fell 15 s behind its schedule at "
-                "4,096); give smaller levels"
-            )
-    levels = tuple(int(level) for level in levels)
-    _no_repeats(name, levels, "[1, 2, 4]")
-    return levels
-
-
-def _concurrency_levels(value: Any) -> tuple[int, ...]:
-    return check_concurrency_levels(value)
-
-
-def parse_number_list(option: str, text: str, convert: Callable[[str], Any], what: str, example: str) -> list[Any]:
-    """The comma-separated parts of ``text`` (a command-line option), each through ``convert``.
-
-    Spaces around parts are ignored; ranges, duplicates and bounds are the plan's checks.
-
-    Args:
-        option: the option named in the message, e.g. ``"--levels"``.
-        text: what the user typed, e.g. ``"1,2,4"``.
-        convert: ``int`` or ``float``.
-        what, example: the message's description of a part and an example of the whole.
-
-    Raises:
-        ConfigError: an empty part (``"1,,2"``, a trailing comma), a part ``convert`` refuses,
-            or no part at all.
-    """
-    parts = [p.strip() for p in str(text).split(",")]
-    if not any(parts) or not all(parts):
-        where = "is empty" if not any(parts) else f"has an empty part (position {parts.index('') + 1})"
-        raise ConfigError(f"{option} {where}: it must be comma-separated {what}, e.g. {example}; got {text!r}")
-    values = []
-    for part in parts:
-        try:
-            value = convert(part)
-        except ValueError:
-            raise ConfigError(
-                f"{option} must be comma-separated {what}, e.g. {example}; {part!r} is not one (got {text!r})"
-            ) from None
-        if isinstance(value, float) and math.isinf(value) and part.lower().lstrip("+-") not in ("inf", "infinity"):
-            raise ConfigError(
-                f"{option}: {part!r} is too large for a number (it overflows to infinity, which is not "
-                f"what was typed); give {what} below 1e308, e.g. {example}"
-            )
-        values.append(value)
-    return values
-
-
-def _request_rates(value: Any) -> tuple[float, ...]:
-    rates = _as_list("request_rates", value, "[0.5, 2.0, inf]")
-    if not rates:
-        raise ConfigError(
-            "request_rates is empty; give at least one rate (requests/s), or None for a "
-            "closed-loop sweep over concurrency_levels"
-        )
-    for rate in rates:
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not float(rate) > 0:
-            raise ConfigError(
-                f"request_rates must be numbers > 0 (engine-time requests/s; inf sends all at once), "
-                f"got {rate!r} in {list(rates)!r}"
-            )
-    rates = tuple(float(rate) for rate in rates)
-    _no_repeats("request_rates", rates, "[0.5, 2.0, inf]")
-    return rates
-
-
 #: The longest an open-loop level's arrivals may take, in hours of wall time: a rate so low that the level's
 #: requests would arrive over longer (a typo such as 1e-9, or requests per hour taken for requests per second)
 #: is refused before anything is launched, instead of a level that never ends.
@@ -256,266 +125,6 @@ def _arrivals_within_bound(plan: "SweepPlan") -> None:
                 f"{wall_s / 3600:,.0f} hours of wall time (at time scale {scale:g}), and a level may take at most {MAX_OPEN_LOOP_LEVEL_H:g} hours; give rates of at least {lowest:.3g} req/s "
                 "(engine time), or fewer requests per level"
             )
-
-
-def _requests_count(value: Any, where: str) -> int:
-    if not _is_whole(value) or value < 1:
-        raise ConfigError(
-            f"requests_per_level must be a whole number >= 1 (or a function of the concurrency "
-            f"returning one), got {value!r} for {where}"
-        )
-    if value > MAX_REQUESTS_PER_LEVEL:
-        raise ConfigError(
-            f"requests_per_level {value!r} for {where} is above {MAX_REQUESTS_PER_LEVEL:,}, the most "
-            "one level may send (its rows are held in memory until the level is stored); split the "
-            "work into repeats or levels"
-        )
-    return int(value)
-
-
-def _tokens(name: str, value: Any, meaning: str) -> int:
-    """A token count in [1, :data:`MAX_TOKENS`]."""
-    count = _whole_at_least(name, value, 1, meaning)
-    if count > MAX_TOKENS:
-        raise ConfigError(
-            f"{name} {count:,} is above {MAX_TOKENS:,} tokens, past the context length of the models "
-            "served (SGLang refuses a request longer than --context-length); give a smaller count"
-        )
-    return count
-
-
-def _requests_reach_concurrency(levels: Sequence[int], counts: Sequence[int]) -> None:
-    """Refuse a closed-loop level that sends fewer requests than its concurrency.
-
-    Such a level never has ``concurrency`` requests in flight (at most ``count``), so
-    storing it under its concurrency would relabel a lighter load; the findings would
-    then name the wrong concurrency.
-    """
-    short = [(c, n) for c, n in zip(levels, counts) if n < c]
-    if short:
-        c, n = short[0]
-        raise ConfigError(
-            f"requests_per_level {n} is below concurrency {c}: a level of {n} requests never has {c} in flight, "
-            f"so it cannot measure concurrency {c} (levels short of requests: "
-            f"{', '.join(f'concurrency={c} with {n}' for c, n in short)}); give requests_per_level >= "
-            f"{max(c for c, _ in short)}, or None for the default max(16, 2 * concurrency), or drop those levels"
-        )
-
-
-def _prompts(value: Any) -> tuple[Prompt, ...]:
-    prompts = tuple(value)
-    if not prompts:
-        raise ConfigError(
-            "prompt_set holds no prompts; give a prompt-set name (data/prompts/<name>.jsonl), "
-            "a JSONL path, or a non-empty list of prompts"
-        )
-    if not all(isinstance(p, Prompt) for p in prompts):
-        raise ConfigError("prompts must be Prompt objects; build the plan with SweepPlan.build(prompt_set=...)")
-    return prompts
-
-
-def _whole_at_least(name: str, value: Any, minimum: int, meaning: str) -> int:
-    if not _is_whole(value) or value < minimum:
-        raise ConfigError(f"{name} must be a whole number >= {minimum} ({meaning}), got {value!r}")
-    return int(value)
-
-
-def _seed(value: Any) -> int:
-    if not _is_whole(value):
-        raise ConfigError(f"seed must be an integer (it seeds the prompt order and arrivals), got {value!r}")
-    return int(value)
-
-
-def _repeats(value: Any) -> int:
-    return _whole_at_least(
-        "repeats",
-        value,
-        1,
-        "how many times each level is measured, each with its own seed "
-        "and prompt order; 3 or more give a 95% interval worth reading",
-    )
-
-
-def _time_scale(value: Any) -> float | Literal["auto"]:
-    if value == "auto":
-        return "auto"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(
-            f"time_scale must be a finite number > 0 (engine seconds per wall second; 1.0 for a "
-            f"real server) or 'auto' (what a simulated server reports), got {value!r}"
-        )
-    return float(value)
-
-
-def _timeout_s(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) > 0:
-        raise ConfigError(f"timeout_s must be a number of seconds > 0, or None for no limit, got {value!r}")
-    return float(value)
-
-
-def _max_concurrency(value: Any, mode: str) -> int | None:
-    if value is None:
-        return None
-    if mode == "closed":
-        raise ConfigError(
-            "max_concurrency caps an open-loop sweep (request_rates) only; in a closed loop the "
-            "concurrency is the level, so leave max_concurrency None"
-        )
-    return _whole_at_least("max_concurrency", value, 1, "requests in flight; None for no cap")
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _sampling_params(value: Any) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            f"extra_sampling_params must be a mapping of SGLang sampling params (e.g. {{'top_p': 0.9}}), got {value!r}"
-        )
-    return dict(value)
-
-
-# The load's shape (backend, sampling, prompt length) and the swept dimension: additive
-# fields, written into the plan's JSON only when they differ from these defaults, so the
-# identity of a sweep planned before they existed does not change.
-
-#: Defaults of the load fields (see :class:`SweepPlan`).
-LOAD_DEFAULTS: dict[str, Any] = {
-    "backend": "generate",
-    "model": None,
-    "temperature": 0.0,
-    "ignore_eos": True,
-    "input_len": None,
-    "random_vocab_size": DEFAULT_RANDOM_VOCAB_SIZE,
-    "sweep": None,
-    "sweep_values": None,
-}
-
-#: What a sweep can vary besides the concurrency (or request rate) -> the row column holding it.
-SWEEP_DIMENSIONS: dict[str, str] = {
-    "input_len": "input_len",
-    "output_len": "max_new_tokens",
-    "temperature": "temperature",
-}
-
-
-def _backend(value: Any) -> str:
-    if value not in ROUTES:
-        raise ConfigError(
-            f"backend must be one of {list(ROUTES)} (SGLang's native /generate, or the OpenAI-compatible "
-            f"/v1/completions and /v1/chat/completions), got {value!r}"
-        )
-    return value
-
-
-def _temperature(value: Any, where: str = "temperature") -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{where} must be a finite number >= 0 (0.0: greedy), got {value!r}")
-    return float(value)
-
-
-def _sweep(dimension: Any, values: Any) -> tuple[str | None, tuple[Any, ...] | None]:
-    if dimension is None:
-        if values is not None:
-            raise ConfigError(
-                "sweep_values needs sweep (what they are values of: "
-                f"{sorted(SWEEP_DIMENSIONS)}); or leave sweep_values None"
-            )
-        return None, None
-    if dimension not in SWEEP_DIMENSIONS:
-        raise ConfigError(
-            f"sweep must be one of {sorted(SWEEP_DIMENSIONS)} (the dimension varied besides the "
-            f"concurrency), or None, got {dimension!r}"
-        )
-    if values is None or isinstance(values, (str, bytes)) or not tuple(values):
-        raise ConfigError(
-            f"sweep={dimension!r} needs sweep_values: a non-empty list of values, e.g. "
-            f"{ {'input_len': [128, 1024], 'output_len': [64, 512], 'temperature': [0.0, 1.0]}[dimension] }"
-        )
-    name = f"sweep_values ({dimension})"
-    if dimension == "temperature":
-        checked = tuple(_temperature(v, "sweep_values (temperature)") for v in values)
-    else:
-        checked = tuple(_tokens(name, v, "tokens") for v in values)
-    _no_repeats(name, checked, "[128, 1024]")
-    return dimension, checked
-
-
-def _resolve_prompt_set(prompt_set: PromptSet) -> tuple[tuple[Prompt, ...], str | None]:
-    """The prompts of ``prompt_set`` and the name to record (None when prompts were given directly);
-    ``"sharegpt:<path>"`` reads a ShareGPT-style JSON/JSONL file (:func:`load_sharegpt`)."""
-    if isinstance(prompt_set, str) and prompt_set.startswith("sharegpt:"):
-        return tuple(load_sharegpt(prompt_set.removeprefix("sharegpt:"))), prompt_set
-    if isinstance(prompt_set, (str, Path)):
-        return tuple(load_prompts(prompt_set)), str(prompt_set)
-    return tuple(
-        p if isinstance(p, Prompt) else Prompt(id=f"p{i}", category="coding", text=str(p))
-        for i, p in enumerate(prompt_set)
-    ), None
-
-
-@dataclasses.dataclass(frozen=True)
-class ClosedLoop:
-    """The closed-loop part of a :class:`SweepPlan` (levels, requests, output tokens, seed), for a sweep that
-    is run on a model instead of a server (the simulator's offline predictions and its calibration).
-
-    The same names, defaults, checks and messages as :meth:`SweepPlan.build`, and one more use of the
-    requests rule: :meth:`requests` answers for any concurrency (a calibration point may sit between the
-    levels).
-
-    Attributes:
-        concurrency_levels: requests in flight per level, in order (checked by
-            :func:`check_concurrency_levels`).
-        requests_per_level: one count for every level (at least each level's concurrency, at most
-            :data:`MAX_REQUESTS_PER_LEVEL`), or None for :func:`default_requests_per_level`.
-        max_new_tokens: output tokens per request, in [1, :data:`MAX_TOKENS`].
-        seed: seeds the prompt schedule.
-
-    Raises:
-        ConfigError: on construction, naming the first invalid field (the sweep plan's message).
-    """
-
-    concurrency_levels: tuple[int, ...] = DEFAULT_CONCURRENCY_LEVELS
-    requests_per_level: int | None = None
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        put = functools.partial(object.__setattr__, self)
-        put("concurrency_levels", _concurrency_levels(self.concurrency_levels))
-        if self.requests_per_level is not None:
-            put("requests_per_level", _requests_count(self.requests_per_level, "every level"))
-            _requests_reach_concurrency(
-                self.concurrency_levels, [self.requests_per_level] * len(self.concurrency_levels)
-            )
-        put("max_new_tokens", _tokens("max_new_tokens", self.max_new_tokens, "output tokens per request"))
-        put("seed", _seed(self.seed))
-
-    def requests(self, concurrency: int) -> int:
-        """Requests a level at ``concurrency`` sends: the count, else :func:`default_requests_per_level`.
-
-        Raises:
-            ConfigError: a count below ``concurrency`` (the sweep plan's refusal: such a level never has
-                ``concurrency`` requests in flight).
-        """
-        if self.requests_per_level is None:
-            return default_requests_per_level(concurrency)
-        _requests_reach_concurrency([concurrency], [self.requests_per_level])
-        return self.requests_per_level
-
-    @staticmethod
-    def check_temperature(value: Any) -> float:
-        """A request temperature as the sweep plan checks it (a finite number >= 0; 0.0: greedy).
-
-        Raises:
-            ConfigError: anything else, with the sweep plan's message.
-        """
-        return _temperature(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -610,46 +219,12 @@ class SweepPlan:
     sweep: str | None = None
     sweep_values: tuple[Any, ...] | None = None
 
-    def _check_load(self) -> None:
-        """Check the load fields (backend, sampling, prompt length, sweep dimension)."""
-
-        def put(name: str, value: Any) -> None:
-            object.__setattr__(self, name, value)
-
-        put("backend", _backend(self.backend))
-        if self.model is not None and not isinstance(self.model, str):
-            raise ConfigError(f"model must be a string (the OpenAI 'model' field) or None, got {self.model!r}")
-        put("temperature", _temperature(self.temperature))
-        put("ignore_eos", _flag("ignore_eos", self.ignore_eos))
-        put(
-            "input_len",
-            None
-            if self.input_len is None
-            else _tokens("input_len", self.input_len, "prompt tokens of random-token prompts; None: the prompt set"),
-        )
-        put(
-            "random_vocab_size",
-            _whole_at_least(
-                "random_vocab_size",
-                self.random_vocab_size,
-                1001,
-                "random token ids are drawn from [1000, random_vocab_size)",
-            ),
-        )
-        sweep, values = _sweep(self.sweep, self.sweep_values)
-        put("sweep", sweep)
-        put("sweep_values", values)
-        if self.backend == "chat" and self.random_input:
-            raise ConfigError(
-                "backend 'chat' sends messages, not token ids: random-token prompts (input_len, "
-                "sweep='input_len') need backend 'generate' or 'completions'"
-            )
-
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
-        self._check_load()
+        for name, value in _check_load({name: getattr(self, name) for name in LOAD_DEFAULTS}).items():
+            put(name, value)
 
         if self.request_rates is None:
             put("concurrency_levels", _concurrency_levels(self.concurrency_levels))
