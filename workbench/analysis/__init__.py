@@ -39,13 +39,13 @@ _NAMES = {
     "settings_differences": "_fairness",
     "SIGNIFICANCE_RULE": "_verdict",
     "best_policy": "_crossover",
-    "best_threshold": "_policy",
+    "best_threshold": "_threshold",
     "Crossover": "_crossover",
     "crossover_interval": "_repeats",
     "CrossoverInterval": "_repeats",
     "envelope": "_policy",
     "find_crossover": "_crossover",
-    "find_threshold": "_policy",
+    "find_threshold": "_threshold",
     "goodput_levels": "_policy",
     "higher_is_better": "_policy",
     "mean_interval": "_repeats",
@@ -58,14 +58,14 @@ _NAMES = {
     "ratio_intervals": "_repeats",
     "ratio_table": "_crossover",
     "repeat_table": "_repeats",
-    "sglang_policy": "_policy",
-    "SglangPolicy": "_policy",
+    "sglang_policy": "_schedule",
+    "SglangPolicy": "_schedule",
     "spec_ratio_table": "_policy",
-    "step_tiers": "_policy",
-    "t_quantile": "_repeats",
-    "Threshold": "_policy",
-    "Tier": "_policy",
-    "vllm_schedule": "_policy",
+    "step_tiers": "_schedule",
+    "t_quantile": "_student_t",
+    "Threshold": "_threshold",
+    "Tier": "_schedule",
+    "vllm_schedule": "_schedule",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
@@ -99,13 +99,13 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.analysis._fairness import settings_differences as settings_differences
     from workbench.analysis._verdict import SIGNIFICANCE_RULE as SIGNIFICANCE_RULE
     from workbench.analysis._crossover import best_policy as best_policy
-    from workbench.analysis._policy import best_threshold as best_threshold
+    from workbench.analysis._threshold import best_threshold as best_threshold
     from workbench.analysis._crossover import Crossover as Crossover
     from workbench.analysis._repeats import crossover_interval as crossover_interval
     from workbench.analysis._repeats import CrossoverInterval as CrossoverInterval
     from workbench.analysis._policy import envelope as envelope
     from workbench.analysis._crossover import find_crossover as find_crossover
-    from workbench.analysis._policy import find_threshold as find_threshold
+    from workbench.analysis._threshold import find_threshold as find_threshold
     from workbench.analysis._policy import goodput_levels as goodput_levels
     from workbench.analysis._policy import higher_is_better as higher_is_better
     from workbench.analysis._repeats import mean_interval as mean_interval
@@ -118,13 +118,13 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.analysis._repeats import ratio_intervals as ratio_intervals
     from workbench.analysis._crossover import ratio_table as ratio_table
     from workbench.analysis._repeats import repeat_table as repeat_table
-    from workbench.analysis._policy import sglang_policy as sglang_policy
-    from workbench.analysis._policy import SglangPolicy as SglangPolicy
+    from workbench.analysis._schedule import sglang_policy as sglang_policy
+    from workbench.analysis._schedule import SglangPolicy as SglangPolicy
     from workbench.analysis._policy import spec_ratio_table as spec_ratio_table
-    from workbench.analysis._policy import step_tiers as step_tiers
-    from workbench.analysis._repeats import t_quantile as t_quantile
-    from workbench.analysis._policy import Threshold as Threshold
-    from workbench.analysis._policy import Tier as Tier
-    from workbench.analysis._policy import vllm_schedule as vllm_schedule
+    from workbench.analysis._schedule import step_tiers as step_tiers
+    from workbench.analysis._student_t import t_quantile as t_quantile
+    from workbench.analysis._threshold import Threshold as Threshold
+    from workbench.analysis._schedule import Tier as Tier
+    from workbench.analysis._schedule import vllm_schedule as vllm_schedule
 else:
     __all__, __getattr__, __dir__ = _lazy_face(__name__, _NAMES)
