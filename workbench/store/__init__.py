@@ -23,13 +23,13 @@ _NAMES = {
     "new_run": "_runs",
     "open_run": "_resume",
     "ResumedRun": "_resume",
-    "RunStatus": "_runs",
+    "RunStatus": "_manifest",
     "RunWriter": "_runs",
     "run_labels": "_manage",
     "run_origin": "_manage",
-    "runs_root": "_runs",
-    "runs_root_source": "_runs",
-    "writable_runs_root": "_runs",
+    "runs_root": "_root",
+    "runs_root_source": "_root",
+    "writable_runs_root": "_root",
     "save_imported_run": "_imported",
     "save_level": "_runs",
     "stored_runs": "_manage",
@@ -54,13 +54,13 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.store._runs import new_run as new_run
     from workbench.store._resume import open_run as open_run
     from workbench.store._resume import ResumedRun as ResumedRun
-    from workbench.store._runs import RunStatus as RunStatus
+    from workbench.store._manifest import RunStatus as RunStatus
     from workbench.store._runs import RunWriter as RunWriter
     from workbench.store._manage import run_labels as run_labels
     from workbench.store._manage import run_origin as run_origin
-    from workbench.store._runs import runs_root as runs_root
-    from workbench.store._runs import runs_root_source as runs_root_source
-    from workbench.store._runs import writable_runs_root as writable_runs_root
+    from workbench.store._root import runs_root as runs_root
+    from workbench.store._root import runs_root_source as runs_root_source
+    from workbench.store._root import writable_runs_root as writable_runs_root
     from workbench.store._imported import save_imported_run as save_imported_run
     from workbench.store._runs import save_level as save_level
     from workbench.store._manage import stored_runs as stored_runs

@@ -19,7 +19,8 @@ from workbench.bench import default_requests_per_level, workload_labels
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import parquet_problem, read_json, read_parquet
 from workbench.store._resume import LOCK_NAME, lock_owner
-from workbench.store._runs import RUN_COLUMNS, runs_root, stored_units
+from workbench.store._manifest import RUN_COLUMNS, stored_units
+from workbench.store._root import runs_root
 
 __all__ = ["StoredRun", "list_runs", "load_run", "load_runs", "resolve_run"]
 

@@ -37,7 +37,9 @@ from workbench._version import __version__
 from workbench.errors import HostError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_json, read_parquet, write_json, write_parquet
-from workbench.store._runs import REPO_ROOT, RUN_COLUMNS, SCHEMA_VERSION, _slug, _utc_iso, runs_root
+from workbench.store._manifest import RUN_COLUMNS, SCHEMA_VERSION
+from workbench.store._root import runs_root
+from workbench.store._runs import REPO_ROOT, _slug, _utc_iso
 
 __all__ = ["load_quarantine", "save_imported_run"]
 

@@ -28,7 +28,7 @@ from workbench.names import check_name
 from workbench.store._catalog import list_runs, load_run
 from workbench.store._files import atomic_write, read_json
 from workbench.store._resume import LOCK_NAME, sweep_in_flight
-from workbench.store._runs import runs_root
+from workbench.store._root import runs_root
 
 __all__ = [
     "CATALOGUE_COLUMNS",

@@ -31,7 +31,9 @@ from typing import Any
 
 from workbench.errors import ConfigError, HostError
 from workbench.store._files import read_json, read_parquet, to_jsonable, write_json
-from workbench.store._runs import RUN_COLUMNS, RunWriter, _utc_iso, runs_root, new_run, stored_units
+from workbench.store._manifest import RUN_COLUMNS, stored_units
+from workbench.store._root import runs_root
+from workbench.store._runs import RunWriter, _utc_iso, new_run
 
 __all__ = [
     "LOCK_NAME",
@@ -255,7 +257,7 @@ def open_run(
         identity: from :func:`sweep_identity`.
         label: the user's label (recorded; it is part of ``identity`` already).
         fresh: start a new run even when one of this identity exists (which is kept).
-        root: runs root (default: :func:`~workbench.store._runs.runs_root`).
+        root: runs root (default: :func:`~workbench.store._root.runs_root`).
         new_run_options: the other :func:`~workbench.store._runs.new_run` arguments, used
             for a new run only.
 

@@ -12,7 +12,8 @@ Layout of one run::
                           observed value (/metrics, batch log lines, GPU telemetry), when any
 
 ``run_id`` is ``<UTC start, %Y%m%dT%H%M%SZ>-<variant>-<6 hex>``. The root is the
-``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``data/runs`` (:func:`runs_root`).
+``root`` argument, else ``$WORKBENCH_RUNS_DIR``, else ``data/runs`` (:func:`~workbench.store._root.runs_root`).
+What every manifest holds is :mod:`workbench.store._manifest`.
 
 Writing: :func:`new_run` creates the directory and a ``status: "running"`` manifest;
 :func:`save_level` (pass it as ``run_sweep(on_level=run.save_level)``) rewrites
@@ -31,15 +32,13 @@ Every stored row carries ``run_id``, ``variant``, ``engine`` and ``simulated``.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import secrets
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
@@ -47,110 +46,17 @@ from workbench import paths
 from workbench._version import __version__
 from workbench.bench import SweepPlan, summarize_levels
 from workbench.engines import Engine, get_engine
-from workbench.errors import ConfigError, HostError
+from workbench.errors import ConfigError
 from workbench.gitinfo import git_state
 from workbench.store._files import read_parquet, to_jsonable, write_json, write_parquet
+from workbench.store._manifest import RUN_COLUMNS, SCHEMA_VERSION, STANDARD_KEYS, RunStatus, stored_units
+from workbench.store._root import runs_root
 
-__all__ = [
-    "RunStatus",
-    "RunWriter",
-    "finish_run",
-    "new_run",
-    "runs_root",
-    "runs_root_source",
-    "save_level",
-    "stored_units",
-    "writable_runs_root",
-]
+__all__ = ["RunWriter", "finish_run", "new_run", "save_level"]
 
-SCHEMA_VERSION = 1
-RUN_COLUMNS = ("run_id", "variant", "engine", "simulated")
 REPO_ROOT = paths.PACKAGE_ROOT
-#: Keys every manifest has (set by :func:`new_run`, :func:`save_level` and :func:`finish_run`).
-STANDARD_KEYS = frozenset(
-    {
-        "schema_version",
-        "run_id",
-        "variant",
-        "engine",
-        "simulated",
-        "status",
-        "error",
-        "started_at",
-        "finished_at",
-        "host",
-        "client_location",
-        "launch_command",
-        "sglang_version",
-        "time_scale",
-        "plan",
-        "levels_completed",
-        "num_requests",
-        "server_info",
-        "workbench",
-        "identity",
-        "label",
-        "units_completed",
-    }
-)
-#: Run statuses: measuring, every unit stored, stopped by an error, stopped with units left (resumable),
-#: stopped by the user (Ctrl-C: KeyboardInterrupt; resumable).
-RunStatus = Literal["running", "complete", "failed", "incomplete", "interrupted"]
 #: The error an interrupted run records.
 INTERRUPTED_ERROR = "interrupted by the user (Ctrl-C); run the same sweep again to resume it"
-
-
-def runs_root(root: str | Path | None = None) -> Path:
-    """The runs folder, resolved the one way every command and notebook call uses.
-
-    ``root`` as given, else ``$WORKBENCH_RUNS_DIR``, else ``data/runs``; a relative path is
-    under the project root (:func:`workbench.paths.resolve`: ``$WORKBENCH_HOME`` or the checkout),
-    never the current directory, so a notebook (run in ``notebooks/``) and a terminal in the
-    checkout find the same runs.
-    """
-    if root is None:
-        root = os.environ.get("WORKBENCH_RUNS_DIR") or Path("data") / "runs"
-    return paths.resolve(root)
-
-
-def runs_root_source(root: str | Path | None = None) -> str:
-    """Where :func:`runs_root` took the folder from: ``"--runs-dir"`` (given), ``"$WORKBENCH_RUNS_DIR"``
-    or ``"the default data/runs"`` (for messages)."""
-    if root is not None:
-        return "--runs-dir"
-    return "$WORKBENCH_RUNS_DIR" if os.environ.get("WORKBENCH_RUNS_DIR") else "the default data/runs"
-
-
-def writable_runs_root(root: str | Path | None = None) -> Path:
-    """:func:`runs_root`, created if missing and checked writable: before a sweep launches anything.
-
-    Raises:
-        ConfigError: the path names a file, not a folder.
-        HostError: the folder cannot be created or written (read-only, no permission, no room),
-            naming it, where it came from and what to do.
-    """
-    base = runs_root(root)
-    where = f"runs folder {base} (from {runs_root_source(root)})"
-    if base.exists() and not base.is_dir():
-        raise ConfigError(
-            f"The {where} is a file, not a folder: point --runs-dir or WORKBENCH_RUNS_DIR at a "
-            "folder (a new one is created)"
-        )
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=base, prefix=".write-check-"):
-            pass
-    except NotADirectoryError as exc:
-        raise ConfigError(
-            f"The {where} cannot be created: a part of its path is a file ({exc.filename}); point "
-            "--runs-dir or WORKBENCH_RUNS_DIR at a folder"
-        ) from exc
-    except OSError as exc:
-        raise HostError(
-            f"The {where} cannot be written: {exc.strerror or exc}. Make it writable, or point "
-            "--runs-dir or WORKBENCH_RUNS_DIR at a folder you can write"
-        ) from exc
-    return base
 
 
 def _utc_iso(moment: datetime) -> str:
@@ -514,18 +420,6 @@ def _save_series(run: RunWriter, series: pd.DataFrame | None, unit: tuple[int, i
 
 def _first_int(frame: pd.DataFrame, column: str) -> int:
     return int(frame[column].iloc[0]) if column in frame and len(frame) else 0
-
-
-def stored_units(manifest: Mapping[str, Any]) -> list[tuple[int, int]]:
-    """The ``(repeat, level_index)`` units a manifest lists as stored.
-
-    Manifests written before ``units_completed`` existed stored one repeat, levels in
-    plan order: their first ``levels_completed`` levels of repeat 0.
-    """
-    units = manifest.get("units_completed")
-    if units is None:
-        return [(0, i) for i in range(int(manifest.get("levels_completed") or 0))]
-    return [(int(r), int(i)) for r, i in units]
 
 
 def finish_run(
