@@ -8,14 +8,14 @@ from workbench._faces import lazy_face as _lazy_face
 
 #: Public name -> the private module that defines it (imported on first use).
 _NAMES = {
-    "detect_format": "_importer",
+    "detect_format": "_formats",
     "import_results": "_importer",
     "offline_workloads": "_offline",
     "violations": "_checks",
 }
 
 if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same modules (tests/test_exports.py)
-    from workbench.imports._importer import detect_format as detect_format
+    from workbench.imports._formats import detect_format as detect_format
     from workbench.imports._importer import import_results as import_results
     from workbench.imports._offline import offline_workloads as offline_workloads
     from workbench.imports._checks import violations as violations

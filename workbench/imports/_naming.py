@@ -8,7 +8,7 @@ its own variant. Files whose run was named by their file name (no ``--variant``,
 instead named by :func:`sweep_key`, the stem without its load and date parts, when two or more of the
 files imported together share it: ``vllm-2.0qps-Llama-3.1-8B-20250101-120000.json`` and
 ``vllm-8.0qps-...`` become the one run ``vllm-Llama-3.1-8B``. Files of a folder given as such are
-named after the folder (:mod:`workbench.imports._importer`).
+named after the folder (:mod:`workbench.imports._formats`).
 """
 
 from __future__ import annotations
