@@ -3,11 +3,11 @@
 :class:`ServerHandle` is the one class for a server's whole life: :meth:`~ServerHandle.start`
 launches a variant (the steps are functions in :mod:`workbench.servers._launch`),
 :meth:`~ServerHandle.attach` takes over one started earlier, :meth:`~ServerHandle.wait_ready`
-and the log methods poll it through its host (functions in :mod:`workbench.servers._watch`),
-:meth:`~ServerHandle.stop` ends it. It is a context manager, so a notebook cell that
-fails cannot leave a server running; handles still alive at interpreter exit are
-stopped too, and a host-side lease (:mod:`workbench.servers._lease`) stops a server
-whose client vanished without running either (a killed kernel).
+and the log methods poll it through its host (functions in :mod:`workbench.servers._watch`; what
+it asks the host and the server: :mod:`workbench.servers._probe`), :meth:`~ServerHandle.stop` ends it.
+It is a context manager, so a notebook cell that fails cannot leave a server running; handles still
+alive at interpreter exit are stopped too, and a host-side lease (:mod:`workbench.servers._lease`) stops
+a server whose client vanished without running either (a killed kernel).
 
 A failed start is classified from the log (:mod:`workbench.servers._failures`) and
 raised as :class:`~workbench.errors.ServerStartError` with kind, suggestion and log
@@ -17,11 +17,10 @@ tail, after the process group was stopped.
 from __future__ import annotations
 
 import atexit
-import json
+import dataclasses
+import functools
 import os
 import warnings
-import urllib.error
-import urllib.request
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
@@ -32,7 +31,6 @@ from workbench.hosts import (
     Forward,
     Host,
     SpawnedProcess,
-    call_helper,
     get_host,
     host_python,
     is_local,
@@ -40,7 +38,7 @@ from workbench.hosts import (
     servers_dir,
 )
 from workbench.servers import _failures as failures, _launch as launch, _lease as lease, _registry as registry
-from workbench.servers import _kv_cache as kv_cache, _watch as watch
+from workbench.servers import _kv_cache as kv_cache, _probe as probe, _watch as watch
 from workbench.variants import Variant
 
 #: The longest wait between two ready checks of a server on this machine, in seconds (2 s elsewhere):
@@ -99,17 +97,13 @@ class ServerHandle:
         self.engine: Engine = get_engine(record.engine)
         self.port = record.port
         self.command = list(record.command)
-        self.process = SpawnedProcess(
-            host=host.name,
-            pid=record.pid,
-            pgid=record.pgid,
-            start_time=record.start_time,
-            command=" ".join(record.command),
-            log_path=record.log_path,
-        )
+        self.process: SpawnedProcess = dataclasses.replace(record.process, host=host.name)
         self.python = python
         self.owned = owned
         self._forward = forward
+        #: ``_status(log_offset=..., ports=..., max_log_bytes=...)``: the host's view of its process group
+        #: (:func:`workbench.servers._probe.process_status`; :data:`workbench.servers._watch.Poll`).
+        self._status = functools.partial(probe.process_status, host, record, self.process, python=python)
         self.url = forward.url("").rstrip("/")
         self.started_at = record.started_at
         #: Seconds from the spawn to the first ready answer (set by :meth:`wait_ready`; None before, or
@@ -404,7 +398,7 @@ class ServerHandle:
 
         not_ready = watch.wait_until_ready(
             self._status,
-            lambda: self._get_status("/health_generate", timeout_s=10),
+            lambda: probe.http_status(self.url, "/health_generate", timeout_s=10),
             port=self.port,
             limit_s=watch.ready_timeout(self.engine, timeout_s),
             poll_s=poll_s,
@@ -494,42 +488,7 @@ class ServerHandle:
         Raises:
             ServerError: the server does not answer either route.
         """
-        for route in ("/server_info", "/get_server_info"):
-            try:
-                with urllib.request.urlopen(self.url + route, timeout=30) as resp:
-                    return json.loads(resp.read())
-            except urllib.error.HTTPError as exc:
-                if exc.code != 404:
-                    raise ServerError(f"{route} on {self.url} answered HTTP {exc.code}") from exc
-            except OSError as exc:
-                raise ServerError(f"Server {self.variant.name!r} at {self.url} does not answer: {exc}") from exc
-        raise ServerError(f"Server at {self.url} has neither /server_info nor /get_server_info")
-
-    def _status(
-        self, *, log_offset: int | None = None, ports: bool = False, max_log_bytes: int | None = None
-    ) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "id": self.record.id,
-            "pid": self.process.pid,
-            "pgid": self.process.pgid,
-            "start_time": self.process.start_time,
-            "heartbeat_path": self.record.heartbeat_path,
-        }
-        if log_offset is not None:
-            spec.update(log_path=self.process.log_path, log_offset=log_offset)
-        request: dict[str, Any] = {"processes": [spec], "ports": ports}
-        if max_log_bytes:
-            request["max_log_bytes"] = max_log_bytes
-        return call_helper(self.host, "process_status", request, python=self.python)["processes"][0]
-
-    def _get_status(self, route: str, *, timeout_s: float = 30) -> int | None:
-        try:
-            with urllib.request.urlopen(self.url + route, timeout=timeout_s) as resp:
-                return resp.status
-        except urllib.error.HTTPError as exc:
-            return exc.code
-        except OSError:
-            return None
+        return probe.server_info(self.url, self.variant.name)
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("closed" if self._closed else "running")
