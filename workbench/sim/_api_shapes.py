@@ -37,8 +37,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
-#: The emulated version when neither the flags nor the profile name one.
-DEFAULT_API_VERSION = "0.5.9"
+#: The SGLang release the simulator emulates (its API shapes, flag rules and step) when neither the flags nor the
+#: profile name one; every default release in ``sim/`` is this one.
+DEFAULT_RELEASE = "0.5.9"
 
 #: Body of a successful (200) or refused (400) /flush_cache, 0.5.9 wording.
 FLUSH_CACHE_TEXT = (

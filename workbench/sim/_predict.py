@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+from workbench.sim._api_shapes import DEFAULT_RELEASE
 from workbench.sim._engine import EngineCore
 from workbench.sim._offline import ClosedLoopResult, simulate_closed_loop
 from workbench.sim._profiles import SimProfile, load_profile
@@ -189,7 +190,7 @@ def check_draft_budget(spec: SpecConfig) -> None:
 
     if not spec.enabled:
         return
-    problem = draft_tree_problem(spec.topk, spec.num_steps, spec.num_draft_tokens, version="0.5.9")
+    problem = draft_tree_problem(spec.topk, spec.num_steps, spec.num_draft_tokens, version=DEFAULT_RELEASE)
     if problem is not None:
         raise ConfigError(f"{problem[0]} Fix: {problem[1]}")
 
@@ -223,7 +224,7 @@ def spec_grid(
     num_draft_tokens: Iterable[int] = (2, 4, 8, 16, 32),
     spec_v2: Iterable[bool] = (False, True),
     algorithm: str = "EAGLE3",
-    sglang_version: str = "0.5.9",
+    sglang_version: str = DEFAULT_RELEASE,
 ) -> list[GridPoint]:
     """Every combination of the grid, each resolved (or refused) under SGLang's rules.
 

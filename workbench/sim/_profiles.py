@@ -37,6 +37,7 @@ from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.sim._acceptance import AcceptanceModel
+from workbench.sim._api_shapes import DEFAULT_RELEASE
 from workbench.sim._cost_model import CostModel
 from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
 from workbench.paths import PACKAGE_ROOT
@@ -495,7 +496,7 @@ def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path 
         return SimProfile(
             name=head["name"],
             description=head.get("description", ""),
-            sglang_version=head.get("sglang_version", "0.5.9"),
+            sglang_version=head.get("sglang_version", DEFAULT_RELEASE),
             hardware=dict(data.get("hardware", data.get("deployment", {}))),
             model=model,
             workload=workload,

@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.releases import ADAPTIVE_SINCE
-from workbench.sim._api_shapes import get_shape
+from workbench.sim._api_shapes import DEFAULT_RELEASE, get_shape
 from workbench.sim._memory import MemoryRules, default_max_running_requests, memory_rules
 from workbench.sim._policies import (
     SpecOffAbove,
@@ -201,7 +201,7 @@ class SimServerConfig:
     sglang_version: str
     max_running_requests: int
     enable_spec_v2: bool
-    api_version: str = "0.5.9"
+    api_version: str = DEFAULT_RELEASE
     launch_command: str = ""
     kv_capacity_tokens: int | None = None
     memory: MemoryRules | None = None

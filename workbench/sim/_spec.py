@@ -25,6 +25,7 @@ import dataclasses
 from typing import Literal
 
 from workbench.errors import ConfigError
+from workbench.sim._api_shapes import DEFAULT_RELEASE
 from workbench.releases import (
     ADAPTIVE_SINCE,
     ADAPTIVE_TIERS_SINCE,
@@ -121,7 +122,7 @@ def resolve_spec(
     topk: int | None,
     num_draft_tokens: int | None,
     enable_spec_v2: bool | None,
-    sglang_version: str = "0.5.9",
+    sglang_version: str = DEFAULT_RELEASE,
     adaptive_steps: list[int] | None = None,
 ) -> SpecConfig:
     """Resolve speculative flags the way the emulated SGLang version does.
