@@ -85,7 +85,7 @@ def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
     assert row["kind"] == "claimed"
     lo, hi = row["between"].split("–")
     assert said[1] == (
-        f"`eagle3-topk1-v2` stops paying between concurrency {lo} and {hi} (≈ "
+        f"`eagle3-topk1-v2` stops paying against `baseline-cap48` between concurrency {lo} and {hi} (≈ "
         f"{row['crossover_concurrency']:.0f}, 95% interval {row['crossover_lo']:.0f}–"
         f"{row['crossover_hi']:.0f}, n=3)."
     )
@@ -98,7 +98,7 @@ def test_spec_vs_baseline_opening_states_what_the_tables_say() -> None:
     assert said[2] == (
         f"At concurrency 64 the seed's `baseline` gives {gap:.2f}x `eagle3-topk4`'s output tok/s: "
         f"{cap:.2f}x of it is the 48-request cap (against `baseline-cap48`), {gap / cap:.2f}x speculation; "
-        "1 of its 9 measurements is timing-flagged (the verdict says which)."
+        "1 of its 9 measurements is timing-flagged (see the verdict)."
     )
     assert said[3].startswith("Caveat: ")
     assert said[4] == (

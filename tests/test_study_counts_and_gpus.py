@@ -174,7 +174,7 @@ def test_the_seed_pairs_split_says_when_it_rests_on_a_timing_flagged_level(flagg
         assert split.flagged == () and line.endswith("speculation.") and "flagged" not in study.opening()
         return
     assert split.flagged == (f"baseline: timings not the model's: {problem}",)
-    assert "; 1 of its 3 measurements is timing-flagged (the verdict says which)." in study.opening()
+    assert "; 1 of its 3 measurements is timing-flagged (see the verdict)." in study.opening()
     assert line.endswith(
         "; 1 of the 3 measurements it rests on is timing-flagged, so take the split as approximate: baseline: "
         f"timings not the model's: {problem}."

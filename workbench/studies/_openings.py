@@ -62,7 +62,8 @@ def _interval_words(
     if interval.kind == "claimed":
         lo, hi = bracket_levels(cast(float, interval.concurrency), list(measured))  # a claimed one has its concurrency
         return (
-            f"{code(who)} stops paying between {words} {lo:g} and {hi:g}{unit} (≈ {interval.concurrency:.0f}, "
+            f"{code(who)} stops paying against {code(against)} between {words} {lo:g} and {hi:g}{unit} "
+            f"(≈ {interval.concurrency:.0f}, "
             f"95% interval {interval.lo:.0f}–{interval.hi:.0f}, n={interval.n})."
         )
     if interval.kind == "not_claimed":
