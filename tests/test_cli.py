@@ -153,18 +153,27 @@ def test_bench_bad_input_exits_2(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
-def test_bench_refuses_duplicate_empty_and_unbounded_sizes_before_anything_runs(tmp_path: Path) -> None:
-    for args, message in (
-        (["--levels", "1,2,2"], "concurrency_levels names 2 more than once"),
-        (["--levels", "1,,2"], "--levels has an empty part (position 2)"),
-        (["--levels", "1,1000000"], "above 16,384 requests in flight"),
-        (["--input-len", "99999999"], "input_len 99,999,999 is above 1,048,576 tokens"),
-        (["--time-scale", "1000"], "time scale 1000 is above 20"),
-    ):
+def _refused_before_anything_runs(tmp_path: Path, cases: list[tuple[list[str], str]]) -> None:
+    """``workbench bench baseline ARGS`` exits 2 with ``message`` (no traceback) for each case, and no run
+    is made in ``tmp_path``."""
+    for args, message in cases:
         result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
         assert result.exit_code == 2 and message in result.output, (args, result.output)
         assert "Traceback" not in result.output
     assert not list(tmp_path.iterdir())
+
+
+def test_bench_refuses_duplicate_empty_and_unbounded_sizes_before_anything_runs(tmp_path: Path) -> None:
+    _refused_before_anything_runs(
+        tmp_path,
+        [
+            (["--levels", "1,2,2"], "concurrency_levels names 2 more than once"),
+            (["--levels", "1,,2"], "--levels has an empty part (position 2)"),
+            (["--levels", "1,1000000"], "above 16,384 requests in flight"),
+            (["--input-len", "99999999"], "input_len 99,999,999 is above 1,048,576 tokens"),
+            (["--time-scale", "1000"], "time scale 1000 is above 20"),
+        ],
+    )
 
 
 def test_bench_runs_resumes_and_prints_n_and_intervals(tmp_path: Path) -> None:
@@ -248,16 +257,15 @@ def test_bench_open_loop_prints_its_levels_per_request_rate(tmp_path: Path) -> N
 
 
 def test_bench_bad_load_options_exit_2_naming_the_option(tmp_path: Path) -> None:
-    for args, message in (
-        (["--sweep", "batch", "--sweep-values", "1,2"], "--sweep must be one of"),
-        (["--sweep", "output_len", "--sweep-values", "x"], "--sweep-values must be"),
-        (["--sweep", "output_len"], "--sweep and --sweep-values go together"),
-        (["--backend", "grpc"], "--backend must be one of"),
-    ):
-        result = runner.invoke(app, ["bench", "baseline", *args, "--runs-dir", str(tmp_path)])
-        assert result.exit_code == 2 and message in result.output, (args, result.output)
-        assert "Traceback" not in result.output
-    assert not list(tmp_path.iterdir())
+    _refused_before_anything_runs(
+        tmp_path,
+        [
+            (["--sweep", "batch", "--sweep-values", "1,2"], "--sweep must be one of"),
+            (["--sweep", "output_len", "--sweep-values", "x"], "--sweep-values must be"),
+            (["--sweep", "output_len"], "--sweep and --sweep-values go together"),
+            (["--backend", "grpc"], "--backend must be one of"),
+        ],
+    )
 
 
 def test_bench_load_options_reach_the_plan_and_the_table_shows_the_swept_value(tmp_path: Path) -> None:
@@ -327,6 +335,24 @@ def _one_line_error(result, exit_code: int) -> str:
     return line
 
 
+def _bench_one_small_level(runs: Path):
+    """``workbench bench baseline`` at one level of two 4-token requests (time scale 10) into ``runs``."""
+    options = ["--levels", "1", "--requests", "2", "--max-new-tokens", "4", "--time-scale", "10", "--no-progress"]
+    return runner.invoke(app, ["bench", "baseline", *options, "--runs-dir", str(runs)])
+
+
+def _serve_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, code: str) -> None:
+    """Make the simulated engine's server ``python -c code`` instead (its registry under ``tmp_path``)."""
+    from workbench.engines import get_engine
+
+    monkeypatch.setattr(
+        type(get_engine("sim")),
+        "launch_argv",
+        lambda self, variant, *, python, port, options=None: [python, "-c", code],
+    )
+    monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
+
+
 def test_a_runs_folder_that_is_a_file_ends_bench_and_import_with_one_line(tmp_path: Path, monkeypatch) -> None:
     runs_file = tmp_path / "runs"
     runs_file.write_text("not a folder")
@@ -342,38 +368,10 @@ def test_a_runs_folder_that_is_a_file_ends_bench_and_import_with_one_line(tmp_pa
 
 
 def test_a_single_failed_server_ends_with_its_classified_failure_and_exit_1(tmp_path: Path, monkeypatch) -> None:
-    from workbench.engines import get_engine
-
     # a server that loads forever (the simulator itself was sometimes ready at the first look, on a busy machine)
-    monkeypatch.setattr(
-        type(get_engine("sim")),
-        "launch_argv",
-        lambda self, variant, *, python, port, options=None: [
-            python,
-            "-c",
-            "import time; print('Load weight begin.', flush=True); time.sleep(600)",
-        ],
-    )
+    _serve_with(monkeypatch, tmp_path, "import time; print('Load weight begin.', flush=True); time.sleep(600)")
     monkeypatch.setenv("WORKBENCH_READY_TIMEOUT_S", "0.05")
-    monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
-    result = runner.invoke(
-        app,
-        [
-            "bench",
-            "baseline",
-            "--levels",
-            "1",
-            "--requests",
-            "2",
-            "--max-new-tokens",
-            "4",
-            "--time-scale",
-            "10",
-            "--no-progress",
-            "--runs-dir",
-            str(tmp_path / "runs"),
-        ],
-    )
+    result = _bench_one_small_level(tmp_path / "runs")
     line = _one_line_error(result, 1)
     assert (
         line.startswith(
@@ -385,59 +383,18 @@ def test_a_single_failed_server_ends_with_its_classified_failure_and_exit_1(tmp_
     assert "level table lacks columns" not in result.output
     listed = runner.invoke(app, ["runs", "list", "--runs-dir", str(tmp_path / "runs")])
     assert " failed " in listed.output and "failed before any level was measured" in " ".join(listed.output.split())
-    again = runner.invoke(
-        app,
-        [
-            "bench",
-            "baseline",
-            "--levels",
-            "1",
-            "--requests",
-            "2",
-            "--max-new-tokens",
-            "4",
-            "--time-scale",
-            "10",
-            "--no-progress",
-            "--runs-dir",
-            str(tmp_path / "runs"),
-        ],
-    )
+    again = _bench_one_small_level(tmp_path / "runs")
     assert again.exit_code == 1 and len(list((tmp_path / "runs").iterdir())) == 1  # reused, not a second empty run
 
 
 def test_a_server_that_fails_at_start_prints_its_log_path_and_last_lines(tmp_path: Path, monkeypatch) -> None:
     # a server that logs a few lines and exits with no known failure pattern: "read its tail below" must have a tail
-    from workbench.engines import get_engine
-
     crash = (
         "; ".join(f"print('startup step {i}', flush=True)" for i in range(30))
         + "; print('odd failure: the frobnicator is missing', flush=True); raise SystemExit(3)"
     )
-    monkeypatch.setattr(
-        type(get_engine("sim")),
-        "launch_argv",
-        lambda self, variant, *, python, port, options=None: [python, "-c", crash],
-    )
-    monkeypatch.setenv("WORKBENCH_SERVERS_DIR", str(tmp_path / "servers"))
-    result = runner.invoke(
-        app,
-        [
-            "bench",
-            "baseline",
-            "--levels",
-            "1",
-            "--requests",
-            "2",
-            "--max-new-tokens",
-            "4",
-            "--time-scale",
-            "10",
-            "--no-progress",
-            "--runs-dir",
-            str(tmp_path / "runs"),
-        ],
-    )
+    _serve_with(monkeypatch, tmp_path, crash)
+    result = _bench_one_small_level(tmp_path / "runs")
     assert result.exit_code == 1 and "Traceback (most recent call last)" not in result.output, result.output
     [line] = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert line.startswith(
