@@ -14,7 +14,6 @@ machine's own.
 from __future__ import annotations
 
 import dataclasses
-import getpass
 import os
 import shutil
 import subprocess
@@ -22,7 +21,15 @@ import time
 from pathlib import Path
 
 import fleet_cluster as fc
-from sshd_fixture import SSHD_BINARY, _keygen, stop_process
+from sshd_fixture import (
+    SSHD_BINARY,
+    _keygen,
+    client_options,
+    config_text,
+    prepare_workdir,
+    sshd_config_text,
+    stop_process,
+)
 
 PORT = 2222
 ALIASES = {"fleethead": fc.HEAD_IP, "fleetworker": fc.WORKER_IP}
@@ -69,13 +76,8 @@ def _wait_listening(proc: subprocess.Popen, log: Path, timeout_s: float = 30.0) 
 
 def start(cluster: fc.Cluster, work: Path) -> FleetSSH:
     """Start an sshd in each namespace of ``cluster``, keys and configs in ``work``; stop with :func:`stop`."""
-    work.mkdir(parents=True, exist_ok=True)
-    work.chmod(0o700)
-    identity = work / "id_ed25519"
-    (work / "authorized_keys").write_text(_keygen(identity) + "\n")
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
-    procs, logs, known, config = {}, {}, [], []
+    identity = prepare_workdir(work)
+    procs, logs, known, hosts = {}, {}, [], {}
     try:
         for (alias, ip), ns in zip(ALIASES.items(), (cluster.head_ns, cluster.worker_ns)):
             host_key = work / f"host_{alias}"
@@ -83,28 +85,14 @@ def start(cluster: fc.Cluster, work: Path) -> FleetSSH:
             env = {"WORKBENCH_SERVERS_DIR": str(cluster.servers_dir(ns)), **SESSION_ENV}
             sshd_config = work / f"sshd_{alias}"
             sshd_config.write_text(
-                "\n".join(
-                    [
-                        f"Port {PORT}",
-                        f"ListenAddress {ip}",
-                        f"HostKey {host_key}",
-                        f"PidFile {work / (alias + '.pid')}",
-                        f"AuthorizedKeysFile {work / 'authorized_keys'}",
-                        "PermitRootLogin yes",
-                        "StrictModes no",
-                        "UsePAM no",
-                        "PasswordAuthentication no",
-                        "KbdInteractiveAuthentication no",
-                        "PubkeyAuthentication yes",
-                        "AllowTcpForwarding yes",
-                        "Subsystem sftp internal-sftp",
-                        "MaxSessions 64",
-                        "MaxStartups 64:30:128",
-                        "PrintMotd no",
-                        "SetEnv " + " ".join(f"{k}={v}" for k, v in env.items()),
-                    ]
+                sshd_config_text(
+                    work,
+                    port=PORT,
+                    address=ip,
+                    host_key=host_key,
+                    pid_file=work / f"{alias}.pid",
+                    extra=("SetEnv " + " ".join(f"{k}={v}" for k, v in env.items()),),
                 )
-                + "\n"
             )
             logs[ns] = work / f"sshd_{alias}.log"
             with open(logs[ns], "wb") as log:
@@ -115,21 +103,12 @@ def start(cluster: fc.Cluster, work: Path) -> FleetSSH:
                     stdin=subprocess.DEVNULL,
                 )
             _wait_listening(procs[ns], logs[ns])
-            config += [
-                f"Host {alias}",
-                f"    HostName {ip}",
-                f"    Port {PORT}",
-                f"    User {getpass.getuser()}",
-                f"    IdentityFile {identity}",
-                "    IdentitiesOnly yes",
-                f"    UserKnownHostsFile {work / 'known_hosts'}",
-                "    GlobalKnownHostsFile /dev/null",
-            ]
+            hosts[alias] = client_options(ip, PORT, identity, work / "known_hosts")
     except BaseException:
         stop(FleetSSH(work / "ssh_config", work / "known_hosts", procs, logs))
         raise
     (work / "known_hosts").write_text("\n".join(known) + "\n")
-    (work / "ssh_config").write_text("\n".join(config) + "\n")
+    (work / "ssh_config").write_text(config_text(hosts))
     return FleetSSH(work / "ssh_config", work / "known_hosts", procs, logs)
 
 

@@ -22,7 +22,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -68,26 +68,14 @@ class SSHD:
 
     def options(self, **overrides: str) -> dict[str, str]:
         """ssh config options of the ``wbtest`` alias, with ``overrides`` (``None`` drops one)."""
-        opts = {
-            "HostName": "127.0.0.1",
-            "Port": str(self.port),
-            "User": getpass.getuser(),
-            "IdentityFile": str(self.identity_file),
-            "IdentitiesOnly": "yes",
-            "UserKnownHostsFile": str(self.known_hosts),
-            "GlobalKnownHostsFile": "/dev/null",
-        }
+        opts = client_options("127.0.0.1", self.port, self.identity_file, self.known_hosts)
         opts.update(overrides)
         return {k: v for k, v in opts.items() if v is not None}
 
     def write_config(self, name: str, hosts: dict[str, dict[str, str]]) -> Path:
         """Write an ssh config file ``name`` in the workdir with one ``Host`` block per alias."""
-        lines = []
-        for alias, opts in hosts.items():
-            lines.append(f"Host {alias}")
-            lines.extend(f"    {key} {value}" for key, value in opts.items())
         path = self.workdir / name
-        path.write_text("\n".join(lines) + "\n")
+        path.write_text(config_text(hosts))
         return path
 
     def log_tail(self, chars: int = 3000) -> str:
@@ -101,6 +89,73 @@ def _keygen(path: Path) -> str:
         capture_output=True,
     )
     return " ".join(path.with_suffix(".pub").read_text().split()[:2])
+
+
+def prepare_workdir(work: Path) -> Path:
+    """Make ``work`` (mode 0700, created if missing) with a user key, the one key ``authorized_keys`` lists;
+    as root, also sshd's privilege-separation folder. Returns the user key's path (the client's identity)."""
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o700)
+    identity = work / "id_ed25519"
+    (work / "authorized_keys").write_text(_keygen(identity) + "\n")
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
+    return identity
+
+
+#: The sshd options every test server runs with: keys only, as the current user (root allowed), port
+#: forwarding and sftp on, room for the many sessions and channels a sweep opens.
+SSHD_OPTIONS = (
+    "PermitRootLogin yes",
+    "StrictModes no",
+    "UsePAM no",
+    "PasswordAuthentication no",
+    "KbdInteractiveAuthentication no",
+    "PubkeyAuthentication yes",
+    "AllowTcpForwarding yes",
+    "Subsystem sftp internal-sftp",
+    "MaxSessions 64",
+    "MaxStartups 64:30:128",
+    "PrintMotd no",
+)
+
+
+def sshd_config_text(
+    work: Path, *, port: int, address: str, host_key: Path, pid_file: Path, extra: tuple[str, ...]
+) -> str:
+    """An sshd_config listening on ``address``:``port`` with ``host_key``, authorising ``work``'s
+    ``authorized_keys`` (:func:`prepare_workdir`), with :data:`SSHD_OPTIONS` and then ``extra`` lines."""
+    head = [
+        f"Port {port}",
+        f"ListenAddress {address}",
+        f"HostKey {host_key}",
+        f"PidFile {pid_file}",
+        f"AuthorizedKeysFile {work / 'authorized_keys'}",
+    ]
+    return "\n".join([*head, *SSHD_OPTIONS, *extra]) + "\n"
+
+
+def client_options(hostname: str, port: int, identity: Path, known_hosts: Path) -> dict[str, str]:
+    """The ssh config options that reach a test sshd at ``hostname``:``port`` with ``identity`` only, checking
+    its host key against ``known_hosts`` alone (nothing under ``~/.ssh`` or /etc/ssh is read)."""
+    return {
+        "HostName": hostname,
+        "Port": str(port),
+        "User": getpass.getuser(),
+        "IdentityFile": str(identity),
+        "IdentitiesOnly": "yes",
+        "UserKnownHostsFile": str(known_hosts),
+        "GlobalKnownHostsFile": "/dev/null",
+    }
+
+
+def config_text(hosts: Mapping[str, Mapping[str, str]]) -> str:
+    """An ssh config: one ``Host`` block per alias, its options indented below it."""
+    lines = []
+    for alias, opts in hosts.items():
+        lines.append(f"Host {alias}")
+        lines.extend(f"    {key} {value}" for key, value in opts.items())
+    return "\n".join(lines) + "\n"
 
 
 def _wait_for_banner(port: int, proc: subprocess.Popen, log_file: Path, timeout_s: float = 15.0) -> None:
@@ -129,39 +184,20 @@ def running_sshd(work: Path) -> Iterator[SSHD]:
             f"{SSHD_BINARY} or ssh-keygen not found: the SSH tests need a real OpenSSH server. "
             "Install it with `apt-get install -y openssh-server` (as root), then run the tests again."
         )
-    work.mkdir(parents=True, exist_ok=True)
-    work.chmod(0o700)
+    identity = prepare_workdir(work)
     host_key = work / "host_ed25519"
     host_key_line = _keygen(host_key)
-    identity = work / "id_ed25519"
-    (work / "authorized_keys").write_text(_keygen(identity) + "\n")
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
     port = free_port()
     sshd_config = work / "sshd_config"
     sshd_config.write_text(
-        "\n".join(
-            [
-                f"Port {port}",
-                "ListenAddress 127.0.0.1",
-                f"HostKey {host_key}",
-                f"PidFile {work / 'sshd.pid'}",
-                f"AuthorizedKeysFile {work / 'authorized_keys'}",
-                "PermitRootLogin yes",
-                "StrictModes no",
-                "UsePAM no",
-                "PasswordAuthentication no",
-                "KbdInteractiveAuthentication no",
-                "PubkeyAuthentication yes",
-                "AllowTcpForwarding yes",
-                "Subsystem sftp internal-sftp",
-                "MaxSessions 64",
-                "MaxStartups 64:30:128",
-                "PrintMotd no",
-                "LogLevel VERBOSE",
-            ]
+        sshd_config_text(
+            work,
+            port=port,
+            address="127.0.0.1",
+            host_key=host_key,
+            pid_file=work / "sshd.pid",
+            extra=("LogLevel VERBOSE",),
         )
-        + "\n"
     )
     log_file = work / "sshd.log"
     with open(log_file, "wb") as log:
