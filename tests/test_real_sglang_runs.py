@@ -290,3 +290,23 @@ def test_start_up_on_the_h100_later_starts_compile_nothing() -> None:
         logs = {m.name.rsplit("-", 2)[0]: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
     assert set(logs) == {"real-baseline", *SPECULATIVE}
     assert startup_timings(logs["real-eagle3-tree"])["cuda_graph_s"]["draft_decode"] == 12.95
+
+
+# -- the 3-repeat run the deadline stopped (data/measured/h100-sglang-0.5.17-2026-12-06-repeats-interrupted) --------
+
+
+def test_a_run_stopped_in_a_later_pass_says_its_repeats_are_uneven() -> None:
+    """The baseline kept 2 passes at concurrency 1 and 1 at 4-16, the chain 2 at every level: the report says
+    n=1–2 and draws no interval where a level has one pass (it had said n=2 repeats per level)."""
+    runs = FOUR.parent / "h100-sglang-0.5.17-2026-12-06-repeats-interrupted" / "runs"
+    study = load_study(sorted(runs.iterdir()))
+    assert (study.tables.min_repeats, study.tables.max_repeats) == (1, 2)
+    assert study.tables.repeats_words == "n=1–2 repeats per level (uneven)"
+    assert "n=1–2 repeats per level (uneven)" in study.verdict() and "n=2 repeats per level" not in study.verdict()
+    assert "n=1–2 repeats per level (uneven)" in study_opening(study.tables)
+    assert study.tables.repeats_line.endswith("where n > 1")
+    assert study.tables.repeats_words != "" and four_repeats_words() == "n=1 repeat per level"
+
+
+def four_repeats_words() -> str:
+    return load_study(sorted((FOUR / "runs").iterdir())).tables.repeats_words

@@ -136,8 +136,8 @@ def _provenance_sentence(study: StudyTables) -> str:
         hosts = sorted({str(m.get("host")) for m in study.manifests if m.get("host")})
         conditions = conditions_text(study.manifests, short=True)
         if conditions:  # a real engine under test conditions (random weights, forced acceptance): say which
-            return f"{conditions}; host {literal(', '.join(hosts)) or 'unknown'}, n={n} repeats per level."
-        return f"Measured on {literal(', '.join(hosts)) or 'the host'} with n={n} repeats per level."
+            return f"{conditions}; host {literal(', '.join(hosts)) or 'unknown'}, {study.repeats_words}."
+        return f"Measured on {literal(', '.join(hosts)) or 'the host'} with {study.repeats_words}."
     behind = study.levels.get("sim_behind_schedule_wall_s", pd.Series(dtype=float)).fillna(0.0)
     scale = study.time_scale  # None for runs that recorded none (imports of a simulated server)
     pace = f"{scale:g}x real time" if scale is not None else "time scale not recorded"

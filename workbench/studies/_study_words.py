@@ -272,8 +272,7 @@ def provenance_line(study: StudyTables) -> str:
     parts.append(f"workbench {literal(__version__)}")
     if hosts:
         parts.append(f"host {literal(', '.join(hosts))}")
-    n = study.max_repeats
-    parts.append(f"n={n} repeat{'' if n == 1 else 's'} per level")
+    parts.append(study.repeats_words)
     if len(counts):
         lo, hi = int(counts.min()), int(counts.max())
         parts.append(f"{lo if lo == hi else f'{lo}–{hi}'} requests per level")

@@ -259,12 +259,30 @@ class StudyTables:
         return int(self.levels.groupby(["variant", self.load]).size().max())
 
     @property
+    def min_repeats(self) -> int:
+        """The fewest repeats any measured level has (1 for runs without repeats)."""
+        if "repeat" not in self.levels or not len(self.levels):
+            return 1
+        return int(self.levels.groupby(["variant", self.load]).size().min())
+
+    @property
+    def repeats_words(self) -> str:
+        """How many repeats a level has, as the reports say it: ``n=3 repeats per level``, or the range when
+        levels differ (a sweep stopped in a later pass keeps its earlier passes: ``n=1–2 repeats per level``)."""
+        lo, hi = self.min_repeats, self.max_repeats
+        if lo == hi:
+            return f"n={hi} repeat{'' if hi == 1 else 's'} per level"
+        return f"n={lo}–{hi} repeats per level (uneven)"
+
+    @property
     def repeats_line(self) -> str:
         """The chart subtitle line saying what a point is: n repeats and the interval drawn."""
         n = self.max_repeats
         if n == 1:
             return "n=1 repeat per level: points are single measurements, no interval"
-        return f"points: mean over n={n} repeats per level; bars: 95% interval (Student t, n-1 df)"
+        if self.min_repeats == 1:
+            return f"points: mean over {self.repeats_words}; bars: 95% interval (Student t, n-1 df) where n > 1"
+        return f"points: mean over {self.repeats_words}; bars: 95% interval (Student t, n-1 df)"
 
     # -- fairness -----------------------------------------------------------
     @property
