@@ -6,7 +6,8 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.sim._predict import predict
-from workbench.sim._profiles import acceptance_regime, load_profile
+from workbench.sim._profile_acceptance import acceptance_regime
+from workbench.sim._profiles import load_profile
 from workbench.sim._server import SimServer
 from workbench.sim._server_args import parse_server_args
 from workbench.sim._spec import SpecConfig

@@ -39,7 +39,7 @@ from workbench.sim._metrics import SimMetrics
 from workbench.releases import release_number
 from workbench.sim._openai import ChatTemplate
 from workbench.sim._acceptance import ForcedAcceptance, forced_accept_length
-from workbench.sim._profiles import acceptance_regime
+from workbench.sim._profile_acceptance import acceptance_regime
 from workbench.sim._server_args import SimServerConfig
 from workbench.sim._text import TextModel
 

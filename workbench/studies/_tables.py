@@ -31,7 +31,6 @@ from workbench.analysis import (
     SameWork,
     accept_by_category,
     accept_length_distribution,
-    best_policy,
     crossover_interval,
     find_crossover,
     imported_position_rates,
@@ -42,39 +41,17 @@ from workbench.analysis import (
     ratio_intervals,
     repeat_table,
     same_outputs,
-    settings_differences,
 )
 from workbench.errors import ConfigError
+from workbench.studies import _study_policy
 from workbench.studies._conditions import conditions_of, conditions_text
 from workbench.studies._goodput import GoodputTargets
-from workbench.studies._run_facts import drafts, gpu_difference, gpu_words
+from workbench.studies._run_facts import drafts, gpu_words
 
 __all__ = ["COMPARED", "INTERVAL_METRICS", "LATENCY_METRICS", "SetAsideRun", "StudyTables"]
 
 #: Level metrics compared between variants (higher is better for both).
 COMPARED = ("output_throughput_tok_s", "mean_per_request_tok_s")
-
-#: :func:`workbench.analysis.ratio_intervals`' words for spec/baseline, said of best/runner-up.
-_POLICY_WORDS = {"spec ahead": "ahead", "baseline ahead": "runner-up ahead (paired)"}
-
-#: ``/server_info`` keys that change while a server runs or name where it listens, not how it serves: two
-#: servers that differ only in these (and their request cap) are one server below the smaller cap.
-_LIVE_KEYS = frozenset(
-    {
-        "port",
-        "host",
-        "status",
-        "internal_states",
-        "simulation",
-        "log_level",
-        "random_seed",
-        "sim_seed",
-        "decode_log_interval",
-        "served_model_name",
-        "weight_version",
-        "max_total_num_tokens",
-    }
-)
 
 #: Level metrics reported with their interval over repeats (summary, charts, the bench CLI).
 INTERVAL_METRICS = (
@@ -308,104 +285,19 @@ class StudyTables:
         return out
 
     def same_server_below(self, first: str, second: str) -> int | None:
-        """The running-request count up to which ``first`` and ``second`` are one server: their ``/server_info``
-        differs in ``max_running_requests`` alone (as ``baseline`` and ``baseline-cap48``), so below the smaller
-        cap nothing tells them apart. None when either reported no settings or another setting differs."""
-        infos = self.server_infos
-        if first == second or first not in infos or second not in infos:
-            return None
-        a, b = infos[first], infos[second]
-        differ = {k for k in set(a) | set(b) if k not in _LIVE_KEYS and a.get(k) != b.get(k)}
-        if differ != {"max_running_requests"}:
-            return None
-        caps = self.caps
-        if first not in caps or second not in caps:
-            return None
-        return min(caps[first], caps[second])
+        """The running-request count up to which ``first`` and ``second`` are one server
+        (:func:`workbench.studies._study_policy.same_server_below`)."""
+        return _study_policy.same_server_below(self, first, second)
 
     def policy_choices(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
-        """What to run at each level, naming every variant that serves equally there (:meth:`policy` says only the best).
-
-        At each level: the best variant, then the runner-up where the best is not distinguishable from it (its
-        paired margin's interval holds 0; a margin not tested, with fewer than 3 repeats, names the best alone and
-        the verdict says it is untested), then any variant that is the same server as the best
-        at that level (:meth:`same_server_below`: the two differ only in their request cap, both above the level).
-
-        Returns:
-            One row per level: the load column, ``serve`` (a tuple of variant names, the best first) and ``why``
-            (``""`` for one variant, else why the others serve equally: ``"not distinguishable"``,
-            ``"the runner-up ahead in paired repeats"`` (the means and the pairs disagree) or ``"the
-            same server below N running requests"``, joined by ``"; "``).
-        """
-        pol = self.policy(metric)
-        levels = self.levels
-        rows = []
-        for row in pol.itertuples():
-            level = getattr(row, self.load)
-            serve, why = [str(row.best_variant)], []
-            verdict = row.margin_verdict
-            if (
-                isinstance(row.runner_up, str)
-                and isinstance(verdict, str)
-                and verdict != "ahead"
-                and not verdict.startswith("not tested")
-            ):  # untested: the best alone, the verdict says so
-                serve.append(row.runner_up)
-                why.append(
-                    "not distinguishable"
-                    if verdict.startswith("not distinguishable")
-                    else "the runner-up ahead in paired repeats"
-                )
-            measured = set(levels.loc[levels[self.load] == level, "variant"])
-            for other in self.variants:
-                below = self.same_server_below(serve[0], other)
-                if other in measured and below is not None and self.load == "concurrency" and level <= below:
-                    if other not in serve:
-                        serve.append(other)
-                    why = [w for w in why if w != "not distinguishable"] if other == row.runner_up else why
-                    why.append(f"the same server below {below} running requests")
-            rows.append({self.load: level, "serve": tuple(serve), "why": "; ".join(dict.fromkeys(why))})
-        return pd.DataFrame(rows, columns=[self.load, "serve", "why"])
+        """What to run at each level, naming every variant that serves equally there
+        (:func:`workbench.studies._study_policy.policy_choices`)."""
+        return _study_policy.policy_choices(self, metric)
 
     def comparability(self) -> pd.DataFrame:
-        """Server settings in which each speculative variant differs from the baseline, beyond speculation.
-
-        One row per (variant, setting) (:func:`workbench.analysis.settings_differences` on the
-        ``/server_info`` both servers reported), plus the pre-flight and effective-settings
-        warnings the runs' manifests recorded (``setting`` ``"preflight: <flag>"``). Empty when
-        the pairs are like-for-like or the manifests carry no server info.
-        """
-        infos = self.server_infos
-        frames = []
-        for spec in self.spec_variants:
-            if self.baseline in infos and spec in infos:
-                frames.append(
-                    settings_differences(infos[self.baseline], infos[spec], spec=spec, baseline=self.baseline)
-                )
-        rows: list[dict[str, Any]] = []
-        for spec in self.spec_variants:  # a pair on two GPUs compares cards as well as speculation
-            if self.gpus(self.baseline) and self.gpus(spec) and self.gpus(spec) != self.gpus(self.baseline):
-                rows.append(gpu_difference(self.baseline, self.gpus(self.baseline), spec, self.gpus(spec)))
-        for m in self.manifests:
-            for f in [*(m.get("preflight_findings") or []), *(m.get("effective_findings") or [])]:
-                if f.get("severity") in ("warning", "error") and m.get("variant") != self.baseline:
-                    rows.append(
-                        {
-                            "variant": m.get("variant"),
-                            "setting": f"preflight: {f.get('flag')}",
-                            "baseline_value": "",
-                            "spec_value": "",
-                            "effect": f.get("problem", ""),
-                            "equalise": f.get("fix", ""),
-                        }
-                    )
-        frames.append(
-            pd.DataFrame(rows, columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
-        )
-        frames = [f for f in frames if len(f)]
-        if not frames:
-            return pd.DataFrame(columns=["variant", "setting", "baseline_value", "spec_value", "effect", "equalise"])
-        return pd.concat(frames, ignore_index=True).drop_duplicates(subset=["variant", "setting"])
+        """Server settings in which each speculative variant differs from the baseline, beyond speculation
+        (:func:`workbench.studies._study_policy.comparability`)."""
+        return _study_policy.comparability(self)
 
     def same_work(self, *, tolerance: float | None = None) -> list[SameWork]:
         """Per speculative variant, whether it returned the baseline's greedy outputs prompt by prompt
@@ -589,46 +481,6 @@ class StudyTables:
         return out
 
     def policy(self, metric: str = "output_throughput_tok_s") -> pd.DataFrame:
-        """Best variant per concurrency on ``metric`` (mean over repeats; what to run at each load).
-
-        Returns:
-            One row per concurrency: :func:`workbench.analysis.best_policy`'s ``concurrency``,
-            ``best_variant``, ``best_<metric>``, ``runner_up``, ``margin`` (best / runner-up - 1,
-            of the means), then ``n`` (the best variant's repeats), ``best_<metric>_lo`` / ``_hi``
-            (its 95% t interval over repeats; NaN for n=1), ``margin_lo`` / ``margin_hi`` (the
-            95% t interval of the paired best/runner-up ratio minus 1,
-            :func:`workbench.analysis.ratio_intervals`) and ``margin_verdict``: ``"ahead"``,
-            ``"not distinguishable at this level"``, ``"runner-up ahead (paired)"`` or
-            ``"not tested: <n> repeat(s)"`` under the significance rule.
-        """
-        means = self.means()
-        out = best_policy(means, metric=metric, load=self.load)
-        keyed = means.set_index(["variant", self.load])
-        rows = []
-        for row in out.itertuples():
-            level = getattr(row, self.load)
-            best = keyed.loc[(row.best_variant, level)]
-            entry = {
-                "n": int(best["n"]),
-                f"best_{metric}_lo": best.get(f"{metric}_lo", float("nan")),
-                f"best_{metric}_hi": best.get(f"{metric}_hi", float("nan")),
-                "margin_lo": float("nan"),
-                "margin_hi": float("nan"),
-                "margin_verdict": None,
-            }
-            at = self.levels[
-                (self.levels[self.load] == level) & self.levels["variant"].isin([row.runner_up, row.best_variant])
-            ]
-            if isinstance(row.runner_up, str) and (at[metric] > 0).all():  # a ratio needs both above 0
-                paired = ratio_intervals(
-                    at, baseline=row.runner_up, spec=row.best_variant, metric=metric, load=self.load
-                )
-                if len(paired):
-                    first = paired.iloc[0]
-                    entry.update(
-                        margin_lo=first["ratio_lo"] - 1.0,
-                        margin_hi=first["ratio_hi"] - 1.0,
-                        margin_verdict=_POLICY_WORDS.get(first["verdict"], first["verdict"]),
-                    )
-            rows.append(entry)
-        return pd.concat([out, pd.DataFrame(rows, index=out.index)], axis=1)
+        """Best variant per level on ``metric``, with its paired margin over the runner-up
+        (:func:`workbench.studies._study_policy.policy`)."""
+        return _study_policy.policy(self, metric)
