@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from workbench.bench import summarize_level
 from workbench.cli import app
 from workbench.errors import ConfigError
+from workbench.sim import _configurations as C
 from workbench.sim import _predict as P
 from workbench.sim._engine import EngineCore
 from workbench.sim._offline import simulate_closed_loop
@@ -31,7 +32,7 @@ def profile():
 def test_grid_applies_sglang_059_rules() -> None:
     grid = {
         (p.topk, p.num_steps, p.num_draft_tokens, p.spec_v2): p
-        for p in P.spec_grid(topk=(1, 2, 4), num_steps=(1, 2), num_draft_tokens=(2, 3, 8), spec_v2=(False, True))
+        for p in C.spec_grid(topk=(1, 2, 4), num_steps=(1, 2), num_draft_tokens=(2, 3, 8), spec_v2=(False, True))
     }
     assert grid[(4, 2, 8, True)].status == "refused" and "Spec v2" in grid[(4, 2, 8, True)].reason
     assert grid[(2, 1, 8, False)].status == "refused" and "candidates" in grid[(2, 1, 8, False)].reason  # 7 > 2
@@ -41,11 +42,11 @@ def test_grid_applies_sglang_059_rules() -> None:
     assert grid[(1, 2, 3, False)].status == "duplicate" and grid[(1, 2, 8, False)].status == "duplicate"
     assert grid[(1, 2, 2, True)].name == "topk1-steps2-draft3-v2"
     with pytest.raises(ConfigError, match="candidates"):
-        P.check_draft_budget(SpecConfig("EAGLE3", num_steps=1, topk=4, num_draft_tokens=6))
+        C.check_draft_budget(SpecConfig("EAGLE3", num_steps=1, topk=4, num_draft_tokens=6))
 
 
 def test_default_grid_has_at_least_50_configurations(profile) -> None:
-    configs = P.grid_configurations(profile, "eagle3-topk4", P.spec_grid())
+    configs = C.grid_configurations(profile, "eagle3-topk4", C.spec_grid())
     assert len(configs) >= 50
     assert len({c.name for c in configs}) == len(configs)
     v2 = [c for c in configs if c.spec.spec_v2]
@@ -54,8 +55,8 @@ def test_default_grid_has_at_least_50_configurations(profile) -> None:
 
 
 def test_configuration_matches_the_shipped_variant(profile) -> None:
-    shipped = P.variant_configuration(profile, "eagle3-topk1-v2")
-    built = P.configuration(profile, "eagle3-topk4", topk=1, num_steps=2, num_draft_tokens=3, spec_v2=True)
+    shipped = C.variant_configuration(profile, "eagle3-topk1-v2")
+    built = C.configuration(profile, "eagle3-topk4", topk=1, num_steps=2, num_draft_tokens=3, spec_v2=True)
     assert built.spec == shipped.spec
     assert P.predict(profile, [built], concurrency_levels=[1, 4])[1]["output_throughput_tok_s"] == pytest.approx(
         P.predict(profile, [shipped], concurrency_levels=[1, 4])[1]["output_throughput_tok_s"]
@@ -65,7 +66,7 @@ def test_configuration_matches_the_shipped_variant(profile) -> None:
 @pytest.mark.parametrize("variant", ["baseline", "eagle3-topk4"])
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_fast_summary_equals_the_bench_summary(profile, variant: str, concurrency: int) -> None:
-    config = P.variant_configuration(profile, variant)
+    config = C.variant_configuration(profile, variant)
     plan = P.prediction_plan(profile, concurrency_levels=[concurrency], max_new_tokens=64)
     rows = P.simulate_level(profile, config, plan, concurrency, chunks=True).rows
     fast = P.summarize_rows(rows)
@@ -79,7 +80,7 @@ def test_fast_summary_equals_the_bench_summary(profile, variant: str, concurrenc
 
 
 def test_recording_only_the_ends_changes_no_figure(profile) -> None:
-    config = P.variant_configuration(profile, "eagle3-topk4")
+    config = C.variant_configuration(profile, "eagle3-topk4")
     plan = P.prediction_plan(profile, concurrency_levels=[4], max_new_tokens=48)
     full = P.simulate_level(profile, config, plan, 4, chunks=True)
     ends = P.simulate_level(profile, config, plan, 4, chunks=False)
@@ -94,7 +95,7 @@ def test_recording_only_the_ends_changes_no_figure(profile) -> None:
 
 
 def test_closed_loop_keeps_its_concurrency(profile) -> None:
-    config = P.variant_configuration(profile, "baseline")
+    config = C.variant_configuration(profile, "baseline")
     engine = EngineCore(
         cost=profile.cost_for(config.args),
         acceptance=profile.acceptance,
@@ -207,7 +208,7 @@ def test_output_lengths_drawn_per_request_break_the_lockstep_of_equal_lengths(tm
     import dataclasses
 
     prof = load_profile("seed-pcie-8gpu")
-    cfg = P.variant_configuration(prof, "baseline")
+    cfg = C.variant_configuration(prof, "baseline")
     fixed = P.prediction_plan(prof, concurrency_levels=[1, 2])
     spread = dataclasses.replace(
         fixed, output_lengths=tuple(range(128, 385, 16)), load=dataclasses.replace(fixed.load, max_new_tokens=384)

@@ -175,7 +175,7 @@ def policy_table(profile, variant, baseline: str, *, batches: Sequence[int], con
 
     Args:
         profile: a loaded :class:`~workbench.sim._profiles.SimProfile` (or its name).
-        variant: a chain EAGLE-3 variant's name, or a :class:`~workbench.sim._predict.Configuration` (its flags:
+        variant: a chain EAGLE-3 variant's name, or a :class:`~workbench.sim._configurations.Configuration` (its flags:
             ``num_steps`` is ``K_max``, spec v1 or v2).
         baseline: the plain-decoding variant.
         batches: running requests; context: cached tokens per request.
@@ -186,7 +186,7 @@ def policy_table(profile, variant, baseline: str, *, batches: Sequence[int], con
     """
     from workbench.sim import load_profile
     from workbench.sim._policies import SpecOffCost
-    from workbench.sim._predict import variant_configuration
+    from workbench.sim._configurations import variant_configuration
 
     prof = load_profile(profile) if isinstance(profile, str) else profile
     cfg = variant_configuration(prof, variant) if isinstance(variant, str) else variant
