@@ -19,10 +19,6 @@ OVER_LIMIT: dict[str, tuple[int, str]] = {
         677,
         "response bodies of every emulated SGLang release, one pure function per route: data more than logic",
     ),
-    "workbench/sim/_acceptance.py": (
-        630,
-        "the acceptance model and its solver from published chain and tree points (next split: the solver)",
-    ),
     "workbench/sim/_server.py": (600, "the simulated server's aiohttp app: one handler per SGLang route"),
     "workbench/studies/_study_words.py": (
         579,

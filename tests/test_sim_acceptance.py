@@ -12,7 +12,8 @@ import random
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.sim._acceptance import AcceptanceModel, AcceptPoint, beta_bins, tree_pmf
+from workbench.sim._acceptance import AcceptanceModel, beta_bins, tree_pmf
+from workbench.sim._acceptance_solve import AcceptPoint
 from workbench.sim._cost_model import CostModel
 from workbench.sim._engine import EngineCore, SimRequest
 from workbench.sim._profiles import load_profile

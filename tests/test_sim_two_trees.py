@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.sim._acceptance import AcceptanceModel, AcceptPoint
+from workbench.sim._acceptance import AcceptanceModel
+from workbench.sim._acceptance_solve import AcceptPoint
 
 #: SpecForge #339 (Qwen3-30B-A3B, two H100s, MT-bench, greedy): one run's accept lengths at batch 1.
 SPECFORGE = {
