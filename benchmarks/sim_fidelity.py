@@ -22,7 +22,7 @@ import time
 
 from workbench.bench import load_prompts
 from workbench import benchmark_variant
-from workbench.sim._calibrate import figures
+from workbench.sim._offline_figures import figures
 from workbench.sim._profiles import load_profile
 from workbench.sim._text import TextModel
 from workbench.store import load_run

@@ -57,7 +57,7 @@ def test_the_closed_loop_refuses_what_the_sweep_plan_refuses_with_its_message(gi
 
 def test_defaults_are_defined_once() -> None:
     from workbench import benchmark_variant
-    from workbench.sim import _calibrate
+    from workbench.sim import _offline_figures as offline
 
     plan = SweepPlan.build(prompt_set=PROMPTS)
     assert plan.concurrency_levels == DEFAULT_CONCURRENCY_LEVELS == (1, 2, 4, 8, 16, 32, 64)
@@ -65,10 +65,10 @@ def test_defaults_are_defined_once() -> None:
     # the notebooks' entry point, the simulator's calibration and the bench share the very objects
     assert inspect.signature(benchmark_variant).parameters["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
     assert inspect.signature(benchmark_variant).parameters["requests_per_level"].default is None
-    sweep_stats = inspect.signature(_calibrate.sweep_stats).parameters
+    sweep_stats = inspect.signature(offline.sweep_stats).parameters
     assert sweep_stats["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
     assert sweep_stats["requests"].default is default_requests_per_level
-    assert inspect.signature(_calibrate.figures).parameters["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
+    assert inspect.signature(offline.figures).parameters["concurrency_levels"].default is DEFAULT_CONCURRENCY_LEVELS
     # the offline predictions' closed loop: the plan's defaults, and a profile's workload through its checks
     loop = ClosedLoop()
     assert loop.concurrency_levels == DEFAULT_CONCURRENCY_LEVELS and loop.max_new_tokens == plan.max_new_tokens

@@ -18,7 +18,7 @@ from sim_distortion import explained_share
 from workbench.analysis import per_request_ratio_ci
 from workbench.paths import PACKAGE_ROOT
 from workbench.report import run_notebook
-from workbench.sim._calibrate import figures
+from workbench.sim._offline_figures import figures
 from workbench.sim._profiles import load_profile
 from workbench.store import load_run
 from report_page import page_problems

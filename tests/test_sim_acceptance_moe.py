@@ -8,6 +8,7 @@ import re
 import pytest
 
 from workbench.sim import _calibrate as cal
+from workbench.sim import _offline_figures as offline
 from workbench.sim._profiles import load_profile
 
 MOE = load_profile("h100x2-qwen3-30b-a3b-eagle3")
@@ -57,14 +58,14 @@ def test_the_model_places_an_inverted_crossover_and_says_why() -> None:
     chain = {c: predictor.level("qwen3-30b-a3b-eagle3-chain3", c, eff)[0] for c in (1, 4, 20)}
     assert chain[1] < base[1] and chain[4] < base[4]
     assert chain[20] > base[20]
-    one = cal.step_breakdown(MOE, "qwen3-30b-a3b-eagle3-chain3", batch=1, kv_tokens=1200)
-    decode = cal.step_breakdown(MOE, "qwen3-30b-a3b-baseline", batch=1, kv_tokens=1200)
+    one = offline.step_breakdown(MOE, "qwen3-30b-a3b-eagle3-chain3", batch=1, kv_tokens=1200)
+    decode = offline.step_breakdown(MOE, "qwen3-30b-a3b-baseline", batch=1, kv_tokens=1200)
     # one request's 4 verify tokens: the first routes like a decode token, the other three count 1 - overlap each
     overlap = MOE.physics.efficiency.routing_overlap
     assert one.touched_experts == pytest.approx(128 * (1 - (120 / 128) ** (1 + 3 * (1 - overlap))), rel=1e-9)
     assert decode.touched_experts == pytest.approx(8.0) and one.touched_experts >= decode.touched_experts
     # the fused-MoE floor (48 layers x 27.1 us) is in the overhead of every forward
     assert decode.overhead_ms >= 48 * MOE.physics.efficiency.moe_layer_floor_us / 1e3
-    wide = cal.step_breakdown(MOE, "qwen3-30b-a3b-eagle3-chain3", batch=20, kv_tokens=20 * 1200)
-    busy = cal.step_breakdown(MOE, "qwen3-30b-a3b-baseline", batch=20, kv_tokens=20 * 1200)
+    wide = offline.step_breakdown(MOE, "qwen3-30b-a3b-eagle3-chain3", batch=20, kv_tokens=20 * 1200)
+    busy = offline.step_breakdown(MOE, "qwen3-30b-a3b-baseline", batch=20, kv_tokens=20 * 1200)
     assert wide.touched_experts < 1.5 * busy.touched_experts  # saturating: 128 vs ~92

@@ -13,6 +13,7 @@ from workbench.bench import ClosedLoop
 from workbench.errors import ConfigError
 from workbench.paths import PACKAGE_ROOT
 from workbench.sim import _calibrate as cal
+from workbench.sim import _offline_figures as offline
 from workbench.sim._predict import PredictionPlan
 from workbench.sim._profiles import load_profile
 
@@ -86,7 +87,7 @@ def test_fit_recovers_known_terms_and_reports_leave_one_out() -> None:
 def test_level_figures_match_the_benchmark_summary() -> None:
     predictor = cal.Predictor(H100, TINY)
     cfg = predictor._config("llama3-8b-eagle3")
-    rows = cal.offline_level(
+    rows = offline.offline_level(
         H100,
         cfg.spec,
         cost=H100.cost_for(cfg.args),
@@ -95,7 +96,7 @@ def test_level_figures_match_the_benchmark_summary() -> None:
         max_new_tokens=20,
         num_requests=7,
     )
-    fast, slow = cal.level_figures(rows), cal.level_stats(rows)
+    fast, slow = offline.level_figures(rows), offline.level_stats(rows)
     assert fast == pytest.approx(slow)
 
 

@@ -27,7 +27,7 @@ _NAMES = {
     "SpecConfig": "_spec",
     "SpecKernelCosts": "_spec_kernels",
     "ExtendAttentionCosts": "_spec_kernels",
-    "step_breakdown": "_calibrate",
+    "step_breakdown": "_offline_figures",
     "STEP_PARTS": "_predict",
     "StepBreakdown": "_roofline",
     "variant_config": "_variant_flags",
@@ -56,7 +56,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sim._spec import SpecConfig as SpecConfig
     from workbench.sim._spec_kernels import SpecKernelCosts as SpecKernelCosts
     from workbench.sim._spec_kernels import ExtendAttentionCosts as ExtendAttentionCosts
-    from workbench.sim._calibrate import step_breakdown as step_breakdown
+    from workbench.sim._offline_figures import step_breakdown as step_breakdown
     from workbench.sim._predict import STEP_PARTS as STEP_PARTS
     from workbench.sim._roofline import StepBreakdown as StepBreakdown
     from workbench.sim._variant_flags import variant_config as variant_config
