@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from workbench.servers._failure_signs import own_fix
-from workbench.servers._failures import _REFUSED_COMBINATION, _scheduler_exception, classify, suggestions
+from workbench.servers._failure_rules import REFUSED_COMBINATION
+from workbench.servers._failures import _scheduler_exception, classify, suggestions
 
 WRITTEN = Path(__file__).parent / "fixtures" / "sglang_logs_written"
 WRITTEN_FILES = sorted(WRITTEN.glob("*.log"))
@@ -142,7 +143,7 @@ def test_what_the_rules_named_before_stays_as_it_was() -> None:
         for name in ("bad_flags_unrecognized_4116.log", "bad_flags_combination_qwen108.log")
     )
     assert classify(argparse_body).suggestion == suggestions()["bad_flags"]
-    assert classify(combination_body).suggestion == _REFUSED_COMBINATION
+    assert classify(combination_body).suggestion == REFUSED_COMBINATION
     # a ValueError out of the model's config (not SGLang's argument checks) is no refused flag
     config = (
         "Traceback (most recent call last):\n"
