@@ -268,6 +268,45 @@ def small_kernel_check(kernel_rows: pd.DataFrame, profiles: dict[str, str] = REA
     return pd.DataFrame(rows)
 
 
+def gemm_check(kernel_rows: pd.DataFrame, profiles: dict[str, str] = REAL_PROFILES) -> pd.DataFrame:
+    """Per profiled point of each real-engine profile that names a measured GEMM table (``[spec_kernels] gemm``):
+    the iteration's GEMM time in the trace (``gemm_ms``: target and draft) beside what the profile charges (the
+    target's dense layers and LM head over ``batch x num_draft_tokens`` rows, the draft's ``num_steps - 1`` forwards
+    over ``batch x topk`` rows and its extend over ``batch x num_draft_tokens``; plain decoding: the target over
+    ``batch`` rows), and whether the point is one of the servers the curve was solved from (``solved_from``)."""
+    rows = []
+    for model, name in profiles.items():
+        cost, profile = _cost(model, profiles=profiles)
+        gemm = profile.physics.gemm
+        if gemm is None:
+            continue
+        prefix = gemm.servers[0].split("-")[0] + "-"
+
+        def ms(tokens: int, which: Any) -> float:
+            groups = cost.forward_groups(tokens, 1, 0, tokens, model=which)
+            return groups["dense"] + groups["lm_head"]
+
+        for row in kernel_rows[kernel_rows.server.str.startswith(prefix)].itertuples(index=False):
+            b, steps = int(row.batch), int(row.num_steps)
+            verify = b * int(row.num_draft_tokens)
+            charged = ms(verify, "target")
+            if steps:
+                charged += (steps - 1) * ms(b * int(row.topk), "draft") + ms(verify, "draft")
+            rows.append(
+                {
+                    "model": model,
+                    "server": row.server,
+                    "batch": b,
+                    "target_rows": verify,
+                    "solved_from": row.server in gemm.servers,
+                    "measured_ms": round(row.gemm_ms, 3),
+                    "charged_ms": round(charged, 3),
+                    "error_ms": round(charged - row.gemm_ms, 3),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def _cost(model: str, efficiency: Any = None, profiles: dict[str, str] = PROFILES):
     from workbench.sim import load_profile
 
@@ -421,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     refit = {m: fit_baseline(points, m, 0.0, REAL_PROFILES) for m in sorted(points.model.unique())}
     results["real_engine_profiles"] = summary(
         measured,
-        "the real-engine profiles: fitted on baseline only, host time, extend attention and GEMM FLOP efficiency measured; spec held out",
+        "the real-engine profiles: fitted on baseline only; host time, extend attention, small kernels and GEMMs by rows (dense) measured; spec held out",
     )
     results["real_engine_profiles_refit"] = {
         m: {t: round(getattr(e, t), 5) for t in FIT_TERMS[m]} for m, e in refit.items()
@@ -448,11 +487,19 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== small kernels beyond plain decoding's: measured (trace) and charged (SmallKernelCosts)")
     print(check.to_string(index=False))
     results["small_kernels"] = check.to_dict(orient="records")
+    gemm = gemm_check(pd.read_csv(args.table / "kernels.csv"))
+    print("\n== GEMMs per iteration: measured (trace) and charged (GemmCosts, by rows)")
+    print(gemm.to_string(index=False))
+    results["gemm"] = gemm.to_dict(orient="records")
     tmc = tree_minus_chain(measured)
     print("\n== tree minus chain (fitted, measured terms)")
     print(tmc.to_string(index=False))
     results["tree_minus_chain"] = tmc.to_dict(orient="records")
-    print(json.dumps({k: v for k, v in results.items() if k not in ("tree_minus_chain", "small_kernels")}, indent=1))
+    print(
+        json.dumps(
+            {k: v for k, v in results.items() if k not in ("tree_minus_chain", "small_kernels", "gemm")}, indent=1
+        )
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

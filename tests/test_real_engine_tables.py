@@ -258,8 +258,11 @@ def test_a_profile_names_one_small_kernel_table(tmp_path) -> None:
 
 def test_the_real_engine_terms_do_not_carry_to_the_published_flashinfer_table() -> None:
     """Out of the box (issue 31 item 4): the real-engine profile, with no fit, on the EAGLE-3 paper's Table 3 (SGLang
-    v0.4.4, FlashInfer): batch 1 within 0.5%, every speedup at batch 2-56 short, because it charges the triton extend
-    kernel the paper's runs did not pay; docs/SIMULATOR.md states the mean and worst."""
+    v0.4.4, FlashInfer): batch 1 within 3% (with the GEMMs measured by rows the fit meets the tables' plain decoding
+    within 0.8% at every batch, where it was 2.6% slow at batch 1, and the paper's plain batch 1 comes out 2.8%
+    fast), every speedup at batch 2-56 short,
+    because it charges the triton extend kernel the paper's runs did not pay; docs/SIMULATOR.md states the mean and
+    worst."""
     from workbench.sim import _calibrate as cal
 
     shipped = load_profile("h100-llama3-8b-eagle3")
@@ -267,7 +270,7 @@ def test_the_real_engine_terms_do_not_carry_to_the_published_flashinfer_table() 
     points = cal.profile_points(shipped) + cal.profile_points(shipped, "validation")
     predicted = cal.Predictor(real).predict(points, real.physics.efficiency)
     errors = {pt.name: 100 * (value / pt.value - 1) for pt, value in zip(points, predicted)}
-    assert abs(errors["baseline_bs1_tok_s"]) < 0.5 and abs(errors["eagle3_bs1_tok_s"]) < 0.5
+    assert abs(errors["baseline_bs1_tok_s"]) < 3.0 and abs(errors["eagle3_bs1_tok_s"]) < 1.0
     held = [
         abs(e) for name, e in errors.items() if name in {pt.name for pt in cal.profile_points(shipped, "validation")}
     ]

@@ -91,7 +91,9 @@ def test_the_real_engine_profile_carries_its_figures_and_sim_predict_prints_them
     assert "in-sample error" in checked["llama3-8b-baseline"]
     table = ROOT / "data" / "calibration" / "h100-sglang-0.5.17-2026-12-06-real" / "accuracy.json"
     dense = json.loads(table.read_text())["real_engine_profiles"]["llama31-8b/chain"]
-    line = f"output tok/s: {dense['tok_s_mean_abs_pct']}% mean, {dense['tok_s_worst_abs_pct']}% worst held-out error"
+    line = (
+        f"output tok/s: {dense['tok_s_mean_abs_pct']:g}% mean, {dense['tok_s_worst_abs_pct']:g}% worst held-out error"
+    )
     assert f"chain spec v2, batch 1-64, {line}" in checked["chain-v2"]
 
 

@@ -45,6 +45,7 @@ from workbench.paths import PACKAGE_ROOT
 from workbench.releases import SPEC_V2_WIDE_DRAFT_EXTEND_SINCE, release_at_least
 from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
 from workbench.sim._held_out import HeldOut, parse_held_out
+from workbench.sim._gemm_costs import GemmCosts, sheet_bounds
 from workbench.sim._spec_kernels import ExtendAttentionCosts, SmallKernelCosts, SpecKernelCosts
 
 #: Where shipped profiles live.
@@ -80,6 +81,9 @@ class Physics:
         extend_attention: the real engine's measured extend attention per speculative iteration (``[spec_kernels]``
             ``extend_attention``, a real-engine ``kernels.csv``, and ``extend_attention_servers``, the prefix of one
             model's servers in it), or None: the roofline costs the verify's attention.
+        gemm: the real engine's weight GEMMs by rows (``[spec_kernels]`` ``gemm``, a real-engine ``kernels.csv``, and
+            ``gemm_servers``, the servers of one model in it by name: :class:`GemmCosts`), or None: the roofline
+            charges them at ``hbm_efficiency`` and ``flops_efficiency``.
     """
 
     gpu: GpuSpec
@@ -92,6 +96,7 @@ class Physics:
     defaults: dict[str, Any]
     spec_kernels: SpecKernelCosts | SmallKernelCosts | None = None
     extend_attention: ExtendAttentionCosts | None = None
+    gemm: GemmCosts | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,6 +248,7 @@ class SimProfile:
             spec_kernels=self.physics.spec_kernels,
             extend_attention=self.physics.extend_attention,
             full_width_draft_extend=self.full_width_draft_extend,
+            gemm=self.physics.gemm,
         )
 
     def kv_capacity_tokens(self, args: dict[str, Any] | None = None, *, sglang_version: str | None = None) -> int:
@@ -297,12 +303,14 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
     kernels = data.get("spec_kernels")
     spec_kernels: SpecKernelCosts | SmallKernelCosts | None = None
     extend_attention = None
+    gemm = None
+    target = load_model_config(dep["target"])
     if kernels is not None:
-        if not {"table", "small_kernels", "extend_attention"} & set(kernels):
+        if not {"table", "small_kernels", "extend_attention", "gemm"} & set(kernels):
             raise ConfigError(
                 f'Profile {path}: [spec_kernels] needs table = "data/calibration/.../spec_step.csv" '
-                '(or small_kernels = "data/calibration/.../kernels.csv") and/or extend_attention = '
-                '"data/calibration/.../kernels.csv"'
+                '(or small_kernels = "data/calibration/.../kernels.csv"), extend_attention = '
+                '"data/calibration/.../kernels.csv" and/or gemm = "data/calibration/.../kernels.csv"'
             )
         if "table" in kernels and "small_kernels" in kernels:
             raise ConfigError(
@@ -329,17 +337,41 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
             extend_attention = _extend_attention(
                 str(kernels["extend_attention"]), str(kernels["extend_attention_servers"])
             )
+        if "gemm" in kernels:
+            names = kernels.get("gemm_servers")
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+                raise ConfigError(
+                    f"Profile {path}: [spec_kernels] gemm needs gemm_servers = [the plain-decoding server and the "
+                    'speculative ones of one model to solve from, by name] (for example ["l8b-baseline", '
+                    '"l8b-chain3-acc3.0", "l8b-chain7-acc4.5", "l8b-tree8-acc3.4", "l8b-tree16-acc3.6"])'
+                )
+            bounds = sheet_bounds(gpu, interconnect, target, draft)
+            gemm = _gemm(str(kernels["gemm"]), tuple(names), bounds["target"], bounds["draft"])
     return Physics(
         gpu=gpu,
         gpus=int(dep.get("gpus", 1)),
         interconnect=interconnect,
-        target=load_model_config(dep["target"]),
+        target=target,
         draft=draft,
         efficiency=Efficiency(**data.get("efficiency", {})),
         fit_terms=terms,
         defaults=defaults,
         spec_kernels=spec_kernels,
         extend_attention=extend_attention,
+        gemm=gemm,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _gemm(
+    table: str, servers: tuple[str, ...], target_bound: tuple[float, float], draft_bound: tuple[float, float]
+) -> GemmCosts:
+    path = Path(table)
+    return GemmCosts(
+        path if path.is_absolute() else PACKAGE_ROOT / path,
+        servers=servers,
+        target_bound=target_bound,
+        draft_bound=draft_bound,
     )
 
 

@@ -263,8 +263,9 @@ class StepBreakdown:
 class _Forward:
     """One model's forward on one deployment, with every per-step constant precomputed."""
 
-    def __init__(self, model: ModelConfig, dep: Deployment, eff: Efficiency) -> None:
+    def __init__(self, model: ModelConfig, dep: Deployment, eff: Efficiency, gemm=None) -> None:
         tp = dep.tp_size
+        self.gemm, self.sheet = gemm, (eff.hbm_efficiency, eff.flops_efficiency)
         h, hd, b = model.hidden_size, model.head_dim, model.dtype_bytes
         layers = model.num_hidden_layers
         self.layers = layers
@@ -331,6 +332,10 @@ class _Forward:
         pairs = per_seq * kv_tokens + tokens * (per_seq + 1.0) / 2.0
         out["attention"] = (self.kv_mem * (kv_tokens + tokens), self.attn_flop * pairs)
         out["lm_head"] = (self.lm_mem, self.lm_flop * logits)
+        if self.gemm is not None:  # the real engine's GEMMs by rows: the data sheet's roofline over their efficiency
+            (hbm, fl), e, e_lm = self.sheet, self.gemm(tokens), self.gemm(logits)
+            out["dense"] = (self.dense_mem * hbm / e, self.dense_flop * tokens * fl / e)
+            out["lm_head"] = (self.lm_mem * hbm / e_lm, self.lm_flop * logits * fl / e_lm)
         return out
 
     def parts(
@@ -393,6 +398,8 @@ class RooflineCost:
             forward), then the draft extend over the whole tree width, ``batch x num_draft_tokens`` rows with a logit
             row each (``_draft_extend_for_decode``). False (profiles fitted before it) charges one draft forward over
             ``batch`` tokens, ``num_steps - 1`` over ``batch x topk`` and the extend over the accepted tokens.
+        gemm: the real engine's weight GEMMs by rows (:class:`~workbench.sim._gemm_costs.GemmCosts`), charged for
+            the target's and the draft's dense layers and LM heads; None: ``hbm_efficiency``/``flops_efficiency``.
 
     Raises:
         ConfigError: ``tp_size`` < 1.
@@ -407,13 +414,14 @@ class RooflineCost:
         spec_kernels=None,
         extend_attention=None,
         full_width_draft_extend: bool = False,
+        gemm=None,
     ) -> None:
         if deployment.tp_size < 1:
             raise ConfigError(f"--tp-size must be >= 1, got {deployment.tp_size}")
         self.target_config, self.draft_config = target, draft
         self.deployment, self.efficiency = deployment, efficiency
-        self.target = _Forward(target, deployment, efficiency)
-        self.draft = _Forward(draft, deployment, efficiency) if draft is not None else None
+        self.target = _Forward(target, deployment, efficiency, gemm)
+        self.draft = _Forward(draft, deployment, efficiency, gemm) if draft is not None else None
         self.spec_kernels = spec_kernels
         self.extend_attention = extend_attention
         self.full_width_draft_extend = full_width_draft_extend
