@@ -495,7 +495,7 @@ def test_cell_watch_names_a_long_cell_once_and_drops_cell_output() -> None:
 
 
 def test_a_failing_cell_is_named_by_the_line_it_failed_at() -> None:
-    from workbench.report._runner import _failing_line
+    from workbench.report._kernel_run import _failing_line
 
     source = "import workbench as wb\n\nwb.setup_notebook()\nif from_runs:\n    runs = wb.stored_runs(from_runs)\n"
     # IPython 8 colours its traceback; the cell's own frame says which line raised

@@ -14,7 +14,7 @@ and every notebook that does not say so is taken to measure (it runs alone).
 
 Each notebook run at once gets its own process (papermill changes the working directory of the
 process that runs it, so two in one process would share it) and its own kernel, whose IPC sockets
-are in a folder of their own (``workbench.report._runner``).
+are in a folder of their own (``workbench.report._kernel_run``).
 """
 
 from __future__ import annotations
