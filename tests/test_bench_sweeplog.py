@@ -12,7 +12,7 @@ import pytest
 from workbench.bench._measure import LevelMeasured, measure_sweep, open_session
 from workbench.bench._plan import SweepPlan
 from workbench.bench._prompts import Prompt
-from workbench.bench._record import RequestRecord, record_from_json, record_to_json
+from workbench.bench._request_record import RequestRecord, record_from_json, record_to_json
 from doubles.scripted_server import ScriptedServer, StreamScript
 from workbench.bench._sweep import SweepAssembler, SweepResult
 from workbench.bench._sweeplog import SweepLogReader, SweepLogWriter

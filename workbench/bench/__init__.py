@@ -43,7 +43,7 @@ _NAMES = {
     "read_host_sweep": "_onhost",
     "records_to_frame": "_frames",
     "repeat_seed": "_plan",
-    "RequestRecord": "_record",
+    "RequestRecord": "_request_record",
     "ROUTES": "_client",
     "run_sweep": "_sweep",
     "run_sweep_on_host": "_onhost",
@@ -93,7 +93,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.bench._onhost import read_host_sweep as read_host_sweep
     from workbench.bench._frames import records_to_frame as records_to_frame
     from workbench.bench._plan import repeat_seed as repeat_seed
-    from workbench.bench._record import RequestRecord as RequestRecord
+    from workbench.bench._request_record import RequestRecord as RequestRecord
     from workbench.bench._client import ROUTES as ROUTES
     from workbench.bench._sweep import run_sweep as run_sweep
     from workbench.bench._onhost import run_sweep_on_host as run_sweep_on_host

@@ -20,7 +20,7 @@ is timestamped as it arrives (with the kernel's receive stamp where the run's se
 made the socket, :mod:`workbench.bench._rxstamp`; else when the loop hands it over), decoded by the one :class:`~workbench.bench._sse.SSEDecoder`
 and accounted by :class:`~workbench.bench._record.StreamAccumulator` one read at a
 time (the chunks of one read share its arrival time), where all the timing rules live. Transport failures, HTTP errors, error chunks, malformed streams
-and timeouts become a :class:`~workbench.bench._record.RequestRecord` with
+and timeouts become a :class:`~workbench.bench._request_record.RequestRecord` with
 ``error_type``/``error`` set; they are never raised, so one bad request cannot end
 a benchmark level. Cancellation (``asyncio.CancelledError``) and programming errors
 propagate.
@@ -36,7 +36,8 @@ from typing import Any
 
 import aiohttp
 
-from workbench.bench._record import RequestRecord, StreamAccumulator
+from workbench.bench._record import StreamAccumulator
+from workbench.bench._request_record import RequestRecord
 from workbench.bench._rxstamp import ArrivalClock, socket_of
 from workbench.bench._sse import SSEDecoder, StreamEvent
 from workbench.bench._timing import Timebase
@@ -168,7 +169,7 @@ def build_request_body(
 
 
 def error_kind_of(exc: BaseException) -> str:
-    """The ``error_kind`` of a transport exception (:data:`workbench.bench._record.ERROR_KINDS`)."""
+    """The ``error_kind`` of a transport exception (:data:`workbench.bench._request_record.ERROR_KINDS`)."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return "timeout"
     if isinstance(exc, aiohttp.ClientConnectorError):

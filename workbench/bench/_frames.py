@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.bench._record import REQUEST_DTYPES, RequestRecord
+from workbench.bench._request_record import REQUEST_DTYPES, RequestRecord
 
 __all__ = ["records_to_frame"]
 

@@ -69,7 +69,8 @@ for reads that carry several chunks:
   precise exception or rule, ``error`` the message (the server's error text quoted),
   ``http_status`` the status when a response came.
 
-Missing values are NaN (floats) or None (ints, strings), never 0.
+Missing values are NaN (floats) or None (ints, strings), never 0. The record itself, its
+columns' dtypes and its JSON form are :mod:`workbench.bench._request_record`.
 
 This module needs only the standard library (the host-side load generator imports
 it where pandas may be absent); the pandas table of records is built by
@@ -78,99 +79,18 @@ it where pandas may be absent); the pandas table of records is built by
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
-from collections.abc import Mapping
 from typing import Any
 
+from workbench.bench._request_record import NAN, RequestRecord
 from workbench.bench._sse import StreamEvent
 from workbench.bench._timing import Timebase
 
-__all__ = [
-    "BACKENDS",
-    "ERROR_KINDS",
-    "RequestRecord",
-    "StreamAccumulator",
-    "REQUEST_DTYPES",
-    "record_from_json",
-    "record_to_json",
-]
-
-NAN = float("nan")
+__all__ = ["BACKENDS", "StreamAccumulator"]
 
 #: Stream shapes the accumulator reads: SGLang's ``/generate``, ``/v1/completions``, ``/v1/chat/completions``.
 BACKENDS: tuple[str, ...] = ("generate", "completions", "chat")
-
-#: ``error_kind`` values: ``http_status`` (a non-200 answer), ``timeout`` (the request's time
-#: limit passed), ``connect`` (no connection), ``disconnect`` (the connection closed or broke
-#: mid-response, or the stream ended early), ``server_error`` (an error chunk or an aborted
-#: request: the server's own text in ``error``), ``protocol`` (a malformed stream),
-#: ``client_error`` (any other transport failure).
-ERROR_KINDS: tuple[str, ...] = (
-    "http_status",
-    "timeout",
-    "connect",
-    "disconnect",
-    "server_error",
-    "protocol",
-    "client_error",
-)
-
-
-@dataclasses.dataclass
-class RequestRecord:
-    """One measured request (one row of the requests table).
-
-    Durations are engine-time milliseconds (wall time x ``time_scale``). ``*_epoch_s``
-    are real Unix seconds; ``start_s``/``end_s`` are engine-time seconds since the
-    run's origin. For a failed request the timings measured before the failure are
-    kept (``e2e_ms`` then ends at the failure) and ``error`` says what happened.
-    """
-
-    request_index: int | None = None
-    prompt_id: str | None = None
-    prompt_category: str | None = None
-    max_new_tokens: int | None = None
-    rid: str | None = None
-    http_status: int | None = None
-    error_type: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    cached_tokens: int | None = None
-    output_tokens: int | None = None
-    num_chunks: int = 0
-    num_reads: int = 0
-    kernel_stamped_reads: int = 0
-    ttft_ms: float = NAN
-    e2e_ms: float = NAN
-    tpot_ms: float = NAN
-    client_wait_ms: float = NAN
-    user_ttft_ms: float = NAN
-    user_e2e_ms: float = NAN
-    itl_ms: list[float] = dataclasses.field(default_factory=list)
-    tokens_per_chunk: list[int] = dataclasses.field(default_factory=list)
-    chunks_per_read: list[int] = dataclasses.field(default_factory=list)
-    tokens_per_read: list[int] = dataclasses.field(default_factory=list)
-    spec_verify_ct: int | None = None
-    accept_length: float = NAN
-    meta_spec_accept_length: float = NAN
-    spec_accept_histogram: list[int] = dataclasses.field(default_factory=list)
-    output_hash: str | None = None
-    server_e2e_ms: float = NAN
-    start_epoch_s: float = NAN
-    end_epoch_s: float = NAN
-    start_s: float = NAN
-    end_s: float = NAN
-    time_scale: float = 1.0
-    backend: str = "generate"
-
-    @property
-    def ok(self) -> bool:
-        """True when the request completed without error."""
-        return self.error is None
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -249,7 +169,7 @@ class StreamAccumulator:
             message: what happened (the server's error text quoted where there is one).
             t: raw clock reading of the failure.
             http_status: the response's status, when known.
-            kind: one of :data:`ERROR_KINDS`.
+            kind: one of :data:`~workbench.bench._request_record.ERROR_KINDS`.
         """
         if http_status is not None and self._rec.http_status is None:
             self._rec.http_status = http_status
@@ -451,80 +371,3 @@ class StreamAccumulator:
         if rec.error is None and text:
             rec.output_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         return rec
-
-
-#: pandas dtypes of the record's columns, as names (nullable ints, NaN floats, ``str``
-#: text, Python lists for ``itl_ms`` and ``tokens_per_chunk``).
-REQUEST_DTYPES: dict[str, str] = {
-    "request_index": "Int64",
-    "prompt_id": "str",
-    "prompt_category": "str",
-    "max_new_tokens": "Int64",
-    "rid": "str",
-    "http_status": "Int64",
-    "error_type": "str",
-    "error": "str",
-    "error_kind": "str",
-    "finish_reason": "str",
-    "prompt_tokens": "Int64",
-    "cached_tokens": "Int64",
-    "output_tokens": "Int64",
-    "num_chunks": "int64",
-    "num_reads": "int64",
-    "kernel_stamped_reads": "int64",
-    "ttft_ms": "float64",
-    "e2e_ms": "float64",
-    "tpot_ms": "float64",
-    "client_wait_ms": "float64",
-    "user_ttft_ms": "float64",
-    "user_e2e_ms": "float64",
-    "itl_ms": "object",
-    "tokens_per_chunk": "object",
-    "chunks_per_read": "object",
-    "tokens_per_read": "object",
-    "spec_verify_ct": "Int64",
-    "accept_length": "float64",
-    "meta_spec_accept_length": "float64",
-    "spec_accept_histogram": "object",
-    "output_hash": "str",
-    "server_e2e_ms": "float64",
-    "start_epoch_s": "float64",
-    "end_epoch_s": "float64",
-    "start_s": "float64",
-    "end_s": "float64",
-    "time_scale": "float64",
-    "backend": "str",
-}
-
-
-_FLOAT_FIELDS = frozenset(name for name, dtype in REQUEST_DTYPES.items() if dtype == "float64")
-
-
-def record_to_json(record: RequestRecord) -> dict[str, Any]:
-    """The record as a JSON-ready dict: every field, NaN floats as None (JSON ``null``).
-
-    :func:`record_from_json` inverts it exactly (floats round-trip through JSON text).
-    """
-    out = dataclasses.asdict(record)
-    for name in _FLOAT_FIELDS:
-        if isinstance(out[name], float) and math.isnan(out[name]):
-            out[name] = None
-    return out
-
-
-def record_from_json(obj: Mapping[str, Any]) -> RequestRecord:
-    """The :class:`RequestRecord` of a :func:`record_to_json` dict (``null`` floats become NaN).
-
-    Raises:
-        ValueError: ``obj`` has keys that are not record fields.
-    """
-    unknown = set(obj) - set(REQUEST_DTYPES)
-    if unknown:
-        raise ValueError(f"not RequestRecord fields: {sorted(unknown)}")
-    values: dict[str, Any] = {
-        name: (NAN if name in _FLOAT_FIELDS and value is None else value) for name, value in obj.items()
-    }
-    for name in ("itl_ms", "tokens_per_chunk", "chunks_per_read", "tokens_per_read", "spec_accept_histogram"):
-        if name in values:
-            values[name] = list(values[name])
-    return RequestRecord(**values)

@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from workbench.bench._measure import LevelMeasured, SweepEvent, SweepStarted, WarmupMeasured
 from workbench.bench._plan import SweepPlan
-from workbench.bench._record import RequestRecord, record_from_json, record_to_json
+from workbench.bench._request_record import RequestRecord, record_from_json, record_to_json
 from workbench.bench._server_api import FlushOutcome, ServerInfoOutcome
 from workbench.errors import BenchmarkError, ConfigError
 
