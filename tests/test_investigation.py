@@ -185,7 +185,7 @@ def test_a_time_scale_the_simulator_cannot_keep_is_refused_and_a_distorted_level
     measured = run.levels[["mean_e2e_over_server_ms", "mean_e2e_ms", "sim_behind_schedule_wall_s", "duration_s"]]
     assert problem and "of the mean E2E was spent outside the server (bound 5%" in problem, measured.to_dict("records")
     study = load_study([run.path])
-    from workbench.studies._study_words import _time_scale_text
+    from workbench.studies._study_verdict import _time_scale_text
 
     assert "**Timings not the model's** in 1 of 1 level measurements (baseline at concurrency 1)" in _time_scale_text(
         study.tables

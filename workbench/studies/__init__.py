@@ -1,7 +1,7 @@
 """Studies: everything that reads runs and explains them.
 
 :class:`Study` (:func:`load_study`: runs → tables → analysis → charts, with the verdict's words in
-``_study_words``), the policy study (:class:`PolicyStudy`: the envelope, the no-drafting
+``_study_verdict``), the policy study (:class:`PolicyStudy`: the envelope, the no-drafting
 threshold, SGLang's adaptive tiers and vLLM's schedule, and its JupyterLab panel), the
 simulator's offline what-if (:class:`WhatIf`, :func:`what_if`), a stored GPU calibration
 (:class:`CalibrationStudy`, :func:`load_calibration`) and the server's series

@@ -3,7 +3,7 @@
 :func:`load_study` reads runs into the frozen tables (:class:`workbench.studies._tables.StudyTables`,
 built once by :func:`workbench.studies._assemble.read_tables`), and :class:`Study` is what a notebook
 holds: the tables (:attr:`Study.tables`, every figure), the words written from them (the opening, the
-verdict, comparability, acceptance, findings: ``_openings``, ``_study_words``, ``_seed_pair``,
+verdict, comparability, acceptance, findings: ``_openings``, ``_study_verdict``, ``_study_words``, ``_seed_pair``,
 ``_fleet_view``), the tables for reading (``_readings``) and the charts (``_study_charts``). Those
 modules are functions of the tables and import them for real; nothing here computes a figure.
 """
@@ -19,7 +19,7 @@ import pandas as pd
 
 from workbench import charts, paths
 from workbench.analysis import Crossover
-from workbench.studies import _fleet_view, _method_words, _readings, _seed_pair, _study_words
+from workbench.studies import _fleet_view, _method_words, _readings, _seed_pair, _study_verdict, _study_words
 from workbench.studies._assemble import assemble_tables, read_tables
 from workbench.studies._goodput import GoodputTargets
 from workbench.studies._study_charts import study_charts
@@ -196,8 +196,8 @@ class Study:
         return _openings.study_opening(self.tables)
 
     def verdict(self) -> str:
-        """:func:`workbench.studies._study_words.verdict`: the answer that opens the report."""
-        return _study_words.verdict(self.tables)
+        """:func:`workbench.studies._study_verdict.verdict`: the answer that opens the report."""
+        return _study_verdict.verdict(self.tables)
 
     def comparability_text(self) -> str:
         """:func:`workbench.studies._study_words.comparability_text`: the report's *Comparability* section."""

@@ -5,8 +5,8 @@ axis, one run per variant) with the runs' manifests, and answers the investigati
 pure functions of :mod:`workbench.analysis`: means over repeats with their intervals, spec/baseline ratios,
 where each speculative variant stops beating the baseline (the crossover), which variant is best at each
 level (the policy), and what makes a pair not like-for-like. It is built once, checked and narrowed
-(:func:`workbench.studies._assemble.assemble_tables`), and never changes after: the words
-(``_study_words``, ``_seed_pair``, ``_openings``) and the charts (``_study_charts``) are functions of it,
+(:func:`workbench.studies._assemble.assemble_tables`), and never changes after: the words (``_study_verdict``,
+``_study_words``, ``_seed_pair``, ``_openings``) and the charts (``_study_charts``) are functions of it,
 and :class:`workbench.studies.Study` is the notebook's façade over the three.
 
 Levels measured in several repeats are reported as the mean over repeats with a 95% Student t interval
