@@ -65,9 +65,7 @@ class CapSplit:
             return said + "."
         n, verb = len(self.flagged), "is" if len(self.flagged) == 1 else "are"
         if not detail:
-            return (
-                f"{said}; {n} of its {self.measurements} measurements {verb} timing-flagged (see the verdict)."
-            )
+            return f"{said}; {n} of its {self.measurements} measurements {verb} timing-flagged (see the verdict)."
         return (
             f"{said}; {n} of the {self.measurements} measurements it rests on {verb} timing-flagged, so take the split "
             f"as approximate: {'; '.join(literal(f) for f in self.flagged)}."

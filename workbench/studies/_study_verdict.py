@@ -211,6 +211,12 @@ def verdict(study: StudyTables) -> str:
             "workload (its variant without `--speculative-algorithm`), reported with this one; the figures below "
             "are this variant's own."
         )
+    elif len(study.variants) == 1:  # one plain-decoding run: nothing to compare it with
+        lines.append(
+            f"- **No speculative variant to compare**: the runs hold one variant, {literal(study.baseline)}, and it "
+            "does not draft. Whether speculation pays needs a speculative run of the same model, GPU and workload "
+            "(an EAGLE-3 variant of it), reported with this one; the figures below are this variant's own."
+        )
     pol = study.policy()
     measured = list(pol[study.load])
     spans = choice_spans(study, name=lambda v: f"**{literal(v)}**")
