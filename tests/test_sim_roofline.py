@@ -9,7 +9,8 @@ import pytest
 from workbench.errors import ConfigError
 from workbench.sim._hardware import load_gpu, load_model_config
 from workbench.sim._profiles import load_profile
-from workbench.sim._roofline import Deployment, Efficiency, RooflineCost
+from workbench.sim._roofline import RooflineCost
+from workbench.sim._roofline_terms import Deployment, Efficiency
 from workbench.sim._server_args import parse_server_args
 from workbench.sim._spec import SpecConfig
 

@@ -13,8 +13,8 @@ _NAMES = {
     "forced_length": "_acceptance",
     "grid_configurations": "_configurations",
     "HeldOutCheck": "_held_out",
-    "Deployment": "_roofline",
-    "Efficiency": "_roofline",
+    "Deployment": "_roofline_terms",
+    "Efficiency": "_roofline_terms",
     "load_gpu": "_hardware",
     "load_model_config": "_hardware",
     "load_profile": "_profiles",
@@ -29,7 +29,7 @@ _NAMES = {
     "ExtendAttentionCosts": "_spec_kernels",
     "step_breakdown": "_offline_figures",
     "STEP_PARTS": "_predict",
-    "StepBreakdown": "_roofline",
+    "StepBreakdown": "_roofline_terms",
     "variant_config": "_variant_flags",
     "variant_configuration": "_configurations",
 }
@@ -42,8 +42,8 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sim._acceptance import forced_length as forced_length
     from workbench.sim._configurations import grid_configurations as grid_configurations
     from workbench.sim._held_out import HeldOutCheck as HeldOutCheck
-    from workbench.sim._roofline import Deployment as Deployment
-    from workbench.sim._roofline import Efficiency as Efficiency
+    from workbench.sim._roofline_terms import Deployment as Deployment
+    from workbench.sim._roofline_terms import Efficiency as Efficiency
     from workbench.sim._hardware import load_gpu as load_gpu
     from workbench.sim._hardware import load_model_config as load_model_config
     from workbench.sim._profiles import load_profile as load_profile
@@ -58,7 +58,7 @@ if _typing.TYPE_CHECKING:  # what static tools see: the same names from the same
     from workbench.sim._spec_kernels import ExtendAttentionCosts as ExtendAttentionCosts
     from workbench.sim._offline_figures import step_breakdown as step_breakdown
     from workbench.sim._predict import STEP_PARTS as STEP_PARTS
-    from workbench.sim._roofline import StepBreakdown as StepBreakdown
+    from workbench.sim._roofline_terms import StepBreakdown as StepBreakdown
     from workbench.sim._variant_flags import variant_config as variant_config
     from workbench.sim._configurations import variant_configuration as variant_configuration
 else:

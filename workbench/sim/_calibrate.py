@@ -23,7 +23,7 @@ from workbench.errors import ConfigError
 from workbench.sim._offline_figures import level_figures, offline_level
 from workbench.sim._predict import PredictionPlan, prediction_plan
 from workbench.sim._profiles import SimProfile
-from workbench.sim._roofline import Efficiency
+from workbench.sim._roofline_terms import Efficiency
 from workbench.sim._variant_flags import variant_config
 
 #: Metrics a point may name.

@@ -39,7 +39,8 @@ from pathlib import Path
 
 from workbench.errors import ConfigError
 from workbench.sim._hardware import GpuSpec, ModelConfig
-from workbench.sim._roofline import Deployment, Efficiency, RooflineCost
+from workbench.sim._roofline import RooflineCost
+from workbench.sim._roofline_terms import Deployment, Efficiency
 
 
 class GemmCosts:

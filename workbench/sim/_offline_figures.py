@@ -18,7 +18,7 @@ from workbench.bench import DEFAULT_CONCURRENCY_LEVELS, default_requests_per_lev
 from workbench.sim._engine import EngineCore
 from workbench.sim._offline import run_closed_loop
 from workbench.sim._profiles import SimProfile
-from workbench.sim._roofline import Efficiency
+from workbench.sim._roofline_terms import Efficiency
 from workbench.sim._spec import EAGLE_MAX_RUNNING_REQUESTS, SpecConfig
 from workbench.sim._variant_flags import variant_config
 
@@ -63,7 +63,7 @@ def step_breakdown(
         prompt_tokens: give prompt chunk lengths for a prefill iteration instead.
 
     Returns:
-        A :class:`~workbench.sim._roofline.StepBreakdown` (decode, spec or prefill): weights, KV,
+        A :class:`~workbench.sim._roofline_terms.StepBreakdown` (decode, spec or prefill): weights, KV,
         compute, communication, draft and overhead milliseconds, summing to the step's time.
     """
     from workbench.sim._profiles import load_profile

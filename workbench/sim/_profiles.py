@@ -8,7 +8,7 @@ shipped now) has sections:
   ``interconnect`` (a kind the GPU's data sheet lists), the defaults SGLang would run with
   when a flag is absent (``tp_size``, ``custom_all_reduce``, ``cuda_graph_max_bs``,
   ``mem_fraction_static``), and ``target`` / ``draft`` (``data/models/<name>.toml``);
-- ``[efficiency]``: :class:`~workbench.sim._roofline.Efficiency` terms;
+- ``[efficiency]``: :class:`~workbench.sim._roofline_terms.Efficiency` terms;
 - ``[fit]``: ``terms``, the efficiency terms a calibration fits (the others are fixed and
   carry their source in a comment);
 - ``[workload]``: the benchmark workload its calibration assumes;
@@ -43,7 +43,8 @@ from workbench.sim._cost_model import CostModel
 from workbench.sim._hardware import GpuSpec, ModelConfig, load_gpu, load_model_config
 from workbench.paths import PACKAGE_ROOT
 from workbench.releases import SPEC_V2_WIDE_DRAFT_EXTEND_SINCE, release_at_least
-from workbench.sim._roofline import FITTABLE, Deployment, Efficiency, RooflineCost
+from workbench.sim._roofline import RooflineCost
+from workbench.sim._roofline_terms import FITTABLE, Deployment, Efficiency
 from workbench.sim._held_out import HeldOut, parse_held_out
 from workbench.sim._gemm_costs import GemmCosts, sheet_bounds
 from workbench.sim._spec_kernels import ExtendAttentionCosts, SmallKernelCosts, SpecKernelCosts
