@@ -33,12 +33,12 @@ model's experts, which are the fused-MoE kernel) at this efficiency instead of i
 from __future__ import annotations
 
 import bisect
-import csv
 import math
 from pathlib import Path
 
 from workbench.errors import ConfigError
 from workbench.sim._hardware import GpuSpec, ModelConfig
+from workbench.sim._spec_kernels import server_rows
 from workbench.sim._roofline import RooflineCost
 from workbench.sim._roofline_terms import Deployment, Efficiency
 
@@ -69,17 +69,7 @@ class GemmCosts:
         draft_bound: tuple[float, float],
     ) -> None:
         self.path, self.servers = Path(path), tuple(servers)
-        try:
-            with self.path.open(newline="", encoding="utf-8") as fh:
-                rows = [r for r in csv.DictReader(fh) if r.get("server") in self.servers]
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read the GEMM table {self.path}: {exc}; run benchmarks/real_engine_accuracy.py on the real "
-                "engine's calibration records"
-            ) from exc
-        missing = sorted(set(self.servers) - {r["server"] for r in rows})
-        if missing:
-            raise ConfigError(f"{self.path} has no rows of {', '.join(missing)}: name servers of its 'server' column")
+        rows = server_rows(self.path, self.servers, "GEMM")
         points: list[tuple[dict[int, float], float]] = []
         try:
             for r in rows:

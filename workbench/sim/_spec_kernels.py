@@ -248,6 +248,27 @@ def _affine(points: list[tuple[float, float]]) -> tuple[float, float]:
 SMALL_KERNEL_TERMS = ("fixed", "per_draft_step", "per_verify_row", "per_tree")
 
 
+def server_rows(path: Path, servers: tuple[str, ...], table: str) -> list[dict[str, str]]:
+    """The rows of a real-engine kernel table (``kernels.csv``) of the named ``servers``, every one of them present.
+
+    Raises:
+        ConfigError: the file cannot be read, or a named server has no row (``table`` names the table in the
+            message, e.g. ``"small-kernel"``).
+    """
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("server") in servers]
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the {table} table {path}: {exc}; run "
+            "benchmarks/real_engine_accuracy.py on the real engine's calibration records"
+        ) from exc
+    missing = sorted(set(servers) - {r["server"] for r in rows})
+    if missing:
+        raise ConfigError(f"{path} has no rows of {', '.join(missing)}: name servers of its 'server' column")
+    return rows
+
+
 class SmallKernelCosts:
     """Per-iteration time of a speculative step's small kernels, measured on the real engine.
 
@@ -289,17 +310,7 @@ class SmallKernelCosts:
 
     def __init__(self, path: str | Path, *, servers: tuple[str, ...]) -> None:
         self.path, self.servers = Path(path), tuple(servers)
-        try:
-            with self.path.open(newline="", encoding="utf-8") as fh:
-                rows = [r for r in csv.DictReader(fh) if r.get("server") in self.servers]
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read the small-kernel table {self.path}: {exc}; run "
-                "benchmarks/real_engine_accuracy.py on the real engine's calibration records"
-            ) from exc
-        missing = sorted(set(self.servers) - {r["server"] for r in rows})
-        if missing:
-            raise ConfigError(f"{self.path} has no rows of {', '.join(missing)}: name servers of its 'server' column")
+        rows = server_rows(self.path, self.servers, "small-kernel")
         plain: dict[float, float] = {}
         spec: dict[float, list[tuple[tuple[float, ...], float]]] = {}
         try:
