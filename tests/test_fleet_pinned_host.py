@@ -51,14 +51,25 @@ def starts(marks: Path, name: str) -> list[str]:
 @pytest.fixture
 def cluster(request):
     """A head with ``request.param`` fake GPUs (default 1) and a second host with one; both 2 CPUs."""
-    if ray.is_initialized():
-        ray.shutdown()
-    made = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 2, "num_gpus": getattr(request, "param", 1), "_system_config": HEALTH},
-    )
-    second = made.add_node(num_cpus=2, num_gpus=1, node_ip_address=SECOND_IP)
-    made.wait_for_nodes()
+    made, second = None, None
+    for attempt in range(3):  # Ray 2.60 gives a raylet a hard-coded 30 s to register: a loaded machine misses it
+        if ray.is_initialized():
+            ray.shutdown()
+        try:
+            made = Cluster(
+                initialize_head=True,
+                head_node_args={"num_cpus": 2, "num_gpus": getattr(request, "param", 1), "_system_config": HEALTH},
+            )
+            second = made.add_node(num_cpus=2, num_gpus=1, node_ip_address=SECOND_IP)
+            made.wait_for_nodes()
+            break
+        except Exception as exc:  # Ray raises a bare Exception for this
+            if made is not None:
+                made.shutdown()
+            made = None
+            if "timed out during startup" not in str(exc) or attempt == 2:
+                raise
+    assert made is not None and second is not None
     try:
         yield made, second
     finally:

