@@ -36,7 +36,8 @@ def test_dynamic_disable_envelope_margin_is_a_percentage_not_a_bare_fraction() -
         "separated",
     ]
     assert list(shown["margin"]) == ["+3.2%", "+27%"]
-    assert list(shown["output throughput (tok/s)"]) == ["45 (37–53)", "60 (10–120)"]  # to the interval
+    # bounds to the interval; the mean too, unless that moves it by more than 5% (64 -> 60): two figures of its own
+    assert list(shown["output throughput (tok/s)"]) == ["45 (37–53)", "64 (10–120)"]
     assert list(shown["separated"]) == ["no", "yes"] and shown["runner up"].iloc[1] == MISSING
     assert envelope["margin"].iloc[0] == 0.03227 and "output_throughput_tok_s_lo" in envelope  # untouched
 
@@ -152,3 +153,12 @@ def test_inspect_source_tables_show_yes_no_and_a_dash_not_true_false_none() -> N
     assert list(shown.columns) == ["version", "status", "path", "changed since previous", "moved", "line"]
     assert shown.iloc[0].tolist() == ["0.5.2", "absent", MISSING, "no", "no", "13"]
     assert shown.iloc[1].tolist() == ["0.5.13", "moved+changed", "srt/mem_cache/common.py", "yes", "yes", "951"]
+
+
+def test_a_mean_beside_an_interval_wider_than_itself_keeps_two_figures() -> None:
+    """A report's latency table read 'TTFT p99 ms 0 (0–40000)' (one slow repeat of three) and a p99 of 14,000 ms
+    as '10000 (10000–40000)', below its p50 of '11000 (5000–17000)': the mean keeps two significant figures."""
+    assert readable_value(250.0, "number", -39500.0, 40000.0) == "250 (-40000–40000)"
+    assert readable_value(14000.0, "number", 9000.0, 41000.0) == "14000 (10000–40000)"
+    assert readable_value(11000.0, "number", 5000.0, 17000.0) == "11000 (5000–17000)"
+    assert readable_value(812.345, "number", 789.6, 835.1) == "810 (790–840)"  # a narrow interval: as before

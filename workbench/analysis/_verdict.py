@@ -75,17 +75,24 @@ def round_to_interval(value: float, half_width: float | None) -> float:
 def interval_text(value: float, lo: float | None = None, hi: float | None = None) -> str:
     """A mean and its interval as a table cell: ``"812 (790–835)"``.
 
-    The three numbers are rounded to the first significant digit of the interval's half width
-    (:func:`round_to_interval`); without an interval (None or NaN bounds: n=1) the mean alone to
-    three significant figures; a NaN mean is ``""``. Example: ``interval_text(812.345, 789.6, 835.1)``
-    -> ``"810 (790–840)"``; ``interval_text(1.2345)`` -> ``"1.23"``.
+    The bounds are rounded to the first significant digit of the interval's half width
+    (:func:`round_to_interval`), and so is the mean, but never to fewer than two significant figures of
+    its own: an interval wider than the mean (one slow repeat of three) would otherwise round the mean to 0
+    (a TTFT of 250 ms shown ``"0 (0–40000)"``) or round two means apart in the wrong order (a p99 of
+    14,000 ms shown below its p50). Without an interval (None or NaN bounds: n=1) the mean alone to three
+    significant figures; a NaN mean is ``""``. Examples: ``interval_text(812.345, 789.6, 835.1)`` ->
+    ``"810 (790–840)"``; ``interval_text(250.0, -39500.0, 40000.0)`` -> ``"250 (-40000–40000)"``;
+    ``interval_text(1.2345)`` -> ``"1.23"``.
     """
     if value is None or value != value:
         return ""
     if lo is None or hi is None or lo != lo or hi != hi:
         return f"{round_sig(value):g}"
     half = (hi - lo) / 2
-    shown = [round_to_interval(v, half) + 0.0 for v in (value, lo, hi)]  # + 0.0: no "-0"
+    mean = round_to_interval(value, half)
+    if value != 0 and (mean == 0 or abs(mean - value) > 0.05 * abs(value)):  # keep two figures of the mean
+        mean = round_sig(value, 2)
+    shown = [mean + 0.0, *(round_to_interval(v, half) + 0.0 for v in (lo, hi))]  # + 0.0: no "-0"
     return f"{shown[0]:g} ({shown[1]:g}–{shown[2]:g})"
 
 
