@@ -161,13 +161,17 @@ def _schedule_text(study: StudyTables) -> str:
     if problems.empty:
         return ""
     marked = study.levels.loc[problems.index]
-    where = ", ".join(
-        f"{literal(v)} at {at_levels(study, f'{c:g}')}"
-        for v, c in sorted({(str(v), float(c)) for v, c in zip(marked["variant"], marked[study.load])})
+    counts: dict[tuple[str, float], int] = {}
+    for v, c in zip(marked["variant"], marked[study.load]):
+        counts[(str(v), float(c))] = counts.get((str(v), float(c)), 0) + 1
+    where = ", ".join(  # a level flagged in several repeats says how many, so the list adds up to the count
+        f"{literal(v)} at {at_levels(study, f'{c:g}')}" + (f" ({n} repeats)" if n > 1 else "")
+        for (v, c), n in sorted(counts.items())
     )
+    first = "" if len(marked) == 1 else "the first: "
     return (
-        f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}): "
-        f"{literal(problems.iloc[0])}."
+        f" **Timings not the model's** in {len(marked)} of {len(study.levels)} level measurements ({where}); "
+        f"{first}{literal(problems.iloc[0])}."
     )
 
 
