@@ -205,3 +205,16 @@ def test_the_timing_flag_count_adds_up_to_the_levels_it_lists() -> None:
     listed = re.search(r"level measurements \((.*?)\); the first:", text).group(1).split(", ")  # type: ignore[union-attr]
     repeats = [int(m.group(1)) if (m := re.search(r"\((\d+) repeats\)", x)) else 1 for x in listed]
     assert count == sum(repeats) == int(flagged.sum()) + int(twin.sum()) and max(repeats) > 1
+
+
+def test_the_cap_split_factors_as_shown_multiply_to_the_gap_as_shown() -> None:
+    """A report read '1.90x ...: 1.00x of it is the 48-request cap, 1.91x speculation' (1.00 x 1.91 = 1.91): where
+    two decimals do not multiply to the gap shown, the factors get three."""
+    from workbench.studies._seed_pair import CapSplit
+
+    cap, speculation = 0.9975, 1.9076
+    split = CapSplit(64, cap * speculation, cap, speculation, 0.0)
+    said = split.sentence("baseline", "eagle3-topk4", "baseline-cap48")
+    assert "gives 1.90x" in said and "0.998x of it is the 48-request cap" in said and "1.908x speculation" in said
+    usual = CapSplit(64, 1.05 * 1.93, 1.05, 1.93, 0.0).sentence("baseline", "eagle3-topk4", "baseline-cap48")
+    assert "gives 2.03x" in usual and "1.05x of it" in usual and "1.93x speculation" in usual

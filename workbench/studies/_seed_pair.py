@@ -56,10 +56,13 @@ class CapSplit:
         """``"At concurrency 64 the seed's `baseline` gives 2.03x `eagle3-topk4`'s output tok/s: 1.05x of
         it is the 48-request cap (against `baseline-cap48`), 1.93x speculation."``, and, where a measurement it
         rests on is timing-flagged (:attr:`flagged`), how many (``detail``: which, and why: the verdict's line)."""
+        digits = 2  # the factors as shown multiply to the gap as shown (1.00x and 1.91x beside 1.90x did not)
+        if round(round(self.cap, 2) * round(self.speculation, 2), 2) != round(self.gap, 2):
+            digits = 3
         said = (
             f"At concurrency {self.concurrency} the seed's {code(seed_baseline)} gives {self.gap:.2f}x "
-            f"{code(seed_spec)}'s output tok/s: {self.cap:.2f}x of it is the 48-request cap (against "
-            f"{code(baseline)}), {self.speculation:.2f}x speculation"
+            f"{code(seed_spec)}'s output tok/s: {self.cap:.{digits}f}x of it is the 48-request cap (against "
+            f"{code(baseline)}), {self.speculation:.{digits}f}x speculation"
         )
         if not self.flagged:
             return said + "."
