@@ -38,7 +38,7 @@ from pathlib import Path
 
 from workbench.errors import ConfigError
 from workbench.sim._hardware import GpuSpec, ModelConfig
-from workbench.sim._spec_kernels import server_rows
+from workbench.sim._spec_kernels import linear_least_squares, server_rows
 from workbench.sim._roofline import RooflineCost
 from workbench.sim._roofline_terms import Deployment, Efficiency
 
@@ -137,24 +137,9 @@ def _bound(bound: tuple[float, float], rows: int) -> float:
 
 def _least_squares(points: list[tuple[dict[int, float], float]], sizes: list[int]) -> list[float]:
     """``x`` (one per row count in ``sizes``) minimising the squared error of ``ms ~ sum(coef x)`` over the points
-    (normal equations, Gaussian elimination with partial pivoting; each size is a target's row count, so the
-    system has full rank)."""
-    n = len(sizes)
-    at = {r: i for i, r in enumerate(sizes)}
-    a = [[0.0] * (n + 1) for _ in range(n)]
-    for coef, ms in points:
-        for ri, ci in coef.items():
-            for rj, cj in coef.items():
-                a[at[ri]][at[rj]] += ci * cj
-            a[at[ri]][n] += ci * ms
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
-        a[col], a[pivot] = a[pivot], a[col]
-        for r in range(n):
-            if r != col:
-                f = a[r][col] / a[col][col]
-                a[r] = [v - f * p for v, p in zip(a[r], a[col])]
-    return [a[i][n] / a[i][i] for i in range(n)]
+    (:func:`workbench.sim._spec_kernels.linear_least_squares` on each point's coefficients laid out by ``sizes``; each size
+    is a target's row count, so the system has full rank)."""
+    return list(linear_least_squares([(tuple(coef.get(r, 0.0) for r in sizes), ms) for coef, ms in points]))
 
 
 def _monotone(times: list[float]) -> list[float]:

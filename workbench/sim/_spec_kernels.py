@@ -343,7 +343,7 @@ class SmallKernelCosts:
                     f"at batch {b:g}; the {len(SMALL_KERNEL_TERMS)} terms ({', '.join(SMALL_KERNEL_TERMS)}) need chains of "
                     "two lengths and trees of two sizes"
                 )
-            self._terms.append(_least_squares(points))
+            self._terms.append(linear_least_squares(points))
         self._memo: dict[tuple[int, int, int, int], float] = {}
 
     def terms(self, batch: float) -> dict[str, float]:
@@ -376,7 +376,7 @@ class SmallKernelCosts:
         return out
 
 
-def _least_squares(points: list[tuple[tuple[float, ...], float]]) -> tuple[float, ...]:
+def linear_least_squares(points: list[tuple[tuple[float, ...], float]]) -> tuple[float, ...]:
     """The coefficients minimising the squared error of ``y ~ x . c`` over ``(x, y)`` pairs (normal equations,
     Gaussian elimination with partial pivoting; the caller has checked the ``x`` span their space)."""
     n = len(points[0][0])
