@@ -23,23 +23,20 @@ def driver():
 
 
 #: A child that answers Ctrl-C by "stopping its server" (writing a line) and exiting 130, as `workbench bench` does.
-POLITE = """
-import sys, time
-try:
-    time.sleep(60)
-except KeyboardInterrupt:
-    print("stopped my server", flush=True)
-    sys.exit(130)
-"""
+#: Shells, which set their traps within milliseconds: a Python child on a loaded machine could still be starting
+#: when the interrupt came (before its handler was set), and died of it instead.
+POLITE = ["sh", "-c", "trap 'kill $child; echo stopped my server; exit 130' INT; sleep 60 & child=$!; wait"]
 #: A child that ignores Ctrl-C: killed after the grace period.
-DEAF = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"
+DEAF = ["sh", "-c", 'trap "" INT; exec sleep 60']  # the ignored signal stays ignored across exec
+#: Seconds before the interrupt: the traps are set long before it, even on a loaded machine.
+DEADLINE_S = 3.0
 
 
 def test_past_the_deadline_the_bench_is_interrupted_and_may_clean_up(driver, tmp_path) -> None:
     out = tmp_path / "out.log"
     t0 = time.monotonic()
     with open(out, "w") as fh:
-        rc = driver.run_interruptibly([sys.executable, "-c", POLITE], stdout=fh, timeout_s=1.0)
+        rc = driver.run_interruptibly(POLITE, stdout=fh, timeout_s=DEADLINE_S)
     assert rc == 130 and out.read_text() == "stopped my server\n"
     assert time.monotonic() - t0 < 20
 
@@ -47,7 +44,7 @@ def test_past_the_deadline_the_bench_is_interrupted_and_may_clean_up(driver, tmp
 def test_a_bench_that_ignores_the_interrupt_is_killed_after_the_grace(driver, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(driver, "INTERRUPT_GRACE_S", 1.0)
     with open(tmp_path / "out.log", "w") as fh:
-        rc = driver.run_interruptibly([sys.executable, "-c", DEAF], stdout=fh, timeout_s=1.0)
+        rc = driver.run_interruptibly(DEAF, stdout=fh, timeout_s=DEADLINE_S)
     assert rc == -9
 
 

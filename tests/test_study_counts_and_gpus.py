@@ -183,28 +183,26 @@ def test_the_seed_pairs_split_says_when_it_rests_on_a_timing_flagged_level(flagg
 
 def test_the_timing_flag_count_adds_up_to_the_levels_it_lists() -> None:
     """'Timings not the model's in 12 of 105 level measurements' listed 11 variant-levels: a level flagged in two
-    repeats was named once. It now says '(2 repeats)', so the list adds up to the count (stored make-report runs)."""
+    repeats was named once. It now says '(2 repeats)', so the list adds up to the count. Flags planted on stored
+    runs with two repeats at a level (the H100's interrupted 3-repeat run)."""
     import dataclasses
-    import re
 
     from workbench.studies._study_verdict import _schedule_text
 
-    runs = sorted((Path(__file__).resolve().parents[1] / "data" / "runs").glob("20261206T052357Z-*"))
-    tables = load_study(runs).tables
-    levels = tables.levels.copy()
-    flagged = levels["sim_schedule_problem"].notna()
-    first = levels[flagged].iloc[0]
-    twin = (
-        (levels["variant"] == first["variant"])
-        & (levels[tables.load] == first[tables.load])
-        & (levels["repeat"] != first["repeat"])
+    runs = (
+        Path(__file__).resolve().parents[1] / "data" / "measured" / "h100-sglang-0.5.17-2026-12-06-repeats-interrupted"
     )
-    levels.loc[twin, "sim_schedule_problem"] = "the simulator fell behind (a second repeat, planted)"
+    tables = load_study(sorted((runs / "runs").iterdir())).tables
+    levels = tables.levels.copy()
+    planted = ((levels["variant"] == "real-eagle3-chain") & (levels["concurrency"] == 4)) | (
+        (levels["variant"] == "real-baseline") & (levels["concurrency"] == 1) & (levels["repeat"] == 0)
+    )
+    assert int(planted.sum()) == 3
+    levels["sim_schedule_problem"] = None
+    levels.loc[planted, "sim_schedule_problem"] = "the simulator fell behind its schedule (planted)"
     text = _schedule_text(dataclasses.replace(tables, levels=levels))
-    count = int(re.search(r"in (\d+) of \d+ level measurements", text).group(1))  # type: ignore[union-attr]
-    listed = re.search(r"level measurements \((.*?)\); the first:", text).group(1).split(", ")  # type: ignore[union-attr]
-    repeats = [int(m.group(1)) if (m := re.search(r"\((\d+) repeats\)", x)) else 1 for x in listed]
-    assert count == sum(repeats) == int(flagged.sum()) + int(twin.sum()) and max(repeats) > 1
+    assert f"in 3 of {len(levels)} level measurements" in text and len(levels) == 13
+    assert "(real-baseline at concurrency 1, real-eagle3-chain at concurrency 4 (2 repeats)); the first:" in text
 
 
 def test_the_cap_split_factors_as_shown_multiply_to_the_gap_as_shown() -> None:
