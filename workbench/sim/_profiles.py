@@ -321,13 +321,12 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
         if "table" in kernels:
             spec_kernels = _spec_kernel_costs(str(kernels["table"]), str(kernels.get("verify", "greedy")))
         if "small_kernels" in kernels:
-            names = kernels.get("small_kernels_servers")
-            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-                raise ConfigError(
-                    f"Profile {path}: [spec_kernels] small_kernels needs small_kernels_servers = [the plain-decoding "
-                    'server and four speculative ones of one model, by name] (for example ["l8b-baseline", '
-                    '"l8b-chain3-acc3.0", "l8b-chain7-acc4.5", "l8b-tree8-acc3.4", "l8b-tree16-acc3.6"])'
-                )
+            names = _server_names(
+                kernels.get("small_kernels_servers"),
+                f"Profile {path}: [spec_kernels] small_kernels needs small_kernels_servers = [the plain-decoding "
+                'server and four speculative ones of one model, by name] (for example ["l8b-baseline", '
+                '"l8b-chain3-acc3.0", "l8b-chain7-acc4.5", "l8b-tree8-acc3.4", "l8b-tree16-acc3.6"])',
+            )
             spec_kernels = _small_kernels(str(kernels["small_kernels"]), tuple(names))
         if "extend_attention" in kernels:
             if "extend_attention_servers" not in kernels:
@@ -339,13 +338,12 @@ def _physics(data: dict[str, Any], path: Path) -> Physics:
                 str(kernels["extend_attention"]), str(kernels["extend_attention_servers"])
             )
         if "gemm" in kernels:
-            names = kernels.get("gemm_servers")
-            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-                raise ConfigError(
-                    f"Profile {path}: [spec_kernels] gemm needs gemm_servers = [the plain-decoding server and the "
-                    'speculative ones of one model to solve from, by name] (for example ["l8b-baseline", '
-                    '"l8b-chain3-acc3.0", "l8b-chain7-acc4.5", "l8b-tree8-acc3.4", "l8b-tree16-acc3.6"])'
-                )
+            names = _server_names(
+                kernels.get("gemm_servers"),
+                f"Profile {path}: [spec_kernels] gemm needs gemm_servers = [the plain-decoding server and the "
+                'speculative ones of one model to solve from, by name] (for example ["l8b-baseline", '
+                '"l8b-chain3-acc3.0", "l8b-chain7-acc4.5", "l8b-tree8-acc3.4", "l8b-tree16-acc3.6"])',
+            )
             bounds = sheet_bounds(gpu, interconnect, target, draft)
             gemm = _gemm(str(kernels["gemm"]), tuple(names), bounds["target"], bounds["draft"])
     return Physics(
@@ -393,6 +391,13 @@ def _small_kernels(table: str, servers: tuple[str, ...]) -> SmallKernelCosts:
 def _extend_attention(table: str, servers: str) -> ExtendAttentionCosts:
     path = Path(table)
     return ExtendAttentionCosts(path if path.is_absolute() else PACKAGE_ROOT / path, servers=servers)
+
+
+def _server_names(value: object, refusal: str) -> list[str]:
+    """A ``[spec_kernels]`` list of server names (a non-empty list of strings), else :class:`ConfigError` ``refusal``."""
+    if not isinstance(value, list) or not value or not all(isinstance(n, str) for n in value):
+        raise ConfigError(refusal)
+    return value
 
 
 def load_profile(name_or_path: str | Path = DEFAULT_PROFILE, *, directory: Path = PROFILES_DIR) -> SimProfile:
